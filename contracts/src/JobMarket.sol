@@ -71,7 +71,8 @@ contract JobMarket is IJobMarket, AccessControl, Pausable, ReentrancyGuardTransi
     INodeRegistry public immutable registry;
 
     MarketParams internal _params;
-    uint64 internal _jobCount;
+    /// @dev Starts at 1 so that the first post does not pay for a zero-to-nonzero write.
+    uint64 internal _nextJobId = 1;
     mapping(uint64 jobId => JobRecord) internal _jobs;
     mapping(uint64 jobId => uint96) internal _bonds;
     mapping(address account => uint256) internal _credits;
@@ -326,7 +327,7 @@ contract JobMarket is IJobMarket, AccessControl, Pausable, ReentrancyGuardTransi
 
     /// @inheritdoc IJobMarket
     function jobCount() external view returns (uint64) {
-        return _jobCount;
+        return _nextJobId - 1;
     }
 
     /// @inheritdoc IJobMarket
@@ -346,7 +347,7 @@ contract JobMarket is IJobMarket, AccessControl, Pausable, ReentrancyGuardTransi
         if (spec.length == 0) revert JobMarket_EmptySpec();
         if (spec.length > MAX_SPEC_BYTES) revert JobMarket_SpecTooLarge(spec.length, MAX_SPEC_BYTES);
 
-        jobId = ++_jobCount;
+        jobId = _nextJobId++;
         bytes32 specHash = keccak256(spec);
         JobRecord storage job = _jobs[jobId];
         job.head = JobHead({

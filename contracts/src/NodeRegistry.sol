@@ -45,7 +45,8 @@ contract NodeRegistry is INodeRegistry, AccessControl, Pausable, ReentrancyGuard
     IERC20 public immutable token;
 
     RegistryParams internal _params;
-    uint64 internal _nodeCount;
+    /// @dev Starts at 1 so that the first registration does not pay for a zero-to-nonzero write.
+    uint64 internal _nextNodeId = 1;
     mapping(uint64 nodeId => NodeRecord) internal _nodes;
 
     constructor(IERC20 token_, address admin, RegistryParams memory params_) {
@@ -68,7 +69,7 @@ contract NodeRegistry is INodeRegistry, AccessControl, Pausable, ReentrancyGuard
         _checkCapabilities(capabilities);
         if (stake < _params.minStake) revert NodeRegistry_StakeTooLow(stake, _params.minStake);
 
-        nodeId = ++_nodeCount;
+        nodeId = _nextNodeId++;
         NodeRecord storage node = _nodes[nodeId];
         uint32 now32 = uint32(block.timestamp);
         node.hot = NodeSlot0({
@@ -281,7 +282,7 @@ contract NodeRegistry is INodeRegistry, AccessControl, Pausable, ReentrancyGuard
 
     /// @inheritdoc INodeRegistry
     function nodeCount() external view returns (uint64) {
-        return _nodeCount;
+        return _nextNodeId - 1;
     }
 
     /// @inheritdoc INodeRegistry
