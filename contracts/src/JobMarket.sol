@@ -13,6 +13,7 @@ import {INodeRegistry} from "./interfaces/INodeRegistry.sol";
 import {
     CompletionKind,
     FailureKind,
+    JobInfo,
     JobRequirements,
     JobStatus,
     MarketParams,
@@ -293,10 +294,10 @@ contract JobMarket is IJobMarket, AccessControl, Pausable, ReentrancyGuardTransi
     // ================================================================ views
 
     /// @inheritdoc IJobMarket
-    function getJob(uint64 jobId) external view returns (Job memory) {
+    function getJob(uint64 jobId) external view returns (JobInfo memory) {
         JobRecord storage job = _jobs[jobId];
         JobHead memory head = job.head;
-        return Job({
+        return JobInfo({
             submitter: head.submitter,
             status: head.status,
             attempts: head.attempts,

@@ -8,7 +8,7 @@ import {IERC20} from "@openzeppelin/contracts/token/ERC20/IERC20.sol";
 import {SafeERC20} from "@openzeppelin/contracts/token/ERC20/utils/SafeERC20.sol";
 
 import {INodeRegistry} from "./interfaces/INodeRegistry.sol";
-import {NodeCapabilities, NodeStatus, RegistryParams, Release} from "./types/Types.sol";
+import {NodeCapabilities, NodeInfo, NodeStatus, RegistryParams, Release} from "./types/Types.sol";
 
 /// @title NodeRegistry
 /// @notice Staked GPU nodes, their liveness and their reputation. The JobMarket (MARKET_ROLE)
@@ -256,10 +256,10 @@ contract NodeRegistry is INodeRegistry, AccessControl, Pausable, ReentrancyGuard
     // ================================================================ views
 
     /// @inheritdoc INodeRegistry
-    function getNode(uint64 nodeId) external view returns (Node memory) {
+    function getNode(uint64 nodeId) external view returns (NodeInfo memory) {
         NodeRecord storage node = _nodes[nodeId];
         NodeSlot0 memory hot = node.hot;
-        return Node({
+        return NodeInfo({
             operator: node.operator,
             agent: hot.agent,
             status: hot.status,

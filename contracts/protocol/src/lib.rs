@@ -1,1 +1,20 @@
-//! placeholder
+//! Everything that crosses a Gantry process boundary, and nothing that does IO.
+//!
+//! ```text
+//!  contracts (chain) ──logs──▶ indexer ──EventEnvelope on subjects::event()──▶ NATS JetStream
+//!        ▲                                                                      │
+//!        └──── bindings (matcher, worker txs) ◀──── matcher / worker / api ◀────┘
+//! ```
+//!
+//! - [`bindings`]: alloy `sol!` bindings of JobMarket, NodeRegistry and the dev token,
+//!   generated from the committed artifacts.
+//! - [`spec`]: the versioned job spec submitters post on-chain (`JobPosted.spec`).
+//! - [`events`]: decoding a contract log into a named, JSON-ready event with its subject key.
+//! - [`envelope`]: the messages published on the stream.
+//! - [`subjects`]: stream and subject names, message-id rules.
+
+pub mod bindings;
+pub mod envelope;
+pub mod events;
+pub mod spec;
+pub mod subjects;

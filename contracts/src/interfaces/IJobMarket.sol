@@ -2,7 +2,7 @@
 pragma solidity ^0.8.24;
 
 import {
-    CompletionKind, FailureKind, JobRequirements, JobStatus, MarketParams, ReclaimKind
+    CompletionKind, FailureKind, JobInfo, JobRequirements, JobStatus, MarketParams, ReclaimKind
 } from "../types/Types.sol";
 
 /// @title Gantry job market
@@ -13,23 +13,6 @@ import {
 /// `withdraw`. Every state change emits an event with all a consumer needs to rebuild the
 /// state without calling the chain.
 interface IJobMarket {
-    /// @notice A job as the market stores it.
-    struct Job {
-        address submitter;
-        JobStatus status;
-        /// Assignments so far (1 while the first attempt runs).
-        uint8 attempts;
-        uint40 deadline;
-        uint96 bounty;
-        bytes32 specHash;
-        JobRequirements requirements;
-        /// The assigned node while Assigned, Submitted or Disputed; the last one after.
-        uint64 nodeId;
-        uint40 assignedAt;
-        uint40 challengeEndsAt;
-        bytes32 resultHash;
-    }
-
     // ---------------------------------------------------------------- events
 
     /// @notice A job was posted and its bounty escrowed. `spec` is the full job-spec JSON.
@@ -175,7 +158,7 @@ interface IJobMarket {
 
     // ---------------------------------------------------------------- views
 
-    function getJob(uint64 jobId) external view returns (Job memory);
+    function getJob(uint64 jobId) external view returns (JobInfo memory);
     function params() external view returns (MarketParams memory);
     function jobCount() external view returns (uint64);
     function creditOf(address account) external view returns (uint256);

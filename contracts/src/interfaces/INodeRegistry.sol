@@ -1,28 +1,12 @@
 // SPDX-License-Identifier: Apache-2.0
 pragma solidity ^0.8.24;
 
-import {NodeCapabilities, NodeStatus, RegistryParams, Release} from "../types/Types.sol";
+import {NodeCapabilities, NodeInfo, NodeStatus, RegistryParams, Release} from "../types/Types.sol";
 
 /// @title Gantry node registry
 /// @notice Providers register GPU nodes with a stake. An operator (cold wallet) owns the
 /// stake and receives pay; the node's agent (the worker's hot key) heartbeats and works.
 interface INodeRegistry {
-    /// @notice A node as the registry stores it.
-    struct Node {
-        address operator;
-        address agent;
-        NodeStatus status;
-        uint8 activeJobs;
-        uint16 settlingJobs;
-        uint32 lastHeartbeat;
-        uint96 stake;
-        uint32 completedJobs;
-        uint32 failedJobs;
-        uint96 totalSlashed;
-        uint40 unbondingEndsAt;
-        NodeCapabilities capabilities;
-    }
-
     // ---------------------------------------------------------------- events
 
     /// @notice A node was registered and is Active.
@@ -134,7 +118,7 @@ interface INodeRegistry {
 
     // ---------------------------------------------------------------- views
 
-    function getNode(uint64 nodeId) external view returns (Node memory);
+    function getNode(uint64 nodeId) external view returns (NodeInfo memory);
     function params() external view returns (RegistryParams memory);
     function nodeCount() external view returns (uint64);
     function statusOf(uint64 nodeId) external view returns (NodeStatus);

@@ -116,3 +116,36 @@ struct MarketParams {
     /// Bond the submitter posts to dispute a result, token units.
     uint96 disputeBond;
 }
+
+/// @notice A node, as `NodeRegistry.getNode` returns it.
+struct NodeInfo {
+    address operator;
+    address agent;
+    NodeStatus status;
+    uint8 activeJobs;
+    uint16 settlingJobs;
+    uint32 lastHeartbeat;
+    uint96 stake;
+    uint32 completedJobs;
+    uint32 failedJobs;
+    uint96 totalSlashed;
+    uint40 unbondingEndsAt;
+    NodeCapabilities capabilities;
+}
+
+/// @notice A job, as `JobMarket.getJob` returns it.
+struct JobInfo {
+    address submitter;
+    JobStatus status;
+    /// Assignments so far (1 while the first attempt runs).
+    uint8 attempts;
+    uint40 deadline;
+    uint96 bounty;
+    bytes32 specHash;
+    JobRequirements requirements;
+    /// The assigned node while Assigned, Submitted or Disputed; the last one after.
+    uint64 nodeId;
+    uint40 assignedAt;
+    uint40 challengeEndsAt;
+    bytes32 resultHash;
+}

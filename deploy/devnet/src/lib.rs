@@ -1,1 +1,21 @@
-//! placeholder
+//! The local Gantry network and the tooling around the contracts.
+//!
+//! ```text
+//!   .tools/bin/forge ──build──▶ contracts/out ──extract──▶ contracts/protocol/artifacts (committed)
+//!   .tools/bin/anvil ──spawn──▶ chain ◀──deploy── GantryTestToken, NodeRegistry, JobMarket
+//! ```
+//!
+//! `gantry-devnet up` starts anvil and deploys the market (what `make dev` runs);
+//! `gantry-devnet artifacts` regenerates the committed artifacts after a contract change.
+//! Tests of every crate use [`Devnet::start`] to get a fresh chain with the market
+//! deployed, on a free port, stopped on drop.
+
+mod artifacts;
+mod deploy;
+mod error;
+mod tools;
+
+pub use artifacts::{ARTIFACT_CONTRACTS, check_artifacts, extract_artifact, forge_build, write_artifacts};
+pub use deploy::{Deployment, DeployParams, Devnet, deploy};
+pub use error::DevnetError;
+pub use tools::{Tools, workspace_root};

@@ -1,0 +1,27 @@
+//! Contract bindings, generated at compile time from the committed artifacts in
+//! `contracts/protocol/artifacts/` (ABI plus bytecode), so building needs no Solidity
+//! compiler. `make artifacts` regenerates them; a test fails when they are stale.
+
+#![allow(missing_docs, clippy::too_many_arguments, unreachable_pub)]
+
+pub mod job_market {
+alloy::sol!(
+    #[sol(rpc, all_derives, extra_derives(serde::Serialize, serde::Deserialize))]
+    JobMarket,
+    "artifacts/JobMarket.json"
+);
+}
+
+pub mod node_registry {
+alloy::sol!(
+    #[sol(rpc, all_derives, extra_derives(serde::Serialize, serde::Deserialize))]
+    NodeRegistry,
+    "artifacts/NodeRegistry.json"
+);
+}
+
+alloy::sol!(
+    #[sol(rpc, all_derives)]
+    GantryTestToken,
+    "artifacts/GantryTestToken.json"
+);

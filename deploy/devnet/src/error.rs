@@ -1,0 +1,34 @@
+use std::path::PathBuf;
+
+/// Failures of the local-network tooling.
+#[derive(Debug, thiserror::Error)]
+pub enum DevnetError {
+    #[error("tool {tool} not found at {path}: run `deploy/setup.sh` (or `make test`) first")]
+    ToolMissing { tool: &'static str, path: PathBuf },
+    #[error("{command} failed ({status}): {stderr}")]
+    CommandFailed { command: String, status: std::process::ExitStatus, stderr: String },
+    #[error("artifact {path}: {reason}")]
+    BadArtifact { path: PathBuf, reason: String },
+    #[error("committed artifacts differ from a fresh `forge build`: {0:?}; run `make artifacts` and commit")]
+    ArtifactsStale(Vec<String>),
+    #[error("anvil: {0}")]
+    Anvil(String),
+    #[error("contract call {call}: {source}")]
+    Contract {
+        call: &'static str,
+        #[source]
+        source: alloy::contract::Error,
+    },
+    #[error("transaction {call}: {source}")]
+    Pending {
+        call: &'static str,
+        #[source]
+        source: alloy::providers::PendingTransactionError,
+    },
+    #[error("transaction {call} reverted")]
+    Reverted { call: &'static str },
+    #[error(transparent)]
+    Io(#[from] std::io::Error),
+    #[error(transparent)]
+    Json(#[from] serde_json::Error),
+}
