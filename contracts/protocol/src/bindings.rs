@@ -25,3 +25,6 @@ alloy::sol!(
     GantryTestToken,
     "artifacts/GantryTestToken.json"
 );
+
+pub use job_market::JobMarket;
+pub use node_registry::NodeRegistry;

@@ -1,0 +1,161 @@
+//! Deploying the market to a chain, and a whole dev network for tests.
+
+use alloy::network::EthereumWallet;
+use alloy::node_bindings::{Anvil, AnvilInstance};
+use alloy::primitives::{Address, U256, aliases::U96};
+use alloy::providers::{DynProvider, Provider, ProviderBuilder};
+use alloy::signers::local::PrivateKeySigner;
+use gantry_protocol::bindings::{
+    GantryTestToken,
+    job_market::JobMarket,
+    node_registry::NodeRegistry,
+};
+use serde::{Deserialize, Serialize};
+
+use crate::{DevnetError, Tools};
+
+/// What a deployment is configured with.
+#[derive(Debug, Clone)]
+pub struct DeployParams {
+    pub registry: NodeRegistry::RegistryParams,
+    pub market: JobMarket::MarketParams,
+    /// Accounts granted MATCHER, ARBITER and PAUSER (the deployer is admin).
+    pub matcher: Address,
+    pub arbiter: Address,
+    pub pauser: Address,
+}
+
+impl DeployParams {
+    /// Short timeouts and windows for a local network where a demo job runs in seconds.
+    /// Token amounts are in gUSD base units (6 decimals).
+    pub fn dev(admin: Address) -> Self {
+        Self {
+            registry: NodeRegistry::RegistryParams {
+                minStake: U96::from(100_000_000u64),
+                heartbeatTimeout: 60,
+                unbondingPeriod: 300,
+                slashBps: 1_000,
+            },
+            market: JobMarket::MarketParams {
+                feeRecipient: admin,
+                challengeWindow: 30,
+                protocolFeeBps: 250,
+                maxAttempts: 3,
+                disputeBond: U96::from(10_000_000u64),
+            },
+            matcher: admin,
+            arbiter: admin,
+            pauser: admin,
+        }
+    }
+}
+
+/// Where the contracts of a deployment live.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Deployment {
+    pub chain_id: u64,
+    pub token: Address,
+    pub registry: Address,
+    pub market: Address,
+    /// Block of the first deployment transaction: where an indexer starts.
+    pub start_block: u64,
+}
+
+/// Deploys the test token, the registry and the market, and grants the roles. `provider`
+/// must sign as `admin`.
+pub async fn deploy(provider: &DynProvider, admin: Address, params: DeployParams) -> Result<Deployment, DevnetError> {
+    let contract = |call| move |source| DevnetError::Contract { call, source };
+    let chain_id = provider.get_chain_id().await.map_err(|e| DevnetError::Anvil(e.to_string()))?;
+    let start_block = provider.get_block_number().await.map_err(|e| DevnetError::Anvil(e.to_string()))? + 1;
+
+    let token = GantryTestToken::deploy(provider.clone()).await.map_err(contract("deploy GantryTestToken"))?;
+    let registry = NodeRegistry::deploy(provider.clone(), *token.address(), admin, params.registry)
+        .await
+        .map_err(contract("deploy NodeRegistry"))?;
+    let market = JobMarket::deploy(provider.clone(), *token.address(), *registry.address(), admin, params.market)
+        .await
+        .map_err(contract("deploy JobMarket"))?;
+
+    let market_role = registry.MARKET_ROLE().call().await.map_err(contract("MARKET_ROLE"))?;
+    confirm_receipt("grant MARKET_ROLE", registry.grantRole(market_role, *market.address()).send().await).await?;
+    let registry_pauser = registry.PAUSER_ROLE().call().await.map_err(contract("PAUSER_ROLE"))?;
+    confirm_receipt("grant PAUSER_ROLE", registry.grantRole(registry_pauser, params.pauser).send().await).await?;
+    for (name, role, account) in [
+        ("grant MATCHER_ROLE", market.MATCHER_ROLE().call().await.map_err(contract("MATCHER_ROLE"))?, params.matcher),
+        ("grant ARBITER_ROLE", market.ARBITER_ROLE().call().await.map_err(contract("ARBITER_ROLE"))?, params.arbiter),
+        ("grant PAUSER_ROLE", market.PAUSER_ROLE().call().await.map_err(contract("PAUSER_ROLE"))?, params.pauser),
+    ] {
+        confirm_receipt(name, market.grantRole(role, account).send().await).await?;
+    }
+
+    Ok(Deployment {
+        chain_id,
+        token: *token.address(),
+        registry: *registry.address(),
+        market: *market.address(),
+        start_block,
+    })
+}
+
+/// Waits for a sent transaction and checks that it succeeded.
+pub async fn confirm_receipt<N: alloy::network::Network>(
+    call: &'static str,
+    sent: Result<alloy::providers::PendingTransactionBuilder<N>, alloy::contract::Error>,
+) -> Result<N::ReceiptResponse, DevnetError> {
+    use alloy::network::ReceiptResponse;
+    let pending = sent.map_err(|source| DevnetError::Contract { call, source })?;
+    let receipt = pending.get_receipt().await.map_err(|source| DevnetError::Pending { call, source })?;
+    if !receipt.status() {
+        return Err(DevnetError::Reverted { call });
+    }
+    Ok(receipt)
+}
+
+/// A fresh anvil on a free port with the market deployed; anvil stops on drop.
+#[derive(Debug)]
+pub struct Devnet {
+    pub anvil: AnvilInstance,
+    pub deployment: Deployment,
+    /// Signs as anvil's first account, the admin (also matcher, arbiter and pauser).
+    pub admin: DynProvider,
+}
+
+impl Devnet {
+    /// Starts anvil (instant mining) and deploys with [`DeployParams::dev`].
+    pub async fn start() -> Result<Self, DevnetError> {
+        Self::start_with(|params| params).await
+    }
+
+    /// Starts anvil and deploys with the dev parameters as changed by `configure`.
+    pub async fn start_with(configure: impl FnOnce(DeployParams) -> DeployParams) -> Result<Self, DevnetError> {
+        let anvil = Anvil::at(Tools::locate().anvil()?).try_spawn().map_err(|e| DevnetError::Anvil(e.to_string()))?;
+        let admin = Self::provider_for(&anvil, 0);
+        let admin_address = anvil.addresses()[0];
+        let params = configure(DeployParams::dev(admin_address));
+        let deployment = deploy(&admin, admin_address, params).await?;
+        Ok(Self { anvil, deployment, admin })
+    }
+
+    /// A provider that signs as anvil's account `index` (0 to 9).
+    pub fn provider(&self, index: usize) -> DynProvider {
+        Self::provider_for(&self.anvil, index)
+    }
+
+    /// The signing key of anvil's account `index`.
+    pub fn signer(&self, index: usize) -> PrivateKeySigner {
+        PrivateKeySigner::from(self.anvil.keys()[index].clone())
+    }
+
+    /// Mints test tokens to `to`.
+    pub async fn mint(&self, to: Address, amount: U256) -> Result<(), DevnetError> {
+        let token = GantryTestToken::new(self.deployment.token, self.admin.clone());
+        confirm_receipt("mint", token.mint(to, amount).send().await).await?;
+        Ok(())
+    }
+
+    fn provider_for(anvil: &AnvilInstance, index: usize) -> DynProvider {
+        let signer = PrivateKeySigner::from(anvil.keys()[index].clone());
+        ProviderBuilder::new().wallet(EthereumWallet::from(signer)).connect_http(anvil.endpoint_url()).erased()
+    }
+}

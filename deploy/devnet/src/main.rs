@@ -1,0 +1,117 @@
+//! `gantry-devnet`: the local network (`make dev`) and the contract artifacts.
+
+use std::path::PathBuf;
+
+use alloy::network::EthereumWallet;
+use alloy::node_bindings::Anvil;
+use alloy::primitives::{U256, utils::parse_units};
+use alloy::providers::{Provider, ProviderBuilder};
+use alloy::signers::local::PrivateKeySigner;
+use anyhow::Context;
+use clap::{Parser, Subcommand};
+use gantry_devnet::{DeployParams, Devnet, Tools, check_artifacts, deploy, write_artifacts};
+use url::Url;
+
+#[derive(Debug, Parser)]
+#[command(version, about)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+enum Command {
+    /// Starts anvil, deploys the test token, registry and market, funds the dev accounts,
+    /// prints the addresses and runs until Ctrl-C.
+    Up {
+        /// Port of anvil's JSON-RPC server.
+        #[arg(long, env = "GANTRY_DEVNET_PORT", default_value_t = 8545)]
+        port: u16,
+        /// Seconds between blocks; 0 mines a block per transaction.
+        #[arg(long, env = "GANTRY_DEVNET_BLOCK_TIME", default_value_t = 1)]
+        block_time: u64,
+        /// Where to write the deployment (addresses, chain id, start block) as JSON.
+        #[arg(long, env = "GANTRY_DEVNET_OUT", default_value = ".devnet/deployment.json")]
+        out: PathBuf,
+    },
+    /// Deploys to a running chain, signing with `GANTRY_DEPLOYER_KEY`, and prints the addresses.
+    Deploy {
+        /// JSON-RPC endpoint of the chain.
+        #[arg(long, env = "GANTRY_RPC_URL")]
+        rpc_url: Url,
+        /// Hex private key of the deployer, who becomes admin, matcher, arbiter and pauser.
+        #[arg(long, env = "GANTRY_DEPLOYER_KEY", hide_env_values = true)]
+        private_key: PrivateKeySigner,
+    },
+    /// Rebuilds the contracts and rewrites contracts/protocol/artifacts.
+    Artifacts,
+    /// Fails when contracts/protocol/artifacts differ from a fresh build.
+    CheckArtifacts,
+}
+
+#[tokio::main]
+async fn main() -> anyhow::Result<()> {
+    tracing_subscriber::fmt().with_env_filter(tracing_subscriber::EnvFilter::from_default_env()).init();
+    match Cli::parse().command {
+        Command::Up { port, block_time, out } => up(port, block_time, out).await,
+        Command::Deploy { rpc_url, private_key } => {
+            let admin = private_key.address();
+            let provider =
+                ProviderBuilder::new().wallet(EthereumWallet::from(private_key)).connect_http(rpc_url).erased();
+            let deployment = deploy(&provider, admin, DeployParams::dev(admin)).await.context("deploying")?;
+            println!("{}", serde_json::to_string_pretty(&deployment)?);
+            Ok(())
+        }
+        Command::Artifacts => {
+            for path in write_artifacts(&Tools::locate()).context("writing artifacts")? {
+                println!("wrote {}", path.display());
+            }
+            Ok(())
+        }
+        Command::CheckArtifacts => {
+            check_artifacts(&Tools::locate())?;
+            println!("artifacts match a fresh build");
+            Ok(())
+        }
+    }
+}
+
+async fn up(port: u16, block_time: u64, out: PathBuf) -> anyhow::Result<()> {
+    let mut anvil = Anvil::at(Tools::locate().anvil()?).port(port);
+    if block_time > 0 {
+        anvil = anvil.block_time(block_time);
+    }
+    let anvil = anvil.try_spawn().with_context(|| format!("starting anvil on port {port}"))?;
+    let admin_key = PrivateKeySigner::from(anvil.keys()[0].clone());
+    let admin = admin_key.address();
+    let provider =
+        ProviderBuilder::new().wallet(EthereumWallet::from(admin_key)).connect_http(anvil.endpoint_url()).erased();
+    let deployment = deploy(&provider, admin, DeployParams::dev(admin)).await.context("deploying the market")?;
+    let devnet = Devnet { anvil, deployment, admin: provider };
+
+    let thousand: U256 = parse_units("1000000", 6)?.into();
+    for account in devnet.anvil.addresses() {
+        devnet.mint(*account, thousand).await.context("funding dev accounts")?;
+    }
+
+    if let Some(dir) = out.parent() {
+        std::fs::create_dir_all(dir)?;
+    }
+    std::fs::write(&out, serde_json::to_string_pretty(&devnet.deployment)? + "\n")?;
+
+    let d = &devnet.deployment;
+    println!("gantry dev network is up");
+    println!("  rpc              {}", devnet.anvil.endpoint());
+    println!("  chain id         {}", d.chain_id);
+    println!("  GantryTestToken  {}", d.token);
+    println!("  NodeRegistry     {}", d.registry);
+    println!("  JobMarket        {}", d.market);
+    println!("  start block      {}", d.start_block);
+    println!("  admin/matcher/arbiter/pauser  {admin}");
+    println!("  each of anvil's 10 accounts holds 1,000,000 gUSD");
+    println!("  deployment written to {}", out.display());
+    println!("press Ctrl-C to stop");
+    tokio::signal::ctrl_c().await?;
+    println!("stopping");
+    Ok(())
+}

@@ -1,0 +1,208 @@
+//! One job through its whole life on a real chain: register, post (with a permit),
+//! assign, submit, finalize, withdraw, with every event decoded as consumers will.
+
+use alloy::primitives::{Address, B256, U256, aliases::U96, keccak256};
+use alloy::providers::{DynProvider, Provider};
+use alloy::rpc::types::TransactionReceipt;
+use alloy::signers::SignerSync;
+use alloy::sol_types::{SolStruct, eip712_domain};
+use gantry_devnet::{Devnet, confirm_receipt};
+use gantry_protocol::bindings::{GantryTestToken, JobMarket, NodeRegistry};
+use gantry_protocol::events::{Contracts, DecodedEvent, decode};
+use gantry_protocol::spec::{InputSpec, JobSpec, OutputSpec};
+
+alloy::sol! {
+    /// EIP-2612's signed message.
+    struct Permit {
+        address owner;
+        address spender;
+        uint256 value;
+        uint256 nonce;
+        uint256 deadline;
+    }
+}
+
+const GUSD: u64 = 1_000_000;
+fn h100() -> B256 {
+    B256::right_padding_from(b"NVIDIA-H100-80GB")
+}
+
+fn events(devnet: &Devnet, receipt: &TransactionReceipt) -> Vec<DecodedEvent> {
+    let contracts = Contracts { market: devnet.deployment.market, registry: devnet.deployment.registry };
+    receipt
+        .inner
+        .logs()
+        .iter()
+        .filter(|log| contracts.kind_of(log.address()).is_some())
+        .map(|log| decode(&contracts, &log.inner).expect("every Gantry log decodes"))
+        .collect()
+}
+
+fn names(events: &[DecodedEvent]) -> Vec<&str> {
+    events.iter().map(|e| e.name.as_str()).collect()
+}
+
+async fn advance_time(provider: &DynProvider, seconds: u64) {
+    let _: serde_json::Value = provider.raw_request("evm_increaseTime".into(), (seconds,)).await.unwrap();
+    let _: serde_json::Value = provider.raw_request("evm_mine".into(), ()).await.unwrap();
+}
+
+async fn balance(devnet: &Devnet, account: Address) -> U256 {
+    GantryTestToken::new(devnet.deployment.token, devnet.admin.clone()).balanceOf(account).call().await.unwrap()
+}
+
+#[tokio::test]
+async fn a_job_goes_from_post_to_paid_on_anvil() {
+    let devnet = Devnet::start().await.expect("devnet starts");
+    let d = devnet.deployment;
+    let (operator, agent, submitter) = (devnet.provider(1), devnet.provider(2), devnet.provider(3));
+    let operator_address = devnet.anvil.addresses()[1];
+    let agent_address = devnet.anvil.addresses()[2];
+    let submitter_key = devnet.signer(3);
+    let stake = U96::from(500 * GUSD);
+    let bounty = U96::from(50 * GUSD);
+    devnet.mint(operator_address, U256::from(1_000 * GUSD)).await.unwrap();
+    devnet.mint(submitter_key.address(), U256::from(1_000 * GUSD)).await.unwrap();
+
+    // The operator stakes a node whose agent is a separate hot key.
+    let token_as_operator = GantryTestToken::new(d.token, operator.clone());
+    confirm_receipt("approve", token_as_operator.approve(d.registry, U256::MAX).send().await).await.unwrap();
+    let registry = NodeRegistry::new(d.registry, operator.clone());
+    let caps = NodeRegistry::NodeCapabilities {
+        gpuModel: h100(),
+        gpuCount: 8,
+        vramMiB: 81_920,
+        cpuCores: 64,
+        ramMiB: 524_288,
+        pricePerGpuHour: U96::from(2 * GUSD),
+        maxConcurrentJobs: 2,
+    };
+    let receipt =
+        confirm_receipt("register", registry.register(agent_address, caps, "ipfs://node".into(), stake).send().await)
+            .await
+            .unwrap();
+    let registered = events(&devnet, &receipt);
+    assert_eq!(names(&registered), ["NodeRegistered"]);
+    assert_eq!(registered[0].key, "1");
+    let node_id = 1u64;
+
+    // The submitter posts in one transaction: an EIP-2612 permit instead of an approval.
+    let spec = JobSpec {
+        version: 1,
+        image: "gantry/demo@sha256:9f2c4e1b7a0d3c5e8f1a2b4c6d8e0f1a3b5c7d9e1f2a4b6c8d0e2f4a6b8c0d2e".into(),
+        command: vec!["python".into(), "train.py".into(), "--epochs".into(), "3".into()],
+        env: [("SEED".to_string(), "42".to_string())].into(),
+        inputs: vec![InputSpec {
+            uri: "https://data.example.org/cifar10.tar".into(),
+            sha256: Some("3f".repeat(32)),
+            path: "/data/in".into(),
+        }],
+        outputs: OutputSpec { path: "/data/out".into() },
+        timeout_secs: 3_600,
+    };
+    let spec_bytes = spec.to_vec();
+    let now = devnet.admin.get_block(alloy::eips::BlockId::latest()).await.unwrap().unwrap().header.timestamp;
+    let permit = Permit {
+        owner: submitter_key.address(),
+        spender: d.market,
+        value: U256::from(bounty),
+        nonce: U256::ZERO,
+        deadline: U256::from(now + 600),
+    };
+    let domain = eip712_domain! {
+        name: "Gantry Test USD",
+        version: "1",
+        chain_id: d.chain_id,
+        verifying_contract: d.token,
+    };
+    let signature = submitter_key.sign_hash_sync(&permit.eip712_signing_hash(&domain)).unwrap();
+    let requirements = JobMarket::JobRequirements {
+        gpuModel: h100(),
+        minGpuCount: 1,
+        minVramMiB: 40_960,
+        minCpuCores: 8,
+        minRamMiB: 65_536,
+        maxPricePerGpuHour: U96::from(3 * GUSD),
+        maxRuntime: 7_200,
+        priority: 5,
+    };
+    let market_as_submitter = JobMarket::new(d.market, submitter.clone());
+    let receipt = confirm_receipt(
+        "postJobWithPermit",
+        market_as_submitter
+            .postJobWithPermit(
+                requirements,
+                bounty,
+                alloy::primitives::aliases::U40::from(now + 86_400),
+                spec_bytes.clone().into(),
+                permit.deadline,
+                27 + u8::from(signature.v()),
+                signature.r().into(),
+                signature.s().into(),
+            )
+            .send()
+            .await,
+    )
+    .await
+    .unwrap();
+    let posted = events(&devnet, &receipt);
+    assert_eq!(names(&posted), ["JobPosted"]);
+    assert_eq!(posted[0].key, "1");
+    let job_id = 1u64;
+    // The chain alone carries the full spec: read it back from the event.
+    let emitted: alloy::primitives::Bytes = serde_json::from_value(posted[0].data["spec"].clone()).unwrap();
+    assert_eq!(JobSpec::from_slice(&emitted).unwrap(), spec);
+    assert_eq!(posted[0].data["specHash"], serde_json::json!(keccak256(&spec_bytes)));
+    assert_eq!(balance(&devnet, d.market).await, U256::from(bounty));
+
+    // The matcher (admin on the dev network) assigns; the agent submits.
+    let market_as_matcher = JobMarket::new(d.market, devnet.admin.clone());
+    let receipt = confirm_receipt("assign", market_as_matcher.assign(job_id, node_id).send().await).await.unwrap();
+    let assigned = events(&devnet, &receipt);
+    assert_eq!(names(&assigned), ["JobAssigned"]);
+    assert_eq!(assigned[0].key, node_id.to_string(), "assignments are keyed by node for workers");
+
+    let market_as_agent = JobMarket::new(d.market, agent.clone());
+    let result_hash = keccak256(b"model weights");
+    let receipt = confirm_receipt(
+        "submitResult",
+        market_as_agent.submitResult(job_id, result_hash, "ipfs://result".into()).send().await,
+    )
+    .await
+    .unwrap();
+    assert_eq!(names(&events(&devnet, &receipt)), ["ResultSubmitted"]);
+
+    // Finalize is refused inside the challenge window, accepted after it, by anyone.
+    let market_as_stranger = JobMarket::new(d.market, devnet.provider(4));
+    let early = market_as_stranger.finalize(job_id).call().await.err().expect("finalize inside the window reverts");
+    let decoded = early.as_decoded_interface_error::<JobMarket::JobMarketErrors>();
+    assert!(
+        matches!(decoded, Some(JobMarket::JobMarketErrors::JobMarket_ChallengeWindowOpen(_))),
+        "got {early}"
+    );
+    let window = market_as_stranger.params().call().await.unwrap().challengeWindow;
+    advance_time(&devnet.admin, u64::from(window)).await;
+    let receipt = confirm_receipt("finalize", market_as_stranger.finalize(job_id).send().await).await.unwrap();
+    let completed = events(&devnet, &receipt);
+    assert_eq!(names(&completed), ["JobCompleted"]);
+
+    let job = market_as_stranger.getJob(job_id).call().await.unwrap();
+    assert_eq!(job.status, 5, "Completed");
+    assert_eq!(job.resultHash, result_hash);
+    assert_eq!(job.specHash, keccak256(&spec_bytes));
+
+    // Pay is pulled: the operator withdraws bounty minus the 2.5% fee.
+    let fee = U256::from(bounty) * U256::from(250) / U256::from(10_000);
+    let market_as_operator = JobMarket::new(d.market, operator.clone());
+    assert_eq!(market_as_operator.creditOf(operator_address).call().await.unwrap(), U256::from(bounty) - fee);
+    let before = balance(&devnet, operator_address).await;
+    let receipt = confirm_receipt("withdraw", market_as_operator.withdraw().send().await).await.unwrap();
+    assert_eq!(names(&events(&devnet, &receipt)), ["Withdrawn"]);
+    assert_eq!(balance(&devnet, operator_address).await - before, U256::from(bounty) - fee);
+    // What stays in the market is exactly the fee recipient's credit.
+    assert_eq!(balance(&devnet, d.market).await, fee);
+
+    let node = registry.getNode(node_id).call().await.unwrap();
+    assert_eq!((node.completedJobs, node.activeJobs, node.settlingJobs), (1, 0, 0));
+    assert_eq!(node.stake, stake);
+}

@@ -1,0 +1,4 @@
+//! Integration tests against real anvil and forge, installed by `deploy/setup.sh`.
+
+mod artifacts;
+mod lifecycle;
