@@ -1,0 +1,45 @@
+# Gantry developer commands. `make dev` and `make test` are the two entry points; both
+# install what is missing first (deploy/setup.sh) and are quick when it is all there.
+
+SHELL := bash
+.SHELLFLAGS := -euo pipefail -c
+TOOLS_BIN := $(CURDIR)/.tools/bin
+export PATH := $(TOOLS_BIN):$(PATH)
+FORGE := cd contracts && forge
+
+.PHONY: setup dev test test-contracts test-rust gas snapshot artifacts lint fmt
+
+## Install the project-local tools (.tools/) and the Debian packages that are missing.
+setup:
+	@deploy/setup.sh
+
+## Start the local network: anvil, the contracts and the test token (Ctrl-C stops it).
+dev: setup
+	cargo run --quiet -p gantry-devnet -- up
+
+## Run every test: Foundry unit, fuzz and invariant suites, the gas snapshot check, and
+## the Rust tests (anvil lifecycle and artifact freshness included).
+test: setup test-contracts test-rust
+
+test-contracts:
+	$(FORGE) test
+	$(FORGE) snapshot --check --match-test 'test_gas_'
+
+test-rust:
+	cargo test --workspace --locked
+
+## Rewrite contracts/.gas-snapshot after a deliberate gas change.
+snapshot: setup
+	$(FORGE) snapshot --match-test 'test_gas_'
+
+## Rebuild the contracts and rewrite the committed artifacts the Rust bindings use.
+artifacts: setup
+	cargo run --quiet -p gantry-devnet -- artifacts
+
+lint: setup
+	cargo clippy --workspace --all-targets --locked -- -D warnings
+	$(FORGE) fmt --check
+
+fmt: setup
+	cargo fmt --all
+	$(FORGE) fmt
