@@ -111,7 +111,16 @@ async fn up(port: u16, block_time: u64, out: PathBuf) -> anyhow::Result<()> {
     println!("  each of anvil's 10 accounts holds 1,000,000 gUSD");
     println!("  deployment written to {}", out.display());
     println!("press Ctrl-C to stop");
-    tokio::signal::ctrl_c().await?;
+    shutdown_signal().await?;
     println!("stopping");
     Ok(())
+}
+
+/// Resolves on SIGINT or SIGTERM; anvil stops when `devnet` drops.
+async fn shutdown_signal() -> std::io::Result<()> {
+    let mut terminate = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())?;
+    tokio::select! {
+        result = tokio::signal::ctrl_c() => result,
+        _ = terminate.recv() => Ok(()),
+    }
 }
