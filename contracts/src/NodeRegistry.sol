@@ -169,7 +169,7 @@ contract NodeRegistry is INodeRegistry, AccessControl, Pausable, ReentrancyGuard
         NodeRecord storage node = _existingNode(nodeId);
         NodeSlot0 memory hot = node.hot;
         if (hot.status != NodeStatus.Active) revert NodeRegistry_NotActive(nodeId, hot.status);
-        uint32 expiresAt = hot.lastHeartbeat + _params.heartbeatTimeout;
+        uint256 expiresAt = uint256(hot.lastHeartbeat) + _params.heartbeatTimeout;
         if (block.timestamp <= expiresAt) revert NodeRegistry_HeartbeatNotExpired(nodeId, expiresAt);
         node.hot.status = NodeStatus.Inactive;
         emit NodeMarkedInactive(nodeId, hot.lastHeartbeat, msg.sender);
@@ -186,6 +186,9 @@ contract NodeRegistry is INodeRegistry, AccessControl, Pausable, ReentrancyGuard
         NodeRecord storage node = _existingNode(nodeId);
         NodeSlot0 memory hot = node.hot;
         if (hot.status != NodeStatus.Active) revert NodeRegistry_NotActive(nodeId, hot.status);
+        // A node slashed below the minimum has too little at stake to take more work.
+        uint96 minStake = _params.minStake;
+        if (node.stake < minStake) revert NodeRegistry_StakeBelowMinimum(nodeId, node.stake, minStake);
         capabilities = node.capabilities;
         if (hot.activeJobs >= capabilities.maxConcurrentJobs) {
             revert NodeRegistry_NoFreeSlot(nodeId, hot.activeJobs, capabilities.maxConcurrentJobs);

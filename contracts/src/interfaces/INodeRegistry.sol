@@ -52,7 +52,8 @@ interface INodeRegistry {
     error NodeRegistry_NotOperator(uint64 nodeId, address caller);
     error NodeRegistry_NotAgent(uint64 nodeId, address caller);
     error NodeRegistry_NotActive(uint64 nodeId, NodeStatus status);
-    error NodeRegistry_HeartbeatNotExpired(uint64 nodeId, uint32 expiresAt);
+    error NodeRegistry_HeartbeatNotExpired(uint64 nodeId, uint256 expiresAt);
+    error NodeRegistry_StakeBelowMinimum(uint64 nodeId, uint96 stake, uint96 minStake);
     error NodeRegistry_NoFreeSlot(uint64 nodeId, uint8 activeJobs, uint8 maxConcurrentJobs);
     error NodeRegistry_Exiting(uint64 nodeId);
     error NodeRegistry_NotExiting(uint64 nodeId);
@@ -96,7 +97,8 @@ interface INodeRegistry {
 
     // ---------------------------------------------------------------- market
 
-    /// @notice Takes a job slot of an Active node with a free slot. Market only.
+    /// @notice Takes a job slot of an Active node with a free slot and at least the minimum
+    /// stake (slashing can take it below; a top-up restores it). Market only.
     /// @return agent The node's agent.
     /// @return capabilities The node's capabilities, for the market's requirement checks.
     function takeSlot(uint64 nodeId) external returns (address agent, NodeCapabilities memory capabilities);
