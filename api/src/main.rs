@@ -1,6 +1,8 @@
 //! `gantry-api`: the HTTP API (see the library docs).
 
 fn main() -> std::process::ExitCode {
-    eprintln!("gantry-api is not built yet: this release has the contracts and the protocol crate only");
+    eprintln!(
+        "gantry-api is not built yet: this release has the contracts and the protocol crate only"
+    );
     std::process::ExitCode::FAILURE
 }

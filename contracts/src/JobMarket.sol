@@ -41,7 +41,8 @@ contract JobMarket is IJobMarket, AccessControl, Pausable, ReentrancyGuardTransi
     uint8 internal constant MAX_PRIORITY = 10;
 
     /// @dev Storage layout: a job is written in five slots at post time and one more (the
-    /// result hash) at submission; later transitions rewrite the first slot and slot four.
+    /// result hash) at submission; later transitions rewrite the first slot and the one
+    /// holding nodeId..protocolFeeBps.
     struct JobHead {
         address submitter;
         JobStatus status;
@@ -64,6 +65,7 @@ contract JobMarket is IJobMarket, AccessControl, Pausable, ReentrancyGuardTransi
         uint32 maxRuntime;
         uint40 assignedAt;
         uint40 challengeEndsAt;
+        uint16 protocolFeeBps;
         bytes32 resultHash;
     }
 
@@ -187,6 +189,12 @@ contract JobMarket is IJobMarket, AccessControl, Pausable, ReentrancyGuardTransi
         JobHead memory head = _head(job, jobId, JobStatus.Assigned);
         uint64 nodeId = job.nodeId;
         if (registry.agentOf(nodeId) != msg.sender) revert JobMarket_NotAssignedAgent(jobId, msg.sender);
+        // A node already at fault cannot walk away without the slash by rejecting.
+        if (block.timestamp >= head.deadline) revert JobMarket_PastDeadline(jobId, head.deadline);
+        if (
+            block.timestamp > uint256(job.assignedAt) + job.maxRuntime
+                || registry.statusOf(nodeId) == NodeStatus.Inactive
+        ) revert JobMarket_MustBeReclaimed(jobId);
 
         registry.release(nodeId, false, Release.NoFault);
         emit JobRejected(jobId, nodeId, reason);
@@ -317,7 +325,8 @@ contract JobMarket is IJobMarket, AccessControl, Pausable, ReentrancyGuardTransi
             nodeId: job.nodeId,
             assignedAt: job.assignedAt,
             challengeEndsAt: job.challengeEndsAt,
-            resultHash: job.resultHash
+            resultHash: job.resultHash,
+            protocolFeeBps: job.protocolFeeBps
         });
     }
 
@@ -366,7 +375,9 @@ contract JobMarket is IJobMarket, AccessControl, Pausable, ReentrancyGuardTransi
         job.minRamMiB = requirements.minRamMiB;
         if (requirements.gpuModel != bytes32(0)) job.gpuModel = requirements.gpuModel;
         job.specHash = specHash;
+        // Same slot: the rate the submitter saw is the rate they pay.
         job.maxRuntime = requirements.maxRuntime;
+        job.protocolFeeBps = _params.protocolFeeBps;
         emit JobPosted(jobId, msg.sender, requirements, bounty, deadline, specHash, spec);
 
         token.safeTransferFrom(msg.sender, address(this), bounty);
@@ -376,6 +387,8 @@ contract JobMarket is IJobMarket, AccessControl, Pausable, ReentrancyGuardTransi
         JobRecord storage job = _jobs[jobId];
         JobHead memory head = _head(job, jobId, JobStatus.Open);
         if (block.timestamp >= head.deadline) revert JobMarket_PastDeadline(jobId, head.deadline);
+        // Only reachable when the admin lowered maxAttempts after this job was requeued.
+        if (head.attempts >= _params.maxAttempts) revert JobMarket_NoAttemptsLeft(jobId, head.attempts);
 
         // Reverts unless the node is Active with a free slot; the checks below revert the
         // slot with everything else.
@@ -398,14 +411,13 @@ contract JobMarket is IJobMarket, AccessControl, Pausable, ReentrancyGuardTransi
     function _pay(uint64 jobId, JobRecord storage job, uint96 bonus, CompletionKind kind) internal {
         uint64 nodeId = job.nodeId;
         (address operator,) = registry.release(nodeId, true, Release.Completed);
-        MarketParams memory p = _params;
         uint96 bounty = job.bounty;
-        uint96 fee = uint96((uint256(bounty) * p.protocolFeeBps) / BPS);
+        uint96 fee = uint96((uint256(bounty) * job.protocolFeeBps) / BPS);
         uint96 payout = bounty - fee;
 
         job.head.status = JobStatus.Completed;
         _credits[operator] += uint256(payout) + bonus;
-        if (fee != 0) _credits[p.feeRecipient] += fee;
+        if (fee != 0) _credits[_params.feeRecipient] += fee;
         emit JobCompleted(jobId, nodeId, operator, payout, fee, kind);
     }
 
@@ -428,7 +440,11 @@ contract JobMarket is IJobMarket, AccessControl, Pausable, ReentrancyGuardTransi
         emit JobFailed(jobId, kind, refund);
     }
 
-    function _head(JobRecord storage job, uint64 jobId, JobStatus expected) internal view returns (JobHead memory head) {
+    function _head(JobRecord storage job, uint64 jobId, JobStatus expected)
+        internal
+        view
+        returns (JobHead memory head)
+    {
         head = job.head;
         if (head.status != expected) {
             if (head.status == JobStatus.None) revert JobMarket_UnknownJob(jobId);
@@ -436,12 +452,11 @@ contract JobMarket is IJobMarket, AccessControl, Pausable, ReentrancyGuardTransi
         }
     }
 
-    function _checkEligible(JobRecord storage job, JobHead memory head, NodeCapabilities memory offered)
-        internal
-        view
-    {
+    function _checkEligible(JobRecord storage job, JobHead memory head, NodeCapabilities memory offered) internal view {
         bytes32 model = job.gpuModel;
-        if (model != bytes32(0) && model != offered.gpuModel) revert JobMarket_GpuModelMismatch(model, offered.gpuModel);
+        if (model != bytes32(0) && model != offered.gpuModel) {
+            revert JobMarket_GpuModelMismatch(model, offered.gpuModel);
+        }
         if (offered.gpuCount < head.minGpuCount) revert JobMarket_InsufficientGpus(head.minGpuCount, offered.gpuCount);
         uint32 vram = job.minVramMiB;
         if (offered.vramMiB < vram) revert JobMarket_InsufficientVram(vram, offered.vramMiB);

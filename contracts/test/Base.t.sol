@@ -9,7 +9,12 @@ import {GantryTestToken} from "../src/dev/GantryTestToken.sol";
 import {IJobMarket} from "../src/interfaces/IJobMarket.sol";
 import {INodeRegistry} from "../src/interfaces/INodeRegistry.sol";
 import {
-    JobRequirements, JobStatus, MarketParams, NodeCapabilities, NodeStatus, RegistryParams
+    JobRequirements,
+    JobStatus,
+    MarketParams,
+    NodeCapabilities,
+    NodeStatus,
+    RegistryParams
 } from "../src/types/Types.sol";
 
 /// @notice Deploys the market as `make dev` does and offers the steps of a job's life.

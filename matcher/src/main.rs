@@ -1,6 +1,8 @@
 //! `gantry-matcher`: the job matcher (see the library docs).
 
 fn main() -> std::process::ExitCode {
-    eprintln!("gantry-matcher is not built yet: this release has the contracts and the protocol crate only");
+    eprintln!(
+        "gantry-matcher is not built yet: this release has the contracts and the protocol crate only"
+    );
     std::process::ExitCode::FAILURE
 }

@@ -5,19 +5,19 @@
 #![allow(missing_docs, clippy::too_many_arguments, unreachable_pub)]
 
 pub mod job_market {
-alloy::sol!(
-    #[sol(rpc, all_derives, extra_derives(serde::Serialize, serde::Deserialize))]
-    JobMarket,
-    "artifacts/JobMarket.json"
-);
+    alloy::sol!(
+        #[sol(rpc, all_derives, extra_derives(serde::Serialize, serde::Deserialize))]
+        JobMarket,
+        "artifacts/JobMarket.json"
+    );
 }
 
 pub mod node_registry {
-alloy::sol!(
-    #[sol(rpc, all_derives, extra_derives(serde::Serialize, serde::Deserialize))]
-    NodeRegistry,
-    "artifacts/NodeRegistry.json"
-);
+    alloy::sol!(
+        #[sol(rpc, all_derives, extra_derives(serde::Serialize, serde::Deserialize))]
+        NodeRegistry,
+        "artifacts/NodeRegistry.json"
+    );
 }
 
 alloy::sol!(

@@ -54,27 +54,48 @@ pub enum DecodeError {
     #[error("log is from {0}, not a Gantry contract")]
     UnknownContract(Address),
     #[error("log of the {contract:?} contract does not match its ABI: {reason}")]
-    Abi { contract: ContractKind, reason: String },
+    Abi {
+        contract: ContractKind,
+        reason: String,
+    },
 }
 
 /// Decodes a log of one of `contracts`.
 pub fn decode(contracts: &Contracts, log: &Log) -> Result<DecodedEvent, DecodeError> {
-    let contract = contracts.kind_of(log.address).ok_or(DecodeError::UnknownContract(log.address))?;
-    let abi = |reason: alloy::sol_types::Error| DecodeError::Abi { contract, reason: reason.to_string() };
+    let contract = contracts
+        .kind_of(log.address)
+        .ok_or(DecodeError::UnknownContract(log.address))?;
+    let abi = |reason: alloy::sol_types::Error| DecodeError::Abi {
+        contract,
+        reason: reason.to_string(),
+    };
     // The generated event enums serialize as `{"EventName": {fields}}`.
     let tagged = match contract {
-        ContractKind::Market => serde_json::to_value(JobMarket::JobMarketEvents::decode_log(log).map_err(abi)?.data),
-        ContractKind::Registry => {
-            serde_json::to_value(NodeRegistry::NodeRegistryEvents::decode_log(log).map_err(abi)?.data)
-        }
+        ContractKind::Market => serde_json::to_value(
+            JobMarket::JobMarketEvents::decode_log(log)
+                .map_err(abi)?
+                .data,
+        ),
+        ContractKind::Registry => serde_json::to_value(
+            NodeRegistry::NodeRegistryEvents::decode_log(log)
+                .map_err(abi)?
+                .data,
+        ),
     }
     .expect("decoded events serialize");
     let (name, data) = match tagged {
-        serde_json::Value::Object(map) if map.len() == 1 => map.into_iter().next().expect("one entry"),
+        serde_json::Value::Object(map) if map.len() == 1 => {
+            map.into_iter().next().expect("one entry")
+        }
         other => unreachable!("event enums serialize externally tagged, got {other}"),
     };
     let key = subject_key(contract, &name, &data);
-    Ok(DecodedEvent { contract, name, key, data })
+    Ok(DecodedEvent {
+        contract,
+        name,
+        key,
+        data,
+    })
 }
 
 fn subject_key(contract: ContractKind, name: &str, data: &serde_json::Value) -> String {

@@ -92,7 +92,8 @@ impl JobSpec {
         if versioned.version != SPEC_VERSION {
             return Err(SpecError::UnsupportedVersion(versioned.version));
         }
-        let spec: Self = serde_json::from_slice(bytes).map_err(|e| SpecError::Malformed(e.to_string()))?;
+        let spec: Self =
+            serde_json::from_slice(bytes).map_err(|e| SpecError::Malformed(e.to_string()))?;
         spec.validate()?;
         Ok(spec)
     }
@@ -104,12 +105,20 @@ impl JobSpec {
 
     /// Checks what serde cannot: the values make sense.
     pub fn validate(&self) -> Result<(), SpecError> {
-        let invalid = |field, reason: &str| Err(SpecError::Invalid { field, reason: reason.into() });
+        let invalid = |field, reason: &str| {
+            Err(SpecError::Invalid {
+                field,
+                reason: reason.into(),
+            })
+        };
         if self.version != SPEC_VERSION {
             return Err(SpecError::UnsupportedVersion(self.version));
         }
         if self.image.trim().is_empty() || self.image.chars().any(char::is_whitespace) {
-            return invalid("image", "must be a non-empty image reference without spaces");
+            return invalid(
+                "image",
+                "must be a non-empty image reference without spaces",
+            );
         }
         if self.timeout_secs == 0 {
             return invalid("timeoutSecs", "must be positive");
@@ -118,7 +127,10 @@ impl JobSpec {
             return invalid("outputs.path", "must be an absolute path");
         }
         for input in &self.inputs {
-            if !["https://", "http://", "ipfs://"].iter().any(|scheme| input.uri.starts_with(scheme)) {
+            if !["https://", "http://", "ipfs://"]
+                .iter()
+                .any(|scheme| input.uri.starts_with(scheme))
+            {
                 return invalid("inputs.uri", "must be an http(s):// or ipfs:// URI");
             }
             if !input.path.starts_with('/') {
@@ -161,7 +173,9 @@ mod tests {
                 sha256: Some("ab".repeat(32)),
                 path: "/data/in".into(),
             }],
-            outputs: OutputSpec { path: "/data/out".into() },
+            outputs: OutputSpec {
+                path: "/data/out".into(),
+            },
             timeout_secs: 3600,
         }
     }
@@ -183,11 +197,15 @@ mod tests {
 
     #[test]
     fn refuses_bad_specs_with_the_field_named() {
-        let cases: [(fn(&mut JobSpec), &str); 7] = [
+        type Mutation = fn(&mut JobSpec);
+        let cases: [(Mutation, &str); 7] = [
             (|s| s.image = String::new(), "image"),
             (|s| s.timeout_secs = 0, "timeoutSecs"),
             (|s| s.outputs.path = "out".into(), "outputs.path"),
-            (|s| s.inputs[0].uri = "file:///etc/passwd".into(), "inputs.uri"),
+            (
+                |s| s.inputs[0].uri = "file:///etc/passwd".into(),
+                "inputs.uri",
+            ),
             (|s| s.inputs[0].path = "in".into(), "inputs.path"),
             (|s| s.inputs[0].sha256 = Some("xyz".into()), "inputs.sha256"),
             (|s| _ = s.env.insert("A=B".into(), "1".into()), "env"),
@@ -202,15 +220,24 @@ mod tests {
         }
         let mut newer = example();
         newer.version = 2;
-        assert_eq!(JobSpec::from_slice(&serde_json::to_vec(&newer).unwrap()), Err(SpecError::UnsupportedVersion(2)));
+        assert_eq!(
+            JobSpec::from_slice(&serde_json::to_vec(&newer).unwrap()),
+            Err(SpecError::UnsupportedVersion(2))
+        );
     }
 
     #[test]
     fn refuses_unknown_fields_and_oversized_specs() {
         let mut json = serde_json::to_value(example()).unwrap();
         json["gpu"] = "lots".into();
-        assert!(matches!(JobSpec::from_slice(&serde_json::to_vec(&json).unwrap()), Err(SpecError::Malformed(_))));
+        assert!(matches!(
+            JobSpec::from_slice(&serde_json::to_vec(&json).unwrap()),
+            Err(SpecError::Malformed(_))
+        ));
         let big = vec![b' '; MAX_SPEC_BYTES + 1];
-        assert_eq!(JobSpec::from_slice(&big), Err(SpecError::TooLarge(MAX_SPEC_BYTES + 1)));
+        assert_eq!(
+            JobSpec::from_slice(&big),
+            Err(SpecError::TooLarge(MAX_SPEC_BYTES + 1))
+        );
     }
 }

@@ -85,11 +85,29 @@ mod tests {
 
     #[test]
     fn message_ids_separate_blocks_at_the_same_height() {
-        let a = message_id(1, 10, B256::repeat_byte(1), MessageKind::Event { log_index: 0 });
-        let b = message_id(1, 10, B256::repeat_byte(2), MessageKind::Event { log_index: 0 });
+        let a = message_id(
+            1,
+            10,
+            B256::repeat_byte(1),
+            MessageKind::Event { log_index: 0 },
+        );
+        let b = message_id(
+            1,
+            10,
+            B256::repeat_byte(2),
+            MessageKind::Event { log_index: 0 },
+        );
         let commit = message_id(1, 10, B256::repeat_byte(1), MessageKind::BlockCommit);
         assert_ne!(a, b);
         assert_ne!(a, commit);
-        assert_eq!(a, message_id(1, 10, B256::repeat_byte(1), MessageKind::Event { log_index: 0 }));
+        assert_eq!(
+            a,
+            message_id(
+                1,
+                10,
+                B256::repeat_byte(1),
+                MessageKind::Event { log_index: 0 }
+            )
+        );
     }
 }

@@ -2,7 +2,13 @@
 pragma solidity ^0.8.24;
 
 import {
-    CompletionKind, FailureKind, JobInfo, JobRequirements, JobStatus, MarketParams, ReclaimKind
+    CompletionKind,
+    FailureKind,
+    JobInfo,
+    JobRequirements,
+    JobStatus,
+    MarketParams,
+    ReclaimKind
 } from "../types/Types.sol";
 
 /// @title Gantry job market
@@ -27,7 +33,12 @@ interface IJobMarket {
     );
     /// @notice The job was assigned to a node (`claimed` when its agent pulled it).
     event JobAssigned(
-        uint64 indexed jobId, uint64 indexed nodeId, address indexed agent, uint8 attempt, bool claimed, uint40 assignedAt
+        uint64 indexed jobId,
+        uint64 indexed nodeId,
+        address indexed agent,
+        uint8 attempt,
+        bool claimed,
+        uint40 assignedAt
     );
     /// @notice The node submitted its result; the challenge window runs until `challengeEndsAt`.
     event ResultSubmitted(
@@ -35,7 +46,12 @@ interface IJobMarket {
     );
     /// @notice The job was paid: `payout` credited to `operator`, `fee` to the fee recipient.
     event JobCompleted(
-        uint64 indexed jobId, uint64 indexed nodeId, address indexed operator, uint96 payout, uint96 fee, CompletionKind kind
+        uint64 indexed jobId,
+        uint64 indexed nodeId,
+        address indexed operator,
+        uint96 payout,
+        uint96 fee,
+        CompletionKind kind
     );
     /// @notice The submitter disputed the result, posting `bond`.
     event JobDisputed(uint64 indexed jobId, uint64 indexed nodeId, uint96 bond);
@@ -79,6 +95,8 @@ interface IJobMarket {
     error JobMarket_ChallengeWindowOpen(uint64 jobId, uint40 challengeEndsAt);
     error JobMarket_ChallengeWindowClosed(uint64 jobId, uint40 challengeEndsAt);
     error JobMarket_NotReclaimable(uint64 jobId);
+    error JobMarket_MustBeReclaimed(uint64 jobId);
+    error JobMarket_NoAttemptsLeft(uint64 jobId, uint8 attempts);
     error JobMarket_GpuModelMismatch(bytes32 required, bytes32 offered);
     error JobMarket_InsufficientGpus(uint16 required, uint16 offered);
     error JobMarket_InsufficientVram(uint32 required, uint32 offered);
@@ -131,7 +149,9 @@ interface IJobMarket {
     function submitResult(uint64 jobId, bytes32 resultHash, string calldata resultURI) external;
 
     /// @notice The assigned node's agent refuses an unusable job (bad image or input):
-    /// requeued without slash, or failed and refunded when out of attempts.
+    /// requeued without slash, or failed and refunded when out of attempts. Refused once
+    /// the node is at fault (Inactive, past the max runtime or the deadline): that job is
+    /// reclaimed or expired, with the slash.
     function reject(uint64 jobId, string calldata reason) external;
 
     // ---------------------------------------------------------------- anyone

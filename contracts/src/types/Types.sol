@@ -148,4 +148,6 @@ struct JobInfo {
     uint40 assignedAt;
     uint40 challengeEndsAt;
     bytes32 resultHash;
+    /// Protocol fee rate fixed when the job was posted, basis points.
+    uint16 protocolFeeBps;
 }

@@ -20,7 +20,8 @@ contract NodeRegistry_SetParams_Test is NodeRegistry_Unit_Test {
     }
 
     function test_SetParams_AcceptsBounds() external {
-        RegistryParams memory p = RegistryParams({minStake: 0, heartbeatTimeout: 1, unbondingPeriod: 0, slashBps: 10_000});
+        RegistryParams memory p =
+            RegistryParams({minStake: 0, heartbeatTimeout: 1, unbondingPeriod: 0, slashBps: 10_000});
         vm.prank(admin);
         registry.setParams(p);
         assertParams(registry.params(), p);
@@ -28,7 +29,9 @@ contract NodeRegistry_SetParams_Test is NodeRegistry_Unit_Test {
 
     function test_SetParams_NewMinStakeAppliesToRegister() external {
         setRegistryParams(newParams());
-        vm.expectRevert(abi.encodeWithSelector(INodeRegistry.NodeRegistry_StakeTooLow.selector, uint96(250e6 - 1), uint96(250e6)));
+        vm.expectRevert(
+            abi.encodeWithSelector(INodeRegistry.NodeRegistry_StakeTooLow.selector, uint96(250e6 - 1), uint96(250e6))
+        );
         vm.prank(operator);
         registry.register(agent, h100Node(), META, 250e6 - 1);
     }

@@ -26,10 +26,9 @@ pub fn committed_dir() -> PathBuf {
 /// Runs `forge build` of `contracts/src` into `out` (its cache beside it).
 pub fn forge_build(tools: &Tools, out: &Path) -> Result<(), DevnetError> {
     let contracts = workspace_root().join("contracts");
-    let path = std::env::join_paths(
-        std::iter::once(tools.bin_dir().to_path_buf())
-            .chain(std::env::split_paths(&std::env::var_os("PATH").unwrap_or_default())),
-    )
+    let path = std::env::join_paths(std::iter::once(tools.bin_dir().to_path_buf()).chain(
+        std::env::split_paths(&std::env::var_os("PATH").unwrap_or_default()),
+    ))
     .map_err(|e| DevnetError::Io(std::io::Error::other(e)))?;
     let output = Command::new(tools.forge()?)
         .current_dir(&contracts)
@@ -51,11 +50,18 @@ pub fn forge_build(tools: &Tools, out: &Path) -> Result<(), DevnetError> {
 
 /// Reduces one forge artifact to `{abi, bytecode, deployedBytecode}`.
 pub fn extract_artifact(forge_artifact: &Path) -> Result<Value, DevnetError> {
-    let bad = |reason: &str| DevnetError::BadArtifact { path: forge_artifact.into(), reason: reason.into() };
+    let bad = |reason: &str| DevnetError::BadArtifact {
+        path: forge_artifact.into(),
+        reason: reason.into(),
+    };
     let full: Value = serde_json::from_slice(&std::fs::read(forge_artifact)?)?;
     let abi = full.get("abi").ok_or_else(|| bad("no abi"))?;
-    let bytecode = full.pointer("/bytecode/object").ok_or_else(|| bad("no bytecode"))?;
-    let deployed = full.pointer("/deployedBytecode/object").ok_or_else(|| bad("no deployedBytecode"))?;
+    let bytecode = full
+        .pointer("/bytecode/object")
+        .ok_or_else(|| bad("no bytecode"))?;
+    let deployed = full
+        .pointer("/deployedBytecode/object")
+        .ok_or_else(|| bad("no deployedBytecode"))?;
     Ok(json!({ "abi": abi, "bytecode": bytecode, "deployedBytecode": deployed }))
 }
 
@@ -88,11 +94,18 @@ pub fn check_artifacts(tools: &Tools) -> Result<(), DevnetError> {
     forge_build(tools, out)?;
     let mut stale = Vec::new();
     for (file, name) in ARTIFACT_CONTRACTS {
-        let fresh = render(&extract_artifact(&out.join(file).join(format!("{name}.json")))?)?;
-        let committed = std::fs::read_to_string(committed_dir().join(format!("{name}.json"))).unwrap_or_default();
+        let fresh = render(&extract_artifact(
+            &out.join(file).join(format!("{name}.json")),
+        )?)?;
+        let committed = std::fs::read_to_string(committed_dir().join(format!("{name}.json")))
+            .unwrap_or_default();
         if fresh != committed {
             stale.push((*name).to_string());
         }
     }
-    if stale.is_empty() { Ok(()) } else { Err(DevnetError::ArtifactsStale(stale)) }
+    if stale.is_empty() {
+        Ok(())
+    } else {
+        Err(DevnetError::ArtifactsStale(stale))
+    }
 }

@@ -6,9 +6,7 @@ use alloy::primitives::{Address, U256, aliases::U96};
 use alloy::providers::{DynProvider, Provider, ProviderBuilder};
 use alloy::signers::local::PrivateKeySigner;
 use gantry_protocol::bindings::{
-    GantryTestToken,
-    job_market::JobMarket,
-    node_registry::NodeRegistry,
+    GantryTestToken, job_market::JobMarket, node_registry::NodeRegistry,
 };
 use serde::{Deserialize, Serialize};
 
@@ -64,27 +62,97 @@ pub struct Deployment {
 
 /// Deploys the test token, the registry and the market, and grants the roles. `provider`
 /// must sign as `admin`.
-pub async fn deploy(provider: &DynProvider, admin: Address, params: DeployParams) -> Result<Deployment, DevnetError> {
-    let contract = |call| move |source| DevnetError::Contract { call, source };
-    let chain_id = provider.get_chain_id().await.map_err(|e| DevnetError::Anvil(e.to_string()))?;
-    let start_block = provider.get_block_number().await.map_err(|e| DevnetError::Anvil(e.to_string()))? + 1;
+pub async fn deploy(
+    provider: &DynProvider,
+    admin: Address,
+    params: DeployParams,
+) -> Result<Deployment, DevnetError> {
+    let contract = |call| {
+        move |source| DevnetError::Contract {
+            call,
+            source: Box::new(source),
+        }
+    };
+    let chain_id = provider
+        .get_chain_id()
+        .await
+        .map_err(|e| DevnetError::Anvil(e.to_string()))?;
+    let start_block = provider
+        .get_block_number()
+        .await
+        .map_err(|e| DevnetError::Anvil(e.to_string()))?
+        + 1;
 
-    let token = GantryTestToken::deploy(provider.clone()).await.map_err(contract("deploy GantryTestToken"))?;
+    let token = GantryTestToken::deploy(provider.clone())
+        .await
+        .map_err(contract("deploy GantryTestToken"))?;
     let registry = NodeRegistry::deploy(provider.clone(), *token.address(), admin, params.registry)
         .await
         .map_err(contract("deploy NodeRegistry"))?;
-    let market = JobMarket::deploy(provider.clone(), *token.address(), *registry.address(), admin, params.market)
-        .await
-        .map_err(contract("deploy JobMarket"))?;
+    let market = JobMarket::deploy(
+        provider.clone(),
+        *token.address(),
+        *registry.address(),
+        admin,
+        params.market,
+    )
+    .await
+    .map_err(contract("deploy JobMarket"))?;
 
-    let market_role = registry.MARKET_ROLE().call().await.map_err(contract("MARKET_ROLE"))?;
-    confirm_receipt("grant MARKET_ROLE", registry.grantRole(market_role, *market.address()).send().await).await?;
-    let registry_pauser = registry.PAUSER_ROLE().call().await.map_err(contract("PAUSER_ROLE"))?;
-    confirm_receipt("grant PAUSER_ROLE", registry.grantRole(registry_pauser, params.pauser).send().await).await?;
+    let market_role = registry
+        .MARKET_ROLE()
+        .call()
+        .await
+        .map_err(contract("MARKET_ROLE"))?;
+    confirm_receipt(
+        "grant MARKET_ROLE",
+        registry
+            .grantRole(market_role, *market.address())
+            .send()
+            .await,
+    )
+    .await?;
+    let registry_pauser = registry
+        .PAUSER_ROLE()
+        .call()
+        .await
+        .map_err(contract("PAUSER_ROLE"))?;
+    confirm_receipt(
+        "grant PAUSER_ROLE",
+        registry
+            .grantRole(registry_pauser, params.pauser)
+            .send()
+            .await,
+    )
+    .await?;
     for (name, role, account) in [
-        ("grant MATCHER_ROLE", market.MATCHER_ROLE().call().await.map_err(contract("MATCHER_ROLE"))?, params.matcher),
-        ("grant ARBITER_ROLE", market.ARBITER_ROLE().call().await.map_err(contract("ARBITER_ROLE"))?, params.arbiter),
-        ("grant PAUSER_ROLE", market.PAUSER_ROLE().call().await.map_err(contract("PAUSER_ROLE"))?, params.pauser),
+        (
+            "grant MATCHER_ROLE",
+            market
+                .MATCHER_ROLE()
+                .call()
+                .await
+                .map_err(contract("MATCHER_ROLE"))?,
+            params.matcher,
+        ),
+        (
+            "grant ARBITER_ROLE",
+            market
+                .ARBITER_ROLE()
+                .call()
+                .await
+                .map_err(contract("ARBITER_ROLE"))?,
+            params.arbiter,
+        ),
+        (
+            "grant PAUSER_ROLE",
+            market
+                .PAUSER_ROLE()
+                .call()
+                .await
+                .map_err(contract("PAUSER_ROLE"))?,
+            params.pauser,
+        ),
     ] {
         confirm_receipt(name, market.grantRole(role, account).send().await).await?;
     }
@@ -104,8 +172,17 @@ pub async fn confirm_receipt<N: alloy::network::Network>(
     sent: Result<alloy::providers::PendingTransactionBuilder<N>, alloy::contract::Error>,
 ) -> Result<N::ReceiptResponse, DevnetError> {
     use alloy::network::ReceiptResponse;
-    let pending = sent.map_err(|source| DevnetError::Contract { call, source })?;
-    let receipt = pending.get_receipt().await.map_err(|source| DevnetError::Pending { call, source })?;
+    let pending = sent.map_err(|source| DevnetError::Contract {
+        call,
+        source: Box::new(source),
+    })?;
+    let receipt = pending
+        .get_receipt()
+        .await
+        .map_err(|source| DevnetError::Pending {
+            call,
+            source: Box::new(source),
+        })?;
     if !receipt.status() {
         return Err(DevnetError::Reverted { call });
     }
@@ -128,13 +205,21 @@ impl Devnet {
     }
 
     /// Starts anvil and deploys with the dev parameters as changed by `configure`.
-    pub async fn start_with(configure: impl FnOnce(DeployParams) -> DeployParams) -> Result<Self, DevnetError> {
-        let anvil = Anvil::at(Tools::locate().anvil()?).try_spawn().map_err(|e| DevnetError::Anvil(e.to_string()))?;
+    pub async fn start_with(
+        configure: impl FnOnce(DeployParams) -> DeployParams,
+    ) -> Result<Self, DevnetError> {
+        let anvil = Anvil::at(Tools::locate().anvil()?)
+            .try_spawn()
+            .map_err(|e| DevnetError::Anvil(e.to_string()))?;
         let admin = Self::provider_for(&anvil, 0);
         let admin_address = anvil.addresses()[0];
         let params = configure(DeployParams::dev(admin_address));
         let deployment = deploy(&admin, admin_address, params).await?;
-        Ok(Self { anvil, deployment, admin })
+        Ok(Self {
+            anvil,
+            deployment,
+            admin,
+        })
     }
 
     /// A provider that signs as anvil's account `index` (0 to 9).
@@ -156,6 +241,9 @@ impl Devnet {
 
     fn provider_for(anvil: &AnvilInstance, index: usize) -> DynProvider {
         let signer = PrivateKeySigner::from(anvil.keys()[index].clone());
-        ProviderBuilder::new().wallet(EthereumWallet::from(signer)).connect_http(anvil.endpoint_url()).erased()
+        ProviderBuilder::new()
+            .wallet(EthereumWallet::from(signer))
+            .connect_http(anvil.endpoint_url())
+            .erased()
     }
 }

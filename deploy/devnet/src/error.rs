@@ -6,10 +6,16 @@ pub enum DevnetError {
     #[error("tool {tool} not found at {path}: run `deploy/setup.sh` (or `make test`) first")]
     ToolMissing { tool: &'static str, path: PathBuf },
     #[error("{command} failed ({status}): {stderr}")]
-    CommandFailed { command: String, status: std::process::ExitStatus, stderr: String },
+    CommandFailed {
+        command: String,
+        status: std::process::ExitStatus,
+        stderr: String,
+    },
     #[error("artifact {path}: {reason}")]
     BadArtifact { path: PathBuf, reason: String },
-    #[error("committed artifacts differ from a fresh `forge build`: {0:?}; run `make artifacts` and commit")]
+    #[error(
+        "committed artifacts differ from a fresh `forge build`: {0:?}; run `make artifacts` and commit"
+    )]
     ArtifactsStale(Vec<String>),
     #[error("anvil: {0}")]
     Anvil(String),
@@ -17,13 +23,13 @@ pub enum DevnetError {
     Contract {
         call: &'static str,
         #[source]
-        source: alloy::contract::Error,
+        source: Box<alloy::contract::Error>,
     },
     #[error("transaction {call}: {source}")]
     Pending {
         call: &'static str,
         #[source]
-        source: alloy::providers::PendingTransactionError,
+        source: Box<alloy::providers::PendingTransactionError>,
     },
     #[error("transaction {call} reverted")]
     Reverted { call: &'static str },

@@ -15,7 +15,10 @@ mod deploy;
 mod error;
 mod tools;
 
-pub use artifacts::{ARTIFACT_CONTRACTS, check_artifacts, committed_dir, extract_artifact, forge_build, write_artifacts};
+pub use artifacts::{
+    ARTIFACT_CONTRACTS, check_artifacts, committed_dir, extract_artifact, forge_build,
+    write_artifacts,
+};
 pub use deploy::{DeployParams, Deployment, Devnet, confirm_receipt, deploy};
 pub use error::DevnetError;
 pub use tools::{Tools, workspace_root};

@@ -20,6 +20,7 @@ struct Cli {
 }
 
 #[derive(Debug, Subcommand)]
+#[allow(clippy::large_enum_variant, reason = "parsed once at start-up")]
 enum Command {
     /// Starts anvil, deploys the test token, registry and market, funds the dev accounts,
     /// prints the addresses and runs until Ctrl-C.
@@ -31,7 +32,11 @@ enum Command {
         #[arg(long, env = "GANTRY_DEVNET_BLOCK_TIME", default_value_t = 1)]
         block_time: u64,
         /// Where to write the deployment (addresses, chain id, start block) as JSON.
-        #[arg(long, env = "GANTRY_DEVNET_OUT", default_value = ".devnet/deployment.json")]
+        #[arg(
+            long,
+            env = "GANTRY_DEVNET_OUT",
+            default_value = ".devnet/deployment.json"
+        )]
         out: PathBuf,
     },
     /// Deploys to a running chain, signing with `GANTRY_DEPLOYER_KEY`, and prints the addresses.
@@ -51,14 +56,27 @@ enum Command {
 
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {
-    tracing_subscriber::fmt().with_env_filter(tracing_subscriber::EnvFilter::from_default_env()).init();
+    tracing_subscriber::fmt()
+        .with_env_filter(tracing_subscriber::EnvFilter::from_default_env())
+        .init();
     match Cli::parse().command {
-        Command::Up { port, block_time, out } => up(port, block_time, out).await,
-        Command::Deploy { rpc_url, private_key } => {
+        Command::Up {
+            port,
+            block_time,
+            out,
+        } => up(port, block_time, out).await,
+        Command::Deploy {
+            rpc_url,
+            private_key,
+        } => {
             let admin = private_key.address();
-            let provider =
-                ProviderBuilder::new().wallet(EthereumWallet::from(private_key)).connect_http(rpc_url).erased();
-            let deployment = deploy(&provider, admin, DeployParams::dev(admin)).await.context("deploying")?;
+            let provider = ProviderBuilder::new()
+                .wallet(EthereumWallet::from(private_key))
+                .connect_http(rpc_url)
+                .erased();
+            let deployment = deploy(&provider, admin, DeployParams::dev(admin))
+                .await
+                .context("deploying")?;
             println!("{}", serde_json::to_string_pretty(&deployment)?);
             Ok(())
         }
@@ -81,23 +99,39 @@ async fn up(port: u16, block_time: u64, out: PathBuf) -> anyhow::Result<()> {
     if block_time > 0 {
         anvil = anvil.block_time(block_time);
     }
-    let anvil = anvil.try_spawn().with_context(|| format!("starting anvil on port {port}"))?;
+    let anvil = anvil
+        .try_spawn()
+        .with_context(|| format!("starting anvil on port {port}"))?;
     let admin_key = PrivateKeySigner::from(anvil.keys()[0].clone());
     let admin = admin_key.address();
-    let provider =
-        ProviderBuilder::new().wallet(EthereumWallet::from(admin_key)).connect_http(anvil.endpoint_url()).erased();
-    let deployment = deploy(&provider, admin, DeployParams::dev(admin)).await.context("deploying the market")?;
-    let devnet = Devnet { anvil, deployment, admin: provider };
+    let provider = ProviderBuilder::new()
+        .wallet(EthereumWallet::from(admin_key))
+        .connect_http(anvil.endpoint_url())
+        .erased();
+    let deployment = deploy(&provider, admin, DeployParams::dev(admin))
+        .await
+        .context("deploying the market")?;
+    let devnet = Devnet {
+        anvil,
+        deployment,
+        admin: provider,
+    };
 
     let thousand: U256 = parse_units("1000000", 6)?.into();
     for account in devnet.anvil.addresses() {
-        devnet.mint(*account, thousand).await.context("funding dev accounts")?;
+        devnet
+            .mint(*account, thousand)
+            .await
+            .context("funding dev accounts")?;
     }
 
     if let Some(dir) = out.parent() {
         std::fs::create_dir_all(dir)?;
     }
-    std::fs::write(&out, serde_json::to_string_pretty(&devnet.deployment)? + "\n")?;
+    std::fs::write(
+        &out,
+        serde_json::to_string_pretty(&devnet.deployment)? + "\n",
+    )?;
 
     let d = &devnet.deployment;
     println!("gantry dev network is up");

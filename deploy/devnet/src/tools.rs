@@ -46,6 +46,10 @@ impl Tools {
 
     fn get(&self, tool: &'static str) -> Result<PathBuf, DevnetError> {
         let path = self.bin.join(tool);
-        if path.exists() { Ok(path) } else { Err(DevnetError::ToolMissing { tool, path }) }
+        if path.exists() {
+            Ok(path)
+        } else {
+            Err(DevnetError::ToolMissing { tool, path })
+        }
     }
 }

@@ -2,7 +2,14 @@
 pragma solidity ^0.8.24;
 
 import {Base} from "../../Base.t.sol";
-import {JobInfo, JobRequirements, JobStatus, MarketParams, NodeCapabilities, RegistryParams} from "../../../src/types/Types.sol";
+import {
+    JobInfo,
+    JobRequirements,
+    JobStatus,
+    MarketParams,
+    NodeCapabilities,
+    RegistryParams
+} from "../../../src/types/Types.sol";
 
 contract JobMarket_Fuzz_Test is Base {
     function testFuzz_PostJob_EscrowsBountyAndHashesSpec(uint96 bounty, bytes calldata spec, uint32 lifetime) external {

@@ -74,8 +74,8 @@ contract NodeRegistry_Fuzz_Test is NodeRegistry_Unit_Test {
     function testFuzz_RegisterValidatesCapabilities(NodeCapabilities memory caps) external {
         bool hasModel = caps.gpuModel != bytes32(0);
         bool hasGpus = caps.gpuCount != 0;
-        bool valid = hasModel == hasGpus && (!hasGpus || caps.vramMiB != 0) && caps.cpuCores != 0
-            && caps.maxConcurrentJobs != 0;
+        bool valid =
+            hasModel == hasGpus && (!hasGpus || caps.vramMiB != 0) && caps.cpuCores != 0 && caps.maxConcurrentJobs != 0;
 
         if (!valid) {
             vm.expectRevert(abi.encodeWithSelector(INodeRegistry.NodeRegistry_InvalidCapabilities.selector));
@@ -287,15 +287,11 @@ contract NodeRegistry_Fuzz_Test is NodeRegistry_Unit_Test {
 
         vm.warp(block.timestamp + elapsed);
         if (elapsed < unbonding) {
-            vm.expectRevert(
-                abi.encodeWithSelector(INodeRegistry.NodeRegistry_StillUnbonding.selector, nodeId, endsAt)
-            );
+            vm.expectRevert(abi.encodeWithSelector(INodeRegistry.NodeRegistry_StillUnbonding.selector, nodeId, endsAt));
         }
         vm.prank(operator);
         registry.withdrawStake(nodeId);
-        assertEq(
-            uint8(registry.statusOf(nodeId)), uint8(elapsed < unbonding ? NodeStatus.Exiting : NodeStatus.Exited)
-        );
+        assertEq(uint8(registry.statusOf(nodeId)), uint8(elapsed < unbonding ? NodeStatus.Exiting : NodeStatus.Exited));
     }
 
     // ---------------------------------------------------------------- slots

@@ -9,7 +9,12 @@ import {JobMarket} from "../../../src/JobMarket.sol";
 import {NodeRegistry} from "../../../src/NodeRegistry.sol";
 import {GantryTestToken} from "../../../src/dev/GantryTestToken.sol";
 import {
-    JobInfo, JobRequirements, JobStatus, NodeCapabilities, NodeInfo, NodeStatus
+    JobInfo,
+    JobRequirements,
+    JobStatus,
+    NodeCapabilities,
+    NodeInfo,
+    NodeStatus
 } from "../../../src/types/Types.sol";
 
 /// @notice Drives the market through valid calls only (the invariant runner fails on any
@@ -171,7 +176,10 @@ contract MarketHandler is CommonBase, StdCheats, StdUtils {
 
     function reject(uint256 jobSeed) external {
         (bool found, uint64 jobId, JobInfo memory job) = pick(jobSeed, JobStatus.Assigned, JobStatus.Assigned);
-        if (!found) return;
+        if (!found || block.timestamp >= job.deadline) return;
+        // A node at fault must be reclaimed instead.
+        if (block.timestamp > uint256(job.assignedAt) + job.requirements.maxRuntime) return;
+        if (registry.statusOf(job.nodeId) == NodeStatus.Inactive) return;
         vm.prank(registry.agentOf(job.nodeId));
         market.reject(jobId, "image unusable");
         record(jobId, JobStatus.Assigned);
@@ -299,8 +307,8 @@ contract MarketHandler is CommonBase, StdCheats, StdUtils {
             return to == JobStatus.Assigned || to == JobStatus.Cancelled || to == JobStatus.Expired;
         }
         if (from == JobStatus.Assigned) {
-            return to == JobStatus.Submitted || to == JobStatus.Open || to == JobStatus.Failed
-                || to == JobStatus.Expired;
+            return
+                to == JobStatus.Submitted || to == JobStatus.Open || to == JobStatus.Failed || to == JobStatus.Expired;
         }
         if (from == JobStatus.Submitted) return to == JobStatus.Completed || to == JobStatus.Disputed;
         if (from == JobStatus.Disputed) return to == JobStatus.Completed || to == JobStatus.Failed;

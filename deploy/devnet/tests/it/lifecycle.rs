@@ -28,7 +28,10 @@ fn h100() -> B256 {
 }
 
 fn events(devnet: &Devnet, receipt: &TransactionReceipt) -> Vec<DecodedEvent> {
-    let contracts = Contracts { market: devnet.deployment.market, registry: devnet.deployment.registry };
+    let contracts = Contracts {
+        market: devnet.deployment.market,
+        registry: devnet.deployment.registry,
+    };
     receipt
         .inner
         .logs()
@@ -43,12 +46,19 @@ fn names(events: &[DecodedEvent]) -> Vec<&str> {
 }
 
 async fn advance_time(provider: &DynProvider, seconds: u64) {
-    let _: serde_json::Value = provider.raw_request("evm_increaseTime".into(), (seconds,)).await.unwrap();
+    let _: serde_json::Value = provider
+        .raw_request("evm_increaseTime".into(), (seconds,))
+        .await
+        .unwrap();
     let _: serde_json::Value = provider.raw_request("evm_mine".into(), ()).await.unwrap();
 }
 
 async fn balance(devnet: &Devnet, account: Address) -> U256 {
-    GantryTestToken::new(devnet.deployment.token, devnet.admin.clone()).balanceOf(account).call().await.unwrap()
+    GantryTestToken::new(devnet.deployment.token, devnet.admin.clone())
+        .balanceOf(account)
+        .call()
+        .await
+        .unwrap()
 }
 
 #[tokio::test]
@@ -61,12 +71,26 @@ async fn a_job_goes_from_post_to_paid_on_anvil() {
     let submitter_key = devnet.signer(3);
     let stake = U96::from(500 * GUSD);
     let bounty = U96::from(50 * GUSD);
-    devnet.mint(operator_address, U256::from(1_000 * GUSD)).await.unwrap();
-    devnet.mint(submitter_key.address(), U256::from(1_000 * GUSD)).await.unwrap();
+    devnet
+        .mint(operator_address, U256::from(1_000 * GUSD))
+        .await
+        .unwrap();
+    devnet
+        .mint(submitter_key.address(), U256::from(1_000 * GUSD))
+        .await
+        .unwrap();
 
     // The operator stakes a node whose agent is a separate hot key.
     let token_as_operator = GantryTestToken::new(d.token, operator.clone());
-    confirm_receipt("approve", token_as_operator.approve(d.registry, U256::MAX).send().await).await.unwrap();
+    confirm_receipt(
+        "approve",
+        token_as_operator
+            .approve(d.registry, U256::MAX)
+            .send()
+            .await,
+    )
+    .await
+    .unwrap();
     let registry = NodeRegistry::new(d.registry, operator.clone());
     let caps = NodeRegistry::NodeCapabilities {
         gpuModel: h100(),
@@ -77,10 +101,15 @@ async fn a_job_goes_from_post_to_paid_on_anvil() {
         pricePerGpuHour: U96::from(2 * GUSD),
         maxConcurrentJobs: 2,
     };
-    let receipt =
-        confirm_receipt("register", registry.register(agent_address, caps, "ipfs://node".into(), stake).send().await)
-            .await
-            .unwrap();
+    let receipt = confirm_receipt(
+        "register",
+        registry
+            .register(agent_address, caps, "ipfs://node".into(), stake)
+            .send()
+            .await,
+    )
+    .await
+    .unwrap();
     let registered = events(&devnet, &receipt);
     assert_eq!(names(&registered), ["NodeRegistered"]);
     assert_eq!(registered[0].key, "1");
@@ -89,19 +118,35 @@ async fn a_job_goes_from_post_to_paid_on_anvil() {
     // The submitter posts in one transaction: an EIP-2612 permit instead of an approval.
     let spec = JobSpec {
         version: 1,
-        image: "gantry/demo@sha256:9f2c4e1b7a0d3c5e8f1a2b4c6d8e0f1a3b5c7d9e1f2a4b6c8d0e2f4a6b8c0d2e".into(),
-        command: vec!["python".into(), "train.py".into(), "--epochs".into(), "3".into()],
+        image:
+            "gantry/demo@sha256:9f2c4e1b7a0d3c5e8f1a2b4c6d8e0f1a3b5c7d9e1f2a4b6c8d0e2f4a6b8c0d2e"
+                .into(),
+        command: vec![
+            "python".into(),
+            "train.py".into(),
+            "--epochs".into(),
+            "3".into(),
+        ],
         env: [("SEED".to_string(), "42".to_string())].into(),
         inputs: vec![InputSpec {
             uri: "https://data.example.org/cifar10.tar".into(),
             sha256: Some("3f".repeat(32)),
             path: "/data/in".into(),
         }],
-        outputs: OutputSpec { path: "/data/out".into() },
+        outputs: OutputSpec {
+            path: "/data/out".into(),
+        },
         timeout_secs: 3_600,
     };
     let spec_bytes = spec.to_vec();
-    let now = devnet.admin.get_block(alloy::eips::BlockId::latest()).await.unwrap().unwrap().header.timestamp;
+    let now = devnet
+        .admin
+        .get_block(alloy::eips::BlockId::latest())
+        .await
+        .unwrap()
+        .unwrap()
+        .header
+        .timestamp;
     let permit = Permit {
         owner: submitter_key.address(),
         spender: d.market,
@@ -115,7 +160,9 @@ async fn a_job_goes_from_post_to_paid_on_anvil() {
         chain_id: d.chain_id,
         verifying_contract: d.token,
     };
-    let signature = submitter_key.sign_hash_sync(&permit.eip712_signing_hash(&domain)).unwrap();
+    let signature = submitter_key
+        .sign_hash_sync(&permit.eip712_signing_hash(&domain))
+        .unwrap();
     let requirements = JobMarket::JobRequirements {
         gpuModel: h100(),
         minGpuCount: 1,
@@ -150,23 +197,39 @@ async fn a_job_goes_from_post_to_paid_on_anvil() {
     assert_eq!(posted[0].key, "1");
     let job_id = 1u64;
     // The chain alone carries the full spec: read it back from the event.
-    let emitted: alloy::primitives::Bytes = serde_json::from_value(posted[0].data["spec"].clone()).unwrap();
+    let emitted: alloy::primitives::Bytes =
+        serde_json::from_value(posted[0].data["spec"].clone()).unwrap();
     assert_eq!(JobSpec::from_slice(&emitted).unwrap(), spec);
-    assert_eq!(posted[0].data["specHash"], serde_json::json!(keccak256(&spec_bytes)));
+    assert_eq!(
+        posted[0].data["specHash"],
+        serde_json::json!(keccak256(&spec_bytes))
+    );
     assert_eq!(balance(&devnet, d.market).await, U256::from(bounty));
 
     // The matcher (admin on the dev network) assigns; the agent submits.
     let market_as_matcher = JobMarket::new(d.market, devnet.admin.clone());
-    let receipt = confirm_receipt("assign", market_as_matcher.assign(job_id, node_id).send().await).await.unwrap();
+    let receipt = confirm_receipt(
+        "assign",
+        market_as_matcher.assign(job_id, node_id).send().await,
+    )
+    .await
+    .unwrap();
     let assigned = events(&devnet, &receipt);
     assert_eq!(names(&assigned), ["JobAssigned"]);
-    assert_eq!(assigned[0].key, node_id.to_string(), "assignments are keyed by node for workers");
+    assert_eq!(
+        assigned[0].key,
+        node_id.to_string(),
+        "assignments are keyed by node for workers"
+    );
 
     let market_as_agent = JobMarket::new(d.market, agent.clone());
     let result_hash = keccak256(b"model weights");
     let receipt = confirm_receipt(
         "submitResult",
-        market_as_agent.submitResult(job_id, result_hash, "ipfs://result".into()).send().await,
+        market_as_agent
+            .submitResult(job_id, result_hash, "ipfs://result".into())
+            .send()
+            .await,
     )
     .await
     .unwrap();
@@ -174,15 +237,30 @@ async fn a_job_goes_from_post_to_paid_on_anvil() {
 
     // Finalize is refused inside the challenge window, accepted after it, by anyone.
     let market_as_stranger = JobMarket::new(d.market, devnet.provider(4));
-    let early = market_as_stranger.finalize(job_id).call().await.err().expect("finalize inside the window reverts");
+    let early = market_as_stranger
+        .finalize(job_id)
+        .call()
+        .await
+        .err()
+        .expect("finalize inside the window reverts");
     let decoded = early.as_decoded_interface_error::<JobMarket::JobMarketErrors>();
     assert!(
-        matches!(decoded, Some(JobMarket::JobMarketErrors::JobMarket_ChallengeWindowOpen(_))),
+        matches!(
+            decoded,
+            Some(JobMarket::JobMarketErrors::JobMarket_ChallengeWindowOpen(_))
+        ),
         "got {early}"
     );
-    let window = market_as_stranger.params().call().await.unwrap().challengeWindow;
+    let window = market_as_stranger
+        .params()
+        .call()
+        .await
+        .unwrap()
+        .challengeWindow;
     advance_time(&devnet.admin, u64::from(window)).await;
-    let receipt = confirm_receipt("finalize", market_as_stranger.finalize(job_id).send().await).await.unwrap();
+    let receipt = confirm_receipt("finalize", market_as_stranger.finalize(job_id).send().await)
+        .await
+        .unwrap();
     let completed = events(&devnet, &receipt);
     assert_eq!(names(&completed), ["JobCompleted"]);
 
@@ -194,15 +272,30 @@ async fn a_job_goes_from_post_to_paid_on_anvil() {
     // Pay is pulled: the operator withdraws bounty minus the 2.5% fee.
     let fee = U256::from(bounty) * U256::from(250) / U256::from(10_000);
     let market_as_operator = JobMarket::new(d.market, operator.clone());
-    assert_eq!(market_as_operator.creditOf(operator_address).call().await.unwrap(), U256::from(bounty) - fee);
+    assert_eq!(
+        market_as_operator
+            .creditOf(operator_address)
+            .call()
+            .await
+            .unwrap(),
+        U256::from(bounty) - fee
+    );
     let before = balance(&devnet, operator_address).await;
-    let receipt = confirm_receipt("withdraw", market_as_operator.withdraw().send().await).await.unwrap();
+    let receipt = confirm_receipt("withdraw", market_as_operator.withdraw().send().await)
+        .await
+        .unwrap();
     assert_eq!(names(&events(&devnet, &receipt)), ["Withdrawn"]);
-    assert_eq!(balance(&devnet, operator_address).await - before, U256::from(bounty) - fee);
+    assert_eq!(
+        balance(&devnet, operator_address).await - before,
+        U256::from(bounty) - fee
+    );
     // What stays in the market is exactly the fee recipient's credit.
     assert_eq!(balance(&devnet, d.market).await, fee);
 
     let node = registry.getNode(node_id).call().await.unwrap();
-    assert_eq!((node.completedJobs, node.activeJobs, node.settlingJobs), (1, 0, 0));
+    assert_eq!(
+        (node.completedJobs, node.activeJobs, node.settlingJobs),
+        (1, 0, 0)
+    );
     assert_eq!(node.stake, stake);
 }
