@@ -33,6 +33,8 @@ snapshot: setup
 	$(FORGE) snapshot --match-test 'test_gas_'
 
 ## Rebuild the contracts and rewrite the committed artifacts the Rust bindings use.
+## (A new contract in ARTIFACT_CONTRACTS first needs a placeholder artifact,
+## {"abi":[],"bytecode":"0x","deployedBytecode":"0x"}, for the bindings to compile.)
 artifacts: setup
 	cargo run --quiet -p gantry-devnet -- artifacts
 

@@ -1,9 +1,179 @@
-//! `gantry-indexer`: contract events into NATS JetStream, exactly once, in order,
-//! resumable and reorg-safe.
+//! `gantry-indexer`: the Gantry contracts' events of one chain, published into that
+//! chain's JetStream stream exactly once, in chain order, resumable and reorg-safe.
 //!
 //! ```text
-//!   chain (JSON-RPC) ──logs──▶ decode (gantry_protocol::events) ──▶ GANTRY_<chain> stream
+//!            eth_getLogs (adaptive ranges) / per block near the head
+//!  chain ──────────────────────────────────────────▶ follower ──▶ Publisher ──▶ GANTRY_<chain>
+//!                                                     ▲  window (reorgs)         │
+//!                                                     └────── tail (resume) ─────┘
+//!  KV gantry_indexer_lease: one writer per chain; Nats-Expected-Last-Sequence fences the rest
 //! ```
 //!
-//! Not built yet: issue 3 fills this crate. The stream layout it will publish is fixed
-//! in `gantry_protocol::{subjects, envelope}`.
+//! The stream is the checkpoint: on start and after any error the follower reads the
+//! stream's tail (last commit, last retraction, uncommitted events) and resumes there.
+//! [`window`] is the pure reorg logic; [`chain`] and [`stream`] are the only modules that
+//! do IO.
+
+pub mod chain;
+pub mod config;
+pub mod error;
+pub mod follower;
+pub mod lease;
+pub mod metrics;
+pub mod stream;
+pub mod window;
+
+use std::time::Duration;
+
+use anyhow::Context;
+use gantry_protocol::events::Contracts;
+use tokio_util::sync::CancellationToken;
+
+pub use config::Config;
+use follower::Settings;
+
+/// Runs the indexer until `shutdown` fires; returns an error only when it cannot go on
+/// (wrong chain, a reorg deeper than the window, a corrupt stream).
+pub async fn run(config: Config, shutdown: CancellationToken) -> anyhow::Result<()> {
+    config.validate().map_err(anyhow::Error::msg)?;
+    let chain = chain::Chain::connect(config.rpc_url.clone(), vec![config.market, config.registry]);
+    let contracts = Contracts {
+        market: config.market,
+        registry: config.registry,
+    };
+    let settings = Settings {
+        start_block: config.start_block,
+        confirmations: config.confirmations,
+        finality: config.finality_tag.tag(),
+        reorg_window: config.reorg_window,
+        min_range: config.min_range,
+        max_range: config.max_range,
+        initial_range: config.initial_range,
+        max_in_flight: config.max_in_flight,
+        poll_interval: config.poll_interval(),
+    };
+
+    let mut backoff = Backoff::default();
+    let chain_id = loop {
+        match chain.chain_id().await {
+            Ok(id) => break id,
+            Err(e) => {
+                tracing::warn!(error = %e, "waiting for the chain");
+                if !backoff.wait(&shutdown).await {
+                    return Ok(());
+                }
+            }
+        }
+    };
+    anyhow::ensure!(
+        chain_id == config.chain_id,
+        "the RPC endpoint serves chain {chain_id}, not the configured chain {}",
+        config.chain_id
+    );
+
+    let client = async_nats::ConnectOptions::new()
+        .retry_on_initial_connect()
+        .connect(&config.nats_url)
+        .await
+        .with_context(|| format!("connecting to NATS at {}", config.nats_url))?;
+    let js = stream::context(client, config.max_in_flight);
+    let owner = config.instance_id();
+
+    while !shutdown.is_cancelled() {
+        metrics::leader(false);
+        let lease =
+            match lease::Lease::acquire(&js, chain_id, &owner, config.lease_ttl(), &shutdown).await
+            {
+                Ok(Some(lease)) => lease,
+                Ok(None) => break,
+                Err(e) => {
+                    tracing::warn!(error = %e, "acquiring the writer lease");
+                    if !backoff.wait(&shutdown).await {
+                        break;
+                    }
+                    continue;
+                }
+            };
+        metrics::leader(true);
+        let leading = shutdown.child_token();
+        let renewal = tokio::spawn(keep_lease(lease, leading.clone()));
+        let outcome = lead(&chain, &js, chain_id, contracts, &settings, &leading).await;
+        leading.cancel();
+        let lease = renewal.await.context("lease renewal task")?;
+        if let Some(lease) = lease {
+            lease.release().await;
+        }
+        outcome?;
+    }
+    metrics::leader(false);
+    Ok(())
+}
+
+/// Publishes while this instance leads; returns when `leading` is cancelled (shutdown or
+/// lease lost) or on a fatal error.
+async fn lead(
+    chain: &chain::Chain,
+    js: &async_nats::jetstream::Context,
+    chain_id: u64,
+    contracts: Contracts,
+    settings: &Settings,
+    leading: &CancellationToken,
+) -> anyhow::Result<()> {
+    let mut backoff = Backoff::default();
+    while !leading.is_cancelled() {
+        let result = match stream::ChainStream::open(js.clone(), chain_id).await {
+            Ok(stream) => follower::follow(chain, &stream, contracts, settings, leading).await,
+            Err(e) => Err(e.into()),
+        };
+        match result {
+            Ok(()) => backoff.reset(),
+            Err(e) if e.is_retryable() => {
+                tracing::warn!(error = %e, "following interrupted; resuming from the stream tail");
+                if !backoff.wait(leading).await {
+                    break;
+                }
+            }
+            Err(e) => return Err(e).context("indexer stopped"),
+        }
+    }
+    Ok(())
+}
+
+/// Renews the lease until `leading` is cancelled; cancels `leading` when the lease is
+/// lost. Returns the lease if it is still held, for release.
+async fn keep_lease(mut lease: lease::Lease, leading: CancellationToken) -> Option<lease::Lease> {
+    loop {
+        tokio::select! {
+            () = leading.cancelled() => return Some(lease),
+            () = tokio::time::sleep(lease.renew_every()) => {}
+        }
+        if let Err(e) = lease.renew().await {
+            tracing::warn!(error = %e, "writer lease lost; standing by");
+            leading.cancel();
+            return None;
+        }
+    }
+}
+
+/// Exponential backoff between retries: 100 ms doubling to 5 s.
+#[derive(Debug, Default)]
+struct Backoff {
+    attempt: u32,
+}
+
+impl Backoff {
+    /// Sleeps for the next delay; `false` when `cancel` fired first.
+    async fn wait(&mut self, cancel: &CancellationToken) -> bool {
+        let delay =
+            Duration::from_millis(100 * 2u64.pow(self.attempt.min(6))).min(Duration::from_secs(5));
+        self.attempt += 1;
+        tokio::select! {
+            () = cancel.cancelled() => false,
+            () = tokio::time::sleep(delay) => true,
+        }
+    }
+
+    fn reset(&mut self) {
+        self.attempt = 0;
+    }
+}

@@ -26,5 +26,11 @@ alloy::sol!(
     "artifacts/GantryTestToken.json"
 );
 
+alloy::sol!(
+    #[sol(rpc, all_derives)]
+    EventBatcher,
+    "artifacts/EventBatcher.json"
+);
+
 pub use job_market::JobMarket;
 pub use node_registry::NodeRegistry;

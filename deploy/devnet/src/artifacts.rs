@@ -16,6 +16,7 @@ pub const ARTIFACT_CONTRACTS: &[(&str, &str)] = &[
     ("JobMarket.sol", "JobMarket"),
     ("NodeRegistry.sol", "NodeRegistry"),
     ("GantryTestToken.sol", "GantryTestToken"),
+    ("EventBatcher.sol", "EventBatcher"),
 ];
 
 /// Where the committed artifacts live.

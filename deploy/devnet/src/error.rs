@@ -17,6 +17,8 @@ pub enum DevnetError {
         "committed artifacts differ from a fresh `forge build`: {0:?}; run `make artifacts` and commit"
     )]
     ArtifactsStale(Vec<String>),
+    #[error("nats-server: {0}")]
+    Nats(String),
     #[error("anvil: {0}")]
     Anvil(String),
     #[error("contract call {call}: {source}")]

@@ -8,11 +8,14 @@
 //! `gantry-devnet up` starts anvil and deploys the market (what `make dev` runs);
 //! `gantry-devnet artifacts` regenerates the committed artifacts after a contract change.
 //! Tests of every crate use [`Devnet::start`] to get a fresh chain with the market
-//! deployed, on a free port, stopped on drop.
+//! deployed, and [`NatsServer::start`] for a JetStream server, each on a free port and
+//! stopped on drop.
 
 mod artifacts;
 mod deploy;
 mod error;
+mod nats;
+pub mod scenario;
 mod tools;
 
 pub use artifacts::{
@@ -21,4 +24,5 @@ pub use artifacts::{
 };
 pub use deploy::{DeployParams, Deployment, Devnet, confirm_receipt, deploy};
 pub use error::DevnetError;
+pub use nats::NatsServer;
 pub use tools::{Tools, workspace_root};

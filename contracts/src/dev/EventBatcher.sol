@@ -1,0 +1,34 @@
+// SPDX-License-Identifier: Apache-2.0
+pragma solidity ^0.8.24;
+
+import {IJobMarket} from "../interfaces/IJobMarket.sol";
+import {JobRequirements} from "../types/Types.sol";
+
+/// @title EventBatcher
+/// @notice Emits JobMarket's events in bulk, many per transaction, so indexer tests and
+/// benchmarks can make 100k real logs on a local chain cheaply. It moves no money and
+/// keeps no jobs: an indexer pointed at it as "the market" sees a flood of postings.
+/// Local networks and tests only.
+contract EventBatcher {
+    uint64 internal _nextJobId = 1;
+
+    /// @notice Emits `count` JobPosted events with `spec`, for consecutive job ids.
+    function post(uint256 count, JobRequirements calldata requirements, bytes calldata spec) external {
+        uint64 jobId = _nextJobId;
+        bytes32 specHash = keccak256(spec);
+        uint40 deadline = uint40(block.timestamp + 1 days);
+        for (uint256 i; i < count; ++i) {
+            emit IJobMarket.JobPosted(jobId + uint64(i), msg.sender, requirements, 1e6, deadline, specHash, spec);
+        }
+        _nextJobId = jobId + uint64(count);
+    }
+
+    /// @notice Emits `count` JobCancelled events (small messages) for consecutive job ids.
+    function cancel(uint256 count) external {
+        uint64 jobId = _nextJobId;
+        for (uint256 i; i < count; ++i) {
+            emit IJobMarket.JobCancelled(jobId + uint64(i), 1e6);
+        }
+        _nextJobId = jobId + uint64(count);
+    }
+}

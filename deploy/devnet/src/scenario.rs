@@ -1,0 +1,141 @@
+//! Scripted market activity on a dev network, for tests of the services that consume it.
+
+use alloy::primitives::{B256, U256, aliases::U40, aliases::U96};
+use gantry_protocol::bindings::{GantryTestToken, JobMarket, NodeRegistry};
+
+use crate::{Devnet, DevnetError, confirm_receipt};
+
+const GUSD: u64 = 1_000_000;
+
+/// The ~400-byte job spec the contract tests use.
+pub fn example_spec() -> Vec<u8> {
+    br#"{"version":1,"image":"ghcr.io/acme/train@sha256:9f2c4e1b7a0d3c5e8f1a2b4c6d8e0f1a3b5c7d9e1f2a4b6c8d0e2f4a6b8c0d2e","command":["python","train.py","--epochs","3","--batch-size","64"],"env":{"WANDB_MODE":"offline","SEED":"42"},"inputs":[{"uri":"https://data.example.org/cifar10.tar","sha256":"3f1c6a0e5b7d9f2a4c6e8b0d2f4a6c8e0b2d4f6a8c0e2b4d6f8a0c2e4b6d8f0a","path":"/data/in"}],"outputs":{"path":"/data/out"},"timeoutSecs":7200}"#.to_vec()
+}
+
+/// Requirements an H100 node of [`h100_node`] meets.
+pub fn h100_requirements() -> JobMarket::JobRequirements {
+    JobMarket::JobRequirements {
+        gpuModel: B256::right_padding_from(b"NVIDIA-H100-80GB"),
+        minGpuCount: 1,
+        minVramMiB: 40_960,
+        minCpuCores: 8,
+        minRamMiB: 65_536,
+        maxPricePerGpuHour: U96::from(3 * GUSD),
+        maxRuntime: 7_200,
+        priority: 5,
+    }
+}
+
+/// An 8×H100 node at 2 gUSD per GPU-hour.
+pub fn h100_node() -> NodeRegistry::NodeCapabilities {
+    NodeRegistry::NodeCapabilities {
+        gpuModel: B256::right_padding_from(b"NVIDIA-H100-80GB"),
+        gpuCount: 8,
+        vramMiB: 81_920,
+        cpuCores: 64,
+        ramMiB: 524_288,
+        pricePerGpuHour: U96::from(2 * GUSD),
+        maxConcurrentJobs: 2,
+    }
+}
+
+/// Drives the market through most of its events: a node registers and heartbeats; one job
+/// is posted, assigned, submitted, accepted and paid out; another is posted and
+/// cancelled; a third is claimed and rejected; the node's operator withdraws and exits.
+/// Accounts: 1 operator, 2 agent, 3 submitter (0 is admin and matcher).
+pub async fn lifecycle(devnet: &Devnet) -> Result<(), DevnetError> {
+    let d = devnet.deployment;
+    let (operator, agent, submitter) = (devnet.provider(1), devnet.provider(2), devnet.provider(3));
+    let addresses = devnet.anvil.addresses();
+    devnet.mint(addresses[1], U256::from(1_000 * GUSD)).await?;
+    devnet.mint(addresses[3], U256::from(1_000 * GUSD)).await?;
+
+    let token = GantryTestToken::new(d.token, operator.clone());
+    confirm_receipt("approve", token.approve(d.registry, U256::MAX).send().await).await?;
+    let token = GantryTestToken::new(d.token, submitter.clone());
+    confirm_receipt("approve", token.approve(d.market, U256::MAX).send().await).await?;
+
+    let registry = NodeRegistry::new(d.registry, operator.clone());
+    let stake = U96::from(500 * GUSD);
+    confirm_receipt(
+        "register",
+        registry
+            .register(addresses[2], h100_node(), "ipfs://node".into(), stake)
+            .send()
+            .await,
+    )
+    .await?;
+    let node_id = registry
+        .nodeCount()
+        .call()
+        .await
+        .map_err(|source| DevnetError::Contract {
+            call: "nodeCount",
+            source: Box::new(source),
+        })?;
+    let registry_as_agent = NodeRegistry::new(d.registry, agent.clone());
+    confirm_receipt(
+        "heartbeat",
+        registry_as_agent.heartbeat(node_id).send().await,
+    )
+    .await?;
+
+    let market = JobMarket::new(d.market, submitter.clone());
+    // Far ahead: these jobs must not expire while a test runs.
+    let deadline = U40::from(4_000_000_000u64);
+    let mut job_ids = Vec::new();
+    for _ in 0..3 {
+        confirm_receipt(
+            "postJob",
+            market
+                .postJob(
+                    h100_requirements(),
+                    U96::from(50 * GUSD),
+                    deadline,
+                    example_spec().into(),
+                )
+                .send()
+                .await,
+        )
+        .await?;
+        job_ids.push(
+            market
+                .jobCount()
+                .call()
+                .await
+                .map_err(|source| DevnetError::Contract {
+                    call: "jobCount",
+                    source: Box::new(source),
+                })?,
+        );
+    }
+    let (paid, cancelled, rejected) = (job_ids[0], job_ids[1], job_ids[2]);
+
+    let as_matcher = JobMarket::new(d.market, devnet.admin.clone());
+    let as_agent = JobMarket::new(d.market, agent.clone());
+    confirm_receipt("assign", as_matcher.assign(paid, node_id).send().await).await?;
+    confirm_receipt(
+        "submitResult",
+        as_agent
+            .submitResult(paid, B256::repeat_byte(7), "ipfs://out".into())
+            .send()
+            .await,
+    )
+    .await?;
+    confirm_receipt("accept", market.accept(paid).send().await).await?;
+    confirm_receipt("cancel", market.cancel(cancelled).send().await).await?;
+    confirm_receipt("claim", as_agent.claim(rejected, node_id).send().await).await?;
+    confirm_receipt(
+        "reject",
+        as_agent
+            .reject(rejected, "image not found".into())
+            .send()
+            .await,
+    )
+    .await?;
+
+    let as_operator = JobMarket::new(d.market, operator.clone());
+    confirm_receipt("withdraw", as_operator.withdraw().send().await).await?;
+    confirm_receipt("beginExit", registry.beginExit(node_id).send().await).await?;
+    Ok(())
+}

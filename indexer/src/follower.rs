@@ -1,0 +1,465 @@
+//! Following the chain into the stream: resume from the stream's tail, backfill in
+//! adaptive `eth_getLogs` ranges, then block by block near the head with reorg checks.
+
+use std::collections::BTreeMap;
+
+use alloy::eips::BlockNumberOrTag;
+use alloy::primitives::B256;
+use alloy::rpc::types::Log;
+use async_nats::HeaderMap;
+use bytes::Bytes;
+use futures::{StreamExt, TryStreamExt};
+use gantry_protocol::envelope::{
+    BlockCommit, ENVELOPE_VERSION, EventEnvelope, FinalityWatermark, OrphanedBlock, Retraction,
+    headers,
+};
+use gantry_protocol::events::{Contracts, decode};
+use gantry_protocol::subjects;
+use tokio_util::sync::CancellationToken;
+
+use crate::chain::{Chain, Header};
+use crate::error::{ChainError, IndexerError, StreamError};
+use crate::metrics;
+use crate::stream::{ChainStream, Publisher};
+use crate::window::{BlockRef, Continuity, Window};
+
+/// How to follow; see `Config` for each field's meaning.
+#[derive(Debug, Clone)]
+pub struct Settings {
+    pub start_block: u64,
+    pub confirmations: u64,
+    pub finality: Option<BlockNumberOrTag>,
+    pub reorg_window: usize,
+    pub min_range: u64,
+    pub max_range: u64,
+    pub initial_range: u64,
+    pub max_in_flight: usize,
+    pub poll_interval: std::time::Duration,
+}
+
+/// Backfill aims for about this many logs per `eth_getLogs` call.
+const TARGET_LOGS_PER_CALL: usize = 5_000;
+/// Headers fetched at once during a backfill.
+const HEADER_CONCURRENCY: usize = 16;
+
+/// Follows until `cancel` fires (then flushes and returns `Ok`) or an error. After an
+/// error nothing is assumed: the caller calls again and it resumes from the stream's tail.
+pub async fn follow(
+    chain: &Chain,
+    stream: &ChainStream,
+    contracts: Contracts,
+    settings: &Settings,
+    cancel: &CancellationToken,
+) -> Result<(), IndexerError> {
+    let mut follower = Follower::resume(chain, stream, contracts, settings).await?;
+    loop {
+        if cancel.is_cancelled() {
+            follower.publisher.flush().await?;
+            return Ok(());
+        }
+        if !follower.step().await? {
+            follower.publisher.flush().await?;
+            tokio::select! {
+                () = cancel.cancelled() => {}
+                () = tokio::time::sleep(settings.poll_interval) => {}
+            }
+        }
+    }
+}
+
+struct Follower<'a> {
+    chain: &'a Chain,
+    contracts: Contracts,
+    settings: &'a Settings,
+    chain_id: u64,
+    publisher: Publisher,
+    window: Window,
+    /// The next block to index.
+    next: u64,
+    /// Current `eth_getLogs` range, blocks.
+    range: u64,
+    /// A block whose first events are already in the stream (the writer stopped mid-block).
+    partial: Option<(BlockRef, u64)>,
+    /// Newest finality watermark published.
+    finalized: Option<u64>,
+}
+
+impl<'a> Follower<'a> {
+    async fn resume(
+        chain: &'a Chain,
+        stream: &'a ChainStream,
+        contracts: Contracts,
+        settings: &'a Settings,
+    ) -> Result<Self, IndexerError> {
+        let tail = stream.tail().await?;
+        let mut window = Window::new(settings.reorg_window);
+
+        // The newest block the stream holds as canonical: the newest commit, unless a later
+        // retraction orphaned it, in which case the retraction's common ancestor.
+        let top = match (tail.last_commit, &tail.last_retraction) {
+            (Some((commit, commit_seq)), Some((retraction, retraction_seq)))
+                if *retraction_seq > commit_seq && commit.number > retraction.common_ancestor =>
+            {
+                Some(retraction.common_ancestor)
+            }
+            (Some((commit, _)), _) => Some(commit.number),
+            (None, Some((retraction, _))) => Some(retraction.common_ancestor),
+            (None, None) => None,
+        };
+        if let Some(top) = top {
+            // Rebuild the window from the stream's commits, newest first.
+            // Looks at most four windows' worth of heights: a backfill commits only
+            // blocks with events, so commits can be sparse.
+            let retraction = tail.last_retraction.as_ref();
+            let lowest = top
+                .saturating_sub(4 * settings.reorg_window as u64)
+                .max(settings.start_block);
+            let mut found = Vec::new();
+            for number in (lowest..=top).rev() {
+                if found.len() == settings.reorg_window {
+                    break;
+                }
+                let Some((commit, seq)) = stream.commit_of(number).await? else {
+                    continue;
+                };
+                let orphaned =
+                    retraction.is_some_and(|(r, r_seq)| seq < *r_seq && number > r.common_ancestor);
+                if !orphaned {
+                    found.push(BlockRef {
+                        number,
+                        hash: commit.block_hash,
+                    });
+                }
+            }
+            for block in found.into_iter().rev() {
+                window.push(block);
+            }
+        }
+        let next = top.map_or(settings.start_block, |top| {
+            (top + 1).max(settings.start_block)
+        });
+        if let Some((block, _)) = tail.partial
+            && block.number != next
+        {
+            return Err(StreamError::Corrupt(format!(
+                "uncommitted events of block {} but the next block to index is {next}",
+                block.number
+            ))
+            .into());
+        }
+        tracing::info!(
+            chain_id = stream.chain_id(),
+            next_block = next,
+            last_sequence = tail.last_sequence,
+            partial_events = tail.partial.map_or(0, |(_, n)| n),
+            "resuming from the stream tail"
+        );
+        Ok(Self {
+            chain,
+            contracts,
+            settings,
+            chain_id: stream.chain_id(),
+            publisher: stream.publisher(tail.last_sequence, settings.max_in_flight),
+            window,
+            next,
+            range: settings
+                .initial_range
+                .clamp(settings.min_range, settings.max_range),
+            partial: tail.partial,
+            finalized: tail.last_finality.map(|f| f.block_number),
+        })
+    }
+
+    /// Indexes what is next; `false` when caught up with the head.
+    async fn step(&mut self) -> Result<bool, IndexerError> {
+        let Some(head) = self.chain.number_at(BlockNumberOrTag::Latest).await? else {
+            return Err(ChainError::Rpc("node has no latest block".into()).into());
+        };
+        let target = head.number.saturating_sub(self.settings.confirmations);
+        metrics::head_lag(target.saturating_sub(self.next.saturating_sub(1)));
+        if self.next > target {
+            // The chain may also have become shorter than what we indexed.
+            if let Some(newest) = self.window.newest()
+                && newest.number > target
+            {
+                self.check_newest_still_canonical().await?;
+            }
+            self.publish_finality().await?;
+            return Ok(false);
+        }
+        // Blocks this close to the head can still be reorganised: take them one at a time.
+        let live_from = target.saturating_sub(self.settings.reorg_window as u64) + 1;
+        if self.next < live_from && self.partial.is_none() {
+            let to = (self.next + self.range - 1).min(live_from - 1);
+            self.backfill(self.next, to).await?;
+        } else {
+            self.follow_block(self.next).await?;
+        }
+        self.publish_finality().await?;
+        Ok(true)
+    }
+
+    /// Indexes `from..=to` with one `eth_getLogs`, adapting the range to the node.
+    async fn backfill(&mut self, from: u64, to: u64) -> Result<(), IndexerError> {
+        let logs = match self.chain.logs(from, to).await {
+            Ok(logs) => logs,
+            Err(ChainError::RangeTooLarge(reason) | ChainError::Timeout(reason)) if to > from => {
+                self.range = (to - from).div_ceil(2).max(self.settings.min_range);
+                tracing::debug!(from, to, range = self.range, %reason, "shrinking the log range");
+                return Ok(());
+            }
+            Err(e) => return Err(e.into()),
+        };
+        if logs.len() < TARGET_LOGS_PER_CALL / 4 {
+            self.range = (self.range * 2).min(self.settings.max_range);
+        } else if logs.len() > TARGET_LOGS_PER_CALL * 2 {
+            self.range = (self.range / 2).max(self.settings.min_range);
+        }
+
+        let mut blocks: BTreeMap<u64, (B256, Vec<Log>)> = BTreeMap::new();
+        for log in logs {
+            let (Some(number), Some(hash)) = (log.block_number, log.block_hash) else {
+                return Err(
+                    ChainError::Inconsistent("log without block number or hash".into()).into(),
+                );
+            };
+            let entry = blocks.entry(number).or_insert_with(|| (hash, Vec::new()));
+            if entry.0 != hash {
+                return Err(ChainError::Inconsistent(format!(
+                    "logs of block {number} from two branches"
+                ))
+                .into());
+            }
+            entry.1.push(log);
+        }
+        // The range's last block is committed even without events: it is the checkpoint.
+        let chain = self.chain;
+        let mut wanted: Vec<(u64, Option<B256>)> =
+            blocks.iter().map(|(n, (h, _))| (*n, Some(*h))).collect();
+        if !blocks.contains_key(&to) {
+            wanted.push((to, None));
+        }
+        let headers: Vec<Header> = futures::stream::iter(wanted)
+            .map(|(number, hash)| async move {
+                let header = match hash {
+                    Some(hash) => chain.header_by_hash(hash).await?,
+                    None => chain.header_by_number(number).await?,
+                };
+                header.ok_or_else(|| ChainError::Inconsistent(format!("block {number} not found")))
+            })
+            .buffered(HEADER_CONCURRENCY)
+            .try_collect()
+            .await?;
+        for header in headers {
+            let logs = blocks
+                .remove(&header.number)
+                .map(|(_, logs)| logs)
+                .unwrap_or_default();
+            self.publish_block(&header, &logs, 0).await?;
+        }
+        self.next = to + 1;
+        Ok(())
+    }
+
+    /// Indexes block `number` after checking it continues what the stream holds.
+    async fn follow_block(&mut self, number: u64) -> Result<(), IndexerError> {
+        let Some(header) = self.chain.header_by_number(number).await? else {
+            // The chain became shorter between the head poll and now.
+            return self.check_newest_still_canonical().await;
+        };
+        let partial = self.partial.filter(|(block, _)| block.number == number);
+        let partial_orphaned = partial.is_some_and(|(block, _)| block.hash != header.hash);
+        let forked = match self.window.continuity(number, header.parent_hash) {
+            Continuity::Extends => false,
+            Continuity::Forked => true,
+            Continuity::Unchecked => !self.newest_is_canonical().await?,
+        };
+        if forked || partial_orphaned {
+            let extra = partial.filter(|_| partial_orphaned).map(|(b, _)| b);
+            return self.unwind(extra).await;
+        }
+        let logs = self.chain.logs_at(header.hash).await?;
+        let skip = partial.map_or(0, |(_, count)| count);
+        self.publish_block(&header, &logs, skip).await?;
+        self.partial = None;
+        self.next = number + 1;
+        Ok(())
+    }
+
+    async fn check_newest_still_canonical(&mut self) -> Result<(), IndexerError> {
+        if self.newest_is_canonical().await? {
+            Ok(())
+        } else {
+            self.unwind(None).await
+        }
+    }
+
+    async fn newest_is_canonical(&self) -> Result<bool, IndexerError> {
+        let Some(newest) = self.window.newest() else {
+            return Ok(true);
+        };
+        let canonical = self.chain.header_by_number(newest.number).await?;
+        Ok(canonical.is_some_and(|h| h.hash == newest.hash))
+    }
+
+    /// Walks back to the newest block the stream and the chain share, publishes a
+    /// retraction of everything above it (plus `uncommitted`, a block whose events were
+    /// published but never committed), and continues after the ancestor.
+    async fn unwind(&mut self, uncommitted: Option<BlockRef>) -> Result<(), IndexerError> {
+        let mut ancestor = None;
+        for block in self.window.iter_newest_first().collect::<Vec<_>>() {
+            let canonical = self.chain.header_by_number(block.number).await?;
+            if canonical.is_some_and(|h| h.hash == block.hash) {
+                ancestor = Some(block.number);
+                break;
+            }
+        }
+        let ancestor = match (ancestor, self.window.is_empty(), uncommitted) {
+            (Some(ancestor), _, _) => ancestor,
+            (None, true, Some(block)) => block.number.saturating_sub(1),
+            _ => {
+                return Err(IndexerError::Fatal(format!(
+                    "reorg deeper than the {}-block window: no common ancestor with the stream",
+                    self.settings.reorg_window
+                )));
+            }
+        };
+        let mut orphaned: Vec<OrphanedBlock> = uncommitted
+            .into_iter()
+            .map(|b| OrphanedBlock {
+                number: b.number,
+                hash: b.hash,
+            })
+            .collect();
+        orphaned.extend(self.window.retract_above(ancestor));
+        tracing::warn!(
+            chain_id = self.chain_id,
+            common_ancestor = ancestor,
+            depth = orphaned.len(),
+            "reorg: retracting orphaned blocks"
+        );
+        metrics::reorg(orphaned.len() as u64);
+        let retraction = Retraction {
+            v: ENVELOPE_VERSION,
+            chain_id: self.chain_id,
+            common_ancestor: ancestor,
+            orphaned,
+        };
+        self.publisher
+            .publish(
+                subjects::retraction(self.chain_id),
+                HeaderMap::new(),
+                to_json(&retraction),
+            )
+            .await?;
+        metrics::retraction();
+        self.partial = None;
+        self.next = ancestor + 1;
+        Ok(())
+    }
+
+    /// Publishes a block's events (after the first `skip`, already in the stream) and its
+    /// commit marker.
+    async fn publish_block(
+        &mut self,
+        header: &Header,
+        logs: &[Log],
+        skip: u64,
+    ) -> Result<(), IndexerError> {
+        for log in logs.iter().skip(skip as usize) {
+            if log.block_hash != Some(header.hash) {
+                return Err(ChainError::Inconsistent(format!(
+                    "log of block {} not in its header",
+                    header.number
+                ))
+                .into());
+            }
+            let event = decode(&self.contracts, &log.inner).map_err(|e| {
+                IndexerError::Fatal(format!("undecodable log in block {}: {e}", header.number))
+            })?;
+            let (Some(tx_hash), Some(log_index)) = (log.transaction_hash, log.log_index) else {
+                return Err(ChainError::Inconsistent(
+                    "log without transaction hash or index".into(),
+                )
+                .into());
+            };
+            let subject = subjects::event(self.chain_id, &event.name, &event.key);
+            let envelope = EventEnvelope {
+                v: ENVELOPE_VERSION,
+                chain_id: self.chain_id,
+                block_number: header.number,
+                block_hash: header.hash,
+                block_timestamp: header.timestamp,
+                tx_hash,
+                log_index,
+                event,
+            };
+            let mut identity = HeaderMap::new();
+            identity.insert(headers::CHAIN_ID, self.chain_id.to_string().as_str());
+            identity.insert(headers::BLOCK_NUMBER, header.number.to_string().as_str());
+            identity.insert(headers::BLOCK_HASH, header.hash.to_string().as_str());
+            identity.insert(headers::TX_HASH, tx_hash.to_string().as_str());
+            identity.insert(headers::LOG_INDEX, log_index.to_string().as_str());
+            self.publisher
+                .publish(subject, identity, to_json(&envelope))
+                .await?;
+        }
+        let commit = BlockCommit {
+            v: ENVELOPE_VERSION,
+            chain_id: self.chain_id,
+            block_number: header.number,
+            block_hash: header.hash,
+            parent_hash: header.parent_hash,
+            block_timestamp: header.timestamp,
+            event_count: u32::try_from(logs.len()).expect("fewer than 2^32 logs in a block"),
+        };
+        self.publisher
+            .publish(
+                subjects::block_commit(self.chain_id, header.number),
+                HeaderMap::new(),
+                to_json(&commit),
+            )
+            .await?;
+        metrics::events_published(logs.len() as u64 - skip.min(logs.len() as u64));
+        metrics::blocks_committed(1);
+        self.window.push(BlockRef {
+            number: header.number,
+            hash: header.hash,
+        });
+        Ok(())
+    }
+
+    /// Publishes the finality watermark when the finalized block advanced and is indexed.
+    async fn publish_finality(&mut self) -> Result<(), IndexerError> {
+        let Some(tag) = self.settings.finality else {
+            return Ok(());
+        };
+        let Some(finalized) = self.chain.number_at(tag).await? else {
+            return Ok(());
+        };
+        let indexed = finalized.number < self.next;
+        let advanced = self.finalized.is_none_or(|last| finalized.number > last);
+        if !(indexed && advanced) {
+            return Ok(());
+        }
+        let watermark = FinalityWatermark {
+            v: ENVELOPE_VERSION,
+            chain_id: self.chain_id,
+            block_number: finalized.number,
+            block_hash: finalized.hash,
+        };
+        self.publisher
+            .publish(
+                subjects::finality(self.chain_id),
+                HeaderMap::new(),
+                to_json(&watermark),
+            )
+            .await?;
+        self.finalized = Some(finalized.number);
+        Ok(())
+    }
+}
+
+fn to_json<T: serde::Serialize>(value: &T) -> Bytes {
+    Bytes::from(serde_json::to_vec(value).expect("stream messages serialize"))
+}

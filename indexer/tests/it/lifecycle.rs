@@ -1,0 +1,45 @@
+use crate::harness::{Harness, Message};
+
+/// Every event of a scripted market lifecycle appears exactly once, in chain order, with
+/// the fields `eth_getLogs` reports, and each block's commit follows its events.
+#[tokio::test]
+async fn every_event_of_a_lifecycle_appears_exactly_once_in_order() {
+    let h = Harness::start().await;
+    let indexer = h.spawn(h.config());
+    gantry_devnet::scenario::lifecycle(&h.devnet)
+        .await
+        .expect("scenario runs");
+    let head = h.head().await;
+    h.wait_for_commit(head).await;
+    indexer.stop().await.expect("clean stop");
+
+    let d = h.devnet.deployment;
+    let expected = h.chain_events(d.market, d.registry).await;
+    let names: Vec<&str> = expected.iter().map(|e| e.event.name.as_str()).collect();
+    for name in [
+        "NodeRegistered",
+        "NodeHeartbeat",
+        "JobPosted",
+        "JobAssigned",
+        "ResultSubmitted",
+        "JobCompleted",
+        "JobCancelled",
+        "JobRejected",
+        "JobRequeued",
+        "Withdrawn",
+        "NodeExitBegun",
+    ] {
+        assert!(names.contains(&name), "the scenario emits {name}");
+    }
+    assert_eq!(h.applied_events().await, expected);
+
+    // Commits are in block order, and every message of an event names its block's commit.
+    let mut last_block = 0;
+    for message in h.messages().await {
+        if let Message::Commit(commit) = message {
+            assert!(commit.block_number > last_block, "commits in order");
+            last_block = commit.block_number;
+        }
+    }
+    assert_eq!(last_block, head);
+}

@@ -1,0 +1,4 @@
+//! Integration tests against real anvil and nats-server 2.15, started per test.
+
+mod harness;
+mod lifecycle;
