@@ -178,12 +178,9 @@ impl<'a> Follower<'a> {
         let target = head.number.saturating_sub(self.settings.confirmations);
         metrics::head_lag(target.saturating_sub(self.next.saturating_sub(1)));
         if self.next > target {
-            // The chain may also have become shorter than what we indexed.
-            if let Some(newest) = self.window.newest()
-                && newest.number > target
-            {
-                self.check_newest_still_canonical().await?;
-            }
+            // Caught up: a reorg that replaced the newest blocks at the same height (or made
+            // the chain shorter) shows only here, before any new block arrives.
+            self.check_newest_still_canonical().await?;
             self.publish_finality().await?;
             return Ok(false);
         }

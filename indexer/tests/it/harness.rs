@@ -2,14 +2,16 @@
 
 use std::time::Duration;
 
-use alloy::primitives::Address;
+use alloy::primitives::{Address, U256};
 use alloy::providers::Provider;
 use alloy::rpc::types::Filter;
 use async_nats::jetstream::{self, consumer};
 use futures::StreamExt;
-use gantry_devnet::{Devnet, NatsServer};
+use gantry_devnet::scenario::example_spec;
+use gantry_devnet::{Devnet, NatsServer, confirm_receipt};
 use gantry_indexer::Config;
 use gantry_indexer::config::FinalityTag;
+use gantry_protocol::bindings::EventBatcher;
 use gantry_protocol::envelope::{BlockCommit, EventEnvelope, Retraction};
 use gantry_protocol::events::{Contracts, DecodedEvent, decode};
 use gantry_protocol::subjects;
@@ -136,6 +138,52 @@ impl Harness {
             .unwrap_or_else(|_| panic!("no commit of block {number} within 120 s"));
     }
 
+    /// Waits until the stream holds the commit of block `number` with `hash`.
+    pub(crate) async fn wait_for_block(&self, number: u64, hash: alloy::primitives::B256) {
+        let client = async_nats::connect(self.nats.url())
+            .await
+            .expect("nats connects");
+        let subject = subjects::block_commit(self.chain_id(), number);
+        let mut commits = client.subscribe(subject.clone()).await.unwrap();
+        let js = jetstream::new(client.clone());
+        let reached = async {
+            if let Ok(stream) = js.get_stream(subjects::stream_name(self.chain_id())).await
+                && let Ok(message) = stream.get_last_raw_message_by_subject(&subject).await
+                && serde_json::from_slice::<BlockCommit>(&message.payload)
+                    .unwrap()
+                    .block_hash
+                    == hash
+            {
+                return;
+            }
+            while let Some(message) = commits.next().await {
+                if serde_json::from_slice::<BlockCommit>(&message.payload)
+                    .unwrap()
+                    .block_hash
+                    == hash
+                {
+                    return;
+                }
+            }
+        };
+        tokio::time::timeout(Duration::from_secs(120), reached)
+            .await
+            .unwrap_or_else(|_| panic!("no commit of block {number} ({hash}) within 120 s"));
+    }
+
+    /// Waits until the stream holds the chain's current head block.
+    pub(crate) async fn wait_for_head(&self) {
+        let head = self
+            .devnet
+            .admin
+            .get_block(alloy::eips::BlockId::latest())
+            .await
+            .unwrap()
+            .expect("a head block")
+            .header;
+        self.wait_for_block(head.number, head.hash).await;
+    }
+
     /// Every message of the stream, in order.
     pub(crate) async fn messages(&self) -> Vec<Message> {
         let js = self.jetstream().await;
@@ -229,6 +277,131 @@ impl Harness {
 
     pub(crate) async fn head(&self) -> u64 {
         self.devnet.admin.get_block_number().await.unwrap()
+    }
+
+    /// Deploys an EventBatcher, which an indexer then treats as the market.
+    pub(crate) async fn deploy_batcher(&self) -> Address {
+        *EventBatcher::deploy(self.devnet.admin.clone())
+            .await
+            .expect("batcher deploys")
+            .address()
+    }
+
+    /// `transactions` transactions of `per_transaction` JobPosted events each.
+    pub(crate) async fn emit_postings(
+        &self,
+        batcher: Address,
+        transactions: usize,
+        per_transaction: usize,
+    ) {
+        // A fresh provider: it asks the chain for the nonce, which a reorg may have wound back.
+        let batcher = EventBatcher::new(batcher, self.devnet.provider(0));
+        let requirements = EventBatcher::JobRequirements {
+            gpuModel: alloy::primitives::B256::right_padding_from(b"NVIDIA-H100-80GB"),
+            minGpuCount: 1,
+            minVramMiB: 40_960,
+            minCpuCores: 8,
+            minRamMiB: 65_536,
+            maxPricePerGpuHour: alloy::primitives::aliases::U96::from(3_000_000u64),
+            maxRuntime: 7_200,
+            priority: 5,
+        };
+        for _ in 0..transactions {
+            let call = batcher.post(
+                U256::from(per_transaction),
+                requirements.clone(),
+                example_spec().into(),
+            );
+            confirm_receipt("post", call.gas(25_000_000).send().await)
+                .await
+                .expect("postings land");
+        }
+    }
+
+    /// A config that treats `market` as the market (for a batcher).
+    pub(crate) fn config_for(&self, market: Address) -> Config {
+        Config {
+            market,
+            ..self.config()
+        }
+    }
+
+    /// Starts the indexer binary, which can be SIGKILLed.
+    pub(crate) fn spawn_process(&self, config: &Config, instance: &str) -> Process {
+        let child = std::process::Command::new(env!("CARGO_BIN_EXE_gantry-indexer"))
+            .args(["--rpc-url", config.rpc_url.as_str()])
+            .args(["--chain-id", &config.chain_id.to_string()])
+            .args(["--market", &config.market.to_string()])
+            .args(["--registry", &config.registry.to_string()])
+            .args(["--start-block", &config.start_block.to_string()])
+            .args(["--nats-url", &config.nats_url])
+            .args(["--finality-tag", "none"])
+            .args(["--initial-range", &config.initial_range.to_string()])
+            .args(["--max-range", &config.max_range.to_string()])
+            .args(["--poll-ms", &config.poll_ms.to_string()])
+            .args(["--lease-ttl-ms", &config.lease_ttl_ms.to_string()])
+            .args(["--instance-id", instance])
+            .env("RUST_LOG", "warn")
+            .stdout(std::process::Stdio::null())
+            .spawn()
+            .expect("indexer binary starts");
+        Process(child)
+    }
+
+    /// Waits until the stream holds at least `count` messages.
+    pub(crate) async fn wait_for_messages(&self, count: u64) {
+        let client = async_nats::connect(self.nats.url())
+            .await
+            .expect("nats connects");
+        let mut all = client
+            .subscribe(subjects::stream_subjects(self.chain_id()))
+            .await
+            .unwrap();
+        let js = jetstream::new(client.clone());
+        let reached = async {
+            loop {
+                if let Ok(mut stream) = js.get_stream(subjects::stream_name(self.chain_id())).await
+                    && stream.info().await.unwrap().state.last_sequence >= count
+                {
+                    return;
+                }
+                // Woken by the next message on the stream's subjects.
+                all.next().await;
+            }
+        };
+        tokio::time::timeout(Duration::from_secs(120), reached)
+            .await
+            .unwrap_or_else(|_| panic!("stream did not reach {count} messages within 120 s"));
+    }
+
+    /// Sequence of the stream's last message.
+    pub(crate) async fn last_sequence(&self) -> u64 {
+        let js = self.jetstream().await;
+        match js.get_stream(subjects::stream_name(self.chain_id())).await {
+            Ok(mut stream) => stream.info().await.unwrap().state.last_sequence,
+            Err(_) => 0,
+        }
+    }
+}
+
+/// An indexer process, SIGKILLed on drop.
+pub(crate) struct Process(std::process::Child);
+
+impl Process {
+    pub(crate) fn kill(mut self) {
+        self.0.kill().expect("SIGKILL");
+        self.0.wait().expect("reaped");
+    }
+
+    pub(crate) fn pid(&self) -> u32 {
+        self.0.id()
+    }
+}
+
+impl Drop for Process {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
     }
 }
 

@@ -1,4 +1,7 @@
 //! Integration tests against real anvil and nats-server 2.15, started per test.
 
+mod crash;
+mod failover;
 mod harness;
 mod lifecycle;
+mod reorg;
