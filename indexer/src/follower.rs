@@ -1,7 +1,7 @@
 //! Following the chain into the stream: resume from the stream's tail, backfill in
 //! adaptive `eth_getLogs` ranges, then block by block near the head with reorg checks.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, VecDeque};
 
 use alloy::eips::BlockNumberOrTag;
 use alloy::primitives::B256;
@@ -16,6 +16,7 @@ use gantry_protocol::envelope::{
 use gantry_protocol::events::{Contracts, decode};
 use gantry_protocol::subjects;
 use tokio_util::sync::CancellationToken;
+use tokio_util::task::AbortOnDropHandle;
 
 use crate::chain::{Chain, Header};
 use crate::error::{ChainError, IndexerError, StreamError};
@@ -41,6 +42,8 @@ pub struct Settings {
 const TARGET_LOGS_PER_CALL: usize = 5_000;
 /// Headers fetched at once during a backfill.
 const HEADER_CONCURRENCY: usize = 16;
+/// `eth_getLogs` ranges fetched and encoded ahead of publishing.
+const PREFETCH: usize = 4;
 
 /// Follows until `cancel` fires (then flushes and returns `Ok`) or an error. After an
 /// error nothing is assumed: the caller calls again and it resumes from the stream's tail.
@@ -82,6 +85,8 @@ struct Follower<'a> {
     partial: Option<(BlockRef, u64)>,
     /// Newest finality watermark published.
     finalized: Option<u64>,
+    /// Backfill ranges being fetched, in order, starting at `next`.
+    prefetched: VecDeque<(u64, u64, AbortOnDropHandle<FetchedRange>)>,
 }
 
 impl<'a> Follower<'a> {
@@ -167,6 +172,7 @@ impl<'a> Follower<'a> {
                 .clamp(settings.min_range, settings.max_range),
             partial: tail.partial,
             finalized: tail.last_finality.map(|f| f.block_number),
+            prefetched: VecDeque::new(),
         })
     }
 
@@ -187,74 +193,61 @@ impl<'a> Follower<'a> {
         // Blocks this close to the head can still be reorganised: take them one at a time.
         let live_from = target.saturating_sub(self.settings.reorg_window as u64) + 1;
         if self.next < live_from && self.partial.is_none() {
-            let to = (self.next + self.range - 1).min(live_from - 1);
-            self.backfill(self.next, to).await?;
+            self.backfill(live_from - 1).await?;
         } else {
+            // Ranges prefetched for the backfill end below here.
+            debug_assert!(self.prefetched.is_empty());
             self.follow_block(self.next).await?;
         }
         self.publish_finality().await?;
         Ok(true)
     }
 
-    /// Indexes `from..=to` with one `eth_getLogs`, adapting the range to the node.
-    async fn backfill(&mut self, from: u64, to: u64) -> Result<(), IndexerError> {
-        let logs = match self.chain.logs(from, to).await {
-            Ok(logs) => logs,
-            Err(ChainError::RangeTooLarge(reason) | ChainError::Timeout(reason)) if to > from => {
-                self.range = (to - from).div_ceil(2).max(self.settings.min_range);
-                tracing::debug!(from, to, range = self.range, %reason, "shrinking the log range");
+    /// Indexes the next `eth_getLogs` range below `end`. Up to [`PREFETCH`] ranges are
+    /// fetched and encoded ahead, each in its own task, while earlier ones are published.
+    async fn backfill(&mut self, end: u64) -> Result<(), IndexerError> {
+        let mut start = self
+            .prefetched
+            .back()
+            .map_or(self.next, |(_, stop, _)| stop + 1);
+        while start <= end && self.prefetched.len() < PREFETCH {
+            let stop = (start + self.range - 1).min(end);
+            let (chain, contracts, chain_id) = (self.chain.clone(), self.contracts, self.chain_id);
+            let task = tokio::spawn(fetch_range(chain, contracts, chain_id, start, stop));
+            self.prefetched
+                .push_back((start, stop, AbortOnDropHandle::new(task)));
+            start = stop + 1;
+        }
+        let Some((start, stop, fetch)) = self.prefetched.pop_front() else {
+            return Ok(());
+        };
+        debug_assert_eq!(start, self.next);
+        let fetched = fetch
+            .await
+            .map_err(|e| IndexerError::Fatal(format!("range fetch task: {e}")))?;
+        let (blocks, log_count) = match fetched {
+            Ok(fetched) => fetched,
+            Err(IndexerError::Chain(
+                ChainError::RangeTooLarge(reason) | ChainError::Timeout(reason),
+            )) if stop > start => {
+                // The fetches behind it are dropped (and aborted): they start where this
+                // one should have ended.
+                self.prefetched.clear();
+                self.range = (stop - start).div_ceil(2).max(self.settings.min_range);
+                tracing::debug!(start, stop, range = self.range, %reason, "shrinking the log range");
                 return Ok(());
             }
-            Err(e) => return Err(e.into()),
+            Err(e) => return Err(e),
         };
-        if logs.len() < TARGET_LOGS_PER_CALL / 4 {
+        if log_count < TARGET_LOGS_PER_CALL / 4 {
             self.range = (self.range * 2).min(self.settings.max_range);
-        } else if logs.len() > TARGET_LOGS_PER_CALL * 2 {
+        } else if log_count > TARGET_LOGS_PER_CALL * 2 {
             self.range = (self.range / 2).max(self.settings.min_range);
         }
-
-        let mut blocks: BTreeMap<u64, (B256, Vec<Log>)> = BTreeMap::new();
-        for log in logs {
-            let (Some(number), Some(hash)) = (log.block_number, log.block_hash) else {
-                return Err(
-                    ChainError::Inconsistent("log without block number or hash".into()).into(),
-                );
-            };
-            let entry = blocks.entry(number).or_insert_with(|| (hash, Vec::new()));
-            if entry.0 != hash {
-                return Err(ChainError::Inconsistent(format!(
-                    "logs of block {number} from two branches"
-                ))
-                .into());
-            }
-            entry.1.push(log);
+        for block in blocks {
+            self.publish_prepared(block).await?;
         }
-        // The range's last block is committed even without events: it is the checkpoint.
-        let chain = self.chain;
-        let mut wanted: Vec<(u64, Option<B256>)> =
-            blocks.iter().map(|(n, (h, _))| (*n, Some(*h))).collect();
-        if !blocks.contains_key(&to) {
-            wanted.push((to, None));
-        }
-        let headers: Vec<Header> = futures::stream::iter(wanted)
-            .map(|(number, hash)| async move {
-                let header = match hash {
-                    Some(hash) => chain.header_by_hash(hash).await?,
-                    None => chain.header_by_number(number).await?,
-                };
-                header.ok_or_else(|| ChainError::Inconsistent(format!("block {number} not found")))
-            })
-            .buffered(HEADER_CONCURRENCY)
-            .try_collect()
-            .await?;
-        for header in headers {
-            let logs = blocks
-                .remove(&header.number)
-                .map(|(_, logs)| logs)
-                .unwrap_or_default();
-            self.publish_block(&header, &logs, 0).await?;
-        }
-        self.next = to + 1;
+        self.next = stop + 1;
         Ok(())
     }
 
@@ -363,66 +356,19 @@ impl<'a> Follower<'a> {
         logs: &[Log],
         skip: u64,
     ) -> Result<(), IndexerError> {
-        for log in logs.iter().skip(skip as usize) {
-            if log.block_hash != Some(header.hash) {
-                return Err(ChainError::Inconsistent(format!(
-                    "log of block {} not in its header",
-                    header.number
-                ))
-                .into());
-            }
-            let event = decode(&self.contracts, &log.inner).map_err(|e| {
-                IndexerError::Fatal(format!("undecodable log in block {}: {e}", header.number))
-            })?;
-            let (Some(tx_hash), Some(log_index)) = (log.transaction_hash, log.log_index) else {
-                return Err(ChainError::Inconsistent(
-                    "log without transaction hash or index".into(),
-                )
-                .into());
-            };
-            let subject = subjects::event(self.chain_id, &event.name, &event.key);
-            let envelope = EventEnvelope {
-                v: ENVELOPE_VERSION,
-                chain_id: self.chain_id,
-                block_number: header.number,
-                block_hash: header.hash,
-                block_timestamp: header.timestamp,
-                tx_hash,
-                log_index,
-                event,
-            };
-            let mut identity = HeaderMap::new();
-            identity.insert(headers::CHAIN_ID, self.chain_id.to_string().as_str());
-            identity.insert(headers::BLOCK_NUMBER, header.number.to_string().as_str());
-            identity.insert(headers::BLOCK_HASH, header.hash.to_string().as_str());
-            identity.insert(headers::TX_HASH, tx_hash.to_string().as_str());
-            identity.insert(headers::LOG_INDEX, log_index.to_string().as_str());
+        let block = prepare_block(self.chain_id, &self.contracts, header, logs, skip)?;
+        self.publish_prepared(block).await
+    }
+
+    async fn publish_prepared(&mut self, block: PreparedBlock) -> Result<(), IndexerError> {
+        for message in block.messages {
             self.publisher
-                .publish(subject, identity, to_json(&envelope))
+                .publish(message.subject, message.headers, message.payload)
                 .await?;
         }
-        let commit = BlockCommit {
-            v: ENVELOPE_VERSION,
-            chain_id: self.chain_id,
-            block_number: header.number,
-            block_hash: header.hash,
-            parent_hash: header.parent_hash,
-            block_timestamp: header.timestamp,
-            event_count: u32::try_from(logs.len()).expect("fewer than 2^32 logs in a block"),
-        };
-        self.publisher
-            .publish(
-                subjects::block_commit(self.chain_id, header.number),
-                HeaderMap::new(),
-                to_json(&commit),
-            )
-            .await?;
-        metrics::events_published(logs.len() as u64 - skip.min(logs.len() as u64));
+        metrics::events_published(block.events);
         metrics::blocks_committed(1);
-        self.window.push(BlockRef {
-            number: header.number,
-            hash: header.hash,
-        });
+        self.window.push(block.block);
         Ok(())
     }
 
@@ -455,6 +401,151 @@ impl<'a> Follower<'a> {
         self.finalized = Some(finalized.number);
         Ok(())
     }
+}
+
+/// A range's prepared blocks and how many logs it had.
+type FetchedRange = Result<(Vec<PreparedBlock>, usize), IndexerError>;
+
+/// One message ready to publish.
+struct Outgoing {
+    subject: String,
+    headers: HeaderMap,
+    payload: Bytes,
+}
+
+/// A block's messages, its events then its commit, ready to publish.
+struct PreparedBlock {
+    block: BlockRef,
+    events: u64,
+    messages: Vec<Outgoing>,
+}
+
+/// Fetches the logs of `from..=to` and the headers of the blocks to commit, and prepares
+/// their messages. Runs as its own task, so that ranges are fetched and encoded while
+/// earlier ones are published.
+async fn fetch_range(
+    chain: Chain,
+    contracts: Contracts,
+    chain_id: u64,
+    from: u64,
+    to: u64,
+) -> FetchedRange {
+    let logs = chain.logs(from, to).await?;
+    let log_count = logs.len();
+    let mut blocks: BTreeMap<u64, (B256, Vec<Log>)> = BTreeMap::new();
+    for log in logs {
+        let (Some(number), Some(hash)) = (log.block_number, log.block_hash) else {
+            return Err(ChainError::Inconsistent("log without block number or hash".into()).into());
+        };
+        let entry = blocks.entry(number).or_insert_with(|| (hash, Vec::new()));
+        if entry.0 != hash {
+            return Err(ChainError::Inconsistent(format!(
+                "logs of block {number} from two branches"
+            ))
+            .into());
+        }
+        entry.1.push(log);
+    }
+    // The range's last block is committed even without events: it is the checkpoint.
+    let mut wanted: Vec<(u64, Option<B256>)> =
+        blocks.iter().map(|(n, (h, _))| (*n, Some(*h))).collect();
+    if !blocks.contains_key(&to) {
+        wanted.push((to, None));
+    }
+    let chain = &chain;
+    let headers: Vec<Header> = futures::stream::iter(wanted)
+        .map(|(number, hash)| async move {
+            let header = match hash {
+                Some(hash) => chain.header_by_hash(hash).await?,
+                None => chain.header_by_number(number).await?,
+            };
+            header.ok_or_else(|| ChainError::Inconsistent(format!("block {number} not found")))
+        })
+        .buffered(HEADER_CONCURRENCY)
+        .try_collect()
+        .await?;
+    let mut prepared = Vec::with_capacity(headers.len());
+    for header in headers {
+        let logs = blocks
+            .remove(&header.number)
+            .map(|(_, logs)| logs)
+            .unwrap_or_default();
+        prepared.push(prepare_block(chain_id, &contracts, &header, &logs, 0)?);
+    }
+    Ok((prepared, log_count))
+}
+
+/// Encodes a block's events (after the first `skip`) and its commit.
+fn prepare_block(
+    chain_id: u64,
+    contracts: &Contracts,
+    header: &Header,
+    logs: &[Log],
+    skip: u64,
+) -> Result<PreparedBlock, IndexerError> {
+    let mut messages = Vec::with_capacity(logs.len() + 1);
+    for log in logs.iter().skip(skip as usize) {
+        if log.block_hash != Some(header.hash) {
+            return Err(ChainError::Inconsistent(format!(
+                "log of block {} not in its header",
+                header.number
+            ))
+            .into());
+        }
+        let event = decode(contracts, &log.inner).map_err(|e| {
+            IndexerError::Fatal(format!("undecodable log in block {}: {e}", header.number))
+        })?;
+        let (Some(tx_hash), Some(log_index)) = (log.transaction_hash, log.log_index) else {
+            return Err(
+                ChainError::Inconsistent("log without transaction hash or index".into()).into(),
+            );
+        };
+        let subject = subjects::event(chain_id, &event.name, &event.key);
+        let envelope = EventEnvelope {
+            v: ENVELOPE_VERSION,
+            chain_id,
+            block_number: header.number,
+            block_hash: header.hash,
+            block_timestamp: header.timestamp,
+            tx_hash,
+            log_index,
+            event,
+        };
+        let mut identity = HeaderMap::new();
+        identity.insert(headers::CHAIN_ID, chain_id.to_string().as_str());
+        identity.insert(headers::BLOCK_NUMBER, header.number.to_string().as_str());
+        identity.insert(headers::BLOCK_HASH, header.hash.to_string().as_str());
+        identity.insert(headers::TX_HASH, tx_hash.to_string().as_str());
+        identity.insert(headers::LOG_INDEX, log_index.to_string().as_str());
+        messages.push(Outgoing {
+            subject,
+            headers: identity,
+            payload: to_json(&envelope),
+        });
+    }
+    let commit = BlockCommit {
+        v: ENVELOPE_VERSION,
+        chain_id,
+        block_number: header.number,
+        block_hash: header.hash,
+        parent_hash: header.parent_hash,
+        block_timestamp: header.timestamp,
+        event_count: u32::try_from(logs.len()).expect("fewer than 2^32 logs in a block"),
+    };
+    messages.push(Outgoing {
+        subject: subjects::block_commit(chain_id, header.number),
+        headers: HeaderMap::new(),
+        payload: to_json(&commit),
+    });
+    let events = logs.len() as u64 - skip.min(logs.len() as u64);
+    Ok(PreparedBlock {
+        block: BlockRef {
+            number: header.number,
+            hash: header.hash,
+        },
+        events,
+        messages,
+    })
 }
 
 fn to_json<T: serde::Serialize>(value: &T) -> Bytes {

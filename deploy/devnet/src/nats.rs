@@ -33,6 +33,11 @@ impl NatsServer {
         self.port
     }
 
+    /// The server's process id (for CPU accounting in benchmarks).
+    pub fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
     /// Kills the server (SIGKILL, no clean shutdown).
     pub fn kill(&mut self) {
         let _ = self.child.kill();
