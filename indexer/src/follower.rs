@@ -380,7 +380,8 @@ impl<'a> Follower<'a> {
         let Some(finalized) = self.chain.number_at(tag).await? else {
             return Ok(());
         };
-        let indexed = finalized.number < self.next;
+        // Only blocks the stream covers: from the start block up to the last indexed one.
+        let indexed = finalized.number >= self.settings.start_block && finalized.number < self.next;
         let advanced = self.finalized.is_none_or(|last| finalized.number > last);
         if !(indexed && advanced) {
             return Ok(());

@@ -12,7 +12,7 @@ use gantry_devnet::{Devnet, NatsServer, confirm_receipt};
 use gantry_indexer::Config;
 use gantry_indexer::config::FinalityTag;
 use gantry_protocol::bindings::EventBatcher;
-use gantry_protocol::envelope::{BlockCommit, EventEnvelope, Retraction};
+use gantry_protocol::envelope::{BlockCommit, EventEnvelope, FinalityWatermark, Retraction};
 use gantry_protocol::events::{Contracts, DecodedEvent, decode};
 use gantry_protocol::subjects;
 use tokio_util::sync::CancellationToken;
@@ -41,7 +41,7 @@ pub(crate) enum Message {
     Event(EventEnvelope),
     Commit(BlockCommit),
     Retraction(Retraction),
-    Finality,
+    Finality(FinalityWatermark),
 }
 
 /// An event as both the stream and `eth_getLogs` describe it.
@@ -215,7 +215,7 @@ impl Harness {
             } else if subject.ends_with(".retract") {
                 Message::Retraction(serde_json::from_slice(payload).unwrap())
             } else {
-                Message::Finality
+                Message::Finality(serde_json::from_slice(payload).unwrap())
             });
         }
         out
@@ -244,7 +244,7 @@ impl Harness {
                     pending.clear();
                     applied.retain(|e| !retraction.orphaned.iter().any(|o| o.hash == e.block_hash));
                 }
-                Message::Finality => {}
+                Message::Finality(_) => {}
             }
         }
         assert!(pending.is_empty(), "events after the last commit");

@@ -2,6 +2,7 @@
 
 mod crash;
 mod failover;
+mod handoff;
 mod harness;
 mod lifecycle;
 mod reorg;
