@@ -13,8 +13,10 @@ FORGE := cd contracts && forge
 setup:
 	@deploy/setup.sh
 
-## Start the local network: anvil, the contracts and the test token (Ctrl-C stops it).
+## Start the local network: anvil with the contracts and the test token, nats-server and
+## gantry-indexer (Ctrl-C stops it all).
 dev: setup
+	cargo build --quiet -p gantry-devnet -p gantry-indexer
 	cargo run --quiet -p gantry-devnet -- up
 
 ## Run every test: Foundry unit, fuzz and invariant suites, the gas snapshot check, and

@@ -9,7 +9,9 @@ use alloy::providers::{Provider, ProviderBuilder};
 use alloy::signers::local::PrivateKeySigner;
 use anyhow::Context;
 use clap::{Parser, Subcommand};
-use gantry_devnet::{DeployParams, Devnet, Tools, check_artifacts, deploy, write_artifacts};
+use gantry_devnet::{
+    DeployParams, Devnet, NatsServer, Tools, check_artifacts, deploy, write_artifacts,
+};
 use url::Url;
 
 #[derive(Debug, Parser)]
@@ -23,7 +25,7 @@ struct Cli {
 #[allow(clippy::large_enum_variant, reason = "parsed once at start-up")]
 enum Command {
     /// Starts anvil, deploys the test token, registry and market, funds the dev accounts,
-    /// prints the addresses and runs until Ctrl-C.
+    /// starts nats-server and the indexer, prints where everything is and runs until Ctrl-C.
     Up {
         /// Port of anvil's JSON-RPC server.
         #[arg(long, env = "GANTRY_DEVNET_PORT", default_value_t = 8545)]
@@ -38,6 +40,9 @@ enum Command {
             default_value = ".devnet/deployment.json"
         )]
         out: PathBuf,
+        /// Port of the NATS server (JetStream) the indexer publishes to.
+        #[arg(long, env = "GANTRY_DEVNET_NATS_PORT", default_value_t = 4222)]
+        nats_port: u16,
     },
     /// Deploys to a running chain, signing with `GANTRY_DEPLOYER_KEY`, and prints the addresses.
     Deploy {
@@ -64,7 +69,8 @@ async fn main() -> anyhow::Result<()> {
             port,
             block_time,
             out,
-        } => up(port, block_time, out).await,
+            nats_port,
+        } => up(port, block_time, out, nats_port).await,
         Command::Deploy {
             rpc_url,
             private_key,
@@ -94,7 +100,7 @@ async fn main() -> anyhow::Result<()> {
     }
 }
 
-async fn up(port: u16, block_time: u64, out: PathBuf) -> anyhow::Result<()> {
+async fn up(port: u16, block_time: u64, out: PathBuf, nats_port: u16) -> anyhow::Result<()> {
     let mut anvil = Anvil::at(Tools::locate().anvil()?).port(port);
     if block_time > 0 {
         anvil = anvil.block_time(block_time);
@@ -134,6 +140,10 @@ async fn up(port: u16, block_time: u64, out: PathBuf) -> anyhow::Result<()> {
     )?;
 
     let d = &devnet.deployment;
+    let nats = NatsServer::start_on(nats_port)
+        .with_context(|| format!("starting nats-server on port {nats_port}"))?;
+    let indexer = spawn_indexer(&devnet, &nats)?;
+
     println!("gantry dev network is up");
     println!("  rpc              {}", devnet.anvil.endpoint());
     println!("  chain id         {}", d.chain_id);
@@ -143,11 +153,53 @@ async fn up(port: u16, block_time: u64, out: PathBuf) -> anyhow::Result<()> {
     println!("  start block      {}", d.start_block);
     println!("  admin/matcher/arbiter/pauser  {admin}");
     println!("  each of anvil's 10 accounts holds 1,000,000 gUSD");
+    println!(
+        "  nats             {} (stream {})",
+        nats.url(),
+        gantry_protocol::subjects::stream_name(d.chain_id)
+    );
+    println!(
+        "  gantry-indexer   pid {}, metrics on http://127.0.0.1:9101/metrics",
+        indexer.id().unwrap_or_default()
+    );
     println!("  deployment written to {}", out.display());
     println!("press Ctrl-C to stop");
-    shutdown_signal().await?;
+    let outcome = tokio::select! {
+        signal = shutdown_signal() => signal.map_err(anyhow::Error::from),
+        status = wait_child(indexer) => Err(anyhow::anyhow!("gantry-indexer exited: {status}")),
+    };
     println!("stopping");
-    Ok(())
+    outcome
+}
+
+/// Starts the indexer binary built beside this one, following the dev chain into NATS.
+fn spawn_indexer(devnet: &Devnet, nats: &NatsServer) -> anyhow::Result<tokio::process::Child> {
+    let binary = std::env::current_exe()?.with_file_name("gantry-indexer");
+    anyhow::ensure!(
+        binary.exists(),
+        "{} not built: run `cargo build -p gantry-indexer`",
+        binary.display()
+    );
+    let d = &devnet.deployment;
+    let child = tokio::process::Command::new(&binary)
+        .args(["--rpc-url", devnet.anvil.endpoint_url().as_str()])
+        .args(["--chain-id", &d.chain_id.to_string()])
+        .args(["--market", &d.market.to_string()])
+        .args(["--registry", &d.registry.to_string()])
+        .args(["--start-block", &d.start_block.to_string()])
+        .args(["--nats-url", &nats.url()])
+        .args(["--metrics-addr", "127.0.0.1:9101"])
+        .kill_on_drop(true)
+        .spawn()
+        .with_context(|| format!("starting {}", binary.display()))?;
+    Ok(child)
+}
+
+async fn wait_child(mut child: tokio::process::Child) -> String {
+    match child.wait().await {
+        Ok(status) => status.to_string(),
+        Err(e) => e.to_string(),
+    }
 }
 
 /// Resolves on SIGINT or SIGTERM; anvil stops when `devnet` drops.

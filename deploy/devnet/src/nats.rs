@@ -24,6 +24,13 @@ impl NatsServer {
         Ok(Self { child, port, store })
     }
 
+    /// Starts nats-server on `port` (the dev network's 4222), with a fresh store.
+    pub fn start_on(port: u16) -> Result<Self, DevnetError> {
+        let store = tempfile::tempdir()?;
+        let (child, port) = spawn(store.path(), Some(port))?;
+        Ok(Self { child, port, store })
+    }
+
     /// `nats://127.0.0.1:<port>`.
     pub fn url(&self) -> String {
         format!("nats://127.0.0.1:{}", self.port)

@@ -35,9 +35,15 @@ async fn historic_to_live_handoff_neither_skips_nor_duplicates() {
             _ => None,
         })
         .collect();
-    assert!(commits.windows(2).all(|w| w[0] < w[1]), "each block committed once, in order");
+    assert!(
+        commits.windows(2).all(|w| w[0] < w[1]),
+        "each block committed once, in order"
+    );
     let expected = h.chain_events(batcher, h.devnet.deployment.registry).await;
-    let events = messages.iter().filter(|m| matches!(m, Message::Event(_))).count();
+    let events = messages
+        .iter()
+        .filter(|m| matches!(m, Message::Event(_)))
+        .count();
     assert_eq!(events, expected.len(), "no event skipped or repeated");
     assert_eq!(h.applied_events().await, expected);
 }
@@ -49,10 +55,18 @@ async fn finality_watermark_follows_the_finalized_block() {
     let mut config = h.config();
     config.finality_tag = FinalityTag::Finalized;
     let client = async_nats::connect(h.nats.url()).await.unwrap();
-    let mut watermarks = client.subscribe(subjects::finality(h.chain_id())).await.unwrap();
+    let mut watermarks = client
+        .subscribe(subjects::finality(h.chain_id()))
+        .await
+        .unwrap();
     let indexer = h.spawn(config);
     // anvil reports a block final once 64 more are on top of it.
-    let _: serde_json::Value = h.devnet.admin.raw_request("anvil_mine".into(), (100u64,)).await.unwrap();
+    let _: serde_json::Value = h
+        .devnet
+        .admin
+        .raw_request("anvil_mine".into(), (100u64,))
+        .await
+        .unwrap();
     let finalized = h
         .devnet
         .admin
@@ -73,7 +87,10 @@ async fn finality_watermark_follows_the_finalized_block() {
     })
     .await
     .expect("a watermark for the finalized block");
-    assert_eq!((seen.block_number, seen.block_hash), (finalized.number, finalized.hash));
+    assert_eq!(
+        (seen.block_number, seen.block_hash),
+        (finalized.number, finalized.hash)
+    );
     indexer.stop().await.expect("clean stop");
 
     // Every watermark names a block already committed before it, and they only advance.
@@ -82,7 +99,11 @@ async fn finality_watermark_follows_the_finalized_block() {
         match message {
             Message::Commit(c) => committed = c.block_number,
             Message::Finality(w) => {
-                assert!(w.block_number <= committed, "watermark {} before its commit", w.block_number);
+                assert!(
+                    w.block_number <= committed,
+                    "watermark {} before its commit",
+                    w.block_number
+                );
                 assert!(w.block_number > last_watermark, "watermarks advance");
                 last_watermark = w.block_number;
             }
