@@ -195,8 +195,9 @@ impl<'a> Follower<'a> {
         if self.next < live_from && self.partial.is_none() {
             self.backfill(live_from - 1).await?;
         } else {
-            // Ranges prefetched for the backfill end below here.
-            debug_assert!(self.prefetched.is_empty());
+            // Prefetched backfill ranges, if the head went back (a reorg to a shorter chain)
+            // after they were planned, are fetched again block by block.
+            self.prefetched.clear();
             self.follow_block(self.next).await?;
         }
         self.publish_finality().await?;
