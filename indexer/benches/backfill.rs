@@ -11,13 +11,13 @@
 
 use std::time::{Duration, Instant};
 
-use alloy::primitives::{B256, U256, aliases::U96};
+use alloy::primitives::B256;
 use alloy::providers::Provider;
 use alloy::rpc::types::Filter;
 use async_nats::jetstream::{self, stream};
 use bytes::Bytes;
 use futures::StreamExt;
-use gantry_devnet::{Devnet, NatsServer, confirm_receipt, scenario::example_spec};
+use gantry_devnet::{Devnet, NatsServer, scenario::post_batches};
 use gantry_indexer::Config;
 use gantry_indexer::config::FinalityTag;
 use gantry_protocol::bindings::EventBatcher;
@@ -75,25 +75,7 @@ async fn main() -> anyhow::Result<()> {
     // ---- the chain: 100k logs
     let started = Instant::now();
     let batcher = *EventBatcher::deploy(devnet.admin.clone()).await?.address();
-    let emitter = EventBatcher::new(batcher, devnet.admin.clone());
-    let requirements = EventBatcher::JobRequirements {
-        gpuModel: B256::right_padding_from(b"NVIDIA-H100-80GB"),
-        minGpuCount: 1,
-        minVramMiB: 40_960,
-        minCpuCores: 8,
-        minRamMiB: 65_536,
-        maxPricePerGpuHour: U96::from(3_000_000u64),
-        maxRuntime: 7_200,
-        priority: 5,
-    };
-    for _ in 0..TRANSACTIONS {
-        let call = emitter.post(
-            U256::from(EVENTS_PER_TRANSACTION),
-            requirements.clone(),
-            example_spec().into(),
-        );
-        confirm_receipt("post", call.gas(29_000_000).send().await).await?;
-    }
+    post_batches(&devnet.admin, batcher, TRANSACTIONS, EVENTS_PER_TRANSACTION).await?;
     let head = devnet.admin.get_block_number().await?;
     println!(
         "chain: {} logs in {} blocks, made in {:.1?}",

@@ -1,7 +1,8 @@
 //! Scripted market activity on a dev network, for tests of the services that consume it.
 
-use alloy::primitives::{B256, U256, aliases::U40, aliases::U96};
-use gantry_protocol::bindings::{GantryTestToken, JobMarket, NodeRegistry};
+use alloy::primitives::{Address, B256, U256, aliases::U40, aliases::U96};
+use alloy::providers::DynProvider;
+use gantry_protocol::bindings::{EventBatcher, GantryTestToken, JobMarket, NodeRegistry};
 
 use crate::{Devnet, DevnetError, confirm_receipt};
 
@@ -137,5 +138,37 @@ pub async fn lifecycle(devnet: &Devnet) -> Result<(), DevnetError> {
     let as_operator = JobMarket::new(d.market, operator.clone());
     confirm_receipt("withdraw", as_operator.withdraw().send().await).await?;
     confirm_receipt("beginExit", registry.beginExit(node_id).send().await).await?;
+    Ok(())
+}
+
+/// Emits `transactions` transactions of `per_transaction` JobPosted events each from the
+/// EventBatcher at `batcher` (about 10k gas an event), signing with `provider`.
+pub async fn post_batches(
+    provider: &DynProvider,
+    batcher: Address,
+    transactions: usize,
+    per_transaction: usize,
+) -> Result<(), DevnetError> {
+    let batcher = EventBatcher::new(batcher, provider.clone());
+    let r = h100_requirements();
+    let requirements = EventBatcher::JobRequirements {
+        gpuModel: r.gpuModel,
+        minGpuCount: r.minGpuCount,
+        minVramMiB: r.minVramMiB,
+        minCpuCores: r.minCpuCores,
+        minRamMiB: r.minRamMiB,
+        maxPricePerGpuHour: r.maxPricePerGpuHour,
+        maxRuntime: r.maxRuntime,
+        priority: r.priority,
+    };
+    let gas = 25_000 + 28_000 * per_transaction as u64;
+    for _ in 0..transactions {
+        let call = batcher.post(
+            U256::from(per_transaction),
+            requirements.clone(),
+            example_spec().into(),
+        );
+        confirm_receipt("post", call.gas(gas.min(29_000_000)).send().await).await?;
+    }
     Ok(())
 }

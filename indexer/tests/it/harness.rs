@@ -2,13 +2,13 @@
 
 use std::time::Duration;
 
-use alloy::primitives::{Address, U256};
+use alloy::primitives::Address;
 use alloy::providers::Provider;
 use alloy::rpc::types::Filter;
 use async_nats::jetstream::{self, consumer};
 use futures::StreamExt;
-use gantry_devnet::scenario::example_spec;
-use gantry_devnet::{Devnet, NatsServer, confirm_receipt};
+use gantry_devnet::scenario::post_batches;
+use gantry_devnet::{Devnet, NatsServer};
 use gantry_indexer::Config;
 use gantry_indexer::config::FinalityTag;
 use gantry_protocol::bindings::EventBatcher;
@@ -295,27 +295,14 @@ impl Harness {
         per_transaction: usize,
     ) {
         // A fresh provider: it asks the chain for the nonce, which a reorg may have wound back.
-        let batcher = EventBatcher::new(batcher, self.devnet.provider(0));
-        let requirements = EventBatcher::JobRequirements {
-            gpuModel: alloy::primitives::B256::right_padding_from(b"NVIDIA-H100-80GB"),
-            minGpuCount: 1,
-            minVramMiB: 40_960,
-            minCpuCores: 8,
-            minRamMiB: 65_536,
-            maxPricePerGpuHour: alloy::primitives::aliases::U96::from(3_000_000u64),
-            maxRuntime: 7_200,
-            priority: 5,
-        };
-        for _ in 0..transactions {
-            let call = batcher.post(
-                U256::from(per_transaction),
-                requirements.clone(),
-                example_spec().into(),
-            );
-            confirm_receipt("post", call.gas(25_000_000).send().await)
-                .await
-                .expect("postings land");
-        }
+        post_batches(
+            &self.devnet.provider(0),
+            batcher,
+            transactions,
+            per_transaction,
+        )
+        .await
+        .expect("postings land");
     }
 
     /// A config that treats `market` as the market (for a batcher).

@@ -1,7 +1,7 @@
 //! One job through its whole life on a real chain: register, post (with a permit),
 //! assign, submit, finalize, withdraw, with every event decoded as consumers will.
 
-use alloy::primitives::{Address, B256, U256, aliases::U96, keccak256};
+use alloy::primitives::{Address, U256, aliases::U96, keccak256};
 use alloy::providers::{DynProvider, Provider};
 use alloy::rpc::types::TransactionReceipt;
 use alloy::signers::SignerSync;
@@ -23,10 +23,6 @@ alloy::sol! {
 }
 
 const GUSD: u64 = 1_000_000;
-fn h100() -> B256 {
-    B256::right_padding_from(b"NVIDIA-H100-80GB")
-}
-
 fn events(devnet: &Devnet, receipt: &TransactionReceipt) -> Vec<DecodedEvent> {
     let contracts = Contracts {
         market: devnet.deployment.market,
@@ -92,15 +88,7 @@ async fn a_job_goes_from_post_to_paid_on_anvil() {
     .await
     .unwrap();
     let registry = NodeRegistry::new(d.registry, operator.clone());
-    let caps = NodeRegistry::NodeCapabilities {
-        gpuModel: h100(),
-        gpuCount: 8,
-        vramMiB: 81_920,
-        cpuCores: 64,
-        ramMiB: 524_288,
-        pricePerGpuHour: U96::from(2 * GUSD),
-        maxConcurrentJobs: 2,
-    };
+    let caps = gantry_devnet::scenario::h100_node();
     let receipt = confirm_receipt(
         "register",
         registry
@@ -163,16 +151,7 @@ async fn a_job_goes_from_post_to_paid_on_anvil() {
     let signature = submitter_key
         .sign_hash_sync(&permit.eip712_signing_hash(&domain))
         .unwrap();
-    let requirements = JobMarket::JobRequirements {
-        gpuModel: h100(),
-        minGpuCount: 1,
-        minVramMiB: 40_960,
-        minCpuCores: 8,
-        minRamMiB: 65_536,
-        maxPricePerGpuHour: U96::from(3 * GUSD),
-        maxRuntime: 7_200,
-        priority: 5,
-    };
+    let requirements = gantry_devnet::scenario::h100_requirements();
     let market_as_submitter = JobMarket::new(d.market, submitter.clone());
     let receipt = confirm_receipt(
         "postJobWithPermit",
