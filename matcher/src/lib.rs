@@ -1,8 +1,13 @@
-//! `gantry-matcher` and `gantry-liveness`: stateless services that consume the chain's
-//! stream and submit transactions — assignments; markInactive, reclaim, expire, finalize.
+//! `gantry-matcher` and `gantry-liveness`: stateless services that consume the stream and
+//! submit transactions — assignments; markInactive, reclaim, expire, finalize.
 //!
 //! ```text
-//!   GANTRY_<chain> stream ──▶ decide(state, event) -> actions ──▶ JobMarket / NodeRegistry txs
+//!   GANTRY_<chain> stream ──▶ View (nodes, open jobs) ──▶ decide::Planner ──▶ assign txs
+//!                                                     └─▶ Explanation per unplaceable job
 //! ```
 //!
-//! Not built yet: a later issue fills this crate.
+//! In progress: the pure decision core ([`decide`]) over the matcher's [`view`] is built;
+//! the stream consumer, the transaction sender and the liveness service come next.
+
+pub mod decide;
+pub mod view;

@@ -1,0 +1,85 @@
+//! The matcher's picture of the market: nodes and jobs as the chain's events describe them.
+
+use std::collections::BTreeMap;
+
+use alloy::primitives::{Address, B256};
+
+/// Lifecycle of a node, as in `Types.sol`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum NodeStatus {
+    Active,
+    Inactive,
+    Exiting,
+    Exited,
+}
+
+/// What a node offers, as in `NodeCapabilities`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Capabilities {
+    pub gpu_model: B256,
+    pub gpu_count: u16,
+    pub vram_mib: u32,
+    pub cpu_cores: u16,
+    pub ram_mib: u32,
+    pub price_per_gpu_hour: u128,
+    pub max_concurrent_jobs: u8,
+}
+
+/// A node as the matcher sees it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct NodeView {
+    pub id: u64,
+    pub agent: Address,
+    pub capabilities: Capabilities,
+    pub status: NodeStatus,
+    pub stake: u128,
+    /// Jobs running on it (its taken slots).
+    pub active_jobs: u32,
+    pub completed_jobs: u32,
+    pub failed_jobs: u32,
+}
+
+impl NodeView {
+    pub fn free_slots(&self) -> u32 {
+        u32::from(self.capabilities.max_concurrent_jobs).saturating_sub(self.active_jobs)
+    }
+}
+
+/// What a job needs, as in `JobRequirements`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Requirements {
+    /// Zero accepts any model.
+    pub gpu_model: B256,
+    pub min_gpu_count: u16,
+    pub min_vram_mib: u32,
+    pub min_cpu_cores: u16,
+    pub min_ram_mib: u32,
+    pub max_price_per_gpu_hour: u128,
+    pub max_runtime: u32,
+    pub priority: u8,
+}
+
+/// An Open job waiting for a node.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct JobView {
+    pub id: u64,
+    pub submitter: Address,
+    pub requirements: Requirements,
+    pub bounty: u128,
+    /// Chain time, seconds.
+    pub deadline: u64,
+    pub attempts: u8,
+    /// Where it was posted, for age ordering: (block, log index).
+    pub posted_at: (u64, u64),
+}
+
+/// Nodes and open jobs, plus the parameters the contracts check against.
+#[derive(Debug, Clone, Default)]
+pub struct View {
+    pub nodes: BTreeMap<u64, NodeView>,
+    pub open_jobs: BTreeMap<u64, JobView>,
+    pub min_stake: u128,
+    pub max_attempts: u8,
+    /// Chain time of the newest block seen, seconds.
+    pub now: u64,
+}
