@@ -43,8 +43,9 @@ pub struct DecodedEvent {
     /// The subject key: the job id, the node id (for node events and `JobAssigned`),
     /// the account (for `Withdrawn`), or the contract (`market`, `registry`).
     pub key: String,
-    /// The event's fields by their Solidity names (u64 and smaller as numbers, wider
-    /// integers as hex strings, addresses and hashes as hex).
+    /// The event's fields by their Solidity names: uint8/16/32/64 as JSON numbers, other
+    /// integers (uint40, uint96, uint256) as 0x-hex strings, addresses, hashes and bytes as
+    /// 0x-hex, structs as objects. The protocol's event types deserialize from it.
     pub data: serde_json::Value,
 }
 
@@ -117,3 +118,4 @@ fn subject_key(contract: ContractKind, name: &str, data: &serde_json::Value) -> 
         },
     }
 }
+
