@@ -6,8 +6,10 @@
 //!                                                     └─▶ Explanation per unplaceable job
 //! ```
 //!
-//! In progress: the pure decision core ([`decide`]) over the matcher's [`view`] is built;
-//! the stream consumer, the transaction sender and the liveness service come next.
+//! In progress: the pure decision core ([`decide`]) over the matcher's [`view`], and the
+//! [`project`]ion that builds the view from the stream's messages, are built; the stream
+//! consumer, the transaction sender and the liveness service come next.
 
 pub mod decide;
+pub mod project;
 pub mod view;

@@ -118,4 +118,3 @@ fn subject_key(contract: ContractKind, name: &str, data: &serde_json::Value) -> 
         },
     }
 }
-

@@ -1,0 +1,522 @@
+//! Building the [`View`] from the chain's stream: pure, no IO. A block's events are applied
+//! when its commit arrives; a retraction rebuilds the view without the orphaned blocks
+//! (retractions are rare, so a replay of what was applied is simple and enough).
+
+use std::collections::BTreeMap;
+
+use alloy::primitives::B256;
+use gantry_protocol::bindings::{JobMarket, NodeRegistry};
+use gantry_protocol::envelope::{BlockCommit, EventEnvelope, Retraction};
+use gantry_protocol::events::ContractKind;
+use serde::de::DeserializeOwned;
+
+use crate::view::{Capabilities, JobView, NodeStatus, NodeView, Requirements, View};
+
+/// Why an event could not be applied.
+#[derive(Debug, thiserror::Error, PartialEq, Eq)]
+pub enum ProjectError {
+    #[error("event {name} of block {block}: {reason}")]
+    BadEvent {
+        name: String,
+        block: u64,
+        reason: String,
+    },
+    #[error("commit of block {block} counts {expected} events but {received} arrived")]
+    CountMismatch {
+        block: u64,
+        expected: u32,
+        received: usize,
+    },
+}
+
+/// The view, and the committed blocks it was built from.
+#[derive(Debug, Default)]
+pub struct Projection {
+    view: View,
+    /// Jobs that are assigned, submitted or disputed, with their node.
+    running: BTreeMap<u64, u64>,
+    /// Every job the stream posted that is not settled, for requeues.
+    known_jobs: BTreeMap<u64, JobView>,
+    pending: Vec<EventEnvelope>,
+    applied: Vec<(B256, Vec<EventEnvelope>)>,
+}
+
+impl Projection {
+    pub fn view(&self) -> &View {
+        &self.view
+    }
+
+    /// An event; it takes effect with its block's commit.
+    pub fn on_event(&mut self, event: EventEnvelope) {
+        self.pending.push(event);
+    }
+
+    /// Applies the committed block's events.
+    pub fn on_commit(&mut self, commit: &BlockCommit) -> Result<(), ProjectError> {
+        let events = std::mem::take(&mut self.pending);
+        if events.len() != commit.event_count as usize {
+            return Err(ProjectError::CountMismatch {
+                block: commit.block_number,
+                expected: commit.event_count,
+                received: events.len(),
+            });
+        }
+        for event in &events {
+            self.apply(event)?;
+        }
+        self.view.now = self.view.now.max(commit.block_timestamp);
+        self.applied.push((commit.block_hash, events));
+        Ok(())
+    }
+
+    /// Undoes the orphaned blocks by replaying the others.
+    pub fn on_retraction(&mut self, retraction: &Retraction) -> Result<(), ProjectError> {
+        self.pending.clear();
+        let orphaned: Vec<B256> = retraction.orphaned.iter().map(|b| b.hash).collect();
+        let kept: Vec<(B256, Vec<EventEnvelope>)> = std::mem::take(&mut self.applied)
+            .into_iter()
+            .filter(|(hash, _)| !orphaned.contains(hash))
+            .collect();
+        *self = Self::default();
+        for (hash, events) in kept {
+            for event in &events {
+                self.apply(event)?;
+            }
+            if let Some(last) = events.last() {
+                self.view.now = self.view.now.max(last.block_timestamp);
+            }
+            self.applied.push((hash, events));
+        }
+        Ok(())
+    }
+
+    fn apply(&mut self, event: &EventEnvelope) -> Result<(), ProjectError> {
+        match event.event.contract {
+            ContractKind::Registry => self.apply_registry(event),
+            ContractKind::Market => self.apply_market(event),
+        }
+    }
+
+    fn apply_registry(&mut self, event: &EventEnvelope) -> Result<(), ProjectError> {
+        use NodeRegistry as R;
+        let view = &mut self.view;
+        match event.event.name.as_str() {
+            "NodeRegistered" => {
+                let e: R::NodeRegistered = typed(event)?;
+                view.nodes.insert(
+                    e.nodeId,
+                    NodeView {
+                        id: e.nodeId,
+                        agent: e.agent,
+                        capabilities: capabilities(&e.capabilities),
+                        status: NodeStatus::Active,
+                        stake: e.stake.to::<u128>(),
+                        active_jobs: 0,
+                        completed_jobs: 0,
+                        failed_jobs: 0,
+                    },
+                );
+            }
+            "NodeReactivated" => set_status(
+                view,
+                typed::<R::NodeReactivated>(event)?.nodeId,
+                NodeStatus::Active,
+            ),
+            "NodeMarkedInactive" => {
+                set_status(
+                    view,
+                    typed::<R::NodeMarkedInactive>(event)?.nodeId,
+                    NodeStatus::Inactive,
+                );
+            }
+            "NodeExitBegun" => set_status(
+                view,
+                typed::<R::NodeExitBegun>(event)?.nodeId,
+                NodeStatus::Exiting,
+            ),
+            "NodeStakeWithdrawn" => {
+                let e: R::NodeStakeWithdrawn = typed(event)?;
+                set_status(view, e.nodeId, NodeStatus::Exited);
+                if let Some(node) = view.nodes.get_mut(&e.nodeId) {
+                    node.stake = 0;
+                }
+            }
+            "NodeCapabilitiesUpdated" => {
+                let e: R::NodeCapabilitiesUpdated = typed(event)?;
+                if let Some(node) = view.nodes.get_mut(&e.nodeId) {
+                    node.capabilities = capabilities(&e.capabilities);
+                }
+            }
+            "NodeAgentChanged" => {
+                let e: R::NodeAgentChanged = typed(event)?;
+                if let Some(node) = view.nodes.get_mut(&e.nodeId) {
+                    node.agent = e.agent;
+                }
+            }
+            "NodeStakeAdded" => {
+                let e: R::NodeStakeAdded = typed(event)?;
+                if let Some(node) = view.nodes.get_mut(&e.nodeId) {
+                    node.stake = e.stake.to::<u128>();
+                }
+            }
+            "NodeSlashed" => {
+                let e: R::NodeSlashed = typed(event)?;
+                if let Some(node) = view.nodes.get_mut(&e.nodeId) {
+                    node.stake = e.stake.to::<u128>();
+                }
+            }
+            "RegistryParamsUpdated" => {
+                let e: R::RegistryParamsUpdated = typed(event)?;
+                view.min_stake = e.params.minStake.to::<u128>();
+            }
+            // Heartbeats, roles and pauses do not change what the matcher decides.
+            _ => {}
+        }
+        Ok(())
+    }
+
+    fn apply_market(&mut self, event: &EventEnvelope) -> Result<(), ProjectError> {
+        use JobMarket as M;
+        match event.event.name.as_str() {
+            "JobPosted" => {
+                let e: M::JobPosted = typed(event)?;
+                let r = &e.requirements;
+                let job = JobView {
+                    id: e.jobId,
+                    submitter: e.submitter,
+                    requirements: Requirements {
+                        gpu_model: r.gpuModel,
+                        min_gpu_count: r.minGpuCount,
+                        min_vram_mib: r.minVramMiB,
+                        min_cpu_cores: r.minCpuCores,
+                        min_ram_mib: r.minRamMiB,
+                        max_price_per_gpu_hour: r.maxPricePerGpuHour.to::<u128>(),
+                        max_runtime: r.maxRuntime,
+                        priority: r.priority,
+                    },
+                    bounty: e.bounty.to::<u128>(),
+                    deadline: e.deadline.to::<u64>(),
+                    attempts: 0,
+                    posted_at: (event.block_number, event.log_index),
+                };
+                self.known_jobs.insert(job.id, job.clone());
+                self.view.open_jobs.insert(job.id, job);
+            }
+            "JobAssigned" => {
+                let e: M::JobAssigned = typed(event)?;
+                self.view.open_jobs.remove(&e.jobId);
+                if let Some(job) = self.known_jobs.get_mut(&e.jobId) {
+                    job.attempts = e.attempt;
+                }
+                self.running.insert(e.jobId, e.nodeId);
+                self.node_slots(e.nodeId, 1);
+            }
+            // The slot frees at submission; the job settles later.
+            "ResultSubmitted" => self.node_slots(typed::<M::ResultSubmitted>(event)?.nodeId, -1),
+            "JobCompleted" => {
+                let e: M::JobCompleted = typed(event)?;
+                self.settle(e.jobId);
+                if let Some(node) = self.view.nodes.get_mut(&e.nodeId) {
+                    node.completed_jobs += 1;
+                }
+            }
+            "DisputeResolved" => {
+                let e: M::DisputeResolved = typed(event)?;
+                if !e.providerWon
+                    && let Some(node) = self.view.nodes.get_mut(&e.nodeId)
+                {
+                    node.failed_jobs += 1;
+                }
+            }
+            "JobReclaimed" => {
+                let e: M::JobReclaimed = typed(event)?;
+                self.running.remove(&e.jobId);
+                self.node_slots(e.nodeId, -1);
+                if let Some(node) = self.view.nodes.get_mut(&e.nodeId) {
+                    node.failed_jobs += 1;
+                }
+            }
+            "JobRejected" => {
+                let e: M::JobRejected = typed(event)?;
+                self.running.remove(&e.jobId);
+                self.node_slots(e.nodeId, -1);
+            }
+            "JobRequeued" => {
+                let e: M::JobRequeued = typed(event)?;
+                if let Some(job) = self.known_jobs.get(&e.jobId) {
+                    self.view.open_jobs.insert(e.jobId, job.clone());
+                }
+            }
+            "JobExpired" => {
+                let e: M::JobExpired = typed(event)?;
+                if self.running.contains_key(&e.jobId) {
+                    self.node_slots(e.nodeId, -1);
+                    if let Some(node) = self.view.nodes.get_mut(&e.nodeId) {
+                        node.failed_jobs += 1;
+                    }
+                }
+                self.settle(e.jobId);
+            }
+            "JobFailed" => self.settle(typed::<M::JobFailed>(event)?.jobId),
+            "JobCancelled" => self.settle(typed::<M::JobCancelled>(event)?.jobId),
+            "MarketParamsUpdated" => {
+                let e: M::MarketParamsUpdated = typed(event)?;
+                self.view.max_attempts = e.params.maxAttempts;
+            }
+            _ => {}
+        }
+        Ok(())
+    }
+
+    fn settle(&mut self, job: u64) {
+        self.view.open_jobs.remove(&job);
+        self.known_jobs.remove(&job);
+        self.running.remove(&job);
+    }
+
+    fn node_slots(&mut self, node: u64, delta: i32) {
+        if let Some(node) = self.view.nodes.get_mut(&node) {
+            node.active_jobs = node.active_jobs.saturating_add_signed(delta);
+        }
+    }
+}
+
+fn typed<T: DeserializeOwned>(event: &EventEnvelope) -> Result<T, ProjectError> {
+    serde_json::from_value(event.event.data.clone()).map_err(|e| ProjectError::BadEvent {
+        name: event.event.name.clone(),
+        block: event.block_number,
+        reason: e.to_string(),
+    })
+}
+
+fn set_status(view: &mut View, node: u64, status: NodeStatus) {
+    if let Some(node) = view.nodes.get_mut(&node) {
+        node.status = status;
+    }
+}
+
+fn capabilities(c: &NodeRegistry::NodeCapabilities) -> Capabilities {
+    Capabilities {
+        gpu_model: c.gpuModel,
+        gpu_count: c.gpuCount,
+        vram_mib: c.vramMiB,
+        cpu_cores: c.cpuCores,
+        ram_mib: c.ramMiB,
+        price_per_gpu_hour: c.pricePerGpuHour.to::<u128>(),
+        max_concurrent_jobs: c.maxConcurrentJobs,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use alloy::primitives::{Address, Bytes, aliases::U40, aliases::U96};
+    use gantry_protocol::envelope::{ENVELOPE_VERSION, OrphanedBlock};
+    use gantry_protocol::events::DecodedEvent;
+
+    use super::*;
+
+    struct Chain {
+        projection: Projection,
+        block: u64,
+        pending: Vec<EventEnvelope>,
+    }
+
+    impl Chain {
+        fn new() -> Self {
+            Self {
+                projection: Projection::default(),
+                block: 0,
+                pending: Vec::new(),
+            }
+        }
+
+        fn event<T: serde::Serialize>(&mut self, contract: ContractKind, name: &str, event: T) {
+            self.pending.push(EventEnvelope {
+                v: ENVELOPE_VERSION,
+                chain_id: 1,
+                block_number: self.block + 1,
+                block_hash: B256::with_last_byte(self.block as u8 + 1),
+                block_timestamp: 1_000 + self.block,
+                tx_hash: B256::ZERO,
+                log_index: self.pending.len() as u64,
+                event: DecodedEvent {
+                    contract,
+                    name: name.into(),
+                    key: String::new(),
+                    data: serde_json::to_value(event).unwrap(),
+                },
+            });
+        }
+
+        /// Commits the pending events as the next block; returns its hash.
+        fn commit(&mut self) -> B256 {
+            self.block += 1;
+            let hash = B256::with_last_byte(self.block as u8);
+            let events = std::mem::take(&mut self.pending);
+            let count = events.len() as u32;
+            for event in events {
+                self.projection.on_event(event);
+            }
+            self.projection
+                .on_commit(&BlockCommit {
+                    v: ENVELOPE_VERSION,
+                    chain_id: 1,
+                    block_number: self.block,
+                    block_hash: hash,
+                    parent_hash: B256::ZERO,
+                    block_timestamp: 1_000 + self.block,
+                    event_count: count,
+                })
+                .unwrap();
+            hash
+        }
+    }
+
+    fn registered(id: u64) -> NodeRegistry::NodeRegistered {
+        NodeRegistry::NodeRegistered {
+            nodeId: id,
+            operator: Address::repeat_byte(1),
+            agent: Address::repeat_byte(2),
+            capabilities: NodeRegistry::NodeCapabilities {
+                gpuModel: B256::repeat_byte(9),
+                gpuCount: 8,
+                vramMiB: 81_920,
+                cpuCores: 64,
+                ramMiB: 524_288,
+                pricePerGpuHour: U96::from(2),
+                maxConcurrentJobs: 2,
+            },
+            metadataURI: String::new(),
+            stake: U96::from(500),
+            at: 0,
+        }
+    }
+
+    fn posted(id: u64) -> JobMarket::JobPosted {
+        JobMarket::JobPosted {
+            jobId: id,
+            submitter: Address::repeat_byte(3),
+            requirements: JobMarket::JobRequirements {
+                gpuModel: B256::ZERO,
+                minGpuCount: 1,
+                minVramMiB: 1,
+                minCpuCores: 1,
+                minRamMiB: 1,
+                maxPricePerGpuHour: U96::from(5),
+                maxRuntime: 60,
+                priority: 5,
+            },
+            bounty: U96::from(100),
+            deadline: U40::from(10_000),
+            specHash: B256::ZERO,
+            spec: Bytes::new(),
+        }
+    }
+
+    fn assigned(job: u64, node: u64, attempt: u8) -> JobMarket::JobAssigned {
+        JobMarket::JobAssigned {
+            jobId: job,
+            nodeId: node,
+            agent: Address::repeat_byte(2),
+            attempt,
+            claimed: false,
+            assignedAt: U40::from(0),
+        }
+    }
+
+    #[test]
+    fn posted_jobs_are_open_until_assigned_and_slots_follow_the_lifecycle() {
+        // Given a node and a posted job,
+        let mut chain = Chain::new();
+        chain.event(ContractKind::Registry, "NodeRegistered", registered(1));
+        chain.event(ContractKind::Market, "JobPosted", posted(7));
+        chain.commit();
+        assert!(chain.projection.view().open_jobs.contains_key(&7));
+
+        // when it is assigned, the job leaves the queue and takes a slot;
+        chain.event(ContractKind::Market, "JobAssigned", assigned(7, 1, 1));
+        chain.commit();
+        let view = chain.projection.view();
+        assert!(view.open_jobs.is_empty());
+        assert_eq!(view.nodes[&1].active_jobs, 1);
+
+        // a reject requeues it with its attempt counted and frees the slot.
+        chain.event(
+            ContractKind::Market,
+            "JobRejected",
+            JobMarket::JobRejected {
+                jobId: 7,
+                nodeId: 1,
+                reason: "bad image".into(),
+            },
+        );
+        chain.event(
+            ContractKind::Market,
+            "JobRequeued",
+            JobMarket::JobRequeued {
+                jobId: 7,
+                attemptsUsed: 1,
+            },
+        );
+        chain.commit();
+        let view = chain.projection.view();
+        assert_eq!(view.open_jobs[&7].attempts, 1);
+        assert_eq!(view.nodes[&1].active_jobs, 0);
+    }
+
+    #[test]
+    fn events_wait_for_their_commit_and_retractions_undo_blocks() {
+        let mut chain = Chain::new();
+        chain.event(ContractKind::Registry, "NodeRegistered", registered(1));
+        chain.commit();
+        chain.event(ContractKind::Market, "JobPosted", posted(7));
+        let orphan = chain.commit();
+        assert_eq!(chain.projection.view().open_jobs.len(), 1);
+
+        // An event without its commit changes nothing.
+        chain
+            .projection
+            .on_event(chain.projection.applied[0].1[0].clone());
+        assert_eq!(chain.projection.view().nodes.len(), 1);
+
+        chain
+            .projection
+            .on_retraction(&Retraction {
+                v: ENVELOPE_VERSION,
+                chain_id: 1,
+                common_ancestor: 1,
+                orphaned: vec![OrphanedBlock {
+                    number: 2,
+                    hash: orphan,
+                }],
+            })
+            .unwrap();
+        let view = chain.projection.view();
+        assert!(view.open_jobs.is_empty(), "the orphaned posting is gone");
+        assert_eq!(view.nodes.len(), 1, "the canonical registration stays");
+    }
+
+    #[test]
+    fn a_commit_with_missing_events_is_refused() {
+        let mut projection = Projection::default();
+        let error = projection
+            .on_commit(&BlockCommit {
+                v: ENVELOPE_VERSION,
+                chain_id: 1,
+                block_number: 5,
+                block_hash: B256::ZERO,
+                parent_hash: B256::ZERO,
+                block_timestamp: 0,
+                event_count: 2,
+            })
+            .unwrap_err();
+        assert_eq!(
+            error,
+            ProjectError::CountMismatch {
+                block: 5,
+                expected: 2,
+                received: 0
+            }
+        );
+    }
+}
