@@ -38,14 +38,8 @@ impl Chain {
         self.provider.get_chain_id().await.map_err(classify)
     }
 
-    /// Number of the block at `tag` (`latest`, `safe`, `finalized`); `None` when the node
-    /// does not know the tag.
-    pub async fn number_at(&self, tag: BlockNumberOrTag) -> Result<Option<Header>, ChainError> {
-        self.header(tag).await
-    }
-
     pub async fn header_by_number(&self, number: u64) -> Result<Option<Header>, ChainError> {
-        self.header(BlockNumberOrTag::Number(number)).await
+        self.header_at(BlockNumberOrTag::Number(number)).await
     }
 
     pub async fn header_by_hash(&self, hash: B256) -> Result<Option<Header>, ChainError> {
@@ -80,7 +74,9 @@ impl Chain {
         Ok(logs)
     }
 
-    async fn header(&self, tag: BlockNumberOrTag) -> Result<Option<Header>, ChainError> {
+    /// The header of the block at `tag` (`latest`, `safe`, `finalized`, a number); `None`
+    /// when there is no such block or the node does not know the tag.
+    pub async fn header_at(&self, tag: BlockNumberOrTag) -> Result<Option<Header>, ChainError> {
         match self.provider.get_block_by_number(tag).await {
             Ok(block) => Ok(block.map(|b| to_header(&b.header))),
             // Nodes without a `safe`/`finalized` tag answer with an error, not null.

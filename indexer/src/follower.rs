@@ -178,7 +178,7 @@ impl<'a> Follower<'a> {
 
     /// Indexes what is next; `false` when caught up with the head.
     async fn step(&mut self) -> Result<bool, IndexerError> {
-        let Some(head) = self.chain.number_at(BlockNumberOrTag::Latest).await? else {
+        let Some(head) = self.chain.header_at(BlockNumberOrTag::Latest).await? else {
             return Err(ChainError::Rpc("node has no latest block".into()).into());
         };
         let target = head.number.saturating_sub(self.settings.confirmations);
@@ -378,7 +378,7 @@ impl<'a> Follower<'a> {
         let Some(tag) = self.settings.finality else {
             return Ok(());
         };
-        let Some(finalized) = self.chain.number_at(tag).await? else {
+        let Some(finalized) = self.chain.header_at(tag).await? else {
             return Ok(());
         };
         // Only blocks the stream covers: from the start block up to the last indexed one.
