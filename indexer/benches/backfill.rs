@@ -68,7 +68,7 @@ const MAX_IN_FLIGHT: usize = 2_048;
 
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {
-    let devnet = Devnet::start_with(|p| p).await?;
+    let devnet = Devnet::start().await?;
     let nats = NatsServer::start()?;
     let chain_id = devnet.deployment.chain_id;
 

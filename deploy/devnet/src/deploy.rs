@@ -67,12 +67,7 @@ pub async fn deploy(
     admin: Address,
     params: DeployParams,
 ) -> Result<Deployment, DevnetError> {
-    let contract = |call| {
-        move |source| DevnetError::Contract {
-            call,
-            source: Box::new(source),
-        }
-    };
+    let contract = DevnetError::contract;
     let chain_id = provider
         .get_chain_id()
         .await
@@ -172,10 +167,7 @@ pub async fn confirm_receipt<N: alloy::network::Network>(
     sent: Result<alloy::providers::PendingTransactionBuilder<N>, alloy::contract::Error>,
 ) -> Result<N::ReceiptResponse, DevnetError> {
     use alloy::network::ReceiptResponse;
-    let pending = sent.map_err(|source| DevnetError::Contract {
-        call,
-        source: Box::new(source),
-    })?;
+    let pending = sent.map_err(DevnetError::contract(call))?;
     let receipt = pending
         .get_receipt()
         .await
@@ -211,6 +203,15 @@ impl Devnet {
         let anvil = Anvil::at(Tools::locate().anvil()?)
             .try_spawn()
             .map_err(|e| DevnetError::Anvil(e.to_string()))?;
+        Self::deploy_on(anvil, configure).await
+    }
+
+    /// Deploys to an anvil already running (say on a fixed port), with the dev parameters
+    /// as changed by `configure`; account 0 is admin.
+    pub async fn deploy_on(
+        anvil: AnvilInstance,
+        configure: impl FnOnce(DeployParams) -> DeployParams,
+    ) -> Result<Self, DevnetError> {
         let admin = Self::provider_for(&anvil, 0);
         let admin_address = anvil.addresses()[0];
         let params = configure(DeployParams::dev(admin_address));

@@ -40,3 +40,13 @@ pub enum DevnetError {
     #[error(transparent)]
     Json(#[from] serde_json::Error),
 }
+
+impl DevnetError {
+    /// For `map_err`: a failed contract call named `call`.
+    pub fn contract(call: &'static str) -> impl FnOnce(alloy::contract::Error) -> Self {
+        move |source| Self::Contract {
+            call,
+            source: Box::new(source),
+        }
+    }
+}

@@ -108,20 +108,10 @@ async fn up(port: u16, block_time: u64, out: PathBuf, nats_port: u16) -> anyhow:
     let anvil = anvil
         .try_spawn()
         .with_context(|| format!("starting anvil on port {port}"))?;
-    let admin_key = PrivateKeySigner::from(anvil.keys()[0].clone());
-    let admin = admin_key.address();
-    let provider = ProviderBuilder::new()
-        .wallet(EthereumWallet::from(admin_key))
-        .connect_http(anvil.endpoint_url())
-        .erased();
-    let deployment = deploy(&provider, admin, DeployParams::dev(admin))
+    let devnet = Devnet::deploy_on(anvil, |params| params)
         .await
         .context("deploying the market")?;
-    let devnet = Devnet {
-        anvil,
-        deployment,
-        admin: provider,
-    };
+    let admin = devnet.anvil.addresses()[0];
 
     let thousand: U256 = parse_units("1000000", 6)?.into();
     for account in devnet.anvil.addresses() {

@@ -70,10 +70,7 @@ pub async fn lifecycle(devnet: &Devnet) -> Result<(), DevnetError> {
         .nodeCount()
         .call()
         .await
-        .map_err(|source| DevnetError::Contract {
-            call: "nodeCount",
-            source: Box::new(source),
-        })?;
+        .map_err(DevnetError::contract("nodeCount"))?;
     let registry_as_agent = NodeRegistry::new(d.registry, agent.clone());
     confirm_receipt(
         "heartbeat",
@@ -104,10 +101,7 @@ pub async fn lifecycle(devnet: &Devnet) -> Result<(), DevnetError> {
                 .jobCount()
                 .call()
                 .await
-                .map_err(|source| DevnetError::Contract {
-                    call: "jobCount",
-                    source: Box::new(source),
-                })?,
+                .map_err(DevnetError::contract("jobCount"))?,
         );
     }
     let (paid, cancelled, rejected) = (job_ids[0], job_ids[1], job_ids[2]);
