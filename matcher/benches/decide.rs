@@ -61,6 +61,7 @@ fn market() -> View {
                 active_jobs: 0,
                 completed_jobs: rng.below(100) as u32,
                 failed_jobs: rng.below(5) as u32,
+                last_heartbeat: 0,
             };
             (id, node)
         })
@@ -97,7 +98,7 @@ fn market() -> View {
         open_jobs,
         min_stake: 100,
         max_attempts: 3,
-        now: 0,
+        ..View::default()
     }
 }
 

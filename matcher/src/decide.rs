@@ -6,7 +6,7 @@
 //!        ──▶ Decision::Assign { job, node } | Decision::Unplaceable { job, explanation }
 //! ```
 
-use std::collections::{BTreeMap, HashMap, VecDeque};
+use std::collections::{BTreeMap, HashMap, HashSet, VecDeque};
 
 use alloy::primitives::{Address, B256};
 
@@ -67,7 +67,21 @@ pub struct Explanation {
     pub nodes: usize,
     /// How many of them fail each constraint (a node may fail several).
     pub rejected: BTreeMap<Constraint, usize>,
+    /// The nodes closest to taking it: fewest constraints failed, then best score.
+    pub best: Vec<Candidate>,
 }
+
+/// A node that came close, with what rules it out.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Candidate {
+    pub node: u64,
+    /// Its `Score` strategy score with default weights, were it eligible.
+    pub score: f64,
+    pub failed: Vec<Constraint>,
+}
+
+/// Candidates an explanation names.
+pub const EXPLAINED_CANDIDATES: usize = 3;
 
 impl Explanation {
     /// A sentence for people, naming the constraint that rules out the most nodes, e.g.
@@ -245,6 +259,16 @@ pub fn queue(view: &View) -> Vec<&JobView> {
     order
 }
 
+/// What the service knows beyond the view: assignments sent but not yet seen on the
+/// stream, and (job, node) pairs whose assignment reverted for a reason the view does not
+/// show yet.
+#[derive(Debug, Clone, Default)]
+pub struct Reservations {
+    /// Job → node of each assignment in flight.
+    pub in_flight: HashMap<u64, u64>,
+    pub excluded: HashSet<(u64, u64)>,
+}
+
 /// Decides every open job against the view, in queue order. Each assignment takes a slot
 /// of its node in a scratch copy, so one plan never overfills a node.
 #[derive(Debug)]
@@ -265,10 +289,22 @@ impl Planner {
     }
 
     pub fn plan(&mut self, view: &View) -> Vec<Decision> {
+        self.plan_with(view, &Reservations::default())
+    }
+
+    /// Plans as [`plan`](Self::plan), with the assignments already sent holding their
+    /// slots (their jobs are not decided again), and the pairs that reverted left out.
+    pub fn plan_with(&mut self, view: &View, reservations: &Reservations) -> Vec<Decision> {
         let mut index = SlotIndex::new(view);
+        for node in reservations.in_flight.values() {
+            index.take_slot(*node);
+        }
         let mut decisions = Vec::with_capacity(view.open_jobs.len());
         for job in queue(view) {
-            let decision = self.decide_with(view, &mut index, job);
+            if reservations.in_flight.contains_key(&job.id) {
+                continue;
+            }
+            let decision = self.decide_with(view, &mut index, job, &reservations.excluded);
             decisions.push(decision);
         }
         decisions
@@ -276,10 +312,16 @@ impl Planner {
 
     /// Decides one job against the view as it is.
     pub fn decide(&mut self, view: &View, job: &JobView) -> Decision {
-        self.decide_with(view, &mut SlotIndex::new(view), job)
+        self.decide_with(view, &mut SlotIndex::new(view), job, &HashSet::new())
     }
 
-    fn decide_with(&mut self, view: &View, index: &mut SlotIndex, job: &JobView) -> Decision {
+    fn decide_with(
+        &mut self,
+        view: &View,
+        index: &mut SlotIndex,
+        job: &JobView,
+        excluded: &HashSet<(u64, u64)>,
+    ) -> Decision {
         let requirements = &job.requirements;
         let mut best: Option<(f64, u64)> = None;
         let mut first_after_cursor: Option<u64> = None;
@@ -291,7 +333,7 @@ impl Planner {
             .filter_map(|id| view.nodes.get(id))
             .take_while(|node| node.capabilities.vram_mib >= requirements.min_vram_mib);
         for node in candidates {
-            if !eligible(view, node, requirements) {
+            if !eligible(view, node, requirements) || excluded.contains(&(job.id, node.id)) {
                 continue;
             }
             match self.strategy {
@@ -336,17 +378,57 @@ impl Planner {
 pub fn explain(view: &View, requirements: &Requirements) -> Explanation {
     let mut rejected = BTreeMap::new();
     let mut nodes = 0;
+    let mut best: Vec<Candidate> = Vec::with_capacity(EXPLAINED_CANDIDATES + 1);
+    let weights = Weights::default();
     for node in view
         .nodes
         .values()
         .filter(|n| n.status != NodeStatus::Exited)
     {
         nodes += 1;
-        for constraint in violations(view, node, requirements) {
-            *rejected.entry(constraint).or_insert(0) += 1;
+        let failed = violations(view, node, requirements);
+        for constraint in &failed {
+            *rejected.entry(*constraint).or_insert(0) += 1;
+        }
+        let closer = |c: &Candidate| {
+            (
+                c.failed.len(),
+                std::cmp::Reverse(OrderedScore(c.score)),
+                c.node,
+            )
+        };
+        let candidate = Candidate {
+            node: node.id,
+            score: score(node, requirements, &weights),
+            failed,
+        };
+        if best.len() < EXPLAINED_CANDIDATES
+            || best
+                .last()
+                .is_some_and(|last| closer(&candidate) < closer(last))
+        {
+            let at = best.partition_point(|c| closer(c) < closer(&candidate));
+            best.insert(at, candidate);
+            best.truncate(EXPLAINED_CANDIDATES);
         }
     }
-    Explanation { nodes, rejected }
+    Explanation {
+        nodes,
+        rejected,
+        best,
+    }
+}
+
+/// Scores compare totally (they are never NaN).
+#[derive(Debug, Clone, Copy, PartialEq, PartialOrd)]
+struct OrderedScore(f64);
+
+impl Eq for OrderedScore {}
+
+impl Ord for OrderedScore {
+    fn cmp(&self, other: &Self) -> std::cmp::Ordering {
+        self.0.total_cmp(&other.0)
+    }
 }
 
 /// Active nodes with a free slot, grouped by GPU model, so a job that names a model scans
@@ -448,6 +530,7 @@ mod tests {
             active_jobs: 0,
             completed_jobs: 0,
             failed_jobs: 0,
+            last_heartbeat: 0,
         }
     }
 
@@ -482,7 +565,7 @@ mod tests {
             open_jobs: jobs.into_iter().map(|j| (j.id, j)).collect(),
             min_stake: 100,
             max_attempts: 3,
-            now: 0,
+            ..View::default()
         }
     }
 
@@ -544,6 +627,40 @@ mod tests {
         assert_eq!(
             explanation.summary(&v.open_jobs[&1].requirements),
             "0 of 2 nodes have ≥ 80 GiB VRAM per GPU"
+        );
+        // Both fail the same one constraint; the two-GPU node fits the one-GPU job worse.
+        let best: Vec<(u64, Vec<Constraint>)> = explanation
+            .best
+            .iter()
+            .map(|c| (c.node, c.failed.clone()))
+            .collect();
+        assert_eq!(
+            best,
+            [(1, vec![Constraint::Vram]), (2, vec![Constraint::Vram])]
+        );
+    }
+
+    #[test]
+    fn assignments_in_flight_hold_their_slots_and_reverted_pairs_are_avoided() {
+        // Given two one-slot nodes and three jobs,
+        let v = view(
+            vec![node(1, "A", 1, 80, 1), node(2, "A", 1, 80, 2)],
+            (1..=3).map(|id| job(id, 1, "A", 8, 5)).collect(),
+        );
+        let mut planner = Planner::new(Strategy::Cheapest, Weights::default());
+        // when job 1 is in flight to node 1 and job 2 reverted on node 2,
+        let reservations = Reservations {
+            in_flight: HashMap::from([(1, 1)]),
+            excluded: HashSet::from([(2, 2)]),
+        };
+        // then job 1 is not planned again, job 2 has nowhere to go, job 3 takes node 2.
+        let decisions = planner.plan_with(&v, &reservations);
+        assert_eq!(
+            decisions,
+            [
+                Decision::Unplaceable { job: 2 },
+                Decision::Assign { job: 3, node: 2 }
+            ]
         );
     }
 

@@ -11,5 +11,6 @@
 //! consumer, the transaction sender and the liveness service come next.
 
 pub mod decide;
+pub mod liveness;
 pub mod project;
 pub mod view;

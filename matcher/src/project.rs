@@ -2,15 +2,17 @@
 //! when its commit arrives; a retraction rebuilds the view without the orphaned blocks
 //! (retractions are rare, so a replay of what was applied is simple and enough).
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, VecDeque};
 
 use alloy::primitives::B256;
 use gantry_protocol::bindings::{JobMarket, NodeRegistry};
-use gantry_protocol::envelope::{BlockCommit, EventEnvelope, Retraction};
+use gantry_protocol::envelope::{BlockCommit, EventEnvelope, FinalityWatermark, Retraction};
 use gantry_protocol::events::ContractKind;
 use serde::de::DeserializeOwned;
 
-use crate::view::{Capabilities, JobView, NodeStatus, NodeView, Requirements, View};
+use crate::view::{
+    Assignment, Capabilities, JobView, NodeStatus, NodeView, Requirements, Submission, View,
+};
 
 /// Why an event could not be applied.
 #[derive(Debug, thiserror::Error, PartialEq, Eq)]
@@ -29,21 +31,58 @@ pub enum ProjectError {
     },
 }
 
-/// The view, and the committed blocks it was built from.
-#[derive(Debug, Default)]
+/// The view and what it takes to rebuild it after a reorg: the state as of the oldest
+/// block still reorganisable (`base`), and the blocks applied since (`retained`). A
+/// retraction restores `base` and replays the retained blocks that stay canonical; blocks
+/// leave `retained` into `base` once final, or once more than `max_retained` are kept
+/// (the indexer refuses reorgs deeper than its window, so older blocks cannot be orphaned).
+#[derive(Debug)]
 pub struct Projection {
+    live: State,
+    base: State,
+    retained: VecDeque<Block>,
+    max_retained: usize,
+    pending: Vec<EventEnvelope>,
+}
+
+impl Default for Projection {
+    fn default() -> Self {
+        Self::new(DEFAULT_RETAINED)
+    }
+}
+
+/// Blocks kept for replay by default: well past the indexer's default reorg window (128).
+pub const DEFAULT_RETAINED: usize = 1_024;
+
+#[derive(Debug)]
+struct Block {
+    number: u64,
+    hash: B256,
+    timestamp: u64,
+    events: Vec<EventEnvelope>,
+}
+
+/// The view, plus what the projection tracks to keep it right.
+#[derive(Debug, Clone, Default)]
+struct State {
     view: View,
-    /// Jobs that are assigned, submitted or disputed, with their node.
-    running: BTreeMap<u64, u64>,
     /// Every job the stream posted that is not settled, for requeues.
     known_jobs: BTreeMap<u64, JobView>,
-    pending: Vec<EventEnvelope>,
-    applied: Vec<(B256, Vec<EventEnvelope>)>,
 }
 
 impl Projection {
+    pub fn new(max_retained: usize) -> Self {
+        Self {
+            live: State::default(),
+            base: State::default(),
+            retained: VecDeque::new(),
+            max_retained: max_retained.max(1),
+            pending: Vec::new(),
+        }
+    }
+
     pub fn view(&self) -> &View {
-        &self.view
+        &self.live.view
     }
 
     /// An event; it takes effect with its block's commit.
@@ -61,32 +100,60 @@ impl Projection {
                 received: events.len(),
             });
         }
-        for event in &events {
-            self.apply(event)?;
+        let block = Block {
+            number: commit.block_number,
+            hash: commit.block_hash,
+            timestamp: commit.block_timestamp,
+            events,
+        };
+        self.live.apply_block(&block)?;
+        self.retained.push_back(block);
+        while self.retained.len() > self.max_retained {
+            self.settle_oldest()?;
         }
-        self.view.now = self.view.now.max(commit.block_timestamp);
-        self.applied.push((commit.block_hash, events));
         Ok(())
     }
 
-    /// Undoes the orphaned blocks by replaying the others.
+    /// Undoes the orphaned blocks by replaying the others onto the base.
     pub fn on_retraction(&mut self, retraction: &Retraction) -> Result<(), ProjectError> {
         self.pending.clear();
         let orphaned: Vec<B256> = retraction.orphaned.iter().map(|b| b.hash).collect();
-        let kept: Vec<(B256, Vec<EventEnvelope>)> = std::mem::take(&mut self.applied)
-            .into_iter()
-            .filter(|(hash, _)| !orphaned.contains(hash))
-            .collect();
-        *self = Self::default();
-        for (hash, events) in kept {
-            for event in &events {
-                self.apply(event)?;
-            }
-            if let Some(last) = events.last() {
-                self.view.now = self.view.now.max(last.block_timestamp);
-            }
-            self.applied.push((hash, events));
+        self.retained
+            .retain(|block| !orphaned.contains(&block.hash));
+        self.live = self.base.clone();
+        for block in &self.retained {
+            self.live.apply_block(block)?;
         }
+        Ok(())
+    }
+
+    /// Blocks up to the watermark can no longer be orphaned: fold them into the base.
+    pub fn on_finality(&mut self, watermark: &FinalityWatermark) -> Result<(), ProjectError> {
+        while self
+            .retained
+            .front()
+            .is_some_and(|block| block.number <= watermark.block_number)
+        {
+            self.settle_oldest()?;
+        }
+        Ok(())
+    }
+
+    fn settle_oldest(&mut self) -> Result<(), ProjectError> {
+        if let Some(block) = self.retained.pop_front() {
+            self.base.apply_block(&block)?;
+        }
+        Ok(())
+    }
+}
+
+impl State {
+    fn apply_block(&mut self, block: &Block) -> Result<(), ProjectError> {
+        for event in &block.events {
+            self.apply(event)?;
+        }
+        self.view.block = self.view.block.max(block.number);
+        self.view.now = self.view.now.max(block.timestamp);
         Ok(())
     }
 
@@ -114,14 +181,23 @@ impl Projection {
                         active_jobs: 0,
                         completed_jobs: 0,
                         failed_jobs: 0,
+                        last_heartbeat: event.block_timestamp,
                     },
                 );
             }
-            "NodeReactivated" => set_status(
-                view,
-                typed::<R::NodeReactivated>(event)?.nodeId,
-                NodeStatus::Active,
-            ),
+            "NodeHeartbeat" => {
+                let e: R::NodeHeartbeat = typed(event)?;
+                if let Some(node) = view.nodes.get_mut(&e.nodeId) {
+                    node.last_heartbeat = u64::from(e.at);
+                }
+            }
+            "NodeReactivated" => {
+                let e: R::NodeReactivated = typed(event)?;
+                if let Some(node) = view.nodes.get_mut(&e.nodeId) {
+                    node.status = NodeStatus::Active;
+                    node.last_heartbeat = u64::from(e.at);
+                }
+            }
             "NodeMarkedInactive" => {
                 set_status(
                     view,
@@ -168,8 +244,9 @@ impl Projection {
             "RegistryParamsUpdated" => {
                 let e: R::RegistryParamsUpdated = typed(event)?;
                 view.min_stake = e.params.minStake.to::<u128>();
+                view.heartbeat_timeout = u64::from(e.params.heartbeatTimeout);
             }
-            // Heartbeats, roles and pauses do not change what the matcher decides.
+            // Roles and pauses do not change what the services decide.
             _ => {}
         }
         Ok(())
@@ -207,12 +284,38 @@ impl Projection {
                 self.view.open_jobs.remove(&e.jobId);
                 if let Some(job) = self.known_jobs.get_mut(&e.jobId) {
                     job.attempts = e.attempt;
+                    self.view.assignments.insert(
+                        e.jobId,
+                        Assignment {
+                            node: e.nodeId,
+                            assigned_at: e.assignedAt.to::<u64>(),
+                            max_runtime: u64::from(job.requirements.max_runtime),
+                            deadline: job.deadline,
+                        },
+                    );
                 }
-                self.running.insert(e.jobId, e.nodeId);
                 self.node_slots(e.nodeId, 1);
             }
-            // The slot frees at submission; the job settles later.
-            "ResultSubmitted" => self.node_slots(typed::<M::ResultSubmitted>(event)?.nodeId, -1),
+            "ResultSubmitted" => {
+                // The slot frees at submission; the job settles later.
+                let e: M::ResultSubmitted = typed(event)?;
+                self.view.assignments.remove(&e.jobId);
+                self.view.submissions.insert(
+                    e.jobId,
+                    Submission {
+                        node: e.nodeId,
+                        challenge_ends_at: e.challengeEndsAt.to::<u64>(),
+                        disputed: false,
+                    },
+                );
+                self.node_slots(e.nodeId, -1);
+            }
+            "JobDisputed" => {
+                let e: M::JobDisputed = typed(event)?;
+                if let Some(submission) = self.view.submissions.get_mut(&e.jobId) {
+                    submission.disputed = true;
+                }
+            }
             "JobCompleted" => {
                 let e: M::JobCompleted = typed(event)?;
                 self.settle(e.jobId);
@@ -230,7 +333,7 @@ impl Projection {
             }
             "JobReclaimed" => {
                 let e: M::JobReclaimed = typed(event)?;
-                self.running.remove(&e.jobId);
+                self.view.assignments.remove(&e.jobId);
                 self.node_slots(e.nodeId, -1);
                 if let Some(node) = self.view.nodes.get_mut(&e.nodeId) {
                     node.failed_jobs += 1;
@@ -238,7 +341,7 @@ impl Projection {
             }
             "JobRejected" => {
                 let e: M::JobRejected = typed(event)?;
-                self.running.remove(&e.jobId);
+                self.view.assignments.remove(&e.jobId);
                 self.node_slots(e.nodeId, -1);
             }
             "JobRequeued" => {
@@ -249,7 +352,7 @@ impl Projection {
             }
             "JobExpired" => {
                 let e: M::JobExpired = typed(event)?;
-                if self.running.contains_key(&e.jobId) {
+                if self.view.assignments.contains_key(&e.jobId) {
                     self.node_slots(e.nodeId, -1);
                     if let Some(node) = self.view.nodes.get_mut(&e.nodeId) {
                         node.failed_jobs += 1;
@@ -270,8 +373,9 @@ impl Projection {
 
     fn settle(&mut self, job: u64) {
         self.view.open_jobs.remove(&job);
+        self.view.assignments.remove(&job);
+        self.view.submissions.remove(&job);
         self.known_jobs.remove(&job);
-        self.running.remove(&job);
     }
 
     fn node_slots(&mut self, node: u64, delta: i32) {
@@ -476,7 +580,7 @@ mod tests {
         // An event without its commit changes nothing.
         chain
             .projection
-            .on_event(chain.projection.applied[0].1[0].clone());
+            .on_event(chain.projection.retained[0].events[0].clone());
         assert_eq!(chain.projection.view().nodes.len(), 1);
 
         chain

@@ -37,6 +37,8 @@ pub struct NodeView {
     pub active_jobs: u32,
     pub completed_jobs: u32,
     pub failed_jobs: u32,
+    /// Chain time of its last heartbeat (or registration, or reactivation), seconds.
+    pub last_heartbeat: u64,
 }
 
 impl NodeView {
@@ -73,13 +75,38 @@ pub struct JobView {
     pub posted_at: (u64, u64),
 }
 
-/// Nodes and open jobs, plus the parameters the contracts check against.
+/// A job a node is running (Assigned on-chain).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Assignment {
+    pub node: u64,
+    /// Chain time, seconds.
+    pub assigned_at: u64,
+    pub max_runtime: u64,
+    pub deadline: u64,
+}
+
+/// A job whose result is in (Submitted or Disputed on-chain).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Submission {
+    pub node: u64,
+    /// Chain time the challenge window closes, seconds.
+    pub challenge_ends_at: u64,
+    /// A disputed result waits for the arbiter, not for the window.
+    pub disputed: bool,
+}
+
+/// Nodes and jobs, plus the parameters the contracts check against.
 #[derive(Debug, Clone, Default)]
 pub struct View {
     pub nodes: BTreeMap<u64, NodeView>,
     pub open_jobs: BTreeMap<u64, JobView>,
+    pub assignments: BTreeMap<u64, Assignment>,
+    pub submissions: BTreeMap<u64, Submission>,
     pub min_stake: u128,
+    /// Seconds without a heartbeat after which a node may be marked inactive.
+    pub heartbeat_timeout: u64,
     pub max_attempts: u8,
-    /// Chain time of the newest block seen, seconds.
+    /// The newest committed block: its number and chain time (seconds).
+    pub block: u64,
     pub now: u64,
 }
