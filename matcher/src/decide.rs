@@ -60,6 +60,23 @@ pub enum Constraint {
     Price,
 }
 
+impl Constraint {
+    /// Its name in explanations (`gantry_protocol::pending::CONSTRAINTS`).
+    pub fn name(self) -> &'static str {
+        match self {
+            Self::NotActive => "notActive",
+            Self::StakeBelowMinimum => "stakeBelowMinimum",
+            Self::NoFreeSlot => "noFreeSlot",
+            Self::GpuModel => "gpuModel",
+            Self::GpuCount => "gpuCount",
+            Self::Vram => "vram",
+            Self::Cpu => "cpu",
+            Self::Ram => "ram",
+            Self::Price => "price",
+        }
+    }
+}
+
 /// Why a job could not be placed.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Explanation {
@@ -89,7 +106,14 @@ impl Explanation {
     pub fn summary(&self, requirements: &Requirements) -> String {
         let Some((constraint, count)) = self.rejected.iter().max_by_key(|(_, count)| **count)
         else {
-            return format!("no node among {} can take it", self.nodes);
+            return if self.nodes == 0 {
+                "no nodes are registered".to_string()
+            } else {
+                format!(
+                    "{} nodes could take it, but their free slots go to jobs ahead in the queue",
+                    self.nodes
+                )
+            };
         };
         let meeting = self.nodes - count;
         let what = match constraint {
@@ -420,10 +444,16 @@ pub fn explain(view: &View, requirements: &Requirements) -> Explanation {
 }
 
 /// Scores compare totally (they are never NaN).
-#[derive(Debug, Clone, Copy, PartialEq, PartialOrd)]
+#[derive(Debug, Clone, Copy, PartialEq)]
 struct OrderedScore(f64);
 
 impl Eq for OrderedScore {}
+
+impl PartialOrd for OrderedScore {
+    fn partial_cmp(&self, other: &Self) -> Option<std::cmp::Ordering> {
+        Some(self.cmp(other))
+    }
+}
 
 impl Ord for OrderedScore {
     fn cmp(&self, other: &Self) -> std::cmp::Ordering {
@@ -662,6 +692,23 @@ mod tests {
                 Decision::Assign { job: 3, node: 2 }
             ]
         );
+    }
+
+    #[test]
+    fn constraint_names_are_the_protocol_names() {
+        let all = [
+            Constraint::NotActive,
+            Constraint::StakeBelowMinimum,
+            Constraint::NoFreeSlot,
+            Constraint::GpuModel,
+            Constraint::GpuCount,
+            Constraint::Vram,
+            Constraint::Cpu,
+            Constraint::Ram,
+            Constraint::Price,
+        ];
+        let names: Vec<&str> = all.iter().map(|c| c.name()).collect();
+        assert_eq!(names, gantry_protocol::pending::CONSTRAINTS);
     }
 
     #[test]

@@ -1,16 +1,87 @@
-//! `gantry-matcher` and `gantry-liveness`: stateless services that consume the stream and
-//! submit transactions — assignments; markInactive, reclaim, expire, finalize.
+//! `gantry-matcher` and `gantry-liveness`: stateless services that consume the chain
+//! stream and submit transactions — assignments; markInactive, reclaim, expire, finalize.
 //!
 //! ```text
-//!   GANTRY_<chain> stream ──▶ View (nodes, open jobs) ──▶ decide::Planner ──▶ assign txs
-//!                                                     └─▶ Explanation per unplaceable job
+//!  GANTRY_<chain> ──ordered consumer──▶ feed ──▶ project::Projection ──▶ View
+//!     │                                                                 │
+//!     └─ durable consumer (JobPosted, JobRequeued) ─▶ work::Held claims │
+//!                                                                       ▼
+//!   matcher:  decide::Planner.plan_with(view) ──▶ sender (assign txs) ──▶ chain
+//!             decide::explain ──▶ KV gantry_<chain>_pending (why a job waits)
+//!   liveness: lease (KV) ──▶ liveness::Keeper.next(view) ──▶ sender (keeper txs) ──▶ chain
 //! ```
 //!
-//! In progress: the pure decision core ([`decide`]) over the matcher's [`view`], and the
-//! [`project`]ion that builds the view from the stream's messages, are built; the stream
-//! consumer, the transaction sender and the liveness service come next.
+//! Neither keeps state of its own: on start each replays the chain stream into its view,
+//! then follows it. [`decide`] and [`liveness`] are the pure cores; [`feed`], [`work`],
+//! [`lease`] and [`sender`] do the IO; [`matcher_service`] and [`liveness_service`] are
+//! the loops that join them.
 
+pub mod config;
 pub mod decide;
+pub mod error;
+pub mod feed;
+pub mod lease;
 pub mod liveness;
+pub mod liveness_service;
+pub mod matcher_service;
+pub mod metrics;
 pub mod project;
+pub mod sender;
 pub mod view;
+pub mod work;
+
+use std::time::Duration;
+
+use alloy::signers::local::PrivateKeySigner;
+use anyhow::Context as _;
+use async_nats::jetstream;
+use tokio_util::sync::CancellationToken;
+
+pub use config::{LivenessConfig, MatcherConfig};
+pub use liveness_service::run as run_liveness;
+pub use matcher_service::run as run_matcher;
+
+use config::Common;
+use sender::{Sender, SenderConfig};
+
+async fn connect(common: &Common) -> anyhow::Result<jetstream::Context> {
+    let client = async_nats::ConnectOptions::new()
+        .retry_on_initial_connect()
+        .connect(&common.nats_url)
+        .await
+        .with_context(|| format!("connecting to NATS at {}", common.nats_url))?;
+    Ok(jetstream::new(client))
+}
+
+/// Starts the sender once the chain answers; `None` when `cancel` fired first.
+async fn start_sender(
+    common: &Common,
+    signer: PrivateKeySigner,
+    cancel: &CancellationToken,
+) -> anyhow::Result<Option<(Sender, tokio::task::JoinHandle<()>)>> {
+    let config = SenderConfig {
+        rpc_url: common.rpc_url.clone(),
+        chain_id: common.chain_id,
+        market: common.market,
+        registry: common.registry,
+        signer,
+        max_pending: common.max_pending_txs,
+        replace_after: common.replace_after(),
+        poll: common.receipt_poll(),
+    };
+    let mut delay = Duration::from_millis(100);
+    loop {
+        match sender::start(config.clone(), cancel.clone()).await {
+            Ok(started) => return Ok(Some(started)),
+            Err(e) if e.is_retryable() => {
+                tracing::warn!(error = %e, "waiting for the chain");
+                tokio::select! {
+                    () = cancel.cancelled() => return Ok(None),
+                    () = tokio::time::sleep(delay) => {}
+                }
+                delay = (delay * 2).min(Duration::from_secs(5));
+            }
+            Err(e) => return Err(e).context("starting the sender"),
+        }
+    }
+}

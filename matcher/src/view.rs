@@ -48,7 +48,7 @@ impl NodeView {
 }
 
 /// What a job needs, as in `JobRequirements`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub struct Requirements {
     /// Zero accepts any model.
     pub gpu_model: B256,

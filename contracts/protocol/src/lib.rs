@@ -11,10 +11,12 @@
 //! - [`spec`]: the versioned job spec submitters post on-chain (`JobPosted.spec`).
 //! - [`events`]: decoding a contract log into a named, JSON-ready event with its subject key.
 //! - [`envelope`]: the messages published on the stream.
-//! - [`subjects`]: stream and subject names, message-id rules.
+//! - [`subjects`]: stream, subject and KV bucket names, message-id rules.
+//! - [`pending`]: the matcher's explanation of why a job is still waiting.
 
 pub mod bindings;
 pub mod envelope;
 pub mod events;
+pub mod pending;
 pub mod spec;
 pub mod subjects;

@@ -55,6 +55,17 @@ pub fn finality(chain_id: u64) -> String {
     format!("gantry.{chain_id}.final")
 }
 
+/// The KV bucket of pending-job explanations of chain `chain_id`, keyed by job id
+/// (see [`crate::pending`]).
+pub fn pending_bucket(chain_id: u64) -> String {
+    format!("gantry_{chain_id}_pending")
+}
+
+/// The name of the durable consumer through which matcher replicas share the open jobs.
+pub fn matcher_consumer(chain_id: u64) -> String {
+    format!("gantry_{chain_id}_matcher")
+}
+
 /// `Nats-Msg-Id` of the message that is to be stream sequence `sequence`. Every publish
 /// also carries `Nats-Expected-Last-Sequence: sequence - 1`, so a retry of the same
 /// message is dropped as a duplicate, and a second writer or a gap is refused.
@@ -75,6 +86,7 @@ mod tests {
         assert_eq!(event_filter(1, "JobPosted"), "gantry.1.ev.JobPosted.*");
         assert_eq!(block_commit(1, 9), "gantry.1.block.9");
         assert_eq!(block_commits(1), "gantry.1.block.*");
+        assert_eq!(pending_bucket(1), "gantry_1_pending");
     }
 
     #[test]

@@ -1,0 +1,54 @@
+//! Why a job is still waiting: what the matcher publishes for each Open job it cannot
+//! place, in the KV bucket [`crate::subjects::pending_bucket`] under the job id, for the
+//! API and the CLI to show. The entry is deleted once the job is placed or settled.
+
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Serialize};
+
+/// Version of the explanation format.
+pub const PENDING_VERSION: u16 = 1;
+
+/// One unplaceable job's explanation.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct PendingExplanation {
+    pub v: u16,
+    pub job_id: u64,
+    /// A sentence for people, e.g. "0 of 12 nodes have ≥ 80 GiB VRAM per GPU".
+    pub summary: String,
+    /// Nodes considered: every registered node that has not exited.
+    pub nodes: u64,
+    /// How many of them fail each constraint, by constraint name (see [`CONSTRAINTS`]);
+    /// a node may fail several.
+    pub rejected: BTreeMap<String, u64>,
+    /// The nodes closest to taking the job, closest first.
+    pub best: Vec<PendingCandidate>,
+    /// The newest block the matcher had seen when it decided.
+    pub block: u64,
+}
+
+/// A node that came close.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct PendingCandidate {
+    pub node_id: u64,
+    /// The matcher's score for it (0 to 1), were it eligible.
+    pub score: f64,
+    /// The constraints it fails.
+    pub failed: Vec<String>,
+}
+
+/// The constraint names, in the order the contract checks them: `notActive`,
+/// `stakeBelowMinimum`, `noFreeSlot`, `gpuModel`, `gpuCount`, `vram`, `cpu`, `ram`, `price`.
+pub const CONSTRAINTS: [&str; 9] = [
+    "notActive",
+    "stakeBelowMinimum",
+    "noFreeSlot",
+    "gpuModel",
+    "gpuCount",
+    "vram",
+    "cpu",
+    "ram",
+    "price",
+];

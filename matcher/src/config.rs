@@ -1,0 +1,251 @@
+//! Configuration of both services: flags, each with an environment variable.
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::str::FromStr;
+use std::time::Duration;
+
+use alloy::primitives::Address;
+use alloy::signers::local::PrivateKeySigner;
+use url::Url;
+
+use crate::decide::{Strategy, Weights};
+
+/// What both services need: the chain, the contracts, NATS, the signing key, metrics.
+#[derive(Debug, Clone, clap::Args)]
+pub struct Common {
+    /// JSON-RPC endpoint of the chain, for sending transactions.
+    #[arg(long, env = "GANTRY_RPC_URL")]
+    pub rpc_url: Url,
+    /// Chain id the RPC endpoint must report.
+    #[arg(long, env = "GANTRY_CHAIN_ID")]
+    pub chain_id: u64,
+    /// Address of the JobMarket contract.
+    #[arg(long, env = "GANTRY_MARKET")]
+    pub market: Address,
+    /// Address of the NodeRegistry contract.
+    #[arg(long, env = "GANTRY_REGISTRY")]
+    pub registry: Address,
+    /// NATS server URL.
+    #[arg(long, env = "GANTRY_NATS_URL", default_value = "nats://127.0.0.1:4222")]
+    pub nats_url: String,
+    /// Hex private key of the sending account (prefer the key file; never logged).
+    #[arg(long, env = "GANTRY_PRIVATE_KEY", hide_env_values = true)]
+    pub private_key: Option<Secret>,
+    /// File holding the hex private key of the sending account.
+    #[arg(long, env = "GANTRY_KEY_FILE")]
+    pub key_file: Option<PathBuf>,
+    /// Transactions awaiting their receipt at most.
+    #[arg(long, env = "GANTRY_MAX_PENDING_TXS", default_value_t = 256)]
+    pub max_pending_txs: usize,
+    /// A transaction not mined after this long is sent again with higher fees, milliseconds.
+    #[arg(long, env = "GANTRY_REPLACE_AFTER_MS", default_value_t = 15_000)]
+    pub replace_after_ms: u64,
+    /// How often to look for receipts of pending transactions, milliseconds.
+    #[arg(long, env = "GANTRY_RECEIPT_POLL_MS", default_value_t = 100)]
+    pub receipt_poll_ms: u64,
+    /// Name of this instance in logs and leases (default: host name and process id).
+    #[arg(long, env = "GANTRY_INSTANCE_ID")]
+    pub instance_id: Option<String>,
+    /// Address to serve Prometheus metrics on (`/metrics`); none when unset.
+    #[arg(long, env = "GANTRY_METRICS_ADDR")]
+    pub metrics_addr: Option<SocketAddr>,
+}
+
+/// `gantry-matcher`: assigns open jobs to eligible nodes.
+#[derive(Debug, Clone, clap::Parser)]
+#[command(version, about)]
+pub struct MatcherConfig {
+    #[command(flatten)]
+    pub common: Common,
+    /// How to choose among eligible nodes.
+    #[arg(long, env = "GANTRY_STRATEGY", value_enum, default_value_t = StrategyArg::Score)]
+    pub strategy: StrategyArg,
+    /// Weight of price in the `score` strategy.
+    #[arg(long, env = "GANTRY_WEIGHT_PRICE", default_value_t = Weights::default().price)]
+    pub weight_price: f64,
+    /// Weight of reputation (completed vs failed jobs) in the `score` strategy.
+    #[arg(long, env = "GANTRY_WEIGHT_REPUTATION", default_value_t = Weights::default().reputation)]
+    pub weight_reputation: f64,
+    /// Weight of hardware fit (best-fit) in the `score` strategy.
+    #[arg(long, env = "GANTRY_WEIGHT_FIT", default_value_t = Weights::default().fit)]
+    pub weight_fit: f64,
+    /// Weight of free slots in the `score` strategy.
+    #[arg(long, env = "GANTRY_WEIGHT_LOAD", default_value_t = Weights::default().load)]
+    pub weight_load: f64,
+    /// A replica's claim on a job lapses this long after the replica stops renewing it
+    /// (it died); the job then goes to another replica. Milliseconds.
+    #[arg(long, env = "GANTRY_CLAIM_TTL_MS", default_value_t = 30_000)]
+    pub claim_ttl_ms: u64,
+    /// Jobs one replica holds at most.
+    #[arg(long, env = "GANTRY_MAX_CLAIMS", default_value_t = 200_000)]
+    pub max_claims: i64,
+    /// A (job, node) pair whose assignment reverted is not tried again for this long,
+    /// milliseconds.
+    #[arg(long, env = "GANTRY_REVERT_BACKOFF_MS", default_value_t = 30_000)]
+    pub revert_backoff_ms: u64,
+}
+
+/// `gantry-liveness`: the keeper — markInactive, reclaim, expire, finalize.
+#[derive(Debug, Clone, clap::Parser)]
+#[command(version, about)]
+pub struct LivenessConfig {
+    #[command(flatten)]
+    pub common: Common,
+    /// Time to live of the keeper lease, milliseconds: one replica acts at a time; a
+    /// standby takes over within two of these after the leader dies.
+    #[arg(long, env = "GANTRY_LEASE_TTL_MS", default_value_t = 3_000)]
+    pub lease_ttl_ms: u64,
+}
+
+/// [`Strategy`] as a flag value.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum StrategyArg {
+    Score,
+    RoundRobin,
+    BestFit,
+    Cheapest,
+}
+
+impl From<StrategyArg> for Strategy {
+    fn from(arg: StrategyArg) -> Self {
+        match arg {
+            StrategyArg::Score => Self::Score,
+            StrategyArg::RoundRobin => Self::RoundRobin,
+            StrategyArg::BestFit => Self::BestFit,
+            StrategyArg::Cheapest => Self::Cheapest,
+        }
+    }
+}
+
+/// A secret string whose `Debug` does not show it.
+#[derive(Clone)]
+pub struct Secret(String);
+
+impl std::fmt::Debug for Secret {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Secret(<redacted>)")
+    }
+}
+
+impl FromStr for Secret {
+    type Err = std::convert::Infallible;
+
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        Ok(Self(s.to_owned()))
+    }
+}
+
+impl Secret {
+    pub fn new(value: impl Into<String>) -> Self {
+        Self(value.into())
+    }
+}
+
+impl Common {
+    /// The signing key, from `--private-key` or `--key-file` (exactly one).
+    pub fn signer(&self) -> Result<PrivateKeySigner, String> {
+        let hex = match (&self.private_key, &self.key_file) {
+            (Some(key), None) => key.0.clone(),
+            (None, Some(path)) => std::fs::read_to_string(path)
+                .map_err(|e| format!("--key-file {}: {e}", path.display()))?,
+            (None, None) => {
+                return Err("a signing key is required: --key-file or GANTRY_PRIVATE_KEY".into());
+            }
+            (Some(_), Some(_)) => {
+                return Err("give either --private-key or --key-file, not both".into());
+            }
+        };
+        // The error names the flag, never the value.
+        PrivateKeySigner::from_str(hex.trim())
+            .map_err(|_| "the signing key is not a 32-byte hex private key".to_string())
+    }
+
+    pub fn replace_after(&self) -> Duration {
+        Duration::from_millis(self.replace_after_ms)
+    }
+
+    pub fn receipt_poll(&self) -> Duration {
+        Duration::from_millis(self.receipt_poll_ms)
+    }
+
+    pub fn instance_id(&self) -> String {
+        self.instance_id.clone().unwrap_or_else(|| {
+            let host = std::fs::read_to_string("/etc/hostname").unwrap_or_default();
+            format!("{}-{}", host.trim(), std::process::id())
+        })
+    }
+
+    fn validate(&self) -> Result<(), String> {
+        if self.max_pending_txs == 0 {
+            return Err("--max-pending-txs must be at least 1".into());
+        }
+        if self.receipt_poll_ms == 0 {
+            return Err("--receipt-poll-ms must be at least 1".into());
+        }
+        if self.replace_after_ms < self.receipt_poll_ms {
+            return Err("--replace-after-ms must be at least --receipt-poll-ms".into());
+        }
+        Ok(())
+    }
+}
+
+impl MatcherConfig {
+    pub fn weights(&self) -> Weights {
+        Weights {
+            price: self.weight_price,
+            reputation: self.weight_reputation,
+            fit: self.weight_fit,
+            load: self.weight_load,
+        }
+    }
+
+    pub fn claim_ttl(&self) -> Duration {
+        Duration::from_millis(self.claim_ttl_ms)
+    }
+
+    pub fn revert_backoff(&self) -> Duration {
+        Duration::from_millis(self.revert_backoff_ms)
+    }
+
+    /// Checks what clap cannot.
+    pub fn validate(&self) -> Result<(), String> {
+        self.common.validate()?;
+        let weights = [
+            ("--weight-price", self.weight_price),
+            ("--weight-reputation", self.weight_reputation),
+            ("--weight-fit", self.weight_fit),
+            ("--weight-load", self.weight_load),
+        ];
+        for (flag, weight) in weights {
+            if !(weight.is_finite() && weight >= 0.0) {
+                return Err(format!("{flag} must be a finite number ≥ 0"));
+            }
+        }
+        if weights.iter().all(|(_, w)| *w == 0.0) {
+            return Err("at least one --weight-* must be above 0".into());
+        }
+        if self.claim_ttl_ms < 1_000 {
+            return Err("--claim-ttl-ms must be at least 1000".into());
+        }
+        if self.max_claims < 1 {
+            return Err("--max-claims must be at least 1".into());
+        }
+        Ok(())
+    }
+}
+
+impl LivenessConfig {
+    pub fn lease_ttl(&self) -> Duration {
+        Duration::from_millis(self.lease_ttl_ms)
+    }
+
+    /// Checks what clap cannot.
+    pub fn validate(&self) -> Result<(), String> {
+        self.common.validate()?;
+        if self.lease_ttl_ms < 300 {
+            return Err("--lease-ttl-ms must be at least 300".into());
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,162 @@
+//! The chain stream, replayed from its start into a [`Projection`] and then followed live.
+//! Both services build their view this way: restart = replay.
+
+use std::time::Duration;
+
+use async_nats::jetstream::{self, consumer};
+use futures::StreamExt;
+use gantry_protocol::envelope::{BlockCommit, EventEnvelope, FinalityWatermark, Retraction};
+use gantry_protocol::subjects;
+use tokio_util::sync::CancellationToken;
+
+use crate::error::StreamError;
+use crate::project::Projection;
+
+/// The stream's messages in order, through an ordered consumer (which re-creates itself
+/// after a gap or a lost connection).
+pub struct Feed {
+    messages: consumer::pull::Ordered,
+    /// The stream's last sequence when the feed opened: the view is complete (caught up)
+    /// once it has applied this far.
+    pub caught_up_at: u64,
+    /// Sequence of the last message applied.
+    pub applied: u64,
+    chain_id: u64,
+}
+
+impl std::fmt::Debug for Feed {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Feed")
+            .field("caught_up_at", &self.caught_up_at)
+            .field("applied", &self.applied)
+            .finish_non_exhaustive()
+    }
+}
+
+/// What one message did to the view.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Applied {
+    /// An event, held until its block's commit.
+    Held,
+    /// A commit or a retraction: the view changed.
+    Changed,
+    /// A finality watermark.
+    Other,
+}
+
+impl Feed {
+    /// Waits for the chain's stream to exist (the indexer creates it), then opens it from
+    /// its first message.
+    pub async fn open(
+        js: &jetstream::Context,
+        chain_id: u64,
+        cancel: &CancellationToken,
+    ) -> Result<Option<Self>, StreamError> {
+        let name = subjects::stream_name(chain_id);
+        let mut stream = loop {
+            match js.get_stream(&name).await {
+                Ok(stream) => break stream,
+                Err(e) => {
+                    tracing::info!(stream = %name, error = %e, "waiting for the chain stream");
+                    tokio::select! {
+                        () = cancel.cancelled() => return Ok(None),
+                        () = tokio::time::sleep(Duration::from_millis(500)) => {}
+                    }
+                }
+            }
+        };
+        let caught_up_at = stream
+            .info()
+            .await
+            .map_err(|e| StreamError::nats("stream info", e))?
+            .state
+            .last_sequence;
+        let messages = stream
+            .create_consumer(consumer::pull::OrderedConfig {
+                filter_subject: subjects::stream_subjects(chain_id),
+                deliver_policy: consumer::DeliverPolicy::All,
+                ..Default::default()
+            })
+            .await
+            .map_err(|e| StreamError::nats("ordered consumer", e))?
+            .messages()
+            .await
+            .map_err(|e| StreamError::nats("ordered consumer messages", e))?;
+        Ok(Some(Self {
+            messages,
+            caught_up_at,
+            applied: 0,
+            chain_id,
+        }))
+    }
+
+    /// Whether the view holds everything the stream held when the feed opened.
+    pub fn caught_up(&self) -> bool {
+        self.applied >= self.caught_up_at
+    }
+
+    /// The next message, or `None` when the consumer ended.
+    pub async fn next(&mut self) -> Option<Result<jetstream::Message, StreamError>> {
+        self.messages
+            .next()
+            .await
+            .map(|m| m.map_err(|e| StreamError::nats("ordered consumer", e)))
+    }
+
+    /// The next message if one is already buffered.
+    pub fn next_ready(&mut self) -> Option<Result<jetstream::Message, StreamError>> {
+        use futures::FutureExt;
+        self.next().now_or_never().flatten()
+    }
+
+    /// Applies one message to `projection`.
+    pub fn apply(
+        &mut self,
+        projection: &mut Projection,
+        message: &jetstream::Message,
+    ) -> Result<Applied, StreamError> {
+        let subject = message.subject.as_str();
+        let sequence = message
+            .info()
+            .map(|info| info.stream_sequence)
+            .map_err(|e| StreamError::nats("message info", e))?;
+        let bad = |reason: String| StreamError::BadMessage {
+            sequence,
+            subject: subject.to_owned(),
+            reason,
+        };
+        let prefix = format!("gantry.{}.", self.chain_id);
+        let kind = subject.strip_prefix(&prefix).unwrap_or(subject);
+        let applied = if kind.starts_with("ev.") {
+            let event: EventEnvelope = parse(&message.payload).map_err(bad)?;
+            projection.on_event(event);
+            Applied::Held
+        } else if kind.starts_with("block.") {
+            let commit: BlockCommit = parse(&message.payload).map_err(bad)?;
+            projection
+                .on_commit(&commit)
+                .map_err(|e| bad(e.to_string()))?;
+            Applied::Changed
+        } else if kind == "retract" {
+            let retraction: Retraction = parse(&message.payload).map_err(bad)?;
+            projection
+                .on_retraction(&retraction)
+                .map_err(|e| bad(e.to_string()))?;
+            Applied::Changed
+        } else if kind == "final" {
+            let watermark: FinalityWatermark = parse(&message.payload).map_err(bad)?;
+            projection
+                .on_finality(&watermark)
+                .map_err(|e| bad(e.to_string()))?;
+            Applied::Other
+        } else {
+            Applied::Other
+        };
+        self.applied = sequence;
+        Ok(applied)
+    }
+}
+
+fn parse<T: serde::de::DeserializeOwned>(payload: &[u8]) -> Result<T, String> {
+    serde_json::from_slice(payload).map_err(|e| e.to_string())
+}

@@ -1,0 +1,352 @@
+//! `gantry-matcher`'s loop: follow the stream into the view, hold claims on open jobs
+//! through the shared consumer, plan, send assignments for the claimed jobs, explain the
+//! ones that cannot be placed.
+
+use std::collections::HashMap;
+use std::time::{Duration, Instant};
+
+use anyhow::Context as _;
+use async_nats::jetstream::kv;
+use gantry_protocol::pending::PENDING_VERSION;
+use gantry_protocol::pending::{CONSTRAINTS, PendingCandidate, PendingExplanation};
+use gantry_protocol::subjects;
+use tokio_util::sync::CancellationToken;
+
+use crate::config::MatcherConfig;
+use crate::decide::{Decision, Explanation, Planner, Reservations, explain};
+use crate::feed::{Applied, Feed};
+use crate::project::Projection;
+use crate::sender::{Call, Outcome, Report, Sender};
+use crate::view::Requirements;
+use crate::work::{Claims, Held};
+use crate::{connect, metrics, start_sender};
+
+/// Runs the matcher until `shutdown` fires. Its claims are given back on the way out, so
+/// the other replicas take its jobs at once.
+pub async fn run(config: MatcherConfig, shutdown: CancellationToken) -> anyhow::Result<()> {
+    config.validate().map_err(anyhow::Error::msg)?;
+    let signer = config.common.signer().map_err(anyhow::Error::msg)?;
+    let chain_id = config.common.chain_id;
+    let js = connect(&config.common).await?;
+    let tasks = shutdown.child_token();
+    let Some((sender, sender_task)) = start_sender(&config.common, signer, &tasks).await? else {
+        return Ok(());
+    };
+    let Some(feed) = Feed::open(&js, chain_id, &shutdown).await? else {
+        return Ok(());
+    };
+    let claims = Claims::open(&js, chain_id, config.claim_ttl(), config.max_claims).await?;
+    let bucket = subjects::pending_bucket(chain_id);
+    let explanations = match js.get_key_value(&bucket).await {
+        Ok(store) => store,
+        Err(_) => js
+            .create_key_value(kv::Config {
+                bucket: bucket.clone(),
+                description: "why open jobs are not placed, by job id".into(),
+                history: 1,
+                ..Default::default()
+            })
+            .await
+            .with_context(|| format!("creating the KV bucket {bucket}"))?,
+    };
+    tracing::info!(
+        strategy = ?config.strategy,
+        instance = %config.common.instance_id(),
+        replay_to = feed.caught_up_at,
+        "matcher replaying the chain stream"
+    );
+
+    let mut matcher = Matcher {
+        feed,
+        claims,
+        sender,
+        explanations,
+        projection: Projection::default(),
+        planner: Planner::new(config.strategy.into(), config.weights()),
+        reservations: Reservations::default(),
+        confirmed: HashMap::new(),
+        excluded_until: HashMap::new(),
+        held: Held::default(),
+        published: HashMap::new(),
+        revert_backoff: config.revert_backoff(),
+        caught_up_logged: false,
+    };
+    let outcome = matcher.run(config.claim_ttl(), &shutdown).await;
+    matcher.held.give_back_all().await;
+    tasks.cancel();
+    sender_task.await.context("sender task")?;
+    outcome
+}
+
+struct Matcher {
+    feed: Feed,
+    claims: Claims,
+    sender: Sender,
+    explanations: kv::Store,
+    projection: Projection,
+    planner: Planner,
+    reservations: Reservations,
+    /// Jobs whose assignment was mined, with its block: the reservation holds until the
+    /// view has applied that block (if the job is still open then, a reorg undid it).
+    confirmed: HashMap<u64, u64>,
+    excluded_until: HashMap<(u64, u64), Instant>,
+    held: Held,
+    /// Explanations this replica wrote, by job.
+    published: HashMap<u64, PendingExplanation>,
+    revert_backoff: Duration,
+    caught_up_logged: bool,
+}
+
+impl Matcher {
+    async fn run(
+        &mut self,
+        claim_ttl: Duration,
+        shutdown: &CancellationToken,
+    ) -> anyhow::Result<()> {
+        let mut renew = tokio::time::interval(claim_ttl / 3);
+        let mut housekeeping = tokio::time::interval(Duration::from_millis(500));
+        let mut dirty = false;
+        loop {
+            tokio::select! {
+                () = shutdown.cancelled() => return Ok(()),
+                message = self.feed.next() => {
+                    dirty |= self.on_feed(message)?;
+                    while let Some(message) = self.feed.next_ready() {
+                        dirty |= self.on_feed(Some(message))?;
+                    }
+                }
+                claim = self.claims.next() => match claim {
+                    Some(Ok(claim)) => {
+                        self.held.insert(claim);
+                        dirty = true;
+                    }
+                    Some(Err(e)) => tracing::warn!(error = %e, "receiving claims"),
+                    None => anyhow::bail!("the matcher consumer ended"),
+                },
+                Some(report) = self.sender.reports.recv() => {
+                    self.on_report(report);
+                    dirty = true;
+                }
+                _ = renew.tick() => self.held.renew_all().await,
+                _ = housekeeping.tick() => {
+                    let now = Instant::now();
+                    let before = self.excluded_until.len();
+                    self.excluded_until.retain(|_, until| *until > now);
+                    dirty |= self.excluded_until.len() != before;
+                }
+            }
+            if dirty && self.feed.caught_up() {
+                if !self.caught_up_logged {
+                    self.caught_up_logged = true;
+                    let view = self.projection.view();
+                    tracing::info!(
+                        block = view.block,
+                        nodes = view.nodes.len(),
+                        open_jobs = view.open_jobs.len(),
+                        "matcher caught up with the chain stream"
+                    );
+                }
+                dirty = self.step().await;
+            }
+        }
+    }
+
+    /// Applies a feed message; whether the view changed.
+    fn on_feed(
+        &mut self,
+        message: Option<Result<async_nats::jetstream::Message, crate::error::StreamError>>,
+    ) -> anyhow::Result<bool> {
+        match message {
+            None => anyhow::bail!("the chain stream consumer ended"),
+            Some(Err(e)) => {
+                tracing::warn!(error = %e, "reading the chain stream");
+                Ok(false)
+            }
+            Some(Ok(message)) => {
+                let applied = self
+                    .feed
+                    .apply(&mut self.projection, &message)
+                    .context("projecting the chain stream")?;
+                if applied == Applied::Changed {
+                    metrics::view_block("matcher", self.projection.view().block);
+                }
+                Ok(applied == Applied::Changed)
+            }
+        }
+    }
+
+    fn on_report(&mut self, report: Report) {
+        let Call::Assign { job, node } = report.call else {
+            return;
+        };
+        match report.outcome {
+            Outcome::Confirmed { block } => {
+                tracing::info!(job_id = job, node_id = node, block, tx = %report.tx_hash, "assignment confirmed");
+                self.confirmed.insert(job, block);
+            }
+            Outcome::Reverted { block } => {
+                // Expected now and then (the node filled up, another replica or a claim
+                // took the job): try the next candidate, and not this pair again soon.
+                tracing::info!(job_id = job, node_id = node, block, tx = %report.tx_hash, "assignment reverted; trying the next candidate");
+                self.reservations.in_flight.remove(&job);
+                self.excluded_until
+                    .insert((job, node), Instant::now() + self.revert_backoff);
+            }
+            Outcome::Dropped => {
+                tracing::warn!(
+                    job_id = job,
+                    node_id = node,
+                    "assignment dropped; planning it again"
+                );
+                self.reservations.in_flight.remove(&job);
+            }
+        }
+    }
+
+    /// One planning round; returns whether another is needed soon (the sender was full).
+    async fn step(&mut self) -> bool {
+        let view = self.projection.view();
+        let applied = self.feed.applied;
+
+        // Claims on jobs placed or settled are done.
+        for claim in self
+            .held
+            .take_done(applied, |job| view.open_jobs.contains_key(&job))
+        {
+            if self.published.remove(&claim.job).is_some() {
+                delete_explanation(&self.explanations, claim.job).await;
+            }
+            claim.release().await;
+        }
+        metrics::claimed_jobs(self.held.len());
+
+        // Reservations end once the view shows their outcome.
+        let confirmed = &mut self.confirmed;
+        self.reservations.in_flight.retain(|job, _| {
+            let open = view.open_jobs.contains_key(job);
+            let undone = confirmed.get(job).is_some_and(|block| view.block >= *block);
+            if !open || undone {
+                confirmed.remove(job);
+                false
+            } else {
+                true
+            }
+        });
+        self.excluded_until
+            .retain(|(job, _), _| view.open_jobs.contains_key(job));
+        self.reservations.excluded = self.excluded_until.keys().copied().collect();
+        if self.held.is_empty() {
+            return false;
+        }
+
+        let mut again = false;
+        let mut assigned = 0;
+        let mut unplaceable: Vec<u64> = Vec::new();
+        for decision in self.planner.plan_with(view, &self.reservations) {
+            match decision {
+                Decision::Assign { job, node } if self.held.contains(job) => {
+                    if !self.sender.try_send(Call::Assign { job, node }) {
+                        again = true;
+                        continue;
+                    }
+                    assigned += 1;
+                    self.reservations.in_flight.insert(job, node);
+                    if let Some(received) = self.held.received(job) {
+                        metrics::event_to_assign(received.elapsed());
+                    }
+                    tracing::info!(job_id = job, node_id = node, "assigning");
+                    if self.published.remove(&job).is_some() {
+                        delete_explanation(&self.explanations, job).await;
+                    }
+                }
+                Decision::Unplaceable { job } if self.held.contains(job) => unplaceable.push(job),
+                _ => {}
+            }
+        }
+        metrics::decisions("assign", assigned);
+        metrics::decisions("unplaceable", unplaceable.len() as u64);
+
+        // Explain each unplaceable job; jobs with the same requirements share one.
+        let mut by_requirements: HashMap<Requirements, Explanation> = HashMap::new();
+        for job in unplaceable {
+            let Some(open) = view.open_jobs.get(&job) else {
+                continue;
+            };
+            let explanation = by_requirements
+                .entry(open.requirements)
+                .or_insert_with(|| explain(view, &open.requirements));
+            let pending = pending_explanation(job, &open.requirements, explanation, view.block);
+            let unchanged = self.published.get(&job).is_some_and(|old| {
+                PendingExplanation {
+                    block: old.block,
+                    ..pending.clone()
+                } == *old
+            });
+            if unchanged {
+                continue;
+            }
+            let payload = serde_json::to_vec(&pending).expect("explanations serialize");
+            match self.explanations.put(job.to_string(), payload.into()).await {
+                Ok(_) => {
+                    metrics::explanations_written();
+                    tracing::debug!(job_id = job, summary = %pending.summary, "job cannot be placed");
+                    self.published.insert(job, pending);
+                }
+                Err(e) => tracing::warn!(job_id = job, error = %e, "writing an explanation"),
+            }
+        }
+        let mut by_reason: HashMap<&str, usize> = HashMap::new();
+        for pending in self.published.values() {
+            let reason = pending
+                .rejected
+                .iter()
+                .max_by_key(|(_, count)| **count)
+                .map_or("none", |(name, _)| name.as_str());
+            *by_reason.entry(reason).or_default() += 1;
+        }
+        for reason in CONSTRAINTS.iter().chain(&["none"]) {
+            metrics::pending_jobs(reason, by_reason.get(reason).copied().unwrap_or(0));
+        }
+        again
+    }
+}
+
+async fn delete_explanation(store: &kv::Store, job: u64) {
+    match store.delete(job.to_string()).await {
+        Ok(()) => metrics::explanations_written(),
+        Err(e) => tracing::warn!(job_id = job, error = %e, "deleting an explanation"),
+    }
+}
+
+fn pending_explanation(
+    job: u64,
+    requirements: &Requirements,
+    explanation: &Explanation,
+    block: u64,
+) -> PendingExplanation {
+    PendingExplanation {
+        v: PENDING_VERSION,
+        job_id: job,
+        summary: explanation.summary(requirements),
+        nodes: explanation.nodes as u64,
+        rejected: explanation
+            .rejected
+            .iter()
+            .map(|(constraint, count)| (constraint.name().to_owned(), *count as u64))
+            .collect(),
+        best: explanation
+            .best
+            .iter()
+            .map(|candidate| PendingCandidate {
+                node_id: candidate.node,
+                score: (candidate.score * 1_000.0).round() / 1_000.0,
+                failed: candidate
+                    .failed
+                    .iter()
+                    .map(|c| c.name().to_owned())
+                    .collect(),
+            })
+            .collect(),
+        block,
+    }
+}

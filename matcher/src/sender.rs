@@ -1,0 +1,451 @@
+//! Sends the services' transactions from one account and reports their outcomes. The
+//! only module that talks to the chain.
+//!
+//! ```text
+//!  Call ──▶ sign with the next nonce ──▶ eth_sendRawTransaction ──▶ in flight
+//!  every poll: nonce(latest) ──▶ mined ones: receipt ──▶ Report { Confirmed | Reverted | Dropped }
+//!              still pending after `replace_after` ──▶ same nonce, fees +25 %, sent again
+//! ```
+//!
+//! The nonce starts from the chain's pending count, so a restart continues after whatever
+//! the previous process left in the mempool. Several transactions are in flight at once;
+//! one that fails to broadcast keeps its nonce and is broadcast again on the next poll, so
+//! no gap stalls the ones after it.
+
+use std::collections::BTreeMap;
+use std::time::{Duration, Instant};
+
+use alloy::eips::eip2718::Encodable2718;
+use alloy::network::{EthereumWallet, NetworkTransactionBuilder, TransactionBuilder};
+use alloy::primitives::{Address, B256, Bytes};
+use alloy::providers::{DynProvider, Provider, ProviderBuilder};
+use alloy::rpc::types::TransactionRequest;
+use alloy::signers::local::PrivateKeySigner;
+use alloy::sol_types::SolCall;
+use gantry_protocol::bindings::{JobMarket, NodeRegistry};
+use tokio::sync::mpsc;
+use tokio_util::sync::CancellationToken;
+use url::Url;
+
+use crate::error::ChainError;
+use crate::liveness::Action;
+use crate::metrics;
+
+/// A contract call the services make.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Call {
+    Assign { job: u64, node: u64 },
+    Keep(Action),
+}
+
+impl Call {
+    fn kind(&self) -> &'static str {
+        match self {
+            Self::Assign { .. } => "assign",
+            Self::Keep(action) => action.kind(),
+        }
+    }
+
+    /// Gas limit: the call's cold cost with a wide margin (unused gas is not paid).
+    fn gas_limit(&self) -> u64 {
+        match self {
+            Self::Assign { .. } | Self::Keep(Action::MarkInactive { .. }) => 200_000,
+            Self::Keep(_) => 300_000,
+        }
+    }
+}
+
+/// How a call ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Outcome {
+    Confirmed {
+        block: u64,
+    },
+    /// Mined but reverted: the chain refused it (the node filled up, the job was taken).
+    Reverted {
+        block: u64,
+    },
+    /// Its nonce was used by another transaction of this account; the call did not land.
+    Dropped,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Report {
+    pub call: Call,
+    pub outcome: Outcome,
+    pub tx_hash: B256,
+}
+
+/// Where and as whom to send.
+#[derive(Debug, Clone)]
+pub struct SenderConfig {
+    pub rpc_url: Url,
+    pub chain_id: u64,
+    pub market: Address,
+    pub registry: Address,
+    pub signer: PrivateKeySigner,
+    pub max_pending: usize,
+    pub replace_after: Duration,
+    pub poll: Duration,
+}
+
+/// The handle services use: calls in, reports out.
+#[derive(Debug)]
+pub struct Sender {
+    calls: mpsc::Sender<Call>,
+    pub reports: mpsc::Receiver<Report>,
+}
+
+impl Sender {
+    /// Queues a call; `false` when the sender is full (retry later).
+    pub fn try_send(&self, call: Call) -> bool {
+        self.calls.try_send(call).is_ok()
+    }
+}
+
+/// Connects, checks the chain, and starts the sending task; it runs until `cancel` fires.
+pub async fn start(
+    config: SenderConfig,
+    cancel: CancellationToken,
+) -> Result<(Sender, tokio::task::JoinHandle<()>), ChainError> {
+    let provider = ProviderBuilder::new()
+        .disable_recommended_fillers()
+        .connect_http(config.rpc_url.clone())
+        .erased();
+    let chain_id = provider.get_chain_id().await.map_err(ChainError::rpc)?;
+    if chain_id != config.chain_id {
+        return Err(ChainError::WrongChain {
+            expected: config.chain_id,
+            actual: chain_id,
+        });
+    }
+    let from = config.signer.address();
+    let next_nonce = provider
+        .get_transaction_count(from)
+        .pending()
+        .await
+        .map_err(ChainError::rpc)?;
+    tracing::info!(account = %from, next_nonce, "sender ready");
+    let (calls_tx, calls_rx) = mpsc::channel(config.max_pending);
+    let (reports_tx, reports_rx) = mpsc::channel(config.max_pending * 2);
+    let worker = Worker {
+        provider,
+        wallet: EthereumWallet::from(config.signer.clone()),
+        from,
+        config,
+        next_nonce,
+        in_flight: BTreeMap::new(),
+        fees: None,
+        reports: reports_tx,
+    };
+    let task = tokio::spawn(worker.run(calls_rx, cancel));
+    Ok((
+        Sender {
+            calls: calls_tx,
+            reports: reports_rx,
+        },
+        task,
+    ))
+}
+
+struct InFlight {
+    call: Call,
+    /// Every hash sent for this nonce; any of them may be the one mined.
+    hashes: Vec<B256>,
+    raw: Bytes,
+    fees: Fees,
+    sent_at: Instant,
+    broadcast: bool,
+}
+
+#[derive(Debug, Clone, Copy)]
+struct Fees {
+    max_fee: u128,
+    priority: u128,
+    fetched_at: Instant,
+}
+
+struct Worker {
+    provider: DynProvider,
+    wallet: EthereumWallet,
+    from: Address,
+    config: SenderConfig,
+    next_nonce: u64,
+    in_flight: BTreeMap<u64, InFlight>,
+    fees: Option<Fees>,
+    reports: mpsc::Sender<Report>,
+}
+
+/// Fee estimates are refreshed this often.
+const FEES_MAX_AGE: Duration = Duration::from_secs(5);
+
+impl Worker {
+    async fn run(mut self, mut calls: mpsc::Receiver<Call>, cancel: CancellationToken) {
+        let mut poll = tokio::time::interval(self.config.poll);
+        poll.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        loop {
+            let room = self.in_flight.len() < self.config.max_pending;
+            tokio::select! {
+                () = cancel.cancelled() => break,
+                Some(call) = calls.recv(), if room => self.send_new(call).await,
+                _ = poll.tick() => {
+                    if let Err(e) = self.poll().await {
+                        metrics::rpc_error();
+                        tracing::warn!(error = %e, "checking pending transactions");
+                    }
+                }
+            }
+        }
+        if !self.in_flight.is_empty() {
+            tracing::info!(
+                pending = self.in_flight.len(),
+                "stopping with transactions pending; the next start continues after them"
+            );
+        }
+    }
+
+    async fn send_new(&mut self, call: Call) {
+        let fees = match self.current_fees().await {
+            Ok(fees) => fees,
+            Err(e) => {
+                metrics::rpc_error();
+                tracing::warn!(error = %e, call = ?call, "no fee estimate; call dropped");
+                self.report(call, Outcome::Dropped, B256::ZERO).await;
+                return;
+            }
+        };
+        let nonce = self.next_nonce;
+        let (hash, raw) = match self.sign(call, nonce, fees).await {
+            Ok(signed) => signed,
+            Err(e) => {
+                tracing::error!(error = %e, call = ?call, "signing failed; call dropped");
+                self.report(call, Outcome::Dropped, B256::ZERO).await;
+                return;
+            }
+        };
+        self.next_nonce += 1;
+        let mut entry = InFlight {
+            call,
+            hashes: vec![hash],
+            raw,
+            fees,
+            sent_at: Instant::now(),
+            broadcast: false,
+        };
+        match self.broadcast(&entry.raw).await {
+            Ok(()) => entry.broadcast = true,
+            Err(BroadcastError::NonceTooLow) => {
+                // Someone else used this account: take the chain's count and sign again.
+                if let Ok(pending) = self
+                    .provider
+                    .get_transaction_count(self.from)
+                    .pending()
+                    .await
+                {
+                    tracing::warn!(nonce, pending, "nonce already used; resynchronising");
+                    self.next_nonce = pending.max(nonce + 1);
+                }
+                // The old nonce entry stays, reported Dropped once the chain passes it.
+            }
+            Err(BroadcastError::Other(e)) => {
+                metrics::rpc_error();
+                tracing::warn!(error = %e, nonce, "broadcast failed; retrying on the next poll");
+            }
+        }
+        metrics::tx_sent(call.kind());
+        tracing::debug!(call = ?call, nonce, tx = %hash, "transaction sent");
+        self.in_flight.insert(nonce, entry);
+    }
+
+    async fn poll(&mut self) -> Result<(), ChainError> {
+        if self.in_flight.is_empty() {
+            return Ok(());
+        }
+        let mined_below = self
+            .provider
+            .get_transaction_count(self.from)
+            .latest()
+            .await
+            .map_err(ChainError::rpc)?;
+        let done: Vec<u64> = self
+            .in_flight
+            .range(..mined_below)
+            .map(|(n, _)| *n)
+            .collect();
+        for nonce in done {
+            let entry = &self.in_flight[&nonce];
+            let mut found = None;
+            for hash in entry.hashes.iter().rev() {
+                if let Some(receipt) = self
+                    .provider
+                    .get_transaction_receipt(*hash)
+                    .await
+                    .map_err(ChainError::rpc)?
+                {
+                    found = Some((*hash, receipt));
+                    break;
+                }
+            }
+            let entry = self.in_flight.remove(&nonce).expect("present");
+            let (outcome, hash) = match found {
+                Some((hash, receipt)) => {
+                    let block = receipt.block_number.unwrap_or_default();
+                    if receipt.status() {
+                        (Outcome::Confirmed { block }, hash)
+                    } else {
+                        (Outcome::Reverted { block }, hash)
+                    }
+                }
+                None => (Outcome::Dropped, B256::ZERO),
+            };
+            self.report(entry.call, outcome, hash).await;
+        }
+
+        // Still pending: broadcast what never went out, replace what is stuck.
+        let waiting: Vec<u64> = self.in_flight.keys().copied().collect();
+        for nonce in waiting {
+            let (call, broadcast, stuck, fees) = {
+                let entry = &self.in_flight[&nonce];
+                (
+                    entry.call,
+                    entry.broadcast,
+                    entry.sent_at.elapsed() >= self.config.replace_after,
+                    entry.fees,
+                )
+            };
+            if broadcast && !stuck {
+                continue;
+            }
+            if stuck {
+                // Replacement needs at least +10 % on both fees; take +25 %, and at least
+                // today's estimate.
+                let current = self.current_fees().await?;
+                let bumped = Fees {
+                    max_fee: (fees.max_fee * 5 / 4 + 1).max(current.max_fee),
+                    priority: (fees.priority * 5 / 4 + 1).max(current.priority),
+                    fetched_at: current.fetched_at,
+                };
+                let (hash, raw) = self
+                    .sign(call, nonce, bumped)
+                    .await
+                    .map_err(|e| ChainError::Signing(e.to_string()))?;
+                metrics::tx_replaced(call.kind());
+                tracing::info!(call = ?call, nonce, tx = %hash, max_fee = bumped.max_fee, "replacing a stuck transaction");
+                let entry = self.in_flight.get_mut(&nonce).expect("present");
+                entry.hashes.push(hash);
+                entry.raw = raw;
+                entry.fees = bumped;
+                entry.sent_at = Instant::now();
+            }
+            let raw = self.in_flight[&nonce].raw.clone();
+            match self.broadcast(&raw).await {
+                Ok(()) | Err(BroadcastError::NonceTooLow) => {
+                    // NonceTooLow: mined meanwhile; the next poll finds the receipt.
+                    self.in_flight.get_mut(&nonce).expect("present").broadcast = true;
+                }
+                Err(BroadcastError::Other(e)) => {
+                    metrics::rpc_error();
+                    tracing::warn!(error = %e, nonce, "broadcast failed; retrying on the next poll");
+                }
+            }
+        }
+        Ok(())
+    }
+
+    async fn sign(&self, call: Call, nonce: u64, fees: Fees) -> Result<(B256, Bytes), String> {
+        let (to, input) = match call {
+            Call::Assign { job, node } => (
+                self.config.market,
+                JobMarket::assignCall {
+                    jobId: job,
+                    nodeId: node,
+                }
+                .abi_encode(),
+            ),
+            Call::Keep(Action::MarkInactive { node }) => (
+                self.config.registry,
+                NodeRegistry::markInactiveCall { nodeId: node }.abi_encode(),
+            ),
+            Call::Keep(Action::Reclaim { job, .. }) => (
+                self.config.market,
+                JobMarket::reclaimCall { jobId: job }.abi_encode(),
+            ),
+            Call::Keep(Action::Expire { job }) => (
+                self.config.market,
+                JobMarket::expireCall { jobId: job }.abi_encode(),
+            ),
+            Call::Keep(Action::Finalize { job }) => (
+                self.config.market,
+                JobMarket::finalizeCall { jobId: job }.abi_encode(),
+            ),
+        };
+        let request = TransactionRequest::default()
+            .with_from(self.from)
+            .with_to(to)
+            .with_input(input)
+            .with_nonce(nonce)
+            .with_chain_id(self.config.chain_id)
+            .with_gas_limit(call.gas_limit())
+            .with_max_fee_per_gas(fees.max_fee)
+            .with_max_priority_fee_per_gas(fees.priority);
+        let envelope = request
+            .build(&self.wallet)
+            .await
+            .map_err(|e| e.to_string())?;
+        Ok((*envelope.tx_hash(), envelope.encoded_2718().into()))
+    }
+
+    async fn broadcast(&self, raw: &Bytes) -> Result<(), BroadcastError> {
+        match self.provider.send_raw_transaction(raw).await {
+            Ok(_) => Ok(()),
+            Err(e) => {
+                let message = e.to_string().to_lowercase();
+                if message.contains("already known") || message.contains("already imported") {
+                    Ok(())
+                } else if message.contains("nonce too low") {
+                    Err(BroadcastError::NonceTooLow)
+                } else {
+                    Err(BroadcastError::Other(e.to_string()))
+                }
+            }
+        }
+    }
+
+    async fn current_fees(&mut self) -> Result<Fees, ChainError> {
+        if let Some(fees) = self.fees
+            && fees.fetched_at.elapsed() < FEES_MAX_AGE
+        {
+            return Ok(fees);
+        }
+        let estimate = self
+            .provider
+            .estimate_eip1559_fees()
+            .await
+            .map_err(ChainError::rpc)?;
+        let fees = Fees {
+            max_fee: estimate.max_fee_per_gas,
+            priority: estimate.max_priority_fee_per_gas,
+            fetched_at: Instant::now(),
+        };
+        self.fees = Some(fees);
+        Ok(fees)
+    }
+
+    async fn report(&self, call: Call, outcome: Outcome, tx_hash: B256) {
+        metrics::tx_outcome(call.kind(), &outcome);
+        // The receiver is gone only at shutdown.
+        let _ = self
+            .reports
+            .send(Report {
+                call,
+                outcome,
+                tx_hash,
+            })
+            .await;
+    }
+}
+
+enum BroadcastError {
+    NonceTooLow,
+    Other(String),
+}

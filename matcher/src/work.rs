@@ -1,0 +1,207 @@
+//! How matcher replicas share the open jobs: a durable JetStream consumer over the
+//! JobPosted and JobRequeued events. Each event is delivered to one replica, which holds
+//! it unacknowledged while the job is open: holding it is the replica's claim on the job.
+//! The holder renews its claims (in-progress acks) well within the consumer's ack wait;
+//! when a replica dies, its claims lapse after the ack wait and the server redelivers them
+//! to the others. A claim is acknowledged once the view shows the job placed or settled.
+
+use std::collections::HashMap;
+
+use async_nats::jetstream::{self, AckKind, consumer, message::Acker};
+use futures::StreamExt;
+use gantry_protocol::subjects;
+
+use crate::error::StreamError;
+
+/// A replica's claim on one open job.
+pub struct Claim {
+    pub job: u64,
+    /// Stream sequence of the event: the view decides about the claim once it has applied
+    /// at least this far.
+    pub sequence: u64,
+    /// When this replica received it, for the event-to-assign metric.
+    pub received: std::time::Instant,
+    acker: Acker,
+}
+
+impl std::fmt::Debug for Claim {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Claim")
+            .field("job", &self.job)
+            .field("sequence", &self.sequence)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Claim {
+    /// The job is placed or settled: nobody needs to hold it any more.
+    pub async fn release(self) {
+        if let Err(e) = self.acker.ack().await {
+            tracing::warn!(job_id = self.job, error = %e, "acknowledging a claim");
+        }
+    }
+
+    /// Keeps the claim from lapsing.
+    pub async fn renew(&self) {
+        if let Err(e) = self.acker.ack_with(AckKind::Progress).await {
+            tracing::warn!(job_id = self.job, error = %e, "renewing a claim");
+        }
+    }
+
+    /// Hands the job to another replica now (shutdown).
+    pub async fn give_back(self) {
+        if let Err(e) = self.acker.ack_with(AckKind::Nak(None)).await {
+            tracing::warn!(job_id = self.job, error = %e, "giving a claim back");
+        }
+    }
+}
+
+/// The shared consumer's deliveries.
+pub struct Claims {
+    messages: consumer::pull::Stream,
+}
+
+impl std::fmt::Debug for Claims {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Claims").finish_non_exhaustive()
+    }
+}
+
+impl Claims {
+    /// Opens (creating on first use) the chain's shared matcher consumer.
+    pub async fn open(
+        js: &jetstream::Context,
+        chain_id: u64,
+        claim_ttl: std::time::Duration,
+        max_claims: i64,
+    ) -> Result<Self, StreamError> {
+        let stream = js
+            .get_stream(subjects::stream_name(chain_id))
+            .await
+            .map_err(|e| StreamError::nats("chain stream", e))?;
+        let name = subjects::matcher_consumer(chain_id);
+        let consumer: consumer::PullConsumer = stream
+            .get_or_create_consumer(
+                &name,
+                consumer::pull::Config {
+                    durable_name: Some(name.clone()),
+                    description: Some("open jobs shared by the matcher replicas".into()),
+                    filter_subjects: vec![
+                        subjects::event_filter(chain_id, "JobPosted"),
+                        subjects::event_filter(chain_id, "JobRequeued"),
+                    ],
+                    deliver_policy: consumer::DeliverPolicy::All,
+                    ack_policy: consumer::AckPolicy::Explicit,
+                    ack_wait: claim_ttl,
+                    max_deliver: -1,
+                    max_ack_pending: max_claims,
+                    ..Default::default()
+                },
+            )
+            .await
+            .map_err(|e| StreamError::nats("matcher consumer", e))?;
+        let messages = consumer
+            .messages()
+            .await
+            .map_err(|e| StreamError::nats("matcher consumer messages", e))?;
+        Ok(Self { messages })
+    }
+
+    /// The next claim; `None` when the consumer ended.
+    pub async fn next(&mut self) -> Option<Result<Claim, StreamError>> {
+        let message = match self.messages.next().await? {
+            Ok(message) => message,
+            Err(e) => return Some(Err(StreamError::nats("matcher consumer", e))),
+        };
+        Some(claim_of(message))
+    }
+}
+
+fn claim_of(message: jetstream::Message) -> Result<Claim, StreamError> {
+    let sequence = message
+        .info()
+        .map_err(|e| StreamError::nats("message info", e))?
+        .stream_sequence;
+    let subject = message.subject.to_string();
+    let job = subject
+        .rsplit('.')
+        .next()
+        .and_then(|key| key.parse::<u64>().ok())
+        .ok_or_else(|| StreamError::BadMessage {
+            sequence,
+            subject: subject.clone(),
+            reason: "no job id in the subject".into(),
+        })?;
+    let (_, acker) = message.split();
+    Ok(Claim {
+        job,
+        sequence,
+        received: std::time::Instant::now(),
+        acker,
+    })
+}
+
+/// The claims a replica holds, by job (a job may have been claimed by its posting and by a
+/// requeue).
+#[derive(Debug, Default)]
+pub struct Held {
+    by_job: HashMap<u64, Vec<Claim>>,
+}
+
+impl Held {
+    pub fn insert(&mut self, claim: Claim) {
+        self.by_job.entry(claim.job).or_default().push(claim);
+    }
+
+    pub fn contains(&self, job: u64) -> bool {
+        self.by_job.contains_key(&job)
+    }
+
+    pub fn len(&self) -> usize {
+        self.by_job.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.by_job.is_empty()
+    }
+
+    pub fn jobs(&self) -> impl Iterator<Item = u64> + '_ {
+        self.by_job.keys().copied()
+    }
+
+    /// When this replica first received a claim on `job`.
+    pub fn received(&self, job: u64) -> Option<std::time::Instant> {
+        self.by_job
+            .get(&job)
+            .and_then(|claims| claims.iter().map(|c| c.received).min())
+    }
+
+    /// Removes the claims the view has decided about (`applied` is the view's stream
+    /// position) and whose job `still_open` says is no longer open.
+    pub fn take_done(&mut self, applied: u64, still_open: impl Fn(u64) -> bool) -> Vec<Claim> {
+        let mut done = Vec::new();
+        self.by_job.retain(|job, claims| {
+            if still_open(*job) {
+                return true;
+            }
+            let (decided, waiting): (Vec<Claim>, Vec<Claim>) =
+                claims.drain(..).partition(|c| c.sequence <= applied);
+            done.extend(decided);
+            *claims = waiting;
+            !claims.is_empty()
+        });
+        done
+    }
+
+    pub async fn renew_all(&self) {
+        for claim in self.by_job.values().flatten() {
+            claim.renew().await;
+        }
+    }
+
+    pub async fn give_back_all(&mut self) {
+        for claim in self.by_job.drain().flat_map(|(_, claims)| claims) {
+            claim.give_back().await;
+        }
+    }
+}
