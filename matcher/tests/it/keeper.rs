@@ -1,0 +1,110 @@
+//! The liveness keeper: silent nodes, overdue jobs, closed challenge windows.
+
+use alloy::primitives::B256;
+
+use crate::harness::{KEEPER, Net, SUBMITTER, needs, node, status};
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_silent_node_is_marked_inactive_its_job_reclaimed_reassigned_and_its_stake_slashed() {
+    let net = Net::start(|params| params).await;
+    // Given two equal nodes, the second dearer, and a job the matcher puts on the first,
+    let first = net.register_node(1, node("NVIDIA-L4", 1, 24, 1, 1)).await;
+    let second = net.register_node(2, node("NVIDIA-L4", 1, 24, 2, 1)).await;
+    net.fund_submitter().await;
+    let _matcher = net.spawn_matcher(0, &[]);
+    let _keeper = net.spawn_liveness(KEEPER, "keeper");
+    let deadline = net.now().await + 86_400;
+    let job = net.post_job(needs("NVIDIA-L4", 16, 3_600), deadline).await;
+    net.wait_for_status(job, status::ASSIGNED).await;
+    assert_eq!(net.job(job).await.nodeId, first);
+    let stake_before = net.node(first).await.stake;
+
+    // when the first node stops heartbeating past the 60 s timeout while the second
+    // keeps beating,
+    net.advance(90).await;
+    crate::harness::confirm(net.registry(2).heartbeat(second).send().await).await;
+
+    // then the keeper marks it inactive and reclaims the job, which the matcher assigns
+    // to the second node; the first node's stake is slashed.
+    net.wait_until("the job runs on the second node", || async {
+        let info = net.job(job).await;
+        info.status as u8 == status::ASSIGNED && info.nodeId == second
+    })
+    .await;
+    let silent = net.node(first).await;
+    assert_eq!(silent.status, 2, "Inactive");
+    assert!(
+        silent.stake < stake_before,
+        "slashed: {} < {stake_before}",
+        silent.stake
+    );
+    assert_eq!(net.job(job).await.attempts, 2);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn past_deadline_jobs_expire_and_closed_windows_finalize_even_after_the_leader_dies() {
+    let net = Net::start(|params| params).await;
+    let l4 = net.register_node(1, node("NVIDIA-L4", 1, 24, 1, 1)).await;
+    net.fund_submitter().await;
+    let _matcher = net.spawn_matcher(0, &[]);
+    // Two keeper replicas; the leader will die.
+    let mut keepers = vec![
+        (
+            String::from("keeper-a"),
+            Some(net.spawn_liveness(KEEPER, "keeper-a")),
+        ),
+        (
+            String::from("keeper-b"),
+            Some(net.spawn_liveness(KEEPER + 1, "keeper-b")),
+        ),
+    ];
+    let now = net.now().await;
+    // Given a job no node can run, due in 10 minutes, and a job that runs and submits,
+    let stranded = net
+        .post_job(needs("NVIDIA-H100", 80, 3_600), now + 600)
+        .await;
+    let done = net
+        .post_job(needs("NVIDIA-L4", 16, 3_600), now + 86_400)
+        .await;
+    net.wait_for_status(done, status::ASSIGNED).await;
+    crate::harness::confirm(
+        net.market(1)
+            .submitResult(done, B256::repeat_byte(7), "ipfs://result".into())
+            .send()
+            .await,
+    )
+    .await;
+    assert_eq!(net.job(done).await.nodeId, l4);
+
+    // when the keeper that leads dies,
+    let leader = net.keeper_leader().await;
+    let (_, process) = keepers
+        .iter_mut()
+        .find(|(name, _)| *name == leader)
+        .expect("the leader is one of ours");
+    process.take().expect("running").kill();
+
+    // and chain time passes both the deadline and the 30 s challenge window,
+    let credit_before = net
+        .market(0)
+        .creditOf(net.address(SUBMITTER))
+        .call()
+        .await
+        .unwrap();
+    net.advance(900).await;
+
+    // then the standby expires the stranded job, refunding its bounty, and finalizes the
+    // submitted one.
+    net.wait_for_status(stranded, status::EXPIRED).await;
+    net.wait_for_status(done, status::COMPLETED).await;
+    let credit_after = net
+        .market(0)
+        .creditOf(net.address(SUBMITTER))
+        .call()
+        .await
+        .unwrap();
+    assert_eq!(
+        credit_after - credit_before,
+        alloy::primitives::U256::from(50 * crate::harness::GUSD)
+    );
+}

@@ -1,0 +1,97 @@
+//! Two matcher replicas share the open jobs; when one dies, the other takes its claims.
+
+use alloy::providers::Provider;
+use alloy::rpc::types::Filter;
+use alloy::sol_types::SolEvent;
+use gantry_protocol::bindings::JobMarket;
+use gantry_protocol::subjects;
+
+use crate::harness::{Net, SECOND_MATCHER, needs, node, status};
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_killed_replica_s_jobs_are_assigned_by_the_other_exactly_once() {
+    let net = Net::start(|params| params).await;
+    net.fund_submitter().await;
+    let deadline = net.now().await + 86_400;
+    // Given replica A holding claims on ten jobs that no node can take yet,
+    let replica_a = net.spawn_matcher(0, &[]);
+    let mut jobs = Vec::new();
+    for _ in 0..10 {
+        jobs.push(
+            net.post_job(needs("NVIDIA-B200", 80, 3_600), deadline)
+                .await,
+        );
+    }
+    let js = net.jetstream().await;
+    let consumer_name = subjects::matcher_consumer(net.chain_id());
+    net.wait_until("replica A holds all ten claims", || {
+        let js = js.clone();
+        let consumer_name = consumer_name.clone();
+        let chain_id = net.chain_id();
+        async move {
+            let Ok(stream) = js.get_stream(subjects::stream_name(chain_id)).await else {
+                return false;
+            };
+            let Ok(mut consumer) = stream
+                .get_consumer::<async_nats::jetstream::consumer::pull::Config>(&consumer_name)
+                .await
+            else {
+                return false;
+            };
+            consumer
+                .info()
+                .await
+                .is_ok_and(|info| info.num_ack_pending == 10)
+        }
+    })
+    .await;
+
+    // when replica B starts, A is killed, and then a node that fits registers,
+    let _replica_b = net.spawn_matcher(SECOND_MATCHER, &[]);
+    replica_a.kill();
+    let b200 = net
+        .register_node(1, node("NVIDIA-B200", 8, 180, 4, 20))
+        .await;
+
+    // then B assigns every job (A's claims lapse and come to it), each exactly once.
+    for job in &jobs {
+        net.wait_for_status(*job, status::ASSIGNED).await;
+        assert_eq!(net.job(*job).await.nodeId, b200);
+    }
+    let logs = net
+        .devnet
+        .admin
+        .get_logs(
+            &Filter::new()
+                .address(net.devnet.deployment.market)
+                .event_signature(JobMarket::JobAssigned::SIGNATURE_HASH)
+                .from_block(0),
+        )
+        .await
+        .unwrap();
+    let mut assigned: Vec<u64> = logs
+        .iter()
+        .map(|log| {
+            JobMarket::JobAssigned::decode_log(&log.inner)
+                .unwrap()
+                .jobId
+        })
+        .collect();
+    assigned.sort_unstable();
+    assert_eq!(assigned, jobs, "one JobAssigned per job");
+    let b = net.address(SECOND_MATCHER);
+    for log in &logs {
+        let tx = net
+            .devnet
+            .admin
+            .get_transaction_by_hash(log.transaction_hash.unwrap())
+            .await
+            .unwrap()
+            .unwrap();
+        assert_eq!(
+            tx.inner.signer(),
+            b,
+            "the surviving replica sent every assignment"
+        );
+    }
+}
