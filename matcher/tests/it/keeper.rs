@@ -48,7 +48,7 @@ async fn past_deadline_jobs_expire_and_closed_windows_finalize_even_after_the_le
     net.fund_submitter().await;
     let _matcher = net.spawn_matcher(0, &[]);
     // Two keeper replicas; the leader will die.
-    let mut keepers = vec![
+    let mut keepers = [
         (
             String::from("keeper-a"),
             Some(net.spawn_liveness(KEEPER, "keeper-a")),
