@@ -1,1 +1,398 @@
-fn main() {}
+//! Post-to-assign latency on a dev chain: anvil (automine), nats-server, the indexer and one
+//! matcher, all real. 1,000 jobs are posted one at a time (each once the last is assigned);
+//! a watcher polls the chain every millisecond and notes when each job's JobPosted block and JobAssigned block
+//! appear. The latency is the difference: the indexer noticing the block, publishing,
+//! the matcher planning, signing and sending, and anvil mining the assignment.
+//!
+//! Baseline, same run and same watcher: the bench assigns 100 jobs itself right after
+//! posting each (no indexer, no matcher in the path), the floor the chain and the watcher
+//! impose.
+//!
+//! `cargo bench -p gantry-matcher --bench latency`; final line
+//! `{"bench":"post_to_assign","p50_ms":..,"p99_ms":..,"jobs":1000,...}`.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use alloy::primitives::{B256, U256, aliases::U40, aliases::U96};
+use alloy::providers::Provider;
+use alloy::rpc::types::Filter;
+use alloy::sol_types::SolEvent;
+use gantry_devnet::{Devnet, NatsServer, confirm_receipt};
+use gantry_matcher::config::{Common, MatcherConfig, Secret, StrategyArg};
+use gantry_protocol::bindings::{GantryTestToken, JobMarket, NodeRegistry};
+use tokio_util::sync::CancellationToken;
+
+const JOBS: usize = 1_000;
+const BASELINE_JOBS: usize = 100;
+const NODES: usize = 5;
+const SLOTS: u8 = 255;
+const GUSD: u64 = 1_000_000;
+
+/// When the watcher first saw each job posted and assigned.
+#[derive(Default)]
+struct Seen {
+    posted: HashMap<u64, Instant>,
+    /// When the indexer published the JobPosted event.
+    published: HashMap<u64, Instant>,
+    assigned: HashMap<u64, Instant>,
+}
+
+#[tokio::main]
+async fn main() {
+    tracing_subscriber::fmt()
+        .with_env_filter(
+            tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| "warn".into()),
+        )
+        .with_writer(std::io::stderr)
+        .init();
+    let devnet = Devnet::start().await.expect("devnet");
+    let nats = NatsServer::start().expect("nats-server");
+    let d = devnet.deployment;
+    let addresses = devnet.anvil.addresses().to_vec();
+
+    // Nodes with room for every job, and a funded submitter (account 6).
+    for account in 1..=NODES {
+        devnet
+            .mint(addresses[account], U256::from(1_000 * GUSD))
+            .await
+            .unwrap();
+        let provider = devnet.provider(account);
+        let token = GantryTestToken::new(d.token, provider.clone());
+        confirm_receipt("approve", token.approve(d.registry, U256::MAX).send().await)
+            .await
+            .unwrap();
+        let capabilities = NodeRegistry::NodeCapabilities {
+            gpuModel: B256::right_padding_from(b"NVIDIA-H100-80GB"),
+            gpuCount: 8,
+            vramMiB: 81_920,
+            cpuCores: 64,
+            ramMiB: 524_288,
+            pricePerGpuHour: U96::from(2 * GUSD),
+            maxConcurrentJobs: SLOTS,
+        };
+        confirm_receipt(
+            "register",
+            NodeRegistry::new(d.registry, provider)
+                .register(
+                    addresses[account],
+                    capabilities,
+                    String::new(),
+                    U96::from(500 * GUSD),
+                )
+                .send()
+                .await,
+        )
+        .await
+        .unwrap();
+    }
+    let submitter = devnet.provider(6);
+    devnet
+        .mint(addresses[6], U256::from(1_000_000 * GUSD))
+        .await
+        .unwrap();
+    confirm_receipt(
+        "approve",
+        GantryTestToken::new(d.token, submitter.clone())
+            .approve(d.market, U256::MAX)
+            .send()
+            .await,
+    )
+    .await
+    .unwrap();
+    let market = JobMarket::new(d.market, submitter.clone());
+    let as_matcher = JobMarket::new(d.market, devnet.admin.clone());
+    let requirements = gantry_devnet::scenario::h100_requirements();
+    let deadline = U40::from(4_000_000_000u64);
+
+    // The watcher.
+    let seen = Arc::new(Mutex::new(Seen::default()));
+    let stop = CancellationToken::new();
+    let watcher = tokio::spawn(watch(
+        devnet.provider(0),
+        d.market,
+        Arc::clone(&seen),
+        stop.clone(),
+    ));
+
+    let post = || async {
+        confirm_receipt(
+            "postJob",
+            market
+                .postJob(
+                    requirements.clone(),
+                    U96::from(GUSD),
+                    deadline,
+                    gantry_devnet::scenario::example_spec().into(),
+                )
+                .send()
+                .await,
+        )
+        .await
+        .unwrap()
+        .decoded_log::<JobMarket::JobPosted>()
+        .unwrap()
+        .jobId
+    };
+
+    // Baseline: post, then assign directly.
+    let mut baseline_jobs = Vec::new();
+    for i in 0..BASELINE_JOBS {
+        let job = if i == 0 {
+            post().await
+        } else {
+            baseline_jobs[0] + i as u64
+        };
+        if i > 0 {
+            market
+                .postJob(
+                    requirements.clone(),
+                    U96::from(GUSD),
+                    deadline,
+                    gantry_devnet::scenario::example_spec().into(),
+                )
+                .send()
+                .await
+                .unwrap();
+        }
+        let node = (i % NODES) as u64 + 1;
+        as_matcher.assign(job, node).send().await.unwrap();
+        baseline_jobs.push(job);
+    }
+    let baseline = wait_latencies(&seen, &baseline_jobs).await;
+    eprintln!("baseline measured");
+
+    // The pipeline: indexer and matcher.
+    let services = CancellationToken::new();
+    let indexer = gantry_indexer::Config {
+        rpc_url: devnet.anvil.endpoint_url(),
+        chain_id: d.chain_id,
+        market: d.market,
+        registry: d.registry,
+        start_block: d.start_block,
+        nats_url: nats.url(),
+        confirmations: 0,
+        finality_tag: gantry_indexer::config::FinalityTag::None,
+        reorg_window: 64,
+        min_range: 1,
+        max_range: 10_000,
+        initial_range: 1_000,
+        max_in_flight: 512,
+        poll_ms: 5,
+        lease_ttl_ms: 3_000,
+        instance_id: None,
+        metrics_addr: None,
+    };
+    tokio::spawn(gantry_indexer::run(indexer, services.clone()));
+    let key = B256::from_slice(&devnet.anvil.keys()[0].to_bytes());
+    let matcher = MatcherConfig {
+        common: Common {
+            rpc_url: devnet.anvil.endpoint_url(),
+            chain_id: d.chain_id,
+            market: d.market,
+            registry: d.registry,
+            nats_url: nats.url(),
+            private_key: Some(Secret::new(key.to_string())),
+            key_file: None,
+            max_pending_txs: 256,
+            replace_after_ms: 15_000,
+            receipt_poll_ms: 50,
+            instance_id: None,
+            metrics_addr: None,
+        },
+        strategy: StrategyArg::Score,
+        weight_price: 0.35,
+        weight_reputation: 0.25,
+        weight_fit: 0.25,
+        weight_load: 0.15,
+        claim_ttl_ms: 30_000,
+        max_claims: 200_000,
+        revert_backoff_ms: 30_000,
+    };
+    tokio::spawn(gantry_matcher::run_matcher(matcher, services.clone()));
+    let client = async_nats::connect(nats.url()).await.unwrap();
+    let mut postings = client
+        .subscribe(gantry_protocol::subjects::event_filter(
+            d.chain_id,
+            "JobPosted",
+        ))
+        .await
+        .unwrap();
+    let seen_published = Arc::clone(&seen);
+    tokio::spawn(async move {
+        use futures::StreamExt;
+        while let Some(message) = postings.next().await {
+            let job: u64 = message.subject.rsplit('.').next().unwrap().parse().unwrap();
+            seen_published
+                .lock()
+                .unwrap()
+                .published
+                .entry(job)
+                .or_insert(Instant::now());
+        }
+    });
+
+    // Warm-up: the matcher replays and assigns one job before measuring.
+    let warm = post().await;
+    wait_latencies(&seen, &[warm]).await;
+    eprintln!("matcher warm");
+
+    // One job at a time, the next posted once the last is assigned: the latency of the
+    // path, not the queueing of a chain saturated by posts (anvil mines every transaction
+    // on two shared cores).
+    let started = Instant::now();
+    let jobs: Vec<u64> = (warm + 1..=warm + JOBS as u64).collect();
+    for job in &jobs {
+        market
+            .postJob(
+                requirements.clone(),
+                U96::from(GUSD),
+                deadline,
+                gantry_devnet::scenario::example_spec().into(),
+            )
+            .send()
+            .await
+            .unwrap();
+        wait_latencies(&seen, &[*job]).await;
+    }
+    let measured = wait_latencies(&seen, &jobs).await;
+    let elapsed = started.elapsed();
+    stop.cancel();
+    services.cancel();
+    let _ = watcher.await;
+
+    let indexed: Vec<f64> = {
+        let seen = seen.lock().unwrap();
+        jobs.iter()
+            .filter_map(|job| {
+                Some((*seen.published.get(job)? - seen.posted[job]).as_secs_f64() * 1_000.0)
+            })
+            .collect()
+    };
+    println!(
+        "  of which indexer (JobPosted block to its event on NATS): p50 {:.1} ms, p99 {:.1} ms",
+        percentile(&indexed, 0.5),
+        percentile(&indexed, 0.99)
+    );
+    let (p50, p99) = (percentile(&measured, 0.50), percentile(&measured, 0.99));
+    let (base50, base99) = (percentile(&baseline, 0.50), percentile(&baseline, 0.99));
+    println!("post_to_assign: {JOBS} jobs posted one at a time in {elapsed:.1?} on {NODES} nodes");
+    println!(
+        "  matcher path  p50 {p50:.1} ms  p99 {p99:.1} ms  max {:.1} ms",
+        percentile(&measured, 1.0)
+    );
+    println!(
+        "  baseline (direct assign, {BASELINE_JOBS} jobs)  p50 {base50:.1} ms  p99 {base99:.1} ms"
+    );
+    println!(
+        "  ratio p50 {:.2}, goal p50 ≤ 50 ms, p99 ≤ 250 ms",
+        p50 / base50.max(0.001)
+    );
+    println!(
+        "{}",
+        serde_json::json!({
+            "bench": "post_to_assign",
+            "p50_ms": round(p50),
+            "p99_ms": round(p99),
+            "jobs": JOBS,
+            "baseline_p50_ms": round(base50),
+            "baseline_p99_ms": round(base99),
+            "ratio_p50": round(p50 / base50.max(0.001)),
+        })
+    );
+}
+
+/// Polls the chain every millisecond and notes when JobPosted and JobAssigned appear.
+async fn watch(
+    provider: alloy::providers::DynProvider,
+    market: alloy::primitives::Address,
+    seen: Arc<Mutex<Seen>>,
+    stop: CancellationToken,
+) {
+    let mut next = provider.get_block_number().await.unwrap() + 1;
+    while !stop.is_cancelled() {
+        let head = provider.get_block_number().await.unwrap();
+        if head < next {
+            tokio::time::sleep(Duration::from_millis(1)).await;
+            continue;
+        }
+        // A few blocks of overlap: a node may report a head before serving its logs.
+        let logs = provider
+            .get_logs(
+                &Filter::new()
+                    .address(market)
+                    .from_block(next.saturating_sub(3))
+                    .to_block(head),
+            )
+            .await
+            .unwrap();
+        let now = Instant::now();
+        let mut seen = seen.lock().unwrap();
+        for log in logs {
+            match log.topic0() {
+                Some(t) if *t == JobMarket::JobPosted::SIGNATURE_HASH => {
+                    let job = JobMarket::JobPosted::decode_log(&log.inner).unwrap().jobId;
+                    seen.posted.entry(job).or_insert(now);
+                }
+                Some(t) if *t == JobMarket::JobAssigned::SIGNATURE_HASH => {
+                    let job = JobMarket::JobAssigned::decode_log(&log.inner)
+                        .unwrap()
+                        .jobId;
+                    seen.assigned.entry(job).or_insert(now);
+                }
+                _ => {}
+            }
+        }
+        next = head + 1;
+    }
+}
+
+/// Waits until every job was seen assigned; their latencies in milliseconds.
+async fn wait_latencies(seen: &Mutex<Seen>, jobs: &[u64]) -> Vec<f64> {
+    let deadline = Instant::now() + Duration::from_secs(60);
+    loop {
+        {
+            let seen = seen.lock().unwrap();
+            if jobs
+                .iter()
+                .all(|job| seen.assigned.contains_key(job) && seen.posted.contains_key(job))
+            {
+                return jobs
+                    .iter()
+                    .map(|job| (seen.assigned[job] - seen.posted[job]).as_secs_f64() * 1_000.0)
+                    .collect();
+            }
+        }
+        if Instant::now() > deadline {
+            let seen = seen.lock().unwrap();
+            let unposted: Vec<&u64> = jobs
+                .iter()
+                .filter(|j| !seen.posted.contains_key(j))
+                .collect();
+            let unassigned: Vec<&u64> = jobs
+                .iter()
+                .filter(|j| !seen.assigned.contains_key(j))
+                .collect();
+            panic!(
+                "not all jobs assigned within 300 s: {} not seen posted (first {:?}), {} not seen assigned (first {:?})",
+                unposted.len(),
+                unposted.first(),
+                unassigned.len(),
+                unassigned.first()
+            );
+        }
+        tokio::time::sleep(Duration::from_millis(1)).await;
+    }
+}
+
+fn percentile(values: &[f64], q: f64) -> f64 {
+    let mut sorted = values.to_vec();
+    sorted.sort_by(f64::total_cmp);
+    let index = ((sorted.len() as f64 - 1.0) * q).round() as usize;
+    sorted[index]
+}
+
+fn round(value: f64) -> f64 {
+    (value * 10.0).round() / 10.0
+}

@@ -19,7 +19,8 @@ pub struct Feed {
     /// The stream's last sequence when the feed opened: the view is complete (caught up)
     /// once it has applied this far.
     pub caught_up_at: u64,
-    /// Sequence of the last message applied.
+    /// Sequence of the last message that took effect (a commit, retraction or watermark;
+    /// events take effect with their commit).
     pub applied: u64,
     chain_id: u64,
 }
@@ -152,7 +153,11 @@ impl Feed {
         } else {
             Applied::Other
         };
-        self.applied = sequence;
+        // An event counts as applied only with its block's commit: a claim on a job whose
+        // posting is still pending must not look decided.
+        if applied != Applied::Held {
+            self.applied = sequence;
+        }
         Ok(applied)
     }
 }

@@ -156,7 +156,13 @@ struct InFlight {
     fees: Fees,
     sent_at: Instant,
     broadcast: bool,
+    /// Since when the nonce counts as mined but no receipt of ours was found.
+    missing_since: Option<Instant>,
 }
+
+/// A node may count a block's nonces before its receipts are served: a mined nonce with
+/// no receipt of ours is reported Dropped only after this long.
+const RECEIPT_GRACE: Duration = Duration::from_secs(3);
 
 #[derive(Debug, Clone, Copy)]
 struct Fees {
@@ -231,6 +237,7 @@ impl Worker {
             fees,
             sent_at: Instant::now(),
             broadcast: false,
+            missing_since: None,
         };
         match self.broadcast(&entry.raw).await {
             Ok(()) => entry.broadcast = true,
@@ -286,6 +293,13 @@ impl Worker {
                     break;
                 }
             }
+            if found.is_none() {
+                let entry = self.in_flight.get_mut(&nonce).expect("present");
+                let since = *entry.missing_since.get_or_insert_with(Instant::now);
+                if since.elapsed() < RECEIPT_GRACE {
+                    continue;
+                }
+            }
             let entry = self.in_flight.remove(&nonce).expect("present");
             let (outcome, hash) = match found {
                 Some((hash, receipt)) => {
@@ -302,7 +316,11 @@ impl Worker {
         }
 
         // Still pending: broadcast what never went out, replace what is stuck.
-        let waiting: Vec<u64> = self.in_flight.keys().copied().collect();
+        let waiting: Vec<u64> = self
+            .in_flight
+            .range(mined_below..)
+            .map(|(n, _)| *n)
+            .collect();
         for nonce in waiting {
             let (call, broadcast, stuck, fees) = {
                 let entry = &self.in_flight[&nonce];
