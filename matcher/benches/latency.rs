@@ -53,9 +53,9 @@ async fn main() {
     let addresses = devnet.anvil.addresses().to_vec();
 
     // Nodes with room for every job, and a funded submitter (account 6).
-    for account in 1..=NODES {
+    for (account, operator) in addresses.iter().enumerate().skip(1).take(NODES) {
         devnet
-            .mint(addresses[account], U256::from(1_000 * GUSD))
+            .mint(*operator, U256::from(1_000 * GUSD))
             .await
             .unwrap();
         let provider = devnet.provider(account);
@@ -145,7 +145,7 @@ async fn main() {
             baseline_jobs[0] + i as u64
         };
         if i > 0 {
-            market
+            let _mined = market
                 .postJob(
                     requirements.clone(),
                     U96::from(GUSD),
@@ -157,7 +157,7 @@ async fn main() {
                 .unwrap();
         }
         let node = (i % NODES) as u64 + 1;
-        as_matcher.assign(job, node).send().await.unwrap();
+        let _mined = as_matcher.assign(job, node).send().await.unwrap();
         baseline_jobs.push(job);
     }
     let baseline = wait_latencies(&seen, &baseline_jobs).await;
@@ -244,7 +244,7 @@ async fn main() {
     let started = Instant::now();
     let jobs: Vec<u64> = (warm + 1..=warm + JOBS as u64).collect();
     for job in &jobs {
-        market
+        let _mined = market
             .postJob(
                 requirements.clone(),
                 U96::from(GUSD),

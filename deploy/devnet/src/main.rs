@@ -25,7 +25,8 @@ struct Cli {
 #[allow(clippy::large_enum_variant, reason = "parsed once at start-up")]
 enum Command {
     /// Starts anvil, deploys the test token, registry and market, funds the dev accounts,
-    /// starts nats-server and the indexer, prints where everything is and runs until Ctrl-C.
+    /// starts nats-server, the indexer, the matcher and the liveness keeper, prints where
+    /// everything is and runs until Ctrl-C.
     Up {
         /// Port of anvil's JSON-RPC server.
         #[arg(long, env = "GANTRY_DEVNET_PORT", default_value_t = 8545)]
@@ -132,7 +133,10 @@ async fn up(port: u16, block_time: u64, out: PathBuf, nats_port: u16) -> anyhow:
     let d = &devnet.deployment;
     let nats = NatsServer::start_on(nats_port)
         .with_context(|| format!("starting nats-server on port {nats_port}"))?;
-    let indexer = spawn_indexer(&devnet, &nats)?;
+    let indexer = spawn_service("gantry-indexer", &devnet, &nats, 9101, None)?;
+    // The admin holds MATCHER; the keeper's calls need no role (account 8 pays for them).
+    let matcher = spawn_service("gantry-matcher", &devnet, &nats, 9102, Some(0))?;
+    let liveness = spawn_service("gantry-liveness", &devnet, &nats, 9103, Some(8))?;
 
     println!("gantry dev network is up");
     println!("  rpc              {}", devnet.anvil.endpoint());
@@ -148,41 +152,64 @@ async fn up(port: u16, block_time: u64, out: PathBuf, nats_port: u16) -> anyhow:
         nats.url(),
         gantry_protocol::subjects::stream_name(d.chain_id)
     );
-    println!(
-        "  gantry-indexer   pid {}, metrics on http://127.0.0.1:9101/metrics",
-        indexer.id().unwrap_or_default()
-    );
+    for (name, child, port) in [
+        ("gantry-indexer ", &indexer, 9101),
+        ("gantry-matcher ", &matcher, 9102),
+        ("gantry-liveness", &liveness, 9103),
+    ] {
+        println!(
+            "  {name}  pid {}, metrics on http://127.0.0.1:{port}/metrics",
+            child.id().unwrap_or_default()
+        );
+    }
     println!("  deployment written to {}", out.display());
     println!("press Ctrl-C to stop");
     let outcome = tokio::select! {
         signal = shutdown_signal() => signal.map_err(anyhow::Error::from),
         status = wait_child(indexer) => Err(anyhow::anyhow!("gantry-indexer exited: {status}")),
+        status = wait_child(matcher) => Err(anyhow::anyhow!("gantry-matcher exited: {status}")),
+        status = wait_child(liveness) => Err(anyhow::anyhow!("gantry-liveness exited: {status}")),
     };
     println!("stopping");
     outcome
 }
 
-/// Starts the indexer binary built beside this one, following the dev chain into NATS.
-fn spawn_indexer(devnet: &Devnet, nats: &NatsServer) -> anyhow::Result<tokio::process::Child> {
-    let binary = std::env::current_exe()?.with_file_name("gantry-indexer");
+/// Starts a service binary built beside this one with the dev chain's contracts, NATS,
+/// the service's metrics address, and (for those that send transactions) the private key
+/// of anvil account `signer` in its environment.
+fn spawn_service(
+    name: &str,
+    devnet: &Devnet,
+    nats: &NatsServer,
+    metrics_port: u16,
+    signer: Option<usize>,
+) -> anyhow::Result<tokio::process::Child> {
+    let binary = std::env::current_exe()?.with_file_name(name);
     anyhow::ensure!(
         binary.exists(),
-        "{} not built: run `cargo build -p gantry-indexer`",
+        "{} not built: run `make dev` (it builds every service)",
         binary.display()
     );
     let d = &devnet.deployment;
-    let child = tokio::process::Command::new(&binary)
+    let mut command = tokio::process::Command::new(&binary);
+    command
         .args(["--rpc-url", devnet.anvil.endpoint_url().as_str()])
         .args(["--chain-id", &d.chain_id.to_string()])
         .args(["--market", &d.market.to_string()])
         .args(["--registry", &d.registry.to_string()])
-        .args(["--start-block", &d.start_block.to_string()])
         .args(["--nats-url", &nats.url()])
-        .args(["--metrics-addr", "127.0.0.1:9101"])
-        .kill_on_drop(true)
+        .args(["--metrics-addr", &format!("127.0.0.1:{metrics_port}")])
+        .kill_on_drop(true);
+    if name == "gantry-indexer" {
+        command.args(["--start-block", &d.start_block.to_string()]);
+    }
+    if let Some(account) = signer {
+        let key = alloy::primitives::B256::from_slice(&devnet.anvil.keys()[account].to_bytes());
+        command.env("GANTRY_PRIVATE_KEY", key.to_string());
+    }
+    command
         .spawn()
-        .with_context(|| format!("starting {}", binary.display()))?;
-    Ok(child)
+        .with_context(|| format!("starting {}", binary.display()))
 }
 
 async fn wait_child(mut child: tokio::process::Child) -> String {
