@@ -357,7 +357,9 @@ impl Planner {
             .filter_map(|id| view.nodes.get(id))
             .take_while(|node| node.capabilities.vram_mib >= requirements.min_vram_mib);
         for node in candidates {
-            if !eligible(view, node, requirements) || excluded.contains(&(job.id, node.id)) {
+            if !eligible(view, node, requirements)
+                || (!excluded.is_empty() && excluded.contains(&(job.id, node.id)))
+            {
                 continue;
             }
             match self.strategy {
