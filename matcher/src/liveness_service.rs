@@ -43,21 +43,21 @@ pub async fn run(config: LivenessConfig, shutdown: CancellationToken) -> anyhow:
     let mut keeper = Keeper::default();
     let mut retry = tokio::time::interval(Duration::from_secs(1));
     let mut dirty = false;
-    let outcome: anyhow::Result<()> = loop {
+    let outcome: anyhow::Result<()> = 'follow: loop {
         tokio::select! {
             () = shutdown.cancelled() => break Ok(()),
             message = feed.next() => {
-                let mut next = message;
-                loop {
-                    match next {
-                        None => break,
-                        Some(Err(e)) => tracing::warn!(error = %e, "reading the chain stream"),
-                        Some(Ok(message)) => {
-                            let applied = feed
-                                .apply(&mut projection, &message)
-                                .context("projecting the chain stream")?;
-                            dirty |= applied == Applied::Changed;
-                        }
+                let Some(first) = message else {
+                    break Err(anyhow::anyhow!("the chain stream consumer ended"));
+                };
+                let mut next = Some(first);
+                while let Some(message) = next {
+                    match message {
+                        Err(e) => tracing::warn!(error = %e, "reading the chain stream"),
+                        Ok(message) => match feed.apply(&mut projection, &message) {
+                            Ok(applied) => dirty |= applied == Applied::Changed,
+                            Err(e) => break 'follow Err(e).context("projecting the chain stream"),
+                        },
                     }
                     next = feed.next_ready();
                 }
