@@ -182,7 +182,10 @@ impl Matcher {
         match report.outcome {
             Outcome::Confirmed { block } => {
                 tracing::info!(job_id = job, node_id = node, block, tx = %report.tx_hash, "assignment confirmed");
-                self.confirmed.insert(job, block);
+                // The view may have shown the assignment already and ended the reservation.
+                if self.reservations.in_flight.contains_key(&job) {
+                    self.confirmed.insert(job, block);
+                }
             }
             Outcome::Reverted { block } => {
                 // Expected now and then (the node filled up, another replica or a claim
