@@ -6,4 +6,6 @@
 //!   gantry.<chain>.ev.JobAssigned.<node> ──▶ fetch inputs ──▶ docker run ──▶ submitResult
 //! ```
 //!
-//! Not built yet: a later issue fills this crate.
+//! In progress: [`config`] (the provider's config file) is built; the rest follows.
+
+pub mod config;

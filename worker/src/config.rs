@@ -1,0 +1,320 @@
+//! The worker's one config file (TOML), with environment overrides. Unknown keys are an
+//! error naming the key; values are parsed into domain types (addresses, URLs, durations)
+//! at start-up. The agent key comes from `GANTRY_AGENT_KEY` or `agent_key_file`, never from
+//! the file itself, and is never logged.
+//!
+//! ```toml
+//! rpc_url = "http://127.0.0.1:8545"
+//! chain_id = 31337
+//! nats_url = "nats://127.0.0.1:4222"
+//! market = "0x9fE46736679d2D9a65F0992F2272dE9f3c7fa6e0"
+//! registry = "0xe7f1725E7734CE288F8367e1Bb143E90bb3F0512"
+//! token = "0x5FbDB2315678afecb367f032d93F642f64180aa3"
+//! agent_key_file = "/etc/gantry/agent.key"
+//! docker_socket = "/var/run/docker.sock"
+//! cache_dir = "/var/lib/gantry/cache"
+//! work_dir = "/var/lib/gantry/work"
+//!
+//! [jobs]
+//! max_concurrent = 1
+//! auto_accept = false
+//! auto_accept_min_payment = "0"
+//! accept_training = true
+//! accept_inference = true
+//! default_gpu_memory_percent = 90
+//! default_cpu_threads = 4
+//! checkpoint_interval = "5m"
+//! heartbeat_interval = "30s"
+//! progress_report_interval = "5s"
+//! ```
+//!
+//! Every key can be overridden by `GANTRY_WORKER_<KEY>`, and `[jobs]` keys by
+//! `GANTRY_WORKER_JOBS__<KEY>` (e.g. `GANTRY_WORKER_JOBS__MAX_CONCURRENT=2`).
+
+use std::path::{Path, PathBuf};
+use std::str::FromStr;
+use std::time::Duration;
+
+use alloy::primitives::{Address, U256};
+use alloy::signers::local::PrivateKeySigner;
+use figment::Figment;
+use figment::providers::{Env, Format, Toml};
+use serde::Deserialize;
+use url::Url;
+
+/// Everything the worker is configured with.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Config {
+    /// JSON-RPC endpoint of the chain.
+    pub rpc_url: Url,
+    /// Chain id the endpoint must report.
+    pub chain_id: u64,
+    /// NATS server URL.
+    #[serde(default = "default_nats_url")]
+    pub nats_url: String,
+    /// JobMarket, NodeRegistry and token contract addresses.
+    pub market: Address,
+    pub registry: Address,
+    pub token: Address,
+    /// File holding the agent's hex private key (else `GANTRY_AGENT_KEY`).
+    #[serde(default)]
+    pub agent_key_file: Option<PathBuf>,
+    /// The Docker engine's socket.
+    #[serde(default = "default_docker_socket")]
+    pub docker_socket: PathBuf,
+    /// Content-addressed input cache.
+    pub cache_dir: PathBuf,
+    /// Per-job working directories (inputs, outputs, checkpoints).
+    pub work_dir: PathBuf,
+    #[serde(default)]
+    pub jobs: Jobs,
+}
+
+/// The `[jobs]` section: what the node takes and how it reports.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct Jobs {
+    /// Jobs run at once (at most the node's on-chain `maxConcurrentJobs`).
+    pub max_concurrent: u8,
+    /// Claim mode: also claim open jobs the node fits, not only wait for the matcher.
+    pub auto_accept: bool,
+    /// Smallest bounty claimed in claim mode, in token base units (a decimal string).
+    #[serde(deserialize_with = "decimal_u256")]
+    pub auto_accept_min_payment: U256,
+    pub accept_training: bool,
+    pub accept_inference: bool,
+    /// Share of each GPU's memory a job may use unless its spec says otherwise, 1–100.
+    pub default_gpu_memory_percent: u8,
+    /// CPU threads a job gets unless its spec says otherwise.
+    pub default_cpu_threads: u16,
+    #[serde(with = "humantime_serde")]
+    pub checkpoint_interval: Duration,
+    #[serde(with = "humantime_serde")]
+    pub heartbeat_interval: Duration,
+    #[serde(with = "humantime_serde")]
+    pub progress_report_interval: Duration,
+}
+
+impl Default for Jobs {
+    fn default() -> Self {
+        Self {
+            max_concurrent: 1,
+            auto_accept: false,
+            auto_accept_min_payment: U256::ZERO,
+            accept_training: true,
+            accept_inference: true,
+            default_gpu_memory_percent: 90,
+            default_cpu_threads: 4,
+            checkpoint_interval: Duration::from_secs(300),
+            heartbeat_interval: Duration::from_secs(30),
+            progress_report_interval: Duration::from_secs(5),
+        }
+    }
+}
+
+/// Why the configuration cannot be used.
+#[derive(Debug, thiserror::Error)]
+pub enum ConfigError {
+    /// Includes the offending key: "unknown field `foo`", "invalid type ... for key `jobs.max_concurrent`".
+    #[error("{0}")]
+    Invalid(String),
+    #[error("{key}: {reason}")]
+    Value { key: &'static str, reason: String },
+    #[error("the agent key: {0}")]
+    Key(String),
+}
+
+impl Config {
+    /// Reads `path` and applies `GANTRY_WORKER_*` environment overrides.
+    pub fn load(path: &Path) -> Result<Self, ConfigError> {
+        Self::from_figment(Figment::new().merge(Toml::file_exact(path)))
+    }
+
+    /// Parses TOML text (and applies the environment overrides).
+    pub fn from_toml(text: &str) -> Result<Self, ConfigError> {
+        Self::from_figment(Figment::new().merge(Toml::string(text)))
+    }
+
+    fn from_figment(figment: Figment) -> Result<Self, ConfigError> {
+        let config: Self = figment
+            .merge(Env::prefixed("GANTRY_WORKER_").split("__").lowercase(true))
+            .extract()
+            .map_err(|e| ConfigError::Invalid(e.to_string()))?;
+        config.validate()?;
+        Ok(config)
+    }
+
+    fn validate(&self) -> Result<(), ConfigError> {
+        let jobs = &self.jobs;
+        if jobs.max_concurrent == 0 {
+            return Err(value("jobs.max_concurrent", "must be at least 1"));
+        }
+        if !(1..=100).contains(&jobs.default_gpu_memory_percent) {
+            return Err(value("jobs.default_gpu_memory_percent", "must be 1 to 100"));
+        }
+        if jobs.default_cpu_threads == 0 {
+            return Err(value("jobs.default_cpu_threads", "must be at least 1"));
+        }
+        if !jobs.accept_training && !jobs.accept_inference {
+            return Err(value(
+                "jobs.accept_training",
+                "and jobs.accept_inference are both false: the node would take no job",
+            ));
+        }
+        for (key, interval) in [
+            ("jobs.checkpoint_interval", jobs.checkpoint_interval),
+            ("jobs.heartbeat_interval", jobs.heartbeat_interval),
+            (
+                "jobs.progress_report_interval",
+                jobs.progress_report_interval,
+            ),
+        ] {
+            if interval < Duration::from_millis(100) {
+                return Err(value(key, "must be at least 100ms"));
+            }
+        }
+        Ok(())
+    }
+
+    /// The agent's key: `GANTRY_AGENT_KEY` (from `env`) or `agent_key_file`, exactly one.
+    pub fn agent_signer(&self, env: Option<&str>) -> Result<PrivateKeySigner, ConfigError> {
+        let hex = match (env, &self.agent_key_file) {
+            (Some(key), None) => key.to_owned(),
+            (None, Some(path)) => std::fs::read_to_string(path)
+                .map_err(|e| ConfigError::Key(format!("agent_key_file {}: {e}", path.display())))?,
+            (None, None) => {
+                return Err(ConfigError::Key(
+                    "set agent_key_file or GANTRY_AGENT_KEY".into(),
+                ));
+            }
+            (Some(_), Some(_)) => {
+                return Err(ConfigError::Key(
+                    "both agent_key_file and GANTRY_AGENT_KEY are set; keep one".into(),
+                ));
+            }
+        };
+        PrivateKeySigner::from_str(hex.trim())
+            .map_err(|_| ConfigError::Key("not a 32-byte hex private key".into()))
+    }
+}
+
+fn value(key: &'static str, reason: &str) -> ConfigError {
+    ConfigError::Value {
+        key,
+        reason: reason.to_owned(),
+    }
+}
+
+fn default_nats_url() -> String {
+    "nats://127.0.0.1:4222".into()
+}
+
+fn default_docker_socket() -> PathBuf {
+    PathBuf::from("/var/run/docker.sock")
+}
+
+fn decimal_u256<'de, D: serde::Deserializer<'de>>(deserializer: D) -> Result<U256, D::Error> {
+    let text = String::deserialize(deserializer)?;
+    U256::from_str_radix(&text, 10)
+        .map_err(|_| serde::de::Error::custom(format!("{text:?} is not a decimal amount")))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const MINIMAL: &str = r#"
+        rpc_url = "http://127.0.0.1:8545"
+        chain_id = 31337
+        market = "0x9fE46736679d2D9a65F0992F2272dE9f3c7fa6e0"
+        registry = "0xe7f1725E7734CE288F8367e1Bb143E90bb3F0512"
+        token = "0x5FbDB2315678afecb367f032d93F642f64180aa3"
+        cache_dir = "/tmp/cache"
+        work_dir = "/tmp/work"
+    "#;
+
+    fn check_error(extra: &str, expected: &str) {
+        let error = Config::from_toml(&format!("{MINIMAL}\n{extra}")).unwrap_err();
+        assert!(
+            error.to_string().contains(expected),
+            "{extra:?}: {error} does not mention {expected:?}"
+        );
+    }
+
+    #[test]
+    fn a_minimal_file_gets_the_documented_defaults() {
+        let config = Config::from_toml(MINIMAL).unwrap();
+        assert_eq!(config.jobs, Jobs::default());
+        assert_eq!(config.nats_url, "nats://127.0.0.1:4222");
+        assert_eq!(config.docker_socket, PathBuf::from("/var/run/docker.sock"));
+    }
+
+    #[test]
+    fn the_jobs_section_parses_durations_and_amounts() {
+        let config = Config::from_toml(&format!(
+            "{MINIMAL}\n[jobs]\nmax_concurrent = 2\nauto_accept = true\n\
+             auto_accept_min_payment = \"5000000\"\ncheckpoint_interval = \"90s\"\n\
+             heartbeat_interval = \"1m\"\nprogress_report_interval = \"500ms\""
+        ))
+        .unwrap();
+        assert_eq!(config.jobs.max_concurrent, 2);
+        assert!(config.jobs.auto_accept);
+        assert_eq!(
+            config.jobs.auto_accept_min_payment,
+            U256::from(5_000_000u64)
+        );
+        assert_eq!(config.jobs.checkpoint_interval, Duration::from_secs(90));
+        assert_eq!(config.jobs.heartbeat_interval, Duration::from_secs(60));
+        assert_eq!(
+            config.jobs.progress_report_interval,
+            Duration::from_millis(500)
+        );
+    }
+
+    #[test]
+    fn bad_input_is_refused_naming_the_key() {
+        check_error("gpu_count = 8", "gpu_count");
+        check_error("[jobs]\nmax_concurrnt = 2", "max_concurrnt");
+        check_error("[jobs]\nmax_concurrent = 0", "jobs.max_concurrent");
+        check_error(
+            "[jobs]\ndefault_gpu_memory_percent = 120",
+            "default_gpu_memory_percent",
+        );
+        check_error(
+            "[jobs]\nheartbeat_interval = \"soon\"",
+            "heartbeat_interval",
+        );
+        check_error(
+            "[jobs]\nauto_accept_min_payment = \"1.5\"",
+            "auto_accept_min_payment",
+        );
+        check_error(
+            "[jobs]\naccept_training = false\naccept_inference = false",
+            "accept_inference",
+        );
+        let error = Config::from_toml(&MINIMAL.replace("chain_id = 31337\n", "")).unwrap_err();
+        assert!(error.to_string().contains("chain_id"), "{error}");
+    }
+
+    #[test]
+    fn the_agent_key_comes_from_one_place_and_is_never_echoed() {
+        let dir = tempfile::tempdir().unwrap();
+        let key = "0xac0974bec39a17e36ba4a6b4d238ff944bacb478cbed5efcae784d7bf4f2ff80";
+        let path = dir.path().join("agent.key");
+        std::fs::write(&path, format!("{key}\n")).unwrap();
+        let mut config = Config::from_toml(MINIMAL).unwrap();
+        assert!(config.agent_signer(None).is_err());
+        let from_env = config.agent_signer(Some(key)).unwrap();
+        config.agent_key_file = Some(path);
+        assert_eq!(
+            config.agent_signer(None).unwrap().address(),
+            from_env.address()
+        );
+        assert!(config.agent_signer(Some(key)).is_err(), "both set");
+        config.agent_key_file = Some(dir.path().join("bad.key"));
+        std::fs::write(dir.path().join("bad.key"), "not-a-key-but-a-secret").unwrap();
+        let error = config.agent_signer(None).unwrap_err().to_string();
+        assert!(!error.contains("not-a-key-but-a-secret"), "{error}");
+    }
+}
