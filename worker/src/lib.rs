@@ -6,6 +6,8 @@
 //!   gantry.<chain>.ev.JobAssigned.<node> ──▶ fetch inputs ──▶ docker run ──▶ submitResult
 //! ```
 //!
-//! In progress: [`config`] (the provider's config file) is built; the rest follows.
+//! In progress: [`config`] (the provider's config file) and [`inventory`] (NVML, CPU, RAM,
+//! disk) are built; the rest follows.
 
 pub mod config;
+pub mod inventory;

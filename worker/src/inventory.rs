@@ -1,0 +1,174 @@
+//! What the node has: GPUs through NVML (model, VRAM, driver and CUDA version), CPU
+//! cores, RAM and free disk. Without NVML (no NVIDIA driver) the node has no GPUs and says
+//! so; CPU-only jobs still run.
+
+use std::path::Path;
+
+use alloy::primitives::B256;
+use sysinfo::{Disks, MemoryRefreshKind, RefreshKind, System};
+
+/// One GPU as NVML reports it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Gpu {
+    pub index: u32,
+    pub uuid: String,
+    /// NVML's name, e.g. "NVIDIA H100 80GB HBM3".
+    pub name: String,
+    pub vram_mib: u32,
+}
+
+/// The node's hardware at start-up.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Inventory {
+    pub gpus: Vec<Gpu>,
+    /// Driver and CUDA versions, when NVML answered.
+    pub driver_version: Option<String>,
+    pub cuda_version: Option<String>,
+    /// Why there are no GPUs, when NVML did not answer.
+    pub nvml_unavailable: Option<String>,
+    pub cpu_cores: u16,
+    pub ram_mib: u32,
+    /// Free space on the file system holding the work directory.
+    pub free_disk_mib: u64,
+}
+
+impl Inventory {
+    /// Looks at this machine; `work_dir` decides which file system's free space counts.
+    pub fn detect(work_dir: &Path) -> Self {
+        let (gpus, driver_version, cuda_version, nvml_unavailable) = match detect_gpus() {
+            Ok((gpus, driver, cuda)) => (gpus, Some(driver), Some(cuda), None),
+            Err(reason) => (Vec::new(), None, None, Some(reason)),
+        };
+        let system = System::new_with_specifics(
+            RefreshKind::nothing().with_memory(MemoryRefreshKind::nothing().with_ram()),
+        );
+        let cpu_cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+        Self {
+            gpus,
+            driver_version,
+            cuda_version,
+            nvml_unavailable,
+            cpu_cores: u16::try_from(cpu_cores).unwrap_or(u16::MAX),
+            ram_mib: u32::try_from(system.total_memory() / (1024 * 1024)).unwrap_or(u32::MAX),
+            free_disk_mib: free_disk(work_dir) / (1024 * 1024),
+        }
+    }
+
+    /// Logs what was found, saying plainly when there are no GPUs.
+    pub fn log(&self) {
+        match &self.nvml_unavailable {
+            Some(reason) => tracing::warn!(
+                reason = %reason,
+                cpu_cores = self.cpu_cores,
+                ram_mib = self.ram_mib,
+                free_disk_mib = self.free_disk_mib,
+                "no NVML: this node has no usable GPUs and takes CPU-only jobs"
+            ),
+            None => tracing::info!(
+                gpus = self.gpus.len(),
+                model = self.gpus.first().map_or("", |g| g.name.as_str()),
+                vram_mib = self.gpus.iter().map(|g| g.vram_mib).min().unwrap_or(0),
+                driver = self.driver_version.as_deref().unwrap_or(""),
+                cuda = self.cuda_version.as_deref().unwrap_or(""),
+                cpu_cores = self.cpu_cores,
+                ram_mib = self.ram_mib,
+                free_disk_mib = self.free_disk_mib,
+                "hardware detected"
+            ),
+        }
+    }
+
+    /// The on-chain GPU model: the first GPU's name with spaces as dashes, e.g.
+    /// "NVIDIA-H100-80GB-HBM3", right-padded to 32 bytes; zero without GPUs. A mixed node
+    /// reports its first model and its smallest VRAM (what every GPU can honour).
+    pub fn gpu_model(&self) -> B256 {
+        self.gpus
+            .first()
+            .map_or(B256::ZERO, |gpu| model_id(&gpu.name))
+    }
+
+    pub fn min_vram_mib(&self) -> u32 {
+        self.gpus.iter().map(|g| g.vram_mib).min().unwrap_or(0)
+    }
+}
+
+/// "NVIDIA H100 80GB HBM3" → bytes32 "NVIDIA-H100-80GB-HBM3" (at most 32 bytes).
+pub fn model_id(name: &str) -> B256 {
+    let normalized: String = name.split_whitespace().collect::<Vec<_>>().join("-");
+    let bytes = normalized.as_bytes();
+    B256::right_padding_from(&bytes[..bytes.len().min(32)])
+}
+
+fn detect_gpus() -> Result<(Vec<Gpu>, String, String), String> {
+    let nvml = nvml_wrapper::Nvml::init().map_err(|e| format!("NVML did not load: {e}"))?;
+    let count = nvml.device_count().map_err(|e| e.to_string())?;
+    let mut gpus = Vec::with_capacity(count as usize);
+    for index in 0..count {
+        let device = nvml.device_by_index(index).map_err(|e| e.to_string())?;
+        let memory = device.memory_info().map_err(|e| e.to_string())?;
+        gpus.push(Gpu {
+            index,
+            uuid: device.uuid().map_err(|e| e.to_string())?,
+            name: device.name().map_err(|e| e.to_string())?,
+            vram_mib: u32::try_from(memory.total / (1024 * 1024)).unwrap_or(u32::MAX),
+        });
+    }
+    let driver = nvml.sys_driver_version().map_err(|e| e.to_string())?;
+    let cuda = nvml.sys_cuda_driver_version().map_err(|e| e.to_string())?;
+    Ok((gpus, driver, cuda_version(cuda)))
+}
+
+/// NVML's CUDA version integer (12040) as "12.4".
+fn cuda_version(encoded: i32) -> String {
+    format!("{}.{}", encoded / 1000, (encoded % 1000) / 10)
+}
+
+/// Free bytes on the mounted file system that holds `path` (the longest mount-point prefix).
+fn free_disk(path: &Path) -> u64 {
+    let path = path.canonicalize().unwrap_or_else(|_| path.to_path_buf());
+    let disks = Disks::new_with_refreshed_list();
+    disks
+        .list()
+        .iter()
+        .filter(|disk| path.starts_with(disk.mount_point()))
+        .max_by_key(|disk| disk.mount_point().as_os_str().len())
+        .map_or(0, |disk| disk.available_space())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn model_names_become_padded_ids() {
+        let id = model_id("NVIDIA H100 80GB HBM3");
+        assert_eq!(&id[..21], b"NVIDIA-H100-80GB-HBM3");
+        assert!(id[21..].iter().all(|b| *b == 0));
+        // Longer than 32 bytes: cut, never a panic.
+        let long = model_id(&"X".repeat(40));
+        assert_eq!(&long[..], "X".repeat(32).as_bytes());
+    }
+
+    #[test]
+    fn cuda_versions_read_like_nvidia_smi() {
+        assert_eq!(cuda_version(12040), "12.4");
+        assert_eq!(cuda_version(11080), "11.8");
+    }
+
+    #[test]
+    fn this_machine_is_inventoried_consistently() {
+        let dir = std::env::temp_dir();
+        let inventory = Inventory::detect(&dir);
+        assert!(inventory.cpu_cores >= 1);
+        assert!(inventory.ram_mib > 0);
+        assert!(inventory.free_disk_mib > 0, "{inventory:?}");
+        // Either NVML answered (versions known) or it did not (no GPUs, a reason given).
+        match &inventory.nvml_unavailable {
+            Some(reason) => {
+                assert!(inventory.gpus.is_empty() && !reason.is_empty());
+                assert_eq!(inventory.gpu_model(), B256::ZERO);
+            }
+            None => assert!(inventory.driver_version.is_some() && inventory.cuda_version.is_some()),
+        }
+    }
+}
