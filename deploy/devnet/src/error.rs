@@ -19,6 +19,8 @@ pub enum DevnetError {
     ArtifactsStale(Vec<String>),
     #[error("nats-server: {0}")]
     Nats(String),
+    #[error("docker: {0}")]
+    Docker(String),
     #[error("anvil: {0}")]
     Anvil(String),
     #[error("contract call {call}: {source}")]

@@ -8,11 +8,12 @@
 //! `gantry-devnet up` starts anvil and deploys the market (what `make dev` runs);
 //! `gantry-devnet artifacts` regenerates the committed artifacts after a contract change.
 //! Tests of every crate use [`Devnet::start`] to get a fresh chain with the market
-//! deployed, and [`NatsServer::start`] for a JetStream server, each on a free port and
-//! stopped on drop.
+//! deployed, [`NatsServer::start`] for a JetStream server, each on a free port, and
+//! [`Dockerd::start`] for a private Docker engine, all stopped on drop.
 
 mod artifacts;
 mod deploy;
+mod docker;
 mod error;
 mod nats;
 pub mod scenario;
@@ -23,6 +24,7 @@ pub use artifacts::{
     write_artifacts,
 };
 pub use deploy::{DeployParams, Deployment, Devnet, confirm_receipt, deploy};
+pub use docker::Dockerd;
 pub use error::DevnetError;
 pub use nats::NatsServer;
 pub use tools::{Tools, workspace_root};
