@@ -13,10 +13,13 @@
 //! - [`envelope`]: the messages published on the stream.
 //! - [`subjects`]: stream, subject and KV bucket names, message-id rules.
 //! - [`pending`]: the matcher's explanation of why a job is still waiting.
+//! - [`jobs`]: what workers publish about running jobs (progress line format, progress,
+//!   logs, completion reports) and their subjects.
 
 pub mod bindings;
 pub mod envelope;
 pub mod events;
+pub mod jobs;
 pub mod pending;
 pub mod spec;
 pub mod subjects;
