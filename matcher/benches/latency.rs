@@ -116,24 +116,26 @@ async fn main() {
         stop.clone(),
     ));
 
+    // Each send returns once anvil (automine) has mined the transaction.
+    let send_post = || async {
+        market
+            .postJob(
+                requirements.clone(),
+                U96::from(GUSD),
+                deadline,
+                gantry_devnet::scenario::example_spec().into(),
+            )
+            .send()
+            .await
+            .unwrap()
+    };
     let post = || async {
-        confirm_receipt(
-            "postJob",
-            market
-                .postJob(
-                    requirements.clone(),
-                    U96::from(GUSD),
-                    deadline,
-                    gantry_devnet::scenario::example_spec().into(),
-                )
-                .send()
-                .await,
-        )
-        .await
-        .unwrap()
-        .decoded_log::<JobMarket::JobPosted>()
-        .unwrap()
-        .jobId
+        confirm_receipt("postJob", Ok(send_post().await))
+            .await
+            .unwrap()
+            .decoded_log::<JobMarket::JobPosted>()
+            .unwrap()
+            .jobId
     };
 
     // Baseline: post, then assign directly.
@@ -145,16 +147,7 @@ async fn main() {
             baseline_jobs[0] + i as u64
         };
         if i > 0 {
-            let _mined = market
-                .postJob(
-                    requirements.clone(),
-                    U96::from(GUSD),
-                    deadline,
-                    gantry_devnet::scenario::example_spec().into(),
-                )
-                .send()
-                .await
-                .unwrap();
+            let _mined = send_post().await;
         }
         let node = (i % NODES) as u64 + 1;
         let _mined = as_matcher.assign(job, node).send().await.unwrap();
@@ -244,16 +237,7 @@ async fn main() {
     let started = Instant::now();
     let jobs: Vec<u64> = (warm + 1..=warm + JOBS as u64).collect();
     for job in &jobs {
-        let _mined = market
-            .postJob(
-                requirements.clone(),
-                U96::from(GUSD),
-                deadline,
-                gantry_devnet::scenario::example_spec().into(),
-            )
-            .send()
-            .await
-            .unwrap();
+        let _mined = send_post().await;
         wait_latencies(&seen, &[*job]).await;
     }
     let measured = wait_latencies(&seen, &jobs).await;
