@@ -38,9 +38,4 @@ impl StreamError {
     pub(crate) fn nats(context: &str, error: impl std::fmt::Display) -> Self {
         Self::Nats(format!("{context}: {error}"))
     }
-
-    /// A corrupt stream stops the service; NATS hiccups are retried.
-    pub fn is_retryable(&self) -> bool {
-        matches!(self, Self::Nats(_))
-    }
 }

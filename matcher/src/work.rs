@@ -165,10 +165,6 @@ impl Held {
         self.by_job.is_empty()
     }
 
-    pub fn jobs(&self) -> impl Iterator<Item = u64> + '_ {
-        self.by_job.keys().copied()
-    }
-
     /// When this replica first received a claim on `job`.
     pub fn received(&self, job: u64) -> Option<std::time::Instant> {
         self.by_job

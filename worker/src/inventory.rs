@@ -67,7 +67,7 @@ impl Inventory {
             None => tracing::info!(
                 gpus = self.gpus.len(),
                 model = self.gpus.first().map_or("", |g| g.name.as_str()),
-                vram_mib = self.gpus.iter().map(|g| g.vram_mib).min().unwrap_or(0),
+                vram_mib = self.min_vram_mib(),
                 driver = self.driver_version.as_deref().unwrap_or(""),
                 cuda = self.cuda_version.as_deref().unwrap_or(""),
                 cpu_cores = self.cpu_cores,
