@@ -103,6 +103,10 @@ apt_install() {
 install_debian() {
   local missing=()
   command -v dockerd >/dev/null || missing+=(docker.io)
+  # The static busybox is the userland of the test image (gantry-devnet's `import_busybox`);
+  # Debian's dynamic `busybox` also owns /bin/busybox, hence the package check.
+  [[ -x /bin/busybox ]] && dpkg-query -W -f='${Status}' busybox-static 2>/dev/null | grep -q 'ok installed' ||
+    missing+=(busybox-static)
   compgen -G "/usr/lib/postgresql/*/bin/postgres" >/dev/null || missing+=(postgresql)
   if ((${#missing[@]})); then
     log "installing Debian packages: ${missing[*]}"

@@ -201,6 +201,21 @@ contract JobMarket is IJobMarket, AccessControl, Pausable, ReentrancyGuardTransi
         _requeueOrFail(jobId, job, head);
     }
 
+    /// @inheritdoc IJobMarket
+    function abandon(uint64 jobId) external {
+        JobRecord storage job = _jobs[jobId];
+        JobHead memory head = _head(job, jobId, JobStatus.Assigned);
+        uint64 nodeId = job.nodeId;
+        if (registry.agentOf(nodeId) != msg.sender) revert JobMarket_NotAssignedAgent(jobId, msg.sender);
+        // A late job has one way out, as for `reject`: expire, which slashes the same.
+        if (block.timestamp >= head.deadline) revert JobMarket_PastDeadline(jobId, head.deadline);
+
+        (, uint96 slashed) = registry.release(nodeId, false, Release.Faulted);
+        _credits[head.submitter] += slashed;
+        emit JobReclaimed(jobId, nodeId, ReclaimKind.Abandoned, slashed, msg.sender);
+        _requeueOrFail(jobId, job, head);
+    }
+
     // ================================================================ anyone
 
     /// @inheritdoc IJobMarket

@@ -569,6 +569,50 @@ mod tests {
     }
 
     #[test]
+    fn reclaims_free_the_slot_whatever_their_kind() {
+        // Given a node running two jobs,
+        let mut chain = Chain::new();
+        chain.event(ContractKind::Registry, "NodeRegistered", registered(1));
+        chain.event(ContractKind::Market, "JobPosted", posted(7));
+        chain.event(ContractKind::Market, "JobPosted", posted(8));
+        chain.event(ContractKind::Market, "JobAssigned", assigned(7, 1, 1));
+        chain.event(ContractKind::Market, "JobAssigned", assigned(8, 1, 1));
+        chain.commit();
+
+        // when its agent abandons one (kind 2) and the other is reclaimed with a kind no
+        // contract has yet (the ABI carries the enum as a bare uint8),
+        for (job, kind) in [(7, 2_u8), (8, 200)] {
+            chain.event(
+                ContractKind::Market,
+                "JobReclaimed",
+                JobMarket::JobReclaimed {
+                    jobId: job,
+                    nodeId: 1,
+                    kind,
+                    slashed: U96::from(50),
+                    by: Address::repeat_byte(2),
+                },
+            );
+            chain.event(
+                ContractKind::Market,
+                "JobRequeued",
+                JobMarket::JobRequeued {
+                    jobId: job,
+                    attemptsUsed: 1,
+                },
+            );
+        }
+        chain.commit();
+
+        // then both are open again, the slots are free and both failures are counted.
+        let view = chain.projection.view();
+        assert!(view.assignments.is_empty());
+        assert_eq!(view.open_jobs.len(), 2);
+        assert_eq!(view.nodes[&1].active_jobs, 0);
+        assert_eq!(view.nodes[&1].failed_jobs, 2);
+    }
+
+    #[test]
     fn events_wait_for_their_commit_and_retractions_undo_blocks() {
         let mut chain = Chain::new();
         chain.event(ContractKind::Registry, "NodeRegistered", registered(1));

@@ -14,6 +14,21 @@
 //! docker_socket = "/var/run/docker.sock"
 //! cache_dir = "/var/lib/gantry/cache"
 //! work_dir = "/var/lib/gantry/work"
+//! ipfs_gateway = "https://ipfs.io"
+//! # local_inputs_root = "/srv/datasets"   # file:// inputs are refused without it
+//! metrics_addr = "127.0.0.1:9104"
+//!
+//! [node]
+//! # node_id = 7                  # found from the chain (or registered) when absent
+//! stake = "100000000000000000000"  # token base units staked at registration
+//! price_per_gpu_hour = "2000000000000000000"
+//! metadata_uri = ""
+//!
+//! [s3]                            # only for s3:// inputs
+//! endpoint = "http://127.0.0.1:9000"
+//! region = "us-east-1"
+//! access_key_id = "…"
+//! secret_access_key = "…"
 //!
 //! [jobs]
 //! max_concurrent = 1
@@ -26,11 +41,17 @@
 //! checkpoint_interval = "5m"
 //! heartbeat_interval = "30s"
 //! progress_report_interval = "5s"
+//! default_memory_mib = 2048       # when the job's minRamMiB is 0
+//! pids_limit = 1024
+//! max_input_bytes = 10737418240   # per input, unless the spec sets maxBytes
+//! max_output_bytes = 1073741824   # per result, unless the spec sets maxBytes
+//! shutdown_grace = "30s"          # running jobs may finish this long on shutdown
 //! ```
 //!
 //! Every key can be overridden by `GANTRY_WORKER_<KEY>`, and `[jobs]` keys by
 //! `GANTRY_WORKER_JOBS__<KEY>` (e.g. `GANTRY_WORKER_JOBS__MAX_CONCURRENT=2`).
 
+use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::str::FromStr;
 use std::time::Duration;
@@ -67,8 +88,70 @@ pub struct Config {
     pub cache_dir: PathBuf,
     /// Per-job working directories (inputs, outputs, checkpoints).
     pub work_dir: PathBuf,
+    /// HTTP gateway through which `ipfs://` inputs are fetched.
+    #[serde(default = "default_ipfs_gateway")]
+    pub ipfs_gateway: Url,
+    /// The only directory `file://` inputs may be read from; without it they are refused.
+    #[serde(default)]
+    pub local_inputs_root: Option<PathBuf>,
+    /// Prometheus exporter address; none when absent.
+    #[serde(default)]
+    pub metrics_addr: Option<SocketAddr>,
+    #[serde(default)]
+    pub node: Node,
+    /// S3-compatible store for `s3://` inputs.
+    #[serde(default)]
+    pub s3: Option<S3>,
     #[serde(default)]
     pub jobs: Jobs,
+}
+
+/// The `[node]` section: how the node appears on-chain.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct Node {
+    /// The node this agent serves; found on-chain (or registered) when absent.
+    pub node_id: Option<u64>,
+    /// Stake posted at registration, token base units; the registry's minimum when absent.
+    #[serde(deserialize_with = "decimal_u256_opt")]
+    pub stake: Option<U256>,
+    /// Price per GPU-hour, token base units.
+    #[serde(deserialize_with = "decimal_u256")]
+    pub price_per_gpu_hour: U256,
+    pub metadata_uri: String,
+}
+
+impl Default for Node {
+    fn default() -> Self {
+        Self {
+            node_id: None,
+            stake: None,
+            price_per_gpu_hour: U256::ZERO,
+            metadata_uri: String::new(),
+        }
+    }
+}
+
+/// The `[s3]` section.
+#[derive(Clone, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct S3 {
+    pub endpoint: Option<Url>,
+    #[serde(default = "default_region")]
+    pub region: String,
+    pub access_key_id: Option<String>,
+    pub secret_access_key: Option<String>,
+}
+
+impl std::fmt::Debug for S3 {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("S3")
+            .field("endpoint", &self.endpoint)
+            .field("region", &self.region)
+            .field("access_key_id", &self.access_key_id)
+            .field("secret_access_key", &"<redacted>")
+            .finish()
+    }
 }
 
 /// The `[jobs]` section: what the node takes and how it reports.
@@ -94,6 +177,18 @@ pub struct Jobs {
     pub heartbeat_interval: Duration,
     #[serde(with = "humantime_serde")]
     pub progress_report_interval: Duration,
+    /// Memory limit of a job whose requirements say 0 MiB.
+    pub default_memory_mib: u32,
+    /// Processes a job's container may have.
+    pub pids_limit: i64,
+    /// Largest input, bytes, unless the spec sets `maxBytes`.
+    pub max_input_bytes: u64,
+    /// Largest result, bytes, unless the spec sets `maxBytes`.
+    pub max_output_bytes: u64,
+    /// How long running jobs may go on finishing after a shutdown signal before they are
+    /// checkpointed and given back.
+    #[serde(with = "humantime_serde")]
+    pub shutdown_grace: Duration,
 }
 
 impl Default for Jobs {
@@ -109,6 +204,11 @@ impl Default for Jobs {
             checkpoint_interval: Duration::from_secs(300),
             heartbeat_interval: Duration::from_secs(30),
             progress_report_interval: Duration::from_secs(5),
+            default_memory_mib: 2048,
+            pids_limit: 1024,
+            max_input_bytes: 10 << 30,
+            max_output_bytes: 1 << 30,
+            shutdown_grace: Duration::from_secs(30),
         }
     }
 }
@@ -152,6 +252,18 @@ impl Config {
         }
         if !(1..=100).contains(&jobs.default_gpu_memory_percent) {
             return Err(value("jobs.default_gpu_memory_percent", "must be 1 to 100"));
+        }
+        if jobs.default_memory_mib < 16 {
+            return Err(value("jobs.default_memory_mib", "must be at least 16"));
+        }
+        if jobs.pids_limit < 8 {
+            return Err(value("jobs.pids_limit", "must be at least 8"));
+        }
+        if jobs.max_input_bytes == 0 || jobs.max_output_bytes == 0 {
+            return Err(value(
+                "jobs.max_input_bytes",
+                "and max_output_bytes must be positive",
+            ));
         }
         if jobs.default_cpu_threads == 0 {
             return Err(value("jobs.default_cpu_threads", "must be at least 1"));
@@ -208,6 +320,20 @@ fn value(key: &'static str, reason: &str) -> ConfigError {
 
 fn default_nats_url() -> String {
     "nats://127.0.0.1:4222".into()
+}
+
+fn default_ipfs_gateway() -> Url {
+    Url::parse("https://ipfs.io").expect("a valid URL")
+}
+
+fn default_region() -> String {
+    "us-east-1".into()
+}
+
+fn decimal_u256_opt<'de, D: serde::Deserializer<'de>>(
+    deserializer: D,
+) -> Result<Option<U256>, D::Error> {
+    decimal_u256(deserializer).map(Some)
 }
 
 fn default_docker_socket() -> PathBuf {

@@ -87,8 +87,69 @@ impl Inventory {
             .map_or(B256::ZERO, |gpu| model_id(&gpu.name))
     }
 
+    /// Free space on the file system holding `path`, MiB.
+    pub fn free_disk_mib(path: &Path) -> u64 {
+        free_disk(path) / (1024 * 1024)
+    }
+
     pub fn min_vram_mib(&self) -> u32 {
         self.gpus.iter().map(|g| g.vram_mib).min().unwrap_or(0)
+    }
+}
+
+/// Samples the utilisation and memory of the GPUs a job runs on (NVML); without NVML
+/// every sample is `None`.
+pub struct GpuMonitor {
+    nvml: Option<nvml_wrapper::Nvml>,
+}
+
+impl std::fmt::Debug for GpuMonitor {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("GpuMonitor")
+            .field("nvml", &self.nvml.is_some())
+            .finish()
+    }
+}
+
+/// One sample over a job's GPUs.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct GpuSample {
+    /// Mean utilisation, 0–1.
+    pub utilization: f64,
+    /// Memory in use on those GPUs together, MiB.
+    pub memory_used_mib: u64,
+}
+
+impl GpuMonitor {
+    pub fn new() -> Self {
+        Self {
+            nvml: nvml_wrapper::Nvml::init().ok(),
+        }
+    }
+
+    /// The mean over `indices`; `None` without NVML, without GPUs, or when NVML fails.
+    pub fn sample(&self, indices: &[u32]) -> Option<GpuSample> {
+        let nvml = self.nvml.as_ref()?;
+        if indices.is_empty() {
+            return None;
+        }
+        let mut utilization = 0.0;
+        let mut memory_used_mib = 0;
+        for &index in indices {
+            let device = nvml.device_by_index(index).ok()?;
+            utilization += f64::from(device.utilization_rates().ok()?.gpu) / 100.0;
+            memory_used_mib += device.memory_info().ok()?.used / (1024 * 1024);
+        }
+        Some(GpuSample {
+            utilization: utilization / indices.len() as f64,
+            memory_used_mib,
+        })
+    }
+}
+
+impl Default for GpuMonitor {
+    fn default() -> Self {
+        Self::new()
     }
 }
 

@@ -9,5 +9,13 @@
 //! In progress: [`config`] (the provider's config file) and [`inventory`] (NVML, CPU, RAM,
 //! disk) are built; the rest follows.
 
+pub mod admit;
+pub mod chain;
 pub mod config;
+pub mod docker;
+pub mod fault;
+pub mod fetch;
 pub mod inventory;
+pub mod job;
+pub mod service;
+pub mod store;

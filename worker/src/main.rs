@@ -1,8 +1,133 @@
-//! `gantry-worker`: the provider agent (see the library docs).
+//! `gantry-worker`: the provider's agent (see the library docs and the README's provider
+//! guide).
+//!
+//! ```text
+//! gantry-worker --config /etc/gantry/worker.toml      # GANTRY_AGENT_KEY or agent_key_file
+//! ```
 
-fn main() -> std::process::ExitCode {
-    eprintln!(
-        "gantry-worker is not built yet: this release has the contracts and the protocol crate only"
-    );
-    std::process::ExitCode::FAILURE
+use std::path::PathBuf;
+use std::process::{ExitCode, Stdio};
+
+use clap::{Parser, Subcommand};
+use gantry_worker::config::Config;
+use gantry_worker::service::{self, Hooks};
+use tokio_util::sync::CancellationToken;
+
+#[derive(Debug, Parser)]
+#[command(
+    version,
+    about = "Gantry's provider agent: runs assigned jobs in containers"
+)]
+struct Cli {
+    /// The worker's TOML config file.
+    #[arg(long, short, env = "GANTRY_WORKER_CONFIG")]
+    config: Option<PathBuf>,
+    #[command(subcommand)]
+    command: Option<Command>,
+}
+
+#[derive(Debug, Subcommand)]
+enum Command {
+    /// Internal: started by the worker; when the worker's end of stdin closes (it exited,
+    /// even by SIGKILL) removes the node's containers, so none outlives its worker.
+    #[command(hide = true)]
+    Reap {
+        #[arg(long)]
+        docker_socket: PathBuf,
+        #[arg(long)]
+        node: u64,
+    },
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let runtime = tokio::runtime::Runtime::new().expect("a tokio runtime");
+    match runtime.block_on(async_main(cli)) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("gantry-worker: {e:#}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+async fn async_main(cli: Cli) -> anyhow::Result<()> {
+    if let Some(Command::Reap {
+        docker_socket,
+        node,
+    }) = cli.command
+    {
+        return gantry_worker::docker::reap_when_orphaned(&docker_socket, node).await;
+    }
+    let Some(path) = cli.config else {
+        anyhow::bail!("--config <file> (or GANTRY_WORKER_CONFIG) is required");
+    };
+    let config = Config::load(&path)?;
+    let signer = config.agent_signer(std::env::var("GANTRY_AGENT_KEY").ok().as_deref())?;
+    install_telemetry(config.metrics_addr)?;
+    let shutdown = shutdown_on_signal();
+
+    // Once the node is known, a reaper child watches this process.
+    let (node_tx, node_rx) = tokio::sync::oneshot::channel();
+    let socket = config.docker_socket.clone();
+    let reaper = tokio::spawn(async move {
+        let node: u64 = node_rx.await.ok()?;
+        let exe = std::env::current_exe().ok()?;
+        let child = tokio::process::Command::new(exe)
+            .args(["reap", "--docker-socket"])
+            .arg(&socket)
+            .args(["--node", &node.to_string()])
+            .stdin(Stdio::piped())
+            .spawn();
+        match child {
+            Ok(child) => Some(child),
+            Err(e) => {
+                tracing::warn!(error = %e, "no reaper: containers may outlive a crashed worker");
+                None
+            }
+        }
+    });
+    let hooks = Hooks {
+        node_id: Some(node_tx),
+        ..Hooks::default()
+    };
+    let result = service::run(config, signer, shutdown, hooks).await;
+    // Closing its stdin tells the reaper we are gone (nothing is left after a clean stop).
+    if let Ok(Some(mut child)) = reaper.await {
+        drop(child.stdin.take());
+        let _ = child.wait().await;
+    }
+    Ok(result?)
+}
+
+fn install_telemetry(metrics_addr: Option<std::net::SocketAddr>) -> anyhow::Result<()> {
+    tracing_subscriber::fmt()
+        .with_env_filter(
+            tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| "info".into()),
+        )
+        .init();
+    if let Some(addr) = metrics_addr {
+        metrics_exporter_prometheus::PrometheusBuilder::new()
+            .with_http_listener(addr)
+            .install()?;
+    }
+    Ok(())
+}
+
+/// A token fired by SIGINT or SIGTERM.
+fn shutdown_on_signal() -> CancellationToken {
+    let shutdown = CancellationToken::new();
+    let fired = shutdown.clone();
+    tokio::spawn(async move {
+        let mut terminate =
+            tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())
+                .expect("installing the SIGTERM handler");
+        tokio::select! {
+            _ = tokio::signal::ctrl_c() => {}
+            _ = terminate.recv() => {}
+        }
+        tracing::info!("shutting down");
+        fired.cancel();
+    });
+    shutdown
 }

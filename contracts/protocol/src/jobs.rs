@@ -146,6 +146,34 @@ pub fn completion_subject(chain_id: u64, job_id: u64) -> String {
     format!("gantry.jobs.{chain_id}.done.{job_id}")
 }
 
+/// The JetStream stream holding chain `chain_id`'s progress, logs and completion reports
+/// (subjects `gantry.jobs.<chain>.>`), with age and per-job size limits.
+pub fn jobs_stream_name(chain_id: u64) -> String {
+    format!("GANTRY_JOBS_{chain_id}")
+}
+
+/// The subjects of [`jobs_stream_name`].
+pub fn jobs_stream_subjects(chain_id: u64) -> String {
+    format!("gantry.jobs.{chain_id}.>")
+}
+
+/// The object store bucket of results: key `<job>-<attempt>`, a tar of the job's outputs;
+/// `resultURI` is `nats://<bucket>/<key>`.
+pub fn results_bucket(chain_id: u64) -> String {
+    format!("gantry_{chain_id}_results")
+}
+
+/// The object store bucket of checkpoints: key `<job>`, a tar of `/checkpoints`, replaced
+/// at every upload and restored when the job resumes on another node.
+pub fn checkpoints_bucket(chain_id: u64) -> String {
+    format!("gantry_{chain_id}_checkpoints")
+}
+
+/// The durable consumer through which node `node_id`'s worker pulls its assignments.
+pub fn worker_consumer(chain_id: u64, node_id: u64) -> String {
+    format!("gantry_{chain_id}_worker_{node_id}")
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -3,10 +3,18 @@
 //! `JobRequirements`; everything the worker needs to run the job is here.
 //!
 //! ```json
-//! {"version":1,"image":"ghcr.io/acme/train@sha256:…","command":["python","train.py"],
-//!  "env":{"SEED":"42"},"inputs":[{"uri":"https://…/data.tar","sha256":"…","path":"/data/in"}],
-//!  "outputs":{"path":"/data/out"},"timeoutSecs":7200}
+//! {"version":1,"kind":"training","image":"ghcr.io/acme/train@sha256:…",
+//!  "command":["python","train.py"],"env":{"SEED":"42"},
+//!  "inputs":[{"uri":"https://…/data.tar","sha256":"…","path":"/inputs/data.tar","maxBytes":1073741824}],
+//!  "outputs":{"path":"/outputs","maxBytes":104857600},
+//!  "resources":{"cpuThreads":8,"gpuMemoryPercent":80},"timeoutSecs":7200}
 //! ```
+//!
+//! The container sees its inputs read-only under [`INPUTS_DIR`], writes its results under
+//! [`OUTPUTS_DIR`] and its checkpoints under [`CHECKPOINTS_DIR`] (restored when the job
+//! resumes on another node). Input URIs: `https://`, `http://`, `ipfs://<cid>[/path]`
+//! (through the worker's gateway), `nats://<bucket>/<key>` (NATS object store),
+//! `s3://<bucket>/<key>` and `file:///<path>` (inside the worker's configured local root).
 
 use std::collections::BTreeMap;
 
@@ -17,6 +25,16 @@ use serde::{Deserialize, Serialize};
 pub const SPEC_VERSION: u32 = 1;
 /// Largest spec the market accepts (`JobMarket.MAX_SPEC_BYTES`).
 pub const MAX_SPEC_BYTES: usize = 16_384;
+/// Where the inputs are mounted, read-only.
+pub const INPUTS_DIR: &str = "/inputs";
+/// Where the job writes its results; [`OutputSpec::path`] is this or a directory below it.
+pub const OUTPUTS_DIR: &str = "/outputs";
+/// Where the job writes checkpoints; restored here when the job resumes.
+pub const CHECKPOINTS_DIR: &str = "/checkpoints";
+/// URI schemes an input may use.
+pub const INPUT_SCHEMES: [&str; 6] = [
+    "https://", "http://", "ipfs://", "nats://", "s3://", "file://",
+];
 
 /// A job spec, version 1.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -24,6 +42,9 @@ pub const MAX_SPEC_BYTES: usize = 16_384;
 pub struct JobSpec {
     /// Always [`SPEC_VERSION`]; a reader refuses versions it does not know.
     pub version: u32,
+    /// Training or inference; a provider may take only one kind.
+    #[serde(default)]
+    pub kind: JobKind,
     /// Container image, ideally pinned by digest (`name@sha256:…`).
     pub image: String,
     /// Command and arguments; empty runs the image's entrypoint.
@@ -37,29 +58,97 @@ pub struct JobSpec {
     pub inputs: Vec<InputSpec>,
     /// Where the job leaves its results.
     pub outputs: OutputSpec,
+    /// Per-job resource settings; the worker's defaults apply where absent.
+    #[serde(default, skip_serializing_if = "Resources::is_default")]
+    pub resources: Resources,
     /// Wall-clock limit of one run, seconds (at most the on-chain `maxRuntime`).
     pub timeout_secs: u64,
+}
+
+/// What a job does, for providers who take only one kind.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum JobKind {
+    #[default]
+    Training,
+    Inference,
+}
+
+/// Resource settings inside the node's on-chain limits. GPUs, host memory and CPU cores
+/// come from the job's `JobRequirements`; these refine how the worker applies them.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct Resources {
+    /// CPU threads the container may use (default: the worker's `default_cpu_threads`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cpu_threads: Option<u16>,
+    /// Share of each GPU's memory the job may use, 1–100 (default: the worker's).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub gpu_memory_percent: Option<u8>,
+}
+
+impl Resources {
+    fn is_default(&self) -> bool {
+        *self == Self::default()
+    }
 }
 
 /// One input file of a job.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct InputSpec {
-    /// Where to fetch it (`https://`, `http://`, `ipfs://`).
+    /// Where to fetch it (one of [`INPUT_SCHEMES`]).
     pub uri: String,
-    /// Hex SHA-256 of the content; the worker refuses a mismatch.
+    /// Hex SHA-256 of the content; the worker refuses a mismatch. With it, the worker's
+    /// content-addressed cache can skip the download.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub sha256: Option<String>,
-    /// Absolute path inside the container.
+    /// Where the file appears in the container: a path below [`INPUTS_DIR`].
     pub path: String,
+    /// Largest size accepted, bytes; the download stops beyond it (default: the worker's).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_bytes: Option<u64>,
 }
 
 /// Where a job's results are collected from.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct OutputSpec {
-    /// Absolute directory inside the container.
+    /// The directory collected as the result: [`OUTPUTS_DIR`] or a directory below it.
+    #[serde(default = "default_outputs_path")]
     pub path: String,
+    /// Largest result accepted (the tar of `path`), bytes (default: the worker's).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_bytes: Option<u64>,
+}
+
+impl Default for OutputSpec {
+    fn default() -> Self {
+        Self {
+            path: default_outputs_path(),
+            max_bytes: None,
+        }
+    }
+}
+
+fn default_outputs_path() -> String {
+    OUTPUTS_DIR.into()
+}
+
+/// Whether `path` is `dir` itself or a normal absolute path below it (no `..`, `.` or
+/// empty components), so that a mount cannot escape its directory.
+pub fn is_within(path: &str, dir: &str) -> bool {
+    let Some(rest) = path.strip_prefix(dir) else {
+        return false;
+    };
+    if rest.is_empty() {
+        return true;
+    }
+    let Some(rest) = rest.strip_prefix('/') else {
+        return false;
+    };
+    rest.split('/')
+        .all(|part| !part.is_empty() && part != "." && part != "..")
 }
 
 /// Why a spec was refused.
@@ -123,18 +212,39 @@ impl JobSpec {
         if self.timeout_secs == 0 {
             return invalid("timeoutSecs", "must be positive");
         }
-        if !self.outputs.path.starts_with('/') {
-            return invalid("outputs.path", "must be an absolute path");
+        if !is_within(&self.outputs.path, OUTPUTS_DIR) {
+            return invalid("outputs.path", "must be /outputs or a directory below it");
         }
+        if self.outputs.max_bytes == Some(0) {
+            return invalid("outputs.maxBytes", "must be positive");
+        }
+        if let Some(percent) = self.resources.gpu_memory_percent
+            && !(1..=100).contains(&percent)
+        {
+            return invalid("resources.gpuMemoryPercent", "must be 1 to 100");
+        }
+        if self.resources.cpu_threads == Some(0) {
+            return invalid("resources.cpuThreads", "must be positive");
+        }
+        let mut paths = std::collections::BTreeSet::new();
         for input in &self.inputs {
-            if !["https://", "http://", "ipfs://"]
+            if !INPUT_SCHEMES
                 .iter()
                 .any(|scheme| input.uri.starts_with(scheme))
             {
-                return invalid("inputs.uri", "must be an http(s):// or ipfs:// URI");
+                return invalid(
+                    "inputs.uri",
+                    "must be an https, http, ipfs, nats, s3 or file URI",
+                );
             }
-            if !input.path.starts_with('/') {
-                return invalid("inputs.path", "must be an absolute path");
+            if input.path == INPUTS_DIR || !is_within(&input.path, INPUTS_DIR) {
+                return invalid("inputs.path", "must be a file path below /inputs");
+            }
+            if !paths.insert(input.path.as_str()) {
+                return invalid("inputs.path", "two inputs share a path");
+            }
+            if input.max_bytes == Some(0) {
+                return invalid("inputs.maxBytes", "must be positive");
             }
             if let Some(hash) = &input.sha256
                 && (hash.len() != 64 || !hash.bytes().all(|b| b.is_ascii_hexdigit()))
@@ -165,17 +275,18 @@ mod tests {
     fn example() -> JobSpec {
         JobSpec {
             version: 1,
+            kind: JobKind::Training,
             image: "ghcr.io/acme/train@sha256:9f2c".into(),
             command: vec!["python".into(), "train.py".into()],
             env: BTreeMap::from([("SEED".into(), "42".into())]),
             inputs: vec![InputSpec {
                 uri: "https://data.example.org/x.tar".into(),
                 sha256: Some("ab".repeat(32)),
-                path: "/data/in".into(),
+                path: "/inputs/x.tar".into(),
+                max_bytes: Some(1 << 30),
             }],
-            outputs: OutputSpec {
-                path: "/data/out".into(),
-            },
+            outputs: OutputSpec::default(),
+            resources: Resources::default(),
             timeout_secs: 3600,
         }
     }
@@ -187,26 +298,50 @@ mod tests {
     }
 
     #[test]
-    fn reads_the_solidity_test_fixture_spec() {
-        // The ~400-byte spec of contracts/test/Base.t.sol, as a submitter would post it.
-        let json = br#"{"version":1,"image":"ghcr.io/acme/train@sha256:9f2c4e1b7a0d3c5e8f1a2b4c6d8e0f1a3b5c7d9e1f2a4b6c8d0e2f4a6b8c0d2e","command":["python","train.py","--epochs","3","--batch-size","64"],"env":{"WANDB_MODE":"offline","SEED":"42"},"inputs":[{"uri":"https://data.example.org/cifar10.tar","sha256":"3f1c6a0e5b7d9f2a4c6e8b0d2f4a6c8e0b2d4f6a8c0e2b4d6f8a0c2e4b6d8f0a","path":"/data/in"}],"outputs":{"path":"/data/out"},"timeoutSecs":7200}"#;
+    fn reads_a_minimal_spec_with_defaults() {
+        let json = br#"{"version":1,"image":"acme/train@sha256:9f2c","command":["python","train.py"],"inputs":[{"uri":"https://data.example.org/cifar10.tar","sha256":"3f1c6a0e5b7d9f2a4c6e8b0d2f4a6c8e0b2d4f6a8c0e2b4d6f8a0c2e4b6d8f0a","path":"/inputs/cifar10.tar"}],"outputs":{},"timeoutSecs":7200}"#;
         let spec = JobSpec::from_slice(json).unwrap();
         assert_eq!(spec.timeout_secs, 7200);
-        assert_eq!(spec.inputs[0].path, "/data/in");
+        assert_eq!(spec.kind, JobKind::Training);
+        assert_eq!(spec.outputs.path, OUTPUTS_DIR);
+        assert_eq!(spec.resources, Resources::default());
+    }
+
+    #[test]
+    fn paths_stay_inside_their_directory() {
+        assert!(is_within("/outputs", "/outputs"));
+        assert!(is_within("/outputs/model", "/outputs"));
+        for bad in [
+            "/outputsx",
+            "/outputs/",
+            "/outputs/../etc",
+            "/outputs//a",
+            "/outputs/./a",
+            "/etc",
+        ] {
+            assert!(!is_within(bad, "/outputs"), "{bad}");
+        }
     }
 
     #[test]
     fn refuses_bad_specs_with_the_field_named() {
         type Mutation = fn(&mut JobSpec);
-        let cases: [(Mutation, &str); 7] = [
+        let cases: [(Mutation, &str); 11] = [
             (|s| s.image = String::new(), "image"),
             (|s| s.timeout_secs = 0, "timeoutSecs"),
-            (|s| s.outputs.path = "out".into(), "outputs.path"),
+            (|s| s.outputs.path = "/data/out".into(), "outputs.path"),
+            (|s| s.outputs.max_bytes = Some(0), "outputs.maxBytes"),
+            (|s| s.inputs[0].uri = "ftp://host/x".into(), "inputs.uri"),
             (
-                |s| s.inputs[0].uri = "file:///etc/passwd".into(),
-                "inputs.uri",
+                |s| s.inputs[0].path = "/inputs/../etc/x".into(),
+                "inputs.path",
             ),
-            (|s| s.inputs[0].path = "in".into(), "inputs.path"),
+            (|s| s.inputs[0].path = "/inputs".into(), "inputs.path"),
+            (|s| s.inputs.push(s.inputs[0].clone()), "inputs.path"),
+            (
+                |s| s.resources.gpu_memory_percent = Some(101),
+                "resources.gpuMemoryPercent",
+            ),
             (|s| s.inputs[0].sha256 = Some("xyz".into()), "inputs.sha256"),
             (|s| _ = s.env.insert("A=B".into(), "1".into()), "env"),
         ];

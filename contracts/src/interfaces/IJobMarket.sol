@@ -57,8 +57,8 @@ interface IJobMarket {
     event JobDisputed(uint64 indexed jobId, uint64 indexed nodeId, uint96 bond);
     /// @notice The arbiter resolved the dispute. The bond went to the winner.
     event DisputeResolved(uint64 indexed jobId, uint64 indexed nodeId, bool providerWon, address indexed arbiter);
-    /// @notice The assignment was taken back from the node, which was slashed `slashed`;
-    /// the slashed stake was credited to the submitter.
+    /// @notice The assignment was taken back from the node, or given back by its agent
+    /// (`Abandoned`); the node was slashed `slashed`, credited to the submitter.
     event JobReclaimed(uint64 indexed jobId, uint64 indexed nodeId, ReclaimKind kind, uint96 slashed, address by);
     /// @notice The node's agent refused the job as unusable (no slash).
     event JobRejected(uint64 indexed jobId, uint64 indexed nodeId, string reason);
@@ -153,6 +153,12 @@ interface IJobMarket {
     /// the node is at fault (Inactive, past the max runtime or the deadline): that job is
     /// reclaimed or expired, with the slash.
     function reject(uint64 jobId, string calldata reason) external;
+
+    /// @notice The assigned node's agent gives back a job it cannot finish for a reason of
+    /// its own (node fault, shutdown): the node is slashed as for a reclaim, the slash is
+    /// credited to the submitter, and the job is requeued, or failed and refunded when out
+    /// of attempts. Refused past the deadline: that job is expired, with the slash.
+    function abandon(uint64 jobId) external;
 
     // ---------------------------------------------------------------- anyone
 

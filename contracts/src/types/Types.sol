@@ -45,7 +45,7 @@ enum NodeStatus {
 
 /// @notice Lifecycle of a job.
 /// Open -> Assigned -> Submitted -> Completed, with
-///   Assigned -> Open (requeue by reclaim or reject) or Failed (out of attempts or time),
+///   Assigned -> Open (requeue by reclaim, abandon or reject) or Failed (out of attempts or time),
 ///   Submitted -> Disputed -> Completed | Failed,
 ///   Open -> Cancelled, Open|Assigned -> Expired.
 /// Completed, Failed, Cancelled and Expired are terminal: the bounty has been paid or refunded.
@@ -78,7 +78,9 @@ enum FailureKind {
 /// @notice Why an assignment was taken back from a node.
 enum ReclaimKind {
     NodeInactive,
-    RuntimeExceeded
+    RuntimeExceeded,
+    /// The node's agent gave the job back (node fault or shutdown).
+    Abandoned
 }
 
 /// @notice How a node's job slot is released by the market.

@@ -9,7 +9,7 @@ import {JobInfo, JobStatus} from "../../src/types/Types.sol";
 
 /// @notice Money and lifecycle invariants of the market and the registry under random
 /// sequences of valid calls (post, assign/claim, submit, accept, finalize, dispute,
-/// resolve, reclaim, reject, cancel, expire, heartbeat, markInactive, withdraw, time).
+/// resolve, reclaim, abandon, reject, cancel, expire, heartbeat, markInactive, withdraw, time).
 contract Market_Invariant_Test is StdInvariant, Base {
     MarketHandler internal handler;
 

@@ -80,6 +80,22 @@ impl Dockerd {
         format!("unix://{}", self.socket.display())
     }
 
+    /// A bollard client on the engine's socket, at the API version both sides speak.
+    pub async fn client(&self) -> Result<bollard::Docker, DevnetError> {
+        let socket = self.socket.to_str().ok_or_else(|| {
+            DevnetError::Docker(format!(
+                "socket path {} is not UTF-8",
+                self.socket.display()
+            ))
+        })?;
+        let docker = bollard::Docker::connect_with_unix(socket, 120, bollard::API_DEFAULT_VERSION)
+            .map_err(|e| DevnetError::Docker(format!("connecting to {socket}: {e}")))?;
+        docker
+            .negotiate_version()
+            .await
+            .map_err(|e| DevnetError::Docker(format!("negotiating the API version: {e}")))
+    }
+
     /// `GET /_ping`: whether the engine answers `OK`.
     pub fn ping(&self) -> Result<bool, DevnetError> {
         let mut stream = UnixStream::connect(&self.socket)?;

@@ -52,3 +52,26 @@ impl DevnetError {
         }
     }
 }
+
+/// Failures building or importing a local image (see `images`).
+#[derive(Debug, thiserror::Error)]
+pub enum ImageError {
+    #[error("reading {path}: {source}; run `deploy/setup.sh` (installs busybox-static)")]
+    Read {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error(
+        "{0} is not a statically linked 64-bit ELF: install Debian's busybox-static (`deploy/setup.sh`)"
+    )]
+    NotStatic(PathBuf),
+    #[error("busybox applets: {0}")]
+    Applets(String),
+    #[error("building the rootfs tarball: {0}")]
+    Tar(#[source] std::io::Error),
+    #[error("docker: {0}")]
+    Docker(#[from] bollard::errors::Error),
+    #[error("image import: {0}")]
+    Incomplete(String),
+}

@@ -9,12 +9,15 @@
 //! `gantry-devnet artifacts` regenerates the committed artifacts after a contract change.
 //! Tests of every crate use [`Devnet::start`] to get a fresh chain with the market
 //! deployed, [`NatsServer::start`] for a JetStream server, each on a free port, and
-//! [`Dockerd::start`] for a private Docker engine, all stopped on drop.
+//! [`Dockerd::start`] for a private Docker engine, all stopped on drop. [`import_busybox`]
+//! builds the test job image (a static busybox userland) in such an engine, since no
+//! registry is reachable.
 
 mod artifacts;
 mod deploy;
 mod docker;
 mod error;
+mod images;
 mod nats;
 pub mod scenario;
 mod tools;
@@ -25,6 +28,7 @@ pub use artifacts::{
 };
 pub use deploy::{DeployParams, Deployment, Devnet, confirm_receipt, deploy};
 pub use docker::Dockerd;
-pub use error::DevnetError;
+pub use error::{DevnetError, ImageError};
+pub use images::{BUSYBOX_PATH, image_exists, import_busybox};
 pub use nats::NatsServer;
 pub use tools::{Tools, workspace_root};

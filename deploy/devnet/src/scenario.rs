@@ -10,7 +10,7 @@ const GUSD: u64 = 1_000_000;
 
 /// The ~400-byte job spec the contract tests use.
 pub fn example_spec() -> Vec<u8> {
-    br#"{"version":1,"image":"ghcr.io/acme/train@sha256:9f2c4e1b7a0d3c5e8f1a2b4c6d8e0f1a3b5c7d9e1f2a4b6c8d0e2f4a6b8c0d2e","command":["python","train.py","--epochs","3","--batch-size","64"],"env":{"WANDB_MODE":"offline","SEED":"42"},"inputs":[{"uri":"https://data.example.org/cifar10.tar","sha256":"3f1c6a0e5b7d9f2a4c6e8b0d2f4a6c8e0b2d4f6a8c0e2b4d6f8a0c2e4b6d8f0a","path":"/data/in"}],"outputs":{"path":"/data/out"},"timeoutSecs":7200}"#.to_vec()
+    br#"{"version":1,"image":"ghcr.io/acme/train@sha256:9f2c4e1b7a0d3c5e8f1a2b4c6d8e0f1a3b5c7d9e1f2a4b6c8d0e2f4a6b8c0d2e","command":["python","train.py","--epochs","3","--batch-size","64"],"env":{"WANDB_MODE":"offline","SEED":"42"},"inputs":[{"uri":"https://data.example.org/cifar10.tar","sha256":"3f1c6a0e5b7d9f2a4c6e8b0d2f4a6c8e0b2d4f6a8c0e2b4d6f8a0c2e4b6d8f0a","path":"/inputs/cifar10.tar"}],"outputs":{"path":"/outputs"},"timeoutSecs":7200}"#.to_vec()
 }
 
 /// Requirements an H100 node of [`h100_node`] meets.

@@ -77,6 +77,36 @@ contract JobMarket_Fuzz_Test is Base {
         assertEq(token.balanceOf(address(market)), uint256(BOUNTY) + DISPUTE_BOND + slashed);
     }
 
+    /// Whenever the agent gives a job back before the deadline, the node loses exactly its
+    /// slash, the submitter gains it, and the job is Open again with its bounty in escrow.
+    function testFuzz_Abandon_MovesSlashFromNodeToSubmitter(uint96 stake, uint16 slashBps, uint32 elapsed) external {
+        stake = uint96(bound(stake, MIN_STAKE, 1_000_000e6));
+        slashBps = uint16(bound(slashBps, 0, 10_000));
+        RegistryParams memory params = registryParams();
+        params.slashBps = slashBps;
+        vm.prank(admin);
+        registry.setParams(params);
+        fund(operator, stake);
+        vm.prank(operator);
+        uint64 nodeId = registry.register(agent, h100Node(), "", stake);
+        uint64 jobId = postJob();
+        assignJob(jobId, nodeId);
+        elapsed = uint32(bound(elapsed, 0, 1 days - 1));
+        vm.warp(block.timestamp + elapsed);
+
+        vm.prank(agent);
+        market.abandon(jobId);
+
+        uint96 slashed = uint96((uint256(stake) * slashBps) / 10_000);
+        assertEq(uint8(market.getJob(jobId).status), uint8(JobStatus.Open));
+        assertEq(market.creditOf(submitter), slashed);
+        assertEq(registry.getNode(nodeId).stake, stake - slashed);
+        assertEq(registry.getNode(nodeId).failedJobs, 1);
+        assertEq(registry.getNode(nodeId).activeJobs, 0);
+        assertEq(token.balanceOf(address(registry)), stake - slashed);
+        assertEq(token.balanceOf(address(market)), uint256(BOUNTY) + slashed);
+    }
+
     /// Assignment succeeds exactly when the node offers everything the job requires.
     function testFuzz_Assign_SucceedsIffNodeMeetsRequirements(
         NodeCapabilities memory offered,

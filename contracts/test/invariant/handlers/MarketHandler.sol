@@ -186,6 +186,15 @@ contract MarketHandler is CommonBase, StdCheats, StdUtils {
         ++calls["reject"];
     }
 
+    function abandon(uint256 jobSeed) external {
+        (bool found, uint64 jobId, JobInfo memory job) = pick(jobSeed, JobStatus.Assigned, JobStatus.Assigned);
+        if (!found || block.timestamp >= job.deadline) return;
+        vm.prank(registry.agentOf(job.nodeId));
+        market.abandon(jobId);
+        record(jobId, JobStatus.Assigned);
+        ++calls["abandon"];
+    }
+
     function cancel(uint256 jobSeed) external {
         (bool found, uint64 jobId, JobInfo memory job) = pick(jobSeed, JobStatus.Open, JobStatus.Open);
         if (!found) return;
@@ -245,6 +254,8 @@ contract MarketHandler is CommonBase, StdCheats, StdUtils {
         if (succeeds(abi.encodeCall(market.finalize, (jobId)))) settledTwice = true;
         if (succeeds(abi.encodeCall(market.expire, (jobId)))) settledTwice = true;
         if (succeeds(abi.encodeCall(market.reclaim, (jobId)))) settledTwice = true;
+        vm.prank(registry.agentOf(job.nodeId));
+        if (succeeds(abi.encodeCall(market.abandon, (jobId)))) settledTwice = true;
         vm.startPrank(arbiter);
         if (succeeds(abi.encodeCall(market.resolve, (jobId, true)))) settledTwice = true;
         if (succeeds(abi.encodeCall(market.resolve, (jobId, false)))) settledTwice = true;

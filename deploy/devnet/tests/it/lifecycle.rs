@@ -106,6 +106,7 @@ async fn a_job_goes_from_post_to_paid_on_anvil() {
     // The submitter posts in one transaction: an EIP-2612 permit instead of an approval.
     let spec = JobSpec {
         version: 1,
+        kind: Default::default(),
         image:
             "gantry/demo@sha256:9f2c4e1b7a0d3c5e8f1a2b4c6d8e0f1a3b5c7d9e1f2a4b6c8d0e2f4a6b8c0d2e"
                 .into(),
@@ -119,11 +120,11 @@ async fn a_job_goes_from_post_to_paid_on_anvil() {
         inputs: vec![InputSpec {
             uri: "https://data.example.org/cifar10.tar".into(),
             sha256: Some("3f".repeat(32)),
-            path: "/data/in".into(),
+            path: "/inputs/cifar10.tar".into(),
+            max_bytes: None,
         }],
-        outputs: OutputSpec {
-            path: "/data/out".into(),
-        },
+        outputs: OutputSpec::default(),
+        resources: Default::default(),
         timeout_secs: 3_600,
     };
     let spec_bytes = spec.to_vec();

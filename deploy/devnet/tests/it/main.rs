@@ -1,5 +1,6 @@
-//! Integration tests against real anvil and forge, installed by `deploy/setup.sh`.
+//! Integration tests against real anvil, forge and dockerd, installed by `deploy/setup.sh`.
 
 mod artifacts;
 mod docker;
+mod images;
 mod lifecycle;

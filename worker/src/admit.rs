@@ -1,0 +1,200 @@
+//! Whether the node runs a job, and with what: the spec checked against the protocol's
+//! schema, the job's on-chain requirements, the node's hardware and the provider's
+//! settings. Pure; a refusal is the job's fault and becomes the `reject` reason.
+
+use std::time::Duration;
+
+use gantry_protocol::bindings::JobMarket::JobRequirements;
+use gantry_protocol::spec::{JobKind, JobSpec};
+
+use crate::config::Jobs;
+use crate::fault::Failure;
+
+/// What the node has to give.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct NodeLimits {
+    pub gpus: u16,
+    pub cpu_cores: u16,
+    pub ram_mib: u32,
+}
+
+/// A job the node will run, and its resources.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Admitted {
+    pub spec: JobSpec,
+    pub gpus: u16,
+    pub cpu_threads: u16,
+    pub memory_bytes: i64,
+    pub gpu_memory_percent: u8,
+    pub timeout: Duration,
+    pub output_limit: u64,
+}
+
+/// Checks a job before anything is downloaded or started.
+pub fn admit(
+    spec_bytes: &[u8],
+    requirements: &JobRequirements,
+    node: &NodeLimits,
+    settings: &Jobs,
+) -> Result<Admitted, Failure> {
+    let spec =
+        JobSpec::from_slice(spec_bytes).map_err(|e| Failure::job(format!("invalid spec: {e}")))?;
+    match spec.kind {
+        JobKind::Training if !settings.accept_training => {
+            return Err(Failure::job("this node does not take training jobs"));
+        }
+        JobKind::Inference if !settings.accept_inference => {
+            return Err(Failure::job("this node does not take inference jobs"));
+        }
+        _ => {}
+    }
+    if spec.timeout_secs > u64::from(requirements.maxRuntime) {
+        return Err(Failure::job(format!(
+            "invalid spec: timeoutSecs {} exceeds the job's maxRuntime {}",
+            spec.timeout_secs, requirements.maxRuntime
+        )));
+    }
+    if requirements.minGpuCount > node.gpus {
+        return Err(Failure::job(format!(
+            "needs {} GPUs; this node has {}",
+            requirements.minGpuCount, node.gpus
+        )));
+    }
+    let memory_mib = match requirements.minRamMiB {
+        0 => settings.default_memory_mib,
+        mib => mib,
+    };
+    if memory_mib > node.ram_mib {
+        return Err(Failure::job(format!(
+            "needs {memory_mib} MiB of memory; this node has {}",
+            node.ram_mib
+        )));
+    }
+    let cpu_threads = spec
+        .resources
+        .cpu_threads
+        .unwrap_or(settings.default_cpu_threads)
+        .max(requirements.minCpuCores)
+        .min(node.cpu_cores.max(1));
+    Ok(Admitted {
+        gpus: requirements.minGpuCount,
+        cpu_threads,
+        memory_bytes: i64::from(memory_mib) << 20,
+        gpu_memory_percent: spec
+            .resources
+            .gpu_memory_percent
+            .unwrap_or(settings.default_gpu_memory_percent),
+        timeout: Duration::from_secs(spec.timeout_secs),
+        output_limit: spec
+            .outputs
+            .max_bytes
+            .unwrap_or(settings.max_output_bytes)
+            .min(settings.max_output_bytes),
+        spec,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use alloy::primitives::{B256, aliases::U96};
+    use gantry_protocol::spec::{OutputSpec, Resources};
+
+    use super::*;
+    use crate::fault::FaultClass;
+
+    fn spec() -> JobSpec {
+        JobSpec {
+            version: 1,
+            kind: JobKind::Training,
+            image: "gantry/test:1".into(),
+            command: vec!["/bin/sh".into(), "-c".into(), "true".into()],
+            env: Default::default(),
+            inputs: vec![],
+            outputs: OutputSpec::default(),
+            resources: Resources::default(),
+            timeout_secs: 60,
+        }
+    }
+
+    fn requirements() -> JobRequirements {
+        JobRequirements {
+            gpuModel: B256::ZERO,
+            minGpuCount: 0,
+            minVramMiB: 0,
+            minCpuCores: 1,
+            minRamMiB: 512,
+            maxPricePerGpuHour: U96::ZERO,
+            maxRuntime: 120,
+            priority: 5,
+        }
+    }
+
+    fn node() -> NodeLimits {
+        NodeLimits {
+            gpus: 0,
+            cpu_cores: 2,
+            ram_mib: 4096,
+        }
+    }
+
+    #[test]
+    fn a_fitting_job_gets_its_resources() {
+        let admitted = admit(&spec().to_vec(), &requirements(), &node(), &Jobs::default()).unwrap();
+        assert_eq!(admitted.memory_bytes, 512 << 20);
+        assert_eq!(
+            admitted.cpu_threads, 2,
+            "default 4 threads, capped at the node's 2"
+        );
+        assert_eq!(admitted.timeout, Duration::from_secs(60));
+        assert_eq!(admitted.output_limit, Jobs::default().max_output_bytes);
+        assert_eq!(admitted.gpu_memory_percent, 90);
+    }
+
+    #[test]
+    fn refusals_are_the_job_s_fault_with_a_reason() {
+        let refuse = |bytes: &[u8], req: JobRequirements, settings: Jobs| {
+            let failure = admit(bytes, &req, &node(), &settings).unwrap_err();
+            assert_eq!(failure.class, FaultClass::Job);
+            failure.reason
+        };
+        assert!(
+            refuse(b"{\"version\":1}", requirements(), Jobs::default()).starts_with("invalid spec")
+        );
+        let mut long = spec();
+        long.timeout_secs = 121;
+        assert!(refuse(&long.to_vec(), requirements(), Jobs::default()).contains("maxRuntime"));
+        let mut gpus = requirements();
+        gpus.minGpuCount = 1;
+        assert!(refuse(&spec().to_vec(), gpus, Jobs::default()).contains("GPUs"));
+        let mut ram = requirements();
+        ram.minRamMiB = 8192;
+        assert!(refuse(&spec().to_vec(), ram, Jobs::default()).contains("memory"));
+        let mut inference = spec();
+        inference.kind = JobKind::Inference;
+        let settings = Jobs {
+            accept_inference: false,
+            ..Jobs::default()
+        };
+        assert!(refuse(&inference.to_vec(), requirements(), settings).contains("inference"));
+    }
+
+    #[test]
+    fn the_spec_can_lower_but_not_raise_the_output_limit() {
+        let mut small = spec();
+        small.outputs.max_bytes = Some(1000);
+        let settings = Jobs::default();
+        assert_eq!(
+            admit(&small.to_vec(), &requirements(), &node(), &settings)
+                .unwrap()
+                .output_limit,
+            1000
+        );
+        small.outputs.max_bytes = Some(u64::MAX);
+        assert_eq!(
+            admit(&small.to_vec(), &requirements(), &node(), &settings)
+                .unwrap()
+                .output_limit,
+            settings.max_output_bytes
+        );
+    }
+}

@@ -1,0 +1,83 @@
+//! Whose fault a failure is, which decides what the worker does with the job:
+//!
+//! | class       | examples                                        | the worker              |
+//! |-------------|-------------------------------------------------|-------------------------|
+//! | `Job`       | bad spec or image, input hash mismatch, non-zero exit, OOM, timeout, output too large | `reject`s it on-chain with the reason (no slash) |
+//! | `Node`      | Docker engine down, disk full, cache unwritable  | `abandon`s it (requeued elsewhere) and stops taking work until healthy |
+//! | `Transient` | network errors, RPC hiccups                      | retries with backoff; persisting, it becomes `Node` |
+
+use std::fmt;
+
+/// Whose fault a failure is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum FaultClass {
+    Job,
+    Node,
+    Transient,
+}
+
+/// A failed job stage: its class and a short reason fit for an on-chain `reject` (no
+/// secrets, no host paths beyond the job's own).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Failure {
+    pub class: FaultClass,
+    pub reason: String,
+}
+
+/// Longest reason sent on-chain, bytes.
+pub const MAX_REASON: usize = 160;
+
+impl Failure {
+    pub fn job(reason: impl Into<String>) -> Self {
+        Self::new(FaultClass::Job, reason)
+    }
+
+    pub fn node(reason: impl Into<String>) -> Self {
+        Self::new(FaultClass::Node, reason)
+    }
+
+    pub fn transient(reason: impl Into<String>) -> Self {
+        Self::new(FaultClass::Transient, reason)
+    }
+
+    fn new(class: FaultClass, reason: impl Into<String>) -> Self {
+        let mut reason: String = reason.into();
+        if reason.len() > MAX_REASON {
+            let mut end = MAX_REASON;
+            while !reason.is_char_boundary(end) {
+                end -= 1;
+            }
+            reason.truncate(end);
+        }
+        Self { class, reason }
+    }
+}
+
+impl fmt::Display for Failure {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let class = match self.class {
+            FaultClass::Job => "job fault",
+            FaultClass::Node => "node fault",
+            FaultClass::Transient => "transient",
+        };
+        write!(f, "{class}: {}", self.reason)
+    }
+}
+
+impl std::error::Error for Failure {}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn reasons_are_bounded_on_a_char_boundary() {
+        let failure = Failure::job("é".repeat(200));
+        assert!(failure.reason.len() <= MAX_REASON);
+        assert!(failure.reason.chars().all(|c| c == 'é'));
+        assert_eq!(
+            Failure::node("disk full").to_string(),
+            "node fault: disk full"
+        );
+    }
+}

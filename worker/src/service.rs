@@ -1,0 +1,535 @@
+//! The worker process: start-up (inventory, node registration, streams, Docker), the
+//! heartbeat, the assignment consumer, claim mode, node health, and graceful shutdown.
+//!
+//! Assignments come from the durable consumer `gantry_<chain>_worker_<node>`, filtered to
+//! `gantry.<chain>.ev.JobAssigned.<node>`. A message stays unacknowledged while its job
+//! runs (kept alive with in-progress acks), so a worker that dies gets it redelivered
+//! when it comes back; the chain check then decides whether to run it again.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant};
+
+use alloy::primitives::U256;
+use alloy::primitives::aliases::U96;
+use alloy::signers::local::PrivateKeySigner;
+use async_nats::jetstream::{self, consumer};
+use futures::StreamExt;
+use gantry_protocol::bindings::{JobMarket, NodeRegistry};
+use gantry_protocol::envelope::EventEnvelope;
+use gantry_protocol::jobs;
+use gantry_protocol::subjects;
+use tokio::sync::{Mutex as AsyncMutex, Semaphore, mpsc};
+use tokio::task::JoinSet;
+use tokio_util::sync::CancellationToken;
+
+use crate::admit::NodeLimits;
+use crate::chain::{Chain, ChainError};
+use crate::config::Config;
+use crate::docker::Executor;
+use crate::fault::Failure;
+use crate::fetch::{FetchConfig, Fetcher, S3Settings};
+use crate::inventory::{GpuMonitor, Inventory};
+use crate::job::{Assignment, Ctx, GpuPool, Outcome, Stop, StopReason};
+use crate::store;
+
+/// How long an assignment stays unacknowledged before redelivery, unless renewed.
+const ACK_WAIT: Duration = Duration::from_secs(30);
+/// Retention of progress, logs and completion reports.
+const JOBS_MAX_AGE: Duration = Duration::from_secs(7 * 24 * 3600);
+const JOBS_MAX_PER_SUBJECT: i64 = 20_000;
+/// How often an unhealthy node checks whether it recovered.
+const HEALTH_INTERVAL: Duration = Duration::from_secs(2);
+/// Free disk below which the node stops taking work, MiB.
+const MIN_FREE_DISK_MIB: u64 = 1024;
+
+/// Why the worker could not start or went down.
+#[derive(Debug, thiserror::Error)]
+pub enum WorkerError {
+    #[error("chain: {0}")]
+    Chain(#[from] ChainError),
+    #[error("nats: {0}")]
+    Nats(String),
+    #[error("{0}")]
+    Node(Failure),
+    #[error("local directories: {0}")]
+    Io(#[from] std::io::Error),
+}
+
+/// Hooks for tests and benchmarks.
+#[derive(Debug, Default)]
+pub struct Hooks {
+    /// Receives (job id, time from the assignment message to the container running).
+    pub started: Option<mpsc::UnboundedSender<(u64, Duration)>>,
+    /// Receives the node id once the node is registered.
+    pub node_id: Option<tokio::sync::oneshot::Sender<u64>>,
+}
+
+/// Whether the node may take work, and why not.
+#[derive(Debug, Default)]
+struct Health {
+    broken: std::sync::Mutex<Option<String>>,
+    healthy: AtomicBool,
+    recovered: tokio::sync::Notify,
+}
+
+impl Health {
+    fn new() -> Self {
+        let health = Self::default();
+        health.healthy.store(true, Ordering::SeqCst);
+        health
+    }
+
+    fn fail(&self, reason: &str) {
+        tracing::error!(reason, "node fault: taking no work until healthy");
+        *self.broken.lock().expect("never poisoned") = Some(reason.to_owned());
+        self.healthy.store(false, Ordering::SeqCst);
+        metrics::gauge!("gantry_worker_healthy").set(0.0);
+    }
+
+    fn recover(&self) {
+        tracing::info!("healthy again: taking work");
+        *self.broken.lock().expect("never poisoned") = None;
+        self.healthy.store(true, Ordering::SeqCst);
+        metrics::gauge!("gantry_worker_healthy").set(1.0);
+        self.recovered.notify_waiters();
+    }
+
+    fn is_healthy(&self) -> bool {
+        self.healthy.load(Ordering::SeqCst)
+    }
+}
+
+/// Runs the worker until `shutdown` fires.
+pub async fn run(
+    config: Config,
+    signer: PrivateKeySigner,
+    shutdown: CancellationToken,
+    mut hooks: Hooks,
+) -> Result<(), WorkerError> {
+    std::fs::create_dir_all(&config.work_dir)?;
+    std::fs::create_dir_all(&config.cache_dir)?;
+    {
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(&config.work_dir, std::fs::Permissions::from_mode(0o700))?;
+    }
+    let inventory = Inventory::detect(&config.work_dir);
+    inventory.log();
+    let chain = Arc::new(
+        Chain::connect(
+            config.rpc_url.clone(),
+            config.chain_id,
+            config.market,
+            config.registry,
+            config.token,
+            signer,
+        )
+        .await?,
+    );
+    let capabilities = NodeRegistry::NodeCapabilities {
+        gpuModel: inventory.gpu_model(),
+        gpuCount: u16::try_from(inventory.gpus.len()).unwrap_or(u16::MAX),
+        vramMiB: inventory.min_vram_mib(),
+        cpuCores: inventory.cpu_cores,
+        ramMiB: inventory.ram_mib,
+        pricePerGpuHour: U96::saturating_from(config.node.price_per_gpu_hour),
+        maxConcurrentJobs: config.jobs.max_concurrent,
+    };
+    let node_id = chain
+        .ensure_node(
+            config.node.node_id,
+            capabilities.clone(),
+            config.node.stake,
+            &config.node.metadata_uri,
+        )
+        .await?;
+    tracing::info!(node_id, agent = %chain.agent(), "serving node");
+    if let Some(tx) = hooks.node_id.take() {
+        let _ = tx.send(node_id);
+    }
+
+    let executor = Executor::connect(&config.docker_socket, node_id)
+        .await
+        .map_err(WorkerError::Node)?;
+    executor
+        .remove_leftovers()
+        .await
+        .map_err(WorkerError::Node)?;
+
+    let nats = async_nats::connect(&config.nats_url)
+        .await
+        .map_err(|e| WorkerError::Nats(e.to_string()))?;
+    let js = jetstream::new(nats.clone());
+    let chain_stream = js
+        .get_stream(subjects::stream_name(config.chain_id))
+        .await
+        .map_err(|e| {
+            WorkerError::Nats(format!("the chain stream (is the indexer running?): {e}"))
+        })?;
+    let jobs_js = jetstream::new(nats.clone());
+    jobs_js
+        .get_or_create_stream(jetstream::stream::Config {
+            name: jobs::jobs_stream_name(config.chain_id),
+            subjects: vec![jobs::jobs_stream_subjects(config.chain_id)],
+            max_age: JOBS_MAX_AGE,
+            max_messages_per_subject: JOBS_MAX_PER_SUBJECT,
+            storage: jetstream::stream::StorageType::File,
+            ..Default::default()
+        })
+        .await
+        .map_err(|e| WorkerError::Nats(format!("the jobs stream: {e}")))?;
+    let results = store::bucket(&js, &jobs::results_bucket(config.chain_id))
+        .await
+        .map_err(WorkerError::Node)?;
+    let checkpoints = store::bucket(&js, &jobs::checkpoints_bucket(config.chain_id))
+        .await
+        .map_err(WorkerError::Node)?;
+    let fetcher = Fetcher::new(
+        FetchConfig {
+            cache_dir: config.cache_dir.clone(),
+            ipfs_gateway: config.ipfs_gateway.clone(),
+            local_root: config.local_inputs_root.clone(),
+            default_max_bytes: config.jobs.max_input_bytes,
+            s3: config.s3.as_ref().map(|s3| S3Settings {
+                endpoint: s3.endpoint.clone(),
+                region: s3.region.clone(),
+                access_key_id: s3.access_key_id.clone().unwrap_or_default(),
+                secret_access_key: s3.secret_access_key.clone().unwrap_or_default(),
+                allow_http: s3.endpoint.as_ref().is_some_and(|u| u.scheme() == "http"),
+            }),
+            attempts: 3,
+        },
+        Some(js.clone()),
+    )
+    .map_err(|e| WorkerError::Node(Failure::from(&e)))?;
+
+    let ctx = Arc::new(Ctx {
+        chain_id: config.chain_id,
+        node_id,
+        chain: chain.clone(),
+        executor: executor.clone(),
+        fetcher,
+        nats: nats.clone(),
+        chain_stream: chain_stream.clone(),
+        jobs_js,
+        results,
+        checkpoints,
+        settings: config.jobs.clone(),
+        limits: NodeLimits {
+            gpus: capabilities.gpuCount,
+            cpu_cores: inventory.cpu_cores,
+            ram_mib: inventory.ram_mib,
+        },
+        gpus: std::sync::Mutex::new(GpuPool::new(inventory.gpus.clone())),
+        monitor: GpuMonitor::new(),
+        work_dir: config.work_dir.clone(),
+        started: hooks.started.take(),
+    });
+    let health = Arc::new(Health::new());
+    metrics::gauge!("gantry_worker_healthy").set(1.0);
+
+    // Heartbeats stop last: they run until every job has been answered.
+    let heartbeats_done = CancellationToken::new();
+    let heartbeat = tokio::spawn(heartbeat_loop(
+        chain.clone(),
+        node_id,
+        config.jobs.heartbeat_interval,
+        health.clone(),
+        heartbeats_done.clone(),
+    ));
+    let health_task = tokio::spawn(health_loop(
+        executor.clone(),
+        config.work_dir.clone(),
+        health.clone(),
+        heartbeats_done.clone(),
+    ));
+
+    let slots = Arc::new(Semaphore::new(usize::from(config.jobs.max_concurrent)));
+    let claimer = config.jobs.auto_accept.then(|| {
+        tokio::spawn(claim_loop(
+            ctx.clone(),
+            capabilities.clone(),
+            config.jobs.auto_accept_min_payment,
+            slots.clone(),
+            health.clone(),
+            shutdown.clone(),
+        ))
+    });
+
+    let consumer_name = jobs::worker_consumer(config.chain_id, node_id);
+    let consumer = chain_stream
+        .get_or_create_consumer(
+            &consumer_name,
+            consumer::pull::Config {
+                durable_name: Some(consumer_name.clone()),
+                description: Some(format!("assignments of node {node_id}")),
+                filter_subject: subjects::assignments_of(config.chain_id, node_id),
+                deliver_policy: consumer::DeliverPolicy::All,
+                ack_policy: consumer::AckPolicy::Explicit,
+                ack_wait: ACK_WAIT,
+                max_deliver: -1,
+                ..Default::default()
+            },
+        )
+        .await
+        .map_err(|e| WorkerError::Nats(format!("consumer {consumer_name}: {e}")))?;
+    let mut messages = consumer
+        .messages()
+        .await
+        .map_err(|e| WorkerError::Nats(format!("consumer {consumer_name}: {e}")))?;
+
+    let stops: Arc<AsyncMutex<HashMap<u64, Stop>>> = Arc::default();
+    let mut running = JoinSet::new();
+    tracing::info!(node_id, "taking work");
+    loop {
+        // A free slot and a healthy node before the next assignment is pulled.
+        let permit = tokio::select! {
+            () = shutdown.cancelled() => break,
+            permit = slots.clone().acquire_owned() => permit.expect("the semaphore is never closed"),
+        };
+        while !health.is_healthy() {
+            tokio::select! {
+                () = shutdown.cancelled() => break,
+                () = health.recovered.notified() => {}
+                () = tokio::time::sleep(HEALTH_INTERVAL) => {}
+            }
+        }
+        let message = tokio::select! {
+            () = shutdown.cancelled() => break,
+            message = messages.next() => message,
+        };
+        let received = Instant::now();
+        let message = match message {
+            Some(Ok(message)) => message,
+            Some(Err(e)) => {
+                tracing::warn!(error = %e, "assignment consumer");
+                continue;
+            }
+            None => return Err(WorkerError::Nats("the assignment consumer ended".into())),
+        };
+        let assignment = match parse_assignment(&message.payload, received) {
+            Ok(a) => a,
+            Err(e) => {
+                tracing::error!(error = %e, subject = %message.subject, "not an assignment; skipping it");
+                let _ = message.ack().await;
+                continue;
+            }
+        };
+        let stop = Stop::default();
+        stops.lock().await.insert(assignment.job_id, stop.clone());
+        let ctx = ctx.clone();
+        let health = health.clone();
+        let stops = stops.clone();
+        running.spawn(async move {
+            let _permit = permit;
+            let job_id = assignment.job_id;
+            metrics::gauge!("gantry_worker_running_jobs").increment(1.0);
+            let keep_alive = async {
+                let mut tick = tokio::time::interval(ACK_WAIT / 3);
+                tick.tick().await;
+                loop {
+                    tick.tick().await;
+                    let _ = message.ack_with(jetstream::AckKind::Progress).await;
+                }
+            };
+            let outcome = tokio::select! {
+                outcome = ctx.run(assignment, stop.clone()) => outcome,
+                () = keep_alive => unreachable!("the keep-alive loop never ends"),
+            };
+            stops.lock().await.remove(&job_id);
+            metrics::gauge!("gantry_worker_running_jobs").decrement(1.0);
+            metrics::counter!("gantry_worker_jobs_total", "outcome" => outcome.label())
+                .increment(1);
+            tracing::info!(job_id, outcome = ?outcome, "job done");
+            if let Some(fault) = outcome.node_fault() {
+                health.fail(&fault.reason);
+            }
+            // Shut down before answering: leave it for redelivery.
+            let answered = !matches!(outcome, Outcome::Unreported(_));
+            if answered {
+                let _ = message.double_ack().await;
+            } else {
+                let _ = message.ack_with(jetstream::AckKind::Nak(None)).await;
+            }
+            (job_id, outcome)
+        });
+        while running.try_join_next().is_some() {}
+    }
+
+    // Graceful shutdown: no new work; running jobs get the grace period, then are
+    // checkpointed and given back.
+    tracing::info!(running = running.len(), grace = ?config.jobs.shutdown_grace, "stopping: finishing running jobs");
+    if let Some(claimer) = claimer {
+        claimer.abort();
+    }
+    let deadline = tokio::time::sleep(config.jobs.shutdown_grace);
+    tokio::pin!(deadline);
+    loop {
+        tokio::select! {
+            joined = running.join_next() => if joined.is_none() { break },
+            () = &mut deadline => {
+                for stop in stops.lock().await.values() {
+                    stop.stop(StopReason::Shutdown);
+                }
+                while running.join_next().await.is_some() {}
+                break;
+            }
+        }
+    }
+    heartbeats_done.cancel();
+    let _ = heartbeat.await;
+    let _ = health_task.await;
+    let _ = nats.flush().await;
+    tracing::info!("stopped");
+    Ok(())
+}
+
+fn parse_assignment(payload: &[u8], received: Instant) -> Result<Assignment, String> {
+    let envelope: EventEnvelope = serde_json::from_slice(payload).map_err(|e| e.to_string())?;
+    if envelope.event.name != "JobAssigned" {
+        return Err(format!("event {}", envelope.event.name));
+    }
+    let assigned: JobMarket::JobAssigned =
+        serde_json::from_value(envelope.event.data).map_err(|e| e.to_string())?;
+    Ok(Assignment {
+        job_id: assigned.jobId,
+        attempt: assigned.attempt,
+        received,
+    })
+}
+
+async fn heartbeat_loop(
+    chain: Arc<Chain>,
+    node_id: u64,
+    interval: Duration,
+    health: Arc<Health>,
+    done: CancellationToken,
+) {
+    let mut tick = tokio::time::interval(interval);
+    tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    loop {
+        tokio::select! {
+            () = done.cancelled() => return,
+            _ = tick.tick() => {}
+        }
+        // An unhealthy node lets its heartbeat lapse, so the matcher stops sending work.
+        if !health.is_healthy() {
+            continue;
+        }
+        match chain.heartbeat(node_id).await {
+            Ok(()) => metrics::counter!("gantry_worker_heartbeats_total").increment(1),
+            Err(e) => tracing::warn!(node_id, error = %e, "heartbeat failed"),
+        }
+    }
+}
+
+/// Checks the engine and the disk; marks the node broken or recovered.
+async fn health_loop(
+    executor: Executor,
+    work_dir: std::path::PathBuf,
+    health: Arc<Health>,
+    done: CancellationToken,
+) {
+    let mut tick = tokio::time::interval(HEALTH_INTERVAL);
+    loop {
+        tokio::select! {
+            () = done.cancelled() => return,
+            _ = tick.tick() => {}
+        }
+        let problem = match executor.ping().await {
+            Err(f) => Some(f.reason),
+            Ok(()) => {
+                let free = Inventory::free_disk_mib(&work_dir);
+                (free < MIN_FREE_DISK_MIB)
+                    .then(|| format!("disk full: {free} MiB free under the work directory"))
+            }
+        };
+        match (problem, health.is_healthy()) {
+            (Some(reason), true) => health.fail(&reason),
+            (None, false) => health.recover(),
+            _ => {}
+        }
+    }
+}
+
+/// Claim mode: watch new and requeued jobs and claim those the node fits.
+async fn claim_loop(
+    ctx: Arc<Ctx>,
+    capabilities: NodeRegistry::NodeCapabilities,
+    min_payment: U256,
+    slots: Arc<Semaphore>,
+    health: Arc<Health>,
+    shutdown: CancellationToken,
+) {
+    let consumer = ctx
+        .chain_stream
+        .create_consumer(consumer::pull::OrderedConfig {
+            filter_subjects: vec![
+                subjects::event_filter(ctx.chain_id, "JobPosted"),
+                subjects::event_filter(ctx.chain_id, "JobRequeued"),
+            ],
+            deliver_policy: consumer::DeliverPolicy::New,
+            ..Default::default()
+        })
+        .await;
+    let mut messages = match consumer {
+        Ok(consumer) => match consumer.messages().await {
+            Ok(messages) => messages,
+            Err(e) => return tracing::error!(error = %e, "claim mode: no consumer"),
+        },
+        Err(e) => return tracing::error!(error = %e, "claim mode: no consumer"),
+    };
+    loop {
+        let message = tokio::select! {
+            () = shutdown.cancelled() => return,
+            message = messages.next() => message,
+        };
+        let Some(Ok(message)) = message else { continue };
+        let Ok(envelope) = serde_json::from_slice::<EventEnvelope>(&message.payload) else {
+            continue;
+        };
+        let Ok(job_id) = envelope.event.key.parse::<u64>() else {
+            continue;
+        };
+        if slots.available_permits() == 0 || !health.is_healthy() {
+            continue;
+        }
+        match ctx.chain.job(job_id).await {
+            Ok(info) if claimable(&info, &capabilities, min_payment) => {
+                match ctx.chain.claim(job_id, ctx.node_id).await {
+                    Ok(()) => {
+                        tracing::info!(job_id, "claimed");
+                        metrics::counter!("gantry_worker_claims_total", "outcome" => "claimed")
+                            .increment(1);
+                    }
+                    Err(e) => {
+                        tracing::debug!(job_id, error = %e, "claim refused");
+                        metrics::counter!("gantry_worker_claims_total", "outcome" => "refused")
+                            .increment(1);
+                    }
+                }
+            }
+            Ok(_) => {}
+            Err(e) => tracing::debug!(job_id, error = %e, "claim mode: getJob"),
+        }
+    }
+}
+
+/// Whether an Open job fits the node and pays enough (the chain re-checks on `claim`).
+pub fn claimable(
+    info: &JobMarket::JobInfo,
+    node: &NodeRegistry::NodeCapabilities,
+    min_payment: U256,
+) -> bool {
+    const OPEN: u8 = 1;
+    let r = &info.requirements;
+    info.status == OPEN
+        && U256::from(info.bounty) >= min_payment
+        && (r.gpuModel.is_zero() || r.gpuModel == node.gpuModel)
+        && r.minGpuCount <= node.gpuCount
+        && (r.minGpuCount == 0 || r.minVramMiB <= node.vramMiB)
+        && r.minCpuCores <= node.cpuCores
+        && r.minRamMiB <= node.ramMiB
+        && r.maxPricePerGpuHour >= node.pricePerGpuHour
+}

@@ -1,0 +1,263 @@
+//! Results and checkpoints: directories packed as deterministic tars (sorted entries,
+//! zero times and owners) hashed with SHA-256 while they are written, kept in NATS object
+//! stores. The result hash submitted on-chain is the SHA-256 of the result tar, so anyone
+//! can download `nats://<bucket>/<key>` and check it.
+
+use std::fs::File;
+use std::io::{self, BufWriter, Write};
+use std::path::{Path, PathBuf};
+
+use async_nats::jetstream::{self, object_store::ObjectStore};
+use sha2::{Digest, Sha256};
+use tokio::io::AsyncWriteExt;
+
+use crate::fault::Failure;
+
+/// A packed directory on disk.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Packed {
+    pub path: PathBuf,
+    pub sha256: [u8; 32],
+    pub size: u64,
+}
+
+/// Counts and hashes what passes through; refuses to grow past `limit`.
+struct Sink<W> {
+    inner: W,
+    hasher: Sha256,
+    written: u64,
+    limit: u64,
+}
+
+impl<W: Write> Write for Sink<W> {
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        if self.written + buf.len() as u64 > self.limit {
+            return Err(io::Error::new(
+                io::ErrorKind::FileTooLarge,
+                "over the limit",
+            ));
+        }
+        let n = self.inner.write(buf)?;
+        self.hasher.update(&buf[..n]);
+        self.written += n as u64;
+        Ok(n)
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        self.inner.flush()
+    }
+}
+
+/// Packs `dir` into the tar file `into`, at most `limit` bytes: the same files always give
+/// the same bytes. Symlinks are stored as links, never followed. Blocking.
+pub fn pack(dir: &Path, into: &Path, limit: u64) -> Result<Packed, Failure> {
+    let file = File::create(into).map_err(|e| local(into, e))?;
+    let sink = Sink {
+        inner: BufWriter::new(file),
+        hasher: Sha256::new(),
+        written: 0,
+        limit,
+    };
+    let mut builder = tar::Builder::new(sink);
+    builder.follow_symlinks(false);
+    builder.mode(tar::HeaderMode::Deterministic);
+    let result = append_sorted(&mut builder, dir, Path::new(""))
+        .and_then(|()| builder.finish())
+        .and_then(|()| {
+            let sink = builder.into_inner()?;
+            let file = sink.inner.into_inner().map_err(|e| e.into_error())?;
+            file.sync_all()?;
+            Ok((sink.hasher.finalize().into(), sink.written))
+        });
+    match result {
+        Ok((sha256, size)) => Ok(Packed {
+            path: into.to_owned(),
+            sha256,
+            size,
+        }),
+        Err(e) => {
+            let _ = std::fs::remove_file(into);
+            if e.kind() == io::ErrorKind::FileTooLarge {
+                Err(Failure::job(format!(
+                    "output too large: more than {limit} bytes"
+                )))
+            } else {
+                Err(local(into, e))
+            }
+        }
+    }
+}
+
+fn append_sorted<W: Write>(
+    builder: &mut tar::Builder<W>,
+    dir: &Path,
+    prefix: &Path,
+) -> io::Result<()> {
+    let mut entries: Vec<_> = std::fs::read_dir(dir)?.collect::<Result<_, _>>()?;
+    entries.sort_by_key(std::fs::DirEntry::file_name);
+    for entry in entries {
+        let name = prefix.join(entry.file_name());
+        let kind = entry.file_type()?;
+        if kind.is_dir() {
+            builder.append_dir(&name, entry.path())?;
+            append_sorted(builder, &entry.path(), &name)?;
+        } else if kind.is_file() || kind.is_symlink() {
+            builder.append_path_with_name(entry.path(), &name)?;
+        }
+        // Sockets, fifos and devices are not results.
+    }
+    Ok(())
+}
+
+/// Unpacks a tar into `dir`; entries that would land outside it are refused. Blocking.
+pub fn unpack(tar_path: &Path, dir: &Path) -> Result<(), Failure> {
+    let file = File::open(tar_path).map_err(|e| local(tar_path, e))?;
+    let mut archive = tar::Archive::new(file);
+    archive.set_preserve_permissions(false);
+    archive.set_overwrite(true);
+    for entry in archive
+        .entries()
+        .map_err(|e| Failure::job(format!("checkpoint is not a tar: {e}")))?
+    {
+        let mut entry = entry.map_err(|e| Failure::job(format!("checkpoint is not a tar: {e}")))?;
+        // `unpack_in` skips entries with `..` or absolute paths outside `dir`.
+        entry
+            .unpack_in(dir)
+            .map_err(|e| Failure::node(format!("restoring a checkpoint: {e}")))?;
+    }
+    Ok(())
+}
+
+fn local(path: &Path, error: io::Error) -> Failure {
+    Failure::node(format!("{}: {error}", path.display()))
+}
+
+/// The object store named `bucket`, created when missing.
+pub async fn bucket(js: &jetstream::Context, bucket: &str) -> Result<ObjectStore, Failure> {
+    if let Ok(store) = js.get_object_store(bucket).await {
+        return Ok(store);
+    }
+    js.create_object_store(jetstream::object_store::Config {
+        bucket: bucket.to_owned(),
+        storage: jetstream::stream::StorageType::File,
+        ..Default::default()
+    })
+    .await
+    .map_err(|e| Failure::transient(format!("object store {bucket}: {e}")))
+}
+
+/// Uploads a packed file as `key`.
+pub async fn upload(store: &ObjectStore, key: &str, packed: &Packed) -> Result<(), Failure> {
+    let mut file = tokio::fs::File::open(&packed.path)
+        .await
+        .map_err(|e| local(&packed.path, e))?;
+    store
+        .put(key, &mut file)
+        .await
+        .map_err(|e| Failure::transient(format!("upload {key}: {e}")))?;
+    metrics::counter!("gantry_worker_bytes_total", "direction" => "out").increment(packed.size);
+    Ok(())
+}
+
+/// Downloads `key` into `into`, at most `limit` bytes; `false` when there is no such object.
+pub async fn download(
+    store: &ObjectStore,
+    key: &str,
+    into: &Path,
+    limit: u64,
+) -> Result<bool, Failure> {
+    use jetstream::object_store::GetErrorKind;
+    let mut object = match store.get(key).await {
+        Ok(object) => object,
+        Err(e) if e.kind() == GetErrorKind::NotFound => return Ok(false),
+        Err(e) => return Err(Failure::transient(format!("download {key}: {e}"))),
+    };
+    if object.info().size as u64 > limit {
+        return Err(Failure::job(format!("{key} is larger than {limit} bytes")));
+    }
+    let mut file = tokio::fs::File::create(into)
+        .await
+        .map_err(|e| local(into, e))?;
+    let copied = tokio::io::copy(&mut object, &mut file)
+        .await
+        .map_err(|e| Failure::transient(format!("download {key}: {e}")))?;
+    file.flush().await.map_err(|e| local(into, e))?;
+    metrics::counter!("gantry_worker_bytes_total", "direction" => "in").increment(copied);
+    Ok(true)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn tree(root: &Path) {
+        std::fs::create_dir_all(root.join("model/layers")).unwrap();
+        std::fs::write(root.join("model/layers/0.bin"), vec![7u8; 5000]).unwrap();
+        std::fs::write(root.join("metrics.json"), br#"{"loss":0.1}"#).unwrap();
+        std::os::unix::fs::symlink("/etc/passwd", root.join("link")).unwrap();
+    }
+
+    #[test]
+    fn packing_is_deterministic_and_round_trips() {
+        let dir = tempfile::tempdir().unwrap();
+        let (a, b) = (dir.path().join("a"), dir.path().join("b"));
+        tree(&a);
+        tree(&b);
+        // Different times and creation order must not change the bytes.
+        std::fs::write(b.join("metrics.json"), br#"{"loss":0.1}"#).unwrap();
+        let pa = pack(&a, &dir.path().join("a.tar"), 1 << 20).unwrap();
+        let pb = pack(&b, &dir.path().join("b.tar"), 1 << 20).unwrap();
+        assert_eq!(pa.sha256, pb.sha256);
+        assert_eq!(pa.size, std::fs::metadata(&pa.path).unwrap().len());
+        let bytes = std::fs::read(&pa.path).unwrap();
+        assert_eq!(pa.sha256, <[u8; 32]>::from(Sha256::digest(&bytes)));
+
+        let out = dir.path().join("out");
+        std::fs::create_dir(&out).unwrap();
+        unpack(&pa.path, &out).unwrap();
+        assert_eq!(
+            std::fs::read(out.join("model/layers/0.bin")).unwrap(),
+            vec![7u8; 5000]
+        );
+        assert_eq!(
+            std::fs::read_link(out.join("link")).unwrap(),
+            Path::new("/etc/passwd"),
+            "links are kept as links"
+        );
+    }
+
+    #[test]
+    fn a_result_over_the_limit_is_the_job_s_fault_and_leaves_nothing() {
+        let dir = tempfile::tempdir().unwrap();
+        let src = dir.path().join("src");
+        tree(&src);
+        let into = dir.path().join("r.tar");
+        let failure = pack(&src, &into, 4096).unwrap_err();
+        assert_eq!(failure.class, crate::fault::FaultClass::Job);
+        assert!(failure.reason.starts_with("output too large"), "{failure}");
+        assert!(!into.exists());
+    }
+
+    #[test]
+    fn unpacking_never_escapes_the_directory() {
+        let dir = tempfile::tempdir().unwrap();
+        let tar_path = dir.path().join("evil.tar");
+        {
+            let mut builder = tar::Builder::new(File::create(&tar_path).unwrap());
+            let mut header = tar::Header::new_gnu();
+            let data = b"pwned";
+            header.set_size(data.len() as u64);
+            header.set_mode(0o644);
+            // Written raw: the tar crate's own setters refuse `..`.
+            let name = b"../escaped";
+            header.as_old_mut().name[..name.len()].copy_from_slice(name);
+            header.set_cksum();
+            builder.append(&header, &data[..]).unwrap();
+            builder.finish().unwrap();
+        }
+        let out = dir.path().join("out");
+        std::fs::create_dir(&out).unwrap();
+        unpack(&tar_path, &out).unwrap();
+        assert!(!dir.path().join("escaped").exists());
+    }
+}
