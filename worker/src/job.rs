@@ -464,9 +464,14 @@ impl Ctx {
                 }
             },
         );
-        let ran = run.await;
-        running.cancel();
-        let telemetry = watchers.await.unwrap_or_default();
+        // The watchers run beside the container and end once it is gone.
+        let run = async {
+            let ran = run.await;
+            running.cancel();
+            ran
+        };
+        let (ran, telemetry) = tokio::join!(run, watchers);
+        let telemetry = telemetry.unwrap_or_default();
         report.compute_secs = stage.elapsed().as_secs();
         report.gpu_secs = stage.elapsed().as_secs() * gpus.len() as u64;
         report.avg_gpu_utilization = telemetry.average();

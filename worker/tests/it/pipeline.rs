@@ -1,0 +1,156 @@
+//! The happy path: input in, progress and logs out, result hash on-chain, bounty paid.
+
+use std::io::Read;
+
+use futures::StreamExt;
+
+use gantry_protocol::jobs::{
+    self, CompletionReport, CompletionStatus, LogLine, LogStream, ProgressUpdate,
+};
+use gantry_protocol::spec::InputSpec;
+use sha2::{Digest, Sha256};
+
+use crate::harness::{Net, cpu_job, shell, status};
+
+const SCRIPT: &str = r###"set -e
+test "$(id -u)" = 65534 || { echo "running as $(id -u)" >&2; exit 9; }
+if touch /rootfs-write 2>/dev/null; then echo "root is writable" >&2; exit 8; fi
+for epoch in 1 2 3; do
+  echo "##gantry {\"progress\":$(awk "BEGIN{print $epoch/3}"),\"epoch\":$epoch,\"epochs\":3,\"metrics\":{\"loss\":$(awk "BEGIN{print 1/$epoch}")}}"
+done
+echo "training done" >&2
+mkdir -p /outputs/model
+sha256sum /inputs/data/train.csv | cut -d' ' -f1 > /outputs/model/input.sha256
+wc -l < /inputs/data/train.csv | tr -d ' ' > /outputs/lines
+"###;
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_job_runs_reports_and_gets_paid() {
+    let net = Net::start(|p| p).await;
+    net.fund_submitter().await;
+    let worker = net.spawn_worker(1, "").await;
+
+    let csv = b"x,y\n1,2\n2,4\n3,6\n".repeat(100);
+    let csv_hash = hex::encode(Sha256::digest(&csv));
+    let uri = net.put_input("train.csv", &csv).await;
+    let mut spec = shell(SCRIPT, 60);
+    spec.inputs.push(InputSpec {
+        uri,
+        sha256: Some(csv_hash.clone()),
+        path: "/inputs/data/train.csv".into(),
+        max_bytes: Some(1 << 20),
+    });
+
+    let client = async_nats::connect(net.nats.url()).await.unwrap();
+    let chain = net.chain_id();
+    let mut progress = client
+        .subscribe(format!("gantry.jobs.{chain}.progress.*"))
+        .await
+        .unwrap();
+    let mut logs = client
+        .subscribe(format!("gantry.jobs.{chain}.logs.*"))
+        .await
+        .unwrap();
+    let mut done = client
+        .subscribe(format!("gantry.jobs.{chain}.done.*"))
+        .await
+        .unwrap();
+
+    let job = net.post(cpu_job(256), &spec).await;
+    net.wait_for_status(job, status::SUBMITTED).await;
+
+    // The result on-chain is the SHA-256 of the uploaded tar of /outputs.
+    let info = net.job(job).await;
+    assert_eq!(info.nodeId, worker.node_id);
+    let submitted = net
+        .market(0)
+        .ResultSubmitted_filter()
+        .topic1(alloy::primitives::U256::from(job))
+        .from_block(0)
+        .query()
+        .await
+        .unwrap();
+    let (event, _) = submitted.last().expect("ResultSubmitted");
+    let tar = net.download(&event.resultURI).await;
+    assert_eq!(event.resultHash.0, <[u8; 32]>::from(Sha256::digest(&tar)));
+    assert_eq!(info.resultHash, event.resultHash);
+    let mut archive = tar::Archive::new(&tar[..]);
+    let mut files = std::collections::BTreeMap::new();
+    for entry in archive.entries().unwrap() {
+        let mut entry = entry.unwrap();
+        let name = entry.path().unwrap().display().to_string();
+        let mut text = String::new();
+        if entry.header().entry_type().is_file() {
+            entry.read_to_string(&mut text).unwrap();
+        }
+        files.insert(name, text);
+    }
+    assert_eq!(
+        files["model/input.sha256"].trim(),
+        csv_hash,
+        "the job read its input"
+    );
+    assert_eq!(files["lines"].trim(), "400");
+
+    // Progress, logs and the completion report arrived on NATS.
+    let expect_progress = async {
+        loop {
+            let message = progress.next().await.unwrap();
+            let update: ProgressUpdate = serde_json::from_slice(&message.payload).unwrap();
+            assert_eq!(update.job_id, job);
+            if update.epoch == Some(3) {
+                return update;
+            }
+        }
+    };
+    let update = tokio::time::timeout(std::time::Duration::from_secs(30), expect_progress)
+        .await
+        .expect("a progress update for epoch 3");
+    assert_eq!(update.epochs, Some(3));
+    assert_eq!(update.progress, Some(1.0));
+    assert!(
+        (update.metrics["loss"] - 1.0 / 3.0).abs() < 1e-4,
+        "{update:?}"
+    );
+    let mut seen_stderr = false;
+    while !seen_stderr {
+        let message = tokio::time::timeout(std::time::Duration::from_secs(30), logs.next())
+            .await
+            .expect("log lines")
+            .unwrap();
+        let line: LogLine = serde_json::from_slice(&message.payload).unwrap();
+        seen_stderr = line.stream == LogStream::Stderr && line.line == "training done";
+    }
+    let message = tokio::time::timeout(std::time::Duration::from_secs(30), done.next())
+        .await
+        .expect("a completion report")
+        .unwrap();
+    assert_eq!(
+        message.subject.as_str(),
+        jobs::completion_subject(chain, job)
+    );
+    let report: CompletionReport = serde_json::from_slice(&message.payload).unwrap();
+    assert_eq!(report.status, CompletionStatus::Submitted);
+    assert_eq!(report.result_hash, Some(event.resultHash));
+    assert_eq!(report.output_bytes, Some(tar.len() as u64));
+
+    // After the challenge window the keeper finalizes and the operator is credited.
+    let operator = net.address(1);
+    let before = net.market(0).creditOf(operator).call().await.unwrap();
+    net.advance(31).await;
+    net.wait_for_status(job, status::COMPLETED).await;
+    let after = net.market(0).creditOf(operator).call().await.unwrap();
+    let bounty = alloy::primitives::U256::from(50 * crate::harness::GUSD);
+    assert_eq!(
+        after - before,
+        bounty
+            - bounty * alloy::primitives::U256::from(250) / alloy::primitives::U256::from(10_000)
+    );
+
+    net.wait_for_no_containers().await;
+    let status = worker.stop();
+    assert!(
+        status.success(),
+        "the worker stops cleanly on SIGTERM: {status}"
+    );
+}

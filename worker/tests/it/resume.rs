@@ -1,0 +1,120 @@
+//! A worker SIGKILLed mid-job: its container goes with it, the job is reclaimed and
+//! resumes on a second worker from the last checkpoint.
+
+use futures::StreamExt;
+
+use crate::harness::{Net, cpu_job, shell, status};
+
+const SCRIPT: &str = r###"start=0
+[ -f /checkpoints/epoch ] && start=$(cat /checkpoints/epoch)
+echo "starting at epoch $start (resumed=$GANTRY_RESUMED)"
+i=$start
+while [ $i -lt 50 ]; do
+  i=$((i+1))
+  echo $i > /checkpoints/.epoch && mv /checkpoints/.epoch /checkpoints/epoch
+  echo "##gantry {\"epoch\":$i,\"epochs\":50}"
+  sleep 0.2
+done
+echo $start > /outputs/started_at
+"###;
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_killed_worker_s_job_resumes_elsewhere_from_its_checkpoint() {
+    let net = Net::start(|p| p).await;
+    net.fund_submitter().await;
+    let first = net.spawn_worker(1, "").await;
+    let job = net.post(cpu_job(64), &shell(SCRIPT, 120)).await;
+    net.wait_for_status(job, status::ASSIGNED).await;
+    assert_eq!(net.job(job).await.nodeId, first.node_id);
+
+    // Wait for a checkpoint past epoch 2 to be uploaded, then kill the worker.
+    let js = net.jetstream().await;
+    let bucket = gantry_protocol::jobs::checkpoints_bucket(net.chain_id());
+    let checkpoints = loop {
+        match js.get_object_store(&bucket).await {
+            Ok(store) => break store,
+            Err(_) => {
+                net.wait_until("the checkpoint bucket exists", || async {
+                    js.get_object_store(&bucket).await.is_ok()
+                })
+                .await
+            }
+        }
+    };
+    let mut updates = checkpoints.watch().await.unwrap();
+    let reached = async {
+        while let Some(update) = updates.next().await {
+            let info = update.unwrap();
+            if info.name == job.to_string() && !info.deleted {
+                let bytes = net.download(&format!("nats://{bucket}/{job}")).await;
+                let mut archive = tar::Archive::new(&bytes[..]);
+                for entry in archive.entries().unwrap() {
+                    let mut entry = entry.unwrap();
+                    if entry.path().unwrap().to_str() == Some("epoch") {
+                        let mut text = String::new();
+                        std::io::Read::read_to_string(&mut entry, &mut text).unwrap();
+                        if text.trim().parse::<u32>().unwrap() >= 3 {
+                            return;
+                        }
+                    }
+                }
+            }
+        }
+    };
+    tokio::time::timeout(std::time::Duration::from_secs(60), reached)
+        .await
+        .expect("a checkpoint at epoch 3 or later");
+    first.kill();
+    // Its reaper removes the orphaned container.
+    net.wait_for_no_containers().await;
+
+    // Silence past the heartbeat timeout: the keeper marks the node inactive and
+    // reclaims the job (slashing the node).
+    let stake_before = net.registry().getNode(1).call().await.unwrap().stake;
+    net.advance(61).await;
+    net.wait_until("the job is reclaimed", || async {
+        net.job(job).await.status == 1
+    })
+    .await;
+    let stake_after = net.registry().getNode(1).call().await.unwrap().stake;
+    assert!(stake_after < stake_before, "the killed node is slashed");
+
+    let second = net.spawn_worker(2, "").await;
+    net.wait_for_status(job, status::SUBMITTED).await;
+    let info = net.job(job).await;
+    assert_eq!(info.nodeId, second.node_id);
+    assert_eq!(info.attempts, 2);
+
+    let uri = net
+        .market(0)
+        .ResultSubmitted_filter()
+        .topic1(alloy::primitives::U256::from(job))
+        .from_block(0)
+        .query()
+        .await
+        .unwrap()
+        .last()
+        .expect("ResultSubmitted")
+        .0
+        .resultURI
+        .clone();
+    let tar = net.download(&uri).await;
+    let mut archive = tar::Archive::new(&tar[..]);
+    let mut started_at = None;
+    for entry in archive.entries().unwrap() {
+        let mut entry = entry.unwrap();
+        if entry.path().unwrap().to_str() == Some("started_at") {
+            let mut text = String::new();
+            std::io::Read::read_to_string(&mut entry, &mut text).unwrap();
+            started_at = Some(text.trim().parse::<u32>().unwrap());
+        }
+    }
+    let started_at = started_at.expect("the job wrote started_at");
+    assert!(
+        started_at >= 3,
+        "resumed from the checkpoint, not from scratch: {started_at}"
+    );
+
+    net.wait_for_no_containers().await;
+    assert!(second.stop().success());
+}
