@@ -16,7 +16,7 @@ setup:
 ## Start the local network: anvil with the contracts and the test token, nats-server and
 ## gantry-indexer (Ctrl-C stops it all).
 dev: setup
-	cargo build --quiet -p gantry-devnet -p gantry-indexer -p gantry-matcher
+	cargo build --quiet -p gantry-devnet -p gantry-indexer -p gantry-matcher -p gantry-worker
 	cargo run --quiet -p gantry-devnet -- up
 
 ## Run every test: Foundry unit, fuzz and invariant suites, the gas snapshot check, and

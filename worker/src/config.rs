@@ -399,6 +399,29 @@ mod tests {
     }
 
     #[test]
+    fn node_s3_and_limits_parse_and_secrets_stay_hidden() {
+        let config = Config::from_toml(&format!(
+            "{MINIMAL}\nipfs_gateway = \"https://gw.example.org\"\nmetrics_addr = \"127.0.0.1:9104\"\n\
+             [node]\nnode_id = 7\nstake = \"250000000\"\nprice_per_gpu_hour = \"2000000\"\n\
+             [s3]\nendpoint = \"http://127.0.0.1:9000\"\naccess_key_id = \"AK\"\nsecret_access_key = \"hunter2\"\n\
+             [jobs]\npids_limit = 256\nmax_output_bytes = 1000\nshutdown_grace = \"5s\""
+        ))
+        .unwrap();
+        assert_eq!(config.node.node_id, Some(7));
+        assert_eq!(config.node.stake, Some(U256::from(250_000_000u64)));
+        assert_eq!(config.node.price_per_gpu_hour, U256::from(2_000_000u64));
+        assert_eq!(config.ipfs_gateway.as_str(), "https://gw.example.org/");
+        assert_eq!(config.metrics_addr, Some("127.0.0.1:9104".parse().unwrap()));
+        assert_eq!(config.jobs.pids_limit, 256);
+        assert_eq!(config.jobs.max_output_bytes, 1000);
+        assert_eq!(config.jobs.shutdown_grace, Duration::from_secs(5));
+        assert!(!format!("{config:?}").contains("hunter2"));
+        check_error("[node]\nstake = \"-1\"", "stake");
+        check_error("[s3]\nbucket = \"x\"", "bucket");
+        check_error("[jobs]\npids_limit = 2", "jobs.pids_limit");
+    }
+
+    #[test]
     fn bad_input_is_refused_naming_the_key() {
         check_error("gpu_count = 8", "gpu_count");
         check_error("[jobs]\nmax_concurrnt = 2", "max_concurrnt");

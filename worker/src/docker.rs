@@ -247,18 +247,25 @@ impl Executor {
         on_running: impl FnOnce(Duration),
     ) -> Result<RunOutcome, Failure> {
         let began = Instant::now();
-        // A container of the same name left by a crashed run of this job goes first.
-        self.remove(&plan.name).await;
-        let created = self
+        let options = CreateContainerOptions {
+            name: Some(plan.name.clone()),
+            ..Default::default()
+        };
+        let mut created = self
             .docker
-            .create_container(
-                Some(CreateContainerOptions {
-                    name: Some(plan.name.clone()),
-                    ..Default::default()
-                }),
-                container_body(plan),
-            )
+            .create_container(Some(options.clone()), container_body(plan))
             .await;
+        if let Err(DockerError::DockerResponseServerError {
+            status_code: 409, ..
+        }) = created
+        {
+            // A container of that name left by a crashed run of this job goes first.
+            self.remove(&plan.name).await;
+            created = self
+                .docker
+                .create_container(Some(options), container_body(plan))
+                .await;
+        }
         if let Err(e) = created {
             return Err(match e {
                 DockerError::DockerResponseServerError {

@@ -127,8 +127,10 @@ pub enum Outcome {
     },
     /// A job fault, rejected on-chain.
     Rejected(Failure),
-    /// A node fault or shutdown, given back on-chain.
+    /// A node fault, given back on-chain.
     Abandoned(Failure),
+    /// Given back on-chain because the worker is shutting down.
+    Released,
     /// Taken away while running (reclaimed, expired, reorganised away).
     Lost,
     /// The answer could not be sent (the chain refused or stayed unreachable).
@@ -142,6 +144,7 @@ impl Outcome {
             Self::Submitted { .. } => "submitted",
             Self::Rejected(_) => "rejected",
             Self::Abandoned(_) => "abandoned",
+            Self::Released => "released",
             Self::Lost => "lost",
             Self::Unreported(_) => "unreported",
         }
@@ -351,6 +354,7 @@ impl Ctx {
         self.report(report.finish(CompletionStatus::NodeFault, None, Some(&failure)))
             .await;
         match sent {
+            Ok(()) if shutting_down => Outcome::Released,
             Ok(()) => Outcome::Abandoned(failure),
             Err(f) => Outcome::Unreported(Failure {
                 class: failure.class,

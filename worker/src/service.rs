@@ -359,6 +359,7 @@ pub async fn run(
 
     // Graceful shutdown: no new work; running jobs get the grace period, then are
     // checkpointed and given back.
+    while running.try_join_next().is_some() {}
     tracing::info!(running = running.len(), grace = ?config.jobs.shutdown_grace, "stopping: finishing running jobs");
     if let Some(claimer) = claimer {
         claimer.abort();

@@ -175,7 +175,6 @@ progress_report_interval = "100ms"
 checkpoint_interval = "200ms"
 default_cpu_threads = 1
 pids_limit = 64
-shutdown_grace = "2s"
 {extra_jobs}
 "#,
             rpc = self.devnet.anvil.endpoint_url(),

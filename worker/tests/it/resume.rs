@@ -1,5 +1,7 @@
-//! A worker SIGKILLed mid-job: its container goes with it, the job is reclaimed and
-//! resumes on a second worker from the last checkpoint.
+//! A worker that goes away mid-job, killed (SIGKILL) or stopped (SIGTERM): its container
+//! goes with it, the job goes back to the market (reclaimed after the heartbeat timeout,
+//! or given back at once with `abandon`) and resumes on a second worker from the last
+//! checkpoint.
 
 use futures::StreamExt;
 
@@ -18,11 +20,25 @@ done
 echo $start > /outputs/started_at
 "###;
 
+enum Death {
+    Kill,
+    Stop,
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn a_killed_worker_s_job_resumes_elsewhere_from_its_checkpoint() {
+    resumes_after(Death::Kill).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_stopped_worker_gives_its_job_back_and_it_resumes_elsewhere() {
+    resumes_after(Death::Stop).await;
+}
+
+async fn resumes_after(death: Death) {
     let net = Net::start(|p| p).await;
     net.fund_submitter().await;
-    let first = net.spawn_worker(1, "").await;
+    let first = net.spawn_worker(1, "shutdown_grace = \"300ms\"").await;
     let job = net.post(cpu_job(64), &shell(SCRIPT, 120)).await;
     net.wait_for_status(job, status::ASSIGNED).await;
     assert_eq!(net.job(job).await.nodeId, first.node_id);
@@ -64,20 +80,48 @@ async fn a_killed_worker_s_job_resumes_elsewhere_from_its_checkpoint() {
     tokio::time::timeout(std::time::Duration::from_secs(60), reached)
         .await
         .expect("a checkpoint at epoch 3 or later");
-    first.kill();
-    // Its reaper removes the orphaned container.
-    net.wait_for_no_containers().await;
-
-    // Silence past the heartbeat timeout: the keeper marks the node inactive and
-    // reclaims the job (slashing the node).
-    let stake_before = net.registry().getNode(1).call().await.unwrap().stake;
-    net.advance(61).await;
-    net.wait_until("the job is reclaimed", || async {
+    let stake_before = net
+        .registry()
+        .getNode(first.node_id)
+        .call()
+        .await
+        .unwrap()
+        .stake;
+    match death {
+        Death::Kill => {
+            first.kill();
+            // Its reaper removes the orphaned container.
+            net.wait_for_no_containers().await;
+            // Silence past the heartbeat timeout: the keeper marks the node inactive and
+            // reclaims the job.
+            net.advance(61).await;
+        }
+        Death::Stop => {
+            // Past the grace period the job is checkpointed and given back.
+            assert!(first.stop().success(), "a clean exit");
+            net.wait_for_no_containers().await;
+            let reclaimed = net
+                .market(0)
+                .JobReclaimed_filter()
+                .topic1(alloy::primitives::U256::from(job))
+                .from_block(0)
+                .query()
+                .await
+                .unwrap();
+            let (event, _) = reclaimed.last().expect("JobReclaimed");
+            assert_eq!(event.kind, 2, "Abandoned");
+            assert_eq!(event.by, net.address(1), "by the worker's agent");
+        }
+    }
+    net.wait_until("the job is open again", || async {
         net.job(job).await.status == 1
     })
     .await;
     let stake_after = net.registry().getNode(1).call().await.unwrap().stake;
-    assert!(stake_after < stake_before, "the killed node is slashed");
+    assert!(
+        stake_after < stake_before,
+        "the node that dropped the job is slashed"
+    );
 
     let second = net.spawn_worker(2, "").await;
     net.wait_for_status(job, status::SUBMITTED).await;
