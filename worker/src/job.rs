@@ -229,7 +229,11 @@ impl Ctx {
 
     /// The spec bytes posted with the job, read from the chain stream and checked against
     /// the hash the chain holds.
-    async fn spec_bytes(&self, job_id: u64, spec_hash: B256) -> Result<Vec<u8>, Failure> {
+    pub(crate) async fn spec_bytes(
+        &self,
+        job_id: u64,
+        spec_hash: B256,
+    ) -> Result<Vec<u8>, Failure> {
         let subject = subjects::event(self.chain_id, "JobPosted", &job_id.to_string());
         let message = retry("read the spec", || async {
             self.chain_stream

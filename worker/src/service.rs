@@ -470,7 +470,9 @@ async fn claim_loop(
                 subjects::event_filter(ctx.chain_id, "JobPosted"),
                 subjects::event_filter(ctx.chain_id, "JobRequeued"),
             ],
-            deliver_policy: consumer::DeliverPolicy::New,
+            // From the start of the stream: jobs already open when the worker starts
+            // count too (each is checked on-chain; settled ones are skipped).
+            deliver_policy: consumer::DeliverPolicy::All,
             ..Default::default()
         })
         .await;
@@ -497,7 +499,10 @@ async fn claim_loop(
             continue;
         }
         match ctx.chain.job(job_id).await {
-            Ok(info) if claimable(&info, &capabilities, min_payment) => {
+            Ok(info)
+                if claimable(&info, &capabilities, min_payment)
+                    && kind_accepted(&ctx, job_id, &info).await =>
+            {
                 match ctx.chain.claim(job_id, ctx.node_id).await {
                     Ok(()) => {
                         tracing::info!(job_id, "claimed");
@@ -514,6 +519,21 @@ async fn claim_loop(
             Ok(_) => {}
             Err(e) => tracing::debug!(job_id, error = %e, "claim mode: getJob"),
         }
+    }
+}
+
+/// Whether the job's kind (training, inference) is one the provider takes.
+async fn kind_accepted(ctx: &Ctx, job_id: u64, info: &JobMarket::JobInfo) -> bool {
+    let Ok(bytes) = ctx.spec_bytes(job_id, info.specHash).await else {
+        return false;
+    };
+    match gantry_protocol::spec::JobSpec::from_slice(&bytes) {
+        Ok(spec) => match spec.kind {
+            gantry_protocol::spec::JobKind::Training => ctx.settings.accept_training,
+            gantry_protocol::spec::JobKind::Inference => ctx.settings.accept_inference,
+        },
+        // A broken spec is not worth a claim (and a reject).
+        Err(_) => false,
     }
 }
 

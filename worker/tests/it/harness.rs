@@ -54,6 +54,14 @@ impl Drop for Net {
 impl Net {
     /// Chain, NATS, Docker with the test image, indexer, matcher and keeper.
     pub(crate) async fn start(configure: impl FnOnce(DeployParams) -> DeployParams) -> Self {
+        Self::start_with(configure, true).await
+    }
+
+    /// The same, with or without the matcher (claim mode needs none).
+    pub(crate) async fn start_with(
+        configure: impl FnOnce(DeployParams) -> DeployParams,
+        with_matcher: bool,
+    ) -> Self {
         let devnet = Devnet::start_with(configure).await.expect("devnet starts");
         let nats = NatsServer::start().expect("nats-server starts");
         let dockerd = Dockerd::start().expect("dockerd starts");
@@ -115,7 +123,9 @@ impl Net {
         keeper_args.extend(["--lease-ttl-ms".into(), "1000".into()]);
         let keeper =
             gantry_matcher::LivenessConfig::try_parse_from(keeper_args).expect("keeper args");
-        tokio::spawn(gantry_matcher::run_matcher(matcher, services.clone()));
+        if with_matcher {
+            tokio::spawn(gantry_matcher::run_matcher(matcher, services.clone()));
+        }
         tokio::spawn(gantry_matcher::run_liveness(keeper, services.clone()));
         Self {
             devnet,
