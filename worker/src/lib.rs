@@ -1,13 +1,15 @@
 //! `gantry-worker`: the provider's agent. Pulls its node's assignments from the stream,
-//! downloads inputs, runs the job's container through the Docker API, uploads results and
-//! submits the result hash on-chain.
+//! checks each on-chain, downloads inputs, runs the job's container through the Docker API,
+//! uploads results and submits the result hash on-chain.
 //!
 //! ```text
-//!   gantry.<chain>.ev.JobAssigned.<node> ──▶ fetch inputs ──▶ docker run ──▶ submitResult
+//!   gantry.<chain>.ev.JobAssigned.<node> ──▶ getJob ──▶ admit ──▶ fetch inputs
+//!     ──▶ restore checkpoint ──▶ docker run (logs, progress, checkpoints) ──▶ tar + upload
+//!     ──▶ submitResult ──▶ completion report          (or reject / abandon)
 //! ```
 //!
-//! In progress: [`config`] (the provider's config file) and [`inventory`] (NVML, CPU, RAM,
-//! disk) are built; the rest follows.
+//! Pure cores: [`admit`], [`docker::container_body`], [`fault`]. IO: [`chain`], [`fetch`],
+//! [`docker::Executor`], [`store`], [`job`] (one assignment), [`service`] (the process).
 
 pub mod admit;
 pub mod chain;
