@@ -169,8 +169,11 @@ contract NodeRegistry is INodeRegistry, AccessControl, Pausable, ReentrancyGuard
         NodeRecord storage node = _existingNode(nodeId);
         NodeSlot0 memory hot = node.hot;
         if (hot.status != NodeStatus.Active) revert NodeRegistry_NotActive(nodeId, hot.status);
-        uint256 expiresAt = uint256(hot.lastHeartbeat) + _params.heartbeatTimeout;
-        if (block.timestamp <= expiresAt) revert NodeRegistry_HeartbeatNotExpired(nodeId, expiresAt);
+        // The agent may take its own node offline at any time (graceful shutdown).
+        if (msg.sender != hot.agent) {
+            uint256 expiresAt = uint256(hot.lastHeartbeat) + _params.heartbeatTimeout;
+            if (block.timestamp <= expiresAt) revert NodeRegistry_HeartbeatNotExpired(nodeId, expiresAt);
+        }
         node.hot.status = NodeStatus.Inactive;
         emit NodeMarkedInactive(nodeId, hot.lastHeartbeat, msg.sender);
     }

@@ -224,6 +224,17 @@ impl Chain {
         Ok(registered.nodeId)
     }
 
+    /// The registry's minimum stake: a node below it gets no new jobs.
+    pub async fn min_stake(&self) -> Result<U256, ChainError> {
+        let params = self
+            .registry
+            .params()
+            .call()
+            .await
+            .map_err(ChainError::rpc)?;
+        Ok(U256::from(params.minStake))
+    }
+
     pub async fn node(&self, node_id: u64) -> Result<NodeRegistry::NodeInfo, ChainError> {
         self.registry
             .getNode(node_id)
@@ -253,6 +264,14 @@ impl Chain {
 
     pub async fn heartbeat(&self, node_id: u64) -> Result<(), ChainError> {
         self.send("heartbeat", self.registry.heartbeat(node_id))
+            .await
+            .map(drop)
+    }
+
+    /// Takes the node offline (the agent may, at any time): no new work is assigned to it
+    /// until its next heartbeat.
+    pub async fn mark_inactive(&self, node_id: u64) -> Result<(), ChainError> {
+        self.send("markInactive", self.registry.markInactive(node_id))
             .await
             .map(drop)
     }

@@ -234,7 +234,8 @@ impl Executor {
     }
 
     /// Runs `plan` to its end, forwarding its output lines to `lines`. Killed after
-    /// `timeout`, or when `stop` fires (then with SIGTERM first and `stop_grace` to exit).
+    /// `timeout`, or when `stop` fires (then with SIGTERM first and `stop_grace()`, asked
+    /// at that moment, to exit).
     /// `on_running` is called once the container runs, with the time since `run` began.
     /// The container is removed before this returns, whatever happened.
     pub async fn run(
@@ -242,7 +243,7 @@ impl Executor {
         plan: &RunPlan,
         timeout: Duration,
         stop: CancellationToken,
-        stop_grace: Duration,
+        stop_grace: impl FnOnce() -> Duration,
         lines: mpsc::Sender<OutputLine>,
         on_running: impl FnOnce(Duration),
     ) -> Result<RunOutcome, Failure> {
@@ -289,7 +290,7 @@ impl Executor {
         plan: &RunPlan,
         timeout: Duration,
         stop: CancellationToken,
-        stop_grace: Duration,
+        stop_grace: impl FnOnce() -> Duration,
         lines: mpsc::Sender<OutputLine>,
         on_running: impl FnOnce(),
     ) -> Result<RunOutcome, Failure> {
@@ -339,7 +340,7 @@ impl Executor {
             () = stop.cancelled() => {
                 stopped = true;
                 self.kill(name, "SIGTERM").await;
-                match tokio::time::timeout(stop_grace, wait.next()).await {
+                match tokio::time::timeout(stop_grace(), wait.next()).await {
                     Ok(waited) => waited,
                     Err(_) => {
                         self.kill(name, "SIGKILL").await;

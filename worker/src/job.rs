@@ -3,7 +3,7 @@
 //!
 //! Before acting the chain is asked whether the job really is assigned to this node in
 //! this attempt (the stream is a view; the chain decides). While the job runs the same
-//! question is asked every heartbeat interval; when the answer turns to no (reclaimed,
+//! question is asked every 2 s (or heartbeat interval if shorter); when the answer turns to no (reclaimed,
 //! expired, or the assignment was reorganised away) the container is stopped and nothing
 //! is sent.
 
@@ -41,6 +41,10 @@ const LOG_BURST: f64 = 2_000.0;
 /// How often an unfinished transient step is retried, and the first pause.
 const RETRIES: u32 = 4;
 const FIRST_BACKOFF: Duration = Duration::from_millis(250);
+/// How long a stopped job may take to exit after SIGTERM (to write a last checkpoint).
+const STOP_GRACE: Duration = Duration::from_secs(10);
+/// Longest time between two checks that a running job is still assigned here.
+const OWNERSHIP_CHECK: Duration = Duration::from_secs(2);
 
 /// What every job shares.
 pub struct Ctx {
@@ -59,6 +63,12 @@ pub struct Ctx {
     pub gpus: Mutex<GpuPool>,
     pub monitor: GpuMonitor,
     pub work_dir: PathBuf,
+    /// Fired once the node is offline at shutdown: only then are stopped jobs given back,
+    /// so that they are not assigned straight back here.
+    pub offline: CancellationToken,
+    /// Jobs stopped for shutdown that wait for `offline` to give themselves back.
+    pub parked: std::sync::atomic::AtomicUsize,
+    pub parked_changed: tokio::sync::Notify,
     /// Notified when a job's container is running, with the time since its assignment
     /// message arrived (for tests and the start benchmark).
     pub started: Option<mpsc::UnboundedSender<(u64, Duration)>>,
@@ -350,6 +360,11 @@ impl Ctx {
                 Err(f) => Outcome::Unreported(f),
             };
         }
+        if shutting_down {
+            self.parked.fetch_add(1, Ordering::SeqCst);
+            self.parked_changed.notify_waiters();
+            self.offline.cancelled().await;
+        }
         tracing::warn!(job_id, reason = %failure.reason, "giving the job back");
         let sent = retry("abandon", || async {
             self.chain.abandon(job_id).await.map_err(chain_failure)
@@ -461,7 +476,12 @@ impl Ctx {
             &plan,
             admitted.timeout,
             stop.token.clone(),
-            Duration::from_secs(10),
+            // Shutting down, the job gets time to write a checkpoint; a job that is no
+            // longer ours is killed at once.
+            || match stop.reason() {
+                Some(StopReason::Lost) => Duration::ZERO,
+                _ => STOP_GRACE,
+            },
             lines_tx,
             |elapsed_since_created| {
                 let since = assignment.received.elapsed();
@@ -703,7 +723,8 @@ impl Ctx {
             let mut last_checkpoint = None;
             let mut report_tick = tokio::time::interval(self.settings.progress_report_interval);
             let mut checkpoint_tick = tokio::time::interval(self.settings.checkpoint_interval);
-            let mut ownership_tick = tokio::time::interval(self.settings.heartbeat_interval);
+            let mut ownership_tick =
+                tokio::time::interval(self.settings.heartbeat_interval.min(OWNERSHIP_CHECK));
             for tick in [&mut report_tick, &mut checkpoint_tick, &mut ownership_tick] {
                 tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
                 tick.reset();
@@ -785,7 +806,7 @@ impl Ctx {
                     }
                     _ = ownership_tick.tick() => {
                         match self.chain.job(job_id).await {
-                            Ok(info) if !self.is_ours(&info, assignment.attempt) => {
+                            Ok(info) if !self.is_ours(&info, assignment.attempt) && stop.reason().is_none() => {
                                 tracing::warn!(job_id, status = info.status, "the job is no longer assigned here; stopping it");
                                 stop.stop(StopReason::Lost);
                             }
@@ -847,11 +868,13 @@ fn record_stage(stage: &'static str, since: Instant) {
         .record(since.elapsed().as_secs_f64());
 }
 
+/// An unreachable chain is retried (and, persisting, is the node's problem); a refused
+/// transaction is final and nothing the node could fix, so it does not mark it unhealthy.
 fn chain_failure(error: crate::chain::ChainError) -> Failure {
     if error.is_transient() {
         Failure::transient(error.to_string())
     } else {
-        Failure::node(error.to_string())
+        Failure::job(error.to_string())
     }
 }
 

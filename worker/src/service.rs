@@ -8,7 +8,7 @@
 
 use std::collections::HashMap;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
 use alloy::primitives::U256;
@@ -224,6 +224,9 @@ pub async fn run(
         gpus: std::sync::Mutex::new(GpuPool::new(inventory.gpus.clone())),
         monitor: GpuMonitor::new(),
         work_dir: config.work_dir.clone(),
+        offline: CancellationToken::new(),
+        parked: AtomicUsize::new(0),
+        parked_changed: tokio::sync::Notify::new(),
         started: hooks.started.take(),
     });
     let health = Arc::new(Health::new());
@@ -279,7 +282,7 @@ pub async fn run(
         .await
         .map_err(|e| WorkerError::Nats(format!("consumer {consumer_name}: {e}")))?;
 
-    let stops: Arc<AsyncMutex<HashMap<u64, Stop>>> = Arc::default();
+    let stops: Arc<AsyncMutex<HashMap<(u64, u8), Stop>>> = Arc::default();
     let mut running = JoinSet::new();
     tracing::info!(node_id, "taking work");
     loop {
@@ -288,13 +291,6 @@ pub async fn run(
             () = shutdown.cancelled() => break,
             permit = slots.clone().acquire_owned() => permit.expect("the semaphore is never closed"),
         };
-        while !health.is_healthy() {
-            tokio::select! {
-                () = shutdown.cancelled() => break,
-                () = health.recovered.notified() => {}
-                () = tokio::time::sleep(HEALTH_INTERVAL) => {}
-            }
-        }
         let message = tokio::select! {
             () = shutdown.cancelled() => break,
             message = messages.next() => message,
@@ -316,8 +312,20 @@ pub async fn run(
                 continue;
             }
         };
+        let key = (assignment.job_id, assignment.attempt);
+        if stops.lock().await.contains_key(&key) {
+            // A redelivery of a job this worker is running: its task acknowledges it.
+            tracing::debug!(job_id = key.0, attempt = key.1, "already running");
+            continue;
+        }
+        // An unhealthy node starts nothing: the assignment waits, kept alive, until the
+        // node recovers (its heartbeats stop meanwhile, so no more work is sent).
+        if !health.is_healthy() && !wait_until_healthy(&health, &shutdown, &message).await {
+            let _ = message.ack_with(jetstream::AckKind::Nak(None)).await;
+            break;
+        }
         let stop = Stop::default();
-        stops.lock().await.insert(assignment.job_id, stop.clone());
+        stops.lock().await.insert(key, stop.clone());
         let ctx = ctx.clone();
         let health = health.clone();
         let stops = stops.clone();
@@ -337,7 +345,7 @@ pub async fn run(
                 outcome = ctx.run(assignment, stop.clone()) => outcome,
                 () = keep_alive => unreachable!("the keep-alive loop never ends"),
             };
-            stops.lock().await.remove(&job_id);
+            stops.lock().await.remove(&key);
             metrics::gauge!("gantry_worker_running_jobs").decrement(1.0);
             metrics::counter!("gantry_worker_jobs_total", "outcome" => outcome.label())
                 .increment(1);
@@ -366,24 +374,70 @@ pub async fn run(
     }
     let deadline = tokio::time::sleep(config.jobs.shutdown_grace);
     tokio::pin!(deadline);
-    loop {
+    let finished = loop {
         tokio::select! {
-            joined = running.join_next() => if joined.is_none() { break },
-            () = &mut deadline => {
-                for stop in stops.lock().await.values() {
-                    stop.stop(StopReason::Shutdown);
-                }
-                while running.join_next().await.is_some() {}
+            joined = running.join_next() => if joined.is_none() { break true },
+            () = &mut deadline => break false,
+        }
+    };
+    if !finished {
+        // Each job stops its container, uploads its last checkpoint, and waits to be
+        // given back until the node is offline.
+        tracing::info!(
+            running = running.len(),
+            "grace period over: stopping and checkpointing"
+        );
+        for stop in stops.lock().await.values() {
+            stop.stop(StopReason::Shutdown);
+        }
+        loop {
+            let parked = ctx.parked.load(Ordering::SeqCst);
+            if parked >= running.len() {
                 break;
+            }
+            tokio::select! {
+                joined = running.join_next() => if joined.is_none() { break },
+                () = ctx.parked_changed.notified() => {}
+                () = tokio::time::sleep(HEALTH_INTERVAL) => {}
             }
         }
     }
+    // Offline: heartbeats stop and the node is marked inactive, so the matcher sends no
+    // more work here and what is given back next is not assigned straight back.
     heartbeats_done.cancel();
     let _ = heartbeat.await;
+    match chain.mark_inactive(node_id).await {
+        Ok(()) => tracing::info!(node_id, "node marked inactive"),
+        Err(e) => tracing::warn!(node_id, error = %e, "could not mark the node inactive"),
+    }
+    ctx.offline.cancel();
+    while running.join_next().await.is_some() {}
     let _ = health_task.await;
     let _ = nats.flush().await;
     tracing::info!("stopped");
     Ok(())
+}
+
+/// Waits for the node to be healthy, renewing `message`'s claim meanwhile; `false` when
+/// the worker is shutting down first.
+async fn wait_until_healthy(
+    health: &Health,
+    shutdown: &CancellationToken,
+    message: &jetstream::Message,
+) -> bool {
+    // Checked every health interval too: a recovery between the check and the wait is
+    // not missed for long.
+    let mut renew = tokio::time::interval(HEALTH_INTERVAL);
+    while !health.is_healthy() {
+        tokio::select! {
+            () = shutdown.cancelled() => return false,
+            () = health.recovered.notified() => {}
+            _ = renew.tick() => {
+                let _ = message.ack_with(jetstream::AckKind::Progress).await;
+            }
+        }
+    }
+    true
 }
 
 fn parse_assignment(payload: &[u8], received: Instant) -> Result<Assignment, String> {
@@ -409,6 +463,7 @@ async fn heartbeat_loop(
 ) {
     let mut tick = tokio::time::interval(interval);
     tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    let mut under_stake = false;
     loop {
         tokio::select! {
             () = done.cancelled() => return,
@@ -421,6 +476,15 @@ async fn heartbeat_loop(
         match chain.heartbeat(node_id).await {
             Ok(()) => metrics::counter!("gantry_worker_heartbeats_total").increment(1),
             Err(e) => tracing::warn!(node_id, error = %e, "heartbeat failed"),
+        }
+        // Slashed below the minimum, the node gets no new jobs until the operator tops up.
+        if let (Ok(node), Ok(min)) = (chain.node(node_id).await, chain.min_stake().await) {
+            let low = U256::from(node.stake) < min;
+            if low && !under_stake {
+                tracing::warn!(node_id, stake = %node.stake, min_stake = %min, "stake below the registry's minimum: the node gets no new jobs until the operator tops it up (topUpStake)");
+            }
+            under_stake = low;
+            metrics::gauge!("gantry_worker_stake_below_minimum").set(if low { 1.0 } else { 0.0 });
         }
     }
 }
@@ -448,7 +512,14 @@ async fn health_loop(
         };
         match (problem, health.is_healthy()) {
             (Some(reason), true) => health.fail(&reason),
-            (None, false) => health.recover(),
+            (None, false) => {
+                // Containers the outage kept the worker from removing go before any new
+                // job starts (none starts while the node is unhealthy).
+                match executor.remove_leftovers().await {
+                    Ok(_) => health.recover(),
+                    Err(f) => tracing::warn!(error = %f, "still unhealthy"),
+                }
+            }
             _ => {}
         }
     }

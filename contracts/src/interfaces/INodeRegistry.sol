@@ -23,7 +23,8 @@ interface INodeRegistry {
     event NodeHeartbeat(uint64 indexed nodeId, uint32 at);
     /// @notice A heartbeat brought an Inactive node back to Active.
     event NodeReactivated(uint64 indexed nodeId, uint32 at);
-    /// @notice The node missed its heartbeat timeout and was marked Inactive.
+    /// @notice The node was marked Inactive: by anyone once it missed its heartbeat timeout,
+    /// or by its own agent at any time (`by` tells which).
     event NodeMarkedInactive(uint64 indexed nodeId, uint32 lastHeartbeat, address indexed by);
     /// @notice The operator changed the node's capabilities and metadata.
     event NodeCapabilitiesUpdated(uint64 indexed nodeId, NodeCapabilities capabilities, string metadataURI);
@@ -92,7 +93,13 @@ interface INodeRegistry {
     /// @notice Proves the node is alive; reactivates an Inactive node. Agent only.
     function heartbeat(uint64 nodeId) external;
 
-    /// @notice Marks an Active node Inactive once its heartbeat is older than the timeout.
+    /// @notice Marks an Active node Inactive. Anyone may do so once the node's last heartbeat
+    /// is older than the timeout; the node's agent may do so at any time.
+    /// @dev The agent's path is the graceful shutdown: a worker shutting down marks its node
+    /// Inactive so the matcher stops assigning jobs to it. The jobs the node still holds are
+    /// then reclaimable as for any Inactive node (`JobMarket.reclaim`); the worker gives them
+    /// back at once with `JobMarket.abandon` (the same slash), after going Inactive so that
+    /// they are not assigned straight back to it. A later heartbeat reactivates the node.
     function markInactive(uint64 nodeId) external;
 
     // ---------------------------------------------------------------- market

@@ -14,9 +14,9 @@ use crate::DevnetError;
 /// A running dockerd.
 #[derive(Debug)]
 pub struct Dockerd {
-    child: Child,
+    child: Option<Child>,
     socket: PathBuf,
-    _root: tempfile::TempDir,
+    root: tempfile::TempDir,
 }
 
 impl Dockerd {
@@ -26,22 +26,37 @@ impl Dockerd {
         // Short paths: the socket's must stay under the 108-byte limit of a unix address.
         let root = tempfile::Builder::new().prefix("gd").tempdir_in("/tmp")?;
         let socket = root.path().join("docker.sock");
+        let child = Self::spawn(root.path(), &socket)?;
+        Ok(Self {
+            child: Some(child),
+            socket,
+            root,
+        })
+    }
+
+    /// Stops the engine (as an outage would); [`Dockerd::restart`] brings it back with
+    /// the same socket, images and data.
+    pub fn stop(&mut self) {
+        if let Some(mut child) = self.child.take() {
+            terminate(&mut child);
+        }
+    }
+
+    /// Starts the engine again after [`Dockerd::stop`].
+    pub fn restart(&mut self) -> Result<(), DevnetError> {
+        self.stop();
+        self.child = Some(Self::spawn(self.root.path(), &self.socket)?);
+        Ok(())
+    }
+
+    fn spawn(root: &Path, socket: &Path) -> Result<Child, DevnetError> {
         let mut child = Command::new("dockerd")
             .args(["--iptables=false", "--ip6tables=false", "--bridge=none"])
             .args(["--storage-driver=vfs"])
             .arg(format!("--host=unix://{}", socket.display()))
-            .arg(format!(
-                "--data-root={}",
-                root.path().join("data").display()
-            ))
-            .arg(format!(
-                "--exec-root={}",
-                root.path().join("exec").display()
-            ))
-            .arg(format!(
-                "--pidfile={}",
-                root.path().join("dockerd.pid").display()
-            ))
+            .arg(format!("--data-root={}", root.join("data").display()))
+            .arg(format!("--exec-root={}", root.join("exec").display()))
+            .arg(format!("--pidfile={}", root.join("dockerd.pid").display()))
             .stdout(Stdio::null())
             .stderr(Stdio::piped())
             .spawn()
@@ -63,11 +78,7 @@ impl Dockerd {
                 "dockerd did not report its API listening within 60 s".into(),
             ));
         }
-        Ok(Self {
-            child,
-            socket,
-            _root: root,
-        })
+        Ok(child)
     }
 
     /// The engine's socket path.
@@ -108,17 +119,20 @@ impl Dockerd {
 
 impl Drop for Dockerd {
     fn drop(&mut self) {
-        // SIGTERM lets dockerd stop its containerd and unmount; SIGKILL if it hangs.
-        let _ = Command::new("kill")
-            .arg(self.child.id().to_string())
-            .status();
-        for _ in 0..100 {
-            if matches!(self.child.try_wait(), Ok(Some(_))) {
-                return;
-            }
-            std::thread::sleep(Duration::from_millis(100));
-        }
-        let _ = self.child.kill();
-        let _ = self.child.wait();
+        self.stop();
     }
+}
+
+/// SIGTERM lets dockerd stop its containers and containerd and unmount; SIGKILL if it
+/// hangs for 10 s.
+fn terminate(child: &mut Child) {
+    let _ = Command::new("kill").arg(child.id().to_string()).status();
+    for _ in 0..100 {
+        if matches!(child.try_wait(), Ok(Some(_))) {
+            return;
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    let _ = child.kill();
+    let _ = child.wait();
 }

@@ -177,15 +177,10 @@ work_dir = "{root}/work"
 
 [node]
 price_per_gpu_hour = "{price}"
+stake = "{stake}"
 
 [jobs]
-max_concurrent = 4
-heartbeat_interval = "1s"
-progress_report_interval = "100ms"
-checkpoint_interval = "200ms"
-default_cpu_threads = 1
-pids_limit = 64
-{extra_jobs}
+{jobs}
 "#,
             rpc = self.devnet.anvil.endpoint_url(),
             chain = d.chain_id,
@@ -196,6 +191,9 @@ pids_limit = 64
             socket = self.dockerd.socket().display(),
             root = root.display(),
             price = GUSD,
+            // Five times the minimum: one slash leaves the node eligible.
+            stake = 500 * GUSD,
+            jobs = jobs_section(extra_jobs),
         );
         std::fs::write(&path, text).unwrap();
         path
@@ -475,6 +473,31 @@ impl Drop for RunningWorker {
         let _ = self.child.kill();
         let _ = self.child.wait();
     }
+}
+
+/// The test workers' `[jobs]` settings, with the keys in `extra` replacing the defaults.
+fn jobs_section(extra: &str) -> String {
+    let defaults = [
+        "max_concurrent = 4",
+        "heartbeat_interval = \"1s\"",
+        "progress_report_interval = \"100ms\"",
+        "checkpoint_interval = \"200ms\"",
+        "default_cpu_threads = 1",
+        "pids_limit = 64",
+    ];
+    let overridden = |line: &&str| {
+        let key = line.split('=').next().unwrap_or_default().trim();
+        extra
+            .lines()
+            .any(|l| l.split('=').next().unwrap_or_default().trim() == key)
+    };
+    let mut lines: Vec<&str> = defaults
+        .iter()
+        .filter(|l| !overridden(l))
+        .copied()
+        .collect();
+    lines.extend(extra.lines());
+    lines.join("\n")
 }
 
 /// A CPU job: no GPU, `ram_mib` of memory, one core, at most 5 gUSD per GPU-hour.

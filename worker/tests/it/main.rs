@@ -4,5 +4,7 @@
 mod claim;
 mod harness;
 mod hostile;
+mod outage;
 mod pipeline;
+mod reorg;
 mod resume;

@@ -250,6 +250,25 @@ contract NodeRegistry_Fuzz_Test is NodeRegistry_Unit_Test {
         }
     }
 
+    /// The node's agent may mark its own Active node Inactive whatever the time since its
+    /// last heartbeat (graceful shutdown).
+    function testFuzz_MarkInactive_ByAgentAnyTime(uint32 timeout, uint256 elapsed) external {
+        timeout = uint32(bound(timeout, 1, type(uint32).max));
+        elapsed = bound(elapsed, 0, uint256(timeout) * 2 + 1 days);
+        RegistryParams memory p = registryParams();
+        p.heartbeatTimeout = timeout;
+        setRegistryParams(p);
+        uint64 nodeId = registerNode();
+        uint32 last = uint32(block.timestamp);
+
+        vm.warp(uint256(last) + elapsed);
+        expectRegistryEmit();
+        emit INodeRegistry.NodeMarkedInactive(nodeId, last, agent);
+        vm.prank(agent);
+        registry.markInactive(nodeId);
+        assertEq(uint8(registry.statusOf(nodeId)), uint8(NodeStatus.Inactive));
+    }
+
     /// The timeout counts from the latest heartbeat, not from registration.
     function testFuzz_MarkInactive_AfterHeartbeat(uint256 beatAfter, uint256 elapsed) external {
         uint64 nodeId = registerNode();

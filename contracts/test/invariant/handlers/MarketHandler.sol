@@ -220,10 +220,18 @@ contract MarketHandler is CommonBase, StdCheats, StdUtils {
         ++calls["heartbeat"];
     }
 
-    function markInactive(uint256 nodeSeed) external {
+    /// Anyone once the heartbeat expired, or the node's own agent at any time (a worker
+    /// shutting down gracefully).
+    function markInactive(uint256 nodeSeed, bool byAgent) external {
         uint64 nodeId = nodeIds[nodeSeed % NODES];
         NodeInfo memory node = registry.getNode(nodeId);
         if (node.status != NodeStatus.Active) return;
+        if (byAgent) {
+            vm.prank(node.agent);
+            registry.markInactive(nodeId);
+            ++calls["markInactiveByAgent"];
+            return;
+        }
         if (block.timestamp <= uint256(node.lastHeartbeat) + registry.params().heartbeatTimeout) return;
         registry.markInactive(nodeId);
         ++calls["markInactive"];

@@ -1,0 +1,95 @@
+//! An assignment reorganised away while its job runs: the chain no longer has the job
+//! assigned, so the worker stops the container and sends nothing for it.
+
+use alloy::providers::Provider;
+use futures::StreamExt;
+use gantry_protocol::jobs::ProgressUpdate;
+
+use crate::harness::{Net, cpu_job, shell, status};
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_reorged_away_assignment_is_dropped() {
+    // No matcher: the test assigns as the admin, so nothing reassigns after the reorg.
+    // Heartbeats are rare so that the only blocks after the assignment are the test's.
+    let net = Net::start_with(|p| p, false).await;
+    net.fund_submitter().await;
+    let worker = net
+        .spawn_worker(1, "heartbeat_interval = \"1h\"\nshutdown_grace = \"100ms\"")
+        .await;
+    let client = async_nats::connect(net.nats.url()).await.unwrap();
+    let mut progress = client
+        .subscribe(format!("gantry.jobs.{}.progress.*", net.chain_id()))
+        .await
+        .unwrap();
+    let job = net
+        .post(
+            cpu_job(64),
+            &shell(
+                "trap 'exit 143' TERM; i=0; while :; do i=$((i+1)); echo \"##gantry {\\\"epoch\\\":$i}\"; sleep 0.2; done",
+                120,
+            ),
+        )
+        .await;
+    let assigned = gantry_devnet::confirm_receipt(
+        "assign",
+        net.market(0).assign(job, worker.node_id).send().await,
+    )
+    .await
+    .unwrap();
+    let assign_block = assigned.block_number.expect("mined");
+
+    let running = async {
+        loop {
+            let message = progress.next().await.unwrap();
+            let update: ProgressUpdate = serde_json::from_slice(&message.payload).unwrap();
+            if update.job_id == job && update.epoch >= Some(2) {
+                return;
+            }
+        }
+    };
+    tokio::time::timeout(std::time::Duration::from_secs(60), running)
+        .await
+        .expect("the job runs");
+
+    // Replace every block from the assignment's on.
+    let head = net.devnet.admin.get_block_number().await.unwrap();
+    let _: serde_json::Value = net
+        .devnet
+        .admin
+        .raw_request(
+            "anvil_reorg".into(),
+            (head - assign_block + 1, Vec::<serde_json::Value>::new()),
+        )
+        .await
+        .expect("anvil_reorg");
+    assert_eq!(net.job(job).await.status, 1, "open again on the new branch");
+
+    // The worker notices within its ownership check and stops the container.
+    net.wait_for_no_containers().await;
+    let info = net.job(job).await;
+    assert_eq!(info.status, 1, "nothing was submitted or rejected for it");
+    assert!(net.rejections().await.is_empty());
+
+    // Assigned again (attempt 1 on this branch), it runs again.
+    gantry_devnet::confirm_receipt(
+        "assign",
+        net.market(0).assign(job, worker.node_id).send().await,
+    )
+    .await
+    .unwrap();
+    let running_again = async {
+        loop {
+            let message = progress.next().await.unwrap();
+            let update: ProgressUpdate = serde_json::from_slice(&message.payload).unwrap();
+            if update.job_id == job && update.epoch == Some(1) {
+                return;
+            }
+        }
+    };
+    tokio::time::timeout(std::time::Duration::from_secs(60), running_again)
+        .await
+        .expect("the job runs again");
+    assert_eq!(net.job(job).await.status, status::ASSIGNED);
+    assert!(worker.stop().success());
+    net.wait_for_no_containers().await;
+}
