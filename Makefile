@@ -13,8 +13,8 @@ FORGE := cd contracts && forge
 setup:
 	@deploy/setup.sh
 
-## Start the local network: anvil with the contracts and the test token, nats-server and
-## gantry-indexer (Ctrl-C stops it all).
+## Start the local network: anvil with the contracts and the test token, nats-server,
+## gantry-indexer, gantry-matcher, gantry-liveness and one gantry-worker (Ctrl-C stops it all).
 dev: setup
 	cargo build --quiet -p gantry-devnet -p gantry-indexer -p gantry-matcher -p gantry-worker
 	cargo run --quiet -p gantry-devnet -- up

@@ -353,7 +353,8 @@ pub async fn run(
             if let Some(fault) = outcome.node_fault() {
                 health.fail(&fault.reason);
             }
-            // Shut down before answering: leave it for redelivery.
+            // Unanswered (the chain refused or stayed unreachable): redelivered, so the
+            // on-chain check decides again.
             let answered = !matches!(outcome, Outcome::Unreported(_));
             if answered {
                 let _ = message.double_ack().await;
