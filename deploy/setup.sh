@@ -100,6 +100,20 @@ apt_install() {
   DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "$@" >&2
 }
 
+# gantry-devnet's `Postgres::start` needs these programs from one
+# /usr/lib/postgresql/<version>/bin (off PATH on Debian) and, run as root, the `postgres`
+# system user that the package creates.
+postgres_present() {
+  local bin tool
+  for bin in /usr/lib/postgresql/*/bin; do
+    for tool in initdb pg_ctl postgres createdb psql; do
+      [[ -x $bin/$tool ]] || continue 2
+    done
+    return 0
+  done
+  return 1
+}
+
 install_debian() {
   local missing=()
   command -v dockerd >/dev/null || missing+=(docker.io)
@@ -107,7 +121,7 @@ install_debian() {
   # Debian's dynamic `busybox` also owns /bin/busybox, hence the package check.
   [[ -x /bin/busybox ]] && dpkg-query -W -f='${Status}' busybox-static 2>/dev/null | grep -q 'ok installed' ||
     missing+=(busybox-static)
-  compgen -G "/usr/lib/postgresql/*/bin/postgres" >/dev/null || missing+=(postgresql)
+  postgres_present || missing+=(postgresql)
   if ((${#missing[@]})); then
     log "installing Debian packages: ${missing[*]}"
     apt_install "${missing[@]}"

@@ -2,7 +2,14 @@
 //! SQLite (default) or PostgreSQL.
 //!
 //! ```text
-//!   GANTRY_<chain> stream ──▶ projection (sqlx) ──▶ axum routes ──▶ dashboard
+//!   GANTRY_<chain> stream ──▶ project (buffer a block, apply at its commit) ──▶ store (sqlx)
+//!                                                                              ──▶ HTTP API, dashboard
 //! ```
 //!
-//! Not built yet: a later issue fills this crate.
+//! In progress: [`model`] (the pure folds of jobs and nodes), [`store`] (the SQL side,
+//! one transaction per block with the checkpoint) and [`project`] (the stream consumer)
+//! are built; the HTTP API and the dashboard follow.
+
+pub mod model;
+pub mod project;
+pub mod store;

@@ -21,6 +21,8 @@ pub enum DevnetError {
     Nats(String),
     #[error("docker: {0}")]
     Docker(String),
+    #[error("postgres: {0}")]
+    Postgres(String),
     #[error("anvil: {0}")]
     Anvil(String),
     #[error("contract call {call}: {source}")]

@@ -8,7 +8,8 @@
 //! `gantry-devnet up` starts anvil and deploys the market (what `make dev` runs);
 //! `gantry-devnet artifacts` regenerates the committed artifacts after a contract change.
 //! Tests of every crate use [`Devnet::start`] to get a fresh chain with the market
-//! deployed, [`NatsServer::start`] for a JetStream server, each on a free port, and
+//! deployed, [`NatsServer::start`] for a JetStream server and [`Postgres::start`] for a
+//! private PostgreSQL cluster with a database `gantry`, each on a free port, and
 //! [`Dockerd::start`] for a private Docker engine, all stopped on drop. [`import_busybox`]
 //! builds the test job image (a static busybox userland) in such an engine, since no
 //! registry is reachable.
@@ -19,6 +20,7 @@ mod docker;
 mod error;
 mod images;
 mod nats;
+mod postgres;
 pub mod scenario;
 mod tools;
 
@@ -31,4 +33,5 @@ pub use docker::Dockerd;
 pub use error::{DevnetError, ImageError};
 pub use images::{BUSYBOX_PATH, image_exists, import_busybox};
 pub use nats::NatsServer;
+pub use postgres::Postgres;
 pub use tools::{Tools, workspace_root};

@@ -1,6 +1,8 @@
-//! Integration tests against real anvil, forge and dockerd, installed by `deploy/setup.sh`.
+//! Integration tests against real anvil, forge, dockerd and PostgreSQL, installed by
+//! `deploy/setup.sh`.
 
 mod artifacts;
 mod docker;
 mod images;
 mod lifecycle;
+mod postgres;

@@ -1,0 +1,146 @@
+//! Follows the chain stream from the store's checkpoint and writes it into the store:
+//! a block's events are buffered until its commit arrives, then applied with the new
+//! checkpoint in one transaction; a retraction drops buffered events and undoes the
+//! orphaned blocks. The checkpoint only ever names a commit, a retraction or a finality
+//! message, so after a crash the events of an uncommitted block are simply read again.
+
+use std::time::Duration;
+
+use async_nats::jetstream::{self, consumer};
+use futures::StreamExt;
+use gantry_protocol::envelope::{BlockCommit, EventEnvelope, FinalityWatermark, Retraction};
+use gantry_protocol::subjects;
+use tokio_util::sync::CancellationToken;
+
+use crate::store::{Store, StoreError};
+
+/// Why the projection stopped.
+#[derive(Debug, thiserror::Error)]
+pub enum ProjectError {
+    #[error("nats: {0}")]
+    Nats(String),
+    #[error(transparent)]
+    Store(#[from] StoreError),
+    #[error("message {seq} on {subject}: {reason}")]
+    Bad {
+        seq: u64,
+        subject: String,
+        reason: String,
+    },
+}
+
+/// What the projection reports as it goes (for readiness and tests).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Progress {
+    /// Stream sequence stored.
+    pub checkpoint: u64,
+    /// Last block applied.
+    pub block: u64,
+}
+
+/// Projects the chain stream of `chain_id` into `store` until `shutdown`.
+pub async fn run(
+    js: jetstream::Context,
+    chain_id: u64,
+    store: Store,
+    progress: tokio::sync::watch::Sender<Progress>,
+    shutdown: CancellationToken,
+) -> Result<(), ProjectError> {
+    let stream = js
+        .get_stream(subjects::stream_name(chain_id))
+        .await
+        .map_err(|e| ProjectError::Nats(e.to_string()))?;
+    let start = store.checkpoint().await?;
+    let last_block = store.last_block().await?;
+    progress.send_modify(|p| {
+        p.checkpoint = start;
+        p.block = last_block;
+    });
+    let consumer = stream
+        .create_consumer(consumer::pull::OrderedConfig {
+            deliver_policy: consumer::DeliverPolicy::ByStartSequence {
+                start_sequence: start + 1,
+            },
+            ..Default::default()
+        })
+        .await
+        .map_err(|e| ProjectError::Nats(e.to_string()))?;
+    let mut messages = consumer
+        .messages()
+        .await
+        .map_err(|e| ProjectError::Nats(e.to_string()))?;
+    tracing::info!(chain_id, from = start + 1, "projecting the chain stream");
+    let prefix_event = format!("gantry.{chain_id}.ev.");
+    let prefix_block = format!("gantry.{chain_id}.block.");
+    let retract = subjects::retraction(chain_id);
+    let finality = subjects::finality(chain_id);
+    let mut buffered: Vec<EventEnvelope> = Vec::new();
+    loop {
+        let message = tokio::select! {
+            () = shutdown.cancelled() => return Ok(()),
+            message = messages.next() => message,
+        };
+        let message = match message {
+            Some(Ok(message)) => message,
+            Some(Err(e)) => {
+                tracing::warn!(error = %e, "chain stream");
+                tokio::time::sleep(Duration::from_millis(200)).await;
+                continue;
+            }
+            None => return Err(ProjectError::Nats("the chain stream consumer ended".into())),
+        };
+        let seq = message
+            .info()
+            .map_err(|e| ProjectError::Nats(e.to_string()))?
+            .stream_sequence;
+        let subject = message.subject.as_str();
+        let bad = |reason: String| ProjectError::Bad {
+            seq,
+            subject: subject.to_owned(),
+            reason,
+        };
+        if subject.starts_with(&prefix_event) {
+            let event: EventEnvelope =
+                serde_json::from_slice(&message.payload).map_err(|e| bad(e.to_string()))?;
+            buffered.push(event);
+        } else if subject.starts_with(&prefix_block) {
+            let commit: BlockCommit =
+                serde_json::from_slice(&message.payload).map_err(|e| bad(e.to_string()))?;
+            let events: Vec<EventEnvelope> = std::mem::take(&mut buffered)
+                .into_iter()
+                .filter(|e| {
+                    e.block_number == commit.block_number && e.block_hash == commit.block_hash
+                })
+                .collect();
+            if events.len() != commit.event_count as usize {
+                return Err(bad(format!(
+                    "block {} commits {} events, {} arrived",
+                    commit.block_number,
+                    commit.event_count,
+                    events.len()
+                )));
+            }
+            store.apply_block(&events, &commit, seq).await?;
+            metrics::counter!("gantry_api_events_projected_total").increment(events.len() as u64);
+            progress.send_modify(|p| {
+                p.checkpoint = seq;
+                p.block = commit.block_number;
+            });
+        } else if subject == retract {
+            let retraction: Retraction =
+                serde_json::from_slice(&message.payload).map_err(|e| bad(e.to_string()))?;
+            buffered.clear();
+            store.retract(&retraction, seq).await?;
+            metrics::counter!("gantry_api_retractions_total").increment(1);
+            progress.send_modify(|p| p.checkpoint = seq);
+        } else if subject == finality {
+            let _: FinalityWatermark =
+                serde_json::from_slice(&message.payload).map_err(|e| bad(e.to_string()))?;
+            // Only with nothing buffered: the checkpoint must not pass unapplied events.
+            if buffered.is_empty() {
+                store.advance(seq).await?;
+                progress.send_modify(|p| p.checkpoint = seq);
+            }
+        }
+    }
+}

@@ -1,0 +1,381 @@
+//! The SQL side of the projection, over sqlx's `Any` driver: SQLite (a file, the default)
+//! or PostgreSQL (`postgres://…`), the same migrations and queries for both. Each block
+//! (or retraction) is written together with the new checkpoint in one transaction, so a
+//! crash never applies an event twice or skips one.
+
+use gantry_protocol::envelope::{BlockCommit, EventEnvelope, Retraction};
+use sqlx::any::{AnyPoolOptions, install_default_drivers};
+use sqlx::{AnyPool, Row};
+
+use crate::model::{JobRow, ModelError, NodeRow, apply_job, apply_node, touches};
+
+/// Why the store failed.
+#[derive(Debug, thiserror::Error)]
+pub enum StoreError {
+    #[error("database: {0}")]
+    Sql(#[from] sqlx::Error),
+    #[error("migrations: {0}")]
+    Migrate(#[from] sqlx::migrate::MigrateError),
+    #[error(transparent)]
+    Model(#[from] ModelError),
+    #[error("stored row is not valid JSON: {0}")]
+    Row(#[from] serde_json::Error),
+}
+
+/// The projection's database.
+#[derive(Debug, Clone)]
+pub struct Store {
+    pool: AnyPool,
+}
+
+type Tx<'a> = sqlx::Transaction<'a, sqlx::Any>;
+
+impl Store {
+    /// Connects (creating a SQLite file when missing) and runs the migrations.
+    pub async fn open(url: &str) -> Result<Self, StoreError> {
+        install_default_drivers();
+        let sqlite = url.starts_with("sqlite:");
+        let url = if sqlite && !url.contains("mode=") {
+            format!("{url}{}mode=rwc", if url.contains('?') { '&' } else { '?' })
+        } else {
+            url.to_owned()
+        };
+        // SQLite takes one writer at a time; readers share the rest of the pool.
+        let pool = AnyPoolOptions::new()
+            .max_connections(if sqlite { 4 } else { 16 })
+            .connect(&url)
+            .await?;
+        if sqlite {
+            sqlx::query("PRAGMA journal_mode = WAL")
+                .execute(&pool)
+                .await?;
+        }
+        sqlx::migrate!("./migrations").run(&pool).await?;
+        Ok(Self { pool })
+    }
+
+    pub fn pool(&self) -> &AnyPool {
+        &self.pool
+    }
+
+    /// The stream sequence of the last message whose effects are stored (0: none).
+    pub async fn checkpoint(&self) -> Result<u64, StoreError> {
+        let row = sqlx::query("SELECT stream_seq FROM checkpoint WHERE id = 1")
+            .fetch_optional(&self.pool)
+            .await?;
+        Ok(row.map_or(0, |r| r.get::<i64, _>(0) as u64))
+    }
+
+    /// The newest block applied (0: none).
+    pub async fn last_block(&self) -> Result<u64, StoreError> {
+        let row = sqlx::query("SELECT MAX(number) FROM blocks")
+            .fetch_one(&self.pool)
+            .await?;
+        Ok(row.get::<Option<i64>, _>(0).unwrap_or(0) as u64)
+    }
+
+    /// Applies a committed block's events and moves the checkpoint to `seq` (the
+    /// commit's stream sequence), in one transaction.
+    pub async fn apply_block(
+        &self,
+        events: &[EventEnvelope],
+        commit: &BlockCommit,
+        seq: u64,
+    ) -> Result<(), StoreError> {
+        let mut tx = self.pool.begin().await?;
+        for event in events {
+            insert_event(&mut tx, event).await?;
+            let (job, node) = touches(event);
+            if let Some(job) = job {
+                let row = apply_job(load_job(&mut tx, job).await?, event)?;
+                save_job(&mut tx, job, row.as_ref()).await?;
+            }
+            if let Some(node) = node {
+                let row = apply_node(load_node(&mut tx, node).await?, event)?;
+                save_node(&mut tx, node, row.as_ref()).await?;
+            }
+        }
+        sqlx::query(
+            "INSERT INTO blocks (number, hash, timestamp, stream_seq) VALUES ($1, $2, $3, $4) \
+             ON CONFLICT (number) DO UPDATE SET hash = $2, timestamp = $3, stream_seq = $4",
+        )
+        .bind(commit.block_number as i64)
+        .bind(format!("{:#x}", commit.block_hash))
+        .bind(commit.block_timestamp as i64)
+        .bind(seq as i64)
+        .execute(&mut *tx)
+        .await?;
+        set_checkpoint(&mut tx, seq).await?;
+        tx.commit().await?;
+        Ok(())
+    }
+
+    /// Undoes the orphaned blocks: their events go, and every job and node they touched
+    /// is refolded from the events that remain. Moves the checkpoint to `seq`.
+    pub async fn retract(&self, retraction: &Retraction, seq: u64) -> Result<(), StoreError> {
+        let mut tx = self.pool.begin().await?;
+        let mut jobs = std::collections::BTreeSet::new();
+        let mut nodes = std::collections::BTreeSet::new();
+        for block in &retraction.orphaned {
+            let number = block.number as i64;
+            let hash = format!("{:#x}", block.hash);
+            let touched = sqlx::query(
+                "SELECT job_id, node_id FROM events WHERE block_number = $1 AND block_hash = $2",
+            )
+            .bind(number)
+            .bind(&hash)
+            .fetch_all(&mut *tx)
+            .await?;
+            for row in touched {
+                if let Some(job) = row.get::<Option<i64>, _>(0) {
+                    jobs.insert(job as u64);
+                }
+                if let Some(node) = row.get::<Option<i64>, _>(1) {
+                    nodes.insert(node as u64);
+                }
+            }
+            sqlx::query("DELETE FROM events WHERE block_number = $1 AND block_hash = $2")
+                .bind(number)
+                .bind(&hash)
+                .execute(&mut *tx)
+                .await?;
+            sqlx::query("DELETE FROM blocks WHERE number = $1 AND hash = $2")
+                .bind(number)
+                .bind(&hash)
+                .execute(&mut *tx)
+                .await?;
+        }
+        for job in jobs {
+            let mut row = None;
+            for event in events_of(&mut tx, Column::Job, job).await? {
+                row = apply_job(row, &event)?;
+            }
+            save_job(&mut tx, job, row.as_ref()).await?;
+        }
+        for node in nodes {
+            let mut row = None;
+            for event in events_of(&mut tx, Column::Node, node).await? {
+                row = apply_node(row, &event)?;
+            }
+            save_node(&mut tx, node, row.as_ref()).await?;
+        }
+        set_checkpoint(&mut tx, seq).await?;
+        tx.commit().await?;
+        Ok(())
+    }
+
+    /// Moves the checkpoint past messages with no effect (finality watermarks).
+    pub async fn advance(&self, seq: u64) -> Result<(), StoreError> {
+        let mut tx = self.pool.begin().await?;
+        set_checkpoint(&mut tx, seq).await?;
+        tx.commit().await?;
+        Ok(())
+    }
+
+    pub async fn job(&self, job_id: u64) -> Result<Option<JobRow>, StoreError> {
+        let row = sqlx::query("SELECT body FROM jobs WHERE job_id = $1")
+            .bind(job_id as i64)
+            .fetch_optional(&self.pool)
+            .await?;
+        Ok(match row {
+            Some(row) => Some(serde_json::from_str(&row.get::<String, _>(0))?),
+            None => None,
+        })
+    }
+
+    pub async fn node(&self, node_id: u64) -> Result<Option<NodeRow>, StoreError> {
+        let row = sqlx::query("SELECT body FROM nodes WHERE node_id = $1")
+            .bind(node_id as i64)
+            .fetch_optional(&self.pool)
+            .await?;
+        Ok(match row {
+            Some(row) => Some(serde_json::from_str(&row.get::<String, _>(0))?),
+            None => None,
+        })
+    }
+
+    /// Every job, by id (for tests and rebuild checks).
+    pub async fn all_jobs(&self) -> Result<Vec<JobRow>, StoreError> {
+        let rows = sqlx::query("SELECT body FROM jobs ORDER BY job_id")
+            .fetch_all(&self.pool)
+            .await?;
+        rows.iter()
+            .map(|r| Ok(serde_json::from_str(&r.get::<String, _>(0))?))
+            .collect()
+    }
+
+    /// Every node, by id.
+    pub async fn all_nodes(&self) -> Result<Vec<NodeRow>, StoreError> {
+        let rows = sqlx::query("SELECT body FROM nodes ORDER BY node_id")
+            .fetch_all(&self.pool)
+            .await?;
+        rows.iter()
+            .map(|r| Ok(serde_json::from_str(&r.get::<String, _>(0))?))
+            .collect()
+    }
+
+    /// The job's events in chain order: (block, log index, tx hash, name, data JSON).
+    pub async fn timeline(&self, job_id: u64) -> Result<Vec<TimelineEntry>, StoreError> {
+        let rows = sqlx::query(
+            "SELECT block_number, log_index, block_timestamp, tx_hash, name, data FROM events \
+             WHERE job_id = $1 ORDER BY block_number, log_index",
+        )
+        .bind(job_id as i64)
+        .fetch_all(&self.pool)
+        .await?;
+        rows.iter()
+            .map(|r| {
+                Ok(TimelineEntry {
+                    block: r.get(0),
+                    log_index: r.get(1),
+                    at: r.get(2),
+                    tx: r.get(3),
+                    name: r.get(4),
+                    data:
+                        serde_json::from_str::<serde_json::Value>(&r.get::<String, _>(5))?["data"]
+                            .take(),
+                })
+            })
+            .collect()
+    }
+}
+
+/// One event of a job's timeline.
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct TimelineEntry {
+    pub block: i64,
+    pub log_index: i64,
+    pub at: i64,
+    pub tx: String,
+    pub name: String,
+    pub data: serde_json::Value,
+}
+
+async fn set_checkpoint(tx: &mut Tx<'_>, seq: u64) -> Result<(), StoreError> {
+    sqlx::query(
+        "INSERT INTO checkpoint (id, stream_seq) VALUES (1, $1) \
+         ON CONFLICT (id) DO UPDATE SET stream_seq = $1",
+    )
+    .bind(seq as i64)
+    .execute(&mut **tx)
+    .await?;
+    Ok(())
+}
+
+async fn insert_event(tx: &mut Tx<'_>, event: &EventEnvelope) -> Result<(), StoreError> {
+    let (job, node) = touches(event);
+    let envelope = serde_json::to_string(event)?;
+    sqlx::query(
+        "INSERT INTO events (block_number, log_index, block_hash, block_timestamp, tx_hash, \
+         name, event_key, job_id, node_id, data) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)",
+    )
+    .bind(event.block_number as i64)
+    .bind(event.log_index as i64)
+    .bind(format!("{:#x}", event.block_hash))
+    .bind(event.block_timestamp as i64)
+    .bind(format!("{:#x}", event.tx_hash))
+    .bind(&event.event.name)
+    .bind(&event.event.key)
+    .bind(job.map(|j| j as i64))
+    .bind(node.map(|n| n as i64))
+    .bind(envelope)
+    .execute(&mut **tx)
+    .await?;
+    Ok(())
+}
+
+#[derive(Debug, Clone, Copy)]
+enum Column {
+    Job,
+    Node,
+}
+
+async fn events_of(
+    tx: &mut Tx<'_>,
+    column: Column,
+    id: u64,
+) -> Result<Vec<EventEnvelope>, StoreError> {
+    let sql = match column {
+        Column::Job => "SELECT data FROM events WHERE job_id = $1 ORDER BY block_number, log_index",
+        Column::Node => {
+            "SELECT data FROM events WHERE node_id = $1 ORDER BY block_number, log_index"
+        }
+    };
+    let rows = sqlx::query(sql)
+        .bind(id as i64)
+        .fetch_all(&mut **tx)
+        .await?;
+    rows.iter()
+        .map(|r| Ok(serde_json::from_str(&r.get::<String, _>(0))?))
+        .collect()
+}
+
+async fn load_job(tx: &mut Tx<'_>, job: u64) -> Result<Option<JobRow>, StoreError> {
+    let row = sqlx::query("SELECT body FROM jobs WHERE job_id = $1")
+        .bind(job as i64)
+        .fetch_optional(&mut **tx)
+        .await?;
+    Ok(match row {
+        Some(row) => Some(serde_json::from_str(&row.get::<String, _>(0))?),
+        None => None,
+    })
+}
+
+async fn save_job(tx: &mut Tx<'_>, job: u64, row: Option<&JobRow>) -> Result<(), StoreError> {
+    let Some(row) = row else {
+        sqlx::query("DELETE FROM jobs WHERE job_id = $1")
+            .bind(job as i64)
+            .execute(&mut **tx)
+            .await?;
+        return Ok(());
+    };
+    sqlx::query(
+        "INSERT INTO jobs (job_id, body, submitter, status, node_id, priority, posted_at, updated_at) \
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8) ON CONFLICT (job_id) DO UPDATE SET \
+         body = $2, submitter = $3, status = $4, node_id = $5, priority = $6, posted_at = $7, \
+         updated_at = $8",
+    )
+    .bind(job as i64)
+    .bind(serde_json::to_string(row)?)
+    .bind(row.submitter.to_lowercase())
+    .bind(&row.status)
+    .bind(row.node_id)
+    .bind(row.priority)
+    .bind(row.posted_at)
+    .bind(row.updated_at)
+    .execute(&mut **tx)
+    .await?;
+    Ok(())
+}
+
+async fn load_node(tx: &mut Tx<'_>, node: u64) -> Result<Option<NodeRow>, StoreError> {
+    let row = sqlx::query("SELECT body FROM nodes WHERE node_id = $1")
+        .bind(node as i64)
+        .fetch_optional(&mut **tx)
+        .await?;
+    Ok(match row {
+        Some(row) => Some(serde_json::from_str(&row.get::<String, _>(0))?),
+        None => None,
+    })
+}
+
+async fn save_node(tx: &mut Tx<'_>, node: u64, row: Option<&NodeRow>) -> Result<(), StoreError> {
+    let Some(row) = row else {
+        sqlx::query("DELETE FROM nodes WHERE node_id = $1")
+            .bind(node as i64)
+            .execute(&mut **tx)
+            .await?;
+        return Ok(());
+    };
+    sqlx::query(
+        "INSERT INTO nodes (node_id, body, status) VALUES ($1, $2, $3) \
+         ON CONFLICT (node_id) DO UPDATE SET body = $2, status = $3",
+    )
+    .bind(node as i64)
+    .bind(serde_json::to_string(row)?)
+    .bind(&row.status)
+    .execute(&mut **tx)
+    .await?;
+    Ok(())
+}

@@ -1,0 +1,3 @@
+//! The projection against a real chain (anvil), nats-server and the indexer.
+
+mod projection;

@@ -1,0 +1,201 @@
+//! The projection equals the chain's state after a scripted lifecycle, after a restart,
+//! and after a rebuild from an empty database.
+
+use std::time::Duration;
+
+use gantry_api::model::{JOB_STATUS, NODE_STATUS};
+use gantry_api::project::{self, Progress};
+use gantry_api::store::Store;
+use gantry_devnet::{Devnet, NatsServer};
+use gantry_indexer::config::FinalityTag;
+use gantry_protocol::bindings::{JobMarket, NodeRegistry};
+use tokio_util::sync::CancellationToken;
+
+struct Chain {
+    devnet: Devnet,
+    nats: NatsServer,
+    indexer: CancellationToken,
+}
+
+impl Drop for Chain {
+    fn drop(&mut self) {
+        self.indexer.cancel();
+    }
+}
+
+async fn chain_with_lifecycle() -> Chain {
+    let devnet = Devnet::start().await.expect("devnet");
+    let nats = NatsServer::start().expect("nats");
+    let d = devnet.deployment;
+    let indexer = CancellationToken::new();
+    let config = gantry_indexer::Config {
+        rpc_url: devnet.anvil.endpoint_url(),
+        chain_id: d.chain_id,
+        market: d.market,
+        registry: d.registry,
+        start_block: d.start_block,
+        nats_url: nats.url(),
+        confirmations: 0,
+        finality_tag: FinalityTag::None,
+        reorg_window: 64,
+        min_range: 1,
+        max_range: 10_000,
+        initial_range: 100,
+        max_in_flight: 512,
+        poll_ms: 10,
+        lease_ttl_ms: 1_500,
+        instance_id: None,
+        metrics_addr: None,
+    };
+    tokio::spawn(gantry_indexer::run(config, indexer.clone()));
+    gantry_devnet::scenario::lifecycle(&devnet)
+        .await
+        .expect("the scripted lifecycle");
+    Chain {
+        devnet,
+        nats,
+        indexer,
+    }
+}
+
+/// Projects into `url` until the projection has applied the chain's head block.
+async fn project_to_head(chain: &Chain, url: &str) -> Store {
+    let store = Store::open(url).await.expect("store opens");
+    let head = alloy::providers::Provider::get_block_number(&chain.devnet.admin)
+        .await
+        .unwrap();
+    let js = async_nats::jetstream::new(async_nats::connect(chain.nats.url()).await.unwrap());
+    let (tx, mut rx) = tokio::sync::watch::channel(Progress::default());
+    let stop = CancellationToken::new();
+    let task = tokio::spawn(project::run(
+        js,
+        chain.devnet.deployment.chain_id,
+        store.clone(),
+        tx,
+        stop.clone(),
+    ));
+    let reached = tokio::time::timeout(Duration::from_secs(60), rx.wait_for(|p| p.block >= head))
+        .await
+        .map(|r| r.map(|_| ()));
+    match reached {
+        Ok(Ok(())) => {}
+        Ok(Err(_)) => panic!("the projection stopped: {:?}", task.await),
+        Err(_) => panic!(
+            "the projection did not reach block {head}: {:?}",
+            *rx.borrow()
+        ),
+    }
+    stop.cancel();
+    task.await.unwrap().expect("the projection stops cleanly");
+    store
+}
+
+/// Every job and node row against `getJob`/`getNode`.
+async fn assert_matches_chain(chain: &Chain, store: &Store) {
+    let d = chain.devnet.deployment;
+    let market = JobMarket::new(d.market, chain.devnet.admin.clone());
+    let registry = NodeRegistry::new(d.registry, chain.devnet.admin.clone());
+    let count = market.jobCount().call().await.unwrap();
+    let jobs = store.all_jobs().await.unwrap();
+    assert_eq!(jobs.len() as u64, count, "one row per job");
+    for job in &jobs {
+        let info = market.getJob(job.job_id as u64).call().await.unwrap();
+        assert_eq!(
+            job.status, JOB_STATUS[info.status as usize],
+            "job {}",
+            job.job_id
+        );
+        assert_eq!(job.attempts, i64::from(info.attempts), "job {}", job.job_id);
+        assert_eq!(job.bounty, info.bounty.to_string());
+        assert_eq!(job.submitter, info.submitter.to_string());
+        if let Some(hash) = &job.result_hash {
+            assert_eq!(hash, &format!("{:#x}", info.resultHash));
+        }
+    }
+    let nodes = store.all_nodes().await.unwrap();
+    assert_eq!(
+        nodes.len() as u64,
+        registry.nodeCount().call().await.unwrap()
+    );
+    for node in &nodes {
+        let info = registry.getNode(node.node_id as u64).call().await.unwrap();
+        assert_eq!(
+            node.status, NODE_STATUS[info.status as usize],
+            "node {}",
+            node.node_id
+        );
+        assert_eq!(node.stake, info.stake.to_string());
+        assert_eq!(node.completed_jobs, i64::from(info.completedJobs));
+        assert_eq!(node.failed_jobs, i64::from(info.failedJobs));
+        assert_eq!(node.active_jobs, i64::from(info.activeJobs));
+        assert_eq!(node.last_heartbeat, i64::from(info.lastHeartbeat));
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sqlite_projection_equals_the_chain_and_rebuilds_the_same() {
+    let chain = chain_with_lifecycle().await;
+    let dir = tempfile::tempdir().unwrap();
+    let url = format!("sqlite://{}", dir.path().join("api.db").display());
+    let store = project_to_head(&chain, &url).await;
+    assert_matches_chain(&chain, &store).await;
+    let timeline: Vec<String> = store
+        .timeline(1)
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|e| e.name)
+        .collect();
+    assert_eq!(
+        timeline,
+        [
+            "JobPosted",
+            "JobAssigned",
+            "ResultSubmitted",
+            "JobCompleted"
+        ],
+        "job 1's timeline"
+    );
+    let jobs = store.all_jobs().await.unwrap();
+    let nodes = store.all_nodes().await.unwrap();
+
+    // A restart resumes from the checkpoint and changes nothing.
+    let checkpoint = store.checkpoint().await.unwrap();
+    drop(store);
+    let again = project_to_head(&chain, &url).await;
+    assert!(again.checkpoint().await.unwrap() >= checkpoint);
+    assert_eq!(again.all_jobs().await.unwrap(), jobs);
+
+    // A rebuild from an empty database gives the same rows.
+    let rebuilt_url = format!("sqlite://{}", dir.path().join("rebuilt.db").display());
+    let rebuilt = project_to_head(&chain, &rebuilt_url).await;
+    assert_eq!(rebuilt.all_jobs().await.unwrap(), jobs);
+    assert_eq!(rebuilt.all_nodes().await.unwrap(), nodes);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn postgres_projection_equals_the_chain_and_the_sqlite_one() {
+    let chain = chain_with_lifecycle().await;
+    let postgres = gantry_devnet::Postgres::start().expect("postgres starts");
+    let store = project_to_head(&chain, &postgres.url()).await;
+    assert_matches_chain(&chain, &store).await;
+
+    let dir = tempfile::tempdir().unwrap();
+    let sqlite = project_to_head(
+        &chain,
+        &format!("sqlite://{}", dir.path().join("api.db").display()),
+    )
+    .await;
+    assert_eq!(
+        store.all_jobs().await.unwrap(),
+        sqlite.all_jobs().await.unwrap()
+    );
+    assert_eq!(
+        store.all_nodes().await.unwrap(),
+        sqlite.all_nodes().await.unwrap()
+    );
+    assert_eq!(
+        store.timeline(1).await.unwrap(),
+        sqlite.timeline(1).await.unwrap()
+    );
+}
