@@ -199,3 +199,95 @@ async fn postgres_projection_equals_the_chain_and_the_sqlite_one() {
         sqlite.timeline(1).await.unwrap()
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_reorg_is_rolled_back_to_the_chain_s_state() {
+    use alloy::providers::Provider;
+    use futures::StreamExt;
+
+    let chain = chain_with_lifecycle().await;
+    let dir = tempfile::tempdir().unwrap();
+    let store = Store::open(&format!("sqlite://{}", dir.path().join("api.db").display()))
+        .await
+        .unwrap();
+    let chain_id = chain.devnet.deployment.chain_id;
+    let js = async_nats::jetstream::new(async_nats::connect(chain.nats.url()).await.unwrap());
+    let (tx, mut rx) = tokio::sync::watch::channel(Progress::default());
+    let stop = CancellationToken::new();
+    let task = tokio::spawn(project::run(
+        js.clone(),
+        chain_id,
+        store.clone(),
+        tx,
+        stop.clone(),
+    ));
+    let admin = &chain.devnet.admin;
+    let head = admin.get_block_number().await.unwrap();
+    tokio::time::timeout(Duration::from_secs(60), rx.wait_for(|p| p.block >= head))
+        .await
+        .expect("projected to the head")
+        .unwrap();
+    // The last blocks hold the operator's withdrawal and exit: the node is Exiting.
+    assert_eq!(store.node(1).await.unwrap().unwrap().status, "exiting");
+
+    // Replace the last 3 blocks with empty ones, and wait for the indexer to publish the
+    // new head's commit.
+    let mut commits = async_nats::connect(chain.nats.url())
+        .await
+        .unwrap()
+        .subscribe(gantry_protocol::subjects::block_commit(chain_id, head))
+        .await
+        .unwrap();
+    let _: serde_json::Value = admin
+        .raw_request(
+            "anvil_reorg".into(),
+            (3u64, Vec::<serde_json::Value>::new()),
+        )
+        .await
+        .expect("anvil_reorg");
+    let new_head = admin
+        .get_block(alloy::eips::BlockId::latest())
+        .await
+        .unwrap()
+        .unwrap()
+        .header
+        .hash;
+    let recommitted = async {
+        loop {
+            let message = commits.next().await.unwrap();
+            let commit: gantry_protocol::envelope::BlockCommit =
+                serde_json::from_slice(&message.payload).unwrap();
+            if commit.block_hash == new_head {
+                return;
+            }
+        }
+    };
+    tokio::time::timeout(Duration::from_secs(60), recommitted)
+        .await
+        .expect("the indexer publishes the new branch");
+    let last = js
+        .get_stream(gantry_protocol::subjects::stream_name(chain_id))
+        .await
+        .unwrap()
+        .info()
+        .await
+        .unwrap()
+        .state
+        .last_sequence;
+    tokio::time::timeout(
+        Duration::from_secs(60),
+        rx.wait_for(|p| p.checkpoint >= last),
+    )
+    .await
+    .expect("the projection follows the new branch")
+    .unwrap();
+    stop.cancel();
+    task.await.unwrap().unwrap();
+
+    assert_eq!(
+        store.node(1).await.unwrap().unwrap().status,
+        "active",
+        "the exit was undone"
+    );
+    assert_matches_chain(&chain, &store).await;
+}
