@@ -241,7 +241,7 @@ impl Store {
 }
 
 /// One event of a job's timeline.
-#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct TimelineEntry {
     pub block: i64,

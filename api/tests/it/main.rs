@@ -1,3 +1,4 @@
 //! The projection against a real chain (anvil), nats-server and the indexer.
 
+mod http;
 mod projection;

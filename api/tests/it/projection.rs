@@ -11,7 +11,7 @@ use gantry_indexer::config::FinalityTag;
 use gantry_protocol::bindings::{JobMarket, NodeRegistry};
 use tokio_util::sync::CancellationToken;
 
-struct Chain {
+pub(crate) struct Chain {
     devnet: Devnet,
     nats: NatsServer,
     indexer: CancellationToken,
@@ -23,7 +23,7 @@ impl Drop for Chain {
     }
 }
 
-async fn chain_with_lifecycle() -> Chain {
+pub(crate) async fn chain_with_lifecycle() -> Chain {
     let devnet = Devnet::start().await.expect("devnet");
     let nats = NatsServer::start().expect("nats");
     let d = devnet.deployment;
@@ -59,7 +59,7 @@ async fn chain_with_lifecycle() -> Chain {
 }
 
 /// Projects into `url` until the projection has applied the chain's head block.
-async fn project_to_head(chain: &Chain, url: &str) -> Store {
+pub(crate) async fn project_to_head(chain: &Chain, url: &str) -> Store {
     let store = Store::open(url).await.expect("store opens");
     let head = alloy::providers::Provider::get_block_number(&chain.devnet.admin)
         .await

@@ -1,0 +1,135 @@
+//! Every endpoint against a projection of a real chain: the happy path, bad parameters,
+//! pagination bounds, unknown ids.
+
+use std::time::Duration;
+
+use gantry_api::http::{AppState, HttpConfig, JobDetail, Page, router};
+use gantry_api::model::{JobRow, NodeRow};
+use gantry_api::project::Progress;
+use reqwest::StatusCode;
+
+use crate::projection::{chain_with_lifecycle, project_to_head};
+
+async fn serve(store: gantry_api::store::Store) -> String {
+    let (_tx, progress) = tokio::sync::watch::channel(Progress {
+        checkpoint: store.checkpoint().await.unwrap(),
+        block: store.last_block().await.unwrap(),
+    });
+    let app = router(
+        AppState { store, progress },
+        HttpConfig {
+            request_timeout: Duration::from_secs(5),
+            cors: tower_http::cors::CorsLayer::permissive(),
+        },
+    );
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
+    format!("http://{addr}")
+}
+
+async fn error_of(response: reqwest::Response) -> (StatusCode, String) {
+    let status = response.status();
+    let body: serde_json::Value = response.json().await.unwrap();
+    (
+        status,
+        body["error"].as_str().unwrap_or_default().to_owned(),
+    )
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_read_api_answers_and_refuses_bad_input_by_name() {
+    let chain = chain_with_lifecycle().await;
+    let dir = tempfile::tempdir().unwrap();
+    let store = project_to_head(
+        &chain,
+        &format!("sqlite://{}", dir.path().join("api.db").display()),
+    )
+    .await;
+    let base = serve(store).await;
+    let http = reqwest::Client::new();
+    let get = |path: &str| http.get(format!("{base}{path}")).send();
+
+    // Lists, newest first, with cursor pages.
+    let page: Page<JobRow> = get("/v1/jobs").await.unwrap().json().await.unwrap();
+    assert_eq!(
+        page.items.iter().map(|j| j.job_id).collect::<Vec<_>>(),
+        [3, 2, 1]
+    );
+    assert_eq!(page.next_cursor, None);
+    let first: Page<JobRow> = get("/v1/jobs?limit=2").await.unwrap().json().await.unwrap();
+    assert_eq!(first.items.len(), 2);
+    let cursor = first.next_cursor.expect("a next page");
+    let second: Page<JobRow> = get(&format!("/v1/jobs?limit=2&cursor={cursor}"))
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(
+        second.items.iter().map(|j| j.job_id).collect::<Vec<_>>(),
+        [1]
+    );
+    assert_eq!(second.next_cursor, None);
+    let completed: Page<JobRow> = get("/v1/jobs?status=completed")
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(
+        completed.items.iter().map(|j| j.job_id).collect::<Vec<_>>(),
+        [1]
+    );
+    let submitter = completed.items[0].submitter.clone();
+    let mine: Page<JobRow> = get(&format!("/v1/jobs?submitter={submitter}"))
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(mine.items.len(), 3);
+    let on_node: Page<JobRow> = get("/v1/jobs?node=1").await.unwrap().json().await.unwrap();
+    assert!(on_node.items.iter().all(|j| j.node_id == Some(1)));
+
+    // One job, with its timeline.
+    let job: JobDetail = get("/v1/jobs/1").await.unwrap().json().await.unwrap();
+    assert_eq!(job.job.status, "completed");
+    assert!(job.job.payout.is_some());
+    assert_eq!(job.timeline.first().unwrap().name, "JobPosted");
+
+    // Nodes.
+    let nodes: Page<NodeRow> = get("/v1/nodes").await.unwrap().json().await.unwrap();
+    assert_eq!(nodes.items.len(), 1);
+    let node: NodeRow = get("/v1/nodes/1").await.unwrap().json().await.unwrap();
+    assert_eq!(node.completed_jobs, 1);
+
+    // Health and readiness.
+    assert_eq!(get("/healthz").await.unwrap().status(), StatusCode::OK);
+    assert_eq!(get("/readyz").await.unwrap().status(), StatusCode::OK);
+
+    // Bad input names the parameter; unknown ids are 404; nothing internal leaks.
+    for (path, name) in [
+        ("/v1/jobs?limit=0", "limit"),
+        ("/v1/jobs?limit=201", "limit"),
+        ("/v1/jobs?limit=ten", "limit"),
+        ("/v1/jobs?status=running", "status"),
+        ("/v1/jobs?submitter=alice", "submitter"),
+        ("/v1/jobs?node=-1", "node"),
+        ("/v1/jobs?cursor=x", "cursor"),
+        ("/v1/jobs?colour=red", "colour"),
+        ("/v1/nodes?status=asleep", "status"),
+        ("/v1/jobs/abc", "id"),
+    ] {
+        let (status, message) = error_of(get(path).await.unwrap()).await;
+        assert_eq!(status, StatusCode::BAD_REQUEST, "{path}");
+        assert!(message.contains(name), "{path}: {message}");
+    }
+    let (status, message) = error_of(get("/v1/jobs/999").await.unwrap()).await;
+    assert_eq!(
+        (status, message.as_str()),
+        (StatusCode::NOT_FOUND, "job 999 not found")
+    );
+    let (status, _) = error_of(get("/v1/nodes/7").await.unwrap()).await;
+    assert_eq!(status, StatusCode::NOT_FOUND);
+}
