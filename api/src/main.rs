@@ -1,8 +1,116 @@
-//! `gantry-api`: the HTTP API (see the library docs).
+//! `gantry-api`: projects the chain stream into SQL and serves the read-only HTTP API
+//! (see the library docs).
+//!
+//! ```text
+//! gantry-api --chain-id 31337 --nats-url nats://127.0.0.1:4222 \
+//!            --database-url sqlite://gantry-api.db --listen 127.0.0.1:8080
+//! ```
 
-fn main() -> std::process::ExitCode {
-    eprintln!(
-        "gantry-api is not built yet: this release has the contracts and the protocol crate only"
+use std::net::SocketAddr;
+use std::time::Duration;
+
+use axum::http::HeaderValue;
+use clap::Parser;
+use gantry_api::http::{AppState, HttpConfig, router};
+use gantry_api::project::{self, Progress};
+use gantry_api::store::Store;
+use tokio_util::sync::CancellationToken;
+use tower_http::cors::{AllowOrigin, CorsLayer};
+
+#[derive(Debug, Parser)]
+#[command(
+    version,
+    about = "Gantry's read-only API: the chain stream projected into SQL"
+)]
+struct Cli {
+    #[arg(long, env = "GANTRY_CHAIN_ID")]
+    chain_id: u64,
+    #[arg(long, env = "GANTRY_NATS_URL", default_value = "nats://127.0.0.1:4222")]
+    nats_url: String,
+    /// `sqlite://<file>` (created when missing) or `postgres://…`.
+    #[arg(long, env = "DATABASE_URL", default_value = "sqlite://gantry-api.db")]
+    database_url: String,
+    #[arg(long, env = "GANTRY_API_LISTEN", default_value = "127.0.0.1:8080")]
+    listen: SocketAddr,
+    /// Origins allowed by CORS (repeat the flag); none: same origin only. `*` allows any.
+    #[arg(
+        long = "cors-origin",
+        env = "GANTRY_API_CORS_ORIGINS",
+        value_delimiter = ','
+    )]
+    cors_origins: Vec<String>,
+    #[arg(long, env = "GANTRY_API_REQUEST_TIMEOUT_MS", default_value_t = 10_000)]
+    request_timeout_ms: u64,
+}
+
+#[tokio::main]
+async fn main() -> anyhow::Result<()> {
+    let cli = Cli::parse();
+    tracing_subscriber::fmt()
+        .with_env_filter(
+            tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| "info".into()),
+        )
+        .init();
+    let shutdown = shutdown_on_signal();
+    let store = Store::open(&cli.database_url).await?;
+    let nats = async_nats::connect(&cli.nats_url).await?;
+    let js = async_nats::jetstream::new(nats);
+    let (progress_tx, progress) = tokio::sync::watch::channel(Progress::default());
+    let projection = tokio::spawn(project::run(
+        js,
+        cli.chain_id,
+        store.clone(),
+        progress_tx,
+        shutdown.clone(),
+    ));
+    let cors = match cli.cors_origins.as_slice() {
+        [] => CorsLayer::new(),
+        [any] if any == "*" => CorsLayer::permissive(),
+        origins => CorsLayer::new().allow_origin(AllowOrigin::list(
+            origins
+                .iter()
+                .map(|o| HeaderValue::from_str(o))
+                .collect::<Result<Vec<_>, _>>()?,
+        )),
+    };
+    let app = router(
+        AppState { store, progress },
+        HttpConfig {
+            request_timeout: Duration::from_millis(cli.request_timeout_ms),
+            cors,
+        },
     );
-    std::process::ExitCode::FAILURE
+    let listener = tokio::net::TcpListener::bind(cli.listen).await?;
+    tracing::info!(listen = %cli.listen, "serving the API");
+    let serve_shutdown = shutdown.clone();
+    let server = tokio::spawn(async move {
+        axum::serve(listener, app)
+            .with_graceful_shutdown(async move { serve_shutdown.cancelled().await })
+            .await
+    });
+    // A projection that fails stops the process (to be restarted) rather than serve an
+    // ever staler view.
+    let projected = projection.await?;
+    shutdown.cancel();
+    server.await??;
+    projected?;
+    Ok(())
+}
+
+/// A token fired by SIGINT or SIGTERM.
+fn shutdown_on_signal() -> CancellationToken {
+    let shutdown = CancellationToken::new();
+    let fired = shutdown.clone();
+    tokio::spawn(async move {
+        let mut terminate =
+            tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())
+                .expect("installing the SIGTERM handler");
+        tokio::select! {
+            _ = tokio::signal::ctrl_c() => {}
+            _ = terminate.recv() => {}
+        }
+        tracing::info!("shutting down");
+        fired.cancel();
+    });
+    shutdown
 }
