@@ -91,6 +91,7 @@ pub fn router(state: AppState, config: HttpConfig) -> Router {
     Router::new()
         .route("/v1/jobs", get(list_jobs))
         .route("/v1/jobs/{id}", get(get_job))
+        .route("/v1/jobs/{id}/logs", get(job_logs))
         .route("/v1/nodes", get(list_nodes))
         .route("/v1/nodes/{id}", get(get_node))
         .route("/healthz", get(|| async { "ok" }))
@@ -215,6 +216,10 @@ pub struct JobDetail {
     #[serde(flatten)]
     pub job: JobRow,
     pub timeline: Vec<TimelineEntry>,
+    /// The latest progress the worker reported.
+    pub progress: Option<gantry_protocol::jobs::ProgressUpdate>,
+    /// The workers' completion reports, by attempt.
+    pub completions: Vec<gantry_protocol::jobs::CompletionReport>,
 }
 
 fn id(raw: &str, what: &str) -> Result<u64, ApiError> {
@@ -235,7 +240,43 @@ async fn get_job(
         .await?
         .ok_or_else(|| ApiError::not_found(format!("job {job_id}")))?;
     let timeline = state.store.timeline(job_id).await?;
-    Ok(Json(JobDetail { job, timeline }))
+    let progress = state.store.progress(job_id).await?;
+    let completions = state.store.completions(job_id).await?;
+    Ok(Json(JobDetail {
+        job,
+        timeline,
+        progress,
+        completions,
+    }))
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct LogsQuery {
+    tail: Option<String>,
+}
+
+/// Largest `tail` of `GET /v1/jobs/{id}/logs`.
+pub const MAX_TAIL: u32 = 10_000;
+
+async fn job_logs(
+    State(state): State<AppState>,
+    Path(raw): Path<String>,
+    query: Result<Query<LogsQuery>, axum::extract::rejection::QueryRejection>,
+) -> Result<Json<Vec<gantry_protocol::jobs::LogLine>>, ApiError> {
+    let Query(q) = query.map_err(|e| ApiError {
+        status: StatusCode::BAD_REQUEST,
+        message: e.body_text(),
+    })?;
+    let job_id = id(&raw, "job")?;
+    let tail = number::<u32>("tail", &q.tail)?.unwrap_or(200);
+    if !(1..=MAX_TAIL).contains(&tail) {
+        return Err(ApiError::bad_parameter("tail", "must be 1 to 10000"));
+    }
+    if state.store.job(job_id).await?.is_none() {
+        return Err(ApiError::not_found(format!("job {job_id}")));
+    }
+    Ok(Json(state.store.logs(job_id, tail).await?))
 }
 
 #[derive(Debug, Default, Deserialize)]

@@ -13,4 +13,5 @@
 pub mod http;
 pub mod model;
 pub mod project;
+pub mod reports;
 pub mod store;

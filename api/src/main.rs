@@ -56,6 +56,14 @@ async fn main() -> anyhow::Result<()> {
     let nats = async_nats::connect(&cli.nats_url).await?;
     let js = async_nats::jetstream::new(nats);
     let (progress_tx, progress) = tokio::sync::watch::channel(Progress::default());
+    let (reports_tx, _reports_rx) = tokio::sync::watch::channel(0);
+    let reports = tokio::spawn(gantry_api::reports::run(
+        js.clone(),
+        cli.chain_id,
+        store.clone(),
+        reports_tx,
+        shutdown.clone(),
+    ));
     let projection = tokio::spawn(project::run(
         js,
         cli.chain_id,
@@ -90,7 +98,10 @@ async fn main() -> anyhow::Result<()> {
     });
     // A projection that fails stops the process (to be restarted) rather than serve an
     // ever staler view.
-    let projected = projection.await?;
+    let projected = tokio::select! {
+        projected = projection => projected?,
+        reported = reports => reported?,
+    };
     shutdown.cancel();
     server.await??;
     projected?;

@@ -8,7 +8,69 @@ use gantry_api::model::{JobRow, NodeRow};
 use gantry_api::project::Progress;
 use reqwest::StatusCode;
 
+use gantry_protocol::jobs::{
+    self, CompletionReport, CompletionStatus, LogLine, LogStream, ProgressUpdate,
+};
+
 use crate::projection::{chain_with_lifecycle, project_to_head};
+
+/// Three log lines, three progress updates and a completion report for job 1.
+fn worker_reports(chain_id: u64) -> Vec<(String, Vec<u8>)> {
+    let mut out = Vec::new();
+    for i in 1..=3u32 {
+        let line = LogLine {
+            v: 1,
+            job_id: 1,
+            attempt: 1,
+            stream: LogStream::Stdout,
+            line: format!("line {i}"),
+            at_ms: u64::from(i),
+        };
+        out.push((
+            jobs::logs_subject(chain_id, 1),
+            serde_json::to_vec(&line).unwrap(),
+        ));
+        let update = ProgressUpdate {
+            v: 1,
+            job_id: 1,
+            node_id: 1,
+            attempt: 1,
+            progress: Some(f64::from(i) / 3.0),
+            epoch: Some(i),
+            epochs: Some(3),
+            metrics: [("loss".to_string(), 1.0 / f64::from(i))].into(),
+            gpu_utilization: None,
+            gpu_memory_used_mib: None,
+            elapsed_secs: u64::from(i),
+            eta_secs: None,
+            at_ms: u64::from(i),
+        };
+        out.push((
+            jobs::progress_subject(chain_id, 1),
+            serde_json::to_vec(&update).unwrap(),
+        ));
+    }
+    let report = CompletionReport {
+        v: 1,
+        job_id: 1,
+        node_id: 1,
+        attempt: 1,
+        status: CompletionStatus::Submitted,
+        result_hash: None,
+        result_uri: None,
+        output_bytes: Some(10),
+        compute_secs: 3,
+        gpu_secs: 0,
+        avg_gpu_utilization: None,
+        error: None,
+        at_ms: 4,
+    };
+    out.push((
+        jobs::completion_subject(chain_id, 1),
+        serde_json::to_vec(&report).unwrap(),
+    ));
+    out
+}
 
 async fn serve(store: gantry_api::store::Store) -> String {
     let (_tx, progress) = tokio::sync::watch::channel(Progress {
@@ -46,6 +108,41 @@ async fn the_read_api_answers_and_refuses_bad_input_by_name() {
         &format!("sqlite://{}", dir.path().join("api.db").display()),
     )
     .await;
+    // What a worker would have published for job 1.
+    let chain_id = chain.devnet.deployment.chain_id;
+    let js = async_nats::jetstream::new(async_nats::connect(chain.nats.url()).await.unwrap());
+    js.create_stream(async_nats::jetstream::stream::Config {
+        name: jobs::jobs_stream_name(chain_id),
+        subjects: vec![jobs::jobs_stream_subjects(chain_id)],
+        ..Default::default()
+    })
+    .await
+    .unwrap();
+    let mut last = 0;
+    for (subject, payload) in worker_reports(chain_id) {
+        last = js
+            .publish(subject, payload.into())
+            .await
+            .unwrap()
+            .await
+            .unwrap()
+            .sequence;
+    }
+    let (tx, mut rx) = tokio::sync::watch::channel(0);
+    let stop = tokio_util::sync::CancellationToken::new();
+    let reporter = tokio::spawn(gantry_api::reports::run(
+        js,
+        chain_id,
+        store.clone(),
+        tx,
+        stop.clone(),
+    ));
+    tokio::time::timeout(Duration::from_secs(30), rx.wait_for(|seq| *seq >= last))
+        .await
+        .expect("the reports are projected")
+        .unwrap();
+    stop.cancel();
+    reporter.await.unwrap().unwrap();
     let base = serve(store).await;
     let http = reqwest::Client::new();
     let get = |path: &str| http.get(format!("{base}{path}")).send();
@@ -97,6 +194,24 @@ async fn the_read_api_answers_and_refuses_bad_input_by_name() {
     assert_eq!(job.job.status, "completed");
     assert!(job.job.payout.is_some());
     assert_eq!(job.timeline.first().unwrap().name, "JobPosted");
+
+    let progress = job.progress.expect("the latest progress");
+    assert_eq!((progress.epoch, progress.epochs), (Some(3), Some(3)));
+    assert_eq!(job.completions.len(), 1);
+    let lines: Vec<LogLine> = get("/v1/jobs/1/logs?tail=2")
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(
+        lines.iter().map(|l| l.line.as_str()).collect::<Vec<_>>(),
+        ["line 2", "line 3"],
+        "the last two lines, oldest first"
+    );
+    let (status, message) = error_of(get("/v1/jobs/1/logs?tail=0").await.unwrap()).await;
+    assert_eq!(status, StatusCode::BAD_REQUEST);
+    assert!(message.contains("tail"), "{message}");
 
     // Nodes.
     let nodes: Page<NodeRow> = get("/v1/nodes").await.unwrap().json().await.unwrap();

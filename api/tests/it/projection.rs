@@ -12,8 +12,8 @@ use gantry_protocol::bindings::{JobMarket, NodeRegistry};
 use tokio_util::sync::CancellationToken;
 
 pub(crate) struct Chain {
-    devnet: Devnet,
-    nats: NatsServer,
+    pub(crate) devnet: Devnet,
+    pub(crate) nats: NatsServer,
     indexer: CancellationToken,
 }
 

@@ -1,0 +1,253 @@
+//! Follows what workers publish — progress, log lines, completion reports (stream
+//! `GANTRY_JOBS_<chain>`) — into the store, in batches written with their checkpoint in
+//! one transaction. Logs keep the newest [`LOG_LINES_KEPT`] lines per job.
+
+use std::collections::BTreeSet;
+use std::time::Duration;
+
+use async_nats::jetstream::{self, consumer};
+use futures::StreamExt;
+use gantry_protocol::jobs::{self, CompletionReport, LogLine, ProgressUpdate};
+use sqlx::Row;
+use tokio_util::sync::CancellationToken;
+
+use crate::store::{Store, StoreError};
+
+/// Log lines kept per job.
+pub const LOG_LINES_KEPT: i64 = 10_000;
+/// Messages written per transaction at most.
+const BATCH: usize = 512;
+/// How often to look for the stream before a worker has created it.
+const STREAM_POLL: Duration = Duration::from_secs(2);
+
+/// One message of the jobs stream, decoded.
+#[derive(Debug, Clone)]
+pub enum Report {
+    Progress(ProgressUpdate),
+    Log(LogLine),
+    Done(CompletionReport),
+}
+
+/// Decodes a message by its subject (`gantry.jobs.<chain>.{progress,logs,done}.<job>`);
+/// `None` for anything else or a payload that does not parse.
+pub fn decode(subject: &str, payload: &[u8]) -> Option<Report> {
+    let kind = subject.split('.').nth(3)?;
+    match kind {
+        "progress" => serde_json::from_slice(payload).ok().map(Report::Progress),
+        "logs" => serde_json::from_slice(payload).ok().map(Report::Log),
+        "done" => serde_json::from_slice(payload).ok().map(Report::Done),
+        _ => None,
+    }
+}
+
+impl Store {
+    /// Writes a batch of reports (with their stream sequences) and the new checkpoint in
+    /// one transaction, then trims the logs of the jobs it touched.
+    pub async fn apply_reports(&self, batch: &[(u64, Report)], seq: u64) -> Result<(), StoreError> {
+        let mut tx = self.pool().begin().await?;
+        let mut logged = BTreeSet::new();
+        for (stream_seq, report) in batch {
+            match report {
+                Report::Progress(update) => {
+                    sqlx::query(
+                        "INSERT INTO progress (job_id, body, at_ms) VALUES ($1, $2, $3) \
+                         ON CONFLICT (job_id) DO UPDATE SET body = $2, at_ms = $3",
+                    )
+                    .bind(update.job_id as i64)
+                    .bind(serde_json::to_string(update)?)
+                    .bind(update.at_ms as i64)
+                    .execute(&mut *tx)
+                    .await?;
+                }
+                Report::Log(line) => {
+                    let stream = match line.stream {
+                        jobs::LogStream::Stdout => "stdout",
+                        jobs::LogStream::Stderr => "stderr",
+                    };
+                    sqlx::query(
+                        "INSERT INTO logs (job_id, stream_seq, attempt, stream, line, at_ms) \
+                         VALUES ($1, $2, $3, $4, $5, $6) ON CONFLICT (job_id, stream_seq) DO NOTHING",
+                    )
+                    .bind(line.job_id as i64)
+                    .bind(*stream_seq as i64)
+                    .bind(i64::from(line.attempt))
+                    .bind(stream)
+                    .bind(&line.line)
+                    .bind(line.at_ms as i64)
+                    .execute(&mut *tx)
+                    .await?;
+                    logged.insert(line.job_id as i64);
+                }
+                Report::Done(report) => {
+                    sqlx::query(
+                        "INSERT INTO completions (job_id, attempt, body) VALUES ($1, $2, $3) \
+                         ON CONFLICT (job_id, attempt) DO UPDATE SET body = $3",
+                    )
+                    .bind(report.job_id as i64)
+                    .bind(i64::from(report.attempt))
+                    .bind(serde_json::to_string(report)?)
+                    .execute(&mut *tx)
+                    .await?;
+                }
+            }
+        }
+        for job in logged {
+            sqlx::query(
+                "DELETE FROM logs WHERE job_id = $1 AND stream_seq <= (SELECT stream_seq FROM logs \
+                 WHERE job_id = $1 ORDER BY stream_seq DESC LIMIT 1 OFFSET $2)",
+            )
+            .bind(job)
+            .bind(LOG_LINES_KEPT)
+            .execute(&mut *tx)
+            .await?;
+        }
+        sqlx::query(
+            "INSERT INTO reports_checkpoint (id, stream_seq) VALUES (1, $1) \
+             ON CONFLICT (id) DO UPDATE SET stream_seq = $1",
+        )
+        .bind(seq as i64)
+        .execute(&mut *tx)
+        .await?;
+        tx.commit().await?;
+        Ok(())
+    }
+
+    pub async fn reports_checkpoint(&self) -> Result<u64, StoreError> {
+        let row = sqlx::query("SELECT stream_seq FROM reports_checkpoint WHERE id = 1")
+            .fetch_optional(self.pool())
+            .await?;
+        Ok(row.map_or(0, |r| r.get::<i64, _>(0) as u64))
+    }
+
+    /// The latest progress of a job.
+    pub async fn progress(&self, job_id: u64) -> Result<Option<ProgressUpdate>, StoreError> {
+        let row = sqlx::query("SELECT body FROM progress WHERE job_id = $1")
+            .bind(job_id as i64)
+            .fetch_optional(self.pool())
+            .await?;
+        Ok(match row {
+            Some(row) => Some(serde_json::from_str(&row.get::<String, _>(0))?),
+            None => None,
+        })
+    }
+
+    /// The completion reports of a job, by attempt.
+    pub async fn completions(&self, job_id: u64) -> Result<Vec<CompletionReport>, StoreError> {
+        let rows = sqlx::query("SELECT body FROM completions WHERE job_id = $1 ORDER BY attempt")
+            .bind(job_id as i64)
+            .fetch_all(self.pool())
+            .await?;
+        rows.iter()
+            .map(|r| Ok(serde_json::from_str(&r.get::<String, _>(0))?))
+            .collect()
+    }
+
+    /// The last `tail` log lines of a job, oldest first.
+    pub async fn logs(&self, job_id: u64, tail: u32) -> Result<Vec<LogLine>, StoreError> {
+        let rows = sqlx::query(
+            "SELECT attempt, stream, line, at_ms FROM logs WHERE job_id = $1 \
+             ORDER BY stream_seq DESC LIMIT $2",
+        )
+        .bind(job_id as i64)
+        .bind(i64::from(tail))
+        .fetch_all(self.pool())
+        .await?;
+        let mut lines: Vec<LogLine> = rows
+            .iter()
+            .map(|r| LogLine {
+                v: jobs::JOBS_VERSION,
+                job_id,
+                attempt: u8::try_from(r.get::<i64, _>(0)).unwrap_or(u8::MAX),
+                stream: if r.get::<String, _>(1) == "stderr" {
+                    jobs::LogStream::Stderr
+                } else {
+                    jobs::LogStream::Stdout
+                },
+                line: r.get(2),
+                at_ms: r.get::<i64, _>(3) as u64,
+            })
+            .collect();
+        lines.reverse();
+        Ok(lines)
+    }
+}
+
+/// Follows the jobs stream of `chain_id` into `store` until `shutdown`. Waits for the
+/// stream to exist (a worker creates it).
+/// `checkpoint` is told each stored stream sequence.
+pub async fn run(
+    js: jetstream::Context,
+    chain_id: u64,
+    store: Store,
+    checkpoint: tokio::sync::watch::Sender<u64>,
+    shutdown: CancellationToken,
+) -> Result<(), crate::project::ProjectError> {
+    use crate::project::ProjectError;
+    let name = jobs::jobs_stream_name(chain_id);
+    let stream = loop {
+        match js.get_stream(&name).await {
+            Ok(stream) => break stream,
+            Err(_) => tokio::select! {
+                () = shutdown.cancelled() => return Ok(()),
+                () = tokio::time::sleep(STREAM_POLL) => {}
+            },
+        }
+    };
+    let start = store.reports_checkpoint().await?;
+    let consumer = stream
+        .create_consumer(consumer::pull::OrderedConfig {
+            deliver_policy: consumer::DeliverPolicy::ByStartSequence {
+                start_sequence: start + 1,
+            },
+            ..Default::default()
+        })
+        .await
+        .map_err(|e| ProjectError::Nats(e.to_string()))?;
+    let mut messages = consumer
+        .messages()
+        .await
+        .map_err(|e| ProjectError::Nats(e.to_string()))?;
+    tracing::info!(
+        chain_id,
+        from = start + 1,
+        "projecting progress, logs and reports"
+    );
+    loop {
+        // Wait for one message, then take what else is already there, up to a batch.
+        let first = tokio::select! {
+            () = shutdown.cancelled() => return Ok(()),
+            message = messages.next() => message,
+        };
+        let mut batch = Vec::new();
+        let mut last = 0;
+        let mut next = first;
+        loop {
+            match next {
+                Some(Ok(message)) => {
+                    let seq = message
+                        .info()
+                        .map_err(|e| ProjectError::Nats(e.to_string()))?
+                        .stream_sequence;
+                    last = seq;
+                    if let Some(report) = decode(message.subject.as_str(), &message.payload) {
+                        batch.push((seq, report));
+                    }
+                }
+                Some(Err(e)) => tracing::warn!(error = %e, "jobs stream"),
+                None => return Err(ProjectError::Nats("the jobs stream consumer ended".into())),
+            }
+            if batch.len() >= BATCH {
+                break;
+            }
+            match tokio::time::timeout(Duration::from_millis(5), messages.next()).await {
+                Ok(message) => next = message,
+                Err(_) => break,
+            }
+        }
+        if last > 0 {
+            store.apply_reports(&batch, last).await?;
+            checkpoint.send_replace(last);
+            metrics::counter!("gantry_api_reports_projected_total").increment(batch.len() as u64);
+        }
+    }
+}
