@@ -126,6 +126,26 @@ pub struct Page<T> {
     pub next_cursor: Option<String>,
 }
 
+/// A page from rows whose first column is the item's JSON, fetched one past `limit`; the
+/// cursor is the last item's id when there is more.
+fn page<T: serde::de::DeserializeOwned>(
+    rows: &[sqlx::any::AnyRow],
+    limit: u32,
+    id_of: impl Fn(&T) -> i64,
+) -> Result<Page<T>, ApiError> {
+    let more = rows.len() > limit as usize;
+    let items = rows
+        .iter()
+        .take(limit as usize)
+        .map(|row| serde_json::from_str(&row.get::<String, _>(0)))
+        .collect::<Result<Vec<T>, _>>()
+        .map_err(crate::store::StoreError::from)?;
+    let next_cursor = more
+        .then(|| items.last().map(|item| id_of(item).to_string()))
+        .flatten();
+    Ok(Page { items, next_cursor })
+}
+
 fn number<T: std::str::FromStr>(name: &str, value: &Option<String>) -> Result<Option<T>, ApiError> {
     value
         .as_deref()
@@ -195,18 +215,7 @@ async fn list_jobs(
     .bind(i64::from(limit) + 1)
     .fetch_all(state.store.pool())
     .await?;
-    let more = rows.len() > limit as usize;
-    let mut items = Vec::with_capacity(limit as usize);
-    for row in rows.iter().take(limit as usize) {
-        items.push(
-            serde_json::from_str(&row.get::<String, _>(0))
-                .map_err(crate::store::StoreError::from)?,
-        );
-    }
-    let next_cursor = more
-        .then(|| items.last().map(|j: &JobRow| j.job_id.to_string()))
-        .flatten();
-    Ok(Json(Page { items, next_cursor }))
+    page(&rows, limit, |j: &JobRow| j.job_id).map(Json)
 }
 
 /// `GET /v1/jobs/{id}`: the row and its timeline.
@@ -314,18 +323,7 @@ async fn list_nodes(
     .bind(i64::from(limit) + 1)
     .fetch_all(state.store.pool())
     .await?;
-    let more = rows.len() > limit as usize;
-    let mut items = Vec::with_capacity(limit as usize);
-    for row in rows.iter().take(limit as usize) {
-        items.push(
-            serde_json::from_str(&row.get::<String, _>(0))
-                .map_err(crate::store::StoreError::from)?,
-        );
-    }
-    let next_cursor = more
-        .then(|| items.last().map(|n: &NodeRow| n.node_id.to_string()))
-        .flatten();
-    Ok(Json(Page { items, next_cursor }))
+    page(&rows, limit, |n: &NodeRow| n.node_id).map(Json)
 }
 
 async fn get_node(

@@ -85,6 +85,37 @@ impl FinalityTag {
 }
 
 impl Config {
+    /// An indexer for a chain on this machine (anvil in tests, benchmarks and the dev
+    /// network's harnesses): no confirmations, no finality tag, polled every 10 ms.
+    pub fn local(
+        rpc_url: Url,
+        chain_id: u64,
+        market: Address,
+        registry: Address,
+        start_block: u64,
+        nats_url: String,
+    ) -> Self {
+        Self {
+            rpc_url,
+            chain_id,
+            market,
+            registry,
+            start_block,
+            nats_url,
+            confirmations: 0,
+            finality_tag: FinalityTag::None,
+            reorg_window: 64,
+            min_range: 1,
+            max_range: 10_000,
+            initial_range: 100,
+            max_in_flight: 512,
+            poll_ms: 10,
+            lease_ttl_ms: 1_500,
+            instance_id: None,
+            metrics_addr: None,
+        }
+    }
+
     pub fn poll_interval(&self) -> Duration {
         Duration::from_millis(self.poll_ms)
     }

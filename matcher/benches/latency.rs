@@ -159,23 +159,17 @@ async fn main() {
     // The pipeline: indexer and matcher.
     let services = CancellationToken::new();
     let indexer = gantry_indexer::Config {
-        rpc_url: devnet.anvil.endpoint_url(),
-        chain_id: d.chain_id,
-        market: d.market,
-        registry: d.registry,
-        start_block: d.start_block,
-        nats_url: nats.url(),
-        confirmations: 0,
-        finality_tag: gantry_indexer::config::FinalityTag::None,
-        reorg_window: 64,
-        min_range: 1,
-        max_range: 10_000,
         initial_range: 1_000,
-        max_in_flight: 512,
         poll_ms: 5,
         lease_ttl_ms: 3_000,
-        instance_id: None,
-        metrics_addr: None,
+        ..gantry_indexer::Config::local(
+            devnet.anvil.endpoint_url(),
+            d.chain_id,
+            d.market,
+            d.registry,
+            d.start_block,
+            nats.url(),
+        )
     };
     tokio::spawn(gantry_indexer::run(indexer, services.clone()));
     let key = B256::from_slice(&devnet.anvil.keys()[0].to_bytes());

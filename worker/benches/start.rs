@@ -59,25 +59,14 @@ async fn main() {
     )
     .await
     .unwrap();
-    let indexer = gantry_indexer::Config {
-        rpc_url: devnet.anvil.endpoint_url(),
-        chain_id: d.chain_id,
-        market: d.market,
-        registry: d.registry,
-        start_block: d.start_block,
-        nats_url: nats.url(),
-        confirmations: 0,
-        finality_tag: gantry_indexer::config::FinalityTag::None,
-        reorg_window: 64,
-        min_range: 1,
-        max_range: 10_000,
-        initial_range: 100,
-        max_in_flight: 512,
-        poll_ms: 10,
-        lease_ttl_ms: 1_500,
-        instance_id: None,
-        metrics_addr: None,
-    };
+    let indexer = gantry_indexer::Config::local(
+        devnet.anvil.endpoint_url(),
+        d.chain_id,
+        d.market,
+        d.registry,
+        d.start_block,
+        nats.url(),
+    );
     tokio::spawn(gantry_indexer::run(indexer, services.clone()));
     let key = |account: usize| B256::from_slice(&devnet.anvil.keys()[account].to_bytes());
     let matcher = gantry_matcher::MatcherConfig::try_parse_from([

@@ -7,7 +7,6 @@ use gantry_api::model::{JOB_STATUS, NODE_STATUS};
 use gantry_api::project::{self, Progress};
 use gantry_api::store::Store;
 use gantry_devnet::{Devnet, NatsServer};
-use gantry_indexer::config::FinalityTag;
 use gantry_protocol::bindings::{JobMarket, NodeRegistry};
 use tokio_util::sync::CancellationToken;
 
@@ -28,25 +27,14 @@ pub(crate) async fn chain_with_lifecycle() -> Chain {
     let nats = NatsServer::start().expect("nats");
     let d = devnet.deployment;
     let indexer = CancellationToken::new();
-    let config = gantry_indexer::Config {
-        rpc_url: devnet.anvil.endpoint_url(),
-        chain_id: d.chain_id,
-        market: d.market,
-        registry: d.registry,
-        start_block: d.start_block,
-        nats_url: nats.url(),
-        confirmations: 0,
-        finality_tag: FinalityTag::None,
-        reorg_window: 64,
-        min_range: 1,
-        max_range: 10_000,
-        initial_range: 100,
-        max_in_flight: 512,
-        poll_ms: 10,
-        lease_ttl_ms: 1_500,
-        instance_id: None,
-        metrics_addr: None,
-    };
+    let config = gantry_indexer::Config::local(
+        devnet.anvil.endpoint_url(),
+        d.chain_id,
+        d.market,
+        d.registry,
+        d.start_block,
+        nats.url(),
+    );
     tokio::spawn(gantry_indexer::run(config, indexer.clone()));
     gantry_devnet::scenario::lifecycle(&devnet)
         .await

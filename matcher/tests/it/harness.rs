@@ -9,7 +9,6 @@ use alloy::providers::{DynProvider, Provider};
 use async_nats::jetstream;
 use futures::StreamExt;
 use gantry_devnet::{DeployParams, Devnet, NatsServer, confirm_receipt};
-use gantry_indexer::config::FinalityTag;
 use gantry_protocol::bindings::{GantryTestToken, JobMarket, NodeRegistry};
 use gantry_protocol::subjects;
 use tokio_util::sync::CancellationToken;
@@ -46,25 +45,14 @@ impl Net {
         confirm_receipt("grantRole", market.grantRole(role, second).send().await)
             .await
             .unwrap();
-        let config = gantry_indexer::Config {
-            rpc_url: devnet.anvil.endpoint_url(),
-            chain_id: d.chain_id,
-            market: d.market,
-            registry: d.registry,
-            start_block: d.start_block,
-            nats_url: nats.url(),
-            confirmations: 0,
-            finality_tag: FinalityTag::None,
-            reorg_window: 64,
-            min_range: 1,
-            max_range: 10_000,
-            initial_range: 100,
-            max_in_flight: 512,
-            poll_ms: 10,
-            lease_ttl_ms: 1_500,
-            instance_id: None,
-            metrics_addr: None,
-        };
+        let config = gantry_indexer::Config::local(
+            devnet.anvil.endpoint_url(),
+            d.chain_id,
+            d.market,
+            d.registry,
+            d.start_block,
+            nats.url(),
+        );
         let indexer = CancellationToken::new();
         tokio::spawn(gantry_indexer::run(config, indexer.clone()));
         Self {

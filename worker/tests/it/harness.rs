@@ -13,7 +13,6 @@ use bollard::query_parameters::ListContainersOptions;
 use clap::Parser;
 use futures::StreamExt;
 use gantry_devnet::{DeployParams, Devnet, Dockerd, NatsServer, confirm_receipt};
-use gantry_indexer::config::FinalityTag;
 use gantry_protocol::bindings::{GantryTestToken, JobMarket, NodeRegistry};
 use gantry_protocol::spec::JobSpec;
 use gantry_protocol::subjects;
@@ -77,25 +76,14 @@ impl Net {
             .await
             .unwrap();
         let services = CancellationToken::new();
-        let indexer = gantry_indexer::Config {
-            rpc_url: devnet.anvil.endpoint_url(),
-            chain_id: d.chain_id,
-            market: d.market,
-            registry: d.registry,
-            start_block: d.start_block,
-            nats_url: nats.url(),
-            confirmations: 0,
-            finality_tag: FinalityTag::None,
-            reorg_window: 64,
-            min_range: 1,
-            max_range: 10_000,
-            initial_range: 100,
-            max_in_flight: 512,
-            poll_ms: 10,
-            lease_ttl_ms: 1_500,
-            instance_id: None,
-            metrics_addr: None,
-        };
+        let indexer = gantry_indexer::Config::local(
+            devnet.anvil.endpoint_url(),
+            d.chain_id,
+            d.market,
+            d.registry,
+            d.start_block,
+            nats.url(),
+        );
         tokio::spawn(gantry_indexer::run(indexer, services.clone()));
         let common = |account: usize| {
             let key = B256::from_slice(&devnet.anvil.keys()[account].to_bytes());
