@@ -250,6 +250,10 @@ impl Fetcher {
         if let Some(hex) = &expected
             && let Some(hit) = self.lookup(hex).await?
         {
+            // The same content is over this input's limit whether cached or not.
+            if hit.size > limit {
+                return Err(FetchError::TooLarge { limit });
+            }
             record(&hit);
             metrics::counter!(CACHE_HITS_TOTAL).increment(1);
             debug!("input already cached");
@@ -955,6 +959,15 @@ mod tests {
         );
         assert_eq!(server.hits("/data.tar"), 1);
         assert_no_partial_files(cache.path());
+
+        // A cached file is still held to the input's own limit.
+        let mut small = spec.clone();
+        small.max_bytes = Some(100);
+        assert!(matches!(
+            fetcher.fetch(&small).await,
+            Err(FetchError::TooLarge { limit: 100 })
+        ));
+        assert_eq!(server.hits("/data.tar"), 1);
     }
 
     #[tokio::test]
