@@ -94,6 +94,7 @@ pub fn router(state: AppState, config: HttpConfig) -> Router {
         .route("/v1/jobs/{id}/logs", get(job_logs))
         .route("/v1/nodes", get(list_nodes))
         .route("/v1/nodes/{id}", get(get_node))
+        .route("/v1/stats", get(stats))
         .route("/healthz", get(|| async { "ok" }))
         .route("/readyz", get(ready))
         .with_state(state)
@@ -337,6 +338,10 @@ async fn get_node(
         .await?
         .map(Json)
         .ok_or_else(|| ApiError::not_found(format!("node {node_id}")))
+}
+
+async fn stats(State(state): State<AppState>) -> Result<Json<crate::store::Stats>, ApiError> {
+    Ok(Json(state.store.stats().await?))
 }
 
 /// Ready once the projection has applied something; reports where it is.

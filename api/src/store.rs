@@ -214,6 +214,43 @@ impl Store {
             .collect()
     }
 
+    /// Network figures: jobs by status, nodes by status, active GPUs, and the total paid
+    /// to providers (token base units).
+    pub async fn stats(&self) -> Result<Stats, StoreError> {
+        let mut stats = Stats::default();
+        for row in sqlx::query("SELECT status, COUNT(*) FROM jobs GROUP BY status")
+            .fetch_all(&self.pool)
+            .await?
+        {
+            stats.jobs_by_status.insert(row.get(0), row.get(1));
+        }
+        for row in sqlx::query("SELECT status, COUNT(*) FROM nodes GROUP BY status")
+            .fetch_all(&self.pool)
+            .await?
+        {
+            stats.nodes_by_status.insert(row.get(0), row.get(1));
+        }
+        let mut paid: u128 = 0;
+        for row in sqlx::query("SELECT body FROM jobs WHERE status = $1")
+            .bind("completed")
+            .fetch_all(&self.pool)
+            .await?
+        {
+            let job: JobRow = serde_json::from_str(&row.get::<String, _>(0))?;
+            paid += job.payout.and_then(|p| p.parse::<u128>().ok()).unwrap_or(0);
+        }
+        stats.paid_to_providers = paid.to_string();
+        for row in sqlx::query("SELECT body FROM nodes WHERE status = $1")
+            .bind("active")
+            .fetch_all(&self.pool)
+            .await?
+        {
+            let node: NodeRow = serde_json::from_str(&row.get::<String, _>(0))?;
+            stats.active_gpus += node.gpu_count;
+        }
+        Ok(stats)
+    }
+
     /// The job's events in chain order: (block, log index, tx hash, name, data JSON).
     pub async fn timeline(&self, job_id: u64) -> Result<Vec<TimelineEntry>, StoreError> {
         let rows = sqlx::query(
@@ -238,6 +275,16 @@ impl Store {
             })
             .collect()
     }
+}
+
+/// `GET /v1/stats`.
+#[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Stats {
+    pub jobs_by_status: std::collections::BTreeMap<String, i64>,
+    pub nodes_by_status: std::collections::BTreeMap<String, i64>,
+    pub active_gpus: i64,
+    pub paid_to_providers: String,
 }
 
 /// One event of a job's timeline.

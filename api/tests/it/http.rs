@@ -219,6 +219,16 @@ async fn the_read_api_answers_and_refuses_bad_input_by_name() {
     let node: NodeRow = get("/v1/nodes/1").await.unwrap().json().await.unwrap();
     assert_eq!(node.completed_jobs, 1);
 
+    // Network figures: the lifecycle pays one job, cancels one, rejects one (requeued),
+    // and its node ends exiting.
+    let stats: gantry_api::store::Stats = get("/v1/stats").await.unwrap().json().await.unwrap();
+    assert_eq!(stats.jobs_by_status.get("completed"), Some(&1));
+    assert_eq!(stats.jobs_by_status.get("cancelled"), Some(&1));
+    assert_eq!(stats.jobs_by_status.values().sum::<i64>(), 3);
+    assert_eq!(stats.nodes_by_status.get("exiting"), Some(&1));
+    assert_eq!(stats.active_gpus, 0, "no node is active");
+    assert_eq!(stats.paid_to_providers, job.job.payout.clone().unwrap());
+
     // Health and readiness.
     assert_eq!(get("/healthz").await.unwrap().status(), StatusCode::OK);
     assert_eq!(get("/readyz").await.unwrap().status(), StatusCode::OK);
