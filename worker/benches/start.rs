@@ -19,7 +19,7 @@ use bollard::query_parameters::{CreateContainerOptions, RemoveContainerOptions};
 use clap::Parser;
 use futures::StreamExt;
 use gantry_devnet::{Devnet, Dockerd, NatsServer, confirm_receipt};
-use gantry_protocol::bindings::{GantryTestToken, JobMarket};
+use gantry_protocol::bindings::JobMarket;
 use gantry_protocol::spec::JobSpec;
 use gantry_worker::config::Config;
 use gantry_worker::docker::{RunPlan, container_body};
@@ -131,13 +131,8 @@ heartbeat_interval = "5s"
     node_rx.await.expect("the worker registers");
 
     // The submitter.
-    let submitter = devnet.anvil.addresses()[5];
     devnet
-        .mint(submitter, U256::from(1_000_000 * GUSD))
-        .await
-        .unwrap();
-    let token = GantryTestToken::new(d.token, devnet.provider(5));
-    confirm_receipt("approve", token.approve(d.market, U256::MAX).send().await)
+        .fund(5, d.market, U256::from(1_000_000 * GUSD))
         .await
         .unwrap();
     let market = JobMarket::new(d.market, devnet.provider(5));

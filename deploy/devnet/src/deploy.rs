@@ -240,6 +240,46 @@ impl Devnet {
         Ok(())
     }
 
+    /// Mints `amount` to account `account` and lets `spender` take all of its tokens.
+    pub async fn fund(
+        &self,
+        account: usize,
+        spender: Address,
+        amount: U256,
+    ) -> Result<(), DevnetError> {
+        self.mint(self.anvil.addresses()[account], amount).await?;
+        let token = GantryTestToken::new(self.deployment.token, self.provider(account));
+        confirm_receipt("approve", token.approve(spender, U256::MAX).send().await).await?;
+        Ok(())
+    }
+
+    /// Chain time of the newest block, seconds.
+    pub async fn now(&self) -> Result<u64, DevnetError> {
+        let block = self
+            .admin
+            .get_block(alloy::eips::BlockId::latest())
+            .await
+            .map_err(|e| DevnetError::Anvil(e.to_string()))?
+            .ok_or_else(|| DevnetError::Anvil("no latest block".into()))?;
+        Ok(block.header.timestamp)
+    }
+
+    /// Moves chain time forward by `seconds` and mines a block there.
+    pub async fn advance(&self, seconds: u64) -> Result<(), DevnetError> {
+        let anvil = |e: alloy::transports::TransportError| DevnetError::Anvil(e.to_string());
+        let _: serde_json::Value = self
+            .admin
+            .raw_request("evm_increaseTime".into(), (seconds,))
+            .await
+            .map_err(anvil)?;
+        let _: serde_json::Value = self
+            .admin
+            .raw_request("evm_mine".into(), ())
+            .await
+            .map_err(anvil)?;
+        Ok(())
+    }
+
     fn provider_for(anvil: &AnvilInstance, index: usize) -> DynProvider {
         let signer = PrivateKeySigner::from(anvil.keys()[index].clone());
         ProviderBuilder::new()

@@ -5,11 +5,11 @@ use std::future::Future;
 use std::time::Duration;
 
 use alloy::primitives::{Address, B256, U256, aliases::U40, aliases::U96};
-use alloy::providers::{DynProvider, Provider};
+use alloy::providers::DynProvider;
 use async_nats::jetstream;
 use futures::StreamExt;
 use gantry_devnet::{DeployParams, Devnet, NatsServer, confirm_receipt};
-use gantry_protocol::bindings::{GantryTestToken, JobMarket, NodeRegistry};
+use gantry_protocol::bindings::{JobMarket, NodeRegistry};
 use gantry_protocol::subjects;
 use tokio_util::sync::CancellationToken;
 
@@ -90,14 +90,13 @@ impl Net {
         account: usize,
         capabilities: NodeRegistry::NodeCapabilities,
     ) -> u64 {
-        let d = self.devnet.deployment;
         let operator = self.address(account);
         self.devnet
-            .mint(operator, U256::from(10_000 * GUSD))
-            .await
-            .unwrap();
-        let token = GantryTestToken::new(d.token, self.devnet.provider(account));
-        confirm_receipt("approve", token.approve(d.registry, U256::MAX).send().await)
+            .fund(
+                account,
+                self.devnet.deployment.registry,
+                U256::from(10_000 * GUSD),
+            )
             .await
             .unwrap();
         let registry = self.registry(account);
@@ -123,13 +122,9 @@ impl Net {
 
     /// Funds the submitter and lets the market take its tokens.
     pub(crate) async fn fund_submitter(&self) {
-        let d = self.devnet.deployment;
+        let market = self.devnet.deployment.market;
         self.devnet
-            .mint(self.address(SUBMITTER), U256::from(1_000_000 * GUSD))
-            .await
-            .unwrap();
-        let token = GantryTestToken::new(d.token, self.devnet.provider(SUBMITTER));
-        confirm_receipt("approve", token.approve(d.market, U256::MAX).send().await)
+            .fund(SUBMITTER, market, U256::from(1_000_000 * GUSD))
             .await
             .unwrap();
     }
@@ -170,24 +165,12 @@ impl Net {
 
     /// Chain time of the newest block.
     pub(crate) async fn now(&self) -> u64 {
-        self.devnet
-            .admin
-            .get_block(alloy::eips::BlockId::latest())
-            .await
-            .unwrap()
-            .unwrap()
-            .header
-            .timestamp
+        self.devnet.now().await.unwrap()
     }
 
     /// Moves chain time forward and mines a block there.
     pub(crate) async fn advance(&self, seconds: u64) {
-        let provider = &self.devnet.admin;
-        let _: serde_json::Value = provider
-            .raw_request("evm_increaseTime".into(), (seconds,))
-            .await
-            .unwrap();
-        let _: serde_json::Value = provider.raw_request("evm_mine".into(), ()).await.unwrap();
+        self.devnet.advance(seconds).await.unwrap();
     }
 
     /// Waits until `condition` holds, checking again whenever the stream gets a message.

@@ -7,13 +7,13 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use alloy::primitives::{Address, B256, U256, aliases::U40, aliases::U96};
-use alloy::providers::{DynProvider, Provider};
+use alloy::providers::DynProvider;
 use async_nats::jetstream;
 use bollard::query_parameters::ListContainersOptions;
 use clap::Parser;
 use futures::StreamExt;
 use gantry_devnet::{DeployParams, Devnet, Dockerd, NatsServer, confirm_receipt};
-use gantry_protocol::bindings::{GantryTestToken, JobMarket, NodeRegistry};
+use gantry_protocol::bindings::{JobMarket, NodeRegistry};
 use gantry_protocol::spec::JobSpec;
 use gantry_protocol::subjects;
 use tokio_util::sync::CancellationToken;
@@ -245,13 +245,9 @@ stake = "{stake}"
     }
 
     pub(crate) async fn fund_submitter(&self) {
-        let d = self.devnet.deployment;
+        let market = self.devnet.deployment.market;
         self.devnet
-            .mint(self.address(SUBMITTER), U256::from(1_000_000 * GUSD))
-            .await
-            .unwrap();
-        let token = GantryTestToken::new(d.token, self.devnet.provider(SUBMITTER));
-        confirm_receipt("approve", token.approve(d.market, U256::MAX).send().await)
+            .fund(SUBMITTER, market, U256::from(1_000_000 * GUSD))
             .await
             .unwrap();
     }
@@ -296,24 +292,12 @@ stake = "{stake}"
     }
 
     pub(crate) async fn now(&self) -> u64 {
-        self.devnet
-            .admin
-            .get_block(alloy::eips::BlockId::latest())
-            .await
-            .unwrap()
-            .unwrap()
-            .header
-            .timestamp
+        self.devnet.now().await.unwrap()
     }
 
     /// Moves chain time forward and mines a block there.
     pub(crate) async fn advance(&self, seconds: u64) {
-        let provider = &self.devnet.admin;
-        let _: serde_json::Value = provider
-            .raw_request("evm_increaseTime".into(), (seconds,))
-            .await
-            .unwrap();
-        let _: serde_json::Value = provider.raw_request("evm_mine".into(), ()).await.unwrap();
+        self.devnet.advance(seconds).await.unwrap();
     }
 
     /// Waits until `condition` holds, checking again whenever any NATS message flows
