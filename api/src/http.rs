@@ -98,6 +98,7 @@ pub fn router(state: AppState, config: HttpConfig) -> Router {
         .route("/healthz", get(|| async { "ok" }))
         .route("/readyz", get(ready))
         .with_state(state)
+        .merge(crate::dashboard::routes())
         .layer(CompressionLayer::new())
         .layer(RequestBodyLimitLayer::new(16 * 1024))
         .layer(TimeoutLayer::with_status_code(

@@ -10,6 +10,7 @@
 //! one transaction per block with the checkpoint) and [`project`] (the stream consumer)
 //! are built; the HTTP API and the dashboard follow.
 
+pub mod dashboard;
 pub mod http;
 pub mod model;
 pub mod project;

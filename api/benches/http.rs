@@ -1,0 +1,2 @@
+//! `cargo bench -p gantry-api --bench http` (being written).
+fn main() {}
