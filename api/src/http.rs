@@ -1,33 +1,127 @@
 //! The read-only HTTP API (axum, JSON, under `/v1`). Bad query parameters are a 400 naming
 //! the parameter, an unknown id a 404; errors never carry internals (they are logged).
 
-use std::time::Duration;
+use std::convert::Infallible;
+use std::sync::Arc;
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
-use axum::extract::{Path, Query, State};
-use axum::http::StatusCode;
+use async_nats::jetstream::{self, kv};
+use axum::extract::{MatchedPath, Path, Query, Request, State};
+use axum::http::{HeaderMap, StatusCode, header};
+use axum::middleware::{self, Next};
+use axum::response::sse::{Event, KeepAlive, Sse};
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 use axum::{Json, Router};
+use futures::Stream;
+use gantry_protocol::jobs::{CompletionReport, LogLine, ProgressUpdate};
+use gantry_protocol::pending::PendingExplanation;
+use metrics_exporter_prometheus::PrometheusHandle;
 use serde::{Deserialize, Serialize};
 use sqlx::Row;
+use tokio::sync::broadcast::error::RecvError;
 use tower_http::compression::CompressionLayer;
 use tower_http::cors::CorsLayer;
 use tower_http::limit::RequestBodyLimitLayer;
 use tower_http::timeout::TimeoutLayer;
+use utoipa::{IntoParams, OpenApi, ToSchema};
 
-use crate::model::{JOB_STATUS, JobRow, NodeRow};
+use crate::live::{Live, LiveEvent};
+use crate::model::{JOB_STATUS, JobRow, NODE_STATUS, NodeRow};
 use crate::project::Progress;
-use crate::store::{Store, TimelineEntry};
+use crate::store::{Minute, Stats, Store, TimelineEntry};
 
 /// Largest page of a list.
 pub const MAX_LIMIT: u32 = 200;
 const DEFAULT_LIMIT: u32 = 50;
+/// Largest `tail` of `GET /v1/jobs/{id}/logs`.
+pub const MAX_TAIL: u32 = 10_000;
+/// Stream messages the projection may trail by and still be ready.
+pub const DEFAULT_MAX_LAG: u64 = 100;
 
 /// What the handlers share.
 #[derive(Debug, Clone)]
 pub struct AppState {
     pub store: Store,
     pub progress: tokio::sync::watch::Receiver<Progress>,
+    pub live: Live,
+    /// Where the pending explanations and the stream's length come from (none in tests
+    /// that serve a store without NATS: no explanations, readiness by checkpoint alone).
+    pub nats: Option<NatsView>,
+    pub metrics: Option<PrometheusHandle>,
+    /// `/readyz` fails while the projection trails the stream by more messages.
+    pub max_lag: u64,
+}
+
+impl AppState {
+    pub fn new(
+        store: Store,
+        progress: tokio::sync::watch::Receiver<Progress>,
+        live: Live,
+    ) -> Self {
+        Self {
+            store,
+            progress,
+            live,
+            nats: None,
+            metrics: None,
+            max_lag: DEFAULT_MAX_LAG,
+        }
+    }
+
+    pub fn with_nats(mut self, js: jetstream::Context, chain_id: u64) -> Self {
+        self.nats = Some(NatsView {
+            js,
+            chain_id,
+            pending: Arc::default(),
+        });
+        self
+    }
+
+    pub fn with_metrics(mut self, handle: PrometheusHandle) -> Self {
+        self.metrics = Some(handle);
+        self
+    }
+}
+
+/// The API's reads from NATS: the matcher's explanations (KV) and the chain stream's
+/// length.
+#[derive(Debug, Clone)]
+pub struct NatsView {
+    js: jetstream::Context,
+    chain_id: u64,
+    pending: Arc<tokio::sync::OnceCell<kv::Store>>,
+}
+
+impl NatsView {
+    /// Why an open job waits, as the matcher last said; `None` when it has not said
+    /// (or NATS does not answer: the explanation is an extra, not worth failing for).
+    async fn pending(&self, job_id: u64) -> Option<PendingExplanation> {
+        let bucket = gantry_protocol::subjects::pending_bucket(self.chain_id);
+        let kv = self
+            .pending
+            .get_or_try_init(|| self.js.get_key_value(bucket))
+            .await
+            .ok()?;
+        match kv.get(job_id.to_string()).await {
+            Ok(Some(value)) => serde_json::from_slice(&value).ok(),
+            Ok(None) => None,
+            Err(error) => {
+                tracing::warn!(%error, job_id, "reading the pending explanation");
+                None
+            }
+        }
+    }
+
+    /// The chain stream's last sequence.
+    async fn stream_last(&self) -> Result<u64, String> {
+        let stream = self
+            .js
+            .get_stream(gantry_protocol::subjects::stream_name(self.chain_id))
+            .await
+            .map_err(|e| e.to_string())?;
+        Ok(stream.cached_info().state.last_sequence)
+    }
 }
 
 /// HTTP settings.
@@ -44,11 +138,24 @@ pub struct ApiError {
     message: String,
 }
 
+/// The body of every error answer.
+#[derive(Debug, Serialize, Deserialize, ToSchema)]
+pub struct ErrorBody {
+    pub error: String,
+}
+
 impl ApiError {
     fn bad_parameter(name: &str, why: &str) -> Self {
         Self {
             status: StatusCode::BAD_REQUEST,
             message: format!("query parameter `{name}`: {why}"),
+        }
+    }
+
+    fn bad_query(rejection: axum::extract::rejection::QueryRejection) -> Self {
+        Self {
+            status: StatusCode::BAD_REQUEST,
+            message: rejection.body_text(),
         }
     }
 
@@ -80,23 +187,55 @@ impl IntoResponse for ApiError {
     fn into_response(self) -> Response {
         (
             self.status,
-            Json(serde_json::json!({ "error": self.message })),
+            Json(ErrorBody {
+                error: self.message,
+            }),
         )
             .into_response()
     }
 }
+
+/// The OpenAPI description of the API, generated from the handlers and types.
+#[derive(Debug, OpenApi)]
+#[openapi(
+    info(
+        title = "Gantry API",
+        description = "Read-only view of the Gantry network: jobs, nodes, statistics, live events."
+    ),
+    paths(
+        list_jobs,
+        get_job,
+        job_progress,
+        job_logs,
+        list_nodes,
+        get_node,
+        stats,
+        stats_history,
+        events,
+        healthz,
+        ready
+    ),
+    components(schemas(LogLine, ProgressUpdate, CompletionReport, PendingExplanation))
+)]
+pub struct ApiDoc;
 
 /// The router with every route and layer.
 pub fn router(state: AppState, config: HttpConfig) -> Router {
     Router::new()
         .route("/v1/jobs", get(list_jobs))
         .route("/v1/jobs/{id}", get(get_job))
+        .route("/v1/jobs/{id}/progress", get(job_progress))
         .route("/v1/jobs/{id}/logs", get(job_logs))
         .route("/v1/nodes", get(list_nodes))
         .route("/v1/nodes/{id}", get(get_node))
         .route("/v1/stats", get(stats))
-        .route("/healthz", get(|| async { "ok" }))
+        .route("/v1/stats/history", get(stats_history))
+        .route("/v1/events", get(events))
+        .route("/healthz", get(healthz))
         .route("/readyz", get(ready))
+        .route("/metrics", get(prometheus))
+        .route("/openapi.json", get(|| async { Json(ApiDoc::openapi()) }))
+        .route_layer(middleware::from_fn(track))
         .with_state(state)
         .merge(crate::dashboard::routes())
         .layer(CompressionLayer::new())
@@ -108,38 +247,72 @@ pub fn router(state: AppState, config: HttpConfig) -> Router {
         .layer(config.cors)
 }
 
+/// Counts and times requests by route and status.
+async fn track(matched: Option<MatchedPath>, request: Request, next: Next) -> Response {
+    let route = matched.map_or_else(|| "other".to_owned(), |m| m.as_str().to_owned());
+    let start = Instant::now();
+    let response = next.run(request).await;
+    metrics::histogram!("gantry_api_http_request_seconds", "route" => route.clone())
+        .record(start.elapsed().as_secs_f64());
+    metrics::counter!(
+        "gantry_api_http_requests_total",
+        "route" => route,
+        "status" => response.status().as_str().to_owned()
+    )
+    .increment(1);
+    response
+}
+
 /// Query of `GET /v1/jobs`; everything is text so that a bad value is reported by name.
-#[derive(Debug, Default, Deserialize)]
+#[derive(Debug, Default, Deserialize, IntoParams)]
 #[serde(deny_unknown_fields)]
+#[into_params(parameter_in = Query)]
 pub struct JobsQuery {
+    /// open, assigned (or running), submitted, disputed, completed, failed, cancelled,
+    /// expired.
     status: Option<String>,
+    /// The submitter's 0x address.
     submitter: Option<String>,
+    /// The assigned node's id.
     node: Option<String>,
+    /// Jobs posted at or after this unix time (seconds).
     since: Option<String>,
+    /// `nextCursor` of the previous page.
     cursor: Option<String>,
+    /// Page size, 1 to 200 (default 50).
     limit: Option<String>,
 }
 
 /// A page of a list; `nextCursor` fetches the next one.
-#[derive(Debug, Serialize, Deserialize)]
+#[derive(Debug, Serialize, Deserialize, ToSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct Page<T> {
     pub items: Vec<T>,
     pub next_cursor: Option<String>,
 }
 
-/// A page from rows whose first column is the item's JSON, fetched one past `limit`; the
-/// cursor is the last item's id when there is more.
-fn page<T: serde::de::DeserializeOwned>(
+/// A job in a list: its row and the latest progress its worker reported.
+#[derive(Debug, Serialize, Deserialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct JobSummary {
+    #[serde(flatten)]
+    pub job: JobRow,
+    pub progress: Option<ProgressUpdate>,
+}
+
+/// A page from rows fetched one past `limit`; the cursor is the last item's id when
+/// there is more.
+fn page<T>(
     rows: &[sqlx::any::AnyRow],
     limit: u32,
+    item: impl Fn(&sqlx::any::AnyRow) -> Result<T, serde_json::Error>,
     id_of: impl Fn(&T) -> i64,
 ) -> Result<Page<T>, ApiError> {
     let more = rows.len() > limit as usize;
     let items = rows
         .iter()
         .take(limit as usize)
-        .map(|row| serde_json::from_str(&row.get::<String, _>(0)))
+        .map(item)
         .collect::<Result<Vec<T>, _>>()
         .map_err(crate::store::StoreError::from)?;
     let next_cursor = more
@@ -169,31 +342,60 @@ fn non_negative(name: &str, value: &Option<String>) -> Result<Option<i64>, ApiEr
     }
 }
 
-fn limit(value: &Option<String>) -> Result<u32, ApiError> {
-    let limit = number::<u32>("limit", value)?.unwrap_or(DEFAULT_LIMIT);
-    if !(1..=MAX_LIMIT).contains(&limit) {
-        return Err(ApiError::bad_parameter("limit", "must be 1 to 200"));
+/// An integer parameter within `range`, `default` when absent.
+fn bounded(
+    name: &str,
+    value: &Option<String>,
+    range: std::ops::RangeInclusive<u32>,
+    default: u32,
+) -> Result<u32, ApiError> {
+    let n = number::<u32>(name, value)?.unwrap_or(default);
+    if !range.contains(&n) {
+        return Err(ApiError::bad_parameter(
+            name,
+            &format!("must be {} to {}", range.start(), range.end()),
+        ));
     }
-    Ok(limit)
+    Ok(n)
 }
 
+fn limit(value: &Option<String>) -> Result<u32, ApiError> {
+    bounded("limit", value, 1..=MAX_LIMIT, DEFAULT_LIMIT)
+}
+
+fn body<T: serde::de::DeserializeOwned>(
+    row: &sqlx::any::AnyRow,
+    column: usize,
+) -> Result<T, serde_json::Error> {
+    serde_json::from_str(&row.get::<String, _>(column))
+}
+
+/// Jobs, newest first, filtered.
+#[utoipa::path(get, path = "/v1/jobs", params(JobsQuery), responses(
+    (status = 200, body = Page<JobSummary>),
+    (status = 400, description = "a bad query parameter, named", body = ErrorBody)
+))]
 async fn list_jobs(
     State(state): State<AppState>,
     query: Result<Query<JobsQuery>, axum::extract::rejection::QueryRejection>,
-) -> Result<Json<Page<JobRow>>, ApiError> {
-    let Query(q) = query.map_err(|e| ApiError {
-        status: StatusCode::BAD_REQUEST,
-        message: e.body_text(),
-    })?;
+) -> Result<Json<Page<JobSummary>>, ApiError> {
+    let Query(q) = query.map_err(ApiError::bad_query)?;
     let limit = limit(&q.limit)?;
-    if let Some(status) = &q.status
-        && !JOB_STATUS[1..].contains(&status.as_str())
-    {
-        return Err(ApiError::bad_parameter(
-            "status",
-            "must be one of open, assigned, submitted, disputed, completed, failed, cancelled, expired",
-        ));
-    }
+    let status = match q.status.as_deref() {
+        // What a user calls a running job is one assigned to a node.
+        Some("running") => Some(JOB_STATUS[2]),
+        Some(status) => match JOB_STATUS[1..].iter().find(|s| **s == status) {
+            Some(status) => Some(*status),
+            None => {
+                return Err(ApiError::bad_parameter(
+                    "status",
+                    "must be one of open, assigned (or running), submitted, disputed, \
+                     completed, failed, cancelled, expired",
+                ));
+            }
+        },
+        None => None,
+    };
     if let Some(submitter) = &q.submitter
         && submitter.parse::<alloy::primitives::Address>().is_err()
     {
@@ -204,12 +406,12 @@ async fn list_jobs(
     // The cursor is the last job id of the previous page (newest first).
     let cursor = non_negative("cursor", &q.cursor)?;
     let rows = sqlx::query(
-        "SELECT body, job_id FROM jobs WHERE ($1 IS NULL OR status = $1) \
-         AND ($2 IS NULL OR submitter = $2) AND ($3 IS NULL OR node_id = $3) \
-         AND ($4 IS NULL OR posted_at >= $4) AND ($5 IS NULL OR job_id < $5) \
-         ORDER BY job_id DESC LIMIT $6",
+        "SELECT j.body, p.body FROM jobs j LEFT JOIN progress p ON p.job_id = j.job_id \
+         WHERE ($1 IS NULL OR j.status = $1) AND ($2 IS NULL OR j.submitter = $2) \
+         AND ($3 IS NULL OR j.node_id = $3) AND ($4 IS NULL OR j.posted_at >= $4) \
+         AND ($5 IS NULL OR j.job_id < $5) ORDER BY j.job_id DESC LIMIT $6",
     )
-    .bind(q.status.clone())
+    .bind(status)
     .bind(q.submitter.as_ref().map(|s| s.to_lowercase()))
     .bind(node)
     .bind(since)
@@ -217,20 +419,37 @@ async fn list_jobs(
     .bind(i64::from(limit) + 1)
     .fetch_all(state.store.pool())
     .await?;
-    page(&rows, limit, |j: &JobRow| j.job_id).map(Json)
+    page(
+        &rows,
+        limit,
+        |row| {
+            Ok(JobSummary {
+                job: body(row, 0)?,
+                progress: row
+                    .get::<Option<String>, _>(1)
+                    .map(|p| serde_json::from_str(&p))
+                    .transpose()?,
+            })
+        },
+        |j| j.job.job_id,
+    )
+    .map(Json)
 }
 
-/// `GET /v1/jobs/{id}`: the row and its timeline.
-#[derive(Debug, Serialize, Deserialize)]
+/// `GET /v1/jobs/{id}`: the row, its timeline, what its workers reported, and why it
+/// waits while it is open.
+#[derive(Debug, Serialize, Deserialize, ToSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct JobDetail {
     #[serde(flatten)]
     pub job: JobRow,
     pub timeline: Vec<TimelineEntry>,
     /// The latest progress the worker reported.
-    pub progress: Option<gantry_protocol::jobs::ProgressUpdate>,
+    pub progress: Option<ProgressUpdate>,
     /// The workers' completion reports, by attempt.
-    pub completions: Vec<gantry_protocol::jobs::CompletionReport>,
+    pub completions: Vec<CompletionReport>,
+    /// While the job is open: the matcher's explanation of why it is not placed.
+    pub pending: Option<PendingExplanation>,
 }
 
 fn id(raw: &str, what: &str) -> Result<u64, ApiError> {
@@ -240,75 +459,277 @@ fn id(raw: &str, what: &str) -> Result<u64, ApiError> {
     })
 }
 
+async fn job_or_404(state: &AppState, job_id: u64) -> Result<JobRow, ApiError> {
+    state
+        .store
+        .job(job_id)
+        .await?
+        .ok_or_else(|| ApiError::not_found(format!("job {job_id}")))
+}
+
+/// One job in full.
+#[utoipa::path(get, path = "/v1/jobs/{id}", params(("id" = u64, Path, description = "job id")),
+    responses(
+        (status = 200, body = JobDetail),
+        (status = 400, body = ErrorBody),
+        (status = 404, body = ErrorBody)
+))]
 async fn get_job(
     State(state): State<AppState>,
     Path(raw): Path<String>,
 ) -> Result<Json<JobDetail>, ApiError> {
     let job_id = id(&raw, "job")?;
-    let job = state
-        .store
-        .job(job_id)
-        .await?
-        .ok_or_else(|| ApiError::not_found(format!("job {job_id}")))?;
+    let job = job_or_404(&state, job_id).await?;
     let timeline = state.store.timeline(job_id).await?;
     let progress = state.store.progress(job_id).await?;
     let completions = state.store.completions(job_id).await?;
+    let pending = match (&state.nats, job.status == JOB_STATUS[1]) {
+        (Some(nats), true) => nats.pending(job_id).await,
+        _ => None,
+    };
     Ok(Json(JobDetail {
         job,
         timeline,
         progress,
         completions,
+        pending,
     }))
 }
 
-#[derive(Debug, Default, Deserialize)]
+#[derive(Debug, Default, Deserialize, IntoParams)]
 #[serde(deny_unknown_fields)]
-pub struct LogsQuery {
-    tail: Option<String>,
-}
-
-/// Largest `tail` of `GET /v1/jobs/{id}/logs`.
-pub const MAX_TAIL: u32 = 10_000;
-
-async fn job_logs(
-    State(state): State<AppState>,
-    Path(raw): Path<String>,
-    query: Result<Query<LogsQuery>, axum::extract::rejection::QueryRejection>,
-) -> Result<Json<Vec<gantry_protocol::jobs::LogLine>>, ApiError> {
-    let Query(q) = query.map_err(|e| ApiError {
-        status: StatusCode::BAD_REQUEST,
-        message: e.body_text(),
-    })?;
-    let job_id = id(&raw, "job")?;
-    let tail = number::<u32>("tail", &q.tail)?.unwrap_or(200);
-    if !(1..=MAX_TAIL).contains(&tail) {
-        return Err(ApiError::bad_parameter("tail", "must be 1 to 10000"));
-    }
-    if state.store.job(job_id).await?.is_none() {
-        return Err(ApiError::not_found(format!("job {job_id}")));
-    }
-    Ok(Json(state.store.logs(job_id, tail).await?))
-}
-
-#[derive(Debug, Default, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct NodesQuery {
-    status: Option<String>,
-    cursor: Option<String>,
+#[into_params(parameter_in = Query)]
+pub struct ProgressQuery {
+    /// The newest this many updates, 1 to 2000 (default 2000).
     limit: Option<String>,
 }
 
+/// A job's progress updates, oldest first (the charts' history).
+#[utoipa::path(get, path = "/v1/jobs/{id}/progress",
+    params(("id" = u64, Path, description = "job id"), ProgressQuery),
+    responses(
+        (status = 200, body = Vec<ProgressUpdate>),
+        (status = 400, body = ErrorBody),
+        (status = 404, body = ErrorBody)
+))]
+async fn job_progress(
+    State(state): State<AppState>,
+    Path(raw): Path<String>,
+    query: Result<Query<ProgressQuery>, axum::extract::rejection::QueryRejection>,
+) -> Result<Json<Vec<ProgressUpdate>>, ApiError> {
+    let Query(q) = query.map_err(ApiError::bad_query)?;
+    let job_id = id(&raw, "job")?;
+    let kept = crate::reports::PROGRESS_SAMPLES_KEPT as u32;
+    let limit = bounded("limit", &q.limit, 1..=kept, kept)?;
+    job_or_404(&state, job_id).await?;
+    Ok(Json(state.store.progress_history(job_id, limit).await?))
+}
+
+#[derive(Debug, Default, Deserialize, IntoParams)]
+#[serde(deny_unknown_fields)]
+#[into_params(parameter_in = Query)]
+pub struct LogsQuery {
+    /// The newest this many lines, 1 to 10000 (default 200).
+    tail: Option<String>,
+    /// `true`: Server-Sent Events, the tail then each new line (`event: log`, `id` the
+    /// line's sequence) until the job settles (`event: end`).
+    follow: Option<String>,
+}
+
+fn settled(status: &str) -> bool {
+    JOB_STATUS[5..].contains(&status)
+}
+
+/// A job's log lines (JSON), or with `follow=true` a live stream of them (SSE).
+#[utoipa::path(get, path = "/v1/jobs/{id}/logs",
+    params(("id" = u64, Path, description = "job id"), LogsQuery),
+    responses(
+        (status = 200, description = "JSON lines, or `text/event-stream` with follow=true",
+            body = Vec<LogLine>),
+        (status = 400, body = ErrorBody),
+        (status = 404, body = ErrorBody)
+))]
+async fn job_logs(
+    State(state): State<AppState>,
+    Path(raw): Path<String>,
+    headers: HeaderMap,
+    query: Result<Query<LogsQuery>, axum::extract::rejection::QueryRejection>,
+) -> Result<Response, ApiError> {
+    let Query(q) = query.map_err(ApiError::bad_query)?;
+    let job_id = id(&raw, "job")?;
+    let tail = bounded("tail", &q.tail, 1..=MAX_TAIL, 200)?;
+    let follow = match q.follow.as_deref() {
+        None | Some("false") => false,
+        Some("true") => true,
+        Some(_) => return Err(ApiError::bad_parameter("follow", "must be true or false")),
+    };
+    if !follow {
+        job_or_404(&state, job_id).await?;
+        let lines = state.store.logs(job_id, 0, tail).await?;
+        return Ok(Json(lines.into_iter().map(|(_, l)| l).collect::<Vec<_>>()).into_response());
+    }
+    // Subscribe before reading the stored tail so that no line falls between the two;
+    // lines at or below the tail's last sequence are the tail's.
+    let receiver = state.live.subscribe();
+    let job = job_or_404(&state, job_id).await?;
+    // A reconnecting EventSource names the last line it got.
+    let resume = headers
+        .get("last-event-id")
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.parse::<u64>().ok());
+    let lines = state
+        .store
+        .logs(job_id, resume.unwrap_or(0), tail)
+        .await?;
+    let after = lines.last().map_or(resume.unwrap_or(0), |(seq, _)| *seq);
+    let stored = futures::stream::iter(
+        lines
+            .into_iter()
+            .map(|(seq, line)| Ok(log_event(seq, &line))),
+    );
+    let live: std::pin::Pin<Box<dyn Stream<Item = Result<Event, Infallible>> + Send>> =
+        if settled(&job.status) {
+            Box::pin(futures::stream::iter([Ok(end_event(&job))]))
+        } else {
+            Box::pin(futures::stream::unfold(Some(receiver), move |receiver| async move {
+                let mut receiver = receiver?;
+                loop {
+                    let event = match receiver.recv().await {
+                        Ok(event) => event,
+                        Err(RecvError::Lagged(missed)) => {
+                            return Some((Ok(lagged_event(missed)), Some(receiver)));
+                        }
+                        Err(RecvError::Closed) => return None,
+                    };
+                    match &*event {
+                        LiveEvent::Log { seq, line } if line.job_id == job_id && *seq > after => {
+                            return Some((Ok(log_event(*seq, line)), Some(receiver)));
+                        }
+                        LiveEvent::Job(row) if row.job_id as u64 == job_id && settled(&row.status) => {
+                            return Some((Ok(end_event(row)), None));
+                        }
+                        _ => {}
+                    }
+                }
+            }))
+        };
+    let stream = futures::StreamExt::take_until(
+        futures::StreamExt::chain(stored, live),
+        state.live.closed(),
+    );
+    Ok(Sse::new(stream)
+        .keep_alive(KeepAlive::default())
+        .into_response())
+}
+
+fn log_event(seq: u64, line: &LogLine) -> Event {
+    Event::default()
+        .event("log")
+        .id(seq.to_string())
+        .data(serde_json::to_string(line).expect("log lines serialize"))
+}
+
+fn end_event(job: &JobRow) -> Event {
+    Event::default()
+        .event("end")
+        .data(serde_json::json!({ "jobId": job.job_id, "status": job.status }).to_string())
+}
+
+fn lagged_event(missed: u64) -> Event {
+    Event::default()
+        .event("lagged")
+        .data(serde_json::json!({ "missed": missed }).to_string())
+}
+
+/// The live feed: `job`, `node`, `progress`, `block` and `reorg` events as the
+/// projection commits them (`lagged`: events were missed, refetch).
+#[utoipa::path(get, path = "/v1/events", responses(
+    (status = 200, description = "`text/event-stream`; each event's data is the JSON of a \
+        job (JobRow), node (NodeRow), progress (ProgressUpdate), block ({number, timestamp}) \
+        or reorg ({commonAncestor})")
+))]
+async fn events(State(state): State<AppState>) -> impl IntoResponse {
+    let receiver = state.live.subscribe();
+    let stream = futures::stream::unfold(receiver, |mut receiver| async move {
+        loop {
+            let event = match receiver.recv().await {
+                Ok(event) => event,
+                Err(RecvError::Lagged(missed)) => {
+                    return Some((Ok::<_, Infallible>(lagged_event(missed)), receiver));
+                }
+                Err(RecvError::Closed) => return None,
+            };
+            // Log lines have their own stream per job.
+            if matches!(&*event, LiveEvent::Log { .. }) {
+                continue;
+            }
+            let data = serde_json::to_string(&*event).expect("live events serialize");
+            return Some((Ok(Event::default().event(event.name()).data(data)), receiver));
+        }
+    });
+    Sse::new(futures::StreamExt::take_until(stream, state.live.closed()))
+        .keep_alive(KeepAlive::default())
+}
+
+#[derive(Debug, Default, Deserialize, IntoParams)]
+#[serde(deny_unknown_fields)]
+#[into_params(parameter_in = Query)]
+pub struct NodesQuery {
+    /// active, inactive, exiting, exited.
+    status: Option<String>,
+    /// `nextCursor` of the previous page.
+    cursor: Option<String>,
+    /// Page size, 1 to 200 (default 50).
+    limit: Option<String>,
+}
+
+/// A node as listed: its row, its reputation and how long ago it last beat.
+#[derive(Debug, Serialize, Deserialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct NodeView {
+    #[serde(flatten)]
+    pub node: NodeRow,
+    /// Smoothed success rate, 0 to 1 (a new node: 0.5), as the matcher scores it.
+    pub reputation: f64,
+    /// Seconds since its last heartbeat, by the later of this clock and the chain's.
+    pub heartbeat_age_secs: i64,
+}
+
+impl NodeView {
+    fn new(node: NodeRow, now: i64) -> Self {
+        Self {
+            reputation: gantry_protocol::reputation::reputation(
+                node.completed_jobs.max(0) as u64,
+                node.failed_jobs.max(0) as u64,
+            ),
+            heartbeat_age_secs: (now - node.last_heartbeat).max(0),
+            node,
+        }
+    }
+}
+
+/// Now, unix seconds: the later of this machine's clock and the newest block's time (a
+/// dev chain may run ahead of the clock).
+async fn now(state: &AppState) -> Result<i64, ApiError> {
+    let wall = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs());
+    Ok(wall.max(state.store.head_time().await?) as i64)
+}
+
+/// Nodes by id.
+#[utoipa::path(get, path = "/v1/nodes", params(NodesQuery), responses(
+    (status = 200, body = Page<NodeView>),
+    (status = 400, body = ErrorBody)
+))]
 async fn list_nodes(
     State(state): State<AppState>,
     query: Result<Query<NodesQuery>, axum::extract::rejection::QueryRejection>,
-) -> Result<Json<Page<NodeRow>>, ApiError> {
-    let Query(q) = query.map_err(|e| ApiError {
-        status: StatusCode::BAD_REQUEST,
-        message: e.body_text(),
-    })?;
+) -> Result<Json<Page<NodeView>>, ApiError> {
+    let Query(q) = query.map_err(ApiError::bad_query)?;
     let limit = limit(&q.limit)?;
     if let Some(status) = &q.status
-        && !crate::model::NODE_STATUS[1..].contains(&status.as_str())
+        && !NODE_STATUS[1..].contains(&status.as_str())
     {
         return Err(ApiError::bad_parameter(
             "status",
@@ -325,36 +746,156 @@ async fn list_nodes(
     .bind(i64::from(limit) + 1)
     .fetch_all(state.store.pool())
     .await?;
-    page(&rows, limit, |n: &NodeRow| n.node_id).map(Json)
+    let now = now(&state).await?;
+    page(
+        &rows,
+        limit,
+        |row| Ok(NodeView::new(body(row, 0)?, now)),
+        |n| n.node.node_id,
+    )
+    .map(Json)
 }
 
+/// `GET /v1/nodes/{id}`: the node and the jobs it is running.
+#[derive(Debug, Serialize, Deserialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct NodeDetail {
+    #[serde(flatten)]
+    pub node: NodeView,
+    /// Its assigned, submitted and disputed jobs, newest first.
+    pub jobs: Vec<JobRow>,
+}
+
+/// One node, with its active jobs.
+#[utoipa::path(get, path = "/v1/nodes/{id}", params(("id" = u64, Path, description = "node id")),
+    responses(
+        (status = 200, body = NodeDetail),
+        (status = 400, body = ErrorBody),
+        (status = 404, body = ErrorBody)
+))]
 async fn get_node(
     State(state): State<AppState>,
     Path(raw): Path<String>,
-) -> Result<Json<NodeRow>, ApiError> {
+) -> Result<Json<NodeDetail>, ApiError> {
     let node_id = id(&raw, "node")?;
-    state
+    let node = state
         .store
         .node(node_id)
         .await?
-        .map(Json)
-        .ok_or_else(|| ApiError::not_found(format!("node {node_id}")))
+        .ok_or_else(|| ApiError::not_found(format!("node {node_id}")))?;
+    let jobs = state.store.node_jobs(node_id).await?;
+    Ok(Json(NodeDetail {
+        node: NodeView::new(node, now(&state).await?),
+        jobs,
+    }))
 }
 
-async fn stats(State(state): State<AppState>) -> Result<Json<crate::store::Stats>, ApiError> {
+/// Network totals.
+#[utoipa::path(get, path = "/v1/stats", responses((status = 200, body = Stats)))]
+async fn stats(State(state): State<AppState>) -> Result<Json<Stats>, ApiError> {
     Ok(Json(state.store.stats().await?))
 }
 
-/// Ready once the projection has applied something; reports where it is.
+#[derive(Debug, Default, Deserialize, IntoParams)]
+#[serde(deny_unknown_fields)]
+#[into_params(parameter_in = Query)]
+pub struct HistoryQuery {
+    /// Minutes back from now, 1 to 1440 (default 60).
+    minutes: Option<String>,
+}
+
+/// `GET /v1/stats/history`.
+#[derive(Debug, Serialize, Deserialize, ToSchema)]
+pub struct History {
+    /// Every minute of the window, oldest first.
+    pub buckets: Vec<Minute>,
+}
+
+/// The network minute by minute: jobs posted, completed and failed, GPUs in use and their
+/// utilisation.
+#[utoipa::path(get, path = "/v1/stats/history", params(HistoryQuery), responses(
+    (status = 200, body = History),
+    (status = 400, body = ErrorBody)
+))]
+async fn stats_history(
+    State(state): State<AppState>,
+    query: Result<Query<HistoryQuery>, axum::extract::rejection::QueryRejection>,
+) -> Result<Json<History>, ApiError> {
+    let Query(q) = query.map_err(ApiError::bad_query)?;
+    let minutes = bounded("minutes", &q.minutes, 1..=1440, 60)?;
+    let now = now(&state).await? as u64;
+    Ok(Json(History {
+        buckets: state.store.history(minutes, now).await?,
+    }))
+}
+
+/// Alive.
+#[utoipa::path(get, path = "/healthz", responses((status = 200, description = "ok")))]
+async fn healthz() -> &'static str {
+    "ok"
+}
+
+/// Readiness: where the projection is, and how far it trails the chain stream.
+#[derive(Debug, Serialize, Deserialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct Readiness {
+    pub ready: bool,
+    /// Stream sequence stored.
+    pub checkpoint: u64,
+    /// Last block applied.
+    pub block: u64,
+    /// The chain stream's last sequence (absent when NATS did not answer).
+    pub stream_last: Option<u64>,
+    /// Messages not yet projected.
+    pub lag: Option<u64>,
+}
+
+/// Ready once the projection has applied something and trails the stream by at most
+/// `max_lag` messages.
+#[utoipa::path(get, path = "/readyz", responses(
+    (status = 200, body = Readiness),
+    (status = 503, description = "not ready", body = Readiness)
+))]
 async fn ready(State(state): State<AppState>) -> Response {
     let progress = *state.progress.borrow();
-    let body = Json(serde_json::json!({
-        "checkpoint": progress.checkpoint,
-        "block": progress.block,
-    }));
-    if progress.checkpoint > 0 {
-        (StatusCode::OK, body).into_response()
+    let stream_last = match &state.nats {
+        Some(nats) => match nats.stream_last().await {
+            Ok(last) => Some(last),
+            Err(error) => {
+                tracing::warn!(%error, "reading the chain stream's length");
+                None
+            }
+        },
+        None => Some(progress.checkpoint),
+    };
+    let lag = stream_last.map(|last| last.saturating_sub(progress.checkpoint));
+    if let Some(lag) = lag {
+        metrics::gauge!("gantry_api_projection_lag_messages").set(lag as f64);
+    }
+    let ready = progress.checkpoint > 0 && lag.is_some_and(|lag| lag <= state.max_lag);
+    let body = Json(Readiness {
+        ready,
+        checkpoint: progress.checkpoint,
+        block: progress.block,
+        stream_last,
+        lag,
+    });
+    let status = if ready {
+        StatusCode::OK
     } else {
-        (StatusCode::SERVICE_UNAVAILABLE, body).into_response()
+        StatusCode::SERVICE_UNAVAILABLE
+    };
+    (status, body).into_response()
+}
+
+/// Prometheus metrics (404 when this process has no recorder installed).
+async fn prometheus(State(state): State<AppState>) -> Response {
+    match &state.metrics {
+        Some(handle) => (
+            [(header::CONTENT_TYPE, "text/plain; version=0.0.4")],
+            handle.render(),
+        )
+            .into_response(),
+        None => ApiError::not_found("metrics".into()).into_response(),
     }
 }

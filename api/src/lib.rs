@@ -12,6 +12,7 @@
 
 pub mod dashboard;
 pub mod http;
+pub mod live;
 pub mod model;
 pub mod project;
 pub mod reports;

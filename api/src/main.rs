@@ -12,6 +12,7 @@ use std::time::Duration;
 use axum::http::HeaderValue;
 use clap::Parser;
 use gantry_api::http::{AppState, HttpConfig, router};
+use gantry_api::live::Live;
 use gantry_api::project::{self, Progress};
 use gantry_api::store::Store;
 use tokio_util::sync::CancellationToken;
@@ -41,6 +42,9 @@ struct Cli {
     cors_origins: Vec<String>,
     #[arg(long, env = "GANTRY_API_REQUEST_TIMEOUT_MS", default_value_t = 10_000)]
     request_timeout_ms: u64,
+    /// `/readyz` fails while the projection trails the chain stream by more messages.
+    #[arg(long, env = "GANTRY_API_MAX_LAG", default_value_t = gantry_api::http::DEFAULT_MAX_LAG)]
+    max_lag: u64,
 }
 
 #[tokio::main]
@@ -51,24 +55,28 @@ async fn main() -> anyhow::Result<()> {
             tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| "info".into()),
         )
         .init();
+    let metrics = metrics_exporter_prometheus::PrometheusBuilder::new().install_recorder()?;
     let shutdown = shutdown_on_signal();
     let store = Store::open(&cli.database_url).await?;
     let nats = async_nats::connect(&cli.nats_url).await?;
     let js = async_nats::jetstream::new(nats);
     let (progress_tx, progress) = tokio::sync::watch::channel(Progress::default());
     let (reports_tx, _reports_rx) = tokio::sync::watch::channel(0);
+    let live = Live::closing_on(shutdown.clone());
     let reports = tokio::spawn(gantry_api::reports::run(
         js.clone(),
         cli.chain_id,
         store.clone(),
         reports_tx,
+        live.clone(),
         shutdown.clone(),
     ));
     let projection = tokio::spawn(project::run(
-        js,
+        js.clone(),
         cli.chain_id,
         store.clone(),
         progress_tx,
+        live.clone(),
         shutdown.clone(),
     ));
     let cors = match cli.cors_origins.as_slice() {
@@ -81,8 +89,14 @@ async fn main() -> anyhow::Result<()> {
                 .collect::<Result<Vec<_>, _>>()?,
         )),
     };
+    let state = AppState {
+        max_lag: cli.max_lag,
+        ..AppState::new(store, progress, live)
+    }
+    .with_nats(js, cli.chain_id)
+    .with_metrics(metrics);
     let app = router(
-        AppState { store, progress },
+        state,
         HttpConfig {
             request_timeout: Duration::from_millis(cli.request_timeout_ms),
             cors,

@@ -26,7 +26,7 @@ pub const JOB_STATUS: [&str; 9] = [
 pub const NODE_STATUS: [&str; 5] = ["none", "active", "inactive", "exiting", "exited"];
 
 /// A job as the API shows it.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct JobRow {
     pub job_id: i64,
@@ -54,10 +54,17 @@ pub struct JobRow {
     pub posted_at: i64,
     pub updated_block: i64,
     pub updated_at: i64,
+    /// GPUs the job asks for (`minGpuCount`).
+    #[serde(default)]
+    pub gpus: i64,
+    /// GPU-seconds its attempts ran on nodes (assignment to submission, reclaim,
+    /// rejection or expiry, times `gpus`).
+    #[serde(default)]
+    pub gpu_seconds: i64,
 }
 
 /// A node as the API shows it.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct NodeRow {
     pub node_id: i64,
@@ -138,6 +145,7 @@ pub fn apply_job(row: Option<JobRow>, event: &EventEnvelope) -> Result<Option<Jo
             spec: String::from_utf8_lossy(&e.spec).into_owned(),
             requirements: serde_json::to_string(&e.requirements).expect("serializes"),
             priority: i64::from(e.requirements.priority),
+            gpus: i64::from(e.requirements.minGpuCount),
             posted_block: block,
             posted_at: at,
             updated_block: block,
@@ -149,6 +157,16 @@ pub fn apply_job(row: Option<JobRow>, event: &EventEnvelope) -> Result<Option<Jo
         return Ok(None);
     };
     let status = |s: usize| JOB_STATUS[s].to_string();
+    // An attempt's clock stops at its submission, reclaim, rejection or expiry.
+    if job.status == JOB_STATUS[2]
+        && matches!(
+            event.event.name.as_str(),
+            "ResultSubmitted" | "JobReclaimed" | "JobRejected" | "JobExpired"
+        )
+        && let Some(assigned_at) = job.assigned_at
+    {
+        job.gpu_seconds += (at - assigned_at).max(0) * job.gpus;
+    }
     match event.event.name.as_str() {
         "JobAssigned" => {
             let e: M::JobAssigned = typed(event)?;
@@ -306,4 +324,120 @@ pub fn apply_node(
     }
     node.updated_block = block;
     Ok(Some(node))
+}
+
+#[cfg(test)]
+mod tests {
+    use alloy::primitives::{Address, B256, U256, aliases::U40, aliases::U96};
+    use gantry_protocol::bindings::JobMarket as M;
+    use gantry_protocol::envelope::EventEnvelope;
+    use gantry_protocol::events::{ContractKind, DecodedEvent};
+
+    use super::{JobRow, apply_job};
+
+    fn at(block: u64, time: u64, name: &str, data: serde_json::Value) -> EventEnvelope {
+        EventEnvelope {
+            v: 1,
+            chain_id: 31337,
+            block_number: block,
+            block_hash: B256::repeat_byte(block as u8),
+            block_timestamp: time,
+            tx_hash: B256::ZERO,
+            log_index: 0,
+            event: DecodedEvent {
+                contract: ContractKind::Market,
+                name: name.into(),
+                key: "1".into(),
+                data,
+            },
+        }
+    }
+
+    fn fold(events: &[EventEnvelope]) -> JobRow {
+        let mut row = None;
+        for event in events {
+            row = apply_job(row, event).expect("applies");
+        }
+        row.expect("posted")
+    }
+
+    #[test]
+    fn gpu_seconds_count_every_attempt_s_time_on_a_node_times_its_gpus() {
+        let posted = M::JobPosted {
+            jobId: 1,
+            submitter: Address::ZERO,
+            requirements: M::JobRequirements {
+                minGpuCount: 2,
+                ..Default::default()
+            },
+            bounty: U96::from(5),
+            deadline: U40::from(10_000),
+            specHash: B256::ZERO,
+            spec: Default::default(),
+        };
+        let assigned = |attempt: u8, time: u64| M::JobAssigned {
+            jobId: 1,
+            nodeId: 1,
+            agent: Address::ZERO,
+            attempt,
+            claimed: false,
+            assignedAt: U40::from(time),
+        };
+        let json = |v: serde_json::Result<serde_json::Value>| v.unwrap();
+        let events = [
+            at(1, 100, "JobPosted", json(serde_json::to_value(&posted))),
+            at(2, 110, "JobAssigned", json(serde_json::to_value(assigned(1, 110)))),
+            // The first attempt is reclaimed after 50 s, and requeued.
+            at(
+                3,
+                160,
+                "JobReclaimed",
+                json(serde_json::to_value(M::JobReclaimed {
+                    jobId: 1,
+                    nodeId: 1,
+                    kind: 0,
+                    slashed: U96::ZERO,
+                    by: Address::ZERO,
+                })),
+            ),
+            at(
+                3,
+                160,
+                "JobRequeued",
+                json(serde_json::to_value(M::JobRequeued {
+                    jobId: 1,
+                    attemptsUsed: 1,
+                })),
+            ),
+            at(4, 200, "JobAssigned", json(serde_json::to_value(assigned(2, 200)))),
+            // The second runs 300 s to its result.
+            at(
+                5,
+                500,
+                "ResultSubmitted",
+                json(serde_json::to_value(M::ResultSubmitted {
+                    jobId: 1,
+                    nodeId: 1,
+                    resultHash: B256::ZERO,
+                    resultURI: String::new(),
+                    challengeEndsAt: U40::from(600),
+                })),
+            ),
+            // Expiry after the submission adds nothing.
+            at(
+                6,
+                700,
+                "JobExpired",
+                json(serde_json::to_value(M::JobExpired {
+                    jobId: 1,
+                    nodeId: 1,
+                    refund: U256::ZERO,
+                    slashed: U96::ZERO,
+                })),
+            ),
+        ];
+        let row = fold(&events);
+        assert_eq!(row.gpus, 2);
+        assert_eq!(row.gpu_seconds, (50 + 300) * 2);
+    }
 }

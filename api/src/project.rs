@@ -12,6 +12,7 @@ use gantry_protocol::envelope::{BlockCommit, EventEnvelope, FinalityWatermark, R
 use gantry_protocol::subjects;
 use tokio_util::sync::CancellationToken;
 
+use crate::live::{BlockInfo, Live, LiveEvent};
 use crate::store::{Store, StoreError};
 
 /// Why the projection stopped.
@@ -44,6 +45,7 @@ pub async fn run(
     chain_id: u64,
     store: Store,
     progress: tokio::sync::watch::Sender<Progress>,
+    live: Live,
     shutdown: CancellationToken,
 ) -> Result<(), ProjectError> {
     let stream = js
@@ -120,12 +122,22 @@ pub async fn run(
                     events.len()
                 )));
             }
-            store.apply_block(&events, &commit, seq).await?;
+            let applied = store.apply_block(&events, &commit, seq).await?;
             metrics::counter!("gantry_api_events_projected_total").increment(events.len() as u64);
             progress.send_modify(|p| {
                 p.checkpoint = seq;
                 p.block = commit.block_number;
             });
+            for row in applied.jobs.into_values() {
+                live.send(LiveEvent::Job(row));
+            }
+            for row in applied.nodes.into_values() {
+                live.send(LiveEvent::Node(row));
+            }
+            live.send(LiveEvent::Block(BlockInfo {
+                number: commit.block_number,
+                timestamp: commit.block_timestamp,
+            }));
         } else if subject == retract {
             let retraction: Retraction =
                 serde_json::from_slice(&message.payload).map_err(|e| bad(e.to_string()))?;
@@ -133,6 +145,9 @@ pub async fn run(
             store.retract(&retraction, seq).await?;
             metrics::counter!("gantry_api_retractions_total").increment(1);
             progress.send_modify(|p| p.checkpoint = seq);
+            live.send(LiveEvent::Reorg {
+                common_ancestor: retraction.common_ancestor,
+            });
         } else if subject == finality {
             let _: FinalityWatermark =
                 serde_json::from_slice(&message.payload).map_err(|e| bad(e.to_string()))?;

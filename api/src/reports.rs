@@ -11,10 +11,13 @@ use gantry_protocol::jobs::{self, CompletionReport, LogLine, ProgressUpdate};
 use sqlx::Row;
 use tokio_util::sync::CancellationToken;
 
+use crate::live::{Live, LiveEvent};
 use crate::store::{Store, StoreError};
 
 /// Log lines kept per job.
 pub const LOG_LINES_KEPT: i64 = 10_000;
+/// Progress updates kept per job (the charts' history).
+pub const PROGRESS_SAMPLES_KEPT: i64 = 2_000;
 /// Messages written per transaction at most.
 const BATCH: usize = 512;
 /// How often to look for the stream before a worker has created it.
@@ -46,18 +49,32 @@ impl Store {
     pub async fn apply_reports(&self, batch: &[(u64, Report)], seq: u64) -> Result<(), StoreError> {
         let mut tx = self.pool().begin().await?;
         let mut logged = BTreeSet::new();
+        let mut sampled = BTreeSet::new();
         for (stream_seq, report) in batch {
             match report {
                 Report::Progress(update) => {
+                    let body = serde_json::to_string(update)?;
                     sqlx::query(
                         "INSERT INTO progress (job_id, body, at_ms) VALUES ($1, $2, $3) \
                          ON CONFLICT (job_id) DO UPDATE SET body = $2, at_ms = $3",
                     )
                     .bind(update.job_id as i64)
-                    .bind(serde_json::to_string(update)?)
+                    .bind(&body)
                     .bind(update.at_ms as i64)
                     .execute(&mut *tx)
                     .await?;
+                    sqlx::query(
+                        "INSERT INTO progress_samples (job_id, stream_seq, at_ms, gpu_utilization, \
+                         body) VALUES ($1, $2, $3, $4, $5) ON CONFLICT (job_id, stream_seq) DO NOTHING",
+                    )
+                    .bind(update.job_id as i64)
+                    .bind(*stream_seq as i64)
+                    .bind(update.at_ms as i64)
+                    .bind(update.gpu_utilization)
+                    .bind(body)
+                    .execute(&mut *tx)
+                    .await?;
+                    sampled.insert(update.job_id as i64);
                 }
                 Report::Log(line) => {
                     let stream = match line.stream {
@@ -101,6 +118,17 @@ impl Store {
             .execute(&mut *tx)
             .await?;
         }
+        for job in sampled {
+            sqlx::query(
+                "DELETE FROM progress_samples WHERE job_id = $1 AND stream_seq <= (SELECT \
+                 stream_seq FROM progress_samples WHERE job_id = $1 ORDER BY stream_seq DESC \
+                 LIMIT 1 OFFSET $2)",
+            )
+            .bind(job)
+            .bind(PROGRESS_SAMPLES_KEPT)
+            .execute(&mut *tx)
+            .await?;
+        }
         sqlx::query(
             "INSERT INTO reports_checkpoint (id, stream_seq) VALUES (1, $1) \
              ON CONFLICT (id) DO UPDATE SET stream_seq = $1",
@@ -131,6 +159,27 @@ impl Store {
         })
     }
 
+    /// The progress updates of a job, oldest first (the newest `limit`).
+    pub async fn progress_history(
+        &self,
+        job_id: u64,
+        limit: u32,
+    ) -> Result<Vec<ProgressUpdate>, StoreError> {
+        let rows = sqlx::query(
+            "SELECT body FROM progress_samples WHERE job_id = $1 ORDER BY stream_seq DESC LIMIT $2",
+        )
+        .bind(job_id as i64)
+        .bind(i64::from(limit))
+        .fetch_all(self.pool())
+        .await?;
+        let mut updates = rows
+            .iter()
+            .map(|r| Ok(serde_json::from_str(&r.get::<String, _>(0))?))
+            .collect::<Result<Vec<ProgressUpdate>, StoreError>>()?;
+        updates.reverse();
+        Ok(updates)
+    }
+
     /// The completion reports of a job, by attempt.
     pub async fn completions(&self, job_id: u64) -> Result<Vec<CompletionReport>, StoreError> {
         let rows = sqlx::query("SELECT body FROM completions WHERE job_id = $1 ORDER BY attempt")
@@ -142,19 +191,27 @@ impl Store {
             .collect()
     }
 
-    /// The last `tail` log lines of a job, oldest first.
-    pub async fn logs(&self, job_id: u64, tail: u32) -> Result<Vec<LogLine>, StoreError> {
+    /// The last `tail` log lines of a job after stream sequence `after`, oldest first,
+    /// with their stream sequences.
+    pub async fn logs(
+        &self,
+        job_id: u64,
+        after: u64,
+        tail: u32,
+    ) -> Result<Vec<(u64, LogLine)>, StoreError> {
         let rows = sqlx::query(
-            "SELECT attempt, stream, line, at_ms FROM logs WHERE job_id = $1 \
-             ORDER BY stream_seq DESC LIMIT $2",
+            "SELECT attempt, stream, line, at_ms, stream_seq FROM logs WHERE job_id = $1 \
+             AND stream_seq > $2 ORDER BY stream_seq DESC LIMIT $3",
         )
         .bind(job_id as i64)
+        .bind(after as i64)
         .bind(i64::from(tail))
         .fetch_all(self.pool())
         .await?;
-        let mut lines: Vec<LogLine> = rows
+        let mut lines: Vec<(u64, LogLine)> = rows
             .iter()
-            .map(|r| LogLine {
+            .map(|r| {
+                let line = LogLine {
                 v: jobs::JOBS_VERSION,
                 job_id,
                 attempt: u8::try_from(r.get::<i64, _>(0)).unwrap_or(u8::MAX),
@@ -165,6 +222,8 @@ impl Store {
                 },
                 line: r.get(2),
                 at_ms: r.get::<i64, _>(3) as u64,
+                };
+                (r.get::<i64, _>(4) as u64, line)
             })
             .collect();
         lines.reverse();
@@ -180,6 +239,7 @@ pub async fn run(
     chain_id: u64,
     store: Store,
     checkpoint: tokio::sync::watch::Sender<u64>,
+    live: Live,
     shutdown: CancellationToken,
 ) -> Result<(), crate::project::ProjectError> {
     use crate::project::ProjectError;
@@ -248,6 +308,13 @@ pub async fn run(
             store.apply_reports(&batch, last).await?;
             checkpoint.send_replace(last);
             metrics::counter!("gantry_api_reports_projected_total").increment(batch.len() as u64);
+            for (seq, report) in batch {
+                live.send(match report {
+                    Report::Progress(update) => LiveEvent::Progress(update),
+                    Report::Log(line) => LiveEvent::Log { seq, line },
+                    Report::Done(_) => continue,
+                });
+            }
         }
     }
 }

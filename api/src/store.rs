@@ -76,23 +76,31 @@ impl Store {
 
     /// Applies a committed block's events and moves the checkpoint to `seq` (the
     /// commit's stream sequence), in one transaction.
+    /// Returns the rows it changed, as they now are.
     pub async fn apply_block(
         &self,
         events: &[EventEnvelope],
         commit: &BlockCommit,
         seq: u64,
-    ) -> Result<(), StoreError> {
+    ) -> Result<Applied, StoreError> {
         let mut tx = self.pool.begin().await?;
+        let mut applied = Applied::default();
         for event in events {
             insert_event(&mut tx, event).await?;
             let (job, node) = touches(event);
             if let Some(job) = job {
                 let row = apply_job(load_job(&mut tx, job).await?, event)?;
                 save_job(&mut tx, job, row.as_ref()).await?;
+                if let Some(row) = row {
+                    applied.jobs.insert(job, row);
+                }
             }
             if let Some(node) = node {
                 let row = apply_node(load_node(&mut tx, node).await?, event)?;
                 save_node(&mut tx, node, row.as_ref()).await?;
+                if let Some(row) = row {
+                    applied.nodes.insert(node, row);
+                }
             }
         }
         sqlx::query(
@@ -107,7 +115,7 @@ impl Store {
         .await?;
         set_checkpoint(&mut tx, seq).await?;
         tx.commit().await?;
-        Ok(())
+        Ok(applied)
     }
 
     /// Undoes the orphaned blocks: their events go, and every job and node they touched
@@ -214,8 +222,8 @@ impl Store {
             .collect()
     }
 
-    /// Network figures: jobs by status, nodes by status, active GPUs, and the total paid
-    /// to providers (token base units).
+    /// Network figures: jobs and nodes by status, GPUs on active nodes, GPU-hours run,
+    /// volume posted and paid to providers (token base units).
     pub async fn stats(&self) -> Result<Stats, StoreError> {
         let mut stats = Stats::default();
         for row in sqlx::query("SELECT status, COUNT(*) FROM jobs GROUP BY status")
@@ -230,16 +238,23 @@ impl Store {
         {
             stats.nodes_by_status.insert(row.get(0), row.get(1));
         }
-        let mut paid: u128 = 0;
-        for row in sqlx::query("SELECT body FROM jobs WHERE status = $1")
-            .bind("completed")
+        stats.active_nodes = stats.nodes_by_status.get("active").copied().unwrap_or(0);
+        // Amounts are uint96 and do not fit BIGINT: summed here, exactly.
+        let (mut volume, mut paid, mut gpu_seconds) = (0u128, 0u128, 0i64);
+        for row in sqlx::query("SELECT bounty, payout, gpu_seconds FROM jobs")
             .fetch_all(&self.pool)
             .await?
         {
-            let job: JobRow = serde_json::from_str(&row.get::<String, _>(0))?;
-            paid += job.payout.and_then(|p| p.parse::<u128>().ok()).unwrap_or(0);
+            volume += row.get::<String, _>(0).parse::<u128>().unwrap_or(0);
+            paid += row
+                .get::<Option<String>, _>(1)
+                .and_then(|p| p.parse::<u128>().ok())
+                .unwrap_or(0);
+            gpu_seconds += row.get::<i64, _>(2);
         }
+        stats.volume = volume.to_string();
         stats.paid_to_providers = paid.to_string();
+        stats.gpu_hours = gpu_seconds as f64 / 3600.0;
         for row in sqlx::query("SELECT body FROM nodes WHERE status = $1")
             .bind("active")
             .fetch_all(&self.pool)
@@ -249,6 +264,91 @@ impl Store {
             stats.active_gpus += node.gpu_count;
         }
         Ok(stats)
+    }
+
+    /// The network minute by minute over the `minutes` before `now` (unix seconds):
+    /// jobs posted, completed and failed (chain time), and from the workers' progress
+    /// reports the GPUs in use and their mean utilisation. Oldest first, every minute.
+    pub async fn history(&self, minutes: u32, now: u64) -> Result<Vec<Minute>, StoreError> {
+        let end = (now / 60) as i64;
+        let start = end - i64::from(minutes) + 1;
+        let mut buckets: Vec<Minute> = (start..=end)
+            .map(|m| Minute {
+                at: m * 60,
+                ..Minute::default()
+            })
+            .collect();
+        let index = |minute: i64| usize::try_from(minute - start).ok();
+        let rows = sqlx::query(
+            "SELECT block_timestamp / 60, name, COUNT(*) FROM events WHERE \
+             name IN ('JobPosted', 'JobCompleted', 'JobFailed', 'JobExpired') \
+             AND block_timestamp >= $1 GROUP BY block_timestamp / 60, name",
+        )
+        .bind(start * 60)
+        .fetch_all(&self.pool)
+        .await?;
+        for row in rows {
+            let Some(bucket) = index(row.get(0)).and_then(|i| buckets.get_mut(i)) else {
+                continue;
+            };
+            let count: i64 = row.get(2);
+            match row.get::<String, _>(1).as_str() {
+                "JobPosted" => bucket.posted += count,
+                "JobCompleted" => bucket.completed += count,
+                _ => bucket.failed += count,
+            }
+        }
+        let rows = sqlx::query(
+            "SELECT d.minute, SUM(j.gpus) FROM (SELECT DISTINCT at_ms / 60000 AS minute, job_id \
+             FROM progress_samples WHERE at_ms >= $1) d JOIN jobs j ON j.job_id = d.job_id \
+             GROUP BY d.minute",
+        )
+        .bind(start * 60_000)
+        .fetch_all(&self.pool)
+        .await?;
+        for row in rows {
+            if let Some(bucket) = index(row.get(0)).and_then(|i| buckets.get_mut(i)) {
+                bucket.gpus_in_use = row.get::<Option<i64>, _>(1).unwrap_or(0);
+            }
+        }
+        let rows = sqlx::query(
+            "SELECT at_ms / 60000, AVG(gpu_utilization) FROM progress_samples \
+             WHERE at_ms >= $1 AND gpu_utilization IS NOT NULL GROUP BY at_ms / 60000",
+        )
+        .bind(start * 60_000)
+        .fetch_all(&self.pool)
+        .await?;
+        for row in rows {
+            if let Some(bucket) = index(row.get(0)).and_then(|i| buckets.get_mut(i)) {
+                bucket.gpu_utilization = row.get(1);
+            }
+        }
+        Ok(buckets)
+    }
+
+    /// The jobs running on a node (assigned, submitted or disputed), newest first.
+    pub async fn node_jobs(&self, node_id: u64) -> Result<Vec<JobRow>, StoreError> {
+        let rows = sqlx::query(
+            "SELECT body FROM jobs WHERE node_id = $1 AND status IN ($2, $3, $4) \
+             ORDER BY job_id DESC LIMIT 1000",
+        )
+        .bind(node_id as i64)
+        .bind("assigned")
+        .bind("submitted")
+        .bind("disputed")
+        .fetch_all(&self.pool)
+        .await?;
+        rows.iter()
+            .map(|r| Ok(serde_json::from_str(&r.get::<String, _>(0))?))
+            .collect()
+    }
+
+    /// The newest block's timestamp (0: none).
+    pub async fn head_time(&self) -> Result<u64, StoreError> {
+        let row = sqlx::query("SELECT MAX(timestamp) FROM blocks")
+            .fetch_one(&self.pool)
+            .await?;
+        Ok(row.get::<Option<i64>, _>(0).unwrap_or(0) as u64)
     }
 
     /// The job's events in chain order: (block, log index, tx hash, name, data JSON).
@@ -277,18 +377,48 @@ impl Store {
     }
 }
 
+/// What a block changed: the rows as they are after it, by id.
+#[derive(Debug, Default)]
+pub struct Applied {
+    pub jobs: std::collections::BTreeMap<u64, JobRow>,
+    pub nodes: std::collections::BTreeMap<u64, NodeRow>,
+}
+
 /// `GET /v1/stats`.
-#[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, serde::Serialize, serde::Deserialize, utoipa::ToSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct Stats {
     pub jobs_by_status: std::collections::BTreeMap<String, i64>,
     pub nodes_by_status: std::collections::BTreeMap<String, i64>,
+    pub active_nodes: i64,
+    /// GPUs on active nodes.
     pub active_gpus: i64,
+    /// GPU-hours the network's nodes ran jobs for.
+    pub gpu_hours: f64,
+    /// Bounties posted (token base units).
+    pub volume: String,
+    /// Paid to providers (token base units).
     pub paid_to_providers: String,
 }
 
+/// One minute of `GET /v1/stats/history`.
+#[derive(Debug, Clone, Default, PartialEq, serde::Serialize, serde::Deserialize, utoipa::ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct Minute {
+    /// Unix seconds of the minute's start.
+    pub at: i64,
+    pub posted: i64,
+    pub completed: i64,
+    /// Failed or expired.
+    pub failed: i64,
+    /// GPUs of the jobs that reported progress in the minute.
+    pub gpus_in_use: i64,
+    /// Their mean GPU utilisation, percent.
+    pub gpu_utilization: Option<f64>,
+}
+
 /// One event of a job's timeline.
-#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize, utoipa::ToSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct TimelineEntry {
     pub block: i64,
@@ -378,10 +508,11 @@ async fn save_job(tx: &mut Tx<'_>, job: u64, row: Option<&JobRow>) -> Result<(),
         return Ok(());
     };
     sqlx::query(
-        "INSERT INTO jobs (job_id, body, submitter, status, node_id, priority, posted_at, updated_at) \
-         VALUES ($1, $2, $3, $4, $5, $6, $7, $8) ON CONFLICT (job_id) DO UPDATE SET \
-         body = $2, submitter = $3, status = $4, node_id = $5, priority = $6, posted_at = $7, \
-         updated_at = $8",
+        "INSERT INTO jobs (job_id, body, submitter, status, node_id, priority, posted_at, \
+         updated_at, gpus, gpu_seconds, bounty, payout) \
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12) ON CONFLICT (job_id) DO UPDATE \
+         SET body = $2, submitter = $3, status = $4, node_id = $5, priority = $6, posted_at = $7, \
+         updated_at = $8, gpus = $9, gpu_seconds = $10, bounty = $11, payout = $12",
     )
     .bind(job as i64)
     .bind(serde_json::to_string(row)?)
@@ -391,6 +522,10 @@ async fn save_job(tx: &mut Tx<'_>, job: u64, row: Option<&JobRow>) -> Result<(),
     .bind(row.priority)
     .bind(row.posted_at)
     .bind(row.updated_at)
+    .bind(row.gpus)
+    .bind(row.gpu_seconds)
+    .bind(&row.bounty)
+    .bind(row.payout.clone())
     .execute(&mut **tx)
     .await?;
     Ok(())

@@ -206,9 +206,10 @@ pub fn score(node: &NodeView, requirements: &Requirements, weights: &Weights) ->
         1.0 - node.capabilities.price_per_gpu_hour as f64
             / requirements.max_price_per_gpu_hour as f64
     };
-    // Laplace-smoothed success rate: a new node starts at 0.5.
-    let reputation = (f64::from(node.completed_jobs) + 1.0)
-        / (f64::from(node.completed_jobs) + f64::from(node.failed_jobs) + 2.0);
+    let reputation = gantry_protocol::reputation::reputation(
+        u64::from(node.completed_jobs),
+        u64::from(node.failed_jobs),
+    );
     let load =
         f64::from(node.free_slots()) / f64::from(node.capabilities.max_concurrent_jobs.max(1));
     (weights.price * price

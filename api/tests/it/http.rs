@@ -78,7 +78,7 @@ async fn serve(store: gantry_api::store::Store) -> String {
         block: store.last_block().await.unwrap(),
     });
     let app = router(
-        AppState { store, progress },
+        AppState::new(store, progress, gantry_api::live::Live::default()),
         HttpConfig {
             request_timeout: Duration::from_secs(5),
             cors: tower_http::cors::CorsLayer::permissive(),
@@ -135,6 +135,7 @@ async fn the_read_api_answers_and_refuses_bad_input_by_name() {
         chain_id,
         store.clone(),
         tx,
+        gantry_api::live::Live::default(),
         stop.clone(),
     ));
     tokio::time::timeout(Duration::from_secs(30), rx.wait_for(|seq| *seq >= last))
@@ -238,7 +239,7 @@ async fn the_read_api_answers_and_refuses_bad_input_by_name() {
         ("/v1/jobs?limit=0", "limit"),
         ("/v1/jobs?limit=201", "limit"),
         ("/v1/jobs?limit=ten", "limit"),
-        ("/v1/jobs?status=running", "status"),
+        ("/v1/jobs?status=sleeping", "status"),
         ("/v1/jobs?submitter=alice", "submitter"),
         ("/v1/jobs?node=-1", "node"),
         ("/v1/jobs?cursor=x", "cursor"),

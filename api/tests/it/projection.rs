@@ -60,6 +60,7 @@ pub(crate) async fn project_to_head(chain: &Chain, url: &str) -> Store {
         chain.devnet.deployment.chain_id,
         store.clone(),
         tx,
+        gantry_api::live::Live::default(),
         stop.clone(),
     ));
     let reached = tokio::time::timeout(Duration::from_secs(60), rx.wait_for(|p| p.block >= head))
@@ -207,6 +208,7 @@ async fn a_reorg_is_rolled_back_to_the_chain_s_state() {
         chain_id,
         store.clone(),
         tx,
+        gantry_api::live::Live::default(),
         stop.clone(),
     ));
     let admin = &chain.devnet.admin;

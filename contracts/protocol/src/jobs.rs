@@ -64,6 +64,7 @@ impl ProgressLine {
 
 /// The latest progress of a running job, with GPU telemetry and timing.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(rename_all = "camelCase")]
 pub struct ProgressUpdate {
     pub v: u16,
@@ -86,6 +87,7 @@ pub struct ProgressUpdate {
 
 /// One line of a job's output.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(rename_all = "camelCase")]
 pub struct LogLine {
     pub v: u16,
@@ -97,6 +99,7 @@ pub struct LogLine {
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(rename_all = "lowercase")]
 pub enum LogStream {
     Stdout,
@@ -105,6 +108,7 @@ pub enum LogStream {
 
 /// How an attempt ended, from the worker's side.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(rename_all = "camelCase")]
 pub struct CompletionReport {
     pub v: u16,
@@ -112,6 +116,7 @@ pub struct CompletionReport {
     pub node_id: u64,
     pub attempt: u8,
     pub status: CompletionStatus,
+    #[cfg_attr(feature = "openapi", schema(value_type = Option<String>))]
     pub result_hash: Option<B256>,
     pub result_uri: Option<String>,
     pub output_bytes: Option<u64>,
@@ -123,6 +128,7 @@ pub struct CompletionReport {
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(rename_all = "camelCase")]
 pub enum CompletionStatus {
     /// The result was uploaded and submitted on-chain.

@@ -11,6 +11,7 @@ pub const PENDING_VERSION: u16 = 1;
 
 /// One unplaceable job's explanation.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(rename_all = "camelCase")]
 pub struct PendingExplanation {
     pub v: u16,
@@ -30,6 +31,7 @@ pub struct PendingExplanation {
 
 /// A node that came close.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(rename_all = "camelCase")]
 pub struct PendingCandidate {
     pub node_id: u64,
