@@ -1,0 +1,453 @@
+//! The API live against a running chain: the projection and the reports consumer follow
+//! the streams while the server answers. Server-Sent Events (`/v1/events`, logs with
+//! `follow=true`) deliver what is committed, the matcher's explanation shows on an open
+//! job, and the operational endpoints (`/readyz`, `/metrics`, `/openapi.json`) answer.
+
+use std::pin::Pin;
+use std::sync::OnceLock;
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use alloy::primitives::aliases::{U40, U96};
+use futures::{Stream, StreamExt};
+use gantry_api::http::{AppState, HttpConfig, JobDetail, router};
+use gantry_api::live::Live;
+use gantry_api::project::{self, Progress};
+use gantry_api::store::Store;
+use gantry_devnet::{confirm_receipt, scenario};
+use gantry_protocol::bindings::JobMarket;
+use gantry_protocol::jobs::{self, LogLine, LogStream, ProgressUpdate};
+use gantry_protocol::pending::{PENDING_VERSION, PendingExplanation};
+use metrics_exporter_prometheus::{PrometheusBuilder, PrometheusHandle};
+use reqwest::StatusCode;
+use tokio_util::sync::CancellationToken;
+
+use crate::projection::chain_with_lifecycle;
+
+const WAIT: Duration = Duration::from_secs(30);
+
+/// One process-wide recorder for the tests of this binary.
+fn metrics() -> PrometheusHandle {
+    static HANDLE: OnceLock<PrometheusHandle> = OnceLock::new();
+    HANDLE
+        .get_or_init(|| PrometheusBuilder::new().install_recorder().unwrap())
+        .clone()
+}
+
+/// A Server-Sent-Events reader: `(event, data, id)` per event, keep-alive comments
+/// skipped; `None` once the server ends the stream.
+struct Sse {
+    body: Pin<Box<dyn Stream<Item = reqwest::Result<bytes::Bytes>> + Send>>,
+    buffer: String,
+}
+
+#[derive(Debug)]
+struct SseEvent {
+    event: String,
+    data: String,
+    id: Option<String>,
+}
+
+impl Sse {
+    async fn open(url: &str) -> Self {
+        let response = reqwest::get(url).await.unwrap();
+        assert_eq!(response.status(), StatusCode::OK, "{url}");
+        assert_eq!(
+            response.headers()["content-type"], "text/event-stream",
+            "{url}"
+        );
+        Self {
+            body: Box::pin(response.bytes_stream()),
+            buffer: String::new(),
+        }
+    }
+
+    async fn next(&mut self) -> Option<SseEvent> {
+        loop {
+            if let Some(end) = self.buffer.find("\n\n") {
+                let block: String = self.buffer.drain(..end + 2).collect();
+                let mut event = SseEvent {
+                    event: "message".into(),
+                    data: String::new(),
+                    id: None,
+                };
+                let mut fields = 0;
+                for line in block.lines() {
+                    if let Some((name, value)) = line.split_once(':') {
+                        let value = value.strip_prefix(' ').unwrap_or(value);
+                        fields += 1;
+                        match name {
+                            "event" => event.event = value.into(),
+                            "data" => event.data.push_str(value),
+                            "id" => event.id = Some(value.into()),
+                            _ => fields -= 1, // a comment (keep-alive)
+                        }
+                    }
+                }
+                if fields > 0 {
+                    return Some(event);
+                }
+                continue;
+            }
+            match tokio::time::timeout(WAIT, self.body.next())
+                .await
+                .expect("an event within the wait")
+            {
+                Some(chunk) => self
+                    .buffer
+                    .push_str(std::str::from_utf8(&chunk.unwrap()).unwrap()),
+                None => return None,
+            }
+        }
+    }
+
+    /// The next event named `name` whose data satisfies `matches`.
+    async fn until(
+        &mut self,
+        name: &str,
+        matches: impl Fn(&serde_json::Value) -> bool,
+    ) -> serde_json::Value {
+        loop {
+            let event = self.next().await.expect("the stream goes on");
+            if event.event == name {
+                let data: serde_json::Value = serde_json::from_str(&event.data).unwrap();
+                if matches(&data) {
+                    return data;
+                }
+            }
+        }
+    }
+}
+
+fn now_ms() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .unwrap()
+        .as_millis() as u64
+}
+
+async fn publish(js: &async_nats::jetstream::Context, subject: String, payload: Vec<u8>) -> u64 {
+    js.publish(subject, payload.into())
+        .await
+        .unwrap()
+        .await
+        .unwrap()
+        .sequence
+}
+
+fn log_line(job_id: u64, line: &str) -> LogLine {
+    LogLine {
+        v: 1,
+        job_id,
+        attempt: 2,
+        stream: LogStream::Stdout,
+        line: line.into(),
+        at_ms: now_ms(),
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn events_and_logs_stream_live_and_the_operational_endpoints_answer() {
+    let chain = chain_with_lifecycle().await;
+    let chain_id = chain.devnet.deployment.chain_id;
+    let js = async_nats::jetstream::new(async_nats::connect(chain.nats.url()).await.unwrap());
+    js.create_stream(async_nats::jetstream::stream::Config {
+        name: jobs::jobs_stream_name(chain_id),
+        subjects: vec![jobs::jobs_stream_subjects(chain_id)],
+        ..Default::default()
+    })
+    .await
+    .unwrap();
+    // A line stored before anyone follows job 3 (requeued open after its rejection).
+    publish(
+        &js,
+        jobs::logs_subject(chain_id, 3),
+        serde_json::to_vec(&log_line(3, "stored")).unwrap(),
+    )
+    .await;
+
+    // The API as the binary runs it: projection and reports feeding one live feed.
+    let dir = tempfile::tempdir().unwrap();
+    let store = Store::open(&format!(
+        "sqlite://{}",
+        dir.path().join("api.db").display()
+    ))
+    .await
+    .unwrap();
+    let shutdown = CancellationToken::new();
+    let live = Live::closing_on(shutdown.clone());
+    let (progress_tx, mut progress) = tokio::sync::watch::channel(Progress::default());
+    let (reports_tx, mut reported) = tokio::sync::watch::channel(0);
+    let projection = tokio::spawn(project::run(
+        js.clone(),
+        chain_id,
+        store.clone(),
+        progress_tx,
+        live.clone(),
+        shutdown.clone(),
+    ));
+    let reports = tokio::spawn(gantry_api::reports::run(
+        js.clone(),
+        chain_id,
+        store.clone(),
+        reports_tx,
+        live.clone(),
+        shutdown.clone(),
+    ));
+    let head = alloy::providers::Provider::get_block_number(&chain.devnet.admin)
+        .await
+        .unwrap();
+    tokio::time::timeout(WAIT, progress.wait_for(|p| p.block >= head))
+        .await
+        .expect("the projection reaches the head")
+        .unwrap();
+    tokio::time::timeout(WAIT, reported.wait_for(|seq| *seq >= 1))
+        .await
+        .expect("the stored line is projected")
+        .unwrap();
+    let state = AppState::new(store, progress.clone(), live)
+        .with_nats(js.clone(), chain_id)
+        .with_metrics(metrics());
+    let app = router(
+        state,
+        HttpConfig {
+            request_timeout: Duration::from_secs(5),
+            cors: tower_http::cors::CorsLayer::permissive(),
+        },
+    );
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let base = format!("http://{}", listener.local_addr().unwrap());
+    let server_shutdown = shutdown.clone();
+    let server = tokio::spawn(async move {
+        axum::serve(listener, app)
+            .with_graceful_shutdown(server_shutdown.cancelled_owned())
+            .await
+    });
+    let http = reqwest::Client::new();
+    let get = |path: &str| http.get(format!("{base}{path}")).send();
+
+    // Followers: the feed, and job 3's logs (the stored tail first, then live lines).
+    let mut feed = Sse::open(&format!("{base}/v1/events")).await;
+    let mut logs = Sse::open(&format!("{base}/v1/jobs/3/logs?follow=true")).await;
+    let first = logs.next().await.unwrap();
+    assert_eq!(first.event, "log");
+    let stored: LogLine = serde_json::from_str(&first.data).unwrap();
+    assert_eq!(stored.line, "stored");
+    let stored_seq: u64 = first.id.expect("lines carry their sequence").parse().unwrap();
+
+    // A worker's progress and a new line arrive on the open streams.
+    let update = ProgressUpdate {
+        v: 1,
+        job_id: 3,
+        node_id: 1,
+        attempt: 2,
+        progress: Some(0.5),
+        epoch: Some(5),
+        epochs: Some(10),
+        metrics: [("loss".to_string(), 0.25)].into(),
+        gpu_utilization: Some(87.5),
+        gpu_memory_used_mib: Some(1024),
+        elapsed_secs: 60,
+        eta_secs: Some(60),
+        at_ms: now_ms(),
+    };
+    publish(
+        &js,
+        jobs::progress_subject(chain_id, 3),
+        serde_json::to_vec(&update).unwrap(),
+    )
+    .await;
+    publish(
+        &js,
+        jobs::logs_subject(chain_id, 3),
+        serde_json::to_vec(&log_line(3, "live")).unwrap(),
+    )
+    .await;
+    let progressed = feed.until("progress", |d| d["jobId"] == 3).await;
+    assert_eq!(progressed["epoch"], 5);
+    assert_eq!(progressed["metrics"]["loss"], 0.25);
+    let next = logs.next().await.unwrap();
+    assert_eq!(next.event, "log");
+    assert_eq!(
+        serde_json::from_str::<LogLine>(&next.data).unwrap().line,
+        "live"
+    );
+    assert!(next.id.unwrap().parse::<u64>().unwrap() > stored_seq);
+
+    // A job posted on chain shows on the feed once its block is committed.
+    let d = chain.devnet.deployment;
+    let submitter = JobMarket::new(d.market, chain.devnet.provider(3));
+    confirm_receipt(
+        "postJob",
+        submitter
+            .postJob(
+                scenario::h100_requirements(),
+                U96::from(20_000_000u64),
+                U40::from(4_000_000_000u64),
+                scenario::example_spec().into(),
+            )
+            .send()
+            .await,
+    )
+    .await
+    .unwrap();
+    let posted = feed.until("job", |d| d["jobId"] == 4).await;
+    assert_eq!(posted["status"], "open");
+    assert_eq!(posted["bounty"], "20000000");
+    feed.until("block", |_| true).await;
+
+    // Why job 4 waits: the matcher's explanation from the KV bucket.
+    let bucket = js
+        .create_key_value(async_nats::jetstream::kv::Config {
+            bucket: gantry_protocol::subjects::pending_bucket(chain_id),
+            history: 1,
+            ..Default::default()
+        })
+        .await
+        .unwrap();
+    let explanation = PendingExplanation {
+        v: PENDING_VERSION,
+        job_id: 4,
+        summary: "0 of 1 nodes are active".into(),
+        nodes: 1,
+        rejected: [("notActive".to_string(), 1)].into(),
+        best: vec![],
+        block: head,
+    };
+    bucket
+        .put("4", serde_json::to_vec(&explanation).unwrap().into())
+        .await
+        .unwrap();
+    let job: JobDetail = get("/v1/jobs/4").await.unwrap().json().await.unwrap();
+    assert_eq!(job.pending, Some(explanation));
+    let job: JobDetail = get("/v1/jobs/1").await.unwrap().json().await.unwrap();
+    assert_eq!(job.pending, None, "only open jobs wait");
+
+    // Job 3 is cancelled: its log stream says so and ends.
+    let cancel = submitter.cancel(3);
+    confirm_receipt("cancel", cancel.send().await).await.unwrap();
+    let end = logs.next().await.expect("an end event");
+    assert_eq!(end.event, "end");
+    assert_eq!(
+        serde_json::from_str::<serde_json::Value>(&end.data).unwrap()["status"],
+        "cancelled"
+    );
+    assert!(logs.next().await.is_none(), "the stream ends with the job");
+    // A settled job's follow sends its tail and ends at once.
+    let mut settled = Sse::open(&format!("{base}/v1/jobs/3/logs?follow=true&tail=1")).await;
+    assert_eq!(settled.next().await.unwrap().event, "log");
+    assert_eq!(settled.next().await.unwrap().event, "end");
+    assert!(settled.next().await.is_none());
+
+    // Progress history, per-minute history, nodes with reputation and heartbeat age.
+    let history: Vec<ProgressUpdate> = get("/v1/jobs/3/progress")
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(history, [update]);
+    let minutes: gantry_api::http::History = get("/v1/stats/history?minutes=10")
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(minutes.buckets.len(), 10);
+    let sum = |f: fn(&gantry_api::store::Minute) -> i64| minutes.buckets.iter().map(f).sum::<i64>();
+    assert_eq!(sum(|m| m.posted), 4, "the lifecycle's three jobs and job 4");
+    assert_eq!(sum(|m| m.completed), 1);
+    assert_eq!(sum(|m| m.gpus_in_use), 1, "job 3's one GPU reported in one minute");
+    assert!(
+        minutes
+            .buckets
+            .iter()
+            .any(|m| m.gpu_utilization == Some(87.5))
+    );
+    let node: serde_json::Value = get("/v1/nodes/1").await.unwrap().json().await.unwrap();
+    assert_eq!(node["completedJobs"], 1);
+    let reputation = node["reputation"].as_f64().unwrap();
+    assert!((reputation - 2.0 / 3.0).abs() < 1e-9, "{reputation}");
+    assert!(node["heartbeatAgeSecs"].as_i64().unwrap() >= 0);
+    assert_eq!(node["jobs"], serde_json::json!([]), "the node runs nothing");
+    let stats: gantry_api::store::Stats = get("/v1/stats").await.unwrap().json().await.unwrap();
+    assert_eq!(
+        stats.volume,
+        (3 * 50_000_000u64 + 20_000_000).to_string(),
+        "bounties posted"
+    );
+
+    // Bad parameters of the new endpoints name themselves; unknown jobs are 404.
+    for (path, name) in [
+        ("/v1/jobs/3/logs?follow=maybe", "follow"),
+        ("/v1/jobs/3/progress?limit=0", "limit"),
+        ("/v1/stats/history?minutes=0", "minutes"),
+        ("/v1/stats/history?minutes=1441", "minutes"),
+    ] {
+        let response = get(path).await.unwrap();
+        assert_eq!(response.status(), StatusCode::BAD_REQUEST, "{path}");
+        let body: serde_json::Value = response.json().await.unwrap();
+        assert!(
+            body["error"].as_str().unwrap().contains(name),
+            "{path}: {body}"
+        );
+    }
+    for path in ["/v1/jobs/99/progress", "/v1/jobs/99/logs?follow=true"] {
+        assert_eq!(
+            get(path).await.unwrap().status(),
+            StatusCode::NOT_FOUND,
+            "{path}"
+        );
+    }
+
+    // Readiness measures the projection against the stream.
+    let head = alloy::providers::Provider::get_block_number(&chain.devnet.admin)
+        .await
+        .unwrap();
+    tokio::time::timeout(WAIT, progress.wait_for(|p| p.block >= head))
+        .await
+        .unwrap()
+        .unwrap();
+    let ready = get("/readyz").await.unwrap();
+    assert_eq!(ready.status(), StatusCode::OK);
+    let ready: serde_json::Value = ready.json().await.unwrap();
+    assert!(ready["lag"].as_u64().unwrap() <= gantry_api::http::DEFAULT_MAX_LAG);
+    assert!(ready["streamLast"].as_u64().unwrap() >= ready["checkpoint"].as_u64().unwrap());
+
+    // The OpenAPI description and the metrics.
+    let openapi: serde_json::Value = get("/openapi.json").await.unwrap().json().await.unwrap();
+    for path in [
+        "/v1/jobs",
+        "/v1/jobs/{id}",
+        "/v1/jobs/{id}/logs",
+        "/v1/jobs/{id}/progress",
+        "/v1/nodes/{id}",
+        "/v1/stats/history",
+        "/v1/events",
+        "/readyz",
+    ] {
+        assert!(openapi["paths"][path]["get"].is_object(), "{path}");
+    }
+    for schema in ["JobRow", "JobDetail", "NodeView", "ProgressUpdate", "ErrorBody"] {
+        assert!(
+            openapi["components"]["schemas"][schema].is_object(),
+            "{schema}"
+        );
+    }
+    let text = get("/metrics").await.unwrap().text().await.unwrap();
+    assert!(
+        text.contains(r#"gantry_api_http_requests_total{route="/v1/jobs/{id}",status="200"}"#),
+        "{text}"
+    );
+    assert!(text.contains("gantry_api_events_projected_total"));
+
+    // Shutdown ends the open event stream, so the server stops.
+    shutdown.cancel();
+    while feed.next().await.is_some() {}
+    tokio::time::timeout(WAIT, server)
+        .await
+        .expect("the server stops")
+        .unwrap()
+        .unwrap();
+    projection.await.unwrap().unwrap();
+    reports.await.unwrap().unwrap();
+}
