@@ -1,4 +1,6 @@
 //! The projection against a real chain (anvil), nats-server and the indexer.
 
+mod crash;
 mod http;
+mod live;
 mod projection;

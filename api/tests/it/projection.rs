@@ -80,7 +80,7 @@ pub(crate) async fn project_to_head(chain: &Chain, url: &str) -> Store {
 }
 
 /// Every job and node row against `getJob`/`getNode`.
-async fn assert_matches_chain(chain: &Chain, store: &Store) {
+pub(crate) async fn assert_matches_chain(chain: &Chain, store: &Store) {
     let d = chain.devnet.deployment;
     let market = JobMarket::new(d.market, chain.devnet.admin.clone());
     let registry = NodeRegistry::new(d.registry, chain.devnet.admin.clone());
