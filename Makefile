@@ -14,9 +14,10 @@ setup:
 	@deploy/setup.sh
 
 ## Start the local network: anvil with the contracts and the test token, nats-server,
-## gantry-indexer, gantry-matcher, gantry-liveness and one gantry-worker (Ctrl-C stops it all).
+## gantry-indexer, gantry-matcher, gantry-liveness, one gantry-worker and gantry-api with the
+## dashboard on http://127.0.0.1:8080/ (Ctrl-C stops it all).
 dev: setup
-	cargo build --quiet -p gantry-devnet -p gantry-indexer -p gantry-matcher -p gantry-worker
+	cargo build --quiet -p gantry-devnet -p gantry-indexer -p gantry-matcher -p gantry-worker -p gantry-api
 	cargo run --quiet -p gantry-devnet -- up
 
 ## Run every test: Foundry unit, fuzz and invariant suites, the gas snapshot check, and

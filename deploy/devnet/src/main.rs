@@ -41,9 +41,9 @@ struct Cli {
 #[allow(clippy::large_enum_variant, reason = "parsed once at start-up")]
 enum Command {
     /// Starts anvil, deploys the test token, registry and market, funds the dev accounts,
-    /// starts nats-server, the indexer, the matcher, the liveness keeper and a worker (on
-    /// the host's Docker engine, else a private dockerd, with the demo busybox image),
-    /// prints where everything is and runs until Ctrl-C.
+    /// starts nats-server, the indexer, the matcher, the liveness keeper, a worker (on
+    /// the host's Docker engine, else a private dockerd, with the demo busybox image) and
+    /// the API with its dashboard, prints where everything is and runs until Ctrl-C.
     Up {
         /// Port of anvil's JSON-RPC server.
         #[arg(long, env = "GANTRY_DEVNET_PORT", default_value_t = 8545)]
@@ -61,6 +61,9 @@ enum Command {
         /// Port of the NATS server (JetStream) the indexer publishes to.
         #[arg(long, env = "GANTRY_DEVNET_NATS_PORT", default_value_t = 4222)]
         nats_port: u16,
+        /// Port of the API and its dashboard.
+        #[arg(long, env = "GANTRY_DEVNET_API_PORT", default_value_t = 8080)]
+        api_port: u16,
     },
     /// Deploys to a running chain, signing with `GANTRY_DEPLOYER_KEY`, and prints the addresses.
     Deploy {
@@ -88,7 +91,8 @@ async fn main() -> anyhow::Result<()> {
             block_time,
             out,
             nats_port,
-        } => up(port, block_time, out, nats_port).await,
+            api_port,
+        } => up(port, block_time, out, nats_port, api_port).await,
         Command::Deploy {
             rpc_url,
             private_key,
@@ -118,7 +122,13 @@ async fn main() -> anyhow::Result<()> {
     }
 }
 
-async fn up(port: u16, block_time: u64, out: PathBuf, nats_port: u16) -> anyhow::Result<()> {
+async fn up(
+    port: u16,
+    block_time: u64,
+    out: PathBuf,
+    nats_port: u16,
+    api_port: u16,
+) -> anyhow::Result<()> {
     // Listening from the start, so that a signal during start-up also stops what has started.
     let shutdown = shutdown_signal();
     tokio::pin!(shutdown);
@@ -154,6 +164,7 @@ async fn up(port: u16, block_time: u64, out: PathBuf, nats_port: u16) -> anyhow:
     let worker_config = write_worker_config(&run_dir.join("worker"), &devnet, &nats, &engine)
         .context("writing the worker's config")?;
     services.push(spawn_worker(&worker_config, &devnet)?);
+    services.push(spawn_api(&run_dir, &devnet, &nats, api_port)?);
 
     println!("gantry dev network is up");
     println!("  rpc              {}", devnet.anvil.endpoint());
@@ -184,6 +195,7 @@ async fn up(port: u16, block_time: u64, out: PathBuf, nats_port: u16) -> anyhow:
         worker_config.display()
     );
     println!("  deployment written to {}", out.display());
+    println!("  dashboard        http://127.0.0.1:{api_port}/  (API under /v1, /openapi.json)");
     println!("press Ctrl-C to stop");
     let outcome = tokio::select! {
         signal = &mut shutdown => signal.map_err(anyhow::Error::from),
@@ -406,6 +418,41 @@ fn spawn_worker(config: &Path, devnet: &Devnet) -> anyhow::Result<Service> {
     Ok(Service {
         name,
         metrics_port: WORKER_METRICS,
+        child,
+    })
+}
+
+/// Starts `gantry-api` on `port`, projecting into a fresh SQLite file in `run_dir` (the
+/// chain is new on every start, so is its projection); its metrics are on the same port.
+fn spawn_api(
+    run_dir: &Path,
+    devnet: &Devnet,
+    nats: &NatsServer,
+    port: u16,
+) -> anyhow::Result<Service> {
+    let name = "gantry-api";
+    let database = run_dir.join("api.db");
+    for suffix in ["", "-wal", "-shm"] {
+        let mut path = database.clone().into_os_string();
+        path.push(suffix);
+        match std::fs::remove_file(&path) {
+            Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
+                return Err(e).with_context(|| format!("removing {}", database.display()));
+            }
+            _ => {}
+        }
+    }
+    let child = service_command(name)?
+        .args(["--chain-id", &devnet.deployment.chain_id.to_string()])
+        .args(["--nats-url", &nats.url()])
+        .arg("--database-url")
+        .arg(format!("sqlite://{}", database.display()))
+        .args(["--listen", &format!("127.0.0.1:{port}")])
+        .spawn()
+        .with_context(|| format!("starting {name}"))?;
+    Ok(Service {
+        name,
+        metrics_port: port,
         child,
     })
 }
