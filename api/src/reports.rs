@@ -12,7 +12,7 @@ use sqlx::Row;
 use tokio_util::sync::CancellationToken;
 
 use crate::live::{Live, LiveEvent};
-use crate::store::{Store, StoreError};
+use crate::store::{Checkpoint, Store, StoreError, claim};
 
 /// Log lines kept per job.
 pub const LOG_LINES_KEPT: i64 = 10_000;
@@ -48,6 +48,11 @@ impl Store {
     /// one transaction, then trims the logs of the jobs it touched.
     pub async fn apply_reports(&self, batch: &[(u64, Report)], seq: u64) -> Result<(), StoreError> {
         let mut tx = self.pool().begin().await?;
+        if !claim(&mut tx, Checkpoint::Reports, seq).await? {
+            // Another projector sharing the database stored this batch.
+            tx.rollback().await?;
+            return Ok(());
+        }
         let mut logged = BTreeSet::new();
         let mut sampled = BTreeSet::new();
         for (stream_seq, report) in batch {
@@ -129,13 +134,6 @@ impl Store {
             .execute(&mut *tx)
             .await?;
         }
-        sqlx::query(
-            "INSERT INTO reports_checkpoint (id, stream_seq) VALUES (1, $1) \
-             ON CONFLICT (id) DO UPDATE SET stream_seq = $1",
-        )
-        .bind(seq as i64)
-        .execute(&mut *tx)
-        .await?;
         tx.commit().await?;
         Ok(())
     }

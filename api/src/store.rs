@@ -28,7 +28,7 @@ pub struct Store {
     pool: AnyPool,
 }
 
-type Tx<'a> = sqlx::Transaction<'a, sqlx::Any>;
+pub(crate) type Tx<'a> = sqlx::Transaction<'a, sqlx::Any>;
 
 impl Store {
     /// Connects (creating a SQLite file when missing) and runs the migrations.
@@ -75,8 +75,9 @@ impl Store {
     }
 
     /// Applies a committed block's events and moves the checkpoint to `seq` (the
-    /// commit's stream sequence), in one transaction.
-    /// Returns the rows it changed, as they now are.
+    /// commit's stream sequence), in one transaction. Returns the rows it changed, as
+    /// they now are. When another projector sharing the database has applied the block
+    /// already, writes nothing and returns those rows as they are.
     pub async fn apply_block(
         &self,
         events: &[EventEnvelope],
@@ -85,6 +86,25 @@ impl Store {
     ) -> Result<Applied, StoreError> {
         let mut tx = self.pool.begin().await?;
         let mut applied = Applied::default();
+        if !claim(&mut tx, Checkpoint::Chain, seq).await? {
+            tx.rollback().await?;
+            for event in events {
+                let (job, node) = touches(event);
+                if let Some(row) = match job {
+                    Some(job) => self.job(job).await?,
+                    None => None,
+                } {
+                    applied.jobs.insert(row.job_id as u64, row);
+                }
+                if let Some(row) = match node {
+                    Some(node) => self.node(node).await?,
+                    None => None,
+                } {
+                    applied.nodes.insert(row.node_id as u64, row);
+                }
+            }
+            return Ok(applied);
+        }
         for event in events {
             insert_event(&mut tx, event).await?;
             let (job, node) = touches(event);
@@ -113,15 +133,19 @@ impl Store {
         .bind(seq as i64)
         .execute(&mut *tx)
         .await?;
-        set_checkpoint(&mut tx, seq).await?;
         tx.commit().await?;
         Ok(applied)
     }
 
     /// Undoes the orphaned blocks: their events go, and every job and node they touched
     /// is refolded from the events that remain. Moves the checkpoint to `seq`.
+    /// (Nothing when another projector has done it.)
     pub async fn retract(&self, retraction: &Retraction, seq: u64) -> Result<(), StoreError> {
         let mut tx = self.pool.begin().await?;
+        if !claim(&mut tx, Checkpoint::Chain, seq).await? {
+            tx.rollback().await?;
+            return Ok(());
+        }
         let mut jobs = std::collections::BTreeSet::new();
         let mut nodes = std::collections::BTreeSet::new();
         for block in &retraction.orphaned {
@@ -167,7 +191,6 @@ impl Store {
             }
             save_node(&mut tx, node, row.as_ref()).await?;
         }
-        set_checkpoint(&mut tx, seq).await?;
         tx.commit().await?;
         Ok(())
     }
@@ -175,7 +198,7 @@ impl Store {
     /// Moves the checkpoint past messages with no effect (finality watermarks).
     pub async fn advance(&self, seq: u64) -> Result<(), StoreError> {
         let mut tx = self.pool.begin().await?;
-        set_checkpoint(&mut tx, seq).await?;
+        claim(&mut tx, Checkpoint::Chain, seq).await?;
         tx.commit().await?;
         Ok(())
     }
@@ -429,15 +452,43 @@ pub struct TimelineEntry {
     pub data: serde_json::Value,
 }
 
-async fn set_checkpoint(tx: &mut Tx<'_>, seq: u64) -> Result<(), StoreError> {
-    sqlx::query(
-        "INSERT INTO checkpoint (id, stream_seq) VALUES (1, $1) \
-         ON CONFLICT (id) DO UPDATE SET stream_seq = $1",
-    )
-    .bind(seq as i64)
-    .execute(&mut **tx)
-    .await?;
-    Ok(())
+/// Which stream's checkpoint.
+#[derive(Debug, Clone, Copy)]
+pub(crate) enum Checkpoint {
+    /// The chain stream (`checkpoint`).
+    Chain,
+    /// The workers' reports (`reports_checkpoint`).
+    Reports,
+}
+
+/// Claims stream sequence `seq` for this transaction: moves the checkpoint to it, unless
+/// it is there or past already, because another projector sharing the database applied
+/// it (then `false`, and the caller backs out). Run first in each transaction, so that
+/// projectors sharing a PostgreSQL queue on the checkpoint's row and the later ones back
+/// out before writing anything: every message is applied once, by whoever comes first.
+pub(crate) async fn claim(
+    tx: &mut Tx<'_>,
+    checkpoint: Checkpoint,
+    seq: u64,
+) -> Result<bool, StoreError> {
+    let (insert, update) = match checkpoint {
+        Checkpoint::Chain => (
+            "INSERT INTO checkpoint (id, stream_seq) VALUES (1, 0) ON CONFLICT (id) DO NOTHING",
+            "UPDATE checkpoint SET stream_seq = $1 WHERE id = 1 AND stream_seq < $1",
+        ),
+        Checkpoint::Reports => (
+            "INSERT INTO reports_checkpoint (id, stream_seq) VALUES (1, 0) \
+             ON CONFLICT (id) DO NOTHING",
+            "UPDATE reports_checkpoint SET stream_seq = $1 WHERE id = 1 AND stream_seq < $1",
+        ),
+    };
+    sqlx::query(insert).execute(&mut **tx).await?;
+    let moved = sqlx::query(update)
+        .bind(seq as i64)
+        .execute(&mut **tx)
+        .await?
+        .rows_affected();
+    Ok(moved == 1)
 }
 
 async fn insert_event(tx: &mut Tx<'_>, event: &EventEnvelope) -> Result<(), StoreError> {

@@ -281,3 +281,67 @@ async fn a_reorg_is_rolled_back_to_the_chain_s_state() {
     );
     assert_matches_chain(&chain, &store).await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn replicas_sharing_one_postgres_apply_each_block_once_and_all_feed_live() {
+    let chain = chain_with_lifecycle().await;
+    let postgres = gantry_devnet::Postgres::start().expect("postgres starts");
+    let chain_id = chain.devnet.deployment.chain_id;
+    let head = alloy::providers::Provider::get_block_number(&chain.devnet.admin)
+        .await
+        .unwrap();
+    let stop = CancellationToken::new();
+    let mut replicas = Vec::new();
+    for _ in 0..2 {
+        let store = Store::open(&postgres.url()).await.unwrap();
+        let js = async_nats::jetstream::new(async_nats::connect(chain.nats.url()).await.unwrap());
+        let live = gantry_api::live::Live::default();
+        let feed = live.subscribe();
+        let (tx, rx) = tokio::sync::watch::channel(Progress::default());
+        let task = tokio::spawn(project::run(
+            js,
+            chain_id,
+            store.clone(),
+            tx,
+            live,
+            stop.clone(),
+        ));
+        replicas.push((store, feed, rx, task));
+    }
+    for (_, _, rx, _) in &mut replicas {
+        tokio::time::timeout(Duration::from_secs(60), rx.wait_for(|p| p.block >= head))
+            .await
+            .expect("each replica reaches the head")
+            .unwrap();
+    }
+    stop.cancel();
+    let dir = tempfile::tempdir().unwrap();
+    let alone = project_to_head(
+        &chain,
+        &format!("sqlite://{}", dir.path().join("api.db").display()),
+    )
+    .await;
+    let events = |store: &Store| {
+        let pool = store.pool().clone();
+        async move {
+            sqlx::query_scalar::<_, i64>("SELECT COUNT(*) FROM events")
+                .fetch_one(&pool)
+                .await
+                .unwrap()
+        }
+    };
+    for (store, mut feed, _, task) in replicas {
+        task.await.unwrap().expect("no replica fails");
+        assert_matches_chain(&chain, &store).await;
+        assert_eq!(events(&store).await, events(&alone).await, "each event once");
+        assert_eq!(store.all_jobs().await.unwrap(), alone.all_jobs().await.unwrap());
+        // Each replica's live feed has every job, whoever wrote it.
+        let mut jobs = std::collections::BTreeSet::new();
+        while let Ok(event) = feed.try_recv() {
+            if let gantry_api::live::LiveEvent::Job(row) = &*event {
+                jobs.insert(row.job_id);
+            }
+        }
+        assert_eq!(jobs, [1, 2, 3].into());
+    }
+}
