@@ -19,6 +19,7 @@ SOLC_VERSION="0.8.30"
 OZ_VERSION="5.4.0"
 FORGE_STD_CARRIER="@layerzerolabs/toolbox-foundry@0.1.13" # ships forge-std 1.9.7
 NATS_VERSION="2.15.1"
+PLAYWRIGHT_VERSION="1.65.1" # drives Debian's chromium in the dashboard test
 
 log() { printf '[setup] %s\n' "$*" >&2; }
 
@@ -29,18 +30,21 @@ stamp_set() { printf '%s' "$2" >"$TOOLS/.$1.stamp"; }
 
 install_npm() {
   local want="foundry=$FOUNDRY_VERSION solc=$SOLC_VERSION oz=$OZ_VERSION std=$FORGE_STD_CARRIER"
-  if stamp_ok npm "$want" && [[ -x "$BIN/forge" && -x "$BIN/solc" && -e "$ROOT/contracts/lib/forge-std" ]]; then
+  want+=" playwright=$PLAYWRIGHT_VERSION"
+  if stamp_ok npm "$want" && [[ -x "$BIN/forge" && -x "$BIN/solc" && -e "$ROOT/contracts/lib/forge-std" &&
+    -d "$TOOLS/npm/node_modules/playwright-core" ]]; then
     return
   fi
   command -v npm >/dev/null || { log "npm missing: installing Debian's nodejs and npm"; apt_install nodejs npm; }
-  log "installing Foundry $FOUNDRY_VERSION, solc $SOLC_VERSION, OpenZeppelin $OZ_VERSION, forge-std (npm)"
+  log "installing Foundry $FOUNDRY_VERSION, solc $SOLC_VERSION, OpenZeppelin $OZ_VERSION, forge-std, playwright-core $PLAYWRIGHT_VERSION (npm)"
   npm install --silent --no-audit --no-fund --no-save --prefix "$TOOLS/npm" \
     "@foundry-rs/forge-linux-amd64@$FOUNDRY_VERSION" \
     "@foundry-rs/anvil-linux-amd64@$FOUNDRY_VERSION" \
     "@foundry-rs/cast-linux-amd64@$FOUNDRY_VERSION" \
     "solc@$SOLC_VERSION" \
     "@openzeppelin/contracts@$OZ_VERSION" \
-    "$FORGE_STD_CARRIER" >&2
+    "$FORGE_STD_CARRIER" \
+    "playwright-core@$PLAYWRIGHT_VERSION" >&2
   local tool
   for tool in forge anvil cast; do
     ln -sf "$TOOLS/npm/node_modules/@foundry-rs/$tool-linux-amd64/bin/$tool" "$BIN/$tool"
@@ -122,6 +126,8 @@ install_debian() {
   [[ -x /bin/busybox ]] && dpkg-query -W -f='${Status}' busybox-static 2>/dev/null | grep -q 'ok installed' ||
     missing+=(busybox-static)
   postgres_present || missing+=(postgresql)
+  # Headless browser of the dashboard test (driven by playwright-core).
+  [[ -x /usr/bin/chromium ]] || missing+=(chromium)
   if ((${#missing[@]})); then
     log "installing Debian packages: ${missing[*]}"
     apt_install "${missing[@]}"

@@ -3,7 +3,7 @@
 
 use std::convert::Infallible;
 use std::sync::Arc;
-use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, Instant};
 
 use async_nats::jetstream::{self, kv};
 use axum::extract::{MatchedPath, Path, Query, Request, State};
@@ -27,7 +27,7 @@ use tower_http::timeout::TimeoutLayer;
 use utoipa::{IntoParams, OpenApi, ToSchema};
 
 use crate::live::{Live, LiveEvent};
-use crate::model::{JOB_STATUS, JobRow, NODE_STATUS, NodeRow};
+use crate::model::{JOB_STATUS, JobRow, NODE_STATUS, NodeView};
 use crate::project::Progress;
 use crate::store::{Minute, Stats, Store, TimelineEntry};
 
@@ -54,11 +54,7 @@ pub struct AppState {
 }
 
 impl AppState {
-    pub fn new(
-        store: Store,
-        progress: tokio::sync::watch::Receiver<Progress>,
-        live: Live,
-    ) -> Self {
+    pub fn new(store: Store, progress: tokio::sync::watch::Receiver<Progress>, live: Live) -> Self {
         Self {
             store,
             progress,
@@ -577,10 +573,7 @@ async fn job_logs(
         .get("last-event-id")
         .and_then(|v| v.to_str().ok())
         .and_then(|v| v.parse::<u64>().ok());
-    let lines = state
-        .store
-        .logs(job_id, resume.unwrap_or(0), tail)
-        .await?;
+    let lines = state.store.logs(job_id, resume.unwrap_or(0), tail).await?;
     let after = lines.last().map_or(resume.unwrap_or(0), |(seq, _)| *seq);
     let stored = futures::stream::iter(
         lines
@@ -591,27 +584,34 @@ async fn job_logs(
         if settled(&job.status) {
             Box::pin(futures::stream::iter([Ok(end_event(&job))]))
         } else {
-            Box::pin(futures::stream::unfold(Some(receiver), move |receiver| async move {
-                let mut receiver = receiver?;
-                loop {
-                    let event = match receiver.recv().await {
-                        Ok(event) => event,
-                        Err(RecvError::Lagged(missed)) => {
-                            return Some((Ok(lagged_event(missed)), Some(receiver)));
+            Box::pin(futures::stream::unfold(
+                Some(receiver),
+                move |receiver| async move {
+                    let mut receiver = receiver?;
+                    loop {
+                        let event = match receiver.recv().await {
+                            Ok(event) => event,
+                            Err(RecvError::Lagged(missed)) => {
+                                return Some((Ok(lagged_event(missed)), Some(receiver)));
+                            }
+                            Err(RecvError::Closed) => return None,
+                        };
+                        match &*event {
+                            LiveEvent::Log { seq, line }
+                                if line.job_id == job_id && *seq > after =>
+                            {
+                                return Some((Ok(log_event(*seq, line)), Some(receiver)));
+                            }
+                            LiveEvent::Job(row)
+                                if row.job_id as u64 == job_id && settled(&row.status) =>
+                            {
+                                return Some((Ok(end_event(row)), None));
+                            }
+                            _ => {}
                         }
-                        Err(RecvError::Closed) => return None,
-                    };
-                    match &*event {
-                        LiveEvent::Log { seq, line } if line.job_id == job_id && *seq > after => {
-                            return Some((Ok(log_event(*seq, line)), Some(receiver)));
-                        }
-                        LiveEvent::Job(row) if row.job_id as u64 == job_id && settled(&row.status) => {
-                            return Some((Ok(end_event(row)), None));
-                        }
-                        _ => {}
                     }
-                }
-            }))
+                },
+            ))
         };
     let stream = futures::StreamExt::take_until(
         futures::StreamExt::chain(stored, live),
@@ -664,7 +664,10 @@ async fn events(State(state): State<AppState>) -> impl IntoResponse {
                 continue;
             }
             let data = serde_json::to_string(&*event).expect("live events serialize");
-            return Some((Ok(Event::default().event(event.name()).data(data)), receiver));
+            return Some((
+                Ok(Event::default().event(event.name()).data(data)),
+                receiver,
+            ));
         }
     });
     Sse::new(futures::StreamExt::take_until(stream, state.live.closed()))
@@ -683,38 +686,9 @@ pub struct NodesQuery {
     limit: Option<String>,
 }
 
-/// A node as listed: its row, its reputation and how long ago it last beat.
-#[derive(Debug, Serialize, Deserialize, ToSchema)]
-#[serde(rename_all = "camelCase")]
-pub struct NodeView {
-    #[serde(flatten)]
-    pub node: NodeRow,
-    /// Smoothed success rate, 0 to 1 (a new node: 0.5), as the matcher scores it.
-    pub reputation: f64,
-    /// Seconds since its last heartbeat, by the later of this clock and the chain's.
-    pub heartbeat_age_secs: i64,
-}
-
-impl NodeView {
-    fn new(node: NodeRow, now: i64) -> Self {
-        Self {
-            reputation: gantry_protocol::reputation::reputation(
-                node.completed_jobs.max(0) as u64,
-                node.failed_jobs.max(0) as u64,
-            ),
-            heartbeat_age_secs: (now - node.last_heartbeat).max(0),
-            node,
-        }
-    }
-}
-
-/// Now, unix seconds: the later of this machine's clock and the newest block's time (a
-/// dev chain may run ahead of the clock).
+/// Now, unix seconds, by the later of this machine's clock and the newest block's time.
 async fn now(state: &AppState) -> Result<i64, ApiError> {
-    let wall = SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map_or(0, |d| d.as_secs());
-    Ok(wall.max(state.store.head_time().await?) as i64)
+    Ok(crate::model::now(state.store.head_time().await?))
 }
 
 /// Nodes by id.

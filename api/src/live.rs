@@ -10,7 +10,7 @@ use serde::Serialize;
 use tokio::sync::broadcast;
 use tokio_util::sync::{CancellationToken, WaitForCancellationFutureOwned};
 
-use crate::model::{JobRow, NodeRow};
+use crate::model::{JobRow, NodeView};
 
 /// Events buffered per client before it lags.
 const CAPACITY: usize = 4096;
@@ -20,10 +20,14 @@ const CAPACITY: usize = 4096;
 #[serde(untagged)]
 pub enum LiveEvent {
     Job(JobRow),
-    Node(NodeRow),
+    /// The node as listed (with its reputation and heartbeat age).
+    Node(NodeView),
     Progress(ProgressUpdate),
     /// A log line with its stream sequence (to join a stored tail without gaps).
-    Log { seq: u64, line: LogLine },
+    Log {
+        seq: u64,
+        line: LogLine,
+    },
     Block(BlockInfo),
     /// Blocks after `common_ancestor` were orphaned: what a client holds may be undone;
     /// refetch.

@@ -90,6 +90,40 @@ pub struct NodeRow {
     pub updated_block: i64,
 }
 
+/// A node as listed: its row, its reputation and how long ago it last beat.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, utoipa::ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct NodeView {
+    #[serde(flatten)]
+    pub node: NodeRow,
+    /// Smoothed success rate, 0 to 1 (a new node: 0.5), as the matcher scores it.
+    pub reputation: f64,
+    /// Seconds since its last heartbeat, by the later of this clock and the chain's.
+    pub heartbeat_age_secs: i64,
+}
+
+impl NodeView {
+    pub fn new(node: NodeRow, now: i64) -> Self {
+        Self {
+            reputation: gantry_protocol::reputation::reputation(
+                node.completed_jobs.max(0) as u64,
+                node.failed_jobs.max(0) as u64,
+            ),
+            heartbeat_age_secs: (now - node.last_heartbeat).max(0),
+            node,
+        }
+    }
+}
+
+/// Now, unix seconds: the later of this machine's clock and `chain_time` (a dev chain may
+/// run ahead of the clock).
+pub fn now(chain_time: u64) -> i64 {
+    let wall = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs());
+    wall.max(chain_time) as i64
+}
+
 /// Why an event could not be applied.
 #[derive(Debug, thiserror::Error)]
 #[error("event {name} at block {block}: {reason}")]
@@ -386,7 +420,12 @@ mod tests {
         let json = |v: serde_json::Result<serde_json::Value>| v.unwrap();
         let events = [
             at(1, 100, "JobPosted", json(serde_json::to_value(&posted))),
-            at(2, 110, "JobAssigned", json(serde_json::to_value(assigned(1, 110)))),
+            at(
+                2,
+                110,
+                "JobAssigned",
+                json(serde_json::to_value(assigned(1, 110))),
+            ),
             // The first attempt is reclaimed after 50 s, and requeued.
             at(
                 3,
@@ -409,7 +448,12 @@ mod tests {
                     attemptsUsed: 1,
                 })),
             ),
-            at(4, 200, "JobAssigned", json(serde_json::to_value(assigned(2, 200)))),
+            at(
+                4,
+                200,
+                "JobAssigned",
+                json(serde_json::to_value(assigned(2, 200))),
+            ),
             // The second runs 300 s to its result.
             at(
                 5,

@@ -13,6 +13,7 @@ use gantry_protocol::subjects;
 use tokio_util::sync::CancellationToken;
 
 use crate::live::{BlockInfo, Live, LiveEvent};
+use crate::model::NodeView;
 use crate::store::{Store, StoreError};
 
 /// Why the projection stopped.
@@ -131,8 +132,9 @@ pub async fn run(
             for row in applied.jobs.into_values() {
                 live.send(LiveEvent::Job(row));
             }
+            let now = crate::model::now(commit.block_timestamp);
             for row in applied.nodes.into_values() {
-                live.send(LiveEvent::Node(row));
+                live.send(LiveEvent::Node(NodeView::new(row, now)));
             }
             live.send(LiveEvent::Block(BlockInfo {
                 number: commit.block_number,

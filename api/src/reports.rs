@@ -210,16 +210,16 @@ impl Store {
             .iter()
             .map(|r| {
                 let line = LogLine {
-                v: jobs::JOBS_VERSION,
-                job_id,
-                attempt: u8::try_from(r.get::<i64, _>(0)).unwrap_or(u8::MAX),
-                stream: if r.get::<String, _>(1) == "stderr" {
-                    jobs::LogStream::Stderr
-                } else {
-                    jobs::LogStream::Stdout
-                },
-                line: r.get(2),
-                at_ms: r.get::<i64, _>(3) as u64,
+                    v: jobs::JOBS_VERSION,
+                    job_id,
+                    attempt: u8::try_from(r.get::<i64, _>(0)).unwrap_or(u8::MAX),
+                    stream: if r.get::<String, _>(1) == "stderr" {
+                        jobs::LogStream::Stderr
+                    } else {
+                        jobs::LogStream::Stdout
+                    },
+                    line: r.get(2),
+                    at_ms: r.get::<i64, _>(3) as u64,
                 };
                 (r.get::<i64, _>(4) as u64, line)
             })

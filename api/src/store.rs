@@ -408,7 +408,9 @@ pub struct Applied {
 }
 
 /// `GET /v1/stats`.
-#[derive(Debug, Clone, Default, PartialEq, serde::Serialize, serde::Deserialize, utoipa::ToSchema)]
+#[derive(
+    Debug, Clone, Default, PartialEq, serde::Serialize, serde::Deserialize, utoipa::ToSchema,
+)]
 #[serde(rename_all = "camelCase")]
 pub struct Stats {
     pub jobs_by_status: std::collections::BTreeMap<String, i64>,
@@ -425,7 +427,9 @@ pub struct Stats {
 }
 
 /// One minute of `GET /v1/stats/history`.
-#[derive(Debug, Clone, Default, PartialEq, serde::Serialize, serde::Deserialize, utoipa::ToSchema)]
+#[derive(
+    Debug, Clone, Default, PartialEq, serde::Serialize, serde::Deserialize, utoipa::ToSchema,
+)]
 #[serde(rename_all = "camelCase")]
 pub struct Minute {
     /// Unix seconds of the minute's start.

@@ -52,7 +52,8 @@ impl Sse {
         let response = reqwest::get(url).await.unwrap();
         assert_eq!(response.status(), StatusCode::OK, "{url}");
         assert_eq!(
-            response.headers()["content-type"], "text/event-stream",
+            response.headers()["content-type"],
+            "text/event-stream",
             "{url}"
         );
         Self {
@@ -167,12 +168,9 @@ async fn events_and_logs_stream_live_and_the_operational_endpoints_answer() {
 
     // The API as the binary runs it: projection and reports feeding one live feed.
     let dir = tempfile::tempdir().unwrap();
-    let store = Store::open(&format!(
-        "sqlite://{}",
-        dir.path().join("api.db").display()
-    ))
-    .await
-    .unwrap();
+    let store = Store::open(&format!("sqlite://{}", dir.path().join("api.db").display()))
+        .await
+        .unwrap();
     let shutdown = CancellationToken::new();
     let live = Live::closing_on(shutdown.clone());
     let (progress_tx, mut progress) = tokio::sync::watch::channel(Progress::default());
@@ -232,7 +230,11 @@ async fn events_and_logs_stream_live_and_the_operational_endpoints_answer() {
     assert_eq!(first.event, "log");
     let stored: LogLine = serde_json::from_str(&first.data).unwrap();
     assert_eq!(stored.line, "stored");
-    let stored_seq: u64 = first.id.expect("lines carry their sequence").parse().unwrap();
+    let stored_seq: u64 = first
+        .id
+        .expect("lines carry their sequence")
+        .parse()
+        .unwrap();
 
     // A worker's progress and a new line arrive on the open streams.
     let update = ProgressUpdate {
@@ -324,7 +326,9 @@ async fn events_and_logs_stream_live_and_the_operational_endpoints_answer() {
 
     // Job 3 is cancelled: its log stream says so and ends.
     let cancel = submitter.cancel(3);
-    confirm_receipt("cancel", cancel.send().await).await.unwrap();
+    confirm_receipt("cancel", cancel.send().await)
+        .await
+        .unwrap();
     let end = logs.next().await.expect("an end event");
     assert_eq!(end.event, "end");
     assert_eq!(
@@ -356,7 +360,11 @@ async fn events_and_logs_stream_live_and_the_operational_endpoints_answer() {
     let sum = |f: fn(&gantry_api::store::Minute) -> i64| minutes.buckets.iter().map(f).sum::<i64>();
     assert_eq!(sum(|m| m.posted), 4, "the lifecycle's three jobs and job 4");
     assert_eq!(sum(|m| m.completed), 1);
-    assert_eq!(sum(|m| m.gpus_in_use), 1, "job 3's one GPU reported in one minute");
+    assert_eq!(
+        sum(|m| m.gpus_in_use),
+        1,
+        "job 3's one GPU reported in one minute"
+    );
     assert!(
         minutes
             .buckets
@@ -427,7 +435,13 @@ async fn events_and_logs_stream_live_and_the_operational_endpoints_answer() {
     ] {
         assert!(openapi["paths"][path]["get"].is_object(), "{path}");
     }
-    for schema in ["JobRow", "JobDetail", "NodeView", "ProgressUpdate", "ErrorBody"] {
+    for schema in [
+        "JobRow",
+        "JobDetail",
+        "NodeView",
+        "ProgressUpdate",
+        "ErrorBody",
+    ] {
         assert!(
             openapi["components"]["schemas"][schema].is_object(),
             "{schema}"

@@ -1,6 +1,7 @@
 //! The projection against a real chain (anvil), nats-server and the indexer.
 
 mod crash;
+mod dashboard;
 mod http;
 mod live;
 mod projection;

@@ -333,8 +333,15 @@ async fn replicas_sharing_one_postgres_apply_each_block_once_and_all_feed_live()
     for (store, mut feed, _, task) in replicas {
         task.await.unwrap().expect("no replica fails");
         assert_matches_chain(&chain, &store).await;
-        assert_eq!(events(&store).await, events(&alone).await, "each event once");
-        assert_eq!(store.all_jobs().await.unwrap(), alone.all_jobs().await.unwrap());
+        assert_eq!(
+            events(&store).await,
+            events(&alone).await,
+            "each event once"
+        );
+        assert_eq!(
+            store.all_jobs().await.unwrap(),
+            alone.all_jobs().await.unwrap()
+        );
         // Each replica's live feed has every job, whoever wrote it.
         let mut jobs = std::collections::BTreeSet::new();
         while let Ok(event) = feed.try_recv() {

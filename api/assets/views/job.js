@@ -1,0 +1,305 @@
+// `#/jobs/<id>`: one job — overview, progress, why it is pending, result and payout,
+// progress/loss/GPU charts, live logs, timeline and spec.
+
+import { coalesce, follow, getJson } from '../api.js';
+import { lineChart } from '../charts.js';
+import {
+  ago, bar, big, bytes, bytes32Text, dateTime, duration, gusd, html, mib, parseJson, percent,
+  short, status, until,
+} from '../format.js';
+import { currentProgress } from './jobs.js';
+
+const MAX_LOG_LINES = 2000;
+/** Progress reports kept for the charts (the oldest go first). */
+const MAX_REPORTS = 5000;
+const AMOUNT_FIELDS = new Set(['bounty', 'payout', 'fee', 'refund', 'bond', 'amount', 'stake']);
+/** Event fields the page shows elsewhere (the spec has its own card). */
+const HIDDEN_FIELDS = new Set(['jobId', 'spec', 'specHash', 'submitter', 'requirements']);
+const SETTLED = new Set(['completed', 'failed', 'cancelled', 'expired']);
+const none = html`<span class="muted">—</span>`;
+
+export function mount(root, id) {
+  document.title = `Job ${id} · Gantry`;
+  root.innerHTML = html`<section class="job">
+    <header class="page">
+      <a class="back" href="#/jobs">← Jobs</a>
+      <h1>Job #${id} <span data-part="status"></span></h1>
+    </header>
+    <p class="error" hidden></p>
+    <div class="grid">
+      <div class="card" data-part="overview"><p class="muted">Loading…</p></div>
+      <div class="card" data-part="progress"></div>
+      <div class="card" data-part="pending" hidden></div>
+      <div class="card" data-part="result" hidden></div>
+    </div>
+    <div class="grid thirds" data-part="charts" hidden>
+      <div class="card"><h2>Progress</h2><div data-part="progress-chart"></div></div>
+      <div class="card"><h2>Loss</h2><div data-part="loss-chart"></div></div>
+      <div class="card"><h2>GPU utilisation</h2><div data-part="gpu-chart"></div></div>
+    </div>
+    <div class="card"><h2>Logs <span class="state" data-part="logs-state"></span></h2>
+      <pre class="logs" data-part="logs"></pre></div>
+    <div class="grid">
+      <div class="card"><h2>Timeline</h2><ol class="timeline" data-part="timeline"></ol></div>
+      <div class="card"><h2>Spec</h2><pre class="spec" data-part="spec"></pre></div>
+    </div>
+  </section>`;
+  const part = (name) => root.querySelector(`[data-part="${name}"]`);
+  const error = root.querySelector('.error');
+
+  let job = null;
+  let history = [];
+
+  const render = () => {
+    part('status').innerHTML = status(job.status);
+    part('overview').innerHTML = overview(job);
+    part('progress').innerHTML = progressCard(job);
+    const pending = pendingCard(job);
+    part('pending').hidden = !pending;
+    part('pending').innerHTML = pending ?? '';
+    const result = resultCard(job);
+    part('result').hidden = !result;
+    part('result').innerHTML = result ?? '';
+    part('timeline').innerHTML = html`${job.timeline.map(timelineEntry)}`;
+    const spec = parseJson(job.spec);
+    part('spec').textContent = spec ? JSON.stringify(spec, null, 2) : job.spec;
+    renderCharts();
+  };
+  const renderCharts = () => {
+    const reports = history.filter((p) => p.attempt === job.attempts);
+    part('charts').hidden = !reports.length;
+    const at = (p) => p.elapsedSecs;
+    part('progress-chart').innerHTML = lineChart({
+      title: 'Progress',
+      series: [{ label: 'progress', points: reports.map((p) => [at(p), p.progress == null ? null : p.progress * 100]) }],
+      xFormat: duration, yFormat: (v) => `${Math.round(v)}%`, yMax: 100,
+    });
+    const lossNames = [...new Set(reports.flatMap((p) => Object.keys(p.metrics ?? {})))]
+      .filter((name) => name.includes('loss'));
+    part('loss-chart').innerHTML = lineChart({
+      title: 'Loss',
+      series: lossNames.map((name) => ({ label: name, points: reports.map((p) => [at(p), p.metrics?.[name] ?? null]) })),
+      xFormat: duration, yFormat: (v) => +v.toPrecision(3),
+    });
+    part('gpu-chart').innerHTML = lineChart({
+      title: 'GPU utilisation',
+      series: [{ label: 'utilisation', points: reports.map((p) => [at(p), p.gpuUtilization]) }],
+      xFormat: duration, yFormat: (v) => `${Math.round(v)}%`, yMax: 100,
+    });
+  };
+
+  const loadJob = async () => {
+    job = await getJson(`/v1/jobs/${id}`);
+    error.hidden = true;
+  };
+  // A job event carries the row only: its timeline, pending and payout come from here.
+  const reloadJob = coalesce(() => loadJob().then(render, showError));
+  const showError = (e) => {
+    error.textContent = e.status === 404 ? `There is no job ${id}.` : `Could not load job ${id}: ${e.message}`;
+    error.hidden = false;
+  };
+
+  const stop = follow({
+    types: ['job', 'progress'],
+    async load() {
+      const [detail, reports] = await Promise.all([
+        getJson(`/v1/jobs/${id}`),
+        getJson(`/v1/jobs/${id}/progress`).catch((e) => {
+          console.warn('no progress history', e);
+          return null;
+        }),
+      ]);
+      job = detail;
+      history = reports ?? (detail.progress ? [detail.progress] : []);
+      error.hidden = true;
+      render();
+    },
+    apply({ type, data }) {
+      if (data.jobId !== id || !job) return;
+      if (type === 'job') {
+        reloadJob();
+        return;
+      }
+      if (history.length && data.atMs <= history[history.length - 1].atMs) return;
+      history.push(data);
+      if (history.length > MAX_REPORTS) history.shift();
+      job.progress = data;
+      part('progress').innerHTML = progressCard(job);
+      renderCharts();
+    },
+    failed: showError,
+  });
+  const stopLogs = followLogs(id, part('logs'), part('logs-state'));
+  return () => {
+    stop();
+    stopLogs();
+  };
+}
+
+function overview(job) {
+  return html`<h2>Overview</h2><dl>
+    <dt>Submitter</dt><dd><code title="${job.submitter}">${short(job.submitter)}</code></dd>
+    <dt>Node</dt><dd>${job.nodeId == null ? none : html`<a href="#/nodes/${job.nodeId}">node ${job.nodeId}</a>`}</dd>
+    <dt>Bounty</dt><dd>${gusd(job.bounty)}</dd>
+    <dt>Attempts</dt><dd>${job.attempts}</dd>
+    <dt>Priority</dt><dd>${job.priority}</dd>
+    <dt>Posted</dt><dd>${ago(job.postedAt)} <span class="muted">block ${job.postedBlock}</span></dd>
+    ${job.assignedAt == null ? '' : html`<dt>Assigned</dt><dd>${ago(job.assignedAt)}</dd>`}
+    <dt>Deadline</dt><dd>${job.deadline > Date.now() / 1000 ? html`in ${until(job.deadline)}` : html`passed ${ago(job.deadline)}`}</dd>
+    <dt>Needs</dt><dd class="chips">${requirements(job.requirements).map((r) => html`<span class="chip">${r}</span>`)}</dd>
+    <dt>Spec hash</dt><dd><code title="${job.specHash}">${short(job.specHash)}</code></dd>
+  </dl>`;
+}
+
+/** `JobRequirements` (JSON; uints as numbers or 0x strings) in words. */
+function requirements(text) {
+  const r = parseJson(text);
+  if (!r) return [text];
+  const n = (v) => Number(big(v));
+  const out = [`${n(r.minGpuCount) || 1}× ${bytes32Text(r.gpuModel) || 'any GPU'}`];
+  if (n(r.minVramMiB)) out.push(`≥ ${mib(n(r.minVramMiB))} VRAM`);
+  if (n(r.minCpuCores)) out.push(`≥ ${n(r.minCpuCores)} CPU cores`);
+  if (n(r.minRamMiB)) out.push(`≥ ${mib(n(r.minRamMiB))} RAM`);
+  if (r.maxPricePerGpuHour !== undefined) out.push(`≤ ${gusd(r.maxPricePerGpuHour)} per GPU-hour`);
+  if (n(r.maxRuntime)) out.push(`≤ ${duration(n(r.maxRuntime))} run time`);
+  return out;
+}
+
+function progressCard(job) {
+  const p = currentProgress(job);
+  if (!p) {
+    const why = {
+      open: 'Waiting for a node.',
+      assigned: 'Assigned; the worker has not reported progress yet.',
+    }[job.status] ?? 'No progress was reported.';
+    return html`<h2>Progress</h2><p class="muted">${why}</p>`;
+  }
+  const metrics = Object.entries(p.metrics ?? {});
+  return html`<h2>Progress</h2>
+    <div class="big-bar">${p.progress == null ? html`<span class="muted">no fraction reported</span>` : bar(p.progress, percent(p.progress, 1))}</div>
+    <dl>
+      ${p.epochs == null ? '' : html`<dt>Epoch</dt><dd>${p.epoch ?? 0} of ${p.epochs}</dd>`}
+      <dt>Elapsed</dt><dd>${duration(p.elapsedSecs)}</dd>
+      ${p.etaSecs == null ? '' : html`<dt>Remaining</dt><dd>~${until(p.atMs / 1000 + p.etaSecs)}</dd>`}
+      ${metrics.map(([name, value]) => html`<dt>${name}</dt><dd>${typeof value === 'number' ? +value.toPrecision(4) : value}</dd>`)}
+      ${p.gpuUtilization == null ? '' : html`<dt>GPU</dt><dd>${Math.round(p.gpuUtilization)}% busy${p.gpuMemoryUsedMib == null ? '' : html`, ${mib(p.gpuMemoryUsedMib)} memory`}</dd>`}
+      <dt>Reported</dt><dd>${ago(p.atMs / 1000)} <span class="muted">by node ${p.nodeId}, attempt ${p.attempt}</span></dd>
+    </dl>`;
+}
+
+/** The matcher's account of an open job: what rules the nodes out. */
+function pendingCard(job) {
+  if (job.status !== 'open') return null;
+  const p = job.pending;
+  if (!p) return html`<h2>Why pending</h2><p class="muted">The matcher has not looked at this job yet.</p>`;
+  const rejected = Object.entries(p.rejected ?? {}).sort((a, b) => b[1] - a[1]);
+  return html`<h2>Why pending</h2>
+    <p class="summary">${p.summary}</p>
+    <p class="muted small">${p.nodes} node${p.nodes === 1 ? '' : 's'} considered at block ${p.block}</p>
+    ${rejected.length ? html`<ul class="reasons">${rejected.map(([constraint, count]) => html`<li>
+      <span class="reason">${constraint}</span>${bar(p.nodes ? count / p.nodes : 0, `${count} of ${p.nodes}`)}</li>`)}</ul>` : ''}
+    ${p.best?.length ? html`<table class="compact"><thead><tr><th>Closest node</th><th class="num">Score</th><th>Fails on</th></tr></thead><tbody>
+      ${p.best.map((b) => html`<tr><td><a href="#/nodes/${b.nodeId}">node ${b.nodeId}</a></td>
+        <td class="num">${typeof b.score === 'number' ? b.score.toFixed(2) : b.score}</td>
+        <td>${b.failed?.length ? b.failed.join(', ') : html`<span class="muted">nothing</span>`}</td></tr>`)}
+    </tbody></table>` : ''}`;
+}
+
+function resultCard(job) {
+  const completions = job.completions ?? [];
+  const shown = [job.resultHash, job.resultUri, job.payout, job.refund, job.reason].some((v) => v != null)
+    || completions.length;
+  if (!shown) return null;
+  const row = (name, value) => (value == null ? '' : html`<dt>${name}</dt><dd>${value}</dd>`);
+  return html`<h2>Result and payout</h2><dl>
+    ${row('Result hash', job.resultHash && html`<code title="${job.resultHash}">${short(job.resultHash)}</code>`)}
+    ${row('Result URI', job.resultUri && html`<code>${job.resultUri}</code>`)}
+    ${['submitted', 'disputed'].includes(job.status) ? row('Challenge ends', job.challengeEndsAt && html`in ${until(job.challengeEndsAt)}`) : ''}
+    ${row('Paid to provider', job.payout && gusd(job.payout))}
+    ${row('Protocol fee', job.fee && gusd(job.fee))}
+    ${row('Refunded', job.refund && gusd(job.refund))}
+    ${row(SETTLED.has(job.status) ? 'Reason' : 'Previous attempt', job.reason)}
+  </dl>
+  ${completions.length ? html`<table class="compact"><thead><tr><th>Attempt</th><th>Node</th><th>Worker report</th>
+    <th class="num">Compute</th><th class="num">GPU time</th><th class="num">Avg GPU</th><th class="num">Output</th></tr></thead><tbody>
+    ${completions.map((c) => html`<tr><td>${c.attempt}</td><td><a href="#/nodes/${c.nodeId}">node ${c.nodeId}</a></td>
+      <td>${c.status}${c.error ? html` <span class="err">${c.error}</span>` : ''}</td>
+      <td class="num">${duration(c.computeSecs)}</td><td class="num">${duration(c.gpuSecs)}</td>
+      <td class="num">${c.avgGpuUtilization == null ? none : `${Math.round(c.avgGpuUtilization)}%`}</td>
+      <td class="num">${c.outputBytes == null ? none : bytes(c.outputBytes)}</td></tr>`)}
+  </tbody></table>` : ''}`;
+}
+
+function timelineEntry(entry) {
+  const fields = Object.entries(entry.data ?? {})
+    .filter(([name, value]) => !HIDDEN_FIELDS.has(name) && (typeof value !== 'object' || value === null))
+    .map(([name, value]) => html`<span class="field">${name} <b>${eventField(name, value)}</b></span>`);
+  return html`<li><span class="event">${entry.name}</span> ${ago(entry.at)}
+    <span class="muted small">block ${entry.block} · tx <code title="${entry.tx}">${short(entry.tx)}</code></span>
+    ${fields.length ? html`<div class="fields">${fields}</div>` : ''}</li>`;
+}
+
+/** An event's field in words: amounts in gUSD, instants as dates, long hex shortened. */
+function eventField(name, value) {
+  if (AMOUNT_FIELDS.has(name)) return gusd(value);
+  if (name.endsWith('At') || name === 'deadline') return dateTime(Number(big(value)));
+  if (typeof value === 'string' && value.startsWith('0x') && value.length > 14) {
+    return html`<code title="${value}">${short(value)}</code>`;
+  }
+  return String(value);
+}
+
+/**
+ * Streams the job's log into `box`: `/logs?follow=true` sends the tail, then each new line
+ * until the job settles (`end`); a reconnecting EventSource resumes after the last line
+ * it got (`Last-Event-ID`). Returns the closer.
+ */
+function followLogs(id, box, state) {
+  let source = null;
+  const atBottom = () => box.scrollHeight - box.scrollTop - box.clientHeight < 24;
+  const append = (line) => {
+    const stick = atBottom();
+    const span = document.createElement('span');
+    span.className = `log ${line.stream}`;
+    span.textContent = `${new Date(line.atMs).toLocaleTimeString('en-GB')}  ${line.line}\n`;
+    box.append(span);
+    while (box.childElementCount > MAX_LOG_LINES) box.firstElementChild.remove();
+    if (stick) box.scrollTop = box.scrollHeight;
+  };
+  const fallback = async () => {
+    state.textContent = 'not live';
+    try {
+      box.textContent = '';
+      (await getJson(`/v1/jobs/${id}/logs?tail=200`)).forEach(append);
+    } catch (e) {
+      state.textContent = `unavailable: ${e.message}`;
+    }
+  };
+  const open = () => {
+    box.textContent = '';
+    source = new EventSource(`/v1/jobs/${id}/logs?follow=true`);
+    source.addEventListener('open', () => { state.textContent = 'live'; });
+    source.addEventListener('log', (event) => {
+      try {
+        append(JSON.parse(event.data));
+      } catch {
+        console.warn('unreadable log line', event.data);
+      }
+    });
+    source.addEventListener('end', () => {
+      source.close();
+      state.textContent = 'job finished';
+    });
+    // Lines were dropped for this client: start again from the tail.
+    source.addEventListener('lagged', () => {
+      source.close();
+      open();
+    });
+    source.addEventListener('error', () => {
+      if (source.readyState === EventSource.CLOSED) fallback();
+      else state.textContent = 'reconnecting…';
+    });
+  };
+  open();
+  return () => source.close();
+}

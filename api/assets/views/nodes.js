@@ -1,0 +1,160 @@
+// `#/nodes`: the providers' nodes; `#/nodes/<id>`: one node and its active jobs.
+
+import { coalesce, follow, getJson } from '../api.js';
+import { ago, bar, gusd, html, mib, nowSecs, percent, short, status } from '../format.js';
+import { JOB_HEAD, jobRow, rowsOpenJobs } from './jobs.js';
+
+const none = html`<span class="muted">—</span>`;
+
+const gpu = (node) => `${node.gpuCount}× ${node.gpuModel || 'GPU'}`;
+
+// How far the API's clock (the later of its own and the chain's) runs ahead of this one,
+// learnt from the heartbeat ages it gives: live node events carry only `lastHeartbeat`.
+let ahead = 0;
+function learnClock(node) {
+  if (node.heartbeatAgeSecs != null) ahead = node.lastHeartbeat + node.heartbeatAgeSecs - nowSecs();
+}
+
+const heartbeat = (node) => ago(node.lastHeartbeat - ahead);
+
+const reputation = (node) => (node.reputation == null ? none : bar(node.reputation, percent(node.reputation)));
+
+function nodeRow(node) {
+  return html`<tr data-node-id="${node.nodeId}" data-status="${node.status}">
+    <td class="num"><a href="#/nodes/${node.nodeId}">node ${node.nodeId}</a></td>
+    <td>${status(node.status)}</td>
+    <td>${gpu(node)} <span class="muted">${mib(node.vramMib)}</span></td>
+    <td class="num">${gusd(node.pricePerGpuHour)} <span class="muted">/ GPU-h</span></td>
+    <td>${heartbeat(node)}</td>
+    <td class="progress">${reputation(node)}</td>
+    <td class="num">${node.activeJobs} <span class="muted">/ ${node.completedJobs} / ${node.failedJobs}</span></td>
+    <td class="num">${gusd(node.earnings)}</td>
+  </tr>`;
+}
+
+export function mount(root) {
+  document.title = 'Nodes · Gantry';
+  root.innerHTML = html`<section>
+    <header class="page"><h1>Nodes</h1></header>
+    <p class="error" hidden></p>
+    <div class="card flush"><table class="nodes"><thead><tr><th class="num">Node</th><th>Status</th><th>GPU</th>
+      <th class="num">Price</th><th>Heartbeat</th><th>Reputation</th>
+      <th class="num" title="active / completed / failed">Jobs</th><th class="num">Earnings</th></tr></thead>
+      <tbody><tr class="none"><td colspan="8">Loading…</td></tr></tbody></table></div>
+    <button class="more" type="button" hidden>Load more</button>
+  </section>`;
+  const tbody = root.querySelector('tbody');
+  const error = root.querySelector('.error');
+  const more = root.querySelector('.more');
+  tbody.addEventListener('click', (event) => {
+    const row = event.target.closest('tr[data-node-id]');
+    if (row && !event.target.closest('a')) location.hash = `#/nodes/${row.dataset.nodeId}`;
+  });
+  const nodes = new Map();
+  let cursor = null;
+  const render = () => {
+    const rows = [...nodes.values()].sort((a, b) => a.nodeId - b.nodeId);
+    tbody.innerHTML = rows.length
+      ? html`${rows.map(nodeRow)}`
+      : html`<tr class="none"><td colspan="8">No nodes registered</td></tr>`;
+    more.hidden = !cursor;
+  };
+  const add = (page) => {
+    for (const node of page.items) nodes.set(node.nodeId, node);
+    if (page.items.length) learnClock(page.items[0]);
+    cursor = page.nextCursor;
+  };
+  // A node event carries the row without its reputation: after a job's outcome, ask.
+  const refresh = async (id) => {
+    const { jobs: _, ...node } = await getJson(`/v1/nodes/${id}`);
+    nodes.set(id, node);
+    render();
+  };
+  more.addEventListener('click', async () => {
+    add(await getJson(`/v1/nodes?limit=200&cursor=${cursor}`));
+    render();
+  });
+  return follow({
+    types: ['node'],
+    async load() {
+      const page = await getJson('/v1/nodes?limit=200');
+      nodes.clear();
+      add(page);
+      error.hidden = true;
+      render();
+    },
+    apply({ data }) {
+      const old = nodes.get(data.nodeId);
+      // Nodes are listed by id: a new one past the loaded pages comes with "Load more".
+      if (!old && cursor) return;
+      nodes.set(data.nodeId, { ...old, ...data });
+      render();
+      const outcome = !old || old.completedJobs !== data.completedJobs || old.failedJobs !== data.failedJobs;
+      if (data.reputation == null && outcome) refresh(data.nodeId).catch((e) => console.warn(e));
+    },
+    failed(e) {
+      error.textContent = `Could not load the nodes: ${e.message}`;
+      error.hidden = false;
+    },
+  });
+}
+
+export function mountOne(root, id) {
+  document.title = `Node ${id} · Gantry`;
+  root.innerHTML = html`<section>
+    <header class="page"><a class="back" href="#/nodes">← Nodes</a><h1>Node ${id} <span data-part="status"></span></h1></header>
+    <p class="error" hidden></p>
+    <div class="card" data-part="overview"><p class="muted">Loading…</p></div>
+    <div class="card flush"><h2>Active jobs</h2><table class="jobs"><thead>${JOB_HEAD}</thead><tbody></tbody></table></div>
+  </section>`;
+  const part = (name) => root.querySelector(`[data-part="${name}"]`);
+  const error = root.querySelector('.error');
+  const tbody = root.querySelector('tbody');
+  rowsOpenJobs(tbody);
+  let node = null;
+  const render = () => {
+    part('status').innerHTML = status(node.status);
+    part('overview').innerHTML = html`<dl class="columns">
+      <dt>GPU</dt><dd>${gpu(node)}, ${mib(node.vramMib)} each</dd>
+      <dt>CPU / RAM</dt><dd>${node.cpuCores} cores, ${mib(node.ramMib)}</dd>
+      <dt>Price</dt><dd>${gusd(node.pricePerGpuHour)} per GPU-hour</dd>
+      <dt>Concurrent jobs</dt><dd>${node.activeJobs} of ${node.maxConcurrentJobs}</dd>
+      <dt>Completed / failed</dt><dd>${node.completedJobs} / ${node.failedJobs}</dd>
+      <dt>Reputation</dt><dd class="progress">${reputation(node)}</dd>
+      <dt>Earnings</dt><dd>${gusd(node.earnings)}</dd>
+      <dt>Stake</dt><dd>${gusd(node.stake)}${node.slashed !== '0' ? html` <span class="err">(${gusd(node.slashed)} slashed)</span>` : ''}</dd>
+      <dt>Heartbeat</dt><dd>${heartbeat(node)}</dd>
+      <dt>Registered</dt><dd>${ago(node.registeredAt)}</dd>
+      <dt>Operator</dt><dd><code title="${node.operator}">${short(node.operator)}</code></dd>
+      <dt>Agent</dt><dd><code title="${node.agent}">${short(node.agent)}</code></dd>
+      <dt>Metadata</dt><dd><code>${node.metadataUri || '—'}</code></dd>
+    </dl>`;
+    const jobs = node.jobs ?? [];
+    tbody.innerHTML = jobs.length
+      ? html`${jobs.map((job) => jobRow(job))}`
+      : html`<tr class="none"><td colspan="8">${node.jobs ? 'No active jobs' : 'Not reported by this API'}</td></tr>`;
+  };
+  const load = async () => {
+    node = await getJson(`/v1/nodes/${id}`);
+    learnClock(node);
+    error.hidden = true;
+    render();
+  };
+  const failed = (e) => {
+    error.textContent = e.status === 404 ? `There is no node ${id}.` : `Could not load node ${id}: ${e.message}`;
+    error.hidden = false;
+  };
+  const reload = coalesce(() => load().catch(failed));
+  return follow({
+    types: ['node', 'job', 'progress'],
+    load,
+    apply({ type, data }) {
+      const mine = type === 'node'
+        ? data.nodeId === id
+        : data.nodeId === id || (node?.jobs ?? []).some((job) => job.jobId === data.jobId);
+      if (!mine) return;
+      reload();
+    },
+    failed,
+  });
+}

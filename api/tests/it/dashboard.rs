@@ -1,0 +1,313 @@
+//! The dashboard in a real headless Chromium (`tests/dashboard/dashboard.mjs`, driven by
+//! playwright-core) against the API serving a projection of a real chain: the jobs show,
+//! then a job posted on chain and a worker's progress report and log line arrive on the
+//! open pages without a reload.
+
+use std::process::Stdio;
+use std::time::Duration;
+
+use alloy::primitives::U256;
+use alloy::primitives::aliases::{U40, U96};
+use gantry_api::http::{AppState, HttpConfig, router};
+use gantry_api::live::Live;
+use gantry_api::project::{self, Progress};
+use gantry_api::store::Store;
+use gantry_devnet::{confirm_receipt, scenario};
+use gantry_protocol::bindings::{JobMarket, NodeRegistry};
+use gantry_protocol::jobs::{self, LogLine, LogStream, ProgressUpdate};
+use tokio::io::{AsyncBufReadExt, AsyncReadExt, BufReader};
+use tokio_util::sync::CancellationToken;
+
+use crate::projection::{Chain, chain_with_lifecycle};
+
+const GUSD: u64 = 1_000_000;
+/// Job 3, rejected in the lifecycle and requeued, runs its second attempt on node 2.
+const RUNNING_JOB: u64 = 3;
+const ATTEMPT: u8 = 2;
+const NODE: u64 = 2;
+const EPOCHS: u32 = 10;
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_dashboard_shows_the_jobs_and_follows_them_live_in_chromium() {
+    let chain = chain_with_lifecycle().await;
+    run_job_3_on_a_second_node(&chain).await;
+    let chain_id = chain.devnet.deployment.chain_id;
+    let js = async_nats::jetstream::new(async_nats::connect(chain.nats.url()).await.unwrap());
+    js.create_stream(async_nats::jetstream::stream::Config {
+        name: jobs::jobs_stream_name(chain_id),
+        subjects: vec![jobs::jobs_stream_subjects(chain_id)],
+        ..Default::default()
+    })
+    .await
+    .unwrap();
+    let mut reported = 0;
+    for epoch in 1..=4 {
+        reported = publish_epoch(&js, chain_id, epoch).await;
+    }
+
+    let stop = CancellationToken::new();
+    let dir = tempfile::tempdir().unwrap();
+    let api = Api::start(&chain, &js, &dir.path().join("api.db"), &stop).await;
+    api.caught_up(&chain, reported).await;
+
+    let shots = concat!(env!("CARGO_TARGET_TMPDIR"), "/dashboard");
+    std::fs::create_dir_all(shots).unwrap();
+    let script = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/dashboard/dashboard.mjs");
+    let mut browser = tokio::process::Command::new("node")
+        .args([script, &api.base, shots])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .kill_on_drop(true)
+        .spawn()
+        .expect("running node (deploy/setup.sh installs it)");
+    let mut stderr = browser.stderr.take().unwrap();
+    let errors = tokio::spawn(async move {
+        let mut text = String::new();
+        stderr.read_to_string(&mut text).await.map(|_| text)
+    });
+    let mut stdout = BufReader::new(browser.stdout.take().unwrap()).lines();
+    let mut said = Vec::new();
+    let ready = tokio::time::timeout(Duration::from_secs(120), async {
+        while let Some(line) = stdout.next_line().await.unwrap() {
+            said.push(line.clone());
+            if line == "READY" {
+                return true;
+            }
+        }
+        false
+    })
+    .await;
+    if ready != Ok(true) {
+        let _ = browser.kill().await;
+        panic!(
+            "the page did not show the jobs ({}): {said:?}\n{}",
+            if ready.is_err() {
+                "timed out"
+            } else {
+                "the script ended"
+            },
+            errors.await.unwrap().unwrap()
+        );
+    }
+
+    // Changes while the pages are open: a new job on chain, a worker's report.
+    post_a_job(&chain).await;
+    publish_epoch(&js, chain_id, 7).await;
+
+    let status = tokio::time::timeout(Duration::from_secs(120), async {
+        while let Some(line) = stdout.next_line().await.unwrap() {
+            said.push(line);
+        }
+        browser.wait().await.unwrap()
+    })
+    .await
+    .expect("the browser script finishes");
+    let errors = errors.await.unwrap().unwrap();
+    assert!(status.success(), "{said:?}\n{errors}");
+    assert_eq!(said, ["READY", "LIVE", "PAGES", "OK"], "{errors}");
+    for shot in ["jobs.png", "job.png", "nodes.png", "network.png"] {
+        assert!(
+            std::fs::metadata(format!("{shots}/{shot}")).unwrap().len() > 10_000,
+            "{shot}"
+        );
+    }
+    stop.cancel();
+    api.stopped().await;
+}
+
+/// Registers node 2 (operator account 4, agent 5) and has the matcher assign job 3 to it.
+async fn run_job_3_on_a_second_node(chain: &Chain) {
+    let devnet = &chain.devnet;
+    let d = devnet.deployment;
+    devnet
+        .fund(4, d.registry, U256::from(1_000 * GUSD))
+        .await
+        .unwrap();
+    let registry = NodeRegistry::new(d.registry, devnet.provider(4));
+    let agent = devnet.anvil.addresses()[5];
+    confirm_receipt(
+        "register",
+        registry
+            .register(
+                agent,
+                scenario::h100_node(),
+                "ipfs://node-2".into(),
+                U96::from(100 * GUSD),
+            )
+            .send()
+            .await,
+    )
+    .await
+    .unwrap();
+    assert_eq!(registry.nodeCount().call().await.unwrap(), NODE);
+    let market = JobMarket::new(d.market, devnet.admin.clone());
+    confirm_receipt("assign", market.assign(RUNNING_JOB, NODE).send().await)
+        .await
+        .unwrap();
+}
+
+/// Posts job 4 as the lifecycle's submitter (account 3, funded and approved).
+async fn post_a_job(chain: &Chain) {
+    let market = JobMarket::new(chain.devnet.deployment.market, chain.devnet.provider(3));
+    confirm_receipt(
+        "postJob",
+        market
+            .postJob(
+                scenario::h100_requirements(),
+                U96::from(20 * GUSD),
+                U40::from(4_000_000_000u64),
+                scenario::example_spec().into(),
+            )
+            .send()
+            .await,
+    )
+    .await
+    .unwrap();
+}
+
+/// What job 3's worker reports at the end of `epoch`: progress, loss, GPU figures and a
+/// log line. Returns the stream sequence of the last message.
+async fn publish_epoch(js: &async_nats::jetstream::Context, chain_id: u64, epoch: u32) -> u64 {
+    let at_ms = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_millis() as u64;
+    let loss = 2.0 / (1.0 + f64::from(epoch) * 0.3);
+    let line = LogLine {
+        v: 1,
+        job_id: RUNNING_JOB,
+        attempt: ATTEMPT,
+        stream: LogStream::Stdout,
+        line: format!("epoch {epoch}/{EPOCHS} loss {loss:.2}"),
+        at_ms,
+    };
+    let update = ProgressUpdate {
+        v: 1,
+        job_id: RUNNING_JOB,
+        node_id: NODE,
+        attempt: ATTEMPT,
+        progress: Some(f64::from(epoch) / f64::from(EPOCHS)),
+        epoch: Some(epoch),
+        epochs: Some(EPOCHS),
+        metrics: [("loss".to_string(), loss)].into(),
+        gpu_utilization: Some(80.0 + f64::from(epoch)),
+        gpu_memory_used_mib: Some(60_000),
+        elapsed_secs: u64::from(epoch) * 60,
+        eta_secs: Some(u64::from(EPOCHS - epoch) * 60),
+        at_ms,
+    };
+    let mut last = 0;
+    for (subject, payload) in [
+        (
+            jobs::logs_subject(chain_id, RUNNING_JOB),
+            serde_json::to_vec(&line).unwrap(),
+        ),
+        (
+            jobs::progress_subject(chain_id, RUNNING_JOB),
+            serde_json::to_vec(&update).unwrap(),
+        ),
+    ] {
+        last = js
+            .publish(subject, payload.into())
+            .await
+            .unwrap()
+            .await
+            .unwrap()
+            .sequence;
+    }
+    last
+}
+
+/// The API as `gantry-api` runs it — the chain projection, the reports consumer and the
+/// HTTP server sharing one live feed — on a free port.
+struct Api {
+    base: String,
+    progress: tokio::sync::watch::Receiver<Progress>,
+    reports: tokio::sync::watch::Receiver<u64>,
+    tasks: Vec<tokio::task::JoinHandle<()>>,
+}
+
+impl Api {
+    async fn start(
+        chain: &Chain,
+        js: &async_nats::jetstream::Context,
+        db: &std::path::Path,
+        stop: &CancellationToken,
+    ) -> Self {
+        let chain_id = chain.devnet.deployment.chain_id;
+        let store = Store::open(&format!("sqlite://{}", db.display()))
+            .await
+            .unwrap();
+        let live = Live::closing_on(stop.clone());
+        let (progress_tx, progress) = tokio::sync::watch::channel(Progress::default());
+        let (reports_tx, reports) = tokio::sync::watch::channel(0);
+        let projection = tokio::spawn({
+            let run = project::run(
+                js.clone(),
+                chain_id,
+                store.clone(),
+                progress_tx,
+                live.clone(),
+                stop.clone(),
+            );
+            async move { run.await.expect("the projection runs") }
+        });
+        let reporter = tokio::spawn({
+            let run = gantry_api::reports::run(
+                js.clone(),
+                chain_id,
+                store.clone(),
+                reports_tx,
+                live.clone(),
+                stop.clone(),
+            );
+            async move { run.await.expect("the reports consumer runs") }
+        });
+        let app = router(
+            AppState::new(store, progress.clone(), live).with_nats(js.clone(), chain_id),
+            HttpConfig {
+                request_timeout: Duration::from_secs(5),
+                cors: tower_http::cors::CorsLayer::new(),
+            },
+        );
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let base = format!("http://{}", listener.local_addr().unwrap());
+        let shutdown = stop.clone();
+        let server = tokio::spawn(async move {
+            axum::serve(listener, app)
+                .with_graceful_shutdown(shutdown.cancelled_owned())
+                .await
+                .unwrap();
+        });
+        Self {
+            base,
+            progress,
+            reports,
+            tasks: vec![projection, reporter, server],
+        }
+    }
+
+    /// Waits until the projection has applied the chain's head and the reports consumer
+    /// the worker reports up to stream sequence `reported`.
+    async fn caught_up(&self, chain: &Chain, reported: u64) {
+        let head = alloy::providers::Provider::get_block_number(&chain.devnet.admin)
+            .await
+            .unwrap();
+        let (mut progress, mut reports) = (self.progress.clone(), self.reports.clone());
+        tokio::time::timeout(Duration::from_secs(60), async {
+            progress.wait_for(|p| p.block >= head).await.unwrap();
+            reports.wait_for(|seq| *seq >= reported).await.unwrap();
+        })
+        .await
+        .expect("the API projects the chain and the worker reports");
+    }
+
+    async fn stopped(self) {
+        for task in self.tasks {
+            tokio::time::timeout(Duration::from_secs(10), task)
+                .await
+                .expect("the API stops")
+                .unwrap();
+        }
+    }
+}
