@@ -40,6 +40,34 @@ pub struct Progress {
     pub block: u64,
 }
 
+/// How often to look for a stream that is not there yet.
+const STREAM_POLL: Duration = Duration::from_secs(1);
+
+/// The stream `name` once it exists (its writer creates it, and may start after us);
+/// `None` on shutdown.
+pub(crate) async fn stream_when_there(
+    js: &jetstream::Context,
+    name: &str,
+    shutdown: &CancellationToken,
+) -> Option<jetstream::stream::Stream> {
+    let mut logged = false;
+    loop {
+        match js.get_stream(name).await {
+            Ok(stream) => return Some(stream),
+            Err(error) => {
+                if !logged {
+                    tracing::info!(stream = name, %error, "waiting for the stream");
+                    logged = true;
+                }
+                tokio::select! {
+                    () = shutdown.cancelled() => return None,
+                    () = tokio::time::sleep(STREAM_POLL) => {}
+                }
+            }
+        }
+    }
+}
+
 /// Projects the chain stream of `chain_id` into `store` until `shutdown`.
 pub async fn run(
     js: jetstream::Context,
@@ -49,10 +77,10 @@ pub async fn run(
     live: Live,
     shutdown: CancellationToken,
 ) -> Result<(), ProjectError> {
-    let stream = js
-        .get_stream(subjects::stream_name(chain_id))
-        .await
-        .map_err(|e| ProjectError::Nats(e.to_string()))?;
+    let Some(stream) = stream_when_there(&js, &subjects::stream_name(chain_id), &shutdown).await
+    else {
+        return Ok(());
+    };
     let start = store.checkpoint().await?;
     let last_block = store.last_block().await?;
     progress.send_modify(|p| {

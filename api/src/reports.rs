@@ -20,8 +20,6 @@ pub const LOG_LINES_KEPT: i64 = 10_000;
 pub const PROGRESS_SAMPLES_KEPT: i64 = 2_000;
 /// Messages written per transaction at most.
 const BATCH: usize = 512;
-/// How often to look for the stream before a worker has created it.
-const STREAM_POLL: Duration = Duration::from_secs(2);
 
 /// One message of the jobs stream, decoded.
 #[derive(Debug, Clone)]
@@ -242,14 +240,8 @@ pub async fn run(
 ) -> Result<(), crate::project::ProjectError> {
     use crate::project::ProjectError;
     let name = jobs::jobs_stream_name(chain_id);
-    let stream = loop {
-        match js.get_stream(&name).await {
-            Ok(stream) => break stream,
-            Err(_) => tokio::select! {
-                () = shutdown.cancelled() => return Ok(()),
-                () = tokio::time::sleep(STREAM_POLL) => {}
-            },
-        }
+    let Some(stream) = crate::project::stream_when_there(&js, &name, &shutdown).await else {
+        return Ok(());
     };
     let start = store.reports_checkpoint().await?;
     let consumer = stream
