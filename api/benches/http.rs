@@ -1,2 +1,597 @@
-//! `cargo bench -p gantry-api --bench http` (being written).
-fn main() {}
+//! `cargo bench -p gantry-api --bench http`: the read API over a SQLite projection of
+//! 100,000 jobs. `GET /v1/jobs/{id}` (random ids) and `GET /v1/jobs?status=running`
+//! against `GET /healthz` on the same server and the same keep-alive connections,
+//! measured in the same run, so that the ratios hold on a noisy machine.
+//!
+//! ```text
+//!   synthetic blocks ──Store::apply_block──▶ SQLite ──▶ router (axum, 2 workers)
+//!                                                          ▲
+//!   load generator (1 thread, 32 HTTP/1.1 keep-alive connections, closed loop)
+//! ```
+//!
+//! The projection goes through the real fold (`Store::apply_block`): 1,000 blocks of 100
+//! `JobPosted`, 8 `NodeRegistered`, and one job in ten `JobAssigned` a block later. Its
+//! speed is printed too. Then, per scenario, a warm-up and a fixed window in which every
+//! latency is recorded; any answer that is not a 200 with a body fails the bench. Last,
+//! the store's own calls behind `GET /v1/jobs/{id}`, without HTTP, to tell the two apart.
+//!
+//! Prints figures and a final JSON line:
+//! `{"bench":"api_http","by_id_rps":..,"by_id_p99_ms":..,"list_rps":..,"by_id_vs_healthz":..}`
+//! (goal: ≥ 10,000 req/s by id with p99 ≤ 10 ms, load generator included).
+
+use std::net::SocketAddr;
+use std::time::{Duration, Instant};
+
+use alloy::primitives::{Address, B256, Bytes, U256, aliases::U40, aliases::U96};
+use gantry_api::http::{AppState, HttpConfig, router};
+use gantry_api::project::Progress;
+use gantry_api::store::Store;
+use gantry_protocol::bindings::{JobMarket, NodeRegistry};
+use gantry_protocol::envelope::{BlockCommit, ENVELOPE_VERSION, EventEnvelope};
+use gantry_protocol::events::{ContractKind, DecodedEvent};
+use http_body_util::{BodyExt, Empty};
+use hyper::body::Bytes as Chunk;
+use hyper::client::conn::http1::{self, SendRequest};
+use hyper_util::rt::TokioIo;
+
+const JOBS: u64 = 100_000;
+const JOBS_PER_BLOCK: u64 = 100;
+const NODES: u64 = 8;
+/// One job in this many is assigned (10,000 running jobs).
+const ASSIGN_EVERY: u64 = 10;
+const CHAIN_ID: u64 = 31_337;
+const GENESIS_TIME: u64 = 1_750_000_000;
+
+const CONNECTIONS: usize = 32;
+const WARM_UP: Duration = Duration::from_secs(1);
+const WINDOW: Duration = Duration::from_secs(5);
+
+fn main() {
+    let server = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .expect("server runtime");
+    let dir = tempfile::tempdir().expect("temporary directory");
+    let url = format!("sqlite://{}", dir.path().join("bench.db").display());
+    let store = server.block_on(Store::open(&url)).expect("store");
+    let projection = server.block_on(project(&store));
+    let addr = server.block_on(serve(store.clone()));
+
+    // The load generator runs on its own thread, on a single-threaded runtime, so that it
+    // takes at most one of the two cores and its cost is the same for every scenario.
+    let client = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .expect("client runtime");
+    let (list_path, http) = client.block_on(load(addr));
+    let store_only = server.block_on(store_by_id(&store));
+
+    let ratio = |a: f64, b: f64| round(a / b, 3);
+    let by_id = &http.by_id;
+    let json = serde_json::json!({
+        "bench": "api_http",
+        "by_id_rps": round(by_id.rps, 0),
+        "by_id_p50_ms": round(by_id.p50_ms, 3),
+        "by_id_p99_ms": round(by_id.p99_ms, 3),
+        "list_rps": round(http.list.rps, 0),
+        "list_p99_ms": round(http.list.p99_ms, 3),
+        "healthz_rps": round(http.healthz.rps, 0),
+        "healthz_p99_ms": round(http.healthz.p99_ms, 3),
+        "by_id_vs_healthz": ratio(by_id.rps, http.healthz.rps),
+        "by_id_p99_vs_healthz": ratio(by_id.p99_ms, http.healthz.p99_ms),
+        "list_vs_healthz": ratio(http.list.rps, http.healthz.rps),
+        "store_by_id_rps": round(store_only.rps, 0),
+        "by_id_vs_store": ratio(by_id.rps, store_only.rps),
+        "projection_events_per_s": round(projection.events_per_s, 0),
+        "list_status": list_path.trim_start_matches("/v1/jobs?status="),
+        "jobs": JOBS,
+        "connections": CONNECTIONS,
+    });
+    let goal = by_id.rps >= 10_000.0 && by_id.p99_ms <= 10.0;
+    println!(
+        "goal (>= 10000 req/s by id, p99 <= 10 ms): {}",
+        if goal { "met" } else { "NOT met" }
+    );
+    println!("{json}");
+}
+
+fn round(value: f64, digits: i32) -> f64 {
+    let scale = 10f64.powi(digits);
+    (value * scale).round() / scale
+}
+
+// ---------------------------------------------------------------------------------------
+// The projection
+
+#[derive(Debug)]
+struct Projection {
+    events_per_s: f64,
+}
+
+/// Applies the synthetic chain through `Store::apply_block`, timing only the store.
+async fn project(store: &Store) -> Projection {
+    let blocks = synthetic_chain();
+    let events: usize = blocks.iter().map(|(events, _)| events.len()).sum();
+    let started = Instant::now();
+    for (seq, (events, commit)) in blocks.iter().enumerate() {
+        store
+            .apply_block(events, commit, seq as u64 + 1)
+            .await
+            .expect("apply block");
+    }
+    let elapsed = started.elapsed();
+    let events_per_s = events as f64 / elapsed.as_secs_f64();
+    println!(
+        "projection: {events} events in {} blocks, {:.2} s: {events_per_s:.0} events/s, {:.0} blocks/s",
+        blocks.len(),
+        elapsed.as_secs_f64(),
+        blocks.len() as f64 / elapsed.as_secs_f64(),
+    );
+    let open = store.job(1).await.expect("job 1").expect("job 1 stored");
+    assert_eq!(open.status, "open", "job 1");
+    let running = store.job(ASSIGN_EVERY).await.expect("job").expect("stored");
+    assert_eq!(running.status, "assigned", "job {ASSIGN_EVERY}");
+    Projection { events_per_s }
+}
+
+/// Blocks 1..=1000 post 100 jobs each (block 1 first registers the nodes); each block
+/// also assigns every tenth job of the block before it, and one more block assigns the
+/// last block's.
+fn synthetic_chain() -> Vec<(Vec<EventEnvelope>, BlockCommit)> {
+    let last_block = JOBS / JOBS_PER_BLOCK + 1;
+    let mut chain = Vec::with_capacity(last_block as usize);
+    for number in 1..=last_block {
+        let mut block = Block::new(number);
+        if number == 1 {
+            for node in 1..=NODES {
+                block.push(
+                    ContractKind::Registry,
+                    "NodeRegistered",
+                    node,
+                    registered(node),
+                );
+            }
+        }
+        let posted = (number - 1) * JOBS_PER_BLOCK;
+        if posted < JOBS {
+            for job in posted + 1..=posted + JOBS_PER_BLOCK {
+                block.push(ContractKind::Market, "JobPosted", job, job_posted(job));
+            }
+        }
+        if number > 1 {
+            let previous = (number - 2) * JOBS_PER_BLOCK;
+            for job in (previous + 1..=previous + JOBS_PER_BLOCK).filter(|j| j % ASSIGN_EVERY == 0)
+            {
+                let node = job % NODES + 1;
+                // The subject key of `JobAssigned` is the node.
+                block.push(
+                    ContractKind::Market,
+                    "JobAssigned",
+                    node,
+                    job_assigned(job, node, block.timestamp),
+                );
+            }
+        }
+        chain.push(block.commit());
+    }
+    chain
+}
+
+#[derive(Debug)]
+struct Block {
+    number: u64,
+    hash: B256,
+    timestamp: u64,
+    events: Vec<EventEnvelope>,
+}
+
+impl Block {
+    fn new(number: u64) -> Self {
+        Self {
+            number,
+            hash: block_hash(number),
+            timestamp: GENESIS_TIME + 12 * number,
+            events: Vec::new(),
+        }
+    }
+
+    fn push(&mut self, contract: ContractKind, name: &str, key: u64, data: impl serde::Serialize) {
+        let log_index = self.events.len() as u64;
+        self.events.push(EventEnvelope {
+            v: ENVELOPE_VERSION,
+            chain_id: CHAIN_ID,
+            block_number: self.number,
+            block_hash: self.hash,
+            block_timestamp: self.timestamp,
+            // One transaction per event, as a batcher-less chain would have.
+            tx_hash: B256::from(U256::from((self.number << 32) | log_index)),
+            log_index,
+            // What the indexer publishes: the sol event's own serde form.
+            event: DecodedEvent {
+                contract,
+                name: name.into(),
+                key: key.to_string(),
+                data: serde_json::to_value(data).expect("event serializes"),
+            },
+        });
+    }
+
+    fn commit(self) -> (Vec<EventEnvelope>, BlockCommit) {
+        let commit = BlockCommit {
+            v: ENVELOPE_VERSION,
+            chain_id: CHAIN_ID,
+            block_number: self.number,
+            block_hash: self.hash,
+            parent_hash: block_hash(self.number - 1),
+            block_timestamp: self.timestamp,
+            event_count: self.events.len() as u32,
+        };
+        (self.events, commit)
+    }
+}
+
+fn block_hash(number: u64) -> B256 {
+    B256::from(U256::from(number) | (U256::from(0xb10c) << 200))
+}
+
+fn registered(node: u64) -> NodeRegistry::NodeRegistered {
+    NodeRegistry::NodeRegistered {
+        nodeId: node,
+        operator: Address::repeat_byte(0x10 + node as u8),
+        agent: Address::repeat_byte(0x20 + node as u8),
+        capabilities: gantry_devnet::scenario::h100_node(),
+        metadataURI: format!("https://nodes.example.org/{node}.json"),
+        stake: U96::from(500_000_000u64),
+        at: GENESIS_TIME as u32,
+    }
+}
+
+fn job_posted(job: u64) -> JobMarket::JobPosted {
+    JobMarket::JobPosted {
+        jobId: job,
+        submitter: Address::repeat_byte(0x30 + (job % 16) as u8),
+        requirements: gantry_devnet::scenario::h100_requirements(),
+        bounty: U96::from(5_000_000u64),
+        deadline: U40::from(GENESIS_TIME + 86_400),
+        specHash: B256::from(U256::from(job)),
+        // The ~400-byte spec of the contract tests.
+        spec: Bytes::from(gantry_devnet::scenario::example_spec()),
+    }
+}
+
+fn job_assigned(job: u64, node: u64, at: u64) -> JobMarket::JobAssigned {
+    JobMarket::JobAssigned {
+        jobId: job,
+        nodeId: node,
+        agent: Address::repeat_byte(0x20 + node as u8),
+        attempt: 1,
+        claimed: false,
+        assignedAt: U40::from(at),
+    }
+}
+
+// ---------------------------------------------------------------------------------------
+// The HTTP side
+
+async fn serve(store: Store) -> SocketAddr {
+    let (_tx, progress) = tokio::sync::watch::channel(Progress {
+        checkpoint: store.checkpoint().await.expect("checkpoint"),
+        block: store.last_block().await.expect("last block"),
+    });
+    let app = router(
+        AppState::new(store, progress, gantry_api::live::Live::default()),
+        HttpConfig {
+            request_timeout: Duration::from_secs(5),
+            cors: tower_http::cors::CorsLayer::permissive(),
+        },
+    );
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+        .await
+        .expect("bind");
+    let addr = listener.local_addr().expect("address");
+    tokio::spawn(async move { axum::serve(listener, app).await.expect("serve") });
+    addr
+}
+
+#[derive(Debug)]
+struct HttpFigures {
+    healthz: Figures,
+    by_id: Figures,
+    list: Figures,
+}
+
+/// Latencies of one scenario's window.
+#[derive(Debug)]
+struct Figures {
+    rps: f64,
+    p50_ms: f64,
+    p99_ms: f64,
+}
+
+impl Figures {
+    fn of(name: &str, mut micros: Vec<u32>, bytes: u64, window: Duration) -> Self {
+        micros.sort_unstable();
+        let at = |p: f64| {
+            let index = ((micros.len() as f64 - 1.0) * p).round() as usize;
+            f64::from(micros[index]) / 1e3
+        };
+        let figures = Self {
+            rps: micros.len() as f64 / window.as_secs_f64(),
+            p50_ms: at(0.50),
+            p99_ms: at(0.99),
+        };
+        println!(
+            "{name:<28} {:>8.0} req/s  p50 {:>6.3} ms  p90 {:>6.3} ms  p99 {:>6.3} ms  max {:>7.3} ms  \
+             ({} requests, {:.0} bytes/answer)",
+            figures.rps,
+            figures.p50_ms,
+            at(0.90),
+            figures.p99_ms,
+            at(1.0),
+            micros.len(),
+            bytes as f64 / micros.len() as f64,
+        );
+        figures
+    }
+}
+
+type Sender = SendRequest<Empty<Chunk>>;
+
+/// Opens the connections, checks the answers once, then runs the scenarios on the same
+/// connections. Returns the list path used (`running`, or `assigned` when the API does
+/// not know the alias yet).
+async fn load(addr: SocketAddr) -> (String, HttpFigures) {
+    let mut senders = Vec::with_capacity(CONNECTIONS);
+    for _ in 0..CONNECTIONS {
+        senders.push(connect(addr).await);
+    }
+    let sender = &mut senders[0];
+    let (status, body) = get(sender, &format!("/v1/jobs/{ASSIGN_EVERY}")).await;
+    assert_eq!(status, 200, "GET /v1/jobs/{ASSIGN_EVERY}");
+    let job: serde_json::Value = serde_json::from_slice(&body).expect("job JSON");
+    assert_eq!(job["jobId"], ASSIGN_EVERY, "job id");
+    assert_eq!(
+        job["timeline"].as_array().map(Vec::len),
+        Some(2),
+        "timeline"
+    );
+    let mut list_path = "/v1/jobs?status=running".to_string();
+    let (status, _) = get(sender, &list_path).await;
+    if status != 200 {
+        println!("note: status=running answered {status}; measuring status=assigned instead");
+        list_path = "/v1/jobs?status=assigned".into();
+    }
+    let (status, body) = get(sender, &list_path).await;
+    assert_eq!(status, 200, "GET {list_path}");
+    let page: serde_json::Value = serde_json::from_slice(&body).expect("page JSON");
+    let items = page["items"].as_array().expect("items");
+    assert_eq!(items.len(), 50, "a full first page");
+    assert!(
+        items.iter().all(|j| j["status"] == "assigned"),
+        "only running jobs"
+    );
+
+    println!(
+        "HTTP/1.1, {CONNECTIONS} keep-alive connections, closed loop, warm-up {} s, window {} s",
+        WARM_UP.as_secs(),
+        WINDOW.as_secs()
+    );
+    let (senders, healthz) = scenario("GET /healthz", senders, |_| "/healthz".into()).await;
+    let (senders, by_id) = scenario("GET /v1/jobs/{id}", senders, |rng| {
+        format!("/v1/jobs/{}", rng.below(JOBS) + 1)
+    })
+    .await;
+    let path = list_path.clone();
+    let (_senders, list) =
+        scenario(&format!("GET {list_path}"), senders, move |_| path.clone()).await;
+    (
+        list_path,
+        HttpFigures {
+            healthz,
+            by_id,
+            list,
+        },
+    )
+}
+
+async fn connect(addr: SocketAddr) -> Sender {
+    let stream = tokio::net::TcpStream::connect(addr).await.expect("connect");
+    stream.set_nodelay(true).expect("nodelay");
+    let (sender, connection) = http1::handshake(TokioIo::new(stream))
+        .await
+        .expect("handshake");
+    tokio::spawn(async move {
+        if let Err(error) = connection.await {
+            eprintln!("connection: {error}");
+        }
+    });
+    sender
+}
+
+/// One request: the status and the whole body.
+async fn get(sender: &mut Sender, path: &str) -> (u16, Chunk) {
+    sender.ready().await.expect("connection ready");
+    let request = hyper::Request::get(path)
+        .header(hyper::header::HOST, "127.0.0.1")
+        .body(Empty::new())
+        .expect("request");
+    let response = sender.send_request(request).await.expect("response");
+    let status = response.status().as_u16();
+    let body = response
+        .into_body()
+        .collect()
+        .await
+        .expect("body")
+        .to_bytes();
+    (status, body)
+}
+
+#[derive(Debug)]
+struct Outcome {
+    sender: Sender,
+    micros: Vec<u32>,
+    bytes: u64,
+    errors: u64,
+    first_error: Option<String>,
+}
+
+/// Every connection sends requests back to back for the warm-up and the window; the
+/// requests started inside the window count.
+async fn scenario(
+    name: &str,
+    senders: Vec<Sender>,
+    path: impl Fn(&mut Rng) -> String + Clone + Send + 'static,
+) -> (Vec<Sender>, Figures) {
+    let start = Instant::now();
+    let window_start = start + WARM_UP;
+    let end = window_start + WINDOW;
+    let tasks: Vec<_> = senders
+        .into_iter()
+        .enumerate()
+        .map(|(index, mut sender)| {
+            let path = path.clone();
+            tokio::spawn(async move {
+                let mut rng = Rng(0x9e37_79b9_7f4a_7c15 ^ (index as u64 + 1));
+                let mut outcome = Outcome {
+                    sender: {
+                        // Moved back into the outcome at the end.
+                        sender.ready().await.expect("connection ready");
+                        sender
+                    },
+                    micros: Vec::with_capacity(64 * 1024),
+                    bytes: 0,
+                    errors: 0,
+                    first_error: None,
+                };
+                loop {
+                    let sent = Instant::now();
+                    if sent >= end {
+                        break;
+                    }
+                    let path = path(&mut rng);
+                    let (status, body) = get(&mut outcome.sender, &path).await;
+                    let elapsed = sent.elapsed();
+                    if sent < window_start {
+                        continue;
+                    }
+                    outcome
+                        .micros
+                        .push(elapsed.as_micros().min(u128::from(u32::MAX)) as u32);
+                    outcome.bytes += body.len() as u64;
+                    if status != 200 || body.is_empty() {
+                        outcome.errors += 1;
+                        outcome.first_error.get_or_insert_with(|| {
+                            format!("GET {path}: {status} {}", String::from_utf8_lossy(&body))
+                        });
+                    }
+                }
+                outcome
+            })
+        })
+        .collect();
+    let mut senders = Vec::with_capacity(CONNECTIONS);
+    let mut micros = Vec::new();
+    let mut bytes = 0;
+    let mut errors = 0;
+    let mut first_error = None;
+    for task in tasks {
+        let outcome = task.await.expect("load task");
+        senders.push(outcome.sender);
+        micros.extend(outcome.micros);
+        bytes += outcome.bytes;
+        errors += outcome.errors;
+        first_error = first_error.or(outcome.first_error);
+    }
+    assert!(
+        errors == 0,
+        "{name}: {errors} of {} answers were not a 200 with a body; first: {}",
+        micros.len(),
+        first_error.unwrap_or_default()
+    );
+    (senders, Figures::of(name, micros, bytes, WINDOW))
+}
+
+/// xorshift64*: enough to spread ids, and free next to a request.
+#[derive(Debug)]
+struct Rng(u64);
+
+impl Rng {
+    fn below(&mut self, n: u64) -> u64 {
+        self.0 ^= self.0 >> 12;
+        self.0 ^= self.0 << 25;
+        self.0 ^= self.0 >> 27;
+        self.0.wrapping_mul(0x2545_f491_4f6c_dd1d) % n
+    }
+}
+
+// ---------------------------------------------------------------------------------------
+// The store alone
+
+/// The four store calls of `GET /v1/jobs/{id}` (job, timeline, progress, completions)
+/// from as many tasks as there are connections, on the server's runtime, without HTTP;
+/// then each call alone, one at a time, for its latency.
+async fn store_by_id(store: &Store) -> Figures {
+    let start = Instant::now();
+    let window_start = start + WARM_UP;
+    let end = window_start + WINDOW;
+    let tasks: Vec<_> = (0..CONNECTIONS)
+        .map(|index| {
+            let store = store.clone();
+            tokio::spawn(async move {
+                let mut rng = Rng(0x51ed_2701_f3a5_b9c3 ^ (index as u64 + 1));
+                let mut micros = Vec::with_capacity(64 * 1024);
+                loop {
+                    let sent = Instant::now();
+                    if sent >= end {
+                        break;
+                    }
+                    let job = rng.below(JOBS) + 1;
+                    let row = store.job(job).await.expect("job");
+                    let timeline = store.timeline(job).await.expect("timeline");
+                    let progress = store.progress(job).await.expect("progress");
+                    let completions = store.completions(job).await.expect("completions");
+                    assert!(row.is_some() && !timeline.is_empty());
+                    std::hint::black_box((row, timeline, progress, completions));
+                    if sent >= window_start {
+                        micros.push(sent.elapsed().as_micros() as u32);
+                    }
+                }
+                micros
+            })
+        })
+        .collect();
+    let mut micros = Vec::new();
+    for task in tasks {
+        micros.extend(task.await.expect("store task"));
+    }
+    let figures = Figures::of("store calls of by-id, no HTTP", micros, 0, WINDOW);
+
+    const CALLS: u64 = 2_000;
+    let mut rng = Rng(7);
+    let mut each = [Duration::ZERO; 4];
+    for _ in 0..CALLS {
+        let job = rng.below(JOBS) + 1;
+        let t = Instant::now();
+        std::hint::black_box(store.job(job).await.expect("job"));
+        each[0] += t.elapsed();
+        let t = Instant::now();
+        std::hint::black_box(store.timeline(job).await.expect("timeline"));
+        each[1] += t.elapsed();
+        let t = Instant::now();
+        std::hint::black_box(store.progress(job).await.expect("progress"));
+        each[2] += t.elapsed();
+        let t = Instant::now();
+        std::hint::black_box(store.completions(job).await.expect("completions"));
+        each[3] += t.elapsed();
+    }
+    let per_call = |d: Duration| d.as_secs_f64() * 1e6 / CALLS as f64;
+    println!(
+        "store calls one at a time (mean µs): job {:.0}, timeline {:.0}, progress {:.0}, completions {:.0}",
+        per_call(each[0]),
+        per_call(each[1]),
+        per_call(each[2]),
+        per_call(each[3]),
+    );
+    figures
+}
