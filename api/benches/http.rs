@@ -528,9 +528,10 @@ impl Rng {
 // ---------------------------------------------------------------------------------------
 // The store alone
 
-/// The four store calls of `GET /v1/jobs/{id}` (job, timeline, progress, completions)
-/// from as many tasks as there are connections, on the server's runtime, without HTTP;
-/// then each call alone, one at a time, for its latency.
+/// The store call of `GET /v1/jobs/{id}` (`job_detail`, one statement) from as many tasks
+/// as there are connections, on the server's runtime, without HTTP; then, one at a time,
+/// its latency against the four separate reads it replaces (job, timeline, progress,
+/// completions).
 async fn store_by_id(store: &Store) -> Figures {
     let start = Instant::now();
     let window_start = start + WARM_UP;
@@ -547,12 +548,8 @@ async fn store_by_id(store: &Store) -> Figures {
                         break;
                     }
                     let job = rng.below(JOBS) + 1;
-                    let row = store.job(job).await.expect("job");
-                    let timeline = store.timeline(job).await.expect("timeline");
-                    let progress = store.progress(job).await.expect("progress");
-                    let completions = store.completions(job).await.expect("completions");
-                    assert!(row.is_some() && !timeline.is_empty());
-                    std::hint::black_box((row, timeline, progress, completions));
+                    let detail = store.job_detail(job).await.expect("job detail");
+                    assert!(detail.is_some_and(|d| !d.timeline.is_empty()));
                     if sent >= window_start {
                         micros.push(sent.elapsed().as_micros() as u32);
                     }
@@ -565,13 +562,16 @@ async fn store_by_id(store: &Store) -> Figures {
     for task in tasks {
         micros.extend(task.await.expect("store task"));
     }
-    let figures = Figures::of("store calls of by-id, no HTTP", micros, 0, WINDOW);
+    let figures = Figures::of("store job_detail, no HTTP", micros, 0, WINDOW);
 
     const CALLS: u64 = 2_000;
     let mut rng = Rng(7);
-    let mut each = [Duration::ZERO; 4];
+    let mut each = [Duration::ZERO; 5];
     for _ in 0..CALLS {
         let job = rng.below(JOBS) + 1;
+        let t = Instant::now();
+        std::hint::black_box(store.job_detail(job).await.expect("job detail"));
+        each[4] += t.elapsed();
         let t = Instant::now();
         std::hint::black_box(store.job(job).await.expect("job"));
         each[0] += t.elapsed();
@@ -587,7 +587,9 @@ async fn store_by_id(store: &Store) -> Figures {
     }
     let per_call = |d: Duration| d.as_secs_f64() * 1e6 / CALLS as f64;
     println!(
-        "store calls one at a time (mean µs): job {:.0}, timeline {:.0}, progress {:.0}, completions {:.0}",
+        "store calls one at a time (mean µs): job_detail {:.0}; the four it replaces: job {:.0}, \
+         timeline {:.0}, progress {:.0}, completions {:.0}",
+        per_call(each[4]),
         per_call(each[0]),
         per_call(each[1]),
         per_call(each[2]),

@@ -287,6 +287,12 @@ pub struct Page<T> {
     pub next_cursor: Option<String>,
 }
 
+/// A value bound to a query built from the filters given.
+enum Bind {
+    Text(String),
+    Int(i64),
+}
+
 /// A job in a list: its row and the latest progress its worker reported.
 #[derive(Debug, Serialize, Deserialize, ToSchema)]
 #[serde(rename_all = "camelCase")]
@@ -401,20 +407,41 @@ async fn list_jobs(
     let since = non_negative("since", &q.since)?;
     // The cursor is the last job id of the previous page (newest first).
     let cursor = non_negative("cursor", &q.cursor)?;
-    let rows = sqlx::query(
-        "SELECT j.body, p.body FROM jobs j LEFT JOIN progress p ON p.job_id = j.job_id \
-         WHERE ($1 IS NULL OR j.status = $1) AND ($2 IS NULL OR j.submitter = $2) \
-         AND ($3 IS NULL OR j.node_id = $3) AND ($4 IS NULL OR j.posted_at >= $4) \
-         AND ($5 IS NULL OR j.job_id < $5) ORDER BY j.job_id DESC LIMIT $6",
-    )
-    .bind(status)
-    .bind(q.submitter.as_ref().map(|s| s.to_lowercase()))
-    .bind(node)
-    .bind(since)
-    .bind(cursor)
-    .bind(i64::from(limit) + 1)
-    .fetch_all(state.store.pool())
-    .await?;
+    // Only the filters given go into the SQL: `($1 IS NULL OR status = $1)` would keep
+    // the planner from using the indexes (a full scan of the jobs for a rare status).
+    let mut sql = String::from(
+        "SELECT j.body, p.body FROM jobs j LEFT JOIN progress p ON p.job_id = j.job_id WHERE 1 = 1",
+    );
+    let mut binds: Vec<Bind> = Vec::new();
+    let mut filter = |condition: &str, value: Bind| {
+        binds.push(value);
+        sql.push_str(&format!(" AND {condition} ${}", binds.len()));
+    };
+    if let Some(status) = status {
+        filter("j.status =", Bind::Text(status.to_owned()));
+    }
+    if let Some(submitter) = &q.submitter {
+        filter("j.submitter =", Bind::Text(submitter.to_lowercase()));
+    }
+    if let Some(node) = node {
+        filter("j.node_id =", Bind::Int(node));
+    }
+    if let Some(since) = since {
+        filter("j.posted_at >=", Bind::Int(since));
+    }
+    if let Some(cursor) = cursor {
+        filter("j.job_id <", Bind::Int(cursor));
+    }
+    binds.push(Bind::Int(i64::from(limit) + 1));
+    sql.push_str(&format!(" ORDER BY j.job_id DESC LIMIT ${}", binds.len()));
+    let mut query = sqlx::query(sqlx::AssertSqlSafe(sql));
+    for value in binds {
+        query = match value {
+            Bind::Text(text) => query.bind(text),
+            Bind::Int(int) => query.bind(int),
+        };
+    }
+    let rows = query.fetch_all(state.store.pool()).await?;
     page(
         &rows,
         limit,
@@ -475,10 +502,16 @@ async fn get_job(
     Path(raw): Path<String>,
 ) -> Result<Json<JobDetail>, ApiError> {
     let job_id = id(&raw, "job")?;
-    let job = job_or_404(&state, job_id).await?;
-    let timeline = state.store.timeline(job_id).await?;
-    let progress = state.store.progress(job_id).await?;
-    let completions = state.store.completions(job_id).await?;
+    let crate::store::JobParts {
+        job,
+        timeline,
+        progress,
+        completions,
+    } = state
+        .store
+        .job_detail(job_id)
+        .await?
+        .ok_or_else(|| ApiError::not_found(format!("job {job_id}")))?;
     let pending = match (&state.nats, job.status == JOB_STATUS[1]) {
         (Some(nats), true) => nats.pending(job_id).await,
         _ => None,

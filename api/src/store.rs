@@ -26,6 +26,8 @@ pub enum StoreError {
 #[derive(Debug, Clone)]
 pub struct Store {
     pool: AnyPool,
+    /// SQLite, else PostgreSQL: the few queries whose SQL differs (JSON aggregation).
+    sqlite: bool,
 }
 
 pub(crate) type Tx<'a> = sqlx::Transaction<'a, sqlx::Any>;
@@ -40,9 +42,22 @@ impl Store {
         } else {
             url.to_owned()
         };
-        // SQLite takes one writer at a time; readers share the rest of the pool.
+        // SQLite takes one writer at a time; readers share the rest of the pool. Its
+        // connections are in-process: no ping before use (a round trip through sqlx's
+        // worker thread per query), and the file mapped rather than read page by page.
         let pool = AnyPoolOptions::new()
             .max_connections(if sqlite { 4 } else { 16 })
+            .test_before_acquire(!sqlite)
+            .after_connect(move |connection, _| {
+                Box::pin(async move {
+                    if sqlite {
+                        sqlx::query("PRAGMA mmap_size = 1073741824")
+                            .execute(connection)
+                            .await?;
+                    }
+                    Ok(())
+                })
+            })
             .connect(&url)
             .await?;
         if sqlite {
@@ -51,7 +66,7 @@ impl Store {
                 .await?;
         }
         sqlx::migrate!("./migrations").run(&pool).await?;
-        Ok(Self { pool })
+        Ok(Self { pool, sqlite })
     }
 
     pub fn pool(&self) -> &AnyPool {
@@ -374,6 +389,47 @@ impl Store {
         Ok(row.get::<Option<i64>, _>(0).unwrap_or(0) as u64)
     }
 
+    /// A job with its timeline, latest progress and completion reports, in one statement
+    /// (the API's most frequent read: one round trip instead of four).
+    pub async fn job_detail(&self, job_id: u64) -> Result<Option<JobParts>, StoreError> {
+        let sql = if self.sqlite {
+            "SELECT j.body, \
+             (SELECT json_group_array(json_object('block', block_number, 'logIndex', log_index, \
+               'at', block_timestamp, 'tx', tx_hash, 'name', name, 'data', data -> '$.data') \
+               ORDER BY block_number, log_index) FROM events WHERE job_id = j.job_id), \
+             (SELECT body FROM progress WHERE job_id = j.job_id), \
+             (SELECT json_group_array(json(body) ORDER BY attempt) FROM completions \
+               WHERE job_id = j.job_id) \
+             FROM jobs j WHERE j.job_id = $1"
+        } else {
+            "SELECT j.body, \
+             (SELECT COALESCE(json_agg(json_build_object('block', block_number, 'logIndex', \
+               log_index, 'at', block_timestamp, 'tx', tx_hash, 'name', name, \
+               'data', data::json -> 'data') ORDER BY block_number, log_index), '[]')::text \
+               FROM events WHERE job_id = j.job_id), \
+             (SELECT body FROM progress WHERE job_id = j.job_id), \
+             (SELECT COALESCE(json_agg(body::json ORDER BY attempt), '[]')::text FROM completions \
+               WHERE job_id = j.job_id) \
+             FROM jobs j WHERE j.job_id = $1"
+        };
+        let Some(row) = sqlx::query(sql)
+            .bind(job_id as i64)
+            .fetch_optional(&self.pool)
+            .await?
+        else {
+            return Ok(None);
+        };
+        Ok(Some(JobParts {
+            job: serde_json::from_str(&row.get::<String, _>(0))?,
+            timeline: serde_json::from_str(&row.get::<String, _>(1))?,
+            progress: row
+                .get::<Option<String>, _>(2)
+                .map(|p| serde_json::from_str(&p))
+                .transpose()?,
+            completions: serde_json::from_str(&row.get::<String, _>(3))?,
+        }))
+    }
+
     /// The job's events in chain order: (block, log index, tx hash, name, data JSON).
     pub async fn timeline(&self, job_id: u64) -> Result<Vec<TimelineEntry>, StoreError> {
         let rows = sqlx::query(
@@ -398,6 +454,15 @@ impl Store {
             })
             .collect()
     }
+}
+
+/// A job and what is stored about it (see [`Store::job_detail`]).
+#[derive(Debug, Clone, PartialEq)]
+pub struct JobParts {
+    pub job: JobRow,
+    pub timeline: Vec<TimelineEntry>,
+    pub progress: Option<gantry_protocol::jobs::ProgressUpdate>,
+    pub completions: Vec<gantry_protocol::jobs::CompletionReport>,
 }
 
 /// What a block changed: the rows as they are after it, by id.

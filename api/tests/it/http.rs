@@ -15,7 +15,7 @@ use gantry_protocol::jobs::{
 use crate::projection::{chain_with_lifecycle, project_to_head};
 
 /// Three log lines, three progress updates and a completion report for job 1.
-fn worker_reports(chain_id: u64) -> Vec<(String, Vec<u8>)> {
+pub(crate) fn worker_reports(chain_id: u64) -> Vec<(String, Vec<u8>)> {
     let mut out = Vec::new();
     for i in 1..=3u32 {
         let line = LogLine {

@@ -187,6 +187,37 @@ async fn postgres_projection_equals_the_chain_and_the_sqlite_one() {
         store.timeline(1).await.unwrap(),
         sqlite.timeline(1).await.unwrap()
     );
+    // A job's detail (one statement, with SQL that differs by backend) is the same on
+    // both and equals its parts read one by one.
+    let reports = crate::http::worker_reports(chain.devnet.deployment.chain_id);
+    let batch: Vec<(u64, gantry_api::reports::Report)> = reports
+        .iter()
+        .enumerate()
+        .map(|(i, (subject, payload))| {
+            let report = gantry_api::reports::decode(subject, payload).expect("decodes");
+            (i as u64 + 1, report)
+        })
+        .collect();
+    for store in [&store, &sqlite] {
+        store
+            .apply_reports(&batch, batch.len() as u64)
+            .await
+            .unwrap();
+    }
+    for job in 1..=3 {
+        let detail = store.job_detail(job).await.unwrap().expect("the job");
+        assert_eq!(
+            Some(&detail),
+            sqlite.job_detail(job).await.unwrap().as_ref()
+        );
+        assert_eq!(detail.timeline, store.timeline(job).await.unwrap());
+        assert_eq!(detail.progress, store.progress(job).await.unwrap());
+        assert_eq!(detail.completions, store.completions(job).await.unwrap());
+    }
+    let detail = store.job_detail(1).await.unwrap().unwrap();
+    assert_eq!(detail.completions.len(), 1);
+    assert_eq!(detail.progress.unwrap().epoch, Some(3));
+    assert_eq!(store.job_detail(99).await.unwrap(), None);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
