@@ -8,13 +8,11 @@
 use std::path::Path;
 use std::time::Duration;
 
-use alloy::primitives::aliases::{U40, U96};
 use alloy::providers::Provider;
 use gantry_api::store::Store;
-use gantry_devnet::{confirm_receipt, scenario};
-use gantry_protocol::bindings::JobMarket;
 use sqlx::Connection;
 
+use crate::harness::post_job;
 use crate::projection::{Chain, assert_matches_chain, chain_with_lifecycle};
 
 const WAIT: Duration = Duration::from_secs(60);
@@ -94,25 +92,6 @@ async fn head(chain: &Chain) -> u64 {
     chain.devnet.admin.get_block_number().await.unwrap()
 }
 
-/// Posts a job: one block of new events for the projection.
-async fn post_job(chain: &Chain) {
-    let market = JobMarket::new(chain.devnet.deployment.market, chain.devnet.provider(3));
-    confirm_receipt(
-        "postJob",
-        market
-            .postJob(
-                scenario::h100_requirements(),
-                U96::from(1_000_000u64),
-                U40::from(4_000_000_000u64),
-                scenario::example_spec().into(),
-            )
-            .send()
-            .await,
-    )
-    .await
-    .unwrap();
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn postgres_a_process_killed_mid_transaction_resumes_exactly() {
     let chain = chain_with_lifecycle().await;
@@ -129,7 +108,7 @@ async fn postgres_a_process_killed_mid_transaction_resumes_exactly() {
         .execute(&mut holder)
         .await
         .unwrap();
-    post_job(&chain).await;
+    post_job(&chain, 1_000_000).await;
     let mut watcher = sqlx::PgConnection::connect(&postgres.url()).await.unwrap();
     let deadline = tokio::time::Instant::now() + WAIT;
     loop {
@@ -161,7 +140,7 @@ async fn postgres_a_process_killed_mid_transaction_resumes_exactly() {
         3,
         "nothing of the killed transaction is stored"
     );
-    post_job(&chain).await;
+    post_job(&chain, 1_000_000).await;
     let mut api = ApiProcess::spawn(&chain, &postgres.url(), &log);
     api.projected(head(&chain).await).await;
     assert_matches_chain(&chain, &store).await;
@@ -186,7 +165,7 @@ async fn sqlite_a_transaction_failing_mid_block_resumes_exactly() {
     .execute(&mut db)
     .await
     .unwrap();
-    post_job(&chain).await;
+    post_job(&chain, 1_000_000).await;
     let status = tokio::time::timeout(WAIT, api.child.wait())
         .await
         .expect("the process stops on the failed transaction")
@@ -203,7 +182,7 @@ async fn sqlite_a_transaction_failing_mid_block_resumes_exactly() {
         .execute(&mut db)
         .await
         .unwrap();
-    post_job(&chain).await;
+    post_job(&chain, 1_000_000).await;
     let mut api = ApiProcess::spawn(&chain, &url, &log);
     api.projected(head(&chain).await).await;
     let store = Store::open(&url).await.unwrap();

@@ -7,17 +7,14 @@ use std::process::Stdio;
 use std::time::Duration;
 
 use alloy::primitives::U256;
-use alloy::primitives::aliases::{U40, U96};
-use gantry_api::http::{AppState, HttpConfig, router};
-use gantry_api::live::Live;
-use gantry_api::project::{self, Progress};
-use gantry_api::store::Store;
+use alloy::primitives::aliases::U96;
 use gantry_devnet::{confirm_receipt, scenario};
 use gantry_protocol::bindings::{JobMarket, NodeRegistry};
 use gantry_protocol::jobs::{self, LogLine, LogStream, ProgressUpdate};
 use tokio::io::{AsyncBufReadExt, AsyncReadExt, BufReader};
 use tokio_util::sync::CancellationToken;
 
+use crate::harness::{Api, jobs_stream, post_job, publish, sqlite};
 use crate::projection::{Chain, chain_with_lifecycle};
 
 const GUSD: u64 = 1_000_000;
@@ -33,13 +30,7 @@ async fn the_dashboard_shows_the_jobs_and_follows_them_live_in_chromium() {
     run_job_3_on_a_second_node(&chain).await;
     let chain_id = chain.devnet.deployment.chain_id;
     let js = async_nats::jetstream::new(async_nats::connect(chain.nats.url()).await.unwrap());
-    js.create_stream(async_nats::jetstream::stream::Config {
-        name: jobs::jobs_stream_name(chain_id),
-        subjects: vec![jobs::jobs_stream_subjects(chain_id)],
-        ..Default::default()
-    })
-    .await
-    .unwrap();
+    jobs_stream(&js, chain_id).await;
     let mut reported = 0;
     for epoch in 1..=4 {
         reported = publish_epoch(&js, chain_id, epoch).await;
@@ -47,7 +38,7 @@ async fn the_dashboard_shows_the_jobs_and_follows_them_live_in_chromium() {
 
     let stop = CancellationToken::new();
     let dir = tempfile::tempdir().unwrap();
-    let api = Api::start(&chain, &js, &dir.path().join("api.db"), &stop).await;
+    let api = Api::start(&chain, &js, &sqlite(dir.path()), &stop, None).await;
     api.caught_up(&chain, reported).await;
 
     let shots = concat!(env!("CARGO_TARGET_TMPDIR"), "/dashboard");
@@ -91,7 +82,7 @@ async fn the_dashboard_shows_the_jobs_and_follows_them_live_in_chromium() {
     }
 
     // Changes while the pages are open: a new job on chain, a worker's report.
-    post_a_job(&chain).await;
+    post_job(&chain, 20 * GUSD).await;
     publish_epoch(&js, chain_id, 7).await;
 
     let status = tokio::time::timeout(Duration::from_secs(120), async {
@@ -146,25 +137,6 @@ async fn run_job_3_on_a_second_node(chain: &Chain) {
         .unwrap();
 }
 
-/// Posts job 4 as the lifecycle's submitter (account 3, funded and approved).
-async fn post_a_job(chain: &Chain) {
-    let market = JobMarket::new(chain.devnet.deployment.market, chain.devnet.provider(3));
-    confirm_receipt(
-        "postJob",
-        market
-            .postJob(
-                scenario::h100_requirements(),
-                U96::from(20 * GUSD),
-                U40::from(4_000_000_000u64),
-                scenario::example_spec().into(),
-            )
-            .send()
-            .await,
-    )
-    .await
-    .unwrap();
-}
-
 /// What job 3's worker reports at the end of `epoch`: progress, loss, GPU figures and a
 /// log line. Returns the stream sequence of the last message.
 async fn publish_epoch(js: &async_nats::jetstream::Context, chain_id: u64, epoch: u32) -> u64 {
@@ -207,107 +179,7 @@ async fn publish_epoch(js: &async_nats::jetstream::Context, chain_id: u64, epoch
             serde_json::to_vec(&update).unwrap(),
         ),
     ] {
-        last = js
-            .publish(subject, payload.into())
-            .await
-            .unwrap()
-            .await
-            .unwrap()
-            .sequence;
+        last = publish(js, subject, payload).await;
     }
     last
-}
-
-/// The API as `gantry-api` runs it — the chain projection, the reports consumer and the
-/// HTTP server sharing one live feed — on a free port.
-struct Api {
-    base: String,
-    progress: tokio::sync::watch::Receiver<Progress>,
-    reports: tokio::sync::watch::Receiver<u64>,
-    tasks: Vec<tokio::task::JoinHandle<()>>,
-}
-
-impl Api {
-    async fn start(
-        chain: &Chain,
-        js: &async_nats::jetstream::Context,
-        db: &std::path::Path,
-        stop: &CancellationToken,
-    ) -> Self {
-        let chain_id = chain.devnet.deployment.chain_id;
-        let store = Store::open(&format!("sqlite://{}", db.display()))
-            .await
-            .unwrap();
-        let live = Live::closing_on(stop.clone());
-        let (progress_tx, progress) = tokio::sync::watch::channel(Progress::default());
-        let (reports_tx, reports) = tokio::sync::watch::channel(0);
-        let projection = tokio::spawn({
-            let run = project::run(
-                js.clone(),
-                chain_id,
-                store.clone(),
-                progress_tx,
-                live.clone(),
-                stop.clone(),
-            );
-            async move { run.await.expect("the projection runs") }
-        });
-        let reporter = tokio::spawn({
-            let run = gantry_api::reports::run(
-                js.clone(),
-                chain_id,
-                store.clone(),
-                reports_tx,
-                live.clone(),
-                stop.clone(),
-            );
-            async move { run.await.expect("the reports consumer runs") }
-        });
-        let app = router(
-            AppState::new(store, progress.clone(), live).with_nats(js.clone(), chain_id),
-            HttpConfig {
-                request_timeout: Duration::from_secs(5),
-                cors: tower_http::cors::CorsLayer::new(),
-            },
-        );
-        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-        let base = format!("http://{}", listener.local_addr().unwrap());
-        let shutdown = stop.clone();
-        let server = tokio::spawn(async move {
-            axum::serve(listener, app)
-                .with_graceful_shutdown(shutdown.cancelled_owned())
-                .await
-                .unwrap();
-        });
-        Self {
-            base,
-            progress,
-            reports,
-            tasks: vec![projection, reporter, server],
-        }
-    }
-
-    /// Waits until the projection has applied the chain's head and the reports consumer
-    /// the worker reports up to stream sequence `reported`.
-    async fn caught_up(&self, chain: &Chain, reported: u64) {
-        let head = alloy::providers::Provider::get_block_number(&chain.devnet.admin)
-            .await
-            .unwrap();
-        let (mut progress, mut reports) = (self.progress.clone(), self.reports.clone());
-        tokio::time::timeout(Duration::from_secs(60), async {
-            progress.wait_for(|p| p.block >= head).await.unwrap();
-            reports.wait_for(|seq| *seq >= reported).await.unwrap();
-        })
-        .await
-        .expect("the API projects the chain and the worker reports");
-    }
-
-    async fn stopped(self) {
-        for task in self.tasks {
-            tokio::time::timeout(Duration::from_secs(10), task)
-                .await
-                .expect("the API stops")
-                .unwrap();
-        }
-    }
 }

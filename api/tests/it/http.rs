@@ -111,22 +111,10 @@ async fn the_read_api_answers_and_refuses_bad_input_by_name() {
     // What a worker would have published for job 1.
     let chain_id = chain.devnet.deployment.chain_id;
     let js = async_nats::jetstream::new(async_nats::connect(chain.nats.url()).await.unwrap());
-    js.create_stream(async_nats::jetstream::stream::Config {
-        name: jobs::jobs_stream_name(chain_id),
-        subjects: vec![jobs::jobs_stream_subjects(chain_id)],
-        ..Default::default()
-    })
-    .await
-    .unwrap();
+    crate::harness::jobs_stream(&js, chain_id).await;
     let mut last = 0;
     for (subject, payload) in worker_reports(chain_id) {
-        last = js
-            .publish(subject, payload.into())
-            .await
-            .unwrap()
-            .await
-            .unwrap()
-            .sequence;
+        last = crate::harness::publish(&js, subject, payload).await;
     }
     let (tx, mut rx) = tokio::sync::watch::channel(0);
     let stop = tokio_util::sync::CancellationToken::new();
@@ -245,6 +233,8 @@ async fn the_read_api_answers_and_refuses_bad_input_by_name() {
         ("/v1/jobs?cursor=x", "cursor"),
         ("/v1/jobs?colour=red", "colour"),
         ("/v1/nodes?status=asleep", "status"),
+        ("/v1/nodes?limit=201", "limit"),
+        ("/v1/nodes?cursor=-3", "cursor"),
         ("/v1/jobs/abc", "id"),
     ] {
         let (status, message) = error_of(get(path).await.unwrap()).await;

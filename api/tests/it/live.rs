@@ -7,13 +7,9 @@ use std::pin::Pin;
 use std::sync::OnceLock;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-use alloy::primitives::aliases::{U40, U96};
 use futures::{Stream, StreamExt};
-use gantry_api::http::{AppState, HttpConfig, JobDetail, router};
-use gantry_api::live::Live;
-use gantry_api::project::{self, Progress};
-use gantry_api::store::Store;
-use gantry_devnet::{confirm_receipt, scenario};
+use gantry_api::http::JobDetail;
+use gantry_devnet::confirm_receipt;
 use gantry_protocol::bindings::JobMarket;
 use gantry_protocol::jobs::{self, LogLine, LogStream, ProgressUpdate};
 use gantry_protocol::pending::{PENDING_VERSION, PendingExplanation};
@@ -21,6 +17,7 @@ use metrics_exporter_prometheus::{PrometheusBuilder, PrometheusHandle};
 use reqwest::StatusCode;
 use tokio_util::sync::CancellationToken;
 
+use crate::harness::{Api, jobs_stream, post_job, publish, sqlite};
 use crate::projection::chain_with_lifecycle;
 
 const WAIT: Duration = Duration::from_secs(30);
@@ -126,15 +123,6 @@ fn now_ms() -> u64 {
         .as_millis() as u64
 }
 
-async fn publish(js: &async_nats::jetstream::Context, subject: String, payload: Vec<u8>) -> u64 {
-    js.publish(subject, payload.into())
-        .await
-        .unwrap()
-        .await
-        .unwrap()
-        .sequence
-}
-
 fn log_line(job_id: u64, line: &str) -> LogLine {
     LogLine {
         v: 1,
@@ -151,75 +139,19 @@ async fn events_and_logs_stream_live_and_the_operational_endpoints_answer() {
     let chain = chain_with_lifecycle().await;
     let chain_id = chain.devnet.deployment.chain_id;
     let js = async_nats::jetstream::new(async_nats::connect(chain.nats.url()).await.unwrap());
-    js.create_stream(async_nats::jetstream::stream::Config {
-        name: jobs::jobs_stream_name(chain_id),
-        subjects: vec![jobs::jobs_stream_subjects(chain_id)],
-        ..Default::default()
-    })
-    .await
-    .unwrap();
+    jobs_stream(&js, chain_id).await;
     // A line stored before anyone follows job 3 (requeued open after its rejection).
-    publish(
+    let stored_seq = publish(
         &js,
         jobs::logs_subject(chain_id, 3),
         serde_json::to_vec(&log_line(3, "stored")).unwrap(),
     )
     .await;
-
-    // The API as the binary runs it: projection and reports feeding one live feed.
     let dir = tempfile::tempdir().unwrap();
-    let store = Store::open(&format!("sqlite://{}", dir.path().join("api.db").display()))
-        .await
-        .unwrap();
     let shutdown = CancellationToken::new();
-    let live = Live::closing_on(shutdown.clone());
-    let (progress_tx, mut progress) = tokio::sync::watch::channel(Progress::default());
-    let (reports_tx, mut reported) = tokio::sync::watch::channel(0);
-    let projection = tokio::spawn(project::run(
-        js.clone(),
-        chain_id,
-        store.clone(),
-        progress_tx,
-        live.clone(),
-        shutdown.clone(),
-    ));
-    let reports = tokio::spawn(gantry_api::reports::run(
-        js.clone(),
-        chain_id,
-        store.clone(),
-        reports_tx,
-        live.clone(),
-        shutdown.clone(),
-    ));
-    let head = alloy::providers::Provider::get_block_number(&chain.devnet.admin)
-        .await
-        .unwrap();
-    tokio::time::timeout(WAIT, progress.wait_for(|p| p.block >= head))
-        .await
-        .expect("the projection reaches the head")
-        .unwrap();
-    tokio::time::timeout(WAIT, reported.wait_for(|seq| *seq >= 1))
-        .await
-        .expect("the stored line is projected")
-        .unwrap();
-    let state = AppState::new(store, progress.clone(), live)
-        .with_nats(js.clone(), chain_id)
-        .with_metrics(metrics());
-    let app = router(
-        state,
-        HttpConfig {
-            request_timeout: Duration::from_secs(5),
-            cors: tower_http::cors::CorsLayer::permissive(),
-        },
-    );
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let base = format!("http://{}", listener.local_addr().unwrap());
-    let server_shutdown = shutdown.clone();
-    let server = tokio::spawn(async move {
-        axum::serve(listener, app)
-            .with_graceful_shutdown(server_shutdown.cancelled_owned())
-            .await
-    });
+    let api = Api::start(&chain, &js, &sqlite(dir.path()), &shutdown, Some(metrics())).await;
+    api.caught_up(&chain, stored_seq).await;
+    let base = api.base.clone();
     let http = reqwest::Client::new();
     let get = |path: &str| http.get(format!("{base}{path}")).send();
 
@@ -276,22 +208,7 @@ async fn events_and_logs_stream_live_and_the_operational_endpoints_answer() {
     assert!(next.id.unwrap().parse::<u64>().unwrap() > stored_seq);
 
     // A job posted on chain shows on the feed once its block is committed.
-    let d = chain.devnet.deployment;
-    let submitter = JobMarket::new(d.market, chain.devnet.provider(3));
-    confirm_receipt(
-        "postJob",
-        submitter
-            .postJob(
-                scenario::h100_requirements(),
-                U96::from(20_000_000u64),
-                U40::from(4_000_000_000u64),
-                scenario::example_spec().into(),
-            )
-            .send()
-            .await,
-    )
-    .await
-    .unwrap();
+    post_job(&chain, 20_000_000).await;
     let posted = feed.until("job", |d| d["jobId"] == 4).await;
     assert_eq!(posted["status"], "open");
     assert_eq!(posted["bounty"], "20000000");
@@ -313,7 +230,7 @@ async fn events_and_logs_stream_live_and_the_operational_endpoints_answer() {
         nodes: 1,
         rejected: [("notActive".to_string(), 1)].into(),
         best: vec![],
-        block: head,
+        block: 1,
     };
     bucket
         .put("4", serde_json::to_vec(&explanation).unwrap().into())
@@ -325,6 +242,7 @@ async fn events_and_logs_stream_live_and_the_operational_endpoints_answer() {
     assert_eq!(job.pending, None, "only open jobs wait");
 
     // Job 3 is cancelled: its log stream says so and ends.
+    let submitter = JobMarket::new(chain.devnet.deployment.market, chain.devnet.provider(3));
     let cancel = submitter.cancel(3);
     confirm_receipt("cancel", cancel.send().await)
         .await
@@ -408,13 +326,7 @@ async fn events_and_logs_stream_live_and_the_operational_endpoints_answer() {
     }
 
     // Readiness measures the projection against the stream.
-    let head = alloy::providers::Provider::get_block_number(&chain.devnet.admin)
-        .await
-        .unwrap();
-    tokio::time::timeout(WAIT, progress.wait_for(|p| p.block >= head))
-        .await
-        .unwrap()
-        .unwrap();
+    api.caught_up(&chain, 0).await;
     let ready = get("/readyz").await.unwrap();
     assert_eq!(ready.status(), StatusCode::OK);
     let ready: serde_json::Value = ready.json().await.unwrap();
@@ -457,11 +369,5 @@ async fn events_and_logs_stream_live_and_the_operational_endpoints_answer() {
     // Shutdown ends the open event stream, so the server stops.
     shutdown.cancel();
     while feed.next().await.is_some() {}
-    tokio::time::timeout(WAIT, server)
-        .await
-        .expect("the server stops")
-        .unwrap()
-        .unwrap();
-    projection.await.unwrap().unwrap();
-    reports.await.unwrap().unwrap();
+    api.stopped().await;
 }

@@ -2,6 +2,7 @@
 
 mod crash;
 mod dashboard;
+mod harness;
 mod http;
 mod live;
 mod projection;
