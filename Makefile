@@ -18,7 +18,7 @@ setup:
 ## dashboard on http://127.0.0.1:8080/ (Ctrl-C stops it all).
 dev: setup
 	cargo build --quiet -p gantry-devnet -p gantry-indexer -p gantry-matcher -p gantry-worker -p gantry-api
-	cargo run --quiet -p gantry-devnet -- up
+	cargo run --quiet -p gantry-devnet -- up $(ARGS)
 
 ## Run every test: Foundry unit, fuzz and invariant suites, the gas snapshot check, and
 ## the Rust tests (anvil lifecycle and artifact freshness included).

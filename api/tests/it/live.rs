@@ -3,13 +3,12 @@
 //! `follow=true`) deliver what is committed, the matcher's explanation shows on an open
 //! job, and the operational endpoints (`/readyz`, `/metrics`, `/openapi.json`) answer.
 
-use std::pin::Pin;
 use std::sync::OnceLock;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-use futures::{Stream, StreamExt};
 use gantry_api::http::JobDetail;
 use gantry_devnet::confirm_receipt;
+use gantry_devnet::sse::{EventStream, SseEvent};
 use gantry_protocol::bindings::JobMarket;
 use gantry_protocol::jobs::{self, LogLine, LogStream, ProgressUpdate};
 use gantry_protocol::pending::{PENDING_VERSION, PendingExplanation};
@@ -30,72 +29,19 @@ fn metrics() -> PrometheusHandle {
         .clone()
 }
 
-/// A Server-Sent-Events reader: `(event, data, id)` per event, keep-alive comments
-/// skipped; `None` once the server ends the stream.
-struct Sse {
-    body: Pin<Box<dyn Stream<Item = reqwest::Result<bytes::Bytes>> + Send>>,
-    buffer: String,
-}
-
-#[derive(Debug)]
-struct SseEvent {
-    event: String,
-    data: String,
-    id: Option<String>,
-}
+/// An SSE stream that must deliver within [`WAIT`].
+struct Sse(EventStream);
 
 impl Sse {
     async fn open(url: &str) -> Self {
-        let response = reqwest::get(url).await.unwrap();
-        assert_eq!(response.status(), StatusCode::OK, "{url}");
-        assert_eq!(
-            response.headers()["content-type"],
-            "text/event-stream",
-            "{url}"
-        );
-        Self {
-            body: Box::pin(response.bytes_stream()),
-            buffer: String::new(),
-        }
+        Self(EventStream::open(url).await.unwrap())
     }
 
     async fn next(&mut self) -> Option<SseEvent> {
-        loop {
-            if let Some(end) = self.buffer.find("\n\n") {
-                let block: String = self.buffer.drain(..end + 2).collect();
-                let mut event = SseEvent {
-                    event: "message".into(),
-                    data: String::new(),
-                    id: None,
-                };
-                let mut fields = 0;
-                for line in block.lines() {
-                    if let Some((name, value)) = line.split_once(':') {
-                        let value = value.strip_prefix(' ').unwrap_or(value);
-                        fields += 1;
-                        match name {
-                            "event" => event.event = value.into(),
-                            "data" => event.data.push_str(value),
-                            "id" => event.id = Some(value.into()),
-                            _ => fields -= 1, // a comment (keep-alive)
-                        }
-                    }
-                }
-                if fields > 0 {
-                    return Some(event);
-                }
-                continue;
-            }
-            match tokio::time::timeout(WAIT, self.body.next())
-                .await
-                .expect("an event within the wait")
-            {
-                Some(chunk) => self
-                    .buffer
-                    .push_str(std::str::from_utf8(&chunk.unwrap()).unwrap()),
-                None => return None,
-            }
-        }
+        tokio::time::timeout(WAIT, self.0.next())
+            .await
+            .expect("an event within the wait")
+            .unwrap()
     }
 
     /// The next event named `name` whose data satisfies `matches`.

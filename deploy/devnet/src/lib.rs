@@ -5,8 +5,10 @@
 //!   .tools/bin/anvil ──spawn──▶ chain ◀──deploy── GantryTestToken, NodeRegistry, JobMarket
 //! ```
 //!
-//! `gantry-devnet up` starts anvil and deploys the market (what `make dev` runs);
-//! `gantry-devnet artifacts` regenerates the committed artifacts after a contract change.
+//! `gantry-devnet up` (what `make dev` runs) starts the whole local network through
+//! [`network::Network`] and runs the [`demo`] job to its payout; the end-to-end tests start
+//! the same network. `gantry-devnet artifacts` regenerates the committed artifacts after a
+//! contract change. [`sse`] reads the API's live feeds.
 //! Tests of every crate use [`Devnet::start`] to get a fresh chain with the market
 //! deployed, [`NatsServer::start`] for a JetStream server and [`Postgres::start`] for a
 //! private PostgreSQL cluster with a database `gantry`, each on a free port, and
@@ -15,13 +17,16 @@
 //! registry is reachable.
 
 mod artifacts;
+pub mod demo;
 mod deploy;
 mod docker;
 mod error;
 mod images;
 mod nats;
+pub mod network;
 mod postgres;
 pub mod scenario;
+pub mod sse;
 mod tools;
 
 pub use artifacts::{

@@ -1,0 +1,401 @@
+//! The demo job `make dev` runs end to end: a linear model trained by gradient descent
+//! (`deploy/demo/train.sh`, busybox awk) on a CSV the dev network serves over HTTP, with
+//! its SHA-256 in the spec. It prints a progress line per epoch with the loss, writes a
+//! checkpoint per epoch and the model as its result.
+//!
+//! ```text
+//!   deploy/demo/{Dockerfile,train.sh} ──build (Docker API, FROM gantry/busybox:dev)──▶ gantry/demo:dev
+//!   dataset() ──DatasetServer (HTTP)──▶ worker's input cache ──▶ /inputs/data.csv
+//!   post() ──JobPosted──▶ matcher ──▶ worker ──▶ result ──▶ keeper finalizes ──▶ paid
+//!   follow() ◀──SSE /v1/events── gantry-api
+//! ```
+
+use std::io;
+
+use alloy::primitives::aliases::{U40, U96};
+use alloy::primitives::{B256, U256};
+use anyhow::Context;
+use bollard::Docker;
+use bollard::query_parameters::BuildImageOptionsBuilder;
+use futures::StreamExt;
+use gantry_protocol::bindings::JobMarket;
+use gantry_protocol::spec::{InputSpec, JobKind, JobSpec, OutputSpec, Resources, SPEC_VERSION};
+use sha2::{Digest, Sha256};
+
+use crate::sse::EventStream;
+use crate::{Devnet, confirm_receipt, import_busybox};
+
+/// The base image, imported from the host's busybox.
+pub const BASE_IMAGE: &str = "gantry/busybox:dev";
+/// The demo job's image, built from `deploy/demo/`.
+pub const DEMO_IMAGE: &str = "gantry/demo:dev";
+/// Where [`DatasetServer`] serves [`dataset`].
+pub const DATASET_PATH: &str = "/datasets/linear.csv";
+/// The demo job's bounty: 5 gUSD.
+pub const BOUNTY: u64 = 5_000_000;
+/// Epochs the demo trains for.
+pub const EPOCHS: u32 = 30;
+
+const DOCKERFILE: &str = include_str!("../../demo/Dockerfile");
+const TRAINER: &str = include_str!("../../demo/train.sh");
+const GUSD: u128 = 1_000_000;
+
+/// Builds [`DEMO_IMAGE`] in `docker` (importing [`BASE_IMAGE`] first), like
+/// `docker build -t gantry/demo:dev deploy/demo`.
+pub async fn build_image(docker: &Docker) -> anyhow::Result<()> {
+    import_busybox(docker, BASE_IMAGE)
+        .await
+        .with_context(|| format!("importing {BASE_IMAGE}"))?;
+    let context = build_context().context("packing the build context")?;
+    let options = BuildImageOptionsBuilder::new()
+        .dockerfile("Dockerfile")
+        .t(DEMO_IMAGE)
+        .rm(true)
+        .forcerm(true)
+        .build();
+    let mut build = docker.build_image(options, None, Some(bollard::body_full(context.into())));
+    while let Some(step) = build.next().await {
+        let step = step.with_context(|| format!("building {DEMO_IMAGE}"))?;
+        if let Some(error) = step.error_detail.and_then(|e| e.message) {
+            anyhow::bail!("building {DEMO_IMAGE}: {error}");
+        }
+    }
+    Ok(())
+}
+
+/// The build context: `deploy/demo/` as a tar.
+fn build_context() -> io::Result<Vec<u8>> {
+    let mut tar = tar::Builder::new(Vec::new());
+    for (path, body, mode) in [
+        ("Dockerfile", DOCKERFILE, 0o644),
+        ("train.sh", TRAINER, 0o755),
+    ] {
+        let mut header = tar::Header::new_ustar();
+        header.set_size(body.len() as u64);
+        header.set_mode(mode);
+        header.set_mtime(0);
+        header.set_cksum();
+        tar.append_data(&mut header, path, body.as_bytes())?;
+    }
+    tar.into_inner()
+}
+
+/// The training data, `x1,x2,y` with y = 3·x1 − 2·x2 + 0.5 + noise in ±0.05, for x1 and
+/// x2 uniform in −1..1: 1,000 rows, the same bytes every time.
+pub fn dataset() -> Vec<u8> {
+    // A 64-bit LCG (Knuth's MMIX constants): deterministic, good enough for demo data.
+    let mut state: u64 = 0x9e37_79b9_7f4a_7c15;
+    let mut uniform = move || {
+        state = state
+            .wrapping_mul(6_364_136_223_846_793_005)
+            .wrapping_add(1_442_695_040_888_963_407);
+        (state >> 11) as f64 / (1u64 << 53) as f64 * 2.0 - 1.0
+    };
+    let mut csv = String::from("x1,x2,y\n");
+    for _ in 0..1_000 {
+        let (x1, x2, noise) = (uniform(), uniform(), uniform() * 0.05);
+        let y = 3.0 * x1 - 2.0 * x2 + 0.5 + noise;
+        csv.push_str(&format!("{x1:.4},{x2:.4},{y:.4}\n"));
+    }
+    csv.into_bytes()
+}
+
+/// Serves [`dataset`] at [`DATASET_PATH`] on a free loopback port until dropped.
+#[derive(Debug)]
+pub struct DatasetServer {
+    url: String,
+    sha256: String,
+    task: tokio::task::JoinHandle<()>,
+}
+
+impl DatasetServer {
+    pub async fn start() -> io::Result<Self> {
+        let data = dataset();
+        let sha256 = format!("{:x}", Sha256::digest(&data));
+        let app = axum::Router::new().route(
+            DATASET_PATH,
+            axum::routing::get(move || {
+                let data = data.clone();
+                async move { ([("content-type", "text/csv")], data) }
+            }),
+        );
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
+        let url = format!("http://{}{DATASET_PATH}", listener.local_addr()?);
+        let task = tokio::spawn(async move {
+            if let Err(error) = axum::serve(listener, app).await {
+                tracing::error!(%error, "the dataset server stopped");
+            }
+        });
+        Ok(Self { url, sha256, task })
+    }
+
+    /// The dataset's URL.
+    pub fn url(&self) -> &str {
+        &self.url
+    }
+
+    /// Its hex SHA-256.
+    pub fn sha256(&self) -> &str {
+        &self.sha256
+    }
+}
+
+impl Drop for DatasetServer {
+    fn drop(&mut self) {
+        self.task.abort();
+    }
+}
+
+/// The demo job's spec: the image, the dataset at `dataset_url` as `/inputs/data.csv`
+/// (checked against `sha256`), the model in `/outputs`.
+pub fn spec(dataset_url: &str, sha256: &str) -> JobSpec {
+    JobSpec {
+        version: SPEC_VERSION,
+        kind: JobKind::Training,
+        image: DEMO_IMAGE.into(),
+        command: vec!["sh".into(), "/app/train.sh".into()],
+        env: [("EPOCHS".to_string(), EPOCHS.to_string())].into(),
+        inputs: vec![InputSpec {
+            uri: dataset_url.into(),
+            sha256: Some(sha256.into()),
+            path: "/inputs/data.csv".into(),
+            max_bytes: Some(1 << 20),
+        }],
+        outputs: OutputSpec {
+            path: "/outputs".into(),
+            max_bytes: Some(1 << 20),
+        },
+        resources: Resources {
+            cpu_threads: Some(1),
+            gpu_memory_percent: None,
+        },
+        timeout_secs: 300,
+    }
+}
+
+/// What the demo job asks of a node: any, even without a GPU (the dev machine has none).
+pub fn requirements() -> JobMarket::JobRequirements {
+    JobMarket::JobRequirements {
+        gpuModel: B256::ZERO,
+        minGpuCount: 0,
+        minVramMiB: 0,
+        minCpuCores: 1,
+        minRamMiB: 256,
+        maxPricePerGpuHour: U96::from(2 * GUSD),
+        maxRuntime: 600,
+        priority: 5,
+    }
+}
+
+/// Posts the demo job as anvil account `submitter` (funded and approved for the market
+/// first); returns its id.
+pub async fn post(devnet: &Devnet, submitter: usize, spec: &JobSpec) -> anyhow::Result<u64> {
+    let d = devnet.deployment;
+    devnet
+        .fund(submitter, d.market, U256::from(1_000 * GUSD))
+        .await?;
+    let market = JobMarket::new(d.market, devnet.provider(submitter));
+    let deadline = devnet.now().await? + 3_600;
+    let receipt = confirm_receipt(
+        "postJob",
+        market
+            .postJob(
+                requirements(),
+                U96::from(BOUNTY),
+                U40::from(deadline),
+                serde_json::to_vec(spec)?.into(),
+            )
+            .send()
+            .await,
+    )
+    .await?;
+    let posted = receipt
+        .inner
+        .logs()
+        .iter()
+        .find_map(|log| log.log_decode::<JobMarket::JobPosted>().ok())
+        .context("the receipt has no JobPosted")?;
+    Ok(posted.inner.data.jobId)
+}
+
+/// How a followed job ended.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Outcome {
+    pub job_id: u64,
+    /// `completed`, `failed`, `cancelled` or `expired`.
+    pub status: String,
+    pub node_id: Option<u64>,
+    pub payout: Option<String>,
+    pub result_hash: Option<String>,
+    pub result_uri: Option<String>,
+}
+
+/// Follows job `job_id` through the API at `api` (its live feed, and its rows when the
+/// feed says to refetch) until it settles, telling `say` each step: assignment, each
+/// epoch's loss, the result, the payout.
+pub async fn follow(
+    api: &str,
+    job_id: u64,
+    mut say: impl FnMut(String),
+) -> anyhow::Result<Outcome> {
+    let mut feed = EventStream::open(&format!("{api}/v1/events")).await?;
+    let http = reqwest::Client::new();
+    let mut last_status = String::new();
+    let mut last_epoch = None;
+    let mut row = fetch(&http, api, job_id).await?;
+    loop {
+        if let Some(job) = row.take() {
+            if job.status != last_status {
+                say(describe(&job));
+                last_status.clone_from(&job.status);
+            }
+            if matches!(
+                job.status.as_str(),
+                "completed" | "failed" | "cancelled" | "expired"
+            ) {
+                return Ok(Outcome {
+                    job_id,
+                    status: job.status,
+                    node_id: job.node_id,
+                    payout: job.payout,
+                    result_hash: job.result_hash,
+                    result_uri: job.result_uri,
+                });
+            }
+        }
+        let Some(event) = feed.next().await? else {
+            anyhow::bail!("the API closed its event stream");
+        };
+        let data: serde_json::Value = match event.event.as_str() {
+            "job" | "progress" => serde_json::from_str(&event.data)?,
+            "lagged" | "reorg" => {
+                row = fetch(&http, api, job_id).await?;
+                continue;
+            }
+            _ => continue,
+        };
+        if data["jobId"].as_u64() != Some(job_id) {
+            continue;
+        }
+        if event.event == "job" {
+            row = Some(serde_json::from_value(data)?);
+        } else if data["epoch"].as_u64() != last_epoch {
+            last_epoch = data["epoch"].as_u64();
+            say(format!(
+                "job {job_id}: epoch {}/{} loss {} ({}% done)",
+                data["epoch"],
+                data["epochs"],
+                data["metrics"]["loss"],
+                (data["progress"].as_f64().unwrap_or(0.0) * 100.0).round()
+            ));
+        }
+    }
+}
+
+/// The fields of the API's job row the demo reads.
+#[derive(Debug, serde::Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct JobRow {
+    status: String,
+    attempts: u64,
+    node_id: Option<u64>,
+    result_hash: Option<String>,
+    result_uri: Option<String>,
+    challenge_ends_at: Option<u64>,
+    payout: Option<String>,
+    fee: Option<String>,
+    refund: Option<String>,
+    reason: Option<String>,
+    #[serde(rename = "jobId")]
+    id: u64,
+}
+
+/// The job's row, `None` while the API has not projected it yet.
+async fn fetch(http: &reqwest::Client, api: &str, job_id: u64) -> anyhow::Result<Option<JobRow>> {
+    let response = http.get(format!("{api}/v1/jobs/{job_id}")).send().await?;
+    if response.status() == reqwest::StatusCode::NOT_FOUND {
+        return Ok(None);
+    }
+    Ok(Some(response.error_for_status()?.json().await?))
+}
+
+fn describe(job: &JobRow) -> String {
+    let id = job.id;
+    let node = job.node_id.map_or("?".into(), |n| n.to_string());
+    match job.status.as_str() {
+        "open" if job.attempts == 0 => format!("job {id}: posted, waiting for a node"),
+        "open" => format!(
+            "job {id}: back in the queue after attempt {} ({})",
+            job.attempts,
+            job.reason.as_deref().unwrap_or("no reason given")
+        ),
+        "assigned" => format!(
+            "job {id}: assigned to node {node} (attempt {})",
+            job.attempts
+        ),
+        "submitted" => format!(
+            "job {id}: result {} at {}; paid once the challenge window ends (chain time {})",
+            job.result_hash.as_deref().unwrap_or("?"),
+            job.result_uri.as_deref().unwrap_or("?"),
+            job.challenge_ends_at.unwrap_or_default()
+        ),
+        "disputed" => format!("job {id}: disputed"),
+        "completed" => format!(
+            "job {id}: completed — {} paid to node {node}'s operator (fee {})",
+            gusd(job.payout.as_deref()),
+            gusd(job.fee.as_deref())
+        ),
+        other => format!(
+            "job {id}: {other} — {} refunded ({})",
+            gusd(job.refund.as_deref()),
+            job.reason.as_deref().unwrap_or("no reason given")
+        ),
+    }
+}
+
+/// Base units as gUSD, e.g. `4.875 gUSD`.
+fn gusd(amount: Option<&str>) -> String {
+    let Some(units) = amount.and_then(|a| a.parse::<u128>().ok()) else {
+        return "? gUSD".into();
+    };
+    let fraction = format!("{:06}", units % GUSD);
+    let fraction = fraction.trim_end_matches('0');
+    if fraction.is_empty() {
+        format!("{} gUSD", units / GUSD)
+    } else {
+        format!("{}.{fraction} gUSD", units / GUSD)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_dataset_is_the_same_every_time_and_fits_the_model() {
+        let data = dataset();
+        assert_eq!(data, dataset());
+        let text = String::from_utf8(data).unwrap();
+        let rows: Vec<Vec<f64>> = text
+            .lines()
+            .skip(1)
+            .map(|l| l.split(',').map(|v| v.parse().unwrap()).collect())
+            .collect();
+        assert_eq!(rows.len(), 1_000);
+        for row in &rows {
+            let residual = row[2] - (3.0 * row[0] - 2.0 * row[1] + 0.5);
+            assert!(residual.abs() <= 0.051, "{row:?}");
+        }
+    }
+
+    #[test]
+    fn the_spec_is_valid_and_amounts_print_as_gusd() {
+        let sha256 = format!("{:x}", Sha256::digest(dataset()));
+        spec("http://127.0.0.1:1/datasets/linear.csv", &sha256)
+            .validate()
+            .unwrap();
+        assert_eq!(gusd(Some("4875000")), "4.875 gUSD");
+        assert_eq!(gusd(Some("5000000")), "5 gUSD");
+        assert_eq!(gusd(None), "? gUSD");
+    }
+}

@@ -1,0 +1,632 @@
+//! The whole local network as a library: what `gantry-devnet up` (`make dev`) runs, and
+//! what the end-to-end tests start. Anvil with the contracts and every account funded,
+//! nats-server (JetStream), a Docker engine (the host's, else a private dockerd) with the
+//! demo image built, the demo dataset over HTTP, then the services as processes:
+//! gantry-indexer, gantry-matcher, gantry-liveness, gantry-api and the workers. Each
+//! process logs to `<run dir>/logs/<name>.log`.
+//!
+//! ```text
+//!   Network::start ──▶ anvil + contracts ─┐
+//!                      nats-server ───────┼──▶ indexer, matcher (acct 0), liveness (acct 8),
+//!                      docker + demo image┘    api (SQLite), workers (accts 1, 4, 5, 6)
+//!   Network::stop  ──▶ SIGTERM to each service, SIGKILL after 10 s; anvil, NATS, dockerd
+//!                      stop when dropped
+//! ```
+
+use std::path::{Path, PathBuf};
+use std::process::Stdio;
+use std::time::Duration;
+
+use alloy::node_bindings::Anvil;
+use alloy::primitives::{B256, U256};
+use anyhow::Context;
+use bollard::{API_DEFAULT_VERSION, Docker};
+
+use crate::demo::{self, DatasetServer};
+use crate::{DeployParams, Devnet, Dockerd, NatsServer, Tools};
+
+/// The host's Docker engine, used when it answers; else a private dockerd.
+pub const HOST_DOCKER_SOCKET: &str = "/var/run/docker.sock";
+/// Anvil accounts the workers' agents sign with, in order (at most four workers).
+pub const WORKER_ACCOUNTS: [usize; 4] = [1, 4, 5, 6];
+/// Anvil account the matcher signs with (it holds the matcher role: the admin).
+pub const MATCHER_ACCOUNT: usize = 0;
+/// Anvil account the liveness keeper pays its transactions from.
+pub const KEEPER_ACCOUNT: usize = 8;
+/// Anvil account the demo job is posted from.
+pub const SUBMITTER_ACCOUNT: usize = 3;
+/// How long the services get between SIGTERM and SIGKILL.
+const STOP_GRACE: Duration = Duration::from_secs(10);
+
+/// Where the network listens and what it runs.
+#[derive(Debug, Clone)]
+pub struct NetworkConfig {
+    /// Anvil's JSON-RPC port; 0 picks a free one.
+    pub anvil_port: u16,
+    /// Seconds between blocks; 0 mines a block per transaction.
+    pub block_time: u64,
+    /// NATS port; 0 picks a free one.
+    pub nats_port: u16,
+    /// The API's port; 0 picks a free one.
+    pub api_port: u16,
+    /// Metrics ports of the indexer, matcher, liveness and first worker (the next workers
+    /// take the next ports); `None`: free ones.
+    pub metrics_base: Option<u16>,
+    /// Workers to start, 1 to 4.
+    pub workers: usize,
+    /// Where logs, configs, the API's database and the deployment go.
+    pub run_dir: PathBuf,
+    /// Where the service binaries are (`target/<profile>`).
+    pub bin_dir: PathBuf,
+}
+
+impl NetworkConfig {
+    /// `make dev`'s: anvil on 8545 (a block a second), NATS on 4222, the API on 8080,
+    /// metrics on 9101–9104, one worker, `.devnet/`, binaries beside the running one.
+    pub fn dev() -> anyhow::Result<Self> {
+        Ok(Self {
+            anvil_port: 8545,
+            block_time: 1,
+            nats_port: 4222,
+            api_port: 8080,
+            metrics_base: Some(9101),
+            workers: 1,
+            run_dir: PathBuf::from(".devnet"),
+            bin_dir: bin_dir()?,
+        })
+    }
+
+    /// For tests: free ports everywhere, a block per transaction, `workers` workers, the
+    /// run directory `run_dir`.
+    pub fn ephemeral(run_dir: &Path, workers: usize) -> anyhow::Result<Self> {
+        Ok(Self {
+            anvil_port: 0,
+            block_time: 0,
+            nats_port: 0,
+            api_port: 0,
+            metrics_base: None,
+            workers,
+            run_dir: run_dir.to_owned(),
+            bin_dir: bin_dir()?,
+        })
+    }
+}
+
+/// The directory of the service binaries: the running executable's, or its parent for a
+/// test binary (`target/<profile>/deps`).
+pub fn bin_dir() -> anyhow::Result<PathBuf> {
+    let exe = std::env::current_exe()?;
+    let dir = exe.parent().context("the executable has no directory")?;
+    Ok(if dir.ends_with("deps") {
+        dir.parent().unwrap_or(dir).to_owned()
+    } else {
+        dir.to_owned()
+    })
+}
+
+/// A running network; every process stops when it drops (see [`Network::stop`] for the
+/// graceful way).
+#[derive(Debug)]
+pub struct Network {
+    // Declared before the engine: the services (workers) stop before a private dockerd.
+    services: Vec<Service>,
+    pub devnet: Devnet,
+    pub nats: NatsServer,
+    pub dataset: DatasetServer,
+    engine: Engine,
+    pub run_dir: PathBuf,
+    /// The API's base URL, e.g. `http://127.0.0.1:8080`.
+    pub api_url: String,
+    /// The worker configs, in worker order.
+    pub worker_configs: Vec<PathBuf>,
+    config: NetworkConfig,
+}
+
+impl Network {
+    /// Starts everything and returns once every service runs and the API answers.
+    pub async fn start(config: NetworkConfig) -> anyhow::Result<Self> {
+        anyhow::ensure!(
+            (1..=WORKER_ACCOUNTS.len()).contains(&config.workers),
+            "1 to {} workers",
+            WORKER_ACCOUNTS.len()
+        );
+        for name in [
+            "gantry-indexer",
+            "gantry-matcher",
+            "gantry-liveness",
+            "gantry-worker",
+            "gantry-api",
+        ] {
+            let binary = config.bin_dir.join(name);
+            anyhow::ensure!(
+                binary.exists(),
+                "{} is not built: `cargo build --workspace` (make dev and make test do it)",
+                binary.display()
+            );
+        }
+        let run_dir = std::path::absolute(&config.run_dir)?;
+        std::fs::create_dir_all(run_dir.join("logs"))?;
+        // The engine (dockerd start-up, image build) gets ready while the chain deploys.
+        let (devnet, engine) = tokio::try_join!(
+            start_chain(config.anvil_port, config.block_time),
+            Engine::start()
+        )?;
+        std::fs::write(
+            run_dir.join("deployment.json"),
+            serde_json::to_string_pretty(&devnet.deployment)? + "\n",
+        )?;
+        let nats = if config.nats_port == 0 {
+            NatsServer::start()
+        } else {
+            NatsServer::start_on(config.nats_port)
+        }
+        .with_context(|| format!("starting nats-server (port {})", config.nats_port))?;
+        let dataset = DatasetServer::start()
+            .await
+            .context("serving the demo dataset")?;
+        let api_port = match config.api_port {
+            0 => free_port()?,
+            port => port,
+        };
+        let metrics = |index: u16| -> anyhow::Result<u16> {
+            Ok(match config.metrics_base {
+                Some(base) => base + index,
+                None => free_port()?,
+            })
+        };
+        let mut network = Self {
+            services: Vec::new(),
+            devnet,
+            nats,
+            dataset,
+            engine,
+            run_dir,
+            api_url: format!("http://127.0.0.1:{api_port}"),
+            worker_configs: Vec::new(),
+            config: config.clone(),
+        };
+        for (index, (name, signer)) in [
+            ("gantry-indexer", None),
+            ("gantry-matcher", Some(MATCHER_ACCOUNT)),
+            ("gantry-liveness", Some(KEEPER_ACCOUNT)),
+        ]
+        .into_iter()
+        .enumerate()
+        {
+            let service = network.spawn_service(name, metrics(index as u16)?, signer)?;
+            network.services.push(service);
+        }
+        let api = network.spawn_api(api_port)?;
+        network.services.push(api);
+        for worker in 0..config.workers {
+            let port = metrics(3 + worker as u16)?;
+            let service = network.spawn_worker(worker, port)?;
+            network.services.push(service);
+        }
+        network.api_ready().await?;
+        Ok(network)
+    }
+
+    /// What runs where, for people.
+    pub fn summary(&self) -> String {
+        let d = &self.devnet.deployment;
+        let mut lines = vec![
+            "gantry dev network is up".to_owned(),
+            format!("  rpc              {}", self.devnet.anvil.endpoint()),
+            format!("  chain id         {}", d.chain_id),
+            format!("  GantryTestToken  {}", d.token),
+            format!("  NodeRegistry     {}", d.registry),
+            format!("  JobMarket        {}", d.market),
+            format!(
+                "  admin/matcher/arbiter/pauser  {}",
+                self.devnet.anvil.addresses()[0]
+            ),
+            "  each of anvil's 10 accounts holds 1,000,000 gUSD".to_owned(),
+            format!(
+                "  nats             {} (stream {})",
+                self.nats.url(),
+                gantry_protocol::subjects::stream_name(d.chain_id)
+            ),
+            format!("  docker engine    {}", self.engine.describe()),
+            format!("  demo image       {}", demo::DEMO_IMAGE),
+            format!("  demo dataset     {}", self.dataset.url()),
+        ];
+        for service in &self.services {
+            lines.push(format!(
+                "  {:<16} pid {}, metrics on http://127.0.0.1:{}/metrics",
+                service.label,
+                service.child.id().unwrap_or_default(),
+                service.metrics_port
+            ));
+        }
+        lines.push(format!(
+            "  run directory    {} (logs/, deployment.json, api.db, worker-N/)",
+            self.run_dir.display()
+        ));
+        lines.push(format!(
+            "  dashboard        {}/  (API under /v1, /openapi.json)",
+            self.api_url
+        ));
+        lines.join("\n")
+    }
+
+    /// Waits until one of the services exits and says which and how.
+    pub async fn first_exit(&mut self) -> String {
+        let waits = self.services.iter_mut().map(|service| {
+            Box::pin(async move {
+                match service.child.wait().await {
+                    Ok(status) => format!("{} exited: {status}", service.label),
+                    Err(e) => format!("{}: {e}", service.label),
+                }
+            })
+        });
+        futures::future::select_all(waits).await.0
+    }
+
+    /// Kills worker `index` (0-based) with SIGKILL, as a crash would; its reaper then
+    /// removes its containers.
+    pub async fn kill_worker(&mut self, index: usize) -> anyhow::Result<()> {
+        let label = worker_label(index);
+        let service = self
+            .services
+            .iter_mut()
+            .find(|s| s.label == label)
+            .with_context(|| format!("no {label}"))?;
+        service.child.kill().await?;
+        Ok(())
+    }
+
+    /// The log file of a service, e.g. `gantry-worker-1`.
+    pub fn log(&self, label: &str) -> PathBuf {
+        self.run_dir.join("logs").join(format!("{label}.log"))
+    }
+
+    /// The anvil account of worker `index`'s agent.
+    pub fn worker_account(index: usize) -> usize {
+        WORKER_ACCOUNTS[index]
+    }
+
+    /// SIGTERM to every service (each shuts down gracefully: a worker gives back its jobs
+    /// and removes its containers), then SIGKILL to those still running after 10 s; then
+    /// anvil, NATS and a private dockerd stop.
+    pub async fn stop(mut self) {
+        for service in &self.services {
+            if let Some(pid) = service.child.id() {
+                let _ = tokio::process::Command::new("kill")
+                    .arg(pid.to_string())
+                    .status()
+                    .await;
+            }
+        }
+        let deadline = tokio::time::Instant::now() + STOP_GRACE;
+        for service in &mut self.services {
+            if tokio::time::timeout_at(deadline, service.child.wait())
+                .await
+                .is_err()
+            {
+                tracing::warn!(
+                    service = service.label,
+                    "still running after SIGTERM; killed"
+                );
+                let _ = service.child.kill().await;
+            }
+        }
+    }
+
+    /// Waits until the API answers `/healthz` (it starts in well under a second).
+    async fn api_ready(&mut self) -> anyhow::Result<()> {
+        let http = reqwest::Client::new();
+        let url = format!("{}/healthz", self.api_url);
+        let deadline = tokio::time::Instant::now() + Duration::from_secs(30);
+        loop {
+            if http
+                .get(&url)
+                .send()
+                .await
+                .is_ok_and(|r| r.status().is_success())
+            {
+                return Ok(());
+            }
+            for service in &mut self.services {
+                if let Some(status) = service.child.try_wait()? {
+                    anyhow::bail!(
+                        "{} exited during start-up ({status}); see {}",
+                        service.label,
+                        self.run_dir
+                            .join("logs")
+                            .join(format!("{}.log", service.label))
+                            .display()
+                    );
+                }
+            }
+            anyhow::ensure!(
+                tokio::time::Instant::now() < deadline,
+                "the API did not answer {url} within 30 s"
+            );
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    }
+
+    /// A command for the service binary `name`, logging to `logs/<label>.log`.
+    fn command(&self, name: &str, label: &str) -> anyhow::Result<tokio::process::Command> {
+        let log = self.log(label);
+        let file =
+            std::fs::File::create(&log).with_context(|| format!("creating {}", log.display()))?;
+        let mut command = tokio::process::Command::new(self.config.bin_dir.join(name));
+        command
+            .stdin(Stdio::null())
+            .stdout(file.try_clone()?)
+            .stderr(file)
+            .env(
+                "RUST_LOG",
+                std::env::var("RUST_LOG").unwrap_or_else(|_| "info".into()),
+            )
+            .kill_on_drop(true);
+        Ok(command)
+    }
+
+    /// Starts a chain service with the dev chain's contracts, NATS, its metrics address,
+    /// and (for those that send transactions) the private key of anvil account `signer`.
+    fn spawn_service(
+        &self,
+        name: &'static str,
+        metrics_port: u16,
+        signer: Option<usize>,
+    ) -> anyhow::Result<Service> {
+        let d = &self.devnet.deployment;
+        let mut command = self.command(name, name)?;
+        command
+            .args(["--rpc-url", self.devnet.anvil.endpoint_url().as_str()])
+            .args(["--chain-id", &d.chain_id.to_string()])
+            .args(["--market", &d.market.to_string()])
+            .args(["--registry", &d.registry.to_string()])
+            .args(["--nats-url", &self.nats.url()])
+            .args(["--metrics-addr", &format!("127.0.0.1:{metrics_port}")]);
+        if name == "gantry-indexer" {
+            command.args(["--start-block", &d.start_block.to_string()]);
+        }
+        if let Some(account) = signer {
+            command.env("GANTRY_PRIVATE_KEY", self.private_key(account));
+        }
+        let child = command
+            .spawn()
+            .with_context(|| format!("starting {name}"))?;
+        Ok(Service {
+            label: name.to_owned(),
+            metrics_port,
+            child,
+        })
+    }
+
+    /// Starts `gantry-api` on `port`, projecting into a fresh SQLite file (the chain is new
+    /// on every start, so is its projection); its metrics are on the same port.
+    fn spawn_api(&self, port: u16) -> anyhow::Result<Service> {
+        let name = "gantry-api";
+        let database = self.run_dir.join("api.db");
+        for suffix in ["", "-wal", "-shm"] {
+            let mut path = database.clone().into_os_string();
+            path.push(suffix);
+            match std::fs::remove_file(&path) {
+                Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
+                    return Err(e).with_context(|| format!("removing {}", database.display()));
+                }
+                _ => {}
+            }
+        }
+        let child = self
+            .command(name, name)?
+            .args(["--chain-id", &self.devnet.deployment.chain_id.to_string()])
+            .args(["--nats-url", &self.nats.url()])
+            .arg("--database-url")
+            .arg(format!("sqlite://{}", database.display()))
+            .args(["--listen", &format!("127.0.0.1:{port}")])
+            .spawn()
+            .with_context(|| format!("starting {name}"))?;
+        Ok(Service {
+            label: name.to_owned(),
+            metrics_port: port,
+            child,
+        })
+    }
+
+    /// Starts worker `index` with its config file, as the agent of its anvil account; it
+    /// registers and stakes its node itself.
+    fn spawn_worker(&mut self, index: usize, metrics_port: u16) -> anyhow::Result<Service> {
+        let label = worker_label(index);
+        let config = self
+            .write_worker_config(
+                &self.run_dir.join(format!("worker-{}", index + 1)),
+                metrics_port,
+            )
+            .with_context(|| format!("writing the config of {label}"))?;
+        let child = self
+            .command("gantry-worker", &label)?
+            .arg("--config")
+            .arg(&config)
+            .env("GANTRY_AGENT_KEY", self.private_key(WORKER_ACCOUNTS[index]))
+            .spawn()
+            .with_context(|| format!("starting {label}"))?;
+        self.worker_configs.push(config);
+        Ok(Service {
+            label,
+            metrics_port,
+            child,
+        })
+    }
+
+    /// Writes a worker's config file into `dir` (its cache and work folders beside it)
+    /// and returns its path. The work folder starts empty: the chain, and so every job
+    /// id, is new.
+    fn write_worker_config(&self, dir: &Path, metrics_port: u16) -> anyhow::Result<PathBuf> {
+        let work_dir = dir.join("work");
+        if work_dir.exists() {
+            std::fs::remove_dir_all(&work_dir)
+                .with_context(|| format!("emptying {}", work_dir.display()))?;
+        }
+        std::fs::create_dir_all(dir)?;
+        let d = &self.devnet.deployment;
+        let config = format!(
+            r#"# Written by the dev network for this worker; rewritten on every start.
+rpc_url = {rpc_url}
+chain_id = {chain_id}
+nats_url = {nats_url}
+market = "{market}"
+registry = "{registry}"
+token = "{token}"
+docker_socket = {docker_socket}
+cache_dir = {cache_dir}
+work_dir = {work_dir}
+metrics_addr = "127.0.0.1:{metrics_port}"
+
+[node]
+price_per_gpu_hour = "1000000"
+
+[jobs]
+max_concurrent = 2
+heartbeat_interval = "10s"
+progress_report_interval = "1s"
+checkpoint_interval = "2s"
+"#,
+            rpc_url = toml_string(self.devnet.anvil.endpoint_url().as_str()),
+            chain_id = d.chain_id,
+            nats_url = toml_string(&self.nats.url()),
+            market = d.market,
+            registry = d.registry,
+            token = d.token,
+            docker_socket = toml_path(&self.engine.socket)?,
+            cache_dir = toml_path(&dir.join("cache"))?,
+            work_dir = toml_path(&work_dir)?,
+        );
+        let path = dir.join("worker.toml");
+        std::fs::write(&path, config).with_context(|| format!("writing {}", path.display()))?;
+        Ok(path)
+    }
+
+    /// The hex private key of anvil account `account`.
+    fn private_key(&self, account: usize) -> String {
+        B256::from_slice(&self.devnet.anvil.keys()[account].to_bytes()).to_string()
+    }
+}
+
+fn worker_label(index: usize) -> String {
+    format!("gantry-worker-{}", index + 1)
+}
+
+/// A free TCP port on loopback (free when asked; the service binds it right after).
+fn free_port() -> std::io::Result<u16> {
+    Ok(std::net::TcpListener::bind("127.0.0.1:0")?
+        .local_addr()?
+        .port())
+}
+
+/// Starts anvil on `port` (0: free), deploys the market and gives each of anvil's
+/// accounts 1,000,000 gUSD (a worker's agent stakes the registry's minimum from it).
+async fn start_chain(port: u16, block_time: u64) -> anyhow::Result<Devnet> {
+    let mut anvil = Anvil::at(Tools::locate().anvil()?);
+    if port != 0 {
+        anvil = anvil.port(port);
+    }
+    if block_time > 0 {
+        anvil = anvil.block_time(block_time);
+    }
+    let anvil = anvil
+        .try_spawn()
+        .with_context(|| format!("starting anvil (port {port})"))?;
+    let devnet = Devnet::deploy_on(anvil, |params: DeployParams| params)
+        .await
+        .context("deploying the market")?;
+    let million = U256::from(1_000_000_000_000u64);
+    for account in devnet.anvil.addresses() {
+        devnet
+            .mint(*account, million)
+            .await
+            .context("funding dev accounts")?;
+    }
+    Ok(devnet)
+}
+
+/// A service process; killed on drop.
+#[derive(Debug)]
+struct Service {
+    label: String,
+    metrics_port: u16,
+    child: tokio::process::Child,
+}
+
+/// The Docker engine the workers run jobs on, with the demo image built.
+#[derive(Debug)]
+struct Engine {
+    socket: PathBuf,
+    /// The private dockerd, when the host has no engine; stopped on drop.
+    private: Option<Dockerd>,
+}
+
+impl Engine {
+    /// The host's engine if it answers a ping, else a private dockerd.
+    async fn start() -> anyhow::Result<Self> {
+        let host_socket = Path::new(HOST_DOCKER_SOCKET);
+        let (engine, docker) = match connect(host_socket).await {
+            Ok(docker) => {
+                let engine = Self {
+                    socket: host_socket.to_owned(),
+                    private: None,
+                };
+                (engine, docker)
+            }
+            Err(e) => {
+                tracing::info!(
+                    error = format!("{e:#}"),
+                    "no docker engine on {HOST_DOCKER_SOCKET}; starting a private dockerd"
+                );
+                let dockerd = tokio::task::spawn_blocking(Dockerd::start)
+                    .await?
+                    .context("starting a private dockerd")?;
+                let docker = dockerd.client().await?;
+                let engine = Self {
+                    socket: dockerd.socket().to_owned(),
+                    private: Some(dockerd),
+                };
+                (engine, docker)
+            }
+        };
+        demo::build_image(&docker).await?;
+        Ok(engine)
+    }
+
+    fn describe(&self) -> String {
+        match self.private {
+            None => format!("{} (the host's)", self.socket.display()),
+            Some(_) => format!(
+                "{} (a private dockerd, stopped on exit)",
+                self.socket.display()
+            ),
+        }
+    }
+}
+
+/// A client on the engine at `socket`, once it answers a ping.
+async fn connect(socket: &Path) -> anyhow::Result<Docker> {
+    let path = socket.to_str().context("the socket path is not UTF-8")?;
+    let docker = Docker::connect_with_unix(path, 120, API_DEFAULT_VERSION)?;
+    let ping = async {
+        let docker = docker.negotiate_version().await?;
+        docker.ping().await?;
+        anyhow::Ok(docker)
+    };
+    tokio::time::timeout(Duration::from_secs(5), ping)
+        .await
+        .context("no answer within 5 s")?
+}
+
+/// A TOML basic string: a JSON string is one (the same quotes and escapes), and the
+/// devnet has no TOML writer.
+fn toml_string(value: &str) -> String {
+    serde_json::to_string(value).expect("a string serializes")
+}
+
+fn toml_path(path: &Path) -> anyhow::Result<String> {
+    let text = path
+        .to_str()
+        .with_context(|| format!("{} is not UTF-8", path.display()))?;
+    Ok(toml_string(text))
+}
