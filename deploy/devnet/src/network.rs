@@ -54,6 +54,11 @@ pub struct NetworkConfig {
     pub metrics_base: Option<u16>,
     /// Workers to start, 1 to 4.
     pub workers: usize,
+    /// The market's challenge window, seconds (the dev default: 30).
+    pub challenge_window: u32,
+    /// The registry's heartbeat timeout, seconds (the dev default: 60); workers beat six
+    /// times per timeout.
+    pub heartbeat_timeout: u32,
     /// Where logs, configs, the API's database and the deployment go.
     pub run_dir: PathBuf,
     /// Where the service binaries are (`target/<profile>`).
@@ -71,6 +76,8 @@ impl NetworkConfig {
             api_port: 8080,
             metrics_base: Some(9101),
             workers: 1,
+            challenge_window: 30,
+            heartbeat_timeout: 60,
             run_dir: PathBuf::from(".devnet"),
             bin_dir: bin_dir()?,
         })
@@ -86,6 +93,8 @@ impl NetworkConfig {
             api_port: 0,
             metrics_base: None,
             workers,
+            challenge_window: 30,
+            heartbeat_timeout: 60,
             run_dir: run_dir.to_owned(),
             bin_dir: bin_dir()?,
         })
@@ -147,10 +156,7 @@ impl Network {
         let run_dir = std::path::absolute(&config.run_dir)?;
         std::fs::create_dir_all(run_dir.join("logs"))?;
         // The engine (dockerd start-up, image build) gets ready while the chain deploys.
-        let (devnet, engine) = tokio::try_join!(
-            start_chain(config.anvil_port, config.block_time),
-            Engine::start()
-        )?;
+        let (devnet, engine) = tokio::try_join!(start_chain(&config), Engine::start())?;
         std::fs::write(
             run_dir.join("deployment.json"),
             serde_json::to_string_pretty(&devnet.deployment)? + "\n",
@@ -483,10 +489,11 @@ price_per_gpu_hour = "1000000"
 
 [jobs]
 max_concurrent = 2
-heartbeat_interval = "10s"
+heartbeat_interval = "{heartbeat}s"
 progress_report_interval = "1s"
 checkpoint_interval = "2s"
 "#,
+            heartbeat = (self.config.heartbeat_timeout / 6).max(1),
             rpc_url = toml_string(self.devnet.anvil.endpoint_url().as_str()),
             chain_id = d.chain_id,
             nats_url = toml_string(&self.nats.url()),
@@ -519,9 +526,11 @@ fn free_port() -> std::io::Result<u16> {
         .port())
 }
 
-/// Starts anvil on `port` (0: free), deploys the market and gives each of anvil's
-/// accounts 1,000,000 gUSD (a worker's agent stakes the registry's minimum from it).
-async fn start_chain(port: u16, block_time: u64) -> anyhow::Result<Devnet> {
+/// Starts anvil, deploys the market with the configured windows and gives each of
+/// anvil's accounts 1,000,000 gUSD (a worker's agent stakes the registry's minimum from
+/// it).
+async fn start_chain(config: &NetworkConfig) -> anyhow::Result<Devnet> {
+    let (port, block_time) = (config.anvil_port, config.block_time);
     let mut anvil = Anvil::at(Tools::locate().anvil()?);
     if port != 0 {
         anvil = anvil.port(port);
@@ -532,9 +541,13 @@ async fn start_chain(port: u16, block_time: u64) -> anyhow::Result<Devnet> {
     let anvil = anvil
         .try_spawn()
         .with_context(|| format!("starting anvil (port {port})"))?;
-    let devnet = Devnet::deploy_on(anvil, |params: DeployParams| params)
-        .await
-        .context("deploying the market")?;
+    let devnet = Devnet::deploy_on(anvil, |mut params: DeployParams| {
+        params.market.challengeWindow = config.challenge_window;
+        params.registry.heartbeatTimeout = config.heartbeat_timeout;
+        params
+    })
+    .await
+    .context("deploying the market")?;
     let million = U256::from(1_000_000_000_000u64);
     for account in devnet.anvil.addresses() {
         devnet
