@@ -1,0 +1,409 @@
+//! The only module that talks to the chain: which contracts (the deployment file or flags),
+//! reads (balances, credits, jobs, nodes, parameters), EIP-2612 permits, and transactions
+//! sent one at a time to their receipt with reverts decoded into sentences.
+
+use std::path::Path;
+use std::time::Duration;
+
+use alloy::network::EthereumWallet;
+use alloy::primitives::{Address, B256, U256};
+use alloy::providers::{DynProvider, Provider, ProviderBuilder};
+use alloy::rpc::types::TransactionReceipt;
+use alloy::signers::Signer;
+use alloy::signers::local::PrivateKeySigner;
+use alloy::sol_types::{Eip712Domain, SolStruct};
+use gantry_protocol::bindings::{GantryTestToken, JobMarket, NodeRegistry};
+use serde::Deserialize;
+use tokio::sync::OnceCell;
+use url::Url;
+
+use crate::config::Global;
+use crate::error::{CliError, Result};
+use crate::revert::{self, TokenInfo};
+
+/// How long a sent transaction may take to be mined.
+const RECEIPT_TIMEOUT: Duration = Duration::from_secs(120);
+
+/// What `.devnet/deployment.json` holds (`gantry_devnet::Deployment`).
+#[derive(Debug, Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct DeploymentFile {
+    chain_id: u64,
+    token: Address,
+    registry: Address,
+    market: Address,
+}
+
+/// The contracts as far as the deployment file and the flags say.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Contracts {
+    pub chain_id: Option<u64>,
+    pub market: Address,
+    pub registry: Option<Address>,
+    pub token: Option<Address>,
+}
+
+impl Contracts {
+    /// The deployment file, then the flags over it. Without a file, `--market` is enough.
+    pub fn resolve(global: &Global) -> Result<Self> {
+        let file = read_deployment(&global.deployment)?;
+        let market = global
+            .market
+            .or(file.as_ref().map(|f| f.market))
+            .ok_or_else(|| {
+                CliError::usage(format!(
+                    "no deployment: {} does not exist; pass --deployment <file> \
+                     (GANTRY_DEPLOYMENT) or --market (GANTRY_MARKET)",
+                    global.deployment.display()
+                ))
+            })?;
+        Ok(Self {
+            chain_id: global.chain_id.or(file.as_ref().map(|f| f.chain_id)),
+            market,
+            registry: global.registry.or(file.as_ref().map(|f| f.registry)),
+            token: global.token.or(file.as_ref().map(|f| f.token)),
+        })
+    }
+}
+
+fn read_deployment(path: &Path) -> Result<Option<DeploymentFile>> {
+    let text = match std::fs::read_to_string(path) {
+        Ok(text) => text,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+        Err(e) => return Err(CliError::io(path.display(), e)),
+    };
+    serde_json::from_str(&text).map(Some).map_err(|e| {
+        CliError::usage(format!(
+            "{} is not a deployment file (chainId, token, registry, market): {e}",
+            path.display()
+        ))
+    })
+}
+
+/// The signing key, from `--private-key`/`GANTRY_PRIVATE_KEY` or `--key-file`.
+pub fn signer(global: &Global) -> Result<Option<PrivateKeySigner>> {
+    let (hex, source) = match (&global.private_key, &global.key_file) {
+        (Some(secret), _) => (secret.0.clone(), "--private-key/GANTRY_PRIVATE_KEY"),
+        (None, Some(path)) => (
+            std::fs::read_to_string(path)
+                .map_err(|e| CliError::io(path.display(), e))?
+                .trim()
+                .to_owned(),
+            "--key-file",
+        ),
+        (None, None) => return Ok(None),
+    };
+    // The error never repeats the value: it is a secret even when it is malformed.
+    hex.parse::<PrivateKeySigner>()
+        .map(Some)
+        .map_err(|_| CliError::usage(format!("{source}: not a 32-byte hex private key")))
+}
+
+/// A connection to the chain, with the contracts and, when a key was given, the signer.
+#[derive(Debug)]
+pub struct Chain {
+    provider: DynProvider,
+    signer: Option<PrivateKeySigner>,
+    pub chain_id: u64,
+    pub market: JobMarket::JobMarketInstance<DynProvider>,
+    pub registry: NodeRegistry::NodeRegistryInstance<DynProvider>,
+    pub token: GantryTestToken::GantryTestTokenInstance<DynProvider>,
+    token_info: OnceCell<TokenInfo>,
+}
+
+impl Chain {
+    /// Connects, checks the chain id and finds the registry and token through the market
+    /// when they were not given.
+    pub async fn connect(
+        rpc_url: &Url,
+        contracts: Contracts,
+        signer: Option<PrivateKeySigner>,
+    ) -> Result<Self> {
+        let provider = match &signer {
+            Some(signer) => ProviderBuilder::new()
+                .wallet(EthereumWallet::from(signer.clone()))
+                .connect_http(rpc_url.clone())
+                .erased(),
+            None => ProviderBuilder::new()
+                .connect_http(rpc_url.clone())
+                .erased(),
+        };
+        let unavailable = |e: alloy::transports::TransportError| {
+            CliError::Unavailable(format!(
+                "the chain at {rpc_url} did not answer (--rpc-url, GANTRY_RPC_URL): {e}"
+            ))
+        };
+        let chain_id = provider.get_chain_id().await.map_err(unavailable)?;
+        if let Some(expected) = contracts.chain_id
+            && expected != chain_id
+        {
+            return Err(CliError::usage(format!(
+                "the RPC endpoint {rpc_url} is chain {chain_id}, the deployment says {expected}"
+            )));
+        }
+        let market = JobMarket::new(contracts.market, provider.clone());
+        let registry = match contracts.registry {
+            Some(address) => address,
+            None => market
+                .registry()
+                .call()
+                .await
+                .map_err(|e| read("registry", e))?,
+        };
+        let token = match contracts.token {
+            Some(address) => address,
+            None => market.token().call().await.map_err(|e| read("token", e))?,
+        };
+        Ok(Self {
+            signer,
+            chain_id,
+            market,
+            registry: NodeRegistry::new(registry, provider.clone()),
+            token: GantryTestToken::new(token, provider.clone()),
+            provider,
+            token_info: OnceCell::new(),
+        })
+    }
+
+    /// The signing account, or why a transaction cannot be sent.
+    pub fn account(&self) -> Result<Address> {
+        self.signer.as_ref().map(Signer::address).ok_or_else(|| {
+            CliError::usage(
+                "this command sends a transaction: set GANTRY_PRIVATE_KEY, or pass --key-file \
+                 or --private-key",
+            )
+        })
+    }
+
+    /// The account a read is about: `given`, else the signer's.
+    pub fn account_or(&self, given: Option<Address>) -> Result<Address> {
+        match given {
+            Some(address) => Ok(address),
+            None => self
+                .account()
+                .map_err(|_| CliError::usage("whose? pass --address, or set GANTRY_PRIVATE_KEY")),
+        }
+    }
+
+    /// The token's decimals and symbol (read once).
+    pub async fn token_info(&self) -> Result<&TokenInfo> {
+        self.token_info
+            .get_or_try_init(|| async {
+                let decimals = self
+                    .token
+                    .decimals()
+                    .call()
+                    .await
+                    .map_err(|e| read("decimals", e))?;
+                let symbol = self
+                    .token
+                    .symbol()
+                    .call()
+                    .await
+                    .map_err(|e| read("symbol", e))?;
+                Ok(TokenInfo { decimals, symbol })
+            })
+            .await
+    }
+
+    pub async fn balance(&self, account: Address) -> Result<U256> {
+        self.token
+            .balanceOf(account)
+            .call()
+            .await
+            .map_err(|e| read("balanceOf", e))
+    }
+
+    pub async fn allowance(&self, owner: Address, spender: Address) -> Result<U256> {
+        self.token
+            .allowance(owner, spender)
+            .call()
+            .await
+            .map_err(|e| read("allowance", e))
+    }
+
+    pub async fn credit(&self, account: Address) -> Result<U256> {
+        self.market
+            .creditOf(account)
+            .call()
+            .await
+            .map_err(|e| read("creditOf", e))
+    }
+
+    /// The job, or "not found" for an id never posted.
+    pub async fn job(&self, job_id: u64) -> Result<JobMarket::JobInfo> {
+        let job = self
+            .market
+            .getJob(job_id)
+            .call()
+            .await
+            .map_err(|e| read("getJob", e))?;
+        if job.status as u8 == 0 {
+            return Err(CliError::NotFound(format!("job {job_id} does not exist")));
+        }
+        Ok(job)
+    }
+
+    pub async fn market_params(&self) -> Result<JobMarket::MarketParams> {
+        self.market
+            .params()
+            .call()
+            .await
+            .map_err(|e| read("params", e))
+    }
+
+    pub async fn registry_params(&self) -> Result<NodeRegistry::RegistryParams> {
+        self.registry
+            .params()
+            .call()
+            .await
+            .map_err(|e| read("params", e))
+    }
+
+    /// Chain time of the newest block, seconds.
+    pub async fn now(&self) -> Result<u64> {
+        let block = self
+            .provider
+            .get_block(alloy::eips::BlockId::latest())
+            .await
+            .map_err(|e| CliError::Unavailable(format!("reading the latest block: {e}")))?
+            .ok_or_else(|| CliError::Unavailable("the chain has no latest block".into()))?;
+        Ok(block.header.timestamp)
+    }
+
+    /// Fails with `what exceeds your token balance …` when `account` holds less than
+    /// `amount`, before anything is sent.
+    pub async fn ensure_balance(&self, account: Address, amount: U256, what: &str) -> Result<()> {
+        let balance = self.balance(account).await?;
+        if balance < amount {
+            let token = self.token_info().await?;
+            return Err(CliError::Refused(format!(
+                "{what} {} exceeds your token balance {}",
+                token.show(amount),
+                token.show(balance)
+            )));
+        }
+        Ok(())
+    }
+
+    /// Approves `spender` for exactly `amount` when the allowance is short of it.
+    pub async fn approve_if_short(&self, spender: Address, amount: U256) -> Result<Option<B256>> {
+        let owner = self.account()?;
+        if self.allowance(owner, spender).await? >= amount {
+            return Ok(None);
+        }
+        let receipt = self
+            .send("approve", self.token.approve(spender, amount))
+            .await?;
+        Ok(Some(receipt.transaction_hash))
+    }
+
+    /// An EIP-2612 permit letting `spender` take `value` of the signer's tokens until
+    /// `deadline`: `(v, r, s)`.
+    pub async fn permit(
+        &self,
+        spender: Address,
+        value: U256,
+        deadline: U256,
+    ) -> Result<(u8, B256, B256)> {
+        let signer = self
+            .signer
+            .as_ref()
+            .ok_or_else(|| CliError::usage("a permit needs the signing key"))?;
+        let owner = signer.address();
+        let domain = self
+            .token
+            .eip712Domain()
+            .call()
+            .await
+            .map_err(|e| read("eip712Domain (the token must support EIP-2612 permits)", e))?;
+        let nonce = self
+            .token
+            .nonces(owner)
+            .call()
+            .await
+            .map_err(|e| read("nonces", e))?;
+        let domain = Eip712Domain::new(
+            Some(domain.name.into()),
+            Some(domain.version.into()),
+            Some(domain.chainId),
+            Some(domain.verifyingContract),
+            None,
+        );
+        let permit = Permit {
+            owner,
+            spender,
+            value,
+            nonce,
+            deadline,
+        };
+        let signature = signer
+            .sign_hash(&permit.eip712_signing_hash(&domain))
+            .await
+            .map_err(|e| CliError::Other(format!("signing the permit: {e}")))?;
+        let v = 27 + u8::from(signature.v());
+        Ok((v, signature.r().into(), signature.s().into()))
+    }
+
+    /// Sends `builder` as `call` and waits for its receipt: the gas estimate (a fifth of
+    /// margin) is where a revert shows, decoded into a sentence.
+    pub async fn send<C: alloy::sol_types::SolCall>(
+        &self,
+        call: &'static str,
+        builder: alloy::contract::CallBuilder<&DynProvider, std::marker::PhantomData<C>>,
+    ) -> Result<TransactionReceipt> {
+        self.account()?;
+        let gas = match builder.estimate_gas().await {
+            Ok(gas) => gas,
+            Err(error) => return Err(self.refusal(call, error).await),
+        };
+        let pending = match builder.gas(gas + gas / 5).send().await {
+            Ok(pending) => pending,
+            Err(error) => return Err(self.refusal(call, error).await),
+        };
+        let receipt = pending
+            .with_timeout(Some(RECEIPT_TIMEOUT))
+            .get_receipt()
+            .await
+            .map_err(|e| CliError::Unavailable(format!("{call}: waiting for the receipt: {e}")))?;
+        if !receipt.status() {
+            return Err(CliError::Refused(format!(
+                "{call}: transaction {} reverted",
+                receipt.transaction_hash
+            )));
+        }
+        Ok(receipt)
+    }
+
+    async fn refusal(&self, call: &'static str, error: alloy::contract::Error) -> CliError {
+        let fallback = TokenInfo {
+            decimals: 0,
+            symbol: "base units".into(),
+        };
+        let token = self.token_info().await.cloned().unwrap_or(fallback);
+        if let Some(explained) = revert::explain(call, &error, &token) {
+            return explained;
+        }
+        match error {
+            alloy::contract::Error::TransportError(e) if e.as_error_resp().is_some() => {
+                CliError::Refused(format!("{call} refused: {e}"))
+            }
+            other => CliError::Unavailable(format!("{call}: {other}")),
+        }
+    }
+}
+
+alloy::sol! {
+    /// EIP-2612's permit, as the token hashes it.
+    struct Permit {
+        address owner;
+        address spender;
+        uint256 value;
+        uint256 nonce;
+        uint256 deadline;
+    }
+}
+
+fn read(what: &str, error: alloy::contract::Error) -> CliError {
+    CliError::Unavailable(format!("reading {what} from the chain: {error}"))
+}

@@ -1,0 +1,60 @@
+//! `gantry balance` and `gantry withdraw`.
+
+use crate::Context;
+use crate::config::BalanceArgs;
+use crate::error::{CliError, Result};
+use crate::output;
+
+pub async fn balance(ctx: &Context, args: &BalanceArgs) -> Result<()> {
+    let chain = ctx.chain().await?;
+    let account = chain.account_or(args.address)?;
+    let token = chain.token_info().await?;
+    let wallet = chain.balance(account).await?;
+    let credits = chain.credit(account).await?;
+    if ctx.json() {
+        output::json(&serde_json::json!({
+            "account": account,
+            "token": chain.token.address(),
+            "symbol": token.symbol,
+            "decimals": token.decimals,
+            "wallet": wallet.to_string(),
+            "credits": credits.to_string(),
+        }));
+    } else {
+        println!("account  {account}");
+        println!("wallet   {}", token.show(wallet));
+        let hint = if credits.is_zero() {
+            ""
+        } else {
+            " (refunds and payouts: `gantry withdraw` pays them out)"
+        };
+        println!("credits  {}{hint}", token.show(credits));
+    }
+    Ok(())
+}
+
+pub async fn withdraw(ctx: &Context) -> Result<()> {
+    let chain = ctx.chain().await?;
+    let account = chain.account()?;
+    if chain.credit(account).await?.is_zero() {
+        return Err(CliError::Refused(format!(
+            "{account} has no credits to withdraw"
+        )));
+    }
+    let receipt = chain.send("withdraw", chain.market.withdraw()).await?;
+    let amount = receipt
+        .decoded_log::<gantry_protocol::bindings::JobMarket::Withdrawn>()
+        .map(|log| log.amount)
+        .unwrap_or_default();
+    if ctx.json() {
+        output::json(&serde_json::json!({
+            "tx": receipt.transaction_hash, "amount": amount.to_string(),
+        }));
+    } else {
+        println!(
+            "withdrew {} to {account}",
+            chain.token_info().await?.show(amount)
+        );
+    }
+    Ok(())
+}

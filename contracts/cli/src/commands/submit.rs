@@ -1,0 +1,330 @@
+//! `gantry job submit`: a spec (file or flags) and requirements (flags) into `postJob`.
+//! Everything that can be checked without the chain is checked first; then the balance,
+//! so that "bounty … exceeds your token balance …" comes before any transaction. The
+//! bounty moves with an EIP-2612 permit (`postJobWithPermit`: one transaction, nothing
+//! left approved) unless the market may already take it.
+
+use std::collections::BTreeMap;
+
+use alloy::primitives::aliases::{U40, U96};
+use alloy::primitives::{B256, U256};
+use gantry_protocol::bindings::JobMarket;
+use gantry_protocol::spec::{
+    INPUTS_DIR, InputSpec, JobKind, JobSpec, OutputSpec, Resources, SPEC_VERSION,
+};
+
+use crate::Context;
+use crate::config::{Kind, SubmitArgs};
+use crate::error::{CliError, Result};
+use crate::output::{self, Money};
+use crate::units::{self, Deadline, Offer};
+
+/// How long a permit signed for one submission stays valid, seconds.
+const PERMIT_VALIDITY: u64 = 3_600;
+/// A built spec's timeout when neither --duration nor a spec file says.
+const DEFAULT_DURATION: u64 = 3_600;
+
+pub async fn submit(ctx: &Context, args: &SubmitArgs) -> Result<()> {
+    // What needs neither chain nor API.
+    let (spec, from_file) = match &args.spec {
+        Some(path) => (read_spec(path)?, true),
+        None => (build_spec(args)?, false),
+    };
+    let duration = args
+        .duration
+        .as_deref()
+        .map(units::parse_duration_secs)
+        .transpose()
+        .map_err(|e| CliError::usage(format!("--duration: {e}")))?;
+    let max_runtime = duration.unwrap_or(if from_file {
+        spec.timeout_secs
+    } else {
+        DEFAULT_DURATION
+    });
+    let max_runtime = u32::try_from(max_runtime)
+        .map_err(|_| CliError::usage("--duration: longer than the contract's ~136 years"))?;
+    if spec.timeout_secs > u64::from(max_runtime) {
+        return Err(CliError::usage(format!(
+            "the spec's timeoutSecs ({}) is longer than --duration ({}): the worker would refuse it",
+            spec.timeout_secs,
+            units::format_secs(u64::from(max_runtime))
+        )));
+    }
+    let size = |flag: &str, value: &Option<String>| -> Result<u32> {
+        value
+            .as_deref()
+            .map(units::parse_size_mib)
+            .transpose()
+            .map(Option::unwrap_or_default)
+            .map_err(|e| CliError::usage(format!("--{flag}: {e}")))
+    };
+    let min_vram_mib = size("vram", &args.vram)?;
+    let min_ram_mib = size("ram", &args.ram)?;
+    let deadline =
+        Deadline::parse(&args.deadline).map_err(|e| CliError::usage(format!("--deadline: {e}")))?;
+
+    // The GPU model: an id as given, or a name resolved against what nodes offer.
+    let gpu_model = match (&args.gpu_model, args.gpu.as_deref()) {
+        (Some(id), _) => units::model_id(id),
+        (None, None) | (None, Some("any")) => B256::ZERO,
+        (None, Some(name)) => {
+            let offers: Vec<Offer> = ctx
+                .api
+                .all_nodes()
+                .await
+                .map_err(|e| match e {
+                    CliError::Unavailable(why) => CliError::Unavailable(format!(
+                        "--gpu {name} is resolved through the API ({why}); give the model id \
+                         with --gpu-model to post without it"
+                    )),
+                    other => other,
+                })?
+                .into_iter()
+                .filter(|n| n.status != "exited" && !n.gpu_model.is_empty())
+                .map(|n| Offer {
+                    model: n.gpu_model,
+                    gpu_count: n.gpu_count,
+                    vram_mib: n.vram_mib,
+                })
+                .collect();
+            let min_gpus = u64::from(args.gpus.unwrap_or(1));
+            let model = units::resolve_gpu(name, &offers, min_gpus, u64::from(min_vram_mib))
+                .map_err(|e| CliError::usage(format!("--gpu: {e}")))?;
+            if !ctx.json() {
+                eprintln!("--gpu {name}: {}", units::model_name(model));
+            }
+            model
+        }
+    };
+    let min_gpu_count = args.gpus.unwrap_or(u16::from(!gpu_model.is_zero()));
+    if !gpu_model.is_zero() && min_gpu_count == 0 {
+        return Err(CliError::usage(
+            "--gpus 0 with a GPU model: a model needs at least one GPU",
+        ));
+    }
+
+    // What needs the chain: the token's units and the chain's time.
+    let chain = ctx.chain().await?;
+    let token = chain.token_info().await?.clone();
+    let amount = |flag: &str, text: &str| {
+        units::parse_amount(text, token.decimals)
+            .map_err(|e| CliError::usage(format!("--{flag}: {e}")))
+    };
+    let bounty = amount("bounty", &args.bounty)?;
+    let bounty = U96::checked_from_limbs_slice(bounty.as_limbs())
+        .ok_or_else(|| CliError::usage("--bounty: more than the contract's uint96"))?;
+    if bounty.is_zero() {
+        return Err(CliError::usage("--bounty: must be more than 0"));
+    }
+    let max_price = match &args.max_price {
+        Some(text) => U96::checked_from_limbs_slice(amount("max-price", text)?.as_limbs())
+            .ok_or_else(|| CliError::usage("--max-price: more than the contract's uint96"))?,
+        None => U96::MAX,
+    };
+    let now = chain.now().await?;
+    let deadline = deadline.resolve(now);
+    if deadline <= now {
+        return Err(CliError::usage(format!(
+            "--deadline: {} is not after the chain's time {}",
+            units::format_time(deadline),
+            units::format_time(now)
+        )));
+    }
+    let requirements = JobMarket::JobRequirements {
+        gpuModel: gpu_model,
+        minGpuCount: min_gpu_count,
+        minVramMiB: min_vram_mib,
+        minCpuCores: args.cpus,
+        minRamMiB: min_ram_mib,
+        maxPricePerGpuHour: max_price,
+        maxRuntime: max_runtime,
+        priority: args.priority,
+    };
+    let spec_bytes = spec.to_vec();
+    let money = Money(Some(token.clone()));
+
+    if args.dry_run {
+        if ctx.json() {
+            output::json(&serde_json::json!({
+                "requirements": requirements,
+                "bounty": bounty.to_string(),
+                "deadline": deadline,
+                "spec": serde_json::from_slice::<serde_json::Value>(&spec_bytes).expect("a spec is JSON"),
+                "specHash": JobSpec::hash_bytes(&spec_bytes),
+            }));
+        } else {
+            println!("would post (nothing sent):");
+            println!("  bounty    {}", money.show(bounty));
+            println!("  deadline  {}", units::format_time(deadline));
+            println!(
+                "  needs     {}",
+                output::requirements(&requirements, &money)
+            );
+            println!("  spec      {}", String::from_utf8_lossy(&spec_bytes));
+        }
+        return Ok(());
+    }
+
+    let account = chain.account()?;
+    chain
+        .ensure_balance(account, U256::from(bounty), "bounty")
+        .await?;
+    let market = *chain.market.address();
+    let allowance = chain.allowance(account, market).await?;
+    let receipt = if allowance >= U256::from(bounty) {
+        // An allowance the user set stays as it is: a permit would overwrite it.
+        chain
+            .send(
+                "postJob",
+                chain
+                    .market
+                    .postJob(requirements, bounty, U40::from(deadline), spec_bytes.into()),
+            )
+            .await?
+    } else {
+        let permit_deadline = U256::from(now + PERMIT_VALIDITY);
+        let (v, r, s) = chain
+            .permit(market, U256::from(bounty), permit_deadline)
+            .await?;
+        chain
+            .send(
+                "postJobWithPermit",
+                chain.market.postJobWithPermit(
+                    requirements,
+                    bounty,
+                    U40::from(deadline),
+                    spec_bytes.into(),
+                    permit_deadline,
+                    v,
+                    r,
+                    s,
+                ),
+            )
+            .await?
+    };
+    let posted = receipt
+        .decoded_log::<JobMarket::JobPosted>()
+        .ok_or_else(|| CliError::Other("the receipt has no JobPosted log".into()))?;
+    let tx = receipt.transaction_hash;
+    if ctx.json() {
+        output::json(&serde_json::json!({ "jobId": posted.jobId, "tx": tx }));
+    } else {
+        println!(
+            "job {} posted: bounty {}, result due by {} (tx {tx})",
+            posted.jobId,
+            money.show(bounty),
+            units::format_time(deadline)
+        );
+        println!("follow it with `gantry job watch {}`", posted.jobId);
+    }
+    Ok(())
+}
+
+/// A spec file (or stdin for `-`), validated as the worker will.
+fn read_spec(path: &std::path::Path) -> Result<JobSpec> {
+    let bytes = if path.as_os_str() == "-" {
+        let mut buffer = Vec::new();
+        std::io::Read::read_to_end(&mut std::io::stdin(), &mut buffer)
+            .map_err(|e| CliError::io("stdin", e))?;
+        buffer
+    } else {
+        std::fs::read(path).map_err(|e| match e.kind() {
+            std::io::ErrorKind::NotFound => {
+                CliError::usage(format!("{}: no such spec file", path.display()))
+            }
+            _ => CliError::io(path.display(), e),
+        })?
+    };
+    // A file may be pretty-printed; the size limit is the posted (compact) form's.
+    let value: serde_json::Value = serde_json::from_slice(&bytes)
+        .map_err(|e| CliError::usage(format!("{}: not JSON: {e}", path.display())))?;
+    let compact = serde_json::to_vec(&value).expect("JSON re-serializes");
+    JobSpec::from_slice(&compact).map_err(|e| CliError::usage(format!("{}: {e}", path.display())))
+}
+
+/// The spec from --image, --kind, --env, --input, --output-path and the command.
+fn build_spec(args: &SubmitArgs) -> Result<JobSpec> {
+    let image = args
+        .image
+        .clone()
+        .ok_or_else(|| CliError::usage("a job needs a spec file or --image"))?;
+    let mut env = BTreeMap::new();
+    for pair in &args.envs {
+        let (name, value) = pair
+            .split_once('=')
+            .ok_or_else(|| CliError::usage(format!("--env {pair}: write NAME=VALUE")))?;
+        env.insert(name.to_owned(), value.to_owned());
+    }
+    let inputs = args
+        .inputs
+        .iter()
+        .map(|input| parse_input(input))
+        .collect::<Result<Vec<_>>>()?;
+    let timeout_secs = match &args.duration {
+        Some(text) => units::parse_duration_secs(text)
+            .map_err(|e| CliError::usage(format!("--duration: {e}")))?,
+        None => DEFAULT_DURATION,
+    };
+    let spec = JobSpec {
+        version: SPEC_VERSION,
+        kind: match args.kind {
+            Kind::Training => JobKind::Training,
+            Kind::Inference => JobKind::Inference,
+        },
+        image,
+        command: args.command.clone(),
+        env,
+        inputs,
+        outputs: OutputSpec {
+            path: args.output_path.clone(),
+            max_bytes: None,
+        },
+        resources: Resources::default(),
+        timeout_secs,
+    };
+    spec.validate()
+        .map_err(|e| CliError::usage(format!("the job spec: {e}")))?;
+    Ok(spec)
+}
+
+/// `PATH=URI[#sha256=HEX]`; a relative path goes under /inputs.
+fn parse_input(text: &str) -> Result<InputSpec> {
+    let (path, rest) = text
+        .split_once('=')
+        .ok_or_else(|| CliError::usage(format!("--input {text}: write PATH=URI[#sha256=HEX]")))?;
+    let (uri, sha256) = match rest.rsplit_once("#sha256=") {
+        Some((uri, hash)) => (uri, Some(hash.to_ascii_lowercase())),
+        None => (rest, None),
+    };
+    let path = if path.starts_with('/') {
+        path.to_owned()
+    } else {
+        format!("{INPUTS_DIR}/{path}")
+    };
+    Ok(InputSpec {
+        uri: uri.to_owned(),
+        sha256,
+        path,
+        max_bytes: None,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn inputs_from_flags() {
+        let input = parse_input("data.tar=https://host/d.tar#sha256=AB12").unwrap();
+        assert_eq!(input.path, "/inputs/data.tar");
+        assert_eq!(input.uri, "https://host/d.tar");
+        assert_eq!(input.sha256.as_deref(), Some("ab12"));
+        let plain = parse_input("/inputs/x=nats://b/k").unwrap();
+        assert_eq!(
+            (plain.path.as_str(), plain.uri.as_str()),
+            ("/inputs/x", "nats://b/k")
+        );
+        assert_eq!(plain.sha256, None);
+        assert!(parse_input("no-equals").is_err());
+    }
+}

@@ -1,0 +1,401 @@
+//! The command line: global connection flags (each with its environment variable) and the
+//! commands. Values are parsed into domain types here or, where they need the chain (token
+//! decimals, chain time), by the command.
+
+use std::path::PathBuf;
+
+use alloy::primitives::Address;
+use clap::{Args, Parser, Subcommand, ValueEnum};
+use url::Url;
+
+#[derive(Debug, Parser)]
+#[command(
+    name = "gantry",
+    version,
+    about = "Gantry's command line: post GPU jobs and follow them, fetch verified results, run a node's stake",
+    long_about = "Gantry's command line. Reads go through gantry-api (--api-url), writes are \
+                  transactions to the contracts (--rpc-url), signed with GANTRY_PRIVATE_KEY or \
+                  --key-file. Amounts are in whole tokens as people write them (12.5); with \
+                  --json, output is JSON and amounts are base-unit strings as in the API.",
+    after_help = "Exit codes: 0 ok, 1 error (a service did not answer, IO), 2 usage, 3 not found, \
+                  4 refused (the contract reverted or would: balance, status, window), \
+                  5 the watched job did not complete, 6 the result failed verification."
+)]
+pub struct Cli {
+    #[command(flatten)]
+    pub global: Global,
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+/// Where the network is and who signs.
+#[derive(Debug, Clone, Args)]
+#[command(next_help_heading = "Network, key and output (any command)")]
+pub struct Global {
+    /// The chain's JSON-RPC endpoint (transactions, balances, on-chain checks).
+    #[arg(
+        long,
+        env = "GANTRY_RPC_URL",
+        default_value = "http://127.0.0.1:8545",
+        global = true
+    )]
+    pub rpc_url: Url,
+    /// gantry-api (jobs, nodes, logs, live events).
+    #[arg(
+        long,
+        env = "GANTRY_API_URL",
+        default_value = "http://127.0.0.1:8080",
+        global = true
+    )]
+    pub api_url: Url,
+    /// NATS, for results stored as `nats://<bucket>/<key>`.
+    #[arg(
+        long,
+        env = "GANTRY_NATS_URL",
+        default_value = "nats://127.0.0.1:4222",
+        global = true
+    )]
+    pub nats_url: String,
+    /// The deployment file `make dev` writes (chain id and contract addresses); the
+    /// flags below override what it says.
+    #[arg(
+        long,
+        env = "GANTRY_DEPLOYMENT",
+        default_value = ".devnet/deployment.json",
+        global = true
+    )]
+    pub deployment: PathBuf,
+    /// The chain id the RPC endpoint must report.
+    #[arg(long, env = "GANTRY_CHAIN_ID", global = true)]
+    pub chain_id: Option<u64>,
+    /// JobMarket's address (the registry and token are read from it when not given).
+    #[arg(long, env = "GANTRY_MARKET", global = true)]
+    pub market: Option<Address>,
+    /// NodeRegistry's address.
+    #[arg(long, env = "GANTRY_REGISTRY", global = true)]
+    pub registry: Option<Address>,
+    /// The payment and stake token's address.
+    #[arg(long, env = "GANTRY_TOKEN", global = true)]
+    pub token: Option<Address>,
+    /// The signing key, hex (prefer the environment variable or --key-file: a flag's value
+    /// shows in the process list). Needed only by commands that send transactions.
+    #[arg(
+        long,
+        env = "GANTRY_PRIVATE_KEY",
+        hide_env_values = true,
+        global = true,
+        value_name = "HEX"
+    )]
+    pub private_key: Option<Secret>,
+    /// A file holding the signing key (hex).
+    #[arg(
+        long,
+        env = "GANTRY_KEY_FILE",
+        global = true,
+        conflicts_with = "private_key"
+    )]
+    pub key_file: Option<PathBuf>,
+    /// Print JSON for scripts (errors too, on stderr).
+    #[arg(long, global = true)]
+    pub json: bool,
+}
+
+/// A private key as given; never printed.
+#[derive(Clone)]
+pub struct Secret(pub String);
+
+impl std::fmt::Debug for Secret {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Secret(<redacted>)")
+    }
+}
+
+impl std::str::FromStr for Secret {
+    type Err = std::convert::Infallible;
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        Ok(Self(s.trim().to_owned()))
+    }
+}
+
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Post, follow and settle jobs.
+    #[command(subcommand)]
+    Job(JobCommand),
+    /// Register a node, look at it, exit and withdraw its stake (as its operator).
+    #[command(subcommand)]
+    Node(NodeCommand),
+    /// Your token balance and your credits in the market (refunds and payouts).
+    Balance(BalanceArgs),
+    /// Pay out your market credits to your wallet.
+    Withdraw,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum JobCommand {
+    /// Post a job: a spec file, or a spec built from flags; escrows the bounty.
+    Submit(Box<SubmitArgs>),
+    /// A job's state, requirements, progress, result and timeline.
+    Status(JobId),
+    /// Follow a job live (status, epoch, loss, ETA) until it settles.
+    Watch(WatchArgs),
+    /// A job's log lines; --follow streams new ones until the job settles.
+    Logs(LogsArgs),
+    /// Download a job's result, check it against the on-chain hash, unpack it.
+    Result(ResultArgs),
+    /// Cancel an open job (the bounty is credited back: `gantry withdraw`).
+    Cancel(JobId),
+    /// Accept a submitted result now: pays the provider without waiting for the window.
+    Accept(JobId),
+    /// Dispute a submitted result inside the challenge window (posts the dispute bond).
+    Dispute(JobId),
+    /// Jobs, newest first.
+    List(ListArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct JobId {
+    /// The job id.
+    pub id: u64,
+}
+
+#[derive(Debug, Args)]
+pub struct SubmitArgs {
+    /// A job-spec v1 JSON file (`-` reads stdin). Without it the spec is built from
+    /// --image, --env, --input and the command after `--`.
+    pub spec: Option<PathBuf>,
+    /// The bounty, in whole tokens (e.g. 12.5), escrowed until the job settles.
+    #[arg(long)]
+    pub bounty: String,
+    /// When a result is due: a duration from now (chain time) or an RFC 3339 time.
+    #[arg(long, default_value = "24h")]
+    pub deadline: String,
+    /// A GPU model by name (A100, H100, "RTX 4090"), resolved through the API to the one
+    /// model id registered nodes offer; `any` for any model.
+    #[arg(long, conflicts_with = "gpu_model")]
+    pub gpu: Option<String>,
+    /// A GPU model id taken as is (spaces become dashes, as the worker writes NVML names):
+    /// e.g. NVIDIA-A100-SXM4-80GB. No lookup.
+    #[arg(long)]
+    pub gpu_model: Option<String>,
+    /// GPUs needed (default 1 when a model is named, else 0).
+    #[arg(long)]
+    pub gpus: Option<u16>,
+    /// Memory per GPU, e.g. 40GiB (binary units; GB/MB are decimal).
+    #[arg(long)]
+    pub vram: Option<String>,
+    /// CPU cores needed.
+    #[arg(long, default_value_t = 0)]
+    pub cpus: u16,
+    /// Host memory needed, e.g. 64GiB.
+    #[arg(long)]
+    pub ram: Option<String>,
+    /// The most a node may charge per GPU-hour, in whole tokens (default: any price).
+    #[arg(long)]
+    pub max_price: Option<String>,
+    /// How long an attempt may run (on-chain maxRuntime), e.g. 4h. A built spec's
+    /// timeout is the same; a spec file's timeoutSecs is the default.
+    #[arg(long)]
+    pub duration: Option<String>,
+    /// Scheduling priority, 1 (lowest) to 10.
+    #[arg(long, default_value_t = 5, value_parser = clap::value_parser!(u8).range(1..=10))]
+    pub priority: u8,
+    /// Container image (built spec).
+    #[arg(long, conflicts_with = "spec")]
+    pub image: Option<String>,
+    /// Training or inference (built spec).
+    #[arg(long, value_enum, default_value_t = Kind::Training, conflicts_with = "spec")]
+    pub kind: Kind,
+    /// An environment variable NAME=VALUE (built spec; repeatable).
+    #[arg(long = "env", value_name = "NAME=VALUE", conflicts_with = "spec")]
+    pub envs: Vec<String>,
+    /// An input PATH=URI[#sha256=HEX] (built spec; repeatable); PATH is below /inputs
+    /// (a relative one is put there).
+    #[arg(long = "input", value_name = "PATH=URI", conflicts_with = "spec")]
+    pub inputs: Vec<String>,
+    /// The directory collected as the result (built spec).
+    #[arg(long, default_value = "/outputs", conflicts_with = "spec")]
+    pub output_path: String,
+    /// Print what would be posted (requirements, spec, deadline) and send nothing.
+    #[arg(long)]
+    pub dry_run: bool,
+    /// The command and its arguments (built spec), after `--`.
+    #[arg(last = true, value_name = "COMMAND")]
+    pub command: Vec<String>,
+}
+
+#[derive(Debug, Clone, Copy, ValueEnum)]
+pub enum Kind {
+    Training,
+    Inference,
+}
+
+#[derive(Debug, Args)]
+pub struct WatchArgs {
+    /// The job id.
+    pub id: u64,
+    /// Stop (exit 0) once a result is submitted instead of waiting for settlement.
+    #[arg(long)]
+    pub submitted: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct LogsArgs {
+    /// The job id.
+    pub id: u64,
+    /// Lines from the end, 1 to 10000.
+    #[arg(long, default_value_t = 200, value_parser = clap::value_parser!(u32).range(1..=10_000))]
+    pub tail: u32,
+    /// Keep streaming new lines until the job settles.
+    #[arg(long, short)]
+    pub follow: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct ResultArgs {
+    /// The job id.
+    pub id: u64,
+    /// Where to unpack the result (created when missing).
+    #[arg(long, short = 'o')]
+    pub output: PathBuf,
+    /// Fetch from this URI instead of the one the job's ResultSubmitted names.
+    #[arg(long)]
+    pub uri: Option<String>,
+    /// Refuse downloads larger than this.
+    #[arg(long, default_value = "10GiB")]
+    pub max_size: String,
+}
+
+#[derive(Debug, Args)]
+pub struct ListArgs {
+    /// open, assigned (or running), submitted, disputed, completed, failed, cancelled, expired.
+    #[arg(long)]
+    pub status: Option<String>,
+    /// Only jobs posted by this address.
+    #[arg(long, conflicts_with = "mine")]
+    pub submitter: Option<Address>,
+    /// Only jobs posted by the signing key's address.
+    #[arg(long)]
+    pub mine: bool,
+    /// Only jobs assigned to this node.
+    #[arg(long)]
+    pub node: Option<u64>,
+    /// Page size, 1 to 200.
+    #[arg(long, default_value_t = 50, value_parser = clap::value_parser!(u32).range(1..=200))]
+    pub limit: u32,
+    /// The next page: `nextCursor` of the previous one.
+    #[arg(long)]
+    pub cursor: Option<String>,
+}
+
+#[derive(Debug, Args)]
+pub struct BalanceArgs {
+    /// Whose balance (default: the signing key's address).
+    #[arg(long)]
+    pub address: Option<Address>,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum NodeCommand {
+    /// Register a node operated by the signing key, staking tokens.
+    Register(Box<RegisterArgs>),
+    /// A node's state, capabilities, stake, earnings and running jobs.
+    Status(NodeId),
+    /// Begin the exit: no new jobs; the stake unbonds.
+    Exit(NodeId),
+    /// After unbonding, with no jobs left, take the stake back.
+    Withdraw(NodeId),
+}
+
+#[derive(Debug, Args)]
+pub struct NodeId {
+    /// The node id.
+    pub id: u64,
+}
+
+#[derive(Debug, Args)]
+pub struct RegisterArgs {
+    /// The worker's hot key (default: the operator's own address).
+    #[arg(long)]
+    pub agent: Option<Address>,
+    /// The GPU model id as the worker reports it (NVML's name, spaces as dashes, e.g.
+    /// "NVIDIA H100 80GB HBM3"); none for a CPU-only node.
+    #[arg(long)]
+    pub gpu: Option<String>,
+    /// GPUs (default 1 with --gpu).
+    #[arg(long)]
+    pub gpus: Option<u16>,
+    /// Memory per GPU, e.g. 80GiB (required with --gpu).
+    #[arg(long)]
+    pub vram: Option<String>,
+    /// CPU cores.
+    #[arg(long)]
+    pub cpus: u16,
+    /// Host memory, e.g. 512GiB.
+    #[arg(long)]
+    pub ram: String,
+    /// Price per GPU-hour, whole tokens.
+    #[arg(long, default_value = "0")]
+    pub price: String,
+    /// Jobs at once (maxConcurrentJobs).
+    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u8).range(1..))]
+    pub slots: u8,
+    /// Stake, whole tokens (default: the registry's minimum).
+    #[arg(long)]
+    pub stake: Option<String>,
+    /// Where the node describes itself.
+    #[arg(long, default_value = "")]
+    pub metadata_uri: String,
+}
+
+#[cfg(test)]
+mod tests {
+    use clap::CommandFactory;
+
+    use super::*;
+
+    #[test]
+    fn the_command_line_is_consistent() {
+        Cli::command().debug_assert();
+    }
+
+    #[test]
+    fn global_flags_go_anywhere_and_the_key_is_never_shown() {
+        let cli = Cli::try_parse_from([
+            "gantry",
+            "job",
+            "status",
+            "7",
+            "--json",
+            "--private-key",
+            "0xabc",
+        ])
+        .unwrap();
+        assert!(cli.global.json);
+        assert!(!format!("{cli:?}").contains("0xabc"));
+    }
+
+    #[test]
+    fn a_spec_file_excludes_the_spec_flags() {
+        let parsed = Cli::try_parse_from([
+            "gantry",
+            "job",
+            "submit",
+            "spec.json",
+            "--bounty",
+            "1",
+            "--image",
+            "x",
+        ]);
+        assert!(parsed.is_err());
+        let cli = Cli::try_parse_from([
+            "gantry", "job", "submit", "--bounty", "1", "--image", "busybox", "--", "sh", "-c",
+            "echo hi",
+        ])
+        .unwrap();
+        let Command::Job(JobCommand::Submit(args)) = cli.command else {
+            panic!("submit")
+        };
+        assert_eq!(args.command, ["sh", "-c", "echo hi"]);
+    }
+}

@@ -1,0 +1,106 @@
+//! `gantry`, the contracts' command line: what a submitter or a node operator types.
+//! Reads go through gantry-api, writes are transactions to the contracts, results come
+//! from the NATS object store (or HTTP) and are checked against the chain.
+//!
+//! ```text
+//!   gantry job submit ──permit + postJob──▶ JobMarket ─┐        (chain.rs: sends, reverts decoded)
+//!   gantry node register ──approve + register──▶ NodeRegistry
+//!                                                       │ events
+//!                                          indexer ─▶ NATS ─▶ gantry-api
+//!   gantry job status|list|logs|watch ◀──JSON, SSE───────────────┘  (api.rs)
+//!   gantry job result ◀──nats://bucket/key──  NATS object store     (results.rs: sha256 == resultHash)
+//! ```
+//!
+//! `units` (amounts, sizes, durations, GPU model ids), `revert` (custom errors as
+//! sentences) and `output` (text and JSON) are pure; `commands` ties them to the IO.
+
+pub mod api;
+pub mod chain;
+pub mod commands;
+pub mod config;
+pub mod error;
+pub mod output;
+pub mod results;
+pub mod revert;
+pub mod units;
+
+use tokio::sync::OnceCell;
+
+use crate::api::Api;
+use crate::chain::{Chain, Contracts};
+use crate::config::{Cli, Command, Global, JobCommand, NodeCommand};
+use crate::error::Result;
+use crate::output::Money;
+
+/// What every command shares: the flags, the API client and a chain connection made on
+/// first use (reads through the API need no RPC endpoint and no deployment).
+#[derive(Debug)]
+pub struct Context {
+    pub global: Global,
+    pub api: Api,
+    chain: OnceCell<Chain>,
+}
+
+impl Context {
+    pub fn new(global: Global) -> Self {
+        Self {
+            api: Api::new(global.api_url.clone()),
+            global,
+            chain: OnceCell::new(),
+        }
+    }
+
+    pub fn json(&self) -> bool {
+        self.global.json
+    }
+
+    /// The chain, connected on first use.
+    pub async fn chain(&self) -> Result<&Chain> {
+        self.chain
+            .get_or_try_init(|| async {
+                let contracts = Contracts::resolve(&self.global)?;
+                let signer = chain::signer(&self.global)?;
+                Chain::connect(&self.global.rpc_url, contracts, signer).await
+            })
+            .await
+    }
+
+    /// How amounts print: in the token's units when the chain can say what they are, else
+    /// in base units (an API read does not fail for want of an RPC endpoint).
+    pub async fn money(&self) -> Money {
+        if self.json() {
+            return Money(None);
+        }
+        match self.chain().await {
+            Ok(chain) => Money(chain.token_info().await.ok().cloned()),
+            Err(_) => Money(None),
+        }
+    }
+}
+
+/// Runs the command line's command.
+pub async fn run(cli: Cli) -> Result<()> {
+    let ctx = Context::new(cli.global);
+    use commands::{account, job, node, submit, watch};
+    match cli.command {
+        Command::Job(command) => match command {
+            JobCommand::Submit(args) => submit::submit(&ctx, &args).await,
+            JobCommand::Status(args) => job::status(&ctx, args.id).await,
+            JobCommand::Watch(args) => watch::watch(&ctx, &args).await,
+            JobCommand::Logs(args) => job::logs(&ctx, &args).await,
+            JobCommand::Result(args) => job::result(&ctx, &args).await,
+            JobCommand::Cancel(args) => job::cancel(&ctx, args.id).await,
+            JobCommand::Accept(args) => job::accept(&ctx, args.id).await,
+            JobCommand::Dispute(args) => job::dispute(&ctx, args.id).await,
+            JobCommand::List(args) => job::list(&ctx, &args).await,
+        },
+        Command::Node(command) => match command {
+            NodeCommand::Register(args) => node::register(&ctx, &args).await,
+            NodeCommand::Status(args) => node::status(&ctx, args.id).await,
+            NodeCommand::Exit(args) => node::exit(&ctx, args.id).await,
+            NodeCommand::Withdraw(args) => node::withdraw(&ctx, args.id).await,
+        },
+        Command::Balance(args) => account::balance(&ctx, &args).await,
+        Command::Withdraw => account::withdraw(&ctx).await,
+    }
+}

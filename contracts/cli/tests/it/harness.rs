@@ -1,0 +1,366 @@
+//! What the CLI's tests share: a fresh chain with a deployment file, the `gantry` binary
+//! run as a process against it, and when reads are needed the API in-process (indexer,
+//! projection, reports consumer and HTTP server, as `gantry-api` runs them).
+
+use std::path::PathBuf;
+use std::process::Stdio;
+use std::time::Duration;
+
+use alloy::primitives::{Address, U256};
+use alloy::providers::Provider;
+use gantry_api::http::{AppState, HttpConfig, router};
+use gantry_api::live::Live;
+use gantry_api::project::{self, Progress};
+use gantry_api::store::Store;
+use gantry_devnet::{Devnet, NatsServer};
+use gantry_protocol::jobs;
+use tokio::io::{AsyncBufReadExt, BufReader, Lines};
+use tokio::process::{Child, ChildStdout};
+use tokio_util::sync::CancellationToken;
+
+/// How long any one wait in these tests may take before it fails.
+pub(crate) const WAIT: Duration = Duration::from_secs(60);
+
+pub(crate) const GUSD: u64 = 1_000_000;
+
+/// A fresh chain with the market, and its deployment file.
+pub(crate) struct Net {
+    pub(crate) devnet: Devnet,
+    pub(crate) dir: tempfile::TempDir,
+    deployment: PathBuf,
+    api_url: Option<String>,
+    nats_url: Option<String>,
+}
+
+impl Net {
+    pub(crate) async fn start() -> Self {
+        let devnet = Devnet::start().await.expect("devnet");
+        let dir = tempfile::tempdir().unwrap();
+        let deployment = dir.path().join("deployment.json");
+        std::fs::write(&deployment, serde_json::to_vec(&devnet.deployment).unwrap()).unwrap();
+        Self {
+            devnet,
+            dir,
+            deployment,
+            api_url: None,
+            nats_url: None,
+        }
+    }
+
+    pub(crate) fn address(&self, account: usize) -> Address {
+        self.devnet.anvil.addresses()[account]
+    }
+
+    /// Mints whole gUSD to `account` (no approval).
+    pub(crate) async fn mint(&self, account: usize, gusd: u64) {
+        self.devnet
+            .mint(self.address(account), U256::from(gusd * GUSD))
+            .await
+            .unwrap();
+    }
+
+    pub(crate) async fn balance(&self, account: usize) -> U256 {
+        let token = gantry_protocol::bindings::GantryTestToken::new(
+            self.devnet.deployment.token,
+            self.devnet.admin.clone(),
+        );
+        token.balanceOf(self.address(account)).call().await.unwrap()
+    }
+
+    pub(crate) async fn nonce(&self, account: usize) -> u64 {
+        self.devnet
+            .admin
+            .get_transaction_count(self.address(account))
+            .await
+            .unwrap()
+    }
+
+    /// `gantry` signing as anvil's `account` (its key in `GANTRY_PRIVATE_KEY`).
+    pub(crate) fn gantry(&self, account: usize) -> Gantry {
+        let mut gantry = self.gantry_without_key();
+        let key = alloy::hex::encode_prefixed(self.devnet.signer(account).to_bytes());
+        gantry.envs.push(("GANTRY_PRIVATE_KEY".into(), key));
+        gantry
+    }
+
+    pub(crate) fn gantry_without_key(&self) -> Gantry {
+        let mut args = vec![
+            "--rpc-url".to_string(),
+            self.devnet.anvil.endpoint(),
+            "--deployment".into(),
+            self.deployment.display().to_string(),
+        ];
+        if let Some(api) = &self.api_url {
+            args.extend(["--api-url".into(), api.clone()]);
+        }
+        if let Some(nats) = &self.nats_url {
+            args.extend(["--nats-url".into(), nats.clone()]);
+        }
+        Gantry {
+            args,
+            envs: Vec::new(),
+        }
+    }
+}
+
+/// The `gantry` binary with the connection flags.
+pub(crate) struct Gantry {
+    args: Vec<String>,
+    envs: Vec<(String, String)>,
+}
+
+/// A finished run.
+#[derive(Debug)]
+pub(crate) struct Output {
+    pub(crate) code: i32,
+    pub(crate) stdout: String,
+    pub(crate) stderr: String,
+}
+
+impl Output {
+    /// Fails the test unless the run succeeded.
+    #[track_caller]
+    pub(crate) fn ok(self) -> Self {
+        assert_eq!(self.code, 0, "gantry failed: {self:#?}");
+        self
+    }
+
+    /// Fails the test unless the run exited `code` with `message` in its stderr.
+    #[track_caller]
+    pub(crate) fn failed(self, code: i32, message: &str) -> Self {
+        assert_eq!(self.code, code, "exit code: {self:#?}");
+        assert!(
+            self.stderr.contains(message),
+            "stderr lacks {message:?}: {self:#?}"
+        );
+        self
+    }
+
+    #[track_caller]
+    pub(crate) fn json(&self) -> serde_json::Value {
+        serde_json::from_str(&self.stdout)
+            .unwrap_or_else(|e| panic!("stdout is not JSON ({e}): {self:#?}"))
+    }
+}
+
+impl Gantry {
+    fn command(&self, args: &[&str]) -> tokio::process::Command {
+        let mut command = tokio::process::Command::new(env!("CARGO_BIN_EXE_gantry"));
+        for name in [
+            "GANTRY_PRIVATE_KEY",
+            "GANTRY_KEY_FILE",
+            "GANTRY_RPC_URL",
+            "GANTRY_API_URL",
+            "GANTRY_NATS_URL",
+            "GANTRY_DEPLOYMENT",
+            "GANTRY_MARKET",
+            "GANTRY_REGISTRY",
+            "GANTRY_TOKEN",
+            "GANTRY_CHAIN_ID",
+        ] {
+            command.env_remove(name);
+        }
+        command
+            .args(&self.args)
+            .args(args)
+            .envs(self.envs.iter().map(|(k, v)| (k, v)))
+            .stdin(Stdio::null())
+            .kill_on_drop(true);
+        command
+    }
+
+    pub(crate) async fn run(&self, args: &[&str]) -> Output {
+        let output = tokio::time::timeout(WAIT, self.command(args).output())
+            .await
+            .unwrap_or_else(|_| panic!("gantry {args:?} did not finish"))
+            .unwrap();
+        Output {
+            code: output.status.code().expect("exited, not killed"),
+            stdout: String::from_utf8(output.stdout).unwrap(),
+            stderr: String::from_utf8(output.stderr).unwrap(),
+        }
+    }
+
+    /// Starts a long-running command (watch, logs --follow) whose stdout is read by line.
+    pub(crate) fn spawn(&self, args: &[&str]) -> Running {
+        let mut child = self
+            .command(args)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let lines = BufReader::new(child.stdout.take().unwrap()).lines();
+        Running { child, lines }
+    }
+}
+
+/// A running `gantry` process.
+pub(crate) struct Running {
+    child: Child,
+    lines: Lines<BufReader<ChildStdout>>,
+}
+
+impl Running {
+    /// The next line of stdout.
+    pub(crate) async fn line(&mut self) -> String {
+        tokio::time::timeout(WAIT, self.lines.next_line())
+            .await
+            .expect("a line within the wait")
+            .unwrap()
+            .expect("the process goes on")
+    }
+
+    /// Reads JSON lines until one satisfies `matches`.
+    pub(crate) async fn until(
+        &mut self,
+        matches: impl Fn(&serde_json::Value) -> bool,
+    ) -> serde_json::Value {
+        loop {
+            let line = self.line().await;
+            let value: serde_json::Value = serde_json::from_str(&line)
+                .unwrap_or_else(|e| panic!("not a JSON line ({e}): {line}"));
+            if matches(&value) {
+                return value;
+            }
+        }
+    }
+
+    /// The rest of stdout and the exit code.
+    pub(crate) async fn finished(mut self) -> (i32, Vec<String>) {
+        let mut rest = Vec::new();
+        tokio::time::timeout(WAIT, async {
+            while let Some(line) = self.lines.next_line().await.unwrap() {
+                rest.push(line);
+            }
+        })
+        .await
+        .expect("the process ends");
+        let status = tokio::time::timeout(WAIT, self.child.wait())
+            .await
+            .expect("the process exits")
+            .unwrap();
+        (status.code().expect("exited, not killed"), rest)
+    }
+}
+
+/// The API as `gantry-api` runs it, fed by an indexer following `net`'s chain.
+pub(crate) struct ApiStack {
+    _nats: NatsServer,
+    pub(crate) js: async_nats::jetstream::Context,
+    progress: tokio::sync::watch::Receiver<Progress>,
+    reports: tokio::sync::watch::Receiver<u64>,
+    stop: CancellationToken,
+    _db: tempfile::TempDir,
+}
+
+impl Drop for ApiStack {
+    fn drop(&mut self) {
+        self.stop.cancel();
+    }
+}
+
+impl ApiStack {
+    /// Starts nats-server, the indexer and the API, and points `net`'s `gantry` at them.
+    pub(crate) async fn start(net: &mut Net) -> Self {
+        let d = net.devnet.deployment;
+        let nats = NatsServer::start().expect("nats");
+        let stop = CancellationToken::new();
+        let config = gantry_indexer::Config::local(
+            net.devnet.anvil.endpoint_url(),
+            d.chain_id,
+            d.market,
+            d.registry,
+            d.start_block,
+            nats.url(),
+        );
+        tokio::spawn(gantry_indexer::run(config, stop.clone()));
+        let js = async_nats::jetstream::new(async_nats::connect(nats.url()).await.unwrap());
+        // The workers' stream, as a worker creates it.
+        js.create_stream(async_nats::jetstream::stream::Config {
+            name: jobs::jobs_stream_name(d.chain_id),
+            subjects: vec![jobs::jobs_stream_subjects(d.chain_id)],
+            ..Default::default()
+        })
+        .await
+        .unwrap();
+
+        let db = tempfile::tempdir().unwrap();
+        let store = Store::open(&format!("sqlite://{}", db.path().join("api.db").display()))
+            .await
+            .unwrap();
+        let live = Live::closing_on(stop.clone());
+        let (progress_tx, progress) = tokio::sync::watch::channel(Progress::default());
+        let (reports_tx, reports) = tokio::sync::watch::channel(0);
+        tokio::spawn(project::run(
+            js.clone(),
+            d.chain_id,
+            store.clone(),
+            progress_tx,
+            live.clone(),
+            stop.clone(),
+        ));
+        tokio::spawn(gantry_api::reports::run(
+            js.clone(),
+            d.chain_id,
+            store.clone(),
+            reports_tx,
+            live.clone(),
+            stop.clone(),
+        ));
+        let state = AppState::new(store, progress.clone(), live).with_nats(js.clone(), d.chain_id);
+        let app = router(
+            state,
+            HttpConfig {
+                request_timeout: Duration::from_secs(10),
+                cors: tower_http::cors::CorsLayer::new(),
+            },
+        );
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let base = format!("http://{}", listener.local_addr().unwrap());
+        let shutdown = stop.clone();
+        tokio::spawn(async move {
+            axum_serve(listener, app, shutdown).await;
+        });
+        net.api_url = Some(base);
+        net.nats_url = Some(nats.url());
+        Self {
+            _nats: nats,
+            js,
+            progress,
+            reports,
+            stop,
+            _db: db,
+        }
+    }
+
+    /// Waits until the API has projected the chain's head and the worker reports up to
+    /// stream sequence `reported`.
+    pub(crate) async fn caught_up(&self, net: &Net, reported: u64) {
+        let head = net.devnet.admin.get_block_number().await.unwrap();
+        let (mut progress, mut reports) = (self.progress.clone(), self.reports.clone());
+        tokio::time::timeout(WAIT, async {
+            progress.wait_for(|p| p.block >= head).await.unwrap();
+            reports.wait_for(|seq| *seq >= reported).await.unwrap();
+        })
+        .await
+        .expect("the API projects the chain and the worker reports");
+    }
+
+    /// Publishes a worker report; returns its stream sequence.
+    pub(crate) async fn publish(&self, subject: String, payload: Vec<u8>) -> u64 {
+        self.js
+            .publish(subject, payload.into())
+            .await
+            .unwrap()
+            .await
+            .unwrap()
+            .sequence
+    }
+}
+
+async fn axum_serve(listener: tokio::net::TcpListener, app: axum::Router, stop: CancellationToken) {
+    axum::serve(listener, app)
+        .with_graceful_shutdown(stop.cancelled_owned())
+        .await
+        .unwrap();
+}

@@ -1,0 +1,176 @@
+//! Money: a cancelled job's refund shows in `balance` and `withdraw` pays it out; a
+//! dispute posts the bond (approving exactly that); `accept` pays the provider; reverts
+//! read as sentences with their exit codes.
+
+use alloy::primitives::aliases::U96;
+use alloy::primitives::{B256, U256};
+use gantry_devnet::{confirm_receipt, scenario};
+use gantry_protocol::bindings::{GantryTestToken, JobMarket, NodeRegistry};
+
+use crate::harness::{GUSD, Net};
+
+/// Posts a CPU job with `bounty` (whole gUSD) through the CLI as `account`.
+async fn submit(net: &Net, account: usize, bounty: &str) -> u64 {
+    let out = net
+        .gantry(account)
+        .run(&[
+            "job", "submit", "--image", "busybox", "--bounty", bounty, "--json", "--", "true",
+        ])
+        .await
+        .ok();
+    out.json()["jobId"].as_u64().unwrap()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_cancelled_job_is_refunded_into_credits_that_withdraw_pays_out() {
+    let net = Net::start().await;
+    net.mint(3, 50).await;
+    let gantry = net.gantry(3);
+    let job = submit(&net, 3, "12.5").await;
+
+    let balance = gantry.run(&["balance", "--json"]).await.ok().json();
+    assert_eq!(balance["wallet"], "37500000");
+    assert_eq!(balance["credits"], "0");
+    assert_eq!(balance["symbol"], "gUSD");
+
+    let out = gantry.run(&["job", "cancel", &job.to_string()]).await.ok();
+    assert!(
+        out.stdout.contains("cancelled: 12.5 gUSD credited to you"),
+        "{out:#?}"
+    );
+    let balance = gantry.run(&["balance", "--json"]).await.ok().json();
+    assert_eq!(balance["credits"], "12500000");
+    let text = gantry.run(&["balance"]).await.ok().stdout;
+    assert!(text.contains("credits  12.5 gUSD"), "{text}");
+
+    // Reverts decoded: the status, an unknown job.
+    gantry
+        .run(&["job", "cancel", &job.to_string()])
+        .await
+        .failed(
+            4,
+            &format!("job {job} is cancelled: only an open job can be cancelled"),
+        );
+    gantry
+        .run(&["job", "cancel", "99"])
+        .await
+        .failed(3, "job 99 does not exist");
+    // Someone else's job.
+    let other = submit(&net, 3, "1").await;
+    net.mint(5, 1).await;
+    net.gantry(5)
+        .run(&["job", "cancel", &other.to_string()])
+        .await
+        .failed(
+            4,
+            &format!("job {other} was not posted by {}", net.address(5)),
+        );
+
+    let withdrawn = gantry.run(&["withdraw", "--json"]).await.ok().json();
+    assert_eq!(withdrawn["amount"], "12500000");
+    assert_eq!(net.balance(3).await, U256::from(49 * GUSD));
+    let balance = gantry.run(&["balance", "--json"]).await.ok().json();
+    assert_eq!(balance["credits"], "0");
+    gantry
+        .run(&["withdraw"])
+        .await
+        .failed(4, "has no credits to withdraw");
+    // A read needs no key, only an address.
+    let someone = net
+        .gantry_without_key()
+        .run(&[
+            "balance",
+            "--json",
+            "--address",
+            &net.address(3).to_string(),
+        ])
+        .await
+        .ok()
+        .json();
+    assert_eq!(someone["wallet"], (49 * GUSD).to_string());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn dispute_posts_exactly_the_bond_and_accept_pays_the_provider() {
+    let net = Net::start().await;
+    let d = net.devnet.deployment;
+    // A node (operator 1, agent 2) and two jobs of account 3, both assigned and submitted.
+    net.devnet
+        .fund(1, d.registry, U256::from(1_000 * GUSD))
+        .await
+        .unwrap();
+    let registry = NodeRegistry::new(d.registry, net.devnet.provider(1));
+    confirm_receipt(
+        "register",
+        registry
+            .register(
+                net.address(2),
+                scenario::h100_node(),
+                String::new(),
+                U96::from(500 * GUSD),
+            )
+            .send()
+            .await,
+    )
+    .await
+    .unwrap();
+    net.mint(3, 100).await;
+    let (disputed, accepted) = (submit(&net, 3, "20").await, submit(&net, 3, "30").await);
+    let matcher = JobMarket::new(d.market, net.devnet.admin.clone());
+    let agent = JobMarket::new(d.market, net.devnet.provider(2));
+    for job in [disputed, accepted] {
+        confirm_receipt("assign", matcher.assign(job, 1).send().await)
+            .await
+            .unwrap();
+        confirm_receipt(
+            "submitResult",
+            agent
+                .submitResult(job, B256::repeat_byte(7), "nats://x/y".into())
+                .send()
+                .await,
+        )
+        .await
+        .unwrap();
+    }
+    let gantry = net.gantry(3);
+    let wallet = net.balance(3).await;
+
+    let out = gantry
+        .run(&["job", "dispute", &disputed.to_string(), "--json"])
+        .await
+        .ok();
+    assert_eq!(out.json()["bond"], "10000000");
+    let job = matcher.getJob(disputed).call().await.unwrap();
+    assert_eq!(job.status as u8, 4, "disputed");
+    assert_eq!(net.balance(3).await, wallet - U256::from(10 * GUSD));
+    let token = GantryTestToken::new(d.token, net.devnet.admin.clone());
+    let allowance = token
+        .allowance(net.address(3), d.market)
+        .call()
+        .await
+        .unwrap();
+    assert_eq!(allowance, U256::ZERO, "exactly the bond was approved");
+
+    let out = gantry
+        .run(&["job", "accept", &accepted.to_string()])
+        .await
+        .ok();
+    // 30 gUSD less the 2.5 % fee.
+    assert!(
+        out.stdout
+            .contains("29.25 gUSD paid to node 1's operator (fee 0.75 gUSD)"),
+        "{out:#?}"
+    );
+    assert_eq!(
+        matcher.getJob(accepted).call().await.unwrap().status as u8,
+        5
+    );
+    gantry
+        .run(&["job", "dispute", &accepted.to_string()])
+        .await
+        .failed(4, "is completed: only a submitted job can be disputed");
+    gantry
+        .run(&["job", "accept", &disputed.to_string()])
+        .await
+        .failed(4, "is disputed: only a submitted job can be accepted");
+}

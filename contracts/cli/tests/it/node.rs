@@ -1,0 +1,188 @@
+//! `gantry node register|status|exit|withdraw` as an operator, and `--gpu` names resolved
+//! against the models the registered nodes offer (through the API).
+
+use alloy::primitives::U256;
+use gantry_protocol::bindings::{GantryTestToken, NodeRegistry};
+
+use crate::harness::{ApiStack, GUSD, Net};
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_operator_registers_exits_and_withdraws_and_gpu_names_resolve_to_offered_models() {
+    let mut net = Net::start().await;
+    let api = ApiStack::start(&mut net).await;
+    let d = net.devnet.deployment;
+    net.mint(1, 1_000).await;
+    let operator = net.gantry(1);
+    let agent = net.address(2).to_string();
+
+    let first = operator
+        .run(&[
+            "node",
+            "register",
+            "--agent",
+            &agent,
+            "--gpu",
+            "NVIDIA A100-SXM4-80GB",
+            "--gpus",
+            "8",
+            "--vram",
+            "80GiB",
+            "--cpus",
+            "64",
+            "--ram",
+            "512GiB",
+            "--price",
+            "2",
+            "--slots",
+            "2",
+            "--stake",
+            "150",
+            "--json",
+        ])
+        .await
+        .ok()
+        .json();
+    assert_eq!(first["nodeId"], 1);
+    assert_eq!(first["stake"], "150000000");
+    // The registry was approved for exactly the stake, which it took.
+    let token = GantryTestToken::new(d.token, net.devnet.admin.clone());
+    assert_eq!(
+        token
+            .allowance(net.address(1), d.registry)
+            .call()
+            .await
+            .unwrap(),
+        U256::ZERO
+    );
+    let registry = NodeRegistry::new(d.registry, net.devnet.admin.clone());
+    let node = registry.getNode(1).call().await.unwrap();
+    assert_eq!(node.agent, net.address(2));
+    assert_eq!(node.capabilities.vramMiB, 80 * 1024);
+    assert_eq!(node.capabilities.ramMiB, 512 * 1024);
+    assert_eq!(node.capabilities.maxConcurrentJobs, 2);
+    // The registry's minimum by default; below it is refused before anything is sent.
+    let second = operator
+        .run(&[
+            "node",
+            "register",
+            "--gpu",
+            "NVIDIA A100-SXM4-40GB",
+            "--gpus",
+            "4",
+            "--vram",
+            "40GiB",
+            "--cpus",
+            "32",
+            "--ram",
+            "256GiB",
+            "--json",
+        ])
+        .await
+        .ok()
+        .json();
+    assert_eq!(
+        (second["nodeId"].as_u64(), second["stake"].as_str()),
+        (Some(2), Some("100000000"))
+    );
+    operator
+        .run(&[
+            "node", "register", "--cpus", "4", "--ram", "8GiB", "--stake", "50",
+        ])
+        .await
+        .failed(
+            4,
+            "a stake of 50 gUSD is below the registry's minimum 100 gUSD",
+        );
+
+    api.caught_up(&net, 0).await;
+    let status = operator
+        .run(&["node", "status", "1", "--json"])
+        .await
+        .ok()
+        .json();
+    assert_eq!(status["status"], "active");
+    assert_eq!(status["gpuModel"], "NVIDIA-A100-SXM4-80GB");
+    assert_eq!(status["stake"], "150000000");
+    assert_eq!(status["agent"], net.address(2).to_string());
+    let text = operator.run(&["node", "status", "1"]).await.ok().stdout;
+    assert!(
+        text.contains("8× NVIDIA-A100-SXM4-80GB (80 GiB each) · 64 CPU cores · 512 GiB RAM · 2 gUSD per GPU-hour"),
+        "{text}"
+    );
+    operator
+        .run(&["node", "status", "9"])
+        .await
+        .failed(3, "node 9 not found");
+
+    // `--gpu A100` is either node's model: more VRAM than the 40 GB card picks the 80 GB.
+    net.mint(3, 10).await;
+    let submitter = net.gantry(3);
+    let dry = submitter
+        .run(&[
+            "job",
+            "submit",
+            "--image",
+            "busybox",
+            "--bounty",
+            "1",
+            "--gpu",
+            "A100",
+            "--vram",
+            "60GiB",
+            "--dry-run",
+            "--json",
+        ])
+        .await
+        .ok()
+        .json();
+    let model = format!(
+        "{}",
+        alloy::primitives::B256::right_padding_from(b"NVIDIA-A100-SXM4-80GB")
+    );
+    assert_eq!(dry["requirements"]["gpuModel"], model);
+    assert_eq!(dry["requirements"]["minGpuCount"], 1);
+    submitter
+        .run(&["job", "submit", "--image", "busybox", "--bounty", "1", "--gpu", "A100"])
+        .await
+        .failed(
+            2,
+            "`A100` matches several GPU models (NVIDIA-A100-SXM4-40GB on 1 node, NVIDIA-A100-SXM4-80GB on 1 node)",
+        );
+    submitter
+        .run(&[
+            "job", "submit", "--image", "busybox", "--bounty", "1", "--gpu", "H100",
+        ])
+        .await
+        .failed(2, "no registered node offers a GPU model matching `H100`");
+
+    // Exit, wait out the unbonding, withdraw.
+    let exit = operator.run(&["node", "exit", "1"]).await.ok().stdout;
+    assert!(exit.contains("node 1 is exiting"), "{exit}");
+    operator
+        .run(&["node", "withdraw", "1"])
+        .await
+        .failed(4, "node 1 is unbonding until");
+    submitter
+        .run(&["node", "exit", "2"])
+        .await
+        .failed(4, &format!("node 2 is not operated by {}", net.address(3)));
+    net.devnet.advance(301).await.unwrap();
+    let withdrawn = operator
+        .run(&["node", "withdraw", "1", "--json"])
+        .await
+        .ok()
+        .json();
+    assert_eq!(withdrawn["amount"], "150000000");
+    assert_eq!(
+        net.balance(1).await,
+        U256::from(900 * GUSD),
+        "all but node 2's stake"
+    );
+    api.caught_up(&net, 0).await;
+    let status = operator
+        .run(&["node", "status", "1", "--json"])
+        .await
+        .ok()
+        .json();
+    assert_eq!(status["status"], "exited");
+}

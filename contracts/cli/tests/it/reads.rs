@@ -1,0 +1,278 @@
+//! Reads through the API while a job runs: `job status`/`job list` JSON, `job logs` (the
+//! tail, then `--follow` until the job settles), `job watch` from open to completed (exit
+//! 0) and to cancelled (exit 5), and `job result` checked against the on-chain hash (a
+//! tampered upload refused with exit 6).
+
+use std::time::{SystemTime, UNIX_EPOCH};
+
+use alloy::primitives::B256;
+use gantry_devnet::confirm_receipt;
+use gantry_protocol::bindings::JobMarket;
+use gantry_protocol::jobs::{self, LogLine, LogStream, ProgressUpdate};
+use sha2::{Digest, Sha256};
+
+use crate::harness::{ApiStack, Net};
+
+fn now_ms() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .unwrap()
+        .as_millis() as u64
+}
+
+fn log_line(job_id: u64, line: &str) -> Vec<u8> {
+    serde_json::to_vec(&LogLine {
+        v: 1,
+        job_id,
+        attempt: 1,
+        stream: LogStream::Stdout,
+        line: line.into(),
+        at_ms: now_ms(),
+    })
+    .unwrap()
+}
+
+/// A result tar as a worker packs one.
+fn result_tar() -> Vec<u8> {
+    let mut builder = tar::Builder::new(Vec::new());
+    for (path, data) in [
+        ("metrics.json", &br#"{"loss":0.21}"#[..]),
+        ("model/weights.bin", &[7u8; 3000][..]),
+    ] {
+        let mut header = tar::Header::new_gnu();
+        header.set_size(data.len() as u64);
+        header.set_mode(0o644);
+        builder.append_data(&mut header, path, data).unwrap();
+    }
+    builder.into_inner().unwrap()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_job_followed_through_the_api_and_its_result_verified() {
+    let mut net = Net::start().await;
+    let api = ApiStack::start(&mut net).await;
+    let d = net.devnet.deployment;
+    let chain_id = d.chain_id;
+    net.mint(1, 1_000).await;
+    net.mint(3, 100).await;
+    let agent = net.address(2).to_string();
+    net.gantry(1)
+        .run(&[
+            "node",
+            "register",
+            "--agent",
+            &agent,
+            "--gpu",
+            "NVIDIA H100 80GB HBM3",
+            "--vram",
+            "80GiB",
+            "--cpus",
+            "16",
+            "--ram",
+            "64GiB",
+        ])
+        .await
+        .ok();
+    let gantry = net.gantry(3);
+    let submit = |bounty: &'static str| {
+        let gantry = &gantry;
+        async move {
+            let out = gantry
+                .run(&[
+                    "job", "submit", "--image", "busybox", "--gpu", "H100", "--bounty", bounty,
+                    "--json", "--", "sh", "-c", "train",
+                ])
+                .await
+                .ok();
+            out.json()["jobId"].as_u64().unwrap()
+        }
+    };
+    api.caught_up(&net, 0).await;
+    let job = submit("12.5").await;
+    let id = job.to_string();
+    api.caught_up(&net, 0).await;
+
+    // The watcher prints the state it starts from, then each change.
+    let mut watch = gantry.spawn(&["job", "watch", &id, "--json"]);
+    let first = watch.until(|_| true).await;
+    assert_eq!(first["status"], "open");
+
+    let matcher = JobMarket::new(d.market, net.devnet.admin.clone());
+    confirm_receipt("assign", matcher.assign(job, 1).send().await)
+        .await
+        .unwrap();
+    watch.until(|v| v["status"] == "assigned").await;
+    let update = ProgressUpdate {
+        v: 1,
+        job_id: job,
+        node_id: 1,
+        attempt: 1,
+        progress: Some(0.4),
+        epoch: Some(4),
+        epochs: Some(10),
+        metrics: [("loss".to_string(), 0.21)].into(),
+        gpu_utilization: Some(90.0),
+        gpu_memory_used_mib: Some(1024),
+        elapsed_secs: 60,
+        eta_secs: Some(90),
+        at_ms: now_ms(),
+    };
+    api.publish(
+        jobs::progress_subject(chain_id, job),
+        serde_json::to_vec(&update).unwrap(),
+    )
+    .await;
+    let progressed = watch.until(|v| v["epoch"] == 4).await;
+    assert_eq!(progressed["epochs"], 10);
+    assert_eq!(progressed["metrics"]["loss"], 0.21);
+    assert_eq!(progressed["etaSecs"], 90);
+    assert_eq!(progressed["progress"], 0.4);
+    api.publish(jobs::logs_subject(chain_id, job), log_line(job, "line one"))
+        .await;
+    let seq = api
+        .publish(jobs::logs_subject(chain_id, job), log_line(job, "line two"))
+        .await;
+    api.caught_up(&net, seq).await;
+
+    // Status and list, as the API has them.
+    let status = gantry
+        .run(&["job", "status", &id, "--json"])
+        .await
+        .ok()
+        .json();
+    assert_eq!(status["status"], "assigned");
+    assert_eq!(status["nodeId"], 1);
+    assert_eq!(status["progress"]["epoch"], 4);
+    assert_eq!(status["bounty"], "12500000");
+    let text = gantry.run(&["job", "status", &id]).await.ok().stdout;
+    assert!(text.contains("bounty     12.5 gUSD"), "{text}");
+    assert!(
+        text.contains("needs      1× NVIDIA-H100-80GB-HBM3"),
+        "{text}"
+    );
+    assert!(
+        text.contains("progress   40% · epoch 4/10 · loss 0.2100 · ETA 1m 30s"),
+        "{text}"
+    );
+    let running = gantry
+        .run(&["job", "list", "--status", "running", "--mine", "--json"])
+        .await
+        .ok()
+        .json();
+    let ids: Vec<u64> = running["items"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|j| j["jobId"].as_u64().unwrap())
+        .collect();
+    assert_eq!(ids, [job]);
+    let open = gantry
+        .run(&["job", "list", "--status", "open", "--json"])
+        .await
+        .ok()
+        .json();
+    assert_eq!(open["items"].as_array().unwrap().len(), 0);
+    gantry
+        .run(&["job", "list", "--status", "lost"])
+        .await
+        .failed(2, "query parameter `status`");
+    gantry
+        .run(&["job", "status", "99"])
+        .await
+        .failed(3, "job 99 not found");
+
+    // Logs: the tail, then a follower that gets new lines until the job settles.
+    let logs = gantry.run(&["job", "logs", &id]).await.ok().stdout;
+    assert_eq!(logs, "line one\nline two\n");
+    let mut follow = gantry.spawn(&["job", "logs", &id, "--follow", "--tail", "1"]);
+    assert_eq!(follow.line().await, "line two");
+    api.publish(
+        jobs::logs_subject(chain_id, job),
+        log_line(job, "line three"),
+    )
+    .await;
+    assert_eq!(follow.line().await, "line three");
+
+    // The agent uploads its result and submits its hash.
+    let tar = result_tar();
+    let hash = B256::from(<[u8; 32]>::from(Sha256::digest(&tar)));
+    let bucket = jobs::results_bucket(chain_id);
+    let store = api
+        .js
+        .create_object_store(async_nats::jetstream::object_store::Config {
+            bucket: bucket.clone(),
+            ..Default::default()
+        })
+        .await
+        .unwrap();
+    let key = format!("{job}-1");
+    store.put(key.as_str(), &mut &tar[..]).await.unwrap();
+    let agent_market = JobMarket::new(d.market, net.devnet.provider(2));
+    confirm_receipt(
+        "submitResult",
+        agent_market
+            .submitResult(job, hash, format!("nats://{bucket}/{key}"))
+            .send()
+            .await,
+    )
+    .await
+    .unwrap();
+    watch.until(|v| v["status"] == "submitted").await;
+    api.caught_up(&net, 0).await;
+
+    let out_dir = net.dir.path().join("result");
+    let out = out_dir.display().to_string();
+    let fetched = gantry
+        .run(&["job", "result", &id, "-o", &out, "--json"])
+        .await
+        .ok()
+        .json();
+    assert_eq!(fetched["bytes"], tar.len());
+    assert_eq!(fetched["sha256"], format!("{hash}"));
+    assert_eq!(fetched["files"], 2);
+    assert_eq!(
+        std::fs::read(out_dir.join("model/weights.bin")).unwrap(),
+        [7u8; 3000]
+    );
+    assert_eq!(
+        std::fs::read_to_string(out_dir.join("metrics.json")).unwrap(),
+        r#"{"loss":0.21}"#
+    );
+
+    // The same key with other bytes: refused, nothing unpacked, nothing left behind.
+    let mut tampered = tar.clone();
+    tampered[600] ^= 1;
+    store.put(key.as_str(), &mut &tampered[..]).await.unwrap();
+    let elsewhere = net.dir.path().join("tampered");
+    gantry
+        .run(&["job", "result", &id, "-o", &elsewhere.display().to_string()])
+        .await
+        .failed(
+            6,
+            &format!("the on-chain resultHash is {hash}: refusing it"),
+        );
+    assert_eq!(std::fs::read_dir(&elsewhere).unwrap().count(), 0);
+
+    // Accepting settles it: the watcher exits 0, the follower gets `end`.
+    gantry.run(&["job", "accept", &id]).await.ok();
+    let (code, rest) = watch.finished().await;
+    assert_eq!(code, 0, "{rest:?}");
+    let last: serde_json::Value = serde_json::from_str(rest.last().unwrap()).unwrap();
+    assert_eq!(last["status"], "completed");
+    let (code, rest) = follow.finished().await;
+    assert_eq!((code, rest.len()), (0, 0), "{rest:?}");
+
+    // A job cancelled while watched: exit 5. Watched at once, before the API may have it
+    // (the watcher then waits for its row).
+    let other = submit("1").await;
+    let mut watch = gantry.spawn(&["job", "watch", &other.to_string(), "--json"]);
+    assert_eq!(watch.until(|_| true).await["status"], "open");
+    gantry
+        .run(&["job", "cancel", &other.to_string()])
+        .await
+        .ok();
+    let (code, rest) = watch.finished().await;
+    assert_eq!(code, 5, "{rest:?}");
+    let last: serde_json::Value = serde_json::from_str(rest.last().unwrap()).unwrap();
+    assert_eq!(last["status"], "cancelled");
+}

@@ -1,0 +1,209 @@
+//! `gantry job submit`: what is posted is what was asked, from flags or a spec file; the
+//! balance is checked before anything is sent.
+
+use alloy::primitives::aliases::U96;
+use alloy::primitives::{B256, U256};
+use gantry_protocol::bindings::{GantryTestToken, JobMarket};
+use gantry_protocol::spec::{JobKind, JobSpec};
+
+use crate::harness::Net;
+
+/// The job's JobPosted event, as the chain has it.
+async fn posted(net: &Net, job_id: u64) -> JobMarket::JobPosted {
+    let market = JobMarket::new(net.devnet.deployment.market, net.devnet.admin.clone());
+    let logs = market
+        .JobPosted_filter()
+        .topic1(U256::from(job_id))
+        .from_block(0)
+        .query()
+        .await
+        .unwrap();
+    assert_eq!(logs.len(), 1, "one JobPosted for job {job_id}");
+    logs.into_iter().next().unwrap().0
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn submit_with_flags_posts_the_requirements_bounty_deadline_and_spec_asked_for() {
+    let net = Net::start().await;
+    net.mint(3, 100).await;
+    let sha = "3f1c6a0e5b7d9f2a4c6e8b0d2f4a6c8e0b2d4f6a8c0e2b4d6f8a0c2e4b6d8f0a";
+    let input = format!("data.tar=https://data.example.org/d.tar#sha256={sha}");
+    let before = net.devnet.now().await.unwrap();
+    let out = net
+        .gantry(3)
+        .run(&[
+            "job",
+            "submit",
+            "--image",
+            "ghcr.io/acme/train:1",
+            "--gpu-model",
+            "NVIDIA A100-SXM4-80GB",
+            "--gpus",
+            "2",
+            "--vram",
+            "40GiB",
+            "--ram",
+            "64GiB",
+            "--cpus",
+            "8",
+            "--duration",
+            "4h",
+            "--max-price",
+            "2.5",
+            "--priority",
+            "7",
+            "--bounty",
+            "12.5",
+            "--deadline",
+            "24h",
+            "--env",
+            "SEED=42",
+            "--input",
+            &input,
+            "--kind",
+            "inference",
+            "--json",
+            "--",
+            "python",
+            "train.py",
+            "--epochs",
+            "3",
+        ])
+        .await
+        .ok();
+    let after = net.devnet.now().await.unwrap();
+    let printed = out.json();
+    let job_id = printed["jobId"].as_u64().expect("the job id");
+    assert!(printed["tx"].as_str().unwrap().starts_with("0x"));
+
+    let market = JobMarket::new(net.devnet.deployment.market, net.devnet.admin.clone());
+    let job = market.getJob(job_id).call().await.unwrap();
+    assert_eq!(job.submitter, net.address(3));
+    assert_eq!(job.bounty, U96::from(12_500_000u64));
+    assert_eq!(
+        job.requirements,
+        JobMarket::JobRequirements {
+            gpuModel: B256::right_padding_from(b"NVIDIA-A100-SXM4-80GB"),
+            minGpuCount: 2,
+            minVramMiB: 40 * 1024,
+            minCpuCores: 8,
+            minRamMiB: 64 * 1024,
+            maxPricePerGpuHour: U96::from(2_500_000u64),
+            maxRuntime: 4 * 3600,
+            priority: 7,
+        }
+    );
+    let deadline = job.deadline.to::<u64>();
+    assert!(
+        (before + 86_400..=after + 86_400).contains(&deadline),
+        "deadline {deadline} is 24h after chain time {before}..{after}"
+    );
+
+    let event = posted(&net, job_id).await;
+    assert_eq!(job.specHash, JobSpec::hash_bytes(&event.spec));
+    let spec = JobSpec::from_slice(&event.spec).expect("a valid spec");
+    assert_eq!(spec.image, "ghcr.io/acme/train:1");
+    assert_eq!(spec.kind, JobKind::Inference);
+    assert_eq!(spec.command, ["python", "train.py", "--epochs", "3"]);
+    assert_eq!(spec.env["SEED"], "42");
+    assert_eq!(spec.inputs[0].path, "/inputs/data.tar");
+    assert_eq!(spec.inputs[0].uri, "https://data.example.org/d.tar");
+    assert_eq!(spec.inputs[0].sha256.as_deref(), Some(sha));
+    assert_eq!(spec.timeout_secs, 4 * 3600);
+
+    // The bounty moved with a permit: nothing is left approved.
+    let token = GantryTestToken::new(net.devnet.deployment.token, net.devnet.admin.clone());
+    let allowance = token
+        .allowance(net.address(3), net.devnet.deployment.market)
+        .call()
+        .await
+        .unwrap();
+    assert_eq!(allowance, U256::ZERO);
+    assert_eq!(net.balance(3).await, U256::from(87_500_000u64));
+    assert_eq!(net.nonce(3).await, 1, "one transaction: postJobWithPermit");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_spec_file_is_posted_in_canonical_form_after_the_balance_and_flags_are_checked() {
+    let net = Net::start().await;
+    // 12.5 gUSD, and the market may already take all of it.
+    net.devnet
+        .fund(4, net.devnet.deployment.market, U256::from(12_500_000u64))
+        .await
+        .unwrap();
+    let file = net.dir.path().join("spec.json");
+    let spec: serde_json::Value =
+        serde_json::from_slice(&gantry_devnet::scenario::example_spec()).unwrap();
+    std::fs::write(&file, serde_json::to_string_pretty(&spec).unwrap()).unwrap();
+    let file = file.display().to_string();
+    let gantry = net.gantry(4);
+    let nonce = net.nonce(4).await;
+
+    // Refused before any transaction, with the balance in the message.
+    let out = gantry
+        .run(&["job", "submit", &file, "--bounty", "20", "--json"])
+        .await
+        .failed(4, "bounty 20 gUSD exceeds your token balance 12.5 gUSD");
+    let error: serde_json::Value = serde_json::from_str(out.stderr.trim()).unwrap();
+    assert_eq!(error["exitCode"], 4);
+    // Usage errors name the flag; none sends anything either.
+    gantry
+        .run(&["job", "submit", &file, "--bounty", "1.0000001"])
+        .await
+        .failed(
+            2,
+            "--bounty: `1.0000001` has more than the token's 6 decimals",
+        );
+    gantry
+        .run(&["job", "submit", &file, "--bounty", "1", "--duration", "1h"])
+        .await
+        .failed(2, "timeoutSecs (7200) is longer than --duration (1h)");
+    gantry
+        .run(&["job", "submit", &file, "--bounty", "1", "--vram", "40"])
+        .await
+        .failed(2, "--vram: `40` is not a size");
+    net.gantry_without_key()
+        .run(&["job", "submit", &file, "--bounty", "1"])
+        .await
+        .failed(
+            2,
+            "this command sends a transaction: set GANTRY_PRIVATE_KEY",
+        );
+    assert_eq!(net.nonce(4).await, nonce, "nothing was sent");
+
+    let out = gantry
+        .run(&[
+            "job", "submit", &file, "--bounty", "12.5", "--gpu", "any", "--gpus", "1",
+        ])
+        .await
+        .ok();
+    assert!(
+        out.stdout.starts_with("job 1 posted: bounty 12.5 gUSD"),
+        "{out:#?}"
+    );
+    let event = posted(&net, 1).await;
+    let canonical = JobSpec::from_slice(&gantry_devnet::scenario::example_spec())
+        .unwrap()
+        .to_vec();
+    assert_eq!(
+        event.spec.to_vec(),
+        canonical,
+        "the compact, canonical bytes"
+    );
+    assert_eq!(event.requirements.gpuModel, B256::ZERO, "any model");
+    assert_eq!(event.requirements.minGpuCount, 1);
+    assert_eq!(
+        event.requirements.maxRuntime, 7_200,
+        "the spec's timeout by default"
+    );
+    assert_eq!(net.balance(4).await, U256::ZERO);
+    // The allowance the user had set was used as it was, not replaced by a permit.
+    let token = GantryTestToken::new(net.devnet.deployment.token, net.devnet.admin.clone());
+    let allowance = token
+        .allowance(net.address(4), net.devnet.deployment.market)
+        .call()
+        .await
+        .unwrap();
+    assert_eq!(allowance, U256::MAX);
+    assert_eq!(net.nonce(4).await, nonce + 1, "one transaction: postJob");
+}
