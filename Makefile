@@ -7,7 +7,7 @@ TOOLS_BIN := $(CURDIR)/.tools/bin
 export PATH := $(TOOLS_BIN):$(PATH)
 FORGE := cd contracts && forge
 
-.PHONY: setup dev test test-contracts test-rust gas snapshot artifacts lint fmt
+.PHONY: setup dev test test-contracts test-rust bench gas snapshot artifacts lint fmt
 
 ## Install the project-local tools (.tools/) and the Debian packages that are missing.
 setup:
@@ -30,6 +30,13 @@ test-contracts:
 
 test-rust:
 	cargo test --workspace --locked
+
+## Run every benchmark (each prints its figures and a final JSON line), the end-to-end
+## throughput last: 1,000 jobs from post to paid on the dev network with 4 workers.
+bench: setup
+	cargo build --release --workspace --locked
+	cargo bench --workspace --locked --bench backfill --bench decide --bench latency --bench start --bench http
+	cargo bench -p gantry-devnet --locked --bench e2e
 
 ## Rewrite contracts/.gas-snapshot after a deliberate gas change.
 snapshot: setup

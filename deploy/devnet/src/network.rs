@@ -54,6 +54,8 @@ pub struct NetworkConfig {
     pub metrics_base: Option<u16>,
     /// Workers to start, 1 to 4.
     pub workers: usize,
+    /// Jobs each worker runs at once.
+    pub jobs_per_worker: u32,
     /// The market's challenge window, seconds (the dev default: 30).
     pub challenge_window: u32,
     /// The registry's heartbeat timeout, seconds (the dev default: 60); workers beat six
@@ -76,6 +78,7 @@ impl NetworkConfig {
             api_port: 8080,
             metrics_base: Some(9101),
             workers: 1,
+            jobs_per_worker: 2,
             challenge_window: 30,
             heartbeat_timeout: 60,
             run_dir: PathBuf::from(".devnet"),
@@ -93,6 +96,7 @@ impl NetworkConfig {
             api_port: 0,
             metrics_base: None,
             workers,
+            jobs_per_worker: 2,
             challenge_window: 30,
             heartbeat_timeout: 60,
             run_dir: run_dir.to_owned(),
@@ -280,6 +284,11 @@ impl Network {
             .with_context(|| format!("no {label}"))?;
         service.child.kill().await?;
         Ok(())
+    }
+
+    /// The Docker engine's socket the workers use.
+    pub fn docker_socket(&self) -> &Path {
+        &self.engine.socket
     }
 
     /// The log file of a service, e.g. `gantry-worker-1`.
@@ -488,12 +497,13 @@ metrics_addr = "127.0.0.1:{metrics_port}"
 price_per_gpu_hour = "1000000"
 
 [jobs]
-max_concurrent = 2
+max_concurrent = {max_concurrent}
 heartbeat_interval = "{heartbeat}s"
 progress_report_interval = "1s"
 checkpoint_interval = "2s"
 "#,
             heartbeat = (self.config.heartbeat_timeout / 6).max(1),
+            max_concurrent = self.config.jobs_per_worker,
             rpc_url = toml_string(self.devnet.anvil.endpoint_url().as_str()),
             chain_id = d.chain_id,
             nats_url = toml_string(&self.nats.url()),
@@ -510,7 +520,7 @@ checkpoint_interval = "2s"
     }
 
     /// The hex private key of anvil account `account`.
-    fn private_key(&self, account: usize) -> String {
+    pub fn private_key(&self, account: usize) -> String {
         B256::from_slice(&self.devnet.anvil.keys()[account].to_bytes()).to_string()
     }
 }

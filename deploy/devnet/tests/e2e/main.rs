@@ -3,5 +3,6 @@
 //! API, on free ports. The service binaries must be built (`cargo test --workspace` and
 //! `make test` build them).
 
+mod cli;
 mod failover;
 mod support;

@@ -1,0 +1,204 @@
+//! `cargo bench -p gantry-devnet --bench e2e` (part of `make bench`): jobs per second
+//! sustained from post to paid on the dev network — 1,000 small jobs (a container that
+//! writes one file), 4 workers, every service as its release binary (built by
+//! `make bench`), a 1 s challenge window.
+//!
+//! Baseline, in the same run on the same engine: the bare container work — bollard
+//! create, start, wait and remove of the same image and command, as many at once as the
+//! workers run — so that the ratio shows what the chain, the matcher, the keeper and the
+//! workers' pipeline cost on top of the containers.
+
+use std::time::{Duration, Instant};
+
+use alloy::primitives::U256;
+use alloy::primitives::aliases::{U40, U96};
+use bollard::Docker;
+use bollard::models::{ContainerCreateBody, HostConfig};
+use bollard::query_parameters::{
+    CreateContainerOptionsBuilder, RemoveContainerOptionsBuilder, WaitContainerOptions,
+};
+use futures::StreamExt;
+use gantry_devnet::demo;
+use gantry_devnet::network::{Network, NetworkConfig, SUBMITTER_ACCOUNT};
+use gantry_devnet::sse::EventStream;
+use gantry_protocol::bindings::JobMarket;
+use gantry_protocol::spec::{JobKind, JobSpec, OutputSpec, Resources, SPEC_VERSION};
+
+const JOBS: usize = 1_000;
+const WORKERS: usize = 4;
+const JOBS_PER_WORKER: u32 = 2;
+const BASELINE_RUNS: usize = 200;
+const COMMAND: &str = "echo done > /outputs/result.txt";
+
+#[tokio::main]
+async fn main() -> anyhow::Result<()> {
+    let dir = tempfile::tempdir()?;
+    let config = NetworkConfig {
+        workers: WORKERS,
+        jobs_per_worker: JOBS_PER_WORKER,
+        challenge_window: 1,
+        ..NetworkConfig::ephemeral(dir.path(), WORKERS)?
+    };
+    println!("starting the dev network: {WORKERS} workers × {JOBS_PER_WORKER} jobs at once");
+    let network = Network::start(config).await?;
+    let mut feed = EventStream::open(&format!("{}/v1/events", network.api_url)).await?;
+    while count(&network, "/v1/nodes?status=active&limit=200").await? < WORKERS {
+        next_block_or_node(&mut feed).await?;
+    }
+
+    // Post every job first (one submitter, transactions pipelined), then wait for the
+    // last payout.
+    let d = network.devnet.deployment;
+    network
+        .devnet
+        .fund(
+            SUBMITTER_ACCOUNT,
+            d.market,
+            U256::from(1_000_000_000_000u64),
+        )
+        .await?;
+    let market = JobMarket::new(d.market, network.devnet.provider(SUBMITTER_ACCOUNT));
+    let spec = serde_json::to_vec(&JobSpec {
+        version: SPEC_VERSION,
+        kind: JobKind::Inference,
+        image: demo::BASE_IMAGE.into(),
+        command: vec!["sh".into(), "-c".into(), COMMAND.into()],
+        env: Default::default(),
+        inputs: vec![],
+        outputs: OutputSpec {
+            path: "/outputs".into(),
+            max_bytes: None,
+        },
+        resources: Resources::default(),
+        timeout_secs: 60,
+    })?;
+    let deadline = U40::from(network.devnet.now().await? + 3_600);
+    let start = Instant::now();
+    let mut pending = Vec::with_capacity(JOBS);
+    for _ in 0..JOBS {
+        let call = market.postJob(
+            demo::requirements(),
+            U96::from(1_000_000u64),
+            deadline,
+            spec.clone().into(),
+        );
+        pending.push(call.send().await?);
+    }
+    for sent in pending {
+        anyhow::ensure!(sent.get_receipt().await?.status(), "a postJob reverted");
+    }
+    let posted = start.elapsed();
+    println!("posted {JOBS} jobs in {:.1} s", posted.as_secs_f64());
+    let mut completed = 0;
+    while completed < JOBS {
+        next_block_or_node(&mut feed).await?;
+        let stats: serde_json::Value = reqwest::get(format!("{}/v1/stats", network.api_url))
+            .await?
+            .json()
+            .await?;
+        completed = stats["jobsByStatus"]["completed"].as_u64().unwrap_or(0) as usize;
+        let failed = stats["jobsByStatus"]["failed"].as_u64().unwrap_or(0);
+        anyhow::ensure!(failed == 0, "{failed} jobs failed: {stats}");
+    }
+    let elapsed = start.elapsed().as_secs_f64();
+    let jobs_per_s = JOBS as f64 / elapsed;
+    println!("{JOBS} jobs posted and paid in {elapsed:.1} s: {jobs_per_s:.1} jobs/s");
+
+    let docker = Docker::connect_with_unix(
+        network.docker_socket().to_str().expect("a UTF-8 path"),
+        120,
+        bollard::API_DEFAULT_VERSION,
+    )?;
+    let baseline = bare_runs_per_s(&docker, WORKERS * JOBS_PER_WORKER as usize).await?;
+    println!(
+        "baseline: bare create/start/wait/remove, {} at once: {baseline:.1} runs/s",
+        WORKERS * JOBS_PER_WORKER as usize
+    );
+    network.stop().await;
+    println!(
+        "{}",
+        serde_json::json!({
+            "bench": "e2e_throughput",
+            "jobs": JOBS,
+            "jobs_per_s": round(jobs_per_s),
+            "workers": WORKERS,
+            "post_s": round(posted.as_secs_f64()),
+            "bare_runs_per_s": round(baseline),
+            "ratio": round(jobs_per_s / baseline),
+        })
+    );
+    Ok(())
+}
+
+fn round(x: f64) -> f64 {
+    (x * 100.0).round() / 100.0
+}
+
+/// Items on a page of the API's list at `path`.
+async fn count(network: &Network, path: &str) -> anyhow::Result<usize> {
+    let page: serde_json::Value = reqwest::get(format!("{}{path}", network.api_url))
+        .await?
+        .json()
+        .await?;
+    Ok(page["items"].as_array().map_or(0, Vec::len))
+}
+
+/// Waits for the next block (or node change, or lag notice) on the API's feed.
+async fn next_block_or_node(feed: &mut EventStream) -> anyhow::Result<()> {
+    let wait = async {
+        loop {
+            let event = feed
+                .next()
+                .await?
+                .ok_or_else(|| anyhow::anyhow!("the feed ended"))?;
+            if matches!(event.event.as_str(), "block" | "node" | "lagged") {
+                return anyhow::Ok(());
+            }
+        }
+    };
+    tokio::time::timeout(Duration::from_secs(120), wait)
+        .await
+        .map_err(|_| anyhow::anyhow!("nothing happened for 120 s"))?
+}
+
+/// Containers of the same image and command run to completion per second, `parallel` at
+/// once.
+async fn bare_runs_per_s(docker: &Docker, parallel: usize) -> anyhow::Result<f64> {
+    let start = Instant::now();
+    let runs = futures::stream::iter(0..BASELINE_RUNS)
+        .map(|i| async move {
+            let name = format!("gantry-bench-bare-{i}");
+            let body = ContainerCreateBody {
+                image: Some(demo::BASE_IMAGE.into()),
+                cmd: Some(vec!["sh".into(), "-c".into(), COMMAND.into()]),
+                host_config: Some(HostConfig {
+                    network_mode: Some("none".into()),
+                    tmpfs: Some([("/outputs".to_string(), String::new())].into()),
+                    ..Default::default()
+                }),
+                ..Default::default()
+            };
+            let options = CreateContainerOptionsBuilder::new().name(&name).build();
+            docker.create_container(Some(options), body).await?;
+            docker
+                .start_container(
+                    &name,
+                    None::<bollard::query_parameters::StartContainerOptions>,
+                )
+                .await?;
+            let mut wait = docker.wait_container(&name, None::<WaitContainerOptions>);
+            while let Some(status) = wait.next().await {
+                status?;
+            }
+            let remove = RemoveContainerOptionsBuilder::new().force(true).build();
+            docker.remove_container(&name, Some(remove)).await?;
+            anyhow::Ok(())
+        })
+        .buffer_unordered(parallel)
+        .collect::<Vec<_>>()
+        .await;
+    for run in runs {
+        run?;
+    }
+    Ok(BASELINE_RUNS as f64 / start.elapsed().as_secs_f64())
+}

@@ -1,0 +1,195 @@
+//! A submitter's whole path through the `gantry` CLI on the dev network: submit the demo
+//! job from a spec file, watch it to the end (assigned, running in a container with its
+//! progress, completed), see its progress and logs through the API, download the result
+//! and check it against the on-chain hash, and the provider withdraws the bounty.
+
+use std::process::Output;
+
+use alloy::primitives::{B256, U256};
+use gantry_devnet::demo;
+use gantry_devnet::network::{Network, SUBMITTER_ACCOUNT, WORKER_ACCOUNTS};
+use gantry_protocol::bindings::{GantryTestToken, JobMarket};
+
+use crate::support::{Feed, WAIT, get, network};
+
+/// Runs `gantry` against `network`, signing as anvil account `key` if given.
+async fn gantry(network: &Network, key: Option<usize>, args: &[&str]) -> Output {
+    let bin = gantry_devnet::network::bin_dir().unwrap().join("gantry");
+    assert!(
+        bin.exists(),
+        "{} is not built (cargo build --workspace)",
+        bin.display()
+    );
+    let mut command = tokio::process::Command::new(bin);
+    command
+        .args([
+            "--deployment",
+            network.run_dir.join("deployment.json").to_str().unwrap(),
+            "--rpc-url",
+            network.devnet.anvil.endpoint_url().as_str(),
+            "--api-url",
+            &network.api_url,
+            "--nats-url",
+            &network.nats.url(),
+        ])
+        .args(args)
+        .env_remove("GANTRY_PRIVATE_KEY")
+        .kill_on_drop(true);
+    if let Some(account) = key {
+        command.env("GANTRY_PRIVATE_KEY", network.private_key(account));
+    }
+    tokio::time::timeout(WAIT, command.output())
+        .await
+        .expect("gantry finishes")
+        .unwrap()
+}
+
+fn ok(output: &Output) -> String {
+    let stdout = String::from_utf8_lossy(&output.stdout).into_owned();
+    assert!(
+        output.status.success(),
+        "{}\nstdout: {stdout}\nstderr: {}",
+        output.status,
+        String::from_utf8_lossy(&output.stderr)
+    );
+    stdout
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_job_through_the_cli_from_submission_to_the_provider_s_withdrawal() {
+    let dir = tempfile::tempdir().unwrap();
+    let network = network(dir.path(), 1).await;
+    let mut feed = Feed::open(&network).await;
+    while get(&network, "/v1/nodes?status=active").await["items"]
+        .as_array()
+        .unwrap()
+        .is_empty()
+    {
+        feed.until("a node event", |name, _| (name == "node").then_some(()))
+            .await;
+    }
+
+    // Submit from a spec file; the bounty is taken with a permit.
+    let spec = demo::spec(network.dataset.url(), network.dataset.sha256());
+    let spec_file = dir.path().join("spec.json");
+    std::fs::write(&spec_file, serde_json::to_vec_pretty(&spec).unwrap()).unwrap();
+    let submitted = ok(&gantry(
+        &network,
+        Some(SUBMITTER_ACCOUNT),
+        &[
+            "--json",
+            "job",
+            "submit",
+            spec_file.to_str().unwrap(),
+            "--bounty",
+            "5",
+            "--deadline",
+            "1h",
+            "--cpus",
+            "1",
+            "--ram",
+            "256MiB",
+            "--duration",
+            "10m",
+        ],
+    )
+    .await);
+    let submitted: serde_json::Value = serde_json::from_str(submitted.trim()).unwrap();
+    let job = submitted["jobId"].as_u64().expect("a job id");
+    let d = network.devnet.deployment;
+    let market = JobMarket::new(d.market, network.devnet.admin.clone());
+    assert_eq!(market.getJob(job).call().await.unwrap().status, 1, "open");
+
+    // Watch it to the end: one JSON object per change.
+    let watched = ok(&gantry(
+        &network,
+        None,
+        &["--json", "job", "watch", &job.to_string()],
+    )
+    .await);
+    let changes: Vec<serde_json::Value> = watched
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    let statuses: Vec<&str> = changes
+        .iter()
+        .filter_map(|c| c["status"].as_str())
+        .collect();
+    assert!(statuses.contains(&"assigned"), "{watched}");
+    assert_eq!(statuses.last(), Some(&"completed"), "{watched}");
+
+    // The API shows it completed, with its progress and its logs.
+    let detail = get(&network, &format!("/v1/jobs/{job}")).await;
+    assert_eq!(detail["status"], "completed");
+    assert_eq!(detail["progress"]["epoch"], demo::EPOCHS);
+    assert!(detail["progress"]["metrics"]["loss"].as_f64().unwrap() < 0.01);
+    let logs = get(&network, &format!("/v1/jobs/{job}/logs?tail=1000")).await;
+    let lines: Vec<&str> = logs
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|l| l["line"].as_str())
+        .collect();
+    let last_epoch = format!("epoch {0}/{0} loss", demo::EPOCHS);
+    assert!(
+        lines.iter().any(|l| l.starts_with(&last_epoch)),
+        "{lines:?}"
+    );
+    let logged = ok(&gantry(
+        &network,
+        None,
+        &["job", "logs", &job.to_string(), "--tail", "1"],
+    )
+    .await);
+    assert!(logged.contains("wrote /outputs/model.json"), "{logged}");
+    let status = ok(&gantry(
+        &network,
+        None,
+        &["--json", "job", "status", &job.to_string()],
+    )
+    .await);
+    let status: serde_json::Value = serde_json::from_str(&status).unwrap();
+    assert_eq!(status["status"], "completed");
+
+    // The result: downloaded, its hash the chain's, a model that fits the data.
+    let out = dir.path().join("out");
+    let result = ok(&gantry(
+        &network,
+        None,
+        &[
+            "--json",
+            "job",
+            "result",
+            &job.to_string(),
+            "-o",
+            out.to_str().unwrap(),
+        ],
+    )
+    .await);
+    let result: serde_json::Value = serde_json::from_str(result.trim()).unwrap();
+    let on_chain = market.getJob(job).call().await.unwrap().resultHash;
+    let reported: B256 = result["sha256"].as_str().unwrap().parse().unwrap();
+    assert_eq!(reported, on_chain);
+    let model: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(out.join("model.json")).unwrap()).unwrap();
+    assert!(
+        (model["weights"][0].as_f64().unwrap() - 3.0).abs() < 0.05,
+        "{model}"
+    );
+
+    // The provider (the worker's agent registered the node, so it operates it) withdraws.
+    let provider = WORKER_ACCOUNTS[0];
+    let address = network.devnet.anvil.addresses()[provider];
+    let token = GantryTestToken::new(d.token, network.devnet.admin.clone());
+    let before = token.balanceOf(address).call().await.unwrap();
+    let payout: U256 = detail["payout"].as_str().unwrap().parse().unwrap();
+    ok(&gantry(&network, Some(provider), &["withdraw"]).await);
+    let after = token.balanceOf(address).call().await.unwrap();
+    assert!(
+        after - before >= payout,
+        "withdrew {} < payout {payout}",
+        after - before
+    );
+    assert_eq!(market.creditOf(address).call().await.unwrap(), U256::ZERO);
+    network.stop().await;
+}
