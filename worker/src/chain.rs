@@ -122,7 +122,8 @@ impl Chain {
 
     /// The node this agent serves: `configured`, else the newest node registered with
     /// this agent that has not exited, else a new registration staking `stake` (the
-    /// registry's minimum when `None`). Capabilities are updated when they differ.
+    /// registry's minimum when `None`). Capabilities are updated when they differ and the
+    /// agent operates the node (else a warning: only the operator may).
     pub async fn ensure_node(
         &self,
         configured: Option<u64>,
@@ -145,7 +146,18 @@ impl Chain {
                 actual: node.agent,
             });
         }
-        if node.capabilities != capabilities {
+        if node.capabilities != capabilities && node.operator != self.agent {
+            // Only the operator may change them (a node registered with `gantry node
+            // register` under another key): say so, and serve as registered.
+            tracing::warn!(
+                node_id,
+                operator = %node.operator,
+                registered = ?node.capabilities,
+                detected = ?capabilities,
+                "this machine differs from the node's registered capabilities; only its \
+                 operator can update them"
+            );
+        } else if node.capabilities != capabilities {
             tracing::info!(node_id, "capabilities changed; updating them on-chain");
             let call =
                 self.registry
