@@ -23,6 +23,7 @@ mod docker;
 mod error;
 mod images;
 mod nats;
+pub mod nats_cluster;
 pub mod network;
 mod postgres;
 pub mod scenario;

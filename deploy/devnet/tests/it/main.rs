@@ -5,4 +5,5 @@ mod artifacts;
 mod docker;
 mod images;
 mod lifecycle;
+mod nats_config;
 mod postgres;

@@ -1,0 +1,1065 @@
+//! The production NATS configuration in `deploy/nats/`, run by a real nats-server: each
+//! service's user can make the JetStream calls that service makes (the same async-nats
+//! calls with the same names and configs) and is refused, with a permissions violation,
+//! what belongs to another; and the three-node cluster config keeps an R3 stream whole
+//! through the loss of a node.
+
+use std::time::Duration;
+
+use async_nats::jetstream::{self, AckKind, consumer, kv, object_store, stream};
+use async_nats::{Client, ConnectOptions, Event, HeaderMap, ServerError};
+use bytes::Bytes;
+use futures::StreamExt;
+use gantry_devnet::nats_cluster::{ConfiguredNats, NatsCluster, NatsConfig};
+use gantry_protocol::{jobs, subjects};
+use tokio::io::AsyncReadExt;
+use tokio::sync::{Mutex, mpsc};
+
+const CHAIN: u64 = 31337;
+/// How long a server-side refusal may take to reach the client.
+const REFUSAL_TIMEOUT: Duration = Duration::from_secs(10);
+/// The API timeout of the context used for calls that are expected to be refused: the
+/// server drops a refused request without an answer, so the call ends by timing out.
+const REFUSED_CALL_TIMEOUT: Duration = Duration::from_secs(1);
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_worker_reaches_its_own_assignments_and_reports_and_nothing_of_other_nodes() {
+    let config = NatsConfig::render("nats-server.conf", CHAIN, &[1, 2]).expect("render");
+    let server = ConfiguredNats::start(&config).expect("nats-server starts with the config");
+
+    // The indexer writes the chain: two jobs, one assigned to each node.
+    let indexer = Session::open(&server, &config, "indexer").await;
+    let chain = open_chain_stream(&indexer.js, 1).await;
+    for (subject, payload) in [
+        (subjects::event(CHAIN, "JobPosted", "7"), "spec of job 7"),
+        (subjects::event(CHAIN, "JobPosted", "8"), "spec of job 8"),
+        (subjects::assignments_of(CHAIN, 1), "job 7 to node 1"),
+        (subjects::assignments_of(CHAIN, 2), "job 8 to node 2"),
+    ] {
+        publish_acked(&indexer.js, subject, payload).await;
+    }
+    let chain_last = stream_last(&chain).await;
+    assert_eq!(chain_last, 4);
+
+    // An operator puts a job input where workers may read nats:// inputs from.
+    let admin = Session::open(&server, &config, "admin").await;
+    let input = vec![7u8; 300_000];
+    admin
+        .js
+        .create_object_store(object_store::Config {
+            bucket: inputs_bucket(),
+            ..Default::default()
+        })
+        .await
+        .expect("admin creates the inputs bucket")
+        .put("data.bin", &mut input.as_slice())
+        .await
+        .expect("admin puts an input");
+
+    // Worker 1 does what gantry-worker's start-up and one job do.
+    let worker = Session::open(&server, &config, "worker-1").await;
+    let chain_stream = worker
+        .js
+        .get_stream(subjects::stream_name(CHAIN))
+        .await
+        .expect("worker reads the chain stream's info");
+    worker
+        .js
+        .get_or_create_stream(jobs_stream_config())
+        .await
+        .expect("worker creates the jobs stream");
+    let results = object_bucket(&worker.js, &jobs::results_bucket(CHAIN)).await;
+    let checkpoints = object_bucket(&worker.js, &jobs::checkpoints_bucket(CHAIN)).await;
+
+    let own = jobs::worker_consumer(CHAIN, 1);
+    let assignments = chain_stream
+        .get_or_create_consumer(&own, worker_consumer_config(1))
+        .await
+        .expect("worker creates its own assignment consumer");
+    let mut messages = assignments.messages().await.expect("pull");
+    let assigned = tokio::time::timeout(Duration::from_secs(10), messages.next())
+        .await
+        .expect("an assignment within 10 s")
+        .expect("the consumer goes on")
+        .expect("a message");
+    assert_eq!(
+        assigned.subject.as_str(),
+        subjects::assignments_of(CHAIN, 1)
+    );
+    assert_eq!(assigned.payload, "job 7 to node 1");
+    assigned
+        .ack_with(AckKind::Progress)
+        .await
+        .expect("in-progress ack");
+
+    let spec = chain_stream
+        .get_last_raw_message_by_subject(&subjects::event(CHAIN, "JobPosted", "7"))
+        .await
+        .expect("worker reads the spec by subject");
+    assert_eq!(spec.payload, "spec of job 7");
+
+    let from_inputs = read_object(&worker.js, &inputs_bucket(), "data.bin").await;
+    assert!(from_inputs == input, "the input read back whole");
+
+    let checkpoint_v1 = vec![1u8; 200_000];
+    let checkpoint_v2 = vec![2u8; 250_000];
+    checkpoints
+        .put("7", &mut checkpoint_v1.as_slice())
+        .await
+        .expect("first checkpoint");
+    // A later checkpoint replaces the first (the old chunks are purged).
+    checkpoints
+        .put("7", &mut checkpoint_v2.as_slice())
+        .await
+        .expect("checkpoint replaced");
+    let restored = read_object(&worker.js, &jobs::checkpoints_bucket(CHAIN), "7").await;
+    assert!(
+        restored == checkpoint_v2,
+        "the latest checkpoint is restored"
+    );
+
+    // Large enough for the server to ask the reader for flow control.
+    let result: Vec<u8> = (0..16_000_000u32).map(|i| (i % 251) as u8).collect();
+    results
+        .put("7-1", &mut result.as_slice())
+        .await
+        .expect("result uploaded");
+    let downloaded = read_object(&worker.js, &jobs::results_bucket(CHAIN), "7-1").await;
+    assert!(downloaded == result, "the result downloads whole");
+
+    // Progress and log lines go out as plain publishes, the completion report through
+    // JetStream (as job.rs sends them).
+    for subject in [
+        jobs::progress_subject(CHAIN, 7),
+        jobs::logs_subject(CHAIN, 7),
+    ] {
+        worker
+            .client
+            .publish(subject, "line".into())
+            .await
+            .expect("publish");
+    }
+    publish_acked(&worker.js, jobs::completion_subject(CHAIN, 7), "done").await;
+    assigned
+        .double_ack()
+        .await
+        .expect("the assignment acknowledged");
+    worker.client.flush().await.expect("flush");
+    worker.assert_no_refusals("a worker's own work").await;
+
+    // A submitter downloads the result, and can write nothing.
+    let reader = Session::open(&server, &config, "reader").await;
+    let fetched = read_object(&reader.js, &jobs::results_bucket(CHAIN), "7-1").await;
+    assert!(fetched == result, "the submitter reads the result");
+    reader.assert_no_refusals("downloading a result").await;
+    let refusing_results = reader
+        .refusing_js
+        .get_object_store(jobs::results_bucket(CHAIN))
+        .await
+        .expect("the results bucket is readable");
+    reader
+        .refused_call_prefix(
+            refusing_results.put("7-1", &mut [0u8].as_slice()),
+            format!("$O.{}.C.", jobs::results_bucket(CHAIN)),
+        )
+        .await;
+
+    // What the API reads of the jobs stream is what the worker sent.
+    let api = Session::open(&server, &config, "api").await;
+    let reports = read_all(&api.js, &jobs::jobs_stream_name(CHAIN), 3).await;
+    assert_eq!(
+        reports,
+        vec![
+            jobs::progress_subject(CHAIN, 7),
+            jobs::logs_subject(CHAIN, 7),
+            jobs::completion_subject(CHAIN, 7)
+        ]
+    );
+
+    // Node 2's worker sets up its own consumer; worker 1 can neither create, read, ack nor
+    // delete it, nor make a consumer of its own over node 2's assignments.
+    let worker_2 = Session::open(&server, &config, "worker-2").await;
+    let other = jobs::worker_consumer(CHAIN, 2);
+    let node_2_consumer = worker_2
+        .js
+        .get_stream(subjects::stream_name(CHAIN))
+        .await
+        .expect("worker 2 reads the chain stream's info")
+        .get_or_create_consumer(&other, worker_consumer_config(2))
+        .await
+        .expect("worker 2 creates its own consumer");
+    worker_2.assert_no_refusals("worker 2's own consumer").await;
+
+    let refusing = worker.refusing_stream(&subjects::stream_name(CHAIN)).await;
+    let stream_name = subjects::stream_name(CHAIN);
+    worker
+        .refused_call(
+            refusing.create_consumer(worker_consumer_config(2)),
+            format!(
+                "$JS.API.CONSUMER.CREATE.{stream_name}.{other}.{}",
+                subjects::assignments_of(CHAIN, 2)
+            ),
+        )
+        .await;
+    let mut own_name_other_node = worker_consumer_config(2);
+    own_name_other_node.durable_name = Some(own.clone());
+    worker
+        .refused_call(
+            refusing.create_consumer(own_name_other_node),
+            format!(
+                "$JS.API.CONSUMER.CREATE.{stream_name}.{own}.{}",
+                subjects::assignments_of(CHAIN, 2)
+            ),
+        )
+        .await;
+    worker
+        .refused_call(
+            refusing.create_consumer(consumer::pull::Config {
+                name: Some("reads-everything".into()),
+                ..Default::default()
+            }),
+            format!("$JS.API.CONSUMER.CREATE.{stream_name}.reads-everything"),
+        )
+        .await;
+    worker
+        .refused_call(
+            refusing.delete_consumer(&other),
+            format!("$JS.API.CONSUMER.DELETE.{stream_name}.{other}"),
+        )
+        .await;
+    let next = format!("$JS.API.CONSUMER.MSG.NEXT.{stream_name}.{other}");
+    worker
+        .client
+        .publish_with_reply(next.clone(), worker.client.new_inbox(), "1".into())
+        .await
+        .expect("publish");
+    worker.refused("Publish", &next).await;
+    let forged_ack = format!("$JS.ACK.{stream_name}.{other}.1.4.1.1700000000000000000.0");
+    worker
+        .client
+        .publish(forged_ack.clone(), "+ACK".into())
+        .await
+        .expect("publish");
+    worker.refused("Publish", &forged_ack).await;
+
+    // The one create subject it may use names its own filter; a request through it that
+    // asks for node 2's assignments is refused by nats-server itself.
+    let own_create = format!(
+        "$JS.API.CONSUMER.CREATE.{stream_name}.{own}.{}",
+        subjects::assignments_of(CHAIN, 1)
+    );
+    let other_assignments = subjects::assignments_of(CHAIN, 2);
+    // (what the body asks for, nats-server's refusal)
+    for (smuggled, refusal) in [
+        // JSConsumerCreateFilterSubjectMismatchErr
+        (
+            serde_json::json!({ "filter_subject": other_assignments }),
+            10131,
+        ),
+        // JSConsumerMultipleFiltersNotAllowed
+        (
+            serde_json::json!({
+                "filter_subjects": [subjects::assignments_of(CHAIN, 1), other_assignments]
+            }),
+            10137,
+        ),
+    ] {
+        let mut config = serde_json::json!({
+            "durable_name": own,
+            "ack_policy": "explicit",
+            "deliver_policy": "all",
+        });
+        config
+            .as_object_mut()
+            .unwrap()
+            .extend(smuggled.as_object().unwrap().clone());
+        let request = serde_json::json!({ "stream_name": stream_name, "config": config });
+        let answer = worker
+            .client
+            .request(
+                own_create.clone(),
+                serde_json::to_vec(&request).unwrap().into(),
+            )
+            .await
+            .expect("the server answers the create request");
+        let answer: serde_json::Value = serde_json::from_slice(&answer.payload).expect("json");
+        assert_eq!(
+            answer["error"]["err_code"].as_u64(),
+            Some(refusal),
+            "a create asking for {smuggled} is refused: {answer}"
+        );
+    }
+    let mut own_consumer = assignments.clone();
+    let own_filter = own_consumer
+        .info()
+        .await
+        .expect("consumer info")
+        .config
+        .filter_subject
+        .clone();
+    assert_eq!(
+        own_filter,
+        subjects::assignments_of(CHAIN, 1),
+        "the consumer is unchanged"
+    );
+
+    // Nor write the chain, nor listen to it directly, nor write the inputs bucket.
+    let forged_event = subjects::assignments_of(CHAIN, 1);
+    worker
+        .client
+        .publish(forged_event.clone(), "job 8 to node 1".into())
+        .await
+        .expect("publish");
+    worker.refused("Publish", &forged_event).await;
+    let forged_commit = subjects::block_commit(CHAIN, 99);
+    worker
+        .refused_call(
+            async {
+                worker
+                    .refusing_js
+                    .publish(forged_commit.clone(), "{}".into())
+                    .await?
+                    .await
+            },
+            forged_commit.clone(),
+        )
+        .await;
+    let chain_subjects = subjects::stream_subjects(CHAIN);
+    let _subscription = worker
+        .client
+        .subscribe(chain_subjects.clone())
+        .await
+        .expect("subscribe");
+    worker.refused("Subscription", &chain_subjects).await;
+    let refusing_inputs = worker
+        .refusing_js
+        .get_object_store(inputs_bucket())
+        .await
+        .expect("the inputs bucket is readable");
+    worker
+        .refused_call_prefix(
+            refusing_inputs.put("planted.bin", &mut [1u8, 2, 3].as_slice()),
+            format!("$O.{}.C.", inputs_bucket()),
+        )
+        .await;
+
+    // Nothing reached the chain, and node 2's assignment waits for node 2.
+    assert_eq!(
+        stream_last(&chain).await,
+        chain_last,
+        "the chain stream is unchanged"
+    );
+    let mut node_2_messages = node_2_consumer.messages().await.expect("pull");
+    let node_2_assigned = tokio::time::timeout(Duration::from_secs(10), node_2_messages.next())
+        .await
+        .expect("node 2's assignment within 10 s")
+        .expect("the consumer goes on")
+        .expect("a message");
+    assert_eq!(
+        node_2_assigned.subject.as_str(),
+        subjects::assignments_of(CHAIN, 2)
+    );
+    assert_eq!(
+        node_2_assigned
+            .info()
+            .expect("a JetStream message")
+            .delivered,
+        1,
+        "node 2's assignment was never delivered to anyone else"
+    );
+    node_2_assigned.double_ack().await.expect("ack");
+    worker_2
+        .assert_no_refusals("worker 2 consuming its assignment")
+        .await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn indexer_alone_writes_the_chain_and_each_service_keeps_to_its_own_state() {
+    let config = NatsConfig::render("nats-server.conf", CHAIN, &[1]).expect("render");
+    let server = ConfiguredNats::start(&config).expect("nats-server starts with the config");
+
+    // The indexer: its writer lease, the stream, exactly-once appends, the tail reads.
+    let indexer = Session::open(&server, &config, "indexer").await;
+    let lease = indexer
+        .js
+        .create_key_value(kv::Config {
+            bucket: "gantry_indexer_lease".into(),
+            history: 1,
+            max_age: Duration::from_secs(3),
+            storage: stream::StorageType::File,
+            ..Default::default()
+        })
+        .await
+        .expect("indexer creates its lease bucket");
+    let lease_key = format!("chain-{CHAIN}");
+    let revision = lease
+        .create(&lease_key, "indexer-a".into())
+        .await
+        .expect("lease taken");
+    lease
+        .update(&lease_key, "indexer-a".into(), revision)
+        .await
+        .expect("lease renewed");
+    let chain = open_chain_stream(&indexer.js, 1).await;
+    let events = [
+        subjects::event(CHAIN, "JobPosted", "7"),
+        subjects::event(CHAIN, "JobRequeued", "7"),
+        subjects::block_commit(CHAIN, 10),
+        subjects::retraction(CHAIN),
+        subjects::event(CHAIN, "JobPosted", "8"),
+        subjects::block_commit(CHAIN, 11),
+        subjects::finality(CHAIN),
+    ];
+    for (i, subject) in events.iter().enumerate() {
+        let sequence = i as u64 + 1;
+        let mut headers = HeaderMap::new();
+        headers.insert(
+            "Nats-Msg-Id",
+            subjects::message_id(CHAIN, sequence).as_str(),
+        );
+        headers.insert(
+            "Nats-Expected-Last-Sequence",
+            (sequence - 1).to_string().as_str(),
+        );
+        indexer
+            .js
+            .publish_with_headers(subject.clone(), headers, "{}".into())
+            .await
+            .expect("publish")
+            .await
+            .expect("the indexer's append is acknowledged");
+    }
+    let commit = chain
+        .get_last_raw_message_by_subject(&subjects::block_commits(CHAIN))
+        .await
+        .expect("the last commit");
+    assert_eq!(commit.sequence, 6);
+    chain
+        .get_raw_message(5)
+        .await
+        .expect("a message by sequence");
+    lease
+        .delete_expect_revision(&lease_key, None)
+        .await
+        .expect("lease released");
+    // A standby takes the released lease (over the delete marker, which it reads first).
+    lease
+        .create(&lease_key, "indexer-b".into())
+        .await
+        .expect("the standby takes the released lease");
+    indexer.assert_no_refusals("the indexer's work").await;
+
+    // The matcher: its feed, the shared claims consumer, the explanations bucket.
+    let matcher = Session::open(&server, &config, "matcher").await;
+    let feed = read_all_filtered(&matcher.js, &subjects::stream_name(CHAIN), events.len()).await;
+    assert_eq!(feed, events);
+    let claims = matcher
+        .js
+        .get_stream(subjects::stream_name(CHAIN))
+        .await
+        .expect("chain stream info")
+        .get_or_create_consumer(
+            &subjects::matcher_consumer(CHAIN),
+            consumer::pull::Config {
+                durable_name: Some(subjects::matcher_consumer(CHAIN)),
+                filter_subjects: vec![
+                    subjects::event_filter(CHAIN, "JobPosted"),
+                    subjects::event_filter(CHAIN, "JobRequeued"),
+                ],
+                deliver_policy: consumer::DeliverPolicy::All,
+                ack_policy: consumer::AckPolicy::Explicit,
+                ack_wait: Duration::from_secs(30),
+                max_deliver: -1,
+                ..Default::default()
+            },
+        )
+        .await
+        .expect("matcher creates the claims consumer");
+    let mut claimed = claims.messages().await.expect("pull");
+    let claim = tokio::time::timeout(Duration::from_secs(10), claimed.next())
+        .await
+        .expect("a claim within 10 s")
+        .expect("the consumer goes on")
+        .expect("a message");
+    assert_eq!(
+        claim.subject.as_str(),
+        subjects::event(CHAIN, "JobPosted", "7")
+    );
+    claim.ack_with(AckKind::Progress).await.expect("renewed");
+    claim.double_ack().await.expect("claim settled");
+    let pending_bucket = subjects::pending_bucket(CHAIN);
+    assert!(
+        matcher.js.get_key_value(&pending_bucket).await.is_err(),
+        "no explanations bucket yet"
+    );
+    let explanations = matcher
+        .js
+        .create_key_value(kv::Config {
+            bucket: pending_bucket.clone(),
+            description: "why open jobs are not placed, by job id".into(),
+            history: 1,
+            ..Default::default()
+        })
+        .await
+        .expect("matcher creates the explanations bucket");
+    explanations
+        .put("7", r#"{"reason":"no node"}"#.into())
+        .await
+        .expect("explanation written");
+    explanations.put("8", "{}".into()).await.expect("written");
+    explanations.delete("8").await.expect("explanation deleted");
+    matcher.assert_no_refusals("the matcher's work").await;
+
+    // The keeper: its lease and its feed.
+    let liveness = Session::open(&server, &config, "liveness").await;
+    assert!(
+        liveness
+            .js
+            .get_key_value("gantry_liveness_lease")
+            .await
+            .is_err(),
+        "no keeper lease bucket yet"
+    );
+    let keeper_lease = liveness
+        .js
+        .create_key_value(kv::Config {
+            bucket: "gantry_liveness_lease".into(),
+            history: 1,
+            max_age: Duration::from_secs(3),
+            storage: stream::StorageType::File,
+            ..Default::default()
+        })
+        .await
+        .expect("liveness creates its lease bucket");
+    let held = keeper_lease
+        .create(&lease_key, "keeper-a".into())
+        .await
+        .expect("lease taken");
+    keeper_lease
+        .update(&lease_key, "keeper-a".into(), held)
+        .await
+        .expect("lease renewed");
+    assert_eq!(
+        keeper_lease.get(&lease_key).await.expect("get"),
+        Some(Bytes::from("keeper-a"))
+    );
+    let feed = read_all_filtered(&liveness.js, &subjects::stream_name(CHAIN), events.len()).await;
+    assert_eq!(feed, events);
+    liveness.assert_no_refusals("the keeper's work").await;
+
+    // The API: both streams from a checkpoint, an explanation, the stream's tail.
+    let api = Session::open(&server, &config, "api").await;
+    let worker = Session::open(&server, &config, "worker-1").await;
+    worker
+        .js
+        .get_or_create_stream(jobs_stream_config())
+        .await
+        .expect("jobs stream");
+    publish_acked(&worker.js, jobs::completion_subject(CHAIN, 7), "done").await;
+    let projected = read_all(&api.js, &subjects::stream_name(CHAIN), events.len()).await;
+    assert_eq!(projected, events);
+    let reports = read_all(&api.js, &jobs::jobs_stream_name(CHAIN), 1).await;
+    assert_eq!(reports, vec![jobs::completion_subject(CHAIN, 7)]);
+    let pending = api
+        .js
+        .get_key_value(&pending_bucket)
+        .await
+        .expect("api opens the explanations");
+    assert_eq!(
+        pending.get("7").await.expect("get"),
+        Some(Bytes::from(r#"{"reason":"no node"}"#))
+    );
+    let tail = api
+        .js
+        .get_stream(subjects::stream_name(CHAIN))
+        .await
+        .expect("readiness reads the stream's tail");
+    assert_eq!(tail.cached_info().state.last_sequence, events.len() as u64);
+    api.assert_no_refusals("the API's reads").await;
+
+    // Only the indexer writes chain subjects; each service writes only its own state.
+    for reader in [&matcher, &liveness, &api] {
+        let forged = subjects::event(CHAIN, "JobAssigned", "1");
+        reader
+            .client
+            .publish(forged.clone(), "{}".into())
+            .await
+            .expect("publish");
+        reader.refused("Publish", &forged).await;
+        let forged_commit = subjects::block_commit(CHAIN, 12);
+        reader
+            .refused_call(
+                async {
+                    reader
+                        .refusing_js
+                        .publish(forged_commit.clone(), "{}".into())
+                        .await?
+                        .await
+                },
+                forged_commit.clone(),
+            )
+            .await;
+    }
+    let refusing_pending = api
+        .refusing_js
+        .get_key_value(&pending_bucket)
+        .await
+        .expect("api opens the explanations");
+    api.refused_call(
+        refusing_pending.put("9", "{}".into()),
+        format!("$KV.{pending_bucket}.9"),
+    )
+    .await;
+    let progress = jobs::progress_subject(CHAIN, 7);
+    api.client
+        .publish(progress.clone(), "{}".into())
+        .await
+        .expect("publish");
+    api.refused("Publish", &progress).await;
+    let refusing_lease = liveness
+        .refusing_js
+        .get_key_value("gantry_indexer_lease")
+        .await;
+    assert!(
+        refusing_lease.is_err(),
+        "the keeper cannot even open the indexer's lease"
+    );
+    liveness
+        .refused("Publish", "$JS.API.STREAM.INFO.KV_gantry_indexer_lease")
+        .await;
+    let indexer_on_jobs = jobs::progress_subject(CHAIN, 7);
+    indexer
+        .client
+        .publish(indexer_on_jobs.clone(), "{}".into())
+        .await
+        .expect("publish");
+    indexer.refused("Publish", &indexer_on_jobs).await;
+
+    assert_eq!(
+        stream_last(&chain).await,
+        events.len() as u64,
+        "no forged message reached the chain stream"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn the_cluster_keeps_an_r3_stream_whole_when_its_leader_is_killed() {
+    let config = NatsConfig::render("cluster.conf", CHAIN, &[1]).expect("render");
+    let mut cluster =
+        tokio::task::block_in_place(|| NatsCluster::start(&config)).expect("three nodes start");
+
+    // The writer connects to one node, as a service does with one URL, and creates the
+    // chain stream with three replicas.
+    let bootstrap = Session::open(&cluster.nodes()[0], &config, "indexer").await;
+    let chain = open_chain_stream(&bootstrap.js, 3).await;
+    let leader = wait_for_replicas(&chain, 3).await;
+    let (leader_url, leader_name) = {
+        let node = cluster
+            .nodes()
+            .iter()
+            .find(|node| node.name() == leader)
+            .expect("the leader is a cluster node");
+        (node.url(), node.name().to_string())
+    };
+    drop(bootstrap);
+    // Connected to the leader itself, so that killing it also costs the client its server:
+    // it must find the others from what the cluster told it.
+    let indexer = Session::open_url(&leader_url, &config, "indexer").await;
+    let api = Session::open(
+        cluster
+            .nodes()
+            .iter()
+            .find(|node| node.name() != leader_name)
+            .expect("another node"),
+        &config,
+        "api",
+    )
+    .await;
+
+    const BEFORE: u64 = 100;
+    const AFTER: u64 = 100;
+    for n in 1..=BEFORE {
+        append(&indexer.js, n).await;
+    }
+    tokio::task::block_in_place(|| cluster.node_mut(&leader_name).expect("leader node").kill());
+
+    // Publishing goes on once the two others elect a new leader; retries of an append are
+    // de-duplicated by its message id.
+    for n in BEFORE + 1..=BEFORE + AFTER {
+        append(&indexer.js, n).await;
+    }
+    // Creating a consumer needs the JetStream meta leader, which may have been the killed
+    // node too: the survivors report healthy once one of them leads.
+    tokio::task::block_in_place(|| cluster.wait_healthy(Duration::from_secs(30)))
+        .expect("the two survivors are healthy");
+    let stream = api
+        .js
+        .get_stream(subjects::stream_name(CHAIN))
+        .await
+        .expect("stream info from the survivors");
+    let info = stream.cached_info();
+    assert_eq!(
+        info.state.messages,
+        BEFORE + AFTER,
+        "nothing lost, nothing twice"
+    );
+    let new_leader = info
+        .cluster
+        .as_ref()
+        .and_then(|c| c.leader.clone())
+        .expect("a leader");
+    assert_ne!(new_leader, leader_name, "a surviving node leads");
+    let payloads = read_payloads(&api.js, &subjects::stream_name(CHAIN), BEFORE + AFTER).await;
+    let expected: Vec<String> = (1..=BEFORE + AFTER).map(|n| format!("event {n}")).collect();
+    assert_eq!(payloads, expected, "every message, in order");
+
+    // The killed node comes back and catches up.
+    tokio::task::block_in_place(|| {
+        let node = cluster.node_mut(&leader_name).expect("leader node");
+        node.restart()
+    })
+    .expect("the killed node restarts");
+    tokio::task::block_in_place(|| cluster.wait_healthy(Duration::from_secs(30)))
+        .expect("the cluster is healthy again");
+    let stream = api
+        .js
+        .get_stream(subjects::stream_name(CHAIN))
+        .await
+        .expect("stream");
+    wait_for_replicas(&stream, 3).await;
+    api.assert_no_refusals("the API reading the cluster").await;
+    indexer
+        .assert_no_refusals("the indexer writing to the cluster")
+        .await;
+}
+
+/// One user's connection, recording the permission violations the server reports on it.
+struct Session {
+    client: Client,
+    js: jetstream::Context,
+    /// For calls that are expected to be refused: the server drops them, so they time out.
+    refusing_js: jetstream::Context,
+    violations: Mutex<mpsc::UnboundedReceiver<String>>,
+}
+
+impl Session {
+    async fn open(server: &ConfiguredNats, config: &NatsConfig, user: &str) -> Self {
+        Self::open_url(&server.url(), config, user).await
+    }
+
+    async fn open_url(url: &str, config: &NatsConfig, user: &str) -> Self {
+        let (tx, rx) = mpsc::unbounded_channel();
+        let client = ConnectOptions::with_user_and_password(user.into(), config.password(user))
+            .event_callback(move |event| {
+                let tx = tx.clone();
+                async move {
+                    if let Event::ServerError(ServerError::Other(message)) = event {
+                        let _ = tx.send(message);
+                    }
+                }
+            })
+            .connect(url)
+            .await
+            .unwrap_or_else(|e| panic!("{user} connects to {url}: {e}"));
+        Self {
+            js: jetstream::new(client.clone()),
+            refusing_js: jetstream::ContextBuilder::new()
+                .timeout(REFUSED_CALL_TIMEOUT)
+                .ack_timeout(REFUSED_CALL_TIMEOUT)
+                .build(client.clone()),
+            client,
+            violations: Mutex::new(rx),
+        }
+    }
+
+    /// Waits for the server's "Permissions Violation for <kind> to <subject>".
+    async fn refused(&self, kind: &str, subject: &str) {
+        self.refused_matching(kind, |s| s == subject, subject).await;
+    }
+
+    async fn refused_matching(&self, kind: &str, matches: impl Fn(&str) -> bool, what: &str) {
+        let prefix = format!("Permissions Violation for {kind} to ");
+        let wait = async {
+            let mut violations = self.violations.lock().await;
+            // Refusals of earlier calls may come first: skipped.
+            while let Some(message) = violations.recv().await {
+                let refused = message
+                    .strip_prefix(&prefix)
+                    .map(|quoted| quoted.trim_matches('"'));
+                if refused.is_some_and(&matches) {
+                    return;
+                }
+            }
+        };
+        tokio::time::timeout(REFUSAL_TIMEOUT, wait)
+            .await
+            .unwrap_or_else(|_| panic!("no permissions violation for {kind} to {what}"));
+    }
+
+    /// Runs `call`, which must fail, and waits for the refusal of its publish to `subject`.
+    async fn refused_call<T, E: std::fmt::Debug>(
+        &self,
+        call: impl std::future::Future<Output = Result<T, E>>,
+        subject: String,
+    ) {
+        let (outcome, ()) = tokio::join!(call, self.refused("Publish", &subject));
+        assert!(outcome.is_err(), "a refused call to {subject} fails");
+    }
+
+    /// As [`Self::refused_call`], for a subject known by its prefix (object chunks).
+    async fn refused_call_prefix<T, E: std::fmt::Debug>(
+        &self,
+        call: impl std::future::Future<Output = Result<T, E>>,
+        prefix: String,
+    ) {
+        let (outcome, ()) = tokio::join!(
+            call,
+            self.refused_matching("Publish", |s| s.starts_with(&prefix), &prefix)
+        );
+        assert!(outcome.is_err(), "a refused call to {prefix}… fails");
+    }
+
+    /// A stream handle whose calls give up after [`REFUSED_CALL_TIMEOUT`].
+    async fn refusing_stream(&self, name: &str) -> stream::Stream {
+        self.refusing_js
+            .get_stream(name)
+            .await
+            .expect("stream info")
+    }
+
+    /// Fails if the server refused anything on this connection so far.
+    async fn assert_no_refusals(&self, doing: &str) {
+        // A refusal comes back before the answer to a later ping.
+        self.client.flush().await.expect("flush");
+        let mut violations = self.violations.lock().await;
+        let mut refused = Vec::new();
+        while let Ok(message) = violations.try_recv() {
+            refused.push(message);
+        }
+        assert!(refused.is_empty(), "{doing} was refused: {refused:?}");
+    }
+}
+
+/// The chain stream as the indexer opens it (`indexer/src/stream.rs`), with `replicas`.
+async fn open_chain_stream(js: &jetstream::Context, replicas: usize) -> stream::Stream {
+    js.get_or_create_stream(stream::Config {
+        name: subjects::stream_name(CHAIN),
+        subjects: vec![subjects::stream_subjects(CHAIN)],
+        storage: stream::StorageType::File,
+        deny_delete: true,
+        deny_purge: true,
+        allow_direct: true,
+        duplicate_window: Duration::from_secs(120),
+        num_replicas: replicas,
+        ..Default::default()
+    })
+    .await
+    .expect("the indexer opens the chain stream")
+}
+
+/// The jobs stream as the worker creates it (`worker/src/service.rs`).
+fn jobs_stream_config() -> stream::Config {
+    stream::Config {
+        name: jobs::jobs_stream_name(CHAIN),
+        subjects: vec![jobs::jobs_stream_subjects(CHAIN)],
+        max_age: Duration::from_secs(7 * 24 * 3600),
+        max_messages_per_subject: 20_000,
+        storage: stream::StorageType::File,
+        ..Default::default()
+    }
+}
+
+/// Node `node`'s assignment consumer as the worker creates it (`worker/src/service.rs`).
+fn worker_consumer_config(node: u64) -> consumer::pull::Config {
+    let name = jobs::worker_consumer(CHAIN, node);
+    consumer::pull::Config {
+        durable_name: Some(name),
+        description: Some(format!("assignments of node {node}")),
+        filter_subject: subjects::assignments_of(CHAIN, node),
+        deliver_policy: consumer::DeliverPolicy::All,
+        ack_policy: consumer::AckPolicy::Explicit,
+        ack_wait: Duration::from_secs(30),
+        max_deliver: -1,
+        ..Default::default()
+    }
+}
+
+/// An object store as `worker/src/store.rs::bucket` opens it: existing, else created.
+async fn object_bucket(js: &jetstream::Context, bucket: &str) -> object_store::ObjectStore {
+    if let Ok(store) = js.get_object_store(bucket).await {
+        return store;
+    }
+    js.create_object_store(object_store::Config {
+        bucket: bucket.to_owned(),
+        storage: stream::StorageType::File,
+        ..Default::default()
+    })
+    .await
+    .unwrap_or_else(|e| panic!("object store {bucket}: {e}"))
+}
+
+fn inputs_bucket() -> String {
+    format!("gantry_{CHAIN}_inputs")
+}
+
+/// Reads object `key` of `bucket` whole, as the worker's downloads and nats:// inputs do.
+async fn read_object(js: &jetstream::Context, bucket: &str, key: &str) -> Vec<u8> {
+    let store = js
+        .get_object_store(bucket)
+        .await
+        .unwrap_or_else(|e| panic!("open {bucket}: {e}"));
+    let mut object = store
+        .get(key)
+        .await
+        .unwrap_or_else(|e| panic!("get {bucket}/{key}: {e}"));
+    let mut bytes = Vec::new();
+    // A read the server stops feeding (a refused flow-control reply) would wait forever.
+    tokio::time::timeout(Duration::from_secs(30), object.read_to_end(&mut bytes))
+        .await
+        .unwrap_or_else(|_| panic!("{bucket}/{key} not read within 30 s"))
+        .unwrap_or_else(|e| panic!("read {bucket}/{key}: {e}"));
+    bytes
+}
+
+async fn publish_acked(js: &jetstream::Context, subject: String, payload: &'static str) {
+    js.publish(subject.clone(), payload.into())
+        .await
+        .unwrap_or_else(|e| panic!("publish {subject}: {e}"))
+        .await
+        .unwrap_or_else(|e| panic!("ack of {subject}: {e}"));
+}
+
+async fn stream_last(stream: &stream::Stream) -> u64 {
+    let mut stream = stream.clone();
+    stream
+        .info()
+        .await
+        .expect("stream info")
+        .state
+        .last_sequence
+}
+
+/// The subjects of the first `count` messages of `stream`, through an ordered consumer
+/// from a start sequence with no filter (as the API projects).
+async fn read_all(js: &jetstream::Context, stream: &str, count: usize) -> Vec<String> {
+    let config = consumer::pull::OrderedConfig {
+        deliver_policy: consumer::DeliverPolicy::ByStartSequence { start_sequence: 1 },
+        ..Default::default()
+    };
+    read_ordered(js, stream, config, count as u64)
+        .await
+        .into_iter()
+        .map(|m| m.subject.to_string())
+        .collect()
+}
+
+/// The same through an ordered consumer filtered to the whole chain (as the matcher's and
+/// keeper's feed replays it).
+async fn read_all_filtered(js: &jetstream::Context, stream: &str, count: usize) -> Vec<String> {
+    let config = consumer::pull::OrderedConfig {
+        filter_subject: subjects::stream_subjects(CHAIN),
+        deliver_policy: consumer::DeliverPolicy::All,
+        ..Default::default()
+    };
+    read_ordered(js, stream, config, count as u64)
+        .await
+        .into_iter()
+        .map(|m| m.subject.to_string())
+        .collect()
+}
+
+async fn read_payloads(js: &jetstream::Context, stream: &str, count: u64) -> Vec<String> {
+    let config = consumer::pull::OrderedConfig {
+        deliver_policy: consumer::DeliverPolicy::All,
+        ..Default::default()
+    };
+    read_ordered(js, stream, config, count)
+        .await
+        .into_iter()
+        .map(|m| String::from_utf8_lossy(&m.payload).into_owned())
+        .collect()
+}
+
+async fn read_ordered(
+    js: &jetstream::Context,
+    stream: &str,
+    config: consumer::pull::OrderedConfig,
+    count: u64,
+) -> Vec<async_nats::Message> {
+    let mut messages = js
+        .get_stream(stream)
+        .await
+        .unwrap_or_else(|e| panic!("stream {stream}: {e}"))
+        .create_consumer(config)
+        .await
+        .unwrap_or_else(|e| panic!("ordered consumer on {stream}: {e}"))
+        .messages()
+        .await
+        .expect("messages");
+    let mut read = Vec::new();
+    while (read.len() as u64) < count {
+        let message = tokio::time::timeout(Duration::from_secs(10), messages.next())
+            .await
+            .unwrap_or_else(|_| panic!("{} of {count} messages of {stream} in 10 s", read.len()))
+            .expect("the consumer goes on")
+            .expect("a message");
+        read.push(message.message);
+    }
+    read
+}
+
+/// Appends `event <n>` as the indexer does (its message id and expected last sequence),
+/// retrying through a leader election for up to 30 s.
+async fn append(js: &jetstream::Context, n: u64) {
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(30);
+    loop {
+        let mut headers = HeaderMap::new();
+        headers.insert("Nats-Msg-Id", subjects::message_id(CHAIN, n).as_str());
+        headers.insert("Nats-Expected-Last-Sequence", (n - 1).to_string().as_str());
+        let acked = async {
+            js.publish_with_headers(
+                subjects::event(CHAIN, "JobPosted", &n.to_string()),
+                headers,
+                format!("event {n}").into(),
+            )
+            .await?
+            .await
+            .map_err(async_nats::Error::from)
+        };
+        match tokio::time::timeout(Duration::from_secs(5), acked).await {
+            Ok(Ok(ack)) => {
+                assert_eq!(ack.sequence, n, "event {n} at its own sequence");
+                return;
+            }
+            outcome => {
+                assert!(
+                    tokio::time::Instant::now() < deadline,
+                    "event {n} not appended within 30 s: {outcome:?}"
+                );
+                // Election under way: the next try goes to whoever leads by then.
+                tokio::time::sleep(Duration::from_millis(100)).await;
+            }
+        }
+    }
+}
+
+/// Waits until the stream reports `replicas` members, all current; returns the leader.
+async fn wait_for_replicas(stream: &stream::Stream, replicas: usize) -> String {
+    let mut stream = stream.clone();
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(30);
+    loop {
+        if let Ok(info) = stream.info().await
+            && let Some(cluster) = &info.cluster
+            && let Some(leader) = &cluster.leader
+            && cluster.replicas.len() + 1 == replicas
+            && cluster.replicas.iter().all(|r| r.current)
+        {
+            return leader.clone();
+        }
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "the stream has not {replicas} current replicas after 30 s"
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
