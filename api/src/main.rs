@@ -9,6 +9,7 @@
 use std::net::SocketAddr;
 use std::time::Duration;
 
+use anyhow::Context;
 use axum::http::HeaderValue;
 use clap::Parser;
 use gantry_api::http::{AppState, HttpConfig, router};
@@ -58,7 +59,15 @@ async fn main() -> anyhow::Result<()> {
     let metrics = metrics_exporter_prometheus::PrometheusBuilder::new().install_recorder()?;
     let shutdown = shutdown_on_signal();
     let store = Store::open(&cli.database_url).await?;
-    let nats = async_nats::connect(&cli.nats_url).await?;
+    let address = gantry_protocol::nats::NatsAddress::parse(&cli.nats_url);
+    let mut options = async_nats::ConnectOptions::new();
+    if let Some(credentials) = address.credentials {
+        options = options.user_and_password(credentials.user, credentials.password);
+    }
+    let nats = options
+        .connect(&address.servers)
+        .await
+        .with_context(|| format!("connecting to NATS at {}", address.servers))?;
     let js = async_nats::jetstream::new(nats);
     let (progress_tx, progress) = tokio::sync::watch::channel(Progress::default());
     let (reports_tx, _reports_rx) = tokio::sync::watch::channel(0);

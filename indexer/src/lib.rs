@@ -27,6 +27,7 @@ use std::time::Duration;
 
 use anyhow::Context;
 use gantry_protocol::events::Contracts;
+use gantry_protocol::nats::NatsAddress;
 use tokio_util::sync::CancellationToken;
 
 pub use config::Config;
@@ -71,11 +72,15 @@ pub async fn run(config: Config, shutdown: CancellationToken) -> anyhow::Result<
         config.chain_id
     );
 
-    let client = async_nats::ConnectOptions::new()
-        .retry_on_initial_connect()
-        .connect(&config.nats_url)
+    let nats = NatsAddress::parse(&config.nats_url);
+    let mut options = async_nats::ConnectOptions::new().retry_on_initial_connect();
+    if let Some(credentials) = nats.credentials {
+        options = options.user_and_password(credentials.user, credentials.password);
+    }
+    let client = options
+        .connect(&nats.servers)
         .await
-        .with_context(|| format!("connecting to NATS at {}", config.nats_url))?;
+        .with_context(|| format!("connecting to NATS at {}", nats.servers))?;
     let js = stream::context(client, config.max_in_flight);
     let owner = config.instance_id();
 

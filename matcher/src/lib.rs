@@ -46,11 +46,15 @@ use config::Common;
 use sender::{Sender, SenderConfig};
 
 async fn connect(common: &Common) -> anyhow::Result<jetstream::Context> {
-    let client = async_nats::ConnectOptions::new()
-        .retry_on_initial_connect()
-        .connect(&common.nats_url)
+    let nats = gantry_protocol::nats::NatsAddress::parse(&common.nats_url);
+    let mut options = async_nats::ConnectOptions::new().retry_on_initial_connect();
+    if let Some(credentials) = nats.credentials {
+        options = options.user_and_password(credentials.user, credentials.password);
+    }
+    let client = options
+        .connect(&nats.servers)
         .await
-        .with_context(|| format!("connecting to NATS at {}", common.nats_url))?;
+        .with_context(|| format!("connecting to NATS at {}", nats.servers))?;
     Ok(jetstream::new(client))
 }
 

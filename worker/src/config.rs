@@ -238,7 +238,13 @@ impl Config {
 
     fn from_figment(figment: Figment) -> Result<Self, ConfigError> {
         let config: Self = figment
-            .merge(Env::prefixed("GANTRY_WORKER_").split("__").lowercase(true))
+            // `GANTRY_WORKER_CONFIG` names the file (the `--config` flag), not a key.
+            .merge(
+                Env::prefixed("GANTRY_WORKER_")
+                    .ignore(&["config"])
+                    .split("__")
+                    .lowercase(true),
+            )
             .extract()
             .map_err(|e| ConfigError::Invalid(e.to_string()))?;
         config.validate()?;

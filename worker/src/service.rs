@@ -157,9 +157,15 @@ pub async fn run(
         .await
         .map_err(WorkerError::Node)?;
 
-    let nats = async_nats::connect(&config.nats_url)
+    let address = gantry_protocol::nats::NatsAddress::parse(&config.nats_url);
+    let mut options = async_nats::ConnectOptions::new();
+    if let Some(credentials) = address.credentials {
+        options = options.user_and_password(credentials.user, credentials.password);
+    }
+    let nats = options
+        .connect(&address.servers)
         .await
-        .map_err(|e| WorkerError::Nats(e.to_string()))?;
+        .map_err(|e| WorkerError::Nats(format!("{}: {e}", address.servers)))?;
     let js = jetstream::new(nats.clone());
     let chain_stream = js
         .get_stream(subjects::stream_name(config.chain_id))

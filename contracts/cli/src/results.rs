@@ -111,9 +111,15 @@ pub async fn download(
     let mut sink = Sink::new(dir, limit)?;
     match source {
         Source::Nats { bucket, key } => {
-            let client = async_nats::connect(nats_url).await.map_err(|e| {
+            let address = gantry_protocol::nats::NatsAddress::parse(nats_url);
+            let mut options = async_nats::ConnectOptions::new();
+            if let Some(credentials) = address.credentials {
+                options = options.user_and_password(credentials.user, credentials.password);
+            }
+            let client = options.connect(&address.servers).await.map_err(|e| {
                 CliError::Unavailable(format!(
-                    "NATS at {nats_url} did not answer (--nats-url, GANTRY_NATS_URL): {e}"
+                    "NATS at {} did not answer (--nats-url, GANTRY_NATS_URL): {e}",
+                    address.servers
                 ))
             })?;
             let js = async_nats::jetstream::new(client);

@@ -13,6 +13,7 @@
 //! - [`envelope`]: the messages published on the stream.
 //! - [`subjects`]: stream, subject and KV bucket names, message-id rules.
 //! - [`pending`]: the matcher's explanation of why a job is still waiting.
+//! - [`nats`]: NATS addresses with credentials, split for the client's connect options.
 //! - [`reputation`]: a node's smoothed success rate (matcher score, API).
 //! - [`jobs`]: what workers publish about running jobs (progress line format, progress,
 //!   logs, completion reports) and their subjects.
@@ -21,6 +22,7 @@ pub mod bindings;
 pub mod envelope;
 pub mod events;
 pub mod jobs;
+pub mod nats;
 pub mod pending;
 pub mod reputation;
 pub mod spec;
