@@ -9,21 +9,7 @@ use gantry_protocol::envelope::EventEnvelope;
 use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 
-/// Job statuses by their Solidity names (`Types.sol`).
-pub const JOB_STATUS: [&str; 9] = [
-    "none",
-    "open",
-    "assigned",
-    "submitted",
-    "disputed",
-    "completed",
-    "failed",
-    "cancelled",
-    "expired",
-];
-
-/// Node statuses by their Solidity names.
-pub const NODE_STATUS: [&str; 5] = ["none", "active", "inactive", "exiting", "exited"];
+pub use gantry_protocol::status::{JOB_STATUS, NODE_STATUS};
 
 /// A job as the API shows it.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]

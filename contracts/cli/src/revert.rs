@@ -9,21 +9,7 @@ use gantry_protocol::bindings::{GantryTestToken, JobMarket, NodeRegistry};
 use crate::error::CliError;
 use crate::units::{format_amount, format_time};
 
-/// Job statuses by their Solidity names (`Types.sol`).
-pub const JOB_STATUS: [&str; 9] = [
-    "none",
-    "open",
-    "assigned",
-    "submitted",
-    "disputed",
-    "completed",
-    "failed",
-    "cancelled",
-    "expired",
-];
-
-/// Node statuses by their Solidity names.
-pub const NODE_STATUS: [&str; 5] = ["none", "active", "inactive", "exiting", "exited"];
+pub use gantry_protocol::status::{JOB_STATUS, NODE_STATUS};
 
 /// The token, for amounts in messages.
 #[derive(Debug, Clone)]

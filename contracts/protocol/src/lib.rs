@@ -15,6 +15,7 @@
 //! - [`pending`]: the matcher's explanation of why a job is still waiting.
 //! - [`nats`]: NATS addresses with credentials, split for the client's connect options.
 //! - [`reputation`]: a node's smoothed success rate (matcher score, API).
+//! - [`status`]: job and node status names.
 //! - [`jobs`]: what workers publish about running jobs (progress line format, progress,
 //!   logs, completion reports) and their subjects.
 
@@ -26,4 +27,5 @@ pub mod nats;
 pub mod pending;
 pub mod reputation;
 pub mod spec;
+pub mod status;
 pub mod subjects;
