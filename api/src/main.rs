@@ -60,11 +60,8 @@ async fn main() -> anyhow::Result<()> {
     let shutdown = shutdown_on_signal();
     let store = Store::open(&cli.database_url).await?;
     let address = gantry_protocol::nats::NatsAddress::parse(&cli.nats_url);
-    let mut options = async_nats::ConnectOptions::new();
-    if let Some(credentials) = address.credentials {
-        options = options.user_and_password(credentials.user, credentials.password);
-    }
-    let nats = options
+    let nats = address
+        .connect_options()
         .connect(&address.servers)
         .await
         .with_context(|| format!("connecting to NATS at {}", address.servers))?;

@@ -47,11 +47,9 @@ use sender::{Sender, SenderConfig};
 
 async fn connect(common: &Common) -> anyhow::Result<jetstream::Context> {
     let nats = gantry_protocol::nats::NatsAddress::parse(&common.nats_url);
-    let mut options = async_nats::ConnectOptions::new().retry_on_initial_connect();
-    if let Some(credentials) = nats.credentials {
-        options = options.user_and_password(credentials.user, credentials.password);
-    }
-    let client = options
+    let client = nats
+        .connect_options()
+        .retry_on_initial_connect()
         .connect(&nats.servers)
         .await
         .with_context(|| format!("connecting to NATS at {}", nats.servers))?;

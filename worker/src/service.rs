@@ -158,11 +158,8 @@ pub async fn run(
         .map_err(WorkerError::Node)?;
 
     let address = gantry_protocol::nats::NatsAddress::parse(&config.nats_url);
-    let mut options = async_nats::ConnectOptions::new();
-    if let Some(credentials) = address.credentials {
-        options = options.user_and_password(credentials.user, credentials.password);
-    }
-    let nats = options
+    let nats = address
+        .connect_options()
         .connect(&address.servers)
         .await
         .map_err(|e| WorkerError::Nats(format!("{}: {e}", address.servers)))?;

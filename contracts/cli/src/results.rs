@@ -112,16 +112,16 @@ pub async fn download(
     match source {
         Source::Nats { bucket, key } => {
             let address = gantry_protocol::nats::NatsAddress::parse(nats_url);
-            let mut options = async_nats::ConnectOptions::new();
-            if let Some(credentials) = address.credentials {
-                options = options.user_and_password(credentials.user, credentials.password);
-            }
-            let client = options.connect(&address.servers).await.map_err(|e| {
-                CliError::Unavailable(format!(
-                    "NATS at {} did not answer (--nats-url, GANTRY_NATS_URL): {e}",
-                    address.servers
-                ))
-            })?;
+            let client = address
+                .connect_options()
+                .connect(&address.servers)
+                .await
+                .map_err(|e| {
+                    CliError::Unavailable(format!(
+                        "NATS at {} did not answer (--nats-url, GANTRY_NATS_URL): {e}",
+                        address.servers
+                    ))
+                })?;
             let js = async_nats::jetstream::new(client);
             let store = js.get_object_store(bucket).await.map_err(|e| {
                 CliError::NotFound(format!("the object store {bucket} is not there: {e}"))

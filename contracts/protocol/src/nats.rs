@@ -62,6 +62,20 @@ impl NatsAddress {
     }
 }
 
+#[cfg(feature = "nats")]
+impl NatsAddress {
+    /// Connect options carrying the credentials, if any; connect them to [`Self::servers`].
+    pub fn connect_options(&self) -> async_nats::ConnectOptions {
+        match &self.credentials {
+            Some(c) => async_nats::ConnectOptions::with_user_and_password(
+                c.user.clone(),
+                c.password.clone(),
+            ),
+            None => async_nats::ConnectOptions::new(),
+        }
+    }
+}
+
 fn percent_decode(text: &str) -> String {
     let bytes = text.as_bytes();
     let mut out = Vec::with_capacity(bytes.len());
