@@ -164,12 +164,24 @@ pub async fn run(
         .await
         .map_err(|e| WorkerError::Nats(format!("{}: {e}", address.servers)))?;
     let js = jetstream::new(nats.clone());
-    let chain_stream = js
-        .get_stream(subjects::stream_name(config.chain_id))
-        .await
-        .map_err(|e| {
-            WorkerError::Nats(format!("the chain stream (is the indexer running?): {e}"))
-        })?;
+    // The indexer creates the chain stream; it may start after this worker.
+    let stream_name = subjects::stream_name(config.chain_id);
+    let mut waiting = false;
+    let chain_stream = loop {
+        match js.get_stream(&stream_name).await {
+            Ok(stream) => break stream,
+            Err(error) => {
+                if !waiting {
+                    tracing::info!(stream = %stream_name, %error, "waiting for the chain stream (is the indexer running?)");
+                    waiting = true;
+                }
+                tokio::select! {
+                    () = shutdown.cancelled() => return Ok(()),
+                    () = tokio::time::sleep(Duration::from_secs(1)) => {}
+                }
+            }
+        }
+    };
     let jobs_js = jetstream::new(nats.clone());
     jobs_js
         .get_or_create_stream(jetstream::stream::Config {
