@@ -68,6 +68,26 @@ pub(crate) async fn stream_when_there(
     }
 }
 
+/// The messages of `stream` after sequence `checkpoint`, in order (an ordered consumer:
+/// nothing to clean up, recreated by the client on gaps).
+pub(crate) async fn ordered_after(
+    stream: &jetstream::stream::Stream,
+    checkpoint: u64,
+) -> Result<consumer::pull::Ordered, ProjectError> {
+    stream
+        .create_consumer(consumer::pull::OrderedConfig {
+            deliver_policy: consumer::DeliverPolicy::ByStartSequence {
+                start_sequence: checkpoint + 1,
+            },
+            ..Default::default()
+        })
+        .await
+        .map_err(|e| ProjectError::Nats(e.to_string()))?
+        .messages()
+        .await
+        .map_err(|e| ProjectError::Nats(e.to_string()))
+}
+
 /// Projects the chain stream of `chain_id` into `store` until `shutdown`.
 pub async fn run(
     js: jetstream::Context,
@@ -87,19 +107,7 @@ pub async fn run(
         p.checkpoint = start;
         p.block = last_block;
     });
-    let consumer = stream
-        .create_consumer(consumer::pull::OrderedConfig {
-            deliver_policy: consumer::DeliverPolicy::ByStartSequence {
-                start_sequence: start + 1,
-            },
-            ..Default::default()
-        })
-        .await
-        .map_err(|e| ProjectError::Nats(e.to_string()))?;
-    let mut messages = consumer
-        .messages()
-        .await
-        .map_err(|e| ProjectError::Nats(e.to_string()))?;
+    let mut messages = ordered_after(&stream, start).await?;
     tracing::info!(chain_id, from = start + 1, "projecting the chain stream");
     let prefix_event = format!("gantry.{chain_id}.ev.");
     let prefix_block = format!("gantry.{chain_id}.block.");

@@ -5,7 +5,7 @@
 use std::collections::BTreeSet;
 use std::time::Duration;
 
-use async_nats::jetstream::{self, consumer};
+use async_nats::jetstream;
 use futures::StreamExt;
 use gantry_protocol::jobs::{self, CompletionReport, LogLine, ProgressUpdate};
 use sqlx::Row;
@@ -244,19 +244,7 @@ pub async fn run(
         return Ok(());
     };
     let start = store.reports_checkpoint().await?;
-    let consumer = stream
-        .create_consumer(consumer::pull::OrderedConfig {
-            deliver_policy: consumer::DeliverPolicy::ByStartSequence {
-                start_sequence: start + 1,
-            },
-            ..Default::default()
-        })
-        .await
-        .map_err(|e| ProjectError::Nats(e.to_string()))?;
-    let mut messages = consumer
-        .messages()
-        .await
-        .map_err(|e| ProjectError::Nats(e.to_string()))?;
+    let mut messages = crate::project::ordered_after(&stream, start).await?;
     tracing::info!(
         chain_id,
         from = start + 1,
