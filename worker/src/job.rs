@@ -372,7 +372,19 @@ impl Ctx {
         .await;
         self.report(report.finish(CompletionStatus::NodeFault, None, Some(&failure)))
             .await;
-        match sent {
+        let given_back = match sent {
+            Ok(()) => Ok(()),
+            // A keeper may reclaim it first (the node is inactive once the worker shuts
+            // down): the job is back on the market all the same, at the same slash.
+            Err(f) => match self.chain.job(job_id).await {
+                Ok(info) if !self.is_ours(&info, attempt) => {
+                    tracing::info!(job_id, "the job was reclaimed before the abandon landed");
+                    Ok(())
+                }
+                _ => Err(f),
+            },
+        };
+        match given_back {
             Ok(()) if shutting_down => Outcome::Released,
             Ok(()) => Outcome::Abandoned(failure),
             Err(f) => Outcome::Unreported(Failure {

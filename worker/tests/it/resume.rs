@@ -108,9 +108,14 @@ async fn resumes_after(death: Death) {
                 .query()
                 .await
                 .unwrap();
+            // Given back at once, with no time advanced: abandoned by the worker's agent,
+            // or reclaimed by the keeper if it saw the node go inactive first.
             let (event, _) = reclaimed.last().expect("JobReclaimed");
-            assert_eq!(event.kind, 2, "Abandoned");
-            assert_eq!(event.by, net.address(1), "by the worker's agent");
+            match event.kind {
+                2 => assert_eq!(event.by, net.address(1), "abandoned by the worker's agent"),
+                0 => assert_ne!(event.by, net.address(1), "reclaimed by a keeper"),
+                kind => panic!("reclaimed as kind {kind}, not Abandoned or NodeInactive"),
+            }
         }
     }
     net.wait_until("the job is open again", || async {
