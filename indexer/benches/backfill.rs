@@ -225,6 +225,7 @@ async fn main() -> anyhow::Result<()> {
         registry: devnet.deployment.registry,
         start_block: devnet.deployment.start_block,
         nats_url: nats.url(),
+        nats_replicas: 1,
         confirmations: 0,
         finality_tag: FinalityTag::None,
         reorg_window: 16,

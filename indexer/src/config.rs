@@ -29,6 +29,10 @@ pub struct Config {
     /// NATS server URL.
     #[arg(long, env = "GANTRY_NATS_URL", default_value = "nats://127.0.0.1:4222")]
     pub nats_url: String,
+    /// Replicas of the chain stream and the lease bucket when this indexer creates them:
+    /// 1 on a single server, 3 on a three-node cluster.
+    #[arg(long, env = "GANTRY_NATS_REPLICAS", default_value = "1", value_parser = gantry_protocol::storage::parse_replicas)]
+    pub nats_replicas: usize,
     /// Blocks to wait behind the head before indexing a block (0 on a dev chain).
     #[arg(long, env = "GANTRY_CONFIRMATIONS", default_value_t = 0)]
     pub confirmations: u64,
@@ -102,6 +106,7 @@ impl Config {
             registry,
             start_block,
             nats_url,
+            nats_replicas: 1,
             confirmations: 0,
             finality_tag: FinalityTag::None,
             reorg_window: 64,

@@ -11,9 +11,9 @@ use async_nats::jetstream::kv::{self, CreateErrorKind};
 use bytes::Bytes;
 use tokio_util::sync::CancellationToken;
 
-use crate::error::StreamError;
+use gantry_protocol::storage;
 
-const BUCKET: &str = "gantry_indexer_lease";
+use crate::error::StreamError;
 
 /// A held lease.
 #[derive(Debug)]
@@ -32,16 +32,15 @@ impl Lease {
         chain_id: u64,
         owner: &str,
         ttl: Duration,
+        replicas: usize,
         cancel: &CancellationToken,
     ) -> Result<Option<Self>, StreamError> {
         let store = js
-            .create_key_value(kv::Config {
-                bucket: BUCKET.into(),
-                history: 1,
-                max_age: ttl,
-                storage: async_nats::jetstream::stream::StorageType::File,
-                ..Default::default()
-            })
+            .create_key_value(storage::lease_bucket(
+                storage::INDEXER_LEASE_BUCKET,
+                ttl,
+                replicas,
+            ))
             .await
             .map_err(|e| StreamError::Nats(format!("lease bucket: {e}")))?;
         let key = format!("chain-{chain_id}");

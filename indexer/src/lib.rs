@@ -84,23 +84,39 @@ pub async fn run(config: Config, shutdown: CancellationToken) -> anyhow::Result<
 
     while !shutdown.is_cancelled() {
         metrics::leader(false);
-        let lease =
-            match lease::Lease::acquire(&js, chain_id, &owner, config.lease_ttl(), &shutdown).await
-            {
-                Ok(Some(lease)) => lease,
-                Ok(None) => break,
-                Err(e) => {
-                    tracing::warn!(error = %e, "acquiring the writer lease");
-                    if !backoff.wait(&shutdown).await {
-                        break;
-                    }
-                    continue;
+        let lease = match lease::Lease::acquire(
+            &js,
+            chain_id,
+            &owner,
+            config.lease_ttl(),
+            config.nats_replicas,
+            &shutdown,
+        )
+        .await
+        {
+            Ok(Some(lease)) => lease,
+            Ok(None) => break,
+            Err(e) => {
+                tracing::warn!(error = %e, "acquiring the writer lease");
+                if !backoff.wait(&shutdown).await {
+                    break;
                 }
-            };
+                continue;
+            }
+        };
         metrics::leader(true);
         let leading = shutdown.child_token();
         let renewal = tokio::spawn(keep_lease(lease, leading.clone()));
-        let outcome = lead(&chain, &js, chain_id, contracts, &settings, &leading).await;
+        let outcome = lead(
+            &chain,
+            &js,
+            chain_id,
+            config.nats_replicas,
+            contracts,
+            &settings,
+            &leading,
+        )
+        .await;
         leading.cancel();
         let lease = renewal.await.context("lease renewal task")?;
         if let Some(lease) = lease {
@@ -118,13 +134,14 @@ async fn lead(
     chain: &chain::Chain,
     js: &async_nats::jetstream::Context,
     chain_id: u64,
+    replicas: usize,
     contracts: Contracts,
     settings: &Settings,
     leading: &CancellationToken,
 ) -> anyhow::Result<()> {
     let mut backoff = Backoff::default();
     while !leading.is_cancelled() {
-        let result = match stream::ChainStream::open(js.clone(), chain_id).await {
+        let result = match stream::ChainStream::open(js.clone(), chain_id, replicas).await {
             Ok(stream) => follower::follow(chain, &stream, contracts, settings, leading).await,
             Err(e) => Err(e.into()),
         };

@@ -2,16 +2,15 @@
 //! indexer's checkpoint: where to resume is read back from its tail.
 
 use std::collections::VecDeque;
-use std::time::Duration;
 
 use async_nats::HeaderMap;
 use async_nats::jetstream::context::{PublishAckFuture, PublishErrorKind};
 use async_nats::jetstream::message::PublishMessage;
-use async_nats::jetstream::stream::{self, LastRawMessageErrorKind, StorageType};
+use async_nats::jetstream::stream::{self, LastRawMessageErrorKind};
 use async_nats::jetstream::{self, Context};
 use bytes::Bytes;
 use gantry_protocol::envelope::{BlockCommit, EventEnvelope, FinalityWatermark, Retraction};
-use gantry_protocol::subjects;
+use gantry_protocol::{storage, subjects};
 use serde::de::DeserializeOwned;
 
 use crate::error::StreamError;
@@ -43,19 +42,19 @@ pub struct Tail {
 }
 
 impl ChainStream {
-    /// Opens (creating if needed) the append-only stream of `chain_id`.
-    pub async fn open(js: Context, chain_id: u64) -> Result<Self, StreamError> {
-        let config = stream::Config {
-            name: subjects::stream_name(chain_id),
-            subjects: vec![subjects::stream_subjects(chain_id)],
-            storage: StorageType::File,
-            deny_delete: true,
-            deny_purge: true,
-            allow_direct: true,
-            duplicate_window: Duration::from_secs(120),
-            ..Default::default()
-        };
+    /// Opens (creating if needed, with `replicas`) the append-only stream of `chain_id`.
+    pub async fn open(js: Context, chain_id: u64, replicas: usize) -> Result<Self, StreamError> {
+        let config = storage::chain_stream(chain_id, replicas);
         let stream = js.get_or_create_stream(config).await.map_err(nats)?;
+        let existing = stream.cached_info().config.num_replicas;
+        if existing != replicas {
+            tracing::warn!(
+                stream = %subjects::stream_name(chain_id),
+                existing,
+                configured = replicas,
+                "the chain stream exists with another replica count; change it with `nats stream edit --replicas`"
+            );
+        }
         Ok(Self {
             js,
             stream,

@@ -180,6 +180,7 @@ async fn main() {
             market: d.market,
             registry: d.registry,
             nats_url: nats.url(),
+            nats_replicas: 1,
             private_key: Some(Secret::new(key.to_string())),
             key_file: None,
             max_pending_txs: 256,

@@ -29,6 +29,10 @@ pub struct Common {
     /// NATS server URL.
     #[arg(long, env = "GANTRY_NATS_URL", default_value = "nats://127.0.0.1:4222")]
     pub nats_url: String,
+    /// Replicas of the KV buckets this service creates (the matcher's explanations, the
+    /// keeper lease): 1 on a single server, 3 on a three-node cluster.
+    #[arg(long, env = "GANTRY_NATS_REPLICAS", default_value = "1", value_parser = gantry_protocol::storage::parse_replicas)]
+    pub nats_replicas: usize,
     /// Hex private key of the sending account (prefer the key file; never logged).
     #[arg(long, env = "GANTRY_PRIVATE_KEY", hide_env_values = true)]
     pub private_key: Option<Secret>,

@@ -11,10 +11,10 @@ use bytes::Bytes;
 use tokio::sync::watch;
 use tokio_util::sync::CancellationToken;
 
+use gantry_protocol::storage;
+
 use crate::error::StreamError;
 use crate::metrics;
-
-const BUCKET: &str = "gantry_liveness_lease";
 
 /// Runs the lease loop until `cancel` fires, publishing whether this replica leads.
 /// Releases the lease on the way out so a standby need not wait for it to expire.
@@ -23,19 +23,18 @@ pub async fn hold(
     chain_id: u64,
     owner: String,
     ttl: Duration,
+    replicas: usize,
     leading: watch::Sender<bool>,
     cancel: CancellationToken,
 ) -> Result<(), StreamError> {
-    let store = match js.get_key_value(BUCKET).await {
+    let store = match js.get_key_value(storage::LIVENESS_LEASE_BUCKET).await {
         Ok(store) => store,
         Err(_) => js
-            .create_key_value(kv::Config {
-                bucket: BUCKET.into(),
-                history: 1,
-                max_age: ttl,
-                storage: jetstream::stream::StorageType::File,
-                ..Default::default()
-            })
+            .create_key_value(storage::lease_bucket(
+                storage::LIVENESS_LEASE_BUCKET,
+                ttl,
+                replicas,
+            ))
             .await
             .map_err(|e| StreamError::nats("lease bucket", e))?,
     };

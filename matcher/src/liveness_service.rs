@@ -35,6 +35,7 @@ pub async fn run(config: LivenessConfig, shutdown: CancellationToken) -> anyhow:
         chain_id,
         config.common.instance_id(),
         config.lease_ttl(),
+        config.common.nats_replicas,
         leading_tx,
         tasks.clone(),
     ));

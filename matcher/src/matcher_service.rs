@@ -9,7 +9,7 @@ use anyhow::Context as _;
 use async_nats::jetstream::kv;
 use gantry_protocol::pending::PENDING_VERSION;
 use gantry_protocol::pending::{CONSTRAINTS, PendingCandidate, PendingExplanation};
-use gantry_protocol::subjects;
+use gantry_protocol::{storage, subjects};
 use tokio_util::sync::CancellationToken;
 
 use crate::config::MatcherConfig;
@@ -40,12 +40,10 @@ pub async fn run(config: MatcherConfig, shutdown: CancellationToken) -> anyhow::
     let explanations = match js.get_key_value(&bucket).await {
         Ok(store) => store,
         Err(_) => js
-            .create_key_value(kv::Config {
-                bucket: bucket.clone(),
-                description: "why open jobs are not placed, by job id".into(),
-                history: 1,
-                ..Default::default()
-            })
+            .create_key_value(storage::pending_bucket(
+                chain_id,
+                config.common.nats_replicas,
+            ))
             .await
             .with_context(|| format!("creating the KV bucket {bucket}"))?,
     };

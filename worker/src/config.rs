@@ -7,6 +7,7 @@
 //! rpc_url = "http://127.0.0.1:8545"
 //! chain_id = 31337
 //! nats_url = "nats://127.0.0.1:4222"
+//! nats_replicas = 1               # of the jobs stream and buckets it creates; 3 on a cluster
 //! market = "0x9fE46736679d2D9a65F0992F2272dE9f3c7fa6e0"
 //! registry = "0xe7f1725E7734CE288F8367e1Bb143E90bb3F0512"
 //! token = "0x5FbDB2315678afecb367f032d93F642f64180aa3"
@@ -74,6 +75,10 @@ pub struct Config {
     /// NATS server URL.
     #[serde(default = "default_nats_url")]
     pub nats_url: String,
+    /// Replicas of the jobs stream and the results and checkpoints object stores when this
+    /// worker creates them: 1 on a single server, 3 on a three-node cluster.
+    #[serde(default = "default_nats_replicas")]
+    pub nats_replicas: usize,
     /// JobMarket, NodeRegistry and token contract addresses.
     pub market: Address,
     pub registry: Address,
@@ -252,6 +257,8 @@ impl Config {
     }
 
     fn validate(&self) -> Result<(), ConfigError> {
+        gantry_protocol::storage::check_replicas(self.nats_replicas)
+            .map_err(|e| value("nats_replicas", &e))?;
         let jobs = &self.jobs;
         if jobs.max_concurrent == 0 {
             return Err(value("jobs.max_concurrent", "must be at least 1"));
@@ -324,6 +331,10 @@ fn value(key: &'static str, reason: &str) -> ConfigError {
     }
 }
 
+fn default_nats_replicas() -> usize {
+    1
+}
+
 fn default_nats_url() -> String {
     "nats://127.0.0.1:4222".into()
 }
@@ -379,6 +390,7 @@ mod tests {
         let config = Config::from_toml(MINIMAL).unwrap();
         assert_eq!(config.jobs, Jobs::default());
         assert_eq!(config.nats_url, "nats://127.0.0.1:4222");
+        assert_eq!(config.nats_replicas, 1);
         assert_eq!(config.docker_socket, PathBuf::from("/var/run/docker.sock"));
     }
 
@@ -448,6 +460,13 @@ mod tests {
             "[jobs]\naccept_training = false\naccept_inference = false",
             "accept_inference",
         );
+        for replicas in ["0", "6"] {
+            let error =
+                Config::from_toml(&format!("nats_replicas = {replicas}\n{MINIMAL}")).unwrap_err();
+            assert!(error.to_string().contains("nats_replicas"), "{error}");
+        }
+        let three = Config::from_toml(&format!("nats_replicas = 3\n{MINIMAL}")).unwrap();
+        assert_eq!(three.nats_replicas, 3);
         let error = Config::from_toml(&MINIMAL.replace("chain_id = 31337\n", "")).unwrap_err();
         assert!(error.to_string().contains("chain_id"), "{error}");
     }

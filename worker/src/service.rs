@@ -19,7 +19,7 @@ use futures::StreamExt;
 use gantry_protocol::bindings::{JobMarket, NodeRegistry};
 use gantry_protocol::envelope::EventEnvelope;
 use gantry_protocol::jobs;
-use gantry_protocol::subjects;
+use gantry_protocol::{storage, subjects};
 use tokio::sync::{Mutex as AsyncMutex, Semaphore, mpsc};
 use tokio::task::JoinSet;
 use tokio_util::sync::CancellationToken;
@@ -34,11 +34,6 @@ use crate::inventory::{GpuMonitor, Inventory};
 use crate::job::{Assignment, Ctx, GpuPool, Outcome, Stop, StopReason};
 use crate::store;
 
-/// How long an assignment stays unacknowledged before redelivery, unless renewed.
-const ACK_WAIT: Duration = Duration::from_secs(30);
-/// Retention of progress, logs and completion reports.
-const JOBS_MAX_AGE: Duration = Duration::from_secs(7 * 24 * 3600);
-const JOBS_MAX_PER_SUBJECT: i64 = 20_000;
 /// How often an unhealthy node checks whether it recovered.
 const HEALTH_INTERVAL: Duration = Duration::from_secs(2);
 /// Free disk below which the node stops taking work, MiB.
@@ -184,22 +179,23 @@ pub async fn run(
     };
     let jobs_js = jetstream::new(nats.clone());
     jobs_js
-        .get_or_create_stream(jetstream::stream::Config {
-            name: jobs::jobs_stream_name(config.chain_id),
-            subjects: vec![jobs::jobs_stream_subjects(config.chain_id)],
-            max_age: JOBS_MAX_AGE,
-            max_messages_per_subject: JOBS_MAX_PER_SUBJECT,
-            storage: jetstream::stream::StorageType::File,
-            ..Default::default()
-        })
+        .get_or_create_stream(storage::jobs_stream(config.chain_id, config.nats_replicas))
         .await
         .map_err(|e| WorkerError::Nats(format!("the jobs stream: {e}")))?;
-    let results = store::bucket(&js, &jobs::results_bucket(config.chain_id))
-        .await
-        .map_err(WorkerError::Node)?;
-    let checkpoints = store::bucket(&js, &jobs::checkpoints_bucket(config.chain_id))
-        .await
-        .map_err(WorkerError::Node)?;
+    let results = store::bucket(
+        &js,
+        &jobs::results_bucket(config.chain_id),
+        config.nats_replicas,
+    )
+    .await
+    .map_err(WorkerError::Node)?;
+    let checkpoints = store::bucket(
+        &js,
+        &jobs::checkpoints_bucket(config.chain_id),
+        config.nats_replicas,
+    )
+    .await
+    .map_err(WorkerError::Node)?;
     let fetcher = Fetcher::new(
         FetchConfig {
             cache_dir: config.cache_dir.clone(),
@@ -279,16 +275,7 @@ pub async fn run(
     let consumer = chain_stream
         .get_or_create_consumer(
             &consumer_name,
-            consumer::pull::Config {
-                durable_name: Some(consumer_name.clone()),
-                description: Some(format!("assignments of node {node_id}")),
-                filter_subject: subjects::assignments_of(config.chain_id, node_id),
-                deliver_policy: consumer::DeliverPolicy::All,
-                ack_policy: consumer::AckPolicy::Explicit,
-                ack_wait: ACK_WAIT,
-                max_deliver: -1,
-                ..Default::default()
-            },
+            storage::assignment_consumer(config.chain_id, node_id),
         )
         .await
         .map_err(|e| WorkerError::Nats(format!("consumer {consumer_name}: {e}")))?;
@@ -349,7 +336,7 @@ pub async fn run(
             let job_id = assignment.job_id;
             metrics::gauge!("gantry_worker_running_jobs").increment(1.0);
             let keep_alive = async {
-                let mut tick = tokio::time::interval(ACK_WAIT / 3);
+                let mut tick = tokio::time::interval(storage::ASSIGNMENT_ACK_WAIT / 3);
                 tick.tick().await;
                 loop {
                     tick.tick().await;

@@ -132,18 +132,18 @@ fn local(path: &Path, error: io::Error) -> Failure {
     Failure::node(format!("{}: {error}", path.display()))
 }
 
-/// The object store named `bucket`, created when missing.
-pub async fn bucket(js: &jetstream::Context, bucket: &str) -> Result<ObjectStore, Failure> {
+/// The object store named `bucket`, created with `replicas` when missing.
+pub async fn bucket(
+    js: &jetstream::Context,
+    bucket: &str,
+    replicas: usize,
+) -> Result<ObjectStore, Failure> {
     if let Ok(store) = js.get_object_store(bucket).await {
         return Ok(store);
     }
-    js.create_object_store(jetstream::object_store::Config {
-        bucket: bucket.to_owned(),
-        storage: jetstream::stream::StorageType::File,
-        ..Default::default()
-    })
-    .await
-    .map_err(|e| Failure::transient(format!("object store {bucket}: {e}")))
+    js.create_object_store(gantry_protocol::storage::object_store(bucket, replicas))
+        .await
+        .map_err(|e| Failure::transient(format!("object store {bucket}: {e}")))
 }
 
 /// Uploads a packed file as `key`.

@@ -14,6 +14,8 @@
 //! - [`subjects`]: stream, subject and KV bucket names, message-id rules.
 //! - [`pending`]: the matcher's explanation of why a job is still waiting.
 //! - [`nats`]: NATS addresses with credentials, split for the client's connect options.
+//! - [`storage`] (feature `nats`): the settings of every stream, KV bucket and object
+//!   store the services create.
 //! - [`reputation`]: a node's smoothed success rate (matcher score, API).
 //! - [`status`]: job and node status names.
 //! - [`jobs`]: what workers publish about running jobs (progress line format, progress,
@@ -28,4 +30,6 @@ pub mod pending;
 pub mod reputation;
 pub mod spec;
 pub mod status;
+#[cfg(feature = "nats")]
+pub mod storage;
 pub mod subjects;

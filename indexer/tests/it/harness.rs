@@ -73,6 +73,7 @@ impl Harness {
             registry: self.devnet.deployment.registry,
             start_block: self.devnet.deployment.start_block,
             nats_url: self.nats.url(),
+            nats_replicas: 1,
             confirmations: 0,
             finality_tag: FinalityTag::None,
             reorg_window: 64,

@@ -6,12 +6,12 @@
 
 use std::time::Duration;
 
-use async_nats::jetstream::{self, AckKind, consumer, kv, object_store, stream};
+use async_nats::jetstream::{self, AckKind, consumer, object_store, stream};
 use async_nats::{Client, ConnectOptions, Event, HeaderMap, ServerError};
 use bytes::Bytes;
 use futures::StreamExt;
 use gantry_devnet::nats_cluster::{ConfiguredNats, NatsCluster, NatsConfig};
-use gantry_protocol::{jobs, subjects};
+use gantry_protocol::{jobs, storage, subjects};
 use tokio::io::AsyncReadExt;
 use tokio::sync::{Mutex, mpsc};
 
@@ -65,15 +65,15 @@ async fn a_worker_reaches_its_own_assignments_and_reports_and_nothing_of_other_n
         .expect("worker reads the chain stream's info");
     worker
         .js
-        .get_or_create_stream(jobs_stream_config())
+        .get_or_create_stream(storage::jobs_stream(CHAIN, 1))
         .await
         .expect("worker creates the jobs stream");
-    let results = object_bucket(&worker.js, &jobs::results_bucket(CHAIN)).await;
-    let checkpoints = object_bucket(&worker.js, &jobs::checkpoints_bucket(CHAIN)).await;
+    let results = object_bucket(&worker.js, &jobs::results_bucket(CHAIN), 1).await;
+    let checkpoints = object_bucket(&worker.js, &jobs::checkpoints_bucket(CHAIN), 1).await;
 
     let own = jobs::worker_consumer(CHAIN, 1);
     let assignments = chain_stream
-        .get_or_create_consumer(&own, worker_consumer_config(1))
+        .get_or_create_consumer(&own, storage::assignment_consumer(CHAIN, 1))
         .await
         .expect("worker creates its own assignment consumer");
     let mut messages = assignments.messages().await.expect("pull");
@@ -185,7 +185,7 @@ async fn a_worker_reaches_its_own_assignments_and_reports_and_nothing_of_other_n
         .get_stream(subjects::stream_name(CHAIN))
         .await
         .expect("worker 2 reads the chain stream's info")
-        .get_or_create_consumer(&other, worker_consumer_config(2))
+        .get_or_create_consumer(&other, storage::assignment_consumer(CHAIN, 2))
         .await
         .expect("worker 2 creates its own consumer");
     worker_2.assert_no_refusals("worker 2's own consumer").await;
@@ -194,14 +194,14 @@ async fn a_worker_reaches_its_own_assignments_and_reports_and_nothing_of_other_n
     let stream_name = subjects::stream_name(CHAIN);
     worker
         .refused_call(
-            refusing.create_consumer(worker_consumer_config(2)),
+            refusing.create_consumer(storage::assignment_consumer(CHAIN, 2)),
             format!(
                 "$JS.API.CONSUMER.CREATE.{stream_name}.{other}.{}",
                 subjects::assignments_of(CHAIN, 2)
             ),
         )
         .await;
-    let mut own_name_other_node = worker_consumer_config(2);
+    let mut own_name_other_node = storage::assignment_consumer(CHAIN, 2);
     own_name_other_node.durable_name = Some(own.clone());
     worker
         .refused_call(
@@ -382,13 +382,11 @@ async fn indexer_alone_writes_the_chain_and_each_service_keeps_to_its_own_state(
     let indexer = Session::open(&server, &config, "indexer").await;
     let lease = indexer
         .js
-        .create_key_value(kv::Config {
-            bucket: "gantry_indexer_lease".into(),
-            history: 1,
-            max_age: Duration::from_secs(3),
-            storage: stream::StorageType::File,
-            ..Default::default()
-        })
+        .create_key_value(storage::lease_bucket(
+            storage::INDEXER_LEASE_BUCKET,
+            Duration::from_secs(3),
+            1,
+        ))
         .await
         .expect("indexer creates its lease bucket");
     let lease_key = format!("chain-{CHAIN}");
@@ -494,12 +492,7 @@ async fn indexer_alone_writes_the_chain_and_each_service_keeps_to_its_own_state(
     );
     let explanations = matcher
         .js
-        .create_key_value(kv::Config {
-            bucket: pending_bucket.clone(),
-            description: "why open jobs are not placed, by job id".into(),
-            history: 1,
-            ..Default::default()
-        })
+        .create_key_value(storage::pending_bucket(CHAIN, 1))
         .await
         .expect("matcher creates the explanations bucket");
     explanations
@@ -522,13 +515,11 @@ async fn indexer_alone_writes_the_chain_and_each_service_keeps_to_its_own_state(
     );
     let keeper_lease = liveness
         .js
-        .create_key_value(kv::Config {
-            bucket: "gantry_liveness_lease".into(),
-            history: 1,
-            max_age: Duration::from_secs(3),
-            storage: stream::StorageType::File,
-            ..Default::default()
-        })
+        .create_key_value(storage::lease_bucket(
+            storage::LIVENESS_LEASE_BUCKET,
+            Duration::from_secs(3),
+            1,
+        ))
         .await
         .expect("liveness creates its lease bucket");
     let held = keeper_lease
@@ -552,7 +543,7 @@ async fn indexer_alone_writes_the_chain_and_each_service_keeps_to_its_own_state(
     let worker = Session::open(&server, &config, "worker-1").await;
     worker
         .js
-        .get_or_create_stream(jobs_stream_config())
+        .get_or_create_stream(storage::jobs_stream(CHAIN, 1))
         .await
         .expect("jobs stream");
     publish_acked(&worker.js, jobs::completion_subject(CHAIN, 7), "done").await;
@@ -653,6 +644,7 @@ async fn the_cluster_keeps_an_r3_stream_whole_when_its_leader_is_killed() {
     let bootstrap = Session::open(&cluster.nodes()[0], &config, "indexer").await;
     let chain = open_chain_stream(&bootstrap.js, 3).await;
     let leader = wait_for_replicas(&chain, 3).await;
+    create_every_service_state(&cluster, &config, 3).await;
     let (leader_url, leader_name) = {
         let node = cluster
             .nodes()
@@ -840,62 +832,92 @@ impl Session {
     }
 }
 
-/// The chain stream as the indexer opens it (`indexer/src/stream.rs`), with `replicas`.
+/// What every service creates at start, as its own user, with `replicas` (as started with
+/// `--nats-replicas`): each stream and bucket then has that many current replicas.
+async fn create_every_service_state(cluster: &NatsCluster, config: &NatsConfig, replicas: usize) {
+    let node = &cluster.nodes()[0];
+    let ttl = Duration::from_secs(3);
+    let indexer = Session::open(node, config, "indexer").await;
+    let lease = indexer
+        .js
+        .create_key_value(storage::lease_bucket(
+            storage::INDEXER_LEASE_BUCKET,
+            ttl,
+            replicas,
+        ))
+        .await
+        .expect("the indexer creates its lease bucket");
+    let matcher = Session::open(node, config, "matcher").await;
+    let pending = matcher
+        .js
+        .create_key_value(storage::pending_bucket(CHAIN, replicas))
+        .await
+        .expect("the matcher creates its explanations bucket");
+    let liveness = Session::open(node, config, "liveness").await;
+    let keeper = liveness
+        .js
+        .create_key_value(storage::lease_bucket(
+            storage::LIVENESS_LEASE_BUCKET,
+            ttl,
+            replicas,
+        ))
+        .await
+        .expect("liveness creates its lease bucket");
+    let worker = Session::open(node, config, "worker-1").await;
+    let jobs_stream = worker
+        .js
+        .get_or_create_stream(storage::jobs_stream(CHAIN, replicas))
+        .await
+        .expect("the worker creates the jobs stream");
+    object_bucket(&worker.js, &jobs::results_bucket(CHAIN), replicas).await;
+    object_bucket(&worker.js, &jobs::checkpoints_bucket(CHAIN), replicas).await;
+
+    let admin = Session::open(node, config, "admin").await;
+    for name in [
+        lease.stream_name.clone(),
+        pending.stream_name.clone(),
+        keeper.stream_name.clone(),
+        jobs_stream.cached_info().config.name.clone(),
+        format!("OBJ_{}", jobs::results_bucket(CHAIN)),
+        format!("OBJ_{}", jobs::checkpoints_bucket(CHAIN)),
+    ] {
+        let stream = admin
+            .js
+            .get_stream(&name)
+            .await
+            .unwrap_or_else(|e| panic!("stream {name}: {e}"));
+        assert_eq!(stream.cached_info().config.num_replicas, replicas, "{name}");
+        wait_for_replicas(&stream, replicas).await;
+    }
+    for (session, who) in [
+        (&indexer, "the indexer"),
+        (&matcher, "the matcher"),
+        (&liveness, "liveness"),
+        (&worker, "the worker"),
+    ] {
+        session.assert_no_refusals(who).await;
+    }
+}
+
+/// The chain stream as the indexer opens it, with `replicas`.
 async fn open_chain_stream(js: &jetstream::Context, replicas: usize) -> stream::Stream {
-    js.get_or_create_stream(stream::Config {
-        name: subjects::stream_name(CHAIN),
-        subjects: vec![subjects::stream_subjects(CHAIN)],
-        storage: stream::StorageType::File,
-        deny_delete: true,
-        deny_purge: true,
-        allow_direct: true,
-        duplicate_window: Duration::from_secs(120),
-        num_replicas: replicas,
-        ..Default::default()
-    })
-    .await
-    .expect("the indexer opens the chain stream")
-}
-
-/// The jobs stream as the worker creates it (`worker/src/service.rs`).
-fn jobs_stream_config() -> stream::Config {
-    stream::Config {
-        name: jobs::jobs_stream_name(CHAIN),
-        subjects: vec![jobs::jobs_stream_subjects(CHAIN)],
-        max_age: Duration::from_secs(7 * 24 * 3600),
-        max_messages_per_subject: 20_000,
-        storage: stream::StorageType::File,
-        ..Default::default()
-    }
-}
-
-/// Node `node`'s assignment consumer as the worker creates it (`worker/src/service.rs`).
-fn worker_consumer_config(node: u64) -> consumer::pull::Config {
-    let name = jobs::worker_consumer(CHAIN, node);
-    consumer::pull::Config {
-        durable_name: Some(name),
-        description: Some(format!("assignments of node {node}")),
-        filter_subject: subjects::assignments_of(CHAIN, node),
-        deliver_policy: consumer::DeliverPolicy::All,
-        ack_policy: consumer::AckPolicy::Explicit,
-        ack_wait: Duration::from_secs(30),
-        max_deliver: -1,
-        ..Default::default()
-    }
+    js.get_or_create_stream(storage::chain_stream(CHAIN, replicas))
+        .await
+        .expect("the indexer opens the chain stream")
 }
 
 /// An object store as `worker/src/store.rs::bucket` opens it: existing, else created.
-async fn object_bucket(js: &jetstream::Context, bucket: &str) -> object_store::ObjectStore {
+async fn object_bucket(
+    js: &jetstream::Context,
+    bucket: &str,
+    replicas: usize,
+) -> object_store::ObjectStore {
     if let Ok(store) = js.get_object_store(bucket).await {
         return store;
     }
-    js.create_object_store(object_store::Config {
-        bucket: bucket.to_owned(),
-        storage: stream::StorageType::File,
-        ..Default::default()
-    })
-    .await
-    .unwrap_or_else(|e| panic!("object store {bucket}: {e}"))
+    js.create_object_store(storage::object_store(bucket, replicas))
+        .await
+        .unwrap_or_else(|e| panic!("object store {bucket}: {e}"))
 }
 
 fn inputs_bucket() -> String {

@@ -1,0 +1,180 @@
+//! The JetStream streams, KV buckets and object stores the services create, with their
+//! settings, in one place: whichever service creates one first, the others (and the tests,
+//! and an operator creating them ahead) agree on what it is.
+//!
+//! | what                          | created by        | replicas        |
+//! |-------------------------------|-------------------|-----------------|
+//! | chain stream `GANTRY_<C>`     | indexer           | `--nats-replicas` |
+//! | `gantry_indexer_lease` (KV)   | indexer           | `--nats-replicas` |
+//! | `gantry_<C>_pending` (KV)     | matcher           | `--nats-replicas` |
+//! | `gantry_liveness_lease` (KV)  | liveness          | `--nats-replicas` |
+//! | jobs stream `GANTRY_JOBS_<C>` | worker            | `nats_replicas`   |
+//! | `gantry_<C>_results`, `_checkpoints` (object stores) | worker | `nats_replicas` |
+//!
+//! A stream's replica count is fixed by whoever creates it; on a three-node cluster every
+//! service is started with 3. Consumers take their stream's replica count. The workers'
+//! assignment consumers are here too: the NATS permissions (`deploy/nats/auth.sh`) grant a
+//! worker exactly that consumer's name and filter.
+
+use std::time::Duration;
+
+use async_nats::jetstream::{consumer, kv, object_store, stream};
+
+use crate::{jobs, subjects};
+
+/// How long the jobs stream keeps progress, logs and completion reports.
+pub const JOBS_MAX_AGE: Duration = Duration::from_secs(7 * 24 * 3600);
+/// The most messages the jobs stream keeps per subject (per job and kind).
+pub const JOBS_MAX_PER_SUBJECT: i64 = 20_000;
+
+/// The KV bucket of the indexer's writer lease.
+pub const INDEXER_LEASE_BUCKET: &str = "gantry_indexer_lease";
+/// The KV bucket of the liveness keepers' lease.
+pub const LIVENESS_LEASE_BUCKET: &str = "gantry_liveness_lease";
+
+/// The most replicas JetStream keeps of a stream.
+pub const MAX_REPLICAS: usize = 5;
+
+/// Checks a configured replica count: 1 (a single server) to [`MAX_REPLICAS`].
+pub fn check_replicas(replicas: usize) -> Result<usize, String> {
+    if (1..=MAX_REPLICAS).contains(&replicas) {
+        Ok(replicas)
+    } else {
+        Err(format!(
+            "NATS replicas must be 1 to {MAX_REPLICAS}, not {replicas}"
+        ))
+    }
+}
+
+/// Parses a replica count as the services' `--nats-replicas` takes it.
+pub fn parse_replicas(text: &str) -> Result<usize, String> {
+    let replicas = text.trim().parse().map_err(|_| {
+        format!("NATS replicas must be a number from 1 to {MAX_REPLICAS}, not {text:?}")
+    })?;
+    check_replicas(replicas)
+}
+
+/// The append-only chain stream the indexer writes: no deletes or purges, direct gets for
+/// the API's and workers' reads, and a de-duplication window for retried appends.
+pub fn chain_stream(chain_id: u64, replicas: usize) -> stream::Config {
+    stream::Config {
+        name: subjects::stream_name(chain_id),
+        subjects: vec![subjects::stream_subjects(chain_id)],
+        storage: stream::StorageType::File,
+        deny_delete: true,
+        deny_purge: true,
+        allow_direct: true,
+        duplicate_window: Duration::from_secs(120),
+        num_replicas: replicas,
+        ..Default::default()
+    }
+}
+
+/// The stream of workers' progress, logs and completion reports, bounded in age and per
+/// subject.
+pub fn jobs_stream(chain_id: u64, replicas: usize) -> stream::Config {
+    stream::Config {
+        name: jobs::jobs_stream_name(chain_id),
+        subjects: vec![jobs::jobs_stream_subjects(chain_id)],
+        max_age: JOBS_MAX_AGE,
+        max_messages_per_subject: JOBS_MAX_PER_SUBJECT,
+        storage: stream::StorageType::File,
+        num_replicas: replicas,
+        ..Default::default()
+    }
+}
+
+/// How long an assignment stays unacknowledged before it is redelivered, unless the worker
+/// renews it (it does while the job runs).
+pub const ASSIGNMENT_ACK_WAIT: Duration = Duration::from_secs(30);
+
+/// Node `node_id`'s durable assignment consumer on the chain stream: its one filter is the
+/// node's `JobAssigned` subject, which is all a worker's NATS user may read.
+pub fn assignment_consumer(chain_id: u64, node_id: u64) -> consumer::pull::Config {
+    consumer::pull::Config {
+        durable_name: Some(jobs::worker_consumer(chain_id, node_id)),
+        description: Some(format!("assignments of node {node_id}")),
+        filter_subject: subjects::assignments_of(chain_id, node_id),
+        deliver_policy: consumer::DeliverPolicy::All,
+        ack_policy: consumer::AckPolicy::Explicit,
+        ack_wait: ASSIGNMENT_ACK_WAIT,
+        max_deliver: -1,
+        ..Default::default()
+    }
+}
+
+/// An object store (results, checkpoints, inputs).
+pub fn object_store(bucket: &str, replicas: usize) -> object_store::Config {
+    object_store::Config {
+        bucket: bucket.to_owned(),
+        storage: stream::StorageType::File,
+        num_replicas: replicas,
+        ..Default::default()
+    }
+}
+
+/// The matcher's explanations of unplaced jobs: the latest per job.
+pub fn pending_bucket(chain_id: u64, replicas: usize) -> kv::Config {
+    kv::Config {
+        bucket: subjects::pending_bucket(chain_id),
+        description: "why open jobs are not placed, by job id".into(),
+        history: 1,
+        storage: stream::StorageType::File,
+        num_replicas: replicas,
+        ..Default::default()
+    }
+}
+
+/// A lease bucket (`INDEXER_LEASE_BUCKET` or `LIVENESS_LEASE_BUCKET`): entries expire after
+/// the lease's time to live, so a dead holder's lease lapses.
+pub fn lease_bucket(bucket: &str, ttl: Duration, replicas: usize) -> kv::Config {
+    kv::Config {
+        bucket: bucket.to_owned(),
+        history: 1,
+        max_age: ttl,
+        storage: stream::StorageType::File,
+        num_replicas: replicas,
+        ..Default::default()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_config_carries_its_replicas_and_name() {
+        assert_eq!(chain_stream(7, 3).num_replicas, 3);
+        assert_eq!(chain_stream(7, 3).name, "GANTRY_7");
+        assert_eq!(jobs_stream(7, 3).num_replicas, 3);
+        assert_eq!(
+            jobs_stream(7, 1).subjects,
+            vec!["gantry.jobs.7.>".to_owned()]
+        );
+        assert_eq!(object_store("b", 3).num_replicas, 3);
+        let assignments = assignment_consumer(7, 2);
+        assert_eq!(
+            assignments.durable_name.as_deref(),
+            Some("gantry_7_worker_2")
+        );
+        assert_eq!(assignments.filter_subject, subjects::assignments_of(7, 2));
+        assert_eq!(pending_bucket(7, 3).num_replicas, 3);
+        assert_eq!(pending_bucket(7, 3).bucket, "gantry_7_pending");
+        let lease = lease_bucket(INDEXER_LEASE_BUCKET, Duration::from_secs(2), 3);
+        assert_eq!(
+            (lease.num_replicas, lease.max_age),
+            (3, Duration::from_secs(2))
+        );
+    }
+
+    #[test]
+    fn replicas_are_one_to_five() {
+        assert_eq!(check_replicas(1), Ok(1));
+        assert_eq!(check_replicas(5), Ok(5));
+        assert!(check_replicas(0).unwrap_err().contains("1 to 5"));
+        assert!(check_replicas(6).is_err());
+        assert_eq!(parse_replicas("3"), Ok(3));
+        assert!(parse_replicas("three").unwrap_err().contains("three"));
+        assert!(parse_replicas("0").is_err());
+    }
+}
