@@ -29,7 +29,7 @@ use utoipa::{IntoParams, OpenApi, ToSchema};
 use crate::live::{Live, LiveEvent};
 use crate::model::{JOB_STATUS, JobRow, NODE_STATUS, NodeView};
 use crate::project::Progress;
-use crate::store::{Minute, Stats, Store, TimelineEntry};
+use crate::store::{Minute, Stats, Store, StoreError, TimelineEntry};
 
 /// Largest page of a list.
 pub const MAX_LIMIT: u32 = 200;
@@ -460,7 +460,8 @@ async fn list_jobs(
 }
 
 /// `GET /v1/jobs/{id}`: the row, its timeline, what its workers reported, and why it
-/// waits while it is open.
+/// waits while it is open. The answer is built by the database ([`Store::job_document`]);
+/// this type describes it (OpenAPI) and reads it back (tests, clients).
 #[derive(Debug, Serialize, Deserialize, ToSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct JobDetail {
@@ -500,29 +501,32 @@ async fn job_or_404(state: &AppState, job_id: u64) -> Result<JobRow, ApiError> {
 async fn get_job(
     State(state): State<AppState>,
     Path(raw): Path<String>,
-) -> Result<Json<JobDetail>, ApiError> {
+) -> Result<Response, ApiError> {
     let job_id = id(&raw, "job")?;
-    let crate::store::JobParts {
-        job,
-        timeline,
-        progress,
-        completions,
-    } = state
+    let document = state
         .store
-        .job_detail(job_id)
+        .job_document(job_id)
         .await?
         .ok_or_else(|| ApiError::not_found(format!("job {job_id}")))?;
-    let pending = match (&state.nats, job.status == JOB_STATUS[1]) {
+    // The database built the document (a `JobDetail` with `pending: null`); only an open
+    // job's explanation is added here.
+    let pending = match (&state.nats, document.status == JOB_STATUS[1]) {
         (Some(nats), true) => nats.pending(job_id).await,
         _ => None,
     };
-    Ok(Json(JobDetail {
-        job,
-        timeline,
-        progress,
-        completions,
-        pending,
-    }))
+    let json = match pending {
+        None => document.json,
+        Some(pending) => {
+            let mut detail: serde_json::Map<String, serde_json::Value> =
+                serde_json::from_str(&document.json).map_err(StoreError::from)?;
+            detail.insert(
+                "pending".into(),
+                serde_json::to_value(pending).map_err(StoreError::from)?,
+            );
+            serde_json::to_string(&detail).map_err(StoreError::from)?
+        }
+    };
+    Ok(([(header::CONTENT_TYPE, "application/json")], json).into_response())
 }
 
 #[derive(Debug, Default, Deserialize, IntoParams)]

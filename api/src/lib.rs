@@ -6,9 +6,14 @@
 //!                                                                              ──▶ HTTP API, dashboard
 //! ```
 //!
-//! In progress: [`model`] (the pure folds of jobs and nodes), [`store`] (the SQL side,
-//! one transaction per block with the checkpoint) and [`project`] (the stream consumer)
-//! are built; the HTTP API and the dashboard follow.
+//! - [`model`]: the pure folds of contract events into job and node rows.
+//! - [`store`]: the SQL side (sqlx `Any`): one transaction per block with the checkpoint,
+//!   and the reads, some built as JSON by the database.
+//! - [`project`]: the stream consumers (chain stream, and [`reports`]: the workers'
+//!   progress, logs and completion reports).
+//! - [`live`]: the in-process feed behind the SSE endpoints.
+//! - [`http`]: the `/v1` routes, SSE, health, metrics and OpenAPI; [`dashboard`]: the
+//!   embedded web pages.
 
 pub mod dashboard;
 pub mod http;

@@ -389,44 +389,44 @@ impl Store {
         Ok(row.get::<Option<i64>, _>(0).unwrap_or(0) as u64)
     }
 
-    /// A job with its timeline, latest progress and completion reports, in one statement
-    /// (the API's most frequent read: one round trip instead of four).
-    pub async fn job_detail(&self, job_id: u64) -> Result<Option<JobParts>, StoreError> {
+    /// `GET /v1/jobs/{id}`'s document, built by the database in one statement: the job's
+    /// row with `timeline` (its events in chain order), `progress` (the latest report or
+    /// null), `completions` (by attempt) and `pending: null` added, as JSON text, and the
+    /// job's status. The handler adds the explanation of an open job; nothing else is
+    /// parsed or serialised on the way out.
+    pub async fn job_document(&self, job_id: u64) -> Result<Option<JobDocument>, StoreError> {
         let sql = if self.sqlite {
-            "SELECT j.body, \
-             (SELECT json_group_array(json_object('block', block_number, 'logIndex', log_index, \
-               'at', block_timestamp, 'tx', tx_hash, 'name', name, 'data', data -> '$.data') \
-               ORDER BY block_number, log_index) FROM events WHERE job_id = j.job_id), \
-             (SELECT body FROM progress WHERE job_id = j.job_id), \
-             (SELECT json_group_array(json(body) ORDER BY attempt) FROM completions \
-               WHERE job_id = j.job_id) \
+            // json(): a subquery's result loses its JSON subtype, and json_set would embed
+            // it as a string.
+            "SELECT j.status, json_set(j.body, \
+             '$.timeline', json((SELECT json_group_array(json_object('block', block_number, \
+               'logIndex', log_index, 'at', block_timestamp, 'tx', tx_hash, 'name', name, \
+               'data', data -> '$.data') ORDER BY block_number, log_index) \
+               FROM events WHERE job_id = j.job_id)), \
+             '$.progress', json((SELECT body FROM progress WHERE job_id = j.job_id)), \
+             '$.completions', json((SELECT json_group_array(json(body) ORDER BY attempt) \
+               FROM completions WHERE job_id = j.job_id)), \
+             '$.pending', NULL) \
              FROM jobs j WHERE j.job_id = $1"
         } else {
-            "SELECT j.body, \
-             (SELECT COALESCE(json_agg(json_build_object('block', block_number, 'logIndex', \
-               log_index, 'at', block_timestamp, 'tx', tx_hash, 'name', name, \
-               'data', data::json -> 'data') ORDER BY block_number, log_index), '[]')::text \
-               FROM events WHERE job_id = j.job_id), \
-             (SELECT body FROM progress WHERE job_id = j.job_id), \
-             (SELECT COALESCE(json_agg(body::json ORDER BY attempt), '[]')::text FROM completions \
-               WHERE job_id = j.job_id) \
+            "SELECT j.status, (j.body::jsonb || jsonb_build_object( \
+             'timeline', COALESCE((SELECT jsonb_agg(jsonb_build_object('block', block_number, \
+               'logIndex', log_index, 'at', block_timestamp, 'tx', tx_hash, 'name', name, \
+               'data', data::jsonb -> 'data') ORDER BY block_number, log_index) \
+               FROM events WHERE job_id = j.job_id), '[]'::jsonb), \
+             'progress', (SELECT body::jsonb FROM progress WHERE job_id = j.job_id), \
+             'completions', COALESCE((SELECT jsonb_agg(body::jsonb ORDER BY attempt) \
+               FROM completions WHERE job_id = j.job_id), '[]'::jsonb), \
+             'pending', NULL))::text \
              FROM jobs j WHERE j.job_id = $1"
         };
-        let Some(row) = sqlx::query(sql)
+        let row = sqlx::query(sql)
             .bind(job_id as i64)
             .fetch_optional(&self.pool)
-            .await?
-        else {
-            return Ok(None);
-        };
-        Ok(Some(JobParts {
-            job: serde_json::from_str(&row.get::<String, _>(0))?,
-            timeline: serde_json::from_str(&row.get::<String, _>(1))?,
-            progress: row
-                .get::<Option<String>, _>(2)
-                .map(|p| serde_json::from_str(&p))
-                .transpose()?,
-            completions: serde_json::from_str(&row.get::<String, _>(3))?,
+            .await?;
+        Ok(row.map(|row| JobDocument {
+            status: row.get(0),
+            json: row.get(1),
         }))
     }
 
@@ -456,13 +456,13 @@ impl Store {
     }
 }
 
-/// A job and what is stored about it (see [`Store::job_detail`]).
-#[derive(Debug, Clone, PartialEq)]
-pub struct JobParts {
-    pub job: JobRow,
-    pub timeline: Vec<TimelineEntry>,
-    pub progress: Option<gantry_protocol::jobs::ProgressUpdate>,
-    pub completions: Vec<gantry_protocol::jobs::CompletionReport>,
+/// A job's API document (see [`Store::job_document`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct JobDocument {
+    /// The job's status name (`JOB_STATUS`).
+    pub status: String,
+    /// The JSON object `GET /v1/jobs/{id}` answers with.
+    pub json: String,
 }
 
 /// What a block changed: the rows as they are after it, by id.

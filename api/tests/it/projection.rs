@@ -3,6 +3,7 @@
 
 use std::time::Duration;
 
+use gantry_api::http::JobDetail;
 use gantry_api::model::{JOB_STATUS, NODE_STATUS};
 use gantry_api::project::{self, Progress};
 use gantry_api::store::Store;
@@ -204,20 +205,30 @@ async fn postgres_projection_equals_the_chain_and_the_sqlite_one() {
             .await
             .unwrap();
     }
+    // The document the database builds for GET /v1/jobs/{id}: the same JSON on both
+    // backends, and what the separate reads return.
     for job in 1..=3 {
-        let detail = store.job_detail(job).await.unwrap().expect("the job");
+        let document = store.job_document(job).await.unwrap().expect("the job");
+        let on_sqlite = sqlite.job_document(job).await.unwrap().expect("the job");
+        let value: serde_json::Value = serde_json::from_str(&document.json).unwrap();
         assert_eq!(
-            Some(&detail),
-            sqlite.job_detail(job).await.unwrap().as_ref()
+            value,
+            serde_json::from_str::<serde_json::Value>(&on_sqlite.json).unwrap()
         );
+        assert_eq!(document.status, on_sqlite.status);
+        assert_eq!(value["pending"], serde_json::Value::Null);
+        let detail: JobDetail = serde_json::from_value(value).unwrap();
+        assert_eq!(detail.job, store.job(job).await.unwrap().unwrap());
+        assert_eq!(detail.job.status, document.status);
         assert_eq!(detail.timeline, store.timeline(job).await.unwrap());
         assert_eq!(detail.progress, store.progress(job).await.unwrap());
         assert_eq!(detail.completions, store.completions(job).await.unwrap());
     }
-    let detail = store.job_detail(1).await.unwrap().unwrap();
+    let document = store.job_document(1).await.unwrap().unwrap();
+    let detail: JobDetail = serde_json::from_str(&document.json).unwrap();
     assert_eq!(detail.completions.len(), 1);
     assert_eq!(detail.progress.unwrap().epoch, Some(3));
-    assert_eq!(store.job_detail(99).await.unwrap(), None);
+    assert_eq!(store.job_document(99).await.unwrap(), None);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
