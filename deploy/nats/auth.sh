@@ -12,8 +12,9 @@
 #   liveness   GANTRY_NATS_LIVENESS_PASSWORD       read the chain stream, KV keeper lease
 #   api        GANTRY_NATS_API_PASSWORD            read the chain and jobs streams, KV pending
 #   reader     GANTRY_NATS_READER_PASSWORD         download results (submitters' `gantry` CLI)
-#   worker-<N> GANTRY_NATS_WORKER_<N>_PASSWORD     node N's assignments; write progress, logs,
-#                                                  reports, results and checkpoints
+#   worker-<N> GANTRY_NATS_WORKER_<N>_PASSWORD     node N's assignments and claim-mode consumers;
+#                                                  write progress, logs, reports, results and
+#                                                  checkpoints
 #
 # Add a worker node: re-run with its id and reload the servers (`nats-server --signal reload`).
 # Services connect with their user and password in the NATS URL
@@ -130,19 +131,26 @@ accounts {
       } }
 EOF
 
+# The subjects through which a worker uses its durable consumer `$1` over filter `$2`.
+consumer() {
+  printf '%s' "\"$api.CONSUMER.CREATE.$stream.$1.$2\",
+            \"$api.CONSUMER.INFO.$stream.$1\", \"$api.CONSUMER.MSG.NEXT.$stream.$1\",
+            \"\$JS.ACK.$stream.$1.>\""
+}
+
 for node in "$@"; do
-  consumer="gantry_${chain}_worker_$node"
   cat <<EOF
 
-      # Node $node's worker: its own assignment consumer only (no other consumer on the
-      # chain stream), the JobPosted spec by subject, its reports, results and checkpoints,
-      # and nats:// inputs from gantry_${chain}_inputs and _results (read only).
+      # Node $node's worker: its own assignment consumer and, for claim mode, its consumers
+      # of JobPosted and JobRequeued (no other consumer on the chain stream), the JobPosted
+      # spec by subject, its reports, results and checkpoints, and nats:// inputs from
+      # gantry_${chain}_inputs and _results (read only).
       { user: worker-$node, password: \$GANTRY_NATS_WORKER_${node}_PASSWORD, permissions: {
           publish: { allow: [
             "$api.STREAM.INFO.$stream", "$api.STREAM.MSG.GET.$stream",
-            "$api.CONSUMER.CREATE.$stream.$consumer.gantry.$chain.ev.JobAssigned.$node",
-            "$api.CONSUMER.INFO.$stream.$consumer", "$api.CONSUMER.MSG.NEXT.$stream.$consumer",
-            "\$JS.ACK.$stream.$consumer.>",
+            $(consumer "gantry_${chain}_worker_$node" "gantry.$chain.ev.JobAssigned.$node"),
+            $(consumer "gantry_${chain}_claim_${node}_JobPosted" "gantry.$chain.ev.JobPosted.*"),
+            $(consumer "gantry_${chain}_claim_${node}_JobRequeued" "gantry.$chain.ev.JobRequeued.*"),
             "gantry.jobs.$chain.progress.*", "gantry.jobs.$chain.logs.*", "gantry.jobs.$chain.done.*",
             "$api.STREAM.INFO.$jobs", "$api.STREAM.CREATE.$jobs",
             $(object_store write "gantry_${chain}_results"),

@@ -14,7 +14,7 @@ use std::time::{Duration, Instant};
 use alloy::primitives::U256;
 use alloy::primitives::aliases::U96;
 use alloy::signers::local::PrivateKeySigner;
-use async_nats::jetstream::{self, consumer};
+use async_nats::jetstream;
 use futures::StreamExt;
 use gantry_protocol::bindings::{JobMarket, NodeRegistry};
 use gantry_protocol::envelope::EventEnvelope;
@@ -34,6 +34,8 @@ use crate::inventory::{GpuMonitor, Inventory};
 use crate::job::{Assignment, Ctx, GpuPool, Outcome, Stop, StopReason};
 use crate::store;
 
+/// How long claim mode hands a job back for while the node cannot take it.
+const CLAIM_RETRY: Duration = Duration::from_secs(5);
 /// How often an unhealthy node checks whether it recovered.
 const HEALTH_INTERVAL: Duration = Duration::from_secs(2);
 /// Free disk below which the node stops taking work, MiB.
@@ -260,13 +262,19 @@ pub async fn run(
     ));
 
     let slots = Arc::new(Semaphore::new(usize::from(config.jobs.max_concurrent)));
+    let claimed = Arc::new(Claimed::default());
+    let stops: Arc<AsyncMutex<HashMap<(u64, u8), Stop>>> = Arc::default();
     let claimer = config.jobs.auto_accept.then(|| {
         tokio::spawn(claim_loop(
             ctx.clone(),
             capabilities.clone(),
             config.jobs.auto_accept_min_payment,
-            slots.clone(),
-            health.clone(),
+            Capacity {
+                max: usize::from(config.jobs.max_concurrent),
+                running: stops.clone(),
+                claimed: claimed.clone(),
+                health: health.clone(),
+            },
             shutdown.clone(),
         ))
     });
@@ -284,7 +292,6 @@ pub async fn run(
         .await
         .map_err(|e| WorkerError::Nats(format!("consumer {consumer_name}: {e}")))?;
 
-    let stops: Arc<AsyncMutex<HashMap<(u64, u8), Stop>>> = Arc::default();
     let mut running = JoinSet::new();
     tracing::info!(node_id, "taking work");
     loop {
@@ -328,6 +335,8 @@ pub async fn run(
         }
         let stop = Stop::default();
         stops.lock().await.insert(key, stop.clone());
+        // Running now: it counts against claim mode's capacity as such, no longer as a claim.
+        claimed.taken_up(assignment.job_id);
         let ctx = ctx.clone();
         let health = health.clone();
         let stops = stops.clone();
@@ -528,48 +537,59 @@ async fn health_loop(
     }
 }
 
-/// Claim mode: watch new and requeued jobs and claim those the node fits.
+/// Claim mode: watch new and requeued jobs and claim those the node fits. The node's two
+/// durable consumers (`storage::claim_consumer`) each hold one message at a time: while
+/// the node has no free slot or is unhealthy the message is handed back for later, so a
+/// job is considered when the node could take it, and a restart goes on where it stopped.
 async fn claim_loop(
     ctx: Arc<Ctx>,
     capabilities: NodeRegistry::NodeCapabilities,
     min_payment: U256,
-    slots: Arc<Semaphore>,
-    health: Arc<Health>,
+    capacity: Capacity,
     shutdown: CancellationToken,
 ) {
-    let consumer = ctx
-        .chain_stream
-        .create_consumer(consumer::pull::OrderedConfig {
-            filter_subjects: vec![
-                subjects::event_filter(ctx.chain_id, "JobPosted"),
-                subjects::event_filter(ctx.chain_id, "JobRequeued"),
-            ],
-            // From the start of the stream: jobs already open when the worker starts
-            // count too (each is checked on-chain; settled ones are skipped).
-            deliver_policy: consumer::DeliverPolicy::All,
-            ..Default::default()
-        })
-        .await;
-    let mut messages = match consumer {
-        Ok(consumer) => match consumer.messages().await {
-            Ok(messages) => messages,
-            Err(e) => return tracing::error!(error = %e, "claim mode: no consumer"),
-        },
-        Err(e) => return tracing::error!(error = %e, "claim mode: no consumer"),
-    };
+    let mut feeds = Vec::new();
+    for event in jobs::CLAIM_EVENTS {
+        let name = jobs::claim_consumer(ctx.chain_id, ctx.node_id, event);
+        let config = storage::claim_consumer(ctx.chain_id, ctx.node_id, event);
+        let messages = match ctx.chain_stream.get_or_create_consumer(&name, config).await {
+            Ok(consumer) => consumer.messages().await,
+            Err(e) => {
+                return tracing::error!(consumer = %name, error = %e, "claim mode: no consumer");
+            }
+        };
+        match messages {
+            Ok(messages) => feeds.push(messages),
+            Err(e) => {
+                return tracing::error!(consumer = %name, error = %e, "claim mode: no consumer");
+            }
+        }
+    }
+    let mut messages = futures::stream::select_all(feeds);
     loop {
         let message = tokio::select! {
             () = shutdown.cancelled() => return,
             message = messages.next() => message,
         };
-        let Some(Ok(message)) = message else { continue };
-        let Ok(envelope) = serde_json::from_slice::<EventEnvelope>(&message.payload) else {
+        let message = match message {
+            Some(Ok(message)) => message,
+            Some(Err(e)) => {
+                tracing::debug!(error = %e, "claim mode: pull");
+                continue;
+            }
+            None => return tracing::error!("claim mode: the consumers ended"),
+        };
+        let job_id = serde_json::from_slice::<EventEnvelope>(&message.payload)
+            .ok()
+            .and_then(|envelope| envelope.event.key.parse::<u64>().ok());
+        let Some(job_id) = job_id else {
+            let _ = message.ack().await;
             continue;
         };
-        let Ok(job_id) = envelope.event.key.parse::<u64>() else {
-            continue;
-        };
-        if slots.available_permits() == 0 || !health.is_healthy() {
+        if !capacity.can_take_one().await {
+            let _ = message
+                .ack_with(jetstream::AckKind::Nak(Some(CLAIM_RETRY)))
+                .await;
             continue;
         }
         match ctx.chain.job(job_id).await {
@@ -579,6 +599,7 @@ async fn claim_loop(
             {
                 match ctx.chain.claim(job_id, ctx.node_id).await {
                     Ok(()) => {
+                        capacity.claimed.add(job_id);
                         tracing::info!(job_id, "claimed");
                         metrics::counter!("gantry_worker_claims_total", "outcome" => "claimed")
                             .increment(1);
@@ -589,10 +610,70 @@ async fn claim_loop(
                             .increment(1);
                     }
                 }
+                let _ = message.ack().await;
             }
-            Ok(_) => {}
-            Err(e) => tracing::debug!(job_id, error = %e, "claim mode: getJob"),
+            // Not open, not a fit, or not worth it: nothing to do, now or later (a requeue
+            // is a new event).
+            Ok(_) => {
+                let _ = message.ack().await;
+            }
+            Err(e) => {
+                tracing::debug!(job_id, error = %e, "claim mode: getJob");
+                let _ = message
+                    .ack_with(jetstream::AckKind::Nak(Some(CLAIM_RETRY)))
+                    .await;
+            }
         }
+    }
+}
+
+/// What claim mode may take on: `max_concurrent` less the running jobs and the jobs
+/// claimed but not started. (Not the slot semaphore: the assignment loop holds a permit
+/// while it waits for the next assignment.)
+#[derive(Debug)]
+struct Capacity {
+    max: usize,
+    running: Arc<AsyncMutex<HashMap<(u64, u8), Stop>>>,
+    claimed: Arc<Claimed>,
+    health: Arc<Health>,
+}
+
+impl Capacity {
+    async fn can_take_one(&self) -> bool {
+        let running = self.running.lock().await.len();
+        self.health.is_healthy() && running + self.claimed.outstanding() < self.max
+    }
+}
+
+/// Jobs claimed whose assignment the worker has not pulled yet: each counts as a slot
+/// taken, so that claim mode claims no more than the node can run.
+#[derive(Debug, Default)]
+struct Claimed(std::sync::Mutex<HashMap<u64, Instant>>);
+
+impl Claimed {
+    /// A claim's assignment that has not arrived after this long never will (the claim
+    /// was reorganised away): it stops counting.
+    const FORGET_AFTER: Duration = Duration::from_secs(60);
+
+    fn add(&self, job_id: u64) {
+        self.jobs().insert(job_id, Instant::now());
+    }
+
+    fn taken_up(&self, job_id: u64) {
+        self.jobs().remove(&job_id);
+    }
+
+    fn outstanding(&self) -> usize {
+        let mut jobs = self.jobs();
+        jobs.retain(|_, at| at.elapsed() < Self::FORGET_AFTER);
+        jobs.len()
+    }
+
+    fn jobs(&self) -> std::sync::MutexGuard<'_, HashMap<u64, Instant>> {
+        // Nothing panics while holding it; a poisoned map is still a valid map.
+        self.0
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
     }
 }
 
@@ -627,4 +708,39 @@ pub fn claimable(
         && r.minCpuCores <= node.cpuCores
         && r.minRamMiB <= node.ramMiB
         && r.maxPricePerGpuHour >= node.pricePerGpuHour
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test]
+    async fn claimed_jobs_hold_slots_until_their_assignment_is_pulled() {
+        let capacity = Capacity {
+            max: 2,
+            running: Arc::default(),
+            claimed: Arc::default(),
+            health: Arc::new(Health::new()),
+        };
+        assert!(capacity.can_take_one().await);
+        capacity.claimed.add(7);
+        assert!(capacity.can_take_one().await, "one slot left");
+        capacity.claimed.add(8);
+        assert!(!capacity.can_take_one().await, "both slots promised");
+        // Job 7's assignment is pulled: it runs now instead of being promised.
+        capacity.claimed.taken_up(7);
+        capacity
+            .running
+            .lock()
+            .await
+            .insert((7, 1), Stop::default());
+        assert!(!capacity.can_take_one().await, "one running, one promised");
+        capacity.claimed.taken_up(8);
+        assert!(capacity.can_take_one().await);
+        capacity.health.fail("disk full");
+        assert!(
+            !capacity.can_take_one().await,
+            "an unhealthy node takes nothing"
+        );
+    }
 }

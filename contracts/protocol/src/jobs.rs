@@ -180,6 +180,15 @@ pub fn worker_consumer(chain_id: u64, node_id: u64) -> String {
     format!("gantry_{chain_id}_worker_{node_id}")
 }
 
+/// The contract events a worker in claim mode watches for jobs to claim.
+pub const CLAIM_EVENTS: [&str; 2] = ["JobPosted", "JobRequeued"];
+
+/// The durable consumer through which node `node_id`'s worker in claim mode reads `event`
+/// (one of [`CLAIM_EVENTS`]).
+pub fn claim_consumer(chain_id: u64, node_id: u64, event: &str) -> String {
+    format!("gantry_{chain_id}_claim_{node_id}_{event}")
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -13,8 +13,8 @@
 //!
 //! A stream's replica count is fixed by whoever creates it; on a three-node cluster every
 //! service is started with 3. Consumers take their stream's replica count. The workers'
-//! assignment consumers are here too: the NATS permissions (`deploy/nats/auth.sh`) grant a
-//! worker exactly that consumer's name and filter.
+//! assignment and claim consumers are here too: the NATS permissions
+//! (`deploy/nats/auth.sh`) grant a worker exactly these consumers' names and filters.
 
 use std::time::Duration;
 
@@ -103,6 +103,27 @@ pub fn assignment_consumer(chain_id: u64, node_id: u64) -> consumer::pull::Confi
     }
 }
 
+/// How long a claim-mode worker that is away keeps its claim consumers' positions.
+pub const CLAIM_CONSUMER_INACTIVE: Duration = Duration::from_secs(7 * 24 * 3600);
+
+/// Node `node_id`'s durable claim-mode consumer over `event` (one of
+/// [`jobs::CLAIM_EVENTS`]): one message in flight, so that the worker considers a job only
+/// when it could take it, and a restarted worker goes on where it stopped.
+pub fn claim_consumer(chain_id: u64, node_id: u64, event: &str) -> consumer::pull::Config {
+    consumer::pull::Config {
+        durable_name: Some(jobs::claim_consumer(chain_id, node_id, event)),
+        description: Some(format!("{event} events for node {node_id}'s claim mode")),
+        filter_subject: subjects::event_filter(chain_id, event),
+        deliver_policy: consumer::DeliverPolicy::All,
+        ack_policy: consumer::AckPolicy::Explicit,
+        ack_wait: ASSIGNMENT_ACK_WAIT,
+        max_deliver: -1,
+        max_ack_pending: 1,
+        inactive_threshold: CLAIM_CONSUMER_INACTIVE,
+        ..Default::default()
+    }
+}
+
 /// An object store (results, checkpoints, inputs).
 pub fn object_store(bucket: &str, replicas: usize) -> object_store::Config {
     object_store::Config {
@@ -158,6 +179,12 @@ mod tests {
             Some("gantry_7_worker_2")
         );
         assert_eq!(assignments.filter_subject, subjects::assignments_of(7, 2));
+        let claims = claim_consumer(7, 2, "JobRequeued");
+        assert_eq!(
+            claims.durable_name.as_deref(),
+            Some("gantry_7_claim_2_JobRequeued")
+        );
+        assert_eq!(claims.filter_subject, "gantry.7.ev.JobRequeued.*");
         assert_eq!(pending_bucket(7, 3).num_replicas, 3);
         assert_eq!(pending_bucket(7, 3).bucket, "gantry_7_pending");
         let lease = lease_bucket(INDEXER_LEASE_BUCKET, Duration::from_secs(2), 3);

@@ -45,3 +45,46 @@ async fn a_worker_in_claim_mode_claims_what_it_fits() {
     assert_eq!(net.job(not_taken).await.status, 1, "still open");
     assert!(worker.stop().success());
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_busy_worker_in_claim_mode_claims_the_next_job_when_a_slot_frees() {
+    let net = Net::start_with(|p| p, false).await;
+    net.fund_submitter().await;
+    let worker = net
+        .spawn_worker(1, "auto_accept = true\nmax_concurrent = 1")
+        .await;
+
+    // The one slot is taken by a job that runs for a while; a second job posted meanwhile
+    // waits for it instead of being claimed at once.
+    let first = net.post(cpu_job(64), &shell("sleep 6", 60)).await;
+    net.wait_for_status(first, status::ASSIGNED).await;
+    let second = net.post(cpu_job(64), &shell("true", 60)).await;
+    net.wait_for_status(second, status::SUBMITTED).await;
+
+    let market = net.market(0);
+    let submitted = market
+        .ResultSubmitted_filter()
+        .topic1(U256::from(first))
+        .from_block(0)
+        .query()
+        .await
+        .unwrap();
+    let (_, first_done) = submitted.last().expect("the first job's result");
+    let assigned = market
+        .JobAssigned_filter()
+        .topic1(U256::from(second))
+        .from_block(0)
+        .query()
+        .await
+        .unwrap();
+    let (second_assigned, second_claimed_at) = assigned.last().expect("JobAssigned");
+    assert!(second_assigned.claimed);
+    assert_eq!(second_assigned.nodeId, worker.node_id);
+    assert!(
+        second_claimed_at.block_number > first_done.block_number,
+        "claimed in block {:?}, after the first job's result in block {:?}, not before",
+        second_claimed_at.block_number,
+        first_done.block_number
+    );
+    assert!(worker.stop().success());
+}

@@ -98,6 +98,27 @@ async fn a_worker_reaches_its_own_assignments_and_reports_and_nothing_of_other_n
         .expect("worker reads the spec by subject");
     assert_eq!(spec.payload, "spec of job 7");
 
+    // Claim mode: its two consumers, one per event, read every posted job.
+    for event in jobs::CLAIM_EVENTS {
+        let name = jobs::claim_consumer(CHAIN, 1, event);
+        let claims = chain_stream
+            .get_or_create_consumer(&name, storage::claim_consumer(CHAIN, 1, event))
+            .await
+            .unwrap_or_else(|e| panic!("worker creates its claim consumer {name}: {e}"));
+        if event == "JobPosted" {
+            let mut posted = claims.messages().await.expect("pull");
+            for expected in ["spec of job 7", "spec of job 8"] {
+                let message = tokio::time::timeout(Duration::from_secs(10), posted.next())
+                    .await
+                    .expect("a posted job within 10 s")
+                    .expect("the consumer goes on")
+                    .expect("a message");
+                assert_eq!(message.payload, expected);
+                message.ack().await.expect("acked");
+            }
+        }
+    }
+
     let from_inputs = read_object(&worker.js, &inputs_bucket(), "data.bin").await;
     assert!(from_inputs == input, "the input read back whole");
 
@@ -209,6 +230,29 @@ async fn a_worker_reaches_its_own_assignments_and_reports_and_nothing_of_other_n
             format!(
                 "$JS.API.CONSUMER.CREATE.{stream_name}.{own}.{}",
                 subjects::assignments_of(CHAIN, 2)
+            ),
+        )
+        .await;
+    // Claim consumers: not node 2's, and not its own over another event.
+    let node_2_claims = jobs::claim_consumer(CHAIN, 2, "JobPosted");
+    worker
+        .refused_call(
+            refusing.create_consumer(storage::claim_consumer(CHAIN, 2, "JobPosted")),
+            format!(
+                "$JS.API.CONSUMER.CREATE.{stream_name}.{node_2_claims}.{}",
+                subjects::event_filter(CHAIN, "JobPosted")
+            ),
+        )
+        .await;
+    let own_claims = jobs::claim_consumer(CHAIN, 1, "JobPosted");
+    let mut own_claims_other_event = storage::claim_consumer(CHAIN, 1, "JobPosted");
+    own_claims_other_event.filter_subject = subjects::event_filter(CHAIN, "JobAssigned");
+    worker
+        .refused_call(
+            refusing.create_consumer(own_claims_other_event),
+            format!(
+                "$JS.API.CONSUMER.CREATE.{stream_name}.{own_claims}.{}",
+                subjects::event_filter(CHAIN, "JobAssigned")
             ),
         )
         .await;
