@@ -678,16 +678,43 @@ fn lagged_event(missed: u64) -> Event {
         .data(serde_json::json!({ "missed": missed }).to_string())
 }
 
+#[derive(Debug, Default, Deserialize, IntoParams)]
+#[serde(deny_unknown_fields)]
+#[into_params(parameter_in = Query)]
+pub struct EventsQuery {
+    /// Only this job's `job` and `progress` events (and `reorg`, `lagged`).
+    job: Option<String>,
+}
+
+/// Whether the feed filtered to `job` (all when `None`) carries `event`. Log lines have
+/// their own stream per job.
+fn feeds(event: &LiveEvent, job: Option<u64>) -> bool {
+    match (event, job) {
+        (LiveEvent::Log { .. }, _) => false,
+        (LiveEvent::Reorg { .. }, _) | (_, None) => true,
+        (LiveEvent::Job(row), Some(job)) => u64::try_from(row.job_id) == Ok(job),
+        (LiveEvent::Progress(update), Some(job)) => update.job_id == job,
+        (LiveEvent::Node(_) | LiveEvent::Block(_), Some(_)) => false,
+    }
+}
+
 /// The live feed: `job`, `node`, `progress`, `block` and `reorg` events as the
-/// projection commits them (`lagged`: events were missed, refetch).
-#[utoipa::path(get, path = "/v1/events", responses(
+/// projection commits them (`lagged`: events were missed, refetch); with `job=<id>`, only
+/// that job's.
+#[utoipa::path(get, path = "/v1/events", params(EventsQuery), responses(
     (status = 200, description = "`text/event-stream`; each event's data is the JSON of a \
         job (JobRow), node (NodeRow), progress (ProgressUpdate), block ({number, timestamp}) \
-        or reorg ({commonAncestor})")
+        or reorg ({commonAncestor})"),
+    (status = 400, body = ErrorBody)
 ))]
-async fn events(State(state): State<AppState>) -> impl IntoResponse {
+async fn events(
+    State(state): State<AppState>,
+    query: Result<Query<EventsQuery>, axum::extract::rejection::QueryRejection>,
+) -> Result<Response, ApiError> {
+    let Query(q) = query.map_err(ApiError::bad_query)?;
+    let job = non_negative("job", &q.job)?.map(|job| job as u64);
     let receiver = state.live.subscribe();
-    let stream = futures::stream::unfold(receiver, |mut receiver| async move {
+    let stream = futures::stream::unfold(receiver, move |mut receiver| async move {
         loop {
             let event = match receiver.recv().await {
                 Ok(event) => event,
@@ -696,8 +723,7 @@ async fn events(State(state): State<AppState>) -> impl IntoResponse {
                 }
                 Err(RecvError::Closed) => return None,
             };
-            // Log lines have their own stream per job.
-            if matches!(&*event, LiveEvent::Log { .. }) {
+            if !feeds(&event, job) {
                 continue;
             }
             let data = serde_json::to_string(&*event).expect("live events serialize");
@@ -707,8 +733,11 @@ async fn events(State(state): State<AppState>) -> impl IntoResponse {
             ));
         }
     });
-    Sse::new(futures::StreamExt::take_until(stream, state.live.closed()))
-        .keep_alive(KeepAlive::default())
+    Ok(
+        Sse::new(futures::StreamExt::take_until(stream, state.live.closed()))
+            .keep_alive(KeepAlive::default())
+            .into_response(),
+    )
 }
 
 #[derive(Debug, Default, Deserialize, IntoParams)]

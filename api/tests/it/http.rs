@@ -236,6 +236,9 @@ async fn the_read_api_answers_and_refuses_bad_input_by_name() {
         ("/v1/nodes?limit=201", "limit"),
         ("/v1/nodes?cursor=-3", "cursor"),
         ("/v1/jobs/abc", "id"),
+        ("/v1/events?job=-1", "job"),
+        ("/v1/events?job=four", "job"),
+        ("/v1/events?node=1", "node"),
     ] {
         let (status, message) = error_of(get(path).await.unwrap()).await;
         assert_eq!(status, StatusCode::BAD_REQUEST, "{path}");

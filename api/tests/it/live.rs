@@ -103,6 +103,8 @@ async fn events_and_logs_stream_live_and_the_operational_endpoints_answer() {
 
     // Followers: the feed, and job 3's logs (the stored tail first, then live lines).
     let mut feed = Sse::open(&format!("{base}/v1/events")).await;
+    // And a feed of job 4 alone (posted below).
+    let mut job_4_feed = Sse::open(&format!("{base}/v1/events?job=4")).await;
     let mut logs = Sse::open(&format!("{base}/v1/jobs/3/logs?follow=true")).await;
     let first = logs.next().await.unwrap();
     assert_eq!(first.event, "log");
@@ -159,6 +161,14 @@ async fn events_and_logs_stream_live_and_the_operational_endpoints_answer() {
     assert_eq!(posted["status"], "open");
     assert_eq!(posted["bounty"], "20000000");
     feed.until("block", |_| true).await;
+    // Job 3's progress, its log line and the block before came first on the whole feed;
+    // job 4's feed starts with job 4.
+    let first_of_job_4 = job_4_feed.next().await.expect("an event");
+    assert_eq!(first_of_job_4.event, "job");
+    assert_eq!(
+        serde_json::from_str::<serde_json::Value>(&first_of_job_4.data).unwrap(),
+        posted
+    );
 
     // Why job 4 waits: the matcher's explanation from the KV bucket.
     let bucket = js

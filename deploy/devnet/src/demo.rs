@@ -7,7 +7,7 @@
 //!   deploy/demo/{Dockerfile,train.sh} ──build (Docker API, FROM gantry/busybox:dev)──▶ gantry/demo:dev
 //!   dataset() ──DatasetServer (HTTP)──▶ worker's input cache ──▶ /inputs/data.csv
 //!   post() ──JobPosted──▶ matcher ──▶ worker ──▶ result ──▶ keeper finalizes ──▶ paid
-//!   follow() ◀──SSE /v1/events── gantry-api
+//!   follow() ◀──SSE /v1/events?job=<id>── gantry-api
 //! ```
 
 use std::io;
@@ -238,7 +238,7 @@ pub async fn follow(
     job_id: u64,
     mut say: impl FnMut(String),
 ) -> anyhow::Result<Outcome> {
-    let mut feed = EventStream::open(&format!("{api}/v1/events")).await?;
+    let mut feed = EventStream::open(&format!("{api}/v1/events?job={job_id}")).await?;
     let http = reqwest::Client::new();
     let mut last_status = String::new();
     let mut last_epoch = None;

@@ -1,5 +1,5 @@
-//! `gantry job watch`: the job's state folded from the API's live feed (`/v1/events`:
-//! `job` rows and worker `progress`, filtered by job id), shown as a progress bar, as
+//! `gantry job watch`: the job's state folded from the API's live feed of this job
+//! (`/v1/events?job=<id>`: its `job` rows and worker `progress`), shown as a progress bar, as
 //! lines, or as JSON lines, until the job settles. The feed is opened before the job is
 //! fetched so nothing falls between the two; `lagged`, `reorg` and a reconnect refetch.
 
@@ -209,7 +209,10 @@ impl Display {
 }
 
 pub async fn watch(ctx: &Context, args: &WatchArgs) -> Result<()> {
-    let mut feed = ctx.api.events("v1/events", &[], None).await?;
+    let mut feed = ctx
+        .api
+        .events("v1/events", &[("job", args.id.to_string())], None)
+        .await?;
     let fetch = || async { Api::typed::<JobDetail>(&ctx.api.job(args.id).await?) };
     let detail = match fetch().await {
         Ok(detail) => detail,
@@ -252,7 +255,11 @@ pub async fn watch(ctx: &Context, args: &WatchArgs) -> Result<()> {
                     ));
                 }
                 backoff(failures).await;
-                if let Ok(feed) = ctx.api.events("v1/events", &[], None).await {
+                if let Ok(feed) = ctx
+                    .api
+                    .events("v1/events", &[("job", args.id.to_string())], None)
+                    .await
+                {
                     break feed;
                 }
             };
