@@ -16,7 +16,6 @@ use gantry_api::http::{AppState, HttpConfig, router};
 use gantry_api::live::Live;
 use gantry_api::project::{self, Progress};
 use gantry_api::store::Store;
-use tokio_util::sync::CancellationToken;
 use tower_http::cors::{AllowOrigin, CorsLayer};
 
 #[derive(Debug, Parser)]
@@ -51,13 +50,8 @@ struct Cli {
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {
     let cli = Cli::parse();
-    tracing_subscriber::fmt()
-        .with_env_filter(
-            tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| "info".into()),
-        )
-        .init();
-    let metrics = metrics_exporter_prometheus::PrometheusBuilder::new().install_recorder()?;
-    let shutdown = shutdown_on_signal();
+    let metrics = gantry_runtime::install_with_recorder()?;
+    let shutdown = gantry_runtime::shutdown_on_signal();
     let store = Store::open(&cli.database_url).await?;
     let address = gantry_protocol::nats::NatsAddress::parse(&cli.nats_url);
     let nats = address
@@ -126,22 +120,4 @@ async fn main() -> anyhow::Result<()> {
     server.await??;
     projected?;
     Ok(())
-}
-
-/// A token fired by SIGINT or SIGTERM.
-fn shutdown_on_signal() -> CancellationToken {
-    let shutdown = CancellationToken::new();
-    let fired = shutdown.clone();
-    tokio::spawn(async move {
-        let mut terminate =
-            tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())
-                .expect("installing the SIGTERM handler");
-        tokio::select! {
-            _ = tokio::signal::ctrl_c() => {}
-            _ = terminate.recv() => {}
-        }
-        tracing::info!("shutting down");
-        fired.cancel();
-    });
-    shutdown
 }

@@ -2,34 +2,10 @@
 
 use clap::Parser;
 use gantry_indexer::Config;
-use tokio_util::sync::CancellationToken;
 
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {
-    tracing_subscriber::fmt()
-        .with_env_filter(
-            tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| "info".into()),
-        )
-        .init();
     let config = Config::parse();
-    if let Some(addr) = config.metrics_addr {
-        metrics_exporter_prometheus::PrometheusBuilder::new()
-            .with_http_listener(addr)
-            .install()?;
-    }
-    let shutdown = CancellationToken::new();
-    tokio::spawn(signal(shutdown.clone()));
-    gantry_indexer::run(config, shutdown).await
-}
-
-/// Fires `shutdown` on SIGINT or SIGTERM.
-async fn signal(shutdown: CancellationToken) {
-    let mut terminate = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())
-        .expect("installing the SIGTERM handler");
-    tokio::select! {
-        _ = tokio::signal::ctrl_c() => {}
-        _ = terminate.recv() => {}
-    }
-    tracing::info!("shutting down");
-    shutdown.cancel();
+    gantry_runtime::install(config.metrics_addr)?;
+    gantry_indexer::run(config, gantry_runtime::shutdown_on_signal()).await
 }

@@ -27,7 +27,6 @@ pub mod matcher_service;
 pub mod metrics;
 pub mod project;
 pub mod sender;
-pub mod telemetry;
 pub mod view;
 pub mod work;
 

@@ -11,7 +11,6 @@ use std::process::{ExitCode, Stdio};
 use clap::{Parser, Subcommand};
 use gantry_worker::config::Config;
 use gantry_worker::service::{self, Hooks};
-use tokio_util::sync::CancellationToken;
 
 #[derive(Debug, Parser)]
 #[command(
@@ -64,8 +63,8 @@ async fn async_main(cli: Cli) -> anyhow::Result<()> {
     };
     let config = Config::load(&path)?;
     let signer = config.agent_signer(std::env::var("GANTRY_AGENT_KEY").ok().as_deref())?;
-    install_telemetry(config.metrics_addr)?;
-    let shutdown = shutdown_on_signal();
+    gantry_runtime::install(config.metrics_addr)?;
+    let shutdown = gantry_runtime::shutdown_on_signal();
 
     // Once the node is known, a reaper child watches this process.
     let (node_tx, node_rx) = tokio::sync::oneshot::channel();
@@ -98,36 +97,4 @@ async fn async_main(cli: Cli) -> anyhow::Result<()> {
         let _ = child.wait().await;
     }
     Ok(result?)
-}
-
-fn install_telemetry(metrics_addr: Option<std::net::SocketAddr>) -> anyhow::Result<()> {
-    tracing_subscriber::fmt()
-        .with_env_filter(
-            tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| "info".into()),
-        )
-        .init();
-    if let Some(addr) = metrics_addr {
-        metrics_exporter_prometheus::PrometheusBuilder::new()
-            .with_http_listener(addr)
-            .install()?;
-    }
-    Ok(())
-}
-
-/// A token fired by SIGINT or SIGTERM.
-fn shutdown_on_signal() -> CancellationToken {
-    let shutdown = CancellationToken::new();
-    let fired = shutdown.clone();
-    tokio::spawn(async move {
-        let mut terminate =
-            tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())
-                .expect("installing the SIGTERM handler");
-        tokio::select! {
-            _ = tokio::signal::ctrl_c() => {}
-            _ = terminate.recv() => {}
-        }
-        tracing::info!("shutting down");
-        fired.cancel();
-    });
-    shutdown
 }

@@ -1,11 +1,11 @@
 //! `gantry-liveness`: parse the config, install telemetry and the shutdown signal, run.
 
 use clap::Parser;
-use gantry_matcher::{LivenessConfig, telemetry};
+use gantry_matcher::LivenessConfig;
 
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {
     let config = LivenessConfig::parse();
-    telemetry::install(config.common.metrics_addr)?;
-    gantry_matcher::run_liveness(config, telemetry::shutdown_on_signal()).await
+    gantry_runtime::install(config.common.metrics_addr)?;
+    gantry_matcher::run_liveness(config, gantry_runtime::shutdown_on_signal()).await
 }

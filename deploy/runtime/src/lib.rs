@@ -1,0 +1,63 @@
+//! What every Gantry service binary does at start (`gantry-indexer`, `gantry-matcher`,
+//! `gantry-liveness`, `gantry-worker`, `gantry-api`): logs to stderr filtered by
+//! `RUST_LOG` (default `info`), Prometheus metrics, and one cancellation token that
+//! SIGINT or SIGTERM fires for a graceful shutdown.
+
+use std::net::SocketAddr;
+
+use metrics_exporter_prometheus::{BuildError, PrometheusBuilder, PrometheusHandle};
+use tokio_util::sync::CancellationToken;
+
+/// Why telemetry could not be installed.
+#[derive(Debug, thiserror::Error)]
+pub enum TelemetryError {
+    #[error("metrics: {0}")]
+    Metrics(#[from] BuildError),
+}
+
+/// Installs the log subscriber: `RUST_LOG` filters, `info` when unset.
+pub fn install_logs() {
+    tracing_subscriber::fmt()
+        .with_env_filter(
+            tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| "info".into()),
+        )
+        .init();
+}
+
+/// Installs the log subscriber and, when `metrics_addr` is set, the Prometheus listener
+/// serving `/metrics` there.
+pub fn install(metrics_addr: Option<SocketAddr>) -> Result<(), TelemetryError> {
+    install_logs();
+    if let Some(addr) = metrics_addr {
+        PrometheusBuilder::new()
+            .with_http_listener(addr)
+            .install()?;
+    }
+    Ok(())
+}
+
+/// Installs the log subscriber and a Prometheus recorder whose text the service serves
+/// itself (the API's `/metrics`).
+pub fn install_with_recorder() -> Result<PrometheusHandle, TelemetryError> {
+    install_logs();
+    Ok(PrometheusBuilder::new().install_recorder()?)
+}
+
+/// A token fired by SIGINT or SIGTERM (logged as "shutting down"). Call it inside the
+/// Tokio runtime.
+pub fn shutdown_on_signal() -> CancellationToken {
+    let shutdown = CancellationToken::new();
+    let fired = shutdown.clone();
+    tokio::spawn(async move {
+        let mut terminate =
+            tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())
+                .expect("installing the SIGTERM handler");
+        tokio::select! {
+            _ = tokio::signal::ctrl_c() => {}
+            _ = terminate.recv() => {}
+        }
+        tracing::info!("shutting down");
+        fired.cancel();
+    });
+    shutdown
+}
