@@ -62,7 +62,8 @@ cat <<EOF
 # \$JS.API.CONSUMER.CREATE.<stream> alone is the endpoint of unnamed (ordered) consumers;
 # with .<name>[.<filter>] after it, that of a named one, its only filter in the subject
 # (nats-server refuses a request whose filter differs from its subject's). Every user gets
-# the replies to its requests, JetStream answers and pulled messages, on _INBOX.>.
+# the replies to its requests, JetStream answers and pulled messages, on its own
+# _INBOX_<user>.> (the services set that inbox prefix when they connect with a user).
 
 accounts {
   GANTRY {
@@ -79,7 +80,7 @@ accounts {
             "$api.STREAM.CREATE.KV_gantry_indexer_lease", "$api.DIRECT.GET.KV_gantry_indexer_lease.>",
             "\$KV.gantry_indexer_lease.chain-$chain"
           ] }
-          subscribe: { allow: ["_INBOX.>"] }
+          subscribe: { allow: ["_INBOX_indexer.>"] }
       } }
 
       # Reads the chain stream (ordered consumers, deleted when recreated), shares open jobs
@@ -95,7 +96,7 @@ accounts {
             "$api.STREAM.INFO.KV_gantry_${chain}_pending", "$api.STREAM.CREATE.KV_gantry_${chain}_pending",
             "\$KV.gantry_${chain}_pending.>"
           ] }
-          subscribe: { allow: ["_INBOX.>"] }
+          subscribe: { allow: ["_INBOX_matcher.>"] }
       } }
 
       # Reads the chain stream; one replica at a time holds the keeper lease.
@@ -108,7 +109,7 @@ accounts {
             "$api.DIRECT.GET.KV_gantry_liveness_lease.>",
             "\$KV.gantry_liveness_lease.chain-$chain"
           ] }
-          subscribe: { allow: ["_INBOX.>"] }
+          subscribe: { allow: ["_INBOX_liveness.>"] }
       } }
 
       # Reads the chain and jobs streams (ordered consumers) and the explanations.
@@ -119,7 +120,7 @@ accounts {
             "$api.CONSUMER.CREATE.$jobs", "$api.CONSUMER.MSG.NEXT.$jobs.*", "$api.CONSUMER.DELETE.$jobs.*",
             "$api.STREAM.INFO.KV_gantry_${chain}_pending", "$api.DIRECT.GET.KV_gantry_${chain}_pending.>"
           ] }
-          subscribe: { allow: ["_INBOX.>"] }
+          subscribe: { allow: ["_INBOX_api.>"] }
       } }
 
       # Submitters fetching their results (the gantry CLI): read the results bucket only.
@@ -127,7 +128,7 @@ accounts {
           publish: { allow: [
             $(object_store read "gantry_${chain}_results")
           ] }
-          subscribe: { allow: ["_INBOX.>"] }
+          subscribe: { allow: ["_INBOX_reader.>"] }
       } }
 EOF
 
@@ -157,7 +158,7 @@ for node in "$@"; do
             $(object_store write "gantry_${chain}_checkpoints"),
             $(object_store read "gantry_${chain}_inputs")
           ] }
-          subscribe: { allow: ["_INBOX.>"] }
+          subscribe: { allow: ["_INBOX_worker-$node.>"] }
       } }
 EOF
 done

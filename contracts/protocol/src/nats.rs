@@ -1,7 +1,7 @@
 //! NATS addresses as the services take them: one URL or a comma-separated list, with
 //! credentials in the URL (`nats://worker-7:secret@nats-1:4222`). The NATS client ignores
 //! a URL's user and password, so each service splits them off here and passes them as
-//! connect options.
+//! connect options, with the user's own inbox prefix for replies.
 
 /// A user and password for NATS; `Debug` does not show the password.
 #[derive(Clone, PartialEq, Eq)]
@@ -62,15 +62,24 @@ impl NatsAddress {
     }
 }
 
+/// The reply subjects of `user`'s requests and pulls (`<prefix>.>`): each user has its
+/// own, and may subscribe to nothing else of the kind (`deploy/nats/auth.sh`), so no user
+/// reads another's replies.
+pub fn inbox_prefix(user: &str) -> String {
+    format!("_INBOX_{user}")
+}
+
 #[cfg(feature = "nats")]
 impl NatsAddress {
-    /// Connect options carrying the credentials, if any; connect them to [`Self::servers`].
+    /// Connect options carrying the credentials, if any, and then the user's own inbox
+    /// prefix ([`inbox_prefix`]); connect them to [`Self::servers`].
     pub fn connect_options(&self) -> async_nats::ConnectOptions {
         match &self.credentials {
             Some(c) => async_nats::ConnectOptions::with_user_and_password(
                 c.user.clone(),
                 c.password.clone(),
-            ),
+            )
+            .custom_inbox_prefix(inbox_prefix(&c.user)),
             None => async_nats::ConnectOptions::new(),
         }
     }

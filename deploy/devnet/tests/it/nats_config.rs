@@ -7,10 +7,11 @@
 use std::time::Duration;
 
 use async_nats::jetstream::{self, AckKind, consumer, object_store, stream};
-use async_nats::{Client, ConnectOptions, Event, HeaderMap, ServerError};
+use async_nats::{Client, Event, HeaderMap, ServerError};
 use bytes::Bytes;
 use futures::StreamExt;
 use gantry_devnet::nats_cluster::{ConfiguredNats, NatsCluster, NatsConfig};
+use gantry_protocol::nats::NatsAddress;
 use gantry_protocol::{jobs, storage, subjects};
 use tokio::io::AsyncReadExt;
 use tokio::sync::{Mutex, mpsc};
@@ -375,6 +376,19 @@ async fn a_worker_reaches_its_own_assignments_and_reports_and_nothing_of_other_n
         .await
         .expect("subscribe");
     worker.refused("Subscription", &chain_subjects).await;
+    // Replies are per user: not the shared inbox, nor another user's.
+    for inbox in [
+        "_INBOX.>".to_string(),
+        format!("{}.>", gantry_protocol::nats::inbox_prefix("worker-2")),
+        format!("{}.>", gantry_protocol::nats::inbox_prefix("api")),
+    ] {
+        let _subscription = worker
+            .client
+            .subscribe(inbox.clone())
+            .await
+            .expect("subscribe");
+        worker.refused("Subscription", &inbox).await;
+    }
     let refusing_inputs = worker
         .refusing_js
         .get_object_store(inputs_bucket())
@@ -785,7 +799,15 @@ impl Session {
 
     async fn open_url(url: &str, config: &NatsConfig, user: &str) -> Self {
         let (tx, rx) = mpsc::unbounded_channel();
-        let client = ConnectOptions::with_user_and_password(user.into(), config.password(user))
+        // As the services connect: the user and password in the URL, split off by
+        // NatsAddress into connect options with the user's own inbox prefix.
+        let address = NatsAddress::parse(&url.replacen(
+            "nats://",
+            &format!("nats://{user}:{}@", config.password(user)),
+            1,
+        ));
+        let client = address
+            .connect_options()
             .event_callback(move |event| {
                 let tx = tx.clone();
                 async move {
@@ -794,7 +816,7 @@ impl Session {
                     }
                 }
             })
-            .connect(url)
+            .connect(&address.servers)
             .await
             .unwrap_or_else(|e| panic!("{user} connects to {url}: {e}"));
         Self {
