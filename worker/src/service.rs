@@ -170,6 +170,7 @@ pub async fn run(
             Err(error) => {
                 if !waiting {
                     tracing::info!(stream = %stream_name, %error, "waiting for the chain stream (is the indexer running?)");
+                    metrics::gauge!("gantry_worker_waiting_for_chain_stream").set(1.0);
                     waiting = true;
                 }
                 tokio::select! {
@@ -179,6 +180,7 @@ pub async fn run(
             }
         }
     };
+    metrics::gauge!("gantry_worker_waiting_for_chain_stream").set(0.0);
     let jobs_js = jetstream::new(nats.clone());
     jobs_js
         .get_or_create_stream(storage::jobs_stream(config.chain_id, config.nats_replicas))

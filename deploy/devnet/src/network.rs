@@ -530,7 +530,7 @@ fn worker_label(index: usize) -> String {
 }
 
 /// A free TCP port on loopback (free when asked; the service binds it right after).
-fn free_port() -> std::io::Result<u16> {
+pub fn free_port() -> std::io::Result<u16> {
     Ok(std::net::TcpListener::bind("127.0.0.1:0")?
         .local_addr()?
         .port())

@@ -3,11 +3,11 @@
 
 use alloy::primitives::U256;
 
-use crate::harness::{Net, cpu_job, shell, status};
+use crate::harness::{Net, Services, cpu_job, shell, status};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn a_worker_in_claim_mode_claims_what_it_fits() {
-    let net = Net::start_with(|p| p, false).await;
+    let net = Net::start_with(|p| p, Services::NO_MATCHER).await;
     net.fund_submitter().await;
     let worker = net
         .spawn_worker(
@@ -48,7 +48,7 @@ async fn a_worker_in_claim_mode_claims_what_it_fits() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn a_busy_worker_in_claim_mode_claims_the_next_job_when_a_slot_frees() {
-    let net = Net::start_with(|p| p, false).await;
+    let net = Net::start_with(|p| p, Services::NO_MATCHER).await;
     net.fund_submitter().await;
     let worker = net
         .spawn_worker(1, "auto_accept = true\nmax_concurrent = 1")

@@ -3,6 +3,7 @@
 
 use std::collections::HashMap;
 use std::future::Future;
+use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::time::Duration;
 
@@ -41,7 +42,27 @@ pub(crate) struct Net {
     pub(crate) dockerd: Dockerd,
     pub(crate) docker: bollard::Docker,
     services: CancellationToken,
+    indexer: gantry_indexer::Config,
     dir: tempfile::TempDir,
+}
+
+/// Which services [`Net::start_with`] runs beside the chain, NATS and Docker.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Services {
+    pub(crate) indexer: bool,
+    pub(crate) matcher: bool,
+}
+
+impl Services {
+    pub(crate) const ALL: Self = Self {
+        indexer: true,
+        matcher: true,
+    };
+    /// Claim mode needs no matcher.
+    pub(crate) const NO_MATCHER: Self = Self {
+        indexer: true,
+        matcher: false,
+    };
 }
 
 impl Drop for Net {
@@ -53,13 +74,13 @@ impl Drop for Net {
 impl Net {
     /// Chain, NATS, Docker with the test image, indexer, matcher and keeper.
     pub(crate) async fn start(configure: impl FnOnce(DeployParams) -> DeployParams) -> Self {
-        Self::start_with(configure, true).await
+        Self::start_with(configure, Services::ALL).await
     }
 
-    /// The same, with or without the matcher (claim mode needs none).
+    /// The same, with the keeper and the chosen `services`.
     pub(crate) async fn start_with(
         configure: impl FnOnce(DeployParams) -> DeployParams,
-        with_matcher: bool,
+        services_to_run: Services,
     ) -> Self {
         let devnet = Devnet::start_with(configure).await.expect("devnet starts");
         let nats = NatsServer::start().expect("nats-server starts");
@@ -84,7 +105,9 @@ impl Net {
             d.start_block,
             nats.url(),
         );
-        tokio::spawn(gantry_indexer::run(indexer, services.clone()));
+        if services_to_run.indexer {
+            tokio::spawn(gantry_indexer::run(indexer.clone(), services.clone()));
+        }
         let common = |account: usize| {
             let key = B256::from_slice(&devnet.anvil.keys()[account].to_bytes());
             vec![
@@ -111,7 +134,7 @@ impl Net {
         keeper_args.extend(["--lease-ttl-ms".into(), "1000".into()]);
         let keeper =
             gantry_matcher::LivenessConfig::try_parse_from(keeper_args).expect("keeper args");
-        if with_matcher {
+        if services_to_run.matcher {
             tokio::spawn(gantry_matcher::run_matcher(matcher, services.clone()));
         }
         tokio::spawn(gantry_matcher::run_liveness(keeper, services.clone()));
@@ -121,8 +144,17 @@ impl Net {
             dockerd,
             docker,
             services,
+            indexer,
             dir: tempfile::tempdir().expect("a temp dir"),
         }
+    }
+
+    /// Starts the indexer of a network started without it.
+    pub(crate) fn start_indexer(&self) {
+        tokio::spawn(gantry_indexer::run(
+            self.indexer.clone(),
+            self.services.clone(),
+        ));
     }
 
     pub(crate) fn chain_id(&self) -> u64 {
@@ -146,7 +178,7 @@ impl Net {
     }
 
     /// The worker's config file for agent `account`, with `extra` TOML in `[jobs]`.
-    fn worker_config(&self, account: usize, extra_jobs: &str) -> PathBuf {
+    fn worker_config(&self, account: usize, extra_jobs: &str, metrics: SocketAddr) -> PathBuf {
         let d = self.devnet.deployment;
         let root = self.dir.path().join(format!("worker-{account}"));
         std::fs::create_dir_all(&root).unwrap();
@@ -162,6 +194,7 @@ token = "{token}"
 docker_socket = "{socket}"
 cache_dir = "{root}/cache"
 work_dir = "{root}/work"
+metrics_addr = "{metrics}"
 
 [node]
 price_per_gpu_hour = "{price}"
@@ -187,15 +220,27 @@ stake = "{stake}"
         path
     }
 
+    /// Starts `gantry-worker` as agent `account` (funded for its stake); returns once it
+    /// takes work, with its node id.
+    pub(crate) async fn spawn_worker(&self, account: usize, extra_jobs: &str) -> RunningWorker {
+        let worker = self.spawn_registered(account, extra_jobs).await;
+        self.taking_work(&worker).await;
+        worker
+    }
+
     /// Starts `gantry-worker` as agent `account` (funded for its stake); returns once its
     /// node is registered, with the node id.
-    pub(crate) async fn spawn_worker(&self, account: usize, extra_jobs: &str) -> RunningWorker {
+    pub(crate) async fn spawn_registered(&self, account: usize, extra_jobs: &str) -> RunningWorker {
         let agent = self.address(account);
         self.devnet
             .mint(agent, U256::from(10_000 * GUSD))
             .await
             .unwrap();
-        let config = self.worker_config(account, extra_jobs);
+        let metrics = SocketAddr::from((
+            [127, 0, 0, 1],
+            gantry_devnet::network::free_port().expect("a free port"),
+        ));
+        let config = self.worker_config(account, extra_jobs, metrics);
         let key = B256::from_slice(&self.devnet.anvil.keys()[account].to_bytes());
         let child = std::process::Command::new(env!("CARGO_BIN_EXE_gantry-worker"))
             .arg("--config")
@@ -207,15 +252,22 @@ stake = "{stake}"
             )
             .spawn()
             .expect("gantry-worker starts");
-        let mut worker = RunningWorker { child, node_id: 0 };
+        let mut worker = RunningWorker {
+            child,
+            node_id: 0,
+            metrics,
+        };
         self.wait_until("the worker registers its node", || async {
             self.node_of(agent).await.is_some()
         })
         .await;
-        let node_id = self.node_of(agent).await.expect("registered");
-        worker.node_id = node_id;
-        // It takes work once its assignment consumer exists.
-        let consumer = gantry_protocol::jobs::worker_consumer(self.chain_id(), node_id);
+        worker.node_id = self.node_of(agent).await.expect("registered");
+        worker
+    }
+
+    /// Waits until `worker` takes work: its assignment consumer exists.
+    pub(crate) async fn taking_work(&self, worker: &RunningWorker) {
+        let consumer = gantry_protocol::jobs::worker_consumer(self.chain_id(), worker.node_id);
         let js = self.jetstream().await;
         self.wait_until("the worker takes work", || {
             let js = js.clone();
@@ -228,7 +280,6 @@ stake = "{stake}"
             }
         })
         .await;
-        worker
     }
 
     /// The node registered with agent `agent`, if any.
@@ -420,9 +471,27 @@ stake = "{stake}"
 pub(crate) struct RunningWorker {
     child: std::process::Child,
     pub(crate) node_id: u64,
+    /// Its Prometheus listener.
+    metrics: SocketAddr,
 }
 
 impl RunningWorker {
+    /// The value of gauge or counter `name` (without labels) on its `/metrics`, if shown.
+    pub(crate) async fn metric(&self, name: &str) -> Option<f64> {
+        let text = reqwest::get(format!("http://{}/metrics", self.metrics))
+            .await
+            .ok()?
+            .text()
+            .await
+            .ok()?;
+        text.lines().find_map(|line| {
+            let (metric, value) = line.split_once(' ')?;
+            (metric == name)
+                .then(|| value.trim().parse().ok())
+                .flatten()
+        })
+    }
+
     /// SIGKILL: no clean-up of its own.
     pub(crate) fn kill(mut self) {
         self.child.kill().expect("SIGKILL");

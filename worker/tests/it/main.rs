@@ -8,3 +8,4 @@ mod outage;
 mod pipeline;
 mod reorg;
 mod resume;
+mod start;

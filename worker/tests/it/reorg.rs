@@ -5,13 +5,13 @@ use alloy::providers::Provider;
 use futures::StreamExt;
 use gantry_protocol::jobs::ProgressUpdate;
 
-use crate::harness::{Net, cpu_job, shell, status};
+use crate::harness::{Net, Services, cpu_job, shell, status};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn a_reorged_away_assignment_is_dropped() {
     // No matcher: the test assigns as the admin, so nothing reassigns after the reorg.
     // Heartbeats are rare so that the only blocks after the assignment are the test's.
-    let net = Net::start_with(|p| p, false).await;
+    let net = Net::start_with(|p| p, Services::NO_MATCHER).await;
     net.fund_submitter().await;
     let worker = net
         .spawn_worker(1, "heartbeat_interval = \"1h\"\nshutdown_grace = \"100ms\"")
