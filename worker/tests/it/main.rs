@@ -4,6 +4,7 @@
 mod claim;
 mod harness;
 mod hostile;
+mod operator;
 mod outage;
 mod pipeline;
 mod reorg;
