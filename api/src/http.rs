@@ -14,6 +14,9 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 use axum::{Json, Router};
 use futures::Stream;
+use gantry_protocol::api::{
+    ErrorBody, History, JobDetail, JobRow, JobSummary, NodeDetail, NodeView, Page, Stats,
+};
 use gantry_protocol::jobs::{CompletionReport, LogLine, ProgressUpdate};
 use gantry_protocol::pending::PendingExplanation;
 use metrics_exporter_prometheus::PrometheusHandle;
@@ -27,9 +30,9 @@ use tower_http::timeout::TimeoutLayer;
 use utoipa::{IntoParams, OpenApi, ToSchema};
 
 use crate::live::{Live, LiveEvent};
-use crate::model::{JOB_STATUS, JobRow, NODE_STATUS, NodeView};
+use crate::model::{JOB_STATUS, NODE_STATUS};
 use crate::project::Progress;
-use crate::store::{Minute, Stats, Store, StoreError, TimelineEntry};
+use crate::store::{Store, StoreError};
 
 /// Largest page of a list.
 pub const MAX_LIMIT: u32 = 200;
@@ -132,12 +135,6 @@ pub struct HttpConfig {
 pub struct ApiError {
     status: StatusCode,
     message: String,
-}
-
-/// The body of every error answer.
-#[derive(Debug, Serialize, Deserialize, ToSchema)]
-pub struct ErrorBody {
-    pub error: String,
 }
 
 impl ApiError {
@@ -279,27 +276,10 @@ pub struct JobsQuery {
     limit: Option<String>,
 }
 
-/// A page of a list; `nextCursor` fetches the next one.
-#[derive(Debug, Serialize, Deserialize, ToSchema)]
-#[serde(rename_all = "camelCase")]
-pub struct Page<T> {
-    pub items: Vec<T>,
-    pub next_cursor: Option<String>,
-}
-
 /// A value bound to a query built from the filters given.
 enum Bind {
     Text(String),
     Int(i64),
-}
-
-/// A job in a list: its row and the latest progress its worker reported.
-#[derive(Debug, Serialize, Deserialize, ToSchema)]
-#[serde(rename_all = "camelCase")]
-pub struct JobSummary {
-    #[serde(flatten)]
-    pub job: JobRow,
-    pub progress: Option<ProgressUpdate>,
 }
 
 /// A page from rows fetched one past `limit`; the cursor is the last item's id when
@@ -457,23 +437,6 @@ async fn list_jobs(
         |j| j.job.job_id,
     )
     .map(Json)
-}
-
-/// `GET /v1/jobs/{id}`: the row, its timeline, what its workers reported, and why it
-/// waits while it is open. The answer is built by the database ([`Store::job_document`]);
-/// this type describes it (OpenAPI) and reads it back (tests, clients).
-#[derive(Debug, Serialize, Deserialize, ToSchema)]
-#[serde(rename_all = "camelCase")]
-pub struct JobDetail {
-    #[serde(flatten)]
-    pub job: JobRow,
-    pub timeline: Vec<TimelineEntry>,
-    /// The latest progress the worker reported.
-    pub progress: Option<ProgressUpdate>,
-    /// The workers' completion reports, by attempt.
-    pub completions: Vec<CompletionReport>,
-    /// While the job is open: the matcher's explanation of why it is not placed.
-    pub pending: Option<PendingExplanation>,
 }
 
 fn id(raw: &str, what: &str) -> Result<u64, ApiError> {
@@ -796,16 +759,6 @@ async fn list_nodes(
     .map(Json)
 }
 
-/// `GET /v1/nodes/{id}`: the node and the jobs it is running.
-#[derive(Debug, Serialize, Deserialize, ToSchema)]
-#[serde(rename_all = "camelCase")]
-pub struct NodeDetail {
-    #[serde(flatten)]
-    pub node: NodeView,
-    /// Its assigned, submitted and disputed jobs, newest first.
-    pub jobs: Vec<JobRow>,
-}
-
 /// One node, with its active jobs.
 #[utoipa::path(get, path = "/v1/nodes/{id}", params(("id" = u64, Path, description = "node id")),
     responses(
@@ -842,13 +795,6 @@ async fn stats(State(state): State<AppState>) -> Result<Json<Stats>, ApiError> {
 pub struct HistoryQuery {
     /// Minutes back from now, 1 to 1440 (default 60).
     minutes: Option<String>,
-}
-
-/// `GET /v1/stats/history`.
-#[derive(Debug, Serialize, Deserialize, ToSchema)]
-pub struct History {
-    /// Every minute of the window, oldest first.
-    pub buckets: Vec<Minute>,
 }
 
 /// The network minute by minute: jobs posted, completed and failed, GPUs in use and their

@@ -5,12 +5,11 @@
 
 use std::sync::Arc;
 
+use gantry_protocol::api::{JobRow, NodeView};
 use gantry_protocol::jobs::{LogLine, ProgressUpdate};
 use serde::Serialize;
 use tokio::sync::broadcast;
 use tokio_util::sync::{CancellationToken, WaitForCancellationFutureOwned};
-
-use crate::model::{JobRow, NodeView};
 
 /// Events buffered per client before it lags.
 const CAPACITY: usize = 4096;

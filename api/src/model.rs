@@ -1,105 +1,16 @@
 //! The read model, as pure folds over the chain's events: a job's row and a node's row
 //! are what their events say, applied in chain order. The projection stores each row and
 //! every applied event; after a reorg it refolds the affected rows from the events that
-//! remain. Amounts are decimal strings (uint96/uint256 do not fit SQL integers).
+//! remain. Amounts are decimal strings (uint96/uint256 do not fit SQL integers). The rows
+//! are what the API serves, so they are `gantry_protocol::api` types.
 
 use alloy::primitives::B256;
+use gantry_protocol::api::{JobRow, NodeRow};
 use gantry_protocol::bindings::{JobMarket, NodeRegistry};
 use gantry_protocol::envelope::EventEnvelope;
 use serde::de::DeserializeOwned;
-use serde::{Deserialize, Serialize};
 
 pub use gantry_protocol::status::{JOB_STATUS, NODE_STATUS};
-
-/// A job as the API shows it.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
-#[serde(rename_all = "camelCase")]
-pub struct JobRow {
-    pub job_id: i64,
-    pub submitter: String,
-    pub status: String,
-    pub attempts: i64,
-    pub bounty: String,
-    pub deadline: i64,
-    pub spec_hash: String,
-    /// The spec JSON as posted (raw text; not necessarily valid).
-    pub spec: String,
-    /// `JobRequirements` as JSON.
-    pub requirements: String,
-    pub priority: i64,
-    pub node_id: Option<i64>,
-    pub assigned_at: Option<i64>,
-    pub result_hash: Option<String>,
-    pub result_uri: Option<String>,
-    pub challenge_ends_at: Option<i64>,
-    pub payout: Option<String>,
-    pub fee: Option<String>,
-    pub refund: Option<String>,
-    pub reason: Option<String>,
-    pub posted_block: i64,
-    pub posted_at: i64,
-    pub updated_block: i64,
-    pub updated_at: i64,
-    /// GPUs the job asks for (`minGpuCount`).
-    #[serde(default)]
-    pub gpus: i64,
-    /// GPU-seconds its attempts ran on nodes (assignment to submission, reclaim,
-    /// rejection or expiry, times `gpus`).
-    #[serde(default)]
-    pub gpu_seconds: i64,
-}
-
-/// A node as the API shows it.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
-#[serde(rename_all = "camelCase")]
-pub struct NodeRow {
-    pub node_id: i64,
-    pub operator: String,
-    pub agent: String,
-    pub status: String,
-    pub gpu_model: String,
-    pub gpu_count: i64,
-    pub vram_mib: i64,
-    pub cpu_cores: i64,
-    pub ram_mib: i64,
-    pub price_per_gpu_hour: String,
-    pub max_concurrent_jobs: i64,
-    pub metadata_uri: String,
-    pub stake: String,
-    pub slashed: String,
-    pub earnings: String,
-    pub active_jobs: i64,
-    pub completed_jobs: i64,
-    pub failed_jobs: i64,
-    pub last_heartbeat: i64,
-    pub registered_at: i64,
-    pub updated_block: i64,
-}
-
-/// A node as listed: its row, its reputation and how long ago it last beat.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, utoipa::ToSchema)]
-#[serde(rename_all = "camelCase")]
-pub struct NodeView {
-    #[serde(flatten)]
-    pub node: NodeRow,
-    /// Smoothed success rate, 0 to 1 (a new node: 0.5), as the matcher scores it.
-    pub reputation: f64,
-    /// Seconds since its last heartbeat, by the later of this clock and the chain's.
-    pub heartbeat_age_secs: i64,
-}
-
-impl NodeView {
-    pub fn new(node: NodeRow, now: i64) -> Self {
-        Self {
-            reputation: gantry_protocol::reputation::reputation(
-                node.completed_jobs.max(0) as u64,
-                node.failed_jobs.max(0) as u64,
-            ),
-            heartbeat_age_secs: (now - node.last_heartbeat).max(0),
-            node,
-        }
-    }
-}
 
 /// Now, unix seconds: the later of this machine's clock and `chain_time` (a dev chain may
 /// run ahead of the clock).
@@ -349,11 +260,12 @@ pub fn apply_node(
 #[cfg(test)]
 mod tests {
     use alloy::primitives::{Address, B256, U256, aliases::U40, aliases::U96};
+    use gantry_protocol::api::JobRow;
     use gantry_protocol::bindings::JobMarket as M;
     use gantry_protocol::envelope::EventEnvelope;
     use gantry_protocol::events::{ContractKind, DecodedEvent};
 
-    use super::{JobRow, apply_job};
+    use super::apply_job;
 
     fn at(block: u64, time: u64, name: &str, data: serde_json::Value) -> EventEnvelope {
         EventEnvelope {

@@ -8,12 +8,12 @@ use std::time::Duration;
 
 use async_nats::jetstream::{self, consumer};
 use futures::StreamExt;
+use gantry_protocol::api::NodeView;
 use gantry_protocol::envelope::{BlockCommit, EventEnvelope, FinalityWatermark, Retraction};
 use gantry_protocol::subjects;
 use tokio_util::sync::CancellationToken;
 
 use crate::live::{BlockInfo, Live, LiveEvent};
-use crate::model::NodeView;
 use crate::store::{Store, StoreError};
 
 /// Why the projection stopped.

@@ -3,11 +3,12 @@
 //! (or retraction) is written together with the new checkpoint in one transaction, so a
 //! crash never applies an event twice or skips one.
 
+use gantry_protocol::api::{JobRow, Minute, NodeRow, Stats, TimelineEntry};
 use gantry_protocol::envelope::{BlockCommit, EventEnvelope, Retraction};
 use sqlx::any::{AnyPoolOptions, install_default_drivers};
 use sqlx::{AnyPool, Row};
 
-use crate::model::{JobRow, ModelError, NodeRow, apply_job, apply_node, touches};
+use crate::model::{ModelError, apply_job, apply_node, touches};
 
 /// Why the store failed.
 #[derive(Debug, thiserror::Error)]
@@ -470,55 +471,6 @@ pub struct JobDocument {
 pub struct Applied {
     pub jobs: std::collections::BTreeMap<u64, JobRow>,
     pub nodes: std::collections::BTreeMap<u64, NodeRow>,
-}
-
-/// `GET /v1/stats`.
-#[derive(
-    Debug, Clone, Default, PartialEq, serde::Serialize, serde::Deserialize, utoipa::ToSchema,
-)]
-#[serde(rename_all = "camelCase")]
-pub struct Stats {
-    pub jobs_by_status: std::collections::BTreeMap<String, i64>,
-    pub nodes_by_status: std::collections::BTreeMap<String, i64>,
-    pub active_nodes: i64,
-    /// GPUs on active nodes.
-    pub active_gpus: i64,
-    /// GPU-hours the network's nodes ran jobs for.
-    pub gpu_hours: f64,
-    /// Bounties posted (token base units).
-    pub volume: String,
-    /// Paid to providers (token base units).
-    pub paid_to_providers: String,
-}
-
-/// One minute of `GET /v1/stats/history`.
-#[derive(
-    Debug, Clone, Default, PartialEq, serde::Serialize, serde::Deserialize, utoipa::ToSchema,
-)]
-#[serde(rename_all = "camelCase")]
-pub struct Minute {
-    /// Unix seconds of the minute's start.
-    pub at: i64,
-    pub posted: i64,
-    pub completed: i64,
-    /// Failed or expired.
-    pub failed: i64,
-    /// GPUs of the jobs that reported progress in the minute.
-    pub gpus_in_use: i64,
-    /// Their mean GPU utilisation, percent.
-    pub gpu_utilization: Option<f64>,
-}
-
-/// One event of a job's timeline.
-#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize, utoipa::ToSchema)]
-#[serde(rename_all = "camelCase")]
-pub struct TimelineEntry {
-    pub block: i64,
-    pub log_index: i64,
-    pub at: i64,
-    pub tx: String,
-    pub name: String,
-    pub data: serde_json::Value,
 }
 
 /// Which stream's checkpoint.

@@ -3,11 +3,11 @@
 
 use std::time::Duration;
 
-use gantry_api::http::{AppState, HttpConfig, JobDetail, Page, router};
-use gantry_api::model::{JobRow, NodeRow};
+use gantry_api::http::{AppState, HttpConfig, router};
 use gantry_api::project::Progress;
 use reqwest::StatusCode;
 
+use gantry_protocol::api::{JobDetail, JobRow, NodeRow, Page, Stats};
 use gantry_protocol::jobs::{
     self, CompletionReport, CompletionStatus, LogLine, LogStream, ProgressUpdate,
 };
@@ -210,7 +210,7 @@ async fn the_read_api_answers_and_refuses_bad_input_by_name() {
 
     // Network figures: the lifecycle pays one job, cancels one, rejects one (requeued),
     // and its node ends exiting.
-    let stats: gantry_api::store::Stats = get("/v1/stats").await.unwrap().json().await.unwrap();
+    let stats: Stats = get("/v1/stats").await.unwrap().json().await.unwrap();
     assert_eq!(stats.jobs_by_status.get("completed"), Some(&1));
     assert_eq!(stats.jobs_by_status.get("cancelled"), Some(&1));
     assert_eq!(stats.jobs_by_status.values().sum::<i64>(), 3);

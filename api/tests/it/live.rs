@@ -6,9 +6,9 @@
 use std::sync::OnceLock;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-use gantry_api::http::JobDetail;
 use gantry_devnet::confirm_receipt;
 use gantry_devnet::sse::{EventStream, SseEvent};
+use gantry_protocol::api::{History, JobDetail, Minute, Stats};
 use gantry_protocol::bindings::JobMarket;
 use gantry_protocol::jobs::{self, LogLine, LogStream, ProgressUpdate};
 use gantry_protocol::pending::{PENDING_VERSION, PendingExplanation};
@@ -224,14 +224,14 @@ async fn events_and_logs_stream_live_and_the_operational_endpoints_answer() {
         .await
         .unwrap();
     assert_eq!(history, [update]);
-    let minutes: gantry_api::http::History = get("/v1/stats/history?minutes=10")
+    let minutes: History = get("/v1/stats/history?minutes=10")
         .await
         .unwrap()
         .json()
         .await
         .unwrap();
     assert_eq!(minutes.buckets.len(), 10);
-    let sum = |f: fn(&gantry_api::store::Minute) -> i64| minutes.buckets.iter().map(f).sum::<i64>();
+    let sum = |f: fn(&Minute) -> i64| minutes.buckets.iter().map(f).sum::<i64>();
     assert_eq!(sum(|m| m.posted), 4, "the lifecycle's three jobs and job 4");
     assert_eq!(sum(|m| m.completed), 1);
     assert_eq!(
@@ -251,7 +251,7 @@ async fn events_and_logs_stream_live_and_the_operational_endpoints_answer() {
     assert!((reputation - 2.0 / 3.0).abs() < 1e-9, "{reputation}");
     assert!(node["heartbeatAgeSecs"].as_i64().unwrap() >= 0);
     assert_eq!(node["jobs"], serde_json::json!([]), "the node runs nothing");
-    let stats: gantry_api::store::Stats = get("/v1/stats").await.unwrap().json().await.unwrap();
+    let stats: Stats = get("/v1/stats").await.unwrap().json().await.unwrap();
     assert_eq!(
         stats.volume,
         (3 * 50_000_000u64 + 20_000_000).to_string(),

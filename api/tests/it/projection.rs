@@ -3,11 +3,11 @@
 
 use std::time::Duration;
 
-use gantry_api::http::JobDetail;
 use gantry_api::model::{JOB_STATUS, NODE_STATUS};
 use gantry_api::project::{self, Progress};
 use gantry_api::store::Store;
 use gantry_devnet::{Devnet, NatsServer};
+use gantry_protocol::api::JobDetail;
 use gantry_protocol::bindings::{JobMarket, NodeRegistry};
 use tokio_util::sync::CancellationToken;
 

@@ -1,117 +1,17 @@
-//! The reads: gantry-api's JSON endpoints and its Server-Sent-Event streams. The response
-//! types keep only what the CLI shows (unknown fields are ignored, so the API may grow);
-//! `--json` output passes the API's own JSON through untouched.
+//! The reads: gantry-api's JSON endpoints and its Server-Sent-Event streams. The answers
+//! are the API's own types, `gantry_protocol::api` (unknown fields are ignored, so the API
+//! may grow); `--json` output passes the API's own JSON through untouched.
 
 use std::pin::Pin;
 
 use futures::{Stream, StreamExt};
-use gantry_protocol::jobs::{CompletionReport, LogLine, ProgressUpdate};
-use gantry_protocol::pending::PendingExplanation;
+use gantry_protocol::api::{ErrorBody, NodeRow, NodeView, Page};
+use gantry_protocol::jobs::LogLine;
 use reqwest::StatusCode;
-use serde::Deserialize;
 use serde::de::DeserializeOwned;
 use url::Url;
 
 use crate::error::{CliError, Result};
-
-/// A job's row as the API shows it (amounts are base-unit strings).
-#[derive(Debug, Clone, Default, Deserialize)]
-#[serde(rename_all = "camelCase", default)]
-pub struct JobRow {
-    pub job_id: u64,
-    pub submitter: String,
-    pub status: String,
-    pub attempts: u64,
-    pub bounty: String,
-    pub deadline: u64,
-    pub spec: String,
-    /// `JobRequirements` as JSON.
-    pub requirements: String,
-    pub node_id: Option<u64>,
-    pub assigned_at: Option<u64>,
-    pub result_hash: Option<String>,
-    pub result_uri: Option<String>,
-    pub challenge_ends_at: Option<u64>,
-    pub payout: Option<String>,
-    pub fee: Option<String>,
-    pub refund: Option<String>,
-    pub reason: Option<String>,
-    pub posted_at: u64,
-}
-
-/// `GET /v1/jobs/{id}`.
-#[derive(Debug, Clone, Default, Deserialize)]
-#[serde(rename_all = "camelCase", default)]
-pub struct JobDetail {
-    #[serde(flatten)]
-    pub job: JobRow,
-    pub timeline: Vec<TimelineEntry>,
-    pub progress: Option<ProgressUpdate>,
-    pub completions: Vec<CompletionReport>,
-    pub pending: Option<PendingExplanation>,
-}
-
-#[derive(Debug, Clone, Default, Deserialize)]
-#[serde(rename_all = "camelCase", default)]
-pub struct TimelineEntry {
-    pub block: u64,
-    pub at: u64,
-    pub tx: String,
-    pub name: String,
-}
-
-/// A job in a list.
-#[derive(Debug, Clone, Default, Deserialize)]
-#[serde(rename_all = "camelCase", default)]
-pub struct JobSummary {
-    #[serde(flatten)]
-    pub job: JobRow,
-    pub progress: Option<ProgressUpdate>,
-}
-
-/// A page of a list.
-#[derive(Debug, Clone, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct Page<T> {
-    pub items: Vec<T>,
-    pub next_cursor: Option<String>,
-}
-
-/// A node as the API shows it.
-#[derive(Debug, Clone, Default, Deserialize)]
-#[serde(rename_all = "camelCase", default)]
-pub struct NodeRow {
-    pub node_id: u64,
-    pub operator: String,
-    pub agent: String,
-    pub status: String,
-    pub gpu_model: String,
-    pub gpu_count: u64,
-    pub vram_mib: u64,
-    pub cpu_cores: u64,
-    pub ram_mib: u64,
-    pub price_per_gpu_hour: String,
-    pub max_concurrent_jobs: u64,
-    pub metadata_uri: String,
-    pub stake: String,
-    pub slashed: String,
-    pub earnings: String,
-    pub active_jobs: u64,
-    pub completed_jobs: u64,
-    pub failed_jobs: u64,
-    pub last_heartbeat: u64,
-    pub reputation: f64,
-    pub heartbeat_age_secs: u64,
-}
-
-/// `GET /v1/nodes/{id}`.
-#[derive(Debug, Clone, Default, Deserialize)]
-#[serde(rename_all = "camelCase", default)]
-pub struct NodeDetail {
-    #[serde(flatten)]
-    pub node: NodeRow,
-    pub jobs: Vec<JobRow>,
-}
 
 /// The API client.
 #[derive(Debug, Clone)]
@@ -155,10 +55,6 @@ impl Api {
         if status.is_success() {
             return response.json().await.map_err(|e| self.unavailable(e));
         }
-        #[derive(Deserialize)]
-        struct ErrorBody {
-            error: String,
-        }
         let message = response
             .json::<ErrorBody>()
             .await
@@ -183,7 +79,7 @@ impl Api {
         self.get(&format!("v1/nodes/{node_id}"), &[]).await
     }
 
-    /// Every node, through all pages.
+    /// Every node's row, through all pages.
     pub async fn all_nodes(&self) -> Result<Vec<NodeRow>> {
         let mut nodes = Vec::new();
         let mut cursor: Option<String> = None;
@@ -192,8 +88,8 @@ impl Api {
             if let Some(cursor) = &cursor {
                 query.push(("cursor", cursor.clone()));
             }
-            let page: Page<NodeRow> = Self::typed(&self.get("v1/nodes", &query).await?)?;
-            nodes.extend(page.items);
+            let page: Page<NodeView> = Self::typed(&self.get("v1/nodes", &query).await?)?;
+            nodes.extend(page.items.into_iter().map(|view| view.node));
             match page.next_cursor {
                 Some(next) => cursor = Some(next),
                 None => return Ok(nodes),
@@ -236,6 +132,13 @@ impl Api {
             status => Err(self.unavailable(format!("{path}: {status}"))),
         }
     }
+}
+
+/// One of the API's integers (SQL BIGINTs, `i64`; counts, ids and unix times, never
+/// negative) as the CLI counts and shows it; a negative one would be the API's bug and
+/// reads as 0.
+pub fn unsigned(value: i64) -> u64 {
+    u64::try_from(value).unwrap_or(0)
 }
 
 /// One Server-Sent Event.
@@ -347,16 +250,9 @@ mod tests {
     }
 
     #[test]
-    fn rows_read_the_api_s_json_and_ignore_what_they_do_not_know() {
-        let detail: JobDetail = serde_json::from_value(serde_json::json!({
-            "jobId": 3, "status": "assigned", "bounty": "12500000", "deadline": 100,
-            "nodeId": 2, "newField": true, "timeline": [{"block": 5, "logIndex": 0, "at": 9,
-            "tx": "0x1", "name": "JobPosted", "data": {}}], "progress": null,
-            "completions": [], "pending": null
-        }))
-        .unwrap();
-        assert_eq!(detail.job.job_id, 3);
-        assert_eq!(detail.job.node_id, Some(2));
-        assert_eq!(detail.timeline[0].name, "JobPosted");
+    fn api_integers_read_as_unsigned() {
+        assert_eq!(unsigned(42), 42);
+        assert_eq!(unsigned(i64::MAX), 9_223_372_036_854_775_807);
+        assert_eq!(unsigned(-1), 0);
     }
 }

@@ -4,6 +4,7 @@
 //!  contracts (chain) ──logs──▶ indexer ──EventEnvelope on subjects::event()──▶ NATS JetStream
 //!        ▲                                                                      │
 //!        └──── bindings (matcher, worker txs) ◀──── matcher / worker / api ◀────┘
+//!                                                                      └──api::* JSON──▶ CLI
 //! ```
 //!
 //! - [`bindings`]: alloy `sol!` bindings of JobMarket, NodeRegistry and the dev token,
@@ -20,7 +21,10 @@
 //! - [`status`]: job and node status names.
 //! - [`jobs`]: what workers publish about running jobs (progress line format, progress,
 //!   logs, completion reports) and their subjects.
+//! - [`api`]: the read API's JSON answers (job and node rows, pages, details, statistics,
+//!   the error body), served by gantry-api and read by the CLI.
 
+pub mod api;
 pub mod bindings;
 pub mod envelope;
 pub mod events;

@@ -3,11 +3,12 @@
 use std::time::Duration;
 
 use alloy::primitives::{B256, U256};
+use gantry_protocol::api::{JobDetail, JobSummary, Page};
 use gantry_protocol::bindings::JobMarket;
 use gantry_protocol::jobs::LogLine;
 
 use crate::Context;
-use crate::api::{Api, JobDetail, JobSummary, Page};
+use crate::api::{Api, unsigned};
 use crate::config::{ListArgs, LogsArgs, ResultArgs};
 use crate::error::{CliError, Result};
 use crate::output::{self, Money};
@@ -45,7 +46,7 @@ pub fn describe(detail: &JobDetail, money: &Money) -> String {
     let mut fact = |name: &str, value: String| lines.push(format!("  {name:<10} {value}"));
     fact("submitter", job.submitter.clone());
     fact("bounty", money.show_str(&job.bounty));
-    fact("deadline", units::format_time(job.deadline));
+    fact("deadline", units::format_time(unsigned(job.deadline)));
     if let Ok(r) = serde_json::from_str::<JobMarket::JobRequirements>(&job.requirements) {
         fact("needs", output::requirements(&r, money));
     }
@@ -75,7 +76,7 @@ pub fn describe(detail: &JobDetail, money: &Money) -> String {
     if let (Some(ends), "submitted") = (job.challenge_ends_at, job.status.as_str()) {
         fact(
             "challenge",
-            format!("open until {}", units::format_time(ends)),
+            format!("open until {}", units::format_time(unsigned(ends))),
         );
     }
     if let Some(payout) = &job.payout {
@@ -158,7 +159,7 @@ pub async fn list(ctx: &Context, args: &ListArgs) -> Result<()> {
                     .as_ref()
                     .map(output::progress)
                     .unwrap_or_default(),
-                units::format_time(j.job.posted_at),
+                units::format_time(unsigned(j.job.posted_at)),
             ]
         })
         .collect();

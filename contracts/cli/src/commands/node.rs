@@ -2,10 +2,11 @@
 
 use alloy::primitives::U256;
 use alloy::primitives::aliases::U96;
+use gantry_protocol::api::NodeDetail;
 use gantry_protocol::bindings::NodeRegistry;
 
 use crate::Context;
-use crate::api::{Api, NodeDetail};
+use crate::api::{Api, unsigned};
 use crate::config::RegisterArgs;
 use crate::error::{CliError, Result};
 use crate::output::{self, Money};
@@ -104,7 +105,7 @@ pub async fn status(ctx: &Context, node_id: u64) -> Result<()> {
     let money = ctx.money().await;
     print!("{}", describe(&detail, &money));
     // The unbonding end is on-chain only.
-    if detail.node.status == "exiting"
+    if detail.node.node.status == "exiting"
         && let Ok(chain) = ctx.chain().await
         && let Ok(node) = chain.registry.getNode(node_id).call().await
     {
@@ -119,7 +120,8 @@ pub async fn status(ctx: &Context, node_id: u64) -> Result<()> {
 
 /// A node for people.
 pub fn describe(detail: &NodeDetail, money: &Money) -> String {
-    let node = &detail.node;
+    let view = &detail.node;
+    let node = &view.node;
     let mut lines = vec![format!("node {}: {}", node.node_id, node.status)];
     let mut fact = |name: &str, value: String| lines.push(format!("  {name:<10} {value}"));
     fact("operator", node.operator.clone());
@@ -131,7 +133,7 @@ pub fn describe(detail: &NodeDetail, money: &Money) -> String {
             "{}× {} ({} each)",
             node.gpu_count,
             node.gpu_model,
-            units::format_mib(node.vram_mib)
+            units::format_mib(unsigned(node.vram_mib))
         )
     };
     fact(
@@ -139,7 +141,7 @@ pub fn describe(detail: &NodeDetail, money: &Money) -> String {
         format!(
             "{gpus} · {} CPU cores · {} RAM · {} per GPU-hour · {} slot(s)",
             node.cpu_cores,
-            units::format_mib(node.ram_mib),
+            units::format_mib(unsigned(node.ram_mib)),
             money.show_str(&node.price_per_gpu_hour),
             node.max_concurrent_jobs
         ),
@@ -157,12 +159,15 @@ pub fn describe(detail: &NodeDetail, money: &Money) -> String {
         "jobs",
         format!(
             "{} running · {} completed · {} failed · reputation {:.2}",
-            node.active_jobs, node.completed_jobs, node.failed_jobs, node.reputation
+            node.active_jobs, node.completed_jobs, node.failed_jobs, view.reputation
         ),
     );
     fact(
         "heartbeat",
-        format!("{} ago", units::format_secs(node.heartbeat_age_secs.max(1))),
+        format!(
+            "{} ago",
+            units::format_secs(unsigned(view.heartbeat_age_secs).max(1))
+        ),
     );
     for job in &detail.jobs {
         fact("job", format!("{} ({})", job.job_id, job.status));

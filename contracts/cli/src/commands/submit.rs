@@ -14,6 +14,7 @@ use gantry_protocol::spec::{
 };
 
 use crate::Context;
+use crate::api::unsigned;
 use crate::config::{Kind, SubmitArgs};
 use crate::error::{CliError, Result};
 use crate::output::{self, Money};
@@ -83,8 +84,8 @@ pub async fn submit(ctx: &Context, args: &SubmitArgs) -> Result<()> {
                 .filter(|n| n.status != "exited" && !n.gpu_model.is_empty())
                 .map(|n| Offer {
                     model: n.gpu_model,
-                    gpu_count: n.gpu_count,
-                    vram_mib: n.vram_mib,
+                    gpu_count: unsigned(n.gpu_count),
+                    vram_mib: unsigned(n.vram_mib),
                 })
                 .collect();
             let min_gpus = u64::from(args.gpus.unwrap_or(1));

@@ -6,11 +6,12 @@
 use std::io::IsTerminal;
 use std::time::Duration;
 
+use gantry_protocol::api::{JobDetail, JobRow};
 use gantry_protocol::jobs::ProgressUpdate;
 use indicatif::{ProgressBar, ProgressStyle};
 
 use crate::Context;
-use crate::api::{Api, JobDetail, JobRow};
+use crate::api::{Api, unsigned};
 use crate::commands::job::{MAX_RECONNECTS, backoff};
 use crate::config::WatchArgs;
 use crate::error::{CliError, Result};
@@ -35,7 +36,7 @@ const SETTLED: [&str; 4] = ["completed", "failed", "cancelled", "expired"];
 impl Watched {
     pub fn from_detail(detail: &JobDetail) -> Self {
         let mut watched = Self {
-            job_id: detail.job.job_id,
+            job_id: unsigned(detail.job.job_id),
             status: String::new(),
             attempts: 0,
             node_id: None,
@@ -52,11 +53,11 @@ impl Watched {
 
     /// A newer row of the job: its status, attempt and node.
     pub fn apply_row(&mut self, row: &JobRow) {
-        debug_assert_eq!(row.job_id, self.job_id);
+        debug_assert_eq!(unsigned(row.job_id), self.job_id);
         self.status = row.status.clone();
-        self.attempts = row.attempts;
-        self.node_id = row.node_id;
-        self.challenge_ends_at = row.challenge_ends_at;
+        self.attempts = unsigned(row.attempts);
+        self.node_id = row.node_id.map(unsigned);
+        self.challenge_ends_at = row.challenge_ends_at.map(unsigned);
         if self.status != "open" {
             self.pending = None;
         }
@@ -228,7 +229,7 @@ pub async fn watch(ctx: &Context, args: &WatchArgs) -> Result<()> {
                 })?;
                 if event.event == "job"
                     && serde_json::from_str::<JobRow>(&event.data)
-                        .is_ok_and(|r| r.job_id == args.id)
+                        .is_ok_and(|r| u64::try_from(r.job_id) == Ok(args.id))
                 {
                     break fetch().await?;
                 }
@@ -270,7 +271,7 @@ pub async fn watch(ctx: &Context, args: &WatchArgs) -> Result<()> {
         match event.event.as_str() {
             "job" => {
                 if let Ok(row) = serde_json::from_str::<JobRow>(&event.data)
-                    && row.job_id == args.id
+                    && u64::try_from(row.job_id) == Ok(args.id)
                 {
                     state.apply_row(&row);
                 }
@@ -291,7 +292,7 @@ pub async fn watch(ctx: &Context, args: &WatchArgs) -> Result<()> {
 mod tests {
     use super::*;
 
-    fn row(status: &str, attempts: u64) -> JobRow {
+    fn row(status: &str, attempts: i64) -> JobRow {
         JobRow {
             job_id: 7,
             status: status.into(),
