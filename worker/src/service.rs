@@ -599,20 +599,28 @@ async fn claim_loop(
                 if claimable(&info, &capabilities, min_payment)
                     && kind_accepted(&ctx, job_id, &info).await =>
             {
-                match ctx.chain.claim(job_id, ctx.node_id).await {
+                let ack = match ctx.chain.claim(job_id, ctx.node_id).await {
                     Ok(()) => {
                         capacity.claimed.add(job_id);
                         tracing::info!(job_id, "claimed");
                         metrics::counter!("gantry_worker_claims_total", "outcome" => "claimed")
                             .increment(1);
+                        jetstream::AckKind::Ack
                     }
+                    // Unanswered: the job is considered again later.
+                    Err(e @ ChainError::Rpc(_)) => {
+                        tracing::debug!(job_id, error = %e, "claim not sent");
+                        jetstream::AckKind::Nak(Some(CLAIM_RETRY))
+                    }
+                    // Refused (taken meanwhile, or the chain's checks said no).
                     Err(e) => {
                         tracing::debug!(job_id, error = %e, "claim refused");
                         metrics::counter!("gantry_worker_claims_total", "outcome" => "refused")
                             .increment(1);
+                        jetstream::AckKind::Ack
                     }
-                }
-                let _ = message.ack().await;
+                };
+                let _ = message.ack_with(ack).await;
             }
             // Not open, not a fit, or not worth it: nothing to do, now or later (a requeue
             // is a new event).
