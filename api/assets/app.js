@@ -1,8 +1,8 @@
 // The dashboard: hash routes to views, the live-feed indicator and the clock that keeps
 // relative times current. Each view's `mount(root, …)` returns its cleanup.
 
-import { live } from './api.js';
-import { html, tick } from './format.js';
+import { getJson, live } from './api.js';
+import { html, tick, useToken } from './format.js';
 import * as jobs from './views/jobs.js';
 import * as job from './views/job.js';
 import * as nodes from './views/nodes.js';
@@ -51,5 +51,8 @@ live.on('state', showLive);
 live.on('block', showLive);
 live.start();
 window.addEventListener('hashchange', route);
-route();
+// Amounts need the token's decimals; without an answer they show as the dev token's.
+getJson('/v1/token')
+  .then(useToken, (error) => console.warn('the token is unknown', error))
+  .finally(route);
 setInterval(() => tick(view), 1000);

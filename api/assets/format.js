@@ -1,8 +1,20 @@
-// Formatting and HTML templating. Amounts are gUSD base units (6 decimals) as decimal
-// strings; chain times are unix seconds, worker times unix milliseconds.
+// Formatting and HTML templating. Amounts are the payment token's base units as decimal
+// strings, shown with its decimals and symbol (`GET /v1/token`, set once by `useToken`
+// before the first view); chain times are unix seconds, worker times unix milliseconds.
 
-const DECIMALS = 6n;
-const UNIT = 10n ** DECIMALS;
+let DECIMALS = 6n;
+let UNIT = 10n ** DECIMALS;
+let SYMBOL = 'gUSD';
+
+/** Shows amounts as `token` (`{symbol, decimals}`) says. */
+export function useToken(token) {
+  DECIMALS = BigInt(token.decimals);
+  UNIT = 10n ** DECIMALS;
+  SYMBOL = token.symbol;
+}
+
+/** The payment token's symbol. */
+export const symbol = () => SYMBOL;
 
 /** Text already escaped (or trusted markup), passed through `html` as is. */
 class Markup {
@@ -36,7 +48,8 @@ export function big(value) {
   }
 }
 
-/** `50000000` → `50.00`: at least two decimals, at most six, thousands grouped. */
+/** `50000000` → `50.00` (6 decimals): at least two decimals, at most the token's,
+ * thousands grouped. */
 export function tokens(base) {
   const value = big(base);
   const sign = value < 0n ? '-' : '';
@@ -48,7 +61,7 @@ export function tokens(base) {
 }
 
 /** `50000000` → `50.00 gUSD`. */
-export const gusd = (base) => `${tokens(base)} gUSD`;
+export const money = (base) => `${tokens(base)} ${SYMBOL}`;
 
 /** Seconds as `45s`, `3m 07s`, `2h 05m`, `4d 3h`, `12y`. */
 export function duration(seconds) {

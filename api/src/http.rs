@@ -15,7 +15,7 @@ use axum::routing::get;
 use axum::{Json, Router};
 use futures::Stream;
 use gantry_protocol::api::{
-    ErrorBody, History, JobDetail, JobRow, JobSummary, NodeDetail, NodeView, Page, Stats,
+    ErrorBody, History, JobDetail, JobRow, JobSummary, NodeDetail, NodeView, Page, Stats, TokenInfo,
 };
 use gantry_protocol::jobs::{CompletionReport, LogLine, ProgressUpdate};
 use gantry_protocol::pending::PendingExplanation;
@@ -54,6 +54,8 @@ pub struct AppState {
     pub metrics: Option<PrometheusHandle>,
     /// `/readyz` fails while the projection trails the stream by more messages.
     pub max_lag: u64,
+    /// The payment token, as `/v1/token` names it.
+    pub token: TokenInfo,
 }
 
 impl AppState {
@@ -65,6 +67,7 @@ impl AppState {
             nats: None,
             metrics: None,
             max_lag: DEFAULT_MAX_LAG,
+            token: TokenInfo::default(),
         }
     }
 
@@ -204,6 +207,7 @@ impl IntoResponse for ApiError {
         get_node,
         stats,
         stats_history,
+        token,
         events,
         healthz,
         ready
@@ -223,6 +227,7 @@ pub fn router(state: AppState, config: HttpConfig) -> Router {
         .route("/v1/nodes/{id}", get(get_node))
         .route("/v1/stats", get(stats))
         .route("/v1/stats/history", get(stats_history))
+        .route("/v1/token", get(token))
         .route("/v1/events", get(events))
         .route("/healthz", get(healthz))
         .route("/readyz", get(ready))
@@ -781,6 +786,12 @@ async fn get_node(
         node: NodeView::new(node, now(&state).await?),
         jobs,
     }))
+}
+
+/// The payment token: its symbol, and the decimals by which base units are shown.
+#[utoipa::path(get, path = "/v1/token", responses((status = 200, body = TokenInfo)))]
+async fn token(State(state): State<AppState>) -> Json<TokenInfo> {
+    Json(state.token.clone())
 }
 
 /// Network totals.

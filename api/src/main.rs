@@ -45,6 +45,13 @@ struct Cli {
     /// `/readyz` fails while the projection trails the chain stream by more messages.
     #[arg(long, env = "GANTRY_API_MAX_LAG", default_value_t = gantry_api::http::DEFAULT_MAX_LAG)]
     max_lag: u64,
+    /// The payment token's symbol, as the dashboard shows amounts (`GET /v1/token`).
+    #[arg(long, env = "GANTRY_TOKEN_SYMBOL", default_value = "gUSD")]
+    token_symbol: String,
+    /// The payment token's decimals (`decimals()` of the ERC-20).
+    #[arg(long, env = "GANTRY_TOKEN_DECIMALS", default_value_t = 6,
+        value_parser = clap::value_parser!(u8).range(0..=36))]
+    token_decimals: u8,
 }
 
 #[tokio::main]
@@ -91,6 +98,10 @@ async fn main() -> anyhow::Result<()> {
     };
     let state = AppState {
         max_lag: cli.max_lag,
+        token: gantry_protocol::api::TokenInfo {
+            symbol: cli.token_symbol.clone(),
+            decimals: cli.token_decimals,
+        },
         ..AppState::new(store, progress, live)
     }
     .with_nats(js, cli.chain_id)

@@ -4,7 +4,7 @@
 import { coalesce, follow, getJson } from '../api.js';
 import { lineChart } from '../charts.js';
 import {
-  ago, bar, big, bytes, bytes32Text, dateTime, duration, gusd, html, mib, parseJson, percent,
+  ago, bar, big, bytes, bytes32Text, dateTime, duration, money, html, mib, parseJson, percent,
   short, status, until,
 } from '../format.js';
 import { currentProgress } from './jobs.js';
@@ -140,7 +140,7 @@ function overview(job) {
   return html`<h2>Overview</h2><dl>
     <dt>Submitter</dt><dd><code title="${job.submitter}">${short(job.submitter)}</code></dd>
     <dt>Node</dt><dd>${job.nodeId == null ? none : html`<a href="#/nodes/${job.nodeId}">node ${job.nodeId}</a>`}</dd>
-    <dt>Bounty</dt><dd>${gusd(job.bounty)}</dd>
+    <dt>Bounty</dt><dd>${money(job.bounty)}</dd>
     <dt>Attempts</dt><dd>${job.attempts}</dd>
     <dt>Priority</dt><dd>${job.priority}</dd>
     <dt>Posted</dt><dd>${ago(job.postedAt)} <span class="muted">block ${job.postedBlock}</span></dd>
@@ -160,7 +160,7 @@ function requirements(text) {
   if (n(r.minVramMiB)) out.push(`≥ ${mib(n(r.minVramMiB))} VRAM`);
   if (n(r.minCpuCores)) out.push(`≥ ${n(r.minCpuCores)} CPU cores`);
   if (n(r.minRamMiB)) out.push(`≥ ${mib(n(r.minRamMiB))} RAM`);
-  if (r.maxPricePerGpuHour !== undefined) out.push(`≤ ${gusd(r.maxPricePerGpuHour)} per GPU-hour`);
+  if (r.maxPricePerGpuHour !== undefined) out.push(`≤ ${money(r.maxPricePerGpuHour)} per GPU-hour`);
   if (n(r.maxRuntime)) out.push(`≤ ${duration(n(r.maxRuntime))} run time`);
   return out;
 }
@@ -215,9 +215,9 @@ function resultCard(job) {
     ${row('Result hash', job.resultHash && html`<code title="${job.resultHash}">${short(job.resultHash)}</code>`)}
     ${row('Result URI', job.resultUri && html`<code>${job.resultUri}</code>`)}
     ${['submitted', 'disputed'].includes(job.status) ? row('Challenge ends', job.challengeEndsAt && html`in ${until(job.challengeEndsAt)}`) : ''}
-    ${row('Paid to provider', job.payout && gusd(job.payout))}
-    ${row('Protocol fee', job.fee && gusd(job.fee))}
-    ${row('Refunded', job.refund && gusd(job.refund))}
+    ${row('Paid to provider', job.payout && money(job.payout))}
+    ${row('Protocol fee', job.fee && money(job.fee))}
+    ${row('Refunded', job.refund && money(job.refund))}
     ${row(SETTLED.has(job.status) ? 'Reason' : 'Previous attempt', job.reason)}
   </dl>
   ${completions.length ? html`<table class="compact"><thead><tr><th>Attempt</th><th>Node</th><th>Worker report</th>
@@ -241,7 +241,7 @@ function timelineEntry(entry) {
 
 /** An event's field in words: amounts in gUSD, instants as dates, long hex shortened. */
 function eventField(name, value) {
-  if (AMOUNT_FIELDS.has(name)) return gusd(value);
+  if (AMOUNT_FIELDS.has(name)) return money(value);
   if (name.endsWith('At') || name === 'deadline') return dateTime(Number(big(value)));
   if (typeof value === 'string' && value.startsWith('0x') && value.length > 14) {
     return html`<code title="${value}">${short(value)}</code>`;

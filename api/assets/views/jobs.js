@@ -1,7 +1,7 @@
 // `#/jobs[?status=…]`: the jobs, newest first, kept current by the live feed.
 
 import { follow, getJson } from '../api.js';
-import { ago, bar, gusd, html, imageName, status, until } from '../format.js';
+import { ago, bar, money, html, imageName, status, until } from '../format.js';
 
 const FILTERS = [
   ['', 'All'], ['open', 'Open'], ['assigned', 'Running'], ['submitted', 'Submitted'],
@@ -50,7 +50,7 @@ export function jobRow(job, flash = false) {
     <td>${status(job.status)}</td>
     <td class="image" title="${image}">${image || none}</td>
     <td>${job.nodeId == null ? none : html`<a href="#/nodes/${job.nodeId}">node ${job.nodeId}</a>`}</td>
-    <td class="num">${gusd(job.bounty)}</td>
+    <td class="num">${money(job.bounty)}</td>
     <td class="progress">${progressCell(job)}</td>
     <td>${remaining(job)}</td>
     <td>${ago(job.postedAt)}</td>

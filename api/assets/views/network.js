@@ -2,7 +2,7 @@
 
 import { coalesce, follow, getJson } from '../api.js';
 import { barChart, lineChart } from '../charts.js';
-import { clock, html, tokens } from '../format.js';
+import { clock, html, symbol, tokens } from '../format.js';
 
 const MINUTES = 60;
 /** At most one refresh per this long while events pour in. */
@@ -10,7 +10,7 @@ const REFRESH_GAP_MS = 2000;
 /** The minute buckets roll over even when nothing happens. */
 const ROLL_MS = 30_000;
 
-const amount = (base) => html`${tokens(base)} <span class="unit">gUSD</span>`;
+const amount = (base) => html`${tokens(base)} <span class="unit">${symbol()}</span>`;
 
 function tile(label, value, note = '') {
   return html`<div class="tile"><div class="label">${label}</div><div class="value">${value}</div>

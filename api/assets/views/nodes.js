@@ -1,7 +1,7 @@
 // `#/nodes`: the providers' nodes; `#/nodes/<id>`: one node and its active jobs.
 
 import { coalesce, follow, getJson } from '../api.js';
-import { ago, bar, gusd, html, mib, nowSecs, percent, short, status } from '../format.js';
+import { ago, bar, money, html, mib, nowSecs, percent, short, status } from '../format.js';
 import { JOB_HEAD, jobRow, rowsOpenJobs } from './jobs.js';
 
 const none = html`<span class="muted">—</span>`;
@@ -24,11 +24,11 @@ function nodeRow(node) {
     <td class="num"><a href="#/nodes/${node.nodeId}">node ${node.nodeId}</a></td>
     <td>${status(node.status)}</td>
     <td>${gpu(node)} <span class="muted">${mib(node.vramMib)}</span></td>
-    <td class="num">${gusd(node.pricePerGpuHour)} <span class="muted">/ GPU-h</span></td>
+    <td class="num">${money(node.pricePerGpuHour)} <span class="muted">/ GPU-h</span></td>
     <td>${heartbeat(node)}</td>
     <td class="progress">${reputation(node)}</td>
     <td class="num">${node.activeJobs} <span class="muted">/ ${node.completedJobs} / ${node.failedJobs}</span></td>
-    <td class="num">${gusd(node.earnings)}</td>
+    <td class="num">${money(node.earnings)}</td>
   </tr>`;
 }
 
@@ -117,12 +117,12 @@ export function mountOne(root, id) {
     part('overview').innerHTML = html`<dl class="columns">
       <dt>GPU</dt><dd>${gpu(node)}, ${mib(node.vramMib)} each</dd>
       <dt>CPU / RAM</dt><dd>${node.cpuCores} cores, ${mib(node.ramMib)}</dd>
-      <dt>Price</dt><dd>${gusd(node.pricePerGpuHour)} per GPU-hour</dd>
+      <dt>Price</dt><dd>${money(node.pricePerGpuHour)} per GPU-hour</dd>
       <dt>Concurrent jobs</dt><dd>${node.activeJobs} of ${node.maxConcurrentJobs}</dd>
       <dt>Completed / failed</dt><dd>${node.completedJobs} / ${node.failedJobs}</dd>
       <dt>Reputation</dt><dd class="progress">${reputation(node)}</dd>
-      <dt>Earnings</dt><dd>${gusd(node.earnings)}</dd>
-      <dt>Stake</dt><dd>${gusd(node.stake)}${node.slashed !== '0' ? html` <span class="err">(${gusd(node.slashed)} slashed)</span>` : ''}</dd>
+      <dt>Earnings</dt><dd>${money(node.earnings)}</dd>
+      <dt>Stake</dt><dd>${money(node.stake)}${node.slashed !== '0' ? html` <span class="err">(${money(node.slashed)} slashed)</span>` : ''}</dd>
       <dt>Heartbeat</dt><dd>${heartbeat(node)}</dd>
       <dt>Registered</dt><dd>${ago(node.registeredAt)}</dd>
       <dt>Operator</dt><dd><code title="${node.operator}">${short(node.operator)}</code></dd>

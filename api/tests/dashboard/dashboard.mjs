@@ -59,7 +59,7 @@ try {
   assert.deepEqual(rows, [['3', 'assigned'], ['2', 'cancelled'], ['1', 'completed']], 'the jobs, newest first');
   const job3 = list.locator('tr[data-job-id="3"]');
   await job3.locator('[role=progressbar][aria-valuenow="40"]').waitFor();
-  assert.match(await job3.innerText(), /running[\s\S]*acme\/train[\s\S]*node 2[\s\S]*50\.00 gUSD[\s\S]*40%/);
+  assert.match(await job3.innerText(), /running[\s\S]*acme\/train[\s\S]*node 2[\s\S]*0\.05 kUSD[\s\S]*40%/);
   assert.match(await list.locator('tr[data-job-id="1"]').innerText(), /completed/);
   // Marks this document: a reload would lose it.
   await list.evaluate(() => { window.notReloaded = true; });
@@ -95,7 +95,7 @@ try {
   // 3. The other pages.
   await list.goto(`${base}/#/nodes`);
   await list.locator('tr[data-node-id="2"][data-status="active"]').waitFor();
-  assert.match(await list.locator('tr[data-node-id="1"]').innerText(), /exiting[\s\S]*8× NVIDIA-H100-80GB[\s\S]*2\.00 gUSD/);
+  assert.match(await list.locator('tr[data-node-id="1"]').innerText(), /exiting[\s\S]*8× NVIDIA-H100-80GB[\s\S]*0\.002 kUSD/);
   await list.screenshot({ path: `${shots}/nodes.png`, fullPage: true });
   await list.goto(`${base}/#/network`);
   await list.locator('.tile', { hasText: 'Jobs' }).first().waitFor();

@@ -9,6 +9,7 @@ use std::time::Duration;
 use alloy::primitives::U256;
 use alloy::primitives::aliases::U96;
 use gantry_devnet::{confirm_receipt, scenario};
+use gantry_protocol::api::TokenInfo;
 use gantry_protocol::bindings::{JobMarket, NodeRegistry};
 use gantry_protocol::jobs::{self, LogLine, LogStream, ProgressUpdate};
 use tokio::io::{AsyncBufReadExt, AsyncReadExt, BufReader};
@@ -38,7 +39,13 @@ async fn the_dashboard_shows_the_jobs_and_follows_them_live_in_chromium() {
 
     let stop = CancellationToken::new();
     let dir = tempfile::tempdir().unwrap();
-    let api = Api::start(&chain, &js, &sqlite(dir.path()), &stop, None).await;
+    // Not the dev token's 6 decimals and symbol: amounts must show as `/v1/token` says
+    // (`tests/dashboard/dashboard.mjs` expects 50 gUSD base units as `0.05 kUSD`).
+    let token = TokenInfo {
+        symbol: "kUSD".into(),
+        decimals: 9,
+    };
+    let api = Api::start_with_token(&chain, &js, &sqlite(dir.path()), &stop, None, token).await;
     api.caught_up(&chain, reported).await;
 
     let shots = concat!(env!("CARGO_TARGET_TMPDIR"), "/dashboard");

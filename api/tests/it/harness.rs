@@ -8,6 +8,7 @@ use gantry_api::live::Live;
 use gantry_api::project::{self, Progress};
 use gantry_api::store::Store;
 use gantry_devnet::{confirm_receipt, scenario};
+use gantry_protocol::api::TokenInfo;
 use gantry_protocol::bindings::JobMarket;
 use gantry_protocol::jobs;
 use metrics_exporter_prometheus::PrometheusHandle;
@@ -84,6 +85,18 @@ impl Api {
         stop: &CancellationToken,
         metrics: Option<PrometheusHandle>,
     ) -> Self {
+        Self::start_with_token(chain, js, database_url, stop, metrics, TokenInfo::default()).await
+    }
+
+    /// The same, naming the payment token `token` (`GET /v1/token`).
+    pub(crate) async fn start_with_token(
+        chain: &Chain,
+        js: &async_nats::jetstream::Context,
+        database_url: &str,
+        stop: &CancellationToken,
+        metrics: Option<PrometheusHandle>,
+        token: TokenInfo,
+    ) -> Self {
         let chain_id = chain.devnet.deployment.chain_id;
         let store = Store::open(database_url).await.unwrap();
         let live = Live::closing_on(stop.clone());
@@ -111,8 +124,11 @@ impl Api {
             );
             async move { run.await.expect("the reports consumer runs") }
         });
-        let mut state =
-            AppState::new(store, progress.clone(), live).with_nats(js.clone(), chain_id);
+        let mut state = AppState {
+            token,
+            ..AppState::new(store, progress.clone(), live)
+        }
+        .with_nats(js.clone(), chain_id);
         if let Some(handle) = metrics {
             state = state.with_metrics(handle);
         }

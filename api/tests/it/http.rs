@@ -218,6 +218,11 @@ async fn the_read_api_answers_and_refuses_bad_input_by_name() {
     assert_eq!(stats.active_gpus, 0, "no node is active");
     assert_eq!(stats.paid_to_providers, job.job.payout.clone().unwrap());
 
+    // The payment token, as amounts are shown: the dev token unless configured.
+    let token: gantry_protocol::api::TokenInfo =
+        get("/v1/token").await.unwrap().json().await.unwrap();
+    assert_eq!((token.symbol.as_str(), token.decimals), ("gUSD", 6));
+
     // Health and readiness.
     assert_eq!(get("/healthz").await.unwrap().status(), StatusCode::OK);
     assert_eq!(get("/readyz").await.unwrap().status(), StatusCode::OK);

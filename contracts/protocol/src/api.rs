@@ -9,6 +9,7 @@
 //!   GET /v1/nodes/{id}     NodeDetail        NodeView + its running jobs
 //!   GET /v1/stats          Stats
 //!   GET /v1/stats/history  History           Minute by minute
+//!   GET /v1/token          TokenInfo         how amounts are shown
 //!   GET /v1/events (SSE)   job: JobRow, node: NodeView, progress: ProgressUpdate
 //!   a 400, 404 or 500      ErrorBody
 //! ```
@@ -221,6 +222,26 @@ pub struct Minute {
     pub gpus_in_use: i64,
     /// Their mean GPU utilisation, percent.
     pub gpu_utilization: Option<f64>,
+}
+
+/// `GET /v1/token`: the payment token, for showing amounts (base units as decimal
+/// strings everywhere else).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+pub struct TokenInfo {
+    pub symbol: String,
+    /// Base units per token: 10^decimals.
+    pub decimals: u8,
+}
+
+impl Default for TokenInfo {
+    /// The dev network's token.
+    fn default() -> Self {
+        Self {
+            symbol: "gUSD".into(),
+            decimals: 6,
+        }
+    }
 }
 
 /// The body of every error answer.
