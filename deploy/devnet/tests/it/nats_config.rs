@@ -280,12 +280,7 @@ async fn a_worker_reaches_its_own_assignments_and_reports_and_nothing_of_other_n
         .expect("publish");
     worker.refused("Publish", &next).await;
     let forged_ack = format!("$JS.ACK.{stream_name}.{other}.1.4.1.1700000000000000000.0");
-    worker
-        .client
-        .publish(forged_ack.clone(), "+ACK".into())
-        .await
-        .expect("publish");
-    worker.refused("Publish", &forged_ack).await;
+    worker.refused_publish(&forged_ack, "+ACK").await;
 
     // The one create subject it may use names its own filter; a request through it that
     // asks for node 2's assignments is refused by nats-server itself.
@@ -349,25 +344,11 @@ async fn a_worker_reaches_its_own_assignments_and_reports_and_nothing_of_other_n
     );
 
     // Nor write the chain, nor listen to it directly, nor write the inputs bucket.
-    let forged_event = subjects::assignments_of(CHAIN, 1);
     worker
-        .client
-        .publish(forged_event.clone(), "job 8 to node 1".into())
-        .await
-        .expect("publish");
-    worker.refused("Publish", &forged_event).await;
-    let forged_commit = subjects::block_commit(CHAIN, 99);
+        .refused_publish(&subjects::assignments_of(CHAIN, 1), "job 8 to node 1")
+        .await;
     worker
-        .refused_call(
-            async {
-                worker
-                    .refusing_js
-                    .publish(forged_commit.clone(), "{}".into())
-                    .await?
-                    .await
-            },
-            forged_commit.clone(),
-        )
+        .refused_stream_publish(&subjects::block_commit(CHAIN, 99))
         .await;
     let chain_subjects = subjects::stream_subjects(CHAIN);
     let _subscription = worker
@@ -628,25 +609,11 @@ async fn indexer_alone_writes_the_chain_and_each_service_keeps_to_its_own_state(
 
     // Only the indexer writes chain subjects; each service writes only its own state.
     for reader in [&matcher, &liveness, &api] {
-        let forged = subjects::event(CHAIN, "JobAssigned", "1");
         reader
-            .client
-            .publish(forged.clone(), "{}".into())
-            .await
-            .expect("publish");
-        reader.refused("Publish", &forged).await;
-        let forged_commit = subjects::block_commit(CHAIN, 12);
+            .refused_publish(&subjects::event(CHAIN, "JobAssigned", "1"), "{}")
+            .await;
         reader
-            .refused_call(
-                async {
-                    reader
-                        .refusing_js
-                        .publish(forged_commit.clone(), "{}".into())
-                        .await?
-                        .await
-                },
-                forged_commit.clone(),
-            )
+            .refused_stream_publish(&subjects::block_commit(CHAIN, 12))
             .await;
     }
     let refusing_pending = api
@@ -659,12 +626,8 @@ async fn indexer_alone_writes_the_chain_and_each_service_keeps_to_its_own_state(
         format!("$KV.{pending_bucket}.9"),
     )
     .await;
-    let progress = jobs::progress_subject(CHAIN, 7);
-    api.client
-        .publish(progress.clone(), "{}".into())
-        .await
-        .expect("publish");
-    api.refused("Publish", &progress).await;
+    api.refused_publish(&jobs::progress_subject(CHAIN, 7), "{}")
+        .await;
     let refusing_lease = liveness
         .refusing_js
         .get_key_value("gantry_indexer_lease")
@@ -676,13 +639,9 @@ async fn indexer_alone_writes_the_chain_and_each_service_keeps_to_its_own_state(
     liveness
         .refused("Publish", "$JS.API.STREAM.INFO.KV_gantry_indexer_lease")
         .await;
-    let indexer_on_jobs = jobs::progress_subject(CHAIN, 7);
     indexer
-        .client
-        .publish(indexer_on_jobs.clone(), "{}".into())
-        .await
-        .expect("publish");
-    indexer.refused("Publish", &indexer_on_jobs).await;
+        .refused_publish(&jobs::progress_subject(CHAIN, 7), "{}")
+        .await;
 
     assert_eq!(
         stream_last(&chain).await,
@@ -875,6 +834,29 @@ impl Session {
             self.refused_matching("Publish", |s| s.starts_with(&prefix), &prefix)
         );
         assert!(outcome.is_err(), "a refused call to {prefix}… fails");
+    }
+
+    /// Publishes `payload` to `subject` (core NATS) and waits for the refusal.
+    async fn refused_publish(&self, subject: &str, payload: &'static str) {
+        self.client
+            .publish(subject.to_owned(), payload.into())
+            .await
+            .expect("publish");
+        self.refused("Publish", subject).await;
+    }
+
+    /// Publishes to `subject` through JetStream, which must fail, and waits for the refusal.
+    async fn refused_stream_publish(&self, subject: &str) {
+        self.refused_call(
+            async {
+                self.refusing_js
+                    .publish(subject.to_owned(), "{}".into())
+                    .await?
+                    .await
+            },
+            subject.to_owned(),
+        )
+        .await;
     }
 
     /// A stream handle whose calls give up after [`REFUSED_CALL_TIMEOUT`].
