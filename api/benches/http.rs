@@ -28,7 +28,7 @@ use gantry_api::project::Progress;
 use gantry_api::store::Store;
 use gantry_protocol::bindings::{JobMarket, NodeRegistry};
 use gantry_protocol::envelope::{BlockCommit, ENVELOPE_VERSION, EventEnvelope};
-use gantry_protocol::events::{ContractKind, DecodedEvent};
+use gantry_protocol::events::{ContractKind, DecodedEvent, event_name};
 use http_body_util::{BodyExt, Empty};
 use hyper::body::Bytes as Chunk;
 use hyper::client::conn::http1::{self, SendRequest};
@@ -129,9 +129,9 @@ async fn project(store: &Store) -> Projection {
         blocks.len() as f64 / elapsed.as_secs_f64(),
     );
     let open = store.job(1).await.expect("job 1").expect("job 1 stored");
-    assert_eq!(open.status, "open", "job 1");
+    assert_eq!(open.status.as_str(), "open", "job 1");
     let running = store.job(ASSIGN_EVERY).await.expect("job").expect("stored");
-    assert_eq!(running.status, "assigned", "job {ASSIGN_EVERY}");
+    assert_eq!(running.status.as_str(), "assigned", "job {ASSIGN_EVERY}");
     Projection { events_per_s }
 }
 
@@ -147,7 +147,7 @@ fn synthetic_chain() -> Vec<(Vec<EventEnvelope>, BlockCommit)> {
             for node in 1..=NODES {
                 block.push(
                     ContractKind::Registry,
-                    "NodeRegistered",
+                    event_name::<NodeRegistry::NodeRegistered>(),
                     node,
                     registered(node),
                 );
@@ -156,7 +156,12 @@ fn synthetic_chain() -> Vec<(Vec<EventEnvelope>, BlockCommit)> {
         let posted = (number - 1) * JOBS_PER_BLOCK;
         if posted < JOBS {
             for job in posted + 1..=posted + JOBS_PER_BLOCK {
-                block.push(ContractKind::Market, "JobPosted", job, job_posted(job));
+                block.push(
+                    ContractKind::Market,
+                    event_name::<JobMarket::JobPosted>(),
+                    job,
+                    job_posted(job),
+                );
             }
         }
         if number > 1 {
@@ -167,7 +172,7 @@ fn synthetic_chain() -> Vec<(Vec<EventEnvelope>, BlockCommit)> {
                 // The subject key of `JobAssigned` is the node.
                 block.push(
                     ContractKind::Market,
-                    "JobAssigned",
+                    event_name::<JobMarket::JobAssigned>(),
                     node,
                     job_assigned(job, node, block.timestamp),
                 );

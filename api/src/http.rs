@@ -14,6 +14,7 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 use axum::{Json, Router};
 use futures::Stream;
+use gantry_protocol::api::LiveEventName;
 use gantry_protocol::api::{
     ErrorBody, History, JobDetail, JobRow, JobSummary, NodeDetail, NodeView, Page, Stats, TokenInfo,
 };
@@ -30,7 +31,7 @@ use tower_http::timeout::TimeoutLayer;
 use utoipa::{IntoParams, OpenApi, ToSchema};
 
 use crate::live::{Live, LiveEvent};
-use crate::model::{JOB_STATUS, NODE_STATUS};
+use crate::model::{JobStatus, NodeStatus};
 use crate::project::Progress;
 use crate::store::{Store, StoreError};
 
@@ -99,7 +100,7 @@ impl NatsView {
     /// Why an open job waits, as the matcher last said; `None` when it has not said
     /// (or NATS does not answer: the explanation is an extra, not worth failing for).
     async fn pending(&self, job_id: u64) -> Option<PendingExplanation> {
-        let bucket = gantry_protocol::subjects::pending_bucket(self.chain_id);
+        let bucket = gantry_protocol::names::pending_bucket(self.chain_id);
         let kv = self
             .pending
             .get_or_try_init(|| self.js.get_key_value(bucket))
@@ -119,7 +120,7 @@ impl NatsView {
     async fn stream_last(&self) -> Result<u64, String> {
         let stream = self
             .js
-            .get_stream(gantry_protocol::subjects::stream_name(self.chain_id))
+            .get_stream(gantry_protocol::names::stream_name(self.chain_id))
             .await
             .map_err(|e| e.to_string())?;
         Ok(stream.cached_info().state.last_sequence)
@@ -370,10 +371,10 @@ async fn list_jobs(
     let limit = limit(&q.limit)?;
     let status = match q.status.as_deref() {
         // What a user calls a running job is one assigned to a node.
-        Some("running") => Some(JOB_STATUS[2]),
-        Some(status) => match JOB_STATUS[1..].iter().find(|s| **s == status) {
-            Some(status) => Some(*status),
-            None => {
+        Some("running") => Some(JobStatus::Assigned),
+        Some(status) => match status.parse::<JobStatus>() {
+            Ok(status) if status != JobStatus::None => Some(status),
+            _ => {
                 return Err(ApiError::bad_parameter(
                     "status",
                     "must be one of open, assigned (or running), submitted, disputed, \
@@ -403,7 +404,7 @@ async fn list_jobs(
         sql.push_str(&format!(" AND {condition} ${}", binds.len()));
     };
     if let Some(status) = status {
-        filter("j.status =", Bind::Text(status.to_owned()));
+        filter("j.status =", Bind::Text(status.as_str().to_owned()));
     }
     if let Some(submitter) = &q.submitter {
         filter("j.submitter =", Bind::Text(submitter.to_lowercase()));
@@ -478,7 +479,7 @@ async fn get_job(
         .ok_or_else(|| ApiError::not_found(format!("job {job_id}")))?;
     // The database built the document (a `JobDetail` with `pending: null`); only an open
     // job's explanation is added here.
-    let pending = match (&state.nats, document.status == JOB_STATUS[1]) {
+    let pending = match (&state.nats, document.status == JobStatus::Open) {
         (Some(nats), true) => nats.pending(job_id).await,
         _ => None,
     };
@@ -537,10 +538,6 @@ pub struct LogsQuery {
     follow: Option<String>,
 }
 
-fn settled(status: &str) -> bool {
-    JOB_STATUS[5..].contains(&status)
-}
-
 /// A job's log lines (JSON), or with `follow=true` a live stream of them (SSE).
 #[utoipa::path(get, path = "/v1/jobs/{id}/logs",
     params(("id" = u64, Path, description = "job id"), LogsQuery),
@@ -585,39 +582,39 @@ async fn job_logs(
             .into_iter()
             .map(|(seq, line)| Ok(log_event(seq, &line))),
     );
-    let live: std::pin::Pin<Box<dyn Stream<Item = Result<Event, Infallible>> + Send>> =
-        if settled(&job.status) {
-            Box::pin(futures::stream::iter([Ok(end_event(&job))]))
-        } else {
-            Box::pin(futures::stream::unfold(
-                Some(receiver),
-                move |receiver| async move {
-                    let mut receiver = receiver?;
-                    loop {
-                        let event = match receiver.recv().await {
-                            Ok(event) => event,
-                            Err(RecvError::Lagged(missed)) => {
-                                return Some((Ok(lagged_event(missed)), Some(receiver)));
-                            }
-                            Err(RecvError::Closed) => return None,
-                        };
-                        match &*event {
-                            LiveEvent::Log { seq, line }
-                                if line.job_id == job_id && *seq > after =>
-                            {
-                                return Some((Ok(log_event(*seq, line)), Some(receiver)));
-                            }
-                            LiveEvent::Job(row)
-                                if row.job_id as u64 == job_id && settled(&row.status) =>
-                            {
-                                return Some((Ok(end_event(row)), None));
-                            }
-                            _ => {}
+    let live: std::pin::Pin<Box<dyn Stream<Item = Result<Event, Infallible>> + Send>> = if job
+        .status
+        .is_settled()
+    {
+        Box::pin(futures::stream::iter([Ok(end_event(&job))]))
+    } else {
+        Box::pin(futures::stream::unfold(
+            Some(receiver),
+            move |receiver| async move {
+                let mut receiver = receiver?;
+                loop {
+                    let event = match receiver.recv().await {
+                        Ok(event) => event,
+                        Err(RecvError::Lagged(missed)) => {
+                            return Some((Ok(lagged_event(missed)), Some(receiver)));
                         }
+                        Err(RecvError::Closed) => return None,
+                    };
+                    match &*event {
+                        LiveEvent::Log { seq, line } if line.job_id == job_id && *seq > after => {
+                            return Some((Ok(log_event(*seq, line)), Some(receiver)));
+                        }
+                        LiveEvent::Job(row)
+                            if row.job_id as u64 == job_id && row.status.is_settled() =>
+                        {
+                            return Some((Ok(end_event(row)), None));
+                        }
+                        _ => {}
                     }
-                },
-            ))
-        };
+                }
+            },
+        ))
+    };
     let stream = futures::StreamExt::take_until(
         futures::StreamExt::chain(stored, live),
         state.live.closed(),
@@ -629,20 +626,20 @@ async fn job_logs(
 
 fn log_event(seq: u64, line: &LogLine) -> Event {
     Event::default()
-        .event("log")
+        .event(LiveEventName::Log.as_str())
         .id(seq.to_string())
         .data(serde_json::to_string(line).expect("log lines serialize"))
 }
 
 fn end_event(job: &JobRow) -> Event {
     Event::default()
-        .event("end")
+        .event(LiveEventName::End.as_str())
         .data(serde_json::json!({ "jobId": job.job_id, "status": job.status }).to_string())
 }
 
 fn lagged_event(missed: u64) -> Event {
     Event::default()
-        .event("lagged")
+        .event(LiveEventName::Lagged.as_str())
         .data(serde_json::json!({ "missed": missed }).to_string())
 }
 
@@ -737,7 +734,7 @@ async fn list_nodes(
     let Query(q) = query.map_err(ApiError::bad_query)?;
     let limit = limit(&q.limit)?;
     if let Some(status) = &q.status
-        && !NODE_STATUS[1..].contains(&status.as_str())
+        && !matches!(status.parse::<NodeStatus>(), Ok(s) if s != NodeStatus::None)
     {
         return Err(ApiError::bad_parameter(
             "status",

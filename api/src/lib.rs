@@ -6,6 +6,8 @@
 //!                                                                              ──▶ HTTP API, dashboard
 //! ```
 //!
+//! - [`service`]: [`run`]`(config, shutdown)`: the three tasks below under one token
+//!   ([`config`]: the flags).
 //! - [`model`]: the pure folds of contract events into job and node rows.
 //! - [`store`]: the SQL side (sqlx `Any`): one transaction per block with the checkpoint,
 //!   and the reads, some built as JSON by the database.
@@ -15,10 +17,15 @@
 //! - [`http`]: the `/v1` routes, SSE, health, metrics and OpenAPI; [`dashboard`]: the
 //!   embedded web pages.
 
+pub mod config;
 pub mod dashboard;
 pub mod http;
 pub mod live;
 pub mod model;
 pub mod project;
 pub mod reports;
+pub mod service;
 pub mod store;
+
+pub use config::Config;
+pub use service::{Api, run, start};

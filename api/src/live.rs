@@ -5,7 +5,7 @@
 
 use std::sync::Arc;
 
-use gantry_protocol::api::{JobRow, NodeView};
+use gantry_protocol::api::{JobRow, LiveEventName, NodeView};
 use gantry_protocol::jobs::{LogLine, ProgressUpdate};
 use serde::Serialize;
 use tokio::sync::broadcast;
@@ -47,13 +47,14 @@ impl LiveEvent {
     /// The SSE event name.
     pub fn name(&self) -> &'static str {
         match self {
-            LiveEvent::Job(_) => "job",
-            LiveEvent::Node(_) => "node",
-            LiveEvent::Progress(_) => "progress",
-            LiveEvent::Log { .. } => "log",
-            LiveEvent::Block(_) => "block",
-            LiveEvent::Reorg { .. } => "reorg",
+            LiveEvent::Job(_) => LiveEventName::Job,
+            LiveEvent::Node(_) => LiveEventName::Node,
+            LiveEvent::Progress(_) => LiveEventName::Progress,
+            LiveEvent::Log { .. } => LiveEventName::Log,
+            LiveEvent::Block(_) => LiveEventName::Block,
+            LiveEvent::Reorg { .. } => LiveEventName::Reorg,
         }
+        .as_str()
     }
 }
 

@@ -6,11 +6,14 @@
 
 use alloy::primitives::B256;
 use gantry_protocol::api::{JobRow, NodeRow};
-use gantry_protocol::bindings::{JobMarket, NodeRegistry};
+use gantry_protocol::bindings::JobMarket::JobMarketEvents::{self, self as M};
+use gantry_protocol::bindings::NodeRegistry::{
+    self,
+    NodeRegistryEvents::{self, self as R},
+};
 use gantry_protocol::envelope::EventEnvelope;
-use serde::de::DeserializeOwned;
-
-pub use gantry_protocol::status::{JOB_STATUS, NODE_STATUS};
+use gantry_protocol::events::{EventDataError, GantryEvent};
+pub use gantry_protocol::status::{JobStatus, NodeStatus};
 
 /// Now, unix seconds: the later of this machine's clock and `chain_time` (a dev chain may
 /// run ahead of the clock).
@@ -23,18 +26,20 @@ pub fn now(chain_time: u64) -> i64 {
 
 /// Why an event could not be applied.
 #[derive(Debug, thiserror::Error)]
-#[error("event {name} at block {block}: {reason}")]
+#[error("event {name} at block {block}")]
 pub struct ModelError {
     pub name: String,
     pub block: u64,
-    pub reason: String,
+    #[source]
+    pub source: EventDataError,
 }
 
-fn typed<T: DeserializeOwned>(event: &EventEnvelope) -> Result<T, ModelError> {
-    serde_json::from_value(event.event.data.clone()).map_err(|e| ModelError {
+/// The event, typed.
+pub fn typed(event: &EventEnvelope) -> Result<GantryEvent, ModelError> {
+    event.event.typed().map_err(|source| ModelError {
         name: event.event.name.clone(),
         block: event.block_number,
-        reason: e.to_string(),
+        source,
     })
 }
 
@@ -51,24 +56,27 @@ fn i(v: impl TryInto<i64>) -> i64 {
 }
 
 /// The job and node ids an event touches (a row to update for each).
-pub fn touches(event: &EventEnvelope) -> (Option<u64>, Option<u64>) {
-    let data = &event.event.data;
-    let id = |field: &str| data.get(field).and_then(serde_json::Value::as_u64);
-    (id("jobId"), id("nodeId"))
+pub fn touches(event: &GantryEvent) -> (Option<u64>, Option<u64>) {
+    (event.job_id(), event.node_id())
 }
 
 /// Applies a market event to the job's row (`None` before its `JobPosted`). Events that
 /// do not concern jobs leave it as is.
-pub fn apply_job(row: Option<JobRow>, event: &EventEnvelope) -> Result<Option<JobRow>, ModelError> {
-    use JobMarket as M;
+pub fn apply_job(
+    row: Option<JobRow>,
+    event: &EventEnvelope,
+    typed: &GantryEvent,
+) -> Option<JobRow> {
     let block = i(event.block_number);
     let at = i(event.block_timestamp);
-    if event.event.name == "JobPosted" {
-        let e: M::JobPosted = typed(event)?;
-        return Ok(Some(JobRow {
+    let GantryEvent::Market(typed) = typed else {
+        return row;
+    };
+    if let M::JobPosted(e) = typed {
+        return Some(JobRow {
             job_id: i(e.jobId),
             submitter: e.submitter.to_string(),
-            status: JOB_STATUS[1].into(),
+            status: JobStatus::Open,
             attempts: 0,
             bounty: e.bounty.to_string(),
             deadline: i(e.deadline.to::<u64>()),
@@ -82,26 +90,22 @@ pub fn apply_job(row: Option<JobRow>, event: &EventEnvelope) -> Result<Option<Jo
             updated_block: block,
             updated_at: at,
             ..JobRow::default()
-        }));
+        });
     }
-    let Some(mut job) = row else {
-        return Ok(None);
-    };
-    let status = |s: usize| JOB_STATUS[s].to_string();
+    let mut job = row?;
     // An attempt's clock stops at its submission, reclaim, rejection or expiry.
-    if job.status == JOB_STATUS[2]
+    if job.status == JobStatus::Assigned
         && matches!(
-            event.event.name.as_str(),
-            "ResultSubmitted" | "JobReclaimed" | "JobRejected" | "JobExpired"
+            typed,
+            M::ResultSubmitted(_) | M::JobReclaimed(_) | M::JobRejected(_) | M::JobExpired(_)
         )
         && let Some(assigned_at) = job.assigned_at
     {
         job.gpu_seconds += (at - assigned_at).max(0) * job.gpus;
     }
-    match event.event.name.as_str() {
-        "JobAssigned" => {
-            let e: M::JobAssigned = typed(event)?;
-            job.status = status(2);
+    match typed {
+        M::JobAssigned(e) => {
+            job.status = JobStatus::Assigned;
             job.attempts = i64::from(e.attempt);
             job.node_id = Some(i(e.nodeId));
             job.assigned_at = Some(i(e.assignedAt.to::<u64>()));
@@ -109,22 +113,19 @@ pub fn apply_job(row: Option<JobRow>, event: &EventEnvelope) -> Result<Option<Jo
             job.result_uri = None;
             job.challenge_ends_at = None;
         }
-        "ResultSubmitted" => {
-            let e: M::ResultSubmitted = typed(event)?;
-            job.status = status(3);
+        M::ResultSubmitted(e) => {
+            job.status = JobStatus::Submitted;
             job.result_hash = Some(hex(e.resultHash));
-            job.result_uri = Some(e.resultURI);
+            job.result_uri = Some(e.resultURI.clone());
             job.challenge_ends_at = Some(i(e.challengeEndsAt.to::<u64>()));
         }
-        "JobDisputed" => job.status = status(4),
-        "JobCompleted" => {
-            let e: M::JobCompleted = typed(event)?;
-            job.status = status(5);
+        M::JobDisputed(_) => job.status = JobStatus::Disputed,
+        M::JobCompleted(e) => {
+            job.status = JobStatus::Completed;
             job.payout = Some(e.payout.to_string());
             job.fee = Some(e.fee.to_string());
         }
-        "JobReclaimed" => {
-            let e: M::JobReclaimed = typed(event)?;
+        M::JobReclaimed(e) => {
             job.reason = Some(
                 match e.kind {
                     0 => "node inactive",
@@ -134,32 +135,38 @@ pub fn apply_job(row: Option<JobRow>, event: &EventEnvelope) -> Result<Option<Jo
                 .into(),
             );
         }
-        "JobRejected" => job.reason = Some(typed::<M::JobRejected>(event)?.reason),
-        "JobRequeued" => {
-            job.status = status(1);
+        M::JobRejected(e) => job.reason = Some(e.reason.clone()),
+        M::JobRequeued(_) => {
+            job.status = JobStatus::Open;
             job.node_id = None;
             job.assigned_at = None;
         }
-        "JobFailed" => {
-            let e: M::JobFailed = typed(event)?;
-            job.status = status(6);
+        M::JobFailed(e) => {
+            job.status = JobStatus::Failed;
             job.refund = Some(e.refund.to_string());
         }
-        "JobCancelled" => {
-            let e: M::JobCancelled = typed(event)?;
-            job.status = status(7);
+        M::JobCancelled(e) => {
+            job.status = JobStatus::Cancelled;
             job.refund = Some(e.refund.to_string());
         }
-        "JobExpired" => {
-            let e: M::JobExpired = typed(event)?;
-            job.status = status(8);
+        M::JobExpired(e) => {
+            job.status = JobStatus::Expired;
             job.refund = Some(e.refund.to_string());
         }
-        _ => return Ok(Some(job)),
+        // A dispute's ruling shows in the JobCompleted or JobFailed that follows it.
+        M::DisputeResolved(_)
+        | M::JobPosted(_)
+        | M::MarketParamsUpdated(_)
+        | M::Paused(_)
+        | M::Unpaused(_)
+        | M::RoleAdminChanged(_)
+        | M::RoleGranted(_)
+        | M::RoleRevoked(_)
+        | M::Withdrawn(_) => return Some(job),
     }
     job.updated_block = block;
     job.updated_at = at;
-    Ok(Some(job))
+    Some(job)
 }
 
 /// Applies an event to the node's row (`None` before its `NodeRegistered`): the
@@ -168,28 +175,15 @@ pub fn apply_job(row: Option<JobRow>, event: &EventEnvelope) -> Result<Option<Jo
 pub fn apply_node(
     row: Option<NodeRow>,
     event: &EventEnvelope,
-) -> Result<Option<NodeRow>, ModelError> {
-    use JobMarket as M;
-    use NodeRegistry as R;
+    typed: &GantryEvent,
+) -> Option<NodeRow> {
     let block = i(event.block_number);
-    let caps = |node: &mut NodeRow, c: &R::NodeCapabilities| {
-        node.gpu_model = String::from_utf8_lossy(c.gpuModel.as_slice())
-            .trim_end_matches('\0')
-            .to_owned();
-        node.gpu_count = i64::from(c.gpuCount);
-        node.vram_mib = i64::from(c.vramMiB);
-        node.cpu_cores = i64::from(c.cpuCores);
-        node.ram_mib = i64::from(c.ramMiB);
-        node.price_per_gpu_hour = c.pricePerGpuHour.to_string();
-        node.max_concurrent_jobs = i64::from(c.maxConcurrentJobs);
-    };
-    if event.event.name == "NodeRegistered" {
-        let e: R::NodeRegistered = typed(event)?;
+    if let GantryEvent::Registry(R::NodeRegistered(e)) = typed {
         let mut node = NodeRow {
             node_id: i(e.nodeId),
             operator: e.operator.to_string(),
             agent: e.agent.to_string(),
-            status: NODE_STATUS[1].into(),
+            status: NodeStatus::Active,
             metadata_uri: e.metadataURI.clone(),
             stake: e.stake.to_string(),
             slashed: "0".into(),
@@ -199,75 +193,119 @@ pub fn apply_node(
             updated_block: block,
             ..NodeRow::default()
         };
-        caps(&mut node, &e.capabilities);
-        return Ok(Some(node));
+        set_capabilities(&mut node, &e.capabilities);
+        return Some(node);
     }
-    let Some(mut node) = row else {
-        return Ok(None);
+    let mut node = row?;
+    let changed = match typed {
+        GantryEvent::Registry(e) => apply_registry(&mut node, e),
+        GantryEvent::Market(e) => apply_market_to_node(&mut node, e),
     };
-    let status = |s: usize| NODE_STATUS[s].to_string();
-    match event.event.name.as_str() {
-        "NodeHeartbeat" => node.last_heartbeat = i64::from(typed::<R::NodeHeartbeat>(event)?.at),
-        "NodeReactivated" => node.status = status(1),
-        "NodeMarkedInactive" => node.status = status(2),
-        "NodeCapabilitiesUpdated" => {
-            let e: R::NodeCapabilitiesUpdated = typed(event)?;
-            caps(&mut node, &e.capabilities);
-            node.metadata_uri = e.metadataURI;
+    if changed {
+        node.updated_block = block;
+    }
+    Some(node)
+}
+
+fn set_capabilities(node: &mut NodeRow, c: &NodeRegistry::NodeCapabilities) {
+    node.gpu_model = String::from_utf8_lossy(c.gpuModel.as_slice())
+        .trim_end_matches('\0')
+        .to_owned();
+    node.gpu_count = i64::from(c.gpuCount);
+    node.vram_mib = i64::from(c.vramMiB);
+    node.cpu_cores = i64::from(c.cpuCores);
+    node.ram_mib = i64::from(c.ramMiB);
+    node.price_per_gpu_hour = c.pricePerGpuHour.to_string();
+    node.max_concurrent_jobs = i64::from(c.maxConcurrentJobs);
+}
+
+/// A registry event's effect on its node's row; whether it changed.
+fn apply_registry(node: &mut NodeRow, event: &NodeRegistryEvents) -> bool {
+    match event {
+        R::NodeHeartbeat(e) => node.last_heartbeat = i64::from(e.at),
+        R::NodeReactivated(_) => node.status = NodeStatus::Active,
+        R::NodeMarkedInactive(_) => node.status = NodeStatus::Inactive,
+        R::NodeCapabilitiesUpdated(e) => {
+            set_capabilities(node, &e.capabilities);
+            node.metadata_uri = e.metadataURI.clone();
         }
-        "NodeAgentChanged" => node.agent = typed::<R::NodeAgentChanged>(event)?.agent.to_string(),
-        "NodeStakeAdded" => node.stake = typed::<R::NodeStakeAdded>(event)?.stake.to_string(),
-        "NodeSlashed" => {
-            let e: R::NodeSlashed = typed(event)?;
+        R::NodeAgentChanged(e) => node.agent = e.agent.to_string(),
+        R::NodeStakeAdded(e) => node.stake = e.stake.to_string(),
+        R::NodeSlashed(e) => {
             node.stake = e.stake.to_string();
             node.slashed = add(&node.slashed, e.amount.to::<u128>());
         }
-        "NodeExitBegun" => node.status = status(3),
-        "NodeStakeWithdrawn" => {
-            node.status = status(4);
+        R::NodeExitBegun(_) => node.status = NodeStatus::Exiting,
+        R::NodeStakeWithdrawn(_) => {
+            node.status = NodeStatus::Exited;
             node.stake = "0".into();
         }
-        "JobAssigned" => node.active_jobs += 1,
-        "ResultSubmitted" | "JobRejected" => node.active_jobs = (node.active_jobs - 1).max(0),
-        "JobReclaimed" => {
+        R::NodeRegistered(_)
+        | R::RegistryParamsUpdated(_)
+        | R::Paused(_)
+        | R::Unpaused(_)
+        | R::RoleAdminChanged(_)
+        | R::RoleGranted(_)
+        | R::RoleRevoked(_) => return false,
+    }
+    true
+}
+
+/// A market event's effect on the row of the node it names; whether it changed.
+fn apply_market_to_node(node: &mut NodeRow, event: &JobMarketEvents) -> bool {
+    match event {
+        M::JobAssigned(_) => node.active_jobs += 1,
+        M::ResultSubmitted(_) | M::JobRejected(_) => {
+            node.active_jobs = (node.active_jobs - 1).max(0);
+        }
+        M::JobReclaimed(_) => {
             node.active_jobs = (node.active_jobs - 1).max(0);
             node.failed_jobs += 1;
         }
-        "JobCompleted" => {
-            let e: M::JobCompleted = typed(event)?;
+        M::JobCompleted(e) => {
             node.completed_jobs += 1;
             node.earnings = add(&node.earnings, e.payout.to::<u128>());
         }
-        "DisputeResolved" => {
-            if !typed::<M::DisputeResolved>(event)?.providerWon {
+        M::DisputeResolved(e) => {
+            if !e.providerWon {
                 node.failed_jobs += 1;
             }
         }
-        "JobExpired" => {
+        M::JobExpired(e) => {
             // An expiry of a running job frees its slot (nodeId 0: it was not running).
-            let e: M::JobExpired = typed(event)?;
             if e.nodeId != 0 {
                 node.active_jobs = (node.active_jobs - 1).max(0);
                 node.failed_jobs += 1;
             }
         }
-        _ => return Ok(Some(node)),
+        M::JobPosted(_)
+        | M::JobDisputed(_)
+        | M::JobRequeued(_)
+        | M::JobFailed(_)
+        | M::JobCancelled(_)
+        | M::MarketParamsUpdated(_)
+        | M::Paused(_)
+        | M::Unpaused(_)
+        | M::RoleAdminChanged(_)
+        | M::RoleGranted(_)
+        | M::RoleRevoked(_)
+        | M::Withdrawn(_) => return false,
     }
-    node.updated_block = block;
-    Ok(Some(node))
+    true
 }
 
 #[cfg(test)]
 mod tests {
     use alloy::primitives::{Address, B256, U256, aliases::U40, aliases::U96};
+    use alloy::sol_types::SolEvent;
     use gantry_protocol::api::JobRow;
     use gantry_protocol::bindings::JobMarket as M;
     use gantry_protocol::envelope::EventEnvelope;
-    use gantry_protocol::events::{ContractKind, DecodedEvent};
+    use gantry_protocol::events::{ContractKind, DecodedEvent, event_name};
 
     use super::apply_job;
 
-    fn at(block: u64, time: u64, name: &str, data: serde_json::Value) -> EventEnvelope {
+    fn at<E: SolEvent + serde::Serialize>(block: u64, time: u64, event: E) -> EventEnvelope {
         EventEnvelope {
             v: 1,
             chain_id: 31337,
@@ -278,9 +316,9 @@ mod tests {
             log_index: 0,
             event: DecodedEvent {
                 contract: ContractKind::Market,
-                name: name.into(),
+                name: event_name::<E>().into(),
                 key: "1".into(),
-                data,
+                data: serde_json::to_value(event).unwrap(),
             },
         }
     }
@@ -288,7 +326,8 @@ mod tests {
     fn fold(events: &[EventEnvelope]) -> JobRow {
         let mut row = None;
         for event in events {
-            row = apply_job(row, event).expect("applies");
+            let typed = super::typed(event).expect("typed");
+            row = apply_job(row, event, &typed);
         }
         row.expect("posted")
     }
@@ -315,67 +354,52 @@ mod tests {
             claimed: false,
             assignedAt: U40::from(time),
         };
-        let json = |v: serde_json::Result<serde_json::Value>| v.unwrap();
         let events = [
-            at(1, 100, "JobPosted", json(serde_json::to_value(&posted))),
-            at(
-                2,
-                110,
-                "JobAssigned",
-                json(serde_json::to_value(assigned(1, 110))),
-            ),
+            at(1, 100, posted.clone()),
+            at(2, 110, assigned(1, 110)),
             // The first attempt is reclaimed after 50 s, and requeued.
             at(
                 3,
                 160,
-                "JobReclaimed",
-                json(serde_json::to_value(M::JobReclaimed {
+                M::JobReclaimed {
                     jobId: 1,
                     nodeId: 1,
                     kind: 0,
                     slashed: U96::ZERO,
                     by: Address::ZERO,
-                })),
+                },
             ),
             at(
                 3,
                 160,
-                "JobRequeued",
-                json(serde_json::to_value(M::JobRequeued {
+                M::JobRequeued {
                     jobId: 1,
                     attemptsUsed: 1,
-                })),
+                },
             ),
-            at(
-                4,
-                200,
-                "JobAssigned",
-                json(serde_json::to_value(assigned(2, 200))),
-            ),
+            at(4, 200, assigned(2, 200)),
             // The second runs 300 s to its result.
             at(
                 5,
                 500,
-                "ResultSubmitted",
-                json(serde_json::to_value(M::ResultSubmitted {
+                M::ResultSubmitted {
                     jobId: 1,
                     nodeId: 1,
                     resultHash: B256::ZERO,
                     resultURI: String::new(),
                     challengeEndsAt: U40::from(600),
-                })),
+                },
             ),
             // Expiry after the submission adds nothing.
             at(
                 6,
                 700,
-                "JobExpired",
-                json(serde_json::to_value(M::JobExpired {
+                M::JobExpired {
                     jobId: 1,
                     nodeId: 1,
                     refund: U256::ZERO,
                     slashed: U96::ZERO,
-                })),
+                },
             ),
         ];
         let row = fold(&events);

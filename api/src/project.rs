@@ -9,8 +9,8 @@ use std::time::Duration;
 use async_nats::jetstream::{self, consumer};
 use futures::StreamExt;
 use gantry_protocol::api::NodeView;
-use gantry_protocol::envelope::{BlockCommit, EventEnvelope, FinalityWatermark, Retraction};
-use gantry_protocol::subjects;
+use gantry_protocol::chain_stream::{Assembled, BlockAssembler, ChainMessage};
+use gantry_protocol::names;
 use tokio_util::sync::CancellationToken;
 
 use crate::live::{BlockInfo, Live, LiveEvent};
@@ -97,7 +97,7 @@ pub async fn run(
     live: Live,
     shutdown: CancellationToken,
 ) -> Result<(), ProjectError> {
-    let Some(stream) = stream_when_there(&js, &subjects::stream_name(chain_id), &shutdown).await
+    let Some(stream) = stream_when_there(&js, &names::stream_name(chain_id), &shutdown).await
     else {
         return Ok(());
     };
@@ -109,11 +109,7 @@ pub async fn run(
     });
     let mut messages = ordered_after(&stream, start).await?;
     tracing::info!(chain_id, from = start + 1, "projecting the chain stream");
-    let prefix_event = format!("gantry.{chain_id}.ev.");
-    let prefix_block = format!("gantry.{chain_id}.block.");
-    let retract = subjects::retraction(chain_id);
-    let finality = subjects::finality(chain_id);
-    let mut buffered: Vec<EventEnvelope> = Vec::new();
+    let mut assembler = BlockAssembler::new();
     loop {
         let message = tokio::select! {
             () = shutdown.cancelled() => return Ok(()),
@@ -138,62 +134,49 @@ pub async fn run(
             subject: subject.to_owned(),
             reason,
         };
-        if subject.starts_with(&prefix_event) {
-            let event: EventEnvelope =
-                serde_json::from_slice(&message.payload).map_err(|e| bad(e.to_string()))?;
-            buffered.push(event);
-        } else if subject.starts_with(&prefix_block) {
-            let commit: BlockCommit =
-                serde_json::from_slice(&message.payload).map_err(|e| bad(e.to_string()))?;
-            let events: Vec<EventEnvelope> = std::mem::take(&mut buffered)
-                .into_iter()
-                .filter(|e| {
-                    e.block_number == commit.block_number && e.block_hash == commit.block_hash
-                })
-                .collect();
-            if events.len() != commit.event_count as usize {
-                return Err(bad(format!(
-                    "block {} commits {} events, {} arrived",
-                    commit.block_number,
-                    commit.event_count,
-                    events.len()
-                )));
+        let decoded = ChainMessage::decode(chain_id, subject, &message.payload)
+            .map_err(|e| bad(format!("{e}: {}", error_source(&e))))?;
+        match assembler.push(decoded).map_err(|e| bad(e.to_string()))? {
+            Assembled::Held => {}
+            Assembled::Block { commit, events } => {
+                let applied = store.apply_block(&events, &commit, seq).await?;
+                metrics::counter!("gantry_api_events_projected_total")
+                    .increment(events.len() as u64);
+                progress.send_modify(|p| {
+                    p.checkpoint = seq;
+                    p.block = commit.block_number;
+                });
+                for row in applied.jobs.into_values() {
+                    live.send(LiveEvent::Job(row));
+                }
+                let now = crate::model::now(commit.block_timestamp);
+                for row in applied.nodes.into_values() {
+                    live.send(LiveEvent::Node(NodeView::new(row, now)));
+                }
+                live.send(LiveEvent::Block(BlockInfo {
+                    number: commit.block_number,
+                    timestamp: commit.block_timestamp,
+                }));
             }
-            let applied = store.apply_block(&events, &commit, seq).await?;
-            metrics::counter!("gantry_api_events_projected_total").increment(events.len() as u64);
-            progress.send_modify(|p| {
-                p.checkpoint = seq;
-                p.block = commit.block_number;
-            });
-            for row in applied.jobs.into_values() {
-                live.send(LiveEvent::Job(row));
-            }
-            let now = crate::model::now(commit.block_timestamp);
-            for row in applied.nodes.into_values() {
-                live.send(LiveEvent::Node(NodeView::new(row, now)));
-            }
-            live.send(LiveEvent::Block(BlockInfo {
-                number: commit.block_number,
-                timestamp: commit.block_timestamp,
-            }));
-        } else if subject == retract {
-            let retraction: Retraction =
-                serde_json::from_slice(&message.payload).map_err(|e| bad(e.to_string()))?;
-            buffered.clear();
-            store.retract(&retraction, seq).await?;
-            metrics::counter!("gantry_api_retractions_total").increment(1);
-            progress.send_modify(|p| p.checkpoint = seq);
-            live.send(LiveEvent::Reorg {
-                common_ancestor: retraction.common_ancestor,
-            });
-        } else if subject == finality {
-            let _: FinalityWatermark =
-                serde_json::from_slice(&message.payload).map_err(|e| bad(e.to_string()))?;
-            // Only with nothing buffered: the checkpoint must not pass unapplied events.
-            if buffered.is_empty() {
-                store.advance(seq).await?;
+            Assembled::Retracted(retraction) => {
+                store.retract(&retraction, seq).await?;
+                metrics::counter!("gantry_api_retractions_total").increment(1);
                 progress.send_modify(|p| p.checkpoint = seq);
+                live.send(LiveEvent::Reorg {
+                    common_ancestor: retraction.common_ancestor,
+                });
+            }
+            Assembled::Final(_) => {
+                // Only with nothing buffered: the checkpoint must not pass unapplied events.
+                if assembler.is_idle() {
+                    store.advance(seq).await?;
+                    progress.send_modify(|p| p.checkpoint = seq);
+                }
             }
         }
     }
+}
+
+fn error_source(error: &dyn std::error::Error) -> String {
+    error.source().map_or_else(String::new, ToString::to_string)
 }

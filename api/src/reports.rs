@@ -2,6 +2,7 @@
 //! `GANTRY_JOBS_<chain>`) — into the store, in batches written with their checkpoint in
 //! one transaction. Logs keep the newest [`LOG_LINES_KEPT`] lines per job.
 
+use gantry_protocol::names;
 use std::collections::BTreeSet;
 use std::time::Duration;
 
@@ -21,24 +22,11 @@ pub const PROGRESS_SAMPLES_KEPT: i64 = 2_000;
 /// Messages written per transaction at most.
 const BATCH: usize = 512;
 
-/// One message of the jobs stream, decoded.
-#[derive(Debug, Clone)]
-pub enum Report {
-    Progress(ProgressUpdate),
-    Log(LogLine),
-    Done(CompletionReport),
-}
+pub use gantry_protocol::jobs::JobReport as Report;
 
-/// Decodes a message by its subject (`gantry.jobs.<chain>.{progress,logs,done}.<job>`);
-/// `None` for anything else or a payload that does not parse.
+/// Decodes a message of the jobs stream (see [`Report::decode`]).
 pub fn decode(subject: &str, payload: &[u8]) -> Option<Report> {
-    let kind = subject.split('.').nth(3)?;
-    match kind {
-        "progress" => serde_json::from_slice(payload).ok().map(Report::Progress),
-        "logs" => serde_json::from_slice(payload).ok().map(Report::Log),
-        "done" => serde_json::from_slice(payload).ok().map(Report::Done),
-        _ => None,
-    }
+    Report::decode(subject, payload)
 }
 
 impl Store {
@@ -239,7 +227,7 @@ pub async fn run(
     shutdown: CancellationToken,
 ) -> Result<(), crate::project::ProjectError> {
     use crate::project::ProjectError;
-    let name = jobs::jobs_stream_name(chain_id);
+    let name = names::jobs_stream_name(chain_id);
     let Some(stream) = crate::project::stream_when_there(&js, &name, &shutdown).await else {
         return Ok(());
     };

@@ -8,7 +8,11 @@ use gantry_protocol::envelope::{BlockCommit, EventEnvelope, Retraction};
 use sqlx::any::{AnyPoolOptions, install_default_drivers};
 use sqlx::{AnyPool, Row};
 
-use crate::model::{ModelError, apply_job, apply_node, touches};
+use gantry_protocol::bindings::JobMarket;
+use gantry_protocol::events::{GantryEvent, event_name};
+use gantry_protocol::status::{JobStatus, UnknownStatusName};
+
+use crate::model::{ModelError, apply_job, apply_node, touches, typed};
 
 /// Why the store failed.
 #[derive(Debug, thiserror::Error)]
@@ -21,6 +25,8 @@ pub enum StoreError {
     Model(#[from] ModelError),
     #[error("stored row is not valid JSON: {0}")]
     Row(#[from] serde_json::Error),
+    #[error("stored row: {0}")]
+    Status(#[from] UnknownStatusName),
 }
 
 /// The projection's database.
@@ -105,7 +111,7 @@ impl Store {
         if !claim(&mut tx, Checkpoint::Chain, seq).await? {
             tx.rollback().await?;
             for event in events {
-                let (job, node) = touches(event);
+                let (job, node) = touches(&typed(event)?);
                 if let Some(row) = match job {
                     Some(job) => self.job(job).await?,
                     None => None,
@@ -122,17 +128,18 @@ impl Store {
             return Ok(applied);
         }
         for event in events {
-            insert_event(&mut tx, event).await?;
-            let (job, node) = touches(event);
+            let typed = typed(event)?;
+            insert_event(&mut tx, event, &typed).await?;
+            let (job, node) = touches(&typed);
             if let Some(job) = job {
-                let row = apply_job(load_job(&mut tx, job).await?, event)?;
+                let row = apply_job(load_job(&mut tx, job).await?, event, &typed);
                 save_job(&mut tx, job, row.as_ref()).await?;
                 if let Some(row) = row {
                     applied.jobs.insert(job, row);
                 }
             }
             if let Some(node) = node {
-                let row = apply_node(load_node(&mut tx, node).await?, event)?;
+                let row = apply_node(load_node(&mut tx, node).await?, event, &typed);
                 save_node(&mut tx, node, row.as_ref()).await?;
                 if let Some(row) = row {
                     applied.nodes.insert(node, row);
@@ -196,14 +203,14 @@ impl Store {
         for job in jobs {
             let mut row = None;
             for event in events_of(&mut tx, Column::Job, job).await? {
-                row = apply_job(row, &event)?;
+                row = apply_job(row, &event, &typed(&event)?);
             }
             save_job(&mut tx, job, row.as_ref()).await?;
         }
         for node in nodes {
             let mut row = None;
             for event in events_of(&mut tx, Column::Node, node).await? {
-                row = apply_node(row, &event)?;
+                row = apply_node(row, &event, &typed(&event)?);
             }
             save_node(&mut tx, node, row.as_ref()).await?;
         }
@@ -331,10 +338,13 @@ impl Store {
                 continue;
             };
             let count: i64 = row.get(2);
-            match row.get::<String, _>(1).as_str() {
-                "JobPosted" => bucket.posted += count,
-                "JobCompleted" => bucket.completed += count,
-                _ => bucket.failed += count,
+            let name: String = row.get(1);
+            if name == event_name::<JobMarket::JobPosted>() {
+                bucket.posted += count;
+            } else if name == event_name::<JobMarket::JobCompleted>() {
+                bucket.completed += count;
+            } else {
+                bucket.failed += count;
             }
         }
         let rows = sqlx::query(
@@ -425,10 +435,13 @@ impl Store {
             .bind(job_id as i64)
             .fetch_optional(&self.pool)
             .await?;
-        Ok(row.map(|row| JobDocument {
-            status: row.get(0),
-            json: row.get(1),
-        }))
+        row.map(|row| {
+            Ok(JobDocument {
+                status: row.get::<String, _>(0).parse()?,
+                json: row.get(1),
+            })
+        })
+        .transpose()
     }
 
     /// The job's events in chain order: (block, log index, tx hash, name, data JSON).
@@ -460,8 +473,7 @@ impl Store {
 /// A job's API document (see [`Store::job_document`]).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct JobDocument {
-    /// The job's status name (`JOB_STATUS`).
-    pub status: String,
+    pub status: JobStatus,
     /// The JSON object `GET /v1/jobs/{id}` answers with.
     pub json: String,
 }
@@ -512,8 +524,12 @@ pub(crate) async fn claim(
     Ok(moved == 1)
 }
 
-async fn insert_event(tx: &mut Tx<'_>, event: &EventEnvelope) -> Result<(), StoreError> {
-    let (job, node) = touches(event);
+async fn insert_event(
+    tx: &mut Tx<'_>,
+    event: &EventEnvelope,
+    typed: &GantryEvent,
+) -> Result<(), StoreError> {
+    let (job, node) = touches(typed);
     let envelope = serde_json::to_string(event)?;
     sqlx::query(
         "INSERT INTO events (block_number, log_index, block_hash, block_timestamp, tx_hash, \
@@ -589,7 +605,7 @@ async fn save_job(tx: &mut Tx<'_>, job: u64, row: Option<&JobRow>) -> Result<(),
     .bind(job as i64)
     .bind(serde_json::to_string(row)?)
     .bind(row.submitter.to_lowercase())
-    .bind(&row.status)
+    .bind(row.status.as_str())
     .bind(row.node_id)
     .bind(row.priority)
     .bind(row.posted_at)
@@ -628,7 +644,7 @@ async fn save_node(tx: &mut Tx<'_>, node: u64, row: Option<&NodeRow>) -> Result<
     )
     .bind(node as i64)
     .bind(serde_json::to_string(row)?)
-    .bind(&row.status)
+    .bind(row.status.as_str())
     .execute(&mut **tx)
     .await?;
     Ok(())

@@ -23,7 +23,7 @@ use gantry_indexer::config::FinalityTag;
 use gantry_protocol::bindings::EventBatcher;
 use gantry_protocol::envelope::{BlockCommit, ENVELOPE_VERSION, EventEnvelope};
 use gantry_protocol::events::{Contracts, decode};
-use gantry_protocol::subjects;
+use gantry_protocol::names;
 use tokio_util::sync::CancellationToken;
 
 /// CPU seconds (user + system) a process has used so far.
@@ -198,7 +198,7 @@ async fn main() -> anyhow::Result<()> {
         let message = async_nats::jetstream::message::PublishMessage::build()
             .payload(payload.clone())
             .headers(headers)
-            .message_id(subjects::message_id(chain_id, sequence))
+            .message_id(names::message_id(chain_id, sequence))
             .expected_last_sequence(sequence - 1);
         in_flight.push_back(
             js.send_publish(format!("bench.headers.ev.{}", i % 64), message)
@@ -240,7 +240,7 @@ async fn main() -> anyhow::Result<()> {
     };
     let watcher = async_nats::connect(nats.url()).await?;
     let mut commits = watcher
-        .subscribe(subjects::block_commit(chain_id, head))
+        .subscribe(names::block_commit(chain_id, head))
         .await?;
     let shutdown = CancellationToken::new();
     let cpu_before = cpu(anvil_pid, nats_pid);

@@ -14,7 +14,7 @@ use gantry_protocol::envelope::{
     headers,
 };
 use gantry_protocol::events::{Contracts, decode};
-use gantry_protocol::subjects;
+use gantry_protocol::names;
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::AbortOnDropHandle;
 
@@ -338,7 +338,7 @@ impl<'a> Follower<'a> {
         };
         self.publisher
             .publish(
-                subjects::retraction(self.chain_id),
+                names::retraction(self.chain_id),
                 HeaderMap::new(),
                 to_json(&retraction),
             )
@@ -395,7 +395,7 @@ impl<'a> Follower<'a> {
         };
         self.publisher
             .publish(
-                subjects::finality(self.chain_id),
+                names::finality(self.chain_id),
                 HeaderMap::new(),
                 to_json(&watermark),
             )
@@ -502,7 +502,7 @@ fn prepare_block(
                 ChainError::Inconsistent("log without transaction hash or index".into()).into(),
             );
         };
-        let subject = subjects::event(chain_id, &event.name, &event.key);
+        let subject = names::event(chain_id, &event.name, &event.key);
         let envelope = EventEnvelope {
             v: ENVELOPE_VERSION,
             chain_id,
@@ -535,7 +535,7 @@ fn prepare_block(
         event_count: u32::try_from(logs.len()).expect("fewer than 2^32 logs in a block"),
     };
     messages.push(Outgoing {
-        subject: subjects::block_commit(chain_id, header.number),
+        subject: names::block_commit(chain_id, header.number),
         headers: HeaderMap::new(),
         payload: to_json(&commit),
     });

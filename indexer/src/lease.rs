@@ -4,6 +4,7 @@
 //! expired. The stream's expected-sequence check fences a holder that lost the lease and
 //! does not know it yet.
 
+use gantry_protocol::names;
 use std::time::Duration;
 
 use async_nats::jetstream::Context;
@@ -37,7 +38,7 @@ impl Lease {
     ) -> Result<Option<Self>, StreamError> {
         let store = js
             .create_key_value(storage::lease_bucket(
-                storage::INDEXER_LEASE_BUCKET,
+                names::INDEXER_LEASE_BUCKET,
                 ttl,
                 replicas,
             ))

@@ -10,7 +10,7 @@ use async_nats::jetstream::stream::{self, LastRawMessageErrorKind};
 use async_nats::jetstream::{self, Context};
 use bytes::Bytes;
 use gantry_protocol::envelope::{BlockCommit, EventEnvelope, FinalityWatermark, Retraction};
-use gantry_protocol::{storage, subjects};
+use gantry_protocol::{names, storage};
 use serde::de::DeserializeOwned;
 
 use crate::error::StreamError;
@@ -49,7 +49,7 @@ impl ChainStream {
         let existing = stream.cached_info().config.num_replicas;
         if existing != replicas {
             tracing::warn!(
-                stream = %subjects::stream_name(chain_id),
+                stream = %names::stream_name(chain_id),
                 existing,
                 configured = replicas,
                 "the chain stream exists with another replica count; change it with `nats stream edit --replicas`"
@@ -79,7 +79,7 @@ impl ChainStream {
             return Ok(Tail::default());
         }
         let last_commit = self
-            .last_on::<BlockCommit>(&subjects::block_commits(self.chain_id))
+            .last_on::<BlockCommit>(&names::block_commits(self.chain_id))
             .await?
             .map(|(c, seq)| {
                 (
@@ -91,10 +91,10 @@ impl ChainStream {
                 )
             });
         let last_retraction = self
-            .last_on::<Retraction>(&subjects::retraction(self.chain_id))
+            .last_on::<Retraction>(&names::retraction(self.chain_id))
             .await?;
         let last_finality = self
-            .last_on::<FinalityWatermark>(&subjects::finality(self.chain_id))
+            .last_on::<FinalityWatermark>(&names::finality(self.chain_id))
             .await?;
 
         // Retractions and watermarks go out between blocks, never inside one: the messages
@@ -138,7 +138,7 @@ impl ChainStream {
 
     /// The latest commit of block `number`, with its sequence.
     pub async fn commit_of(&self, number: u64) -> Result<Option<(BlockCommit, u64)>, StreamError> {
-        self.last_on(&subjects::block_commit(self.chain_id, number))
+        self.last_on(&names::block_commit(self.chain_id, number))
             .await
     }
 
@@ -194,7 +194,7 @@ impl Publisher {
         let message = PublishMessage::build()
             .payload(payload)
             .headers(headers)
-            .message_id(subjects::message_id(self.chain_id, sequence))
+            .message_id(names::message_id(self.chain_id, sequence))
             .expected_last_sequence(sequence - 1);
         let ack = self
             .js

@@ -201,9 +201,10 @@ async fn main() {
     tokio::spawn(gantry_matcher::run_matcher(matcher, services.clone()));
     let client = async_nats::connect(nats.url()).await.unwrap();
     let mut postings = client
-        .subscribe(gantry_protocol::subjects::event_filter(
+        .subscribe(gantry_protocol::names::event_filter(
             d.chain_id,
-            "JobPosted",
+            gantry_protocol::events::event_name::<gantry_protocol::bindings::JobMarket::JobPosted>(
+            ),
         ))
         .await
         .unwrap();

@@ -10,6 +10,9 @@ use std::collections::{BTreeMap, HashMap, HashSet, VecDeque};
 
 use alloy::primitives::{Address, B256};
 
+pub use gantry_protocol::eligibility::Constraint;
+use gantry_protocol::eligibility::{Constraints, capability_violations};
+
 use crate::view::{JobView, NodeStatus, NodeView, Requirements, View};
 
 /// How to choose among eligible nodes.
@@ -42,37 +45,6 @@ impl Default for Weights {
             reputation: 0.25,
             fit: 0.25,
             load: 0.15,
-        }
-    }
-}
-
-/// A hard constraint a node can fail, in the order the contract checks them.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
-pub enum Constraint {
-    NotActive,
-    StakeBelowMinimum,
-    NoFreeSlot,
-    GpuModel,
-    GpuCount,
-    Vram,
-    Cpu,
-    Ram,
-    Price,
-}
-
-impl Constraint {
-    /// Its name in explanations (`gantry_protocol::pending::CONSTRAINTS`).
-    pub fn name(self) -> &'static str {
-        match self {
-            Self::NotActive => "notActive",
-            Self::StakeBelowMinimum => "stakeBelowMinimum",
-            Self::NoFreeSlot => "noFreeSlot",
-            Self::GpuModel => "gpuModel",
-            Self::GpuCount => "gpuCount",
-            Self::Vram => "vram",
-            Self::Cpu => "cpu",
-            Self::Ram => "ram",
-            Self::Price => "price",
         }
     }
 }
@@ -147,51 +119,24 @@ pub enum Decision {
     Unplaceable { job: u64 },
 }
 
-/// The constraints `node` fails for `requirements` (empty: eligible).
-pub fn violations(view: &View, node: &NodeView, requirements: &Requirements) -> Vec<Constraint> {
-    let mut failed = Vec::new();
-    let offered = &node.capabilities;
+/// The constraints `node` fails for `requirements` (empty: eligible): the registry's
+/// checks of the node's state, then the market's, as the chain makes them.
+pub fn violations(view: &View, node: &NodeView, requirements: &Requirements) -> Constraints {
+    let mut failed = capability_violations(requirements, &node.capabilities);
     if node.status != NodeStatus::Active {
-        failed.push(Constraint::NotActive);
+        failed.insert(Constraint::NotActive);
     }
     if node.stake < view.min_stake {
-        failed.push(Constraint::StakeBelowMinimum);
+        failed.insert(Constraint::StakeBelowMinimum);
     }
     if node.free_slots() == 0 {
-        failed.push(Constraint::NoFreeSlot);
-    }
-    if requirements.gpu_model != B256::ZERO && requirements.gpu_model != offered.gpu_model {
-        failed.push(Constraint::GpuModel);
-    }
-    if offered.gpu_count < requirements.min_gpu_count {
-        failed.push(Constraint::GpuCount);
-    }
-    if offered.vram_mib < requirements.min_vram_mib {
-        failed.push(Constraint::Vram);
-    }
-    if offered.cpu_cores < requirements.min_cpu_cores {
-        failed.push(Constraint::Cpu);
-    }
-    if offered.ram_mib < requirements.min_ram_mib {
-        failed.push(Constraint::Ram);
-    }
-    if offered.price_per_gpu_hour > requirements.max_price_per_gpu_hour {
-        failed.push(Constraint::Price);
+        failed.insert(Constraint::NoFreeSlot);
     }
     failed
 }
 
 fn eligible(view: &View, node: &NodeView, requirements: &Requirements) -> bool {
-    let offered = &node.capabilities;
-    node.status == NodeStatus::Active
-        && node.stake >= view.min_stake
-        && node.free_slots() > 0
-        && (requirements.gpu_model == B256::ZERO || requirements.gpu_model == offered.gpu_model)
-        && offered.gpu_count >= requirements.min_gpu_count
-        && offered.vram_mib >= requirements.min_vram_mib
-        && offered.cpu_cores >= requirements.min_cpu_cores
-        && offered.ram_mib >= requirements.min_ram_mib
-        && offered.price_per_gpu_hour <= requirements.max_price_per_gpu_hour
+    violations(view, node, requirements).is_empty()
 }
 
 /// The `Score` strategy's score of an eligible node for a job, in 0..=1.
@@ -414,8 +359,8 @@ pub fn explain(view: &View, requirements: &Requirements) -> Explanation {
     {
         nodes += 1;
         let failed = violations(view, node, requirements);
-        for constraint in &failed {
-            *rejected.entry(*constraint).or_insert(0) += 1;
+        for constraint in failed.iter() {
+            *rejected.entry(constraint).or_insert(0) += 1;
         }
         let closer = |c: &Candidate| {
             (
@@ -427,7 +372,7 @@ pub fn explain(view: &View, requirements: &Requirements) -> Explanation {
         let candidate = Candidate {
             node: node.id,
             score: score(node, requirements, &weights),
-            failed,
+            failed: failed.iter().collect(),
         };
         if best.len() < EXPLAINED_CANDIDATES
             || best
@@ -695,23 +640,6 @@ mod tests {
                 Decision::Assign { job: 3, node: 2 }
             ]
         );
-    }
-
-    #[test]
-    fn constraint_names_are_the_protocol_names() {
-        let all = [
-            Constraint::NotActive,
-            Constraint::StakeBelowMinimum,
-            Constraint::NoFreeSlot,
-            Constraint::GpuModel,
-            Constraint::GpuCount,
-            Constraint::Vram,
-            Constraint::Cpu,
-            Constraint::Ram,
-            Constraint::Price,
-        ];
-        let names: Vec<&str> = all.iter().map(|c| c.name()).collect();
-        assert_eq!(names, gantry_protocol::pending::CONSTRAINTS);
     }
 
     #[test]

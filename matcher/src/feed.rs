@@ -5,12 +5,12 @@ use std::time::Duration;
 
 use async_nats::jetstream::{self, consumer};
 use futures::StreamExt;
-use gantry_protocol::envelope::{BlockCommit, EventEnvelope, FinalityWatermark, Retraction};
-use gantry_protocol::subjects;
+use gantry_protocol::chain_stream::ChainMessage;
+use gantry_protocol::names;
 use tokio_util::sync::CancellationToken;
 
 use crate::error::StreamError;
-use crate::project::Projection;
+use crate::project::{Applied, Projection};
 
 /// The stream's messages in order, through an ordered consumer (which re-creates itself
 /// after a gap or a lost connection).
@@ -34,17 +34,6 @@ impl std::fmt::Debug for Feed {
     }
 }
 
-/// What one message did to the view.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Applied {
-    /// An event, held until its block's commit.
-    Held,
-    /// A commit or a retraction: the view changed.
-    Changed,
-    /// A finality watermark.
-    Other,
-}
-
 impl Feed {
     /// Waits for the chain's stream to exist (the indexer creates it), then opens it from
     /// its first message.
@@ -53,7 +42,7 @@ impl Feed {
         chain_id: u64,
         cancel: &CancellationToken,
     ) -> Result<Option<Self>, StreamError> {
-        let name = subjects::stream_name(chain_id);
+        let name = names::stream_name(chain_id);
         let mut stream = loop {
             match js.get_stream(&name).await {
                 Ok(stream) => break stream,
@@ -74,7 +63,7 @@ impl Feed {
             .last_sequence;
         let messages = stream
             .create_consumer(consumer::pull::OrderedConfig {
-                filter_subject: subjects::stream_subjects(chain_id),
+                filter_subject: names::stream_subjects(chain_id),
                 deliver_policy: consumer::DeliverPolicy::All,
                 ..Default::default()
             })
@@ -126,33 +115,11 @@ impl Feed {
             subject: subject.to_owned(),
             reason,
         };
-        let prefix = format!("gantry.{}.", self.chain_id);
-        let kind = subject.strip_prefix(&prefix).unwrap_or(subject);
-        let applied = if kind.starts_with("ev.") {
-            let event: EventEnvelope = parse(&message.payload).map_err(bad)?;
-            projection.on_event(event);
-            Applied::Held
-        } else if kind.starts_with("block.") {
-            let commit: BlockCommit = parse(&message.payload).map_err(bad)?;
-            projection
-                .on_commit(&commit)
-                .map_err(|e| bad(e.to_string()))?;
-            Applied::Changed
-        } else if kind == "retract" {
-            let retraction: Retraction = parse(&message.payload).map_err(bad)?;
-            projection
-                .on_retraction(&retraction)
-                .map_err(|e| bad(e.to_string()))?;
-            Applied::Changed
-        } else if kind == "final" {
-            let watermark: FinalityWatermark = parse(&message.payload).map_err(bad)?;
-            projection
-                .on_finality(&watermark)
-                .map_err(|e| bad(e.to_string()))?;
-            Applied::Other
-        } else {
-            Applied::Other
-        };
+        let decoded = ChainMessage::decode(self.chain_id, subject, &message.payload)
+            .map_err(|e| bad(error_chain(&e)))?;
+        let applied = projection
+            .on_message(decoded)
+            .map_err(|e| bad(e.to_string()))?;
         // An event counts as applied only with its block's commit: a claim on a job whose
         // posting is still pending must not look decided.
         if applied != Applied::Held {
@@ -162,6 +129,14 @@ impl Feed {
     }
 }
 
-fn parse<T: serde::de::DeserializeOwned>(payload: &[u8]) -> Result<T, String> {
-    serde_json::from_slice(payload).map_err(|e| e.to_string())
+/// An error with its sources, for a message that names them all.
+fn error_chain(error: &dyn std::error::Error) -> String {
+    let mut text = error.to_string();
+    let mut source = error.source();
+    while let Some(cause) = source {
+        text.push_str(": ");
+        text.push_str(&cause.to_string());
+        source = cause.source();
+    }
+    text
 }

@@ -4,6 +4,7 @@
 //! the key every quarter of the TTL, so it takes over within TTL + TTL/4 of the holder's
 //! death (within two lease periods).
 
+use gantry_protocol::names;
 use std::time::Duration;
 
 use async_nats::jetstream::{self, kv};
@@ -27,11 +28,11 @@ pub async fn hold(
     leading: watch::Sender<bool>,
     cancel: CancellationToken,
 ) -> Result<(), StreamError> {
-    let store = match js.get_key_value(storage::LIVENESS_LEASE_BUCKET).await {
+    let store = match js.get_key_value(names::LIVENESS_LEASE_BUCKET).await {
         Ok(store) => store,
         Err(_) => js
             .create_key_value(storage::lease_bucket(
-                storage::LIVENESS_LEASE_BUCKET,
+                names::LIVENESS_LEASE_BUCKET,
                 ttl,
                 replicas,
             ))

@@ -8,8 +8,9 @@ use tokio::sync::watch;
 use tokio_util::sync::CancellationToken;
 
 use crate::config::LivenessConfig;
-use crate::feed::{Applied, Feed};
+use crate::feed::Feed;
 use crate::liveness::Keeper;
+use crate::project::Applied;
 use crate::project::Projection;
 use crate::sender::{Call, Outcome};
 use crate::{connect, lease, metrics, start_sender};

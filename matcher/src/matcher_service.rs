@@ -8,13 +8,14 @@ use std::time::{Duration, Instant};
 use anyhow::Context as _;
 use async_nats::jetstream::kv;
 use gantry_protocol::pending::PENDING_VERSION;
-use gantry_protocol::pending::{CONSTRAINTS, PendingCandidate, PendingExplanation};
-use gantry_protocol::{storage, subjects};
+use gantry_protocol::pending::{Constraint, PendingCandidate, PendingExplanation};
+use gantry_protocol::{names, storage};
 use tokio_util::sync::CancellationToken;
 
 use crate::config::MatcherConfig;
 use crate::decide::{Decision, Explanation, Planner, Reservations, explain};
-use crate::feed::{Applied, Feed};
+use crate::feed::Feed;
+use crate::project::Applied;
 use crate::project::Projection;
 use crate::sender::{Call, Outcome, Report, Sender};
 use crate::view::Requirements;
@@ -36,7 +37,7 @@ pub async fn run(config: MatcherConfig, shutdown: CancellationToken) -> anyhow::
         return Ok(());
     };
     let claims = Claims::open(&js, chain_id, config.claim_ttl(), config.max_claims).await?;
-    let bucket = subjects::pending_bucket(chain_id);
+    let bucket = names::pending_bucket(chain_id);
     let explanations = match js.get_key_value(&bucket).await {
         Ok(store) => store,
         Err(_) => js
@@ -302,11 +303,11 @@ impl Matcher {
                 .rejected
                 .iter()
                 .max_by_key(|(_, count)| **count)
-                .map_or("none", |(name, _)| name.as_str());
+                .map_or("none", |(constraint, _)| constraint.name());
             *by_reason.entry(reason).or_default() += 1;
         }
-        for reason in CONSTRAINTS.iter().chain(&["none"]) {
-            metrics::pending_jobs(reason, by_reason.get(reason).copied().unwrap_or(0));
+        for reason in Constraint::ALL.iter().map(|c| c.name()).chain(["none"]) {
+            metrics::pending_jobs(reason, by_reason.get(&reason).copied().unwrap_or(0));
         }
         again
     }
@@ -333,7 +334,7 @@ fn pending_explanation(
         rejected: explanation
             .rejected
             .iter()
-            .map(|(constraint, count)| (constraint.name().to_owned(), *count as u64))
+            .map(|(constraint, count)| (*constraint, *count as u64))
             .collect(),
         best: explanation
             .best
@@ -341,11 +342,7 @@ fn pending_explanation(
             .map(|candidate| PendingCandidate {
                 node_id: candidate.node,
                 score: (candidate.score * 1_000.0).round() / 1_000.0,
-                failed: candidate
-                    .failed
-                    .iter()
-                    .map(|c| c.name().to_owned())
-                    .collect(),
+                failed: candidate.failed.clone(),
             })
             .collect(),
         block,

@@ -5,16 +5,16 @@
 use std::collections::{BTreeMap, VecDeque};
 
 use alloy::primitives::B256;
-use gantry_protocol::bindings::{JobMarket, NodeRegistry};
+use gantry_protocol::bindings::JobMarket::JobMarketEvents;
+use gantry_protocol::bindings::NodeRegistry::NodeRegistryEvents;
+use gantry_protocol::chain_stream::{AssembleError, Assembled, BlockAssembler, ChainMessage};
 use gantry_protocol::envelope::{BlockCommit, EventEnvelope, FinalityWatermark, Retraction};
-use gantry_protocol::events::ContractKind;
-use serde::de::DeserializeOwned;
+use gantry_protocol::events::GantryEvent;
+use gantry_protocol::status::NodeStatus;
 
-use crate::view::{
-    Assignment, Capabilities, JobView, NodeStatus, NodeView, Requirements, Submission, View,
-};
+use crate::view::{Assignment, Capabilities, JobView, NodeView, Requirements, Submission, View};
 
-/// Why an event could not be applied.
+/// Why the stream could not be applied.
 #[derive(Debug, thiserror::Error, PartialEq, Eq)]
 pub enum ProjectError {
     #[error("event {name} of block {block}: {reason}")]
@@ -23,12 +23,19 @@ pub enum ProjectError {
         block: u64,
         reason: String,
     },
-    #[error("commit of block {block} counts {expected} events but {received} arrived")]
-    CountMismatch {
-        block: u64,
-        expected: u32,
-        received: usize,
-    },
+    #[error(transparent)]
+    Assemble(#[from] AssembleError),
+}
+
+/// What one message did to the view.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Applied {
+    /// An event, held until its block's commit.
+    Held,
+    /// A commit or a retraction: the view changed.
+    Changed,
+    /// A finality watermark.
+    Other,
 }
 
 /// The view and what it takes to rebuild it after a reorg: the state as of the oldest
@@ -42,7 +49,7 @@ pub struct Projection {
     base: State,
     retained: VecDeque<Block>,
     max_retained: usize,
-    pending: Vec<EventEnvelope>,
+    assembler: BlockAssembler,
 }
 
 impl Default for Projection {
@@ -77,7 +84,7 @@ impl Projection {
             base: State::default(),
             retained: VecDeque::new(),
             max_retained: max_retained.max(1),
-            pending: Vec::new(),
+            assembler: BlockAssembler::new(),
         }
     }
 
@@ -85,21 +92,54 @@ impl Projection {
         &self.live.view
     }
 
+    /// Takes the stream's next message.
+    pub fn on_message(&mut self, message: ChainMessage) -> Result<Applied, ProjectError> {
+        match self.assembler.push(message)? {
+            Assembled::Held => Ok(Applied::Held),
+            Assembled::Block { commit, events } => {
+                self.apply_commit(&commit, events)?;
+                Ok(Applied::Changed)
+            }
+            Assembled::Retracted(retraction) => {
+                self.undo(&retraction)?;
+                Ok(Applied::Changed)
+            }
+            Assembled::Final(watermark) => {
+                self.finalize(&watermark)?;
+                Ok(Applied::Other)
+            }
+        }
+    }
+
     /// An event; it takes effect with its block's commit.
     pub fn on_event(&mut self, event: EventEnvelope) {
-        self.pending.push(event);
+        let held = self.on_message(ChainMessage::Event(event));
+        debug_assert_eq!(held, Ok(Applied::Held));
     }
 
     /// Applies the committed block's events.
     pub fn on_commit(&mut self, commit: &BlockCommit) -> Result<(), ProjectError> {
-        let events = std::mem::take(&mut self.pending);
-        if events.len() != commit.event_count as usize {
-            return Err(ProjectError::CountMismatch {
-                block: commit.block_number,
-                expected: commit.event_count,
-                received: events.len(),
-            });
-        }
+        self.on_message(ChainMessage::Commit(commit.clone()))
+            .map(drop)
+    }
+
+    /// Undoes the orphaned blocks by replaying the others onto the base.
+    pub fn on_retraction(&mut self, retraction: &Retraction) -> Result<(), ProjectError> {
+        self.on_message(ChainMessage::Retraction(retraction.clone()))
+            .map(drop)
+    }
+
+    /// Blocks up to the watermark can no longer be orphaned: fold them into the base.
+    pub fn on_finality(&mut self, watermark: &FinalityWatermark) -> Result<(), ProjectError> {
+        self.on_message(ChainMessage::Finality(*watermark))
+            .map(drop)
+    }
+
+    fn apply_commit(
+        &mut self,
+        commit: &BlockCommit,
+        events: Vec<EventEnvelope>,
+    ) -> Result<(), ProjectError> {
         let block = Block {
             number: commit.block_number,
             hash: commit.block_hash,
@@ -114,9 +154,7 @@ impl Projection {
         Ok(())
     }
 
-    /// Undoes the orphaned blocks by replaying the others onto the base.
-    pub fn on_retraction(&mut self, retraction: &Retraction) -> Result<(), ProjectError> {
-        self.pending.clear();
+    fn undo(&mut self, retraction: &Retraction) -> Result<(), ProjectError> {
         let orphaned: Vec<B256> = retraction.orphaned.iter().map(|b| b.hash).collect();
         self.retained
             .retain(|block| !orphaned.contains(&block.hash));
@@ -127,8 +165,7 @@ impl Projection {
         Ok(())
     }
 
-    /// Blocks up to the watermark can no longer be orphaned: fold them into the base.
-    pub fn on_finality(&mut self, watermark: &FinalityWatermark) -> Result<(), ProjectError> {
+    fn finalize(&mut self, watermark: &FinalityWatermark) -> Result<(), ProjectError> {
         while self
             .retained
             .front()
@@ -158,129 +195,107 @@ impl State {
     }
 
     fn apply(&mut self, event: &EventEnvelope) -> Result<(), ProjectError> {
-        match event.event.contract {
-            ContractKind::Registry => self.apply_registry(event),
-            ContractKind::Market => self.apply_market(event),
+        let typed = event.event.typed().map_err(|e| ProjectError::BadEvent {
+            name: event.event.name.clone(),
+            block: event.block_number,
+            reason: e.source.to_string(),
+        })?;
+        match typed {
+            GantryEvent::Registry(e) => self.apply_registry(e, event.block_timestamp),
+            GantryEvent::Market(e) => self.apply_market(e, event),
         }
+        Ok(())
     }
 
-    fn apply_registry(&mut self, event: &EventEnvelope) -> Result<(), ProjectError> {
-        use NodeRegistry as R;
+    fn apply_registry(&mut self, event: NodeRegistryEvents, at: u64) {
+        use NodeRegistryEvents as R;
         let view = &mut self.view;
-        match event.event.name.as_str() {
-            "NodeRegistered" => {
-                let e: R::NodeRegistered = typed(event)?;
+        match event {
+            R::NodeRegistered(e) => {
                 view.nodes.insert(
                     e.nodeId,
                     NodeView {
                         id: e.nodeId,
                         agent: e.agent,
-                        capabilities: capabilities(&e.capabilities),
+                        capabilities: Capabilities::from(&e.capabilities),
                         status: NodeStatus::Active,
                         stake: e.stake.to::<u128>(),
                         active_jobs: 0,
                         completed_jobs: 0,
                         failed_jobs: 0,
-                        last_heartbeat: event.block_timestamp,
+                        last_heartbeat: at,
                     },
                 );
             }
-            "NodeHeartbeat" => {
-                let e: R::NodeHeartbeat = typed(event)?;
+            R::NodeHeartbeat(e) => {
                 if let Some(node) = view.nodes.get_mut(&e.nodeId) {
                     node.last_heartbeat = u64::from(e.at);
                 }
             }
-            "NodeReactivated" => {
-                let e: R::NodeReactivated = typed(event)?;
+            R::NodeReactivated(e) => {
                 if let Some(node) = view.nodes.get_mut(&e.nodeId) {
                     node.status = NodeStatus::Active;
                     node.last_heartbeat = u64::from(e.at);
                 }
             }
-            "NodeMarkedInactive" => {
-                set_status(
-                    view,
-                    typed::<R::NodeMarkedInactive>(event)?.nodeId,
-                    NodeStatus::Inactive,
-                );
-            }
-            "NodeExitBegun" => set_status(
-                view,
-                typed::<R::NodeExitBegun>(event)?.nodeId,
-                NodeStatus::Exiting,
-            ),
-            "NodeStakeWithdrawn" => {
-                let e: R::NodeStakeWithdrawn = typed(event)?;
+            R::NodeMarkedInactive(e) => set_status(view, e.nodeId, NodeStatus::Inactive),
+            R::NodeExitBegun(e) => set_status(view, e.nodeId, NodeStatus::Exiting),
+            R::NodeStakeWithdrawn(e) => {
                 set_status(view, e.nodeId, NodeStatus::Exited);
                 if let Some(node) = view.nodes.get_mut(&e.nodeId) {
                     node.stake = 0;
                 }
             }
-            "NodeCapabilitiesUpdated" => {
-                let e: R::NodeCapabilitiesUpdated = typed(event)?;
+            R::NodeCapabilitiesUpdated(e) => {
                 if let Some(node) = view.nodes.get_mut(&e.nodeId) {
-                    node.capabilities = capabilities(&e.capabilities);
+                    node.capabilities = Capabilities::from(&e.capabilities);
                 }
             }
-            "NodeAgentChanged" => {
-                let e: R::NodeAgentChanged = typed(event)?;
+            R::NodeAgentChanged(e) => {
                 if let Some(node) = view.nodes.get_mut(&e.nodeId) {
                     node.agent = e.agent;
                 }
             }
-            "NodeStakeAdded" => {
-                let e: R::NodeStakeAdded = typed(event)?;
+            R::NodeStakeAdded(e) => {
                 if let Some(node) = view.nodes.get_mut(&e.nodeId) {
                     node.stake = e.stake.to::<u128>();
                 }
             }
-            "NodeSlashed" => {
-                let e: R::NodeSlashed = typed(event)?;
+            R::NodeSlashed(e) => {
                 if let Some(node) = view.nodes.get_mut(&e.nodeId) {
                     node.stake = e.stake.to::<u128>();
                 }
             }
-            "RegistryParamsUpdated" => {
-                let e: R::RegistryParamsUpdated = typed(event)?;
+            R::RegistryParamsUpdated(e) => {
                 view.min_stake = e.params.minStake.to::<u128>();
                 view.heartbeat_timeout = u64::from(e.params.heartbeatTimeout);
             }
             // Roles and pauses do not change what the services decide.
-            _ => {}
+            R::Paused(_)
+            | R::Unpaused(_)
+            | R::RoleAdminChanged(_)
+            | R::RoleGranted(_)
+            | R::RoleRevoked(_) => {}
         }
-        Ok(())
     }
 
-    fn apply_market(&mut self, event: &EventEnvelope) -> Result<(), ProjectError> {
-        use JobMarket as M;
-        match event.event.name.as_str() {
-            "JobPosted" => {
-                let e: M::JobPosted = typed(event)?;
-                let r = &e.requirements;
+    fn apply_market(&mut self, event: JobMarketEvents, envelope: &EventEnvelope) {
+        use JobMarketEvents as M;
+        match event {
+            M::JobPosted(e) => {
                 let job = JobView {
                     id: e.jobId,
                     submitter: e.submitter,
-                    requirements: Requirements {
-                        gpu_model: r.gpuModel,
-                        min_gpu_count: r.minGpuCount,
-                        min_vram_mib: r.minVramMiB,
-                        min_cpu_cores: r.minCpuCores,
-                        min_ram_mib: r.minRamMiB,
-                        max_price_per_gpu_hour: r.maxPricePerGpuHour.to::<u128>(),
-                        max_runtime: r.maxRuntime,
-                        priority: r.priority,
-                    },
+                    requirements: Requirements::from(&e.requirements),
                     bounty: e.bounty.to::<u128>(),
                     deadline: e.deadline.to::<u64>(),
                     attempts: 0,
-                    posted_at: (event.block_number, event.log_index),
+                    posted_at: (envelope.block_number, envelope.log_index),
                 };
                 self.known_jobs.insert(job.id, job.clone());
                 self.view.open_jobs.insert(job.id, job);
             }
-            "JobAssigned" => {
-                let e: M::JobAssigned = typed(event)?;
+            M::JobAssigned(e) => {
                 self.view.open_jobs.remove(&e.jobId);
                 if let Some(job) = self.known_jobs.get_mut(&e.jobId) {
                     job.attempts = e.attempt;
@@ -296,9 +311,8 @@ impl State {
                 }
                 self.node_slots(e.nodeId, 1);
             }
-            "ResultSubmitted" => {
+            M::ResultSubmitted(e) => {
                 // The slot frees at submission; the job settles later.
-                let e: M::ResultSubmitted = typed(event)?;
                 self.view.assignments.remove(&e.jobId);
                 self.view.submissions.insert(
                     e.jobId,
@@ -310,48 +324,41 @@ impl State {
                 );
                 self.node_slots(e.nodeId, -1);
             }
-            "JobDisputed" => {
-                let e: M::JobDisputed = typed(event)?;
+            M::JobDisputed(e) => {
                 if let Some(submission) = self.view.submissions.get_mut(&e.jobId) {
                     submission.disputed = true;
                 }
             }
-            "JobCompleted" => {
-                let e: M::JobCompleted = typed(event)?;
+            M::JobCompleted(e) => {
                 self.settle(e.jobId);
                 if let Some(node) = self.view.nodes.get_mut(&e.nodeId) {
                     node.completed_jobs += 1;
                 }
             }
-            "DisputeResolved" => {
-                let e: M::DisputeResolved = typed(event)?;
+            M::DisputeResolved(e) => {
                 if !e.providerWon
                     && let Some(node) = self.view.nodes.get_mut(&e.nodeId)
                 {
                     node.failed_jobs += 1;
                 }
             }
-            "JobReclaimed" => {
-                let e: M::JobReclaimed = typed(event)?;
+            M::JobReclaimed(e) => {
                 self.view.assignments.remove(&e.jobId);
                 self.node_slots(e.nodeId, -1);
                 if let Some(node) = self.view.nodes.get_mut(&e.nodeId) {
                     node.failed_jobs += 1;
                 }
             }
-            "JobRejected" => {
-                let e: M::JobRejected = typed(event)?;
+            M::JobRejected(e) => {
                 self.view.assignments.remove(&e.jobId);
                 self.node_slots(e.nodeId, -1);
             }
-            "JobRequeued" => {
-                let e: M::JobRequeued = typed(event)?;
+            M::JobRequeued(e) => {
                 if let Some(job) = self.known_jobs.get(&e.jobId) {
                     self.view.open_jobs.insert(e.jobId, job.clone());
                 }
             }
-            "JobExpired" => {
-                let e: M::JobExpired = typed(event)?;
+            M::JobExpired(e) => {
                 if self.view.assignments.contains_key(&e.jobId) {
                     self.node_slots(e.nodeId, -1);
                     if let Some(node) = self.view.nodes.get_mut(&e.nodeId) {
@@ -360,15 +367,17 @@ impl State {
                 }
                 self.settle(e.jobId);
             }
-            "JobFailed" => self.settle(typed::<M::JobFailed>(event)?.jobId),
-            "JobCancelled" => self.settle(typed::<M::JobCancelled>(event)?.jobId),
-            "MarketParamsUpdated" => {
-                let e: M::MarketParamsUpdated = typed(event)?;
-                self.view.max_attempts = e.params.maxAttempts;
-            }
-            _ => {}
+            M::JobFailed(e) => self.settle(e.jobId),
+            M::JobCancelled(e) => self.settle(e.jobId),
+            M::MarketParamsUpdated(e) => self.view.max_attempts = e.params.maxAttempts,
+            // Roles, pauses and withdrawals do not change what the services decide.
+            M::Paused(_)
+            | M::Unpaused(_)
+            | M::RoleAdminChanged(_)
+            | M::RoleGranted(_)
+            | M::RoleRevoked(_)
+            | M::Withdrawn(_) => {}
         }
-        Ok(())
     }
 
     fn settle(&mut self, job: u64) {
@@ -385,37 +394,19 @@ impl State {
     }
 }
 
-fn typed<T: DeserializeOwned>(event: &EventEnvelope) -> Result<T, ProjectError> {
-    serde_json::from_value(event.event.data.clone()).map_err(|e| ProjectError::BadEvent {
-        name: event.event.name.clone(),
-        block: event.block_number,
-        reason: e.to_string(),
-    })
-}
-
 fn set_status(view: &mut View, node: u64, status: NodeStatus) {
     if let Some(node) = view.nodes.get_mut(&node) {
         node.status = status;
     }
 }
 
-fn capabilities(c: &NodeRegistry::NodeCapabilities) -> Capabilities {
-    Capabilities {
-        gpu_model: c.gpuModel,
-        gpu_count: c.gpuCount,
-        vram_mib: c.vramMiB,
-        cpu_cores: c.cpuCores,
-        ram_mib: c.ramMiB,
-        price_per_gpu_hour: c.pricePerGpuHour.to::<u128>(),
-        max_concurrent_jobs: c.maxConcurrentJobs,
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use alloy::primitives::{Address, Bytes, aliases::U40, aliases::U96};
+    use alloy::sol_types::SolEvent;
+    use gantry_protocol::bindings::{JobMarket, NodeRegistry};
     use gantry_protocol::envelope::{ENVELOPE_VERSION, OrphanedBlock};
-    use gantry_protocol::events::DecodedEvent;
+    use gantry_protocol::events::{ContractKind, DecodedEvent, event_name};
 
     use super::*;
 
@@ -432,6 +423,14 @@ mod tests {
                 block: 0,
                 pending: Vec::new(),
             }
+        }
+
+        fn market<E: SolEvent + serde::Serialize>(&mut self, event: E) {
+            self.event(ContractKind::Market, event_name::<E>(), event);
+        }
+
+        fn registry<E: SolEvent + serde::Serialize>(&mut self, event: E) {
+            self.event(ContractKind::Registry, event_name::<E>(), event);
         }
 
         fn event<T: serde::Serialize>(&mut self, contract: ContractKind, name: &str, event: T) {
@@ -532,36 +531,28 @@ mod tests {
     fn posted_jobs_are_open_until_assigned_and_slots_follow_the_lifecycle() {
         // Given a node and a posted job,
         let mut chain = Chain::new();
-        chain.event(ContractKind::Registry, "NodeRegistered", registered(1));
-        chain.event(ContractKind::Market, "JobPosted", posted(7));
+        chain.registry(registered(1));
+        chain.market(posted(7));
         chain.commit();
         assert!(chain.projection.view().open_jobs.contains_key(&7));
 
         // when it is assigned, the job leaves the queue and takes a slot;
-        chain.event(ContractKind::Market, "JobAssigned", assigned(7, 1, 1));
+        chain.market(assigned(7, 1, 1));
         chain.commit();
         let view = chain.projection.view();
         assert!(view.open_jobs.is_empty());
         assert_eq!(view.nodes[&1].active_jobs, 1);
 
         // a reject requeues it with its attempt counted and frees the slot.
-        chain.event(
-            ContractKind::Market,
-            "JobRejected",
-            JobMarket::JobRejected {
-                jobId: 7,
-                nodeId: 1,
-                reason: "bad image".into(),
-            },
-        );
-        chain.event(
-            ContractKind::Market,
-            "JobRequeued",
-            JobMarket::JobRequeued {
-                jobId: 7,
-                attemptsUsed: 1,
-            },
-        );
+        chain.market(JobMarket::JobRejected {
+            jobId: 7,
+            nodeId: 1,
+            reason: "bad image".into(),
+        });
+        chain.market(JobMarket::JobRequeued {
+            jobId: 7,
+            attemptsUsed: 1,
+        });
         chain.commit();
         let view = chain.projection.view();
         assert_eq!(view.open_jobs[&7].attempts, 1);
@@ -572,35 +563,27 @@ mod tests {
     fn reclaims_free_the_slot_whatever_their_kind() {
         // Given a node running two jobs,
         let mut chain = Chain::new();
-        chain.event(ContractKind::Registry, "NodeRegistered", registered(1));
-        chain.event(ContractKind::Market, "JobPosted", posted(7));
-        chain.event(ContractKind::Market, "JobPosted", posted(8));
-        chain.event(ContractKind::Market, "JobAssigned", assigned(7, 1, 1));
-        chain.event(ContractKind::Market, "JobAssigned", assigned(8, 1, 1));
+        chain.registry(registered(1));
+        chain.market(posted(7));
+        chain.market(posted(8));
+        chain.market(assigned(7, 1, 1));
+        chain.market(assigned(8, 1, 1));
         chain.commit();
 
         // when its agent abandons one (kind 2) and the other is reclaimed with a kind no
         // contract has yet (the ABI carries the enum as a bare uint8),
         for (job, kind) in [(7, 2_u8), (8, 200)] {
-            chain.event(
-                ContractKind::Market,
-                "JobReclaimed",
-                JobMarket::JobReclaimed {
-                    jobId: job,
-                    nodeId: 1,
-                    kind,
-                    slashed: U96::from(50),
-                    by: Address::repeat_byte(2),
-                },
-            );
-            chain.event(
-                ContractKind::Market,
-                "JobRequeued",
-                JobMarket::JobRequeued {
-                    jobId: job,
-                    attemptsUsed: 1,
-                },
-            );
+            chain.market(JobMarket::JobReclaimed {
+                jobId: job,
+                nodeId: 1,
+                kind,
+                slashed: U96::from(50),
+                by: Address::repeat_byte(2),
+            });
+            chain.market(JobMarket::JobRequeued {
+                jobId: job,
+                attemptsUsed: 1,
+            });
         }
         chain.commit();
 
@@ -615,9 +598,9 @@ mod tests {
     #[test]
     fn events_wait_for_their_commit_and_retractions_undo_blocks() {
         let mut chain = Chain::new();
-        chain.event(ContractKind::Registry, "NodeRegistered", registered(1));
+        chain.registry(registered(1));
         chain.commit();
-        chain.event(ContractKind::Market, "JobPosted", posted(7));
+        chain.market(posted(7));
         let orphan = chain.commit();
         assert_eq!(chain.projection.view().open_jobs.len(), 1);
 
@@ -660,11 +643,11 @@ mod tests {
             .unwrap_err();
         assert_eq!(
             error,
-            ProjectError::CountMismatch {
+            ProjectError::Assemble(AssembleError::CountMismatch {
                 block: 5,
                 expected: 2,
                 received: 0
-            }
+            })
         );
     }
 }

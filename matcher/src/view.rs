@@ -2,28 +2,10 @@
 
 use std::collections::BTreeMap;
 
-use alloy::primitives::{Address, B256};
+use alloy::primitives::Address;
 
-/// Lifecycle of a node, as in `Types.sol`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum NodeStatus {
-    Active,
-    Inactive,
-    Exiting,
-    Exited,
-}
-
-/// What a node offers, as in `NodeCapabilities`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Capabilities {
-    pub gpu_model: B256,
-    pub gpu_count: u16,
-    pub vram_mib: u32,
-    pub cpu_cores: u16,
-    pub ram_mib: u32,
-    pub price_per_gpu_hour: u128,
-    pub max_concurrent_jobs: u8,
-}
+pub use gantry_protocol::eligibility::{Capabilities, Requirements};
+pub use gantry_protocol::status::NodeStatus;
 
 /// A node as the matcher sees it.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -45,20 +27,6 @@ impl NodeView {
     pub fn free_slots(&self) -> u32 {
         u32::from(self.capabilities.max_concurrent_jobs).saturating_sub(self.active_jobs)
     }
-}
-
-/// What a job needs, as in `JobRequirements`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub struct Requirements {
-    /// Zero accepts any model.
-    pub gpu_model: B256,
-    pub min_gpu_count: u16,
-    pub min_vram_mib: u32,
-    pub min_cpu_cores: u16,
-    pub min_ram_mib: u32,
-    pub max_price_per_gpu_hour: u128,
-    pub max_runtime: u32,
-    pub priority: u8,
 }
 
 /// An Open job waiting for a node.

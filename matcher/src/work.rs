@@ -9,7 +9,9 @@ use std::collections::HashMap;
 
 use async_nats::jetstream::{self, AckKind, consumer, message::Acker};
 use futures::StreamExt;
-use gantry_protocol::subjects;
+use gantry_protocol::bindings::JobMarket;
+use gantry_protocol::events::event_name;
+use gantry_protocol::names;
 
 use crate::error::StreamError;
 
@@ -76,10 +78,10 @@ impl Claims {
         max_claims: i64,
     ) -> Result<Self, StreamError> {
         let stream = js
-            .get_stream(subjects::stream_name(chain_id))
+            .get_stream(names::stream_name(chain_id))
             .await
             .map_err(|e| StreamError::nats("chain stream", e))?;
-        let name = subjects::matcher_consumer(chain_id);
+        let name = names::matcher_consumer(chain_id);
         let consumer: consumer::PullConsumer = stream
             .get_or_create_consumer(
                 &name,
@@ -87,8 +89,8 @@ impl Claims {
                     durable_name: Some(name.clone()),
                     description: Some("open jobs shared by the matcher replicas".into()),
                     filter_subjects: vec![
-                        subjects::event_filter(chain_id, "JobPosted"),
-                        subjects::event_filter(chain_id, "JobRequeued"),
+                        names::event_filter(chain_id, event_name::<JobMarket::JobPosted>()),
+                        names::event_filter(chain_id, event_name::<JobMarket::JobRequeued>()),
                     ],
                     deliver_policy: consumer::DeliverPolicy::All,
                     ack_policy: consumer::AckPolicy::Explicit,

@@ -16,11 +16,13 @@ use alloy::primitives::B256;
 use async_nats::jetstream;
 use gantry_protocol::bindings::JobMarket;
 use gantry_protocol::envelope::EventEnvelope;
+use gantry_protocol::events::event_name;
 use gantry_protocol::jobs::{
     self, CompletionReport, CompletionStatus, JOBS_VERSION, LogLine, ProgressLine, ProgressUpdate,
 };
+use gantry_protocol::names;
 use gantry_protocol::spec::{INPUTS_DIR, JobSpec};
-use gantry_protocol::subjects;
+use gantry_protocol::status::JobStatus;
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
@@ -33,8 +35,6 @@ use crate::fetch::Fetcher;
 use crate::inventory::{Gpu, GpuMonitor};
 use crate::store;
 
-/// Status values of `JobInfo.status` (the Solidity enum `JobStatus`).
-const ASSIGNED: u8 = 2;
 /// Log lines a job may send per second on average, and in a burst.
 const LOG_RATE: f64 = 200.0;
 const LOG_BURST: f64 = 2_000.0;
@@ -224,7 +224,9 @@ where
 
 impl Ctx {
     fn is_ours(&self, info: &JobMarket::JobInfo, attempt: u8) -> bool {
-        info.status == ASSIGNED && info.nodeId == self.node_id && info.attempts == attempt
+        JobStatus::try_from(info.status as u8) == Ok(JobStatus::Assigned)
+            && info.nodeId == self.node_id
+            && info.attempts == attempt
     }
 
     async fn job_info(&self, job_id: u64) -> Result<JobMarket::JobInfo, Failure> {
@@ -244,7 +246,11 @@ impl Ctx {
         job_id: u64,
         spec_hash: B256,
     ) -> Result<Vec<u8>, Failure> {
-        let subject = subjects::event(self.chain_id, "JobPosted", &job_id.to_string());
+        let subject = names::event(
+            self.chain_id,
+            event_name::<JobMarket::JobPosted>(),
+            &job_id.to_string(),
+        );
         let message = retry("read the spec", || async {
             self.chain_stream
                 .get_last_raw_message_by_subject(&subject)
@@ -395,7 +401,7 @@ impl Ctx {
     }
 
     async fn report(&self, report: CompletionReport) {
-        let subject = jobs::completion_subject(self.chain_id, report.job_id);
+        let subject = names::completion_subject(self.chain_id, report.job_id);
         let payload = serde_json::to_vec(&report).expect("reports serialize");
         let published = retry("publish the completion report", || async {
             self.jobs_js
@@ -570,7 +576,7 @@ impl Ctx {
         record_stage("upload", stage);
         Ok(Executed::Done {
             hash: B256::from(packed.sha256),
-            uri: format!("nats://{}/{key}", jobs::results_bucket(self.chain_id)),
+            uri: format!("nats://{}/{key}", names::results_bucket(self.chain_id)),
             size: packed.size,
             report,
         })
@@ -741,8 +747,8 @@ impl Ctx {
                 tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
                 tick.reset();
             }
-            let logs_subject = jobs::logs_subject(self.chain_id, job_id);
-            let progress_subject = jobs::progress_subject(self.chain_id, job_id);
+            let logs_subject = names::logs_subject(self.chain_id, job_id);
+            let progress_subject = names::progress_subject(self.chain_id, job_id);
             let mut lines_open = true;
             loop {
                 tokio::select! {

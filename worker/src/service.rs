@@ -17,9 +17,11 @@ use alloy::signers::local::PrivateKeySigner;
 use async_nats::jetstream;
 use futures::StreamExt;
 use gantry_protocol::bindings::{JobMarket, NodeRegistry};
+use gantry_protocol::eligibility::{self, Capabilities, Requirements};
 use gantry_protocol::envelope::EventEnvelope;
-use gantry_protocol::jobs;
-use gantry_protocol::{storage, subjects};
+use gantry_protocol::events::GantryEvent;
+use gantry_protocol::status::JobStatus;
+use gantry_protocol::{names, storage};
 use tokio::sync::{Mutex as AsyncMutex, Semaphore, mpsc};
 use tokio::task::JoinSet;
 use tokio_util::sync::CancellationToken;
@@ -162,7 +164,7 @@ pub async fn run(
         .map_err(|e| WorkerError::Nats(format!("{}: {e}", address.servers)))?;
     let js = jetstream::new(nats.clone());
     // The indexer creates the chain stream; it may start after this worker.
-    let stream_name = subjects::stream_name(config.chain_id);
+    let stream_name = names::stream_name(config.chain_id);
     let mut waiting = false;
     let chain_stream = loop {
         match js.get_stream(&stream_name).await {
@@ -188,14 +190,14 @@ pub async fn run(
         .map_err(|e| WorkerError::Nats(format!("the jobs stream: {e}")))?;
     let results = store::bucket(
         &js,
-        &jobs::results_bucket(config.chain_id),
+        &names::results_bucket(config.chain_id),
         config.nats_replicas,
     )
     .await
     .map_err(WorkerError::Node)?;
     let checkpoints = store::bucket(
         &js,
-        &jobs::checkpoints_bucket(config.chain_id),
+        &names::checkpoints_bucket(config.chain_id),
         config.nats_replicas,
     )
     .await
@@ -281,7 +283,7 @@ pub async fn run(
         ))
     });
 
-    let consumer_name = jobs::worker_consumer(config.chain_id, node_id);
+    let consumer_name = names::worker_consumer(config.chain_id, node_id);
     let consumer = chain_stream
         .get_or_create_consumer(
             &consumer_name,
@@ -456,11 +458,10 @@ async fn wait_until_healthy(
 
 fn parse_assignment(payload: &[u8], received: Instant) -> Result<Assignment, String> {
     let envelope: EventEnvelope = serde_json::from_slice(payload).map_err(|e| e.to_string())?;
-    if envelope.event.name != "JobAssigned" {
+    let typed = envelope.event.typed().map_err(|e| e.to_string())?;
+    let GantryEvent::Market(JobMarket::JobMarketEvents::JobAssigned(assigned)) = typed else {
         return Err(format!("event {}", envelope.event.name));
-    }
-    let assigned: JobMarket::JobAssigned =
-        serde_json::from_value(envelope.event.data).map_err(|e| e.to_string())?;
+    };
     Ok(Assignment {
         job_id: assigned.jobId,
         attempt: assigned.attempt,
@@ -551,8 +552,8 @@ async fn claim_loop(
     shutdown: CancellationToken,
 ) {
     let mut feeds = Vec::new();
-    for event in jobs::CLAIM_EVENTS {
-        let name = jobs::claim_consumer(ctx.chain_id, ctx.node_id, event);
+    for event in names::CLAIM_EVENTS {
+        let name = names::claim_consumer(ctx.chain_id, ctx.node_id, event);
         let config = storage::claim_consumer(ctx.chain_id, ctx.node_id, event);
         let messages = match ctx.chain_stream.get_or_create_consumer(&name, config).await {
             Ok(consumer) => consumer.messages().await,
@@ -708,21 +709,47 @@ pub fn claimable(
     node: &NodeRegistry::NodeCapabilities,
     min_payment: U256,
 ) -> bool {
-    const OPEN: u8 = 1;
-    let r = &info.requirements;
-    info.status == OPEN
+    JobStatus::try_from(info.status as u8) == Ok(JobStatus::Open)
         && U256::from(info.bounty) >= min_payment
-        && (r.gpuModel.is_zero() || r.gpuModel == node.gpuModel)
-        && r.minGpuCount <= node.gpuCount
-        && (r.minGpuCount == 0 || r.minVramMiB <= node.vramMiB)
-        && r.minCpuCores <= node.cpuCores
-        && r.minRamMiB <= node.ramMiB
-        && r.maxPricePerGpuHour >= node.pricePerGpuHour
+        && eligibility::capable(
+            &Requirements::from(&info.requirements),
+            &Capabilities::from(node),
+        )
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_cpu_job_that_names_vram_is_claimable_only_with_that_vram_as_on_chain() {
+        // The chain checks VRAM whatever the GPU count (`_checkEligible`); the worker's old
+        // copy skipped it for CPU jobs and claimed jobs the chain then refused.
+        let info = JobMarket::JobInfo {
+            status: u8::from(JobStatus::Open),
+            bounty: alloy::primitives::aliases::U96::from(100),
+            requirements: JobMarket::JobRequirements {
+                minGpuCount: 0,
+                minVramMiB: 1_024,
+                maxPricePerGpuHour: alloy::primitives::aliases::U96::from(10),
+                ..Default::default()
+            },
+            ..Default::default()
+        };
+        let mut node = NodeRegistry::NodeCapabilities {
+            vramMiB: 512,
+            ..Default::default()
+        };
+        assert!(!claimable(&info, &node, U256::ZERO));
+        node.vramMiB = 1_024;
+        assert!(claimable(&info, &node, U256::ZERO));
+        assert!(!claimable(&info, &node, U256::from(101)), "pays too little");
+        let assigned = JobMarket::JobInfo {
+            status: u8::from(JobStatus::Assigned),
+            ..info
+        };
+        assert!(!claimable(&assigned, &node, U256::ZERO));
+    }
 
     #[tokio::test]
     async fn claimed_jobs_hold_slots_until_their_assignment_is_pulled() {

@@ -3,6 +3,7 @@
 //! then a job posted on chain and a worker's progress report and log line arrive on the
 //! open pages without a reload.
 
+use gantry_protocol::names;
 use std::process::Stdio;
 use std::time::Duration;
 
@@ -11,7 +12,7 @@ use alloy::primitives::aliases::U96;
 use gantry_devnet::{confirm_receipt, scenario};
 use gantry_protocol::api::TokenInfo;
 use gantry_protocol::bindings::{JobMarket, NodeRegistry};
-use gantry_protocol::jobs::{self, LogLine, LogStream, ProgressUpdate};
+use gantry_protocol::jobs::{LogLine, LogStream, ProgressUpdate};
 use tokio::io::{AsyncBufReadExt, AsyncReadExt, BufReader};
 use tokio_util::sync::CancellationToken;
 
@@ -45,7 +46,7 @@ async fn the_dashboard_shows_the_jobs_and_follows_them_live_in_chromium() {
         symbol: "kUSD".into(),
         decimals: 9,
     };
-    let api = Api::start_with_token(&chain, &js, &sqlite(dir.path()), &stop, None, token).await;
+    let api = Api::start_with_token(&chain, &sqlite(dir.path()), &stop, None, token).await;
     api.caught_up(&chain, reported).await;
 
     let shots = concat!(env!("CARGO_TARGET_TMPDIR"), "/dashboard");
@@ -178,11 +179,11 @@ async fn publish_epoch(js: &async_nats::jetstream::Context, chain_id: u64, epoch
     let mut last = 0;
     for (subject, payload) in [
         (
-            jobs::logs_subject(chain_id, RUNNING_JOB),
+            names::logs_subject(chain_id, RUNNING_JOB),
             serde_json::to_vec(&line).unwrap(),
         ),
         (
-            jobs::progress_subject(chain_id, RUNNING_JOB),
+            names::progress_subject(chain_id, RUNNING_JOB),
             serde_json::to_vec(&update).unwrap(),
         ),
     ] {

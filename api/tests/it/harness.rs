@@ -1,16 +1,13 @@
 //! What the API's tests share: the API as the binary runs it, and ways to feed it.
 
+use gantry_protocol::names;
 use std::time::Duration;
 
 use alloy::primitives::aliases::{U40, U96};
-use gantry_api::http::{AppState, HttpConfig, router};
-use gantry_api::live::Live;
-use gantry_api::project::{self, Progress};
-use gantry_api::store::Store;
+use gantry_api::project::Progress;
 use gantry_devnet::{confirm_receipt, scenario};
 use gantry_protocol::api::TokenInfo;
 use gantry_protocol::bindings::JobMarket;
-use gantry_protocol::jobs;
 use metrics_exporter_prometheus::PrometheusHandle;
 use tokio_util::sync::CancellationToken;
 
@@ -24,8 +21,8 @@ pub(crate) fn sqlite(dir: &std::path::Path) -> String {
 /// Creates the workers' stream, as a worker does.
 pub(crate) async fn jobs_stream(js: &async_nats::jetstream::Context, chain_id: u64) {
     js.create_stream(async_nats::jetstream::stream::Config {
-        name: jobs::jobs_stream_name(chain_id),
-        subjects: vec![jobs::jobs_stream_subjects(chain_id)],
+        name: names::jobs_stream_name(chain_id),
+        subjects: vec![names::jobs_stream_subjects(chain_id)],
         ..Default::default()
     })
     .await
@@ -66,13 +63,12 @@ pub(crate) async fn post_job(chain: &Chain, bounty: u64) {
     .unwrap();
 }
 
-/// The API as `gantry-api` runs it — the chain projection, the reports consumer and the
-/// HTTP server sharing one live feed — on a free port.
+/// The API as `gantry-api` runs it (`gantry_api::start`) on a free port.
 pub(crate) struct Api {
     pub(crate) base: String,
     pub(crate) progress: tokio::sync::watch::Receiver<Progress>,
     reports: tokio::sync::watch::Receiver<u64>,
-    tasks: Vec<tokio::task::JoinHandle<()>>,
+    running: gantry_api::Api,
 }
 
 impl Api {
@@ -80,79 +76,40 @@ impl Api {
     /// with `stop`.
     pub(crate) async fn start(
         chain: &Chain,
-        js: &async_nats::jetstream::Context,
         database_url: &str,
         stop: &CancellationToken,
         metrics: Option<PrometheusHandle>,
     ) -> Self {
-        Self::start_with_token(chain, js, database_url, stop, metrics, TokenInfo::default()).await
+        Self::start_with_token(chain, database_url, stop, metrics, TokenInfo::default()).await
     }
 
     /// The same, naming the payment token `token` (`GET /v1/token`).
     pub(crate) async fn start_with_token(
         chain: &Chain,
-        js: &async_nats::jetstream::Context,
         database_url: &str,
         stop: &CancellationToken,
         metrics: Option<PrometheusHandle>,
         token: TokenInfo,
     ) -> Self {
-        let chain_id = chain.devnet.deployment.chain_id;
-        let store = Store::open(database_url).await.unwrap();
-        let live = Live::closing_on(stop.clone());
-        let (progress_tx, progress) = tokio::sync::watch::channel(Progress::default());
-        let (reports_tx, reports) = tokio::sync::watch::channel(0);
-        let projection = tokio::spawn({
-            let run = project::run(
-                js.clone(),
-                chain_id,
-                store.clone(),
-                progress_tx,
-                live.clone(),
-                stop.clone(),
-            );
-            async move { run.await.expect("the projection runs") }
-        });
-        let reporter = tokio::spawn({
-            let run = gantry_api::reports::run(
-                js.clone(),
-                chain_id,
-                store.clone(),
-                reports_tx,
-                live.clone(),
-                stop.clone(),
-            );
-            async move { run.await.expect("the reports consumer runs") }
-        });
-        let mut state = AppState {
-            token,
-            ..AppState::new(store, progress.clone(), live)
-        }
-        .with_nats(js.clone(), chain_id);
-        if let Some(handle) = metrics {
-            state = state.with_metrics(handle);
-        }
-        let app = router(
-            state,
-            HttpConfig {
-                request_timeout: Duration::from_secs(5),
-                cors: tower_http::cors::CorsLayer::new(),
-            },
-        );
-        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-        let base = format!("http://{}", listener.local_addr().unwrap());
-        let shutdown = stop.clone();
-        let server = tokio::spawn(async move {
-            axum::serve(listener, app)
-                .with_graceful_shutdown(shutdown.cancelled_owned())
-                .await
-                .unwrap();
-        });
+        let config = gantry_api::Config {
+            request_timeout_ms: 5_000,
+            token_symbol: token.symbol,
+            token_decimals: token.decimals,
+            metrics,
+            ..gantry_api::Config::local(
+                chain.devnet.deployment.chain_id,
+                &chain.nats.url(),
+                database_url,
+            )
+        };
+        let running = gantry_api::start(config, stop.clone())
+            .await
+            .expect("the API starts");
         Self {
-            base,
-            progress,
-            reports,
-            tasks: vec![projection, reporter, server],
+            base: running.base_url(),
+            progress: running.progress.clone(),
+            reports: running.reports.clone(),
+            running,
         }
     }
 
@@ -172,11 +129,9 @@ impl Api {
     }
 
     pub(crate) async fn stopped(self) {
-        for task in self.tasks {
-            tokio::time::timeout(Duration::from_secs(10), task)
-                .await
-                .expect("the API stops")
-                .unwrap();
-        }
+        tokio::time::timeout(Duration::from_secs(10), self.running.wait())
+            .await
+            .expect("the API stops")
+            .expect("the API ran without error");
     }
 }

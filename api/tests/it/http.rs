@@ -1,6 +1,7 @@
 //! Every endpoint against a projection of a real chain: the happy path, bad parameters,
 //! pagination bounds, unknown ids.
 
+use gantry_protocol::names;
 use std::time::Duration;
 
 use gantry_api::http::{AppState, HttpConfig, router};
@@ -9,7 +10,7 @@ use reqwest::StatusCode;
 
 use gantry_protocol::api::{JobDetail, JobRow, NodeRow, Page, Stats};
 use gantry_protocol::jobs::{
-    self, CompletionReport, CompletionStatus, LogLine, LogStream, ProgressUpdate,
+    CompletionReport, CompletionStatus, LogLine, LogStream, ProgressUpdate,
 };
 
 use crate::projection::{chain_with_lifecycle, project_to_head};
@@ -27,7 +28,7 @@ pub(crate) fn worker_reports(chain_id: u64) -> Vec<(String, Vec<u8>)> {
             at_ms: u64::from(i),
         };
         out.push((
-            jobs::logs_subject(chain_id, 1),
+            names::logs_subject(chain_id, 1),
             serde_json::to_vec(&line).unwrap(),
         ));
         let update = ProgressUpdate {
@@ -46,7 +47,7 @@ pub(crate) fn worker_reports(chain_id: u64) -> Vec<(String, Vec<u8>)> {
             at_ms: u64::from(i),
         };
         out.push((
-            jobs::progress_subject(chain_id, 1),
+            names::progress_subject(chain_id, 1),
             serde_json::to_vec(&update).unwrap(),
         ));
     }
@@ -66,7 +67,7 @@ pub(crate) fn worker_reports(chain_id: u64) -> Vec<(String, Vec<u8>)> {
         at_ms: 4,
     };
     out.push((
-        jobs::completion_subject(chain_id, 1),
+        names::completion_subject(chain_id, 1),
         serde_json::to_vec(&report).unwrap(),
     ));
     out
@@ -180,7 +181,7 @@ async fn the_read_api_answers_and_refuses_bad_input_by_name() {
 
     // One job, with its timeline.
     let job: JobDetail = get("/v1/jobs/1").await.unwrap().json().await.unwrap();
-    assert_eq!(job.job.status, "completed");
+    assert_eq!(job.job.status.as_str(), "completed");
     assert!(job.job.payout.is_some());
     assert_eq!(job.timeline.first().unwrap().name, "JobPosted");
 

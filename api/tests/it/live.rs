@@ -3,6 +3,7 @@
 //! `follow=true`) deliver what is committed, the matcher's explanation shows on an open
 //! job, and the operational endpoints (`/readyz`, `/metrics`, `/openapi.json`) answer.
 
+use gantry_protocol::names;
 use std::sync::OnceLock;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
@@ -10,7 +11,8 @@ use gantry_devnet::confirm_receipt;
 use gantry_devnet::sse::{EventStream, SseEvent};
 use gantry_protocol::api::{History, JobDetail, Minute, Stats};
 use gantry_protocol::bindings::JobMarket;
-use gantry_protocol::jobs::{self, LogLine, LogStream, ProgressUpdate};
+use gantry_protocol::jobs::{LogLine, LogStream, ProgressUpdate};
+use gantry_protocol::pending::Constraint;
 use gantry_protocol::pending::{PENDING_VERSION, PendingExplanation};
 use metrics_exporter_prometheus::{PrometheusBuilder, PrometheusHandle};
 use reqwest::StatusCode;
@@ -89,13 +91,13 @@ async fn events_and_logs_stream_live_and_the_operational_endpoints_answer() {
     // A line stored before anyone follows job 3 (requeued open after its rejection).
     let stored_seq = publish(
         &js,
-        jobs::logs_subject(chain_id, 3),
+        names::logs_subject(chain_id, 3),
         serde_json::to_vec(&log_line(3, "stored")).unwrap(),
     )
     .await;
     let dir = tempfile::tempdir().unwrap();
     let shutdown = CancellationToken::new();
-    let api = Api::start(&chain, &js, &sqlite(dir.path()), &shutdown, Some(metrics())).await;
+    let api = Api::start(&chain, &sqlite(dir.path()), &shutdown, Some(metrics())).await;
     api.caught_up(&chain, stored_seq).await;
     let base = api.base.clone();
     let http = reqwest::Client::new();
@@ -134,13 +136,13 @@ async fn events_and_logs_stream_live_and_the_operational_endpoints_answer() {
     };
     publish(
         &js,
-        jobs::progress_subject(chain_id, 3),
+        names::progress_subject(chain_id, 3),
         serde_json::to_vec(&update).unwrap(),
     )
     .await;
     publish(
         &js,
-        jobs::logs_subject(chain_id, 3),
+        names::logs_subject(chain_id, 3),
         serde_json::to_vec(&log_line(3, "live")).unwrap(),
     )
     .await;
@@ -173,7 +175,7 @@ async fn events_and_logs_stream_live_and_the_operational_endpoints_answer() {
     // Why job 4 waits: the matcher's explanation from the KV bucket.
     let bucket = js
         .create_key_value(async_nats::jetstream::kv::Config {
-            bucket: gantry_protocol::subjects::pending_bucket(chain_id),
+            bucket: gantry_protocol::names::pending_bucket(chain_id),
             history: 1,
             ..Default::default()
         })
@@ -184,7 +186,7 @@ async fn events_and_logs_stream_live_and_the_operational_endpoints_answer() {
         job_id: 4,
         summary: "0 of 1 nodes are active".into(),
         nodes: 1,
-        rejected: [("notActive".to_string(), 1)].into(),
+        rejected: [(Constraint::NotActive, 1)].into(),
         best: vec![],
         block: 1,
     };

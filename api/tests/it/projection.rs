@@ -3,7 +3,7 @@
 
 use std::time::Duration;
 
-use gantry_api::model::{JOB_STATUS, NODE_STATUS};
+use gantry_api::model::{JobStatus, NodeStatus};
 use gantry_api::project::{self, Progress};
 use gantry_api::store::Store;
 use gantry_devnet::{Devnet, NatsServer};
@@ -91,7 +91,8 @@ pub(crate) async fn assert_matches_chain(chain: &Chain, store: &Store) {
     for job in &jobs {
         let info = market.getJob(job.job_id as u64).call().await.unwrap();
         assert_eq!(
-            job.status, JOB_STATUS[info.status as usize],
+            job.status,
+            JobStatus::try_from(info.status as u8).unwrap(),
             "job {}",
             job.job_id
         );
@@ -110,7 +111,8 @@ pub(crate) async fn assert_matches_chain(chain: &Chain, store: &Store) {
     for node in &nodes {
         let info = registry.getNode(node.node_id as u64).call().await.unwrap();
         assert_eq!(
-            node.status, NODE_STATUS[info.status as usize],
+            node.status,
+            NodeStatus::try_from(info.status as u8).unwrap(),
             "node {}",
             node.node_id
         );
@@ -260,14 +262,17 @@ async fn a_reorg_is_rolled_back_to_the_chain_s_state() {
         .expect("projected to the head")
         .unwrap();
     // The last blocks hold the operator's withdrawal and exit: the node is Exiting.
-    assert_eq!(store.node(1).await.unwrap().unwrap().status, "exiting");
+    assert_eq!(
+        store.node(1).await.unwrap().unwrap().status,
+        NodeStatus::Exiting
+    );
 
     // Replace the last 3 blocks with empty ones, and wait for the indexer to publish the
     // new head's commit.
     let mut commits = async_nats::connect(chain.nats.url())
         .await
         .unwrap()
-        .subscribe(gantry_protocol::subjects::block_commit(chain_id, head))
+        .subscribe(gantry_protocol::names::block_commit(chain_id, head))
         .await
         .unwrap();
     let _: serde_json::Value = admin
@@ -298,7 +303,7 @@ async fn a_reorg_is_rolled_back_to_the_chain_s_state() {
         .await
         .expect("the indexer publishes the new branch");
     let last = js
-        .get_stream(gantry_protocol::subjects::stream_name(chain_id))
+        .get_stream(gantry_protocol::names::stream_name(chain_id))
         .await
         .unwrap()
         .info()
@@ -318,7 +323,7 @@ async fn a_reorg_is_rolled_back_to_the_chain_s_state() {
 
     assert_eq!(
         store.node(1).await.unwrap().unwrap().status,
-        "active",
+        NodeStatus::Active,
         "the exit was undone"
     );
     assert_matches_chain(&chain, &store).await;

@@ -9,7 +9,7 @@ use gantry_protocol::bindings::{GantryTestToken, JobMarket, NodeRegistry};
 use crate::error::CliError;
 use crate::units::{format_amount, format_time};
 
-pub use gantry_protocol::status::{JOB_STATUS, NODE_STATUS};
+use gantry_protocol::status::{JobStatus, NodeStatus};
 
 /// The token, for amounts in messages.
 #[derive(Debug, Clone)]
@@ -32,8 +32,13 @@ impl TokenInfo {
     }
 }
 
-fn status_name(names: &[&'static str], index: u8) -> &'static str {
-    names.get(usize::from(index)).copied().unwrap_or("unknown")
+/// A status the chain reported, by name ("unknown" for a value no contract defines).
+pub fn job_status_name(value: u8) -> &'static str {
+    JobStatus::try_from(value).map_or("unknown", JobStatus::as_str)
+}
+
+fn node_status_name(value: u8) -> &'static str {
+    NodeStatus::try_from(value).map_or("unknown", NodeStatus::as_str)
 }
 
 /// The status a call needs, for "job 4 is assigned: only an open job can be cancelled".
@@ -66,7 +71,7 @@ pub fn market(call: &str, error: JobMarket::JobMarketErrors, token: &TokenInfo) 
     match error {
         E::JobMarket_UnknownJob(e) => CliError::NotFound(format!("job {} does not exist", e.jobId)),
         E::JobMarket_WrongStatus(e) => {
-            let status = status_name(&JOB_STATUS, e.status);
+            let status = job_status_name(e.status);
             match needs(call) {
                 Some(rule) => refused(format!("job {} is {status}: {rule}", e.jobId)),
                 None => refused(format!("job {} is {status}", e.jobId)),
@@ -182,7 +187,7 @@ pub fn registry(error: NodeRegistry::NodeRegistryErrors, token: &TokenInfo) -> C
         E::NodeRegistry_NotActive(e) => refused(format!(
             "node {} is {}, not active",
             e.nodeId,
-            status_name(&NODE_STATUS, e.status)
+            node_status_name(e.status)
         )),
         E::EnforcedPause(_) => refused("the registry is paused: no new registrations".into()),
         other => refused(format!("refused by the registry: {other:?}")),

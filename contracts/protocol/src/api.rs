@@ -24,6 +24,62 @@ use serde::{Deserialize, Serialize};
 
 use crate::jobs::{CompletionReport, ProgressUpdate};
 use crate::pending::PendingExplanation;
+use crate::status::{JobStatus, NodeStatus};
+
+/// The names of the Server-Sent Events the API sends (`/v1/events`,
+/// `/v1/jobs/{id}/logs?follow=true`); their data is the type named beside each.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum LiveEventName {
+    /// A [`JobRow`] changed.
+    Job,
+    /// A [`NodeView`] changed.
+    Node,
+    /// A worker's `ProgressUpdate`.
+    Progress,
+    /// A `LogLine` (its `id` the line's stream sequence).
+    Log,
+    /// A block was applied: `{number, timestamp}`.
+    Block,
+    /// Blocks after `commonAncestor` were orphaned: refetch.
+    Reorg,
+    /// The client fell behind and missed events: refetch.
+    Lagged,
+    /// The followed job settled: the log stream ends.
+    End,
+}
+
+impl LiveEventName {
+    pub const ALL: [LiveEventName; 8] = [
+        LiveEventName::Job,
+        LiveEventName::Node,
+        LiveEventName::Progress,
+        LiveEventName::Log,
+        LiveEventName::Block,
+        LiveEventName::Reorg,
+        LiveEventName::Lagged,
+        LiveEventName::End,
+    ];
+
+    /// The `event:` field on the wire.
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            LiveEventName::Job => "job",
+            LiveEventName::Node => "node",
+            LiveEventName::Progress => "progress",
+            LiveEventName::Log => "log",
+            LiveEventName::Block => "block",
+            LiveEventName::Reorg => "reorg",
+            LiveEventName::Lagged => "lagged",
+            LiveEventName::End => "end",
+        }
+    }
+
+    /// The name of an `event:` field; `None` for one this version does not know (a newer
+    /// API's), which clients skip.
+    pub fn parse(name: &str) -> Option<Self> {
+        Self::ALL.into_iter().find(|n| n.as_str() == name)
+    }
+}
 
 /// A job as the API shows it.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -32,7 +88,7 @@ use crate::pending::PendingExplanation;
 pub struct JobRow {
     pub job_id: i64,
     pub submitter: String,
-    pub status: String,
+    pub status: JobStatus,
     pub attempts: i64,
     pub bounty: String,
     pub deadline: i64,
@@ -72,7 +128,7 @@ pub struct NodeRow {
     pub node_id: i64,
     pub operator: String,
     pub agent: String,
-    pub status: String,
+    pub status: NodeStatus,
     pub gpu_model: String,
     pub gpu_count: i64,
     pub vram_mib: i64,

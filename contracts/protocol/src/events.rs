@@ -70,37 +70,48 @@ pub fn decode(contracts: &Contracts, log: &Log) -> Result<DecodedEvent, DecodeEr
         contract,
         reason: reason.to_string(),
     };
-    // The generated event enums serialize as `{"EventName": {fields}}`.
-    let tagged = match contract {
-        ContractKind::Market => serde_json::to_value(
+    let typed = match contract {
+        ContractKind::Market => GantryEvent::Market(
             JobMarket::JobMarketEvents::decode_log(log)
                 .map_err(abi)?
                 .data,
         ),
-        ContractKind::Registry => serde_json::to_value(
+        ContractKind::Registry => GantryEvent::Registry(
             NodeRegistry::NodeRegistryEvents::decode_log(log)
                 .map_err(abi)?
                 .data,
         ),
-    }
-    .expect("decoded events serialize");
-    let (name, data) = match tagged {
-        serde_json::Value::Object(map) if map.len() == 1 => {
-            map.into_iter().next().expect("one entry")
-        }
-        other => unreachable!("event enums serialize externally tagged, got {other}"),
     };
-    let key = subject_key(contract, &name, &data);
-    Ok(DecodedEvent {
-        contract,
-        name,
-        key,
-        data,
-    })
+    Ok(DecodedEvent::from(&typed))
+}
+
+impl From<&GantryEvent> for DecodedEvent {
+    /// The event as published: its name, subject key and JSON fields.
+    fn from(event: &GantryEvent) -> Self {
+        // The generated event enums serialize as `{"EventName": {fields}}`.
+        let (contract, tagged) = match event {
+            GantryEvent::Market(e) => (ContractKind::Market, serde_json::to_value(e)),
+            GantryEvent::Registry(e) => (ContractKind::Registry, serde_json::to_value(e)),
+        };
+        let tagged = tagged.expect("decoded events serialize");
+        let (name, data) = match tagged {
+            serde_json::Value::Object(map) if map.len() == 1 => {
+                map.into_iter().next().expect("one entry")
+            }
+            other => unreachable!("event enums serialize externally tagged, got {other}"),
+        };
+        let key = subject_key(contract, &name, &data);
+        DecodedEvent {
+            contract,
+            name,
+            key,
+            data,
+        }
+    }
 }
 
 fn subject_key(contract: ContractKind, name: &str, data: &serde_json::Value) -> String {
-    let field = if name == "JobAssigned" {
+    let field = if name == event_name::<JobMarket::JobAssigned>() {
         "nodeId"
     } else if data.get("jobId").is_some() {
         "jobId"
@@ -116,5 +127,208 @@ fn subject_key(contract: ContractKind, name: &str, data: &serde_json::Value) -> 
             ContractKind::Market => "market".into(),
             ContractKind::Registry => "registry".into(),
         },
+    }
+}
+
+/// A contract event, typed: what every consumer matches on. The variants are the
+/// contracts' own generated event enums, so a new event in the ABI is a compile error in
+/// every exhaustive `match`, not a silently ignored name.
+#[derive(Debug, Clone, PartialEq)]
+#[allow(clippy::large_enum_variant)] // built once per event and matched at once
+pub enum GantryEvent {
+    Market(JobMarket::JobMarketEvents),
+    Registry(NodeRegistry::NodeRegistryEvents),
+}
+
+/// Why a published event does not read back as its contract's event.
+#[derive(Debug, thiserror::Error)]
+#[error("event {name} does not match the {contract:?} contract's ABI")]
+pub struct EventDataError {
+    pub name: String,
+    pub contract: ContractKind,
+    #[source]
+    pub source: serde_json::Error,
+}
+
+impl DecodedEvent {
+    /// The event as its contract's typed event.
+    pub fn typed(&self) -> Result<GantryEvent, EventDataError> {
+        // The data is the externally tagged form's inner object (see [`decode`]).
+        let tagged = serde_json::Value::Object(serde_json::Map::from_iter([(
+            self.name.clone(),
+            self.data.clone(),
+        )]));
+        let error = |source| EventDataError {
+            name: self.name.clone(),
+            contract: self.contract,
+            source,
+        };
+        match self.contract {
+            ContractKind::Market => serde_json::from_value(tagged)
+                .map(GantryEvent::Market)
+                .map_err(error),
+            ContractKind::Registry => serde_json::from_value(tagged)
+                .map(GantryEvent::Registry)
+                .map_err(error),
+        }
+    }
+}
+
+impl From<JobMarket::JobMarketEvents> for GantryEvent {
+    fn from(event: JobMarket::JobMarketEvents) -> Self {
+        GantryEvent::Market(event)
+    }
+}
+
+impl From<NodeRegistry::NodeRegistryEvents> for GantryEvent {
+    fn from(event: NodeRegistry::NodeRegistryEvents) -> Self {
+        GantryEvent::Registry(event)
+    }
+}
+
+impl GantryEvent {
+    /// The job this event is about, if any.
+    pub fn job_id(&self) -> Option<u64> {
+        use JobMarket::JobMarketEvents as M;
+        let GantryEvent::Market(event) = self else {
+            return None;
+        };
+        Some(match event {
+            M::JobPosted(e) => e.jobId,
+            M::JobAssigned(e) => e.jobId,
+            M::ResultSubmitted(e) => e.jobId,
+            M::JobDisputed(e) => e.jobId,
+            M::DisputeResolved(e) => e.jobId,
+            M::JobCompleted(e) => e.jobId,
+            M::JobReclaimed(e) => e.jobId,
+            M::JobRejected(e) => e.jobId,
+            M::JobRequeued(e) => e.jobId,
+            M::JobFailed(e) => e.jobId,
+            M::JobCancelled(e) => e.jobId,
+            M::JobExpired(e) => e.jobId,
+            M::MarketParamsUpdated(_)
+            | M::Paused(_)
+            | M::Unpaused(_)
+            | M::RoleAdminChanged(_)
+            | M::RoleGranted(_)
+            | M::RoleRevoked(_)
+            | M::Withdrawn(_) => return None,
+        })
+    }
+
+    /// The node this event is about, if any (for a market event: the node running the
+    /// job, where the event names it).
+    pub fn node_id(&self) -> Option<u64> {
+        use JobMarket::JobMarketEvents as M;
+        use NodeRegistry::NodeRegistryEvents as R;
+        match self {
+            GantryEvent::Market(event) => match event {
+                M::JobAssigned(e) => Some(e.nodeId),
+                M::ResultSubmitted(e) => Some(e.nodeId),
+                M::JobDisputed(e) => Some(e.nodeId),
+                M::DisputeResolved(e) => Some(e.nodeId),
+                M::JobCompleted(e) => Some(e.nodeId),
+                M::JobReclaimed(e) => Some(e.nodeId),
+                M::JobRejected(e) => Some(e.nodeId),
+                M::JobExpired(e) => Some(e.nodeId),
+                M::JobPosted(_)
+                | M::JobRequeued(_)
+                | M::JobFailed(_)
+                | M::JobCancelled(_)
+                | M::MarketParamsUpdated(_)
+                | M::Paused(_)
+                | M::Unpaused(_)
+                | M::RoleAdminChanged(_)
+                | M::RoleGranted(_)
+                | M::RoleRevoked(_)
+                | M::Withdrawn(_) => None,
+            },
+            GantryEvent::Registry(event) => match event {
+                R::NodeRegistered(e) => Some(e.nodeId),
+                R::NodeHeartbeat(e) => Some(e.nodeId),
+                R::NodeReactivated(e) => Some(e.nodeId),
+                R::NodeMarkedInactive(e) => Some(e.nodeId),
+                R::NodeExitBegun(e) => Some(e.nodeId),
+                R::NodeStakeWithdrawn(e) => Some(e.nodeId),
+                R::NodeCapabilitiesUpdated(e) => Some(e.nodeId),
+                R::NodeAgentChanged(e) => Some(e.nodeId),
+                R::NodeStakeAdded(e) => Some(e.nodeId),
+                R::NodeSlashed(e) => Some(e.nodeId),
+                R::RegistryParamsUpdated(_)
+                | R::Paused(_)
+                | R::Unpaused(_)
+                | R::RoleAdminChanged(_)
+                | R::RoleGranted(_)
+                | R::RoleRevoked(_) => None,
+            },
+        }
+    }
+}
+
+/// The Solidity name of event `E`, e.g. `JobPosted`: what subjects and the API's timeline
+/// carry, taken from the binding instead of spelled again.
+pub fn event_name<E: alloy::sol_types::SolEvent>() -> &'static str {
+    let signature = E::SIGNATURE;
+    signature
+        .split_once('(')
+        .map_or(signature, |(name, _)| name)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use alloy::primitives::{Address, B256, LogData};
+    use alloy::sol_types::SolEvent;
+
+    #[test]
+    fn a_decoded_log_reads_back_typed_with_its_ids() {
+        let contracts = Contracts {
+            market: Address::repeat_byte(1),
+            registry: Address::repeat_byte(2),
+        };
+        let assigned = JobMarket::JobAssigned {
+            jobId: 7,
+            nodeId: 3,
+            agent: Address::repeat_byte(9),
+            attempt: 1,
+            claimed: false,
+            assignedAt: alloy::primitives::aliases::U40::from(1_700_000_000u64),
+        };
+        let log = Log {
+            address: contracts.market,
+            data: LogData::new_unchecked(
+                assigned
+                    .encode_topics()
+                    .into_iter()
+                    .map(B256::from)
+                    .collect(),
+                assigned.encode_data().into(),
+            ),
+        };
+        let decoded = decode(&contracts, &log).unwrap();
+        assert_eq!(decoded.name, event_name::<JobMarket::JobAssigned>());
+        assert_eq!(decoded.key, "3", "JobAssigned is keyed by node");
+        let typed = decoded.typed().unwrap();
+        assert_eq!(
+            typed,
+            GantryEvent::Market(JobMarket::JobMarketEvents::JobAssigned(assigned))
+        );
+        assert_eq!((typed.job_id(), typed.node_id()), (Some(7), Some(3)));
+    }
+
+    #[test]
+    fn data_of_another_shape_is_an_error_not_a_panic() {
+        let event = DecodedEvent {
+            contract: ContractKind::Registry,
+            name: "NodeHeartbeat".into(),
+            key: "1".into(),
+            data: serde_json::json!({"nodeId": "not a number"}),
+        };
+        assert!(event.typed().is_err());
+        let unknown = DecodedEvent {
+            name: "NoSuchEvent".into(),
+            ..event
+        };
+        assert!(unknown.typed().is_err());
     }
 }

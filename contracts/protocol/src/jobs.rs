@@ -140,58 +140,35 @@ pub enum CompletionStatus {
     NodeFault,
 }
 
-pub fn progress_subject(chain_id: u64, job_id: u64) -> String {
-    format!("gantry.jobs.{chain_id}.progress.{job_id}")
+/// One message of a jobs stream, decoded.
+#[derive(Debug, Clone)]
+pub enum JobReport {
+    Progress(ProgressUpdate),
+    Log(LogLine),
+    Done(CompletionReport),
 }
 
-pub fn logs_subject(chain_id: u64, job_id: u64) -> String {
-    format!("gantry.jobs.{chain_id}.logs.{job_id}")
-}
-
-pub fn completion_subject(chain_id: u64, job_id: u64) -> String {
-    format!("gantry.jobs.{chain_id}.done.{job_id}")
-}
-
-/// The JetStream stream holding chain `chain_id`'s progress, logs and completion reports
-/// (subjects `gantry.jobs.<chain>.>`), with age and per-job size limits.
-pub fn jobs_stream_name(chain_id: u64) -> String {
-    format!("GANTRY_JOBS_{chain_id}")
-}
-
-/// The subjects of [`jobs_stream_name`].
-pub fn jobs_stream_subjects(chain_id: u64) -> String {
-    format!("gantry.jobs.{chain_id}.>")
-}
-
-/// The object store bucket of results: key `<job>-<attempt>`, a tar of the job's outputs;
-/// `resultURI` is `nats://<bucket>/<key>`.
-pub fn results_bucket(chain_id: u64) -> String {
-    format!("gantry_{chain_id}_results")
-}
-
-/// The object store bucket of checkpoints: key `<job>`, a tar of `/checkpoints`, replaced
-/// at every upload and restored when the job resumes on another node.
-pub fn checkpoints_bucket(chain_id: u64) -> String {
-    format!("gantry_{chain_id}_checkpoints")
-}
-
-/// The durable consumer through which node `node_id`'s worker pulls its assignments.
-pub fn worker_consumer(chain_id: u64, node_id: u64) -> String {
-    format!("gantry_{chain_id}_worker_{node_id}")
-}
-
-/// The contract events a worker in claim mode watches for jobs to claim.
-pub const CLAIM_EVENTS: [&str; 2] = ["JobPosted", "JobRequeued"];
-
-/// The durable consumer through which node `node_id`'s worker in claim mode reads `event`
-/// (one of [`CLAIM_EVENTS`]).
-pub fn claim_consumer(chain_id: u64, node_id: u64, event: &str) -> String {
-    format!("gantry_{chain_id}_claim_{node_id}_{event}")
+impl JobReport {
+    /// Decodes a message by its subject (`gantry.jobs.<chain>.{progress,logs,done}.<job>`,
+    /// see [`crate::names::progress_subject`] and its siblings); `None` for anything else
+    /// or a payload that does not parse (a worker's bad report is skipped, not fatal).
+    pub fn decode(subject: &str, payload: &[u8]) -> Option<Self> {
+        let kind = subject.strip_prefix("gantry.jobs.")?.split('.').nth(1)?;
+        match kind {
+            "progress" => serde_json::from_slice(payload)
+                .ok()
+                .map(JobReport::Progress),
+            "logs" => serde_json::from_slice(payload).ok().map(JobReport::Log),
+            "done" => serde_json::from_slice(payload).ok().map(JobReport::Done),
+            _ => None,
+        }
+    }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::names;
 
     #[test]
     fn progress_lines_parse_and_are_bounded() {
@@ -234,12 +211,12 @@ mod tests {
 
     #[test]
     fn worker_subjects_stay_outside_the_chain_stream() {
-        let chain_stream = crate::subjects::stream_subjects(31337);
+        let chain_stream = crate::names::stream_subjects(31337);
         let prefix = chain_stream.trim_end_matches('>');
         for subject in [
-            progress_subject(31337, 7),
-            logs_subject(31337, 7),
-            completion_subject(31337, 7),
+            names::progress_subject(31337, 7),
+            names::logs_subject(31337, 7),
+            names::completion_subject(31337, 7),
         ] {
             assert!(subject.starts_with("gantry.jobs.31337."), "{subject}");
             assert!(
@@ -247,5 +224,24 @@ mod tests {
                 "{subject} is under {chain_stream}"
             );
         }
+    }
+
+    #[test]
+    fn reports_decode_by_the_subjects_workers_publish_on() {
+        let line = LogLine {
+            v: JOBS_VERSION,
+            job_id: 7,
+            attempt: 1,
+            stream: LogStream::Stdout,
+            line: "hello".into(),
+            at_ms: 1,
+        };
+        let payload = serde_json::to_vec(&line).unwrap();
+        assert!(matches!(
+            JobReport::decode(&names::logs_subject(31337, 7), &payload),
+            Some(JobReport::Log(l)) if l == line
+        ));
+        assert!(JobReport::decode(&names::progress_subject(31337, 7), &payload).is_none());
+        assert!(JobReport::decode("gantry.31337.ev.JobPosted.7", &payload).is_none());
     }
 }

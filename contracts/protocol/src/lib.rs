@@ -1,7 +1,7 @@
 //! Everything that crosses a Gantry process boundary, and nothing that does IO.
 //!
 //! ```text
-//!  contracts (chain) ──logs──▶ indexer ──EventEnvelope on subjects::event()──▶ NATS JetStream
+//!  contracts (chain) ──logs──▶ indexer ──EventEnvelope on names::event()──▶ NATS JetStream
 //!        ▲                                                                      │
 //!        └──── bindings (matcher, worker txs) ◀──── matcher / worker / api ◀────┘
 //!                                                                      └──api::* JSON──▶ CLI
@@ -10,15 +10,20 @@
 //! - [`bindings`]: alloy `sol!` bindings of JobMarket, NodeRegistry and the dev token,
 //!   generated from the committed artifacts.
 //! - [`spec`]: the versioned job spec submitters post on-chain (`JobPosted.spec`).
-//! - [`events`]: decoding a contract log into a named, JSON-ready event with its subject key.
+//! - [`events`]: decoding a contract log into a named, JSON-ready event with its subject
+//!   key, and reading it back as a typed [`events::GantryEvent`].
+//! - [`chain_stream`]: reading the chain stream: the one decoder of its messages and the
+//!   block assembler every consumer folds through.
 //! - [`envelope`]: the messages published on the stream.
-//! - [`subjects`]: stream, subject and KV bucket names, message-id rules.
+//! - [`names`]: every stream, subject, bucket and consumer name, message-id rules.
+//! - [`eligibility`]: the one mirror of the contract's eligibility check, and the
+//!   [`eligibility::Constraint`]s a node can fail.
 //! - [`pending`]: the matcher's explanation of why a job is still waiting.
 //! - [`nats`]: NATS addresses with credentials, split for the client's connect options.
 //! - [`storage`] (feature `nats`): the settings of every stream, KV bucket and object
 //!   store the services create.
 //! - [`reputation`]: a node's smoothed success rate (matcher score, API).
-//! - [`status`]: job and node status names.
+//! - [`status`]: the typed job and node statuses ([`status::JobStatus`], [`status::NodeStatus`]).
 //! - [`jobs`]: what workers publish about running jobs (progress line format, progress,
 //!   logs, completion reports) and their subjects.
 //! - [`api`]: the read API's JSON answers (job and node rows, pages, details, statistics,
@@ -26,9 +31,12 @@
 
 pub mod api;
 pub mod bindings;
+pub mod chain_stream;
+pub mod eligibility;
 pub mod envelope;
 pub mod events;
 pub mod jobs;
+pub mod names;
 pub mod nats;
 pub mod pending;
 pub mod reputation;
@@ -36,4 +44,3 @@ pub mod spec;
 pub mod status;
 #[cfg(feature = "nats")]
 pub mod storage;
-pub mod subjects;

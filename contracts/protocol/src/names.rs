@@ -1,5 +1,8 @@
-//! Stream and subject names, and message ids. One JetStream stream per chain holds every
-//! message about that chain, in chain order:
+//! Every name that crosses a process boundary: streams, subjects, KV and object store
+//! buckets, durable consumers, message ids. The NATS permissions of each service are
+//! rendered from these functions, so a name changes here or nowhere.
+//!
+//! One JetStream stream per chain holds every message about that chain, in chain order:
 //!
 //! ```text
 //! stream  GANTRY_<chain>              subjects gantry.<chain>.>
@@ -9,7 +12,18 @@
 //!   gantry.<chain>.block.<number>         block commit marker, after the block's events
 //!   gantry.<chain>.retract                orphaned blocks, before their replacements
 //!   gantry.<chain>.final                  finality watermark
+//!
+//! stream  GANTRY_JOBS_<chain>         subjects gantry.jobs.<chain>.>
+//!   gantry.jobs.<chain>.{progress,logs,done}.<job>   what workers report about a job
+//!
+//! object stores  gantry_<chain>_results (<job>-<attempt>), gantry_<chain>_checkpoints (<job>)
+//! KV             gantry_<chain>_pending (matcher's explanations), gantry_{indexer,liveness}_lease
+//! consumers      gantry_<chain>_matcher, gantry_<chain>_worker_<node>,
+//!                gantry_<chain>_claim_<node>_<event>
 //! ```
+
+use crate::bindings::JobMarket;
+use crate::events::event_name;
 
 /// The stream of chain `chain_id`.
 pub fn stream_name(chain_id: u64) -> String {
@@ -33,7 +47,11 @@ pub fn event_filter(chain_id: u64, event_name: &str) -> String {
 
 /// The filter a worker uses for the jobs assigned to its node.
 pub fn assignments_of(chain_id: u64, node_id: u64) -> String {
-    event(chain_id, "JobAssigned", &node_id.to_string())
+    event(
+        chain_id,
+        event_name::<JobMarket::JobAssigned>(),
+        &node_id.to_string(),
+    )
 }
 
 /// The commit marker of block `number`. The last message on this subject is the block's
@@ -72,6 +90,64 @@ pub fn matcher_consumer(chain_id: u64) -> String {
 pub fn message_id(chain_id: u64, sequence: u64) -> String {
     format!("gantry:{chain_id}:{sequence}")
 }
+
+// Worker reports, results and checkpoints: outside the chain stream.
+
+pub fn progress_subject(chain_id: u64, job_id: u64) -> String {
+    format!("gantry.jobs.{chain_id}.progress.{job_id}")
+}
+
+pub fn logs_subject(chain_id: u64, job_id: u64) -> String {
+    format!("gantry.jobs.{chain_id}.logs.{job_id}")
+}
+
+pub fn completion_subject(chain_id: u64, job_id: u64) -> String {
+    format!("gantry.jobs.{chain_id}.done.{job_id}")
+}
+
+/// The JetStream stream holding chain `chain_id`'s progress, logs and completion reports
+/// (subjects `gantry.jobs.<chain>.>`), with age and per-job size limits.
+pub fn jobs_stream_name(chain_id: u64) -> String {
+    format!("GANTRY_JOBS_{chain_id}")
+}
+
+/// The subjects of [`jobs_stream_name`].
+pub fn jobs_stream_subjects(chain_id: u64) -> String {
+    format!("gantry.jobs.{chain_id}.>")
+}
+
+/// The object store bucket of results: key `<job>-<attempt>`, a tar of the job's outputs;
+/// `resultURI` is `nats://<bucket>/<key>`.
+pub fn results_bucket(chain_id: u64) -> String {
+    format!("gantry_{chain_id}_results")
+}
+
+/// The object store bucket of checkpoints: key `<job>`, a tar of `/checkpoints`, replaced
+/// at every upload and restored when the job resumes on another node.
+pub fn checkpoints_bucket(chain_id: u64) -> String {
+    format!("gantry_{chain_id}_checkpoints")
+}
+
+/// The durable consumer through which node `node_id`'s worker pulls its assignments.
+pub fn worker_consumer(chain_id: u64, node_id: u64) -> String {
+    format!("gantry_{chain_id}_worker_{node_id}")
+}
+
+/// The contract events a worker in claim mode watches for jobs to claim.
+pub const CLAIM_EVENTS: [&str; 2] = ["JobPosted", "JobRequeued"];
+
+/// The durable consumer through which node `node_id`'s worker in claim mode reads `event`
+/// (one of [`CLAIM_EVENTS`]).
+pub fn claim_consumer(chain_id: u64, node_id: u64, event: &str) -> String {
+    format!("gantry_{chain_id}_claim_{node_id}_{event}")
+}
+
+// Leader leases.
+
+/// The KV bucket of the indexer's writer lease.
+pub const INDEXER_LEASE_BUCKET: &str = "gantry_indexer_lease";
+/// The KV bucket of the liveness keepers' lease.
+pub const LIVENESS_LEASE_BUCKET: &str = "gantry_liveness_lease";
 
 #[cfg(test)]
 mod tests {

@@ -1,10 +1,12 @@
 //! Why a job is still waiting: what the matcher publishes for each Open job it cannot
-//! place, in the KV bucket [`crate::subjects::pending_bucket`] under the job id, for the
+//! place, in the KV bucket [`crate::names::pending_bucket`] under the job id, for the
 //! API and the CLI to show. The entry is deleted once the job is placed or settled.
 
 use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
+
+pub use crate::eligibility::Constraint;
 
 /// Version of the explanation format.
 pub const PENDING_VERSION: u16 = 1;
@@ -20,9 +22,10 @@ pub struct PendingExplanation {
     pub summary: String,
     /// Nodes considered: every registered node that has not exited.
     pub nodes: u64,
-    /// How many of them fail each constraint, by constraint name (see [`CONSTRAINTS`]);
+    /// How many of them fail each constraint, by constraint name (see [`Constraint`]);
     /// a node may fail several.
-    pub rejected: BTreeMap<String, u64>,
+    #[cfg_attr(feature = "openapi", schema(value_type = BTreeMap<String, u64>))]
+    pub rejected: BTreeMap<Constraint, u64>,
     /// The nodes closest to taking the job, closest first.
     pub best: Vec<PendingCandidate>,
     /// The newest block the matcher had seen when it decided.
@@ -37,20 +40,6 @@ pub struct PendingCandidate {
     pub node_id: u64,
     /// The matcher's score for it (0 to 1), were it eligible.
     pub score: f64,
-    /// The constraints it fails.
-    pub failed: Vec<String>,
+    /// The constraints it fails, in the chain's order.
+    pub failed: Vec<Constraint>,
 }
-
-/// The constraint names, in the order the contract checks them: `notActive`,
-/// `stakeBelowMinimum`, `noFreeSlot`, `gpuModel`, `gpuCount`, `vram`, `cpu`, `ram`, `price`.
-pub const CONSTRAINTS: [&str; 9] = [
-    "notActive",
-    "stakeBelowMinimum",
-    "noFreeSlot",
-    "gpuModel",
-    "gpuCount",
-    "vram",
-    "cpu",
-    "ram",
-    "price",
-];

@@ -20,17 +20,12 @@ use std::time::Duration;
 
 use async_nats::jetstream::{consumer, kv, object_store, stream};
 
-use crate::{jobs, subjects};
+use crate::names;
 
 /// How long the jobs stream keeps progress, logs and completion reports.
 pub const JOBS_MAX_AGE: Duration = Duration::from_secs(7 * 24 * 3600);
 /// The most messages the jobs stream keeps per subject (per job and kind).
 pub const JOBS_MAX_PER_SUBJECT: i64 = 20_000;
-
-/// The KV bucket of the indexer's writer lease.
-pub const INDEXER_LEASE_BUCKET: &str = "gantry_indexer_lease";
-/// The KV bucket of the liveness keepers' lease.
-pub const LIVENESS_LEASE_BUCKET: &str = "gantry_liveness_lease";
 
 /// The most replicas JetStream keeps of a stream.
 pub const MAX_REPLICAS: usize = 5;
@@ -58,8 +53,8 @@ pub fn parse_replicas(text: &str) -> Result<usize, String> {
 /// the API's and workers' reads, and a de-duplication window for retried appends.
 pub fn chain_stream(chain_id: u64, replicas: usize) -> stream::Config {
     stream::Config {
-        name: subjects::stream_name(chain_id),
-        subjects: vec![subjects::stream_subjects(chain_id)],
+        name: names::stream_name(chain_id),
+        subjects: vec![names::stream_subjects(chain_id)],
         storage: stream::StorageType::File,
         deny_delete: true,
         deny_purge: true,
@@ -74,8 +69,8 @@ pub fn chain_stream(chain_id: u64, replicas: usize) -> stream::Config {
 /// subject.
 pub fn jobs_stream(chain_id: u64, replicas: usize) -> stream::Config {
     stream::Config {
-        name: jobs::jobs_stream_name(chain_id),
-        subjects: vec![jobs::jobs_stream_subjects(chain_id)],
+        name: names::jobs_stream_name(chain_id),
+        subjects: vec![names::jobs_stream_subjects(chain_id)],
         max_age: JOBS_MAX_AGE,
         max_messages_per_subject: JOBS_MAX_PER_SUBJECT,
         storage: stream::StorageType::File,
@@ -92,9 +87,9 @@ pub const ASSIGNMENT_ACK_WAIT: Duration = Duration::from_secs(30);
 /// node's `JobAssigned` subject, which is all a worker's NATS user may read.
 pub fn assignment_consumer(chain_id: u64, node_id: u64) -> consumer::pull::Config {
     consumer::pull::Config {
-        durable_name: Some(jobs::worker_consumer(chain_id, node_id)),
+        durable_name: Some(names::worker_consumer(chain_id, node_id)),
         description: Some(format!("assignments of node {node_id}")),
-        filter_subject: subjects::assignments_of(chain_id, node_id),
+        filter_subject: names::assignments_of(chain_id, node_id),
         deliver_policy: consumer::DeliverPolicy::All,
         ack_policy: consumer::AckPolicy::Explicit,
         ack_wait: ASSIGNMENT_ACK_WAIT,
@@ -107,13 +102,13 @@ pub fn assignment_consumer(chain_id: u64, node_id: u64) -> consumer::pull::Confi
 pub const CLAIM_CONSUMER_INACTIVE: Duration = Duration::from_secs(7 * 24 * 3600);
 
 /// Node `node_id`'s durable claim-mode consumer over `event` (one of
-/// [`jobs::CLAIM_EVENTS`]): one message in flight, so that the worker considers a job only
+/// [`names::CLAIM_EVENTS`]): one message in flight, so that the worker considers a job only
 /// when it could take it, and a restarted worker goes on where it stopped.
 pub fn claim_consumer(chain_id: u64, node_id: u64, event: &str) -> consumer::pull::Config {
     consumer::pull::Config {
-        durable_name: Some(jobs::claim_consumer(chain_id, node_id, event)),
+        durable_name: Some(names::claim_consumer(chain_id, node_id, event)),
         description: Some(format!("{event} events for node {node_id}'s claim mode")),
-        filter_subject: subjects::event_filter(chain_id, event),
+        filter_subject: names::event_filter(chain_id, event),
         deliver_policy: consumer::DeliverPolicy::All,
         ack_policy: consumer::AckPolicy::Explicit,
         ack_wait: ASSIGNMENT_ACK_WAIT,
@@ -137,7 +132,7 @@ pub fn object_store(bucket: &str, replicas: usize) -> object_store::Config {
 /// The matcher's explanations of unplaced jobs: the latest per job.
 pub fn pending_bucket(chain_id: u64, replicas: usize) -> kv::Config {
     kv::Config {
-        bucket: subjects::pending_bucket(chain_id),
+        bucket: names::pending_bucket(chain_id),
         description: "why open jobs are not placed, by job id".into(),
         history: 1,
         storage: stream::StorageType::File,
@@ -178,7 +173,7 @@ mod tests {
             assignments.durable_name.as_deref(),
             Some("gantry_7_worker_2")
         );
-        assert_eq!(assignments.filter_subject, subjects::assignments_of(7, 2));
+        assert_eq!(assignments.filter_subject, names::assignments_of(7, 2));
         let claims = claim_consumer(7, 2, "JobRequeued");
         assert_eq!(
             claims.durable_name.as_deref(),
@@ -187,7 +182,7 @@ mod tests {
         assert_eq!(claims.filter_subject, "gantry.7.ev.JobRequeued.*");
         assert_eq!(pending_bucket(7, 3).num_replicas, 3);
         assert_eq!(pending_bucket(7, 3).bucket, "gantry_7_pending");
-        let lease = lease_bucket(INDEXER_LEASE_BUCKET, Duration::from_secs(2), 3);
+        let lease = lease_bucket(names::INDEXER_LEASE_BUCKET, Duration::from_secs(2), 3);
         assert_eq!(
             (lease.num_replicas, lease.max_age),
             (3, Duration::from_secs(2))

@@ -18,6 +18,7 @@ use anyhow::Context;
 use bollard::Docker;
 use bollard::query_parameters::BuildImageOptionsBuilder;
 use futures::StreamExt;
+use gantry_protocol::api::LiveEventName;
 use gantry_protocol::bindings::JobMarket;
 use gantry_protocol::spec::{InputSpec, JobKind, JobSpec, OutputSpec, Resources, SPEC_VERSION};
 use sha2::{Digest, Sha256};
@@ -266,9 +267,12 @@ pub async fn follow(
         let Some(event) = feed.next().await? else {
             anyhow::bail!("the API closed its event stream");
         };
-        let data: serde_json::Value = match event.event.as_str() {
-            "job" | "progress" => serde_json::from_str(&event.data)?,
-            "lagged" | "reorg" => {
+        let name = LiveEventName::parse(&event.event);
+        let data: serde_json::Value = match name {
+            Some(LiveEventName::Job | LiveEventName::Progress) => {
+                serde_json::from_str(&event.data)?
+            }
+            Some(LiveEventName::Lagged | LiveEventName::Reorg) => {
                 row = fetch(&http, api, job_id).await?;
                 continue;
             }
@@ -277,7 +281,7 @@ pub async fn follow(
         if data["jobId"].as_u64() != Some(job_id) {
             continue;
         }
-        if event.event == "job" {
+        if name == Some(LiveEventName::Job) {
             row = Some(serde_json::from_value(data)?);
         } else if data["epoch"].as_u64() != last_epoch {
             last_epoch = data["epoch"].as_u64();

@@ -235,7 +235,7 @@ impl Network {
             format!(
                 "  nats             {} (stream {})",
                 self.nats.url(),
-                gantry_protocol::subjects::stream_name(d.chain_id)
+                gantry_protocol::names::stream_name(d.chain_id)
             ),
             format!("  docker engine    {}", self.engine.describe()),
             format!("  demo image       {}", demo::DEMO_IMAGE),

@@ -33,7 +33,7 @@ async fn the_indexer_connects_with_the_credentials_in_its_nats_url() {
     .await
     .expect("the admin connects");
     let mut chain = admin
-        .subscribe(gantry_protocol::subjects::stream_subjects(d.chain_id))
+        .subscribe(gantry_protocol::names::stream_subjects(d.chain_id))
         .await
         .unwrap();
     admin.flush().await.unwrap();

@@ -5,7 +5,7 @@ use alloy::providers::Provider;
 use futures::StreamExt;
 use gantry_indexer::config::FinalityTag;
 use gantry_protocol::envelope::FinalityWatermark;
-use gantry_protocol::subjects;
+use gantry_protocol::names;
 
 use crate::harness::{Harness, Message};
 
@@ -56,7 +56,7 @@ async fn finality_watermark_follows_the_finalized_block() {
     config.finality_tag = FinalityTag::Finalized;
     let client = async_nats::connect(h.nats.url()).await.unwrap();
     let mut watermarks = client
-        .subscribe(subjects::finality(h.chain_id()))
+        .subscribe(names::finality(h.chain_id()))
         .await
         .unwrap();
     let indexer = h.spawn(config);

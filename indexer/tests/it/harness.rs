@@ -14,7 +14,7 @@ use gantry_indexer::config::FinalityTag;
 use gantry_protocol::bindings::EventBatcher;
 use gantry_protocol::envelope::{BlockCommit, EventEnvelope, FinalityWatermark, Retraction};
 use gantry_protocol::events::{Contracts, DecodedEvent, decode};
-use gantry_protocol::subjects;
+use gantry_protocol::names;
 use tokio_util::sync::CancellationToken;
 
 pub(crate) struct Harness {
@@ -109,16 +109,16 @@ impl Harness {
             .expect("nats connects");
         // Subscribe before looking at the stream, so no commit slips between the two.
         let mut commits = client
-            .subscribe(subjects::block_commits(self.chain_id()))
+            .subscribe(names::block_commits(self.chain_id()))
             .await
             .unwrap();
         let js = jetstream::new(client.clone());
         let reached = async {
-            if let Ok(mut stream) = js.get_stream(subjects::stream_name(self.chain_id())).await {
+            if let Ok(mut stream) = js.get_stream(names::stream_name(self.chain_id())).await {
                 let last = stream.info().await.unwrap().state.last_sequence;
                 if last > 0
                     && let Ok(message) = stream
-                        .get_last_raw_message_by_subject(&subjects::block_commits(self.chain_id()))
+                        .get_last_raw_message_by_subject(&names::block_commits(self.chain_id()))
                         .await
                 {
                     let commit: BlockCommit = serde_json::from_slice(&message.payload).unwrap();
@@ -144,11 +144,11 @@ impl Harness {
         let client = async_nats::connect(self.nats.url())
             .await
             .expect("nats connects");
-        let subject = subjects::block_commit(self.chain_id(), number);
+        let subject = names::block_commit(self.chain_id(), number);
         let mut commits = client.subscribe(subject.clone()).await.unwrap();
         let js = jetstream::new(client.clone());
         let reached = async {
-            if let Ok(stream) = js.get_stream(subjects::stream_name(self.chain_id())).await
+            if let Ok(stream) = js.get_stream(names::stream_name(self.chain_id())).await
                 && let Ok(message) = stream.get_last_raw_message_by_subject(&subject).await
                 && serde_json::from_slice::<BlockCommit>(&message.payload)
                     .unwrap()
@@ -189,7 +189,7 @@ impl Harness {
     pub(crate) async fn messages(&self) -> Vec<Message> {
         let js = self.jetstream().await;
         let mut stream = js
-            .get_stream(subjects::stream_name(self.chain_id()))
+            .get_stream(names::stream_name(self.chain_id()))
             .await
             .expect("stream exists");
         let last = stream.info().await.unwrap().state.last_sequence;
@@ -342,13 +342,13 @@ impl Harness {
             .await
             .expect("nats connects");
         let mut all = client
-            .subscribe(subjects::stream_subjects(self.chain_id()))
+            .subscribe(names::stream_subjects(self.chain_id()))
             .await
             .unwrap();
         let js = jetstream::new(client.clone());
         let reached = async {
             loop {
-                if let Ok(mut stream) = js.get_stream(subjects::stream_name(self.chain_id())).await
+                if let Ok(mut stream) = js.get_stream(names::stream_name(self.chain_id())).await
                     && stream.info().await.unwrap().state.last_sequence >= count
                 {
                     return;
@@ -365,7 +365,7 @@ impl Harness {
     /// Sequence of the stream's last message.
     pub(crate) async fn last_sequence(&self) -> u64 {
         let js = self.jetstream().await;
-        match js.get_stream(subjects::stream_name(self.chain_id())).await {
+        match js.get_stream(names::stream_name(self.chain_id())).await {
             Ok(mut stream) => stream.info().await.unwrap().state.last_sequence,
             Err(_) => 0,
         }

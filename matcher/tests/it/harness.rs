@@ -10,7 +10,7 @@ use async_nats::jetstream;
 use futures::StreamExt;
 use gantry_devnet::{DeployParams, Devnet, NatsServer, confirm_receipt};
 use gantry_protocol::bindings::{JobMarket, NodeRegistry};
-use gantry_protocol::subjects;
+use gantry_protocol::names;
 use tokio_util::sync::CancellationToken;
 
 pub(crate) const GUSD: u64 = 1_000_000;
@@ -181,7 +181,7 @@ impl Net {
     {
         let client = async_nats::connect(self.nats.url()).await.unwrap();
         let mut messages = client
-            .subscribe(subjects::stream_subjects(self.chain_id()))
+            .subscribe(names::stream_subjects(self.chain_id()))
             .await
             .unwrap();
         let reached = async {
@@ -215,7 +215,7 @@ impl Net {
         job: u64,
     ) -> gantry_protocol::pending::PendingExplanation {
         let js = self.jetstream().await;
-        let bucket = subjects::pending_bucket(self.chain_id());
+        let bucket = names::pending_bucket(self.chain_id());
         let found = async {
             loop {
                 if let Ok(store) = js.get_key_value(&bucket).await {
@@ -342,12 +342,14 @@ pub(crate) fn needs(model: &str, vram_gib: u32, max_runtime: u32) -> JobMarket::
     }
 }
 
-/// Job statuses, as in `Types.sol`.
+/// Job statuses as the chain reports them (`getJob(..).status`).
 pub(crate) mod status {
-    pub(crate) const OPEN: u8 = 1;
-    pub(crate) const ASSIGNED: u8 = 2;
-    pub(crate) const COMPLETED: u8 = 5;
-    pub(crate) const EXPIRED: u8 = 8;
+    use gantry_protocol::status::JobStatus;
+
+    pub(crate) const OPEN: u8 = JobStatus::Open as u8;
+    pub(crate) const ASSIGNED: u8 = JobStatus::Assigned as u8;
+    pub(crate) const COMPLETED: u8 = JobStatus::Completed as u8;
+    pub(crate) const EXPIRED: u8 = JobStatus::Expired as u8;
 }
 
 /// Waits for a transaction's successful receipt.

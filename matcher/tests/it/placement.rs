@@ -1,6 +1,8 @@
 //! Heterogeneous nodes and jobs: each job lands on the node the strategy prefers; an
 //! impossible job is explained.
 
+use gantry_protocol::pending::Constraint;
+
 use crate::harness::{Net, needs, node, status};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -37,7 +39,7 @@ async fn jobs_land_on_the_preferred_eligible_node_and_an_impossible_one_is_expla
     let explanation = net.wait_for_explanation(impossible).await;
     assert_eq!(explanation.job_id, impossible);
     assert_eq!(explanation.nodes, 3);
-    assert_eq!(explanation.rejected.get("vram"), Some(&3));
+    assert_eq!(explanation.rejected.get(&Constraint::Vram), Some(&3));
     assert_eq!(
         explanation.summary,
         "0 of 3 nodes have ≥ 160 GiB VRAM per GPU"
@@ -46,7 +48,7 @@ async fn jobs_land_on_the_preferred_eligible_node_and_an_impossible_one_is_expla
         explanation
             .best
             .iter()
-            .all(|c| c.failed.contains(&"vram".to_string())),
+            .all(|c| c.failed.contains(&Constraint::Vram)),
         "{explanation:?}"
     );
     assert_eq!(net.job(impossible).await.status as u8, status::OPEN);

@@ -4,7 +4,7 @@ use alloy::providers::Provider;
 use alloy::rpc::types::Filter;
 use alloy::sol_types::SolEvent;
 use gantry_protocol::bindings::JobMarket;
-use gantry_protocol::subjects;
+use gantry_protocol::names;
 
 use crate::harness::{Net, SECOND_MATCHER, needs, node, status};
 
@@ -23,13 +23,13 @@ async fn a_killed_replica_s_jobs_are_assigned_by_the_other_exactly_once() {
         );
     }
     let js = net.jetstream().await;
-    let consumer_name = subjects::matcher_consumer(net.chain_id());
+    let consumer_name = names::matcher_consumer(net.chain_id());
     net.wait_until("replica A holds all ten claims", || {
         let js = js.clone();
         let consumer_name = consumer_name.clone();
         let chain_id = net.chain_id();
         async move {
-            let Ok(stream) = js.get_stream(subjects::stream_name(chain_id)).await else {
+            let Ok(stream) = js.get_stream(names::stream_name(chain_id)).await else {
                 return false;
             };
             let Ok(mut consumer) = stream

@@ -15,8 +15,8 @@ use clap::Parser;
 use futures::StreamExt;
 use gantry_devnet::{DeployParams, Devnet, Dockerd, NatsServer, confirm_receipt};
 use gantry_protocol::bindings::{JobMarket, NodeRegistry};
+use gantry_protocol::names;
 use gantry_protocol::spec::JobSpec;
-use gantry_protocol::subjects;
 use tokio_util::sync::CancellationToken;
 
 pub(crate) const GUSD: u64 = 1_000_000;
@@ -29,11 +29,14 @@ const MATCHER: usize = 9;
 /// Longest any step of a test may take.
 const PATIENCE: Duration = Duration::from_secs(120);
 
+/// Job statuses as the chain reports them (`getJob(..).status`).
 pub(crate) mod status {
-    pub(crate) const ASSIGNED: u8 = 2;
-    pub(crate) const SUBMITTED: u8 = 3;
-    pub(crate) const COMPLETED: u8 = 5;
-    pub(crate) const FAILED: u8 = 6;
+    use gantry_protocol::status::JobStatus;
+
+    pub(crate) const ASSIGNED: u8 = JobStatus::Assigned as u8;
+    pub(crate) const SUBMITTED: u8 = JobStatus::Submitted as u8;
+    pub(crate) const COMPLETED: u8 = JobStatus::Completed as u8;
+    pub(crate) const FAILED: u8 = JobStatus::Failed as u8;
 }
 
 pub(crate) struct Net {
@@ -267,13 +270,13 @@ stake = "{stake}"
 
     /// Waits until `worker` takes work: its assignment consumer exists.
     pub(crate) async fn taking_work(&self, worker: &RunningWorker) {
-        let consumer = gantry_protocol::jobs::worker_consumer(self.chain_id(), worker.node_id);
+        let consumer = gantry_protocol::names::worker_consumer(self.chain_id(), worker.node_id);
         let js = self.jetstream().await;
         self.wait_until("the worker takes work", || {
             let js = js.clone();
             let consumer = consumer.clone();
             async move {
-                match js.get_stream(subjects::stream_name(self.chain_id())).await {
+                match js.get_stream(names::stream_name(self.chain_id())).await {
                     Ok(stream) => stream.consumer_info(&consumer).await.is_ok(),
                     Err(_) => false,
                 }

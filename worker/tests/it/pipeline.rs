@@ -1,11 +1,12 @@
 //! The happy path: input in, progress and logs out, result hash on-chain, bounty paid.
 
+use gantry_protocol::names;
 use std::io::Read;
 
 use futures::StreamExt;
 
 use gantry_protocol::jobs::{
-    self, CompletionReport, CompletionStatus, LogLine, LogStream, ProgressUpdate,
+    CompletionReport, CompletionStatus, LogLine, LogStream, ProgressUpdate,
 };
 use gantry_protocol::spec::InputSpec;
 use sha2::{Digest, Sha256};
@@ -127,7 +128,7 @@ async fn a_job_runs_reports_and_gets_paid() {
         .unwrap();
     assert_eq!(
         message.subject.as_str(),
-        jobs::completion_subject(chain, job)
+        names::completion_subject(chain, job)
     );
     let report: CompletionReport = serde_json::from_slice(&message.payload).unwrap();
     assert_eq!(report.status, CompletionStatus::Submitted);

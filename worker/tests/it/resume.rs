@@ -45,7 +45,7 @@ async fn resumes_after(death: Death) {
 
     // Wait for a checkpoint past epoch 2 to be uploaded, then kill the worker.
     let js = net.jetstream().await;
-    let bucket = gantry_protocol::jobs::checkpoints_bucket(net.chain_id());
+    let bucket = gantry_protocol::names::checkpoints_bucket(net.chain_id());
     let checkpoints = loop {
         match js.get_object_store(&bucket).await {
             Ok(store) => break store,

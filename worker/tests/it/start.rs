@@ -15,7 +15,7 @@ async fn a_worker_started_before_the_indexer_waits_then_takes_work() {
     .await;
     net.fund_submitter().await;
     let worker = net.spawn_registered(1, "").await;
-    let stream = gantry_protocol::subjects::stream_name(net.chain_id());
+    let stream = gantry_protocol::names::stream_name(net.chain_id());
     let js = net.jetstream().await;
     // (wait_until re-checks on every NATS message: the worker asks for the stream each
     // second while it waits.)

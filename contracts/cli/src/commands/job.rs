@@ -3,6 +3,7 @@
 use std::time::Duration;
 
 use alloy::primitives::{B256, U256};
+use gantry_protocol::api::LiveEventName;
 use gantry_protocol::api::{JobDetail, JobSummary, Page};
 use gantry_protocol::bindings::JobMarket;
 use gantry_protocol::jobs::LogLine;
@@ -152,7 +153,7 @@ pub async fn list(ctx: &Context, args: &ListArgs) -> Result<()> {
         .map(|j| {
             vec![
                 j.job.job_id.to_string(),
-                j.job.status.clone(),
+                j.job.status.to_string(),
                 money.short(&j.job.bounty),
                 j.job.node_id.map(|n| n.to_string()).unwrap_or_default(),
                 j.progress
@@ -217,8 +218,8 @@ pub async fn logs(ctx: &Context, args: &LogsArgs) -> Result<()> {
         connected = true;
         failures = 0;
         while let Some(event) = stream.next().await {
-            match event.event.as_str() {
-                "log" => {
+            match LiveEventName::parse(&event.event) {
+                Some(LiveEventName::Log) => {
                     let line: LogLine = serde_json::from_str(&event.data).map_err(|e| {
                         CliError::Unavailable(format!("the API sent an unreadable log line: {e}"))
                     })?;
@@ -227,9 +228,9 @@ pub async fn logs(ctx: &Context, args: &LogsArgs) -> Result<()> {
                         last_id = event.id;
                     }
                 }
-                "end" => return Ok(()),
+                Some(LiveEventName::End) => return Ok(()),
                 // Lines were missed: reconnecting after the last one seen fills them in.
-                "lagged" => break,
+                Some(LiveEventName::Lagged) => break,
                 _ => {}
             }
         }
@@ -256,10 +257,7 @@ pub async fn result(ctx: &Context, args: &ResultArgs) -> Result<()> {
     let chain = ctx.chain().await?;
     let job = chain.job(args.id).await?;
     if job.resultHash == B256::ZERO {
-        let status = crate::revert::JOB_STATUS
-            .get(job.status as usize)
-            .copied()
-            .unwrap_or("unknown");
+        let status = crate::revert::job_status_name(job.status as u8);
         return Err(CliError::NotFound(format!(
             "job {} has no result (it is {status})",
             args.id
@@ -368,10 +366,7 @@ pub async fn dispute(ctx: &Context, job_id: u64) -> Result<()> {
     let chain = ctx.chain().await?;
     let account = chain.account()?;
     let job = chain.job(job_id).await?;
-    let status = crate::revert::JOB_STATUS
-        .get(job.status as usize)
-        .copied()
-        .unwrap_or("unknown");
+    let status = crate::revert::job_status_name(job.status as u8);
     if status != "submitted" {
         return Err(CliError::Refused(format!(
             "job {job_id} is {status}: only a submitted job can be disputed, inside its challenge window"

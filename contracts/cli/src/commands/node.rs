@@ -4,6 +4,7 @@ use alloy::primitives::U256;
 use alloy::primitives::aliases::U96;
 use gantry_protocol::api::NodeDetail;
 use gantry_protocol::bindings::NodeRegistry;
+use gantry_protocol::status::NodeStatus;
 
 use crate::Context;
 use crate::api::{Api, unsigned};
@@ -105,7 +106,7 @@ pub async fn status(ctx: &Context, node_id: u64) -> Result<()> {
     let money = ctx.money().await;
     print!("{}", describe(&detail, &money));
     // The unbonding end is on-chain only.
-    if detail.node.node.status == "exiting"
+    if detail.node.node.status == NodeStatus::Exiting
         && let Ok(chain) = ctx.chain().await
         && let Ok(node) = chain.registry.getNode(node_id).call().await
     {

@@ -4,6 +4,7 @@
 //! bounty moves with an EIP-2612 permit (`postJobWithPermit`: one transaction, nothing
 //! left approved) unless the market may already take it.
 
+use gantry_protocol::status::NodeStatus;
 use std::collections::BTreeMap;
 
 use alloy::primitives::aliases::{U40, U96};
@@ -81,7 +82,7 @@ pub async fn submit(ctx: &Context, args: &SubmitArgs) -> Result<()> {
                     other => other,
                 })?
                 .into_iter()
-                .filter(|n| n.status != "exited" && !n.gpu_model.is_empty())
+                .filter(|n| n.status != NodeStatus::Exited && !n.gpu_model.is_empty())
                 .map(|n| Offer {
                     model: n.gpu_model,
                     gpu_count: unsigned(n.gpu_count),

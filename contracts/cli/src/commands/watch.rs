@@ -12,6 +12,9 @@ use indicatif::{ProgressBar, ProgressStyle};
 
 use crate::Context;
 use crate::api::{Api, unsigned};
+use gantry_protocol::api::LiveEventName;
+use gantry_protocol::status::JobStatus;
+
 use crate::commands::job::{MAX_RECONNECTS, backoff};
 use crate::config::WatchArgs;
 use crate::error::{CliError, Result};
@@ -22,7 +25,7 @@ use crate::units;
 #[derive(Debug, Clone, PartialEq)]
 pub struct Watched {
     pub job_id: u64,
-    pub status: String,
+    pub status: JobStatus,
     pub attempts: u64,
     pub node_id: Option<u64>,
     pub challenge_ends_at: Option<u64>,
@@ -31,13 +34,11 @@ pub struct Watched {
     pub pending: Option<String>,
 }
 
-const SETTLED: [&str; 4] = ["completed", "failed", "cancelled", "expired"];
-
 impl Watched {
     pub fn from_detail(detail: &JobDetail) -> Self {
         let mut watched = Self {
             job_id: unsigned(detail.job.job_id),
-            status: String::new(),
+            status: JobStatus::None,
             attempts: 0,
             node_id: None,
             challenge_ends_at: None,
@@ -54,11 +55,11 @@ impl Watched {
     /// A newer row of the job: its status, attempt and node.
     pub fn apply_row(&mut self, row: &JobRow) {
         debug_assert_eq!(unsigned(row.job_id), self.job_id);
-        self.status = row.status.clone();
+        self.status = row.status;
         self.attempts = unsigned(row.attempts);
         self.node_id = row.node_id.map(unsigned);
         self.challenge_ends_at = row.challenge_ends_at.map(unsigned);
-        if self.status != "open" {
+        if self.status != JobStatus::Open {
             self.pending = None;
         }
         // Progress belongs to one attempt.
@@ -79,15 +80,15 @@ impl Watched {
     }
 
     pub fn settled(&self) -> bool {
-        SETTLED.contains(&self.status.as_str())
+        self.status.is_settled()
     }
 
     /// `None` while there is more to watch; else how the command ends.
     pub fn outcome(&self, until_submitted: bool) -> Option<Result<()>> {
-        match self.status.as_str() {
-            "completed" => Some(Ok(())),
-            "submitted" if until_submitted => Some(Ok(())),
-            status if SETTLED.contains(&status) => Some(Err(CliError::NotCompleted(format!(
+        match self.status {
+            JobStatus::Completed => Some(Ok(())),
+            JobStatus::Submitted if until_submitted => Some(Ok(())),
+            status if status.is_settled() => Some(Err(CliError::NotCompleted(format!(
                 "job {} ended {status}: it did not complete",
                 self.job_id
             )))),
@@ -97,9 +98,9 @@ impl Watched {
 
     /// Fraction done, while a worker reports it.
     pub fn fraction(&self) -> Option<f64> {
-        match self.status.as_str() {
-            "submitted" | "disputed" | "completed" => Some(1.0),
-            "assigned" => self.progress.as_ref().and_then(|p| p.progress),
+        match self.status {
+            JobStatus::Submitted | JobStatus::Disputed | JobStatus::Completed => Some(1.0),
+            JobStatus::Assigned => self.progress.as_ref().and_then(|p| p.progress),
             _ => None,
         }
     }
@@ -109,23 +110,23 @@ impl Watched {
         let node = self
             .node_id
             .map_or(String::new(), |n| format!(" on node {n}"));
-        match self.status.as_str() {
-            "open" => match &self.pending {
+        match self.status {
+            JobStatus::Open => match &self.pending {
                 Some(summary) => format!("open: {summary}"),
                 None => "open: waiting for a node".into(),
             },
-            "assigned" => match &self.progress {
+            JobStatus::Assigned => match &self.progress {
                 Some(p) => format!("running{node} · {}", output::progress(p)),
                 None => format!("assigned{node}, starting"),
             },
-            "submitted" => match self.challenge_ends_at {
+            JobStatus::Submitted => match self.challenge_ends_at {
                 Some(ends) => format!(
                     "result submitted{node}; challenge window until {}",
                     units::format_time(ends)
                 ),
                 None => format!("result submitted{node}"),
             },
-            "disputed" => "disputed: waiting for the arbiter".into(),
+            JobStatus::Disputed => "disputed: waiting for the arbiter".into(),
             other => other.to_string(),
         }
     }
@@ -200,7 +201,7 @@ impl Display {
     fn finish(&mut self, state: &Watched) {
         self.show(state);
         if let Self::Bar(bar) = self {
-            if state.status == "completed" {
+            if state.status == JobStatus::Completed {
                 bar.finish();
             } else {
                 bar.abandon();
@@ -227,7 +228,7 @@ pub async fn watch(ctx: &Context, args: &WatchArgs) -> Result<()> {
                 let event = feed.next().await.ok_or_else(|| {
                     CliError::Unavailable("the API closed its event stream".into())
                 })?;
-                if event.event == "job"
+                if LiveEventName::parse(&event.event) == Some(LiveEventName::Job)
                     && serde_json::from_str::<JobRow>(&event.data)
                         .is_ok_and(|r| u64::try_from(r.job_id) == Ok(args.id))
                 {
@@ -268,21 +269,23 @@ pub async fn watch(ctx: &Context, args: &WatchArgs) -> Result<()> {
             continue;
         };
         failures = 0;
-        match event.event.as_str() {
-            "job" => {
+        match LiveEventName::parse(&event.event) {
+            Some(LiveEventName::Job) => {
                 if let Ok(row) = serde_json::from_str::<JobRow>(&event.data)
                     && u64::try_from(row.job_id) == Ok(args.id)
                 {
                     state.apply_row(&row);
                 }
             }
-            "progress" => {
+            Some(LiveEventName::Progress) => {
                 if let Ok(update) = serde_json::from_str::<ProgressUpdate>(&event.data) {
                     state.apply_progress(&update);
                 }
             }
             // Events were missed, or what was shown may be undone: start from the API's state.
-            "lagged" | "reorg" => state = Watched::from_detail(&fetch().await?),
+            Some(LiveEventName::Lagged | LiveEventName::Reorg) => {
+                state = Watched::from_detail(&fetch().await?);
+            }
             _ => {}
         }
     }
@@ -295,7 +298,7 @@ mod tests {
     fn row(status: &str, attempts: i64) -> JobRow {
         JobRow {
             job_id: 7,
-            status: status.into(),
+            status: status.parse().unwrap(),
             attempts,
             node_id: (attempts > 0).then_some(3),
             ..JobRow::default()

@@ -2,18 +2,15 @@
 //! run as a process against it, and when reads are needed the API in-process (indexer,
 //! projection, reports consumer and HTTP server, as `gantry-api` runs them).
 
+use gantry_protocol::names;
 use std::path::PathBuf;
 use std::process::Stdio;
 use std::time::Duration;
 
 use alloy::primitives::{Address, U256};
 use alloy::providers::Provider;
-use gantry_api::http::{AppState, HttpConfig, router};
-use gantry_api::live::Live;
-use gantry_api::project::{self, Progress};
-use gantry_api::store::Store;
+use gantry_api::project::Progress;
 use gantry_devnet::{Devnet, NatsServer};
-use gantry_protocol::jobs;
 use tokio::io::{AsyncBufReadExt, BufReader, Lines};
 use tokio::process::{Child, ChildStdout};
 use tokio_util::sync::CancellationToken;
@@ -277,50 +274,24 @@ impl ApiStack {
         let js = async_nats::jetstream::new(async_nats::connect(nats.url()).await.unwrap());
         // The workers' stream, as a worker creates it.
         js.create_stream(async_nats::jetstream::stream::Config {
-            name: jobs::jobs_stream_name(d.chain_id),
-            subjects: vec![jobs::jobs_stream_subjects(d.chain_id)],
+            name: names::jobs_stream_name(d.chain_id),
+            subjects: vec![names::jobs_stream_subjects(d.chain_id)],
             ..Default::default()
         })
         .await
         .unwrap();
 
         let db = tempfile::tempdir().unwrap();
-        let store = Store::open(&format!("sqlite://{}", db.path().join("api.db").display()))
-            .await
-            .unwrap();
-        let live = Live::closing_on(stop.clone());
-        let (progress_tx, progress) = tokio::sync::watch::channel(Progress::default());
-        let (reports_tx, reports) = tokio::sync::watch::channel(0);
-        tokio::spawn(project::run(
-            js.clone(),
+        let config = gantry_api::Config::local(
             d.chain_id,
-            store.clone(),
-            progress_tx,
-            live.clone(),
-            stop.clone(),
-        ));
-        tokio::spawn(gantry_api::reports::run(
-            js.clone(),
-            d.chain_id,
-            store.clone(),
-            reports_tx,
-            live.clone(),
-            stop.clone(),
-        ));
-        let state = AppState::new(store, progress.clone(), live).with_nats(js.clone(), d.chain_id);
-        let app = router(
-            state,
-            HttpConfig {
-                request_timeout: Duration::from_secs(10),
-                cors: tower_http::cors::CorsLayer::new(),
-            },
+            &nats.url(),
+            &format!("sqlite://{}", db.path().join("api.db").display()),
         );
-        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-        let base = format!("http://{}", listener.local_addr().unwrap());
-        let shutdown = stop.clone();
-        tokio::spawn(async move {
-            axum_serve(listener, app, shutdown).await;
-        });
+        let api = gantry_api::start(config, stop.clone())
+            .await
+            .expect("the API starts");
+        let (base, progress, reports) = (api.base_url(), api.progress.clone(), api.reports.clone());
+        tokio::spawn(async move { api.wait().await.expect("the API runs") });
         net.api_url = Some(base);
         net.nats_url = Some(nats.url());
         Self {
@@ -356,11 +327,4 @@ impl ApiStack {
             .unwrap()
             .sequence
     }
-}
-
-async fn axum_serve(listener: tokio::net::TcpListener, app: axum::Router, stop: CancellationToken) {
-    axum::serve(listener, app)
-        .with_graceful_shutdown(stop.cancelled_owned())
-        .await
-        .unwrap();
 }

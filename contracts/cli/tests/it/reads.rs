@@ -3,12 +3,13 @@
 //! 0) and to cancelled (exit 5), and `job result` checked against the on-chain hash (a
 //! tampered upload refused with exit 6).
 
+use gantry_protocol::names;
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use alloy::primitives::B256;
 use gantry_devnet::confirm_receipt;
 use gantry_protocol::bindings::JobMarket;
-use gantry_protocol::jobs::{self, LogLine, LogStream, ProgressUpdate};
+use gantry_protocol::jobs::{LogLine, LogStream, ProgressUpdate};
 use sha2::{Digest, Sha256};
 
 use crate::harness::{ApiStack, Net};
@@ -118,7 +119,7 @@ async fn a_job_followed_through_the_api_and_its_result_verified() {
         at_ms: now_ms(),
     };
     api.publish(
-        jobs::progress_subject(chain_id, job),
+        names::progress_subject(chain_id, job),
         serde_json::to_vec(&update).unwrap(),
     )
     .await;
@@ -127,10 +128,16 @@ async fn a_job_followed_through_the_api_and_its_result_verified() {
     assert_eq!(progressed["metrics"]["loss"], 0.21);
     assert_eq!(progressed["etaSecs"], 90);
     assert_eq!(progressed["progress"], 0.4);
-    api.publish(jobs::logs_subject(chain_id, job), log_line(job, "line one"))
-        .await;
+    api.publish(
+        names::logs_subject(chain_id, job),
+        log_line(job, "line one"),
+    )
+    .await;
     let seq = api
-        .publish(jobs::logs_subject(chain_id, job), log_line(job, "line two"))
+        .publish(
+            names::logs_subject(chain_id, job),
+            log_line(job, "line two"),
+        )
         .await;
     api.caught_up(&net, seq).await;
 
@@ -187,7 +194,7 @@ async fn a_job_followed_through_the_api_and_its_result_verified() {
     let mut follow = gantry.spawn(&["job", "logs", &id, "--follow", "--tail", "1"]);
     assert_eq!(follow.line().await, "line two");
     api.publish(
-        jobs::logs_subject(chain_id, job),
+        names::logs_subject(chain_id, job),
         log_line(job, "line three"),
     )
     .await;
@@ -196,7 +203,7 @@ async fn a_job_followed_through_the_api_and_its_result_verified() {
     // The agent uploads its result and submits its hash.
     let tar = result_tar();
     let hash = B256::from(<[u8; 32]>::from(Sha256::digest(&tar)));
-    let bucket = jobs::results_bucket(chain_id);
+    let bucket = names::results_bucket(chain_id);
     let store = api
         .js
         .create_object_store(async_nats::jetstream::object_store::Config {

@@ -52,7 +52,7 @@ async fn a_worker_killed_mid_job_is_slashed_and_the_job_resumes_on_the_other_fro
     let js = async_nats::jetstream::new(async_nats::connect(network.nats.url()).await.unwrap());
     let chain_id = network.devnet.deployment.chain_id;
     let checkpoints = js
-        .get_object_store(gantry_protocol::jobs::checkpoints_bucket(chain_id))
+        .get_object_store(gantry_protocol::names::checkpoints_bucket(chain_id))
         .await
         .unwrap();
     loop {
@@ -115,7 +115,7 @@ async fn a_worker_killed_mid_job_is_slashed_and_the_job_resumes_on_the_other_fro
     let market = JobMarket::new(d.market, network.devnet.admin.clone());
     let on_chain = market.getJob(job).call().await.unwrap();
     let results = js
-        .get_object_store(gantry_protocol::jobs::results_bucket(chain_id))
+        .get_object_store(gantry_protocol::names::results_bucket(chain_id))
         .await
         .unwrap();
     let mut object = results.get(format!("{job}-2")).await.unwrap();

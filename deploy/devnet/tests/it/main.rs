@@ -3,6 +3,7 @@
 
 mod artifacts;
 mod docker;
+mod eligibility;
 mod images;
 mod lifecycle;
 mod nats_config;

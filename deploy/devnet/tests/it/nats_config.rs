@@ -12,7 +12,7 @@ use bytes::Bytes;
 use futures::StreamExt;
 use gantry_devnet::nats_cluster::{ConfiguredNats, NatsCluster, NatsConfig};
 use gantry_protocol::nats::NatsAddress;
-use gantry_protocol::{jobs, storage, subjects};
+use gantry_protocol::{names, storage};
 use tokio::io::AsyncReadExt;
 use tokio::sync::{Mutex, mpsc};
 
@@ -32,10 +32,10 @@ async fn a_worker_reaches_its_own_assignments_and_reports_and_nothing_of_other_n
     let indexer = Session::open(&server, &config, "indexer").await;
     let chain = open_chain_stream(&indexer.js, 1).await;
     for (subject, payload) in [
-        (subjects::event(CHAIN, "JobPosted", "7"), "spec of job 7"),
-        (subjects::event(CHAIN, "JobPosted", "8"), "spec of job 8"),
-        (subjects::assignments_of(CHAIN, 1), "job 7 to node 1"),
-        (subjects::assignments_of(CHAIN, 2), "job 8 to node 2"),
+        (names::event(CHAIN, "JobPosted", "7"), "spec of job 7"),
+        (names::event(CHAIN, "JobPosted", "8"), "spec of job 8"),
+        (names::assignments_of(CHAIN, 1), "job 7 to node 1"),
+        (names::assignments_of(CHAIN, 2), "job 8 to node 2"),
     ] {
         publish_acked(&indexer.js, subject, payload).await;
     }
@@ -61,7 +61,7 @@ async fn a_worker_reaches_its_own_assignments_and_reports_and_nothing_of_other_n
     let worker = Session::open(&server, &config, "worker-1").await;
     let chain_stream = worker
         .js
-        .get_stream(subjects::stream_name(CHAIN))
+        .get_stream(names::stream_name(CHAIN))
         .await
         .expect("worker reads the chain stream's info");
     worker
@@ -69,10 +69,10 @@ async fn a_worker_reaches_its_own_assignments_and_reports_and_nothing_of_other_n
         .get_or_create_stream(storage::jobs_stream(CHAIN, 1))
         .await
         .expect("worker creates the jobs stream");
-    let results = object_bucket(&worker.js, &jobs::results_bucket(CHAIN), 1).await;
-    let checkpoints = object_bucket(&worker.js, &jobs::checkpoints_bucket(CHAIN), 1).await;
+    let results = object_bucket(&worker.js, &names::results_bucket(CHAIN), 1).await;
+    let checkpoints = object_bucket(&worker.js, &names::checkpoints_bucket(CHAIN), 1).await;
 
-    let own = jobs::worker_consumer(CHAIN, 1);
+    let own = names::worker_consumer(CHAIN, 1);
     let assignments = chain_stream
         .get_or_create_consumer(&own, storage::assignment_consumer(CHAIN, 1))
         .await
@@ -83,10 +83,7 @@ async fn a_worker_reaches_its_own_assignments_and_reports_and_nothing_of_other_n
         .expect("an assignment within 10 s")
         .expect("the consumer goes on")
         .expect("a message");
-    assert_eq!(
-        assigned.subject.as_str(),
-        subjects::assignments_of(CHAIN, 1)
-    );
+    assert_eq!(assigned.subject.as_str(), names::assignments_of(CHAIN, 1));
     assert_eq!(assigned.payload, "job 7 to node 1");
     assigned
         .ack_with(AckKind::Progress)
@@ -94,14 +91,14 @@ async fn a_worker_reaches_its_own_assignments_and_reports_and_nothing_of_other_n
         .expect("in-progress ack");
 
     let spec = chain_stream
-        .get_last_raw_message_by_subject(&subjects::event(CHAIN, "JobPosted", "7"))
+        .get_last_raw_message_by_subject(&names::event(CHAIN, "JobPosted", "7"))
         .await
         .expect("worker reads the spec by subject");
     assert_eq!(spec.payload, "spec of job 7");
 
     // Claim mode: its two consumers, one per event, read every posted job.
-    for event in jobs::CLAIM_EVENTS {
-        let name = jobs::claim_consumer(CHAIN, 1, event);
+    for event in names::CLAIM_EVENTS {
+        let name = names::claim_consumer(CHAIN, 1, event);
         let claims = chain_stream
             .get_or_create_consumer(&name, storage::claim_consumer(CHAIN, 1, event))
             .await
@@ -134,7 +131,7 @@ async fn a_worker_reaches_its_own_assignments_and_reports_and_nothing_of_other_n
         .put("7", &mut checkpoint_v2.as_slice())
         .await
         .expect("checkpoint replaced");
-    let restored = read_object(&worker.js, &jobs::checkpoints_bucket(CHAIN), "7").await;
+    let restored = read_object(&worker.js, &names::checkpoints_bucket(CHAIN), "7").await;
     assert!(
         restored == checkpoint_v2,
         "the latest checkpoint is restored"
@@ -146,14 +143,14 @@ async fn a_worker_reaches_its_own_assignments_and_reports_and_nothing_of_other_n
         .put("7-1", &mut result.as_slice())
         .await
         .expect("result uploaded");
-    let downloaded = read_object(&worker.js, &jobs::results_bucket(CHAIN), "7-1").await;
+    let downloaded = read_object(&worker.js, &names::results_bucket(CHAIN), "7-1").await;
     assert!(downloaded == result, "the result downloads whole");
 
     // Progress and log lines go out as plain publishes, the completion report through
     // JetStream (as job.rs sends them).
     for subject in [
-        jobs::progress_subject(CHAIN, 7),
-        jobs::logs_subject(CHAIN, 7),
+        names::progress_subject(CHAIN, 7),
+        names::logs_subject(CHAIN, 7),
     ] {
         worker
             .client
@@ -161,7 +158,7 @@ async fn a_worker_reaches_its_own_assignments_and_reports_and_nothing_of_other_n
             .await
             .expect("publish");
     }
-    publish_acked(&worker.js, jobs::completion_subject(CHAIN, 7), "done").await;
+    publish_acked(&worker.js, names::completion_subject(CHAIN, 7), "done").await;
     assigned
         .double_ack()
         .await
@@ -171,40 +168,40 @@ async fn a_worker_reaches_its_own_assignments_and_reports_and_nothing_of_other_n
 
     // A submitter downloads the result, and can write nothing.
     let reader = Session::open(&server, &config, "reader").await;
-    let fetched = read_object(&reader.js, &jobs::results_bucket(CHAIN), "7-1").await;
+    let fetched = read_object(&reader.js, &names::results_bucket(CHAIN), "7-1").await;
     assert!(fetched == result, "the submitter reads the result");
     reader.assert_no_refusals("downloading a result").await;
     let refusing_results = reader
         .refusing_js
-        .get_object_store(jobs::results_bucket(CHAIN))
+        .get_object_store(names::results_bucket(CHAIN))
         .await
         .expect("the results bucket is readable");
     reader
         .refused_call_prefix(
             refusing_results.put("7-1", &mut [0u8].as_slice()),
-            format!("$O.{}.C.", jobs::results_bucket(CHAIN)),
+            format!("$O.{}.C.", names::results_bucket(CHAIN)),
         )
         .await;
 
     // What the API reads of the jobs stream is what the worker sent.
     let api = Session::open(&server, &config, "api").await;
-    let reports = read_all(&api.js, &jobs::jobs_stream_name(CHAIN), 3).await;
+    let reports = read_all(&api.js, &names::jobs_stream_name(CHAIN), 3).await;
     assert_eq!(
         reports,
         vec![
-            jobs::progress_subject(CHAIN, 7),
-            jobs::logs_subject(CHAIN, 7),
-            jobs::completion_subject(CHAIN, 7)
+            names::progress_subject(CHAIN, 7),
+            names::logs_subject(CHAIN, 7),
+            names::completion_subject(CHAIN, 7)
         ]
     );
 
     // Node 2's worker sets up its own consumer; worker 1 can neither create, read, ack nor
     // delete it, nor make a consumer of its own over node 2's assignments.
     let worker_2 = Session::open(&server, &config, "worker-2").await;
-    let other = jobs::worker_consumer(CHAIN, 2);
+    let other = names::worker_consumer(CHAIN, 2);
     let node_2_consumer = worker_2
         .js
-        .get_stream(subjects::stream_name(CHAIN))
+        .get_stream(names::stream_name(CHAIN))
         .await
         .expect("worker 2 reads the chain stream's info")
         .get_or_create_consumer(&other, storage::assignment_consumer(CHAIN, 2))
@@ -212,14 +209,14 @@ async fn a_worker_reaches_its_own_assignments_and_reports_and_nothing_of_other_n
         .expect("worker 2 creates its own consumer");
     worker_2.assert_no_refusals("worker 2's own consumer").await;
 
-    let refusing = worker.refusing_stream(&subjects::stream_name(CHAIN)).await;
-    let stream_name = subjects::stream_name(CHAIN);
+    let refusing = worker.refusing_stream(&names::stream_name(CHAIN)).await;
+    let stream_name = names::stream_name(CHAIN);
     worker
         .refused_call(
             refusing.create_consumer(storage::assignment_consumer(CHAIN, 2)),
             format!(
                 "$JS.API.CONSUMER.CREATE.{stream_name}.{other}.{}",
-                subjects::assignments_of(CHAIN, 2)
+                names::assignments_of(CHAIN, 2)
             ),
         )
         .await;
@@ -230,30 +227,30 @@ async fn a_worker_reaches_its_own_assignments_and_reports_and_nothing_of_other_n
             refusing.create_consumer(own_name_other_node),
             format!(
                 "$JS.API.CONSUMER.CREATE.{stream_name}.{own}.{}",
-                subjects::assignments_of(CHAIN, 2)
+                names::assignments_of(CHAIN, 2)
             ),
         )
         .await;
     // Claim consumers: not node 2's, and not its own over another event.
-    let node_2_claims = jobs::claim_consumer(CHAIN, 2, "JobPosted");
+    let node_2_claims = names::claim_consumer(CHAIN, 2, "JobPosted");
     worker
         .refused_call(
             refusing.create_consumer(storage::claim_consumer(CHAIN, 2, "JobPosted")),
             format!(
                 "$JS.API.CONSUMER.CREATE.{stream_name}.{node_2_claims}.{}",
-                subjects::event_filter(CHAIN, "JobPosted")
+                names::event_filter(CHAIN, "JobPosted")
             ),
         )
         .await;
-    let own_claims = jobs::claim_consumer(CHAIN, 1, "JobPosted");
+    let own_claims = names::claim_consumer(CHAIN, 1, "JobPosted");
     let mut own_claims_other_event = storage::claim_consumer(CHAIN, 1, "JobPosted");
-    own_claims_other_event.filter_subject = subjects::event_filter(CHAIN, "JobAssigned");
+    own_claims_other_event.filter_subject = names::event_filter(CHAIN, "JobAssigned");
     worker
         .refused_call(
             refusing.create_consumer(own_claims_other_event),
             format!(
                 "$JS.API.CONSUMER.CREATE.{stream_name}.{own_claims}.{}",
-                subjects::event_filter(CHAIN, "JobAssigned")
+                names::event_filter(CHAIN, "JobAssigned")
             ),
         )
         .await;
@@ -286,9 +283,9 @@ async fn a_worker_reaches_its_own_assignments_and_reports_and_nothing_of_other_n
     // asks for node 2's assignments is refused by nats-server itself.
     let own_create = format!(
         "$JS.API.CONSUMER.CREATE.{stream_name}.{own}.{}",
-        subjects::assignments_of(CHAIN, 1)
+        names::assignments_of(CHAIN, 1)
     );
-    let other_assignments = subjects::assignments_of(CHAIN, 2);
+    let other_assignments = names::assignments_of(CHAIN, 2);
     // (what the body asks for, nats-server's refusal)
     for (smuggled, refusal) in [
         // JSConsumerCreateFilterSubjectMismatchErr
@@ -299,7 +296,7 @@ async fn a_worker_reaches_its_own_assignments_and_reports_and_nothing_of_other_n
         // JSConsumerMultipleFiltersNotAllowed
         (
             serde_json::json!({
-                "filter_subjects": [subjects::assignments_of(CHAIN, 1), other_assignments]
+                "filter_subjects": [names::assignments_of(CHAIN, 1), other_assignments]
             }),
             10137,
         ),
@@ -339,18 +336,18 @@ async fn a_worker_reaches_its_own_assignments_and_reports_and_nothing_of_other_n
         .clone();
     assert_eq!(
         own_filter,
-        subjects::assignments_of(CHAIN, 1),
+        names::assignments_of(CHAIN, 1),
         "the consumer is unchanged"
     );
 
     // Nor write the chain, nor listen to it directly, nor write the inputs bucket.
     worker
-        .refused_publish(&subjects::assignments_of(CHAIN, 1), "job 8 to node 1")
+        .refused_publish(&names::assignments_of(CHAIN, 1), "job 8 to node 1")
         .await;
     worker
-        .refused_stream_publish(&subjects::block_commit(CHAIN, 99))
+        .refused_stream_publish(&names::block_commit(CHAIN, 99))
         .await;
-    let chain_subjects = subjects::stream_subjects(CHAIN);
+    let chain_subjects = names::stream_subjects(CHAIN);
     let _subscription = worker
         .client
         .subscribe(chain_subjects.clone())
@@ -396,7 +393,7 @@ async fn a_worker_reaches_its_own_assignments_and_reports_and_nothing_of_other_n
         .expect("a message");
     assert_eq!(
         node_2_assigned.subject.as_str(),
-        subjects::assignments_of(CHAIN, 2)
+        names::assignments_of(CHAIN, 2)
     );
     assert_eq!(
         node_2_assigned
@@ -422,7 +419,7 @@ async fn indexer_alone_writes_the_chain_and_each_service_keeps_to_its_own_state(
     let lease = indexer
         .js
         .create_key_value(storage::lease_bucket(
-            storage::INDEXER_LEASE_BUCKET,
+            names::INDEXER_LEASE_BUCKET,
             Duration::from_secs(3),
             1,
         ))
@@ -439,21 +436,18 @@ async fn indexer_alone_writes_the_chain_and_each_service_keeps_to_its_own_state(
         .expect("lease renewed");
     let chain = open_chain_stream(&indexer.js, 1).await;
     let events = [
-        subjects::event(CHAIN, "JobPosted", "7"),
-        subjects::event(CHAIN, "JobRequeued", "7"),
-        subjects::block_commit(CHAIN, 10),
-        subjects::retraction(CHAIN),
-        subjects::event(CHAIN, "JobPosted", "8"),
-        subjects::block_commit(CHAIN, 11),
-        subjects::finality(CHAIN),
+        names::event(CHAIN, "JobPosted", "7"),
+        names::event(CHAIN, "JobRequeued", "7"),
+        names::block_commit(CHAIN, 10),
+        names::retraction(CHAIN),
+        names::event(CHAIN, "JobPosted", "8"),
+        names::block_commit(CHAIN, 11),
+        names::finality(CHAIN),
     ];
     for (i, subject) in events.iter().enumerate() {
         let sequence = i as u64 + 1;
         let mut headers = HeaderMap::new();
-        headers.insert(
-            "Nats-Msg-Id",
-            subjects::message_id(CHAIN, sequence).as_str(),
-        );
+        headers.insert("Nats-Msg-Id", names::message_id(CHAIN, sequence).as_str());
         headers.insert(
             "Nats-Expected-Last-Sequence",
             (sequence - 1).to_string().as_str(),
@@ -467,7 +461,7 @@ async fn indexer_alone_writes_the_chain_and_each_service_keeps_to_its_own_state(
             .expect("the indexer's append is acknowledged");
     }
     let commit = chain
-        .get_last_raw_message_by_subject(&subjects::block_commits(CHAIN))
+        .get_last_raw_message_by_subject(&names::block_commits(CHAIN))
         .await
         .expect("the last commit");
     assert_eq!(commit.sequence, 6);
@@ -488,20 +482,20 @@ async fn indexer_alone_writes_the_chain_and_each_service_keeps_to_its_own_state(
 
     // The matcher: its feed, the shared claims consumer, the explanations bucket.
     let matcher = Session::open(&server, &config, "matcher").await;
-    let feed = read_all_filtered(&matcher.js, &subjects::stream_name(CHAIN), events.len()).await;
+    let feed = read_all_filtered(&matcher.js, &names::stream_name(CHAIN), events.len()).await;
     assert_eq!(feed, events);
     let claims = matcher
         .js
-        .get_stream(subjects::stream_name(CHAIN))
+        .get_stream(names::stream_name(CHAIN))
         .await
         .expect("chain stream info")
         .get_or_create_consumer(
-            &subjects::matcher_consumer(CHAIN),
+            &names::matcher_consumer(CHAIN),
             consumer::pull::Config {
-                durable_name: Some(subjects::matcher_consumer(CHAIN)),
+                durable_name: Some(names::matcher_consumer(CHAIN)),
                 filter_subjects: vec![
-                    subjects::event_filter(CHAIN, "JobPosted"),
-                    subjects::event_filter(CHAIN, "JobRequeued"),
+                    names::event_filter(CHAIN, "JobPosted"),
+                    names::event_filter(CHAIN, "JobRequeued"),
                 ],
                 deliver_policy: consumer::DeliverPolicy::All,
                 ack_policy: consumer::AckPolicy::Explicit,
@@ -520,11 +514,11 @@ async fn indexer_alone_writes_the_chain_and_each_service_keeps_to_its_own_state(
         .expect("a message");
     assert_eq!(
         claim.subject.as_str(),
-        subjects::event(CHAIN, "JobPosted", "7")
+        names::event(CHAIN, "JobPosted", "7")
     );
     claim.ack_with(AckKind::Progress).await.expect("renewed");
     claim.double_ack().await.expect("claim settled");
-    let pending_bucket = subjects::pending_bucket(CHAIN);
+    let pending_bucket = names::pending_bucket(CHAIN);
     assert!(
         matcher.js.get_key_value(&pending_bucket).await.is_err(),
         "no explanations bucket yet"
@@ -555,7 +549,7 @@ async fn indexer_alone_writes_the_chain_and_each_service_keeps_to_its_own_state(
     let keeper_lease = liveness
         .js
         .create_key_value(storage::lease_bucket(
-            storage::LIVENESS_LEASE_BUCKET,
+            names::LIVENESS_LEASE_BUCKET,
             Duration::from_secs(3),
             1,
         ))
@@ -573,7 +567,7 @@ async fn indexer_alone_writes_the_chain_and_each_service_keeps_to_its_own_state(
         keeper_lease.get(&lease_key).await.expect("get"),
         Some(Bytes::from("keeper-a"))
     );
-    let feed = read_all_filtered(&liveness.js, &subjects::stream_name(CHAIN), events.len()).await;
+    let feed = read_all_filtered(&liveness.js, &names::stream_name(CHAIN), events.len()).await;
     assert_eq!(feed, events);
     liveness.assert_no_refusals("the keeper's work").await;
 
@@ -585,11 +579,11 @@ async fn indexer_alone_writes_the_chain_and_each_service_keeps_to_its_own_state(
         .get_or_create_stream(storage::jobs_stream(CHAIN, 1))
         .await
         .expect("jobs stream");
-    publish_acked(&worker.js, jobs::completion_subject(CHAIN, 7), "done").await;
-    let projected = read_all(&api.js, &subjects::stream_name(CHAIN), events.len()).await;
+    publish_acked(&worker.js, names::completion_subject(CHAIN, 7), "done").await;
+    let projected = read_all(&api.js, &names::stream_name(CHAIN), events.len()).await;
     assert_eq!(projected, events);
-    let reports = read_all(&api.js, &jobs::jobs_stream_name(CHAIN), 1).await;
-    assert_eq!(reports, vec![jobs::completion_subject(CHAIN, 7)]);
+    let reports = read_all(&api.js, &names::jobs_stream_name(CHAIN), 1).await;
+    assert_eq!(reports, vec![names::completion_subject(CHAIN, 7)]);
     let pending = api
         .js
         .get_key_value(&pending_bucket)
@@ -601,7 +595,7 @@ async fn indexer_alone_writes_the_chain_and_each_service_keeps_to_its_own_state(
     );
     let tail = api
         .js
-        .get_stream(subjects::stream_name(CHAIN))
+        .get_stream(names::stream_name(CHAIN))
         .await
         .expect("readiness reads the stream's tail");
     assert_eq!(tail.cached_info().state.last_sequence, events.len() as u64);
@@ -610,10 +604,10 @@ async fn indexer_alone_writes_the_chain_and_each_service_keeps_to_its_own_state(
     // Only the indexer writes chain subjects; each service writes only its own state.
     for reader in [&matcher, &liveness, &api] {
         reader
-            .refused_publish(&subjects::event(CHAIN, "JobAssigned", "1"), "{}")
+            .refused_publish(&names::event(CHAIN, "JobAssigned", "1"), "{}")
             .await;
         reader
-            .refused_stream_publish(&subjects::block_commit(CHAIN, 12))
+            .refused_stream_publish(&names::block_commit(CHAIN, 12))
             .await;
     }
     let refusing_pending = api
@@ -626,7 +620,7 @@ async fn indexer_alone_writes_the_chain_and_each_service_keeps_to_its_own_state(
         format!("$KV.{pending_bucket}.9"),
     )
     .await;
-    api.refused_publish(&jobs::progress_subject(CHAIN, 7), "{}")
+    api.refused_publish(&names::progress_subject(CHAIN, 7), "{}")
         .await;
     let refusing_lease = liveness
         .refusing_js
@@ -640,7 +634,7 @@ async fn indexer_alone_writes_the_chain_and_each_service_keeps_to_its_own_state(
         .refused("Publish", "$JS.API.STREAM.INFO.KV_gantry_indexer_lease")
         .await;
     indexer
-        .refused_publish(&jobs::progress_subject(CHAIN, 7), "{}")
+        .refused_publish(&names::progress_subject(CHAIN, 7), "{}")
         .await;
 
     assert_eq!(
@@ -703,7 +697,7 @@ async fn the_cluster_keeps_an_r3_stream_whole_when_its_leader_is_killed() {
         .expect("the two survivors are healthy");
     let stream = api
         .js
-        .get_stream(subjects::stream_name(CHAIN))
+        .get_stream(names::stream_name(CHAIN))
         .await
         .expect("stream info from the survivors");
     let info = stream.cached_info();
@@ -718,7 +712,7 @@ async fn the_cluster_keeps_an_r3_stream_whole_when_its_leader_is_killed() {
         .and_then(|c| c.leader.clone())
         .expect("a leader");
     assert_ne!(new_leader, leader_name, "a surviving node leads");
-    let payloads = read_payloads(&api.js, &subjects::stream_name(CHAIN), BEFORE + AFTER).await;
+    let payloads = read_payloads(&api.js, &names::stream_name(CHAIN), BEFORE + AFTER).await;
     let expected: Vec<String> = (1..=BEFORE + AFTER).map(|n| format!("event {n}")).collect();
     assert_eq!(payloads, expected, "every message, in order");
 
@@ -732,7 +726,7 @@ async fn the_cluster_keeps_an_r3_stream_whole_when_its_leader_is_killed() {
         .expect("the cluster is healthy again");
     let stream = api
         .js
-        .get_stream(subjects::stream_name(CHAIN))
+        .get_stream(names::stream_name(CHAIN))
         .await
         .expect("stream");
     wait_for_replicas(&stream, 3).await;
@@ -889,7 +883,7 @@ async fn create_every_service_state(cluster: &NatsCluster, config: &NatsConfig, 
     let lease = indexer
         .js
         .create_key_value(storage::lease_bucket(
-            storage::INDEXER_LEASE_BUCKET,
+            names::INDEXER_LEASE_BUCKET,
             ttl,
             replicas,
         ))
@@ -905,7 +899,7 @@ async fn create_every_service_state(cluster: &NatsCluster, config: &NatsConfig, 
     let keeper = liveness
         .js
         .create_key_value(storage::lease_bucket(
-            storage::LIVENESS_LEASE_BUCKET,
+            names::LIVENESS_LEASE_BUCKET,
             ttl,
             replicas,
         ))
@@ -917,8 +911,8 @@ async fn create_every_service_state(cluster: &NatsCluster, config: &NatsConfig, 
         .get_or_create_stream(storage::jobs_stream(CHAIN, replicas))
         .await
         .expect("the worker creates the jobs stream");
-    object_bucket(&worker.js, &jobs::results_bucket(CHAIN), replicas).await;
-    object_bucket(&worker.js, &jobs::checkpoints_bucket(CHAIN), replicas).await;
+    object_bucket(&worker.js, &names::results_bucket(CHAIN), replicas).await;
+    object_bucket(&worker.js, &names::checkpoints_bucket(CHAIN), replicas).await;
 
     let admin = Session::open(node, config, "admin").await;
     for name in [
@@ -926,8 +920,8 @@ async fn create_every_service_state(cluster: &NatsCluster, config: &NatsConfig, 
         pending.stream_name.clone(),
         keeper.stream_name.clone(),
         jobs_stream.cached_info().config.name.clone(),
-        format!("OBJ_{}", jobs::results_bucket(CHAIN)),
-        format!("OBJ_{}", jobs::checkpoints_bucket(CHAIN)),
+        format!("OBJ_{}", names::results_bucket(CHAIN)),
+        format!("OBJ_{}", names::checkpoints_bucket(CHAIN)),
     ] {
         let stream = admin
             .js
@@ -1027,7 +1021,7 @@ async fn read_all(js: &jetstream::Context, stream: &str, count: usize) -> Vec<St
 /// keeper's feed replays it).
 async fn read_all_filtered(js: &jetstream::Context, stream: &str, count: usize) -> Vec<String> {
     let config = consumer::pull::OrderedConfig {
-        filter_subject: subjects::stream_subjects(CHAIN),
+        filter_subject: names::stream_subjects(CHAIN),
         deliver_policy: consumer::DeliverPolicy::All,
         ..Default::default()
     };
@@ -1084,11 +1078,11 @@ async fn append(js: &jetstream::Context, n: u64) {
     let deadline = tokio::time::Instant::now() + Duration::from_secs(30);
     loop {
         let mut headers = HeaderMap::new();
-        headers.insert("Nats-Msg-Id", subjects::message_id(CHAIN, n).as_str());
+        headers.insert("Nats-Msg-Id", names::message_id(CHAIN, n).as_str());
         headers.insert("Nats-Expected-Last-Sequence", (n - 1).to_string().as_str());
         let acked = async {
             js.publish_with_headers(
-                subjects::event(CHAIN, "JobPosted", &n.to_string()),
+                names::event(CHAIN, "JobPosted", &n.to_string()),
                 headers,
                 format!("event {n}").into(),
             )

@@ -1,0 +1,136 @@
+//! The API as one service: the chain projection, the reports consumer and the HTTP server
+//! sharing one live feed, started from a [`Config`] and stopped by one token. The binary,
+//! the tests and the benchmarks all start it here.
+
+use std::net::SocketAddr;
+
+use anyhow::Context;
+use tokio::sync::watch;
+use tokio::task::JoinHandle;
+use tokio_util::sync::CancellationToken;
+
+use crate::config::Config;
+use crate::http::{AppState, HttpConfig, router};
+use crate::live::Live;
+use crate::project::{self, Progress};
+use crate::store::Store;
+
+/// A running API.
+#[derive(Debug)]
+pub struct Api {
+    /// Where it serves HTTP.
+    pub local_addr: SocketAddr,
+    /// How far the chain projection has got.
+    pub progress: watch::Receiver<Progress>,
+    /// The stream sequence of the last worker report stored.
+    pub reports: watch::Receiver<u64>,
+    shutdown: CancellationToken,
+    projection: JoinHandle<Result<(), project::ProjectError>>,
+    reporter: JoinHandle<Result<(), project::ProjectError>>,
+    server: JoinHandle<std::io::Result<()>>,
+}
+
+/// Serves until `shutdown` fires or a projection fails.
+pub async fn run(config: Config, shutdown: CancellationToken) -> anyhow::Result<()> {
+    start(config, shutdown).await?.wait().await
+}
+
+/// Opens the database, connects to NATS, binds `config.listen` and starts the three tasks.
+pub async fn start(config: Config, shutdown: CancellationToken) -> anyhow::Result<Api> {
+    let cors = config.cors()?;
+    let store = Store::open(&config.database_url)
+        .await
+        .context("opening the database")?;
+    let address = gantry_protocol::nats::NatsAddress::parse(&config.nats_url);
+    let nats = address
+        .connect_options()
+        .connect(&address.servers)
+        .await
+        .with_context(|| format!("connecting to NATS at {}", address.servers))?;
+    let js = async_nats::jetstream::new(nats);
+    let (progress_tx, progress) = watch::channel(Progress::default());
+    let (reports_tx, reports) = watch::channel(0);
+    let live = Live::closing_on(shutdown.clone());
+    let reporter = tokio::spawn(crate::reports::run(
+        js.clone(),
+        config.chain_id,
+        store.clone(),
+        reports_tx,
+        live.clone(),
+        shutdown.clone(),
+    ));
+    let projection = tokio::spawn(project::run(
+        js.clone(),
+        config.chain_id,
+        store.clone(),
+        progress_tx,
+        live.clone(),
+        shutdown.clone(),
+    ));
+    let mut state = AppState {
+        max_lag: config.max_lag,
+        token: gantry_protocol::api::TokenInfo {
+            symbol: config.token_symbol.clone(),
+            decimals: config.token_decimals,
+        },
+        ..AppState::new(store, progress.clone(), live)
+    }
+    .with_nats(js, config.chain_id);
+    if let Some(metrics) = config.metrics.clone() {
+        state = state.with_metrics(metrics);
+    }
+    let app = router(
+        state,
+        HttpConfig {
+            request_timeout: config.request_timeout(),
+            cors,
+        },
+    );
+    let listener = tokio::net::TcpListener::bind(config.listen)
+        .await
+        .with_context(|| format!("listening on {}", config.listen))?;
+    let local_addr = listener.local_addr()?;
+    tracing::info!(listen = %local_addr, "serving the API");
+    let server = tokio::spawn(
+        axum::serve(listener, app)
+            .with_graceful_shutdown(shutdown.clone().cancelled_owned())
+            .into_future(),
+    );
+    Ok(Api {
+        local_addr,
+        progress,
+        reports,
+        shutdown,
+        projection,
+        reporter,
+        server,
+    })
+}
+
+impl Api {
+    /// `http://<address>`.
+    pub fn base_url(&self) -> String {
+        format!("http://{}", self.local_addr)
+    }
+
+    /// Waits for the end: at shutdown, or when a projection stops. A projection that fails
+    /// stops the whole service (to be restarted) rather than serve an ever staler view.
+    pub async fn wait(self) -> anyhow::Result<()> {
+        let Api {
+            shutdown,
+            mut projection,
+            mut reporter,
+            server,
+            ..
+        } = self;
+        let (stopped, other) = tokio::select! {
+            projected = &mut projection => (projected, reporter),
+            reported = &mut reporter => (reported, projection),
+        };
+        shutdown.cancel();
+        server.await?.context("serving HTTP")?;
+        stopped?.context("projecting")?;
+        other.await?.context("projecting")?;
+        Ok(())
+    }
+}

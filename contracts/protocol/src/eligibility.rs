@@ -1,0 +1,369 @@
+//! Whether a node can take a job: the one mirror of `JobMarket._checkEligible`, used by the
+//! matcher (planning and its explanations) and by the worker's claim mode. Pure, and
+//! allocation-free, so the planner's hot path calls it too.
+//!
+//! ```text
+//!  Requirements (JobPosted / getJob) ─┐
+//!                                     ├─▶ capability_violations ─▶ Constraints (bitset, contract order)
+//!  Capabilities (NodeRegistered / getNode) ─┘
+//! ```
+//!
+//! The contract reverts at the first failing check, in this order: model, GPU count, VRAM,
+//! CPU, RAM, price; [`Constraints::first`] names the revert. The node-state checks the
+//! registry makes (`notActive`, `stakeBelowMinimum`, `noFreeSlot`) need the matcher's view
+//! and are added there. A differential test in gantry-devnet checks every pair of a random
+//! set of nodes and jobs against the deployed contract.
+
+use alloy::primitives::B256;
+use serde::{Deserialize, Serialize};
+
+use crate::bindings::{JobMarket, NodeRegistry};
+
+/// A hard constraint a node can fail, in the order the chain checks them: the registry's
+/// node checks first, then the market's `_checkEligible`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[serde(rename_all = "camelCase")]
+pub enum Constraint {
+    NotActive,
+    StakeBelowMinimum,
+    NoFreeSlot,
+    GpuModel,
+    GpuCount,
+    Vram,
+    Cpu,
+    Ram,
+    Price,
+}
+
+impl Constraint {
+    /// Every constraint, in the chain's order.
+    pub const ALL: [Constraint; 9] = [
+        Constraint::NotActive,
+        Constraint::StakeBelowMinimum,
+        Constraint::NoFreeSlot,
+        Constraint::GpuModel,
+        Constraint::GpuCount,
+        Constraint::Vram,
+        Constraint::Cpu,
+        Constraint::Ram,
+        Constraint::Price,
+    ];
+
+    /// Its name in explanations and metric labels, e.g. `stakeBelowMinimum`.
+    pub const fn name(self) -> &'static str {
+        match self {
+            Constraint::NotActive => "notActive",
+            Constraint::StakeBelowMinimum => "stakeBelowMinimum",
+            Constraint::NoFreeSlot => "noFreeSlot",
+            Constraint::GpuModel => "gpuModel",
+            Constraint::GpuCount => "gpuCount",
+            Constraint::Vram => "vram",
+            Constraint::Cpu => "cpu",
+            Constraint::Ram => "ram",
+            Constraint::Price => "price",
+        }
+    }
+
+    const fn bit(self) -> u16 {
+        1 << self as u16
+    }
+}
+
+/// A set of [`Constraint`]s, iterated in the chain's order.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Hash)]
+pub struct Constraints(u16);
+
+impl Constraints {
+    pub const NONE: Constraints = Constraints(0);
+
+    pub fn insert(&mut self, constraint: Constraint) {
+        self.0 |= constraint.bit();
+    }
+
+    pub const fn contains(self, constraint: Constraint) -> bool {
+        self.0 & constraint.bit() != 0
+    }
+
+    pub const fn is_empty(self) -> bool {
+        self.0 == 0
+    }
+
+    pub const fn len(self) -> usize {
+        self.0.count_ones() as usize
+    }
+
+    /// The first failed check: the one the contract's revert names.
+    pub fn first(self) -> Option<Constraint> {
+        self.iter().next()
+    }
+
+    pub fn iter(self) -> impl Iterator<Item = Constraint> {
+        Constraint::ALL
+            .into_iter()
+            .filter(move |c| self.contains(*c))
+    }
+}
+
+impl FromIterator<Constraint> for Constraints {
+    fn from_iter<I: IntoIterator<Item = Constraint>>(iter: I) -> Self {
+        let mut set = Constraints::NONE;
+        iter.into_iter().for_each(|c| set.insert(c));
+        set
+    }
+}
+
+/// What a job needs, as in `JobRequirements`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+pub struct Requirements {
+    /// Zero accepts any model.
+    pub gpu_model: B256,
+    pub min_gpu_count: u16,
+    pub min_vram_mib: u32,
+    pub min_cpu_cores: u16,
+    pub min_ram_mib: u32,
+    pub max_price_per_gpu_hour: u128,
+    pub max_runtime: u32,
+    pub priority: u8,
+}
+
+/// What a node offers, as in `NodeCapabilities`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct Capabilities {
+    pub gpu_model: B256,
+    pub gpu_count: u16,
+    pub vram_mib: u32,
+    pub cpu_cores: u16,
+    pub ram_mib: u32,
+    pub price_per_gpu_hour: u128,
+    pub max_concurrent_jobs: u8,
+}
+
+impl From<&JobMarket::JobRequirements> for Requirements {
+    fn from(r: &JobMarket::JobRequirements) -> Self {
+        Self {
+            gpu_model: r.gpuModel,
+            min_gpu_count: r.minGpuCount,
+            min_vram_mib: r.minVramMiB,
+            min_cpu_cores: r.minCpuCores,
+            min_ram_mib: r.minRamMiB,
+            max_price_per_gpu_hour: r.maxPricePerGpuHour.to::<u128>(),
+            max_runtime: r.maxRuntime,
+            priority: r.priority,
+        }
+    }
+}
+
+impl From<&NodeRegistry::NodeCapabilities> for Capabilities {
+    fn from(c: &NodeRegistry::NodeCapabilities) -> Self {
+        Self {
+            gpu_model: c.gpuModel,
+            gpu_count: c.gpuCount,
+            vram_mib: c.vramMiB,
+            cpu_cores: c.cpuCores,
+            ram_mib: c.ramMiB,
+            price_per_gpu_hour: c.pricePerGpuHour.to::<u128>(),
+            max_concurrent_jobs: c.maxConcurrentJobs,
+        }
+    }
+}
+
+/// The market's checks (`_checkEligible`) that `offered` fails for `needed`, line for line.
+pub fn capability_violations(needed: &Requirements, offered: &Capabilities) -> Constraints {
+    let mut failed = Constraints::NONE;
+    if needed.gpu_model != B256::ZERO && needed.gpu_model != offered.gpu_model {
+        failed.insert(Constraint::GpuModel);
+    }
+    if offered.gpu_count < needed.min_gpu_count {
+        failed.insert(Constraint::GpuCount);
+    }
+    // Unconditional, as on-chain: a CPU job that names VRAM needs it too.
+    if offered.vram_mib < needed.min_vram_mib {
+        failed.insert(Constraint::Vram);
+    }
+    if offered.cpu_cores < needed.min_cpu_cores {
+        failed.insert(Constraint::Cpu);
+    }
+    if offered.ram_mib < needed.min_ram_mib {
+        failed.insert(Constraint::Ram);
+    }
+    if offered.price_per_gpu_hour > needed.max_price_per_gpu_hour {
+        failed.insert(Constraint::Price);
+    }
+    failed
+}
+
+/// Whether `offered` passes the market's checks for `needed`.
+pub fn capable(needed: &Requirements, offered: &Capabilities) -> bool {
+    capability_violations(needed, offered).is_empty()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    #[test]
+    fn constraint_names_are_their_serde_names_in_chain_order() {
+        let names: Vec<&str> = Constraint::ALL.iter().map(|c| c.name()).collect();
+        assert_eq!(
+            names,
+            [
+                "notActive",
+                "stakeBelowMinimum",
+                "noFreeSlot",
+                "gpuModel",
+                "gpuCount",
+                "vram",
+                "cpu",
+                "ram",
+                "price"
+            ]
+        );
+        for c in Constraint::ALL {
+            assert_eq!(
+                serde_json::to_value(c).unwrap(),
+                serde_json::json!(c.name())
+            );
+        }
+        let mut sorted = Constraint::ALL;
+        sorted.sort();
+        assert_eq!(sorted, Constraint::ALL, "Ord is the chain's order");
+    }
+
+    #[test]
+    fn a_cpu_job_that_names_vram_needs_it_as_on_chain() {
+        let needed = Requirements {
+            min_vram_mib: 1024,
+            max_price_per_gpu_hour: 10,
+            ..Requirements::default()
+        };
+        let offered = Capabilities {
+            vram_mib: 0,
+            ..Capabilities::default()
+        };
+        assert_eq!(
+            capability_violations(&needed, &offered).first(),
+            Some(Constraint::Vram)
+        );
+    }
+
+    fn check(needed: Requirements, offered: Capabilities, expected: &[Constraint]) {
+        let got: Vec<_> = capability_violations(&needed, &offered).iter().collect();
+        assert_eq!(got, expected, "{needed:?} on {offered:?}");
+    }
+
+    #[test]
+    fn each_check_fails_alone() {
+        let model = B256::repeat_byte(7);
+        let needed = Requirements {
+            gpu_model: model,
+            min_gpu_count: 2,
+            min_vram_mib: 100,
+            min_cpu_cores: 4,
+            min_ram_mib: 1000,
+            max_price_per_gpu_hour: 50,
+            ..Requirements::default()
+        };
+        let fits = Capabilities {
+            gpu_model: model,
+            gpu_count: 2,
+            vram_mib: 100,
+            cpu_cores: 4,
+            ram_mib: 1000,
+            price_per_gpu_hour: 50,
+            max_concurrent_jobs: 1,
+        };
+        check(needed, fits, &[]);
+        check(
+            Requirements {
+                gpu_model: B256::ZERO,
+                ..needed
+            },
+            Capabilities {
+                gpu_model: B256::repeat_byte(1),
+                ..fits
+            },
+            &[],
+        );
+        let table: [(Capabilities, Constraint); 6] = [
+            (
+                Capabilities {
+                    gpu_model: B256::repeat_byte(1),
+                    ..fits
+                },
+                Constraint::GpuModel,
+            ),
+            (
+                Capabilities {
+                    gpu_count: 1,
+                    ..fits
+                },
+                Constraint::GpuCount,
+            ),
+            (
+                Capabilities {
+                    vram_mib: 99,
+                    ..fits
+                },
+                Constraint::Vram,
+            ),
+            (
+                Capabilities {
+                    cpu_cores: 3,
+                    ..fits
+                },
+                Constraint::Cpu,
+            ),
+            (
+                Capabilities {
+                    ram_mib: 999,
+                    ..fits
+                },
+                Constraint::Ram,
+            ),
+            (
+                Capabilities {
+                    price_per_gpu_hour: 51,
+                    ..fits
+                },
+                Constraint::Price,
+            ),
+        ];
+        for (offered, constraint) in table {
+            check(needed, offered, &[constraint]);
+        }
+    }
+
+    proptest! {
+        #[test]
+        fn the_set_agrees_with_each_comparison(
+            model in 0u8..3, want_model in 0u8..3,
+            gpus in 0u16..4, want_gpus in 0u16..4,
+            vram in 0u32..4, want_vram in 0u32..4,
+            price in 0u128..4, max_price in 0u128..4,
+        ) {
+            let needed = Requirements {
+                gpu_model: if want_model == 0 { B256::ZERO } else { B256::repeat_byte(want_model) },
+                min_gpu_count: want_gpus,
+                min_vram_mib: want_vram,
+                max_price_per_gpu_hour: max_price,
+                ..Requirements::default()
+            };
+            let offered = Capabilities {
+                gpu_model: B256::repeat_byte(model.max(1)),
+                gpu_count: gpus,
+                vram_mib: vram,
+                price_per_gpu_hour: price,
+                ..Capabilities::default()
+            };
+            let set = capability_violations(&needed, &offered);
+            prop_assert_eq!(set.contains(Constraint::GpuModel), want_model != 0 && want_model != model.max(1));
+            prop_assert_eq!(set.contains(Constraint::GpuCount), gpus < want_gpus);
+            prop_assert_eq!(set.contains(Constraint::Vram), vram < want_vram);
+            prop_assert_eq!(set.contains(Constraint::Price), price > max_price);
+            prop_assert_eq!(set.is_empty(), capable(&needed, &offered));
+            prop_assert_eq!(set.len(), set.iter().count());
+        }
+    }
+}
