@@ -1,4 +1,13 @@
 //! Matcher and liveness against a real chain (anvil), nats-server and indexer.
+//!
+//! - `placement`: heterogeneous nodes and jobs, each placed where the strategy prefers,
+//!   and an impossible job explained in KV.
+//! - `replicas`: a replica SIGKILLed while holding every claim; the other assigns all ten
+//!   jobs exactly once.
+//! - `keeper`: a node that stops heartbeating is marked inactive, its job reclaimed,
+//!   reassigned and its stake slashed; a job past its deadline is expired and refunded and
+//!   a result finalized after its window, by the standby keeper after the leader was
+//!   killed.
 
 mod harness;
 mod keeper;

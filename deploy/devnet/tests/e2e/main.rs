@@ -2,6 +2,18 @@
 //! service as its binary, anvil, nats-server, a Docker engine with the demo image, and the
 //! API, on free ports. The service binaries must be built (`cargo test --workspace` and
 //! `make test` build them).
+//!
+//! The network has a 5 s challenge window and a 15 s heartbeat timeout.
+//!
+//! - `cli`: the demo job submitted with `gantry job submit` from a spec file, watched with
+//!   `gantry job watch --json` through assignment to completion, its progress (epoch 30,
+//!   loss < 0.01) and logs read through the API, its result downloaded with `gantry job
+//!   result` and its hash equal to the chain's, the model fitting the data, and the
+//!   provider's `gantry withdraw` paying out the bounty.
+//! - `failover`: two workers, the one running the job SIGKILLed after its first
+//!   checkpoint: the keeper marks its node inactive and reclaims the job (`JobReclaimed`
+//!   kind 0, stake slashed), the other worker runs attempt 2 from the checkpoint
+//!   ("resuming after epoch N"), its result hash is the chain's and its operator is paid.
 
 mod cli;
 mod failover;
