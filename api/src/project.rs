@@ -7,10 +7,10 @@
 use std::time::Duration;
 
 use async_nats::jetstream::{self, consumer};
-use futures::StreamExt;
 use gantry_protocol::api::NodeView;
-use gantry_protocol::chain_stream::{Assembled, BlockAssembler, ChainMessage};
-use gantry_protocol::names;
+use gantry_protocol::chain_stream::{AssembleError, Assembled, BlockAssembler, DecodeError};
+use gantry_runtime::chain_stream::{ChainStreamReader, ReadError};
+use gantry_runtime::nats::NatsError;
 use tokio_util::sync::CancellationToken;
 
 use crate::live::{BlockInfo, Live, LiveEvent};
@@ -19,15 +19,23 @@ use crate::store::{Store, StoreError};
 /// Why the projection stopped.
 #[derive(Debug, thiserror::Error)]
 pub enum ProjectError {
-    #[error("nats: {0}")]
-    Nats(String),
+    #[error(transparent)]
+    Nats(#[from] NatsError),
+    #[error("the {0} stream consumer ended")]
+    Ended(&'static str),
     #[error(transparent)]
     Store(#[from] StoreError),
-    #[error("message {seq} on {subject}: {reason}")]
-    Bad {
+    #[error("chain stream message {seq}")]
+    Decode {
         seq: u64,
-        subject: String,
-        reason: String,
+        #[source]
+        source: DecodeError,
+    },
+    #[error("chain stream message {seq}")]
+    Assemble {
+        seq: u64,
+        #[source]
+        source: AssembleError,
     },
 }
 
@@ -38,34 +46,6 @@ pub struct Progress {
     pub checkpoint: u64,
     /// Last block applied.
     pub block: u64,
-}
-
-/// How often to look for a stream that is not there yet.
-const STREAM_POLL: Duration = Duration::from_secs(1);
-
-/// The stream `name` once it exists (its writer creates it, and may start after us);
-/// `None` on shutdown.
-pub(crate) async fn stream_when_there(
-    js: &jetstream::Context,
-    name: &str,
-    shutdown: &CancellationToken,
-) -> Option<jetstream::stream::Stream> {
-    let mut logged = false;
-    loop {
-        match js.get_stream(name).await {
-            Ok(stream) => return Some(stream),
-            Err(error) => {
-                if !logged {
-                    tracing::info!(stream = name, %error, "waiting for the stream");
-                    logged = true;
-                }
-                tokio::select! {
-                    () = shutdown.cancelled() => return None,
-                    () = tokio::time::sleep(STREAM_POLL) => {}
-                }
-            }
-        }
-    }
 }
 
 /// The messages of `stream` after sequence `checkpoint`, in order (an ordered consumer:
@@ -82,10 +62,10 @@ pub(crate) async fn ordered_after(
             ..Default::default()
         })
         .await
-        .map_err(|e| ProjectError::Nats(e.to_string()))?
+        .map_err(|e| NatsError::new("ordered consumer", e))?
         .messages()
         .await
-        .map_err(|e| ProjectError::Nats(e.to_string()))
+        .map_err(|e| NatsError::new("ordered consumer messages", e).into())
 }
 
 /// Projects the chain stream of `chain_id` into `store` until `shutdown`.
@@ -97,46 +77,41 @@ pub async fn run(
     live: Live,
     shutdown: CancellationToken,
 ) -> Result<(), ProjectError> {
-    let Some(stream) = stream_when_there(&js, &names::stream_name(chain_id), &shutdown).await
-    else {
-        return Ok(());
-    };
     let start = store.checkpoint().await?;
     let last_block = store.last_block().await?;
     progress.send_modify(|p| {
         p.checkpoint = start;
         p.block = last_block;
     });
-    let mut messages = ordered_after(&stream, start).await?;
+    let Some(mut reader) = ChainStreamReader::open(&js, chain_id, start, &shutdown).await? else {
+        return Ok(());
+    };
     tracing::info!(chain_id, from = start + 1, "projecting the chain stream");
     let mut assembler = BlockAssembler::new();
     loop {
-        let message = tokio::select! {
+        let read = tokio::select! {
             () = shutdown.cancelled() => return Ok(()),
-            message = messages.next() => message,
+            read = reader.next() => read,
         };
-        let message = match message {
+        let (seq, decoded) = match read {
             Some(Ok(message)) => message,
-            Some(Err(e)) => {
+            Some(Err(ReadError::Nats(e))) => {
                 tracing::warn!(error = %e, "chain stream");
                 tokio::time::sleep(Duration::from_millis(200)).await;
                 continue;
             }
-            None => return Err(ProjectError::Nats("the chain stream consumer ended".into())),
+            Some(Err(ReadError::Decode { sequence, source })) => {
+                return Err(ProjectError::Decode {
+                    seq: sequence,
+                    source,
+                });
+            }
+            None => return Err(ProjectError::Ended("chain")),
         };
-        let seq = message
-            .info()
-            .map_err(|e| ProjectError::Nats(e.to_string()))?
-            .stream_sequence;
-        let subject = message.subject.as_str();
-        let bad = |reason: String| ProjectError::Bad {
-            seq,
-            subject: subject.to_owned(),
-            reason,
-        };
-        let decoded = ChainMessage::decode(chain_id, subject, &message.payload)
-            .map_err(|e| bad(format!("{e}: {}", error_source(&e))))?;
-        match assembler.push(decoded).map_err(|e| bad(e.to_string()))? {
+        let pushed = assembler
+            .push(decoded)
+            .map_err(|source| ProjectError::Assemble { seq, source })?;
+        match pushed {
             Assembled::Held => {}
             Assembled::Block { commit, events } => {
                 let applied = store.apply_block(&events, &commit, seq).await?;
@@ -175,8 +150,4 @@ pub async fn run(
             }
         }
     }
-}
-
-fn error_source(error: &dyn std::error::Error) -> String {
-    error.source().map_or_else(String::new, ToString::to_string)
 }

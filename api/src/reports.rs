@@ -8,6 +8,7 @@ use std::time::Duration;
 
 use async_nats::jetstream;
 use futures::StreamExt;
+use gantry_runtime::nats::NatsError;
 use gantry_protocol::jobs::{self, CompletionReport, LogLine, ProgressUpdate};
 use sqlx::Row;
 use tokio_util::sync::CancellationToken;
@@ -228,7 +229,8 @@ pub async fn run(
 ) -> Result<(), crate::project::ProjectError> {
     use crate::project::ProjectError;
     let name = names::jobs_stream_name(chain_id);
-    let Some(stream) = crate::project::stream_when_there(&js, &name, &shutdown).await else {
+    let Some(stream) = gantry_runtime::nats::wait_for_stream(&js, &name, &shutdown, |_| {}).await
+    else {
         return Ok(());
     };
     let start = store.reports_checkpoint().await?;
@@ -252,7 +254,7 @@ pub async fn run(
                 Some(Ok(message)) => {
                     let seq = message
                         .info()
-                        .map_err(|e| ProjectError::Nats(e.to_string()))?
+                        .map_err(|e| NatsError::new("message info", e))?
                         .stream_sequence;
                     last = seq;
                     if let Some(report) = decode(message.subject.as_str(), &message.payload) {
@@ -260,7 +262,7 @@ pub async fn run(
                     }
                 }
                 Some(Err(e)) => tracing::warn!(error = %e, "jobs stream"),
-                None => return Err(ProjectError::Nats("the jobs stream consumer ended".into())),
+                None => return Err(ProjectError::Ended("jobs")),
             }
             if batch.len() >= BATCH {
                 break;

@@ -41,13 +41,7 @@ pub async fn start(config: Config, shutdown: CancellationToken) -> anyhow::Resul
     let store = Store::open(&config.database_url)
         .await
         .context("opening the database")?;
-    let address = gantry_protocol::nats::NatsAddress::parse(&config.nats_url);
-    let nats = address
-        .connect_options()
-        .connect(&address.servers)
-        .await
-        .with_context(|| format!("connecting to NATS at {}", address.servers))?;
-    let js = async_nats::jetstream::new(nats);
+    let js = async_nats::jetstream::new(gantry_runtime::nats::connect(&config.nats_url, false).await?);
     let (progress_tx, progress) = watch::channel(Progress::default());
     let (reports_tx, reports) = watch::channel(0);
     let live = Live::closing_on(shutdown.clone());

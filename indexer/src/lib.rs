@@ -18,16 +18,15 @@ pub mod chain;
 pub mod config;
 pub mod error;
 pub mod follower;
-pub mod lease;
 pub mod metrics;
 pub mod stream;
 pub mod window;
 
-use std::time::Duration;
-
 use anyhow::Context;
 use gantry_protocol::events::Contracts;
-use gantry_protocol::nats::NatsAddress;
+use gantry_protocol::{names, storage};
+use gantry_runtime::backoff::Backoff;
+use gantry_runtime::lease::KvLease;
 use tokio_util::sync::CancellationToken;
 
 pub use config::Config;
@@ -72,28 +71,13 @@ pub async fn run(config: Config, shutdown: CancellationToken) -> anyhow::Result<
         config.chain_id
     );
 
-    let nats = NatsAddress::parse(&config.nats_url);
-    let client = nats
-        .connect_options()
-        .retry_on_initial_connect()
-        .connect(&nats.servers)
-        .await
-        .with_context(|| format!("connecting to NATS at {}", nats.servers))?;
+    let client = gantry_runtime::nats::connect(&config.nats_url, true).await?;
     let js = stream::context(client, config.max_in_flight);
     let owner = config.instance_id();
 
     while !shutdown.is_cancelled() {
         metrics::leader(false);
-        let lease = match lease::Lease::acquire(
-            &js,
-            chain_id,
-            &owner,
-            config.lease_ttl(),
-            config.nats_replicas,
-            &shutdown,
-        )
-        .await
-        {
+        let lease = match acquire_lease(&js, &config, chain_id, &owner, &shutdown).await {
             Ok(Some(lease)) => lease,
             Ok(None) => break,
             Err(e) => {
@@ -104,6 +88,7 @@ pub async fn run(config: Config, shutdown: CancellationToken) -> anyhow::Result<
                 continue;
             }
         };
+        tracing::info!(chain_id, owner, "writer lease acquired");
         metrics::leader(true);
         let leading = shutdown.child_token();
         let renewal = tokio::spawn(keep_lease(lease, leading.clone()));
@@ -119,7 +104,7 @@ pub async fn run(config: Config, shutdown: CancellationToken) -> anyhow::Result<
         .await;
         leading.cancel();
         let lease = renewal.await.context("lease renewal task")?;
-        if let Some(lease) = lease {
+        if let Some(mut lease) = lease {
             lease.release().await;
         }
         outcome?;
@@ -159,9 +144,26 @@ async fn lead(
     Ok(())
 }
 
+/// Waits until this instance holds the writer lease of `chain_id`; `None` at shutdown.
+async fn acquire_lease(
+    js: &async_nats::jetstream::Context,
+    config: &Config,
+    chain_id: u64,
+    owner: &str,
+    shutdown: &CancellationToken,
+) -> Result<Option<KvLease>, gantry_runtime::nats::NatsError> {
+    let bucket = storage::lease_bucket(
+        names::INDEXER_LEASE_BUCKET,
+        config.lease_ttl(),
+        config.nats_replicas,
+    );
+    let mut lease = KvLease::open(js, bucket, format!("chain-{chain_id}"), owner.to_owned()).await?;
+    Ok(lease.acquire(shutdown).await?.then_some(lease))
+}
+
 /// Renews the lease until `leading` is cancelled; cancels `leading` when the lease is
 /// lost. Returns the lease if it is still held, for release.
-async fn keep_lease(mut lease: lease::Lease, leading: CancellationToken) -> Option<lease::Lease> {
+async fn keep_lease(mut lease: KvLease, leading: CancellationToken) -> Option<KvLease> {
     loop {
         tokio::select! {
             () = leading.cancelled() => return Some(lease),
@@ -172,28 +174,5 @@ async fn keep_lease(mut lease: lease::Lease, leading: CancellationToken) -> Opti
             leading.cancel();
             return None;
         }
-    }
-}
-
-/// Exponential backoff between retries: 100 ms doubling to 5 s.
-#[derive(Debug, Default)]
-struct Backoff {
-    attempt: u32,
-}
-
-impl Backoff {
-    /// Sleeps for the next delay; `false` when `cancel` fired first.
-    async fn wait(&mut self, cancel: &CancellationToken) -> bool {
-        let delay =
-            Duration::from_millis(100 * 2u64.pow(self.attempt.min(6))).min(Duration::from_secs(5));
-        self.attempt += 1;
-        tokio::select! {
-            () = cancel.cancelled() => false,
-            () = tokio::time::sleep(delay) => true,
-        }
-    }
-
-    fn reset(&mut self) {
-        self.attempt = 0;
     }
 }

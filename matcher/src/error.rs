@@ -1,19 +1,23 @@
 //! Errors of the services' IO, with whether retrying can help.
 
+use gantry_runtime::nats::NatsError;
+
+type BoxError = Box<dyn std::error::Error + Send + Sync>;
+
 /// A chain (JSON-RPC) failure.
 #[derive(Debug, thiserror::Error)]
 pub enum ChainError {
-    #[error("rpc: {0}")]
-    Rpc(String),
+    #[error("rpc")]
+    Rpc(#[source] BoxError),
     #[error("the RPC endpoint serves chain {actual}, not the configured chain {expected}")]
     WrongChain { expected: u64, actual: u64 },
-    #[error("signing: {0}")]
-    Signing(String),
+    #[error("signing")]
+    Signing(#[source] BoxError),
 }
 
 impl ChainError {
-    pub(crate) fn rpc(error: impl std::fmt::Display) -> Self {
-        Self::Rpc(error.to_string())
+    pub(crate) fn rpc(error: impl Into<BoxError>) -> Self {
+        Self::Rpc(error.into())
     }
 
     pub fn is_retryable(&self) -> bool {
@@ -24,18 +28,14 @@ impl ChainError {
 /// A NATS failure, or a stream that cannot be projected.
 #[derive(Debug, thiserror::Error)]
 pub enum StreamError {
-    #[error("nats: {0}")]
-    Nats(String),
-    #[error("message {sequence} on {subject}: {reason}")]
-    BadMessage {
-        sequence: u64,
-        subject: String,
-        reason: String,
-    },
+    #[error(transparent)]
+    Nats(#[from] NatsError),
+    #[error("message {sequence}: {reason}")]
+    BadMessage { sequence: u64, reason: String },
 }
 
 impl StreamError {
-    pub(crate) fn nats(context: &str, error: impl std::fmt::Display) -> Self {
-        Self::Nats(format!("{context}: {error}"))
+    pub(crate) fn nats(op: &'static str, error: impl Into<BoxError>) -> Self {
+        Self::Nats(NatsError::new(op, error))
     }
 }

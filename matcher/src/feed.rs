@@ -1,37 +1,32 @@
 //! The chain stream, replayed from its start into a [`Projection`] and then followed live.
-//! Both services build their view this way: restart = replay.
+//! Both services build their view this way: restart = replay. The reading is
+//! `gantry_runtime::chain_stream`; this module keeps the position the view has reached.
 
-use std::time::Duration;
-
-use async_nats::jetstream::{self, consumer};
-use futures::StreamExt;
+use async_nats::jetstream;
 use gantry_protocol::chain_stream::ChainMessage;
-use gantry_protocol::names;
+use gantry_runtime::chain_stream::{ChainStreamReader, ReadError};
 use tokio_util::sync::CancellationToken;
 
 use crate::error::StreamError;
 use crate::project::{Applied, Projection};
 
-/// The stream's messages in order, through an ordered consumer (which re-creates itself
-/// after a gap or a lost connection).
+/// The stream's messages in order.
+#[derive(Debug)]
 pub struct Feed {
-    messages: consumer::pull::Ordered,
+    reader: ChainStreamReader,
     /// The stream's last sequence when the feed opened: the view is complete (caught up)
     /// once it has applied this far.
     pub caught_up_at: u64,
     /// Sequence of the last message that took effect (a commit, retraction or watermark;
     /// events take effect with their commit).
     pub applied: u64,
-    chain_id: u64,
 }
 
-impl std::fmt::Debug for Feed {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Feed")
-            .field("caught_up_at", &self.caught_up_at)
-            .field("applied", &self.applied)
-            .finish_non_exhaustive()
-    }
+/// A message as it arrived: decoded, or not decodable (which stops the projection).
+#[derive(Debug)]
+pub struct Delivered {
+    sequence: u64,
+    message: Result<ChainMessage, String>,
 }
 
 impl Feed {
@@ -42,41 +37,13 @@ impl Feed {
         chain_id: u64,
         cancel: &CancellationToken,
     ) -> Result<Option<Self>, StreamError> {
-        let name = names::stream_name(chain_id);
-        let mut stream = loop {
-            match js.get_stream(&name).await {
-                Ok(stream) => break stream,
-                Err(e) => {
-                    tracing::info!(stream = %name, error = %e, "waiting for the chain stream");
-                    tokio::select! {
-                        () = cancel.cancelled() => return Ok(None),
-                        () = tokio::time::sleep(Duration::from_millis(500)) => {}
-                    }
-                }
-            }
+        let Some(reader) = ChainStreamReader::open(js, chain_id, 0, cancel).await? else {
+            return Ok(None);
         };
-        let caught_up_at = stream
-            .info()
-            .await
-            .map_err(|e| StreamError::nats("stream info", e))?
-            .state
-            .last_sequence;
-        let messages = stream
-            .create_consumer(consumer::pull::OrderedConfig {
-                filter_subject: names::stream_subjects(chain_id),
-                deliver_policy: consumer::DeliverPolicy::All,
-                ..Default::default()
-            })
-            .await
-            .map_err(|e| StreamError::nats("ordered consumer", e))?
-            .messages()
-            .await
-            .map_err(|e| StreamError::nats("ordered consumer messages", e))?;
         Ok(Some(Self {
-            messages,
-            caught_up_at,
+            caught_up_at: reader.last_at_open,
+            reader,
             applied: 0,
-            chain_id,
         }))
     }
 
@@ -86,39 +53,25 @@ impl Feed {
     }
 
     /// The next message, or `None` when the consumer ended.
-    pub async fn next(&mut self) -> Option<Result<jetstream::Message, StreamError>> {
-        self.messages
-            .next()
-            .await
-            .map(|m| m.map_err(|e| StreamError::nats("ordered consumer", e)))
+    pub async fn next(&mut self) -> Option<Result<Delivered, StreamError>> {
+        self.reader.next().await.map(delivered)
     }
 
     /// The next message if one is already buffered.
-    pub fn next_ready(&mut self) -> Option<Result<jetstream::Message, StreamError>> {
-        use futures::FutureExt;
-        self.next().now_or_never().flatten()
+    pub fn next_ready(&mut self) -> Option<Result<Delivered, StreamError>> {
+        self.reader.next_ready().map(delivered)
     }
 
     /// Applies one message to `projection`.
     pub fn apply(
         &mut self,
         projection: &mut Projection,
-        message: &jetstream::Message,
+        delivered: Delivered,
     ) -> Result<Applied, StreamError> {
-        let subject = message.subject.as_str();
-        let sequence = message
-            .info()
-            .map(|info| info.stream_sequence)
-            .map_err(|e| StreamError::nats("message info", e))?;
-        let bad = |reason: String| StreamError::BadMessage {
-            sequence,
-            subject: subject.to_owned(),
-            reason,
-        };
-        let decoded = ChainMessage::decode(self.chain_id, subject, &message.payload)
-            .map_err(|e| bad(error_chain(&e)))?;
+        let Delivered { sequence, message } = delivered;
+        let bad = |reason: String| StreamError::BadMessage { sequence, reason };
         let applied = projection
-            .on_message(decoded)
+            .on_message(message.map_err(bad)?)
             .map_err(|e| bad(e.to_string()))?;
         // An event counts as applied only with its block's commit: a claim on a job whose
         // posting is still pending must not look decided.
@@ -126,6 +79,20 @@ impl Feed {
             self.applied = sequence;
         }
         Ok(applied)
+    }
+}
+
+fn delivered(read: Result<(u64, ChainMessage), ReadError>) -> Result<Delivered, StreamError> {
+    match read {
+        Ok((sequence, message)) => Ok(Delivered {
+            sequence,
+            message: Ok(message),
+        }),
+        Err(ReadError::Decode { sequence, source }) => Ok(Delivered {
+            sequence,
+            message: Err(error_chain(&source)),
+        }),
+        Err(ReadError::Nats(e)) => Err(StreamError::Nats(e)),
     }
 }
 

@@ -1,18 +1,13 @@
-//! The keeper lease: one liveness replica acts at a time. The lease is a key in a JetStream
-//! KV bucket whose entries expire after the lease's time to live; the holder renews it by
-//! compare-and-set on its revision every third of the TTL, and a standby tries to create
-//! the key every quarter of the TTL, so it takes over within TTL + TTL/4 of the holder's
-//! death (within two lease periods).
+//! The keeper lease: one liveness replica acts at a time (a [`KvLease`]: a standby takes
+//! over within TTL + TTL/4 of the holder's death, within two lease periods).
 
-use gantry_protocol::names;
 use std::time::Duration;
 
-use async_nats::jetstream::{self, kv};
-use bytes::Bytes;
+use async_nats::jetstream;
+use gantry_protocol::{names, storage};
+use gantry_runtime::lease::KvLease;
 use tokio::sync::watch;
 use tokio_util::sync::CancellationToken;
-
-use gantry_protocol::storage;
 
 use crate::error::StreamError;
 use crate::metrics;
@@ -28,44 +23,30 @@ pub async fn hold(
     leading: watch::Sender<bool>,
     cancel: CancellationToken,
 ) -> Result<(), StreamError> {
-    let store = match js.get_key_value(names::LIVENESS_LEASE_BUCKET).await {
-        Ok(store) => store,
-        Err(_) => js
-            .create_key_value(storage::lease_bucket(
-                names::LIVENESS_LEASE_BUCKET,
-                ttl,
-                replicas,
-            ))
-            .await
-            .map_err(|e| StreamError::nats("lease bucket", e))?,
-    };
-    let key = format!("chain-{chain_id}");
-    let mut revision: Option<u64> = None;
+    let bucket = storage::lease_bucket(names::LIVENESS_LEASE_BUCKET, ttl, replicas);
+    let mut lease = KvLease::open(&js, bucket, format!("chain-{chain_id}"), owner.clone())
+        .await
+        .map_err(|e| StreamError::nats("lease bucket", e))?;
     loop {
-        revision = match revision {
-            None => match store.create(&key, Bytes::from(owner.clone())).await {
-                Ok(revision) => {
-                    tracing::info!(owner, "keeper lease acquired");
-                    Some(revision)
-                }
-                Err(e) if e.kind() == kv::CreateErrorKind::AlreadyExists => None,
-                Err(e) => {
-                    tracing::warn!(error = %e, "acquiring the keeper lease");
-                    None
-                }
-            },
-            Some(held) => match store.update(&key, Bytes::from(owner.clone()), held).await {
-                Ok(revision) => Some(revision),
-                Err(e) => {
-                    tracing::warn!(error = %e, "keeper lease lost; standing by");
-                    None
-                }
-            },
-        };
-        let is_leader = revision.is_some();
+        if lease.held() {
+            if let Err(e) = lease.renew().await {
+                tracing::warn!(error = %e, "keeper lease lost; standing by");
+            }
+        } else {
+            match lease.try_acquire().await {
+                Ok(true) => tracing::info!(owner, "keeper lease acquired"),
+                Ok(false) => {}
+                Err(e) => tracing::warn!(error = %e, "acquiring the keeper lease"),
+            }
+        }
+        let is_leader = lease.held();
         leading.send_if_modified(|current| std::mem::replace(current, is_leader) != is_leader);
         metrics::leader(is_leader);
-        let pause = if is_leader { ttl / 3 } else { ttl / 4 };
+        let pause = if is_leader {
+            lease.renew_every()
+        } else {
+            lease.retry_every()
+        };
         tokio::select! {
             () = cancel.cancelled() => break,
             () = tokio::time::sleep(pause) => {}
@@ -73,10 +54,6 @@ pub async fn hold(
     }
     leading.send_replace(false);
     metrics::leader(false);
-    if let Some(held) = revision
-        && let Err(e) = store.delete_expect_revision(&key, Some(held)).await
-    {
-        tracing::warn!(error = %e, "releasing the keeper lease");
-    }
+    lease.release().await;
     Ok(())
 }

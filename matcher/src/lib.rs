@@ -30,11 +30,10 @@ pub mod sender;
 pub mod view;
 pub mod work;
 
-use std::time::Duration;
-
 use alloy::signers::local::PrivateKeySigner;
 use anyhow::Context as _;
 use async_nats::jetstream;
+use gantry_runtime::backoff::Backoff;
 use tokio_util::sync::CancellationToken;
 
 pub use config::{LivenessConfig, MatcherConfig};
@@ -45,13 +44,7 @@ use config::Common;
 use sender::{Sender, SenderConfig};
 
 async fn connect(common: &Common) -> anyhow::Result<jetstream::Context> {
-    let nats = gantry_protocol::nats::NatsAddress::parse(&common.nats_url);
-    let client = nats
-        .connect_options()
-        .retry_on_initial_connect()
-        .connect(&nats.servers)
-        .await
-        .with_context(|| format!("connecting to NATS at {}", nats.servers))?;
+    let client = gantry_runtime::nats::connect(&common.nats_url, true).await?;
     Ok(jetstream::new(client))
 }
 
@@ -71,17 +64,15 @@ async fn start_sender(
         replace_after: common.replace_after(),
         poll: common.receipt_poll(),
     };
-    let mut delay = Duration::from_millis(100);
+    let mut backoff = Backoff::default();
     loop {
         match sender::start(config.clone(), cancel.clone()).await {
             Ok(started) => return Ok(Some(started)),
             Err(e) if e.is_retryable() => {
                 tracing::warn!(error = %e, "waiting for the chain");
-                tokio::select! {
-                    () = cancel.cancelled() => return Ok(None),
-                    () = tokio::time::sleep(delay) => {}
+                if !backoff.wait(cancel).await {
+                    return Ok(None);
                 }
-                delay = (delay * 2).min(Duration::from_secs(5));
             }
             Err(e) => return Err(e).context("starting the sender"),
         }

@@ -56,7 +56,7 @@ pub async fn run(config: LivenessConfig, shutdown: CancellationToken) -> anyhow:
                 while let Some(message) = next {
                     match message {
                         Err(e) => tracing::warn!(error = %e, "reading the chain stream"),
-                        Ok(message) => match feed.apply(&mut projection, &message) {
+                        Ok(message) => match feed.apply(&mut projection, message) {
                             Ok(applied) => dirty |= applied == Applied::Changed,
                             Err(e) => break 'follow Err(e).context("projecting the chain stream"),
                         },

@@ -153,7 +153,7 @@ impl Matcher {
     /// Applies a feed message; whether the view changed.
     fn on_feed(
         &mut self,
-        message: Option<Result<async_nats::jetstream::Message, crate::error::StreamError>>,
+        message: Option<Result<crate::feed::Delivered, crate::error::StreamError>>,
     ) -> anyhow::Result<bool> {
         match message {
             None => anyhow::bail!("the chain stream consumer ended"),
@@ -164,7 +164,7 @@ impl Matcher {
             Some(Ok(message)) => {
                 let applied = self
                     .feed
-                    .apply(&mut self.projection, &message)
+                    .apply(&mut self.projection, message)
                     .context("projecting the chain stream")?;
                 if applied == Applied::Changed {
                     metrics::view_block("matcher", self.projection.view().block);

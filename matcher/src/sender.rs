@@ -346,7 +346,7 @@ impl Worker {
                 let (hash, raw) = self
                     .sign(call, nonce, bumped)
                     .await
-                    .map_err(|e| ChainError::Signing(e.to_string()))?;
+                    .map_err(|e| ChainError::Signing(e.into()))?;
                 metrics::tx_replaced(call.kind());
                 tracing::info!(call = ?call, nonce, tx = %hash, max_fee = bumped.max_fee, "replacing a stuck transaction");
                 let entry = self.in_flight.get_mut(&nonce).expect("present");

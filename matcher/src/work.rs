@@ -131,8 +131,7 @@ fn claim_of(message: jetstream::Message) -> Result<Claim, StreamError> {
         .and_then(|key| key.parse::<u64>().ok())
         .ok_or_else(|| StreamError::BadMessage {
             sequence,
-            subject: subject.clone(),
-            reason: "no job id in the subject".into(),
+            reason: format!("no job id in the subject {subject}"),
         })?;
     let (_, acker) = message.split();
     Ok(Claim {

@@ -111,15 +111,12 @@ pub async fn download(
     let mut sink = Sink::new(dir, limit)?;
     match source {
         Source::Nats { bucket, key } => {
-            let address = gantry_protocol::nats::NatsAddress::parse(nats_url);
-            let client = address
-                .connect_options()
-                .connect(&address.servers)
+            let client = gantry_runtime::nats::connect(nats_url, false)
                 .await
                 .map_err(|e| {
                     CliError::Unavailable(format!(
-                        "NATS at {} did not answer (--nats-url, GANTRY_NATS_URL): {e}",
-                        address.servers
+                        "NATS at {} did not answer (--nats-url, GANTRY_NATS_URL): {}",
+                        e.servers, e.source
                     ))
                 })?;
             let js = async_nats::jetstream::new(client);

@@ -1,7 +1,22 @@
-//! What every Gantry service binary does at start (`gantry-indexer`, `gantry-matcher`,
-//! `gantry-liveness`, `gantry-worker`, `gantry-api`): logs to stderr filtered by
-//! `RUST_LOG` (default `info`), Prometheus metrics, and one cancellation token that
-//! SIGINT or SIGTERM fires for a graceful shutdown.
+//! The IO glue every Gantry service links (`gantry-indexer`, `gantry-matcher`,
+//! `gantry-liveness`, `gantry-worker`, `gantry-api`), and no business rules: logs to stderr
+//! filtered by `RUST_LOG` (default `info`), Prometheus metrics, one cancellation token that
+//! SIGINT or SIGTERM fires for a graceful shutdown, and
+//!
+//! - [`backoff`]: the one retry policy (backon), cancellable;
+//! - [`nats`]: connecting with a URL's credentials, waiting for another service's stream;
+//! - [`chain_stream`]: reading a chain's stream in order, decoded;
+//! - [`lease`]: a leader lease in a KV bucket.
+//!
+//! ```text
+//!   main ──install()──▶ logs + /metrics     shutdown_on_signal() ──▶ CancellationToken ──▶ run(config, token)
+//!   service ──nats::connect──▶ NATS ──ChainStreamReader──▶ (seq, ChainMessage) ──▶ BlockAssembler (protocol)
+//! ```
+
+pub mod backoff;
+pub mod chain_stream;
+pub mod lease;
+pub mod nats;
 
 use std::net::SocketAddr;
 
