@@ -124,14 +124,19 @@ impl Api {
         }
         let response = request.send().await.map_err(|e| self.unavailable(e))?;
         match response.status() {
-            StatusCode::OK => Ok(EventStream {
-                body: Box::pin(response.bytes_stream()),
-                buffer: Vec::new(),
-            }),
+            StatusCode::OK => Ok(EventStream::new(response.bytes_stream())),
             StatusCode::NOT_FOUND => Err(CliError::NotFound(format!("{path}: not found"))),
             status => Err(self.unavailable(format!("{path}: {status}"))),
         }
     }
+}
+
+/// Reconnections to an event stream before giving up.
+pub const MAX_RECONNECTS: u32 = 5;
+
+/// Waits before reconnection `attempt` (1, 2, …): 0.25 s doubling.
+pub async fn wait_to_reconnect(attempt: u32) {
+    tokio::time::sleep(std::time::Duration::from_millis(250 << attempt.min(5))).await;
 }
 
 /// One of the API's integers (SQL BIGINTs, `i64`; counts, ids and unix times, never
@@ -149,11 +154,11 @@ pub struct Event {
     pub id: Option<String>,
 }
 
-/// A Server-Sent-Events reader: events in order, keep-alive comments skipped; `None`
-/// when the server ends the stream.
+/// A Server-Sent-Events reader (`eventsource-stream` over the response body): events in
+/// order, keep-alive comments skipped; `None` when the server ends the stream or the
+/// connection breaks (callers reconnect and refetch).
 pub struct EventStream {
-    body: Pin<Box<dyn Stream<Item = reqwest::Result<bytes::Bytes>> + Send>>,
-    buffer: Vec<u8>,
+    events: Pin<Box<dyn Stream<Item = Result<Event, String>> + Send>>,
 }
 
 impl std::fmt::Debug for EventStream {
@@ -163,90 +168,77 @@ impl std::fmt::Debug for EventStream {
 }
 
 impl EventStream {
+    /// Reads the events of a body.
+    pub fn new<S, E>(body: S) -> Self
+    where
+        S: Stream<Item = Result<bytes::Bytes, E>> + Send + 'static,
+        E: std::fmt::Display + Send + 'static,
+    {
+        use eventsource_stream::Eventsource;
+        let events = body.eventsource().map(|read| {
+            read.map(|e| Event {
+                event: e.event,
+                data: e.data,
+                id: (!e.id.is_empty()).then_some(e.id),
+            })
+            .map_err(|e| e.to_string())
+        });
+        Self {
+            events: Box::pin(events),
+        }
+    }
+
     pub async fn next(&mut self) -> Option<Event> {
-        loop {
-            if let Some((block, rest)) = split_block(&self.buffer) {
-                let event = parse_block(&String::from_utf8_lossy(block));
-                self.buffer = rest.to_vec();
-                if let Some(event) = event {
-                    return Some(event);
-                }
-                continue;
-            }
-            match self.body.next().await {
-                Some(Ok(chunk)) => self.buffer.extend_from_slice(&chunk),
-                Some(Err(_)) | None => return None,
-            }
-        }
+        // A broken connection ends the stream like a closed one: either way the caller
+        // reconnects after the last id it saw and refetches what it may have missed.
+        self.events.next().await?.ok()
     }
-}
-
-/// The first complete event block (up to a blank line) and what follows it.
-fn split_block(buffer: &[u8]) -> Option<(&[u8], &[u8])> {
-    for (i, window) in buffer.windows(2).enumerate() {
-        if window == b"\n\n" {
-            return Some((&buffer[..i], &buffer[i + 2..]));
-        }
-    }
-    None
-}
-
-/// An event block's fields; `None` for a block of comments only (keep-alives).
-fn parse_block(block: &str) -> Option<Event> {
-    let mut event = Event {
-        event: "message".into(),
-        data: String::new(),
-        id: None,
-    };
-    let mut fields = 0;
-    let mut data_lines = Vec::new();
-    for line in block.lines() {
-        let line = line.trim_end_matches('\r');
-        if line.starts_with(':') || line.is_empty() {
-            continue;
-        }
-        let (name, value) = line.split_once(':').unwrap_or((line, ""));
-        let value = value.strip_prefix(' ').unwrap_or(value);
-        fields += 1;
-        match name {
-            "event" => event.event = value.into(),
-            "data" => data_lines.push(value),
-            "id" => event.id = Some(value.into()),
-            _ => fields -= 1,
-        }
-    }
-    event.data = data_lines.join("\n");
-    (fields > 0).then_some(event)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
 
-    #[test]
-    fn event_blocks_parse_and_comments_are_skipped() {
-        let buffer = b": keep-alive\n\nevent: log\nid: 7\ndata: {\"a\":1}\n\nevent: end";
-        let (first, rest) = split_block(buffer).unwrap();
-        assert_eq!(parse_block(std::str::from_utf8(first).unwrap()), None);
-        let (second, rest) = split_block(rest).unwrap();
+    fn events_of(chunks: &[&'static [u8]]) -> EventStream {
+        let chunks: Vec<Result<bytes::Bytes, std::convert::Infallible>> = chunks
+            .iter()
+            .map(|c| Ok(bytes::Bytes::from_static(c)))
+            .collect();
+        EventStream::new(futures::stream::iter(chunks))
+    }
+
+    #[tokio::test]
+    async fn event_blocks_parse_and_comments_are_skipped() {
+        // Split anywhere, CRLF or LF, keep-alive comments between events.
+        let mut events = events_of(&[
+            b": keep-alive\n\nevent: lo",
+            b"g\r\nid: 7\r\ndata: {\"a\":1}\r\n\r\n",
+            b"data: a\ndata: b\n\nevent: end",
+        ]);
         assert_eq!(
-            parse_block(std::str::from_utf8(second).unwrap()),
+            events.next().await,
             Some(Event {
                 event: "log".into(),
                 data: r#"{"a":1}"#.into(),
                 id: Some("7".into()),
             })
         );
-        assert_eq!(
-            split_block(rest),
-            None,
-            "an incomplete block waits for more"
-        );
-        let multi = parse_block("data: a\ndata: b").unwrap();
+        let multi = events.next().await.unwrap();
         assert_eq!(
             (multi.event.as_str(), multi.data.as_str()),
             ("message", "a\nb")
         );
+        assert_eq!(
+            events.next().await,
+            None,
+            "an incomplete block at the end is no event"
+        );
+    }
+
+    #[tokio::test]
+    async fn a_character_split_across_chunks_arrives_whole() {
+        let mut events = events_of(&[b"data: \xc3", b"\xa9t\xc3\xa9\n\n"]);
+        assert_eq!(events.next().await.unwrap().data, "été");
     }
 
     #[test]

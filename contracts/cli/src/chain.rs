@@ -13,9 +13,10 @@ use alloy::signers::Signer;
 use alloy::signers::local::PrivateKeySigner;
 use alloy::sol_types::{Eip712Domain, SolStruct};
 use gantry_protocol::bindings::{GantryTestToken, JobMarket, NodeRegistry};
-use serde::Deserialize;
 use tokio::sync::OnceCell;
 use url::Url;
+
+use gantry_protocol::deployment::Deployment;
 
 use crate::config::Global;
 use crate::error::{CliError, Result};
@@ -23,16 +24,6 @@ use crate::revert::{self, TokenInfo};
 
 /// How long a sent transaction may take to be mined.
 const RECEIPT_TIMEOUT: Duration = Duration::from_secs(120);
-
-/// What `.devnet/deployment.json` holds (`gantry_devnet::Deployment`).
-#[derive(Debug, Deserialize)]
-#[serde(rename_all = "camelCase")]
-struct DeploymentFile {
-    chain_id: u64,
-    token: Address,
-    registry: Address,
-    market: Address,
-}
 
 /// The contracts as far as the deployment file and the flags say.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -66,7 +57,7 @@ impl Contracts {
     }
 }
 
-fn read_deployment(path: &Path) -> Result<Option<DeploymentFile>> {
+fn read_deployment(path: &Path) -> Result<Option<Deployment>> {
     let text = match std::fs::read_to_string(path) {
         Ok(text) => text,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),

@@ -4,6 +4,8 @@
 
 use std::time::{Duration, UNIX_EPOCH};
 
+pub use gantry_protocol::units::{format_amount, format_time};
+
 use alloy::primitives::{B256, U256};
 
 /// `text` in whole token units with up to `decimals` fractional digits ("12.5", "0.000001",
@@ -36,17 +38,6 @@ pub fn parse_amount(text: &str, decimals: u8) -> Result<U256, String> {
         .checked_mul(scale)
         .and_then(|w| w.checked_add(parse(&padded).ok()?))
         .ok_or_else(|| format!("`{text}` is too large"))
-}
-
-/// Base units as whole tokens, without trailing zeros: 12500000 at 6 decimals is "12.5".
-pub fn format_amount(amount: U256, decimals: u8) -> String {
-    let scale = U256::from(10u8).pow(U256::from(decimals));
-    let (whole, fraction) = amount.div_rem(scale);
-    if fraction.is_zero() {
-        return whole.to_string();
-    }
-    let fraction = format!("{fraction:0>width$}", width = usize::from(decimals));
-    format!("{whole}.{}", fraction.trim_end_matches('0'))
 }
 
 /// A size ("40GiB", "512MiB", "1.5TiB", "80GB") in MiB, rounded up. Binary units (KiB,
@@ -120,11 +111,6 @@ pub fn parse_duration_secs(text: &str) -> Result<u64, String> {
 /// Seconds for people: "4h", "1h 30m", "45s".
 pub fn format_secs(secs: u64) -> String {
     humantime::format_duration(Duration::from_secs(secs)).to_string()
-}
-
-/// A unix time as RFC 3339 (UTC, seconds).
-pub fn format_time(unix_secs: u64) -> String {
-    humantime::format_rfc3339_seconds(UNIX_EPOCH + Duration::from_secs(unix_secs)).to_string()
 }
 
 /// When a job's result is due: a duration from now (chain time) or a point in time.

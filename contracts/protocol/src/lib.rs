@@ -16,12 +16,15 @@
 //!   block assembler every consumer folds through.
 //! - [`envelope`]: the messages published on the stream.
 //! - [`names`]: every stream, subject, bucket and consumer name, message-id rules.
+//! - [`deployment`]: the deployment file (where the contracts live).
 //! - [`eligibility`]: the one mirror of the contract's eligibility check, and the
 //!   [`eligibility::Constraint`]s a node can fail.
 //! - [`pending`]: the matcher's explanation of why a job is still waiting.
 //! - [`nats`]: NATS addresses with credentials, split for the client's connect options.
 //! - [`storage`] (feature `nats`): the settings of every stream, KV bucket and object
 //!   store the services create.
+//! - [`revert`]: the contracts' errors as sentences (the CLI's messages, the worker's logs);
+//!   [`units`]: amounts and times as they read.
 //! - [`reputation`]: a node's smoothed success rate (matcher score, API).
 //! - [`status`]: the typed job and node statuses ([`status::JobStatus`], [`status::NodeStatus`]).
 //! - [`jobs`]: what workers publish about running jobs (progress line format, progress,
@@ -32,6 +35,7 @@
 pub mod api;
 pub mod bindings;
 pub mod chain_stream;
+pub mod deployment;
 pub mod eligibility;
 pub mod envelope;
 pub mod events;
@@ -40,7 +44,9 @@ pub mod names;
 pub mod nats;
 pub mod pending;
 pub mod reputation;
+pub mod revert;
 pub mod spec;
 pub mod status;
 #[cfg(feature = "nats")]
 pub mod storage;
+pub mod units;

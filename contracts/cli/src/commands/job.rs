@@ -1,7 +1,5 @@
 //! `gantry job status|list|logs|result|cancel|accept|dispute`.
 
-use std::time::Duration;
-
 use alloy::primitives::{B256, U256};
 use gantry_protocol::api::LiveEventName;
 use gantry_protocol::api::{JobDetail, JobSummary, Page};
@@ -9,15 +7,12 @@ use gantry_protocol::bindings::JobMarket;
 use gantry_protocol::jobs::LogLine;
 
 use crate::Context;
-use crate::api::{Api, unsigned};
+use crate::api::{Api, MAX_RECONNECTS, unsigned, wait_to_reconnect};
 use crate::config::{ListArgs, LogsArgs, ResultArgs};
 use crate::error::{CliError, Result};
 use crate::output::{self, Money};
 use crate::results::{self, Source};
 use crate::units;
-
-/// Reconnections in a row that may fail before a follow gives up.
-pub(crate) const MAX_RECONNECTS: u32 = 5;
 
 pub async fn status(ctx: &Context, job_id: u64) -> Result<()> {
     let value = ctx.api.job(job_id).await?;
@@ -210,7 +205,7 @@ pub async fn logs(ctx: &Context, args: &LogsArgs) -> Result<()> {
             Ok(stream) => stream,
             Err(CliError::Unavailable(_)) if connected && failures < MAX_RECONNECTS => {
                 failures += 1;
-                backoff(failures).await;
+                wait_to_reconnect(failures).await;
                 continue;
             }
             Err(other) => return Err(other),
@@ -240,13 +235,8 @@ pub async fn logs(ctx: &Context, args: &LogsArgs) -> Result<()> {
                 "the API keeps closing the log stream".into(),
             ));
         }
-        backoff(failures).await;
+        wait_to_reconnect(failures).await;
     }
-}
-
-/// Waits before reconnection `attempt` (1, 2, …): 0.25 s doubling.
-pub(crate) async fn backoff(attempt: u32) {
-    tokio::time::sleep(Duration::from_millis(250 << attempt.min(5))).await;
 }
 
 pub async fn result(ctx: &Context, args: &ResultArgs) -> Result<()> {

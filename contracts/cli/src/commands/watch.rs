@@ -15,7 +15,7 @@ use crate::api::{Api, unsigned};
 use gantry_protocol::api::LiveEventName;
 use gantry_protocol::status::JobStatus;
 
-use crate::commands::job::{MAX_RECONNECTS, backoff};
+use crate::api::{MAX_RECONNECTS, wait_to_reconnect};
 use crate::config::WatchArgs;
 use crate::error::{CliError, Result};
 use crate::output;
@@ -256,7 +256,7 @@ pub async fn watch(ctx: &Context, args: &WatchArgs) -> Result<()> {
                         "lost the API's event stream and could not reconnect".into(),
                     ));
                 }
-                backoff(failures).await;
+                wait_to_reconnect(failures).await;
                 if let Ok(feed) = ctx
                     .api
                     .events("v1/events", &[("job", args.id.to_string())], None)

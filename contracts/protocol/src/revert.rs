@@ -1,0 +1,299 @@
+//! Contract reverts as sentences: the custom errors of `contracts/src/interfaces` (and the
+//! token's OpenZeppelin errors, which the market's transfers pass through), decoded through
+//! the bindings' error enums. Pure. The CLI shows them to its users (with an exit code by
+//! [`Refusal`] kind), the worker writes them in its logs.
+
+use crate::bindings::{GantryTestToken, JobMarket, NodeRegistry};
+use alloy::primitives::U256;
+use alloy::primitives::ruint::UintTryFrom;
+
+use crate::api::TokenInfo;
+use crate::status::{JobStatus, NodeStatus};
+use crate::units::{format_amount, format_time};
+
+/// Why the contracts refused a call, as a sentence.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum Refusal {
+    /// The job, node or account the call names does not exist.
+    #[error("{0}")]
+    NotFound(String),
+    /// The call is not allowed in this state or by this caller.
+    #[error("{0}")]
+    Refused(String),
+}
+
+impl TokenInfo {
+    /// "12.5 gUSD".
+    pub fn show<T>(&self, amount: T) -> String
+    where
+        U256: UintTryFrom<T>,
+    {
+        format!(
+            "{} {}",
+            format_amount(U256::from(amount), self.decimals),
+            self.symbol
+        )
+    }
+}
+
+/// A status the chain reported, by name ("unknown" for a value no contract defines).
+pub fn job_status_name(value: u8) -> &'static str {
+    JobStatus::try_from(value).map_or("unknown", JobStatus::as_str)
+}
+
+fn node_status_name(value: u8) -> &'static str {
+    NodeStatus::try_from(value).map_or("unknown", NodeStatus::as_str)
+}
+
+/// The status a call needs, for "job 4 is assigned: only an open job can be cancelled".
+fn needs(call: &str) -> Option<&'static str> {
+    match call {
+        "cancel" => Some("only an open job can be cancelled"),
+        "accept" => Some("only a submitted job can be accepted"),
+        "dispute" => Some("only a submitted job can be disputed, inside its challenge window"),
+        _ => None,
+    }
+}
+
+/// The sentence for a revert of `call`, when it is one of the contracts' errors.
+pub fn explain(call: &str, error: &alloy::contract::Error, token: &TokenInfo) -> Option<Refusal> {
+    if let Some(e) = error.as_decoded_interface_error::<JobMarket::JobMarketErrors>() {
+        return Some(market(call, e, token));
+    }
+    if let Some(e) = error.as_decoded_interface_error::<NodeRegistry::NodeRegistryErrors>() {
+        return Some(registry(e, token));
+    }
+    if let Some(e) = error.as_decoded_interface_error::<GantryTestToken::GantryTestTokenErrors>() {
+        return Some(token_error(e, token));
+    }
+    None
+}
+
+pub fn market(call: &str, error: JobMarket::JobMarketErrors, token: &TokenInfo) -> Refusal {
+    use JobMarket::JobMarketErrors as E;
+    let refused = |message: String| Refusal::Refused(message);
+    match error {
+        E::JobMarket_UnknownJob(e) => Refusal::NotFound(format!("job {} does not exist", e.jobId)),
+        E::JobMarket_WrongStatus(e) => {
+            let status = job_status_name(e.status);
+            match needs(call) {
+                Some(rule) => refused(format!("job {} is {status}: {rule}", e.jobId)),
+                None => refused(format!("job {} is {status}", e.jobId)),
+            }
+        }
+        E::JobMarket_NotSubmitter(e) => refused(format!(
+            "job {} was not posted by {}: only its submitter may {call} it",
+            e.jobId, e.caller
+        )),
+        E::JobMarket_ChallengeWindowClosed(e) => refused(format!(
+            "the challenge window of job {} closed at {}: it can no longer be disputed",
+            e.jobId,
+            format_time(e.challengeEndsAt.to::<u64>())
+        )),
+        E::JobMarket_ChallengeWindowOpen(e) => refused(format!(
+            "the challenge window of job {} is open until {}",
+            e.jobId,
+            format_time(e.challengeEndsAt.to::<u64>())
+        )),
+        E::JobMarket_DeadlineInPast(e) => refused(format!(
+            "the deadline {} is not in the future",
+            format_time(e.deadline.to::<u64>())
+        )),
+        E::JobMarket_PastDeadline(e) => refused(format!(
+            "job {} is past its deadline {}",
+            e.jobId,
+            format_time(e.deadline.to::<u64>())
+        )),
+        E::JobMarket_DeadlineNotPassed(e) => refused(format!(
+            "job {} is not past its deadline {} yet",
+            e.jobId,
+            format_time(e.deadline.to::<u64>())
+        )),
+        E::JobMarket_ZeroBounty(_) => refused("the bounty must be more than 0".into()),
+        E::JobMarket_EmptySpec(_) => refused("the spec is empty".into()),
+        E::JobMarket_SpecTooLarge(e) => refused(format!(
+            "the spec is {} bytes; the market takes at most {}",
+            e.length, e.max
+        )),
+        E::JobMarket_InvalidRequirements(_) => refused(
+            "invalid requirements: priority must be 1 to 10, the runtime positive, and a GPU \
+             model needs at least one GPU"
+                .into(),
+        ),
+        E::JobMarket_NothingToWithdraw(_) => refused("you have no credits to withdraw".into()),
+        E::JobMarket_NoAttemptsLeft(e) => refused(format!(
+            "job {} has used all its {} attempts",
+            e.jobId, e.attempts
+        )),
+        E::JobMarket_NotAssignedAgent(e) => refused(format!(
+            "{} is not the agent of the node job {} is assigned to",
+            e.caller, e.jobId
+        )),
+        E::JobMarket_NotNodeAgent(e) => refused(format!(
+            "{} is not the agent of node {}",
+            e.caller, e.nodeId
+        )),
+        E::JobMarket_PriceTooHigh(e) => refused(format!(
+            "the node charges {} per GPU-hour, more than the job's {}",
+            token.show(e.price),
+            token.show(e.maxPrice)
+        )),
+        E::EnforcedPause(_) => refused(
+            "the market is paused: no new jobs or assignments (settlement and withdrawals work)"
+                .into(),
+        ),
+        E::AccessControlUnauthorizedAccount(e) => refused(format!(
+            "{} lacks the role {} this call needs",
+            e.account, e.neededRole
+        )),
+        other => refused(format!("{call} refused by the market: {other:?}")),
+    }
+}
+
+pub fn registry(error: NodeRegistry::NodeRegistryErrors, token: &TokenInfo) -> Refusal {
+    use NodeRegistry::NodeRegistryErrors as E;
+    let refused = |message: String| Refusal::Refused(message);
+    match error {
+        E::NodeRegistry_UnknownNode(e) => {
+            Refusal::NotFound(format!("node {} does not exist", e.nodeId))
+        }
+        E::NodeRegistry_StakeTooLow(e) => refused(format!(
+            "a stake of {} is below the registry's minimum {}",
+            token.show(e.stake),
+            token.show(e.minStake)
+        )),
+        E::NodeRegistry_NotOperator(e) => refused(format!(
+            "node {} is not operated by {}: only its operator may do this",
+            e.nodeId, e.caller
+        )),
+        E::NodeRegistry_Exiting(e) => {
+            refused(format!("node {} is already exiting or exited", e.nodeId))
+        }
+        E::NodeRegistry_NotExiting(e) => refused(format!(
+            "node {0} is not exiting: `gantry node exit {0}` first, then wait for the unbonding period",
+            e.nodeId
+        )),
+        E::NodeRegistry_StillUnbonding(e) => refused(format!(
+            "node {} is unbonding until {}",
+            e.nodeId,
+            format_time(e.unbondingEndsAt.to::<u64>())
+        )),
+        E::NodeRegistry_HasJobs(e) => refused(format!(
+            "node {} still has {} running and {} settling job(s)",
+            e.nodeId, e.activeJobs, e.settlingJobs
+        )),
+        E::NodeRegistry_InvalidCapabilities(_) => refused(
+            "invalid capabilities: a GPU model needs GPUs with VRAM (and GPUs need a model), \
+             and a node needs a CPU core and a job slot"
+                .into(),
+        ),
+        E::NodeRegistry_ZeroAddress(_) => refused("the agent address must not be zero".into()),
+        E::NodeRegistry_NotActive(e) => refused(format!(
+            "node {} is {}, not active",
+            e.nodeId,
+            node_status_name(e.status)
+        )),
+        E::EnforcedPause(_) => refused("the registry is paused: no new registrations".into()),
+        other => refused(format!("refused by the registry: {other:?}")),
+    }
+}
+
+pub fn token_error(error: GantryTestToken::GantryTestTokenErrors, token: &TokenInfo) -> Refusal {
+    use GantryTestToken::GantryTestTokenErrors as E;
+    match error {
+        E::ERC20InsufficientBalance(e) => Refusal::Refused(format!(
+            "{} needs {} but your token balance is {}",
+            e.sender,
+            token.show(e.needed),
+            token.show(e.balance)
+        )),
+        E::ERC20InsufficientAllowance(e) => Refusal::Refused(format!(
+            "{} may take {} of your tokens, {} is needed",
+            e.spender,
+            token.show(e.allowance),
+            token.show(e.needed)
+        )),
+        other => Refusal::Refused(format!("refused by the token: {other:?}")),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use alloy::primitives::{Address, aliases::U40};
+
+    use super::*;
+
+    fn gusd() -> TokenInfo {
+        TokenInfo {
+            decimals: 6,
+            symbol: "gUSD".into(),
+        }
+    }
+
+    #[test]
+    fn market_errors_read_as_sentences_with_their_exit_kind() {
+        use JobMarket::JobMarketErrors as E;
+        let wrong = E::JobMarket_WrongStatus(JobMarket::JobMarket_WrongStatus {
+            jobId: 4,
+            status: 2,
+        });
+        let error = market("cancel", wrong, &gusd());
+        assert_eq!(
+            error.to_string(),
+            "job 4 is assigned: only an open job can be cancelled"
+        );
+        assert!(matches!(error, Refusal::Refused(_)));
+
+        let unknown = market(
+            "accept",
+            E::JobMarket_UnknownJob(JobMarket::JobMarket_UnknownJob { jobId: 9 }),
+            &gusd(),
+        );
+        assert!(matches!(unknown, Refusal::NotFound(_)));
+
+        let closed = market(
+            "dispute",
+            E::JobMarket_ChallengeWindowClosed(JobMarket::JobMarket_ChallengeWindowClosed {
+                jobId: 2,
+                challengeEndsAt: U40::from(1_793_707_200u64),
+            }),
+            &gusd(),
+        );
+        assert!(
+            closed
+                .to_string()
+                .contains("closed at 2026-11-03T12:00:00Z")
+        );
+    }
+
+    #[test]
+    fn amounts_in_reverts_are_in_tokens() {
+        let low = registry(
+            NodeRegistry::NodeRegistryErrors::NodeRegistry_StakeTooLow(
+                NodeRegistry::NodeRegistry_StakeTooLow {
+                    stake: alloy::primitives::aliases::U96::from(50_000_000u64),
+                    minStake: alloy::primitives::aliases::U96::from(100_000_000u64),
+                },
+            ),
+            &gusd(),
+        );
+        assert_eq!(
+            low.to_string(),
+            "a stake of 50 gUSD is below the registry's minimum 100 gUSD"
+        );
+        let poor = token_error(
+            GantryTestToken::GantryTestTokenErrors::ERC20InsufficientBalance(
+                GantryTestToken::ERC20InsufficientBalance {
+                    sender: Address::ZERO,
+                    balance: U256::from(1_500_000u64),
+                    needed: U256::from(10_000_000u64),
+                },
+            ),
+            &gusd(),
+        );
+        assert!(
+            poor.to_string()
+                .ends_with("needs 10 gUSD but your token balance is 1.5 gUSD")
+        );
+    }
+}
