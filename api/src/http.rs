@@ -22,7 +22,6 @@ use gantry_protocol::jobs::{CompletionReport, LogLine, ProgressUpdate};
 use gantry_protocol::pending::PendingExplanation;
 use metrics_exporter_prometheus::PrometheusHandle;
 use serde::{Deserialize, Serialize};
-use sqlx::Row;
 use tokio::sync::broadcast::error::RecvError;
 use tower_http::compression::CompressionLayer;
 use tower_http::cors::CorsLayer;
@@ -33,7 +32,8 @@ use utoipa::{IntoParams, OpenApi, ToSchema};
 use crate::live::{Live, LiveEvent};
 use crate::model::{JobStatus, NodeStatus};
 use crate::project::Progress;
-use crate::store::{Store, StoreError};
+
+use crate::store::{JobFilter, Store, StoreError};
 
 /// Largest page of a list.
 pub const MAX_LIMIT: u32 = 200;
@@ -251,14 +251,7 @@ async fn track(matched: Option<MatchedPath>, request: Request, next: Next) -> Re
     let route = matched.map_or_else(|| "other".to_owned(), |m| m.as_str().to_owned());
     let start = Instant::now();
     let response = next.run(request).await;
-    metrics::histogram!("gantry_api_http_request_seconds", "route" => route.clone())
-        .record(start.elapsed().as_secs_f64());
-    metrics::counter!(
-        "gantry_api_http_requests_total",
-        "route" => route,
-        "status" => response.status().as_str().to_owned()
-    )
-    .increment(1);
+    crate::metrics::request(route, response.status().as_str(), start.elapsed());
     response
 }
 
@@ -282,31 +275,15 @@ pub struct JobsQuery {
     limit: Option<String>,
 }
 
-/// A value bound to a query built from the filters given.
-enum Bind {
-    Text(String),
-    Int(i64),
-}
-
-/// A page from rows fetched one past `limit`; the cursor is the last item's id when
+/// A page from items fetched one past `limit`; the cursor is the last item's id when
 /// there is more.
-fn page<T>(
-    rows: &[sqlx::any::AnyRow],
-    limit: u32,
-    item: impl Fn(&sqlx::any::AnyRow) -> Result<T, serde_json::Error>,
-    id_of: impl Fn(&T) -> i64,
-) -> Result<Page<T>, ApiError> {
-    let more = rows.len() > limit as usize;
-    let items = rows
-        .iter()
-        .take(limit as usize)
-        .map(item)
-        .collect::<Result<Vec<T>, _>>()
-        .map_err(crate::store::StoreError::from)?;
+fn page<T>(mut items: Vec<T>, limit: u32, id_of: impl Fn(&T) -> i64) -> Page<T> {
+    let more = items.len() > limit as usize;
+    items.truncate(limit as usize);
     let next_cursor = more
         .then(|| items.last().map(|item| id_of(item).to_string()))
         .flatten();
-    Ok(Page { items, next_cursor })
+    Page { items, next_cursor }
 }
 
 fn number<T: std::str::FromStr>(name: &str, value: &Option<String>) -> Result<Option<T>, ApiError> {
@@ -351,13 +328,6 @@ fn limit(value: &Option<String>) -> Result<u32, ApiError> {
     bounded("limit", value, 1..=MAX_LIMIT, DEFAULT_LIMIT)
 }
 
-fn body<T: serde::de::DeserializeOwned>(
-    row: &sqlx::any::AnyRow,
-    column: usize,
-) -> Result<T, serde_json::Error> {
-    serde_json::from_str(&row.get::<String, _>(column))
-}
-
 /// Jobs, newest first, filtered.
 #[utoipa::path(get, path = "/v1/jobs", params(JobsQuery), responses(
     (status = 200, body = Page<JobSummary>),
@@ -393,56 +363,16 @@ async fn list_jobs(
     let since = non_negative("since", &q.since)?;
     // The cursor is the last job id of the previous page (newest first).
     let cursor = non_negative("cursor", &q.cursor)?;
-    // Only the filters given go into the SQL: `($1 IS NULL OR status = $1)` would keep
-    // the planner from using the indexes (a full scan of the jobs for a rare status).
-    let mut sql = String::from(
-        "SELECT j.body, p.body FROM jobs j LEFT JOIN progress p ON p.job_id = j.job_id WHERE 1 = 1",
-    );
-    let mut binds: Vec<Bind> = Vec::new();
-    let mut filter = |condition: &str, value: Bind| {
-        binds.push(value);
-        sql.push_str(&format!(" AND {condition} ${}", binds.len()));
+    let filter = JobFilter {
+        status,
+        submitter: q.submitter.as_ref().map(|s| s.to_lowercase()),
+        node,
+        since,
+        before: cursor,
+        limit: limit + 1,
     };
-    if let Some(status) = status {
-        filter("j.status =", Bind::Text(status.as_str().to_owned()));
-    }
-    if let Some(submitter) = &q.submitter {
-        filter("j.submitter =", Bind::Text(submitter.to_lowercase()));
-    }
-    if let Some(node) = node {
-        filter("j.node_id =", Bind::Int(node));
-    }
-    if let Some(since) = since {
-        filter("j.posted_at >=", Bind::Int(since));
-    }
-    if let Some(cursor) = cursor {
-        filter("j.job_id <", Bind::Int(cursor));
-    }
-    binds.push(Bind::Int(i64::from(limit) + 1));
-    sql.push_str(&format!(" ORDER BY j.job_id DESC LIMIT ${}", binds.len()));
-    let mut query = sqlx::query(sqlx::AssertSqlSafe(sql));
-    for value in binds {
-        query = match value {
-            Bind::Text(text) => query.bind(text),
-            Bind::Int(int) => query.bind(int),
-        };
-    }
-    let rows = query.fetch_all(state.store.pool()).await?;
-    page(
-        &rows,
-        limit,
-        |row| {
-            Ok(JobSummary {
-                job: body(row, 0)?,
-                progress: row
-                    .get::<Option<String>, _>(1)
-                    .map(|p| serde_json::from_str(&p))
-                    .transpose()?,
-            })
-        },
-        |j| j.job.job_id,
-    )
-    .map(Json)
+    let jobs = state.store.list_jobs(&filter).await?;
+    Ok(Json(page(jobs, limit, |j| j.job.job_id)))
 }
 
 fn id(raw: &str, what: &str) -> Result<u64, ApiError> {
@@ -741,24 +671,15 @@ async fn list_nodes(
             "must be one of active, inactive, exiting, exited",
         ));
     }
+    let status = q.status.as_deref().map(|s| s.parse::<NodeStatus>()).transpose();
+    let status = status.map_err(|_| {
+        ApiError::bad_parameter("status", "must be one of active, inactive, exiting, exited")
+    })?;
     let cursor = non_negative("cursor", &q.cursor)?;
-    let rows = sqlx::query(
-        "SELECT body FROM nodes WHERE ($1 IS NULL OR status = $1) AND ($2 IS NULL OR node_id > $2) \
-         ORDER BY node_id LIMIT $3",
-    )
-    .bind(q.status.clone())
-    .bind(cursor)
-    .bind(i64::from(limit) + 1)
-    .fetch_all(state.store.pool())
-    .await?;
+    let nodes = state.store.list_nodes(status, cursor, limit + 1).await?;
     let now = now(&state).await?;
-    page(
-        &rows,
-        limit,
-        |row| Ok(NodeView::new(body(row, 0)?, now)),
-        |n| n.node.node_id,
-    )
-    .map(Json)
+    let views = nodes.into_iter().map(|n| NodeView::new(n, now)).collect();
+    Ok(Json(page(views, limit, |n| n.node.node_id)))
 }
 
 /// One node, with its active jobs.
@@ -864,7 +785,7 @@ async fn ready(State(state): State<AppState>) -> Response {
     };
     let lag = stream_last.map(|last| last.saturating_sub(progress.checkpoint));
     if let Some(lag) = lag {
-        metrics::gauge!("gantry_api_projection_lag_messages").set(lag as f64);
+        crate::metrics::projection_lag(lag);
     }
     let ready = progress.checkpoint > 0 && lag.is_some_and(|lag| lag <= state.max_lag);
     let body = Json(Readiness {

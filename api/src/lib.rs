@@ -21,6 +21,7 @@ pub mod config;
 pub mod dashboard;
 pub mod http;
 pub mod live;
+pub mod metrics;
 pub mod model;
 pub mod project;
 pub mod reports;

@@ -115,8 +115,7 @@ pub async fn run(
             Assembled::Held => {}
             Assembled::Block { commit, events } => {
                 let applied = store.apply_block(&events, &commit, seq).await?;
-                metrics::counter!("gantry_api_events_projected_total")
-                    .increment(events.len() as u64);
+                crate::metrics::events_projected(events.len());
                 progress.send_modify(|p| {
                     p.checkpoint = seq;
                     p.block = commit.block_number;
@@ -135,7 +134,7 @@ pub async fn run(
             }
             Assembled::Retracted(retraction) => {
                 store.retract(&retraction, seq).await?;
-                metrics::counter!("gantry_api_retractions_total").increment(1);
+                crate::metrics::retractions();
                 progress.send_modify(|p| p.checkpoint = seq);
                 live.send(LiveEvent::Reorg {
                     common_ancestor: retraction.common_ancestor,

@@ -6,7 +6,7 @@ use std::net::SocketAddr;
 
 use anyhow::Context;
 use tokio::sync::watch;
-use tokio::task::JoinHandle;
+use gantry_runtime::tasks::Supervisor;
 use tokio_util::sync::CancellationToken;
 
 use crate::config::Config;
@@ -24,10 +24,7 @@ pub struct Api {
     pub progress: watch::Receiver<Progress>,
     /// The stream sequence of the last worker report stored.
     pub reports: watch::Receiver<u64>,
-    shutdown: CancellationToken,
-    projection: JoinHandle<Result<(), project::ProjectError>>,
-    reporter: JoinHandle<Result<(), project::ProjectError>>,
-    server: JoinHandle<std::io::Result<()>>,
+    tasks: Supervisor,
 }
 
 /// Serves until `shutdown` fires or a projection fails.
@@ -45,22 +42,31 @@ pub async fn start(config: Config, shutdown: CancellationToken) -> anyhow::Resul
     let (progress_tx, progress) = watch::channel(Progress::default());
     let (reports_tx, reports) = watch::channel(0);
     let live = Live::closing_on(shutdown.clone());
-    let reporter = tokio::spawn(crate::reports::run(
-        js.clone(),
-        config.chain_id,
-        store.clone(),
-        reports_tx,
-        live.clone(),
-        shutdown.clone(),
-    ));
-    let projection = tokio::spawn(project::run(
-        js.clone(),
-        config.chain_id,
-        store.clone(),
-        progress_tx,
-        live.clone(),
-        shutdown.clone(),
-    ));
+    // A projection that stops stops the whole service (to be restarted) rather than serve
+    // an ever staler view.
+    let tasks = Supervisor::new(shutdown.clone());
+    tasks.spawn_critical(
+        "projecting worker reports",
+        crate::reports::run(
+            js.clone(),
+            config.chain_id,
+            store.clone(),
+            reports_tx,
+            live.clone(),
+            shutdown.clone(),
+        ),
+    );
+    tasks.spawn_critical(
+        "projecting the chain stream",
+        project::run(
+            js.clone(),
+            config.chain_id,
+            store.clone(),
+            progress_tx,
+            live.clone(),
+            shutdown.clone(),
+        ),
+    );
     let mut state = AppState {
         max_lag: config.max_lag,
         token: gantry_protocol::api::TokenInfo {
@@ -85,19 +91,17 @@ pub async fn start(config: Config, shutdown: CancellationToken) -> anyhow::Resul
         .with_context(|| format!("listening on {}", config.listen))?;
     let local_addr = listener.local_addr()?;
     tracing::info!(listen = %local_addr, "serving the API");
-    let server = tokio::spawn(
+    tasks.spawn_critical(
+        "serving HTTP",
         axum::serve(listener, app)
-            .with_graceful_shutdown(shutdown.clone().cancelled_owned())
+            .with_graceful_shutdown(shutdown.cancelled_owned())
             .into_future(),
     );
     Ok(Api {
         local_addr,
         progress,
         reports,
-        shutdown,
-        projection,
-        reporter,
-        server,
+        tasks,
     })
 }
 
@@ -107,24 +111,8 @@ impl Api {
         format!("http://{}", self.local_addr)
     }
 
-    /// Waits for the end: at shutdown, or when a projection stops. A projection that fails
-    /// stops the whole service (to be restarted) rather than serve an ever staler view.
+    /// Waits for the end: at shutdown, or when any of its tasks stops (the first error).
     pub async fn wait(self) -> anyhow::Result<()> {
-        let Api {
-            shutdown,
-            mut projection,
-            mut reporter,
-            server,
-            ..
-        } = self;
-        let (stopped, other) = tokio::select! {
-            projected = &mut projection => (projected, reporter),
-            reported = &mut reporter => (reported, projection),
-        };
-        shutdown.cancel();
-        server.await?.context("serving HTTP")?;
-        stopped?.context("projecting")?;
-        other.await?.context("projecting")?;
-        Ok(())
+        self.tasks.wait().await
     }
 }

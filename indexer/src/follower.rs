@@ -206,6 +206,7 @@ impl<'a> Follower<'a> {
 
     /// Indexes the next `eth_getLogs` range below `end`. Up to [`PREFETCH`] ranges are
     /// fetched and encoded ahead, each in its own task, while earlier ones are published.
+    #[tracing::instrument(level = "debug", skip(self), fields(chain_id = self.chain_id, from = self.next))]
     async fn backfill(&mut self, end: u64) -> Result<(), IndexerError> {
         let mut start = self
             .prefetched
@@ -253,6 +254,7 @@ impl<'a> Follower<'a> {
     }
 
     /// Indexes block `number` after checking it continues what the stream holds.
+    #[tracing::instrument(level = "debug", skip(self), fields(chain_id = self.chain_id))]
     async fn follow_block(&mut self, number: u64) -> Result<(), IndexerError> {
         let Some(header) = self.chain.header_by_number(number).await? else {
             // The chain became shorter between the head poll and now.
@@ -296,6 +298,7 @@ impl<'a> Follower<'a> {
     /// Walks back to the newest block the stream and the chain share, publishes a
     /// retraction of everything above it (plus `uncommitted`, a block whose events were
     /// published but never committed), and continues after the ancestor.
+    #[tracing::instrument(skip(self), fields(chain_id = self.chain_id, block = self.next))]
     async fn unwind(&mut self, uncommitted: Option<BlockRef>) -> Result<(), IndexerError> {
         let mut ancestor = None;
         for block in self.window.iter_newest_first().collect::<Vec<_>>() {

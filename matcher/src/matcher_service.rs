@@ -174,6 +174,7 @@ impl Matcher {
         }
     }
 
+    #[tracing::instrument(level = "debug", skip_all, fields(tx = %report.tx_hash))]
     fn on_report(&mut self, report: Report) {
         let Call::Assign { job, node } = report.call else {
             return;
@@ -206,6 +207,7 @@ impl Matcher {
     }
 
     /// One planning round; returns whether another is needed soon (the sender was full).
+    #[tracing::instrument(level = "debug", skip(self), fields(block = self.projection.view().block))]
     async fn step(&mut self) -> bool {
         let view = self.projection.view();
         let applied = self.feed.applied;

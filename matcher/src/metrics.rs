@@ -5,8 +5,6 @@ use std::time::Duration;
 
 use metrics::{counter, gauge, histogram};
 
-use crate::sender::Outcome;
-
 /// `outcome`: assign, unplaceable.
 pub fn decisions(outcome: &'static str, count: u64) {
     counter!("gantry_matcher_decisions_total", "outcome" => outcome).increment(count);
@@ -19,7 +17,7 @@ pub fn event_to_assign(elapsed: Duration) {
 }
 
 /// Open jobs this replica holds and cannot place, by the constraint that rules out most
-/// nodes (`CONSTRAINTS` names, or `none` when no node exists).
+/// nodes (`Constraint::name`s, or `none` when no node exists).
 pub fn pending_jobs(reason: &str, count: usize) {
     gauge!("gantry_matcher_pending_jobs", "reason" => reason.to_owned()).set(count as f64);
 }
@@ -36,29 +34,25 @@ pub fn explanations_written() {
 
 /// The newest block the service's view has applied.
 pub fn view_block(service: &'static str, block: u64) {
-    gauge!("gantry_view_block", "service" => service).set(block as f64);
+    gauge!("gantry_matcher_view_block", "service" => service).set(block as f64);
 }
 
 /// `call`: assign, mark_inactive, reclaim, expire, finalize.
 pub fn tx_sent(call: &'static str) {
-    counter!("gantry_tx_sent_total", "call" => call).increment(1);
+    counter!("gantry_matcher_tx_sent_total", "call" => call).increment(1);
 }
 
 pub fn tx_replaced(call: &'static str) {
-    counter!("gantry_tx_replaced_total", "call" => call).increment(1);
+    counter!("gantry_matcher_tx_replaced_total", "call" => call).increment(1);
 }
 
-pub fn tx_outcome(call: &'static str, outcome: &Outcome) {
-    let outcome = match outcome {
-        Outcome::Confirmed { .. } => "confirmed",
-        Outcome::Reverted { .. } => "reverted",
-        Outcome::Dropped => "dropped",
-    };
-    counter!("gantry_tx_outcomes_total", "call" => call, "outcome" => outcome).increment(1);
+/// `outcome`: confirmed, reverted, dropped (`sender::Outcome::label`).
+pub fn tx_outcome(call: &'static str, outcome: &'static str) {
+    counter!("gantry_matcher_tx_outcomes_total", "call" => call, "outcome" => outcome).increment(1);
 }
 
 pub fn rpc_error() {
-    counter!("gantry_tx_rpc_errors_total").increment(1);
+    counter!("gantry_matcher_tx_rpc_errors_total").increment(1);
 }
 
 /// 1 while this liveness replica holds the keeper lease.

@@ -69,6 +69,17 @@ pub enum Outcome {
     Dropped,
 }
 
+impl Outcome {
+    /// Its name in metrics.
+    pub fn label(&self) -> &'static str {
+        match self {
+            Outcome::Confirmed { .. } => "confirmed",
+            Outcome::Reverted { .. } => "reverted",
+            Outcome::Dropped => "dropped",
+        }
+    }
+}
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Report {
     pub call: Call,
@@ -450,7 +461,7 @@ impl Worker {
     }
 
     async fn report(&self, call: Call, outcome: Outcome, tx_hash: B256) {
-        metrics::tx_outcome(call.kind(), &outcome);
+        metrics::tx_outcome(call.kind(), outcome.label());
         // The receiver is gone only at shutdown.
         let _ = self
             .reports

@@ -20,6 +20,8 @@
 //! - [`eligibility`]: the one mirror of the contract's eligibility check, and the
 //!   [`eligibility::Constraint`]s a node can fail.
 //! - [`pending`]: the matcher's explanation of why a job is still waiting.
+//! - [`nats_auth`]: every service's and worker's NATS permissions (`auth.conf`), from
+//!   [`names`].
 //! - [`nats`]: NATS addresses with credentials, split for the client's connect options.
 //! - [`storage`] (feature `nats`): the settings of every stream, KV bucket and object
 //!   store the services create.
@@ -42,6 +44,7 @@ pub mod events;
 pub mod jobs;
 pub mod names;
 pub mod nats;
+pub mod nats_auth;
 pub mod pending;
 pub mod reputation;
 pub mod revert;

@@ -142,6 +142,11 @@ pub fn claim_consumer(chain_id: u64, node_id: u64, event: &str) -> String {
     format!("gantry_{chain_id}_claim_{node_id}_{event}")
 }
 
+/// The object store bucket submitters may name `nats://` inputs in (workers read it).
+pub fn inputs_bucket(chain_id: u64) -> String {
+    format!("gantry_{chain_id}_inputs")
+}
+
 // Leader leases.
 
 /// The KV bucket of the indexer's writer lease.

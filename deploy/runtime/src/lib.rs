@@ -6,7 +6,9 @@
 //! - [`backoff`]: the one retry policy (backon), cancellable;
 //! - [`nats`]: connecting with a URL's credentials, waiting for another service's stream;
 //! - [`chain_stream`]: reading a chain's stream in order, decoded;
-//! - [`lease`]: a leader lease in a KV bucket.
+//! - [`lease`]: a leader lease in a KV bucket;
+//! - [`tasks`]: the service's tasks under one supervisor (a critical one that ends stops
+//!   the rest).
 //!
 //! ```text
 //!   main ──install()──▶ logs + /metrics     shutdown_on_signal() ──▶ CancellationToken ──▶ run(config, token)
@@ -17,6 +19,7 @@ pub mod backoff;
 pub mod chain_stream;
 pub mod lease;
 pub mod nats;
+pub mod tasks;
 
 use std::net::SocketAddr;
 

@@ -3,14 +3,18 @@
 //! (or retraction) is written together with the new checkpoint in one transaction, so a
 //! crash never applies an event twice or skips one.
 
-use gantry_protocol::api::{JobRow, Minute, NodeRow, Stats, TimelineEntry};
+use gantry_protocol::api::{JobRow, JobSummary, Minute, NodeRow, Stats, TimelineEntry};
 use gantry_protocol::envelope::{BlockCommit, EventEnvelope, Retraction};
 use sqlx::any::{AnyPoolOptions, install_default_drivers};
 use sqlx::{AnyPool, Row};
 
 use gantry_protocol::bindings::JobMarket;
 use gantry_protocol::events::{GantryEvent, event_name};
-use gantry_protocol::status::{JobStatus, UnknownStatusName};
+use gantry_protocol::status::{JobStatus, NodeStatus, UnknownStatusName};
+
+mod reports;
+
+pub use reports::{LOG_LINES_KEPT, PROGRESS_SAMPLES_KEPT};
 
 use crate::model::{ModelError, apply_job, apply_node, touches, typed};
 
@@ -466,6 +470,100 @@ impl Store {
                             .take(),
                 })
             })
+            .collect()
+    }
+}
+
+/// Which jobs a list holds: only the filters given go into the SQL (`($1 IS NULL OR
+/// status = $1)` would keep the planner from using the indexes: a full scan of the jobs
+/// for a rare status).
+#[derive(Debug, Clone, Default)]
+pub struct JobFilter {
+    pub status: Option<JobStatus>,
+    /// Lowercase 0x address.
+    pub submitter: Option<String>,
+    pub node: Option<i64>,
+    /// Posted at or after (unix seconds).
+    pub since: Option<i64>,
+    /// Job ids below this one (the cursor: the last id of the previous page).
+    pub before: Option<i64>,
+    pub limit: u32,
+}
+
+/// A value bound to a query built from the filters given.
+enum Bind {
+    Text(String),
+    Int(i64),
+}
+
+impl Store {
+    /// Jobs, newest first, with their latest progress.
+    pub async fn list_jobs(&self, filter: &JobFilter) -> Result<Vec<JobSummary>, StoreError> {
+        let mut sql = String::from(
+            "SELECT j.body, p.body FROM jobs j LEFT JOIN progress p ON p.job_id = j.job_id \
+             WHERE 1 = 1",
+        );
+        let mut binds: Vec<Bind> = Vec::new();
+        let mut condition = |condition: &str, value: Bind| {
+            binds.push(value);
+            sql.push_str(&format!(" AND {condition} ${}", binds.len()));
+        };
+        if let Some(status) = filter.status {
+            condition("j.status =", Bind::Text(status.as_str().to_owned()));
+        }
+        if let Some(submitter) = &filter.submitter {
+            condition("j.submitter =", Bind::Text(submitter.clone()));
+        }
+        if let Some(node) = filter.node {
+            condition("j.node_id =", Bind::Int(node));
+        }
+        if let Some(since) = filter.since {
+            condition("j.posted_at >=", Bind::Int(since));
+        }
+        if let Some(before) = filter.before {
+            condition("j.job_id <", Bind::Int(before));
+        }
+        binds.push(Bind::Int(i64::from(filter.limit)));
+        sql.push_str(&format!(" ORDER BY j.job_id DESC LIMIT ${}", binds.len()));
+        let mut query = sqlx::query(sqlx::AssertSqlSafe(sql));
+        for value in binds {
+            query = match value {
+                Bind::Text(text) => query.bind(text),
+                Bind::Int(int) => query.bind(int),
+            };
+        }
+        let rows = query.fetch_all(&self.pool).await?;
+        rows.iter()
+            .map(|row| {
+                Ok(JobSummary {
+                    job: serde_json::from_str(&row.get::<String, _>(0))?,
+                    progress: row
+                        .get::<Option<String>, _>(1)
+                        .map(|p| serde_json::from_str(&p))
+                        .transpose()?,
+                })
+            })
+            .collect()
+    }
+
+    /// Nodes by id, after `after`, in `status` if given.
+    pub async fn list_nodes(
+        &self,
+        status: Option<NodeStatus>,
+        after: Option<i64>,
+        limit: u32,
+    ) -> Result<Vec<NodeRow>, StoreError> {
+        let rows = sqlx::query(
+            "SELECT body FROM nodes WHERE ($1 IS NULL OR status = $1) \
+             AND ($2 IS NULL OR node_id > $2) ORDER BY node_id LIMIT $3",
+        )
+        .bind(status.map(|s| s.as_str()))
+        .bind(after)
+        .bind(i64::from(limit))
+        .fetch_all(&self.pool)
+        .await?;
+        rows.iter()
+            .map(|row| Ok(serde_json::from_str(&row.get::<String, _>(0))?))
             .collect()
     }
 }

@@ -1,0 +1,34 @@
+//! The API's Prometheus metrics, declared in one place. Labels come from bounded sets
+//! only: matched routes (the router's patterns, `other` for none) and status codes.
+
+use std::time::Duration;
+
+use metrics::{counter, gauge, histogram};
+
+/// Contract events written into the store.
+pub fn events_projected(count: usize) {
+    counter!("gantry_api_events_projected_total").increment(count as u64);
+}
+
+/// Retractions applied (blocks undone).
+pub fn retractions() {
+    counter!("gantry_api_retractions_total").increment(1);
+}
+
+/// Worker reports (progress, log lines, completions) written into the store.
+pub fn reports_projected(count: usize) {
+    counter!("gantry_api_reports_projected_total").increment(count as u64);
+}
+
+/// One request served, by route and status.
+pub fn request(route: String, status: &str, elapsed: Duration) {
+    histogram!("gantry_api_http_request_seconds", "route" => route.clone())
+        .record(elapsed.as_secs_f64());
+    counter!("gantry_api_http_requests_total", "route" => route, "status" => status.to_owned())
+        .increment(1);
+}
+
+/// Stream messages the projection trails the chain stream by (set by `/readyz`).
+pub fn projection_lag(messages: u64) {
+    gauge!("gantry_api_projection_lag_messages").set(messages as f64);
+}

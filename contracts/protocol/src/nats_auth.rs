@@ -1,0 +1,379 @@
+//! The NATS accounts, users and permissions of one chain (`auth.conf`, which
+//! `deploy/nats/nats-server.conf` and `cluster.conf` include), rendered from the names in
+//! [`crate::names`]: a stream, bucket or consumer renamed there is renamed here, so the
+//! permissions can never grant the old name. `gantry-devnet nats-auth <chain> [<node>…]`
+//! prints it; passwords are not in it: each user's is read from the server's environment
+//! when it starts (`$GANTRY_NATS_<USER>_PASSWORD`).
+//!
+//! ```text
+//!   user       env var holding its password        may
+//!   admin      GANTRY_NATS_ADMIN_PASSWORD          everything (operators: nats CLI, backups)
+//!   indexer    GANTRY_NATS_INDEXER_PASSWORD        write the chain stream, its writer lease
+//!   matcher    GANTRY_NATS_MATCHER_PASSWORD        read the chain stream, claim open jobs, KV pending
+//!   liveness   GANTRY_NATS_LIVENESS_PASSWORD       read the chain stream, KV keeper lease
+//!   api        GANTRY_NATS_API_PASSWORD            read the chain and jobs streams, KV pending
+//!   reader     GANTRY_NATS_READER_PASSWORD         download results (submitters' `gantry` CLI)
+//!   worker-<N> GANTRY_NATS_WORKER_<N>_PASSWORD     node N's assignments and claim-mode consumers;
+//!                                                  write progress, logs, reports, results and
+//!                                                  checkpoints
+//! ```
+//!
+//! `$JS.API.CONSUMER.CREATE.<stream>` alone is the endpoint of unnamed (ordered) consumers;
+//! with `.<name>[.<filter>]` after it, that of a named one, its only filter in the subject
+//! (nats-server refuses a request whose filter differs from its subject's). Every user gets
+//! the replies to its requests, JetStream answers and pulled messages on its own
+//! `_INBOX_<user>.>` ([`crate::nats::inbox_prefix`]).
+
+use std::fmt::Write as _;
+
+use crate::bindings::JobMarket;
+use crate::events::event_name;
+use crate::names;
+use crate::nats::inbox_prefix;
+
+const API: &str = "$JS.API";
+
+/// One user: its name, the environment variable of its password, why it exists, and what
+/// it may publish (`None`: everything, the admin).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct User {
+    pub name: String,
+    pub password_env: String,
+    pub comment: String,
+    pub publish: Option<Vec<String>>,
+}
+
+/// The users of chain `chain_id`'s services and of the workers of `nodes`.
+pub fn users(chain_id: u64, nodes: &[u64]) -> Vec<User> {
+    let mut users = vec![
+        User {
+            name: "admin".into(),
+            password_env: "GANTRY_NATS_ADMIN_PASSWORD".into(),
+            comment: String::new(),
+            publish: None,
+        },
+        service(
+            "indexer",
+            "The one writer of the chain stream; creates it and its writer-lease bucket.",
+            indexer(chain_id),
+        ),
+        service(
+            "matcher",
+            "Reads the chain stream (ordered consumers, deleted when recreated), shares open jobs \
+             through its durable consumer, writes the explanations of unplaced jobs. \
+             $JS.API.INFO: creating a KV bucket reads the account's limits.",
+            matcher(chain_id),
+        ),
+        service(
+            "liveness",
+            "Reads the chain stream; one replica at a time holds the keeper lease.",
+            liveness(chain_id),
+        ),
+        service(
+            "api",
+            "Reads the chain and jobs streams (ordered consumers) and the explanations.",
+            api(chain_id),
+        ),
+        service(
+            "reader",
+            "Submitters fetching their results (the gantry CLI): read the results bucket only.",
+            object_store(false, &names::results_bucket(chain_id)),
+        ),
+    ];
+    users.extend(nodes.iter().map(|node| worker(chain_id, *node)));
+    users
+}
+
+fn service(name: &str, comment: &str, publish: Vec<String>) -> User {
+    User {
+        name: name.into(),
+        password_env: format!("GANTRY_NATS_{}_PASSWORD", name.to_uppercase()),
+        comment: comment.into(),
+        publish: Some(publish),
+    }
+}
+
+fn strings<const N: usize>(items: [String; N]) -> Vec<String> {
+    items.into()
+}
+
+/// Reading a stream through ordered (unnamed) consumers.
+fn ordered_reader(stream: &str) -> Vec<String> {
+    strings([
+        format!("{API}.CONSUMER.CREATE.{stream}"),
+        format!("{API}.CONSUMER.MSG.NEXT.{stream}.*"),
+        format!("{API}.CONSUMER.DELETE.{stream}.*"),
+    ])
+}
+
+/// Using the durable consumer `name` of `stream`, with `filter` when the user creates it.
+fn durable(stream: &str, name: &str, filter: Option<&str>) -> Vec<String> {
+    let create = match filter {
+        Some(filter) => format!("{API}.CONSUMER.CREATE.{stream}.{name}.{filter}"),
+        None => format!("{API}.CONSUMER.CREATE.{stream}.{name}"),
+    };
+    strings([
+        create,
+        format!("{API}.CONSUMER.INFO.{stream}.{name}"),
+        format!("{API}.CONSUMER.MSG.NEXT.{stream}.{name}"),
+        format!("$JS.ACK.{stream}.{name}.>"),
+    ])
+}
+
+/// Reading (get) or also writing (put, replace: a put purges the old chunks) the object
+/// store `bucket`.
+fn object_store(write: bool, bucket: &str) -> Vec<String> {
+    let mut subjects = strings([
+        format!("{API}.STREAM.INFO.OBJ_{bucket}"),
+        format!("{API}.DIRECT.GET.OBJ_{bucket}.>"),
+        format!("{API}.CONSUMER.CREATE.OBJ_{bucket}"),
+        format!("{API}.CONSUMER.DELETE.OBJ_{bucket}.*"),
+        format!("$JS.FC.OBJ_{bucket}.>"),
+    ]);
+    if write {
+        subjects.extend(strings([
+            format!("{API}.STREAM.CREATE.OBJ_{bucket}"),
+            format!("{API}.STREAM.PURGE.OBJ_{bucket}"),
+            format!("$O.{bucket}.>"),
+        ]));
+    }
+    subjects
+}
+
+fn indexer(chain_id: u64) -> Vec<String> {
+    let stream = names::stream_name(chain_id);
+    let lease = names::INDEXER_LEASE_BUCKET;
+    strings([
+        names::stream_subjects(chain_id),
+        format!("{API}.INFO"),
+        format!("{API}.STREAM.INFO.{stream}"),
+        format!("{API}.STREAM.CREATE.{stream}"),
+        format!("{API}.STREAM.MSG.GET.{stream}"),
+        format!("{API}.STREAM.CREATE.KV_{lease}"),
+        format!("{API}.DIRECT.GET.KV_{lease}.>"),
+        format!("$KV.{lease}.chain-{chain_id}"),
+    ])
+}
+
+fn matcher(chain_id: u64) -> Vec<String> {
+    let stream = names::stream_name(chain_id);
+    let pending = names::pending_bucket(chain_id);
+    let mut subjects = strings([format!("{API}.INFO"), format!("{API}.STREAM.INFO.{stream}")]);
+    subjects.extend(ordered_reader(&stream));
+    let mut shared = durable(&stream, &names::matcher_consumer(chain_id), None);
+    shared.remove(2); // the matcher fetches in batches through its own pull requests
+    subjects.extend(shared);
+    subjects.extend(strings([
+        format!("{API}.STREAM.INFO.KV_{pending}"),
+        format!("{API}.STREAM.CREATE.KV_{pending}"),
+        format!("$KV.{pending}.>"),
+    ]));
+    subjects
+}
+
+fn liveness(chain_id: u64) -> Vec<String> {
+    let stream = names::stream_name(chain_id);
+    let lease = names::LIVENESS_LEASE_BUCKET;
+    let mut subjects = strings([format!("{API}.INFO"), format!("{API}.STREAM.INFO.{stream}")]);
+    subjects.extend(ordered_reader(&stream));
+    subjects.extend(strings([
+        format!("{API}.STREAM.INFO.KV_{lease}"),
+        format!("{API}.STREAM.CREATE.KV_{lease}"),
+        format!("{API}.DIRECT.GET.KV_{lease}.>"),
+        format!("$KV.{lease}.chain-{chain_id}"),
+    ]));
+    subjects
+}
+
+fn api(chain_id: u64) -> Vec<String> {
+    let stream = names::stream_name(chain_id);
+    let jobs = names::jobs_stream_name(chain_id);
+    let pending = names::pending_bucket(chain_id);
+    let mut subjects = strings([
+        format!("{API}.STREAM.INFO.{stream}"),
+        format!("{API}.STREAM.INFO.{jobs}"),
+    ]);
+    subjects.extend(ordered_reader(&stream));
+    subjects.extend(ordered_reader(&jobs));
+    subjects.extend(strings([
+        format!("{API}.STREAM.INFO.KV_{pending}"),
+        format!("{API}.DIRECT.GET.KV_{pending}.>"),
+    ]));
+    subjects
+}
+
+/// Node `node`'s worker: its own assignment consumer and, for claim mode, its consumers of
+/// the claim events (no other consumer on the chain stream), the JobPosted spec by
+/// subject, its reports, results and checkpoints, and `nats://` inputs (read only).
+fn worker(chain_id: u64, node: u64) -> User {
+    let stream = names::stream_name(chain_id);
+    let jobs = names::jobs_stream_name(chain_id);
+    let mut publish = strings([
+        format!("{API}.STREAM.INFO.{stream}"),
+        format!("{API}.STREAM.MSG.GET.{stream}"),
+    ]);
+    publish.extend(durable(
+        &stream,
+        &names::worker_consumer(chain_id, node),
+        Some(&names::assignments_of(chain_id, node)),
+    ));
+    for event in names::CLAIM_EVENTS {
+        publish.extend(durable(
+            &stream,
+            &names::claim_consumer(chain_id, node, event),
+            Some(&names::event_filter(chain_id, event)),
+        ));
+    }
+    publish.extend(strings([
+        names::progress_subject(chain_id, 0).replace(".0", ".*"),
+        names::logs_subject(chain_id, 0).replace(".0", ".*"),
+        names::completion_subject(chain_id, 0).replace(".0", ".*"),
+        format!("{API}.STREAM.INFO.{jobs}"),
+        format!("{API}.STREAM.CREATE.{jobs}"),
+    ]));
+    publish.extend(object_store(true, &names::results_bucket(chain_id)));
+    publish.extend(object_store(true, &names::checkpoints_bucket(chain_id)));
+    publish.extend(object_store(false, &names::inputs_bucket(chain_id)));
+    User {
+        name: format!("worker-{node}"),
+        password_env: format!("GANTRY_NATS_WORKER_{node}_PASSWORD"),
+        comment: format!(
+            "Node {node}'s worker: its assignments, its claim-mode consumers of {}, the {} spec \
+             by subject, its reports, results and checkpoints, and nats:// inputs.",
+            names::CLAIM_EVENTS.join(" and "),
+            event_name::<JobMarket::JobPosted>(),
+        ),
+        publish: Some(publish),
+    }
+}
+
+/// `auth.conf` for chain `chain_id` and the workers of `nodes`.
+pub fn render(chain_id: u64, nodes: &[u64]) -> String {
+    let mut out = format!(
+        "# Generated by `gantry-devnet nats-auth {chain_id}{}` from gantry_protocol::names;\n\
+         # do not edit, re-run it (and reload the servers: nats-server --signal reload).\n\n\
+         accounts {{\n  GANTRY {{\n    jetstream: enabled\n    users: [\n",
+        nodes.iter().map(|n| format!(" {n}")).collect::<String>()
+    );
+    for user in users(chain_id, nodes) {
+        render_user(&mut out, &user);
+    }
+    out.push_str("    ]\n  }\n}\n");
+    out
+}
+
+fn render_user(out: &mut String, user: &User) {
+    let password = format!("${}", user.password_env);
+    let Some(publish) = &user.publish else {
+        let _ = writeln!(out, "      {{ user: {}, password: {password} }}", user.name);
+        return;
+    };
+    out.push('\n');
+    for line in wrap(&user.comment, 84) {
+        let _ = writeln!(out, "      # {line}");
+    }
+    let _ = writeln!(
+        out,
+        "      {{ user: {}, password: {password}, permissions: {{",
+        user.name
+    );
+    out.push_str("          publish: { allow: [\n");
+    let quoted: Vec<String> = publish
+        .iter()
+        .map(|s| format!("            {s:?}"))
+        .collect();
+    out.push_str(&quoted.join(",\n"));
+    out.push_str("\n          ] }\n");
+    let _ = writeln!(
+        out,
+        "          subscribe: {{ allow: [\"{}.>\"] }}",
+        inbox_prefix(&user.name)
+    );
+    out.push_str("      } }\n");
+}
+
+fn wrap(text: &str, width: usize) -> Vec<String> {
+    let mut lines = vec![String::new()];
+    for word in text.split_whitespace() {
+        let line = lines.last_mut().expect("one line at least");
+        if !line.is_empty() && line.len() + 1 + word.len() > width {
+            lines.push(word.to_owned());
+        } else {
+            if !line.is_empty() {
+                line.push(' ');
+            }
+            line.push_str(word);
+        }
+    }
+    lines
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn publish_of<'a>(users: &'a [User], name: &str) -> &'a [String] {
+        users
+            .iter()
+            .find(|u| u.name == name)
+            .and_then(|u| u.publish.as_deref())
+            .unwrap()
+    }
+
+    #[test]
+    fn a_worker_may_use_only_its_own_consumers_and_subjects() {
+        let users = users(7, &[3, 4]);
+        let three = publish_of(&users, "worker-3");
+        assert!(
+            three.contains(
+                &"$JS.API.CONSUMER.CREATE.GANTRY_7.gantry_7_worker_3.gantry.7.ev.JobAssigned.3"
+                    .to_owned()
+            )
+        );
+        assert!(three.contains(&"$JS.API.CONSUMER.CREATE.GANTRY_7.gantry_7_claim_3_JobPosted.gantry.7.ev.JobPosted.*".to_owned()));
+        assert!(three.contains(&"gantry.jobs.7.progress.*".to_owned()));
+        assert!(three.contains(&"$O.gantry_7_results.>".to_owned()));
+        assert!(
+            !three
+                .iter()
+                .any(|s| s.contains("worker_4") || s.contains("claim_4"))
+        );
+        assert!(
+            !three.contains(&"$O.gantry_7_inputs.>".to_owned()),
+            "inputs are read only"
+        );
+        assert!(
+            !three.iter().any(|s| s.starts_with("gantry.7.")),
+            "only the indexer writes the chain"
+        );
+    }
+
+    #[test]
+    fn only_the_indexer_writes_the_chain_stream_and_the_reader_only_reads_results() {
+        let users = users(7, &[1]);
+        for user in users.iter().filter(|u| u.publish.is_some()) {
+            let writes_chain = publish_of(&users, &user.name).contains(&"gantry.7.>".to_owned());
+            assert_eq!(writes_chain, user.name == "indexer", "{}", user.name);
+        }
+        let reader = publish_of(&users, "reader");
+        assert!(reader.iter().all(|s| s.contains("OBJ_gantry_7_results")));
+        assert!(!reader.iter().any(|s| s.starts_with("$O.")), "no puts");
+    }
+
+    #[test]
+    fn the_config_names_every_user_with_its_password_variable_and_inbox() {
+        let conf = render(31337, &[2]);
+        for (user, env) in [
+            ("admin", "GANTRY_NATS_ADMIN_PASSWORD"),
+            ("indexer", "GANTRY_NATS_INDEXER_PASSWORD"),
+            ("worker-2", "GANTRY_NATS_WORKER_2_PASSWORD"),
+        ] {
+            assert!(
+                conf.contains(&format!("user: {user}, password: ${env}")),
+                "{user}"
+            );
+        }
+        assert!(conf.contains("subscribe: { allow: [\"_INBOX_worker-2.>\"] }"));
+        assert_eq!(conf.matches('{').count(), conf.matches('}').count());
+    }
+}

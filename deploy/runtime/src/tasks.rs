@@ -1,0 +1,104 @@
+//! A service's tasks under one supervisor: every task is tracked (a `TaskTracker`) so that
+//! shutdown waits for all of them, and a critical task that ends — with an error, or at
+//! all before shutdown — cancels the rest, and the service exits with its error.
+//! (reth's `TaskExecutor::spawn_critical`, in a few lines.)
+
+use std::future::Future;
+use std::sync::{Arc, Mutex};
+
+use tokio_util::sync::CancellationToken;
+use tokio_util::task::TaskTracker;
+
+/// The tasks of one service.
+#[derive(Debug, Clone)]
+pub struct Supervisor {
+    tracker: TaskTracker,
+    shutdown: CancellationToken,
+    failure: Arc<Mutex<Option<anyhow::Error>>>,
+}
+
+impl Supervisor {
+    /// Tasks that stop when `shutdown` fires (and fire it when a critical one ends).
+    pub fn new(shutdown: CancellationToken) -> Self {
+        Self {
+            tracker: TaskTracker::new(),
+            shutdown,
+            failure: Arc::default(),
+        }
+    }
+
+    /// The token every task should watch.
+    pub fn shutdown(&self) -> &CancellationToken {
+        &self.shutdown
+    }
+
+    /// Runs `task`; when it ends, the service ends: its error (the first one recorded)
+    /// becomes the service's.
+    pub fn spawn_critical<F, E>(&self, name: &'static str, task: F)
+    where
+        F: Future<Output = Result<(), E>> + Send + 'static,
+        E: Into<anyhow::Error> + Send + 'static,
+    {
+        let shutdown = self.shutdown.clone();
+        let failure = Arc::clone(&self.failure);
+        self.tracker.spawn(async move {
+            let outcome = task.await;
+            if let Err(error) = outcome {
+                let error = error.into().context(name);
+                tracing::error!(task = name, error = format!("{error:#}"), "critical task failed");
+                let mut first = failure.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+                first.get_or_insert(error);
+            } else if !shutdown.is_cancelled() {
+                tracing::warn!(task = name, "critical task ended; stopping the service");
+            }
+            shutdown.cancel();
+        });
+    }
+
+    /// Waits for every task to end (they end at shutdown); the first critical failure.
+    pub async fn wait(self) -> anyhow::Result<()> {
+        self.tracker.close();
+        self.tracker.wait().await;
+        let failure = self
+            .failure
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .take();
+        failure.map_or(Ok(()), Err)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test]
+    async fn a_failing_critical_task_cancels_the_others_and_is_the_error() {
+        let shutdown = CancellationToken::new();
+        let tasks = Supervisor::new(shutdown.clone());
+        let watcher = shutdown.clone();
+        tasks.spawn_critical("waits", async move {
+            watcher.cancelled().await;
+            Ok::<(), anyhow::Error>(())
+        });
+        tasks.spawn_critical("fails", async { Err(anyhow::anyhow!("boom")) });
+        let error = tasks.wait().await.unwrap_err();
+        assert!(shutdown.is_cancelled());
+        assert_eq!(format!("{error:#}"), "fails: boom");
+    }
+
+    #[tokio::test]
+    async fn at_shutdown_every_task_ends_and_the_service_is_fine() {
+        let shutdown = CancellationToken::new();
+        let tasks = Supervisor::new(shutdown.clone());
+        for _ in 0..3 {
+            let watcher = shutdown.clone();
+            tasks.spawn_critical("waits", async move {
+                watcher.cancelled().await;
+                Ok::<(), std::io::Error>(())
+            });
+        }
+        shutdown.cancel();
+        tasks.wait().await.unwrap();
+    }
+}
