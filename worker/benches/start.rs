@@ -14,21 +14,20 @@
 
 use std::time::{Duration, Instant};
 
-use alloy::primitives::{B256, U256, aliases::U40, aliases::U96};
+use alloy::primitives::{B256, U256, aliases::U96};
 use bollard::query_parameters::{CreateContainerOptions, RemoveContainerOptions};
-use clap::Parser;
 use futures::StreamExt;
-use gantry_devnet::{Devnet, Dockerd, NatsServer, confirm_receipt};
+use gantry_matcher::config::{Common, MatcherConfig};
 use gantry_protocol::bindings::JobMarket;
 use gantry_protocol::spec::JobSpec;
+use gantry_testkit::accounts::{NODES, SECOND_MATCHER, SUBMITTER};
+use gantry_testkit::{GUSD, JobPost, TestNet};
 use gantry_worker::config::Config;
 use gantry_worker::docker::{RunPlan, container_body};
 use gantry_worker::service::{self, Hooks};
-use tokio_util::sync::CancellationToken;
 
 const RUNS: usize = 25;
 const IMAGE: &str = "gantry-bench/busybox:1";
-const GUSD: u64 = 1_000_000;
 const COMMAND: [&str; 3] = ["/bin/sh", "-c", "true"];
 
 fn percentile(samples: &mut [Duration], p: f64) -> f64 {
@@ -39,103 +38,55 @@ fn percentile(samples: &mut [Duration], p: f64) -> f64 {
 
 #[tokio::main(flavor = "multi_thread", worker_threads = 2)]
 async fn main() {
-    let devnet = Devnet::start().await.expect("devnet");
-    let nats = NatsServer::start().expect("nats");
-    let dockerd = Dockerd::start().expect("dockerd");
-    let docker = dockerd.client().await.expect("docker");
-    gantry_devnet::import_busybox(&docker, IMAGE)
+    // The indexer and the matcher in this process; the matcher signs as SECOND_MATCHER
+    // and polls for receipts every 10 ms.
+    let net = TestNet::builder()
+        .image(IMAGE)
+        .indexer()
+        .matcher(SECOND_MATCHER)
+        .matcher_config(|config| MatcherConfig {
+            common: Common {
+                receipt_poll_ms: 10,
+                ..config.common
+            },
+            ..config
+        })
+        .start()
         .await
-        .expect("image");
-    let d = devnet.deployment;
-    let services = CancellationToken::new();
-
-    // Indexer and matcher in this process; the matcher signs as account 9.
-    let market = JobMarket::new(d.market, devnet.admin.clone());
-    let role = market.MATCHER_ROLE().call().await.unwrap();
-    let matcher_account = devnet.anvil.addresses()[9];
-    confirm_receipt(
-        "grantRole",
-        market.grantRole(role, matcher_account).send().await,
-    )
-    .await
-    .unwrap();
-    let indexer = gantry_indexer::Config::local(
-        devnet.anvil.endpoint_url(),
-        d.chain_id,
-        d.market,
-        d.registry,
-        d.start_block,
-        nats.url(),
-    );
-    tokio::spawn(gantry_indexer::run(indexer, services.clone()));
-    let key = |account: usize| B256::from_slice(&devnet.anvil.keys()[account].to_bytes());
-    let matcher = gantry_matcher::MatcherConfig::try_parse_from([
-        "matcher".to_string(),
-        "--rpc-url".into(),
-        devnet.anvil.endpoint_url().to_string(),
-        "--chain-id".into(),
-        d.chain_id.to_string(),
-        "--market".into(),
-        d.market.to_string(),
-        "--registry".into(),
-        d.registry.to_string(),
-        "--nats-url".into(),
-        nats.url(),
-        "--receipt-poll-ms".into(),
-        "10".into(),
-        "--private-key".into(),
-        key(9).to_string(),
-    ])
-    .unwrap();
-    tokio::spawn(gantry_matcher::run_matcher(matcher, services.clone()));
+        .expect("the test net starts");
+    let docker = net.docker();
 
     // The worker, in this process, with a hook on "container running".
     let dir = tempfile::tempdir().unwrap();
-    devnet
-        .mint(devnet.anvil.addresses()[1], U256::from(10_000 * GUSD))
+    let agent = NODES[0];
+    net.devnet
+        .mint(net.address(agent), U256::from(10_000 * GUSD))
         .await
         .unwrap();
     let config = Config::from_toml(&format!(
-        r#"
-rpc_url = "{rpc}"
-chain_id = {chain}
-nats_url = "{nats}"
-market = "{market}"
-registry = "{registry}"
-token = "{token}"
-docker_socket = "{socket}"
-cache_dir = "{root}/cache"
-work_dir = "{root}/work"
+        r#"{connections}
 [jobs]
 max_concurrent = 1
 heartbeat_interval = "5s"
 "#,
-        rpc = devnet.anvil.endpoint_url(),
-        chain = d.chain_id,
-        nats = nats.url(),
-        market = d.market,
-        registry = d.registry,
-        token = d.token,
-        socket = dockerd.socket().display(),
-        root = dir.path().display(),
+        connections = net.worker_config(dir.path()),
     ))
     .unwrap();
-    let signer = config.agent_signer(Some(&key(1).to_string())).unwrap();
+    let signer = config
+        .agent_signer(Some(&net.devnet.private_key(agent)))
+        .unwrap();
     let (started_tx, mut started) = tokio::sync::mpsc::unbounded_channel();
     let (node_tx, node_rx) = tokio::sync::oneshot::channel();
     let hooks = Hooks {
         started: Some(started_tx),
         node_id: Some(node_tx),
     };
+    let services = net.shutdown();
     tokio::spawn(service::run(config, signer, services.clone(), hooks));
     node_rx.await.expect("the worker registers");
 
     // The submitter.
-    devnet
-        .fund(5, d.market, U256::from(1_000_000 * GUSD))
-        .await
-        .unwrap();
-    let market = JobMarket::new(d.market, devnet.provider(5));
+    net.fund_submitter().await;
     let spec = JobSpec {
         version: 1,
         kind: Default::default(),
@@ -159,9 +110,9 @@ heartbeat_interval = "5s"
     };
 
     // The worker's path: one job at a time (one slot), after a warm-up.
-    let client = async_nats::connect(nats.url()).await.unwrap();
+    let client = async_nats::connect(net.nats().url()).await.unwrap();
     let mut done = client
-        .subscribe(format!("gantry.jobs.{}.done.*", d.chain_id))
+        .subscribe(format!("gantry.jobs.{}.done.*", net.chain_id()))
         .await
         .unwrap();
     let mut worker_samples = Vec::new();
@@ -176,21 +127,13 @@ heartbeat_interval = "5s"
             .unwrap()
             .as_secs()
             + 3_600;
-        let posted = confirm_receipt(
-            "postJob",
-            market
-                .postJob(
-                    requirements.clone(),
-                    U96::from(GUSD),
-                    U40::from(deadline),
-                    spec.to_vec().into(),
-                )
-                .send()
-                .await,
-        )
-        .await
-        .unwrap();
-        let job = posted.decoded_log::<JobMarket::JobPosted>().unwrap().jobId;
+        let job = JobPost {
+            requirements: requirements.clone(),
+            bounty: GUSD,
+            deadline,
+            spec: spec.to_vec(),
+        };
+        let job = net.post_job(SUBMITTER, job).await;
         let (started_job, since) = tokio::time::timeout(Duration::from_secs(60), started.recv())
             .await
             .expect("the container starts")
@@ -202,7 +145,7 @@ heartbeat_interval = "5s"
             .expect("the job is reported")
             .unwrap();
         // The baseline, interleaved so both see the same engine and machine load.
-        let bare = bare_create_start(&docker, run, bare_dirs.path()).await;
+        let bare = bare_create_start(docker, run, bare_dirs.path()).await;
         if run > 0 {
             println!(
                 "run {run}: worker {:.1} ms, bare {:.1} ms",

@@ -9,6 +9,8 @@ use alloy::network::EthereumWallet;
 use alloy::primitives::{Address, B256, U256, aliases::U96};
 use alloy::providers::{DynProvider, Provider, ProviderBuilder};
 use alloy::signers::local::PrivateKeySigner;
+use gantry_protocol::api::TokenInfo;
+use gantry_protocol::status::NodeStatus;
 use gantry_protocol::bindings::{GantryTestToken, JobMarket, NodeRegistry};
 use tokio::sync::Mutex;
 use url::Url;
@@ -20,8 +22,11 @@ const RECEIPT_TIMEOUT: Duration = Duration::from_secs(60);
 #[derive(Debug, thiserror::Error)]
 pub enum ChainError {
     /// The node could not be reached or answered garbage: retry later.
-    #[error("rpc: {0}")]
-    Rpc(String),
+    #[error("rpc: {source}")]
+    Rpc {
+        #[source]
+        source: Box<dyn std::error::Error + Send + Sync>,
+    },
     /// The contract refused the call (simulation or receipt).
     #[error("{call} reverted: {reason}")]
     Reverted { call: &'static str, reason: String },
@@ -36,23 +41,23 @@ pub enum ChainError {
 }
 
 impl ChainError {
-    fn rpc(error: impl std::fmt::Display) -> Self {
-        Self::Rpc(error.to_string())
+    fn rpc(source: impl Into<Box<dyn std::error::Error + Send + Sync>>) -> Self {
+        Self::Rpc {
+            source: source.into(),
+        }
     }
 
     fn from_call(call: &'static str, error: alloy::contract::Error) -> Self {
-        if let Some(decoded) = error.as_decoded_interface_error::<JobMarket::JobMarketErrors>() {
+        // The same sentences the CLI shows ("job 4 is assigned", "node 2 is inactive, not
+        // active"); amounts in base units, as the worker does not look the token up.
+        let token = TokenInfo {
+            symbol: "base units".into(),
+            decimals: 0,
+        };
+        if let Some(refusal) = gantry_protocol::revert::explain(call, &error, &token) {
             return Self::Reverted {
                 call,
-                reason: format!("{decoded:?}"),
-            };
-        }
-        if let Some(decoded) =
-            error.as_decoded_interface_error::<NodeRegistry::NodeRegistryErrors>()
-        {
-            return Self::Reverted {
-                call,
-                reason: format!("{decoded:?}"),
+                reason: refusal.to_string(),
             };
         }
         match error {
@@ -67,8 +72,8 @@ impl ChainError {
     }
 
     /// Whether trying again later may succeed.
-    pub fn is_transient(&self) -> bool {
-        matches!(self, Self::Rpc(_))
+    pub fn is_retryable(&self) -> bool {
+        matches!(self, Self::Rpc { .. })
     }
 }
 
@@ -178,8 +183,11 @@ impl Chain {
             .map_err(ChainError::rpc)?;
         for (event, _) in logs.into_iter().rev() {
             let node = self.node(event.nodeId).await?;
-            // Status: 1 Active, 2 Inactive (heartbeats revive it); 3, 4 are leaving.
-            if node.agent == self.agent && matches!(node.status as u8, 1 | 2) {
+            // Active, or Inactive (heartbeats revive it); Exiting and Exited are leaving.
+            let status = NodeStatus::try_from(node.status as u8);
+            if node.agent == self.agent
+                && matches!(status, Ok(NodeStatus::Active | NodeStatus::Inactive))
+            {
                 return Ok(Some(event.nodeId));
             }
         }
@@ -231,7 +239,7 @@ impl Chain {
             .await?;
         let registered = receipt
             .decoded_log::<NodeRegistry::NodeRegistered>()
-            .ok_or_else(|| ChainError::Rpc("register: no NodeRegistered log".into()))?;
+            .ok_or_else(|| ChainError::rpc("register: no NodeRegistered log"))?;
         tracing::info!(node_id = registered.nodeId, %stake, "registered the node");
         Ok(registered.nodeId)
     }
@@ -270,7 +278,7 @@ impl Chain {
             .get_block(alloy::eips::BlockId::latest())
             .await
             .map_err(ChainError::rpc)?
-            .ok_or_else(|| ChainError::Rpc("no latest block".into()))?;
+            .ok_or_else(|| ChainError::rpc("no latest block"))?;
         Ok(block.header.timestamp)
     }
 

@@ -1,126 +1,32 @@
-//! Running a job's container through the Docker API (bollard). [`container_body`] is the
-//! sandbox, as a pure function of the [`RunPlan`]; [`Executor`] is the IO: image present or
-//! pulled, create, attach, start, wait with a wall-clock limit, and remove, always.
-//!
-//! The sandbox: no network; read-only root file system with a tmpfs `/tmp`; inputs
-//! read-only at `/inputs`; `/outputs` and `/checkpoints` the only writable mounts; memory
-//! (no swap), CPU and process-count limits; every capability dropped and
-//! `no-new-privileges`; the image's user when it names a non-root one, else 65534
-//! (nobody); GPUs as a device request for exactly the devices assigned to the job.
+//! Running a job's container through the Docker API (bollard). [`crate::sandbox`] says
+//! how the container is built, as a pure function of the [`RunPlan`]; [`Executor`] is the
+//! IO: image present or pulled, create, attach, start, wait with a wall-clock limit, and
+//! remove, always.
 
 use std::collections::HashMap;
-use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
 use bollard::Docker;
 use bollard::container::LogOutput;
 use bollard::errors::Error as DockerError;
-use bollard::models::{ContainerCreateBody, DeviceRequest, HostConfig};
 use bollard::query_parameters::{
     AttachContainerOptions, CreateContainerOptions, CreateImageOptions, KillContainerOptions,
     ListContainersOptions, RemoveContainerOptions, WaitContainerOptions,
 };
 use futures::StreamExt;
 use gantry_protocol::jobs::LogStream;
-use gantry_protocol::spec::{CHECKPOINTS_DIR, INPUTS_DIR, OUTPUTS_DIR};
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
 use crate::fault::Failure;
+pub use crate::sandbox::{NOBODY, RunPlan, container_body, run_as};
 
 /// Label on every container the worker creates: the node it ran for.
 pub const NODE_LABEL: &str = "io.gantry.node";
 /// Label with the job id.
 pub const JOB_LABEL: &str = "io.gantry.job";
-/// The user a job runs as when its image does not name a non-root one.
-pub const NOBODY: &str = "65534:65534";
 /// Longest log line forwarded, bytes; longer lines are cut.
 pub const MAX_LINE: usize = 16 * 1024;
-
-/// Everything that decides how one run's container is built.
-#[derive(Debug, Clone, PartialEq)]
-pub struct RunPlan {
-    pub name: String,
-    pub image: String,
-    pub command: Vec<String>,
-    pub env: Vec<(String, String)>,
-    /// The image's configured user, if any.
-    pub image_user: Option<String>,
-    pub inputs_dir: PathBuf,
-    pub outputs_dir: PathBuf,
-    pub checkpoints_dir: PathBuf,
-    pub memory_bytes: i64,
-    pub cpu_threads: u16,
-    pub pids_limit: i64,
-    /// NVML UUIDs of the GPUs the job gets; empty for a CPU job.
-    pub gpu_uuids: Vec<String>,
-    pub labels: Vec<(String, String)>,
-}
-
-/// The user to run as: the image's, unless it is empty or root.
-pub fn run_as(image_user: Option<&str>) -> String {
-    match image_user.map(str::trim) {
-        None | Some("") => NOBODY.into(),
-        Some(user) => {
-            let name = user.split(':').next().unwrap_or_default();
-            if name == "root" || name == "0" {
-                NOBODY.into()
-            } else {
-                user.into()
-            }
-        }
-    }
-}
-
-/// The container for `plan`: the sandbox described in the module docs.
-pub fn container_body(plan: &RunPlan) -> ContainerCreateBody {
-    let bind = |host: &PathBuf, container: &str, mode: &str| {
-        format!("{}:{container}:{mode}", host.display())
-    };
-    let device_requests = (!plan.gpu_uuids.is_empty()).then(|| {
-        vec![DeviceRequest {
-            driver: Some("nvidia".into()),
-            device_ids: Some(plan.gpu_uuids.clone()),
-            capabilities: Some(vec![vec!["gpu".into()]]),
-            ..Default::default()
-        }]
-    });
-    let host_config = HostConfig {
-        binds: Some(vec![
-            bind(&plan.inputs_dir, INPUTS_DIR, "ro"),
-            bind(&plan.outputs_dir, OUTPUTS_DIR, "rw"),
-            bind(&plan.checkpoints_dir, CHECKPOINTS_DIR, "rw"),
-        ]),
-        network_mode: Some("none".into()),
-        readonly_rootfs: Some(true),
-        tmpfs: Some(HashMap::from([(
-            "/tmp".into(),
-            "rw,nosuid,nodev,size=1g".into(),
-        )])),
-        cap_drop: Some(vec!["ALL".into()]),
-        security_opt: Some(vec!["no-new-privileges".into()]),
-        memory: Some(plan.memory_bytes),
-        memory_swap: Some(plan.memory_bytes),
-        nano_cpus: Some(i64::from(plan.cpu_threads) * 1_000_000_000),
-        pids_limit: Some(plan.pids_limit),
-        device_requests,
-        ..Default::default()
-    };
-    ContainerCreateBody {
-        image: Some(plan.image.clone()),
-        cmd: (!plan.command.is_empty()).then(|| plan.command.clone()),
-        env: Some(plan.env.iter().map(|(k, v)| format!("{k}={v}")).collect()),
-        user: Some(run_as(plan.image_user.as_deref())),
-        working_dir: Some(OUTPUTS_DIR.into()),
-        labels: Some(plan.labels.iter().cloned().collect()),
-        network_disabled: Some(true),
-        attach_stdout: Some(true),
-        attach_stderr: Some(true),
-        tty: Some(false),
-        host_config: Some(host_config),
-        ..Default::default()
-    }
-}
 
 /// How a run ended.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -154,6 +60,14 @@ impl RunOutcome {
             code => Some(Failure::job(format!("exited with code {code}"))),
         }
     }
+}
+
+/// How the wait for a container ended: the engine's answer, and whether the worker
+/// killed it for its timeout or stopped it.
+struct Ended {
+    waited: Option<Result<bollard::models::ContainerWaitResponse, DockerError>>,
+    timed_out: bool,
+    stopped: bool,
 }
 
 /// A line the container printed.
@@ -295,6 +209,47 @@ impl Executor {
         on_running: impl FnOnce(),
     ) -> Result<RunOutcome, Failure> {
         let name = plan.name.as_str();
+        let pump = self.attach(name, lines).await?;
+        let started = Instant::now();
+        self.start(name).await?;
+        on_running();
+        let ended = self.wait(name, timeout, stop, stop_grace).await;
+        let elapsed = started.elapsed();
+        let mut exit_code = match ended.waited {
+            Some(Ok(response)) => response.status_code,
+            Some(Err(DockerError::DockerContainerWaitError { code, .. })) => code,
+            Some(Err(e)) => return Err(engine_failure(e)),
+            None => -1,
+        };
+        let inspect = self
+            .docker
+            .inspect_container(
+                name,
+                None::<bollard::query_parameters::InspectContainerOptions>,
+            )
+            .await
+            .map_err(engine_failure)?;
+        let state = inspect.state.unwrap_or_default();
+        if let Some(code) = state.exit_code {
+            exit_code = code;
+        }
+        // The output ends when the container does; what is left is forwarded first.
+        let _ = pump.await;
+        Ok(RunOutcome {
+            exit_code,
+            oom_killed: state.oom_killed.unwrap_or(false),
+            timed_out: ended.timed_out,
+            stopped: ended.stopped,
+            elapsed,
+        })
+    }
+
+    /// Attaches to the container's output and forwards it to `lines` until it ends.
+    async fn attach(
+        &self,
+        name: &str,
+        lines: mpsc::Sender<OutputLine>,
+    ) -> Result<tokio::task::JoinHandle<()>, Failure> {
         let attached = self
             .docker
             .attach_container(
@@ -308,8 +263,10 @@ impl Executor {
             )
             .await
             .map_err(engine_failure)?;
-        let pump = tokio::spawn(pump_lines(attached.output, lines));
-        let started = Instant::now();
+        Ok(tokio::spawn(pump_lines(attached.output, lines)))
+    }
+
+    async fn start(&self, name: &str) -> Result<(), Failure> {
         self.docker
             .start_container(
                 name,
@@ -322,8 +279,18 @@ impl Executor {
                     message,
                 } => Failure::job(format!("container did not start: {message}")),
                 other => engine_failure(other),
-            })?;
-        on_running();
+            })
+    }
+
+    /// Waits for the container to exit: killed at `timeout`, or, when `stop` fires,
+    /// sent SIGTERM and killed after `stop_grace()`.
+    async fn wait(
+        &self,
+        name: &str,
+        timeout: Duration,
+        stop: CancellationToken,
+        stop_grace: impl FnOnce() -> Duration,
+    ) -> Ended {
         let mut wait = self
             .docker
             .wait_container(name, None::<WaitContainerOptions>);
@@ -349,34 +316,11 @@ impl Executor {
                 }
             }
         };
-        let elapsed = started.elapsed();
-        let mut exit_code = match waited {
-            Some(Ok(response)) => response.status_code,
-            Some(Err(DockerError::DockerContainerWaitError { code, .. })) => code,
-            Some(Err(e)) => return Err(engine_failure(e)),
-            None => -1,
-        };
-        let inspect = self
-            .docker
-            .inspect_container(
-                name,
-                None::<bollard::query_parameters::InspectContainerOptions>,
-            )
-            .await
-            .map_err(engine_failure)?;
-        let state = inspect.state.unwrap_or_default();
-        if let Some(code) = state.exit_code {
-            exit_code = code;
-        }
-        // The output ends when the container does; what is left is forwarded first.
-        let _ = pump.await;
-        Ok(RunOutcome {
-            exit_code,
-            oom_killed: state.oom_killed.unwrap_or(false),
+        Ended {
+            waited,
             timed_out,
             stopped,
-            elapsed,
-        })
+        }
     }
 
     async fn kill(&self, name: &str, signal: &str) {
@@ -529,86 +473,6 @@ async fn emit(lines: &mpsc::Sender<OutputLine>, stream: LogStream, buffer: &mut 
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    fn plan() -> RunPlan {
-        RunPlan {
-            name: "gantry-31337-7-1".into(),
-            image: "acme/train:1".into(),
-            command: vec!["python".into(), "train.py".into()],
-            env: vec![("SEED".into(), "42".into())],
-            image_user: None,
-            inputs_dir: "/w/7/inputs".into(),
-            outputs_dir: "/w/7/outputs".into(),
-            checkpoints_dir: "/w/7/checkpoints".into(),
-            memory_bytes: 2 << 30,
-            cpu_threads: 4,
-            pids_limit: 512,
-            gpu_uuids: vec![],
-            labels: vec![(NODE_LABEL.into(), "3".into())],
-        }
-    }
-
-    #[test]
-    fn the_sandbox_is_closed() {
-        let body = container_body(&plan());
-        let host = body.host_config.unwrap();
-        assert_eq!(host.network_mode.as_deref(), Some("none"));
-        assert_eq!(body.network_disabled, Some(true));
-        assert_eq!(host.readonly_rootfs, Some(true));
-        assert!(host.tmpfs.unwrap().contains_key("/tmp"));
-        assert_eq!(host.cap_drop, Some(vec!["ALL".to_string()]));
-        assert_eq!(
-            host.security_opt,
-            Some(vec!["no-new-privileges".to_string()])
-        );
-        assert_eq!(host.memory, Some(2 << 30));
-        assert_eq!(host.memory_swap, host.memory, "no swap beyond the limit");
-        assert_eq!(host.nano_cpus, Some(4_000_000_000));
-        assert_eq!(host.pids_limit, Some(512));
-        assert_eq!(host.device_requests, None, "a CPU job sees no GPU");
-        assert_eq!(
-            host.binds.unwrap(),
-            [
-                "/w/7/inputs:/inputs:ro",
-                "/w/7/outputs:/outputs:rw",
-                "/w/7/checkpoints:/checkpoints:rw"
-            ]
-        );
-        assert_eq!(body.user.as_deref(), Some(NOBODY));
-        assert_eq!(body.env, Some(vec!["SEED=42".to_string()]));
-    }
-
-    #[test]
-    fn gpus_are_requested_by_uuid_exactly() {
-        let mut plan = plan();
-        plan.gpu_uuids = vec!["GPU-aaa".into(), "GPU-bbb".into()];
-        let requests = container_body(&plan)
-            .host_config
-            .unwrap()
-            .device_requests
-            .unwrap();
-        assert_eq!(requests.len(), 1);
-        assert_eq!(requests[0].driver.as_deref(), Some("nvidia"));
-        assert_eq!(
-            requests[0].device_ids,
-            Some(vec!["GPU-aaa".to_string(), "GPU-bbb".to_string()])
-        );
-        assert_eq!(requests[0].count, None, "ids, not a count");
-        assert_eq!(
-            requests[0].capabilities,
-            Some(vec![vec!["gpu".to_string()]])
-        );
-    }
-
-    #[test]
-    fn root_images_run_as_nobody() {
-        assert_eq!(run_as(None), NOBODY);
-        assert_eq!(run_as(Some("")), NOBODY);
-        assert_eq!(run_as(Some("root")), NOBODY);
-        assert_eq!(run_as(Some("0:0")), NOBODY);
-        assert_eq!(run_as(Some("1000:1000")), "1000:1000");
-        assert_eq!(run_as(Some("trainer")), "trainer");
-    }
 
     #[test]
     fn failures_name_their_cause() {

@@ -36,6 +36,7 @@ use url::Url;
 pub use self::error::FetchError;
 use self::source::{Source, normalize_hash, parse_source, scheme_of};
 pub use crate::fault::FaultClass;
+use crate::metrics;
 
 /// Time to open a TCP connection to an input's server.
 pub const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
@@ -46,11 +47,6 @@ pub const OPEN_TIMEOUT: Duration = Duration::from_secs(60);
 /// Wait before the first retry of a transient failure; doubled each time up to 5 s.
 pub const FIRST_BACKOFF: Duration = Duration::from_millis(200);
 const MAX_BACKOFF: Duration = Duration::from_secs(5);
-
-// Metrics.
-const CACHE_HITS_TOTAL: &str = "gantry_worker_cache_hits_total";
-const CACHE_MISSES_TOTAL: &str = "gantry_worker_cache_misses_total";
-const INPUT_BYTES_TOTAL: &str = "gantry_worker_input_bytes_total";
 
 /// Where inputs are cached and how each scheme is reached.
 #[derive(Debug, Clone)]
@@ -176,11 +172,11 @@ impl Fetcher {
                 return Err(FetchError::TooLarge { limit });
             }
             record(&hit);
-            metrics::counter!(CACHE_HITS_TOTAL).increment(1);
+            metrics::cache_hit();
             debug!("input already cached");
             return Ok(hit);
         }
-        metrics::counter!(CACHE_MISSES_TOTAL).increment(1);
+        metrics::cache_miss();
 
         let source = parse_source(&input.uri, &self.config.ipfs_gateway)?;
         let attempts = self.config.attempts.max(1);
@@ -190,7 +186,7 @@ impl Fetcher {
             match self.download(&source, limit, expected.as_deref()).await {
                 Ok(fetched) => {
                     record(&fetched);
-                    metrics::counter!(INPUT_BYTES_TOTAL).increment(fetched.size);
+                    metrics::input_bytes(fetched.size);
                     info!("input downloaded");
                     return Ok(fetched);
                 }

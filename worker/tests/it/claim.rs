@@ -2,8 +2,10 @@
 //! it fits and pays enough, and leaves the others.
 
 use alloy::primitives::U256;
+use gantry_protocol::status::JobStatus;
+use gantry_testkit::accounts::{ADMIN, NODES};
 
-use crate::harness::{Net, Services, cpu_job, shell, status};
+use crate::harness::{Net, Services, cpu_job, shell};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn a_worker_in_claim_mode_claims_what_it_fits() {
@@ -11,7 +13,7 @@ async fn a_worker_in_claim_mode_claims_what_it_fits() {
     net.fund_submitter().await;
     let worker = net
         .spawn_worker(
-            1,
+            NODES[0],
             "auto_accept = true\nauto_accept_min_payment = \"10000000\"\naccept_inference = false",
         )
         .await;
@@ -25,10 +27,10 @@ async fn a_worker_in_claim_mode_claims_what_it_fits() {
     let fits = net
         .post(cpu_job(64), &shell("echo claimed > /outputs/x", 30))
         .await;
-    net.wait_for_status(fits, status::SUBMITTED).await;
+    net.wait_for_status(fits, JobStatus::Submitted).await;
 
     let claims = net
-        .market(0)
+        .market(ADMIN)
         .JobAssigned_filter()
         .topic1(U256::from(fits))
         .from_block(0)
@@ -51,17 +53,17 @@ async fn a_busy_worker_in_claim_mode_claims_the_next_job_when_a_slot_frees() {
     let net = Net::start_with(|p| p, Services::NO_MATCHER).await;
     net.fund_submitter().await;
     let worker = net
-        .spawn_worker(1, "auto_accept = true\nmax_concurrent = 1")
+        .spawn_worker(NODES[0], "auto_accept = true\nmax_concurrent = 1")
         .await;
 
     // The one slot is taken by a job that runs for a while; a second job posted meanwhile
     // waits for it instead of being claimed at once.
     let first = net.post(cpu_job(64), &shell("sleep 6", 60)).await;
-    net.wait_for_status(first, status::ASSIGNED).await;
+    net.wait_for_status(first, JobStatus::Assigned).await;
     let second = net.post(cpu_job(64), &shell("true", 60)).await;
-    net.wait_for_status(second, status::SUBMITTED).await;
+    net.wait_for_status(second, JobStatus::Submitted).await;
 
-    let market = net.market(0);
+    let market = net.market(ADMIN);
     let submitted = market
         .ResultSubmitted_filter()
         .topic1(U256::from(first))

@@ -1,55 +1,41 @@
-//! The whole network a worker lives in: anvil, nats-server, dockerd, an indexer, a matcher
-//! and a liveness keeper (in-process), with `gantry-worker` processes on top.
+//! The whole network a worker lives in, the kit's `TestNet`: anvil, nats-server, a
+//! private dockerd with the test image, an indexer, a matcher ([`SECOND_MATCHER`]) and a
+//! liveness keeper ([`KEEPER`]) in this process, with `gantry-worker` processes on top.
 
 use std::collections::HashMap;
-use std::future::Future;
 use std::net::SocketAddr;
+use std::ops::{Deref, DerefMut};
 use std::path::PathBuf;
-use std::time::Duration;
 
-use alloy::primitives::{Address, B256, U256, aliases::U40, aliases::U96};
-use alloy::providers::DynProvider;
+use alloy::primitives::{Address, B256, U256, aliases::U96};
 use async_nats::jetstream;
 use bollard::query_parameters::ListContainersOptions;
-use clap::Parser;
 use futures::StreamExt;
-use gantry_devnet::{DeployParams, Devnet, Dockerd, NatsServer, confirm_receipt};
-use gantry_protocol::bindings::{JobMarket, NodeRegistry};
+use gantry_protocol::bindings::JobMarket;
 use gantry_protocol::names;
 use gantry_protocol::spec::JobSpec;
-use tokio_util::sync::CancellationToken;
+use gantry_testkit::accounts::{ADMIN, KEEPER, SECOND_MATCHER, SUBMITTER};
+use gantry_testkit::{DeployParams, GUSD, JobPost, PATIENCE, TestNet};
 
-pub(crate) const GUSD: u64 = 1_000_000;
 pub(crate) const IMAGE: &str = "gantry-test/busybox:1";
-/// Accounts: 0 admin (mints), 1–4 worker agents, 5 submitter, 8 liveness keeper,
-/// 9 matcher.
-pub(crate) const SUBMITTER: usize = 5;
-const KEEPER: usize = 8;
-const MATCHER: usize = 9;
-/// Longest any step of a test may take.
-const PATIENCE: Duration = Duration::from_secs(120);
 
-/// Job statuses as the chain reports them (`getJob(..).status`).
-pub(crate) mod status {
-    use gantry_protocol::status::JobStatus;
+pub(crate) struct Net(TestNet);
 
-    pub(crate) const ASSIGNED: u8 = JobStatus::Assigned as u8;
-    pub(crate) const SUBMITTED: u8 = JobStatus::Submitted as u8;
-    pub(crate) const COMPLETED: u8 = JobStatus::Completed as u8;
-    pub(crate) const FAILED: u8 = JobStatus::Failed as u8;
+impl Deref for Net {
+    type Target = TestNet;
+
+    fn deref(&self) -> &TestNet {
+        &self.0
+    }
 }
 
-pub(crate) struct Net {
-    pub(crate) devnet: Devnet,
-    pub(crate) nats: NatsServer,
-    pub(crate) dockerd: Dockerd,
-    pub(crate) docker: bollard::Docker,
-    services: CancellationToken,
-    indexer: gantry_indexer::Config,
-    dir: tempfile::TempDir,
+impl DerefMut for Net {
+    fn deref_mut(&mut self) -> &mut TestNet {
+        &mut self.0
+    }
 }
 
-/// Which services [`Net::start_with`] runs beside the chain, NATS and Docker.
+/// Which services [`Net::start_with`] runs beside the chain, NATS, Docker and the keeper.
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct Services {
     pub(crate) indexer: bool,
@@ -68,136 +54,42 @@ impl Services {
     };
 }
 
-impl Drop for Net {
-    fn drop(&mut self) {
-        self.services.cancel();
-    }
-}
-
 impl Net {
     /// Chain, NATS, Docker with the test image, indexer, matcher and keeper.
-    pub(crate) async fn start(configure: impl FnOnce(DeployParams) -> DeployParams) -> Self {
+    pub(crate) async fn start(
+        configure: impl FnOnce(DeployParams) -> DeployParams + Send + 'static,
+    ) -> Self {
         Self::start_with(configure, Services::ALL).await
     }
 
-    /// The same, with the keeper and the chosen `services`.
+    /// The same, with the keeper and the chosen `services` (an indexer left out can be
+    /// started later with `start_indexer`).
     pub(crate) async fn start_with(
-        configure: impl FnOnce(DeployParams) -> DeployParams,
-        services_to_run: Services,
+        configure: impl FnOnce(DeployParams) -> DeployParams + Send + 'static,
+        services: Services,
     ) -> Self {
-        let devnet = Devnet::start_with(configure).await.expect("devnet starts");
-        let nats = NatsServer::start().expect("nats-server starts");
-        let dockerd = Dockerd::start().expect("dockerd starts");
-        let docker = dockerd.client().await.expect("docker client");
-        gantry_devnet::import_busybox(&docker, IMAGE)
-            .await
-            .expect("the test image imports");
-        let d = devnet.deployment;
-        let market = JobMarket::new(d.market, devnet.admin.clone());
-        let role = market.MATCHER_ROLE().call().await.unwrap();
-        let matcher = devnet.anvil.addresses()[MATCHER];
-        confirm_receipt("grantRole", market.grantRole(role, matcher).send().await)
-            .await
-            .unwrap();
-        let services = CancellationToken::new();
-        let indexer = gantry_indexer::Config::local(
-            devnet.anvil.endpoint_url(),
-            d.chain_id,
-            d.market,
-            d.registry,
-            d.start_block,
-            nats.url(),
-        );
-        if services_to_run.indexer {
-            tokio::spawn(gantry_indexer::run(indexer.clone(), services.clone()));
-        }
-        let common = |account: usize| {
-            let key = B256::from_slice(&devnet.anvil.keys()[account].to_bytes());
-            vec![
-                "service".to_string(),
-                "--rpc-url".into(),
-                devnet.anvil.endpoint_url().to_string(),
-                "--chain-id".into(),
-                d.chain_id.to_string(),
-                "--market".into(),
-                d.market.to_string(),
-                "--registry".into(),
-                d.registry.to_string(),
-                "--nats-url".into(),
-                nats.url(),
-                "--receipt-poll-ms".into(),
-                "20".into(),
-                "--private-key".into(),
-                key.to_string(),
-            ]
+        let mut net = TestNet::builder()
+            .deploy_params(configure)
+            .image(IMAGE)
+            .matcher_role(SECOND_MATCHER)
+            .keeper(KEEPER);
+        net = match services.indexer {
+            true => net.indexer(),
+            false => net.indexer_later(),
         };
-        let matcher =
-            gantry_matcher::MatcherConfig::try_parse_from(common(MATCHER)).expect("matcher args");
-        let mut keeper_args = common(KEEPER);
-        keeper_args.extend(["--lease-ttl-ms".into(), "1000".into()]);
-        let keeper =
-            gantry_matcher::LivenessConfig::try_parse_from(keeper_args).expect("keeper args");
-        if services_to_run.matcher {
-            tokio::spawn(gantry_matcher::run_matcher(matcher, services.clone()));
+        if services.matcher {
+            net = net.matcher(SECOND_MATCHER);
         }
-        tokio::spawn(gantry_matcher::run_liveness(keeper, services.clone()));
-        Self {
-            devnet,
-            nats,
-            dockerd,
-            docker,
-            services,
-            indexer,
-            dir: tempfile::tempdir().expect("a temp dir"),
-        }
-    }
-
-    /// Starts the indexer of a network started without it.
-    pub(crate) fn start_indexer(&self) {
-        tokio::spawn(gantry_indexer::run(
-            self.indexer.clone(),
-            self.services.clone(),
-        ));
-    }
-
-    pub(crate) fn chain_id(&self) -> u64 {
-        self.devnet.deployment.chain_id
-    }
-
-    pub(crate) fn address(&self, account: usize) -> Address {
-        self.devnet.anvil.addresses()[account]
-    }
-
-    pub(crate) fn market(&self, account: usize) -> JobMarket::JobMarketInstance<DynProvider> {
-        JobMarket::new(self.devnet.deployment.market, self.devnet.provider(account))
-    }
-
-    pub(crate) fn registry(&self) -> NodeRegistry::NodeRegistryInstance<DynProvider> {
-        NodeRegistry::new(self.devnet.deployment.registry, self.devnet.provider(0))
-    }
-
-    pub(crate) async fn jetstream(&self) -> jetstream::Context {
-        jetstream::new(async_nats::connect(self.nats.url()).await.unwrap())
+        Self(net.start().await.expect("the test net starts"))
     }
 
     /// The worker's config file for agent `account`, with `extra` TOML in `[jobs]`.
-    fn worker_config(&self, account: usize, extra_jobs: &str, metrics: SocketAddr) -> PathBuf {
-        let d = self.devnet.deployment;
-        let root = self.dir.path().join(format!("worker-{account}"));
+    fn worker_config_file(&self, account: usize, extra_jobs: &str, metrics: SocketAddr) -> PathBuf {
+        let root = self.dir().join(format!("worker-{account}"));
         std::fs::create_dir_all(&root).unwrap();
         let path = root.join("worker.toml");
         let text = format!(
-            r#"
-rpc_url = "{rpc}"
-chain_id = {chain}
-nats_url = "{nats}"
-market = "{market}"
-registry = "{registry}"
-token = "{token}"
-docker_socket = "{socket}"
-cache_dir = "{root}/cache"
-work_dir = "{root}/work"
-metrics_addr = "{metrics}"
+            r#"{connections}metrics_addr = "{metrics}"
 
 [node]
 price_per_gpu_hour = "{price}"
@@ -206,14 +98,7 @@ stake = "{stake}"
 [jobs]
 {jobs}
 "#,
-            rpc = self.devnet.anvil.endpoint_url(),
-            chain = d.chain_id,
-            nats = self.nats.url(),
-            market = d.market,
-            registry = d.registry,
-            token = d.token,
-            socket = self.dockerd.socket().display(),
-            root = root.display(),
+            connections = self.worker_config(&root),
             price = GUSD,
             // Five times the minimum: one slash leaves the node eligible.
             stake = 500 * GUSD,
@@ -241,14 +126,13 @@ stake = "{stake}"
             .unwrap();
         let metrics = SocketAddr::from((
             [127, 0, 0, 1],
-            gantry_devnet::network::free_port().expect("a free port"),
+            gantry_testkit::free_port().expect("a free port"),
         ));
-        let config = self.worker_config(account, extra_jobs, metrics);
-        let key = B256::from_slice(&self.devnet.anvil.keys()[account].to_bytes());
+        let config = self.worker_config_file(account, extra_jobs, metrics);
         let child = std::process::Command::new(env!("CARGO_BIN_EXE_gantry-worker"))
             .arg("--config")
             .arg(&config)
-            .env("GANTRY_AGENT_KEY", key.to_string())
+            .env("GANTRY_AGENT_KEY", self.devnet.private_key(account))
             .env(
                 "RUST_LOG",
                 std::env::var("WORKER_LOG").unwrap_or_else(|_| "gantry_worker=info,warn".into()),
@@ -270,7 +154,7 @@ stake = "{stake}"
 
     /// Waits until `worker` takes work: its assignment consumer exists.
     pub(crate) async fn taking_work(&self, worker: &RunningWorker) {
-        let consumer = gantry_protocol::names::worker_consumer(self.chain_id(), worker.node_id);
+        let consumer = names::worker_consumer(self.chain_id(), worker.node_id);
         let js = self.jetstream().await;
         self.wait_until("the worker takes work", || {
             let js = js.clone();
@@ -288,7 +172,7 @@ stake = "{stake}"
     /// The node registered with agent `agent`, if any.
     pub(crate) async fn node_of(&self, agent: Address) -> Option<u64> {
         let logs = self
-            .registry()
+            .registry(ADMIN)
             .NodeRegistered_filter()
             .topic3(agent.into_word())
             .from_block(0)
@@ -298,39 +182,20 @@ stake = "{stake}"
         logs.last().map(|(event, _)| event.nodeId)
     }
 
-    pub(crate) async fn fund_submitter(&self) {
-        let market = self.devnet.deployment.market;
-        self.devnet
-            .fund(SUBMITTER, market, U256::from(1_000_000 * GUSD))
-            .await
-            .unwrap();
-    }
-
-    /// Posts `spec` bytes (50 gUSD, an hour to the deadline); returns the job id.
+    /// Posts `spec` bytes from the submitter (50 gUSD, an hour to the deadline); returns
+    /// the job id.
     pub(crate) async fn post_raw(
         &self,
         requirements: JobMarket::JobRequirements,
         spec: Vec<u8>,
     ) -> u64 {
-        let deadline = self.now().await + 3_600;
-        let receipt = confirm_receipt(
-            "postJob",
-            self.market(SUBMITTER)
-                .postJob(
-                    requirements,
-                    U96::from(50 * GUSD),
-                    U40::from(deadline),
-                    spec.into(),
-                )
-                .send()
-                .await,
-        )
-        .await
-        .unwrap();
-        receipt
-            .decoded_log::<JobMarket::JobPosted>()
-            .expect("JobPosted")
-            .jobId
+        let job = JobPost {
+            requirements,
+            deadline: self.now().await + 3_600,
+            spec,
+            ..JobPost::default()
+        };
+        self.post_job(SUBMITTER, job).await
     }
 
     pub(crate) async fn post(
@@ -341,51 +206,23 @@ stake = "{stake}"
         self.post_raw(requirements, spec.to_vec()).await
     }
 
-    pub(crate) async fn job(&self, job: u64) -> JobMarket::JobInfo {
-        self.market(0).getJob(job).call().await.unwrap()
-    }
-
-    pub(crate) async fn now(&self) -> u64 {
-        self.devnet.now().await.unwrap()
-    }
-
-    /// Moves chain time forward and mines a block there.
-    pub(crate) async fn advance(&self, seconds: u64) {
-        self.devnet.advance(seconds).await.unwrap();
-    }
-
-    /// Waits until `condition` holds, checking again whenever any NATS message flows
-    /// (chain events, progress, logs, object uploads).
-    pub(crate) async fn wait_until<F, Fut>(&self, what: &str, mut condition: F)
-    where
-        F: FnMut() -> Fut,
-        Fut: Future<Output = bool>,
-    {
-        let client = async_nats::connect(self.nats.url()).await.unwrap();
-        let mut messages = client.subscribe(">").await.unwrap();
-        let reached = async {
-            loop {
-                if condition().await {
-                    return;
-                }
-                messages.next().await;
-            }
-        };
-        tokio::time::timeout(PATIENCE, reached)
+    /// The last `ResultSubmitted` event of job `job`.
+    pub(crate) async fn submitted_result(&self, job: u64) -> JobMarket::ResultSubmitted {
+        let submitted = self
+            .market(ADMIN)
+            .ResultSubmitted_filter()
+            .topic1(U256::from(job))
+            .from_block(0)
+            .query()
             .await
-            .unwrap_or_else(|_| panic!("timed out waiting until {what}"));
-    }
-
-    pub(crate) async fn wait_for_status(&self, job: u64, status: u8) {
-        self.wait_until(&format!("job {job} has status {status}"), || async move {
-            self.job(job).await.status == status
-        })
-        .await;
+            .unwrap();
+        let (event, _) = submitted.last().expect("ResultSubmitted");
+        event.clone()
     }
 
     /// The reasons given in `JobRejected` events, by job.
     pub(crate) async fn rejections(&self) -> HashMap<u64, String> {
-        self.market(0)
+        self.market(ADMIN)
             .JobRejected_filter()
             .from_block(0)
             .query()
@@ -398,7 +235,7 @@ stake = "{stake}"
 
     /// Names of every container on the engine, running or not.
     pub(crate) async fn containers(&self) -> Vec<String> {
-        self.docker
+        self.docker()
             .list_containers(Some(ListContainersOptions {
                 all: true,
                 ..Default::default()
@@ -410,11 +247,12 @@ stake = "{stake}"
             .collect()
     }
 
-    /// Waits until no container is left on the engine.
+    /// Waits until no container is left on the engine, looking again on each of its
+    /// events.
     pub(crate) async fn wait_for_no_containers(&self) {
         let waited = async {
             let mut events = self
-                .docker
+                .docker()
                 .events(None::<bollard::query_parameters::EventsOptions>);
             loop {
                 if self.containers().await.is_empty() {

@@ -2,8 +2,10 @@
 //! and nothing is left behind.
 
 use gantry_protocol::spec::{InputSpec, OutputSpec};
+use gantry_protocol::status::JobStatus;
+use gantry_testkit::accounts::NODES;
 
-use crate::harness::{Net, cpu_job, shell, status};
+use crate::harness::{Net, cpu_job, shell};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn hostile_jobs_are_contained_and_end_with_a_reason() {
@@ -14,7 +16,7 @@ async fn hostile_jobs_are_contained_and_end_with_a_reason() {
     })
     .await;
     net.fund_submitter().await;
-    let worker = net.spawn_worker(1, "").await;
+    let worker = net.spawn_worker(NODES[0], "").await;
 
     let input = net.put_input("honest.bin", b"the real bytes").await;
     let mut cases: Vec<(&str, u64, &str)> = Vec::new();
@@ -98,7 +100,7 @@ async fn hostile_jobs_are_contained_and_end_with_a_reason() {
 
     for (name, job, _) in &cases {
         net.wait_until(&format!("the {name} job ({job}) fails"), || async {
-            net.job(*job).await.status == status::FAILED
+            net.job(*job).await.status == JobStatus::Failed as u8
         })
         .await;
     }
@@ -116,12 +118,12 @@ async fn hostile_jobs_are_contained_and_end_with_a_reason() {
     }
 
     // The node was never slashed for any of it and still takes work.
-    let node = net.registry().getNode(worker.node_id).call().await.unwrap();
+    let node = net.node(worker.node_id).await;
     assert_eq!(node.totalSlashed, alloy::primitives::aliases::U96::ZERO);
     let job = net
         .post(cpu_job(64), &shell("echo fine > /outputs/ok", 30))
         .await;
-    net.wait_for_status(job, status::SUBMITTED).await;
+    net.wait_for_status(job, JobStatus::Submitted).await;
 
     net.wait_for_no_containers().await;
     assert!(worker.stop().success());

@@ -3,24 +3,18 @@
 //! key: the worker serves that node, leaves the registered capabilities alone (only the
 //! operator may change them) and takes work.
 
-use alloy::primitives::{B256, U256, aliases::U96};
+use alloy::primitives::{B256, aliases::U96};
 use gantry_protocol::bindings::NodeRegistry;
+use gantry_protocol::status::JobStatus;
+use gantry_testkit::GUSD;
+use gantry_testkit::accounts::{AGENT, OPERATOR};
 
-use crate::harness::{GUSD, Net, cpu_job, shell, status};
-
-const OPERATOR: usize = 7;
-const AGENT: usize = 1;
+use crate::harness::{Net, cpu_job, shell};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn a_worker_serves_the_node_its_operator_registered_for_it() {
     let net = Net::start(|p| p).await;
     net.fund_submitter().await;
-    let stake = U256::from(500 * GUSD);
-    let registry_address = net.devnet.deployment.registry;
-    net.devnet
-        .fund(OPERATOR, registry_address, stake)
-        .await
-        .unwrap();
     // Less than this machine has: the worker would raise them, but may not.
     let registered = NodeRegistry::NodeCapabilities {
         gpuModel: B256::ZERO,
@@ -31,24 +25,11 @@ async fn a_worker_serves_the_node_its_operator_registered_for_it() {
         pricePerGpuHour: U96::from(GUSD),
         maxConcurrentJobs: 1,
     };
-    let registry = NodeRegistry::new(registry_address, net.devnet.provider(OPERATOR));
-    gantry_devnet::confirm_receipt(
-        "register",
-        registry
-            .register(
-                net.address(AGENT),
-                registered.clone(),
-                String::new(),
-                U96::from(500 * GUSD),
-            )
-            .send()
-            .await,
-    )
-    .await
-    .unwrap();
+    net.register_node(OPERATOR, net.address(AGENT), registered.clone(), 500 * GUSD)
+        .await;
 
     let worker = net.spawn_worker(AGENT, "").await;
-    let node = net.registry().getNode(worker.node_id).call().await.unwrap();
+    let node = net.node(worker.node_id).await;
     assert_eq!(node.operator, net.address(OPERATOR));
     assert_eq!(node.agent, net.address(AGENT));
     assert_eq!(
@@ -59,7 +40,7 @@ async fn a_worker_serves_the_node_its_operator_registered_for_it() {
     let job = net
         .post(cpu_job(64), &shell("echo served > /outputs/x", 30))
         .await;
-    net.wait_for_status(job, status::SUBMITTED).await;
+    net.wait_for_status(job, JobStatus::Submitted).await;
     assert_eq!(net.job(job).await.nodeId, worker.node_id);
     assert!(worker.stop().success());
 }

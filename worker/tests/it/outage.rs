@@ -4,8 +4,10 @@
 
 use futures::StreamExt;
 use gantry_protocol::jobs::ProgressUpdate;
+use gantry_protocol::status::JobStatus;
+use gantry_testkit::accounts::{ADMIN, NODES};
 
-use crate::harness::{Net, cpu_job, shell, status};
+use crate::harness::{Net, cpu_job, shell};
 
 const SCRIPT: &str = r###"start=0
 [ -f /checkpoints/epoch ] && start=$(cat /checkpoints/epoch)
@@ -23,8 +25,8 @@ echo $start > /outputs/started_at
 async fn a_docker_outage_gives_the_job_back_and_the_node_recovers() {
     let mut net = Net::start(|p| p).await;
     net.fund_submitter().await;
-    let worker = net.spawn_worker(1, "").await;
-    let client = async_nats::connect(net.nats.url()).await.unwrap();
+    let worker = net.spawn_worker(NODES[0], "").await;
+    let client = async_nats::connect(net.nats().url()).await.unwrap();
     let mut progress = client
         .subscribe(format!("gantry.jobs.{}.progress.*", net.chain_id()))
         .await
@@ -45,10 +47,10 @@ async fn a_docker_outage_gives_the_job_back_and_the_node_recovers() {
         .await
         .expect("the job runs");
 
-    net.dockerd.stop();
+    net.dockerd_mut().stop();
     net.wait_until("the worker gives the job back", || async {
         let reclaimed = net
-            .market(0)
+            .market(ADMIN)
             .JobReclaimed_filter()
             .topic1(alloy::primitives::U256::from(job))
             .from_block(0)
@@ -59,8 +61,8 @@ async fn a_docker_outage_gives_the_job_back_and_the_node_recovers() {
     })
     .await;
 
-    net.dockerd.restart().expect("dockerd restarts");
-    net.wait_for_status(job, status::SUBMITTED).await;
+    net.dockerd_mut().restart().expect("dockerd restarts");
+    net.wait_for_status(job, JobStatus::Submitted).await;
     let info = net.job(job).await;
     assert_eq!(info.nodeId, worker.node_id);
     assert_eq!(info.attempts, 2, "one retry, after the engine came back");

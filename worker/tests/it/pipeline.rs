@@ -9,9 +9,11 @@ use gantry_protocol::jobs::{
     CompletionReport, CompletionStatus, LogLine, LogStream, ProgressUpdate,
 };
 use gantry_protocol::spec::InputSpec;
+use gantry_protocol::status::JobStatus;
+use gantry_testkit::accounts::{ADMIN, NODES};
 use sha2::{Digest, Sha256};
 
-use crate::harness::{Net, cpu_job, shell, status};
+use crate::harness::{Net, cpu_job, shell};
 
 const SCRIPT: &str = r###"set -e
 test "$(id -u)" = 65534 || { echo "running as $(id -u)" >&2; exit 9; }
@@ -29,7 +31,7 @@ wc -l < /inputs/data/train.csv | tr -d ' ' > /outputs/lines
 async fn a_job_runs_reports_and_gets_paid() {
     let net = Net::start(|p| p).await;
     net.fund_submitter().await;
-    let worker = net.spawn_worker(1, "").await;
+    let worker = net.spawn_worker(NODES[0], "").await;
 
     let csv = b"x,y\n1,2\n2,4\n3,6\n".repeat(100);
     let csv_hash = hex::encode(Sha256::digest(&csv));
@@ -42,7 +44,7 @@ async fn a_job_runs_reports_and_gets_paid() {
         max_bytes: Some(1 << 20),
     });
 
-    let client = async_nats::connect(net.nats.url()).await.unwrap();
+    let client = async_nats::connect(net.nats().url()).await.unwrap();
     let chain = net.chain_id();
     let mut progress = client
         .subscribe(format!("gantry.jobs.{chain}.progress.*"))
@@ -58,20 +60,12 @@ async fn a_job_runs_reports_and_gets_paid() {
         .unwrap();
 
     let job = net.post(cpu_job(256), &spec).await;
-    net.wait_for_status(job, status::SUBMITTED).await;
+    net.wait_for_status(job, JobStatus::Submitted).await;
 
     // The result on-chain is the SHA-256 of the uploaded tar of /outputs.
     let info = net.job(job).await;
     assert_eq!(info.nodeId, worker.node_id);
-    let submitted = net
-        .market(0)
-        .ResultSubmitted_filter()
-        .topic1(alloy::primitives::U256::from(job))
-        .from_block(0)
-        .query()
-        .await
-        .unwrap();
-    let (event, _) = submitted.last().expect("ResultSubmitted");
+    let event = net.submitted_result(job).await;
     let tar = net.download(&event.resultURI).await;
     assert_eq!(event.resultHash.0, <[u8; 32]>::from(Sha256::digest(&tar)));
     assert_eq!(info.resultHash, event.resultHash);
@@ -136,12 +130,12 @@ async fn a_job_runs_reports_and_gets_paid() {
     assert_eq!(report.output_bytes, Some(tar.len() as u64));
 
     // After the challenge window the keeper finalizes and the operator is credited.
-    let operator = net.address(1);
-    let before = net.market(0).creditOf(operator).call().await.unwrap();
+    let operator = net.address(NODES[0]);
+    let before = net.market(ADMIN).creditOf(operator).call().await.unwrap();
     net.advance(31).await;
-    net.wait_for_status(job, status::COMPLETED).await;
-    let after = net.market(0).creditOf(operator).call().await.unwrap();
-    let bounty = alloy::primitives::U256::from(50 * crate::harness::GUSD);
+    net.wait_for_status(job, JobStatus::Completed).await;
+    let after = net.market(ADMIN).creditOf(operator).call().await.unwrap();
+    let bounty = alloy::primitives::U256::from(50 * gantry_testkit::GUSD);
     assert_eq!(
         after - before,
         bounty

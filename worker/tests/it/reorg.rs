@@ -4,8 +4,10 @@
 use alloy::providers::Provider;
 use futures::StreamExt;
 use gantry_protocol::jobs::ProgressUpdate;
+use gantry_protocol::status::JobStatus;
+use gantry_testkit::accounts::{MATCHER, NODES};
 
-use crate::harness::{Net, Services, cpu_job, shell, status};
+use crate::harness::{Net, Services, cpu_job, shell};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn a_reorged_away_assignment_is_dropped() {
@@ -14,9 +16,12 @@ async fn a_reorged_away_assignment_is_dropped() {
     let net = Net::start_with(|p| p, Services::NO_MATCHER).await;
     net.fund_submitter().await;
     let worker = net
-        .spawn_worker(1, "heartbeat_interval = \"1h\"\nshutdown_grace = \"100ms\"")
+        .spawn_worker(
+            NODES[0],
+            "heartbeat_interval = \"1h\"\nshutdown_grace = \"100ms\"",
+        )
         .await;
-    let client = async_nats::connect(net.nats.url()).await.unwrap();
+    let client = async_nats::connect(net.nats().url()).await.unwrap();
     let mut progress = client
         .subscribe(format!("gantry.jobs.{}.progress.*", net.chain_id()))
         .await
@@ -30,9 +35,9 @@ async fn a_reorged_away_assignment_is_dropped() {
             ),
         )
         .await;
-    let assigned = gantry_devnet::confirm_receipt(
+    let assigned = gantry_testkit::confirm_receipt(
         "assign",
-        net.market(0).assign(job, worker.node_id).send().await,
+        net.market(MATCHER).assign(job, worker.node_id).send().await,
     )
     .await
     .unwrap();
@@ -71,9 +76,9 @@ async fn a_reorged_away_assignment_is_dropped() {
     assert!(net.rejections().await.is_empty());
 
     // Assigned again (attempt 1 on this branch), it runs again.
-    gantry_devnet::confirm_receipt(
+    gantry_testkit::confirm_receipt(
         "assign",
-        net.market(0).assign(job, worker.node_id).send().await,
+        net.market(MATCHER).assign(job, worker.node_id).send().await,
     )
     .await
     .unwrap();
@@ -89,7 +94,7 @@ async fn a_reorged_away_assignment_is_dropped() {
     tokio::time::timeout(std::time::Duration::from_secs(60), running_again)
         .await
         .expect("the job runs again");
-    assert_eq!(net.job(job).await.status, status::ASSIGNED);
+    assert_eq!(net.job(job).await.status, JobStatus::Assigned as u8);
     assert!(worker.stop().success());
     net.wait_for_no_containers().await;
 }

@@ -4,8 +4,10 @@
 //! checkpoint.
 
 use futures::StreamExt;
+use gantry_protocol::status::JobStatus;
+use gantry_testkit::accounts::{ADMIN, NODES};
 
-use crate::harness::{Net, cpu_job, shell, status};
+use crate::harness::{Net, cpu_job, shell};
 
 const SCRIPT: &str = r###"start=0
 [ -f /checkpoints/epoch ] && start=$(cat /checkpoints/epoch)
@@ -38,9 +40,11 @@ async fn a_stopped_worker_gives_its_job_back_and_it_resumes_elsewhere() {
 async fn resumes_after(death: Death) {
     let net = Net::start(|p| p).await;
     net.fund_submitter().await;
-    let first = net.spawn_worker(1, "shutdown_grace = \"300ms\"").await;
+    let first = net
+        .spawn_worker(NODES[0], "shutdown_grace = \"300ms\"")
+        .await;
     let job = net.post(cpu_job(64), &shell(SCRIPT, 120)).await;
-    net.wait_for_status(job, status::ASSIGNED).await;
+    net.wait_for_status(job, JobStatus::Assigned).await;
     assert_eq!(net.job(job).await.nodeId, first.node_id);
 
     // Wait for a checkpoint past epoch 2 to be uploaded, then kill the worker.
@@ -80,13 +84,7 @@ async fn resumes_after(death: Death) {
     tokio::time::timeout(std::time::Duration::from_secs(60), reached)
         .await
         .expect("a checkpoint at epoch 3 or later");
-    let stake_before = net
-        .registry()
-        .getNode(first.node_id)
-        .call()
-        .await
-        .unwrap()
-        .stake;
+    let stake_before = net.node(first.node_id).await.stake;
     match death {
         Death::Kill => {
             first.kill();
@@ -101,7 +99,7 @@ async fn resumes_after(death: Death) {
             assert!(first.stop().success(), "a clean exit");
             net.wait_for_no_containers().await;
             let reclaimed = net
-                .market(0)
+                .market(ADMIN)
                 .JobReclaimed_filter()
                 .topic1(alloy::primitives::U256::from(job))
                 .from_block(0)
@@ -112,8 +110,12 @@ async fn resumes_after(death: Death) {
             // or reclaimed by the keeper if it saw the node go inactive first.
             let (event, _) = reclaimed.last().expect("JobReclaimed");
             match event.kind {
-                2 => assert_eq!(event.by, net.address(1), "abandoned by the worker's agent"),
-                0 => assert_ne!(event.by, net.address(1), "reclaimed by a keeper"),
+                2 => assert_eq!(
+                    event.by,
+                    net.address(NODES[0]),
+                    "abandoned by the worker's agent"
+                ),
+                0 => assert_ne!(event.by, net.address(NODES[0]), "reclaimed by a keeper"),
                 kind => panic!("reclaimed as kind {kind}, not Abandoned or NodeInactive"),
             }
         }
@@ -122,31 +124,19 @@ async fn resumes_after(death: Death) {
         net.job(job).await.status == 1
     })
     .await;
-    let stake_after = net.registry().getNode(1).call().await.unwrap().stake;
+    let stake_after = net.node(1).await.stake;
     assert!(
         stake_after < stake_before,
         "the node that dropped the job is slashed"
     );
 
-    let second = net.spawn_worker(2, "").await;
-    net.wait_for_status(job, status::SUBMITTED).await;
+    let second = net.spawn_worker(NODES[1], "").await;
+    net.wait_for_status(job, JobStatus::Submitted).await;
     let info = net.job(job).await;
     assert_eq!(info.nodeId, second.node_id);
     assert_eq!(info.attempts, 2);
 
-    let uri = net
-        .market(0)
-        .ResultSubmitted_filter()
-        .topic1(alloy::primitives::U256::from(job))
-        .from_block(0)
-        .query()
-        .await
-        .unwrap()
-        .last()
-        .expect("ResultSubmitted")
-        .0
-        .resultURI
-        .clone();
+    let uri = net.submitted_result(job).await.resultURI;
     let tar = net.download(&uri).await;
     let mut archive = tar::Archive::new(&tar[..]);
     let mut started_at = None;

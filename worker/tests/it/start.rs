@@ -1,7 +1,10 @@
 //! Start-up order: a worker started before the indexer waits for the chain stream (and
 //! says so on `/metrics`), then takes work once the indexer has created it.
 
-use crate::harness::{Net, Services, cpu_job, shell, status};
+use gantry_protocol::status::JobStatus;
+use gantry_testkit::accounts::NODES;
+
+use crate::harness::{Net, Services, cpu_job, shell};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn a_worker_started_before_the_indexer_waits_then_takes_work() {
@@ -14,7 +17,7 @@ async fn a_worker_started_before_the_indexer_waits_then_takes_work() {
     )
     .await;
     net.fund_submitter().await;
-    let worker = net.spawn_registered(1, "").await;
+    let worker = net.spawn_registered(NODES[0], "").await;
     let stream = gantry_protocol::names::stream_name(net.chain_id());
     let js = net.jetstream().await;
     // (wait_until re-checks on every NATS message: the worker asks for the stream each
@@ -42,7 +45,7 @@ async fn a_worker_started_before_the_indexer_waits_then_takes_work() {
     let job = net
         .post(cpu_job(64), &shell("echo started late > /outputs/x", 30))
         .await;
-    net.wait_for_status(job, status::SUBMITTED).await;
+    net.wait_for_status(job, JobStatus::Submitted).await;
     assert_eq!(net.job(job).await.nodeId, worker.node_id);
     assert!(worker.stop().success());
 }

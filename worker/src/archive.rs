@@ -1,15 +1,14 @@
-//! Results and checkpoints: directories packed as deterministic tars (sorted entries,
-//! zero times and owners) hashed with SHA-256 while they are written, kept in NATS object
-//! stores. The result hash submitted on-chain is the SHA-256 of the result tar, so anyone
-//! can download `nats://<bucket>/<key>` and check it.
+//! Results and checkpoints as files: directories packed as deterministic tars (sorted
+//! entries, zero times and owners) hashed with SHA-256 while they are written, and
+//! unpacked again. No network; blocking file IO, so callers run it in `spawn_blocking`.
+//! The result hash submitted on-chain is the SHA-256 of the result tar, so anyone can
+//! download `nats://<bucket>/<key>` and check it ([`crate::objects`] moves the bytes).
 
 use std::fs::File;
 use std::io::{self, BufWriter, Write};
 use std::path::{Path, PathBuf};
 
-use async_nats::jetstream::{self, object_store::ObjectStore};
 use sha2::{Digest, Sha256};
-use tokio::io::AsyncWriteExt;
 
 use crate::fault::Failure;
 
@@ -128,62 +127,8 @@ pub fn unpack(tar_path: &Path, dir: &Path) -> Result<(), Failure> {
     Ok(())
 }
 
-fn local(path: &Path, error: io::Error) -> Failure {
+pub(crate) fn local(path: &Path, error: io::Error) -> Failure {
     Failure::node(format!("{}: {error}", path.display()))
-}
-
-/// The object store named `bucket`, created with `replicas` when missing.
-pub async fn bucket(
-    js: &jetstream::Context,
-    bucket: &str,
-    replicas: usize,
-) -> Result<ObjectStore, Failure> {
-    if let Ok(store) = js.get_object_store(bucket).await {
-        return Ok(store);
-    }
-    js.create_object_store(gantry_protocol::storage::object_store(bucket, replicas))
-        .await
-        .map_err(|e| Failure::transient(format!("object store {bucket}: {e}")))
-}
-
-/// Uploads a packed file as `key`.
-pub async fn upload(store: &ObjectStore, key: &str, packed: &Packed) -> Result<(), Failure> {
-    let mut file = tokio::fs::File::open(&packed.path)
-        .await
-        .map_err(|e| local(&packed.path, e))?;
-    store
-        .put(key, &mut file)
-        .await
-        .map_err(|e| Failure::transient(format!("upload {key}: {e}")))?;
-    metrics::counter!("gantry_worker_bytes_total", "direction" => "out").increment(packed.size);
-    Ok(())
-}
-
-/// Downloads `key` into `into`, at most `limit` bytes; `false` when there is no such object.
-pub async fn download(
-    store: &ObjectStore,
-    key: &str,
-    into: &Path,
-    limit: u64,
-) -> Result<bool, Failure> {
-    use jetstream::object_store::GetErrorKind;
-    let mut object = match store.get(key).await {
-        Ok(object) => object,
-        Err(e) if e.kind() == GetErrorKind::NotFound => return Ok(false),
-        Err(e) => return Err(Failure::transient(format!("download {key}: {e}"))),
-    };
-    if object.info().size as u64 > limit {
-        return Err(Failure::job(format!("{key} is larger than {limit} bytes")));
-    }
-    let mut file = tokio::fs::File::create(into)
-        .await
-        .map_err(|e| local(into, e))?;
-    let copied = tokio::io::copy(&mut object, &mut file)
-        .await
-        .map_err(|e| Failure::transient(format!("download {key}: {e}")))?;
-    file.flush().await.map_err(|e| local(into, e))?;
-    metrics::counter!("gantry_worker_bytes_total", "direction" => "in").increment(copied);
-    Ok(true)
 }
 
 #[cfg(test)]

@@ -1,0 +1,228 @@
+//! Start-up: everything the node needs before it takes work, in order. Local directories
+//! and the hardware inventory; the chain and the node's registration; Docker, with the
+//! containers a previous run left removed; NATS, waiting for the indexer's chain stream;
+//! the jobs stream and the results and checkpoints object stores; the input fetcher.
+
+use std::sync::Arc;
+use std::sync::atomic::AtomicUsize;
+
+use alloy::primitives::aliases::U96;
+use alloy::signers::local::PrivateKeySigner;
+use async_nats::jetstream;
+use gantry_protocol::bindings::NodeRegistry;
+use gantry_protocol::{names, storage};
+use tokio_util::sync::CancellationToken;
+
+use crate::admit::NodeLimits;
+use crate::chain::Chain;
+use crate::config::Config;
+use crate::docker::Executor;
+use crate::error::WorkerError;
+use crate::fault::Failure;
+use crate::fetch::{FetchConfig, Fetcher, S3Settings};
+use crate::inventory::{GpuMonitor, Inventory};
+use crate::job::{Ctx, GpuPool};
+use crate::service::Hooks;
+use crate::{metrics, objects};
+
+/// The node, up: what every job shares, and what it registered with.
+#[derive(Debug)]
+pub(crate) struct Node {
+    pub(crate) ctx: Arc<Ctx>,
+    pub(crate) capabilities: NodeRegistry::NodeCapabilities,
+}
+
+/// Brings the node up; `None` when `shutdown` fires while it waits for the chain stream.
+pub(crate) async fn start(
+    config: &Config,
+    signer: PrivateKeySigner,
+    shutdown: &CancellationToken,
+    hooks: &mut Hooks,
+) -> Result<Option<Node>, WorkerError> {
+    create_dirs(config)?;
+    let inventory = Inventory::detect(&config.work_dir);
+    inventory.log();
+    let chain = Arc::new(connect_chain(config, signer).await?);
+    let capabilities = capabilities(config, &inventory);
+    let node_id = chain
+        .ensure_node(
+            config.node.node_id,
+            capabilities.clone(),
+            config.node.stake,
+            &config.node.metadata_uri,
+        )
+        .await?;
+    tracing::info!(node_id, agent = %chain.agent(), "serving node");
+    if let Some(tx) = hooks.node_id.take() {
+        let _ = tx.send(node_id);
+    }
+    let executor = start_docker(config, node_id).await?;
+    let nats = connect_nats(&config.nats_url).await?;
+    let js = jetstream::new(nats.clone());
+    let Some(chain_stream) = wait_for_chain_stream(&js, config.chain_id, shutdown).await else {
+        return Ok(None);
+    };
+    let stores = Stores::open(&nats, &js, config).await?;
+    let fetcher = Fetcher::new(fetch_config(config), Some(js.clone()))
+        .map_err(|e| WorkerError::Node(Failure::from(&e)))?;
+    let ctx = Ctx {
+        chain_id: config.chain_id,
+        node_id,
+        chain,
+        executor,
+        fetcher,
+        nats,
+        chain_stream,
+        jobs_js: stores.jobs_js,
+        results: stores.results,
+        checkpoints: stores.checkpoints,
+        settings: config.jobs.clone(),
+        limits: NodeLimits {
+            gpus: capabilities.gpuCount,
+            cpu_cores: inventory.cpu_cores,
+            ram_mib: inventory.ram_mib,
+        },
+        gpus: std::sync::Mutex::new(GpuPool::new(inventory.gpus.clone())),
+        monitor: GpuMonitor::new(),
+        work_dir: config.work_dir.clone(),
+        offline: CancellationToken::new(),
+        parked: AtomicUsize::new(0),
+        parked_changed: tokio::sync::Notify::new(),
+        started: hooks.started.take(),
+    };
+    Ok(Some(Node {
+        ctx: Arc::new(ctx),
+        capabilities,
+    }))
+}
+
+/// The work and cache directories; the work directory is the worker's alone.
+fn create_dirs(config: &Config) -> Result<(), WorkerError> {
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::create_dir_all(&config.work_dir)?;
+    std::fs::create_dir_all(&config.cache_dir)?;
+    std::fs::set_permissions(&config.work_dir, std::fs::Permissions::from_mode(0o700))?;
+    Ok(())
+}
+
+async fn connect_chain(config: &Config, signer: PrivateKeySigner) -> Result<Chain, WorkerError> {
+    let chain = Chain::connect(
+        config.rpc_url.clone(),
+        config.chain_id,
+        config.market,
+        config.registry,
+        config.token,
+        signer,
+    )
+    .await?;
+    Ok(chain)
+}
+
+/// What the node registers: this machine's hardware and the provider's price and limit.
+fn capabilities(config: &Config, inventory: &Inventory) -> NodeRegistry::NodeCapabilities {
+    NodeRegistry::NodeCapabilities {
+        gpuModel: inventory.gpu_model(),
+        gpuCount: u16::try_from(inventory.gpus.len()).unwrap_or(u16::MAX),
+        vramMiB: inventory.min_vram_mib(),
+        cpuCores: inventory.cpu_cores,
+        ramMiB: inventory.ram_mib,
+        pricePerGpuHour: U96::saturating_from(config.node.price_per_gpu_hour),
+        maxConcurrentJobs: config.jobs.max_concurrent,
+    }
+}
+
+/// The Docker engine, with the node's containers left by an earlier run removed.
+async fn start_docker(config: &Config, node_id: u64) -> Result<Executor, WorkerError> {
+    let executor = Executor::connect(&config.docker_socket, node_id)
+        .await
+        .map_err(WorkerError::Node)?;
+    executor
+        .remove_leftovers()
+        .await
+        .map_err(WorkerError::Node)?;
+    Ok(executor)
+}
+
+async fn connect_nats(url: &str) -> Result<async_nats::Client, WorkerError> {
+    gantry_runtime::nats::connect(url, false)
+        .await
+        .map_err(|e| WorkerError::nats(format!("connecting to {}", e.servers), e.source))
+}
+
+/// The chain stream, once it exists: the indexer creates it and may start after this
+/// worker. `None` when `shutdown` fires first.
+async fn wait_for_chain_stream(
+    js: &jetstream::Context,
+    chain_id: u64,
+    shutdown: &CancellationToken,
+) -> Option<jetstream::stream::Stream> {
+    let stream_name = names::stream_name(chain_id);
+    let stream = gantry_runtime::nats::wait_for_stream(
+        js,
+        &stream_name,
+        shutdown,
+        metrics::waiting_for_chain_stream,
+    )
+    .await?;
+    metrics::waiting_for_chain_stream(false);
+    Some(stream)
+}
+
+/// Where the worker writes: the jobs stream (completion reports) and the two object
+/// stores, each created when missing.
+struct Stores {
+    jobs_js: jetstream::Context,
+    results: jetstream::object_store::ObjectStore,
+    checkpoints: jetstream::object_store::ObjectStore,
+}
+
+impl Stores {
+    async fn open(
+        nats: &async_nats::Client,
+        js: &jetstream::Context,
+        config: &Config,
+    ) -> Result<Self, WorkerError> {
+        let jobs_js = jetstream::new(nats.clone());
+        jobs_js
+            .get_or_create_stream(storage::jobs_stream(config.chain_id, config.nats_replicas))
+            .await
+            .map_err(|e| WorkerError::nats("the jobs stream", e))?;
+        let results = objects::bucket(
+            js,
+            &names::results_bucket(config.chain_id),
+            config.nats_replicas,
+        )
+        .await
+        .map_err(WorkerError::Node)?;
+        let checkpoints = objects::bucket(
+            js,
+            &names::checkpoints_bucket(config.chain_id),
+            config.nats_replicas,
+        )
+        .await
+        .map_err(WorkerError::Node)?;
+        Ok(Self {
+            jobs_js,
+            results,
+            checkpoints,
+        })
+    }
+}
+
+/// The fetcher's settings, from the worker's config.
+fn fetch_config(config: &Config) -> FetchConfig {
+    FetchConfig {
+        cache_dir: config.cache_dir.clone(),
+        ipfs_gateway: config.ipfs_gateway.clone(),
+        local_root: config.local_inputs_root.clone(),
+        default_max_bytes: config.jobs.max_input_bytes,
+        s3: config.s3.as_ref().map(|s3| S3Settings {
+            endpoint: s3.endpoint.clone(),
+            region: s3.region.clone(),
+            access_key_id: s3.access_key_id.clone().unwrap_or_default(),
+            secret_access_key: s3.secret_access_key.clone().unwrap_or_default(),
+            allow_http: s3.endpoint.as_ref().is_some_and(|u| u.scheme() == "http"),
+        }),
+        attempts: 3,
+    }
+}
