@@ -13,6 +13,7 @@ import {
     JobStatus,
     MarketParams,
     NodeCapabilities,
+    NodeInfo,
     NodeStatus,
     RegistryParams
 } from "../src/types/Types.sol";
@@ -84,16 +85,10 @@ abstract contract Base is Test {
         });
     }
 
+    /// Capabilities in the struct's order: model, GPUs, VRAM MiB, CPU cores, RAM MiB, price
+    /// per GPU-hour, job slots.
     function h100Node() internal pure returns (NodeCapabilities memory) {
-        return NodeCapabilities({
-            gpuModel: H100,
-            gpuCount: 8,
-            vramMiB: 81_920,
-            cpuCores: 64,
-            ramMiB: 524_288,
-            pricePerGpuHour: PRICE,
-            maxConcurrentJobs: 2
-        });
+        return NodeCapabilities(H100, 8, 81_920, 64, 524_288, PRICE, 2);
     }
 
     function h100Job() internal pure returns (JobRequirements memory) {
@@ -160,5 +155,73 @@ abstract contract Base is Test {
 
     function fee(uint96 bounty) internal pure returns (uint96) {
         return uint96((uint256(bounty) * FEE_BPS) / 10_000);
+    }
+
+    function heartbeat(uint64 nodeId) internal {
+        vm.prank(registry.agentOf(nodeId));
+        registry.heartbeat(nodeId);
+    }
+
+    function beginExit(uint64 nodeId) internal {
+        vm.prank(operator);
+        registry.beginExit(nodeId);
+    }
+
+    function setRegistryParams(RegistryParams memory p) internal {
+        vm.prank(admin);
+        registry.setParams(p);
+    }
+
+    /// Sets the registry's slash rate, leaving the other parameters as deployed.
+    function setSlashBps(uint16 slashBps) internal {
+        RegistryParams memory p = registryParams();
+        p.slashBps = slashBps;
+        setRegistryParams(p);
+    }
+
+    /// The operator hands the node to a new agent key, `makeAddr("newAgent")`.
+    function setNewAgent(uint64 nodeId) internal returns (address newAgent) {
+        newAgent = makeAddr("newAgent");
+        vm.prank(operator);
+        registry.setAgent(nodeId, newAgent);
+    }
+
+    // ---------------------------------------------------------------- checks
+
+    function assertNodeCounters(
+        uint64 nodeId,
+        uint256 activeJobs,
+        uint256 settlingJobs,
+        uint256 completedJobs,
+        uint256 failedJobs
+    ) internal view {
+        NodeInfo memory node = registry.getNode(nodeId);
+        assertEq(node.activeJobs, activeJobs, "activeJobs");
+        assertEq(node.settlingJobs, settlingJobs, "settlingJobs");
+        assertEq(node.completedJobs, completedJobs, "completedJobs");
+        assertEq(node.failedJobs, failedJobs, "failedJobs");
+    }
+
+    function expectNotActive(uint64 nodeId, NodeStatus status) internal {
+        vm.expectRevert(abi.encodeWithSelector(INodeRegistry.NodeRegistry_NotActive.selector, nodeId, status));
+    }
+
+    function expectUnknownNode(uint64 nodeId) internal {
+        vm.expectRevert(abi.encodeWithSelector(INodeRegistry.NodeRegistry_UnknownNode.selector, nodeId));
+    }
+}
+
+/// @notice A node registered by `operator`, run by `agent`, with the `h100Node` capabilities.
+abstract contract RegisteredNode is Base {
+    uint64 internal nodeId;
+
+    function setUp() public virtual override {
+        super.setUp();
+        nodeId = registerNode();
+    }
+
+    /// Expects the fixture's node to be refused for not being Active.
+    function expectNotActive(NodeStatus status) internal {
+        expectNotActive(nodeId, status);
     }
 }

@@ -15,7 +15,7 @@ contract Market_Invariant_Test is StdInvariant, Base {
 
     function setUp() public override {
         super.setUp();
-        handler = new MarketHandler(token, registry, market, matcher, arbiter);
+        handler = new MarketHandler(token, registry, market, matcher, arbiter, h100Job());
         targetContract(address(handler));
     }
 

@@ -1,17 +1,12 @@
 // SPDX-License-Identifier: Apache-2.0
 pragma solidity ^0.8.24;
 
-import {JobMarketBase} from "./JobMarketBase.sol";
-import {IJobMarket} from "../../src/interfaces/IJobMarket.sol";
+import {JobMarket_Settle_Shared} from "./JobMarket.settle.shared.sol";
 import {CompletionKind, JobStatus, MarketParams} from "../../src/types/Types.sol";
 
-contract JobMarket_Accept_Test is JobMarketBase {
-    uint64 internal nodeId;
-    uint64 internal jobId;
-
-    function setUp() public override {
-        super.setUp();
-        (jobId, nodeId) = submittedJob();
+contract JobMarket_Accept_Test is JobMarket_Settle_Shared {
+    function settle(uint64 id) internal override {
+        accept(id);
     }
 
     function accept(uint64 id) internal {
@@ -21,24 +16,15 @@ contract JobMarket_Accept_Test is JobMarketBase {
 
     function test_Accept_PaysProvider() external {
         uint96 payout = BOUNTY - fee(BOUNTY);
-        vm.expectEmit(true, true, true, true, address(market));
-        emit IJobMarket.JobCompleted(jobId, nodeId, operator, payout, fee(BOUNTY), CompletionKind.Accepted);
+        expectCompleted(jobId, payout, fee(BOUNTY), CompletionKind.Accepted);
         accept(jobId);
 
-        assertStatus(jobId, JobStatus.Completed);
-        assertEq(market.creditOf(operator), payout);
-        assertEq(market.creditOf(treasury), fee(BOUNTY));
-        assertEq(market.creditOf(submitter), 0);
+        assertProviderPaid(payout, BOUNTY);
         assertEq(payout + fee(BOUNTY), BOUNTY);
-        assertEq(token.balanceOf(address(market)), BOUNTY, "credits stay in the market until withdrawn");
-        assertNodeCounters(nodeId, 0, 0, 1, 0);
-        assertEq(nodeOf(nodeId).stake, STAKE);
     }
 
     function test_Accept_WithZeroFee() external {
-        MarketParams memory p = marketParams();
-        p.protocolFeeBps = 0;
-        setMarketParams(p);
+        setProtocolFee(0);
         // The rate is fixed at post time: a job posted now pays no fee.
         uint64 freeJob = postJob();
         assignJob(freeJob, nodeId);
@@ -46,8 +32,7 @@ contract JobMarket_Accept_Test is JobMarketBase {
         accept(jobId);
         uint256 operatorBefore = market.creditOf(operator);
         uint256 treasuryBefore = market.creditOf(treasury);
-        vm.expectEmit(true, true, true, true, address(market));
-        emit IJobMarket.JobCompleted(freeJob, nodeId, operator, BOUNTY, 0, CompletionKind.Accepted);
+        expectCompleted(freeJob, BOUNTY, 0, CompletionKind.Accepted);
         accept(freeJob);
         assertEq(market.creditOf(operator) - operatorBefore, BOUNTY);
         assertEq(market.creditOf(treasury), treasuryBefore);
@@ -64,46 +49,33 @@ contract JobMarket_Accept_Test is JobMarketBase {
     }
 
     function test_Accept_PaysOperatorAfterAgentChange() external {
-        vm.prank(operator);
-        registry.setAgent(nodeId, makeAddr("newAgent"));
+        setNewAgent(nodeId);
         accept(jobId);
         assertEq(market.creditOf(operator), BOUNTY - fee(BOUNTY));
         assertEq(market.creditOf(agent), 0);
     }
 
     function test_RevertWhen_CallerNotSubmitter() external {
-        vm.expectRevert(abi.encodeWithSelector(IJobMarket.JobMarket_NotSubmitter.selector, jobId, stranger));
+        expectNotSubmitter(jobId, stranger);
         vm.prank(stranger);
         market.accept(jobId);
     }
 
     function test_RevertWhen_CallerIsProvider() external {
-        vm.expectRevert(abi.encodeWithSelector(IJobMarket.JobMarket_NotSubmitter.selector, jobId, operator));
+        expectNotSubmitter(jobId, operator);
         vm.prank(operator);
         market.accept(jobId);
     }
 
-    function test_RevertWhen_JobUnknown() external {
-        vm.expectRevert(abi.encodeWithSelector(IJobMarket.JobMarket_UnknownJob.selector, uint64(99)));
-        accept(99);
-    }
-
-    function test_RevertWhen_JobAssigned() external {
-        uint64 assigned = postJob();
-        assignJob(assigned, nodeId);
-        vm.expectRevert(abi.encodeWithSelector(IJobMarket.JobMarket_WrongStatus.selector, assigned, JobStatus.Assigned));
-        accept(assigned);
-    }
-
     function test_RevertWhen_JobDisputed() external {
         disputeJob(jobId);
-        vm.expectRevert(abi.encodeWithSelector(IJobMarket.JobMarket_WrongStatus.selector, jobId, JobStatus.Disputed));
+        expectWrongStatus(JobStatus.Disputed);
         accept(jobId);
     }
 
     function test_RevertWhen_AcceptedTwice() external {
         accept(jobId);
-        vm.expectRevert(abi.encodeWithSelector(IJobMarket.JobMarket_WrongStatus.selector, jobId, JobStatus.Completed));
+        expectWrongStatus(JobStatus.Completed);
         accept(jobId);
         assertEq(market.creditOf(operator), BOUNTY - fee(BOUNTY));
     }

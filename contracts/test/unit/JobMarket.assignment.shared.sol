@@ -3,25 +3,73 @@ pragma solidity ^0.8.24;
 
 import {Pausable} from "@openzeppelin/contracts/utils/Pausable.sol";
 
-import {JobMarketBase} from "./JobMarketBase.sol";
+import {JobMarket_OpenJob_Test} from "./JobMarketBase.sol";
 import {IJobMarket} from "../../src/interfaces/IJobMarket.sol";
 import {INodeRegistry} from "../../src/interfaces/INodeRegistry.sol";
-import {JobRequirements, JobStatus, NodeCapabilities, NodeStatus} from "../../src/types/Types.sol";
+import {JobInfo, JobRequirements, JobStatus, NodeCapabilities, NodeStatus} from "../../src/types/Types.sol";
 
 /// @notice What `assign` and `claim` share: both go through the same checks of the job,
 /// the node and the requirements. Each entry point's test contract says how it takes a job.
-abstract contract JobMarket_Assignment_Shared is JobMarketBase {
-    uint64 internal nodeId;
-    uint64 internal jobId;
-
-    function setUp() public virtual override {
-        super.setUp();
-        nodeId = registerNode();
-        jobId = postJob();
+abstract contract JobMarket_Assignment_Shared is JobMarket_OpenJob_Test {
+    /// The rows of the eligibility table a node can fail on its own: each is a node like
+    /// `h100Node` falling short of `h100Job` in one capability.
+    enum Shortfall {
+        Model,
+        Vram,
+        Cpu,
+        Ram,
+        Price
     }
 
     /// Assigns `id` to `node` through the entry point under test.
     function take(uint64 id, uint64 node) internal virtual;
+
+    /// Registers the row's node and expects the fixture's job to be refused to it, naming
+    /// what the job requires and what the node offers.
+    function expectRefused(Shortfall row) internal {
+        NodeCapabilities memory caps = h100Node();
+        bytes memory reason;
+        if (row == Shortfall.Model) {
+            caps.gpuModel = A100;
+            reason = abi.encodeWithSelector(IJobMarket.JobMarket_GpuModelMismatch.selector, H100, A100);
+        } else if (row == Shortfall.Vram) {
+            caps.vramMiB = 40_959;
+            reason =
+                abi.encodeWithSelector(IJobMarket.JobMarket_InsufficientVram.selector, uint32(40_960), caps.vramMiB);
+        } else if (row == Shortfall.Cpu) {
+            caps.cpuCores = 7;
+            reason = abi.encodeWithSelector(IJobMarket.JobMarket_InsufficientCpu.selector, uint16(8), caps.cpuCores);
+        } else if (row == Shortfall.Ram) {
+            caps.ramMiB = 65_535;
+            reason = abi.encodeWithSelector(IJobMarket.JobMarket_InsufficientRam.selector, uint32(65_536), caps.ramMiB);
+        } else {
+            caps.pricePerGpuHour = 3e6 + 1;
+            reason =
+                abi.encodeWithSelector(IJobMarket.JobMarket_PriceTooHigh.selector, uint96(3e6), caps.pricePerGpuHour);
+        }
+        uint64 shortNode = registerNodeWith(caps);
+        vm.expectRevert(reason);
+        take(jobId, shortNode);
+    }
+
+    /// Takes the fixture's job through the entry point under test and checks that its first
+    /// attempt began on the fixture's node, `claimed` by its agent or assigned by the matcher.
+    function assertTaken(bool claimed) internal {
+        uint40 now40 = uint40(block.timestamp);
+        expectMarketEmit();
+        emit IJobMarket.JobAssigned(jobId, nodeId, agent, 1, claimed, now40);
+        take(jobId, nodeId);
+
+        JobInfo memory job = jobOf(jobId);
+        assertEq(uint8(job.status), uint8(JobStatus.Assigned));
+        assertEq(job.attempts, 1);
+        assertEq(job.nodeId, nodeId);
+        assertEq(job.assignedAt, now40);
+        assertEq(job.challengeEndsAt, 0);
+        assertEq(job.bounty, BOUNTY);
+        assertNodeCounters(nodeId, 1, 0, 0, 0);
+        assertEq(token.balanceOf(address(market)), BOUNTY);
+    }
 
     function test_Take_FillsEverySlot() external {
         uint64 second = postJob();
@@ -63,7 +111,7 @@ abstract contract JobMarket_Assignment_Shared is JobMarketBase {
     }
 
     function test_Take_AcceptsOneSecondBeforeDeadline() external {
-        vm.warp(jobOf(jobId).deadline - 1);
+        vm.warp(deadline - 1);
         heartbeat(nodeId);
         take(jobId, nodeId);
         assertStatus(jobId, JobStatus.Assigned);
@@ -76,22 +124,21 @@ abstract contract JobMarket_Assignment_Shared is JobMarketBase {
 
     function test_RevertWhen_JobAlreadyAssigned() external {
         take(jobId, nodeId);
-        vm.expectRevert(abi.encodeWithSelector(IJobMarket.JobMarket_WrongStatus.selector, jobId, JobStatus.Assigned));
+        expectWrongStatus(JobStatus.Assigned);
         take(jobId, nodeId);
     }
 
     function test_RevertWhen_JobCancelled() external {
         vm.prank(submitter);
         market.cancel(jobId);
-        vm.expectRevert(abi.encodeWithSelector(IJobMarket.JobMarket_WrongStatus.selector, jobId, JobStatus.Cancelled));
+        expectWrongStatus(JobStatus.Cancelled);
         take(jobId, nodeId);
     }
 
     function test_RevertWhen_DeadlineReached() external {
-        uint40 deadline = jobOf(jobId).deadline;
         vm.warp(deadline);
         heartbeat(nodeId);
-        vm.expectRevert(abi.encodeWithSelector(IJobMarket.JobMarket_PastDeadline.selector, jobId, deadline));
+        expectPastDeadline(jobId);
         take(jobId, nodeId);
     }
 
@@ -102,17 +149,13 @@ abstract contract JobMarket_Assignment_Shared is JobMarketBase {
 
     function test_RevertWhen_NodeInactive() external {
         makeInactive(nodeId);
-        vm.expectRevert(
-            abi.encodeWithSelector(INodeRegistry.NodeRegistry_NotActive.selector, nodeId, NodeStatus.Inactive)
-        );
+        expectNotActive(NodeStatus.Inactive);
         take(jobId, nodeId);
     }
 
     function test_RevertWhen_NodeExiting() external {
         beginExit(nodeId);
-        vm.expectRevert(
-            abi.encodeWithSelector(INodeRegistry.NodeRegistry_NotActive.selector, nodeId, NodeStatus.Exiting)
-        );
+        expectNotActive(NodeStatus.Exiting);
         take(jobId, nodeId);
     }
 
@@ -126,11 +169,7 @@ abstract contract JobMarket_Assignment_Shared is JobMarketBase {
     }
 
     function test_RevertWhen_GpuModelMismatch() external {
-        NodeCapabilities memory caps = h100Node();
-        caps.gpuModel = A100;
-        uint64 other = registerNodeWith(caps);
-        vm.expectRevert(abi.encodeWithSelector(IJobMarket.JobMarket_GpuModelMismatch.selector, H100, A100));
-        take(jobId, other);
+        expectRefused(Shortfall.Model);
     }
 
     function test_RevertWhen_InsufficientGpus() external {
@@ -155,41 +194,19 @@ abstract contract JobMarket_Assignment_Shared is JobMarketBase {
     }
 
     function test_RevertWhen_InsufficientVram() external {
-        NodeCapabilities memory caps = h100Node();
-        caps.vramMiB = 40_959;
-        uint64 small = registerNodeWith(caps);
-        vm.expectRevert(
-            abi.encodeWithSelector(IJobMarket.JobMarket_InsufficientVram.selector, uint32(40_960), uint32(40_959))
-        );
-        take(jobId, small);
+        expectRefused(Shortfall.Vram);
     }
 
     function test_RevertWhen_InsufficientCpu() external {
-        NodeCapabilities memory caps = h100Node();
-        caps.cpuCores = 7;
-        uint64 small = registerNodeWith(caps);
-        vm.expectRevert(abi.encodeWithSelector(IJobMarket.JobMarket_InsufficientCpu.selector, uint16(8), uint16(7)));
-        take(jobId, small);
+        expectRefused(Shortfall.Cpu);
     }
 
     function test_RevertWhen_InsufficientRam() external {
-        NodeCapabilities memory caps = h100Node();
-        caps.ramMiB = 65_535;
-        uint64 small = registerNodeWith(caps);
-        vm.expectRevert(
-            abi.encodeWithSelector(IJobMarket.JobMarket_InsufficientRam.selector, uint32(65_536), uint32(65_535))
-        );
-        take(jobId, small);
+        expectRefused(Shortfall.Ram);
     }
 
     function test_RevertWhen_PriceTooHigh() external {
-        NodeCapabilities memory caps = h100Node();
-        caps.pricePerGpuHour = 3e6 + 1;
-        uint64 pricey = registerNodeWith(caps);
-        vm.expectRevert(
-            abi.encodeWithSelector(IJobMarket.JobMarket_PriceTooHigh.selector, uint96(3e6), uint96(3e6 + 1))
-        );
-        take(jobId, pricey);
+        expectRefused(Shortfall.Price);
     }
 
     function test_RevertWhen_Paused() external {

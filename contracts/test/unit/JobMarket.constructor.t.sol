@@ -3,18 +3,26 @@ pragma solidity ^0.8.24;
 
 import {IERC20} from "@openzeppelin/contracts/token/ERC20/IERC20.sol";
 
-import {JobMarketBase} from "./JobMarketBase.sol";
+import {JobMarket_Params_Shared} from "./JobMarket.params.shared.sol";
 import {JobMarket} from "../../src/JobMarket.sol";
 import {IJobMarket} from "../../src/interfaces/IJobMarket.sol";
 import {INodeRegistry} from "../../src/interfaces/INodeRegistry.sol";
 import {MarketParams} from "../../src/types/Types.sol";
 
-contract JobMarket_Constructor_Test is JobMarketBase {
+contract JobMarket_Constructor_Test is JobMarket_Params_Shared {
     function deploy(IERC20 token_, INodeRegistry registry_, address admin_, MarketParams memory params_)
         internal
         returns (JobMarket)
     {
         return new JobMarket(token_, registry_, admin_, params_);
+    }
+
+    function validParams() internal view override returns (MarketParams memory) {
+        return marketParams();
+    }
+
+    function applyParams(MarketParams memory p) internal override {
+        deploy(token, registry, admin, p);
     }
 
     function test_Constructor_SetsState() external {
@@ -32,13 +40,7 @@ contract JobMarket_Constructor_Test is JobMarketBase {
         assertFalse(deployed.hasRole(deployed.MATCHER_ROLE(), admin));
         assertFalse(deployed.paused());
         assertEq(deployed.jobCount(), 0);
-
-        MarketParams memory stored = deployed.params();
-        assertEq(stored.feeRecipient, treasury);
-        assertEq(stored.challengeWindow, CHALLENGE_WINDOW);
-        assertEq(stored.protocolFeeBps, FEE_BPS);
-        assertEq(stored.maxAttempts, MAX_ATTEMPTS);
-        assertEq(stored.disputeBond, DISPUTE_BOND);
+        assertMarketParams(deployed.params(), marketParams());
     }
 
     function test_Constructor_AcceptsMaxFeeAndZeroBond() external {
@@ -48,55 +50,21 @@ contract JobMarket_Constructor_Test is JobMarketBase {
         p.maxAttempts = 1;
         p.challengeWindow = 1;
         JobMarket deployed = deploy(token, registry, admin, p);
-        assertEq(deployed.params().protocolFeeBps, 1_000);
-        assertEq(deployed.params().disputeBond, 0);
-        assertEq(deployed.params().maxAttempts, 1);
-        assertEq(deployed.params().challengeWindow, 1);
+        assertMarketParams(deployed.params(), p);
     }
 
     function test_RevertWhen_TokenIsZeroAddress() external {
-        MarketParams memory p = marketParams();
         vm.expectRevert(IJobMarket.JobMarket_ZeroAddress.selector);
-        deploy(IERC20(address(0)), registry, admin, p);
+        deploy(IERC20(address(0)), registry, admin, marketParams());
     }
 
     function test_RevertWhen_RegistryIsZeroAddress() external {
-        MarketParams memory p = marketParams();
         vm.expectRevert(IJobMarket.JobMarket_ZeroAddress.selector);
-        deploy(token, INodeRegistry(address(0)), admin, p);
+        deploy(token, INodeRegistry(address(0)), admin, marketParams());
     }
 
     function test_RevertWhen_AdminIsZeroAddress() external {
-        MarketParams memory p = marketParams();
         vm.expectRevert(IJobMarket.JobMarket_ZeroAddress.selector);
-        deploy(token, registry, address(0), p);
-    }
-
-    function test_RevertWhen_FeeRecipientIsZeroAddress() external {
-        MarketParams memory p = marketParams();
-        p.feeRecipient = address(0);
-        vm.expectRevert(IJobMarket.JobMarket_InvalidParams.selector);
-        deploy(token, registry, admin, p);
-    }
-
-    function test_RevertWhen_FeeAboveMax() external {
-        MarketParams memory p = marketParams();
-        p.protocolFeeBps = 1_001;
-        vm.expectRevert(IJobMarket.JobMarket_InvalidParams.selector);
-        deploy(token, registry, admin, p);
-    }
-
-    function test_RevertWhen_MaxAttemptsIsZero() external {
-        MarketParams memory p = marketParams();
-        p.maxAttempts = 0;
-        vm.expectRevert(IJobMarket.JobMarket_InvalidParams.selector);
-        deploy(token, registry, admin, p);
-    }
-
-    function test_RevertWhen_ChallengeWindowIsZero() external {
-        MarketParams memory p = marketParams();
-        p.challengeWindow = 0;
-        vm.expectRevert(IJobMarket.JobMarket_InvalidParams.selector);
-        deploy(token, registry, admin, p);
+        deploy(token, registry, address(0), marketParams());
     }
 }

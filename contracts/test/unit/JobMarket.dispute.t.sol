@@ -1,27 +1,27 @@
 // SPDX-License-Identifier: Apache-2.0
 pragma solidity ^0.8.24;
 
-import {IERC20Errors} from "@openzeppelin/contracts/interfaces/draft-IERC6093.sol";
-
-import {JobMarketBase} from "./JobMarketBase.sol";
+import {JobMarket_Settle_Shared} from "./JobMarket.settle.shared.sol";
 import {IJobMarket} from "../../src/interfaces/IJobMarket.sol";
-import {JobStatus, MarketParams} from "../../src/types/Types.sol";
+import {JobStatus} from "../../src/types/Types.sol";
 
-contract JobMarket_Dispute_Test is JobMarketBase {
-    uint64 internal nodeId;
-    uint64 internal jobId;
-    uint40 internal endsAt;
+contract JobMarket_Dispute_Test is JobMarket_Settle_Shared {
+    function settle(uint64 id) internal override {
+        disputeJob(id);
+    }
 
-    function setUp() public override {
-        super.setUp();
-        (jobId, nodeId) = submittedJob();
-        endsAt = jobOf(jobId).challengeEndsAt;
+    function expectDisputed(uint96 bond) internal {
+        expectMarketEmit();
+        emit IJobMarket.JobDisputed(jobId, nodeId, bond);
+    }
+
+    function expectWindowClosed() internal {
+        vm.expectRevert(abi.encodeWithSelector(IJobMarket.JobMarket_ChallengeWindowClosed.selector, jobId, endsAt));
     }
 
     function test_Dispute_PostsBond() external {
         uint256 submitterBefore = token.balanceOf(submitter);
-        vm.expectEmit(true, true, true, true, address(market));
-        emit IJobMarket.JobDisputed(jobId, nodeId, DISPUTE_BOND);
+        expectDisputed(DISPUTE_BOND);
         disputeJob(jobId);
 
         assertStatus(jobId, JobStatus.Disputed);
@@ -40,59 +40,44 @@ contract JobMarket_Dispute_Test is JobMarketBase {
     }
 
     function test_Dispute_WithZeroBond() external {
-        MarketParams memory p = marketParams();
-        p.disputeBond = 0;
-        setMarketParams(p);
+        setDisputeBond(0);
         vm.prank(submitter);
         token.approve(address(market), 0);
 
-        vm.expectEmit(true, true, true, true, address(market));
-        emit IJobMarket.JobDisputed(jobId, nodeId, 0);
+        expectDisputed(0);
         disputeJob(jobId);
         assertStatus(jobId, JobStatus.Disputed);
         assertEq(token.balanceOf(address(market)), BOUNTY);
     }
 
     function test_RevertWhen_CallerNotSubmitter() external {
-        vm.expectRevert(abi.encodeWithSelector(IJobMarket.JobMarket_NotSubmitter.selector, jobId, stranger));
+        expectNotSubmitter(jobId, stranger);
         vm.prank(stranger);
         market.dispute(jobId);
     }
 
     function test_RevertWhen_ChallengeWindowClosed() external {
         vm.warp(endsAt);
-        vm.expectRevert(abi.encodeWithSelector(IJobMarket.JobMarket_ChallengeWindowClosed.selector, jobId, endsAt));
+        expectWindowClosed();
         disputeJob(jobId);
     }
 
     function test_RevertWhen_ChallengeWindowLongClosed() external {
         vm.warp(uint256(endsAt) + 1 days);
-        vm.expectRevert(abi.encodeWithSelector(IJobMarket.JobMarket_ChallengeWindowClosed.selector, jobId, endsAt));
+        expectWindowClosed();
         disputeJob(jobId);
-    }
-
-    function test_RevertWhen_JobUnknown() external {
-        vm.expectRevert(abi.encodeWithSelector(IJobMarket.JobMarket_UnknownJob.selector, uint64(99)));
-        disputeJob(99);
-    }
-
-    function test_RevertWhen_JobAssigned() external {
-        uint64 assigned = postJob();
-        assignJob(assigned, nodeId);
-        vm.expectRevert(abi.encodeWithSelector(IJobMarket.JobMarket_WrongStatus.selector, assigned, JobStatus.Assigned));
-        disputeJob(assigned);
     }
 
     function test_RevertWhen_JobCompleted() external {
         vm.prank(submitter);
         market.accept(jobId);
-        vm.expectRevert(abi.encodeWithSelector(IJobMarket.JobMarket_WrongStatus.selector, jobId, JobStatus.Completed));
+        expectWrongStatus(JobStatus.Completed);
         disputeJob(jobId);
     }
 
     function test_RevertWhen_DisputedTwice() external {
         disputeJob(jobId);
-        vm.expectRevert(abi.encodeWithSelector(IJobMarket.JobMarket_WrongStatus.selector, jobId, JobStatus.Disputed));
+        expectWrongStatus(JobStatus.Disputed);
         disputeJob(jobId);
         assertEq(token.balanceOf(address(market)), BOUNTY + DISPUTE_BOND);
     }
@@ -100,11 +85,7 @@ contract JobMarket_Dispute_Test is JobMarketBase {
     function test_RevertWhen_BondNotApproved() external {
         vm.prank(submitter);
         token.approve(address(market), DISPUTE_BOND - 1);
-        vm.expectRevert(
-            abi.encodeWithSelector(
-                IERC20Errors.ERC20InsufficientAllowance.selector, address(market), DISPUTE_BOND - 1, DISPUTE_BOND
-            )
-        );
+        expectAllowanceShort(DISPUTE_BOND - 1, DISPUTE_BOND);
         disputeJob(jobId);
     }
 }

@@ -1,29 +1,34 @@
 // SPDX-License-Identifier: Apache-2.0
 pragma solidity ^0.8.24;
 
-import {JobMarketBase} from "./JobMarketBase.sol";
+import {JobMarket_PostedJob_Test} from "./JobMarketBase.sol";
 import {IJobMarket} from "../../src/interfaces/IJobMarket.sol";
 import {JobStatus} from "../../src/types/Types.sol";
 
-contract JobMarket_Expire_Test is JobMarketBase {
-    uint64 internal jobId;
-    uint40 internal deadline;
-
-    function setUp() public override {
-        super.setUp();
-        jobId = postJob();
-        deadline = jobOf(jobId).deadline;
-    }
-
+contract JobMarket_Expire_Test is JobMarket_PostedJob_Test {
     function expire(uint64 id) internal {
         vm.prank(stranger);
         market.expire(id);
     }
 
+    function expectExpired(uint64 nodeId, uint256 refund, uint96 slashed) internal {
+        expectMarketEmit();
+        emit IJobMarket.JobExpired(jobId, nodeId, refund, slashed);
+    }
+
+    function expectDeadlineNotPassed() internal {
+        vm.expectRevert(abi.encodeWithSelector(IJobMarket.JobMarket_DeadlineNotPassed.selector, jobId, deadline));
+    }
+
+    /// Assigns the job to a freshly registered node and lets it submit its result.
+    function submitForJob() internal {
+        assignJob(jobId, registerNode());
+        submitJob(jobId);
+    }
+
     function test_Expire_RefundsOpenJob() external {
         vm.warp(deadline);
-        vm.expectEmit(true, true, true, true, address(market));
-        emit IJobMarket.JobExpired(jobId, 0, BOUNTY, 0);
+        expectExpired(0, BOUNTY, 0);
         expire(jobId);
 
         assertStatus(jobId, JobStatus.Expired);
@@ -38,8 +43,7 @@ contract JobMarket_Expire_Test is JobMarketBase {
         vm.warp(deadline);
         uint256 refund = uint256(BOUNTY) + SLASH;
 
-        vm.expectEmit(true, true, true, true, address(market));
-        emit IJobMarket.JobExpired(jobId, nodeId, refund, SLASH);
+        expectExpired(nodeId, refund, SLASH);
         expire(jobId);
 
         assertStatus(jobId, JobStatus.Expired);
@@ -52,12 +56,9 @@ contract JobMarket_Expire_Test is JobMarketBase {
 
     function test_Expire_RequeuedJobNamesNoNode() external {
         uint64 nodeId = registerNode();
-        assignJob(jobId, nodeId);
-        vm.prank(agent);
-        market.reject(jobId, "bad input");
+        assignAndReject(jobId, nodeId);
         vm.warp(deadline);
-        vm.expectEmit(true, true, true, true, address(market));
-        emit IJobMarket.JobExpired(jobId, 0, BOUNTY, 0);
+        expectExpired(0, BOUNTY, 0);
         expire(jobId);
         assertEq(nodeOf(nodeId).stake, STAKE);
     }
@@ -69,42 +70,40 @@ contract JobMarket_Expire_Test is JobMarketBase {
     }
 
     function test_RevertWhen_DeadlineNotPassed() external {
-        vm.expectRevert(abi.encodeWithSelector(IJobMarket.JobMarket_DeadlineNotPassed.selector, jobId, deadline));
+        expectDeadlineNotPassed();
         expire(jobId);
     }
 
     function test_RevertWhen_OneSecondBeforeDeadline() external {
         vm.warp(deadline - 1);
-        vm.expectRevert(abi.encodeWithSelector(IJobMarket.JobMarket_DeadlineNotPassed.selector, jobId, deadline));
+        expectDeadlineNotPassed();
         expire(jobId);
     }
 
     function test_RevertWhen_AssignedBeforeDeadline() external {
         assignJob(jobId, registerNode());
         vm.warp(deadline - 1);
-        vm.expectRevert(abi.encodeWithSelector(IJobMarket.JobMarket_DeadlineNotPassed.selector, jobId, deadline));
+        expectDeadlineNotPassed();
         expire(jobId);
     }
 
     function test_RevertWhen_JobUnknown() external {
-        vm.expectRevert(abi.encodeWithSelector(IJobMarket.JobMarket_UnknownJob.selector, uint64(99)));
+        expectUnknownJob(99);
         expire(99);
     }
 
     function test_RevertWhen_JobSubmitted() external {
-        assignJob(jobId, registerNode());
-        submitJob(jobId);
+        submitForJob();
         vm.warp(deadline);
-        vm.expectRevert(abi.encodeWithSelector(IJobMarket.JobMarket_WrongStatus.selector, jobId, JobStatus.Submitted));
+        expectWrongStatus(JobStatus.Submitted);
         expire(jobId);
     }
 
     function test_RevertWhen_JobDisputed() external {
-        assignJob(jobId, registerNode());
-        submitJob(jobId);
+        submitForJob();
         disputeJob(jobId);
         vm.warp(deadline);
-        vm.expectRevert(abi.encodeWithSelector(IJobMarket.JobMarket_WrongStatus.selector, jobId, JobStatus.Disputed));
+        expectWrongStatus(JobStatus.Disputed);
         expire(jobId);
     }
 
@@ -112,14 +111,14 @@ contract JobMarket_Expire_Test is JobMarketBase {
         vm.prank(submitter);
         market.cancel(jobId);
         vm.warp(deadline);
-        vm.expectRevert(abi.encodeWithSelector(IJobMarket.JobMarket_WrongStatus.selector, jobId, JobStatus.Cancelled));
+        expectWrongStatus(JobStatus.Cancelled);
         expire(jobId);
     }
 
     function test_RevertWhen_ExpiredTwice() external {
         vm.warp(deadline);
         expire(jobId);
-        vm.expectRevert(abi.encodeWithSelector(IJobMarket.JobMarket_WrongStatus.selector, jobId, JobStatus.Expired));
+        expectWrongStatus(JobStatus.Expired);
         expire(jobId);
         assertEq(market.creditOf(submitter), BOUNTY);
     }

@@ -1,42 +1,33 @@
 // SPDX-License-Identifier: Apache-2.0
 pragma solidity ^0.8.24;
 
-import {JobMarketBase} from "./JobMarketBase.sol";
+import {JobMarket_Settle_Shared} from "./JobMarket.settle.shared.sol";
 import {IJobMarket} from "../../src/interfaces/IJobMarket.sol";
 import {CompletionKind, JobStatus, MarketParams} from "../../src/types/Types.sol";
 
-contract JobMarket_Finalize_Test is JobMarketBase {
-    uint64 internal nodeId;
-    uint64 internal jobId;
-    uint40 internal endsAt;
-
-    function setUp() public override {
-        super.setUp();
-        (jobId, nodeId) = submittedJob();
-        endsAt = jobOf(jobId).challengeEndsAt;
-    }
-
+contract JobMarket_Finalize_Test is JobMarket_Settle_Shared {
     function finalize(uint64 id) internal {
         vm.prank(stranger);
         market.finalize(id);
+    }
+
+    function expectWindowOpen() internal {
+        vm.expectRevert(abi.encodeWithSelector(IJobMarket.JobMarket_ChallengeWindowOpen.selector, jobId, endsAt));
+    }
+
+    function settle(uint64 id) internal override {
+        finalize(id);
     }
 
     function test_Finalize_PaysProviderAtWindowEnd() external {
         assertEq(endsAt, block.timestamp + CHALLENGE_WINDOW);
         vm.warp(endsAt);
         uint96 payout = BOUNTY - fee(BOUNTY);
-        vm.expectEmit(true, true, true, true, address(market));
-        emit IJobMarket.JobCompleted(jobId, nodeId, operator, payout, fee(BOUNTY), CompletionKind.Finalized);
+        expectCompleted(jobId, payout, fee(BOUNTY), CompletionKind.Finalized);
         finalize(jobId);
 
-        assertStatus(jobId, JobStatus.Completed);
-        assertEq(market.creditOf(operator), payout);
-        assertEq(market.creditOf(treasury), fee(BOUNTY));
+        assertProviderPaid(payout, BOUNTY);
         assertEq(market.creditOf(stranger), 0);
-        assertEq(market.creditOf(submitter), 0);
-        assertEq(token.balanceOf(address(market)), BOUNTY);
-        assertNodeCounters(nodeId, 0, 0, 1, 0);
-        assertEq(nodeOf(nodeId).stake, STAKE);
     }
 
     function test_Finalize_PaysProviderLongAfterWindow() external {
@@ -55,14 +46,9 @@ contract JobMarket_Finalize_Test is JobMarketBase {
 
     /// A fee raised after posting does not apply: the submitter pays the rate it saw.
     function test_Finalize_UsesFeeFixedAtPost() external {
-        MarketParams memory p = marketParams();
-        p.protocolFeeBps = 1_000;
-        setMarketParams(p);
+        setProtocolFee(1_000);
         vm.warp(endsAt);
-        vm.expectEmit(true, true, true, true, address(market));
-        emit IJobMarket.JobCompleted(
-            jobId, nodeId, operator, BOUNTY - fee(BOUNTY), fee(BOUNTY), CompletionKind.Finalized
-        );
+        expectCompleted(jobId, BOUNTY - fee(BOUNTY), fee(BOUNTY), CompletionKind.Finalized);
         finalize(jobId);
         assertEq(market.creditOf(treasury), fee(BOUNTY));
         assertEq(jobOf(jobId).protocolFeeBps, FEE_BPS);
@@ -79,39 +65,26 @@ contract JobMarket_Finalize_Test is JobMarketBase {
 
     function test_RevertWhen_ChallengeWindowOpen() external {
         vm.warp(endsAt - 1);
-        vm.expectRevert(abi.encodeWithSelector(IJobMarket.JobMarket_ChallengeWindowOpen.selector, jobId, endsAt));
+        expectWindowOpen();
         finalize(jobId);
     }
 
     function test_RevertWhen_JustSubmitted() external {
-        vm.expectRevert(abi.encodeWithSelector(IJobMarket.JobMarket_ChallengeWindowOpen.selector, jobId, endsAt));
+        expectWindowOpen();
         finalize(jobId);
-    }
-
-    function test_RevertWhen_JobUnknown() external {
-        vm.expectRevert(abi.encodeWithSelector(IJobMarket.JobMarket_UnknownJob.selector, uint64(99)));
-        finalize(99);
-    }
-
-    function test_RevertWhen_JobAssigned() external {
-        uint64 assigned = postJob();
-        assignJob(assigned, nodeId);
-        vm.warp(endsAt);
-        vm.expectRevert(abi.encodeWithSelector(IJobMarket.JobMarket_WrongStatus.selector, assigned, JobStatus.Assigned));
-        finalize(assigned);
     }
 
     function test_RevertWhen_JobDisputed() external {
         disputeJob(jobId);
         vm.warp(endsAt);
-        vm.expectRevert(abi.encodeWithSelector(IJobMarket.JobMarket_WrongStatus.selector, jobId, JobStatus.Disputed));
+        expectWrongStatus(JobStatus.Disputed);
         finalize(jobId);
     }
 
     function test_RevertWhen_FinalizedTwice() external {
         vm.warp(endsAt);
         finalize(jobId);
-        vm.expectRevert(abi.encodeWithSelector(IJobMarket.JobMarket_WrongStatus.selector, jobId, JobStatus.Completed));
+        expectWrongStatus(JobStatus.Completed);
         finalize(jobId);
         assertEq(market.creditOf(operator), BOUNTY - fee(BOUNTY));
     }

@@ -21,6 +21,25 @@ contract JobMarket_PostJob_Test is JobMarketBase {
         return uint40(block.timestamp + 1 days);
     }
 
+    /// The rows of the requirements table the market refuses, each breaking one rule of `h100Job`.
+    enum Broken {
+        NoPriority,
+        PriorityAboveMax,
+        NoRuntime,
+        ModelWithoutGpus
+    }
+
+    function expectRefused(Broken row) internal {
+        JobRequirements memory req = h100Job();
+        if (row == Broken.NoPriority) req.priority = 0;
+        if (row == Broken.PriorityAboveMax) req.priority = 11;
+        if (row == Broken.NoRuntime) req.maxRuntime = 0;
+        if (row == Broken.ModelWithoutGpus) req.minGpuCount = 0;
+        vm.expectRevert(IJobMarket.JobMarket_InvalidRequirements.selector);
+        post(req, BOUNTY, deadline(), specJson());
+        assertEq(market.jobCount(), 0);
+    }
+
     function test_PostJob_EscrowsBountyAndStoresJob() external {
         JobRequirements memory req = h100Job();
         bytes memory spec = specJson();
@@ -113,31 +132,19 @@ contract JobMarket_PostJob_Test is JobMarketBase {
     }
 
     function test_RevertWhen_PriorityIsZero() external {
-        JobRequirements memory req = h100Job();
-        req.priority = 0;
-        vm.expectRevert(IJobMarket.JobMarket_InvalidRequirements.selector);
-        post(req, BOUNTY, deadline(), specJson());
+        expectRefused(Broken.NoPriority);
     }
 
     function test_RevertWhen_PriorityAboveMax() external {
-        JobRequirements memory req = h100Job();
-        req.priority = 11;
-        vm.expectRevert(IJobMarket.JobMarket_InvalidRequirements.selector);
-        post(req, BOUNTY, deadline(), specJson());
+        expectRefused(Broken.PriorityAboveMax);
     }
 
     function test_RevertWhen_MaxRuntimeIsZero() external {
-        JobRequirements memory req = h100Job();
-        req.maxRuntime = 0;
-        vm.expectRevert(IJobMarket.JobMarket_InvalidRequirements.selector);
-        post(req, BOUNTY, deadline(), specJson());
+        expectRefused(Broken.NoRuntime);
     }
 
     function test_RevertWhen_GpuModelWithoutGpuCount() external {
-        JobRequirements memory req = h100Job();
-        req.minGpuCount = 0;
-        vm.expectRevert(IJobMarket.JobMarket_InvalidRequirements.selector);
-        post(req, BOUNTY, deadline(), specJson());
+        expectRefused(Broken.ModelWithoutGpus);
     }
 
     function test_RevertWhen_BountyIsZero() external {
@@ -178,11 +185,7 @@ contract JobMarket_PostJob_Test is JobMarketBase {
     function test_RevertWhen_AllowanceInsufficient() external {
         vm.prank(submitter);
         token.approve(address(market), BOUNTY - 1);
-        vm.expectRevert(
-            abi.encodeWithSelector(
-                IERC20Errors.ERC20InsufficientAllowance.selector, address(market), BOUNTY - 1, BOUNTY
-            )
-        );
+        expectAllowanceShort(BOUNTY - 1, BOUNTY);
         post(h100Job(), BOUNTY, deadline(), specJson());
     }
 

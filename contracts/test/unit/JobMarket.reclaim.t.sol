@@ -1,21 +1,16 @@
 // SPDX-License-Identifier: Apache-2.0
 pragma solidity ^0.8.24;
 
-import {JobMarketBase} from "./JobMarketBase.sol";
+import {JobMarket_AssignedJob_Test} from "./JobMarketBase.sol";
 import {IJobMarket} from "../../src/interfaces/IJobMarket.sol";
-import {FailureKind, JobInfo, JobRequirements, JobStatus, MarketParams, ReclaimKind} from "../../src/types/Types.sol";
+import {FailureKind, JobInfo, JobRequirements, JobStatus, ReclaimKind} from "../../src/types/Types.sol";
 
-contract JobMarket_Reclaim_Test is JobMarketBase {
-    uint64 internal nodeId;
-    uint64 internal jobId;
+contract JobMarket_Reclaim_Test is JobMarket_AssignedJob_Test {
     uint40 internal assignedAt;
     uint32 internal maxRuntime;
 
     function setUp() public override {
         super.setUp();
-        nodeId = registerNode();
-        jobId = postJob();
-        assignJob(jobId, nodeId);
         assignedAt = uint40(block.timestamp);
         maxRuntime = h100Job().maxRuntime;
     }
@@ -31,45 +26,42 @@ contract JobMarket_Reclaim_Test is JobMarketBase {
         heartbeat(nodeId);
     }
 
+    function expectNotReclaimable(uint64 id) internal {
+        vm.expectRevert(abi.encodeWithSelector(IJobMarket.JobMarket_NotReclaimable.selector, id));
+    }
+
+    /// Posts a job whose deadline (an hour away) comes before its runtime (two days) ends, and
+    /// assigns it to the node.
+    function assignShortJob() internal returns (uint64 shortJob) {
+        JobRequirements memory req = h100Job();
+        req.maxRuntime = 2 days;
+        vm.prank(submitter);
+        shortJob = market.postJob(req, BOUNTY, uint40(block.timestamp + 1 hours), specJson());
+        assignJob(shortJob, nodeId);
+    }
+
     function test_Reclaim_NodeInactive() external {
         makeInactive(nodeId);
         uint256 registryBefore = token.balanceOf(address(registry));
 
-        vm.expectEmit(true, true, true, true, address(market));
-        emit IJobMarket.JobReclaimed(jobId, nodeId, ReclaimKind.NodeInactive, SLASH, stranger);
-        vm.expectEmit(true, true, true, true, address(market));
-        emit IJobMarket.JobRequeued(jobId, 1);
+        expectReclaimed(jobId, nodeId, ReclaimKind.NodeInactive, SLASH, stranger);
+        expectRequeued(jobId, 1);
         reclaim(jobId);
 
-        JobInfo memory job = jobOf(jobId);
-        assertEq(uint8(job.status), uint8(JobStatus.Open));
-        assertEq(job.attempts, 1, "attempts kept");
-        assertEq(job.nodeId, nodeId, "last node kept");
-        assertEq(job.bounty, BOUNTY);
-        assertEq(market.creditOf(submitter), SLASH);
+        assertRequeued(jobId, nodeId, SLASH, 1, registryBefore);
         assertEq(market.creditOf(stranger), 0);
-        assertEq(token.balanceOf(address(market)), BOUNTY + SLASH);
-        assertEq(token.balanceOf(address(registry)), registryBefore - SLASH);
-        assertNodeCounters(nodeId, 0, 0, 0, 1);
-        assertEq(nodeOf(nodeId).stake, STAKE - SLASH);
-        assertEq(nodeOf(nodeId).totalSlashed, SLASH);
     }
 
     function test_Reclaim_RuntimeExceeded() external {
         exceedRuntime(jobId);
         assertEq(block.timestamp, uint256(assignedAt) + maxRuntime + 1);
+        uint256 registryBefore = token.balanceOf(address(registry));
 
-        vm.expectEmit(true, true, true, true, address(market));
-        emit IJobMarket.JobReclaimed(jobId, nodeId, ReclaimKind.RuntimeExceeded, SLASH, stranger);
-        vm.expectEmit(true, true, true, true, address(market));
-        emit IJobMarket.JobRequeued(jobId, 1);
+        expectReclaimed(jobId, nodeId, ReclaimKind.RuntimeExceeded, SLASH, stranger);
+        expectRequeued(jobId, 1);
         reclaim(jobId);
 
-        assertStatus(jobId, JobStatus.Open);
-        assertEq(jobOf(jobId).attempts, 1);
-        assertEq(market.creditOf(submitter), SLASH);
-        assertNodeCounters(nodeId, 0, 0, 0, 1);
-        assertEq(nodeOf(nodeId).stake, STAKE - SLASH);
+        assertRequeued(jobId, nodeId, SLASH, 1, registryBefore);
     }
 
     function test_Reclaim_RequeuedJobIsAssignedAgain() external {
@@ -77,7 +69,7 @@ contract JobMarket_Reclaim_Test is JobMarketBase {
         reclaim(jobId);
 
         vm.warp(block.timestamp + 10);
-        vm.expectEmit(true, true, true, true, address(market));
+        expectMarketEmit();
         emit IJobMarket.JobAssigned(jobId, nodeId, agent, 2, false, uint40(block.timestamp));
         assignJob(jobId, nodeId);
 
@@ -89,7 +81,7 @@ contract JobMarket_Reclaim_Test is JobMarketBase {
 
         // The runtime counts from the new assignment.
         vm.warp(uint256(job.assignedAt) + maxRuntime);
-        vm.expectRevert(abi.encodeWithSelector(IJobMarket.JobMarket_NotReclaimable.selector, jobId));
+        expectNotReclaimable(jobId);
         reclaim(jobId);
     }
 
@@ -106,41 +98,28 @@ contract JobMarket_Reclaim_Test is JobMarketBase {
         uint96 lastSlash = slashOf(nodeOf(nodeId).stake);
         slashed += lastSlash;
 
-        vm.expectEmit(true, true, true, true, address(market));
-        emit IJobMarket.JobReclaimed(jobId, nodeId, ReclaimKind.RuntimeExceeded, lastSlash, stranger);
-        vm.expectEmit(true, true, true, true, address(market));
-        emit IJobMarket.JobFailed(jobId, FailureKind.OutOfAttempts, BOUNTY);
+        expectReclaimed(jobId, nodeId, ReclaimKind.RuntimeExceeded, lastSlash, stranger);
+        expectFailed(jobId, FailureKind.OutOfAttempts, BOUNTY);
         reclaim(jobId);
 
-        assertStatus(jobId, JobStatus.Failed);
-        assertEq(jobOf(jobId).attempts, MAX_ATTEMPTS);
-        assertEq(market.creditOf(submitter), uint256(BOUNTY) + slashed);
-        assertEq(token.balanceOf(address(market)), uint256(BOUNTY) + slashed);
-        assertNodeCounters(nodeId, 0, 0, 0, MAX_ATTEMPTS);
-        assertEq(nodeOf(nodeId).stake, STAKE - slashed);
+        assertFailedOutOfAttempts(jobId, nodeId, slashed, MAX_ATTEMPTS);
     }
 
     function test_Reclaim_FailsJobWhenMaxAttemptsLowered() external {
-        MarketParams memory p = marketParams();
-        p.maxAttempts = 1;
-        setMarketParams(p);
+        setMaxAttempts(1);
         makeInactive(nodeId);
-        vm.expectEmit(true, true, true, true, address(market));
-        emit IJobMarket.JobFailed(jobId, FailureKind.OutOfAttempts, BOUNTY);
+        expectFailed(jobId, FailureKind.OutOfAttempts, BOUNTY);
         reclaim(jobId);
         assertStatus(jobId, JobStatus.Failed);
         assertEq(market.creditOf(submitter), uint256(BOUNTY) + SLASH);
     }
 
     function test_Reclaim_FailsJobPastDeadline() external {
-        uint40 deadline = jobOf(jobId).deadline;
         vm.warp(deadline);
         heartbeat(nodeId);
 
-        vm.expectEmit(true, true, true, true, address(market));
-        emit IJobMarket.JobReclaimed(jobId, nodeId, ReclaimKind.RuntimeExceeded, SLASH, stranger);
-        vm.expectEmit(true, true, true, true, address(market));
-        emit IJobMarket.JobFailed(jobId, FailureKind.PastDeadline, BOUNTY);
+        expectReclaimed(jobId, nodeId, ReclaimKind.RuntimeExceeded, SLASH, stranger);
+        expectFailed(jobId, FailureKind.PastDeadline, BOUNTY);
         reclaim(jobId);
 
         assertStatus(jobId, JobStatus.Failed);
@@ -151,45 +130,32 @@ contract JobMarket_Reclaim_Test is JobMarketBase {
 
     function test_Reclaim_FailsJobPastDeadlineOnInactiveNode() external {
         // The deadline comes before the runtime ends: only an Inactive node makes it reclaimable.
-        JobRequirements memory req = h100Job();
-        req.maxRuntime = 2 days;
-        vm.prank(submitter);
-        uint64 shortJob = market.postJob(req, BOUNTY, uint40(block.timestamp + 1 hours), specJson());
-        assignJob(shortJob, nodeId);
+        uint64 shortJob = assignShortJob();
         vm.warp(jobOf(shortJob).deadline);
         makeInactive(nodeId);
 
-        vm.expectEmit(true, true, true, true, address(market));
-        emit IJobMarket.JobReclaimed(shortJob, nodeId, ReclaimKind.NodeInactive, SLASH, stranger);
-        vm.expectEmit(true, true, true, true, address(market));
-        emit IJobMarket.JobFailed(shortJob, FailureKind.PastDeadline, BOUNTY);
+        expectReclaimed(shortJob, nodeId, ReclaimKind.NodeInactive, SLASH, stranger);
+        expectFailed(shortJob, FailureKind.PastDeadline, BOUNTY);
         reclaim(shortJob);
         assertStatus(shortJob, JobStatus.Failed);
     }
 
     function test_Reclaim_OutOfAttemptsTakesPrecedenceOverDeadline() external {
-        MarketParams memory p = marketParams();
-        p.maxAttempts = 1;
-        setMarketParams(p);
-        vm.warp(jobOf(jobId).deadline);
+        setMaxAttempts(1);
+        vm.warp(deadline);
         heartbeat(nodeId);
-        vm.expectEmit(true, true, true, true, address(market));
-        emit IJobMarket.JobFailed(jobId, FailureKind.OutOfAttempts, BOUNTY);
+        expectFailed(jobId, FailureKind.OutOfAttempts, BOUNTY);
         reclaim(jobId);
     }
 
     function test_RevertWhen_DeadlinePassedBeforeRuntimeEnds() external {
         // Deadline before assignedAt + maxRuntime and a live node: reclaim is not the way
         // out, expire is.
-        JobRequirements memory req = h100Job();
-        req.maxRuntime = 2 days;
-        vm.prank(submitter);
-        uint64 shortJob = market.postJob(req, BOUNTY, uint40(block.timestamp + 1 hours), specJson());
-        assignJob(shortJob, nodeId);
+        uint64 shortJob = assignShortJob();
         vm.warp(uint256(jobOf(shortJob).deadline) + 1);
         heartbeat(nodeId);
 
-        vm.expectRevert(abi.encodeWithSelector(IJobMarket.JobMarket_NotReclaimable.selector, shortJob));
+        expectNotReclaimable(shortJob);
         reclaim(shortJob);
 
         market.expire(shortJob);
@@ -197,52 +163,52 @@ contract JobMarket_Reclaim_Test is JobMarketBase {
     }
 
     function test_RevertWhen_NodeAliveAndRuntimeNotExceeded() external {
-        vm.expectRevert(abi.encodeWithSelector(IJobMarket.JobMarket_NotReclaimable.selector, jobId));
+        expectNotReclaimable(jobId);
         reclaim(jobId);
     }
 
     function test_RevertWhen_RuntimeEndsExactlyNow() external {
         vm.warp(uint256(assignedAt) + maxRuntime);
         heartbeat(nodeId);
-        vm.expectRevert(abi.encodeWithSelector(IJobMarket.JobMarket_NotReclaimable.selector, jobId));
+        expectNotReclaimable(jobId);
         reclaim(jobId);
     }
 
     function test_RevertWhen_HeartbeatOverdueButNodeNotMarkedInactive() external {
         vm.warp(block.timestamp + HEARTBEAT_TIMEOUT + 1);
-        vm.expectRevert(abi.encodeWithSelector(IJobMarket.JobMarket_NotReclaimable.selector, jobId));
+        expectNotReclaimable(jobId);
         reclaim(jobId);
     }
 
     function test_RevertWhen_NodeReactivated() external {
         makeInactive(nodeId);
         heartbeat(nodeId);
-        vm.expectRevert(abi.encodeWithSelector(IJobMarket.JobMarket_NotReclaimable.selector, jobId));
+        expectNotReclaimable(jobId);
         reclaim(jobId);
     }
 
     function test_RevertWhen_NodeExitingWithinRuntime() external {
         beginExit(nodeId);
-        vm.expectRevert(abi.encodeWithSelector(IJobMarket.JobMarket_NotReclaimable.selector, jobId));
+        expectNotReclaimable(jobId);
         reclaim(jobId);
     }
 
     function test_RevertWhen_JobUnknown() external {
-        vm.expectRevert(abi.encodeWithSelector(IJobMarket.JobMarket_UnknownJob.selector, uint64(99)));
+        expectUnknownJob(99);
         reclaim(99);
     }
 
     function test_RevertWhen_JobOpen() external {
         uint64 open = postJob();
         makeInactive(nodeId);
-        vm.expectRevert(abi.encodeWithSelector(IJobMarket.JobMarket_WrongStatus.selector, open, JobStatus.Open));
+        expectWrongStatus(open, JobStatus.Open);
         reclaim(open);
     }
 
     function test_RevertWhen_JobRequeued() external {
         makeInactive(nodeId);
         reclaim(jobId);
-        vm.expectRevert(abi.encodeWithSelector(IJobMarket.JobMarket_WrongStatus.selector, jobId, JobStatus.Open));
+        expectWrongStatus(JobStatus.Open);
         reclaim(jobId);
         assertEq(market.creditOf(submitter), SLASH);
     }
@@ -250,7 +216,7 @@ contract JobMarket_Reclaim_Test is JobMarketBase {
     function test_RevertWhen_JobSubmitted() external {
         submitJob(jobId);
         makeInactive(nodeId);
-        vm.expectRevert(abi.encodeWithSelector(IJobMarket.JobMarket_WrongStatus.selector, jobId, JobStatus.Submitted));
+        expectWrongStatus(JobStatus.Submitted);
         reclaim(jobId);
     }
 }

@@ -1,32 +1,26 @@
 // SPDX-License-Identifier: Apache-2.0
 pragma solidity ^0.8.24;
 
-import {JobMarketBase} from "./JobMarketBase.sol";
+import {JobMarket_AgentCall_Shared} from "./JobMarket.agentCall.shared.sol";
 import {IJobMarket} from "../../src/interfaces/IJobMarket.sol";
 import {JobInfo, JobStatus} from "../../src/types/Types.sol";
 
-contract JobMarket_SubmitResult_Test is JobMarketBase {
+contract JobMarket_SubmitResult_Test is JobMarket_AgentCall_Shared {
     bytes32 internal constant RESULT = keccak256("result");
 
-    uint64 internal nodeId;
-    uint64 internal jobId;
-
-    function setUp() public override {
-        super.setUp();
-        nodeId = registerNode();
-        jobId = postJob();
-        assignJob(jobId, nodeId);
+    function actAs(address caller, uint64 id) internal override {
+        vm.prank(caller);
+        market.submitResult(id, RESULT, "ipfs://result");
     }
 
     function submitAs(address caller) internal {
-        vm.prank(caller);
-        market.submitResult(jobId, RESULT, "ipfs://result");
+        actAs(caller, jobId);
     }
 
     function test_SubmitResult_SubmitsResult() external {
         vm.warp(block.timestamp + 30 minutes);
         uint40 endsAt = uint40(block.timestamp) + CHALLENGE_WINDOW;
-        vm.expectEmit(true, true, true, true, address(market));
+        expectMarketEmit();
         emit IJobMarket.ResultSubmitted(jobId, nodeId, RESULT, "ipfs://result", endsAt);
         submitAs(agent);
 
@@ -42,7 +36,6 @@ contract JobMarket_SubmitResult_Test is JobMarketBase {
     }
 
     function test_SubmitResult_OneSecondBeforeDeadline() external {
-        uint40 deadline = jobOf(jobId).deadline;
         vm.warp(deadline - 1);
         submitAs(agent);
         assertStatus(jobId, JobStatus.Submitted);
@@ -50,10 +43,7 @@ contract JobMarket_SubmitResult_Test is JobMarketBase {
     }
 
     function test_SubmitResult_ByNewAgentAfterAgentChange() external {
-        address newAgent = makeAddr("newAgent");
-        vm.prank(operator);
-        registry.setAgent(nodeId, newAgent);
-        submitAs(newAgent);
+        submitAs(setNewAgent(nodeId));
         assertStatus(jobId, JobStatus.Submitted);
         assertNodeCounters(nodeId, 0, 1, 0, 0);
     }
@@ -66,55 +56,28 @@ contract JobMarket_SubmitResult_Test is JobMarketBase {
         assertNodeCounters(nodeId, 0, 1, 0, 0);
     }
 
-    function test_RevertWhen_CallerNotAssignedAgent() external {
-        vm.expectRevert(abi.encodeWithSelector(IJobMarket.JobMarket_NotAssignedAgent.selector, jobId, stranger));
-        submitAs(stranger);
-        assertNodeCounters(nodeId, 1, 0, 0, 0);
-    }
-
-    function test_RevertWhen_CallerIsOperator() external {
-        vm.expectRevert(abi.encodeWithSelector(IJobMarket.JobMarket_NotAssignedAgent.selector, jobId, operator));
-        submitAs(operator);
-    }
-
     function test_RevertWhen_CallerIsFormerAgent() external {
-        vm.prank(operator);
-        registry.setAgent(nodeId, makeAddr("newAgent"));
-        vm.expectRevert(abi.encodeWithSelector(IJobMarket.JobMarket_NotAssignedAgent.selector, jobId, agent));
+        setNewAgent(nodeId);
+        expectNotAssignedAgent(jobId, agent);
         submitAs(agent);
-    }
-
-    function test_RevertWhen_JobUnknown() external {
-        vm.expectRevert(abi.encodeWithSelector(IJobMarket.JobMarket_UnknownJob.selector, uint64(99)));
-        vm.prank(agent);
-        market.submitResult(99, RESULT, "ipfs://result");
-    }
-
-    function test_RevertWhen_JobOpen() external {
-        uint64 open = postJob();
-        vm.expectRevert(abi.encodeWithSelector(IJobMarket.JobMarket_WrongStatus.selector, open, JobStatus.Open));
-        vm.prank(agent);
-        market.submitResult(open, RESULT, "ipfs://result");
     }
 
     function test_RevertWhen_SubmittedTwice() external {
         submitAs(agent);
-        vm.expectRevert(abi.encodeWithSelector(IJobMarket.JobMarket_WrongStatus.selector, jobId, JobStatus.Submitted));
+        expectWrongStatus(JobStatus.Submitted);
         submitAs(agent);
         assertNodeCounters(nodeId, 0, 1, 0, 0);
     }
 
     function test_RevertWhen_DeadlineReached() external {
-        uint40 deadline = jobOf(jobId).deadline;
         vm.warp(deadline);
-        vm.expectRevert(abi.encodeWithSelector(IJobMarket.JobMarket_PastDeadline.selector, jobId, deadline));
+        expectPastDeadline(jobId);
         submitAs(agent);
     }
 
     function test_RevertWhen_DeadlinePassed() external {
-        uint40 deadline = jobOf(jobId).deadline;
         vm.warp(uint256(deadline) + 1 hours);
-        vm.expectRevert(abi.encodeWithSelector(IJobMarket.JobMarket_PastDeadline.selector, jobId, deadline));
+        expectPastDeadline(jobId);
         submitAs(agent);
     }
 }

@@ -2,7 +2,7 @@
 pragma solidity ^0.8.24;
 
 import {JobMarketBase} from "./JobMarketBase.sol";
-import {JobInfo, JobStatus, MarketParams} from "../../src/types/Types.sol";
+import {JobInfo, JobStatus} from "../../src/types/Types.sol";
 
 contract JobMarket_Views_Test is JobMarketBase {
     function test_GetJob_UnknownJobIsEmpty() external view {
@@ -42,12 +42,7 @@ contract JobMarket_Views_Test is JobMarketBase {
     }
 
     function test_Params_ReturnsDeployedParams() external view {
-        MarketParams memory p = market.params();
-        assertEq(p.feeRecipient, treasury);
-        assertEq(p.challengeWindow, CHALLENGE_WINDOW);
-        assertEq(p.protocolFeeBps, FEE_BPS);
-        assertEq(p.maxAttempts, MAX_ATTEMPTS);
-        assertEq(p.disputeBond, DISPUTE_BOND);
+        assertMarketParams(market.params(), marketParams());
     }
 
     function test_JobCount_CountsPostedJobs() external {

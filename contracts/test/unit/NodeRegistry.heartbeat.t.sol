@@ -3,16 +3,19 @@ pragma solidity ^0.8.24;
 
 import {Vm} from "forge-std/Vm.sol";
 
-import {NodeRegistry_Unit_Test} from "./NodeRegistryBase.sol";
+import {NodeRegistry_Node_Test} from "./NodeRegistryBase.sol";
 import {INodeRegistry} from "../../src/interfaces/INodeRegistry.sol";
 import {NodeStatus} from "../../src/types/Types.sol";
 
-contract NodeRegistry_Heartbeat_Test is NodeRegistry_Unit_Test {
-    uint64 internal nodeId;
+contract NodeRegistry_Heartbeat_Test is NodeRegistry_Node_Test {
+    function heartbeatAs(address caller, uint64 id) internal {
+        vm.prank(caller);
+        registry.heartbeat(id);
+    }
 
-    function setUp() public override {
-        super.setUp();
-        nodeId = registerNode();
+    function expectHeartbeat(uint32 at) internal {
+        expectRegistryEmit();
+        emit INodeRegistry.NodeHeartbeat(nodeId, at);
     }
 
     function test_Heartbeat_UpdatesLastHeartbeat() external {
@@ -20,10 +23,8 @@ contract NodeRegistry_Heartbeat_Test is NodeRegistry_Unit_Test {
         uint32 now32 = uint32(block.timestamp);
 
         vm.recordLogs();
-        expectRegistryEmit();
-        emit INodeRegistry.NodeHeartbeat(nodeId, now32);
-        vm.prank(agent);
-        registry.heartbeat(nodeId);
+        expectHeartbeat(now32);
+        heartbeatAs(agent, nodeId);
 
         // No NodeReactivated for an Active node.
         assertEq(registryLogs().length, 1);
@@ -39,10 +40,8 @@ contract NodeRegistry_Heartbeat_Test is NodeRegistry_Unit_Test {
         vm.recordLogs();
         expectRegistryEmit();
         emit INodeRegistry.NodeReactivated(nodeId, now32);
-        expectRegistryEmit();
-        emit INodeRegistry.NodeHeartbeat(nodeId, now32);
-        vm.prank(agent);
-        registry.heartbeat(nodeId);
+        expectHeartbeat(now32);
+        heartbeatAs(agent, nodeId);
 
         Vm.Log[] memory logs = registryLogs();
         assertEq(logs.length, 2);
@@ -55,32 +54,25 @@ contract NodeRegistry_Heartbeat_Test is NodeRegistry_Unit_Test {
     function test_Heartbeat_ExitingNodeStaysExiting() external {
         beginExit(nodeId);
         vm.warp(block.timestamp + 60);
-        expectRegistryEmit();
-        emit INodeRegistry.NodeHeartbeat(nodeId, uint32(block.timestamp));
-        vm.prank(agent);
-        registry.heartbeat(nodeId);
+        expectHeartbeat(uint32(block.timestamp));
+        heartbeatAs(agent, nodeId);
         assertStatus(nodeId, NodeStatus.Exiting);
         assertEq(registry.getNode(nodeId).lastHeartbeat, uint32(block.timestamp));
     }
 
     function test_RevertWhen_CallerIsNotAgent() external {
         vm.expectRevert(abi.encodeWithSelector(INodeRegistry.NodeRegistry_NotAgent.selector, nodeId, operator));
-        vm.prank(operator);
-        registry.heartbeat(nodeId);
+        heartbeatAs(operator, nodeId);
     }
 
     function test_RevertWhen_NodeIsExited() external {
         exitAndWithdraw(nodeId);
-        vm.expectRevert(
-            abi.encodeWithSelector(INodeRegistry.NodeRegistry_NotActive.selector, nodeId, NodeStatus.Exited)
-        );
-        vm.prank(agent);
-        registry.heartbeat(nodeId);
+        expectNotActive(NodeStatus.Exited);
+        heartbeatAs(agent, nodeId);
     }
 
     function test_RevertWhen_HeartbeatUnknownNode() external {
-        vm.expectRevert(abi.encodeWithSelector(INodeRegistry.NodeRegistry_UnknownNode.selector, uint64(2)));
-        vm.prank(agent);
-        registry.heartbeat(2);
+        expectUnknownNode(2);
+        heartbeatAs(agent, 2);
     }
 }

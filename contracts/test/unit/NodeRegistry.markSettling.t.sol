@@ -1,18 +1,10 @@
 // SPDX-License-Identifier: Apache-2.0
 pragma solidity ^0.8.24;
 
-import {NodeRegistry_Unit_Test} from "./NodeRegistryBase.sol";
-import {INodeRegistry} from "../../src/interfaces/INodeRegistry.sol";
-import {NodeInfo, NodeStatus} from "../../src/types/Types.sol";
+import {NodeRegistry_Node_Test} from "./NodeRegistryBase.sol";
+import {NodeStatus} from "../../src/types/Types.sol";
 
-contract NodeRegistry_MarkSettling_Test is NodeRegistry_Unit_Test {
-    uint64 internal nodeId;
-
-    function setUp() public override {
-        super.setUp();
-        nodeId = registerNode();
-    }
-
+contract NodeRegistry_MarkSettling_Test is NodeRegistry_Node_Test {
     function test_MarkSettling_MovesJobToSettling() external {
         takeSlot(nodeId);
         takeSlot(nodeId);
@@ -22,10 +14,7 @@ contract NodeRegistry_MarkSettling_Test is NodeRegistry_Unit_Test {
         address returnedAgent = registry.markSettling(nodeId);
 
         assertEq(returnedAgent, agent);
-        NodeInfo memory node = registry.getNode(nodeId);
-        assertEq(node.activeJobs, 1);
-        assertEq(node.settlingJobs, 1);
-        assertEq(node.completedJobs, 0);
+        assertNodeCounters(nodeId, 1, 1, 0, 0);
         assertEq(vm.getRecordedLogs().length, 0, "markSettling emits nothing");
     }
 
@@ -34,9 +23,7 @@ contract NodeRegistry_MarkSettling_Test is NodeRegistry_Unit_Test {
         takeSlot(nodeId);
         markSettling(nodeId);
         takeSlot(nodeId); // a settling job does not hold a slot
-        NodeInfo memory node = registry.getNode(nodeId);
-        assertEq(node.activeJobs, 2);
-        assertEq(node.settlingJobs, 1);
+        assertNodeCounters(nodeId, 2, 1, 0, 0);
     }
 
     function test_MarkSettling_InactiveNode() external {
@@ -49,25 +36,21 @@ contract NodeRegistry_MarkSettling_Test is NodeRegistry_Unit_Test {
 
     function test_MarkSettling_ReturnsCurrentAgent() external {
         takeSlot(nodeId);
-        address newAgent = makeAddr("newAgent");
-        vm.prank(operator);
-        registry.setAgent(nodeId, newAgent);
+        address newAgent = setNewAgent(nodeId);
         vm.prank(marketCaller);
         assertEq(registry.markSettling(nodeId), newAgent);
     }
 
     function test_RevertWhen_NoActiveJob() external {
-        vm.expectRevert(abi.encodeWithSelector(INodeRegistry.NodeRegistry_NoActiveJob.selector, nodeId));
-        vm.prank(marketCaller);
-        registry.markSettling(nodeId);
+        expectNoActiveJob(nodeId);
+        markSettling(nodeId);
     }
 
     function test_RevertWhen_AllJobsAlreadySettling() external {
         takeSlot(nodeId);
         markSettling(nodeId);
-        vm.expectRevert(abi.encodeWithSelector(INodeRegistry.NodeRegistry_NoActiveJob.selector, nodeId));
-        vm.prank(marketCaller);
-        registry.markSettling(nodeId);
+        expectNoActiveJob(nodeId);
+        markSettling(nodeId);
     }
 
     function test_RevertWhen_CallerLacksMarketRole() external {
@@ -79,8 +62,7 @@ contract NodeRegistry_MarkSettling_Test is NodeRegistry_Unit_Test {
     }
 
     function test_RevertWhen_MarkSettlingUnknownNode() external {
-        vm.expectRevert(abi.encodeWithSelector(INodeRegistry.NodeRegistry_UnknownNode.selector, uint64(2)));
-        vm.prank(marketCaller);
-        registry.markSettling(2);
+        expectUnknownNode(2);
+        markSettling(2);
     }
 }

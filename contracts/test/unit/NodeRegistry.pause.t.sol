@@ -6,23 +6,37 @@ import {Pausable} from "@openzeppelin/contracts/utils/Pausable.sol";
 import {NodeRegistry_Unit_Test} from "./NodeRegistryBase.sol";
 import {NodeStatus, Release} from "../../src/types/Types.sol";
 
-contract NodeRegistry_Pause_Test is NodeRegistry_Unit_Test {
-    function test_Pause_StopsRegistration() external {
-        vm.expectEmit(true, true, true, true, address(registry));
-        emit Pausable.Paused(pauser);
-        vm.prank(pauser);
+/// @notice Pausing and unpausing the registry: only the pauser may, and only from the other state.
+abstract contract NodeRegistry_Pausing_Test is NodeRegistry_Unit_Test {
+    function pauseAs(address caller) internal {
+        vm.prank(caller);
         registry.pause();
+    }
+
+    function unpauseAs(address caller) internal {
+        vm.prank(caller);
+        registry.unpause();
+    }
+
+    function expectNotPauser(address caller) internal {
+        vm.expectRevert(unauthorized(caller, registry.PAUSER_ROLE()));
+    }
+}
+
+contract NodeRegistry_Pause_Test is NodeRegistry_Pausing_Test {
+    function test_Pause_StopsRegistration() external {
+        expectRegistryEmit();
+        emit Pausable.Paused(pauser);
+        pauseAs(pauser);
         assertTrue(registry.paused());
     }
 
     /// Pausing stops new nodes only: existing nodes keep working and may leave.
     function test_Pause_ExistingNodesKeepWorking() external {
         uint64 nodeId = registerNode();
-        vm.prank(pauser);
-        registry.pause();
+        pauseAs(pauser);
 
-        vm.prank(agent);
-        registry.heartbeat(nodeId);
+        heartbeat(nodeId);
         vm.prank(operator);
         registry.topUpStake(nodeId, 1e6);
         takeSlot(nodeId);
@@ -32,57 +46,45 @@ contract NodeRegistry_Pause_Test is NodeRegistry_Unit_Test {
     }
 
     function test_RevertWhen_CallerLacksPauserRole() external {
-        bytes32 role = registry.PAUSER_ROLE();
-        vm.expectRevert(unauthorized(stranger, role));
-        vm.prank(stranger);
-        registry.pause();
+        expectNotPauser(stranger);
+        pauseAs(stranger);
     }
 
     function test_RevertWhen_AdminLacksPauserRole() external {
-        bytes32 role = registry.PAUSER_ROLE();
-        vm.expectRevert(unauthorized(admin, role));
-        vm.prank(admin);
-        registry.pause();
+        expectNotPauser(admin);
+        pauseAs(admin);
     }
 
     function test_RevertWhen_AlreadyPaused() external {
-        vm.prank(pauser);
-        registry.pause();
+        pauseAs(pauser);
         vm.expectRevert(abi.encodeWithSelector(Pausable.EnforcedPause.selector));
-        vm.prank(pauser);
-        registry.pause();
+        pauseAs(pauser);
     }
 }
 
-contract NodeRegistry_Unpause_Test is NodeRegistry_Unit_Test {
+contract NodeRegistry_Unpause_Test is NodeRegistry_Pausing_Test {
     function setUp() public override {
         super.setUp();
-        vm.prank(pauser);
-        registry.pause();
+        pauseAs(pauser);
     }
 
     function test_Unpause_ResumesRegistration() external {
-        vm.expectEmit(true, true, true, true, address(registry));
+        expectRegistryEmit();
         emit Pausable.Unpaused(pauser);
-        vm.prank(pauser);
-        registry.unpause();
+        unpauseAs(pauser);
 
         assertFalse(registry.paused());
         assertEq(registerNode(), 1);
     }
 
     function test_RevertWhen_CallerLacksPauserRole() external {
-        bytes32 role = registry.PAUSER_ROLE();
-        vm.expectRevert(unauthorized(stranger, role));
-        vm.prank(stranger);
-        registry.unpause();
+        expectNotPauser(stranger);
+        unpauseAs(stranger);
     }
 
     function test_RevertWhen_NotPaused() external {
-        vm.prank(pauser);
-        registry.unpause();
+        unpauseAs(pauser);
         vm.expectRevert(abi.encodeWithSelector(Pausable.ExpectedPause.selector));
-        vm.prank(pauser);
-        registry.unpause();
+        unpauseAs(pauser);
     }
 }

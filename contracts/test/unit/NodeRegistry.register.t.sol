@@ -4,19 +4,35 @@ pragma solidity ^0.8.24;
 import {IERC20Errors} from "@openzeppelin/contracts/interfaces/draft-IERC6093.sol";
 import {Pausable} from "@openzeppelin/contracts/utils/Pausable.sol";
 
-import {NodeRegistry_Unit_Test} from "./NodeRegistryBase.sol";
+import {NodeRegistry_Capabilities_Shared} from "./NodeRegistry.capabilities.shared.sol";
 import {INodeRegistry} from "../../src/interfaces/INodeRegistry.sol";
 import {NodeCapabilities, NodeInfo, NodeStatus} from "../../src/types/Types.sol";
 
-contract NodeRegistry_Register_Test is NodeRegistry_Unit_Test {
+contract NodeRegistry_Register_Test is NodeRegistry_Capabilities_Shared {
+    function register(NodeCapabilities memory caps, uint96 stake) internal returns (uint64) {
+        vm.prank(operator);
+        return registry.register(agent, caps, META, stake);
+    }
+
+    function validCapabilities() internal pure override returns (NodeCapabilities memory) {
+        return h100Node();
+    }
+
+    function submitCapabilities(NodeCapabilities memory caps) internal override {
+        register(caps, STAKE);
+    }
+
+    function assertNothingStored() internal view override {
+        assertEq(registry.nodeCount(), 0);
+    }
+
     function test_Register_StoresNodeAndPullsStake() external {
         uint256 operatorBefore = token.balanceOf(operator);
         uint32 now32 = uint32(block.timestamp);
 
         expectRegistryEmit();
         emit INodeRegistry.NodeRegistered(1, operator, agent, h100Node(), META, STAKE, now32);
-        vm.prank(operator);
-        uint64 nodeId = registry.register(agent, h100Node(), META, STAKE);
+        uint64 nodeId = register(h100Node(), STAKE);
 
         assertEq(nodeId, 1);
         assertEq(registry.nodeCount(), 1);
@@ -26,12 +42,9 @@ contract NodeRegistry_Register_Test is NodeRegistry_Unit_Test {
         NodeInfo memory node = registry.getNode(nodeId);
         assertEq(node.operator, operator);
         assertEq(node.agent, agent);
-        assertEq(node.activeJobs, 0);
-        assertEq(node.settlingJobs, 0);
+        assertNodeCounters(nodeId, 0, 0, 0, 0);
         assertEq(node.lastHeartbeat, now32);
         assertEq(node.stake, STAKE);
-        assertEq(node.completedJobs, 0);
-        assertEq(node.failedJobs, 0);
         assertEq(node.totalSlashed, 0);
         assertEq(node.unbondingEndsAt, 0);
         assertCapabilities(node.capabilities, h100Node());
@@ -58,14 +71,12 @@ contract NodeRegistry_Register_Test is NodeRegistry_Unit_Test {
     }
 
     function test_Register_AcceptsCpuOnlyNode() external {
-        vm.prank(operator);
-        uint64 nodeId = registry.register(agent, cpuOnlyNode(), META, STAKE);
+        uint64 nodeId = register(cpuOnlyNode(), STAKE);
         assertCapabilities(registry.getNode(nodeId).capabilities, cpuOnlyNode());
     }
 
     function test_Register_AcceptsStakeEqualToMinimum() external {
-        vm.prank(operator);
-        uint64 nodeId = registry.register(agent, h100Node(), META, MIN_STAKE);
+        uint64 nodeId = register(h100Node(), MIN_STAKE);
         assertEq(registry.getNode(nodeId).stake, MIN_STAKE);
         assertEq(token.balanceOf(address(registry)), MIN_STAKE);
     }
@@ -76,42 +87,11 @@ contract NodeRegistry_Register_Test is NodeRegistry_Unit_Test {
         registry.register(address(0), h100Node(), META, STAKE);
     }
 
-    function test_RevertWhen_ModelWithoutGpus() external {
-        NodeCapabilities memory caps = h100Node();
-        caps.gpuCount = 0;
-        expectInvalid(caps);
-    }
-
-    function test_RevertWhen_GpusWithoutModel() external {
-        NodeCapabilities memory caps = h100Node();
-        caps.gpuModel = bytes32(0);
-        expectInvalid(caps);
-    }
-
-    function test_RevertWhen_GpusWithoutVram() external {
-        NodeCapabilities memory caps = h100Node();
-        caps.vramMiB = 0;
-        expectInvalid(caps);
-    }
-
-    function test_RevertWhen_CpuCoresIsZero() external {
-        NodeCapabilities memory caps = h100Node();
-        caps.cpuCores = 0;
-        expectInvalid(caps);
-    }
-
-    function test_RevertWhen_MaxConcurrentJobsIsZero() external {
-        NodeCapabilities memory caps = h100Node();
-        caps.maxConcurrentJobs = 0;
-        expectInvalid(caps);
-    }
-
     function test_RevertWhen_StakeBelowMinimum() external {
         vm.expectRevert(
             abi.encodeWithSelector(INodeRegistry.NodeRegistry_StakeTooLow.selector, MIN_STAKE - 1, MIN_STAKE)
         );
-        vm.prank(operator);
-        registry.register(agent, h100Node(), META, MIN_STAKE - 1);
+        register(h100Node(), MIN_STAKE - 1);
     }
 
     function test_RevertWhen_StakeNotApproved() external {
@@ -129,14 +109,6 @@ contract NodeRegistry_Register_Test is NodeRegistry_Unit_Test {
         vm.prank(pauser);
         registry.pause();
         vm.expectRevert(abi.encodeWithSelector(Pausable.EnforcedPause.selector));
-        vm.prank(operator);
-        registry.register(agent, h100Node(), META, STAKE);
-    }
-
-    function expectInvalid(NodeCapabilities memory caps) internal {
-        vm.expectRevert(abi.encodeWithSelector(INodeRegistry.NodeRegistry_InvalidCapabilities.selector));
-        vm.prank(operator);
-        registry.register(agent, caps, META, STAKE);
-        assertEq(registry.nodeCount(), 0);
+        register(h100Node(), STAKE);
     }
 }

@@ -1,17 +1,24 @@
 // SPDX-License-Identifier: Apache-2.0
 pragma solidity ^0.8.24;
 
-import {NodeRegistry_Unit_Test} from "./NodeRegistryBase.sol";
+import {NodeRegistry_Node_Test} from "./NodeRegistryBase.sol";
 import {INodeRegistry} from "../../src/interfaces/INodeRegistry.sol";
 import {NodeInfo, NodeStatus, Release} from "../../src/types/Types.sol";
 
-contract NodeRegistry_Release_Test is NodeRegistry_Unit_Test {
+contract NodeRegistry_Release_Test is NodeRegistry_Node_Test {
     uint96 internal constant SLASH = uint96((uint256(STAKE) * SLASH_BPS) / 10_000); // 50e6
-    uint64 internal nodeId;
 
-    function setUp() public override {
-        super.setUp();
-        nodeId = registerNode();
+    /// Releases a job of the node as the market and checks that the operator is returned.
+    function releaseToOperator(bool settling, Release outcome) internal returns (uint96 slashed) {
+        vm.prank(marketCaller);
+        address returnedOperator;
+        (returnedOperator, slashed) = registry.release(nodeId, settling, outcome);
+        assertEq(returnedOperator, operator);
+    }
+
+    function expectSlashed(uint64 id, uint96 amount, uint96 stakeLeft) internal {
+        expectRegistryEmit();
+        emit INodeRegistry.NodeSlashed(id, amount, stakeLeft);
     }
 
     // ---------------------------------------------------------------- Completed
@@ -20,17 +27,11 @@ contract NodeRegistry_Release_Test is NodeRegistry_Unit_Test {
         takeSlot(nodeId);
 
         vm.recordLogs();
-        vm.prank(marketCaller);
-        (address returnedOperator, uint96 slashed) = registry.release(nodeId, false, Release.Completed);
+        uint96 slashed = releaseToOperator(false, Release.Completed);
 
-        assertEq(returnedOperator, operator);
         assertEq(slashed, 0);
-        NodeInfo memory node = registry.getNode(nodeId);
-        assertEq(node.activeJobs, 0);
-        assertEq(node.settlingJobs, 0);
-        assertEq(node.completedJobs, 1);
-        assertEq(node.failedJobs, 0);
-        assertEq(node.stake, STAKE);
+        assertNodeCounters(nodeId, 0, 0, 1, 0);
+        assertEq(registry.getNode(nodeId).stake, STAKE);
         assertEq(vm.getRecordedLogs().length, 0, "a completed release emits nothing");
     }
 
@@ -39,16 +40,8 @@ contract NodeRegistry_Release_Test is NodeRegistry_Unit_Test {
         takeSlot(nodeId);
         markSettling(nodeId);
 
-        vm.prank(marketCaller);
-        (address returnedOperator, uint96 slashed) = registry.release(nodeId, true, Release.Completed);
-
-        assertEq(returnedOperator, operator);
-        assertEq(slashed, 0);
-        NodeInfo memory node = registry.getNode(nodeId);
-        assertEq(node.activeJobs, 1);
-        assertEq(node.settlingJobs, 0);
-        assertEq(node.completedJobs, 1);
-        assertEq(node.failedJobs, 0);
+        assertEq(releaseToOperator(true, Release.Completed), 0);
+        assertNodeCounters(nodeId, 1, 0, 1, 0);
     }
 
     // ---------------------------------------------------------------- NoFault
@@ -58,16 +51,10 @@ contract NodeRegistry_Release_Test is NodeRegistry_Unit_Test {
         markSettling(nodeId);
 
         vm.recordLogs();
-        vm.prank(marketCaller);
-        (address returnedOperator, uint96 slashed) = registry.release(nodeId, true, Release.NoFault);
+        assertEq(releaseToOperator(true, Release.NoFault), 0);
 
-        assertEq(returnedOperator, operator);
-        assertEq(slashed, 0);
+        assertNodeCounters(nodeId, 0, 0, 0, 0);
         NodeInfo memory node = registry.getNode(nodeId);
-        assertEq(node.activeJobs, 0);
-        assertEq(node.settlingJobs, 0);
-        assertEq(node.completedJobs, 0);
-        assertEq(node.failedJobs, 0);
         assertEq(node.totalSlashed, 0);
         assertEq(node.stake, STAKE);
         assertEq(token.balanceOf(address(registry)), STAKE);
@@ -79,18 +66,13 @@ contract NodeRegistry_Release_Test is NodeRegistry_Unit_Test {
     function test_Release_FaultedSlashesStake() external {
         takeSlot(nodeId);
 
-        expectRegistryEmit();
-        emit INodeRegistry.NodeSlashed(nodeId, SLASH, STAKE - SLASH);
-        vm.prank(marketCaller);
-        (address returnedOperator, uint96 slashed) = registry.release(nodeId, false, Release.Faulted);
+        expectSlashed(nodeId, SLASH, STAKE - SLASH);
+        uint96 slashed = releaseToOperator(false, Release.Faulted);
 
-        assertEq(returnedOperator, operator);
         assertEq(slashed, SLASH);
         assertEq(SLASH, 50e6);
+        assertNodeCounters(nodeId, 0, 0, 0, 1);
         NodeInfo memory node = registry.getNode(nodeId);
-        assertEq(node.activeJobs, 0);
-        assertEq(node.completedJobs, 0);
-        assertEq(node.failedJobs, 1);
         assertEq(node.totalSlashed, SLASH);
         assertEq(node.stake, STAKE - SLASH);
         assertStatus(nodeId, NodeStatus.Active);
@@ -114,8 +96,7 @@ contract NodeRegistry_Release_Test is NodeRegistry_Unit_Test {
         uint96 first = release(nodeId, false, Release.Faulted);
         uint96 second2 = uint96((uint256(STAKE - first) * SLASH_BPS) / 10_000); // 45e6
 
-        expectRegistryEmit();
-        emit INodeRegistry.NodeSlashed(nodeId, second2, STAKE - first - second2);
+        expectSlashed(nodeId, second2, STAKE - first - second2);
         uint96 second = release(nodeId, false, Release.Faulted);
 
         assertEq(second, second2);
@@ -147,8 +128,7 @@ contract NodeRegistry_Release_Test is NodeRegistry_Unit_Test {
         setSlashBps(10_000);
         takeSlot(nodeId);
 
-        expectRegistryEmit();
-        emit INodeRegistry.NodeSlashed(nodeId, STAKE, 0);
+        expectSlashed(nodeId, STAKE, 0);
         uint96 slashed = release(nodeId, false, Release.Faulted);
 
         assertEq(slashed, STAKE);
@@ -191,24 +171,21 @@ contract NodeRegistry_Release_Test is NodeRegistry_Unit_Test {
     // ---------------------------------------------------------------- reverts
 
     function test_RevertWhen_NoActiveJob() external {
-        vm.expectRevert(abi.encodeWithSelector(INodeRegistry.NodeRegistry_NoActiveJob.selector, nodeId));
-        vm.prank(marketCaller);
-        registry.release(nodeId, false, Release.Completed);
+        expectNoActiveJob(nodeId);
+        release(nodeId, false, Release.Completed);
     }
 
     function test_RevertWhen_OnlySettlingJobAndReleasingRunning() external {
         takeSlot(nodeId);
         markSettling(nodeId);
-        vm.expectRevert(abi.encodeWithSelector(INodeRegistry.NodeRegistry_NoActiveJob.selector, nodeId));
-        vm.prank(marketCaller);
-        registry.release(nodeId, false, Release.NoFault);
+        expectNoActiveJob(nodeId);
+        release(nodeId, false, Release.NoFault);
     }
 
     function test_RevertWhen_NoSettlingJob() external {
         takeSlot(nodeId); // a running job is not a settling one
         vm.expectRevert(abi.encodeWithSelector(INodeRegistry.NodeRegistry_NoSettlingJob.selector, nodeId));
-        vm.prank(marketCaller);
-        registry.release(nodeId, true, Release.Completed);
+        release(nodeId, true, Release.Completed);
     }
 
     function test_RevertWhen_CallerLacksMarketRole() external {
@@ -220,8 +197,7 @@ contract NodeRegistry_Release_Test is NodeRegistry_Unit_Test {
     }
 
     function test_RevertWhen_ReleaseUnknownNode() external {
-        vm.expectRevert(abi.encodeWithSelector(INodeRegistry.NodeRegistry_UnknownNode.selector, uint64(2)));
-        vm.prank(marketCaller);
-        registry.release(2, false, Release.Faulted);
+        expectUnknownNode(2);
+        release(2, false, Release.Faulted);
     }
 }

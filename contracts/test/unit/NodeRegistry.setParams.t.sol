@@ -50,21 +50,22 @@ contract NodeRegistry_SetParams_Test is NodeRegistry_Unit_Test {
         registry.setParams(newParams());
     }
 
-    function test_RevertWhen_SlashBpsAboveMaximum() external {
-        RegistryParams memory p = newParams();
-        p.slashBps = 10_001;
+    function expectInvalid(RegistryParams memory p) internal {
         vm.expectRevert(abi.encodeWithSelector(INodeRegistry.NodeRegistry_InvalidParams.selector));
         vm.prank(admin);
         registry.setParams(p);
         assertParams(registry.params(), registryParams());
     }
 
+    function test_RevertWhen_SlashBpsAboveMaximum() external {
+        RegistryParams memory p = newParams();
+        p.slashBps = 10_001;
+        expectInvalid(p);
+    }
+
     function test_RevertWhen_HeartbeatTimeoutIsZero() external {
         RegistryParams memory p = newParams();
         p.heartbeatTimeout = 0;
-        vm.expectRevert(abi.encodeWithSelector(INodeRegistry.NodeRegistry_InvalidParams.selector));
-        vm.prank(admin);
-        registry.setParams(p);
-        assertParams(registry.params(), registryParams());
+        expectInvalid(p);
     }
 }

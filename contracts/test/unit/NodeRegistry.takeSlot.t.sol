@@ -1,16 +1,17 @@
 // SPDX-License-Identifier: Apache-2.0
 pragma solidity ^0.8.24;
 
-import {NodeRegistry_Unit_Test} from "./NodeRegistryBase.sol";
+import {NodeRegistry_Node_Test} from "./NodeRegistryBase.sol";
 import {INodeRegistry} from "../../src/interfaces/INodeRegistry.sol";
 import {NodeCapabilities, NodeStatus, Release} from "../../src/types/Types.sol";
 
-contract NodeRegistry_TakeSlot_Test is NodeRegistry_Unit_Test {
-    uint64 internal nodeId;
-
-    function setUp() public override {
-        super.setUp();
-        nodeId = registerNode();
+contract NodeRegistry_TakeSlot_Test is NodeRegistry_Node_Test {
+    function expectNoFreeSlot(uint8 activeJobs, uint8 maxConcurrentJobs) internal {
+        vm.expectRevert(
+            abi.encodeWithSelector(
+                INodeRegistry.NodeRegistry_NoFreeSlot.selector, nodeId, activeJobs, maxConcurrentJobs
+            )
+        );
     }
 
     function test_TakeSlot_ReturnsAgentAndCapabilities() external {
@@ -35,11 +36,8 @@ contract NodeRegistry_TakeSlot_Test is NodeRegistry_Unit_Test {
     function test_RevertWhen_NoFreeSlot() external {
         takeSlot(nodeId);
         takeSlot(nodeId);
-        vm.expectRevert(
-            abi.encodeWithSelector(INodeRegistry.NodeRegistry_NoFreeSlot.selector, nodeId, uint8(2), uint8(2))
-        );
-        vm.prank(marketCaller);
-        registry.takeSlot(nodeId);
+        expectNoFreeSlot(2, 2);
+        takeSlot(nodeId);
     }
 
     function test_RevertWhen_StakeSlashedBelowMinimum() external {
@@ -55,8 +53,7 @@ contract NodeRegistry_TakeSlot_Test is NodeRegistry_Unit_Test {
         vm.expectRevert(
             abi.encodeWithSelector(INodeRegistry.NodeRegistry_StakeBelowMinimum.selector, nodeId, stake, MIN_STAKE)
         );
-        vm.prank(marketCaller);
-        registry.takeSlot(nodeId);
+        takeSlot(nodeId);
     }
 
     function test_TakeSlot_AfterTopUpRestoresTheMinimum() external {
@@ -75,11 +72,8 @@ contract NodeRegistry_TakeSlot_Test is NodeRegistry_Unit_Test {
         takeSlot(nodeId);
         vm.prank(operator);
         registry.updateCapabilities(nodeId, a100Node(), ""); // maxConcurrentJobs 1
-        vm.expectRevert(
-            abi.encodeWithSelector(INodeRegistry.NodeRegistry_NoFreeSlot.selector, nodeId, uint8(2), uint8(1))
-        );
-        vm.prank(marketCaller);
-        registry.takeSlot(nodeId);
+        expectNoFreeSlot(2, 1);
+        takeSlot(nodeId);
     }
 
     function test_RevertWhen_CallerLacksMarketRole() external {
@@ -98,34 +92,24 @@ contract NodeRegistry_TakeSlot_Test is NodeRegistry_Unit_Test {
 
     function test_RevertWhen_NodeIsInactive() external {
         makeInactive(nodeId);
-        vm.expectRevert(
-            abi.encodeWithSelector(INodeRegistry.NodeRegistry_NotActive.selector, nodeId, NodeStatus.Inactive)
-        );
-        vm.prank(marketCaller);
-        registry.takeSlot(nodeId);
+        expectNotActive(NodeStatus.Inactive);
+        takeSlot(nodeId);
     }
 
     function test_RevertWhen_NodeIsExiting() external {
         beginExit(nodeId);
-        vm.expectRevert(
-            abi.encodeWithSelector(INodeRegistry.NodeRegistry_NotActive.selector, nodeId, NodeStatus.Exiting)
-        );
-        vm.prank(marketCaller);
-        registry.takeSlot(nodeId);
+        expectNotActive(NodeStatus.Exiting);
+        takeSlot(nodeId);
     }
 
     function test_RevertWhen_NodeIsExited() external {
         exitAndWithdraw(nodeId);
-        vm.expectRevert(
-            abi.encodeWithSelector(INodeRegistry.NodeRegistry_NotActive.selector, nodeId, NodeStatus.Exited)
-        );
-        vm.prank(marketCaller);
-        registry.takeSlot(nodeId);
+        expectNotActive(NodeStatus.Exited);
+        takeSlot(nodeId);
     }
 
     function test_RevertWhen_TakeSlotOfUnknownNode() external {
-        vm.expectRevert(abi.encodeWithSelector(INodeRegistry.NodeRegistry_UnknownNode.selector, uint64(2)));
-        vm.prank(marketCaller);
-        registry.takeSlot(2);
+        expectUnknownNode(2);
+        takeSlot(2);
     }
 }

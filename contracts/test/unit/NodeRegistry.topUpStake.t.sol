@@ -1,17 +1,16 @@
 // SPDX-License-Identifier: Apache-2.0
 pragma solidity ^0.8.24;
 
-import {NodeRegistry_Unit_Test} from "./NodeRegistryBase.sol";
+import {NodeRegistry_Node_Test} from "./NodeRegistryBase.sol";
 import {INodeRegistry} from "../../src/interfaces/INodeRegistry.sol";
 import {NodeStatus} from "../../src/types/Types.sol";
 
-contract NodeRegistry_TopUpStake_Test is NodeRegistry_Unit_Test {
+contract NodeRegistry_TopUpStake_Test is NodeRegistry_Node_Test {
     uint96 internal constant TOP_UP = 75e6;
-    uint64 internal nodeId;
 
-    function setUp() public override {
-        super.setUp();
-        nodeId = registerNode();
+    function topUpAs(address caller, uint64 id, uint96 amount) internal {
+        vm.prank(caller);
+        registry.topUpStake(id, amount);
     }
 
     function test_TopUpStake_AddsToStake() external {
@@ -19,8 +18,7 @@ contract NodeRegistry_TopUpStake_Test is NodeRegistry_Unit_Test {
 
         expectRegistryEmit();
         emit INodeRegistry.NodeStakeAdded(nodeId, TOP_UP, STAKE + TOP_UP);
-        vm.prank(operator);
-        registry.topUpStake(nodeId, TOP_UP);
+        topUpAs(operator, nodeId, TOP_UP);
 
         assertEq(registry.getNode(nodeId).stake, STAKE + TOP_UP);
         assertEq(token.balanceOf(address(registry)), STAKE + TOP_UP);
@@ -29,42 +27,36 @@ contract NodeRegistry_TopUpStake_Test is NodeRegistry_Unit_Test {
 
     function test_TopUpStake_InactiveNode() external {
         makeInactive(nodeId);
-        vm.prank(operator);
-        registry.topUpStake(nodeId, TOP_UP);
+        topUpAs(operator, nodeId, TOP_UP);
         assertEq(registry.getNode(nodeId).stake, STAKE + TOP_UP);
         assertStatus(nodeId, NodeStatus.Inactive);
     }
 
     function test_RevertWhen_AmountIsZero() external {
         vm.expectRevert(abi.encodeWithSelector(INodeRegistry.NodeRegistry_ZeroAmount.selector));
-        vm.prank(operator);
-        registry.topUpStake(nodeId, 0);
+        topUpAs(operator, nodeId, 0);
     }
 
     function test_RevertWhen_NodeIsExiting() external {
         beginExit(nodeId);
-        vm.expectRevert(abi.encodeWithSelector(INodeRegistry.NodeRegistry_Exiting.selector, nodeId));
-        vm.prank(operator);
-        registry.topUpStake(nodeId, TOP_UP);
+        expectExiting(nodeId);
+        topUpAs(operator, nodeId, TOP_UP);
     }
 
     function test_RevertWhen_NodeIsExited() external {
         exitAndWithdraw(nodeId);
-        vm.expectRevert(abi.encodeWithSelector(INodeRegistry.NodeRegistry_Exiting.selector, nodeId));
-        vm.prank(operator);
-        registry.topUpStake(nodeId, TOP_UP);
+        expectExiting(nodeId);
+        topUpAs(operator, nodeId, TOP_UP);
     }
 
     function test_RevertWhen_TopUpUnknownNode() external {
-        vm.expectRevert(abi.encodeWithSelector(INodeRegistry.NodeRegistry_UnknownNode.selector, uint64(7)));
-        vm.prank(operator);
-        registry.topUpStake(7, TOP_UP);
+        expectUnknownNode(7);
+        topUpAs(operator, 7, TOP_UP);
     }
 
     function test_RevertWhen_CallerIsNotOperator() external {
         fund(stranger, TOP_UP);
-        vm.expectRevert(abi.encodeWithSelector(INodeRegistry.NodeRegistry_NotOperator.selector, nodeId, stranger));
-        vm.prank(stranger);
-        registry.topUpStake(nodeId, TOP_UP);
+        expectNotOperator(nodeId, stranger);
+        topUpAs(stranger, nodeId, TOP_UP);
     }
 }

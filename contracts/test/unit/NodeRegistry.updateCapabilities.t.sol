@@ -1,11 +1,11 @@
 // SPDX-License-Identifier: Apache-2.0
 pragma solidity ^0.8.24;
 
-import {NodeRegistry_Unit_Test} from "./NodeRegistryBase.sol";
+import {NodeRegistry_Capabilities_Shared} from "./NodeRegistry.capabilities.shared.sol";
 import {INodeRegistry} from "../../src/interfaces/INodeRegistry.sol";
 import {NodeCapabilities, NodeInfo, NodeStatus} from "../../src/types/Types.sol";
 
-contract NodeRegistry_UpdateCapabilities_Test is NodeRegistry_Unit_Test {
+contract NodeRegistry_UpdateCapabilities_Test is NodeRegistry_Capabilities_Shared {
     uint64 internal nodeId;
 
     function setUp() public override {
@@ -13,13 +13,29 @@ contract NodeRegistry_UpdateCapabilities_Test is NodeRegistry_Unit_Test {
         nodeId = registerNode();
     }
 
+    function update(uint64 id, NodeCapabilities memory caps, string memory metadataURI) internal {
+        vm.prank(operator);
+        registry.updateCapabilities(id, caps, metadataURI);
+    }
+
+    function validCapabilities() internal pure override returns (NodeCapabilities memory) {
+        return a100Node();
+    }
+
+    function submitCapabilities(NodeCapabilities memory caps) internal override {
+        update(nodeId, caps, "");
+    }
+
+    function assertNothingStored() internal view override {
+        assertCapabilities(registry.getNode(nodeId).capabilities, h100Node());
+    }
+
     function test_UpdateCapabilities_ReplacesCapabilities() external {
         NodeInfo memory before = registry.getNode(nodeId);
 
         expectRegistryEmit();
         emit INodeRegistry.NodeCapabilitiesUpdated(nodeId, a100Node(), "ipfs://new-meta");
-        vm.prank(operator);
-        registry.updateCapabilities(nodeId, a100Node(), "ipfs://new-meta");
+        update(nodeId, a100Node(), "ipfs://new-meta");
 
         NodeInfo memory node = registry.getNode(nodeId);
         assertCapabilities(node.capabilities, a100Node());
@@ -31,57 +47,18 @@ contract NodeRegistry_UpdateCapabilities_Test is NodeRegistry_Unit_Test {
     }
 
     function test_UpdateCapabilities_AcceptsCpuOnly() external {
-        vm.prank(operator);
-        registry.updateCapabilities(nodeId, cpuOnlyNode(), "");
+        update(nodeId, cpuOnlyNode(), "");
         assertCapabilities(registry.getNode(nodeId).capabilities, cpuOnlyNode());
     }
 
     function test_RevertWhen_UpdateUnknownNode() external {
-        vm.expectRevert(abi.encodeWithSelector(INodeRegistry.NodeRegistry_UnknownNode.selector, uint64(2)));
-        vm.prank(operator);
-        registry.updateCapabilities(2, a100Node(), "");
+        expectUnknownNode(2);
+        update(2, a100Node(), "");
     }
 
     function test_RevertWhen_CallerIsNotOperator() external {
         vm.expectRevert(abi.encodeWithSelector(INodeRegistry.NodeRegistry_NotOperator.selector, nodeId, agent));
         vm.prank(agent);
         registry.updateCapabilities(nodeId, a100Node(), "");
-    }
-
-    function test_RevertWhen_ModelWithoutGpus() external {
-        NodeCapabilities memory caps = a100Node();
-        caps.gpuCount = 0;
-        expectInvalid(caps);
-    }
-
-    function test_RevertWhen_GpusWithoutModel() external {
-        NodeCapabilities memory caps = a100Node();
-        caps.gpuModel = bytes32(0);
-        expectInvalid(caps);
-    }
-
-    function test_RevertWhen_GpusWithoutVram() external {
-        NodeCapabilities memory caps = a100Node();
-        caps.vramMiB = 0;
-        expectInvalid(caps);
-    }
-
-    function test_RevertWhen_CpuCoresIsZero() external {
-        NodeCapabilities memory caps = a100Node();
-        caps.cpuCores = 0;
-        expectInvalid(caps);
-    }
-
-    function test_RevertWhen_MaxConcurrentJobsIsZero() external {
-        NodeCapabilities memory caps = a100Node();
-        caps.maxConcurrentJobs = 0;
-        expectInvalid(caps);
-    }
-
-    function expectInvalid(NodeCapabilities memory caps) internal {
-        vm.expectRevert(abi.encodeWithSelector(INodeRegistry.NodeRegistry_InvalidCapabilities.selector));
-        vm.prank(operator);
-        registry.updateCapabilities(nodeId, caps, "");
-        assertCapabilities(registry.getNode(nodeId).capabilities, h100Node());
     }
 }

@@ -3,16 +3,30 @@ pragma solidity ^0.8.24;
 
 import {Vm} from "forge-std/Vm.sol";
 
-import {NodeRegistry_Unit_Test} from "./NodeRegistryBase.sol";
+import {NodeRegistry_Node_Test} from "./NodeRegistryBase.sol";
 import {INodeRegistry} from "../../src/interfaces/INodeRegistry.sol";
 import {NodeInfo, NodeStatus, Release} from "../../src/types/Types.sol";
 
-contract NodeRegistry_WithdrawStake_Test is NodeRegistry_Unit_Test {
-    uint64 internal nodeId;
+contract NodeRegistry_WithdrawStake_Test is NodeRegistry_Node_Test {
+    function withdrawAs(address caller, uint64 id) internal {
+        vm.prank(caller);
+        registry.withdrawStake(id);
+    }
 
-    function setUp() public override {
-        super.setUp();
-        nodeId = registerNode();
+    /// Begins the node's exit and waits out the unbonding period.
+    function exitAndUnbond() internal {
+        beginExit(nodeId);
+        vm.warp(block.timestamp + UNBONDING);
+    }
+
+    function expectNotExiting() internal {
+        vm.expectRevert(abi.encodeWithSelector(INodeRegistry.NodeRegistry_NotExiting.selector, nodeId));
+    }
+
+    function expectHasJobs(uint8 activeJobs, uint16 settlingJobs) internal {
+        vm.expectRevert(
+            abi.encodeWithSelector(INodeRegistry.NodeRegistry_HasJobs.selector, nodeId, activeJobs, settlingJobs)
+        );
     }
 
     function test_WithdrawStake_PaysStakeBack() external {
@@ -23,8 +37,7 @@ contract NodeRegistry_WithdrawStake_Test is NodeRegistry_Unit_Test {
 
         expectRegistryEmit();
         emit INodeRegistry.NodeStakeWithdrawn(nodeId, operator, STAKE);
-        vm.prank(operator);
-        registry.withdrawStake(nodeId);
+        withdrawAs(operator, nodeId);
 
         assertStatus(nodeId, NodeStatus.Exited);
         NodeInfo memory node = registry.getNode(nodeId);
@@ -39,14 +52,12 @@ contract NodeRegistry_WithdrawStake_Test is NodeRegistry_Unit_Test {
     function test_WithdrawStake_PaysWhatIsLeftAfterSlash() external {
         takeSlot(nodeId);
         uint96 slashed = release(nodeId, false, Release.Faulted);
-        beginExit(nodeId);
-        vm.warp(block.timestamp + UNBONDING);
+        exitAndUnbond();
         uint256 operatorBefore = token.balanceOf(operator);
 
         expectRegistryEmit();
         emit INodeRegistry.NodeStakeWithdrawn(nodeId, operator, STAKE - slashed);
-        vm.prank(operator);
-        registry.withdrawStake(nodeId);
+        withdrawAs(operator, nodeId);
 
         assertEq(token.balanceOf(operator), operatorBefore + STAKE - slashed);
         assertEq(token.balanceOf(address(registry)), 0);
@@ -57,13 +68,11 @@ contract NodeRegistry_WithdrawStake_Test is NodeRegistry_Unit_Test {
         takeSlot(nodeId);
         release(nodeId, false, Release.Faulted);
         assertEq(registry.getNode(nodeId).stake, 0);
-        beginExit(nodeId);
-        vm.warp(block.timestamp + UNBONDING);
+        exitAndUnbond();
         uint256 operatorBefore = token.balanceOf(operator);
 
         vm.recordLogs();
-        vm.prank(operator);
-        registry.withdrawStake(nodeId);
+        withdrawAs(operator, nodeId);
 
         // Only NodeStakeWithdrawn, no Transfer.
         Vm.Log[] memory logs = vm.getRecordedLogs();
@@ -83,30 +92,26 @@ contract NodeRegistry_WithdrawStake_Test is NodeRegistry_Unit_Test {
         release(nodeId, true, Release.Completed);
         vm.warp(block.timestamp + UNBONDING);
 
-        vm.prank(operator);
-        registry.withdrawStake(nodeId);
+        withdrawAs(operator, nodeId);
         assertStatus(nodeId, NodeStatus.Exited);
         assertEq(registry.getNode(nodeId).completedJobs, 1);
     }
 
     function test_RevertWhen_NotExiting() external {
-        vm.expectRevert(abi.encodeWithSelector(INodeRegistry.NodeRegistry_NotExiting.selector, nodeId));
-        vm.prank(operator);
-        registry.withdrawStake(nodeId);
+        expectNotExiting();
+        withdrawAs(operator, nodeId);
     }
 
     function test_RevertWhen_InactiveNotExiting() external {
         makeInactive(nodeId);
-        vm.expectRevert(abi.encodeWithSelector(INodeRegistry.NodeRegistry_NotExiting.selector, nodeId));
-        vm.prank(operator);
-        registry.withdrawStake(nodeId);
+        expectNotExiting();
+        withdrawAs(operator, nodeId);
     }
 
     function test_RevertWhen_AlreadyWithdrawn() external {
         exitAndWithdraw(nodeId);
-        vm.expectRevert(abi.encodeWithSelector(INodeRegistry.NodeRegistry_NotExiting.selector, nodeId));
-        vm.prank(operator);
-        registry.withdrawStake(nodeId);
+        expectNotExiting();
+        withdrawAs(operator, nodeId);
     }
 
     function test_RevertWhen_StillUnbonding() external {
@@ -114,44 +119,32 @@ contract NodeRegistry_WithdrawStake_Test is NodeRegistry_Unit_Test {
         uint40 endsAt = registry.getNode(nodeId).unbondingEndsAt;
         vm.warp(endsAt - 1);
         vm.expectRevert(abi.encodeWithSelector(INodeRegistry.NodeRegistry_StillUnbonding.selector, nodeId, endsAt));
-        vm.prank(operator);
-        registry.withdrawStake(nodeId);
+        withdrawAs(operator, nodeId);
     }
 
     function test_RevertWhen_HasActiveJob() external {
         takeSlot(nodeId);
-        beginExit(nodeId);
-        vm.warp(block.timestamp + UNBONDING);
-        vm.expectRevert(
-            abi.encodeWithSelector(INodeRegistry.NodeRegistry_HasJobs.selector, nodeId, uint8(1), uint16(0))
-        );
-        vm.prank(operator);
-        registry.withdrawStake(nodeId);
+        exitAndUnbond();
+        expectHasJobs(1, 0);
+        withdrawAs(operator, nodeId);
     }
 
     function test_RevertWhen_HasSettlingJob() external {
         takeSlot(nodeId);
         markSettling(nodeId);
-        beginExit(nodeId);
-        vm.warp(block.timestamp + UNBONDING);
-        vm.expectRevert(
-            abi.encodeWithSelector(INodeRegistry.NodeRegistry_HasJobs.selector, nodeId, uint8(0), uint16(1))
-        );
-        vm.prank(operator);
-        registry.withdrawStake(nodeId);
+        exitAndUnbond();
+        expectHasJobs(0, 1);
+        withdrawAs(operator, nodeId);
     }
 
     function test_RevertWhen_WithdrawUnknownNode() external {
-        vm.expectRevert(abi.encodeWithSelector(INodeRegistry.NodeRegistry_UnknownNode.selector, uint64(2)));
-        vm.prank(operator);
-        registry.withdrawStake(2);
+        expectUnknownNode(2);
+        withdrawAs(operator, 2);
     }
 
     function test_RevertWhen_CallerIsNotOperator() external {
-        beginExit(nodeId);
-        vm.warp(block.timestamp + UNBONDING);
-        vm.expectRevert(abi.encodeWithSelector(INodeRegistry.NodeRegistry_NotOperator.selector, nodeId, agent));
-        vm.prank(agent);
-        registry.withdrawStake(nodeId);
+        exitAndUnbond();
+        expectNotOperator(nodeId, agent);
+        withdrawAs(agent, nodeId);
     }
 }

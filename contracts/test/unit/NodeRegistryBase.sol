@@ -4,7 +4,7 @@ pragma solidity ^0.8.24;
 import {IAccessControl} from "@openzeppelin/contracts/access/IAccessControl.sol";
 import {Vm} from "forge-std/Vm.sol";
 
-import {Base} from "../Base.t.sol";
+import {Base, RegisteredNode} from "../Base.t.sol";
 import {INodeRegistry} from "../../src/interfaces/INodeRegistry.sol";
 import {NodeCapabilities, NodeStatus, RegistryParams, Release} from "../../src/types/Types.sol";
 
@@ -25,28 +25,13 @@ abstract contract NodeRegistry_Unit_Test is Base {
 
     // ---------------------------------------------------------------- capabilities
 
+    /// Capabilities in the struct's order, as `h100Node`.
     function a100Node() internal pure returns (NodeCapabilities memory) {
-        return NodeCapabilities({
-            gpuModel: A100,
-            gpuCount: 4,
-            vramMiB: 40_960,
-            cpuCores: 32,
-            ramMiB: 262_144,
-            pricePerGpuHour: 1e6,
-            maxConcurrentJobs: 1
-        });
+        return NodeCapabilities(A100, 4, 40_960, 32, 262_144, 1e6, 1);
     }
 
     function cpuOnlyNode() internal pure returns (NodeCapabilities memory) {
-        return NodeCapabilities({
-            gpuModel: bytes32(0),
-            gpuCount: 0,
-            vramMiB: 0,
-            cpuCores: 16,
-            ramMiB: 65_536,
-            pricePerGpuHour: 0,
-            maxConcurrentJobs: 4
-        });
+        return NodeCapabilities(bytes32(0), 0, 0, 16, 65_536, 0, 4);
     }
 
     function assertCapabilities(NodeCapabilities memory actual, NodeCapabilities memory expected) internal pure {
@@ -77,6 +62,11 @@ abstract contract NodeRegistry_Unit_Test is Base {
         vm.expectEmit(true, true, true, true, address(registry));
     }
 
+    function expectMarkedInactive(uint64 nodeId, uint32 lastHeartbeat, address by) internal {
+        expectRegistryEmit();
+        emit INodeRegistry.NodeMarkedInactive(nodeId, lastHeartbeat, by);
+    }
+
     /// The logs recorded since `vm.recordLogs()` that the registry emitted (the test
     /// contract's own `emit`s for `vm.expectEmit` are recorded too and left out here).
     function registryLogs() internal returns (Vm.Log[] memory logs) {
@@ -91,18 +81,31 @@ abstract contract NodeRegistry_Unit_Test is Base {
         }
     }
 
+    function expectHeartbeatNotExpired(uint64 nodeId, uint256 expiresAt) internal {
+        vm.expectRevert(
+            abi.encodeWithSelector(INodeRegistry.NodeRegistry_HeartbeatNotExpired.selector, nodeId, expiresAt)
+        );
+    }
+
+    function expectNoActiveJob(uint64 nodeId) internal {
+        vm.expectRevert(abi.encodeWithSelector(INodeRegistry.NodeRegistry_NoActiveJob.selector, nodeId));
+    }
+
+    function expectExiting(uint64 nodeId) internal {
+        vm.expectRevert(abi.encodeWithSelector(INodeRegistry.NodeRegistry_Exiting.selector, nodeId));
+    }
+
+    function expectNotOperator(uint64 nodeId, address caller) internal {
+        vm.expectRevert(abi.encodeWithSelector(INodeRegistry.NodeRegistry_NotOperator.selector, nodeId, caller));
+    }
+
     function unauthorized(address account, bytes32 role) internal pure returns (bytes memory) {
         return abi.encodeWithSelector(IAccessControl.AccessControlUnauthorizedAccount.selector, account, role);
     }
 
-    function setRegistryParams(RegistryParams memory p) internal {
-        vm.prank(admin);
-        registry.setParams(p);
-    }
-
-    function setSlashBps(uint16 slashBps) internal {
+    function setHeartbeatTimeout(uint32 heartbeatTimeout) internal {
         RegistryParams memory p = registryParams();
-        p.slashBps = slashBps;
+        p.heartbeatTimeout = heartbeatTimeout;
         setRegistryParams(p);
     }
 
@@ -121,11 +124,6 @@ abstract contract NodeRegistry_Unit_Test is Base {
         (, slashed) = registry.release(nodeId, settling, outcome);
     }
 
-    function beginExit(uint64 nodeId) internal {
-        vm.prank(operator);
-        registry.beginExit(nodeId);
-    }
-
     function exitAndWithdraw(uint64 nodeId) internal {
         beginExit(nodeId);
         vm.warp(block.timestamp + UNBONDING);
@@ -138,5 +136,12 @@ abstract contract NodeRegistry_Unit_Test is Base {
         vm.warp(block.timestamp + HEARTBEAT_TIMEOUT + 1);
         vm.prank(stranger);
         registry.markInactive(nodeId);
+    }
+}
+
+/// @notice The registry's fixture node.
+abstract contract NodeRegistry_Node_Test is NodeRegistry_Unit_Test, RegisteredNode {
+    function setUp() public virtual override(NodeRegistry_Unit_Test, RegisteredNode) {
+        super.setUp();
     }
 }

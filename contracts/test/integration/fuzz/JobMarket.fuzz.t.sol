@@ -1,17 +1,10 @@
 // SPDX-License-Identifier: Apache-2.0
 pragma solidity ^0.8.24;
 
-import {Base} from "../../Base.t.sol";
-import {
-    JobInfo,
-    JobRequirements,
-    JobStatus,
-    MarketParams,
-    NodeCapabilities,
-    RegistryParams
-} from "../../../src/types/Types.sol";
+import {JobMarketBase} from "../../unit/JobMarketBase.sol";
+import {JobInfo, JobRequirements, JobStatus, NodeCapabilities} from "../../../src/types/Types.sol";
 
-contract JobMarket_Fuzz_Test is Base {
+contract JobMarket_Fuzz_Test is JobMarketBase {
     function testFuzz_PostJob_EscrowsBountyAndHashesSpec(uint96 bounty, bytes calldata spec, uint32 lifetime) external {
         bounty = uint96(bound(bounty, 1, 10_000e6));
         vm.assume(spec.length > 0 && spec.length <= market.MAX_SPEC_BYTES());
@@ -32,10 +25,7 @@ contract JobMarket_Fuzz_Test is Base {
     function testFuzz_Finalize_SplitsBountyIntoPayoutAndFee(uint96 bounty, uint16 feeBps) external {
         bounty = uint96(bound(bounty, 1, 10_000e6));
         feeBps = uint16(bound(feeBps, 0, 1_000));
-        MarketParams memory params = marketParams();
-        params.protocolFeeBps = feeBps;
-        vm.prank(admin);
-        market.setParams(params);
+        setProtocolFee(feeBps);
 
         uint64 nodeId = registerNode();
         vm.prank(submitter);
@@ -52,17 +42,9 @@ contract JobMarket_Fuzz_Test is Base {
     }
 
     function testFuzz_Resolve_SubmitterWinRefundsBountyBondAndSlash(uint96 stake, uint16 slashBps) external {
-        stake = uint96(bound(stake, MIN_STAKE, 1_000_000e6));
-        slashBps = uint16(bound(slashBps, 0, 10_000));
-        RegistryParams memory params = registryParams();
-        params.slashBps = slashBps;
-        vm.prank(admin);
-        registry.setParams(params);
-        fund(operator, stake);
-        vm.prank(operator);
-        uint64 nodeId = registry.register(agent, h100Node(), "", stake);
-        uint64 jobId = postJob();
-        assignJob(jobId, nodeId);
+        uint96 slashed;
+        (stake, slashed) = boundStakeAndSlash(stake, slashBps);
+        (uint64 nodeId, uint64 jobId) = assignToNodeStaking(stake);
         submitJob(jobId);
         vm.prank(submitter);
         market.dispute(jobId);
@@ -70,7 +52,6 @@ contract JobMarket_Fuzz_Test is Base {
         vm.prank(arbiter);
         market.resolve(jobId, false);
 
-        uint96 slashed = uint96((uint256(stake) * slashBps) / 10_000);
         assertEq(market.creditOf(submitter), uint256(BOUNTY) + DISPUTE_BOND + slashed);
         assertEq(registry.getNode(nodeId).stake, stake - slashed);
         assertEq(token.balanceOf(address(registry)), stake - slashed);
@@ -80,24 +61,15 @@ contract JobMarket_Fuzz_Test is Base {
     /// Whenever the agent gives a job back before the deadline, the node loses exactly its
     /// slash, the submitter gains it, and the job is Open again with its bounty in escrow.
     function testFuzz_Abandon_MovesSlashFromNodeToSubmitter(uint96 stake, uint16 slashBps, uint32 elapsed) external {
-        stake = uint96(bound(stake, MIN_STAKE, 1_000_000e6));
-        slashBps = uint16(bound(slashBps, 0, 10_000));
-        RegistryParams memory params = registryParams();
-        params.slashBps = slashBps;
-        vm.prank(admin);
-        registry.setParams(params);
-        fund(operator, stake);
-        vm.prank(operator);
-        uint64 nodeId = registry.register(agent, h100Node(), "", stake);
-        uint64 jobId = postJob();
-        assignJob(jobId, nodeId);
+        uint96 slashed;
+        (stake, slashed) = boundStakeAndSlash(stake, slashBps);
+        (uint64 nodeId, uint64 jobId) = assignToNodeStaking(stake);
         elapsed = uint32(bound(elapsed, 0, 1 days - 1));
         vm.warp(block.timestamp + elapsed);
 
         vm.prank(agent);
         market.abandon(jobId);
 
-        uint96 slashed = uint96((uint256(stake) * slashBps) / 10_000);
         assertEq(uint8(market.getJob(jobId).status), uint8(JobStatus.Open));
         assertEq(market.creditOf(submitter), slashed);
         assertEq(registry.getNode(nodeId).stake, stake - slashed);
@@ -143,5 +115,23 @@ contract JobMarket_Fuzz_Test is Base {
         assertEq(ok, eligible);
         assertEq(uint8(market.getJob(jobId).status), uint8(eligible ? JobStatus.Assigned : JobStatus.Open));
         assertEq(registry.getNode(nodeId).activeJobs, eligible ? 1 : 0);
+    }
+
+    /// Bounds a fuzzed stake to [MIN_STAKE, 1M tokens] and a slash rate to [0, 100%], sets the
+    /// rate, and returns the stake with the slash it will take.
+    function boundStakeAndSlash(uint96 stake, uint16 slashBps) internal returns (uint96, uint96 slashed) {
+        stake = uint96(bound(stake, MIN_STAKE, 1_000_000e6));
+        slashBps = uint16(bound(slashBps, 0, 10_000));
+        setSlashBps(slashBps);
+        return (stake, uint96((uint256(stake) * slashBps) / 10_000));
+    }
+
+    /// Registers a node of `operator` staking `stake` and assigns it a freshly posted job.
+    function assignToNodeStaking(uint96 stake) internal returns (uint64 nodeId, uint64 jobId) {
+        fund(operator, stake);
+        vm.prank(operator);
+        nodeId = registry.register(agent, h100Node(), "", stake);
+        jobId = postJob();
+        assignJob(jobId, nodeId);
     }
 }

@@ -226,27 +226,17 @@ contract NodeRegistry_Fuzz_Test is NodeRegistry_Unit_Test {
     function testFuzz_MarkInactive(uint32 timeout, uint256 elapsed) external {
         timeout = uint32(bound(timeout, 1, type(uint32).max));
         elapsed = bound(elapsed, 0, uint256(timeout) * 2 + 1 days);
-        RegistryParams memory p = registryParams();
-        p.heartbeatTimeout = timeout;
-        setRegistryParams(p);
-        uint64 nodeId = registerNode();
-        uint32 last = uint32(block.timestamp);
+        (uint64 nodeId, uint32 last) = registerAndWait(timeout, elapsed);
 
-        vm.warp(uint256(last) + elapsed);
         if (elapsed <= timeout) {
-            vm.expectRevert(
-                abi.encodeWithSelector(
-                    INodeRegistry.NodeRegistry_HeartbeatNotExpired.selector, nodeId, uint256(last) + timeout
-                )
-            );
+            expectHeartbeatNotExpired(nodeId, uint256(last) + timeout);
             registry.markInactive(nodeId);
-            assertEq(uint8(registry.statusOf(nodeId)), uint8(NodeStatus.Active));
+            assertStatus(nodeId, NodeStatus.Active);
         } else {
-            expectRegistryEmit();
-            emit INodeRegistry.NodeMarkedInactive(nodeId, last, stranger);
+            expectMarkedInactive(nodeId, last, stranger);
             vm.prank(stranger);
             registry.markInactive(nodeId);
-            assertEq(uint8(registry.statusOf(nodeId)), uint8(NodeStatus.Inactive));
+            assertStatus(nodeId, NodeStatus.Inactive);
         }
     }
 
@@ -255,18 +245,12 @@ contract NodeRegistry_Fuzz_Test is NodeRegistry_Unit_Test {
     function testFuzz_MarkInactive_ByAgentAnyTime(uint32 timeout, uint256 elapsed) external {
         timeout = uint32(bound(timeout, 1, type(uint32).max));
         elapsed = bound(elapsed, 0, uint256(timeout) * 2 + 1 days);
-        RegistryParams memory p = registryParams();
-        p.heartbeatTimeout = timeout;
-        setRegistryParams(p);
-        uint64 nodeId = registerNode();
-        uint32 last = uint32(block.timestamp);
+        (uint64 nodeId, uint32 last) = registerAndWait(timeout, elapsed);
 
-        vm.warp(uint256(last) + elapsed);
-        expectRegistryEmit();
-        emit INodeRegistry.NodeMarkedInactive(nodeId, last, agent);
+        expectMarkedInactive(nodeId, last, agent);
         vm.prank(agent);
         registry.markInactive(nodeId);
-        assertEq(uint8(registry.statusOf(nodeId)), uint8(NodeStatus.Inactive));
+        assertStatus(nodeId, NodeStatus.Inactive);
     }
 
     /// The timeout counts from the latest heartbeat, not from registration.
@@ -342,6 +326,15 @@ contract NodeRegistry_Fuzz_Test is NodeRegistry_Unit_Test {
         NodeInfo memory node = registry.getNode(nodeId);
         assertEq(node.activeJobs, maxJobs);
         assertEq(node.settlingJobs, settled);
+    }
+
+    /// Sets the heartbeat timeout, registers a node (its last heartbeat is now) and lets
+    /// `elapsed` seconds pass.
+    function registerAndWait(uint32 timeout, uint256 elapsed) internal returns (uint64 nodeId, uint32 last) {
+        setHeartbeatTimeout(timeout);
+        nodeId = registerNode();
+        last = uint32(block.timestamp);
+        vm.warp(uint256(last) + elapsed);
     }
 
     function dropMinStake() internal {

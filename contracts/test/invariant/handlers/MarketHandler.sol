@@ -31,6 +31,9 @@ contract MarketHandler is CommonBase, StdCheats, StdUtils {
     address public immutable matcher;
     address public immutable arbiter;
 
+    /// The requirements every posted job starts from; each post sets the model and GPU count.
+    JobRequirements internal template;
+
     address[] public submitters;
     address[] public operators;
     address[] public agents;
@@ -46,7 +49,15 @@ contract MarketHandler is CommonBase, StdCheats, StdUtils {
     bool public settledTwice;
     mapping(bytes32 => uint256) public calls;
 
-    constructor(GantryTestToken token_, NodeRegistry registry_, JobMarket market_, address matcher_, address arbiter_) {
+    constructor(
+        GantryTestToken token_,
+        NodeRegistry registry_,
+        JobMarket market_,
+        address matcher_,
+        address arbiter_,
+        JobRequirements memory template_
+    ) {
+        template = template_;
         token = token_;
         registry = registry_;
         market = market_;
@@ -83,20 +94,12 @@ contract MarketHandler is CommonBase, StdCheats, StdUtils {
         address submitter = submitters[submitterSeed % SUBMITTERS];
         bounty = uint96(bound(bounty, 1, 1_000e6));
         lifetime = uint32(bound(lifetime, 1 hours, 3 days));
-        JobRequirements memory requirements = JobRequirements({
-            gpuModel: anyModel ? bytes32(0) : H100,
-            minGpuCount: uint16(bound(gpus, 1, NODES)),
-            minVramMiB: 40_960,
-            minCpuCores: 8,
-            minRamMiB: 65_536,
-            maxPricePerGpuHour: 3e6,
-            maxRuntime: 2 hours,
-            priority: 5
-        });
+        JobRequirements memory requirements = template;
+        requirements.gpuModel = anyModel ? bytes32(0) : H100;
+        requirements.minGpuCount = uint16(bound(gpus, 1, NODES));
         vm.prank(submitter);
         uint64 jobId = market.postJob(requirements, bounty, uint40(block.timestamp + lifetime), "{\"version\":1}");
-        record(jobId, JobStatus.None);
-        ++calls["postJob"];
+        record(jobId, JobStatus.None, "postJob");
     }
 
     function assign(uint256 jobSeed, uint256 nodeSeed, bool byClaim) external {
@@ -114,8 +117,7 @@ contract MarketHandler is CommonBase, StdCheats, StdUtils {
             vm.prank(matcher);
             market.assign(jobId, nodeId);
         }
-        record(jobId, JobStatus.Open);
-        ++calls["assign"];
+        record(jobId, JobStatus.Open, "assign");
     }
 
     function submitResult(uint256 jobSeed, bytes32 resultHash) external {
@@ -123,25 +125,22 @@ contract MarketHandler is CommonBase, StdCheats, StdUtils {
         if (!found || block.timestamp >= job.deadline) return;
         vm.prank(registry.agentOf(job.nodeId));
         market.submitResult(jobId, resultHash, "ipfs://result");
-        record(jobId, JobStatus.Assigned);
-        ++calls["submitResult"];
+        record(jobId, JobStatus.Assigned, "submitResult");
     }
 
     function accept(uint256 jobSeed) external {
-        (bool found, uint64 jobId, JobInfo memory job) = pick(jobSeed, JobStatus.Submitted, JobStatus.Submitted);
-        if (!found) return;
-        vm.prank(job.submitter);
-        market.accept(jobId);
-        record(jobId, JobStatus.Submitted);
-        ++calls["accept"];
+        submitterActs(jobSeed, JobStatus.Submitted, market.accept, "accept");
+    }
+
+    function cancel(uint256 jobSeed) external {
+        submitterActs(jobSeed, JobStatus.Open, market.cancel, "cancel");
     }
 
     function finalize(uint256 jobSeed) external {
         (bool found, uint64 jobId, JobInfo memory job) = pick(jobSeed, JobStatus.Submitted, JobStatus.Submitted);
         if (!found || block.timestamp < job.challengeEndsAt) return;
         market.finalize(jobId);
-        record(jobId, JobStatus.Submitted);
-        ++calls["finalize"];
+        record(jobId, JobStatus.Submitted, "finalize");
     }
 
     function dispute(uint256 jobSeed) external {
@@ -150,8 +149,7 @@ contract MarketHandler is CommonBase, StdCheats, StdUtils {
         vm.prank(job.submitter);
         market.dispute(jobId);
         bondOf[jobId] = market.params().disputeBond;
-        record(jobId, JobStatus.Submitted);
-        ++calls["dispute"];
+        record(jobId, JobStatus.Submitted, "dispute");
     }
 
     function resolve(uint256 jobSeed, bool providerWins) external {
@@ -160,8 +158,7 @@ contract MarketHandler is CommonBase, StdCheats, StdUtils {
         vm.prank(arbiter);
         market.resolve(jobId, providerWins);
         bondOf[jobId] = 0;
-        record(jobId, JobStatus.Disputed);
-        ++calls["resolve"];
+        record(jobId, JobStatus.Disputed, "resolve");
     }
 
     function reclaim(uint256 jobSeed) external {
@@ -170,8 +167,7 @@ contract MarketHandler is CommonBase, StdCheats, StdUtils {
         bool inactive = registry.statusOf(job.nodeId) == NodeStatus.Inactive;
         if (!inactive && block.timestamp <= uint256(job.assignedAt) + job.requirements.maxRuntime) return;
         market.reclaim(jobId);
-        record(jobId, JobStatus.Assigned);
-        ++calls["reclaim"];
+        record(jobId, JobStatus.Assigned, "reclaim");
     }
 
     function reject(uint256 jobSeed) external {
@@ -182,8 +178,7 @@ contract MarketHandler is CommonBase, StdCheats, StdUtils {
         if (registry.statusOf(job.nodeId) == NodeStatus.Inactive) return;
         vm.prank(registry.agentOf(job.nodeId));
         market.reject(jobId, "image unusable");
-        record(jobId, JobStatus.Assigned);
-        ++calls["reject"];
+        record(jobId, JobStatus.Assigned, "reject");
     }
 
     function abandon(uint256 jobSeed) external {
@@ -191,17 +186,7 @@ contract MarketHandler is CommonBase, StdCheats, StdUtils {
         if (!found || block.timestamp >= job.deadline) return;
         vm.prank(registry.agentOf(job.nodeId));
         market.abandon(jobId);
-        record(jobId, JobStatus.Assigned);
-        ++calls["abandon"];
-    }
-
-    function cancel(uint256 jobSeed) external {
-        (bool found, uint64 jobId, JobInfo memory job) = pick(jobSeed, JobStatus.Open, JobStatus.Open);
-        if (!found) return;
-        vm.prank(job.submitter);
-        market.cancel(jobId);
-        record(jobId, JobStatus.Open);
-        ++calls["cancel"];
+        record(jobId, JobStatus.Assigned, "abandon");
     }
 
     function expire(uint256 jobSeed) external {
@@ -209,8 +194,7 @@ contract MarketHandler is CommonBase, StdCheats, StdUtils {
         if (!found || block.timestamp < job.deadline) return;
         JobStatus before = job.status;
         market.expire(jobId);
-        record(jobId, before);
-        ++calls["expire"];
+        record(jobId, before, "expire");
     }
 
     function heartbeat(uint256 nodeSeed) external {
@@ -312,12 +296,23 @@ contract MarketHandler is CommonBase, StdCheats, StdUtils {
         }
     }
 
-    /// Checks the job's move from `before` against the lifecycle and records it.
-    function record(uint64 jobId, JobStatus before) internal {
+    /// Checks the job's move from `before` against the lifecycle, records it and counts the
+    /// action that made it.
+    function record(uint64 jobId, JobStatus before, bytes32 action) internal {
         if (lastStatus[jobId] != before) illegalTransition = true;
         JobStatus next = market.getJob(jobId).status;
         if (!allowed(before, next)) illegalTransition = true;
         lastStatus[jobId] = next;
+        ++calls[action];
+    }
+
+    /// Has the submitter of a job in `status` call `action` on it, when there is such a job.
+    function submitterActs(uint256 jobSeed, JobStatus status, function(uint64) external action, bytes32 name) internal {
+        (bool found, uint64 jobId, JobInfo memory job) = pick(jobSeed, status, status);
+        if (!found) return;
+        vm.prank(job.submitter);
+        action(jobId);
+        record(jobId, status, name);
     }
 
     function allowed(JobStatus from, JobStatus to) internal pure returns (bool) {
