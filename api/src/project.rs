@@ -6,7 +6,7 @@
 
 use std::time::Duration;
 
-use async_nats::jetstream::{self, consumer};
+use async_nats::jetstream;
 use gantry_protocol::api::NodeView;
 use gantry_protocol::chain_stream::{AssembleError, Assembled, BlockAssembler, DecodeError};
 use gantry_runtime::chain_stream::{ChainStreamReader, ReadError};
@@ -46,26 +46,6 @@ pub struct Progress {
     pub checkpoint: u64,
     /// Last block applied.
     pub block: u64,
-}
-
-/// The messages of `stream` after sequence `checkpoint`, in order (an ordered consumer:
-/// nothing to clean up, recreated by the client on gaps).
-pub(crate) async fn ordered_after(
-    stream: &jetstream::stream::Stream,
-    checkpoint: u64,
-) -> Result<consumer::pull::Ordered, ProjectError> {
-    stream
-        .create_consumer(consumer::pull::OrderedConfig {
-            deliver_policy: consumer::DeliverPolicy::ByStartSequence {
-                start_sequence: checkpoint + 1,
-            },
-            ..Default::default()
-        })
-        .await
-        .map_err(|e| NatsError::new("ordered consumer", e))?
-        .messages()
-        .await
-        .map_err(|e| NatsError::new("ordered consumer messages", e).into())
 }
 
 /// Projects the chain stream of `chain_id` into `store` until `shutdown`.

@@ -45,7 +45,7 @@ pub async fn run(
         return Ok(());
     };
     let start = store.reports_checkpoint().await?;
-    let mut messages = crate::project::ordered_after(&stream, start).await?;
+    let mut messages = gantry_runtime::chain_stream::ordered_after(&stream, start).await?;
     tracing::info!(
         chain_id,
         from = start + 1,

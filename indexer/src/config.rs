@@ -130,10 +130,7 @@ impl Config {
     }
 
     pub fn instance_id(&self) -> String {
-        self.instance_id.clone().unwrap_or_else(|| {
-            let host = std::fs::read_to_string("/etc/hostname").unwrap_or_default();
-            format!("{}-{}", host.trim(), std::process::id())
-        })
+        gantry_runtime::instance_id(self.instance_id.as_deref())
     }
 
     /// Checks what clap cannot.

@@ -61,19 +61,7 @@ impl ChainStreamReader {
             .map_err(|e| NatsError::new("stream info", e))?
             .state
             .last_sequence;
-        let messages = stream
-            .create_consumer(consumer::pull::OrderedConfig {
-                filter_subject: names::stream_subjects(chain_id),
-                deliver_policy: consumer::DeliverPolicy::ByStartSequence {
-                    start_sequence: after + 1,
-                },
-                ..Default::default()
-            })
-            .await
-            .map_err(|e| NatsError::new("ordered consumer", e))?
-            .messages()
-            .await
-            .map_err(|e| NatsError::new("ordered consumer messages", e))?;
+        let messages = ordered_after(&stream, after).await?;
         Ok(Some(Self {
             chain_id,
             messages,
@@ -106,4 +94,24 @@ impl ChainStreamReader {
             .map_err(|source| ReadError::Decode { sequence, source })?;
         Ok((sequence, decoded))
     }
+}
+
+/// The messages of `stream` after sequence `after`, in order: an ordered consumer, nothing
+/// to clean up, recreated by the client after a gap or a lost connection.
+pub async fn ordered_after(
+    stream: &jetstream::stream::Stream,
+    after: u64,
+) -> Result<consumer::pull::Ordered, NatsError> {
+    stream
+        .create_consumer(consumer::pull::OrderedConfig {
+            deliver_policy: consumer::DeliverPolicy::ByStartSequence {
+                start_sequence: after + 1,
+            },
+            ..Default::default()
+        })
+        .await
+        .map_err(|e| NatsError::new("ordered consumer", e))?
+        .messages()
+        .await
+        .map_err(|e| NatsError::new("ordered consumer messages", e))
 }

@@ -79,3 +79,15 @@ pub fn shutdown_on_signal() -> CancellationToken {
     });
     shutdown
 }
+
+/// The name of this instance in logs and leases: `configured`, else the host name and the
+/// process id (unique among the replicas of a service).
+pub fn instance_id(configured: Option<&str>) -> String {
+    configured.map_or_else(
+        || {
+            let host = std::fs::read_to_string("/etc/hostname").unwrap_or_default();
+            format!("{}-{}", host.trim(), std::process::id())
+        },
+        str::to_owned,
+    )
+}
