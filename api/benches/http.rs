@@ -245,7 +245,7 @@ fn registered(node: u64) -> NodeRegistry::NodeRegistered {
         nodeId: node,
         operator: Address::repeat_byte(0x10 + node as u8),
         agent: Address::repeat_byte(0x20 + node as u8),
-        capabilities: gantry_devnet::scenario::h100_node(),
+        capabilities: gantry_testkit::scenario::h100_node(),
         metadataURI: format!("https://nodes.example.org/{node}.json"),
         stake: U96::from(500_000_000u64),
         at: GENESIS_TIME as u32,
@@ -256,12 +256,12 @@ fn job_posted(job: u64) -> JobMarket::JobPosted {
     JobMarket::JobPosted {
         jobId: job,
         submitter: Address::repeat_byte(0x30 + (job % 16) as u8),
-        requirements: gantry_devnet::scenario::h100_requirements(),
+        requirements: gantry_testkit::scenario::h100_requirements(),
         bounty: U96::from(5_000_000u64),
         deadline: U40::from(GENESIS_TIME + 86_400),
         specHash: B256::from(U256::from(job)),
         // The ~400-byte spec of the contract tests.
-        spec: Bytes::from(gantry_devnet::scenario::example_spec()),
+        spec: Bytes::from(gantry_testkit::scenario::example_spec()),
     }
 }
 

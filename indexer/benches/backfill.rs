@@ -17,13 +17,13 @@ use alloy::rpc::types::Filter;
 use async_nats::jetstream::{self, stream};
 use bytes::Bytes;
 use futures::StreamExt;
-use gantry_devnet::{Devnet, NatsServer, scenario::post_batches};
 use gantry_indexer::Config;
-use gantry_indexer::config::FinalityTag;
 use gantry_protocol::bindings::EventBatcher;
 use gantry_protocol::envelope::{BlockCommit, ENVELOPE_VERSION, EventEnvelope};
 use gantry_protocol::events::{Contracts, decode};
 use gantry_protocol::names;
+use gantry_testkit::TestNet;
+use gantry_testkit::scenario::post_batches;
 use tokio_util::sync::CancellationToken;
 
 /// CPU seconds (user + system) a process has used so far.
@@ -68,8 +68,8 @@ const MAX_IN_FLIGHT: usize = 2_048;
 
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {
-    let devnet = Devnet::start().await?;
-    let nats = NatsServer::start()?;
+    let net = TestNet::builder().nats().start().await?;
+    let (devnet, nats) = (&net.devnet, net.nats());
     let chain_id = devnet.deployment.chain_id;
 
     // ---- the chain: 100k logs
@@ -219,24 +219,14 @@ async fn main() -> anyhow::Result<()> {
 
     // ---- the indexer, end to end
     let config = Config {
-        rpc_url: devnet.anvil.endpoint_url(),
-        chain_id,
         market: batcher,
-        registry: devnet.deployment.registry,
-        start_block: devnet.deployment.start_block,
-        nats_url: nats.url(),
-        nats_replicas: 1,
-        confirmations: 0,
-        finality_tag: FinalityTag::None,
         reorg_window: 16,
-        min_range: 1,
-        max_range: 10_000,
         initial_range: 10,
         max_in_flight: MAX_IN_FLIGHT,
         poll_ms: 100,
         lease_ttl_ms: 3_000,
         instance_id: Some("bench".into()),
-        metrics_addr: None,
+        ..net.indexer_config()
     };
     let watcher = async_nats::connect(nats.url()).await?;
     let mut commits = watcher

@@ -15,20 +15,20 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use alloy::primitives::{B256, U256, aliases::U40, aliases::U96};
+use alloy::primitives::{Address, aliases::U40, aliases::U96};
 use alloy::providers::Provider;
 use alloy::rpc::types::Filter;
 use alloy::sol_types::SolEvent;
-use gantry_devnet::{Devnet, NatsServer, confirm_receipt};
-use gantry_matcher::config::{Common, MatcherConfig, Secret, StrategyArg};
-use gantry_protocol::bindings::{GantryTestToken, JobMarket, NodeRegistry};
+use gantry_matcher::config::{Common, MatcherConfig};
+use gantry_protocol::bindings::{JobMarket, NodeRegistry};
+use gantry_testkit::accounts::{ADMIN, MATCHER, OPERATOR, SUBMITTER};
+use gantry_testkit::{GUSD, TestNet, confirm_receipt, scenario};
 use tokio_util::sync::CancellationToken;
 
 const JOBS: usize = 1_000;
 const BASELINE_JOBS: usize = 100;
 const NODES: usize = 5;
 const SLOTS: u8 = 255;
-const GUSD: u64 = 1_000_000;
 
 /// When the watcher first saw each job posted and assigned.
 #[derive(Default)]
@@ -47,70 +47,41 @@ async fn main() {
         )
         .with_writer(std::io::stderr)
         .init();
-    let devnet = Devnet::start().await.expect("devnet");
-    let nats = NatsServer::start().expect("nats-server");
-    let d = devnet.deployment;
-    let addresses = devnet.anvil.addresses().to_vec();
+    let net = TestNet::builder()
+        .indexer_later()
+        .indexer_config(|config| gantry_indexer::Config {
+            initial_range: 1_000,
+            poll_ms: 5,
+            lease_ttl_ms: 3_000,
+            ..config
+        })
+        .start()
+        .await
+        .expect("the test net starts");
+    let d = net.deployment();
 
-    // Nodes with room for every job, and a funded submitter (account 6).
-    for (account, operator) in addresses.iter().enumerate().skip(1).take(NODES) {
-        devnet
-            .mint(*operator, U256::from(1_000 * GUSD))
-            .await
-            .unwrap();
-        let provider = devnet.provider(account);
-        let token = GantryTestToken::new(d.token, provider.clone());
-        confirm_receipt("approve", token.approve(d.registry, U256::MAX).send().await)
-            .await
-            .unwrap();
-        let capabilities = NodeRegistry::NodeCapabilities {
-            gpuModel: B256::right_padding_from(b"NVIDIA-H100-80GB"),
-            gpuCount: 8,
-            vramMiB: 81_920,
-            cpuCores: 64,
-            ramMiB: 524_288,
-            pricePerGpuHour: U96::from(2 * GUSD),
-            maxConcurrentJobs: SLOTS,
-        };
-        confirm_receipt(
-            "register",
-            NodeRegistry::new(d.registry, provider)
-                .register(
-                    addresses[account],
-                    capabilities,
-                    String::new(),
-                    U96::from(500 * GUSD),
-                )
-                .send()
-                .await,
-        )
-        .await
-        .unwrap();
+    // Nodes with room for every job, all of one operator (their agents never act), and a
+    // funded submitter.
+    let capabilities = NodeRegistry::NodeCapabilities {
+        maxConcurrentJobs: SLOTS,
+        ..scenario::h100_node()
+    };
+    for node in 0..NODES {
+        let agent = Address::with_last_byte(0xa0 + node as u8);
+        net.register_node(OPERATOR, agent, capabilities.clone(), 500 * GUSD)
+            .await;
     }
-    let submitter = devnet.provider(6);
-    devnet
-        .mint(addresses[6], U256::from(1_000_000 * GUSD))
-        .await
-        .unwrap();
-    confirm_receipt(
-        "approve",
-        GantryTestToken::new(d.token, submitter.clone())
-            .approve(d.market, U256::MAX)
-            .send()
-            .await,
-    )
-    .await
-    .unwrap();
-    let market = JobMarket::new(d.market, submitter.clone());
-    let as_matcher = JobMarket::new(d.market, devnet.admin.clone());
-    let requirements = gantry_devnet::scenario::h100_requirements();
+    net.fund_submitter().await;
+    let market = net.market(SUBMITTER);
+    let as_matcher = net.market(MATCHER);
+    let requirements = scenario::h100_requirements();
     let deadline = U40::from(4_000_000_000u64);
 
     // The watcher.
     let seen = Arc::new(Mutex::new(Seen::default()));
     let stop = CancellationToken::new();
     let watcher = tokio::spawn(watch(
-        devnet.provider(0),
+        net.provider(ADMIN),
         d.market,
         Arc::clone(&seen),
         stop.clone(),
@@ -123,7 +94,7 @@ async fn main() {
                 requirements.clone(),
                 U96::from(GUSD),
                 deadline,
-                gantry_devnet::scenario::example_spec().into(),
+                scenario::example_spec().into(),
             )
             .send()
             .await
@@ -156,50 +127,19 @@ async fn main() {
     let baseline = wait_latencies(&seen, &baseline_jobs).await;
     eprintln!("baseline measured");
 
-    // The pipeline: indexer and matcher.
-    let services = CancellationToken::new();
-    let indexer = gantry_indexer::Config {
-        initial_range: 1_000,
-        poll_ms: 5,
-        lease_ttl_ms: 3_000,
-        ..gantry_indexer::Config::local(
-            devnet.anvil.endpoint_url(),
-            d.chain_id,
-            d.market,
-            d.registry,
-            d.start_block,
-            nats.url(),
-        )
-    };
-    tokio::spawn(gantry_indexer::run(indexer, services.clone()));
-    let key = B256::from_slice(&devnet.anvil.keys()[0].to_bytes());
+    // The pipeline: indexer and matcher, polling for receipts every 50 ms.
+    net.start_indexer();
+    let matcher = net.matcher_config(MATCHER);
     let matcher = MatcherConfig {
         common: Common {
-            rpc_url: devnet.anvil.endpoint_url(),
-            chain_id: d.chain_id,
-            market: d.market,
-            registry: d.registry,
-            nats_url: nats.url(),
-            nats_replicas: 1,
-            private_key: Some(Secret::new(key.to_string())),
-            key_file: None,
-            max_pending_txs: 256,
-            replace_after_ms: 15_000,
             receipt_poll_ms: 50,
-            instance_id: None,
-            metrics_addr: None,
+            ..matcher.common
         },
-        strategy: StrategyArg::Score,
-        weight_price: 0.35,
-        weight_reputation: 0.25,
-        weight_fit: 0.25,
-        weight_load: 0.15,
-        claim_ttl_ms: 30_000,
-        max_claims: 200_000,
-        revert_backoff_ms: 30_000,
+        ..matcher
     };
+    let services = net.shutdown();
     tokio::spawn(gantry_matcher::run_matcher(matcher, services.clone()));
-    let client = async_nats::connect(nats.url()).await.unwrap();
+    let client = async_nats::connect(net.nats().url()).await.unwrap();
     let mut postings = client
         .subscribe(gantry_protocol::names::event_filter(
             d.chain_id,

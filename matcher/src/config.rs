@@ -174,10 +174,7 @@ impl Common {
     }
 
     pub fn instance_id(&self) -> String {
-        self.instance_id.clone().unwrap_or_else(|| {
-            let host = std::fs::read_to_string("/etc/hostname").unwrap_or_default();
-            format!("{}-{}", host.trim(), std::process::id())
-        })
+        gantry_runtime::instance_id(self.instance_id.as_deref())
     }
 
     fn validate(&self) -> Result<(), String> {
@@ -251,5 +248,107 @@ impl LivenessConfig {
             return Err("--lease-ttl-ms must be at least 300".into());
         }
         Ok(())
+    }
+}
+
+impl Common {
+    /// For tests and benches: the chain at `rpc_url` with its contracts, NATS at
+    /// `nats_url`, signing with `private_key`; every other setting as its flag's default.
+    pub fn local(
+        rpc_url: Url,
+        chain_id: u64,
+        market: Address,
+        registry: Address,
+        nats_url: String,
+        private_key: Secret,
+    ) -> Self {
+        Self {
+            rpc_url,
+            chain_id,
+            market,
+            registry,
+            nats_url,
+            nats_replicas: 1,
+            private_key: Some(private_key),
+            key_file: None,
+            max_pending_txs: 256,
+            replace_after_ms: 15_000,
+            receipt_poll_ms: 100,
+            instance_id: None,
+            metrics_addr: None,
+        }
+    }
+}
+
+impl MatcherConfig {
+    /// For tests and benches: `common`, and every matcher setting as its flag's default.
+    pub fn local(common: Common) -> Self {
+        let weights = Weights::default();
+        Self {
+            common,
+            strategy: StrategyArg::Score,
+            weight_price: weights.price,
+            weight_reputation: weights.reputation,
+            weight_fit: weights.fit,
+            weight_load: weights.load,
+            claim_ttl_ms: 30_000,
+            max_claims: 200_000,
+            revert_backoff_ms: 30_000,
+        }
+    }
+}
+
+impl LivenessConfig {
+    /// For tests and benches: `common`, and the lease as its flag's default.
+    pub fn local(common: Common) -> Self {
+        Self {
+            common,
+            lease_ttl_ms: 3_000,
+        }
+    }
+}
+
+#[cfg(test)]
+mod local_tests {
+    use clap::Parser;
+
+    use super::*;
+
+    /// `local` configs equal what the binaries parse from the same required flags.
+    #[test]
+    fn local_configs_are_the_flags_defaults() {
+        let (market, registry) = (Address::repeat_byte(1), Address::repeat_byte(2));
+        let (market_flag, registry_flag) = (market.to_string(), registry.to_string());
+        let args = [
+            "service",
+            "--rpc-url",
+            "http://127.0.0.1:8545/",
+            "--chain-id",
+            "31337",
+            "--market",
+            &market_flag,
+            "--registry",
+            &registry_flag,
+            "--nats-url",
+            "nats://127.0.0.1:4222",
+            "--private-key",
+            "0x01",
+        ];
+        let common = Common::local(
+            "http://127.0.0.1:8545/".parse().unwrap(),
+            31_337,
+            market,
+            registry,
+            "nats://127.0.0.1:4222".into(),
+            Secret::new("0x01"),
+        );
+        assert_eq!(
+            format!("{:?}", MatcherConfig::local(common.clone())),
+            format!("{:?}", MatcherConfig::try_parse_from(args).unwrap())
+        );
+        assert_eq!(
+            format!("{:?}", LivenessConfig::local(common)),
+            format!("{:?}", LivenessConfig::try_parse_from(args).unwrap())
+        );
     }
 }

@@ -10,10 +10,11 @@ use std::time::Duration;
 
 use alloy::providers::Provider;
 use gantry_api::store::Store;
+use gantry_testkit::{Postgres, TestNet};
 use sqlx::Connection;
 
 use crate::harness::post_job;
-use crate::projection::{Chain, assert_matches_chain, chain_with_lifecycle};
+use crate::projection::{assert_matches_chain, chain_with_lifecycle};
 
 const WAIT: Duration = Duration::from_secs(60);
 
@@ -25,12 +26,8 @@ struct ApiProcess {
 }
 
 impl ApiProcess {
-    fn spawn(chain: &Chain, database_url: &str, log: &Path) -> Self {
-        let port = std::net::TcpListener::bind("127.0.0.1:0")
-            .unwrap()
-            .local_addr()
-            .unwrap()
-            .port();
+    fn spawn(chain: &TestNet, database_url: &str, log: &Path) -> Self {
+        let port = gantry_testkit::free_port().unwrap();
         let file = std::fs::OpenOptions::new()
             .create(true)
             .append(true)
@@ -41,7 +38,7 @@ impl ApiProcess {
                 "--chain-id",
                 &chain.devnet.deployment.chain_id.to_string(),
                 "--nats-url",
-                &chain.nats.url(),
+                &chain.nats().url(),
                 "--database-url",
                 database_url,
                 "--listen",
@@ -88,14 +85,14 @@ impl ApiProcess {
     }
 }
 
-async fn head(chain: &Chain) -> u64 {
+async fn head(chain: &TestNet) -> u64 {
     chain.devnet.admin.get_block_number().await.unwrap()
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn postgres_a_process_killed_mid_transaction_resumes_exactly() {
     let chain = chain_with_lifecycle().await;
-    let postgres = gantry_devnet::Postgres::start().expect("postgres starts");
+    let postgres = Postgres::start().expect("postgres starts");
     let dir = tempfile::tempdir().unwrap();
     let log = dir.path().join("api.log");
     let mut api = ApiProcess::spawn(&chain, &postgres.url(), &log);

@@ -7,19 +7,16 @@ use gantry_protocol::names;
 use std::process::Stdio;
 use std::time::Duration;
 
-use alloy::primitives::U256;
-use alloy::primitives::aliases::U96;
-use gantry_devnet::{confirm_receipt, scenario};
 use gantry_protocol::api::TokenInfo;
-use gantry_protocol::bindings::{JobMarket, NodeRegistry};
 use gantry_protocol::jobs::{LogLine, LogStream, ProgressUpdate};
+use gantry_testkit::accounts::{MATCHER, NODES};
+use gantry_testkit::{GUSD, TestNet, confirm_receipt, scenario};
 use tokio::io::{AsyncBufReadExt, AsyncReadExt, BufReader};
 use tokio_util::sync::CancellationToken;
 
-use crate::harness::{Api, jobs_stream, post_job, publish, sqlite};
-use crate::projection::{Chain, chain_with_lifecycle};
+use crate::harness::{Api, post_job, sqlite};
+use crate::projection::chain_with_lifecycle;
 
-const GUSD: u64 = 1_000_000;
 /// Job 3, rejected in the lifecycle and requeued, runs its second attempt on node 2.
 const RUNNING_JOB: u64 = 3;
 const ATTEMPT: u8 = 2;
@@ -30,12 +27,10 @@ const EPOCHS: u32 = 10;
 async fn the_dashboard_shows_the_jobs_and_follows_them_live_in_chromium() {
     let chain = chain_with_lifecycle().await;
     run_job_3_on_a_second_node(&chain).await;
-    let chain_id = chain.devnet.deployment.chain_id;
-    let js = async_nats::jetstream::new(async_nats::connect(chain.nats.url()).await.unwrap());
-    jobs_stream(&js, chain_id).await;
+    chain.create_jobs_stream().await;
     let mut reported = 0;
     for epoch in 1..=4 {
-        reported = publish_epoch(&js, chain_id, epoch).await;
+        reported = publish_epoch(&chain, epoch).await;
     }
 
     let stop = CancellationToken::new();
@@ -91,7 +86,7 @@ async fn the_dashboard_shows_the_jobs_and_follows_them_live_in_chromium() {
 
     // Changes while the pages are open: a new job on chain, a worker's report.
     post_job(&chain, 20 * GUSD).await;
-    publish_epoch(&js, chain_id, 7).await;
+    publish_epoch(&chain, 7).await;
 
     let status = tokio::time::timeout(Duration::from_secs(120), async {
         while let Some(line) = stdout.next_line().await.unwrap() {
@@ -114,40 +109,31 @@ async fn the_dashboard_shows_the_jobs_and_follows_them_live_in_chromium() {
     api.stopped().await;
 }
 
-/// Registers node 2 (operator account 4, agent 5) and has the matcher assign job 3 to it.
-async fn run_job_3_on_a_second_node(chain: &Chain) {
-    let devnet = &chain.devnet;
-    let d = devnet.deployment;
-    devnet
-        .fund(4, d.registry, U256::from(1_000 * GUSD))
-        .await
-        .unwrap();
-    let registry = NodeRegistry::new(d.registry, devnet.provider(4));
-    let agent = devnet.anvil.addresses()[5];
+/// Registers node 2 (served by its operator, `NODES[1]`) and has the matcher assign job 3
+/// to it.
+async fn run_job_3_on_a_second_node(chain: &TestNet) {
+    let operator = NODES[1];
+    let node = chain
+        .register_node(
+            operator,
+            chain.address(operator),
+            scenario::h100_node(),
+            100 * GUSD,
+        )
+        .await;
+    assert_eq!(node, NODE);
     confirm_receipt(
-        "register",
-        registry
-            .register(
-                agent,
-                scenario::h100_node(),
-                "ipfs://node-2".into(),
-                U96::from(100 * GUSD),
-            )
-            .send()
-            .await,
+        "assign",
+        chain.market(MATCHER).assign(RUNNING_JOB, NODE).send().await,
     )
     .await
     .unwrap();
-    assert_eq!(registry.nodeCount().call().await.unwrap(), NODE);
-    let market = JobMarket::new(d.market, devnet.admin.clone());
-    confirm_receipt("assign", market.assign(RUNNING_JOB, NODE).send().await)
-        .await
-        .unwrap();
 }
 
 /// What job 3's worker reports at the end of `epoch`: progress, loss, GPU figures and a
 /// log line. Returns the stream sequence of the last message.
-async fn publish_epoch(js: &async_nats::jetstream::Context, chain_id: u64, epoch: u32) -> u64 {
+async fn publish_epoch(chain: &TestNet, epoch: u32) -> u64 {
+    let chain_id = chain.chain_id();
     let at_ms = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .unwrap()
@@ -187,7 +173,7 @@ async fn publish_epoch(js: &async_nats::jetstream::Context, chain_id: u64, epoch
             serde_json::to_vec(&update).unwrap(),
         ),
     ] {
-        last = publish(js, subject, payload).await;
+        last = chain.publish(subject, payload).await;
     }
     last
 }

@@ -1,66 +1,27 @@
-//! What the API's tests share: the API as the binary runs it, and ways to feed it.
+//! What the API's tests share: the API as the binary runs it, on the kit's `TestNet`.
 
-use gantry_protocol::names;
 use std::time::Duration;
 
-use alloy::primitives::aliases::{U40, U96};
 use gantry_api::project::Progress;
-use gantry_devnet::{confirm_receipt, scenario};
 use gantry_protocol::api::TokenInfo;
-use gantry_protocol::bindings::JobMarket;
+use gantry_testkit::accounts::SUBMITTER;
+use gantry_testkit::{JobPost, TestNet};
 use metrics_exporter_prometheus::PrometheusHandle;
 use tokio_util::sync::CancellationToken;
-
-use crate::projection::Chain;
 
 /// A SQLite database in `dir`.
 pub(crate) fn sqlite(dir: &std::path::Path) -> String {
     format!("sqlite://{}", dir.join("api.db").display())
 }
 
-/// Creates the workers' stream, as a worker does.
-pub(crate) async fn jobs_stream(js: &async_nats::jetstream::Context, chain_id: u64) {
-    js.create_stream(async_nats::jetstream::stream::Config {
-        name: names::jobs_stream_name(chain_id),
-        subjects: vec![names::jobs_stream_subjects(chain_id)],
-        ..Default::default()
-    })
-    .await
-    .unwrap();
-}
-
-/// Publishes and returns the stream sequence.
-pub(crate) async fn publish(
-    js: &async_nats::jetstream::Context,
-    subject: String,
-    payload: Vec<u8>,
-) -> u64 {
-    js.publish(subject, payload.into())
-        .await
-        .unwrap()
-        .await
-        .unwrap()
-        .sequence
-}
-
-/// Posts a job with `bounty` as the lifecycle's submitter (account 3, funded and
-/// approved): one block of new events.
-pub(crate) async fn post_job(chain: &Chain, bounty: u64) {
-    let market = JobMarket::new(chain.devnet.deployment.market, chain.devnet.provider(3));
-    confirm_receipt(
-        "postJob",
-        market
-            .postJob(
-                scenario::h100_requirements(),
-                U96::from(bounty),
-                U40::from(4_000_000_000u64),
-                scenario::example_spec().into(),
-            )
-            .send()
-            .await,
-    )
-    .await
-    .unwrap();
+/// Posts an H100 job with `bounty` as the lifecycle's submitter (funded and approved):
+/// one block of new events.
+pub(crate) async fn post_job(chain: &TestNet, bounty: u64) {
+    let job = JobPost {
+        bounty,
+        ..JobPost::default()
+    };
+    chain.post_job(SUBMITTER, job).await;
 }
 
 /// The API as `gantry-api` runs it (`gantry_api::start`) on a free port.
@@ -75,7 +36,7 @@ impl Api {
     /// Serves `database_url`, with the process-wide metrics `handle` if given; stops
     /// with `stop`.
     pub(crate) async fn start(
-        chain: &Chain,
+        chain: &TestNet,
         database_url: &str,
         stop: &CancellationToken,
         metrics: Option<PrometheusHandle>,
@@ -85,7 +46,7 @@ impl Api {
 
     /// The same, naming the payment token `token` (`GET /v1/token`).
     pub(crate) async fn start_with_token(
-        chain: &Chain,
+        chain: &TestNet,
         database_url: &str,
         stop: &CancellationToken,
         metrics: Option<PrometheusHandle>,
@@ -98,7 +59,7 @@ impl Api {
             metrics,
             ..gantry_api::Config::local(
                 chain.devnet.deployment.chain_id,
-                &chain.nats.url(),
+                &chain.nats().url(),
                 database_url,
             )
         };
@@ -115,7 +76,7 @@ impl Api {
 
     /// Waits until the projection has applied the chain's head and the reports consumer
     /// the worker reports up to stream sequence `reported`.
-    pub(crate) async fn caught_up(&self, chain: &Chain, reported: u64) {
+    pub(crate) async fn caught_up(&self, chain: &TestNet, reported: u64) {
         let head = alloy::providers::Provider::get_block_number(&chain.devnet.admin)
             .await
             .unwrap();

@@ -111,11 +111,11 @@ async fn the_read_api_answers_and_refuses_bad_input_by_name() {
     .await;
     // What a worker would have published for job 1.
     let chain_id = chain.devnet.deployment.chain_id;
-    let js = async_nats::jetstream::new(async_nats::connect(chain.nats.url()).await.unwrap());
-    crate::harness::jobs_stream(&js, chain_id).await;
+    let js = chain.jetstream().await;
+    chain.create_jobs_stream().await;
     let mut last = 0;
     for (subject, payload) in worker_reports(chain_id) {
-        last = crate::harness::publish(&js, subject, payload).await;
+        last = chain.publish(subject, payload).await;
     }
     let (tx, mut rx) = tokio::sync::watch::channel(0);
     let stop = tokio_util::sync::CancellationToken::new();

@@ -7,18 +7,18 @@ use gantry_protocol::names;
 use std::sync::OnceLock;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-use gantry_devnet::confirm_receipt;
 use gantry_devnet::sse::{EventStream, SseEvent};
 use gantry_protocol::api::{History, JobDetail, Minute, Stats};
-use gantry_protocol::bindings::JobMarket;
 use gantry_protocol::jobs::{LogLine, LogStream, ProgressUpdate};
 use gantry_protocol::pending::Constraint;
 use gantry_protocol::pending::{PENDING_VERSION, PendingExplanation};
+use gantry_testkit::accounts::SUBMITTER;
+use gantry_testkit::confirm_receipt;
 use metrics_exporter_prometheus::{PrometheusBuilder, PrometheusHandle};
 use reqwest::StatusCode;
 use tokio_util::sync::CancellationToken;
 
-use crate::harness::{Api, jobs_stream, post_job, publish, sqlite};
+use crate::harness::{Api, post_job, sqlite};
 use crate::projection::chain_with_lifecycle;
 
 const WAIT: Duration = Duration::from_secs(30);
@@ -86,15 +86,15 @@ fn log_line(job_id: u64, line: &str) -> LogLine {
 async fn events_and_logs_stream_live_and_the_operational_endpoints_answer() {
     let chain = chain_with_lifecycle().await;
     let chain_id = chain.devnet.deployment.chain_id;
-    let js = async_nats::jetstream::new(async_nats::connect(chain.nats.url()).await.unwrap());
-    jobs_stream(&js, chain_id).await;
+    let js = chain.jetstream().await;
+    chain.create_jobs_stream().await;
     // A line stored before anyone follows job 3 (requeued open after its rejection).
-    let stored_seq = publish(
-        &js,
-        names::logs_subject(chain_id, 3),
-        serde_json::to_vec(&log_line(3, "stored")).unwrap(),
-    )
-    .await;
+    let stored_seq = chain
+        .publish(
+            names::logs_subject(chain_id, 3),
+            serde_json::to_vec(&log_line(3, "stored")).unwrap(),
+        )
+        .await;
     let dir = tempfile::tempdir().unwrap();
     let shutdown = CancellationToken::new();
     let api = Api::start(&chain, &sqlite(dir.path()), &shutdown, Some(metrics())).await;
@@ -134,18 +134,18 @@ async fn events_and_logs_stream_live_and_the_operational_endpoints_answer() {
         eta_secs: Some(60),
         at_ms: now_ms(),
     };
-    publish(
-        &js,
-        names::progress_subject(chain_id, 3),
-        serde_json::to_vec(&update).unwrap(),
-    )
-    .await;
-    publish(
-        &js,
-        names::logs_subject(chain_id, 3),
-        serde_json::to_vec(&log_line(3, "live")).unwrap(),
-    )
-    .await;
+    chain
+        .publish(
+            names::progress_subject(chain_id, 3),
+            serde_json::to_vec(&update).unwrap(),
+        )
+        .await;
+    chain
+        .publish(
+            names::logs_subject(chain_id, 3),
+            serde_json::to_vec(&log_line(3, "live")).unwrap(),
+        )
+        .await;
     let progressed = feed.until("progress", |d| d["jobId"] == 3).await;
     assert_eq!(progressed["epoch"], 5);
     assert_eq!(progressed["metrics"]["loss"], 0.25);
@@ -200,7 +200,7 @@ async fn events_and_logs_stream_live_and_the_operational_endpoints_answer() {
     assert_eq!(job.pending, None, "only open jobs wait");
 
     // Job 3 is cancelled: its log stream says so and ends.
-    let submitter = JobMarket::new(chain.devnet.deployment.market, chain.devnet.provider(3));
+    let submitter = chain.market(SUBMITTER);
     let cancel = submitter.cancel(3);
     confirm_receipt("cancel", cancel.send().await)
         .await

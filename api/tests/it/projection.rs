@@ -6,54 +6,31 @@ use std::time::Duration;
 use gantry_api::model::{JobStatus, NodeStatus};
 use gantry_api::project::{self, Progress};
 use gantry_api::store::Store;
-use gantry_devnet::{Devnet, NatsServer};
 use gantry_protocol::api::JobDetail;
 use gantry_protocol::bindings::{JobMarket, NodeRegistry};
+use gantry_testkit::{Postgres, TestNet, scenario};
 use tokio_util::sync::CancellationToken;
 
-pub(crate) struct Chain {
-    pub(crate) devnet: Devnet,
-    pub(crate) nats: NatsServer,
-    indexer: CancellationToken,
-}
-
-impl Drop for Chain {
-    fn drop(&mut self) {
-        self.indexer.cancel();
-    }
-}
-
-pub(crate) async fn chain_with_lifecycle() -> Chain {
-    let devnet = Devnet::start().await.expect("devnet");
-    let nats = NatsServer::start().expect("nats");
-    let d = devnet.deployment;
-    let indexer = CancellationToken::new();
-    let config = gantry_indexer::Config::local(
-        devnet.anvil.endpoint_url(),
-        d.chain_id,
-        d.market,
-        d.registry,
-        d.start_block,
-        nats.url(),
-    );
-    tokio::spawn(gantry_indexer::run(config, indexer.clone()));
-    gantry_devnet::scenario::lifecycle(&devnet)
+/// A chain and NATS with the indexer running, after the scripted lifecycle.
+pub(crate) async fn chain_with_lifecycle() -> TestNet {
+    let chain = TestNet::builder()
+        .indexer()
+        .start()
+        .await
+        .expect("the test net starts");
+    scenario::lifecycle(&chain.devnet)
         .await
         .expect("the scripted lifecycle");
-    Chain {
-        devnet,
-        nats,
-        indexer,
-    }
+    chain
 }
 
 /// Projects into `url` until the projection has applied the chain's head block.
-pub(crate) async fn project_to_head(chain: &Chain, url: &str) -> Store {
+pub(crate) async fn project_to_head(chain: &TestNet, url: &str) -> Store {
     let store = Store::open(url).await.expect("store opens");
     let head = alloy::providers::Provider::get_block_number(&chain.devnet.admin)
         .await
         .unwrap();
-    let js = async_nats::jetstream::new(async_nats::connect(chain.nats.url()).await.unwrap());
+    let js = chain.jetstream().await;
     let (tx, mut rx) = tokio::sync::watch::channel(Progress::default());
     let stop = CancellationToken::new();
     let task = tokio::spawn(project::run(
@@ -81,7 +58,7 @@ pub(crate) async fn project_to_head(chain: &Chain, url: &str) -> Store {
 }
 
 /// Every job and node row against `getJob`/`getNode`.
-pub(crate) async fn assert_matches_chain(chain: &Chain, store: &Store) {
+pub(crate) async fn assert_matches_chain(chain: &TestNet, store: &Store) {
     let d = chain.devnet.deployment;
     let market = JobMarket::new(d.market, chain.devnet.admin.clone());
     let registry = NodeRegistry::new(d.registry, chain.devnet.admin.clone());
@@ -168,7 +145,7 @@ async fn sqlite_projection_equals_the_chain_and_rebuilds_the_same() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn postgres_projection_equals_the_chain_and_the_sqlite_one() {
     let chain = chain_with_lifecycle().await;
-    let postgres = gantry_devnet::Postgres::start().expect("postgres starts");
+    let postgres = Postgres::start().expect("postgres starts");
     let store = project_to_head(&chain, &postgres.url()).await;
     assert_matches_chain(&chain, &store).await;
 
@@ -244,7 +221,7 @@ async fn a_reorg_is_rolled_back_to_the_chain_s_state() {
         .await
         .unwrap();
     let chain_id = chain.devnet.deployment.chain_id;
-    let js = async_nats::jetstream::new(async_nats::connect(chain.nats.url()).await.unwrap());
+    let js = chain.jetstream().await;
     let (tx, mut rx) = tokio::sync::watch::channel(Progress::default());
     let stop = CancellationToken::new();
     let task = tokio::spawn(project::run(
@@ -269,7 +246,7 @@ async fn a_reorg_is_rolled_back_to_the_chain_s_state() {
 
     // Replace the last 3 blocks with empty ones, and wait for the indexer to publish the
     // new head's commit.
-    let mut commits = async_nats::connect(chain.nats.url())
+    let mut commits = async_nats::connect(chain.nats().url())
         .await
         .unwrap()
         .subscribe(gantry_protocol::names::block_commit(chain_id, head))
@@ -332,7 +309,7 @@ async fn a_reorg_is_rolled_back_to_the_chain_s_state() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn replicas_sharing_one_postgres_apply_each_block_once_and_all_feed_live() {
     let chain = chain_with_lifecycle().await;
-    let postgres = gantry_devnet::Postgres::start().expect("postgres starts");
+    let postgres = Postgres::start().expect("postgres starts");
     let chain_id = chain.devnet.deployment.chain_id;
     let head = alloy::providers::Provider::get_block_number(&chain.devnet.admin)
         .await
@@ -341,7 +318,7 @@ async fn replicas_sharing_one_postgres_apply_each_block_once_and_all_feed_live()
     let mut replicas = Vec::new();
     for _ in 0..2 {
         let store = Store::open(&postgres.url()).await.unwrap();
-        let js = async_nats::jetstream::new(async_nats::connect(chain.nats.url()).await.unwrap());
+        let js = chain.jetstream().await;
         let live = gantry_api::live::Live::default();
         let feed = live.subscribe();
         let (tx, rx) = tokio::sync::watch::channel(Progress::default());

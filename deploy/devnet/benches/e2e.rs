@@ -19,10 +19,11 @@ use bollard::query_parameters::{
 };
 use futures::StreamExt;
 use gantry_devnet::demo;
-use gantry_devnet::network::{Network, NetworkConfig, SUBMITTER_ACCOUNT};
+use gantry_devnet::network::{Network, NetworkConfig};
 use gantry_devnet::sse::EventStream;
 use gantry_protocol::bindings::JobMarket;
 use gantry_protocol::spec::{JobKind, JobSpec, OutputSpec, Resources, SPEC_VERSION};
+use gantry_testkit::accounts::SUBMITTER;
 
 const JOBS: usize = 1_000;
 const WORKERS: usize = 4;
@@ -51,13 +52,9 @@ async fn main() -> anyhow::Result<()> {
     let d = network.devnet.deployment;
     network
         .devnet
-        .fund(
-            SUBMITTER_ACCOUNT,
-            d.market,
-            U256::from(1_000_000_000_000u64),
-        )
+        .fund(SUBMITTER, d.market, U256::from(1_000_000_000_000u64))
         .await?;
-    let market = JobMarket::new(d.market, network.devnet.provider(SUBMITTER_ACCOUNT));
+    let market = JobMarket::new(d.market, network.devnet.provider(SUBMITTER));
     let spec = serde_json::to_vec(&JobSpec {
         version: SPEC_VERSION,
         kind: JobKind::Inference,

@@ -7,9 +7,8 @@
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
+use gantry_testkit::{DevnetError, Tools, workspace_root};
 use serde_json::{Value, json};
-
-use crate::{DevnetError, Tools, workspace_root};
 
 /// Contracts whose artifacts are committed, as `(source file, contract name)`.
 pub const ARTIFACT_CONTRACTS: &[(&str, &str)] = &[

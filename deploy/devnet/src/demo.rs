@@ -12,7 +12,7 @@
 
 use std::io;
 
-use alloy::primitives::aliases::{U40, U96};
+use alloy::primitives::aliases::U96;
 use alloy::primitives::{B256, U256};
 use anyhow::Context;
 use bollard::Docker;
@@ -21,10 +21,10 @@ use futures::StreamExt;
 use gantry_protocol::api::LiveEventName;
 use gantry_protocol::bindings::JobMarket;
 use gantry_protocol::spec::{InputSpec, JobKind, JobSpec, OutputSpec, Resources, SPEC_VERSION};
+use gantry_testkit::{Devnet, JobPost, import_busybox};
 use sha2::{Digest, Sha256};
 
 use crate::sse::EventStream;
-use crate::{Devnet, confirm_receipt, import_busybox};
 
 /// The base image, imported from the host's busybox.
 pub const BASE_IMAGE: &str = "gantry/busybox:dev";
@@ -191,32 +191,20 @@ pub fn requirements() -> JobMarket::JobRequirements {
 /// Posts the demo job as anvil account `submitter` (funded and approved for the market
 /// first); returns its id.
 pub async fn post(devnet: &Devnet, submitter: usize, spec: &JobSpec) -> anyhow::Result<u64> {
-    let d = devnet.deployment;
     devnet
-        .fund(submitter, d.market, U256::from(1_000 * GUSD))
+        .fund(
+            submitter,
+            devnet.deployment.market,
+            U256::from(1_000 * GUSD),
+        )
         .await?;
-    let market = JobMarket::new(d.market, devnet.provider(submitter));
-    let deadline = devnet.now().await? + 3_600;
-    let receipt = confirm_receipt(
-        "postJob",
-        market
-            .postJob(
-                requirements(),
-                U96::from(BOUNTY),
-                U40::from(deadline),
-                serde_json::to_vec(spec)?.into(),
-            )
-            .send()
-            .await,
-    )
-    .await?;
-    let posted = receipt
-        .inner
-        .logs()
-        .iter()
-        .find_map(|log| log.log_decode::<JobMarket::JobPosted>().ok())
-        .context("the receipt has no JobPosted")?;
-    Ok(posted.inner.data.jobId)
+    let job = JobPost {
+        requirements: requirements(),
+        bounty: BOUNTY,
+        deadline: devnet.now().await? + 3_600,
+        spec: serde_json::to_vec(spec)?,
+    };
+    Ok(devnet.post_job(submitter, job).await?)
 }
 
 /// How a followed job ended.

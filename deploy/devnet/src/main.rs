@@ -7,7 +7,8 @@ use alloy::providers::{Provider, ProviderBuilder};
 use alloy::signers::local::PrivateKeySigner;
 use anyhow::Context;
 use clap::{Parser, Subcommand};
-use gantry_devnet::network::{Network, NetworkConfig, SUBMITTER_ACCOUNT};
+use gantry_devnet::accounts::SUBMITTER;
+use gantry_devnet::network::{Network, NetworkConfig};
 use gantry_devnet::{DeployParams, Tools, check_artifacts, demo, deploy, write_artifacts};
 use url::Url;
 
@@ -134,7 +135,7 @@ async fn up(config: NetworkConfig, exit_after_demo: bool) -> anyhow::Result<()> 
 
     // The demo job, followed to its payout.
     let spec = demo::spec(network.dataset.url(), network.dataset.sha256());
-    let job = demo::post(&network.devnet, SUBMITTER_ACCOUNT, &spec)
+    let job = demo::post(&network.devnet, SUBMITTER, &spec)
         .await
         .context("posting the demo job")?;
     println!(

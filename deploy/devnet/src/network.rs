@@ -7,8 +7,8 @@
 //!
 //! ```text
 //!   Network::start ──▶ anvil + contracts ─┐
-//!                      nats-server ───────┼──▶ indexer, matcher (acct 0), liveness (acct 8),
-//!                      docker + demo image┘    api (SQLite), workers (accts 1, 4, 5, 6)
+//!                      nats-server ───────┼──▶ indexer, matcher (MATCHER), liveness (KEEPER),
+//!                      docker + demo image┘    api (SQLite), workers (NODES, in order)
 //!   Network::stop  ──▶ SIGTERM to each service, SIGKILL after 10 s; anvil, NATS, dockerd
 //!                      stop when dropped
 //! ```
@@ -18,23 +18,16 @@ use std::process::Stdio;
 use std::time::Duration;
 
 use alloy::node_bindings::Anvil;
-use alloy::primitives::{B256, U256};
+use alloy::primitives::U256;
 use anyhow::Context;
 use bollard::{API_DEFAULT_VERSION, Docker};
+use gantry_testkit::accounts::{KEEPER, MATCHER, NODES};
+use gantry_testkit::{DeployParams, Devnet, Dockerd, NatsServer, Tools, free_port, worker_config};
 
 use crate::demo::{self, DatasetServer};
-use crate::{DeployParams, Devnet, Dockerd, NatsServer, Tools};
 
 /// The host's Docker engine, used when it answers; else a private dockerd.
 pub const HOST_DOCKER_SOCKET: &str = "/var/run/docker.sock";
-/// Anvil accounts the workers' agents sign with, in order (at most four workers).
-pub const WORKER_ACCOUNTS: [usize; 4] = [1, 4, 5, 6];
-/// Anvil account the matcher signs with (it holds the matcher role: the admin).
-pub const MATCHER_ACCOUNT: usize = 0;
-/// Anvil account the liveness keeper pays its transactions from.
-pub const KEEPER_ACCOUNT: usize = 8;
-/// Anvil account the demo job is posted from.
-pub const SUBMITTER_ACCOUNT: usize = 3;
 /// How long the services get between SIGTERM and SIGKILL.
 const STOP_GRACE: Duration = Duration::from_secs(10);
 
@@ -52,7 +45,7 @@ pub struct NetworkConfig {
     /// Metrics ports of the indexer, matcher, liveness and first worker (the next workers
     /// take the next ports); `None`: free ones.
     pub metrics_base: Option<u16>,
-    /// Workers to start, 1 to 4.
+    /// Workers to start, 1 to 4; worker `i`'s agent is anvil account `NODES[i]`.
     pub workers: usize,
     /// Jobs each worker runs at once.
     pub jobs_per_worker: u32,
@@ -139,9 +132,9 @@ impl Network {
     /// Starts everything and returns once every service runs and the API answers.
     pub async fn start(config: NetworkConfig) -> anyhow::Result<Self> {
         anyhow::ensure!(
-            (1..=WORKER_ACCOUNTS.len()).contains(&config.workers),
+            (1..=NODES.len()).contains(&config.workers),
             "1 to {} workers",
-            WORKER_ACCOUNTS.len()
+            NODES.len()
         );
         for name in [
             "gantry-indexer",
@@ -197,8 +190,8 @@ impl Network {
         };
         for (index, (name, signer)) in [
             ("gantry-indexer", None),
-            ("gantry-matcher", Some(MATCHER_ACCOUNT)),
-            ("gantry-liveness", Some(KEEPER_ACCOUNT)),
+            ("gantry-matcher", Some(MATCHER)),
+            ("gantry-liveness", Some(KEEPER)),
         ]
         .into_iter()
         .enumerate()
@@ -294,11 +287,6 @@ impl Network {
     /// The log file of a service, e.g. `gantry-worker-1`.
     pub fn log(&self, label: &str) -> PathBuf {
         self.run_dir.join("logs").join(format!("{label}.log"))
-    }
-
-    /// The anvil account of worker `index`'s agent.
-    pub fn worker_account(index: usize) -> usize {
-        WORKER_ACCOUNTS[index]
     }
 
     /// SIGTERM to every service (each shuts down gracefully: a worker gives back its jobs
@@ -401,7 +389,7 @@ impl Network {
             command.args(["--start-block", &d.start_block.to_string()]);
         }
         if let Some(account) = signer {
-            command.env("GANTRY_PRIVATE_KEY", self.private_key(account));
+            command.env("GANTRY_PRIVATE_KEY", self.devnet.private_key(account));
         }
         let child = command
             .spawn()
@@ -458,7 +446,7 @@ impl Network {
             .command("gantry-worker", &label)?
             .arg("--config")
             .arg(&config)
-            .env("GANTRY_AGENT_KEY", self.private_key(WORKER_ACCOUNTS[index]))
+            .env("GANTRY_AGENT_KEY", self.devnet.private_key(NODES[index]))
             .spawn()
             .with_context(|| format!("starting {label}"))?;
         self.worker_configs.push(config);
@@ -479,19 +467,9 @@ impl Network {
                 .with_context(|| format!("emptying {}", work_dir.display()))?;
         }
         std::fs::create_dir_all(dir)?;
-        let d = &self.devnet.deployment;
         let config = format!(
             r#"# Written by the dev network for this worker; rewritten on every start.
-rpc_url = {rpc_url}
-chain_id = {chain_id}
-nats_url = {nats_url}
-market = "{market}"
-registry = "{registry}"
-token = "{token}"
-docker_socket = {docker_socket}
-cache_dir = {cache_dir}
-work_dir = {work_dir}
-metrics_addr = "127.0.0.1:{metrics_port}"
+{connections}metrics_addr = "127.0.0.1:{metrics_port}"
 
 [node]
 price_per_gpu_hour = "1000000"
@@ -502,38 +480,18 @@ heartbeat_interval = "{heartbeat}s"
 progress_report_interval = "1s"
 checkpoint_interval = "2s"
 "#,
+            connections = worker_config(&self.devnet, &self.nats.url(), &self.engine.socket, dir),
             heartbeat = (self.config.heartbeat_timeout / 6).max(1),
             max_concurrent = self.config.jobs_per_worker,
-            rpc_url = toml_string(self.devnet.anvil.endpoint_url().as_str()),
-            chain_id = d.chain_id,
-            nats_url = toml_string(&self.nats.url()),
-            market = d.market,
-            registry = d.registry,
-            token = d.token,
-            docker_socket = toml_path(&self.engine.socket)?,
-            cache_dir = toml_path(&dir.join("cache"))?,
-            work_dir = toml_path(&work_dir)?,
         );
         let path = dir.join("worker.toml");
         std::fs::write(&path, config).with_context(|| format!("writing {}", path.display()))?;
         Ok(path)
     }
-
-    /// The hex private key of anvil account `account`.
-    pub fn private_key(&self, account: usize) -> String {
-        B256::from_slice(&self.devnet.anvil.keys()[account].to_bytes()).to_string()
-    }
 }
 
 fn worker_label(index: usize) -> String {
     format!("gantry-worker-{}", index + 1)
-}
-
-/// A free TCP port on loopback (free when asked; the service binds it right after).
-pub fn free_port() -> std::io::Result<u16> {
-    Ok(std::net::TcpListener::bind("127.0.0.1:0")?
-        .local_addr()?
-        .port())
 }
 
 /// Starts anvil, deploys the market with the configured windows and gives each of
@@ -639,17 +597,4 @@ async fn connect(socket: &Path) -> anyhow::Result<Docker> {
     tokio::time::timeout(Duration::from_secs(5), ping)
         .await
         .context("no answer within 5 s")?
-}
-
-/// A TOML basic string: a JSON string is one (the same quotes and escapes), and the
-/// devnet has no TOML writer.
-fn toml_string(value: &str) -> String {
-    serde_json::to_string(value).expect("a string serializes")
-}
-
-fn toml_path(path: &Path) -> anyhow::Result<String> {
-    let text = path
-        .to_str()
-        .with_context(|| format!("{} is not UTF-8", path.display()))?;
-    Ok(toml_string(text))
 }

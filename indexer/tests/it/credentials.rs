@@ -5,8 +5,8 @@
 use std::time::Duration;
 
 use futures::StreamExt;
-use gantry_devnet::Devnet;
-use gantry_devnet::nats_cluster::{ConfiguredNats, NatsConfig};
+use gantry_testkit::Devnet;
+use gantry_testkit::nats_cluster::{ConfiguredNats, NatsConfig};
 use tokio_util::sync::CancellationToken;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -40,17 +40,10 @@ async fn the_indexer_connects_with_the_credentials_in_its_nats_url() {
 
     let shutdown = CancellationToken::new();
     let indexer = tokio::spawn(gantry_indexer::run(
-        gantry_indexer::Config::local(
-            devnet.anvil.endpoint_url(),
-            d.chain_id,
-            d.market,
-            d.registry,
-            d.start_block,
-            with_user("indexer"),
-        ),
+        devnet.indexer_config(with_user("indexer")),
         shutdown.clone(),
     ));
-    gantry_devnet::scenario::lifecycle(&devnet)
+    gantry_testkit::scenario::lifecycle(&devnet)
         .await
         .expect("the lifecycle");
     let first = tokio::time::timeout(Duration::from_secs(60), chain.next())

@@ -69,7 +69,7 @@ async fn nats_restart_mid_run_loses_and_duplicates_nothing() {
     config.max_range = 1;
     let indexer = h.spawn(config);
     h.wait_for_messages(1_500).await;
-    h.nats.restart().expect("nats restarts");
+    h.nats_mut().restart().expect("nats restarts");
     h.emit_postings(batcher, 2, 1_000).await;
     h.wait_for_head().await;
     indexer.stop().await.expect("clean stop");

@@ -52,9 +52,9 @@ async fn historic_to_live_handoff_neither_skips_nor_duplicates() {
 #[tokio::test]
 async fn finality_watermark_follows_the_finalized_block() {
     let h = Harness::start().await;
-    let mut config = h.config();
+    let mut config = h.indexer_config();
     config.finality_tag = FinalityTag::Finalized;
-    let client = async_nats::connect(h.nats.url()).await.unwrap();
+    let client = async_nats::connect(h.nats().url()).await.unwrap();
     let mut watermarks = client
         .subscribe(names::finality(h.chain_id()))
         .await

@@ -1,5 +1,7 @@
-//! A chain, a JetStream server and indexers, and readers of what the stream holds.
+//! A test net with a chain and a JetStream server (the kit's `TestNet`), indexers started
+//! by the tests, and readers of what the stream holds.
 
+use std::ops::{Deref, DerefMut};
 use std::time::Duration;
 
 use alloy::primitives::Address;
@@ -7,19 +9,34 @@ use alloy::providers::Provider;
 use alloy::rpc::types::Filter;
 use async_nats::jetstream::{self, consumer};
 use futures::StreamExt;
-use gantry_devnet::scenario::post_batches;
-use gantry_devnet::{Devnet, NatsServer};
 use gantry_indexer::Config;
-use gantry_indexer::config::FinalityTag;
 use gantry_protocol::bindings::EventBatcher;
 use gantry_protocol::envelope::{BlockCommit, EventEnvelope, FinalityWatermark, Retraction};
 use gantry_protocol::events::{Contracts, DecodedEvent, decode};
 use gantry_protocol::names;
+use gantry_testkit::accounts::ADMIN;
+use gantry_testkit::scenario::post_batches;
+use gantry_testkit::{TestNet, wait_until};
 use tokio_util::sync::CancellationToken;
 
-pub(crate) struct Harness {
-    pub(crate) devnet: Devnet,
-    pub(crate) nats: NatsServer,
+/// Longest any wait for the stream may take.
+const PATIENCE: Duration = Duration::from_secs(120);
+
+/// The test net; its indexer config polls every 50 ms.
+pub(crate) struct Harness(TestNet);
+
+impl Deref for Harness {
+    type Target = TestNet;
+
+    fn deref(&self) -> &TestNet {
+        &self.0
+    }
+}
+
+impl DerefMut for Harness {
+    fn deref_mut(&mut self) -> &mut TestNet {
+        &mut self.0
+    }
 }
 
 /// An indexer running in this process.
@@ -56,36 +73,16 @@ pub(crate) struct EventId {
 
 impl Harness {
     pub(crate) async fn start() -> Self {
-        let devnet = Devnet::start().await.expect("devnet starts");
-        let nats = NatsServer::start().expect("nats-server starts");
-        Self { devnet, nats }
-    }
-
-    pub(crate) fn chain_id(&self) -> u64 {
-        self.devnet.deployment.chain_id
-    }
-
-    pub(crate) fn config(&self) -> Config {
-        Config {
-            rpc_url: self.devnet.anvil.endpoint_url(),
-            chain_id: self.chain_id(),
-            market: self.devnet.deployment.market,
-            registry: self.devnet.deployment.registry,
-            start_block: self.devnet.deployment.start_block,
-            nats_url: self.nats.url(),
-            nats_replicas: 1,
-            confirmations: 0,
-            finality_tag: FinalityTag::None,
-            reorg_window: 64,
-            min_range: 1,
-            max_range: 10_000,
-            initial_range: 100,
-            max_in_flight: 512,
-            poll_ms: 50,
-            lease_ttl_ms: 1_500,
-            instance_id: None,
-            metrics_addr: None,
-        }
+        let net = TestNet::builder()
+            .nats()
+            .indexer_config(|config| Config {
+                poll_ms: 50,
+                ..config
+            })
+            .start()
+            .await
+            .expect("the test net starts");
+        Self(net)
     }
 
     pub(crate) fn spawn(&self, config: Config) -> Running {
@@ -94,82 +91,57 @@ impl Harness {
         Running { shutdown, task }
     }
 
-    pub(crate) async fn jetstream(&self) -> jetstream::Context {
-        jetstream::new(
-            async_nats::connect(self.nats.url())
-                .await
-                .expect("nats connects"),
-        )
-    }
-
     /// Waits until the stream holds the commit of block `number` (or a later one).
     pub(crate) async fn wait_for_commit(&self, number: u64) {
-        let client = async_nats::connect(self.nats.url())
-            .await
-            .expect("nats connects");
-        // Subscribe before looking at the stream, so no commit slips between the two.
-        let mut commits = client
-            .subscribe(names::block_commits(self.chain_id()))
-            .await
-            .unwrap();
-        let js = jetstream::new(client.clone());
-        let reached = async {
-            if let Ok(mut stream) = js.get_stream(names::stream_name(self.chain_id())).await {
-                let last = stream.info().await.unwrap().state.last_sequence;
-                if last > 0
-                    && let Ok(message) = stream
-                        .get_last_raw_message_by_subject(&names::block_commits(self.chain_id()))
-                        .await
-                {
-                    let commit: BlockCommit = serde_json::from_slice(&message.payload).unwrap();
-                    if commit.block_number >= number {
-                        return;
-                    }
-                }
-            }
-            while let Some(message) = commits.next().await {
-                let commit: BlockCommit = serde_json::from_slice(&message.payload).unwrap();
-                if commit.block_number >= number {
-                    return;
-                }
-            }
-        };
-        tokio::time::timeout(Duration::from_secs(120), reached)
-            .await
-            .unwrap_or_else(|_| panic!("no commit of block {number} within 120 s"));
+        self.wait_for_commit_where(
+            &format!("commit of block {number}"),
+            names::block_commits(self.chain_id()),
+            |commit| commit.block_number >= number,
+        )
+        .await;
     }
 
     /// Waits until the stream holds the commit of block `number` with `hash`.
     pub(crate) async fn wait_for_block(&self, number: u64, hash: alloy::primitives::B256) {
-        let client = async_nats::connect(self.nats.url())
+        self.wait_for_commit_where(
+            &format!("commit of block {number} ({hash})"),
+            names::block_commit(self.chain_id(), number),
+            |commit| commit.block_hash == hash,
+        )
+        .await;
+    }
+
+    /// Waits until the last commit stored on `subject`, or one published there after, is
+    /// `reached`. Subscribes before looking at the stream, so no commit slips between the
+    /// two; judges each published commit itself, which the stream may not have stored yet.
+    async fn wait_for_commit_where(
+        &self,
+        what: &str,
+        subject: String,
+        reached: impl Fn(&BlockCommit) -> bool,
+    ) {
+        let client = async_nats::connect(self.nats().url())
             .await
             .expect("nats connects");
-        let subject = names::block_commit(self.chain_id(), number);
         let mut commits = client.subscribe(subject.clone()).await.unwrap();
         let js = jetstream::new(client.clone());
-        let reached = async {
+        let commit = |payload: &[u8]| serde_json::from_slice::<BlockCommit>(payload).unwrap();
+        let found = async {
             if let Ok(stream) = js.get_stream(names::stream_name(self.chain_id())).await
                 && let Ok(message) = stream.get_last_raw_message_by_subject(&subject).await
-                && serde_json::from_slice::<BlockCommit>(&message.payload)
-                    .unwrap()
-                    .block_hash
-                    == hash
+                && reached(&commit(&message.payload))
             {
                 return;
             }
             while let Some(message) = commits.next().await {
-                if serde_json::from_slice::<BlockCommit>(&message.payload)
-                    .unwrap()
-                    .block_hash
-                    == hash
-                {
+                if reached(&commit(&message.payload)) {
                     return;
                 }
             }
         };
-        tokio::time::timeout(Duration::from_secs(120), reached)
+        tokio::time::timeout(PATIENCE, found)
             .await
-            .unwrap_or_else(|_| panic!("no commit of block {number} ({hash}) within 120 s"));
+            .unwrap_or_else(|_| panic!("no {what} within 120 s"));
     }
 
     /// Waits until the stream holds the chain's current head block.
@@ -183,6 +155,31 @@ impl Harness {
             .expect("a head block")
             .header;
         self.wait_for_block(head.number, head.hash).await;
+    }
+
+    /// Waits until the stream holds at least `count` messages.
+    pub(crate) async fn wait_for_messages(&self, count: u64) {
+        let client = async_nats::connect(self.nats().url())
+            .await
+            .expect("nats connects");
+        // Woken by each message on the stream's subjects.
+        let messages = client
+            .subscribe(names::stream_subjects(self.chain_id()))
+            .await
+            .unwrap();
+        let js = jetstream::new(client.clone());
+        wait_until(
+            &format!("the stream holds {count} messages"),
+            PATIENCE,
+            messages,
+            || async {
+                match js.get_stream(names::stream_name(self.chain_id())).await {
+                    Ok(mut stream) => stream.info().await.unwrap().state.last_sequence >= count,
+                    Err(_) => false,
+                }
+            },
+        )
+        .await;
     }
 
     /// Every message of the stream, in order.
@@ -297,7 +294,7 @@ impl Harness {
     ) {
         // A fresh provider: it asks the chain for the nonce, which a reorg may have wound back.
         post_batches(
-            &self.devnet.provider(0),
+            &self.devnet.provider(ADMIN),
             batcher,
             transactions,
             per_transaction,
@@ -310,7 +307,7 @@ impl Harness {
     pub(crate) fn config_for(&self, market: Address) -> Config {
         Config {
             market,
-            ..self.config()
+            ..self.indexer_config()
         }
     }
 
@@ -334,32 +331,6 @@ impl Harness {
             .spawn()
             .expect("indexer binary starts");
         Process(child)
-    }
-
-    /// Waits until the stream holds at least `count` messages.
-    pub(crate) async fn wait_for_messages(&self, count: u64) {
-        let client = async_nats::connect(self.nats.url())
-            .await
-            .expect("nats connects");
-        let mut all = client
-            .subscribe(names::stream_subjects(self.chain_id()))
-            .await
-            .unwrap();
-        let js = jetstream::new(client.clone());
-        let reached = async {
-            loop {
-                if let Ok(mut stream) = js.get_stream(names::stream_name(self.chain_id())).await
-                    && stream.info().await.unwrap().state.last_sequence >= count
-                {
-                    return;
-                }
-                // Woken by the next message on the stream's subjects.
-                all.next().await;
-            }
-        };
-        tokio::time::timeout(Duration::from_secs(120), reached)
-            .await
-            .unwrap_or_else(|_| panic!("stream did not reach {count} messages within 120 s"));
     }
 
     /// Sequence of the stream's last message.

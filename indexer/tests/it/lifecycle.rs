@@ -5,8 +5,8 @@ use crate::harness::{Harness, Message};
 #[tokio::test]
 async fn every_event_of_a_lifecycle_appears_exactly_once_in_order() {
     let h = Harness::start().await;
-    let indexer = h.spawn(h.config());
-    gantry_devnet::scenario::lifecycle(&h.devnet)
+    let indexer = h.spawn(h.indexer_config());
+    gantry_testkit::scenario::lifecycle(&h.devnet)
         .await
         .expect("scenario runs");
     let head = h.head().await;

@@ -1,212 +1,55 @@
-//! A dev chain, nats-server and an indexer, with matcher and liveness processes on top,
-//! and helpers to drive the market and wait for what the services do.
+//! The kit's `TestNet` (a chain, nats-server and an indexer; [`SECOND_MATCHER`] may
+//! assign too) with matcher and liveness processes on top, and waits for what the
+//! services write into KV.
 
-use std::future::Future;
+use std::ops::Deref;
 use std::time::Duration;
 
-use alloy::primitives::{Address, B256, U256, aliases::U40, aliases::U96};
-use alloy::providers::DynProvider;
-use async_nats::jetstream;
+use alloy::primitives::{B256, aliases::U96};
 use futures::StreamExt;
-use gantry_devnet::{DeployParams, Devnet, NatsServer, confirm_receipt};
 use gantry_protocol::bindings::{JobMarket, NodeRegistry};
 use gantry_protocol::names;
-use tokio_util::sync::CancellationToken;
+use gantry_testkit::accounts::{SECOND_MATCHER, SUBMITTER};
+use gantry_testkit::{DeployParams, GUSD, JobPost, TestNet, confirm_receipt};
 
-pub(crate) const GUSD: u64 = 1_000_000;
+pub(crate) struct Net(TestNet);
 
-/// Accounts: 0 admin (and a matcher), 1–4 node operators and agents, 5 submitter,
-/// 8 liveness, 9 a second matcher.
-pub(crate) const SUBMITTER: usize = 5;
-pub(crate) const KEEPER: usize = 8;
-pub(crate) const SECOND_MATCHER: usize = 9;
+impl Deref for Net {
+    type Target = TestNet;
 
-pub(crate) struct Net {
-    pub(crate) devnet: Devnet,
-    pub(crate) nats: NatsServer,
-    indexer: CancellationToken,
-}
-
-impl Drop for Net {
-    fn drop(&mut self) {
-        self.indexer.cancel();
+    fn deref(&self) -> &TestNet {
+        &self.0
     }
 }
 
 impl Net {
-    /// Chain, NATS and a running indexer; account 9 may assign too.
-    pub(crate) async fn start(configure: impl FnOnce(DeployParams) -> DeployParams) -> Self {
-        let devnet = Devnet::start_with(configure).await.expect("devnet starts");
-        let nats = NatsServer::start().expect("nats-server starts");
-        let d = devnet.deployment;
-        let market = JobMarket::new(d.market, devnet.admin.clone());
-        let role = market.MATCHER_ROLE().call().await.unwrap();
-        let second = devnet.anvil.addresses()[SECOND_MATCHER];
-        confirm_receipt("grantRole", market.grantRole(role, second).send().await)
+    /// Chain, NATS and a running indexer; waits give up after 90 s.
+    pub(crate) async fn start(
+        configure: impl FnOnce(DeployParams) -> DeployParams + Send + 'static,
+    ) -> Self {
+        let net = TestNet::builder()
+            .deploy_params(configure)
+            .indexer()
+            .matcher_role(SECOND_MATCHER)
+            .patience(Duration::from_secs(90))
+            .start()
             .await
-            .unwrap();
-        let config = gantry_indexer::Config::local(
-            devnet.anvil.endpoint_url(),
-            d.chain_id,
-            d.market,
-            d.registry,
-            d.start_block,
-            nats.url(),
-        );
-        let indexer = CancellationToken::new();
-        tokio::spawn(gantry_indexer::run(config, indexer.clone()));
-        Self {
-            devnet,
-            nats,
-            indexer,
-        }
-    }
-
-    pub(crate) fn chain_id(&self) -> u64 {
-        self.devnet.deployment.chain_id
-    }
-
-    pub(crate) fn address(&self, account: usize) -> Address {
-        self.devnet.anvil.addresses()[account]
-    }
-
-    pub(crate) fn market(&self, account: usize) -> JobMarket::JobMarketInstance<DynProvider> {
-        JobMarket::new(self.devnet.deployment.market, self.devnet.provider(account))
-    }
-
-    pub(crate) fn registry(
-        &self,
-        account: usize,
-    ) -> NodeRegistry::NodeRegistryInstance<DynProvider> {
-        NodeRegistry::new(
-            self.devnet.deployment.registry,
-            self.devnet.provider(account),
-        )
-    }
-
-    /// Registers a node operated by `account`, which is also its agent, with 500 gUSD stake.
-    pub(crate) async fn register_node(
-        &self,
-        account: usize,
-        capabilities: NodeRegistry::NodeCapabilities,
-    ) -> u64 {
-        let operator = self.address(account);
-        self.devnet
-            .fund(
-                account,
-                self.devnet.deployment.registry,
-                U256::from(10_000 * GUSD),
-            )
-            .await
-            .unwrap();
-        let registry = self.registry(account);
-        let receipt = confirm_receipt(
-            "register",
-            registry
-                .register(
-                    operator,
-                    capabilities,
-                    "ipfs://node".into(),
-                    U96::from(500 * GUSD),
-                )
-                .send()
-                .await,
-        )
-        .await
-        .unwrap();
-        let registered = receipt
-            .decoded_log::<NodeRegistry::NodeRegistered>()
-            .expect("NodeRegistered");
-        registered.nodeId
-    }
-
-    /// Funds the submitter and lets the market take its tokens.
-    pub(crate) async fn fund_submitter(&self) {
-        let market = self.devnet.deployment.market;
-        self.devnet
-            .fund(SUBMITTER, market, U256::from(1_000_000 * GUSD))
-            .await
-            .unwrap();
+            .expect("the test net starts");
+        Self(net)
     }
 
     /// Posts a job of 50 gUSD from the submitter; returns its id.
-    pub(crate) async fn post_job(
+    pub(crate) async fn post(
         &self,
         requirements: JobMarket::JobRequirements,
         deadline: u64,
     ) -> u64 {
-        let receipt = confirm_receipt(
-            "postJob",
-            self.market(SUBMITTER)
-                .postJob(
-                    requirements,
-                    U96::from(50 * GUSD),
-                    U40::from(deadline),
-                    gantry_devnet::scenario::example_spec().into(),
-                )
-                .send()
-                .await,
-        )
-        .await
-        .unwrap();
-        receipt
-            .decoded_log::<JobMarket::JobPosted>()
-            .expect("JobPosted")
-            .jobId
-    }
-
-    pub(crate) async fn job(&self, job: u64) -> JobMarket::JobInfo {
-        self.market(0).getJob(job).call().await.unwrap()
-    }
-
-    pub(crate) async fn node(&self, node: u64) -> NodeRegistry::NodeInfo {
-        self.registry(0).getNode(node).call().await.unwrap()
-    }
-
-    /// Chain time of the newest block.
-    pub(crate) async fn now(&self) -> u64 {
-        self.devnet.now().await.unwrap()
-    }
-
-    /// Moves chain time forward and mines a block there.
-    pub(crate) async fn advance(&self, seconds: u64) {
-        self.devnet.advance(seconds).await.unwrap();
-    }
-
-    /// Waits until `condition` holds, checking again whenever the stream gets a message.
-    pub(crate) async fn wait_until<F, Fut>(&self, what: &str, mut condition: F)
-    where
-        F: FnMut() -> Fut,
-        Fut: Future<Output = bool>,
-    {
-        let client = async_nats::connect(self.nats.url()).await.unwrap();
-        let mut messages = client
-            .subscribe(names::stream_subjects(self.chain_id()))
-            .await
-            .unwrap();
-        let reached = async {
-            loop {
-                if condition().await {
-                    return;
-                }
-                messages.next().await;
-            }
+        let job = JobPost {
+            requirements,
+            deadline,
+            ..JobPost::default()
         };
-        tokio::time::timeout(Duration::from_secs(90), reached)
-            .await
-            .unwrap_or_else(|_| panic!("timed out waiting until {what}"));
-    }
-
-    /// Waits until job `job` has `status`.
-    pub(crate) async fn wait_for_status(&self, job: u64, status: u8) {
-        self.wait_until(&format!("job {job} has status {status}"), || async move {
-            self.job(job).await.status as u8 == status
-        })
-        .await;
-    }
-
-    pub(crate) async fn jetstream(&self) -> jetstream::Context {
-        jetstream::new(async_nats::connect(self.nats.url()).await.unwrap())
+        self.post_job(SUBMITTER, job).await
     }
 
     /// The matcher's explanation of why `job` waits, once there is one.
@@ -239,8 +82,34 @@ impl Net {
             .unwrap_or_else(|_| panic!("no explanation of job {job}"))
     }
 
+    /// The instance id holding the keeper lease, once one does.
+    pub(crate) async fn keeper_leader(&self) -> String {
+        let js = self.jetstream().await;
+        let found = async {
+            loop {
+                if let Ok(store) = js.get_key_value("gantry_liveness_lease").await {
+                    let key = format!("chain-{}", self.chain_id());
+                    let mut watch = store.watch(&key).await.unwrap();
+                    if let Some(value) = store.get(&key).await.unwrap() {
+                        return String::from_utf8(value.to_vec()).unwrap();
+                    }
+                    while let Some(entry) = watch.next().await {
+                        let entry = entry.unwrap();
+                        if !entry.value.is_empty() {
+                            return String::from_utf8(entry.value.to_vec()).unwrap();
+                        }
+                    }
+                }
+                self.wait_for_any_message().await;
+            }
+        };
+        tokio::time::timeout(Duration::from_secs(60), found)
+            .await
+            .expect("a keeper takes the lease")
+    }
+
     async fn wait_for_any_message(&self) {
-        let client = async_nats::connect(self.nats.url()).await.unwrap();
+        let client = async_nats::connect(self.nats().url()).await.unwrap();
         let mut messages = client.subscribe(">").await.unwrap();
         messages.next().await;
     }
@@ -265,17 +134,16 @@ impl Net {
     }
 
     fn service_command(&self, binary: &str, account: usize) -> std::process::Command {
-        let d = self.devnet.deployment;
-        let key = B256::from_slice(&self.devnet.anvil.keys()[account].to_bytes());
+        let d = self.deployment();
         let mut command = std::process::Command::new(binary);
         command
             .args(["--rpc-url", self.devnet.anvil.endpoint_url().as_str()])
             .args(["--chain-id", &d.chain_id.to_string()])
             .args(["--market", &d.market.to_string()])
             .args(["--registry", &d.registry.to_string()])
-            .args(["--nats-url", &self.nats.url()])
+            .args(["--nats-url", &self.nats().url()])
             .args(["--receipt-poll-ms", "20"])
-            .env("GANTRY_PRIVATE_KEY", key.to_string())
+            .env("GANTRY_PRIVATE_KEY", self.devnet.private_key(account))
             .env("RUST_LOG", "gantry_matcher=info,warn")
             .stdout(std::process::Stdio::null());
         command
@@ -342,47 +210,9 @@ pub(crate) fn needs(model: &str, vram_gib: u32, max_runtime: u32) -> JobMarket::
     }
 }
 
-/// Job statuses as the chain reports them (`getJob(..).status`).
-pub(crate) mod status {
-    use gantry_protocol::status::JobStatus;
-
-    pub(crate) const OPEN: u8 = JobStatus::Open as u8;
-    pub(crate) const ASSIGNED: u8 = JobStatus::Assigned as u8;
-    pub(crate) const COMPLETED: u8 = JobStatus::Completed as u8;
-    pub(crate) const EXPIRED: u8 = JobStatus::Expired as u8;
-}
-
 /// Waits for a transaction's successful receipt.
 pub(crate) async fn confirm<N: alloy::network::Network>(
     sent: Result<alloy::providers::PendingTransactionBuilder<N>, alloy::contract::Error>,
 ) {
     confirm_receipt("transaction", sent).await.unwrap();
-}
-
-impl Net {
-    /// The instance id holding the keeper lease, once one does.
-    pub(crate) async fn keeper_leader(&self) -> String {
-        let js = self.jetstream().await;
-        let found = async {
-            loop {
-                if let Ok(store) = js.get_key_value("gantry_liveness_lease").await {
-                    let key = format!("chain-{}", self.chain_id());
-                    let mut watch = store.watch(&key).await.unwrap();
-                    if let Some(value) = store.get(&key).await.unwrap() {
-                        return String::from_utf8(value.to_vec()).unwrap();
-                    }
-                    while let Some(entry) = watch.next().await {
-                        let entry = entry.unwrap();
-                        if !entry.value.is_empty() {
-                            return String::from_utf8(entry.value.to_vec()).unwrap();
-                        }
-                    }
-                }
-                self.wait_for_any_message().await;
-            }
-        };
-        tokio::time::timeout(Duration::from_secs(60), found)
-            .await
-            .expect("a keeper takes the lease")
-    }
 }

@@ -1,34 +1,41 @@
 //! The liveness keeper: silent nodes, overdue jobs, closed challenge windows.
 
 use alloy::primitives::B256;
+use gantry_protocol::status::JobStatus;
+use gantry_testkit::GUSD;
+use gantry_testkit::accounts::{KEEPER, MATCHER, NODES, STANDBY_KEEPER, SUBMITTER};
 
-use crate::harness::{KEEPER, Net, SUBMITTER, needs, node, status};
+use crate::harness::{Net, needs, node};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_silent_node_is_marked_inactive_its_job_reclaimed_reassigned_and_its_stake_slashed() {
     let net = Net::start(|params| params).await;
     // Given two equal nodes, the second dearer, and a job the matcher puts on the first,
-    let first = net.register_node(1, node("NVIDIA-L4", 1, 24, 1, 1)).await;
-    let second = net.register_node(2, node("NVIDIA-L4", 1, 24, 2, 1)).await;
+    let first = net
+        .register_own_node(NODES[0], node("NVIDIA-L4", 1, 24, 1, 1))
+        .await;
+    let second = net
+        .register_own_node(NODES[1], node("NVIDIA-L4", 1, 24, 2, 1))
+        .await;
     net.fund_submitter().await;
-    let _matcher = net.spawn_matcher(0, &[]);
+    let _matcher = net.spawn_matcher(MATCHER, &[]);
     let _keeper = net.spawn_liveness(KEEPER, "keeper");
     let deadline = net.now().await + 86_400;
-    let job = net.post_job(needs("NVIDIA-L4", 16, 3_600), deadline).await;
-    net.wait_for_status(job, status::ASSIGNED).await;
+    let job = net.post(needs("NVIDIA-L4", 16, 3_600), deadline).await;
+    net.wait_for_status(job, JobStatus::Assigned).await;
     assert_eq!(net.job(job).await.nodeId, first);
     let stake_before = net.node(first).await.stake;
 
     // when the first node stops heartbeating past the 60 s timeout while the second
     // keeps beating,
     net.advance(90).await;
-    crate::harness::confirm(net.registry(2).heartbeat(second).send().await).await;
+    crate::harness::confirm(net.registry(NODES[1]).heartbeat(second).send().await).await;
 
     // then the keeper marks it inactive and reclaims the job, which the matcher assigns
     // to the second node; the first node's stake is slashed.
     net.wait_until("the job runs on the second node", || async {
         let info = net.job(job).await;
-        info.status as u8 == status::ASSIGNED && info.nodeId == second
+        info.status == JobStatus::Assigned as u8 && info.nodeId == second
     })
     .await;
     let silent = net.node(first).await;
@@ -44,9 +51,11 @@ async fn a_silent_node_is_marked_inactive_its_job_reclaimed_reassigned_and_its_s
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn past_deadline_jobs_expire_and_closed_windows_finalize_even_after_the_leader_dies() {
     let net = Net::start(|params| params).await;
-    let l4 = net.register_node(1, node("NVIDIA-L4", 1, 24, 1, 1)).await;
+    let l4 = net
+        .register_own_node(NODES[0], node("NVIDIA-L4", 1, 24, 1, 1))
+        .await;
     net.fund_submitter().await;
-    let _matcher = net.spawn_matcher(0, &[]);
+    let _matcher = net.spawn_matcher(MATCHER, &[]);
     // Two keeper replicas; the leader will die.
     let mut keepers = [
         (
@@ -55,20 +64,16 @@ async fn past_deadline_jobs_expire_and_closed_windows_finalize_even_after_the_le
         ),
         (
             String::from("keeper-b"),
-            Some(net.spawn_liveness(KEEPER + 1, "keeper-b")),
+            Some(net.spawn_liveness(STANDBY_KEEPER, "keeper-b")),
         ),
     ];
     let now = net.now().await;
     // Given a job no node can run, due in 10 minutes, and a job that runs and submits,
-    let stranded = net
-        .post_job(needs("NVIDIA-H100", 80, 3_600), now + 600)
-        .await;
-    let done = net
-        .post_job(needs("NVIDIA-L4", 16, 3_600), now + 86_400)
-        .await;
-    net.wait_for_status(done, status::ASSIGNED).await;
+    let stranded = net.post(needs("NVIDIA-H100", 80, 3_600), now + 600).await;
+    let done = net.post(needs("NVIDIA-L4", 16, 3_600), now + 86_400).await;
+    net.wait_for_status(done, JobStatus::Assigned).await;
     crate::harness::confirm(
-        net.market(1)
+        net.market(NODES[0])
             .submitResult(done, B256::repeat_byte(7), "ipfs://result".into())
             .send()
             .await,
@@ -95,8 +100,8 @@ async fn past_deadline_jobs_expire_and_closed_windows_finalize_even_after_the_le
 
     // then the standby expires the stranded job, refunding its bounty, and finalizes the
     // submitted one.
-    net.wait_for_status(stranded, status::EXPIRED).await;
-    net.wait_for_status(done, status::COMPLETED).await;
+    net.wait_for_status(stranded, JobStatus::Expired).await;
+    net.wait_for_status(done, JobStatus::Completed).await;
     let credit_after = net
         .market(0)
         .creditOf(net.address(SUBMITTER))
@@ -105,6 +110,6 @@ async fn past_deadline_jobs_expire_and_closed_windows_finalize_even_after_the_le
         .unwrap();
     assert_eq!(
         credit_after - credit_before,
-        alloy::primitives::U256::from(50 * crate::harness::GUSD)
+        alloy::primitives::U256::from(50 * GUSD)
     );
 }

@@ -2,37 +2,41 @@
 //! impossible job is explained.
 
 use gantry_protocol::pending::Constraint;
+use gantry_protocol::status::JobStatus;
+use gantry_testkit::accounts::{MATCHER, NODES};
 
-use crate::harness::{Net, needs, node, status};
+use crate::harness::{Net, needs, node};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn jobs_land_on_the_preferred_eligible_node_and_an_impossible_one_is_explained() {
     let net = Net::start(|params| params).await;
     // Given an 8×H100 at 2 gUSD, a 1×L4 (24 GiB) at 1 gUSD and a 4×A100-40GB at 3 gUSD,
     let h100 = net
-        .register_node(1, node("NVIDIA-H100-80GB", 8, 80, 2, 2))
+        .register_own_node(NODES[0], node("NVIDIA-H100-80GB", 8, 80, 2, 2))
         .await;
-    let l4 = net.register_node(2, node("NVIDIA-L4", 1, 24, 1, 2)).await;
+    let l4 = net
+        .register_own_node(NODES[1], node("NVIDIA-L4", 1, 24, 1, 2))
+        .await;
     let a100 = net
-        .register_node(3, node("NVIDIA-A100-40GB", 4, 40, 3, 2))
+        .register_own_node(NODES[2], node("NVIDIA-A100-40GB", 4, 40, 3, 2))
         .await;
     net.fund_submitter().await;
-    let _matcher = net.spawn_matcher(0, &[]);
+    let _matcher = net.spawn_matcher(MATCHER, &[]);
     let deadline = net.now().await + 86_400;
 
     // when jobs are posted that any node, only a big one, only an H100, or none can run,
-    let small = net.post_job(needs("", 16, 3_600), deadline).await;
-    let big = net.post_job(needs("", 60, 3_600), deadline).await;
+    let small = net.post(needs("", 16, 3_600), deadline).await;
+    let big = net.post(needs("", 60, 3_600), deadline).await;
     let named = net
-        .post_job(needs("NVIDIA-A100-40GB", 32, 3_600), deadline)
+        .post(needs("NVIDIA-A100-40GB", 32, 3_600), deadline)
         .await;
-    let impossible = net.post_job(needs("", 160, 3_600), deadline).await;
+    let impossible = net.post(needs("", 160, 3_600), deadline).await;
 
     // then each lands where the score strategy prefers: the small job on the cheap L4
     // that it fits best, the 60 GiB job on the only node with that much memory, the named
     // model on its node;
     for (job, expected) in [(small, l4), (big, h100), (named, a100)] {
-        net.wait_for_status(job, status::ASSIGNED).await;
+        net.wait_for_status(job, JobStatus::Assigned).await;
         assert_eq!(net.job(job).await.nodeId, expected, "job {job}");
     }
     // and the impossible job stays open with an explanation naming the constraint.
@@ -51,5 +55,5 @@ async fn jobs_land_on_the_preferred_eligible_node_and_an_impossible_one_is_expla
             .all(|c| c.failed.contains(&Constraint::Vram)),
         "{explanation:?}"
     );
-    assert_eq!(net.job(impossible).await.status as u8, status::OPEN);
+    assert_eq!(net.job(impossible).await.status, JobStatus::Open as u8);
 }

@@ -5,8 +5,10 @@ use alloy::rpc::types::Filter;
 use alloy::sol_types::SolEvent;
 use gantry_protocol::bindings::JobMarket;
 use gantry_protocol::names;
+use gantry_protocol::status::JobStatus;
+use gantry_testkit::accounts::{MATCHER, NODES, SECOND_MATCHER};
 
-use crate::harness::{Net, SECOND_MATCHER, needs, node, status};
+use crate::harness::{Net, needs, node};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_killed_replica_s_jobs_are_assigned_by_the_other_exactly_once() {
@@ -14,13 +16,10 @@ async fn a_killed_replica_s_jobs_are_assigned_by_the_other_exactly_once() {
     net.fund_submitter().await;
     let deadline = net.now().await + 86_400;
     // Given replica A holding claims on ten jobs that no node can take yet,
-    let replica_a = net.spawn_matcher(0, &[]);
+    let replica_a = net.spawn_matcher(MATCHER, &[]);
     let mut jobs = Vec::new();
     for _ in 0..10 {
-        jobs.push(
-            net.post_job(needs("NVIDIA-B200", 80, 3_600), deadline)
-                .await,
-        );
+        jobs.push(net.post(needs("NVIDIA-B200", 80, 3_600), deadline).await);
     }
     let js = net.jetstream().await;
     let consumer_name = names::matcher_consumer(net.chain_id());
@@ -50,12 +49,12 @@ async fn a_killed_replica_s_jobs_are_assigned_by_the_other_exactly_once() {
     let _replica_b = net.spawn_matcher(SECOND_MATCHER, &[]);
     replica_a.kill();
     let b200 = net
-        .register_node(1, node("NVIDIA-B200", 8, 180, 4, 20))
+        .register_own_node(NODES[0], node("NVIDIA-B200", 8, 180, 4, 20))
         .await;
 
     // then B assigns every job (A's claims lapse and come to it), each exactly once.
     for job in &jobs {
-        net.wait_for_status(*job, status::ASSIGNED).await;
+        net.wait_for_status(*job, JobStatus::Assigned).await;
         assert_eq!(net.job(*job).await.nodeId, b200);
     }
     let logs = net

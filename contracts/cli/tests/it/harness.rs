@@ -1,8 +1,8 @@
-//! What the CLI's tests share: a fresh chain with a deployment file, the `gantry` binary
-//! run as a process against it, and when reads are needed the API in-process (indexer,
-//! projection, reports consumer and HTTP server, as `gantry-api` runs them).
+//! What the CLI's tests share: the kit's `TestNet` (a fresh chain; for reads also NATS,
+//! the indexer and the API in-process, as `gantry-api` runs them) with its deployment
+//! file, and the `gantry` binary run as a process against it.
 
-use gantry_protocol::names;
+use std::ops::Deref;
 use std::path::PathBuf;
 use std::process::Stdio;
 use std::time::Duration;
@@ -10,42 +10,60 @@ use std::time::Duration;
 use alloy::primitives::{Address, U256};
 use alloy::providers::Provider;
 use gantry_api::project::Progress;
-use gantry_devnet::{Devnet, NatsServer};
+use gantry_testkit::{GUSD, TestNet};
 use tokio::io::{AsyncBufReadExt, BufReader, Lines};
 use tokio::process::{Child, ChildStdout};
-use tokio_util::sync::CancellationToken;
 
 /// How long any one wait in these tests may take before it fails.
 pub(crate) const WAIT: Duration = Duration::from_secs(60);
 
-pub(crate) const GUSD: u64 = 1_000_000;
-
-/// A fresh chain with the market, and its deployment file.
+/// A test net with the market, and its deployment file.
 pub(crate) struct Net {
-    pub(crate) devnet: Devnet,
-    pub(crate) dir: tempfile::TempDir,
+    net: TestNet,
     deployment: PathBuf,
     api_url: Option<String>,
-    nats_url: Option<String>,
+}
+
+impl Deref for Net {
+    type Target = TestNet;
+
+    fn deref(&self) -> &TestNet {
+        &self.net
+    }
 }
 
 impl Net {
+    /// A fresh chain and nothing else.
     pub(crate) async fn start() -> Self {
-        let devnet = Devnet::start().await.expect("devnet");
-        let dir = tempfile::tempdir().unwrap();
-        let deployment = dir.path().join("deployment.json");
-        std::fs::write(&deployment, serde_json::to_vec(&devnet.deployment).unwrap()).unwrap();
-        Self {
-            devnet,
-            dir,
-            deployment,
-            api_url: None,
-            nats_url: None,
-        }
+        Self::on(
+            TestNet::builder()
+                .start()
+                .await
+                .expect("the test net starts"),
+        )
     }
 
-    pub(crate) fn address(&self, account: usize) -> Address {
-        self.devnet.anvil.addresses()[account]
+    /// A fresh chain with NATS, the indexer and the API, which `gantry` reads through.
+    pub(crate) async fn start_with_api() -> (Self, ApiStack) {
+        let net = TestNet::builder().indexer().start().await;
+        let mut net = Self::on(net.expect("the test net starts"));
+        let api = ApiStack::start(&net).await;
+        net.api_url = Some(api.base.clone());
+        (net, api)
+    }
+
+    fn on(net: TestNet) -> Self {
+        let deployment = net.dir().join("deployment.json");
+        std::fs::write(
+            &deployment,
+            serde_json::to_vec(&net.devnet.deployment).unwrap(),
+        )
+        .unwrap();
+        Self {
+            net,
+            deployment,
+            api_url: None,
+        }
     }
 
     /// Mints whole gUSD to `account` (no approval).
@@ -62,6 +80,19 @@ impl Net {
             self.devnet.admin.clone(),
         );
         token.balanceOf(self.address(account)).call().await.unwrap()
+    }
+
+    /// What `spender` may still take of `account`'s tokens.
+    pub(crate) async fn allowance(&self, account: usize, spender: Address) -> U256 {
+        let token = gantry_protocol::bindings::GantryTestToken::new(
+            self.devnet.deployment.token,
+            self.devnet.admin.clone(),
+        );
+        token
+            .allowance(self.address(account), spender)
+            .call()
+            .await
+            .unwrap()
     }
 
     pub(crate) async fn nonce(&self, account: usize) -> u64 {
@@ -89,9 +120,7 @@ impl Net {
         ];
         if let Some(api) = &self.api_url {
             args.extend(["--api-url".into(), api.clone()]);
-        }
-        if let Some(nats) = &self.nats_url {
-            args.extend(["--nats-url".into(), nats.clone()]);
+            args.extend(["--nats-url".into(), self.nats().url()]);
         }
         Gantry {
             args,
@@ -240,67 +269,32 @@ impl Running {
     }
 }
 
-/// The API as `gantry-api` runs it, fed by an indexer following `net`'s chain.
+/// The API as `gantry-api` runs it, fed by the indexer of `net`'s chain.
 pub(crate) struct ApiStack {
-    _nats: NatsServer,
-    pub(crate) js: async_nats::jetstream::Context,
+    base: String,
     progress: tokio::sync::watch::Receiver<Progress>,
     reports: tokio::sync::watch::Receiver<u64>,
-    stop: CancellationToken,
-    _db: tempfile::TempDir,
-}
-
-impl Drop for ApiStack {
-    fn drop(&mut self) {
-        self.stop.cancel();
-    }
 }
 
 impl ApiStack {
-    /// Starts nats-server, the indexer and the API, and points `net`'s `gantry` at them.
-    pub(crate) async fn start(net: &mut Net) -> Self {
-        let d = net.devnet.deployment;
-        let nats = NatsServer::start().expect("nats");
-        let stop = CancellationToken::new();
-        let config = gantry_indexer::Config::local(
-            net.devnet.anvil.endpoint_url(),
-            d.chain_id,
-            d.market,
-            d.registry,
-            d.start_block,
-            nats.url(),
-        );
-        tokio::spawn(gantry_indexer::run(config, stop.clone()));
-        let js = async_nats::jetstream::new(async_nats::connect(nats.url()).await.unwrap());
-        // The workers' stream, as a worker creates it.
-        js.create_stream(async_nats::jetstream::stream::Config {
-            name: names::jobs_stream_name(d.chain_id),
-            subjects: vec![names::jobs_stream_subjects(d.chain_id)],
-            ..Default::default()
-        })
-        .await
-        .unwrap();
-
-        let db = tempfile::tempdir().unwrap();
+    /// Creates the workers' stream (as a worker does) and starts the API on `net`; it stops
+    /// with the net.
+    async fn start(net: &TestNet) -> Self {
+        net.create_jobs_stream().await;
         let config = gantry_api::Config::local(
-            d.chain_id,
-            &nats.url(),
-            &format!("sqlite://{}", db.path().join("api.db").display()),
+            net.chain_id(),
+            &net.nats().url(),
+            &format!("sqlite://{}", net.dir().join("api.db").display()),
         );
-        let api = gantry_api::start(config, stop.clone())
+        let api = gantry_api::start(config, net.shutdown())
             .await
             .expect("the API starts");
         let (base, progress, reports) = (api.base_url(), api.progress.clone(), api.reports.clone());
         tokio::spawn(async move { api.wait().await.expect("the API runs") });
-        net.api_url = Some(base);
-        net.nats_url = Some(nats.url());
         Self {
-            _nats: nats,
-            js,
+            base,
             progress,
             reports,
-            stop,
-            _db: db,
         }
     }
 
@@ -315,16 +309,5 @@ impl ApiStack {
         })
         .await
         .expect("the API projects the chain and the worker reports");
-    }
-
-    /// Publishes a worker report; returns its stream sequence.
-    pub(crate) async fn publish(&self, subject: String, payload: Vec<u8>) -> u64 {
-        self.js
-            .publish(subject, payload.into())
-            .await
-            .unwrap()
-            .await
-            .unwrap()
-            .sequence
     }
 }

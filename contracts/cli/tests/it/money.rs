@@ -2,12 +2,11 @@
 //! dispute posts the bond (approving exactly that); `accept` pays the provider; reverts
 //! read as sentences with their exit codes.
 
-use alloy::primitives::aliases::U96;
 use alloy::primitives::{B256, U256};
-use gantry_devnet::{confirm_receipt, scenario};
-use gantry_protocol::bindings::{GantryTestToken, JobMarket, NodeRegistry};
+use gantry_testkit::accounts::{AGENT, MATCHER, OPERATOR, OTHER, SUBMITTER};
+use gantry_testkit::{GUSD, confirm_receipt, scenario};
 
-use crate::harness::{GUSD, Net};
+use crate::harness::Net;
 
 /// Posts a CPU job with `bounty` (whole gUSD) through the CLI as `account`.
 async fn submit(net: &Net, account: usize, bounty: &str) -> u64 {
@@ -24,9 +23,9 @@ async fn submit(net: &Net, account: usize, bounty: &str) -> u64 {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_cancelled_job_is_refunded_into_credits_that_withdraw_pays_out() {
     let net = Net::start().await;
-    net.mint(3, 50).await;
-    let gantry = net.gantry(3);
-    let job = submit(&net, 3, "12.5").await;
+    net.mint(SUBMITTER, 50).await;
+    let gantry = net.gantry(SUBMITTER);
+    let job = submit(&net, SUBMITTER, "12.5").await;
 
     let balance = gantry.run(&["balance", "--json"]).await.ok().json();
     assert_eq!(balance["wallet"], "37500000");
@@ -56,19 +55,19 @@ async fn a_cancelled_job_is_refunded_into_credits_that_withdraw_pays_out() {
         .await
         .failed(3, "job 99 does not exist");
     // Someone else's job.
-    let other = submit(&net, 3, "1").await;
-    net.mint(5, 1).await;
-    net.gantry(5)
+    let other = submit(&net, SUBMITTER, "1").await;
+    net.mint(OTHER, 1).await;
+    net.gantry(OTHER)
         .run(&["job", "cancel", &other.to_string()])
         .await
         .failed(
             4,
-            &format!("job {other} was not posted by {}", net.address(5)),
+            &format!("job {other} was not posted by {}", net.address(OTHER)),
         );
 
     let withdrawn = gantry.run(&["withdraw", "--json"]).await.ok().json();
     assert_eq!(withdrawn["amount"], "12500000");
-    assert_eq!(net.balance(3).await, U256::from(49 * GUSD));
+    assert_eq!(net.balance(SUBMITTER).await, U256::from(49 * GUSD));
     let balance = gantry.run(&["balance", "--json"]).await.ok().json();
     assert_eq!(balance["credits"], "0");
     gantry
@@ -82,7 +81,7 @@ async fn a_cancelled_job_is_refunded_into_credits_that_withdraw_pays_out() {
             "balance",
             "--json",
             "--address",
-            &net.address(3).to_string(),
+            &net.address(SUBMITTER).to_string(),
         ])
         .await
         .ok()
@@ -94,30 +93,22 @@ async fn a_cancelled_job_is_refunded_into_credits_that_withdraw_pays_out() {
 async fn dispute_posts_exactly_the_bond_and_accept_pays_the_provider() {
     let net = Net::start().await;
     let d = net.devnet.deployment;
-    // A node (operator 1, agent 2) and two jobs of account 3, both assigned and submitted.
-    net.devnet
-        .fund(1, d.registry, U256::from(1_000 * GUSD))
-        .await
-        .unwrap();
-    let registry = NodeRegistry::new(d.registry, net.devnet.provider(1));
-    confirm_receipt(
-        "register",
-        registry
-            .register(
-                net.address(2),
-                scenario::h100_node(),
-                String::new(),
-                U96::from(500 * GUSD),
-            )
-            .send()
-            .await,
+    // A node (OPERATOR's, served by AGENT) and two jobs of SUBMITTER's, both assigned and
+    // submitted.
+    net.register_node(
+        OPERATOR,
+        net.address(AGENT),
+        scenario::h100_node(),
+        500 * GUSD,
     )
-    .await
-    .unwrap();
-    net.mint(3, 100).await;
-    let (disputed, accepted) = (submit(&net, 3, "20").await, submit(&net, 3, "30").await);
-    let matcher = JobMarket::new(d.market, net.devnet.admin.clone());
-    let agent = JobMarket::new(d.market, net.devnet.provider(2));
+    .await;
+    net.mint(SUBMITTER, 100).await;
+    let (disputed, accepted) = (
+        submit(&net, SUBMITTER, "20").await,
+        submit(&net, SUBMITTER, "30").await,
+    );
+    let matcher = net.market(MATCHER);
+    let agent = net.market(AGENT);
     for job in [disputed, accepted] {
         confirm_receipt("assign", matcher.assign(job, 1).send().await)
             .await
@@ -132,8 +123,8 @@ async fn dispute_posts_exactly_the_bond_and_accept_pays_the_provider() {
         .await
         .unwrap();
     }
-    let gantry = net.gantry(3);
-    let wallet = net.balance(3).await;
+    let gantry = net.gantry(SUBMITTER);
+    let wallet = net.balance(SUBMITTER).await;
 
     let out = gantry
         .run(&["job", "dispute", &disputed.to_string(), "--json"])
@@ -142,13 +133,8 @@ async fn dispute_posts_exactly_the_bond_and_accept_pays_the_provider() {
     assert_eq!(out.json()["bond"], "10000000");
     let job = matcher.getJob(disputed).call().await.unwrap();
     assert_eq!(job.status as u8, 4, "disputed");
-    assert_eq!(net.balance(3).await, wallet - U256::from(10 * GUSD));
-    let token = GantryTestToken::new(d.token, net.devnet.admin.clone());
-    let allowance = token
-        .allowance(net.address(3), d.market)
-        .call()
-        .await
-        .unwrap();
+    assert_eq!(net.balance(SUBMITTER).await, wallet - U256::from(10 * GUSD));
+    let allowance = net.allowance(SUBMITTER, d.market).await;
     assert_eq!(allowance, U256::ZERO, "exactly the bond was approved");
 
     let out = gantry

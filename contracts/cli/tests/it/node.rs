@@ -2,18 +2,19 @@
 //! against the models the registered nodes offer (through the API).
 
 use alloy::primitives::U256;
-use gantry_protocol::bindings::{GantryTestToken, NodeRegistry};
 
-use crate::harness::{ApiStack, GUSD, Net};
+use gantry_testkit::GUSD;
+use gantry_testkit::accounts::{AGENT, OPERATOR, SUBMITTER};
+
+use crate::harness::Net;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_operator_registers_exits_and_withdraws_and_gpu_names_resolve_to_offered_models() {
-    let mut net = Net::start().await;
-    let api = ApiStack::start(&mut net).await;
+    let (net, api) = Net::start_with_api().await;
     let d = net.devnet.deployment;
-    net.mint(1, 1_000).await;
-    let operator = net.gantry(1);
-    let agent = net.address(2).to_string();
+    net.mint(OPERATOR, 1_000).await;
+    let operator = net.gantry(OPERATOR);
+    let agent = net.address(AGENT).to_string();
 
     let first = operator
         .run(&[
@@ -45,18 +46,9 @@ async fn an_operator_registers_exits_and_withdraws_and_gpu_names_resolve_to_offe
     assert_eq!(first["nodeId"], 1);
     assert_eq!(first["stake"], "150000000");
     // The registry was approved for exactly the stake, which it took.
-    let token = GantryTestToken::new(d.token, net.devnet.admin.clone());
-    assert_eq!(
-        token
-            .allowance(net.address(1), d.registry)
-            .call()
-            .await
-            .unwrap(),
-        U256::ZERO
-    );
-    let registry = NodeRegistry::new(d.registry, net.devnet.admin.clone());
-    let node = registry.getNode(1).call().await.unwrap();
-    assert_eq!(node.agent, net.address(2));
+    assert_eq!(net.allowance(OPERATOR, d.registry).await, U256::ZERO);
+    let node = net.node(1).await;
+    assert_eq!(node.agent, net.address(AGENT));
     assert_eq!(node.capabilities.vramMiB, 80 * 1024);
     assert_eq!(node.capabilities.ramMiB, 512 * 1024);
     assert_eq!(node.capabilities.maxConcurrentJobs, 2);
@@ -103,7 +95,7 @@ async fn an_operator_registers_exits_and_withdraws_and_gpu_names_resolve_to_offe
     assert_eq!(status["status"], "active");
     assert_eq!(status["gpuModel"], "NVIDIA-A100-SXM4-80GB");
     assert_eq!(status["stake"], "150000000");
-    assert_eq!(status["agent"], net.address(2).to_string());
+    assert_eq!(status["agent"], net.address(AGENT).to_string());
     let text = operator.run(&["node", "status", "1"]).await.ok().stdout;
     assert!(
         text.contains("8× NVIDIA-A100-SXM4-80GB (80 GiB each) · 64 CPU cores · 512 GiB RAM · 2 gUSD per GPU-hour"),
@@ -115,8 +107,8 @@ async fn an_operator_registers_exits_and_withdraws_and_gpu_names_resolve_to_offe
         .failed(3, "node 9 not found");
 
     // `--gpu A100` is either node's model: more VRAM than the 40 GB card picks the 80 GB.
-    net.mint(3, 10).await;
-    let submitter = net.gantry(3);
+    net.mint(SUBMITTER, 10).await;
+    let submitter = net.gantry(SUBMITTER);
     let dry = submitter
         .run(&[
             "job",
@@ -162,10 +154,10 @@ async fn an_operator_registers_exits_and_withdraws_and_gpu_names_resolve_to_offe
         .run(&["node", "withdraw", "1"])
         .await
         .failed(4, "node 1 is unbonding until");
-    submitter
-        .run(&["node", "exit", "2"])
-        .await
-        .failed(4, &format!("node 2 is not operated by {}", net.address(3)));
+    submitter.run(&["node", "exit", "2"]).await.failed(
+        4,
+        &format!("node 2 is not operated by {}", net.address(SUBMITTER)),
+    );
     net.devnet.advance(301).await.unwrap();
     let withdrawn = operator
         .run(&["node", "withdraw", "1", "--json"])
@@ -174,7 +166,7 @@ async fn an_operator_registers_exits_and_withdraws_and_gpu_names_resolve_to_offe
         .json();
     assert_eq!(withdrawn["amount"], "150000000");
     assert_eq!(
-        net.balance(1).await,
+        net.balance(OPERATOR).await,
         U256::from(900 * GUSD),
         "all but node 2's stake"
     );

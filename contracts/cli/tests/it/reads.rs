@@ -7,12 +7,12 @@ use gantry_protocol::names;
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use alloy::primitives::B256;
-use gantry_devnet::confirm_receipt;
-use gantry_protocol::bindings::JobMarket;
 use gantry_protocol::jobs::{LogLine, LogStream, ProgressUpdate};
+use gantry_testkit::accounts::{AGENT, MATCHER, OPERATOR, SUBMITTER};
+use gantry_testkit::confirm_receipt;
 use sha2::{Digest, Sha256};
 
-use crate::harness::{ApiStack, Net};
+use crate::harness::Net;
 
 fn now_ms() -> u64 {
     SystemTime::now()
@@ -50,14 +50,13 @@ fn result_tar() -> Vec<u8> {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_job_followed_through_the_api_and_its_result_verified() {
-    let mut net = Net::start().await;
-    let api = ApiStack::start(&mut net).await;
+    let (net, api) = Net::start_with_api().await;
     let d = net.devnet.deployment;
     let chain_id = d.chain_id;
-    net.mint(1, 1_000).await;
-    net.mint(3, 100).await;
-    let agent = net.address(2).to_string();
-    net.gantry(1)
+    net.mint(OPERATOR, 1_000).await;
+    net.mint(SUBMITTER, 100).await;
+    let agent = net.address(AGENT).to_string();
+    net.gantry(OPERATOR)
         .run(&[
             "node",
             "register",
@@ -74,7 +73,7 @@ async fn a_job_followed_through_the_api_and_its_result_verified() {
         ])
         .await
         .ok();
-    let gantry = net.gantry(3);
+    let gantry = net.gantry(SUBMITTER);
     let submit = |bounty: &'static str| {
         let gantry = &gantry;
         async move {
@@ -98,7 +97,7 @@ async fn a_job_followed_through_the_api_and_its_result_verified() {
     let first = watch.until(|_| true).await;
     assert_eq!(first["status"], "open");
 
-    let matcher = JobMarket::new(d.market, net.devnet.admin.clone());
+    let matcher = net.market(MATCHER);
     confirm_receipt("assign", matcher.assign(job, 1).send().await)
         .await
         .unwrap();
@@ -118,7 +117,7 @@ async fn a_job_followed_through_the_api_and_its_result_verified() {
         eta_secs: Some(90),
         at_ms: now_ms(),
     };
-    api.publish(
+    net.publish(
         names::progress_subject(chain_id, job),
         serde_json::to_vec(&update).unwrap(),
     )
@@ -128,12 +127,12 @@ async fn a_job_followed_through_the_api_and_its_result_verified() {
     assert_eq!(progressed["metrics"]["loss"], 0.21);
     assert_eq!(progressed["etaSecs"], 90);
     assert_eq!(progressed["progress"], 0.4);
-    api.publish(
+    net.publish(
         names::logs_subject(chain_id, job),
         log_line(job, "line one"),
     )
     .await;
-    let seq = api
+    let seq = net
         .publish(
             names::logs_subject(chain_id, job),
             log_line(job, "line two"),
@@ -193,7 +192,7 @@ async fn a_job_followed_through_the_api_and_its_result_verified() {
     assert_eq!(logs, "line one\nline two\n");
     let mut follow = gantry.spawn(&["job", "logs", &id, "--follow", "--tail", "1"]);
     assert_eq!(follow.line().await, "line two");
-    api.publish(
+    net.publish(
         names::logs_subject(chain_id, job),
         log_line(job, "line three"),
     )
@@ -204,8 +203,9 @@ async fn a_job_followed_through_the_api_and_its_result_verified() {
     let tar = result_tar();
     let hash = B256::from(<[u8; 32]>::from(Sha256::digest(&tar)));
     let bucket = names::results_bucket(chain_id);
-    let store = api
-        .js
+    let store = net
+        .jetstream()
+        .await
         .create_object_store(async_nats::jetstream::object_store::Config {
             bucket: bucket.clone(),
             ..Default::default()
@@ -214,7 +214,7 @@ async fn a_job_followed_through_the_api_and_its_result_verified() {
         .unwrap();
     let key = format!("{job}-1");
     store.put(key.as_str(), &mut &tar[..]).await.unwrap();
-    let agent_market = JobMarket::new(d.market, net.devnet.provider(2));
+    let agent_market = net.market(AGENT);
     confirm_receipt(
         "submitResult",
         agent_market
@@ -227,7 +227,7 @@ async fn a_job_followed_through_the_api_and_its_result_verified() {
     watch.until(|v| v["status"] == "submitted").await;
     api.caught_up(&net, 0).await;
 
-    let out_dir = net.dir.path().join("result");
+    let out_dir = net.dir().join("result");
     let out = out_dir.display().to_string();
     let fetched = gantry
         .run(&["job", "result", &id, "-o", &out, "--json"])
@@ -250,7 +250,7 @@ async fn a_job_followed_through_the_api_and_its_result_verified() {
     let mut tampered = tar.clone();
     tampered[600] ^= 1;
     store.put(key.as_str(), &mut &tampered[..]).await.unwrap();
-    let elsewhere = net.dir.path().join("tampered");
+    let elsewhere = net.dir().join("tampered");
     gantry
         .run(&["job", "result", &id, "-o", &elsewhere.display().to_string()])
         .await

@@ -3,8 +3,9 @@
 
 use alloy::primitives::aliases::U96;
 use alloy::primitives::{B256, U256};
-use gantry_protocol::bindings::{GantryTestToken, JobMarket};
+use gantry_protocol::bindings::JobMarket;
 use gantry_protocol::spec::{JobKind, JobSpec};
+use gantry_testkit::accounts::SUBMITTER;
 
 use crate::harness::Net;
 
@@ -25,12 +26,12 @@ async fn posted(net: &Net, job_id: u64) -> JobMarket::JobPosted {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn submit_with_flags_posts_the_requirements_bounty_deadline_and_spec_asked_for() {
     let net = Net::start().await;
-    net.mint(3, 100).await;
+    net.mint(SUBMITTER, 100).await;
     let sha = "3f1c6a0e5b7d9f2a4c6e8b0d2f4a6c8e0b2d4f6a8c0e2b4d6f8a0c2e4b6d8f0a";
     let input = format!("data.tar=https://data.example.org/d.tar#sha256={sha}");
     let before = net.devnet.now().await.unwrap();
     let out = net
-        .gantry(3)
+        .gantry(SUBMITTER)
         .run(&[
             "job",
             "submit",
@@ -78,7 +79,7 @@ async fn submit_with_flags_posts_the_requirements_bounty_deadline_and_spec_asked
 
     let market = JobMarket::new(net.devnet.deployment.market, net.devnet.admin.clone());
     let job = market.getJob(job_id).call().await.unwrap();
-    assert_eq!(job.submitter, net.address(3));
+    assert_eq!(job.submitter, net.address(SUBMITTER));
     assert_eq!(job.bounty, U96::from(12_500_000u64));
     assert_eq!(
         job.requirements,
@@ -112,15 +113,14 @@ async fn submit_with_flags_posts_the_requirements_bounty_deadline_and_spec_asked
     assert_eq!(spec.timeout_secs, 4 * 3600);
 
     // The bounty moved with a permit: nothing is left approved.
-    let token = GantryTestToken::new(net.devnet.deployment.token, net.devnet.admin.clone());
-    let allowance = token
-        .allowance(net.address(3), net.devnet.deployment.market)
-        .call()
-        .await
-        .unwrap();
+    let allowance = net.allowance(SUBMITTER, net.devnet.deployment.market).await;
     assert_eq!(allowance, U256::ZERO);
-    assert_eq!(net.balance(3).await, U256::from(87_500_000u64));
-    assert_eq!(net.nonce(3).await, 1, "one transaction: postJobWithPermit");
+    assert_eq!(net.balance(SUBMITTER).await, U256::from(87_500_000u64));
+    assert_eq!(
+        net.nonce(SUBMITTER).await,
+        1,
+        "one transaction: postJobWithPermit"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -128,16 +128,20 @@ async fn a_spec_file_is_posted_in_canonical_form_after_the_balance_and_flags_are
     let net = Net::start().await;
     // 12.5 gUSD, and the market may already take all of it.
     net.devnet
-        .fund(4, net.devnet.deployment.market, U256::from(12_500_000u64))
+        .fund(
+            SUBMITTER,
+            net.devnet.deployment.market,
+            U256::from(12_500_000u64),
+        )
         .await
         .unwrap();
-    let file = net.dir.path().join("spec.json");
+    let file = net.dir().join("spec.json");
     let spec: serde_json::Value =
-        serde_json::from_slice(&gantry_devnet::scenario::example_spec()).unwrap();
+        serde_json::from_slice(&gantry_testkit::scenario::example_spec()).unwrap();
     std::fs::write(&file, serde_json::to_string_pretty(&spec).unwrap()).unwrap();
     let file = file.display().to_string();
-    let gantry = net.gantry(4);
-    let nonce = net.nonce(4).await;
+    let gantry = net.gantry(SUBMITTER);
+    let nonce = net.nonce(SUBMITTER).await;
 
     // Refused before any transaction, with the balance in the message.
     let out = gantry
@@ -169,7 +173,7 @@ async fn a_spec_file_is_posted_in_canonical_form_after_the_balance_and_flags_are
             2,
             "this command sends a transaction: set GANTRY_PRIVATE_KEY",
         );
-    assert_eq!(net.nonce(4).await, nonce, "nothing was sent");
+    assert_eq!(net.nonce(SUBMITTER).await, nonce, "nothing was sent");
 
     let out = gantry
         .run(&[
@@ -182,7 +186,7 @@ async fn a_spec_file_is_posted_in_canonical_form_after_the_balance_and_flags_are
         "{out:#?}"
     );
     let event = posted(&net, 1).await;
-    let canonical = JobSpec::from_slice(&gantry_devnet::scenario::example_spec())
+    let canonical = JobSpec::from_slice(&gantry_testkit::scenario::example_spec())
         .unwrap()
         .to_vec();
     assert_eq!(
@@ -196,14 +200,13 @@ async fn a_spec_file_is_posted_in_canonical_form_after_the_balance_and_flags_are
         event.requirements.maxRuntime, 7_200,
         "the spec's timeout by default"
     );
-    assert_eq!(net.balance(4).await, U256::ZERO);
+    assert_eq!(net.balance(SUBMITTER).await, U256::ZERO);
     // The allowance the user had set was used as it was, not replaced by a permit.
-    let token = GantryTestToken::new(net.devnet.deployment.token, net.devnet.admin.clone());
-    let allowance = token
-        .allowance(net.address(4), net.devnet.deployment.market)
-        .call()
-        .await
-        .unwrap();
+    let allowance = net.allowance(SUBMITTER, net.devnet.deployment.market).await;
     assert_eq!(allowance, U256::MAX);
-    assert_eq!(net.nonce(4).await, nonce + 1, "one transaction: postJob");
+    assert_eq!(
+        net.nonce(SUBMITTER).await,
+        nonce + 1,
+        "one transaction: postJob"
+    );
 }

@@ -7,8 +7,9 @@ use std::process::Output;
 
 use alloy::primitives::{B256, U256};
 use gantry_devnet::demo;
-use gantry_devnet::network::{Network, SUBMITTER_ACCOUNT, WORKER_ACCOUNTS};
+use gantry_devnet::network::Network;
 use gantry_protocol::bindings::{GantryTestToken, JobMarket};
+use gantry_testkit::accounts::{NODES, SUBMITTER};
 
 use crate::support::{Feed, WAIT, get, network};
 
@@ -36,7 +37,7 @@ async fn gantry(network: &Network, key: Option<usize>, args: &[&str]) -> Output 
         .env_remove("GANTRY_PRIVATE_KEY")
         .kill_on_drop(true);
     if let Some(account) = key {
-        command.env("GANTRY_PRIVATE_KEY", network.private_key(account));
+        command.env("GANTRY_PRIVATE_KEY", network.devnet.private_key(account));
     }
     tokio::time::timeout(WAIT, command.output())
         .await
@@ -75,7 +76,7 @@ async fn a_job_through_the_cli_from_submission_to_the_provider_s_withdrawal() {
     std::fs::write(&spec_file, serde_json::to_vec_pretty(&spec).unwrap()).unwrap();
     let submitted = ok(&gantry(
         &network,
-        Some(SUBMITTER_ACCOUNT),
+        Some(SUBMITTER),
         &[
             "--json",
             "job",
@@ -178,8 +179,8 @@ async fn a_job_through_the_cli_from_submission_to_the_provider_s_withdrawal() {
     );
 
     // The provider (the worker's agent registered the node, so it operates it) withdraws.
-    let provider = WORKER_ACCOUNTS[0];
-    let address = network.devnet.anvil.addresses()[provider];
+    let provider = NODES[0];
+    let address = network.devnet.address(provider);
     let token = GantryTestToken::new(d.token, network.devnet.admin.clone());
     let before = token.balanceOf(address).call().await.unwrap();
     let payout: U256 = detail["payout"].as_str().unwrap().parse().unwrap();

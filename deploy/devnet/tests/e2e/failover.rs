@@ -7,8 +7,9 @@ use std::io::Read;
 
 use alloy::primitives::{Address, B256, U256};
 use gantry_devnet::demo;
-use gantry_devnet::network::{Network, SUBMITTER_ACCOUNT, WORKER_ACCOUNTS};
+use gantry_devnet::network::Network;
 use gantry_protocol::bindings::{JobMarket, NodeRegistry};
+use gantry_testkit::accounts::{NODES, SUBMITTER};
 use sha2::{Digest, Sha256};
 
 use crate::support::{Feed, get, job as job_row, network};
@@ -32,9 +33,7 @@ async fn a_worker_killed_mid_job_is_slashed_and_the_job_resumes_on_the_other_fro
     let mut spec = demo::spec(network.dataset.url(), network.dataset.sha256());
     spec.env.insert("EPOCHS".into(), "40".into());
     spec.env.insert("EPOCH_PAUSE".into(), "0.5".into());
-    let job = demo::post(&network.devnet, SUBMITTER_ACCOUNT, &spec)
-        .await
-        .unwrap();
+    let job = demo::post(&network.devnet, SUBMITTER, &spec).await.unwrap();
     let path = format!("/v1/jobs/{job}");
     let first = loop {
         let row = job_row(&network, job).await;
@@ -143,10 +142,9 @@ async fn a_worker_killed_mid_job_is_slashed_and_the_job_resumes_on_the_other_fro
 async fn worker_of(network: &Network, node_id: u64) -> usize {
     let node = get(network, &format!("/v1/nodes/{node_id}")).await;
     let agent: Address = node["agent"].as_str().unwrap().parse().unwrap();
-    let addresses = network.devnet.anvil.addresses();
-    WORKER_ACCOUNTS
+    NODES
         .iter()
-        .position(|account| addresses[*account] == agent)
+        .position(|account| network.devnet.address(*account) == agent)
         .expect("a worker's node")
 }
 

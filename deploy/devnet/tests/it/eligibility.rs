@@ -4,9 +4,10 @@
 //! fails (the revert the contract raises).
 
 use alloy::primitives::{B256, U256, aliases::U40, aliases::U96};
-use gantry_devnet::{Devnet, confirm_receipt};
 use gantry_protocol::bindings::{JobMarket, NodeRegistry};
 use gantry_protocol::eligibility::{Capabilities, Constraint, Requirements, capability_violations};
+use gantry_testkit::accounts::{ADMIN, AGENT, OPERATOR, SUBMITTER};
+use gantry_testkit::{Devnet, confirm_receipt};
 
 const NODES: u64 = 12;
 const JOBS: u64 = 12;
@@ -90,14 +91,14 @@ fn constraint_of(error: &JobMarket::JobMarketErrors) -> Option<Constraint> {
 async fn the_rust_eligibility_check_agrees_with_the_contract_on_every_pair() {
     let devnet = Devnet::start().await.expect("devnet starts");
     let d = devnet.deployment;
-    let admin = devnet.anvil.addresses()[0];
-    let (operator, submitter) = (devnet.provider(1), devnet.provider(3));
+    let admin = devnet.address(ADMIN);
+    let (operator, submitter) = (devnet.provider(OPERATOR), devnet.provider(SUBMITTER));
     devnet
-        .fund(1, d.registry, U256::from(1u64 << 50))
+        .fund(OPERATOR, d.registry, U256::from(1u64 << 50))
         .await
         .unwrap();
     devnet
-        .fund(3, d.market, U256::from(1u64 << 50))
+        .fund(SUBMITTER, d.market, U256::from(1u64 << 50))
         .await
         .unwrap();
     let mut rng = Rng(0x9e37_79b9_7f4a_7c15);
@@ -110,7 +111,7 @@ async fn the_rust_eligibility_check_agrees_with_the_contract_on_every_pair() {
             "register",
             registry
                 .register(
-                    devnet.anvil.addresses()[2],
+                    devnet.address(AGENT),
                     caps.clone(),
                     String::new(),
                     U96::from(100_000_000u64),

@@ -6,10 +6,11 @@ use alloy::providers::{DynProvider, Provider};
 use alloy::rpc::types::TransactionReceipt;
 use alloy::signers::SignerSync;
 use alloy::sol_types::{SolStruct, eip712_domain};
-use gantry_devnet::{Devnet, confirm_receipt};
 use gantry_protocol::bindings::{GantryTestToken, JobMarket, NodeRegistry};
 use gantry_protocol::events::{Contracts, DecodedEvent, decode};
 use gantry_protocol::spec::{InputSpec, JobSpec, OutputSpec};
+use gantry_testkit::accounts::{AGENT, OPERATOR, OTHER, SUBMITTER};
+use gantry_testkit::{Devnet, GUSD, confirm_receipt, scenario};
 
 alloy::sol! {
     /// EIP-2612's signed message.
@@ -22,7 +23,6 @@ alloy::sol! {
     }
 }
 
-const GUSD: u64 = 1_000_000;
 fn events(devnet: &Devnet, receipt: &TransactionReceipt) -> Vec<DecodedEvent> {
     let contracts = Contracts {
         market: devnet.deployment.market,
@@ -61,10 +61,14 @@ async fn balance(devnet: &Devnet, account: Address) -> U256 {
 async fn a_job_goes_from_post_to_paid_on_anvil() {
     let devnet = Devnet::start().await.expect("devnet starts");
     let d = devnet.deployment;
-    let (operator, agent, submitter) = (devnet.provider(1), devnet.provider(2), devnet.provider(3));
-    let operator_address = devnet.anvil.addresses()[1];
-    let agent_address = devnet.anvil.addresses()[2];
-    let submitter_key = devnet.signer(3);
+    let (operator, agent, submitter) = (
+        devnet.provider(OPERATOR),
+        devnet.provider(AGENT),
+        devnet.provider(SUBMITTER),
+    );
+    let operator_address = devnet.address(OPERATOR);
+    let agent_address = devnet.address(AGENT);
+    let submitter_key = devnet.signer(SUBMITTER);
     let stake = U96::from(500 * GUSD);
     let bounty = U96::from(50 * GUSD);
     devnet
@@ -88,7 +92,7 @@ async fn a_job_goes_from_post_to_paid_on_anvil() {
     .await
     .unwrap();
     let registry = NodeRegistry::new(d.registry, operator.clone());
-    let caps = gantry_devnet::scenario::h100_node();
+    let caps = scenario::h100_node();
     let receipt = confirm_receipt(
         "register",
         registry
@@ -152,7 +156,7 @@ async fn a_job_goes_from_post_to_paid_on_anvil() {
     let signature = submitter_key
         .sign_hash_sync(&permit.eip712_signing_hash(&domain))
         .unwrap();
-    let requirements = gantry_devnet::scenario::h100_requirements();
+    let requirements = scenario::h100_requirements();
     let market_as_submitter = JobMarket::new(d.market, submitter.clone());
     let receipt = confirm_receipt(
         "postJobWithPermit",
@@ -216,7 +220,7 @@ async fn a_job_goes_from_post_to_paid_on_anvil() {
     assert_eq!(names(&events(&devnet, &receipt)), ["ResultSubmitted"]);
 
     // Finalize is refused inside the challenge window, accepted after it, by anyone.
-    let market_as_stranger = JobMarket::new(d.market, devnet.provider(4));
+    let market_as_stranger = JobMarket::new(d.market, devnet.provider(OTHER));
     let early = market_as_stranger
         .finalize(job_id)
         .call()

@@ -18,9 +18,6 @@
 //!   drop.
 
 mod artifacts;
-mod docker;
 mod eligibility;
-mod images;
 mod lifecycle;
 mod nats_config;
-mod postgres;

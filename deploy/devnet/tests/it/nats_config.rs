@@ -10,9 +10,9 @@ use async_nats::jetstream::{self, AckKind, consumer, object_store, stream};
 use async_nats::{Client, Event, HeaderMap, ServerError};
 use bytes::Bytes;
 use futures::StreamExt;
-use gantry_devnet::nats_cluster::{ConfiguredNats, NatsCluster, NatsConfig};
 use gantry_protocol::nats::NatsAddress;
 use gantry_protocol::{names, storage};
+use gantry_testkit::nats_cluster::{ConfiguredNats, NatsCluster, NatsConfig};
 use tokio::io::AsyncReadExt;
 use tokio::sync::{Mutex, mpsc};
 

@@ -1,6 +1,6 @@
 //! The private Docker engine starts, answers, and goes away with its handle.
 
-use gantry_devnet::Dockerd;
+use gantry_testkit::Dockerd;
 
 #[test]
 fn a_private_dockerd_answers_on_its_socket_and_stops_on_drop() {

@@ -6,7 +6,7 @@ use std::collections::HashMap;
 use bollard::models::{ContainerCreateBody, HostConfig};
 use bollard::query_parameters::{LogsOptionsBuilder, RemoveContainerOptionsBuilder};
 use futures::TryStreamExt;
-use gantry_devnet::{Dockerd, image_exists, import_busybox};
+use gantry_testkit::{Dockerd, image_exists, import_busybox};
 
 const TAG: &str = "gantry-test/busybox:it";
 

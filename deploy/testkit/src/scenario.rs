@@ -4,9 +4,8 @@ use alloy::primitives::{Address, B256, U256, aliases::U40, aliases::U96};
 use alloy::providers::DynProvider;
 use gantry_protocol::bindings::{EventBatcher, GantryTestToken, JobMarket, NodeRegistry};
 
-use crate::{Devnet, DevnetError, confirm_receipt};
-
-const GUSD: u64 = 1_000_000;
+use crate::accounts::{AGENT, OPERATOR, SUBMITTER};
+use crate::{Devnet, DevnetError, GUSD, confirm_receipt};
 
 /// The ~400-byte job spec the contract tests use.
 pub fn example_spec() -> Vec<u8> {
@@ -43,13 +42,20 @@ pub fn h100_node() -> NodeRegistry::NodeCapabilities {
 /// Drives the market through most of its events: a node registers and heartbeats; one job
 /// is posted, assigned, submitted, accepted and paid out; another is posted and
 /// cancelled; a third is claimed and rejected; the node's operator withdraws and exits.
-/// Accounts: 1 operator, 2 agent, 3 submitter (0 is admin and matcher).
+/// Accounts: [`OPERATOR`], [`AGENT`] and [`SUBMITTER`] (the admin matches).
 pub async fn lifecycle(devnet: &Devnet) -> Result<(), DevnetError> {
     let d = devnet.deployment;
-    let (operator, agent, submitter) = (devnet.provider(1), devnet.provider(2), devnet.provider(3));
-    let addresses = devnet.anvil.addresses();
-    devnet.mint(addresses[1], U256::from(1_000 * GUSD)).await?;
-    devnet.mint(addresses[3], U256::from(1_000 * GUSD)).await?;
+    let (operator, agent, submitter) = (
+        devnet.provider(OPERATOR),
+        devnet.provider(AGENT),
+        devnet.provider(SUBMITTER),
+    );
+    devnet
+        .mint(devnet.address(OPERATOR), U256::from(1_000 * GUSD))
+        .await?;
+    devnet
+        .mint(devnet.address(SUBMITTER), U256::from(1_000 * GUSD))
+        .await?;
 
     let token = GantryTestToken::new(d.token, operator.clone());
     confirm_receipt("approve", token.approve(d.registry, U256::MAX).send().await).await?;
@@ -61,7 +67,12 @@ pub async fn lifecycle(devnet: &Devnet) -> Result<(), DevnetError> {
     confirm_receipt(
         "register",
         registry
-            .register(addresses[2], h100_node(), "ipfs://node".into(), stake)
+            .register(
+                devnet.address(AGENT),
+                h100_node(),
+                "ipfs://node".into(),
+                stake,
+            )
             .send()
             .await,
     )

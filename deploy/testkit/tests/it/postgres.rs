@@ -3,7 +3,7 @@
 
 use std::net::TcpStream;
 
-use gantry_devnet::Postgres;
+use gantry_testkit::Postgres;
 
 #[test]
 fn two_private_clusters_answer_on_their_own_ports_and_stop_on_drop() {

@@ -4,7 +4,7 @@ use crate::DevnetError;
 
 /// The workspace root (where `Cargo.toml`, `contracts/` and `.tools/` live).
 pub fn workspace_root() -> PathBuf {
-    // deploy/devnet -> deploy -> root
+    // deploy/testkit -> deploy -> root
     Path::new(env!("CARGO_MANIFEST_DIR"))
         .ancestors()
         .nth(2)
@@ -52,4 +52,11 @@ impl Tools {
             Err(DevnetError::ToolMissing { tool, path })
         }
     }
+}
+
+/// A free TCP port on loopback (free when asked; the caller binds it right after).
+pub fn free_port() -> std::io::Result<u16> {
+    Ok(std::net::TcpListener::bind("127.0.0.1:0")?
+        .local_addr()?
+        .port())
 }

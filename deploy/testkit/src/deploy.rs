@@ -1,4 +1,4 @@
-//! Deploying the market to a chain, and a whole dev network for tests.
+//! Deploying the market to a chain, and a fresh chain with the market deployed for tests.
 
 use alloy::network::EthereumWallet;
 use alloy::node_bindings::{Anvil, AnvilInstance};
@@ -8,7 +8,7 @@ use alloy::signers::local::PrivateKeySigner;
 use gantry_protocol::bindings::{
     GantryTestToken, job_market::JobMarket, node_registry::NodeRegistry,
 };
-use serde::{Deserialize, Serialize};
+use gantry_protocol::deployment::Deployment;
 
 use crate::{DevnetError, Tools};
 
@@ -46,18 +46,6 @@ impl DeployParams {
             pauser: admin,
         }
     }
-}
-
-/// Where the contracts of a deployment live.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct Deployment {
-    pub chain_id: u64,
-    pub token: Address,
-    pub registry: Address,
-    pub market: Address,
-    /// Block of the first deployment transaction: where an indexer starts.
-    pub start_block: u64,
 }
 
 /// Deploys the test token, the registry and the market, and grants the roles. `provider`
@@ -231,6 +219,17 @@ impl Devnet {
     /// The signing key of anvil's account `index`.
     pub fn signer(&self, index: usize) -> PrivateKeySigner {
         PrivateKeySigner::from(self.anvil.keys()[index].clone())
+    }
+
+    /// The address of anvil's account `index`.
+    pub fn address(&self, index: usize) -> Address {
+        self.anvil.addresses()[index]
+    }
+
+    /// The private key of anvil's account `index`, `0x`-prefixed hex, as the services take
+    /// it (`GANTRY_PRIVATE_KEY`, `GANTRY_AGENT_KEY`).
+    pub fn private_key(&self, index: usize) -> String {
+        alloy::primitives::B256::from_slice(&self.anvil.keys()[index].to_bytes()).to_string()
     }
 
     /// Mints test tokens to `to`.

@@ -1,6 +1,6 @@
 use std::path::PathBuf;
 
-/// Failures of the local-network tooling.
+/// Failures of the fixtures and of the local-network tooling built on them.
 #[derive(Debug, thiserror::Error)]
 pub enum DevnetError {
     #[error("tool {tool} not found at {path}: run `deploy/setup.sh` (or `make test`) first")]
@@ -39,6 +39,11 @@ pub enum DevnetError {
     },
     #[error("transaction {call} reverted")]
     Reverted { call: &'static str },
+    #[error("transaction {call} emitted no {event}")]
+    MissingEvent {
+        call: &'static str,
+        event: &'static str,
+    },
     #[error(transparent)]
     Io(#[from] std::io::Error),
     #[error(transparent)]

@@ -1,0 +1,597 @@
+//! A network built to a test's order (as reth's `e2e-test-utils` setup builder): a fresh
+//! chain with the market deployed, and beside it what the test asks for, each on a free
+//! port, all stopped when the [`TestNet`] drops.
+//!
+//! ```text
+//!   TestNet::builder()
+//!     .deploy_params(f)    anvil + the market, deployed with f(DeployParams::dev)  (always)
+//!     .nats()              nats-server with JetStream
+//!     .indexer()           gantry_indexer::run in this process (and nats)
+//!     .matcher(account)    gantry_matcher::run_matcher in this process (role granted)
+//!     .keeper(account)     gantry_matcher::run_liveness in this process
+//!     .image(tag)          a private dockerd with the busybox job image as `tag`
+//!     .postgres()          a private PostgreSQL cluster
+//!     .start().await ──▶ TestNet: devnet, nats(), dockerd(), docker(), postgres(),
+//!                        the chain helpers, wait_until   ── Drop stops everything
+//! ```
+//!
+//! A crate's own processes (the services as binaries, killed and restarted by its tests)
+//! stay in its harness, on top of a `TestNet`.
+
+use std::fmt;
+use std::future::Future;
+use std::path::Path;
+use std::time::Duration;
+
+use alloy::primitives::aliases::U96;
+use alloy::primitives::{Address, U256};
+use alloy::providers::DynProvider;
+use anyhow::Context;
+use async_nats::jetstream;
+use gantry_matcher::config::{Common, LivenessConfig, MatcherConfig, Secret};
+use gantry_protocol::bindings::{JobMarket, NodeRegistry};
+use gantry_protocol::names;
+use gantry_protocol::status::JobStatus;
+use tokio_util::sync::CancellationToken;
+
+use crate::accounts::{ADMIN, SUBMITTER};
+use crate::{
+    DeployParams, Deployment, Devnet, Dockerd, GUSD, JobPost, NatsServer, PATIENCE, Postgres,
+    confirm_receipt, import_busybox, wait, worker_config,
+};
+
+type Configure<T> = Box<dyn FnOnce(T) -> T + Send>;
+
+/// What a [`TestNet`] starts; from [`TestNet::builder`].
+pub struct TestNetBuilder {
+    deploy_params: Configure<DeployParams>,
+    nats: bool,
+    indexer: Option<IndexerStart>,
+    indexer_config: Configure<gantry_indexer::Config>,
+    matcher: Option<usize>,
+    matcher_config: Configure<MatcherConfig>,
+    keeper: Option<usize>,
+    matcher_roles: Vec<usize>,
+    docker: bool,
+    images: Vec<String>,
+    postgres: bool,
+    patience: Duration,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum IndexerStart {
+    Now,
+    Later,
+}
+
+impl fmt::Debug for TestNetBuilder {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("TestNetBuilder")
+            .field("nats", &self.nats)
+            .field("indexer", &self.indexer)
+            .field("matcher", &self.matcher)
+            .field("keeper", &self.keeper)
+            .field("matcher_roles", &self.matcher_roles)
+            .field("docker", &self.docker)
+            .field("images", &self.images)
+            .field("postgres", &self.postgres)
+            .field("patience", &self.patience)
+            .finish_non_exhaustive()
+    }
+}
+
+impl TestNetBuilder {
+    /// Deploys with the dev parameters as changed by `configure` (shorter windows, …).
+    pub fn deploy_params(
+        mut self,
+        configure: impl FnOnce(DeployParams) -> DeployParams + Send + 'static,
+    ) -> Self {
+        self.deploy_params = Box::new(configure);
+        self
+    }
+
+    /// A nats-server with JetStream.
+    pub fn nats(mut self) -> Self {
+        self.nats = true;
+        self
+    }
+
+    /// The indexer, running in this process from the start (NATS too).
+    pub fn indexer(mut self) -> Self {
+        self.indexer = Some(IndexerStart::Now);
+        self.nats()
+    }
+
+    /// The indexer, configured but started only by [`TestNet::start_indexer`] (NATS too).
+    pub fn indexer_later(mut self) -> Self {
+        self.indexer = Some(IndexerStart::Later);
+        self.nats()
+    }
+
+    /// Changes the indexer's config ([`gantry_indexer::Config::local`] by default).
+    pub fn indexer_config(
+        mut self,
+        configure: impl FnOnce(gantry_indexer::Config) -> gantry_indexer::Config + Send + 'static,
+    ) -> Self {
+        self.indexer_config = Box::new(configure);
+        self
+    }
+
+    /// The matcher, running in this process and signing as `account`, which is granted
+    /// the matcher role unless it is the admin (NATS too).
+    pub fn matcher(mut self, account: usize) -> Self {
+        self.matcher = Some(account);
+        self.matcher_role(account).nats()
+    }
+
+    /// Changes the matcher's config ([`MatcherConfig::local`], receipts polled every
+    /// 20 ms, by default).
+    pub fn matcher_config(
+        mut self,
+        configure: impl FnOnce(MatcherConfig) -> MatcherConfig + Send + 'static,
+    ) -> Self {
+        self.matcher_config = Box::new(configure);
+        self
+    }
+
+    /// The liveness keeper, running in this process and paying from `account`, with a
+    /// 1 s lease (NATS too).
+    pub fn keeper(mut self, account: usize) -> Self {
+        self.keeper = Some(account);
+        self.nats()
+    }
+
+    /// Grants `account` the market's matcher role (the admin holds it already).
+    pub fn matcher_role(mut self, account: usize) -> Self {
+        if account != ADMIN && !self.matcher_roles.contains(&account) {
+            self.matcher_roles.push(account);
+        }
+        self
+    }
+
+    /// A private Docker engine ([`Dockerd`]).
+    pub fn docker(mut self) -> Self {
+        self.docker = true;
+        self
+    }
+
+    /// The busybox job image imported as `tag` ([`import_busybox`]) into a private Docker
+    /// engine.
+    pub fn image(mut self, tag: &str) -> Self {
+        self.images.push(tag.to_owned());
+        self.docker()
+    }
+
+    /// A private PostgreSQL cluster ([`Postgres`]).
+    pub fn postgres(mut self) -> Self {
+        self.postgres = true;
+        self
+    }
+
+    /// How long [`TestNet::wait_until`] waits ([`PATIENCE`] by default).
+    pub fn patience(mut self, patience: Duration) -> Self {
+        self.patience = patience;
+        self
+    }
+
+    /// Starts everything asked for; what has started stops again if a later part fails.
+    pub async fn start(self) -> anyhow::Result<TestNet> {
+        let devnet = Devnet::start_with(self.deploy_params)
+            .await
+            .context("starting anvil and deploying the market")?;
+        let nats = if self.nats {
+            Some(NatsServer::start().context("starting nats-server")?)
+        } else {
+            None
+        };
+        let (dockerd, docker) = if self.docker {
+            let (dockerd, docker) = start_docker(&self.images).await?;
+            (Some(dockerd), Some(docker))
+        } else {
+            (None, None)
+        };
+        let postgres = if self.postgres {
+            let started = tokio::task::spawn_blocking(Postgres::start).await?;
+            Some(started.context("starting PostgreSQL")?)
+        } else {
+            None
+        };
+        for account in &self.matcher_roles {
+            grant_matcher_role(&devnet, devnet.address(*account))
+                .await
+                .with_context(|| format!("granting account {account} the matcher role"))?;
+        }
+        let indexer_config = nats
+            .as_ref()
+            .map(|nats| (self.indexer_config)(devnet.indexer_config(nats.url())));
+        let net = TestNet {
+            devnet,
+            nats,
+            dockerd,
+            docker,
+            postgres,
+            indexer_config,
+            services: CancellationToken::new(),
+            patience: self.patience,
+            dir: tempfile::tempdir().context("creating a scratch folder")?,
+        };
+        if self.indexer == Some(IndexerStart::Now) {
+            net.start_indexer();
+        }
+        if let Some(account) = self.matcher {
+            let config = (self.matcher_config)(net.matcher_config(account));
+            tokio::spawn(gantry_matcher::run_matcher(config, net.shutdown()));
+        }
+        if let Some(account) = self.keeper {
+            let config = net.keeper_config(account);
+            tokio::spawn(gantry_matcher::run_liveness(config, net.shutdown()));
+        }
+        Ok(net)
+    }
+}
+
+/// A private dockerd with the busybox image imported as each of `images`.
+async fn start_docker(images: &[String]) -> anyhow::Result<(Dockerd, bollard::Docker)> {
+    let dockerd = tokio::task::spawn_blocking(Dockerd::start)
+        .await?
+        .context("starting dockerd")?;
+    let docker = dockerd.client().await.context("connecting to dockerd")?;
+    for tag in images {
+        import_busybox(&docker, tag)
+            .await
+            .with_context(|| format!("importing the busybox image as {tag}"))?;
+    }
+    Ok((dockerd, docker))
+}
+
+async fn grant_matcher_role(devnet: &Devnet, account: Address) -> Result<(), crate::DevnetError> {
+    let market = JobMarket::new(devnet.deployment.market, devnet.admin.clone());
+    let role = market
+        .MATCHER_ROLE()
+        .call()
+        .await
+        .map_err(crate::DevnetError::contract("MATCHER_ROLE"))?;
+    confirm_receipt("grantRole", market.grantRole(role, account).send().await).await?;
+    Ok(())
+}
+
+/// A running test network (see the [module docs](self)); everything in it stops on drop.
+/// Its helpers panic with a sentence when the chain or NATS refuses: they are for tests.
+#[derive(Debug)]
+pub struct TestNet {
+    /// The chain with the market deployed.
+    pub devnet: Devnet,
+    nats: Option<NatsServer>,
+    dockerd: Option<Dockerd>,
+    docker: Option<bollard::Docker>,
+    postgres: Option<Postgres>,
+    /// With NATS: the indexer's config, whether it runs or not.
+    indexer_config: Option<gantry_indexer::Config>,
+    /// Stops the services running in this process.
+    services: CancellationToken,
+    patience: Duration,
+    dir: tempfile::TempDir,
+}
+
+impl Drop for TestNet {
+    fn drop(&mut self) {
+        self.services.cancel();
+    }
+}
+
+impl TestNet {
+    /// A builder that starts the chain and nothing else until asked.
+    pub fn builder() -> TestNetBuilder {
+        TestNetBuilder {
+            deploy_params: Box::new(|params| params),
+            nats: false,
+            indexer: None,
+            indexer_config: Box::new(|config| config),
+            matcher: None,
+            matcher_config: Box::new(|config| config),
+            keeper: None,
+            matcher_roles: Vec::new(),
+            docker: false,
+            images: Vec::new(),
+            postgres: false,
+            patience: PATIENCE,
+        }
+    }
+
+    /// The NATS server; panics if the net was built without [`TestNetBuilder::nats`].
+    pub fn nats(&self) -> &NatsServer {
+        self.nats
+            .as_ref()
+            .expect("the test net was started without .nats()")
+    }
+
+    pub fn nats_mut(&mut self) -> &mut NatsServer {
+        self.nats
+            .as_mut()
+            .expect("the test net was started without .nats()")
+    }
+
+    /// The private Docker engine; panics if the net was built without Docker.
+    pub fn dockerd(&self) -> &Dockerd {
+        self.dockerd
+            .as_ref()
+            .expect("the test net was started without .docker()")
+    }
+
+    pub fn dockerd_mut(&mut self) -> &mut Dockerd {
+        self.dockerd
+            .as_mut()
+            .expect("the test net was started without .docker()")
+    }
+
+    /// A client of the private Docker engine.
+    pub fn docker(&self) -> &bollard::Docker {
+        self.docker
+            .as_ref()
+            .expect("the test net was started without .docker()")
+    }
+
+    /// The PostgreSQL cluster; panics if the net was built without it.
+    pub fn postgres(&self) -> &Postgres {
+        self.postgres
+            .as_ref()
+            .expect("the test net was started without .postgres()")
+    }
+
+    /// A scratch folder, removed on drop.
+    pub fn dir(&self) -> &Path {
+        self.dir.path()
+    }
+
+    pub fn chain_id(&self) -> u64 {
+        self.devnet.deployment.chain_id
+    }
+
+    pub fn deployment(&self) -> Deployment {
+        self.devnet.deployment
+    }
+
+    /// The address of anvil's account `account`.
+    pub fn address(&self, account: usize) -> Address {
+        self.devnet.address(account)
+    }
+
+    /// A provider signing as anvil's account `account`.
+    pub fn provider(&self, account: usize) -> DynProvider {
+        self.devnet.provider(account)
+    }
+
+    /// The market, signing as `account`.
+    pub fn market(&self, account: usize) -> JobMarket::JobMarketInstance<DynProvider> {
+        self.devnet.market(account)
+    }
+
+    /// The registry, signing as `account`.
+    pub fn registry(&self, account: usize) -> NodeRegistry::NodeRegistryInstance<DynProvider> {
+        self.devnet.registry(account)
+    }
+
+    /// A token cancelled when the net drops, for services a harness runs in this process.
+    pub fn shutdown(&self) -> CancellationToken {
+        self.services.child_token()
+    }
+
+    /// The indexer's config: [`gantry_indexer::Config::local`] for this chain and NATS,
+    /// as the builder's `indexer_config` changed it.
+    pub fn indexer_config(&self) -> gantry_indexer::Config {
+        self.indexer_config
+            .clone()
+            .expect("the test net was started without .nats()")
+    }
+
+    /// Starts the indexer in this process (it stops when the net drops).
+    pub fn start_indexer(&self) {
+        tokio::spawn(gantry_indexer::run(self.indexer_config(), self.shutdown()));
+    }
+
+    /// A JetStream context on a fresh connection.
+    pub async fn jetstream(&self) -> jetstream::Context {
+        jetstream::new(
+            async_nats::connect(self.nats().url())
+                .await
+                .expect("nats connects"),
+        )
+    }
+
+    /// Creates the workers' jobs stream, as a worker does.
+    pub async fn create_jobs_stream(&self) {
+        let chain_id = self.chain_id();
+        self.jetstream()
+            .await
+            .create_stream(jetstream::stream::Config {
+                name: names::jobs_stream_name(chain_id),
+                subjects: vec![names::jobs_stream_subjects(chain_id)],
+                ..Default::default()
+            })
+            .await
+            .expect("the jobs stream is created");
+    }
+
+    /// Publishes `payload` to a stream's `subject`; returns its stream sequence.
+    pub async fn publish(&self, subject: String, payload: Vec<u8>) -> u64 {
+        self.jetstream()
+            .await
+            .publish(subject, payload.into())
+            .await
+            .expect("published")
+            .await
+            .expect("acknowledged")
+            .sequence
+    }
+
+    /// The top of a worker's config file for a worker rooted at `root`, on this chain, NATS
+    /// and Docker engine (see [`worker_config`]).
+    pub fn worker_config(&self, root: &Path) -> String {
+        worker_config(
+            &self.devnet,
+            &self.nats().url(),
+            self.dockerd().socket(),
+            root,
+        )
+    }
+
+    /// Mints `amount` (base units) to `account` and lets `spender` take all of its tokens.
+    pub async fn fund(&self, account: usize, spender: Address, amount: u64) {
+        self.devnet
+            .fund(account, spender, U256::from(amount))
+            .await
+            .unwrap_or_else(|e| panic!("funding account {account}: {e}"));
+    }
+
+    /// Funds the [`SUBMITTER`] with 1,000,000 gUSD for the market.
+    pub async fn fund_submitter(&self) {
+        self.fund(SUBMITTER, self.devnet.deployment.market, 1_000_000 * GUSD)
+            .await;
+    }
+
+    /// Registers a node of `operator` served by `agent` with `stake` (base units, minted
+    /// to the operator first); returns its id.
+    pub async fn register_node(
+        &self,
+        operator: usize,
+        agent: Address,
+        capabilities: NodeRegistry::NodeCapabilities,
+        stake: u64,
+    ) -> u64 {
+        self.fund(operator, self.devnet.deployment.registry, stake)
+            .await;
+        let registry = self.registry(operator);
+        let register =
+            registry.register(agent, capabilities, "ipfs://node".into(), U96::from(stake));
+        let receipt = confirm_receipt("register", register.send().await)
+            .await
+            .unwrap_or_else(|e| panic!("registering a node of account {operator}: {e}"));
+        receipt
+            .decoded_log::<NodeRegistry::NodeRegistered>()
+            .expect("register emits NodeRegistered")
+            .nodeId
+    }
+
+    /// Registers a node that `account` operates and serves itself, with 500 gUSD stake;
+    /// returns its id.
+    pub async fn register_own_node(
+        &self,
+        account: usize,
+        capabilities: NodeRegistry::NodeCapabilities,
+    ) -> u64 {
+        self.register_node(account, self.address(account), capabilities, 500 * GUSD)
+            .await
+    }
+
+    /// Posts `job` as `account`, funded for it; returns the job id.
+    pub async fn post_job(&self, account: usize, job: JobPost) -> u64 {
+        self.devnet
+            .post_job(account, job)
+            .await
+            .unwrap_or_else(|e| panic!("posting a job as account {account}: {e}"))
+    }
+
+    /// Job `id` as the market holds it.
+    pub async fn job(&self, id: u64) -> JobMarket::JobInfo {
+        JobMarket::new(self.devnet.deployment.market, self.devnet.admin.clone())
+            .getJob(id)
+            .call()
+            .await
+            .unwrap_or_else(|e| panic!("reading job {id}: {e}"))
+    }
+
+    /// Node `id` as the registry holds it.
+    pub async fn node(&self, id: u64) -> NodeRegistry::NodeInfo {
+        NodeRegistry::new(self.devnet.deployment.registry, self.devnet.admin.clone())
+            .getNode(id)
+            .call()
+            .await
+            .unwrap_or_else(|e| panic!("reading node {id}: {e}"))
+    }
+
+    /// Chain time of the newest block, seconds.
+    pub async fn now(&self) -> u64 {
+        self.devnet.now().await.expect("the chain has a head block")
+    }
+
+    /// Moves chain time forward by `seconds` and mines a block there.
+    pub async fn advance(&self, seconds: u64) {
+        self.devnet
+            .advance(seconds)
+            .await
+            .unwrap_or_else(|e| panic!("advancing the chain {seconds} s: {e}"));
+    }
+
+    /// Waits until `condition` holds, checking it again whenever any message flows on NATS
+    /// (chain events, reports, KV and object updates); panics naming `what` after the net's
+    /// patience.
+    pub async fn wait_until<F, Fut>(&self, what: &str, condition: F)
+    where
+        F: FnMut() -> Fut,
+        Fut: Future<Output = bool>,
+    {
+        let client = async_nats::connect(self.nats().url())
+            .await
+            .expect("nats connects");
+        let messages = client.subscribe(">").await.expect("nats subscribes");
+        wait::wait_until(what, self.patience, messages, condition).await;
+    }
+
+    /// Waits until job `job` has `status`.
+    pub async fn wait_for_status(&self, job: u64, status: JobStatus) {
+        self.wait_until(
+            &format!("job {job} is {}", status.as_str()),
+            || async move { self.job(job).await.status == status as u8 },
+        )
+        .await;
+    }
+
+    /// The config of a matcher on this chain and NATS signing as `account`:
+    /// [`MatcherConfig::local`] with receipts polled every 20 ms (what
+    /// [`TestNetBuilder::matcher`] starts, before its `matcher_config` changes).
+    pub fn matcher_config(&self, account: usize) -> MatcherConfig {
+        MatcherConfig::local(self.service_config(account))
+    }
+
+    /// The config of a liveness keeper on this chain and NATS paying from `account`:
+    /// [`LivenessConfig::local`] with a 1 s lease and receipts polled every 20 ms (what
+    /// [`TestNetBuilder::keeper`] starts).
+    pub fn keeper_config(&self, account: usize) -> LivenessConfig {
+        LivenessConfig {
+            lease_ttl_ms: 1_000,
+            ..LivenessConfig::local(self.service_config(account))
+        }
+    }
+
+    /// What the matcher and the keeper share: this chain, NATS and the key of `account`,
+    /// receipts polled every 20 ms.
+    fn service_config(&self, account: usize) -> Common {
+        let d = self.devnet.deployment;
+        Common {
+            receipt_poll_ms: 20,
+            ..Common::local(
+                self.devnet.anvil.endpoint_url(),
+                d.chain_id,
+                d.market,
+                d.registry,
+                self.nats().url(),
+                Secret::new(self.devnet.private_key(account)),
+            )
+        }
+    }
+}
+
+impl Devnet {
+    /// [`gantry_indexer::Config::local`] for this chain, publishing to NATS at `nats_url`.
+    pub fn indexer_config(&self, nats_url: String) -> gantry_indexer::Config {
+        let d = self.deployment;
+        gantry_indexer::Config::local(
+            self.anvil.endpoint_url(),
+            d.chain_id,
+            d.market,
+            d.registry,
+            d.start_block,
+            nats_url,
+        )
+    }
+}
