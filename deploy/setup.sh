@@ -104,7 +104,7 @@ apt_install() {
   DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "$@" >&2
 }
 
-# gantry-devnet's `Postgres::start` needs these programs from one
+# gantry-testkit's `Postgres::start` needs these programs from one
 # /usr/lib/postgresql/<version>/bin (off PATH on Debian) and, run as root, the `postgres`
 # system user that the package creates.
 postgres_present() {
@@ -121,7 +121,7 @@ postgres_present() {
 install_debian() {
   local missing=()
   command -v dockerd >/dev/null || missing+=(docker.io)
-  # The static busybox is the userland of the test image (gantry-devnet's `import_busybox`);
+  # The static busybox is the userland of the test image (gantry-testkit's `import_busybox`);
   # Debian's dynamic `busybox` also owns /bin/busybox, hence the package check.
   [[ -x /bin/busybox ]] && dpkg-query -W -f='${Status}' busybox-static 2>/dev/null | grep -q 'ok installed' ||
     missing+=(busybox-static)

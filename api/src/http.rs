@@ -671,7 +671,11 @@ async fn list_nodes(
             "must be one of active, inactive, exiting, exited",
         ));
     }
-    let status = q.status.as_deref().map(|s| s.parse::<NodeStatus>()).transpose();
+    let status = q
+        .status
+        .as_deref()
+        .map(|s| s.parse::<NodeStatus>())
+        .transpose();
     let status = status.map_err(|_| {
         ApiError::bad_parameter("status", "must be one of active, inactive, exiting, exited")
     })?;

@@ -26,7 +26,6 @@ pub fn decode(subject: &str, payload: &[u8]) -> Option<Report> {
     Report::decode(subject, payload)
 }
 
-
 /// Follows the jobs stream of `chain_id` into `store` until `shutdown`. Waits for the
 /// stream to exist (a worker creates it).
 /// `checkpoint` is told each stored stream sequence.

@@ -5,8 +5,8 @@
 use std::net::SocketAddr;
 
 use anyhow::Context;
-use tokio::sync::watch;
 use gantry_runtime::tasks::Supervisor;
+use tokio::sync::watch;
 use tokio_util::sync::CancellationToken;
 
 use crate::config::Config;
@@ -38,7 +38,8 @@ pub async fn start(config: Config, shutdown: CancellationToken) -> anyhow::Resul
     let store = Store::open(&config.database_url)
         .await
         .context("opening the database")?;
-    let js = async_nats::jetstream::new(gantry_runtime::nats::connect(&config.nats_url, false).await?);
+    let js =
+        async_nats::jetstream::new(gantry_runtime::nats::connect(&config.nats_url, false).await?);
     let (progress_tx, progress) = watch::channel(Progress::default());
     let (reports_tx, reports) = watch::channel(0);
     let live = Live::closing_on(shutdown.clone());

@@ -157,7 +157,8 @@ async fn acquire_lease(
         config.lease_ttl(),
         config.nats_replicas,
     );
-    let mut lease = KvLease::open(js, bucket, format!("chain-{chain_id}"), owner.to_owned()).await?;
+    let mut lease =
+        KvLease::open(js, bucket, format!("chain-{chain_id}"), owner.to_owned()).await?;
     Ok(lease.acquire(shutdown).await?.then_some(lease))
 }
 

@@ -10,8 +10,8 @@ use alloy::primitives::{Address, B256, U256, aliases::U96};
 use alloy::providers::{DynProvider, Provider, ProviderBuilder};
 use alloy::signers::local::PrivateKeySigner;
 use gantry_protocol::api::TokenInfo;
-use gantry_protocol::status::NodeStatus;
 use gantry_protocol::bindings::{GantryTestToken, JobMarket, NodeRegistry};
+use gantry_protocol::status::NodeStatus;
 use tokio::sync::Mutex;
 use url::Url;
 

@@ -63,7 +63,7 @@ impl NatsAddress {
 }
 
 /// The reply subjects of `user`'s requests and pulls (`<prefix>.>`): each user has its
-/// own, and may subscribe to nothing else of the kind (`deploy/nats/auth.sh`), so no user
+/// own, and may subscribe to nothing else of the kind (`gantry_protocol::nats_auth`), so no user
 /// reads another's replies.
 pub fn inbox_prefix(user: &str) -> String {
     format!("_INBOX_{user}")

@@ -14,7 +14,7 @@
 //! A stream's replica count is fixed by whoever creates it; on a three-node cluster every
 //! service is started with 3. Consumers take their stream's replica count. The workers'
 //! assignment and claim consumers are here too: the NATS permissions
-//! (`deploy/nats/auth.sh`) grant a worker exactly these consumers' names and filters.
+//! (`crate::nats_auth`) grant a worker exactly these consumers' names and filters.
 
 use std::time::Duration;
 

@@ -2,15 +2,11 @@
 
 use std::path::PathBuf;
 
-use alloy::network::EthereumWallet;
-use alloy::providers::{Provider, ProviderBuilder};
-use alloy::signers::local::PrivateKeySigner;
 use anyhow::Context;
 use clap::{Parser, Subcommand};
 use gantry_devnet::accounts::SUBMITTER;
 use gantry_devnet::network::{Network, NetworkConfig};
-use gantry_devnet::{DeployParams, Tools, check_artifacts, demo, deploy, write_artifacts};
-use url::Url;
+use gantry_devnet::{Tools, check_artifacts, demo, write_artifacts};
 
 #[derive(Debug, Parser)]
 #[command(version, about)]
@@ -48,14 +44,14 @@ enum Command {
         #[arg(long)]
         exit_after_demo: bool,
     },
-    /// Deploys to a running chain, signing with `GANTRY_DEPLOYER_KEY`, and prints the addresses.
-    Deploy {
-        /// JSON-RPC endpoint of the chain.
-        #[arg(long, env = "GANTRY_RPC_URL")]
-        rpc_url: Url,
-        /// Hex private key of the deployer, who becomes admin, matcher, arbiter and pauser.
-        #[arg(long, env = "GANTRY_DEPLOYER_KEY", hide_env_values = true)]
-        private_key: PrivateKeySigner,
+    /// Prints the NATS accounts, users and permissions of one chain (`auth.conf`, which
+    /// deploy/nats/nats-server.conf and cluster.conf include), with a user per worker node;
+    /// rendered from the protocol's names. Re-run it for a new node and reload the servers.
+    NatsAuth {
+        /// The chain.
+        chain_id: u64,
+        /// The worker nodes to give a user (`worker-<id>`).
+        nodes: Vec<u64>,
     },
     /// Rebuilds the contracts and rewrites contracts/protocol/artifacts.
     Artifacts,
@@ -87,19 +83,8 @@ async fn main() -> anyhow::Result<()> {
             };
             up(config, exit_after_demo).await
         }
-        Command::Deploy {
-            rpc_url,
-            private_key,
-        } => {
-            let admin = private_key.address();
-            let provider = ProviderBuilder::new()
-                .wallet(EthereumWallet::from(private_key))
-                .connect_http(rpc_url)
-                .erased();
-            let deployment = deploy(&provider, admin, DeployParams::dev(admin))
-                .await
-                .context("deploying")?;
-            println!("{}", serde_json::to_string_pretty(&deployment)?);
+        Command::NatsAuth { chain_id, nodes } => {
+            print!("{}", gantry_protocol::nats_auth::render(chain_id, &nodes));
             Ok(())
         }
         Command::Artifacts => {

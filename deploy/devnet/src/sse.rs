@@ -1,5 +1,6 @@
-//! A small Server-Sent-Events reader, for following `gantry-api`'s live feeds
-//! (`/v1/events`, `/v1/jobs/{id}/logs?follow=true`) from the demo and from tests.
+//! A Server-Sent-Events reader (`eventsource-stream` over the response body), for
+//! following `gantry-api`'s live feeds (`/v1/events`, `/v1/jobs/{id}/logs?follow=true`)
+//! from the demo and from tests.
 
 use std::pin::Pin;
 
@@ -13,17 +14,16 @@ pub struct SseEvent {
     pub id: Option<String>,
 }
 
+type Events = Pin<Box<dyn Stream<Item = Result<SseEvent, SseError>> + Send>>;
+
 /// An open event stream.
 pub struct EventStream {
-    body: Pin<Box<dyn Stream<Item = reqwest::Result<bytes::Bytes>> + Send>>,
-    buffer: String,
+    events: Events,
 }
 
 impl std::fmt::Debug for EventStream {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("EventStream")
-            .field("buffered", &self.buffer.len())
-            .finish()
+        f.debug_struct("EventStream").finish_non_exhaustive()
     }
 }
 
@@ -35,9 +35,7 @@ pub enum SseError {
     #[error("GET {url}: {status}, not an event stream")]
     NotAStream { url: String, status: String },
     #[error("reading the event stream: {0}")]
-    Read(#[from] reqwest::Error),
-    #[error("the event stream is not UTF-8")]
-    Utf8,
+    Read(String),
 }
 
 impl EventStream {
@@ -59,71 +57,51 @@ impl EventStream {
                 status: response.status().to_string(),
             });
         }
-        Ok(Self {
-            body: Box::pin(response.bytes_stream()),
-            buffer: String::new(),
-        })
+        Ok(Self::over(response.bytes_stream()))
+    }
+
+    /// The events of a body.
+    fn over<S, E>(body: S) -> Self
+    where
+        S: Stream<Item = Result<bytes::Bytes, E>> + Send + 'static,
+        E: std::fmt::Display + Send + 'static,
+    {
+        use eventsource_stream::Eventsource;
+        let events = body.eventsource().map(|read| {
+            read.map(|e| SseEvent {
+                event: e.event,
+                data: e.data,
+                id: (!e.id.is_empty()).then_some(e.id),
+            })
+            .map_err(|e| SseError::Read(e.to_string()))
+        });
+        Self {
+            events: Box::pin(events),
+        }
     }
 
     /// The next event (keep-alive comments skipped); `None` once the server ends the
     /// stream.
     pub async fn next(&mut self) -> Result<Option<SseEvent>, SseError> {
-        loop {
-            if let Some(end) = self.buffer.find("\n\n") {
-                let block: String = self.buffer.drain(..end + 2).collect();
-                if let Some(event) = parse(&block) {
-                    return Ok(Some(event));
-                }
-                continue;
-            }
-            match self.body.next().await {
-                Some(chunk) => {
-                    let chunk = chunk?;
-                    self.buffer
-                        .push_str(std::str::from_utf8(&chunk).map_err(|_| SseError::Utf8)?);
-                }
-                None => return Ok(None),
-            }
-        }
+        self.events.next().await.transpose()
     }
-}
-
-/// One event block; `None` for a comment-only block (a keep-alive).
-fn parse(block: &str) -> Option<SseEvent> {
-    let mut event = SseEvent {
-        event: "message".into(),
-        data: String::new(),
-        id: None,
-    };
-    let mut fields = 0;
-    for line in block.lines() {
-        let Some((name, value)) = line.split_once(':') else {
-            continue;
-        };
-        let value = value.strip_prefix(' ').unwrap_or(value);
-        match name {
-            "event" => event.event = value.into(),
-            "data" => {
-                if !event.data.is_empty() {
-                    event.data.push('\n');
-                }
-                event.data.push_str(value);
-            }
-            "id" => event.id = Some(value.into()),
-            _ => continue, // a comment (`: keep-alive`) or a field we do not use
-        }
-        fields += 1;
-    }
-    (fields > 0).then_some(event)
 }
 
 #[cfg(test)]
 mod tests {
-    use super::parse;
+    use super::*;
 
-    #[test]
-    fn events_are_parsed_and_keep_alives_skipped() {
-        let event = parse("event: log\nid: 7\ndata: {\"a\":1}\n\n").unwrap();
+    #[tokio::test]
+    async fn events_are_parsed_and_keep_alives_skipped() {
+        let chunks: Vec<Result<bytes::Bytes, std::convert::Infallible>> = [
+            &b"event: log\nid: 7\ndata: {\"a\":1}\n\n:\n\nda"[..],
+            &b"ta: a\r\ndata: b\r\n\r\n"[..],
+        ]
+        .into_iter()
+        .map(|c| Ok(bytes::Bytes::from_static(c)))
+        .collect();
+        let mut events = EventStream::over(futures::stream::iter(chunks));
+        let event = events.next().await.unwrap().unwrap();
         assert_eq!(
             (
                 event.event.as_str(),
@@ -132,7 +110,7 @@ mod tests {
             ),
             ("log", Some("7"), "{\"a\":1}")
         );
-        assert_eq!(parse(":\n\n"), None);
-        assert_eq!(parse("data: a\ndata: b\n\n").unwrap().data, "a\nb");
+        assert_eq!(events.next().await.unwrap().unwrap().data, "a\nb");
+        assert_eq!(events.next().await.unwrap(), None);
     }
 }

@@ -90,8 +90,9 @@ impl ChainStreamReader {
             .info()
             .map_err(|e| NatsError::new("message info", e))?
             .stream_sequence;
-        let decoded = ChainMessage::decode(self.chain_id, message.subject.as_str(), &message.payload)
-            .map_err(|source| ReadError::Decode { sequence, source })?;
+        let decoded =
+            ChainMessage::decode(self.chain_id, message.subject.as_str(), &message.payload)
+                .map_err(|source| ReadError::Decode { sequence, source })?;
         Ok((sequence, decoded))
     }
 }

@@ -45,8 +45,14 @@ impl Supervisor {
             let outcome = task.await;
             if let Err(error) = outcome {
                 let error = error.into().context(name);
-                tracing::error!(task = name, error = format!("{error:#}"), "critical task failed");
-                let mut first = failure.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+                tracing::error!(
+                    task = name,
+                    error = format!("{error:#}"),
+                    "critical task failed"
+                );
+                let mut first = failure
+                    .lock()
+                    .unwrap_or_else(std::sync::PoisonError::into_inner);
                 first.get_or_insert(error);
             } else if !shutdown.is_cancelled() {
                 tracing::warn!(task = name, "critical task ended; stopping the service");

@@ -4,7 +4,7 @@
 //!
 //! ```text
 //!   deploy/nats/{nats-server,cluster}.conf ──copied──▶ tmp/<file>   (include auth.conf)
-//!   deploy/nats/auth.sh <chain> <nodes>    ──writes──▶ tmp/auth.conf
+//!   gantry_protocol::nats_auth::render     ──writes──▶ tmp/auth.conf
 //!   nats-server -c tmp/<file> -a 127.0.0.1 -p … -m … -sd … [--cluster … --routes …]
 //! ```
 //!
@@ -19,12 +19,15 @@ use std::process::{Child, Command, Stdio};
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
+use gantry_protocol::nats_auth;
+
 use crate::{DevnetError, Tools, workspace_root};
 
 const READY_TIMEOUT: Duration = Duration::from_secs(20);
 
 /// `deploy/nats/<file>` copied into a temporary folder beside the `auth.conf` that
-/// `deploy/nats/auth.sh` writes for a chain and its worker nodes, with a password per user.
+/// `gantry-devnet nats-auth` writes for a chain and its worker nodes (the protocol's
+/// `nats_auth::render`), with a password per user.
 #[derive(Debug)]
 pub struct NatsConfig {
     /// Holds the files until the config drops.
@@ -40,25 +43,14 @@ impl NatsConfig {
         let source = workspace_root().join("deploy/nats");
         let dir = tempfile::Builder::new().prefix("gantry-nats").tempdir()?;
         std::fs::copy(source.join(file), dir.path().join(file))?;
-        let output = Command::new("sh")
-            .arg(source.join("auth.sh"))
-            .arg(chain_id.to_string())
-            .args(worker_nodes.iter().map(u64::to_string))
-            .output()?;
-        // Anything on stderr is a mistake in the script, even when it exits 0.
-        if !output.status.success() || !output.stderr.is_empty() {
-            return Err(DevnetError::CommandFailed {
-                command: "deploy/nats/auth.sh".into(),
-                status: output.status,
-                stderr: String::from_utf8_lossy(&output.stderr).into_owned(),
-            });
-        }
-        std::fs::write(dir.path().join("auth.conf"), &output.stdout)?;
-        let mut users: Vec<String> = ["admin", "indexer", "matcher", "liveness", "api", "reader"]
+        std::fs::write(
+            dir.path().join("auth.conf"),
+            nats_auth::render(chain_id, worker_nodes),
+        )?;
+        let users: Vec<String> = nats_auth::users(chain_id, worker_nodes)
             .into_iter()
-            .map(String::from)
+            .map(|user| user.name)
             .collect();
-        users.extend(worker_nodes.iter().map(|node| format!("worker-{node}")));
         Ok(Self {
             file: dir.path().join(file),
             _dir: dir,

@@ -357,7 +357,7 @@ mod tests {
 
     #[tokio::test]
     async fn nats_object_store_round_trip() {
-        let server = gantry_devnet::NatsServer::start().expect("nats-server starts");
+        let server = gantry_testkit::NatsServer::start().expect("nats-server starts");
         let client = async_nats::connect(server.url()).await.unwrap();
         let jetstream = async_nats::jetstream::new(client);
         let store = jetstream
