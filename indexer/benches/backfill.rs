@@ -218,15 +218,22 @@ async fn main() -> anyhow::Result<()> {
     );
 
     // ---- the indexer, end to end
+    let base = net.indexer_config();
     let config = Config {
-        market: batcher,
+        chain: gantry_runtime::args::ChainArgs {
+            market: batcher,
+            ..base.chain.clone()
+        },
         reorg_window: 16,
         initial_range: 10,
         max_in_flight: MAX_IN_FLIGHT,
-        poll_ms: 100,
-        lease_ttl_ms: 3_000,
-        instance_id: Some("bench".into()),
-        ..net.indexer_config()
+        poll: std::time::Duration::from_millis(100),
+        lease_ttl: std::time::Duration::from_secs(3),
+        instance: gantry_runtime::args::InstanceArgs {
+            instance_id: Some("bench".into()),
+            metrics_addr: None,
+        },
+        ..base
     };
     let watcher = async_nats::connect(nats.url()).await?;
     let mut commits = watcher

@@ -36,10 +36,13 @@ use follower::Settings;
 /// (wrong chain, a reorg deeper than the window, a corrupt stream).
 pub async fn run(config: Config, shutdown: CancellationToken) -> anyhow::Result<()> {
     config.validate().map_err(anyhow::Error::msg)?;
-    let chain = chain::Chain::connect(config.rpc_url.clone(), vec![config.market, config.registry]);
+    let chain = chain::Chain::connect(
+        config.chain.rpc_url.clone(),
+        vec![config.chain.market, config.chain.registry],
+    );
     let contracts = Contracts {
-        market: config.market,
-        registry: config.registry,
+        market: config.chain.market,
+        registry: config.chain.registry,
     };
     let settings = Settings {
         start_block: config.start_block,
@@ -50,7 +53,7 @@ pub async fn run(config: Config, shutdown: CancellationToken) -> anyhow::Result<
         max_range: config.max_range,
         initial_range: config.initial_range,
         max_in_flight: config.max_in_flight,
-        poll_interval: config.poll_interval(),
+        poll_interval: config.poll,
     };
 
     let mut backoff = Backoff::default();
@@ -66,12 +69,12 @@ pub async fn run(config: Config, shutdown: CancellationToken) -> anyhow::Result<
         }
     };
     anyhow::ensure!(
-        chain_id == config.chain_id,
+        chain_id == config.chain.chain_id,
         "the RPC endpoint serves chain {chain_id}, not the configured chain {}",
-        config.chain_id
+        config.chain.chain_id
     );
 
-    let client = gantry_runtime::nats::connect(&config.nats_url, true).await?;
+    let client = gantry_runtime::nats::connect(&config.nats.nats_url, true).await?;
     let js = stream::context(client, config.max_in_flight);
     let owner = config.instance_id();
 
@@ -96,7 +99,7 @@ pub async fn run(config: Config, shutdown: CancellationToken) -> anyhow::Result<
             &chain,
             &js,
             chain_id,
-            config.nats_replicas,
+            config.nats.nats_replicas,
             contracts,
             &settings,
             &leading,
@@ -154,8 +157,8 @@ async fn acquire_lease(
 ) -> Result<Option<KvLease>, gantry_runtime::nats::NatsError> {
     let bucket = storage::lease_bucket(
         names::INDEXER_LEASE_BUCKET,
-        config.lease_ttl(),
-        config.nats_replicas,
+        config.lease_ttl,
+        config.nats.nats_replicas,
     );
     let mut lease =
         KvLease::open(js, bucket, format!("chain-{chain_id}"), owner.to_owned()).await?;

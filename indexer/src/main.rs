@@ -6,6 +6,6 @@ use gantry_indexer::Config;
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {
     let config = Config::parse();
-    gantry_runtime::install(config.metrics_addr)?;
+    gantry_runtime::install(config.instance.metrics_addr)?;
     gantry_indexer::run(config, gantry_runtime::shutdown_on_signal()).await
 }

@@ -51,8 +51,8 @@ async fn main() {
         .indexer_later()
         .indexer_config(|config| gantry_indexer::Config {
             initial_range: 1_000,
-            poll_ms: 5,
-            lease_ttl_ms: 3_000,
+            poll: std::time::Duration::from_millis(5),
+            lease_ttl: std::time::Duration::from_secs(3),
             ..config
         })
         .start()
@@ -132,7 +132,7 @@ async fn main() {
     let matcher = net.matcher_config(MATCHER);
     let matcher = MatcherConfig {
         common: Common {
-            receipt_poll_ms: 50,
+            receipt_poll: std::time::Duration::from_millis(50),
             ..matcher.common
         },
         ..matcher

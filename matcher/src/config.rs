@@ -1,38 +1,21 @@
 //! Configuration of both services: flags, each with an environment variable.
 
-use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::str::FromStr;
 use std::time::Duration;
 
-use alloy::primitives::Address;
 use alloy::signers::local::PrivateKeySigner;
-use url::Url;
+use gantry_runtime::args::{ChainArgs, InstanceArgs, NatsArgs, parse_millis};
 
 use crate::decide::{Strategy, Weights};
 
 /// What both services need: the chain, the contracts, NATS, the signing key, metrics.
 #[derive(Debug, Clone, clap::Args)]
 pub struct Common {
-    /// JSON-RPC endpoint of the chain, for sending transactions.
-    #[arg(long, env = "GANTRY_RPC_URL")]
-    pub rpc_url: Url,
-    /// Chain id the RPC endpoint must report.
-    #[arg(long, env = "GANTRY_CHAIN_ID")]
-    pub chain_id: u64,
-    /// Address of the JobMarket contract.
-    #[arg(long, env = "GANTRY_MARKET")]
-    pub market: Address,
-    /// Address of the NodeRegistry contract.
-    #[arg(long, env = "GANTRY_REGISTRY")]
-    pub registry: Address,
-    /// NATS server URL.
-    #[arg(long, env = "GANTRY_NATS_URL", default_value = "nats://127.0.0.1:4222")]
-    pub nats_url: String,
-    /// Replicas of the KV buckets this service creates (the matcher's explanations, the
-    /// keeper lease): 1 on a single server, 3 on a three-node cluster.
-    #[arg(long, env = "GANTRY_NATS_REPLICAS", default_value = "1", value_parser = gantry_protocol::storage::parse_replicas)]
-    pub nats_replicas: usize,
+    #[command(flatten)]
+    pub chain: ChainArgs,
+    #[command(flatten)]
+    pub nats: NatsArgs,
     /// Hex private key of the sending account (prefer the key file; never logged).
     #[arg(long, env = "GANTRY_PRIVATE_KEY", hide_env_values = true)]
     pub private_key: Option<Secret>,
@@ -43,17 +26,13 @@ pub struct Common {
     #[arg(long, env = "GANTRY_MAX_PENDING_TXS", default_value_t = 256)]
     pub max_pending_txs: usize,
     /// A transaction not mined after this long is sent again with higher fees, milliseconds.
-    #[arg(long, env = "GANTRY_REPLACE_AFTER_MS", default_value_t = 15_000)]
-    pub replace_after_ms: u64,
+    #[arg(long = "replace-after-ms", env = "GANTRY_REPLACE_AFTER_MS", default_value = "15000", value_parser = parse_millis)]
+    pub replace_after: Duration,
     /// How often to look for receipts of pending transactions, milliseconds.
-    #[arg(long, env = "GANTRY_RECEIPT_POLL_MS", default_value_t = 100)]
-    pub receipt_poll_ms: u64,
-    /// Name of this instance in logs and leases (default: host name and process id).
-    #[arg(long, env = "GANTRY_INSTANCE_ID")]
-    pub instance_id: Option<String>,
-    /// Address to serve Prometheus metrics on (`/metrics`); none when unset.
-    #[arg(long, env = "GANTRY_METRICS_ADDR")]
-    pub metrics_addr: Option<SocketAddr>,
+    #[arg(long = "receipt-poll-ms", env = "GANTRY_RECEIPT_POLL_MS", default_value = "100", value_parser = parse_millis)]
+    pub receipt_poll: Duration,
+    #[command(flatten)]
+    pub instance: InstanceArgs,
 }
 
 /// `gantry-matcher`: assigns open jobs to eligible nodes.
@@ -79,15 +58,15 @@ pub struct MatcherConfig {
     pub weight_load: f64,
     /// A replica's claim on a job lapses this long after the replica stops renewing it
     /// (it died); the job then goes to another replica. Milliseconds.
-    #[arg(long, env = "GANTRY_CLAIM_TTL_MS", default_value_t = 30_000)]
-    pub claim_ttl_ms: u64,
+    #[arg(long = "claim-ttl-ms", env = "GANTRY_CLAIM_TTL_MS", default_value = "30000", value_parser = parse_millis)]
+    pub claim_ttl: Duration,
     /// Jobs one replica holds at most.
     #[arg(long, env = "GANTRY_MAX_CLAIMS", default_value_t = 200_000)]
     pub max_claims: i64,
     /// A (job, node) pair whose assignment reverted is not tried again for this long,
     /// milliseconds.
-    #[arg(long, env = "GANTRY_REVERT_BACKOFF_MS", default_value_t = 30_000)]
-    pub revert_backoff_ms: u64,
+    #[arg(long = "revert-backoff-ms", env = "GANTRY_REVERT_BACKOFF_MS", default_value = "30000", value_parser = parse_millis)]
+    pub revert_backoff: Duration,
 }
 
 /// `gantry-liveness`: the keeper — markInactive, reclaim, expire, finalize.
@@ -98,8 +77,8 @@ pub struct LivenessConfig {
     pub common: Common,
     /// Time to live of the keeper lease, milliseconds: one replica acts at a time; a
     /// standby takes over within two of these after the leader dies.
-    #[arg(long, env = "GANTRY_LEASE_TTL_MS", default_value_t = 3_000)]
-    pub lease_ttl_ms: u64,
+    #[arg(long = "lease-ttl-ms", env = "GANTRY_LEASE_TTL_MS", default_value = "3000", value_parser = parse_millis)]
+    pub lease_ttl: Duration,
 }
 
 /// [`Strategy`] as a flag value.
@@ -165,26 +144,18 @@ impl Common {
             .map_err(|_| "the signing key is not a 32-byte hex private key".to_string())
     }
 
-    pub fn replace_after(&self) -> Duration {
-        Duration::from_millis(self.replace_after_ms)
-    }
-
-    pub fn receipt_poll(&self) -> Duration {
-        Duration::from_millis(self.receipt_poll_ms)
-    }
-
     pub fn instance_id(&self) -> String {
-        gantry_runtime::instance_id(self.instance_id.as_deref())
+        self.instance.instance_id()
     }
 
     fn validate(&self) -> Result<(), String> {
         if self.max_pending_txs == 0 {
             return Err("--max-pending-txs must be at least 1".into());
         }
-        if self.receipt_poll_ms == 0 {
+        if self.receipt_poll.is_zero() {
             return Err("--receipt-poll-ms must be at least 1".into());
         }
-        if self.replace_after_ms < self.receipt_poll_ms {
+        if self.replace_after < self.receipt_poll {
             return Err("--replace-after-ms must be at least --receipt-poll-ms".into());
         }
         Ok(())
@@ -199,14 +170,6 @@ impl MatcherConfig {
             fit: self.weight_fit,
             load: self.weight_load,
         }
-    }
-
-    pub fn claim_ttl(&self) -> Duration {
-        Duration::from_millis(self.claim_ttl_ms)
-    }
-
-    pub fn revert_backoff(&self) -> Duration {
-        Duration::from_millis(self.revert_backoff_ms)
     }
 
     /// Checks what clap cannot.
@@ -226,7 +189,7 @@ impl MatcherConfig {
         if weights.iter().all(|(_, w)| *w == 0.0) {
             return Err("at least one --weight-* must be above 0".into());
         }
-        if self.claim_ttl_ms < 1_000 {
+        if self.claim_ttl < Duration::from_secs(1) {
             return Err("--claim-ttl-ms must be at least 1000".into());
         }
         if self.max_claims < 1 {
@@ -237,14 +200,10 @@ impl MatcherConfig {
 }
 
 impl LivenessConfig {
-    pub fn lease_ttl(&self) -> Duration {
-        Duration::from_millis(self.lease_ttl_ms)
-    }
-
     /// Checks what clap cannot.
     pub fn validate(&self) -> Result<(), String> {
         self.common.validate()?;
-        if self.lease_ttl_ms < 300 {
+        if self.lease_ttl < Duration::from_millis(300) {
             return Err("--lease-ttl-ms must be at least 300".into());
         }
         Ok(())
@@ -254,28 +213,16 @@ impl LivenessConfig {
 impl Common {
     /// For tests and benches: the chain at `rpc_url` with its contracts, NATS at
     /// `nats_url`, signing with `private_key`; every other setting as its flag's default.
-    pub fn local(
-        rpc_url: Url,
-        chain_id: u64,
-        market: Address,
-        registry: Address,
-        nats_url: String,
-        private_key: Secret,
-    ) -> Self {
+    pub fn local(chain: ChainArgs, nats_url: String, private_key: Secret) -> Self {
         Self {
-            rpc_url,
-            chain_id,
-            market,
-            registry,
-            nats_url,
-            nats_replicas: 1,
+            chain,
+            nats: NatsArgs::local(nats_url),
             private_key: Some(private_key),
             key_file: None,
             max_pending_txs: 256,
-            replace_after_ms: 15_000,
-            receipt_poll_ms: 100,
-            instance_id: None,
-            metrics_addr: None,
+            replace_after: Duration::from_secs(15),
+            receipt_poll: Duration::from_millis(100),
+            instance: InstanceArgs::default(),
         }
     }
 }
@@ -291,9 +238,9 @@ impl MatcherConfig {
             weight_reputation: weights.reputation,
             weight_fit: weights.fit,
             weight_load: weights.load,
-            claim_ttl_ms: 30_000,
+            claim_ttl: Duration::from_secs(30),
             max_claims: 200_000,
-            revert_backoff_ms: 30_000,
+            revert_backoff: Duration::from_secs(30),
         }
     }
 }
@@ -303,13 +250,14 @@ impl LivenessConfig {
     pub fn local(common: Common) -> Self {
         Self {
             common,
-            lease_ttl_ms: 3_000,
+            lease_ttl: Duration::from_secs(3),
         }
     }
 }
 
 #[cfg(test)]
 mod local_tests {
+    use alloy::primitives::Address;
     use clap::Parser;
 
     use super::*;
@@ -334,14 +282,13 @@ mod local_tests {
             "--private-key",
             "0x01",
         ];
-        let common = Common::local(
-            "http://127.0.0.1:8545/".parse().unwrap(),
-            31_337,
+        let chain = ChainArgs {
+            rpc_url: "http://127.0.0.1:8545/".parse().unwrap(),
+            chain_id: 31_337,
             market,
             registry,
-            "nats://127.0.0.1:4222".into(),
-            Secret::new("0x01"),
-        );
+        };
+        let common = Common::local(chain, "nats://127.0.0.1:4222".into(), Secret::new("0x01"));
         assert_eq!(
             format!("{:?}", MatcherConfig::local(common.clone())),
             format!("{:?}", MatcherConfig::try_parse_from(args).unwrap())

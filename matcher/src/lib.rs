@@ -44,7 +44,7 @@ use config::Common;
 use sender::{Sender, SenderConfig};
 
 async fn connect(common: &Common) -> anyhow::Result<jetstream::Context> {
-    let client = gantry_runtime::nats::connect(&common.nats_url, true).await?;
+    let client = gantry_runtime::nats::connect(&common.nats.nats_url, true).await?;
     Ok(jetstream::new(client))
 }
 
@@ -55,14 +55,14 @@ async fn start_sender(
     cancel: &CancellationToken,
 ) -> anyhow::Result<Option<(Sender, tokio::task::JoinHandle<()>)>> {
     let config = SenderConfig {
-        rpc_url: common.rpc_url.clone(),
-        chain_id: common.chain_id,
-        market: common.market,
-        registry: common.registry,
+        rpc_url: common.chain.rpc_url.clone(),
+        chain_id: common.chain.chain_id,
+        market: common.chain.market,
+        registry: common.chain.registry,
         signer,
         max_pending: common.max_pending_txs,
-        replace_after: common.replace_after(),
-        poll: common.receipt_poll(),
+        replace_after: common.replace_after,
+        poll: common.receipt_poll,
     };
     let mut backoff = Backoff::default();
     loop {

@@ -20,7 +20,7 @@ use crate::{connect, lease, metrics, start_sender};
 pub async fn run(config: LivenessConfig, shutdown: CancellationToken) -> anyhow::Result<()> {
     config.validate().map_err(anyhow::Error::msg)?;
     let signer = config.common.signer().map_err(anyhow::Error::msg)?;
-    let chain_id = config.common.chain_id;
+    let chain_id = config.common.chain.chain_id;
     let js = connect(&config.common).await?;
     let tasks = shutdown.child_token();
     let Some((mut sender, sender_task)) = start_sender(&config.common, signer, &tasks).await?
@@ -35,8 +35,8 @@ pub async fn run(config: LivenessConfig, shutdown: CancellationToken) -> anyhow:
         js.clone(),
         chain_id,
         config.common.instance_id(),
-        config.lease_ttl(),
-        config.common.nats_replicas,
+        config.lease_ttl,
+        config.common.nats.nats_replicas,
         leading_tx,
         tasks.clone(),
     ));

@@ -6,6 +6,6 @@ use gantry_matcher::MatcherConfig;
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {
     let config = MatcherConfig::parse();
-    gantry_runtime::install(config.common.metrics_addr)?;
+    gantry_runtime::install(config.common.instance.metrics_addr)?;
     gantry_matcher::run_matcher(config, gantry_runtime::shutdown_on_signal()).await
 }

@@ -27,7 +27,7 @@ use crate::{connect, metrics, start_sender};
 pub async fn run(config: MatcherConfig, shutdown: CancellationToken) -> anyhow::Result<()> {
     config.validate().map_err(anyhow::Error::msg)?;
     let signer = config.common.signer().map_err(anyhow::Error::msg)?;
-    let chain_id = config.common.chain_id;
+    let chain_id = config.common.chain.chain_id;
     let js = connect(&config.common).await?;
     let tasks = shutdown.child_token();
     let Some((sender, sender_task)) = start_sender(&config.common, signer, &tasks).await? else {
@@ -36,14 +36,14 @@ pub async fn run(config: MatcherConfig, shutdown: CancellationToken) -> anyhow::
     let Some(feed) = Feed::open(&js, chain_id, &shutdown).await? else {
         return Ok(());
     };
-    let claims = Claims::open(&js, chain_id, config.claim_ttl(), config.max_claims).await?;
+    let claims = Claims::open(&js, chain_id, config.claim_ttl, config.max_claims).await?;
     let bucket = names::pending_bucket(chain_id);
     let explanations = match js.get_key_value(&bucket).await {
         Ok(store) => store,
         Err(_) => js
             .create_key_value(storage::pending_bucket(
                 chain_id,
-                config.common.nats_replicas,
+                config.common.nats.nats_replicas,
             ))
             .await
             .with_context(|| format!("creating the KV bucket {bucket}"))?,
@@ -67,10 +67,10 @@ pub async fn run(config: MatcherConfig, shutdown: CancellationToken) -> anyhow::
         excluded_until: HashMap::new(),
         held: Held::default(),
         published: HashMap::new(),
-        revert_backoff: config.revert_backoff(),
+        revert_backoff: config.revert_backoff,
         caught_up_logged: false,
     };
-    let outcome = matcher.run(config.claim_ttl(), &shutdown).await;
+    let outcome = matcher.run(config.claim_ttl, &shutdown).await;
     matcher.held.give_back_all().await;
     tasks.cancel();
     sender_task.await.context("sender task")?;

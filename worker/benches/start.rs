@@ -46,7 +46,7 @@ async fn main() {
         .matcher(SECOND_MATCHER)
         .matcher_config(|config| MatcherConfig {
             common: Common {
-                receipt_poll_ms: 10,
+                receipt_poll: std::time::Duration::from_millis(10),
                 ..config.common
             },
             ..config

@@ -3,6 +3,7 @@
 //! filtered by `RUST_LOG` (default `info`), Prometheus metrics, one cancellation token that
 //! SIGINT or SIGTERM fires for a graceful shutdown, and
 //!
+//! - [`args`]: the flags every service shares (chain, NATS, instance), declared once;
 //! - [`backoff`]: the one retry policy (backon), cancellable;
 //! - [`nats`]: connecting with a URL's credentials, waiting for another service's stream;
 //! - [`chain_stream`]: reading a chain's stream in order, decoded;
@@ -15,6 +16,7 @@
 //!   service ──nats::connect──▶ NATS ──ChainStreamReader──▶ (seq, ChainMessage) ──▶ BlockAssembler (protocol)
 //! ```
 
+pub mod args;
 pub mod backoff;
 pub mod chain_stream;
 pub mod lease;

@@ -18,6 +18,7 @@
 //! A crate's own processes (the services as binaries, killed and restarted by its tests)
 //! stay in its harness, on top of a `TestNet`.
 
+use gantry_runtime::args::ChainArgs;
 use std::fmt;
 use std::future::Future;
 use std::path::Path;
@@ -558,7 +559,7 @@ impl TestNet {
     /// [`TestNetBuilder::keeper`] starts).
     pub fn keeper_config(&self, account: usize) -> LivenessConfig {
         LivenessConfig {
-            lease_ttl_ms: 1_000,
+            lease_ttl: std::time::Duration::from_secs(1),
             ..LivenessConfig::local(self.service_config(account))
         }
     }
@@ -566,14 +567,10 @@ impl TestNet {
     /// What the matcher and the keeper share: this chain, NATS and the key of `account`,
     /// receipts polled every 20 ms.
     fn service_config(&self, account: usize) -> Common {
-        let d = self.devnet.deployment;
         Common {
-            receipt_poll_ms: 20,
+            receipt_poll: std::time::Duration::from_millis(20),
             ..Common::local(
-                self.devnet.anvil.endpoint_url(),
-                d.chain_id,
-                d.market,
-                d.registry,
+                self.devnet.chain_args(),
                 self.nats().url(),
                 Secret::new(self.devnet.private_key(account)),
             )
@@ -584,14 +581,17 @@ impl TestNet {
 impl Devnet {
     /// [`gantry_indexer::Config::local`] for this chain, publishing to NATS at `nats_url`.
     pub fn indexer_config(&self, nats_url: String) -> gantry_indexer::Config {
+        gantry_indexer::Config::local(self.chain_args(), self.deployment.start_block, nats_url)
+    }
+
+    /// The services' flags for this chain and its contracts.
+    pub fn chain_args(&self) -> ChainArgs {
         let d = self.deployment;
-        gantry_indexer::Config::local(
-            self.anvil.endpoint_url(),
-            d.chain_id,
-            d.market,
-            d.registry,
-            d.start_block,
-            nats_url,
-        )
+        ChainArgs {
+            rpc_url: self.anvil.endpoint_url(),
+            chain_id: d.chain_id,
+            market: d.market,
+            registry: d.registry,
+        }
     }
 }

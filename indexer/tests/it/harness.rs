@@ -76,7 +76,7 @@ impl Harness {
         let net = TestNet::builder()
             .nats()
             .indexer_config(|config| Config {
-                poll_ms: 50,
+                poll: std::time::Duration::from_millis(50),
                 ..config
             })
             .start()
@@ -305,26 +305,25 @@ impl Harness {
 
     /// A config that treats `market` as the market (for a batcher).
     pub(crate) fn config_for(&self, market: Address) -> Config {
-        Config {
-            market,
-            ..self.indexer_config()
-        }
+        let mut config = self.indexer_config();
+        config.chain.market = market;
+        config
     }
 
     /// Starts the indexer binary, which can be SIGKILLed.
     pub(crate) fn spawn_process(&self, config: &Config, instance: &str) -> Process {
         let child = std::process::Command::new(env!("CARGO_BIN_EXE_gantry-indexer"))
-            .args(["--rpc-url", config.rpc_url.as_str()])
-            .args(["--chain-id", &config.chain_id.to_string()])
-            .args(["--market", &config.market.to_string()])
-            .args(["--registry", &config.registry.to_string()])
+            .args(["--rpc-url", config.chain.rpc_url.as_str()])
+            .args(["--chain-id", &config.chain.chain_id.to_string()])
+            .args(["--market", &config.chain.market.to_string()])
+            .args(["--registry", &config.chain.registry.to_string()])
             .args(["--start-block", &config.start_block.to_string()])
-            .args(["--nats-url", &config.nats_url])
+            .args(["--nats-url", &config.nats.nats_url])
             .args(["--finality-tag", "none"])
             .args(["--initial-range", &config.initial_range.to_string()])
             .args(["--max-range", &config.max_range.to_string()])
-            .args(["--poll-ms", &config.poll_ms.to_string()])
-            .args(["--lease-ttl-ms", &config.lease_ttl_ms.to_string()])
+            .args(["--poll-ms", &config.poll.as_millis().to_string()])
+            .args(["--lease-ttl-ms", &config.lease_ttl.as_millis().to_string()])
             .args(["--instance-id", instance])
             .env("RUST_LOG", "warn")
             .stdout(std::process::Stdio::null())
