@@ -12,7 +12,7 @@ use alloy::rpc::types::TransactionReceipt;
 use alloy::signers::Signer;
 use alloy::signers::local::PrivateKeySigner;
 use alloy::sol_types::{Eip712Domain, SolStruct};
-use gantry_protocol::bindings::{GantryTestToken, JobMarket, NodeRegistry};
+use gantry_protocol::bindings::{GantryTestToken, JobMarket, NodeRegistry, Permit};
 use tokio::sync::OnceCell;
 use url::Url;
 
@@ -384,16 +384,6 @@ impl Chain {
     }
 }
 
-alloy::sol! {
-    /// EIP-2612's permit, as the token hashes it.
-    struct Permit {
-        address owner;
-        address spender;
-        uint256 value;
-        uint256 nonce;
-        uint256 deadline;
-    }
-}
 
 fn read(what: &str, error: alloy::contract::Error) -> CliError {
     CliError::Unavailable(format!("reading {what} from the chain: {error}"))

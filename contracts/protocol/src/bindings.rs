@@ -32,5 +32,17 @@ alloy::sol!(
     "artifacts/EventBatcher.json"
 );
 
+alloy::sol! {
+    /// EIP-2612's permit, as the token hashes it (`postJobWithPermit` takes its signature).
+    #[derive(Debug, PartialEq, Eq)]
+    struct Permit {
+        address owner;
+        address spender;
+        uint256 value;
+        uint256 nonce;
+        uint256 deadline;
+    }
+}
+
 pub use job_market::JobMarket;
 pub use node_registry::NodeRegistry;

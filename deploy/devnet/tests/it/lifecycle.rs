@@ -6,22 +6,12 @@ use alloy::providers::{DynProvider, Provider};
 use alloy::rpc::types::TransactionReceipt;
 use alloy::signers::SignerSync;
 use alloy::sol_types::{SolStruct, eip712_domain};
-use gantry_protocol::bindings::{GantryTestToken, JobMarket, NodeRegistry};
+use gantry_protocol::bindings::{GantryTestToken, JobMarket, NodeRegistry, Permit};
 use gantry_protocol::events::{Contracts, DecodedEvent, decode};
 use gantry_protocol::spec::{InputSpec, JobSpec, OutputSpec};
 use gantry_testkit::accounts::{AGENT, OPERATOR, OTHER, SUBMITTER};
 use gantry_testkit::{Devnet, GUSD, confirm_receipt, scenario};
 
-alloy::sol! {
-    /// EIP-2612's signed message.
-    struct Permit {
-        address owner;
-        address spender;
-        uint256 value;
-        uint256 nonce;
-        uint256 deadline;
-    }
-}
 
 fn events(devnet: &Devnet, receipt: &TransactionReceipt) -> Vec<DecodedEvent> {
     let contracts = Contracts {
