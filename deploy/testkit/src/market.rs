@@ -66,7 +66,7 @@ impl Devnet {
                 .decoded_log::<JobMarket::JobPosted>()
                 .ok_or(DevnetError::MissingEvent {
                     call: "postJob",
-                    event: "JobPosted",
+                    event: gantry_protocol::events::event_name::<JobMarket::JobPosted>(),
                 })?;
         Ok(posted.jobId)
     }
