@@ -11,7 +11,8 @@ use async_nats::jetstream::{self, consumer};
 use futures::StreamExt;
 use gantry_indexer::Config;
 use gantry_protocol::bindings::EventBatcher;
-use gantry_protocol::envelope::{BlockCommit, EventEnvelope, FinalityWatermark, Retraction};
+use gantry_protocol::chain_stream::{Assembled, BlockAssembler};
+use gantry_protocol::envelope::{BlockCommit, EventEnvelope};
 use gantry_protocol::events::{Contracts, DecodedEvent, decode};
 use gantry_protocol::names;
 use gantry_testkit::accounts::ADMIN;
@@ -52,14 +53,8 @@ impl Running {
     }
 }
 
-/// One message of the stream, decoded.
-#[derive(Debug, Clone)]
-pub(crate) enum Message {
-    Event(EventEnvelope),
-    Commit(BlockCommit),
-    Retraction(Retraction),
-    Finality(FinalityWatermark),
-}
+/// One message of the stream, decoded as every consumer decodes it.
+pub(crate) use gantry_protocol::chain_stream::ChainMessage as Message;
 
 /// An event as both the stream and `eth_getLogs` describe it.
 #[derive(Debug, Clone, PartialEq)]
@@ -204,17 +199,10 @@ impl Harness {
                 .await
                 .expect("stream ends early")
                 .expect("message");
-            let subject = message.subject.as_str();
-            let payload = &message.payload;
-            out.push(if subject.contains(".ev.") {
-                Message::Event(serde_json::from_slice(payload).unwrap())
-            } else if subject.contains(".block.") {
-                Message::Commit(serde_json::from_slice(payload).unwrap())
-            } else if subject.ends_with(".retract") {
-                Message::Retraction(serde_json::from_slice(payload).unwrap())
-            } else {
-                Message::Finality(serde_json::from_slice(payload).unwrap())
-            });
+            out.push(
+                Message::decode(self.chain_id(), &message.subject, &message.payload)
+                    .expect("every message of the stream decodes"),
+            );
         }
         out
     }
@@ -222,30 +210,23 @@ impl Harness {
     /// The canonical events as a consumer ends up with them: each block's events applied
     /// at its commit, retracted blocks undone.
     pub(crate) async fn applied_events(&self) -> Vec<EventId> {
-        let mut pending: Vec<EventEnvelope> = Vec::new();
+        let mut assembler = BlockAssembler::new();
         let mut applied: Vec<EventId> = Vec::new();
         for message in self.messages().await {
-            match message {
-                Message::Event(event) => pending.push(event),
-                Message::Commit(commit) => {
-                    let events: Vec<EventEnvelope> = std::mem::take(&mut pending);
-                    assert_eq!(
-                        events.len() as u32,
-                        commit.event_count,
-                        "commit of block {} counts its events",
-                        commit.block_number
-                    );
-                    assert!(events.iter().all(|e| e.block_hash == commit.block_hash));
-                    applied.extend(events.into_iter().map(event_id));
-                }
-                Message::Retraction(retraction) => {
-                    pending.clear();
+            // The assembler checks that each commit counts its events and that they are
+            // all of the committed block (number and hash).
+            match assembler
+                .push(message)
+                .expect("each commit holds its block's events")
+            {
+                Assembled::Held | Assembled::Final(_) => {}
+                Assembled::Block { events, .. } => applied.extend(events.into_iter().map(event_id)),
+                Assembled::Retracted(retraction) => {
                     applied.retain(|e| !retraction.orphaned.iter().any(|o| o.hash == e.block_hash));
                 }
-                Message::Finality(_) => {}
             }
         }
-        assert!(pending.is_empty(), "events after the last commit");
+        assert!(assembler.is_idle(), "events after the last commit");
         applied
     }
 
