@@ -174,7 +174,7 @@ fn synthetic_chain() -> Vec<(Vec<EventEnvelope>, BlockCommit)> {
                     ContractKind::Market,
                     event_name::<JobMarket::JobAssigned>(),
                     node,
-                    job_assigned(job, node, block.timestamp),
+                    job_assigned(job, node, block.timestamp()),
                 );
             }
         }
@@ -183,34 +183,44 @@ fn synthetic_chain() -> Vec<(Vec<EventEnvelope>, BlockCommit)> {
     chain
 }
 
+/// A block being built: its commit (counted at the end) and its events.
 #[derive(Debug)]
 struct Block {
-    number: u64,
-    hash: B256,
-    timestamp: u64,
+    commit: BlockCommit,
     events: Vec<EventEnvelope>,
 }
 
 impl Block {
     fn new(number: u64) -> Self {
         Self {
-            number,
-            hash: block_hash(number),
-            timestamp: GENESIS_TIME + 12 * number,
+            commit: BlockCommit {
+                v: ENVELOPE_VERSION,
+                chain_id: CHAIN_ID,
+                block_number: number,
+                block_hash: block_hash(number),
+                parent_hash: block_hash(number - 1),
+                block_timestamp: GENESIS_TIME + 12 * number,
+                event_count: 0,
+            },
             events: Vec::new(),
         }
     }
 
+    fn timestamp(&self) -> u64 {
+        self.commit.block_timestamp
+    }
+
     fn push(&mut self, contract: ContractKind, name: &str, key: u64, data: impl serde::Serialize) {
         let log_index = self.events.len() as u64;
+        let number = self.commit.block_number;
         self.events.push(EventEnvelope {
             v: ENVELOPE_VERSION,
             chain_id: CHAIN_ID,
-            block_number: self.number,
-            block_hash: self.hash,
-            block_timestamp: self.timestamp,
+            block_number: number,
+            block_hash: self.commit.block_hash,
+            block_timestamp: self.commit.block_timestamp,
             // One transaction per event, as a batcher-less chain would have.
-            tx_hash: B256::from(U256::from((self.number << 32) | log_index)),
+            tx_hash: B256::from(U256::from((number << 32) | log_index)),
             log_index,
             // What the indexer publishes: the sol event's own serde form.
             event: DecodedEvent {
@@ -222,17 +232,9 @@ impl Block {
         });
     }
 
-    fn commit(self) -> (Vec<EventEnvelope>, BlockCommit) {
-        let commit = BlockCommit {
-            v: ENVELOPE_VERSION,
-            chain_id: CHAIN_ID,
-            block_number: self.number,
-            block_hash: self.hash,
-            parent_hash: block_hash(self.number - 1),
-            block_timestamp: self.timestamp,
-            event_count: self.events.len() as u32,
-        };
-        (self.events, commit)
+    fn commit(mut self) -> (Vec<EventEnvelope>, BlockCommit) {
+        self.commit.event_count = self.events.len() as u32;
+        (self.events, self.commit)
     }
 }
 

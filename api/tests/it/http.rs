@@ -27,10 +27,7 @@ pub(crate) fn worker_reports(chain_id: u64) -> Vec<(String, Vec<u8>)> {
             line: format!("line {i}"),
             at_ms: u64::from(i),
         };
-        out.push((
-            names::logs_subject(chain_id, 1),
-            serde_json::to_vec(&line).unwrap(),
-        ));
+        out.push(report(names::logs_subject(chain_id, 1), &line));
         let update = ProgressUpdate {
             v: 1,
             job_id: 1,
@@ -46,12 +43,9 @@ pub(crate) fn worker_reports(chain_id: u64) -> Vec<(String, Vec<u8>)> {
             eta_secs: None,
             at_ms: u64::from(i),
         };
-        out.push((
-            names::progress_subject(chain_id, 1),
-            serde_json::to_vec(&update).unwrap(),
-        ));
+        out.push(report(names::progress_subject(chain_id, 1), &update));
     }
-    let report = CompletionReport {
+    let completion = CompletionReport {
         v: 1,
         job_id: 1,
         node_id: 1,
@@ -66,11 +60,28 @@ pub(crate) fn worker_reports(chain_id: u64) -> Vec<(String, Vec<u8>)> {
         error: None,
         at_ms: 4,
     };
-    out.push((
-        names::completion_subject(chain_id, 1),
-        serde_json::to_vec(&report).unwrap(),
-    ));
+    out.push(report(names::completion_subject(chain_id, 1), &completion));
     out
+}
+
+/// One report as a worker publishes it: its subject and JSON body.
+fn report(subject: String, body: &impl serde::Serialize) -> (String, Vec<u8>) {
+    (subject, serde_json::to_vec(body).unwrap())
+}
+
+/// The body of a successful GET of `path`.
+async fn fetch<T: serde::de::DeserializeOwned>(
+    http: &reqwest::Client,
+    base: &str,
+    path: &str,
+) -> T {
+    let response = http.get(format!("{base}{path}")).send().await.unwrap();
+    response.json().await.unwrap()
+}
+
+/// The ids of a page of jobs, in order.
+fn job_ids(page: &Page<JobRow>) -> Vec<i64> {
+    page.items.iter().map(|j| j.job_id).collect()
 }
 
 async fn serve(store: gantry_api::store::Store) -> String {
@@ -138,49 +149,26 @@ async fn the_read_api_answers_and_refuses_bad_input_by_name() {
     let get = |path: &str| http.get(format!("{base}{path}")).send();
 
     // Lists, newest first, with cursor pages.
-    let page: Page<JobRow> = get("/v1/jobs").await.unwrap().json().await.unwrap();
-    assert_eq!(
-        page.items.iter().map(|j| j.job_id).collect::<Vec<_>>(),
-        [3, 2, 1]
-    );
+    let page: Page<JobRow> = fetch(&http, &base, "/v1/jobs").await;
+    assert_eq!(job_ids(&page), [3, 2, 1]);
     assert_eq!(page.next_cursor, None);
-    let first: Page<JobRow> = get("/v1/jobs?limit=2").await.unwrap().json().await.unwrap();
+    let first: Page<JobRow> = fetch(&http, &base, "/v1/jobs?limit=2").await;
     assert_eq!(first.items.len(), 2);
     let cursor = first.next_cursor.expect("a next page");
-    let second: Page<JobRow> = get(&format!("/v1/jobs?limit=2&cursor={cursor}"))
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
-    assert_eq!(
-        second.items.iter().map(|j| j.job_id).collect::<Vec<_>>(),
-        [1]
-    );
+    let second: Page<JobRow> =
+        fetch(&http, &base, &format!("/v1/jobs?limit=2&cursor={cursor}")).await;
+    assert_eq!(job_ids(&second), [1]);
     assert_eq!(second.next_cursor, None);
-    let completed: Page<JobRow> = get("/v1/jobs?status=completed")
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
-    assert_eq!(
-        completed.items.iter().map(|j| j.job_id).collect::<Vec<_>>(),
-        [1]
-    );
+    let completed: Page<JobRow> = fetch(&http, &base, "/v1/jobs?status=completed").await;
+    assert_eq!(job_ids(&completed), [1]);
     let submitter = completed.items[0].submitter.clone();
-    let mine: Page<JobRow> = get(&format!("/v1/jobs?submitter={submitter}"))
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    let mine: Page<JobRow> = fetch(&http, &base, &format!("/v1/jobs?submitter={submitter}")).await;
     assert_eq!(mine.items.len(), 3);
-    let on_node: Page<JobRow> = get("/v1/jobs?node=1").await.unwrap().json().await.unwrap();
+    let on_node: Page<JobRow> = fetch(&http, &base, "/v1/jobs?node=1").await;
     assert!(on_node.items.iter().all(|j| j.node_id == Some(1)));
 
     // One job, with its timeline.
-    let job: JobDetail = get("/v1/jobs/1").await.unwrap().json().await.unwrap();
+    let job: JobDetail = fetch(&http, &base, "/v1/jobs/1").await;
     assert_eq!(job.job.status.as_str(), "completed");
     assert!(job.job.payout.is_some());
     assert_eq!(job.timeline.first().unwrap().name, "JobPosted");
@@ -188,12 +176,7 @@ async fn the_read_api_answers_and_refuses_bad_input_by_name() {
     let progress = job.progress.expect("the latest progress");
     assert_eq!((progress.epoch, progress.epochs), (Some(3), Some(3)));
     assert_eq!(job.completions.len(), 1);
-    let lines: Vec<LogLine> = get("/v1/jobs/1/logs?tail=2")
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    let lines: Vec<LogLine> = fetch(&http, &base, "/v1/jobs/1/logs?tail=2").await;
     assert_eq!(
         lines.iter().map(|l| l.line.as_str()).collect::<Vec<_>>(),
         ["line 2", "line 3"],
@@ -204,14 +187,14 @@ async fn the_read_api_answers_and_refuses_bad_input_by_name() {
     assert!(message.contains("tail"), "{message}");
 
     // Nodes.
-    let nodes: Page<NodeRow> = get("/v1/nodes").await.unwrap().json().await.unwrap();
+    let nodes: Page<NodeRow> = fetch(&http, &base, "/v1/nodes").await;
     assert_eq!(nodes.items.len(), 1);
-    let node: NodeRow = get("/v1/nodes/1").await.unwrap().json().await.unwrap();
+    let node: NodeRow = fetch(&http, &base, "/v1/nodes/1").await;
     assert_eq!(node.completed_jobs, 1);
 
     // Network figures: the lifecycle pays one job, cancels one, rejects one (requeued),
     // and its node ends exiting.
-    let stats: Stats = get("/v1/stats").await.unwrap().json().await.unwrap();
+    let stats: Stats = fetch(&http, &base, "/v1/stats").await;
     assert_eq!(stats.jobs_by_status.get("completed"), Some(&1));
     assert_eq!(stats.jobs_by_status.get("cancelled"), Some(&1));
     assert_eq!(stats.jobs_by_status.values().sum::<i64>(), 3);
@@ -220,8 +203,7 @@ async fn the_read_api_answers_and_refuses_bad_input_by_name() {
     assert_eq!(stats.paid_to_providers, job.job.payout.clone().unwrap());
 
     // The payment token, as amounts are shown: the dev token unless configured.
-    let token: gantry_protocol::api::TokenInfo =
-        get("/v1/token").await.unwrap().json().await.unwrap();
+    let token: gantry_protocol::api::TokenInfo = fetch(&http, &base, "/v1/token").await;
     assert_eq!((token.symbol.as_str(), token.decimals), ("gUSD", 6));
 
     // Health and readiness.

@@ -3,7 +3,7 @@
 
 use std::time::Duration;
 
-use gantry_api::model::{JobStatus, NodeStatus};
+use gantry_api::model::NodeStatus;
 use gantry_api::project::{self, Progress};
 use gantry_api::store::Store;
 use gantry_protocol::api::JobDetail;
@@ -67,12 +67,7 @@ pub(crate) async fn assert_matches_chain(chain: &TestNet, store: &Store) {
     assert_eq!(jobs.len() as u64, count, "one row per job");
     for job in &jobs {
         let info = market.getJob(job.job_id as u64).call().await.unwrap();
-        assert_eq!(
-            job.status,
-            JobStatus::try_from(info.status as u8).unwrap(),
-            "job {}",
-            job.job_id
-        );
+        assert_status(&job.status, info.status as u8, "job", job.job_id);
         assert_eq!(job.attempts, i64::from(info.attempts), "job {}", job.job_id);
         assert_eq!(job.bounty, info.bounty.to_string());
         assert_eq!(job.submitter, info.submitter.to_string());
@@ -87,18 +82,22 @@ pub(crate) async fn assert_matches_chain(chain: &TestNet, store: &Store) {
     );
     for node in &nodes {
         let info = registry.getNode(node.node_id as u64).call().await.unwrap();
-        assert_eq!(
-            node.status,
-            NodeStatus::try_from(info.status as u8).unwrap(),
-            "node {}",
-            node.node_id
-        );
+        assert_status(&node.status, info.status as u8, "node", node.node_id);
         assert_eq!(node.stake, info.stake.to_string());
         assert_eq!(node.completed_jobs, i64::from(info.completedJobs));
         assert_eq!(node.failed_jobs, i64::from(info.failedJobs));
         assert_eq!(node.active_jobs, i64::from(info.activeJobs));
         assert_eq!(node.last_heartbeat, i64::from(info.lastHeartbeat));
     }
+}
+
+/// A projected status against the chain's `on_chain` one, for `what` `id`.
+fn assert_status<S>(projected: &S, on_chain: u8, what: &str, id: i64)
+where
+    S: TryFrom<u8> + PartialEq + std::fmt::Debug,
+    S::Error: std::fmt::Debug,
+{
+    assert_eq!(projected, &S::try_from(on_chain).unwrap(), "{what} {id}");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

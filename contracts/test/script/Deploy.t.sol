@@ -14,29 +14,29 @@ import {MarketParams, RegistryParams} from "../../src/types/Types.sol";
 contract DeployScriptTest is Test {
     Deploy internal script;
     GantryTestToken internal token;
-    address internal admin = makeAddr("admin");
-    address internal matcher = makeAddr("matcher");
-    address internal arbiter = makeAddr("arbiter");
-    address internal pauser = makeAddr("pauser");
-    address internal feeRecipient = makeAddr("feeRecipient");
+
+    /// The holder of a role (`makeAddr` is deterministic: the same name, the same account).
+    function role(string memory name) internal returns (address) {
+        return makeAddr(name);
+    }
 
     function setUp() public {
         script = new Deploy();
         token = new GantryTestToken();
     }
 
-    function config() internal view returns (Deploy.Config memory) {
+    function config() internal returns (Deploy.Config memory) {
         return Deploy.Config({
             token: IERC20(address(token)),
-            admin: admin,
-            matcher: matcher,
-            arbiter: arbiter,
-            pauser: pauser,
+            admin: role("admin"),
+            matcher: role("matcher"),
+            arbiter: role("arbiter"),
+            pauser: role("pauser"),
             registry: RegistryParams({
                 minStake: 100_000_000, heartbeatTimeout: 60, unbondingPeriod: 300, slashBps: 1000
             }),
             market: MarketParams({
-                feeRecipient: feeRecipient,
+                feeRecipient: role("feeRecipient"),
                 challengeWindow: 3600,
                 protocolFeeBps: 250,
                 maxAttempts: 3,
@@ -51,15 +51,15 @@ contract DeployScriptTest is Test {
         assertEq(address(market.token()), address(token), "market token");
         assertEq(address(market.registry()), address(registry), "market registry");
         assertTrue(registry.hasRole(registry.MARKET_ROLE(), address(market)), "market may drive the registry");
-        assertTrue(registry.hasRole(registry.PAUSER_ROLE(), pauser), "registry pauser");
-        assertTrue(registry.hasRole(registry.DEFAULT_ADMIN_ROLE(), admin), "registry admin");
-        assertTrue(market.hasRole(market.MATCHER_ROLE(), matcher), "matcher");
-        assertTrue(market.hasRole(market.ARBITER_ROLE(), arbiter), "arbiter");
-        assertTrue(market.hasRole(market.PAUSER_ROLE(), pauser), "market pauser");
-        assertTrue(market.hasRole(market.DEFAULT_ADMIN_ROLE(), admin), "market admin");
+        assertTrue(registry.hasRole(registry.PAUSER_ROLE(), role("pauser")), "registry pauser");
+        assertTrue(registry.hasRole(registry.DEFAULT_ADMIN_ROLE(), role("admin")), "registry admin");
+        assertTrue(market.hasRole(market.MATCHER_ROLE(), role("matcher")), "matcher");
+        assertTrue(market.hasRole(market.ARBITER_ROLE(), role("arbiter")), "arbiter");
+        assertTrue(market.hasRole(market.PAUSER_ROLE(), role("pauser")), "market pauser");
+        assertTrue(market.hasRole(market.DEFAULT_ADMIN_ROLE(), role("admin")), "market admin");
 
         MarketParams memory params = market.params();
-        assertEq(params.feeRecipient, feeRecipient);
+        assertEq(params.feeRecipient, role("feeRecipient"));
         assertEq(params.challengeWindow, 3600);
         assertEq(params.protocolFeeBps, 250);
         assertEq(params.maxAttempts, 3);
@@ -84,11 +84,11 @@ contract DeployScriptTest is Test {
     /// is the process's).
     function test_ConfigFromEnv_ReadsEverySetting_AndRevertWhen_OneIsMissing() public {
         vm.setEnv("GANTRY_TOKEN", vm.toString(address(token)));
-        vm.setEnv("GANTRY_ADMIN", vm.toString(admin));
-        vm.setEnv("GANTRY_MATCHER", vm.toString(matcher));
-        vm.setEnv("GANTRY_ARBITER", vm.toString(arbiter));
-        vm.setEnv("GANTRY_PAUSER", vm.toString(pauser));
-        vm.setEnv("GANTRY_FEE_RECIPIENT", vm.toString(feeRecipient));
+        vm.setEnv("GANTRY_ADMIN", vm.toString(role("admin")));
+        vm.setEnv("GANTRY_MATCHER", vm.toString(role("matcher")));
+        vm.setEnv("GANTRY_ARBITER", vm.toString(role("arbiter")));
+        vm.setEnv("GANTRY_PAUSER", vm.toString(role("pauser")));
+        vm.setEnv("GANTRY_FEE_RECIPIENT", vm.toString(role("feeRecipient")));
         vm.setEnv("GANTRY_MIN_STAKE", "100000000");
         vm.setEnv("GANTRY_HEARTBEAT_TIMEOUT", "60");
         vm.setEnv("GANTRY_UNBONDING_PERIOD", "300");

@@ -5,18 +5,27 @@ use gantry_protocol::status::JobStatus;
 use gantry_testkit::GUSD;
 use gantry_testkit::accounts::{KEEPER, MATCHER, NODES, STANDBY_KEEPER, SUBMITTER};
 
-use crate::harness::{Net, needs, node};
+use crate::harness::{Net, needs};
+use crate::placement::register_nodes;
+
+/// The submitter's credit with the market.
+async fn submitter_credit(net: &Net) -> alloy::primitives::U256 {
+    net.market(0)
+        .creditOf(net.address(SUBMITTER))
+        .call()
+        .await
+        .unwrap()
+}
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_silent_node_is_marked_inactive_its_job_reclaimed_reassigned_and_its_stake_slashed() {
     let net = Net::start(|params| params).await;
     // Given two equal nodes, the second dearer, and a job the matcher puts on the first,
-    let first = net
-        .register_own_node(NODES[0], node("NVIDIA-L4", 1, 24, 1, 1))
-        .await;
-    let second = net
-        .register_own_node(NODES[1], node("NVIDIA-L4", 1, 24, 2, 1))
-        .await;
+    let [first, second] = register_nodes(
+        &net,
+        [("NVIDIA-L4", 1, 24, 1, 1), ("NVIDIA-L4", 1, 24, 2, 1)],
+    )
+    .await;
     net.fund_submitter().await;
     let _matcher = net.spawn_matcher(MATCHER, &[]);
     let _keeper = net.spawn_liveness(KEEPER, "keeper");
@@ -51,9 +60,7 @@ async fn a_silent_node_is_marked_inactive_its_job_reclaimed_reassigned_and_its_s
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn past_deadline_jobs_expire_and_closed_windows_finalize_even_after_the_leader_dies() {
     let net = Net::start(|params| params).await;
-    let l4 = net
-        .register_own_node(NODES[0], node("NVIDIA-L4", 1, 24, 1, 1))
-        .await;
+    let [l4] = register_nodes(&net, [("NVIDIA-L4", 1, 24, 1, 1)]).await;
     net.fund_submitter().await;
     let _matcher = net.spawn_matcher(MATCHER, &[]);
     // Two keeper replicas; the leader will die.
@@ -90,24 +97,14 @@ async fn past_deadline_jobs_expire_and_closed_windows_finalize_even_after_the_le
     process.take().expect("running").kill();
 
     // and chain time passes both the deadline and the 30 s challenge window,
-    let credit_before = net
-        .market(0)
-        .creditOf(net.address(SUBMITTER))
-        .call()
-        .await
-        .unwrap();
+    let credit_before = submitter_credit(&net).await;
     net.advance(900).await;
 
     // then the standby expires the stranded job, refunding its bounty, and finalizes the
     // submitted one.
     net.wait_for_status(stranded, JobStatus::Expired).await;
     net.wait_for_status(done, JobStatus::Completed).await;
-    let credit_after = net
-        .market(0)
-        .creditOf(net.address(SUBMITTER))
-        .call()
-        .await
-        .unwrap();
+    let credit_after = submitter_credit(&net).await;
     assert_eq!(
         credit_after - credit_before,
         alloy::primitives::U256::from(50 * GUSD)

@@ -7,19 +7,34 @@ use gantry_testkit::accounts::{MATCHER, NODES};
 
 use crate::harness::{Net, needs, node};
 
+/// Registers one self-served node per `(model, gpus, vram_gib, price, slots)`, operated by
+/// `NODES[0]`, `NODES[1]`, … in turn; returns their ids.
+pub(crate) async fn register_nodes<const N: usize>(
+    net: &Net,
+    nodes: [(&str, u16, u32, u64, u8); N],
+) -> [u64; N] {
+    let mut ids = [0; N];
+    for (i, (model, gpus, vram_gib, price, slots)) in nodes.into_iter().enumerate() {
+        ids[i] = net
+            .register_own_node(NODES[i], node(model, gpus, vram_gib, price, slots))
+            .await;
+    }
+    ids
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn jobs_land_on_the_preferred_eligible_node_and_an_impossible_one_is_explained() {
     let net = Net::start(|params| params).await;
     // Given an 8×H100 at 2 gUSD, a 1×L4 (24 GiB) at 1 gUSD and a 4×A100-40GB at 3 gUSD,
-    let h100 = net
-        .register_own_node(NODES[0], node("NVIDIA-H100-80GB", 8, 80, 2, 2))
-        .await;
-    let l4 = net
-        .register_own_node(NODES[1], node("NVIDIA-L4", 1, 24, 1, 2))
-        .await;
-    let a100 = net
-        .register_own_node(NODES[2], node("NVIDIA-A100-40GB", 4, 40, 3, 2))
-        .await;
+    let [h100, l4, a100] = register_nodes(
+        &net,
+        [
+            ("NVIDIA-H100-80GB", 8, 80, 2, 2),
+            ("NVIDIA-L4", 1, 24, 1, 2),
+            ("NVIDIA-A100-40GB", 4, 40, 3, 2),
+        ],
+    )
+    .await;
     net.fund_submitter().await;
     let _matcher = net.spawn_matcher(MATCHER, &[]);
     let deadline = net.now().await + 86_400;

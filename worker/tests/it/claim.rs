@@ -1,22 +1,27 @@
 //! Claim mode: with no matcher at all, a worker with `auto_accept` claims the open jobs
 //! it fits and pays enough, and leaves the others.
 
-use alloy::primitives::U256;
 use gantry_protocol::status::JobStatus;
 use gantry_testkit::accounts::{ADMIN, NODES};
 
-use crate::harness::{Net, Services, cpu_job, shell};
+use crate::harness::{Net, RunningWorker, Services, cpu_job, shell};
+use crate::scripts::of_job;
+
+/// A chain with no matcher, the submitter funded, and a worker on `NODES[0]` configured
+/// with `config` (claim mode).
+async fn claiming_worker(config: &str) -> (Net, RunningWorker) {
+    let net = Net::start_with(|p| p, Services::NO_MATCHER).await;
+    net.fund_submitter().await;
+    let worker = net.spawn_worker(NODES[0], config).await;
+    (net, worker)
+}
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn a_worker_in_claim_mode_claims_what_it_fits() {
-    let net = Net::start_with(|p| p, Services::NO_MATCHER).await;
-    net.fund_submitter().await;
-    let worker = net
-        .spawn_worker(
-            NODES[0],
-            "auto_accept = true\nauto_accept_min_payment = \"10000000\"\naccept_inference = false",
-        )
-        .await;
+    let (net, worker) = claiming_worker(
+        "auto_accept = true\nauto_accept_min_payment = \"10000000\"\naccept_inference = false",
+    )
+    .await;
 
     // Too much memory for this machine, an inference job, a bounty under the minimum:
     // never claimed.
@@ -29,14 +34,7 @@ async fn a_worker_in_claim_mode_claims_what_it_fits() {
         .await;
     net.wait_for_status(fits, JobStatus::Submitted).await;
 
-    let claims = net
-        .market(ADMIN)
-        .JobAssigned_filter()
-        .topic1(U256::from(fits))
-        .from_block(0)
-        .query()
-        .await
-        .unwrap();
+    let claims = of_job(net.market(ADMIN).JobAssigned_filter(), fits).await;
     let (assigned, _) = claims.last().expect("JobAssigned");
     assert!(
         assigned.claimed,
@@ -50,11 +48,7 @@ async fn a_worker_in_claim_mode_claims_what_it_fits() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn a_busy_worker_in_claim_mode_claims_the_next_job_when_a_slot_frees() {
-    let net = Net::start_with(|p| p, Services::NO_MATCHER).await;
-    net.fund_submitter().await;
-    let worker = net
-        .spawn_worker(NODES[0], "auto_accept = true\nmax_concurrent = 1")
-        .await;
+    let (net, worker) = claiming_worker("auto_accept = true\nmax_concurrent = 1").await;
 
     // The one slot is taken by a job that runs for a while; a second job posted meanwhile
     // waits for it instead of being claimed at once.
@@ -64,21 +58,9 @@ async fn a_busy_worker_in_claim_mode_claims_the_next_job_when_a_slot_frees() {
     net.wait_for_status(second, JobStatus::Submitted).await;
 
     let market = net.market(ADMIN);
-    let submitted = market
-        .ResultSubmitted_filter()
-        .topic1(U256::from(first))
-        .from_block(0)
-        .query()
-        .await
-        .unwrap();
+    let submitted = of_job(market.ResultSubmitted_filter(), first).await;
     let (_, first_done) = submitted.last().expect("the first job's result");
-    let assigned = market
-        .JobAssigned_filter()
-        .topic1(U256::from(second))
-        .from_block(0)
-        .query()
-        .await
-        .unwrap();
+    let assigned = of_job(market.JobAssigned_filter(), second).await;
     let (second_assigned, second_claimed_at) = assigned.last().expect("JobAssigned");
     assert!(second_assigned.claimed);
     assert_eq!(second_assigned.nodeId, worker.node_id);

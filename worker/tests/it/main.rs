@@ -35,4 +35,5 @@ mod outage;
 mod pipeline;
 mod reorg;
 mod resume;
+mod scripts;
 mod start;

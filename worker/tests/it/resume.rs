@@ -8,19 +8,7 @@ use gantry_protocol::status::JobStatus;
 use gantry_testkit::accounts::{ADMIN, NODES};
 
 use crate::harness::{Net, cpu_job, shell};
-
-const SCRIPT: &str = r###"start=0
-[ -f /checkpoints/epoch ] && start=$(cat /checkpoints/epoch)
-echo "starting at epoch $start (resumed=$GANTRY_RESUMED)"
-i=$start
-while [ $i -lt 50 ]; do
-  i=$((i+1))
-  echo $i > /checkpoints/.epoch && mv /checkpoints/.epoch /checkpoints/epoch
-  echo "##gantry {\"epoch\":$i,\"epochs\":50}"
-  sleep 0.2
-done
-echo $start > /outputs/started_at
-"###;
+use crate::scripts::{checkpointing, of_job};
 
 enum Death {
     Kill,
@@ -43,7 +31,9 @@ async fn resumes_after(death: Death) {
     let first = net
         .spawn_worker(NODES[0], "shutdown_grace = \"300ms\"")
         .await;
-    let job = net.post(cpu_job(64), &shell(SCRIPT, 120)).await;
+    let job = net
+        .post(cpu_job(64), &shell(&checkpointing(50, true), 120))
+        .await;
     net.wait_for_status(job, JobStatus::Assigned).await;
     assert_eq!(net.job(job).await.nodeId, first.node_id);
 
@@ -98,14 +88,7 @@ async fn resumes_after(death: Death) {
             // Past the grace period the job is checkpointed and given back.
             assert!(first.stop().success(), "a clean exit");
             net.wait_for_no_containers().await;
-            let reclaimed = net
-                .market(ADMIN)
-                .JobReclaimed_filter()
-                .topic1(alloy::primitives::U256::from(job))
-                .from_block(0)
-                .query()
-                .await
-                .unwrap();
+            let reclaimed = of_job(net.market(ADMIN).JobReclaimed_filter(), job).await;
             // Given back at once, with no time advanced: abandoned by the worker's agent,
             // or reclaimed by the keeper if it saw the node go inactive first.
             let (event, _) = reclaimed.last().expect("JobReclaimed");

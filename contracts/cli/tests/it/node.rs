@@ -6,7 +6,32 @@ use alloy::primitives::U256;
 use gantry_testkit::GUSD;
 use gantry_testkit::accounts::{AGENT, OPERATOR, SUBMITTER};
 
-use crate::harness::Net;
+use crate::harness::{Gantry, Net, Output};
+
+/// `gantry node register [--agent <agent>] --gpu <gpu> <flags>`, the flags split on spaces.
+pub(crate) async fn register(
+    gantry: &Gantry,
+    agent: Option<&str>,
+    gpu: &str,
+    flags: &str,
+) -> Output {
+    let mut args = vec!["node", "register"];
+    if let Some(agent) = agent {
+        args.extend(["--agent", agent]);
+    }
+    args.extend(["--gpu", gpu]);
+    args.extend(flags.split(' '));
+    gantry.run(&args).await
+}
+
+/// `gantry node status <id> --json`, which must succeed.
+async fn status_json(gantry: &Gantry, id: &str) -> serde_json::Value {
+    gantry
+        .run(&["node", "status", id, "--json"])
+        .await
+        .ok()
+        .json()
+}
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_operator_registers_exits_and_withdraws_and_gpu_names_resolve_to_offered_models() {
@@ -16,33 +41,15 @@ async fn an_operator_registers_exits_and_withdraws_and_gpu_names_resolve_to_offe
     let operator = net.gantry(OPERATOR);
     let agent = net.address(AGENT).to_string();
 
-    let first = operator
-        .run(&[
-            "node",
-            "register",
-            "--agent",
-            &agent,
-            "--gpu",
-            "NVIDIA A100-SXM4-80GB",
-            "--gpus",
-            "8",
-            "--vram",
-            "80GiB",
-            "--cpus",
-            "64",
-            "--ram",
-            "512GiB",
-            "--price",
-            "2",
-            "--slots",
-            "2",
-            "--stake",
-            "150",
-            "--json",
-        ])
-        .await
-        .ok()
-        .json();
+    let first = register(
+        &operator,
+        Some(&agent),
+        "NVIDIA A100-SXM4-80GB",
+        "--gpus 8 --vram 80GiB --cpus 64 --ram 512GiB --price 2 --slots 2 --stake 150 --json",
+    )
+    .await
+    .ok()
+    .json();
     assert_eq!(first["nodeId"], 1);
     assert_eq!(first["stake"], "150000000");
     // The registry was approved for exactly the stake, which it took.
@@ -53,25 +60,15 @@ async fn an_operator_registers_exits_and_withdraws_and_gpu_names_resolve_to_offe
     assert_eq!(node.capabilities.ramMiB, 512 * 1024);
     assert_eq!(node.capabilities.maxConcurrentJobs, 2);
     // The registry's minimum by default; below it is refused before anything is sent.
-    let second = operator
-        .run(&[
-            "node",
-            "register",
-            "--gpu",
-            "NVIDIA A100-SXM4-40GB",
-            "--gpus",
-            "4",
-            "--vram",
-            "40GiB",
-            "--cpus",
-            "32",
-            "--ram",
-            "256GiB",
-            "--json",
-        ])
-        .await
-        .ok()
-        .json();
+    let second = register(
+        &operator,
+        None,
+        "NVIDIA A100-SXM4-40GB",
+        "--gpus 4 --vram 40GiB --cpus 32 --ram 256GiB --json",
+    )
+    .await
+    .ok()
+    .json();
     assert_eq!(
         (second["nodeId"].as_u64(), second["stake"].as_str()),
         (Some(2), Some("100000000"))
@@ -87,11 +84,7 @@ async fn an_operator_registers_exits_and_withdraws_and_gpu_names_resolve_to_offe
         );
 
     api.caught_up(&net, 0).await;
-    let status = operator
-        .run(&["node", "status", "1", "--json"])
-        .await
-        .ok()
-        .json();
+    let status = status_json(&operator, "1").await;
     assert_eq!(status["status"], "active");
     assert_eq!(status["gpuModel"], "NVIDIA-A100-SXM4-80GB");
     assert_eq!(status["stake"], "150000000");
@@ -171,10 +164,6 @@ async fn an_operator_registers_exits_and_withdraws_and_gpu_names_resolve_to_offe
         "all but node 2's stake"
     );
     api.caught_up(&net, 0).await;
-    let status = operator
-        .run(&["node", "status", "1", "--json"])
-        .await
-        .ok()
-        .json();
+    let status = status_json(&operator, "1").await;
     assert_eq!(status["status"], "exited");
 }

@@ -56,23 +56,14 @@ async fn a_job_followed_through_the_api_and_its_result_verified() {
     net.mint(OPERATOR, 1_000).await;
     net.mint(SUBMITTER, 100).await;
     let agent = net.address(AGENT).to_string();
-    net.gantry(OPERATOR)
-        .run(&[
-            "node",
-            "register",
-            "--agent",
-            &agent,
-            "--gpu",
-            "NVIDIA H100 80GB HBM3",
-            "--vram",
-            "80GiB",
-            "--cpus",
-            "16",
-            "--ram",
-            "64GiB",
-        ])
-        .await
-        .ok();
+    crate::node::register(
+        &net.gantry(OPERATOR),
+        Some(&agent),
+        "NVIDIA H100 80GB HBM3",
+        "--vram 80GiB --cpus 16 --ram 64GiB",
+    )
+    .await
+    .ok();
     let gantry = net.gantry(SUBMITTER);
     let submit = |bounty: &'static str| {
         let gantry = &gantry;

@@ -6,7 +6,7 @@
 
 use std::time::Duration;
 
-use async_nats::jetstream::{self, AckKind, consumer, object_store, stream};
+use async_nats::jetstream::{self, AckKind, consumer, kv, object_store, stream};
 use async_nats::{Client, Event, HeaderMap, ServerError};
 use bytes::Bytes;
 use futures::StreamExt;
@@ -78,11 +78,7 @@ async fn a_worker_reaches_its_own_assignments_and_reports_and_nothing_of_other_n
         .await
         .expect("worker creates its own assignment consumer");
     let mut messages = assignments.messages().await.expect("pull");
-    let assigned = tokio::time::timeout(Duration::from_secs(10), messages.next())
-        .await
-        .expect("an assignment within 10 s")
-        .expect("the consumer goes on")
-        .expect("a message");
+    let assigned = next_message(&mut messages, "an assignment").await;
     assert_eq!(assigned.subject.as_str(), names::assignments_of(CHAIN, 1));
     assert_eq!(assigned.payload, "job 7 to node 1");
     assigned
@@ -106,11 +102,7 @@ async fn a_worker_reaches_its_own_assignments_and_reports_and_nothing_of_other_n
         if event == "JobPosted" {
             let mut posted = claims.messages().await.expect("pull");
             for expected in ["spec of job 7", "spec of job 8"] {
-                let message = tokio::time::timeout(Duration::from_secs(10), posted.next())
-                    .await
-                    .expect("a posted job within 10 s")
-                    .expect("the consumer goes on")
-                    .expect("a message");
+                let message = next_message(&mut posted, "a posted job").await;
                 assert_eq!(message.payload, expected);
                 message.ack().await.expect("acked");
             }
@@ -211,58 +203,50 @@ async fn a_worker_reaches_its_own_assignments_and_reports_and_nothing_of_other_n
 
     let refusing = worker.refusing_stream(&names::stream_name(CHAIN)).await;
     let stream_name = names::stream_name(CHAIN);
-    worker
-        .refused_call(
-            refusing.create_consumer(storage::assignment_consumer(CHAIN, 2)),
-            format!(
-                "$JS.API.CONSUMER.CREATE.{stream_name}.{other}.{}",
-                names::assignments_of(CHAIN, 2)
-            ),
-        )
-        .await;
     let mut own_name_other_node = storage::assignment_consumer(CHAIN, 2);
     own_name_other_node.durable_name = Some(own.clone());
-    worker
-        .refused_call(
-            refusing.create_consumer(own_name_other_node),
-            format!(
-                "$JS.API.CONSUMER.CREATE.{stream_name}.{own}.{}",
-                names::assignments_of(CHAIN, 2)
-            ),
-        )
-        .await;
-    // Claim consumers: not node 2's, and not its own over another event.
     let node_2_claims = names::claim_consumer(CHAIN, 2, "JobPosted");
-    worker
-        .refused_call(
-            refusing.create_consumer(storage::claim_consumer(CHAIN, 2, "JobPosted")),
-            format!(
-                "$JS.API.CONSUMER.CREATE.{stream_name}.{node_2_claims}.{}",
-                names::event_filter(CHAIN, "JobPosted")
-            ),
-        )
-        .await;
     let own_claims = names::claim_consumer(CHAIN, 1, "JobPosted");
     let mut own_claims_other_event = storage::claim_consumer(CHAIN, 1, "JobPosted");
     own_claims_other_event.filter_subject = names::event_filter(CHAIN, "JobAssigned");
-    worker
-        .refused_call(
-            refusing.create_consumer(own_claims_other_event),
+    // (the consumer asked for, the tail of its create subject): not node 2's consumer, nor
+    // its own name over node 2's assignments; claim consumers: not node 2's, and not its
+    // own over another event; nor one that reads everything.
+    for (refused_consumer, subject_tail) in [
+        (
+            storage::assignment_consumer(CHAIN, 2),
+            format!("{other}.{}", names::assignments_of(CHAIN, 2)),
+        ),
+        (
+            own_name_other_node,
+            format!("{own}.{}", names::assignments_of(CHAIN, 2)),
+        ),
+        (
+            storage::claim_consumer(CHAIN, 2, "JobPosted"),
             format!(
-                "$JS.API.CONSUMER.CREATE.{stream_name}.{own_claims}.{}",
-                names::event_filter(CHAIN, "JobAssigned")
+                "{node_2_claims}.{}",
+                names::event_filter(CHAIN, "JobPosted")
             ),
-        )
-        .await;
-    worker
-        .refused_call(
-            refusing.create_consumer(consumer::pull::Config {
+        ),
+        (
+            own_claims_other_event,
+            format!("{own_claims}.{}", names::event_filter(CHAIN, "JobAssigned")),
+        ),
+        (
+            consumer::pull::Config {
                 name: Some("reads-everything".into()),
                 ..Default::default()
-            }),
-            format!("$JS.API.CONSUMER.CREATE.{stream_name}.reads-everything"),
-        )
-        .await;
+            },
+            "reads-everything".to_string(),
+        ),
+    ] {
+        worker
+            .refused_call(
+                refusing.create_consumer(refused_consumer),
+                format!("$JS.API.CONSUMER.CREATE.{stream_name}.{subject_tail}"),
+            )
+            .await;
+    }
     worker
         .refused_call(
             refusing.delete_consumer(&other),
@@ -386,11 +370,7 @@ async fn a_worker_reaches_its_own_assignments_and_reports_and_nothing_of_other_n
         "the chain stream is unchanged"
     );
     let mut node_2_messages = node_2_consumer.messages().await.expect("pull");
-    let node_2_assigned = tokio::time::timeout(Duration::from_secs(10), node_2_messages.next())
-        .await
-        .expect("node 2's assignment within 10 s")
-        .expect("the consumer goes on")
-        .expect("a message");
+    let node_2_assigned = next_message(&mut node_2_messages, "node 2's assignment").await;
     assert_eq!(
         node_2_assigned.subject.as_str(),
         names::assignments_of(CHAIN, 2)
@@ -416,24 +396,9 @@ async fn indexer_alone_writes_the_chain_and_each_service_keeps_to_its_own_state(
 
     // The indexer: its writer lease, the stream, exactly-once appends, the tail reads.
     let indexer = Session::open(&server, &config, "indexer").await;
-    let lease = indexer
-        .js
-        .create_key_value(storage::lease_bucket(
-            names::INDEXER_LEASE_BUCKET,
-            Duration::from_secs(3),
-            1,
-        ))
-        .await
-        .expect("indexer creates its lease bucket");
+    let lease = lease_bucket(&indexer, names::INDEXER_LEASE_BUCKET, 1, "the indexer").await;
     let lease_key = format!("chain-{CHAIN}");
-    let revision = lease
-        .create(&lease_key, "indexer-a".into())
-        .await
-        .expect("lease taken");
-    lease
-        .update(&lease_key, "indexer-a".into(), revision)
-        .await
-        .expect("lease renewed");
+    take_and_renew(&lease, &lease_key, "indexer-a").await;
     let chain = open_chain_stream(&indexer.js, 1).await;
     let events = [
         names::event(CHAIN, "JobPosted", "7"),
@@ -507,11 +472,7 @@ async fn indexer_alone_writes_the_chain_and_each_service_keeps_to_its_own_state(
         .await
         .expect("matcher creates the claims consumer");
     let mut claimed = claims.messages().await.expect("pull");
-    let claim = tokio::time::timeout(Duration::from_secs(10), claimed.next())
-        .await
-        .expect("a claim within 10 s")
-        .expect("the consumer goes on")
-        .expect("a message");
+    let claim = next_message(&mut claimed, "a claim").await;
     assert_eq!(
         claim.subject.as_str(),
         names::event(CHAIN, "JobPosted", "7")
@@ -546,23 +507,8 @@ async fn indexer_alone_writes_the_chain_and_each_service_keeps_to_its_own_state(
             .is_err(),
         "no keeper lease bucket yet"
     );
-    let keeper_lease = liveness
-        .js
-        .create_key_value(storage::lease_bucket(
-            names::LIVENESS_LEASE_BUCKET,
-            Duration::from_secs(3),
-            1,
-        ))
-        .await
-        .expect("liveness creates its lease bucket");
-    let held = keeper_lease
-        .create(&lease_key, "keeper-a".into())
-        .await
-        .expect("lease taken");
-    keeper_lease
-        .update(&lease_key, "keeper-a".into(), held)
-        .await
-        .expect("lease renewed");
+    let keeper_lease = lease_bucket(&liveness, names::LIVENESS_LEASE_BUCKET, 1, "liveness").await;
+    take_and_renew(&keeper_lease, &lease_key, "keeper-a").await;
     assert_eq!(
         keeper_lease.get(&lease_key).await.expect("get"),
         Some(Bytes::from("keeper-a"))
@@ -693,13 +639,7 @@ async fn the_cluster_keeps_an_r3_stream_whole_when_its_leader_is_killed() {
     }
     // Creating a consumer needs the JetStream meta leader, which may have been the killed
     // node too: the survivors report healthy once one of them leads.
-    tokio::task::block_in_place(|| cluster.wait_healthy(Duration::from_secs(30)))
-        .expect("the two survivors are healthy");
-    let stream = api
-        .js
-        .get_stream(names::stream_name(CHAIN))
-        .await
-        .expect("stream info from the survivors");
+    let stream = chain_stream_once_healthy(&cluster, &api, "the two survivors are healthy").await;
     let info = stream.cached_info();
     assert_eq!(
         info.state.messages,
@@ -722,18 +662,28 @@ async fn the_cluster_keeps_an_r3_stream_whole_when_its_leader_is_killed() {
         node.restart()
     })
     .expect("the killed node restarts");
-    tokio::task::block_in_place(|| cluster.wait_healthy(Duration::from_secs(30)))
-        .expect("the cluster is healthy again");
-    let stream = api
-        .js
-        .get_stream(names::stream_name(CHAIN))
-        .await
-        .expect("stream");
+    let stream = chain_stream_once_healthy(&cluster, &api, "the cluster is healthy again").await;
     wait_for_replicas(&stream, 3).await;
     api.assert_no_refusals("the API reading the cluster").await;
     indexer
         .assert_no_refusals("the indexer writing to the cluster")
         .await;
+}
+
+/// Waits until `cluster` reports healthy (`what`), then reads the chain stream's info as
+/// `session`.
+async fn chain_stream_once_healthy(
+    cluster: &NatsCluster,
+    session: &Session,
+    what: &str,
+) -> stream::Stream {
+    tokio::task::block_in_place(|| cluster.wait_healthy(Duration::from_secs(30)))
+        .unwrap_or_else(|e| panic!("{what}: {e:?}"));
+    session
+        .js
+        .get_stream(names::stream_name(CHAIN))
+        .await
+        .unwrap_or_else(|e| panic!("stream info once {what}: {e}"))
 }
 
 /// One user's connection, recording the permission violations the server reports on it.
@@ -879,32 +829,36 @@ impl Session {
 async fn create_every_service_state(cluster: &NatsCluster, config: &NatsConfig, replicas: usize) {
     let node = &cluster.nodes()[0];
     let ttl = Duration::from_secs(3);
-    let indexer = Session::open(node, config, "indexer").await;
-    let lease = indexer
-        .js
-        .create_key_value(storage::lease_bucket(
-            names::INDEXER_LEASE_BUCKET,
-            ttl,
-            replicas,
-        ))
-        .await
-        .expect("the indexer creates its lease bucket");
-    let matcher = Session::open(node, config, "matcher").await;
-    let pending = matcher
-        .js
-        .create_key_value(storage::pending_bucket(CHAIN, replicas))
-        .await
-        .expect("the matcher creates its explanations bucket");
-    let liveness = Session::open(node, config, "liveness").await;
-    let keeper = liveness
-        .js
-        .create_key_value(storage::lease_bucket(
-            names::LIVENESS_LEASE_BUCKET,
-            ttl,
-            replicas,
-        ))
-        .await
-        .expect("liveness creates its lease bucket");
+    // (user, who, its bucket): the indexer's and the keeper's leases, the matcher's
+    // explanations.
+    let mut services = Vec::new();
+    let mut stream_names = Vec::new();
+    for (user, who, bucket) in [
+        (
+            "indexer",
+            "the indexer",
+            storage::lease_bucket(names::INDEXER_LEASE_BUCKET, ttl, replicas),
+        ),
+        (
+            "matcher",
+            "the matcher",
+            storage::pending_bucket(CHAIN, replicas),
+        ),
+        (
+            "liveness",
+            "liveness",
+            storage::lease_bucket(names::LIVENESS_LEASE_BUCKET, ttl, replicas),
+        ),
+    ] {
+        let session = Session::open(node, config, user).await;
+        let store = session
+            .js
+            .create_key_value(bucket)
+            .await
+            .unwrap_or_else(|e| panic!("{who} creates its bucket: {e}"));
+        stream_names.push(store.stream_name.clone());
+        services.push((session, who));
+    }
     let worker = Session::open(node, config, "worker-1").await;
     let jobs_stream = worker
         .js
@@ -915,14 +869,12 @@ async fn create_every_service_state(cluster: &NatsCluster, config: &NatsConfig, 
     object_bucket(&worker.js, &names::checkpoints_bucket(CHAIN), replicas).await;
 
     let admin = Session::open(node, config, "admin").await;
-    for name in [
-        lease.stream_name.clone(),
-        pending.stream_name.clone(),
-        keeper.stream_name.clone(),
+    stream_names.extend([
         jobs_stream.cached_info().config.name.clone(),
         format!("OBJ_{}", names::results_bucket(CHAIN)),
         format!("OBJ_{}", names::checkpoints_bucket(CHAIN)),
-    ] {
+    ]);
+    for name in stream_names {
         let stream = admin
             .js
             .get_stream(&name)
@@ -931,14 +883,44 @@ async fn create_every_service_state(cluster: &NatsCluster, config: &NatsConfig, 
         assert_eq!(stream.cached_info().config.num_replicas, replicas, "{name}");
         wait_for_replicas(&stream, replicas).await;
     }
-    for (session, who) in [
-        (&indexer, "the indexer"),
-        (&matcher, "the matcher"),
-        (&liveness, "liveness"),
-        (&worker, "the worker"),
-    ] {
+    services.push((worker, "the worker"));
+    for (session, who) in &services {
         session.assert_no_refusals(who).await;
     }
+}
+
+/// A service's lease bucket (3 s TTL) as `who` creates it at start.
+async fn lease_bucket(session: &Session, bucket: &str, replicas: usize, who: &str) -> kv::Store {
+    session
+        .js
+        .create_key_value(storage::lease_bucket(
+            bucket,
+            Duration::from_secs(3),
+            replicas,
+        ))
+        .await
+        .unwrap_or_else(|e| panic!("{who} creates its lease bucket: {e}"))
+}
+
+/// Takes the lease `key` for `holder` and renews it once, as a lease holder does.
+async fn take_and_renew(lease: &kv::Store, key: &str, holder: &'static str) {
+    let revision = lease.create(key, holder.into()).await.expect("lease taken");
+    lease
+        .update(key, holder.into(), revision)
+        .await
+        .expect("lease renewed");
+}
+
+/// The next message of a consumer, within 10 s.
+async fn next_message<E: std::fmt::Debug>(
+    messages: &mut (impl futures::Stream<Item = Result<jetstream::Message, E>> + Unpin),
+    what: &str,
+) -> jetstream::Message {
+    tokio::time::timeout(Duration::from_secs(10), messages.next())
+        .await
+        .unwrap_or_else(|_| panic!("{what} within 10 s"))
+        .expect("the consumer goes on")
+        .expect("a message")
 }
 
 /// The chain stream as the indexer opens it, with `replicas`.
@@ -1010,11 +992,7 @@ async fn read_all(js: &jetstream::Context, stream: &str, count: usize) -> Vec<St
         deliver_policy: consumer::DeliverPolicy::ByStartSequence { start_sequence: 1 },
         ..Default::default()
     };
-    read_ordered(js, stream, config, count as u64)
-        .await
-        .into_iter()
-        .map(|m| m.subject.to_string())
-        .collect()
+    read_subjects(js, stream, config, count).await
 }
 
 /// The same through an ordered consumer filtered to the whole chain (as the matcher's and
@@ -1025,6 +1003,15 @@ async fn read_all_filtered(js: &jetstream::Context, stream: &str, count: usize) 
         deliver_policy: consumer::DeliverPolicy::All,
         ..Default::default()
     };
+    read_subjects(js, stream, config, count).await
+}
+
+async fn read_subjects(
+    js: &jetstream::Context,
+    stream: &str,
+    config: consumer::pull::OrderedConfig,
+    count: usize,
+) -> Vec<String> {
     read_ordered(js, stream, config, count as u64)
         .await
         .into_iter()
@@ -1062,12 +1049,8 @@ async fn read_ordered(
         .expect("messages");
     let mut read = Vec::new();
     while (read.len() as u64) < count {
-        let message = tokio::time::timeout(Duration::from_secs(10), messages.next())
-            .await
-            .unwrap_or_else(|_| panic!("{} of {count} messages of {stream} in 10 s", read.len()))
-            .expect("the consumer goes on")
-            .expect("a message");
-        read.push(message.message);
+        let what = format!("{} of {count} messages of {stream}", read.len());
+        read.push(next_message(&mut messages, &what).await.message);
     }
     read
 }
