@@ -384,7 +384,6 @@ impl Chain {
     }
 }
 
-
 fn read(what: &str, error: alloy::contract::Error) -> CliError {
     CliError::Unavailable(format!("reading {what} from the chain: {error}"))
 }

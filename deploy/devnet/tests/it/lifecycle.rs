@@ -12,7 +12,6 @@ use gantry_protocol::spec::{InputSpec, JobSpec, OutputSpec};
 use gantry_testkit::accounts::{AGENT, OPERATOR, OTHER, SUBMITTER};
 use gantry_testkit::{Devnet, GUSD, confirm_receipt, scenario};
 
-
 fn events(devnet: &Devnet, receipt: &TransactionReceipt) -> Vec<DecodedEvent> {
     let contracts = Contracts {
         market: devnet.deployment.market,
