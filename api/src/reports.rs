@@ -21,11 +21,6 @@ const BATCH: usize = 512;
 
 pub use gantry_protocol::jobs::JobReport as Report;
 
-/// Decodes a message of the jobs stream (see [`Report::decode`]).
-pub fn decode(subject: &str, payload: &[u8]) -> Option<Report> {
-    Report::decode(subject, payload)
-}
-
 /// Follows the jobs stream of `chain_id` into `store` until `shutdown`. Waits for the
 /// stream to exist (a worker creates it).
 /// `checkpoint` is told each stored stream sequence.
@@ -67,7 +62,8 @@ pub async fn run(
                         .map_err(|e| NatsError::new("message info", e))?
                         .stream_sequence;
                     last = seq;
-                    if let Some(report) = decode(message.subject.as_str(), &message.payload) {
+                    if let Some(report) = Report::decode(message.subject.as_str(), &message.payload)
+                    {
                         batch.push((seq, report));
                     }
                 }

@@ -173,7 +173,7 @@ async fn postgres_projection_equals_the_chain_and_the_sqlite_one() {
         .iter()
         .enumerate()
         .map(|(i, (subject, payload))| {
-            let report = gantry_api::reports::decode(subject, payload).expect("decodes");
+            let report = gantry_api::reports::Report::decode(subject, payload).expect("decodes");
             (i as u64 + 1, report)
         })
         .collect();
