@@ -1,93 +1,80 @@
 // SPDX-License-Identifier: Apache-2.0
 pragma solidity ^0.8.24;
 
-import {AccessControl} from "@openzeppelin/contracts/access/AccessControl.sol";
-import {Pausable} from "@openzeppelin/contracts/utils/Pausable.sol";
-import {ReentrancyGuardTransient} from "@openzeppelin/contracts/utils/ReentrancyGuardTransient.sol";
 import {IERC20} from "@openzeppelin/contracts/token/ERC20/IERC20.sol";
 import {IERC20Permit} from "@openzeppelin/contracts/token/ERC20/extensions/IERC20Permit.sol";
 import {SafeERC20} from "@openzeppelin/contracts/token/ERC20/utils/SafeERC20.sol";
 
+import {MarketStorage} from "./MarketStorage.sol";
+import {JobCodec} from "./types/JobCodec.sol";
+import {NodeRegistry} from "./NodeRegistry.sol";
 import {IJobMarket} from "./interfaces/IJobMarket.sol";
-import {INodeRegistry} from "./interfaces/INodeRegistry.sol";
 import {
+    Assignment,
     CompletionKind,
     FailureKind,
-    JobInfo,
     JobRequirements,
+    JobState,
     JobStatus,
+    JobPolicy,
+    JobTerms,
     MarketParams,
-    NodeCapabilities,
     NodeStatus,
-    ReclaimKind,
-    Release
+    ReclaimKind
 } from "./types/Types.sol";
 
 /// @title JobMarket
-/// @notice Escrowed GPU jobs: post, assign or claim, submit, challenge, settle. Node
-/// liveness, slots, reputation and stake live in the NodeRegistry, which this market
-/// drives through its MARKET_ROLE. Money only leaves through `withdraw` (pull payments).
-contract JobMarket is IJobMarket, AccessControl, Pausable, ReentrancyGuardTransient {
+/// @notice Escrowed GPU jobs on staked nodes: post, assign or claim, submit, challenge,
+/// settle. Node calls (register, heartbeat, exit, ...; see `INodeRegistry`) are served at
+/// this same address by the `NodeRegistry` extension, through `delegatecall`. Money leaves
+/// only through withdrawals (pull payments). A job is one storage word, the hash of its
+/// state; see `IJobMarket`.
+contract JobMarket is IJobMarket, MarketStorage {
     using SafeERC20 for IERC20;
-
-    bytes32 public constant MATCHER_ROLE = keccak256("MATCHER_ROLE");
-    bytes32 public constant ARBITER_ROLE = keccak256("ARBITER_ROLE");
-    bytes32 public constant PAUSER_ROLE = keccak256("PAUSER_ROLE");
+    using JobCodec for JobTerms;
+    using JobCodec for JobState;
 
     /// @notice Largest job spec accepted, bytes. It is emitted in full in JobPosted.
     uint256 public constant MAX_SPEC_BYTES = 16_384;
-    uint16 internal constant BPS = 10_000;
     uint16 internal constant MAX_FEE_BPS = 1_000;
     uint8 internal constant MAX_PRIORITY = 10;
+    /// @notice Longest max runtime a job may ask for, seconds.
+    uint32 public constant MAX_RUNTIME = 7 days;
+    /// @notice Longest challenge window the admin may set, seconds. The unbonding period is
+    /// at least `MAX_RUNTIME + MAX_CHALLENGE_WINDOW`: a node that began its exit keeps its
+    /// stake until every attempt it was given and every challenge of its results is over.
+    uint32 public constant MAX_CHALLENGE_WINDOW = 3 days;
+    /// @notice A job's dispute bond is at least this share of its bounty (and at least the
+    /// market's `disputeBond`).
+    uint16 public constant MIN_BOND_BPS = 1_000;
 
-    /// @dev Storage layout: a job is written in five slots at post time and one more (the
-    /// result hash) at submission; later transitions rewrite the first slot and the one
-    /// holding nodeId..protocolFeeBps.
-    struct JobHead {
-        address submitter;
-        JobStatus status;
-        uint8 attempts;
-        uint8 priority;
-        uint40 deadline;
-        uint16 minGpuCount;
-        uint16 minCpuCores;
-    }
+    /// @notice The extension serving the node calls (`INodeRegistry`) at this address.
+    address public immutable nodeRegistry;
 
-    struct JobRecord {
-        JobHead head;
-        uint96 bounty;
-        uint96 maxPricePerGpuHour;
-        uint32 minVramMiB;
-        uint32 minRamMiB;
-        bytes32 gpuModel;
-        bytes32 specHash;
-        uint64 nodeId;
-        uint32 maxRuntime;
-        uint40 assignedAt;
-        uint40 challengeEndsAt;
-        uint16 protocolFeeBps;
-        bytes32 resultHash;
-    }
-
-    /// @notice The payment token (also the registry's staking token).
-    IERC20 public immutable token;
-    INodeRegistry public immutable registry;
-
-    MarketParams internal _params;
-    /// @dev Starts at 1 so that the first post does not pay for a zero-to-nonzero write.
-    uint64 internal _nextJobId = 1;
-    mapping(uint64 jobId => JobRecord) internal _jobs;
-    mapping(uint64 jobId => uint96) internal _bonds;
-    mapping(address account => uint256) internal _credits;
-
-    constructor(IERC20 token_, INodeRegistry registry_, address admin, MarketParams memory params_) {
-        if (address(token_) == address(0) || address(registry_) == address(0) || admin == address(0)) {
-            revert JobMarket_ZeroAddress();
-        }
-        token = token_;
-        registry = registry_;
+    /// @param admin Holds DEFAULT_ADMIN_ROLE: a TimelockController in production, so that
+    /// parameter changes and role grants wait out its delay.
+    constructor(IERC20 token_, address admin, MarketParams memory params_, NodeRegistry nodeRegistry_)
+        MarketStorage(token_)
+    {
+        if (address(token_) == address(0) || admin == address(0)) revert JobMarket_ZeroAddress();
+        if (address(nodeRegistry_.token()) != address(token_)) revert JobMarket_ZeroAddress();
+        nodeRegistry = address(nodeRegistry_);
         _grantRole(DEFAULT_ADMIN_ROLE, admin);
+        _config.nextJobId = 1;
+        _nodeParams.nextNodeId = 1;
         _setParams(params_);
+    }
+
+    /// @notice Serves the node calls: runs `NodeRegistry` on this contract's storage.
+    fallback() external {
+        address target = nodeRegistry;
+        assembly ("memory-safe") {
+            calldatacopy(0, 0, calldatasize())
+            let ok := delegatecall(gas(), target, 0, calldatasize(), 0, 0)
+            returndatacopy(0, 0, returndatasize())
+            if iszero(ok) { revert(0, returndatasize()) }
+            return(0, returndatasize())
+        }
     }
 
     // ================================================================ submitter
@@ -95,8 +82,6 @@ contract JobMarket is IJobMarket, AccessControl, Pausable, ReentrancyGuardTransi
     /// @inheritdoc IJobMarket
     function postJob(JobRequirements calldata requirements, uint96 bounty, uint40 deadline, bytes calldata spec)
         external
-        whenNotPaused
-        nonReentrant
         returns (uint64 jobId)
     {
         jobId = _post(requirements, bounty, deadline, spec);
@@ -112,7 +97,7 @@ contract JobMarket is IJobMarket, AccessControl, Pausable, ReentrancyGuardTransi
         uint8 v,
         bytes32 r,
         bytes32 s
-    ) external whenNotPaused nonReentrant returns (uint64 jobId) {
+    ) external returns (uint64 jobId) {
         // A permit seen in the mempool can be front-run; if that consumed it, the allowance
         // is there anyway and the transfer below decides.
         try IERC20Permit(address(token)).permit(msg.sender, address(this), bounty, permitDeadline, v, r, s) {} catch {}
@@ -120,153 +105,165 @@ contract JobMarket is IJobMarket, AccessControl, Pausable, ReentrancyGuardTransi
     }
 
     /// @inheritdoc IJobMarket
-    function accept(uint64 jobId) external {
-        JobRecord storage job = _jobs[jobId];
-        JobHead memory head = _head(job, jobId, JobStatus.Submitted);
-        if (msg.sender != head.submitter) revert JobMarket_NotSubmitter(jobId, msg.sender);
-        _pay(jobId, job, 0, CompletionKind.Accepted);
+    function accept(uint64 jobId, JobTerms calldata terms, JobState calldata state) external {
+        _check(jobId, state, JobStatus.Submitted);
+        _checkSubmitter(jobId, terms, state);
+        _pay(jobId, state, CompletionKind.Accepted);
     }
 
     /// @inheritdoc IJobMarket
-    function dispute(uint64 jobId) external nonReentrant {
-        JobRecord storage job = _jobs[jobId];
-        JobHead memory head = _head(job, jobId, JobStatus.Submitted);
-        if (msg.sender != head.submitter) revert JobMarket_NotSubmitter(jobId, msg.sender);
-        uint40 endsAt = job.challengeEndsAt;
-        if (block.timestamp >= endsAt) revert JobMarket_ChallengeWindowClosed(jobId, endsAt);
+    function dispute(uint64 jobId, JobTerms calldata terms, JobState calldata state) external nonReentrant {
+        _check(jobId, state, JobStatus.Submitted);
+        _checkSubmitter(jobId, terms, state);
+        if (block.timestamp >= state.until()) revert JobMarket_ChallengeWindowClosed(jobId, state.until());
 
-        uint96 bond = _params.disputeBond;
-        job.head.status = JobStatus.Disputed;
-        _bonds[jobId] = bond;
-        emit JobDisputed(jobId, job.nodeId, bond);
+        uint64 nodeId = state.nodeId();
+        NodeRecord storage node = _nodes[nodeId];
+        JobPolicy memory policy_ = _policies[terms.policy()];
+        uint96 bond = _bond(policy_, terms.bounty());
+        uint96 exposure = _slashable(node, policy_.slashBps);
+        node.locked += exposure;
+        _exposure[jobId] = exposure;
+        uint40 until = uint40(block.timestamp) + policy_.disputePeriod;
+        _jobs[jobId] =
+            _hashNext(state, JobStatus.Disputed, state.faults(), state.barred(), nodeId, until);
+        emit JobDisputed(jobId, nodeId, bond, exposure, until);
 
-        if (bond != 0) token.safeTransferFrom(msg.sender, address(this), bond);
+        token.safeTransferFrom(msg.sender, address(this), bond);
     }
 
     /// @inheritdoc IJobMarket
-    function cancel(uint64 jobId) external {
-        JobRecord storage job = _jobs[jobId];
-        JobHead memory head = _head(job, jobId, JobStatus.Open);
-        if (msg.sender != head.submitter) revert JobMarket_NotSubmitter(jobId, msg.sender);
-        uint96 refund = job.bounty;
-        job.head.status = JobStatus.Cancelled;
-        _credits[head.submitter] += refund;
-        emit JobCancelled(jobId, refund);
+    function cancel(uint64 jobId, JobTerms calldata terms, JobState calldata state) external {
+        _check(jobId, state, JobStatus.Open);
+        _checkSubmitter(jobId, terms, state);
+        delete _jobs[jobId];
+        _credits[msg.sender] += state.bounty();
+        emit JobCancelled(jobId, state.bounty());
     }
 
     // ================================================================ matcher, agent
 
     /// @inheritdoc IJobMarket
-    function assign(uint64 jobId, uint64 nodeId) external whenNotPaused onlyRole(MATCHER_ROLE) {
-        _assign(jobId, nodeId, false);
+    function assign(
+        uint64 jobId,
+        uint64 nodeId,
+        JobTerms calldata terms,
+        JobState calldata state
+    ) external onlyRole(MATCHER_ROLE) {
+        _assign(jobId, nodeId, terms, state, false);
     }
 
     /// @inheritdoc IJobMarket
-    function claim(uint64 jobId, uint64 nodeId) external whenNotPaused {
-        _assign(jobId, nodeId, true);
+    function assignBatch(Assignment[] calldata assignments) external onlyRole(MATCHER_ROLE) {
+        for (uint256 i; i < assignments.length; ++i) {
+            Assignment calldata a = assignments[i];
+            _assign(a.jobId, a.nodeId, a.terms, a.state, false);
+        }
     }
 
     /// @inheritdoc IJobMarket
-    function submitResult(uint64 jobId, bytes32 resultHash, string calldata resultURI) external {
-        JobRecord storage job = _jobs[jobId];
-        JobHead memory head = _head(job, jobId, JobStatus.Assigned);
-        if (block.timestamp >= head.deadline) revert JobMarket_PastDeadline(jobId, head.deadline);
-        uint64 nodeId = job.nodeId;
-        // The registry moves the slot to settling and names the agent; a wrong caller
-        // reverts the whole call, the registry's change included.
-        if (registry.markSettling(nodeId) != msg.sender) revert JobMarket_NotAssignedAgent(jobId, msg.sender);
-
-        uint40 endsAt = uint40(block.timestamp) + _params.challengeWindow;
-        job.head.status = JobStatus.Submitted;
-        job.challengeEndsAt = endsAt;
-        job.resultHash = resultHash;
-        emit ResultSubmitted(jobId, nodeId, resultHash, resultURI, endsAt);
+    function claim(
+        uint64 jobId,
+        uint64 nodeId,
+        JobTerms calldata terms,
+        JobState calldata state
+    ) external {
+        _assign(jobId, nodeId, terms, state, true);
     }
 
     /// @inheritdoc IJobMarket
-    function reject(uint64 jobId, string calldata reason) external {
-        JobRecord storage job = _jobs[jobId];
-        JobHead memory head = _head(job, jobId, JobStatus.Assigned);
-        uint64 nodeId = job.nodeId;
-        if (registry.agentOf(nodeId) != msg.sender) revert JobMarket_NotAssignedAgent(jobId, msg.sender);
-        // A node already at fault cannot walk away without the slash by rejecting.
-        if (block.timestamp >= head.deadline) revert JobMarket_PastDeadline(jobId, head.deadline);
-        if (
-            block.timestamp > uint256(job.assignedAt) + job.maxRuntime
-                || registry.statusOf(nodeId) == NodeStatus.Inactive
-        ) revert JobMarket_MustBeReclaimed(jobId);
+    function submitResult(uint64 jobId, JobState calldata state, bytes32 resultHash, string calldata resultURI)
+        external
+    {
+        _check(jobId, state, JobStatus.Assigned);
+        _checkText(bytes(resultURI).length);
+        if (block.timestamp > state.until()) revert JobMarket_RuntimeOver(jobId, state.until());
+        uint64 nodeId = state.nodeId();
+        NodeRecord storage node = _nodes[nodeId];
+        if (msg.sender != node.agent) revert JobMarket_NotAssignedAgent(jobId, msg.sender);
 
-        registry.release(nodeId, false, Release.NoFault);
+        uint40 endsAt = uint40(block.timestamp) + state.challengeWindow();
+        _jobs[jobId] = _hashNext(state, JobStatus.Submitted, state.faults(), state.barred(), nodeId, endsAt);
+        emit ResultSubmitted(jobId, resultHash, resultURI, endsAt);
+    }
+
+    /// @inheritdoc IJobMarket
+    function reject(uint64 jobId, JobTerms calldata terms, JobState calldata state, string calldata reason) external {
+        _check(jobId, state, JobStatus.Assigned);
+        _checkTerms(jobId, terms, state);
+        _checkText(bytes(reason).length);
+        uint64 nodeId = state.nodeId();
+        NodeRecord storage node = _nodes[nodeId];
+        if (msg.sender != node.agent) revert JobMarket_NotAssignedAgent(jobId, msg.sender);
+        uint32 maxRuntime = terms.maxRuntime();
+        uint40 assignedAt = state.until() - maxRuntime;
+        // A node at fault (gone Inactive during the attempt, or past its runtime) cannot
+        // walk away with a reject: that job is reclaimed, with the slash.
+        if (block.timestamp > state.until() || node.inactiveSince >= assignedAt) revert JobMarket_MustBeReclaimed(jobId);
+
+        // The charge grows with the time held: a full slash at the max runtime.
+        uint256 slash = _slashable(node, _policies[terms.policy()].slashBps);
+        uint96 charge = uint96((slash * (block.timestamp - assignedAt)) / maxRuntime);
         emit JobRejected(jobId, nodeId, reason);
-        _requeueOrFail(jobId, job, head);
-    }
-
-    /// @inheritdoc IJobMarket
-    function abandon(uint64 jobId) external {
-        JobRecord storage job = _jobs[jobId];
-        JobHead memory head = _head(job, jobId, JobStatus.Assigned);
-        uint64 nodeId = job.nodeId;
-        if (registry.agentOf(nodeId) != msg.sender) revert JobMarket_NotAssignedAgent(jobId, msg.sender);
-        // A late job has one way out, as for `reject`: expire, which slashes the same.
-        if (block.timestamp >= head.deadline) revert JobMarket_PastDeadline(jobId, head.deadline);
-
-        (, uint96 slashed) = registry.release(nodeId, false, Release.Faulted);
-        _credits[head.submitter] += slashed;
-        emit JobReclaimed(jobId, nodeId, ReclaimKind.Abandoned, slashed, msg.sender);
-        _requeueOrFail(jobId, job, head);
+        _slash(node, nodeId, jobId, charge);
+        _requeueOrFail(jobId, terms, state, false);
     }
 
     // ================================================================ anyone
 
     /// @inheritdoc IJobMarket
-    function finalize(uint64 jobId) external {
-        JobRecord storage job = _jobs[jobId];
-        _head(job, jobId, JobStatus.Submitted);
-        uint40 endsAt = job.challengeEndsAt;
-        if (block.timestamp < endsAt) revert JobMarket_ChallengeWindowOpen(jobId, endsAt);
-        _pay(jobId, job, 0, CompletionKind.Finalized);
+    function finalize(uint64 jobId, JobState calldata state) external {
+        _finalize(jobId, state);
     }
 
     /// @inheritdoc IJobMarket
-    function reclaim(uint64 jobId) external {
-        JobRecord storage job = _jobs[jobId];
-        JobHead memory head = _head(job, jobId, JobStatus.Assigned);
-        uint64 nodeId = job.nodeId;
+    function finalizeBatch(uint64[] calldata jobIds, JobState[] calldata states) external {
+        if (jobIds.length != states.length) revert JobMarket_LengthMismatch();
+        for (uint256 i; i < jobIds.length; ++i) {
+            _finalize(jobIds[i], states[i]);
+        }
+    }
+
+    /// @inheritdoc IJobMarket
+    function reclaim(uint64 jobId, JobTerms calldata terms, JobState calldata state) external {
+        _check(jobId, state, JobStatus.Assigned);
+        _checkTerms(jobId, terms, state);
+        uint64 nodeId = state.nodeId();
+        NodeRecord storage node = _nodes[nodeId];
         ReclaimKind kind;
-        if (registry.statusOf(nodeId) == NodeStatus.Inactive) {
+        if (node.inactiveSince >= state.until() - terms.maxRuntime()) {
             kind = ReclaimKind.NodeInactive;
-        } else if (block.timestamp > uint256(job.assignedAt) + job.maxRuntime) {
+        } else if (block.timestamp > state.until()) {
             kind = ReclaimKind.RuntimeExceeded;
         } else {
             revert JobMarket_NotReclaimable(jobId);
         }
 
-        (, uint96 slashed) = registry.release(nodeId, false, Release.Faulted);
-        _credits[head.submitter] += slashed;
-        emit JobReclaimed(jobId, nodeId, kind, slashed, msg.sender);
-        _requeueOrFail(jobId, job, head);
+        emit JobReclaimed(jobId, nodeId, kind, msg.sender);
+        _slash(node, nodeId, jobId, _slashable(node, _policies[terms.policy()].slashBps));
+        _requeueOrFail(jobId, terms, state, true);
     }
 
     /// @inheritdoc IJobMarket
-    function expire(uint64 jobId) external {
-        JobRecord storage job = _jobs[jobId];
-        JobHead memory head = job.head;
-        if (head.status == JobStatus.None) revert JobMarket_UnknownJob(jobId);
-        if (head.status != JobStatus.Open && head.status != JobStatus.Assigned) {
-            revert JobMarket_WrongStatus(jobId, head.status);
-        }
-        if (block.timestamp < head.deadline) revert JobMarket_DeadlineNotPassed(jobId, head.deadline);
+    function expire(uint64 jobId, JobTerms calldata terms, JobState calldata state) external {
+        _check(jobId, state, JobStatus.Open);
+        _checkTerms(jobId, terms, state);
+        if (block.timestamp + terms.maxRuntime() <= terms.deadline()) revert JobMarket_NotExpired(jobId);
+        delete _jobs[jobId];
+        _credits[terms.submitter()] += state.bounty();
+        emit JobExpired(jobId, state.bounty());
+    }
 
-        uint64 nodeId;
-        uint96 slashed;
-        if (head.status == JobStatus.Assigned) {
-            nodeId = job.nodeId;
-            (, slashed) = registry.release(nodeId, false, Release.Faulted);
-        }
-        uint256 refund = uint256(job.bounty) + slashed;
-        job.head.status = JobStatus.Expired;
-        _credits[head.submitter] += refund;
-        emit JobExpired(jobId, nodeId, refund, slashed);
+    /// @inheritdoc IJobMarket
+    function settleDispute(uint64 jobId, JobTerms calldata terms, JobState calldata state) external {
+        _check(jobId, state, JobStatus.Disputed);
+        _checkTerms(jobId, terms, state);
+        if (block.timestamp < state.until()) revert JobMarket_DisputeOpen(jobId, state.until());
+        _release(jobId, state.nodeId());
+        uint96 bond = _bond(_policies[terms.policy()], terms.bounty());
+        _credits[terms.submitter()] += bond;
+        emit DisputeResolved(jobId, state.nodeId(), true, true, bond, 0, msg.sender);
+        _pay(jobId, state, CompletionKind.DisputeLapsed);
     }
 
     /// @inheritdoc IJobMarket
@@ -279,25 +276,41 @@ contract JobMarket is IJobMarket, AccessControl, Pausable, ReentrancyGuardTransi
         token.safeTransfer(msg.sender, amount);
     }
 
+    /// @inheritdoc IJobMarket
+    function withdrawTreasury() external nonReentrant {
+        Treasury memory t = _treasury;
+        if (t.balance == 0) revert JobMarket_NothingToWithdraw();
+        _treasury.balance = 0;
+        emit TreasuryWithdrawn(t.account, t.balance);
+
+        token.safeTransfer(t.account, t.balance);
+    }
+
     // ================================================================ arbiter, admin
 
     /// @inheritdoc IJobMarket
-    function resolve(uint64 jobId, bool providerWins) external onlyRole(ARBITER_ROLE) {
-        JobRecord storage job = _jobs[jobId];
-        JobHead memory head = _head(job, jobId, JobStatus.Disputed);
-        uint64 nodeId = job.nodeId;
-        uint96 bond = _bonds[jobId];
-        delete _bonds[jobId];
-        emit DisputeResolved(jobId, nodeId, providerWins, msg.sender);
+    function resolve(uint64 jobId, JobTerms calldata terms, JobState calldata state, bool providerWins)
+        external
+        onlyRole(ARBITER_ROLE)
+    {
+        _check(jobId, state, JobStatus.Disputed);
+        _checkTerms(jobId, terms, state);
+        if (block.timestamp >= state.until()) revert JobMarket_DisputeLapsed(jobId, state.until());
+        uint64 nodeId = state.nodeId();
+        uint96 exposure = _release(jobId, nodeId);
+        uint96 bond = _bond(_policies[terms.policy()], terms.bounty());
 
         if (providerWins) {
-            _pay(jobId, job, bond, CompletionKind.DisputeWon);
+            _nodes[nodeId].earnings += bond;
+            emit DisputeResolved(jobId, nodeId, true, false, 0, bond, msg.sender);
+            _pay(jobId, state, CompletionKind.DisputeWon);
             return;
         }
-        (, uint96 slashed) = registry.release(nodeId, true, Release.Faulted);
-        uint256 refund = uint256(job.bounty) + bond + slashed;
-        job.head.status = JobStatus.Failed;
-        _credits[head.submitter] += refund;
+        emit DisputeResolved(jobId, nodeId, false, false, bond, 0, msg.sender);
+        _slash(_nodes[nodeId], nodeId, jobId, exposure);
+        delete _jobs[jobId];
+        uint96 refund = state.bounty();
+        _credits[terms.submitter()] += refund + bond;
         emit JobFailed(jobId, FailureKind.DisputeLost, refund);
     }
 
@@ -306,58 +319,80 @@ contract JobMarket is IJobMarket, AccessControl, Pausable, ReentrancyGuardTransi
         _setParams(params_);
     }
 
-    function pause() external onlyRole(PAUSER_ROLE) {
-        _pause();
-    }
-
-    function unpause() external onlyRole(PAUSER_ROLE) {
-        _unpause();
+    /// @inheritdoc IJobMarket
+    function setPaused(bool paused_) external onlyRole(PAUSER_ROLE) {
+        _config.paused = paused_;
+        emit PausedSet(paused_, msg.sender);
     }
 
     // ================================================================ views
 
     /// @inheritdoc IJobMarket
-    function getJob(uint64 jobId) external view returns (JobInfo memory) {
-        JobRecord storage job = _jobs[jobId];
-        JobHead memory head = job.head;
-        return JobInfo({
-            submitter: head.submitter,
-            status: head.status,
-            attempts: head.attempts,
-            deadline: head.deadline,
-            bounty: job.bounty,
-            specHash: job.specHash,
-            requirements: JobRequirements({
-                gpuModel: job.gpuModel,
-                minGpuCount: head.minGpuCount,
-                minVramMiB: job.minVramMiB,
-                minCpuCores: head.minCpuCores,
-                minRamMiB: job.minRamMiB,
-                maxPricePerGpuHour: job.maxPricePerGpuHour,
-                maxRuntime: job.maxRuntime,
-                priority: head.priority
-            }),
-            nodeId: job.nodeId,
-            assignedAt: job.assignedAt,
-            challengeEndsAt: job.challengeEndsAt,
-            resultHash: job.resultHash,
-            protocolFeeBps: job.protocolFeeBps
-        });
+    function jobHash(uint64 jobId) external view returns (bytes32) {
+        return _jobs[jobId];
+    }
+
+    /// @inheritdoc IJobMarket
+    function hashTerms(JobTerms calldata terms) external pure returns (bytes32) {
+        return _hashTerms(terms);
+    }
+
+    /// @inheritdoc IJobMarket
+    function hashState(JobState calldata state) external pure returns (bytes32) {
+        return _hashState(state);
+    }
+
+    /// @inheritdoc IJobMarket
+    function isBarred(uint64 jobId, uint64 nodeId) external view returns (bool) {
+        return _barred[jobId][nodeId];
     }
 
     /// @inheritdoc IJobMarket
     function params() external view returns (MarketParams memory) {
-        return _params;
+        JobPolicy memory p = _policies[_config.policy];
+        NodeParams memory n = _nodeParams;
+        return MarketParams({
+            treasury: _treasury.account,
+            challengeWindow: p.challengeWindow,
+            protocolFeeBps: p.feeBps,
+            maxAttempts: p.maxAttempts,
+            disputeBond: p.disputeBond,
+            disputePeriod: p.disputePeriod,
+            slashBps: p.slashBps,
+            minStake: n.minStake,
+            heartbeatTimeout: n.heartbeatTimeout,
+            unbondingPeriod: n.unbondingPeriod
+        });
+    }
+
+    /// @inheritdoc IJobMarket
+    function policy(uint32 version) external view returns (JobPolicy memory) {
+        return _policies[version];
+    }
+
+    /// @inheritdoc IJobMarket
+    function policyVersion() external view returns (uint32) {
+        return _config.policy;
+    }
+
+    /// @inheritdoc IJobMarket
+    function paused() external view returns (bool) {
+        return _config.paused;
     }
 
     /// @inheritdoc IJobMarket
     function jobCount() external view returns (uint64) {
-        return _nextJobId - 1;
+        return _config.nextJobId - 1;
     }
 
     /// @inheritdoc IJobMarket
     function creditOf(address account) external view returns (uint256) {
         return _credits[account];
+    }
+
+    /// @inheritdoc IJobMarket
+    function treasuryBalance() external view returns (uint256) {
+        return _treasury.balance;
     }
 
     // ================================================================ internal
@@ -366,135 +401,201 @@ contract JobMarket is IJobMarket, AccessControl, Pausable, ReentrancyGuardTransi
         internal
         returns (uint64 jobId)
     {
+        Config memory c = _config;
+        if (c.paused) revert JobMarket_Paused();
         _checkRequirements(requirements);
         if (bounty == 0) revert JobMarket_ZeroBounty();
-        if (deadline <= block.timestamp) revert JobMarket_DeadlineInPast(deadline);
+        uint256 earliest = block.timestamp + requirements.maxRuntime;
+        if (deadline < earliest) revert JobMarket_DeadlineTooSoon(deadline, earliest);
         if (spec.length == 0) revert JobMarket_EmptySpec();
         if (spec.length > MAX_SPEC_BYTES) revert JobMarket_SpecTooLarge(spec.length, MAX_SPEC_BYTES);
 
-        jobId = _nextJobId++;
-        bytes32 specHash = keccak256(spec);
-        JobRecord storage job = _jobs[jobId];
-        job.head = JobHead({
-            submitter: msg.sender,
-            status: JobStatus.Open,
-            attempts: 0,
-            priority: requirements.priority,
-            deadline: deadline,
-            minGpuCount: requirements.minGpuCount,
-            minCpuCores: requirements.minCpuCores
-        });
-        job.bounty = bounty;
-        job.maxPricePerGpuHour = requirements.maxPricePerGpuHour;
-        job.minVramMiB = requirements.minVramMiB;
-        job.minRamMiB = requirements.minRamMiB;
-        if (requirements.gpuModel != bytes32(0)) job.gpuModel = requirements.gpuModel;
-        job.specHash = specHash;
-        // Same slot: the rate the submitter saw is the rate they pay.
-        job.maxRuntime = requirements.maxRuntime;
-        job.protocolFeeBps = _params.protocolFeeBps;
-        emit JobPosted(jobId, msg.sender, requirements, bounty, deadline, specHash, spec);
+        jobId = c.nextJobId;
+        _config.nextJobId = c.nextJobId + 1;
+        JobTerms memory terms = JobCodec.pack(msg.sender, bounty, keccak256(spec), requirements, deadline, c.policy);
+        uint256 fields = JobCodec.opened(bounty, c.feeBps, c.challengeWindow);
+        _jobs[jobId] = _hash(keccak256(abi.encode(terms)), fields);
+        emit JobPosted(jobId, msg.sender, terms, spec);
 
         token.safeTransferFrom(msg.sender, address(this), bounty);
     }
 
-    function _assign(uint64 jobId, uint64 nodeId, bool claimed) internal {
-        JobRecord storage job = _jobs[jobId];
-        JobHead memory head = _head(job, jobId, JobStatus.Open);
-        if (block.timestamp >= head.deadline) revert JobMarket_PastDeadline(jobId, head.deadline);
-        // Only reachable when the admin lowered maxAttempts after this job was requeued.
-        if (head.attempts >= _params.maxAttempts) revert JobMarket_NoAttemptsLeft(jobId, head.attempts);
+    function _assign(
+        uint64 jobId,
+        uint64 nodeId,
+        JobTerms calldata terms,
+        JobState calldata state,
+        bool claimed
+    ) internal {
+        _check(jobId, state, JobStatus.Open);
+        _checkTerms(jobId, terms, state);
+        uint40 until = uint40(block.timestamp) + terms.maxRuntime();
+        if (until > terms.deadline()) revert JobMarket_DoesNotFit(jobId, until, terms.deadline());
+        if (state.barred() != 0 && _barred[jobId][nodeId]) revert JobMarket_Barred(jobId, nodeId);
 
-        // Reverts unless the node is Active with a free slot; the checks below revert the
-        // slot with everything else.
-        (address agent, NodeCapabilities memory offered) = registry.takeSlot(nodeId);
-        if (claimed && msg.sender != agent) revert JobMarket_NotNodeAgent(nodeId, msg.sender);
-        _checkEligible(job, head, offered);
+        // The node is read, not written: its slots are the matcher's and the worker's to
+        // count (a worker refuses work beyond them at once, for a charge of about nothing).
+        NodeRecord storage node = _nodes[nodeId];
+        NodeHot memory hot = node.hot;
+        if (hot.status != NodeStatus.Active) revert JobMarket_NodeNotActive(nodeId, hot.status);
+        if (claimed && msg.sender != node.agent) revert JobMarket_NotNodeAgent(nodeId, msg.sender);
+        _checkEligible(terms, hot);
 
-        uint8 attempt = head.attempts + 1;
-        uint40 now40 = uint40(block.timestamp);
-        head.status = JobStatus.Assigned;
-        head.attempts = attempt;
-        job.head = head;
-        job.nodeId = nodeId;
-        job.assignedAt = now40;
-        emit JobAssigned(jobId, nodeId, agent, attempt, claimed, now40);
+        _jobs[jobId] = _hashNext(state, JobStatus.Assigned, state.faults(), state.barred(), nodeId, until);
+        emit JobAssigned(jobId, nodeId, claimed, until);
     }
 
-    /// @dev Pays a Submitted or Disputed job's bounty to the node's operator (plus `bonus`,
-    /// the dispute bond the provider won) and the fee to the fee recipient.
-    function _pay(uint64 jobId, JobRecord storage job, uint96 bonus, CompletionKind kind) internal {
-        uint64 nodeId = job.nodeId;
-        (address operator,) = registry.release(nodeId, true, Release.Completed);
-        uint96 bounty = job.bounty;
-        uint96 fee = uint96((uint256(bounty) * job.protocolFeeBps) / BPS);
+    function _finalize(uint64 jobId, JobState calldata state) internal {
+        _check(jobId, state, JobStatus.Submitted);
+        if (block.timestamp < state.until()) revert JobMarket_ChallengeWindowOpen(jobId, state.until());
+        _pay(jobId, state, CompletionKind.Finalized);
+    }
+
+    /// @dev Pays a Submitted or Disputed job's bounty to its node's earnings, the fee owed
+    /// to the treasury; the job is settled.
+    function _pay(uint64 jobId, JobState calldata state, CompletionKind kind) internal {
+        uint96 bounty = state.bounty();
+        uint96 fee = uint96((uint256(bounty) * state.feeBps()) / BPS);
         uint96 payout = bounty - fee;
-
-        job.head.status = JobStatus.Completed;
-        _credits[operator] += uint256(payout) + bonus;
-        if (fee != 0) _credits[_params.feeRecipient] += fee;
-        emit JobCompleted(jobId, nodeId, operator, payout, fee, kind);
+        uint64 nodeId = state.nodeId();
+        delete _jobs[jobId];
+        // One slot: the fee waits there for the next sweep into the treasury.
+        NodeRecord storage node = _nodes[nodeId];
+        node.earnings += payout;
+        node.feesOwed += fee;
+        emit JobCompleted(jobId, nodeId, payout, fee, kind);
     }
 
-    /// @dev After an attempt ended without fault of the submitter: Open again, or Failed
-    /// and refunded when the attempts or the time are used up.
-    function _requeueOrFail(uint64 jobId, JobRecord storage job, JobHead memory head) internal {
+    /// @dev After a reject or a reclaim: the node is barred from the job; the job is Open
+    /// again, or Failed and refunded when out of attempts or when no attempt can fit.
+    function _requeueOrFail(uint64 jobId, JobTerms calldata terms, JobState calldata state, bool fault) internal {
+        _barred[jobId][state.nodeId()] = true;
+        uint8 barred = state.barred() == type(uint8).max ? state.barred() : state.barred() + 1;
+        uint8 faults = fault ? state.faults() + 1 : state.faults();
+
         FailureKind kind;
-        if (head.attempts >= _params.maxAttempts) {
+        if (faults >= _policies[terms.policy()].maxAttempts || barred == type(uint8).max) {
             kind = FailureKind.OutOfAttempts;
-        } else if (block.timestamp >= head.deadline) {
+        } else if (block.timestamp + terms.maxRuntime() > terms.deadline()) {
             kind = FailureKind.PastDeadline;
         } else {
-            job.head.status = JobStatus.Open;
-            emit JobRequeued(jobId, head.attempts);
+            _jobs[jobId] = _hashNext(state, JobStatus.Open, faults, barred, 0, 0);
+            emit JobRequeued(jobId, faults, barred);
             return;
         }
-        uint96 refund = job.bounty;
-        job.head.status = JobStatus.Failed;
-        _credits[head.submitter] += refund;
-        emit JobFailed(jobId, kind, refund);
+        delete _jobs[jobId];
+        _credits[terms.submitter()] += state.bounty();
+        emit JobFailed(jobId, kind, state.bounty());
     }
 
-    function _head(JobRecord storage job, uint64 jobId, JobStatus expected)
+    /// @dev A job's dispute bond: the policy's floor, or a share of the bounty if larger.
+    function _bond(JobPolicy memory policy_, uint96 bounty) internal pure returns (uint96) {
+        uint96 share = uint96((uint256(bounty) * MIN_BOND_BPS) / BPS);
+        return share > policy_.disputeBond ? share : policy_.disputeBond;
+    }
+
+    /// @dev Ends a dispute's hold on its node's stake; returns what was held.
+    function _release(uint64 jobId, uint64 nodeId) internal returns (uint96 exposure) {
+        exposure = _exposure[jobId];
+        delete _exposure[jobId];
+        _nodes[nodeId].locked -= exposure;
+    }
+
+    function _check(uint64 jobId, JobState calldata state, JobStatus expected) internal view {
+        if (_jobs[jobId] != _hashState(state)) revert JobMarket_StaleState(jobId);
+        if (state.status() != expected) revert JobMarket_WrongStatus(jobId, state.status());
+    }
+
+    function _checkTerms(uint64 jobId, JobTerms calldata terms, JobState calldata state) internal pure {
+        if (_hashTerms(terms) != state.terms) revert JobMarket_WrongTerms(jobId);
+    }
+
+    function _hashState(JobState calldata state) internal pure returns (bytes32) {
+        return _hash(state.terms, state.fields);
+    }
+
+    /// @dev The hash of the verified `state` moved on: status, counters, node and `until`
+    /// replaced.
+    function _hashNext(JobState calldata state, JobStatus status, uint8 faults, uint8 barred, uint64 nodeId, uint40 until)
         internal
-        view
-        returns (JobHead memory head)
+        pure
+        returns (bytes32)
     {
-        head = job.head;
-        if (head.status != expected) {
-            if (head.status == JobStatus.None) revert JobMarket_UnknownJob(jobId);
-            revert JobMarket_WrongStatus(jobId, head.status);
+        return _hash(state.terms, JobCodec.next(state.fields, status, faults, barred, nodeId, until));
+    }
+
+    /// @dev keccak256(abi.encode(JobState)), from its two words.
+    function _hash(bytes32 terms, uint256 fields) internal pure returns (bytes32 hash) {
+        assembly ("memory-safe") {
+            mstore(0, terms)
+            mstore(0x20, fields)
+            hash := keccak256(0, 0x40)
         }
     }
 
-    function _checkEligible(JobRecord storage job, JobHead memory head, NodeCapabilities memory offered) internal view {
-        bytes32 model = job.gpuModel;
-        if (model != bytes32(0) && model != offered.gpuModel) {
-            revert JobMarket_GpuModelMismatch(model, offered.gpuModel);
+    /// @dev keccak256(abi.encode(JobTerms)), read in place: five static words.
+    function _hashTerms(JobTerms calldata terms) internal pure returns (bytes32 hash) {
+        assembly ("memory-safe") {
+            let p := mload(0x40)
+            calldatacopy(p, terms, 0xa0)
+            hash := keccak256(p, 0xa0)
         }
-        if (offered.gpuCount < head.minGpuCount) revert JobMarket_InsufficientGpus(head.minGpuCount, offered.gpuCount);
-        uint32 vram = job.minVramMiB;
+    }
+
+    function _checkSubmitter(uint64 jobId, JobTerms calldata terms, JobState calldata state) internal view {
+        _checkTerms(jobId, terms, state);
+        if (msg.sender != terms.submitter()) revert JobMarket_NotSubmitter(jobId, msg.sender);
+    }
+
+    /// @dev The contract's eligibility rule; `gantry_protocol::eligibility` mirrors it.
+    function _checkEligible(JobTerms calldata required, NodeHot memory offered) internal pure {
+        bytes32 model = required.gpuModel;
+        if (model != bytes32(0) && _modelTag(model) != offered.gpuModel) revert JobMarket_GpuModelMismatch(model);
+        uint16 gpus = required.minGpuCount();
+        if (offered.gpuCount < gpus) revert JobMarket_InsufficientGpus(gpus, offered.gpuCount);
+        uint32 vram = required.minVramMiB();
         if (offered.vramMiB < vram) revert JobMarket_InsufficientVram(vram, offered.vramMiB);
-        if (offered.cpuCores < head.minCpuCores) revert JobMarket_InsufficientCpu(head.minCpuCores, offered.cpuCores);
-        uint32 ram = job.minRamMiB;
+        uint16 cpus = required.minCpuCores();
+        if (offered.cpuCores < cpus) revert JobMarket_InsufficientCpu(cpus, offered.cpuCores);
+        uint32 ram = required.minRamMiB();
         if (offered.ramMiB < ram) revert JobMarket_InsufficientRam(ram, offered.ramMiB);
-        uint96 maxPrice = job.maxPricePerGpuHour;
+        uint256 maxPrice = required.maxPricePerGpuHour;
         if (offered.pricePerGpuHour > maxPrice) revert JobMarket_PriceTooHigh(maxPrice, offered.pricePerGpuHour);
     }
 
     function _checkRequirements(JobRequirements calldata requirements) internal pure {
         if (
             requirements.priority == 0 || requirements.priority > MAX_PRIORITY || requirements.maxRuntime == 0
-                || (requirements.gpuModel != bytes32(0) && requirements.minGpuCount == 0)
+                || requirements.maxRuntime > MAX_RUNTIME || (requirements.gpuModel != bytes32(0) && requirements.minGpuCount == 0)
         ) revert JobMarket_InvalidRequirements();
     }
 
-    function _setParams(MarketParams memory params_) internal {
+    function _setParams(MarketParams memory p) internal {
         if (
-            params_.feeRecipient == address(0) || params_.protocolFeeBps > MAX_FEE_BPS || params_.maxAttempts == 0
-                || params_.challengeWindow == 0
+            p.treasury == address(0) || p.protocolFeeBps > MAX_FEE_BPS || p.maxAttempts == 0 || p.challengeWindow == 0
+                || p.disputeBond == 0 || p.disputePeriod == 0 || p.slashBps > BPS || p.minStake == 0
+                || p.heartbeatTimeout == 0 || p.challengeWindow > MAX_CHALLENGE_WINDOW
+                || p.unbondingPeriod < MAX_RUNTIME + MAX_CHALLENGE_WINDOW
         ) revert JobMarket_InvalidParams();
-        _params = params_;
-        emit MarketParamsUpdated(params_);
+        // A new policy version for jobs posted from now on; posted jobs keep theirs.
+        Config storage c = _config;
+        uint32 version = c.policy + 1;
+        _policies[version] = JobPolicy({
+            feeBps: p.protocolFeeBps,
+            challengeWindow: p.challengeWindow,
+            disputeBond: p.disputeBond,
+            disputePeriod: p.disputePeriod,
+            slashBps: p.slashBps,
+            maxAttempts: p.maxAttempts
+        });
+        c.policy = version;
+        c.feeBps = p.protocolFeeBps;
+        c.challengeWindow = p.challengeWindow;
+        _treasury.account = p.treasury;
+        NodeParams storage n = _nodeParams;
+        n.minStake = p.minStake;
+        n.heartbeatTimeout = p.heartbeatTimeout;
+        n.unbondingPeriod = p.unbondingPeriod;
+        emit MarketParamsUpdated(p, version);
     }
 }

@@ -1,88 +1,66 @@
 // SPDX-License-Identifier: Apache-2.0
 pragma solidity ^0.8.24;
 
-import {AccessControl} from "@openzeppelin/contracts/access/AccessControl.sol";
-import {Pausable} from "@openzeppelin/contracts/utils/Pausable.sol";
-import {ReentrancyGuardTransient} from "@openzeppelin/contracts/utils/ReentrancyGuardTransient.sol";
 import {IERC20} from "@openzeppelin/contracts/token/ERC20/IERC20.sol";
 import {SafeERC20} from "@openzeppelin/contracts/token/ERC20/utils/SafeERC20.sol";
+import {SignatureChecker} from "@openzeppelin/contracts/utils/cryptography/SignatureChecker.sol";
 
+import {MarketStorage} from "./MarketStorage.sol";
 import {INodeRegistry} from "./interfaces/INodeRegistry.sol";
-import {NodeCapabilities, NodeInfo, NodeStatus, RegistryParams, Release} from "./types/Types.sol";
+import {NodeCapabilities, NodeInfo, NodeStatus} from "./types/Types.sol";
 
 /// @title NodeRegistry
-/// @notice Staked GPU nodes, their liveness and their reputation. The JobMarket (MARKET_ROLE)
-/// takes and releases job slots and slashes faulty nodes; slashed tokens go to the market.
-contract NodeRegistry is INodeRegistry, AccessControl, Pausable, ReentrancyGuardTransient {
+/// @notice The nodes of the market: stake, liveness, agent binding and earnings. It runs
+/// only inside the JobMarket, which forwards these calls to it with `delegatecall` (its own
+/// address holds nothing and refuses calls), so the market is one address and a job's path
+/// makes no cross-contract call. Split off to keep each contract under the 24 KiB limit.
+contract NodeRegistry is INodeRegistry, MarketStorage {
     using SafeERC20 for IERC20;
 
-    bytes32 public constant MARKET_ROLE = keccak256("MARKET_ROLE");
-    bytes32 public constant PAUSER_ROLE = keccak256("PAUSER_ROLE");
+    bytes32 public constant AGENT_CONSENT_TYPEHASH =
+        keccak256("AgentConsent(address operator,address agent,uint256 nonce,uint256 deadline)");
 
-    uint16 internal constant BPS = 10_000;
+    address private immutable _self = address(this);
 
-    /// @dev Storage layout: the fields every job touches share the first slot.
-    struct NodeSlot0 {
-        address agent;
-        NodeStatus status;
-        uint8 activeJobs;
-        uint16 settlingJobs;
-        uint32 completedJobs;
-        uint32 lastHeartbeat;
+    error NodeRegistry_OnlyThroughMarket();
+
+    /// @dev Calls straight to this contract would act on its own (empty) storage and could
+    /// strand tokens sent with them: only the market's delegatecall is served.
+    modifier onlyDelegated() {
+        if (address(this) == _self) revert NodeRegistry_OnlyThroughMarket();
+        _;
     }
 
-    struct NodeRecord {
-        NodeSlot0 hot;
-        address operator;
-        uint96 stake;
-        NodeCapabilities capabilities;
-        uint32 failedJobs;
-        uint96 totalSlashed;
-        uint40 unbondingEndsAt;
-    }
-
-    /// @notice The staking token (also the market's payment token).
-    IERC20 public immutable token;
-
-    RegistryParams internal _params;
-    /// @dev Starts at 1 so that the first registration does not pay for a zero-to-nonzero write.
-    uint64 internal _nextNodeId = 1;
-    mapping(uint64 nodeId => NodeRecord) internal _nodes;
-
-    constructor(IERC20 token_, address admin, RegistryParams memory params_) {
-        if (address(token_) == address(0) || admin == address(0)) revert NodeRegistry_ZeroAddress();
-        token = token_;
-        _grantRole(DEFAULT_ADMIN_ROLE, admin);
-        _setParams(params_);
-    }
+    constructor(IERC20 token_) MarketStorage(token_) {}
 
     // ================================================================ operator
 
     /// @inheritdoc INodeRegistry
-    function register(address agent, NodeCapabilities calldata capabilities, string calldata metadataURI, uint96 stake)
-        external
-        whenNotPaused
-        nonReentrant
-        returns (uint64 nodeId)
-    {
-        if (agent == address(0)) revert NodeRegistry_ZeroAddress();
+    function register(
+        NodeCapabilities calldata capabilities,
+        string calldata metadataURI,
+        uint96 stake,
+        address agent,
+        uint256 consentDeadline,
+        bytes calldata agentSignature
+    ) external nonReentrant onlyDelegated returns (uint64 nodeId) {
+        _whenNotPaused();
         _checkCapabilities(capabilities);
-        if (stake < _params.minStake) revert NodeRegistry_StakeTooLow(stake, _params.minStake);
+        _checkText(bytes(metadataURI).length);
+        NodeParams memory p = _nodeParams;
+        if (stake < p.minStake || stake == 0) revert NodeRegistry_StakeTooLow(stake, p.minStake);
+        _consume(agent, consentDeadline, agentSignature);
 
-        nodeId = _nextNodeId++;
+        nodeId = p.nextNodeId;
+        _nodeParams.nextNodeId = nodeId + 1;
         NodeRecord storage node = _nodes[nodeId];
         uint32 now32 = uint32(block.timestamp);
-        node.hot = NodeSlot0({
-            agent: agent,
-            status: NodeStatus.Active,
-            activeJobs: 0,
-            settlingJobs: 0,
-            completedJobs: 0,
-            lastHeartbeat: now32
-        });
-        node.operator = msg.sender;
+        _setCapabilities(node, NodeStatus.Active, capabilities);
+        node.lastHeartbeat = now32;
+        node.agent = agent;
         node.stake = stake;
-        node.capabilities = capabilities;
+        node.registeredAt = uint40(block.timestamp);
+        node.operator = msg.sender;
         emit NodeRegistered(nodeId, msg.sender, agent, capabilities, metadataURI, stake, now32);
 
         token.safeTransferFrom(msg.sender, address(this), stake);
@@ -91,23 +69,26 @@ contract NodeRegistry is INodeRegistry, AccessControl, Pausable, ReentrancyGuard
     /// @inheritdoc INodeRegistry
     function updateCapabilities(uint64 nodeId, NodeCapabilities calldata capabilities, string calldata metadataURI)
         external
-    {
+    onlyDelegated {
         NodeRecord storage node = _operatorNode(nodeId);
         _checkCapabilities(capabilities);
-        node.capabilities = capabilities;
+        _checkText(bytes(metadataURI).length);
+        _setCapabilities(node, node.hot.status, capabilities);
         emit NodeCapabilitiesUpdated(nodeId, capabilities, metadataURI);
     }
 
     /// @inheritdoc INodeRegistry
-    function setAgent(uint64 nodeId, address agent) external {
+    function setAgent(uint64 nodeId, address agent, uint256 consentDeadline, bytes calldata agentSignature)
+        external
+    onlyDelegated {
         NodeRecord storage node = _operatorNode(nodeId);
-        if (agent == address(0)) revert NodeRegistry_ZeroAddress();
-        node.hot.agent = agent;
+        _consume(agent, consentDeadline, agentSignature);
+        node.agent = agent;
         emit NodeAgentChanged(nodeId, agent);
     }
 
     /// @inheritdoc INodeRegistry
-    function topUpStake(uint64 nodeId, uint96 amount) external nonReentrant {
+    function topUpStake(uint64 nodeId, uint96 amount) external nonReentrant onlyDelegated {
         NodeRecord storage node = _operatorNode(nodeId);
         if (amount == 0) revert NodeRegistry_ZeroAmount();
         NodeStatus status = node.hot.status;
@@ -120,44 +101,63 @@ contract NodeRegistry is INodeRegistry, AccessControl, Pausable, ReentrancyGuard
     }
 
     /// @inheritdoc INodeRegistry
-    function beginExit(uint64 nodeId) external {
+    function beginExit(uint64 nodeId) external onlyDelegated {
         NodeRecord storage node = _operatorNode(nodeId);
         NodeStatus status = node.hot.status;
         if (status == NodeStatus.Exiting || status == NodeStatus.Exited) revert NodeRegistry_Exiting(nodeId);
-        uint40 endsAt = uint40(block.timestamp) + _params.unbondingPeriod;
+        uint40 endsAt = uint40(block.timestamp) + _nodeParams.unbondingPeriod;
         node.hot.status = NodeStatus.Exiting;
         node.unbondingEndsAt = endsAt;
         emit NodeExitBegun(nodeId, endsAt);
     }
 
     /// @inheritdoc INodeRegistry
-    function withdrawStake(uint64 nodeId) external nonReentrant {
+    function withdrawStake(uint64 nodeId) external nonReentrant onlyDelegated {
         NodeRecord storage node = _operatorNode(nodeId);
-        NodeSlot0 memory hot = node.hot;
-        if (hot.status != NodeStatus.Exiting) revert NodeRegistry_NotExiting(nodeId);
+        if (node.hot.status != NodeStatus.Exiting) revert NodeRegistry_NotExiting(nodeId);
+        // The unbonding period outlasts any attempt and challenge window begun before the
+        // exit (see `JobMarket.MAX_RUNTIME`); open disputes keep their exposure held.
         if (block.timestamp < node.unbondingEndsAt) revert NodeRegistry_StillUnbonding(nodeId, node.unbondingEndsAt);
-        if (hot.activeJobs != 0 || hot.settlingJobs != 0) {
-            revert NodeRegistry_HasJobs(nodeId, hot.activeJobs, hot.settlingJobs);
-        }
-        uint96 amount = node.stake;
-        node.stake = 0;
-        node.hot.status = NodeStatus.Exited;
-        emit NodeStakeWithdrawn(nodeId, msg.sender, amount);
+        uint96 held = node.locked;
+        uint96 amount = node.stake - held;
+        if (amount == 0) revert NodeRegistry_NothingToWithdraw(nodeId);
+        node.stake = held;
+        if (held == 0) node.hot.status = NodeStatus.Exited;
+        emit NodeStakeWithdrawn(nodeId, msg.sender, amount, held);
 
-        if (amount != 0) token.safeTransfer(msg.sender, amount);
+        token.safeTransfer(msg.sender, amount);
+    }
+
+    /// @inheritdoc INodeRegistry
+    function withdrawEarnings(uint64 nodeId) external nonReentrant onlyDelegated {
+        NodeRecord storage node = _operatorNode(nodeId);
+        uint96 amount = node.earnings;
+        if (amount == 0) revert NodeRegistry_NothingToWithdraw(nodeId);
+        node.earnings = 0;
+        _sweep(node, nodeId);
+        emit NodeEarningsWithdrawn(nodeId, msg.sender, amount);
+
+        token.safeTransfer(msg.sender, amount);
+    }
+
+    /// @inheritdoc INodeRegistry
+    function sweepFees(uint64[] calldata nodeIds) external onlyDelegated {
+        for (uint256 i; i < nodeIds.length; ++i) {
+            _sweep(_existingNode(nodeIds[i]), nodeIds[i]);
+        }
     }
 
     // ================================================================ agent, anyone
 
     /// @inheritdoc INodeRegistry
-    function heartbeat(uint64 nodeId) external {
+    function heartbeat(uint64 nodeId) external onlyDelegated {
         NodeRecord storage node = _existingNode(nodeId);
-        NodeSlot0 memory hot = node.hot;
-        if (msg.sender != hot.agent) revert NodeRegistry_NotAgent(nodeId, msg.sender);
-        if (hot.status == NodeStatus.Exited) revert NodeRegistry_NotActive(nodeId, hot.status);
+        if (msg.sender != node.agent) revert NodeRegistry_NotAgent(nodeId, msg.sender);
+        NodeStatus status = node.hot.status;
+        if (status == NodeStatus.Exited) revert NodeRegistry_NotActive(nodeId, status);
         uint32 now32 = uint32(block.timestamp);
-        node.hot.lastHeartbeat = now32;
-        if (hot.status == NodeStatus.Inactive) {
+        node.lastHeartbeat = now32;
+        if (status == NodeStatus.Inactive && node.stake >= _nodeParams.minStake) {
             node.hot.status = NodeStatus.Active;
             emit NodeReactivated(nodeId, now32);
         }
@@ -165,98 +165,19 @@ contract NodeRegistry is INodeRegistry, AccessControl, Pausable, ReentrancyGuard
     }
 
     /// @inheritdoc INodeRegistry
-    function markInactive(uint64 nodeId) external {
+    function markInactive(uint64 nodeId) external onlyDelegated {
         NodeRecord storage node = _existingNode(nodeId);
-        NodeSlot0 memory hot = node.hot;
-        if (hot.status != NodeStatus.Active) revert NodeRegistry_NotActive(nodeId, hot.status);
+        NodeStatus status = node.hot.status;
+        if (status != NodeStatus.Active) revert NodeRegistry_NotActive(nodeId, status);
+        uint32 lastHeartbeat = node.lastHeartbeat;
         // The agent may take its own node offline at any time (graceful shutdown).
-        if (msg.sender != hot.agent) {
-            uint256 expiresAt = uint256(hot.lastHeartbeat) + _params.heartbeatTimeout;
+        if (msg.sender != node.agent) {
+            uint256 expiresAt = uint256(lastHeartbeat) + _nodeParams.heartbeatTimeout;
             if (block.timestamp <= expiresAt) revert NodeRegistry_HeartbeatNotExpired(nodeId, expiresAt);
         }
         node.hot.status = NodeStatus.Inactive;
-        emit NodeMarkedInactive(nodeId, hot.lastHeartbeat, msg.sender);
-    }
-
-    // ================================================================ market
-
-    /// @inheritdoc INodeRegistry
-    function takeSlot(uint64 nodeId)
-        external
-        onlyRole(MARKET_ROLE)
-        returns (address agent, NodeCapabilities memory capabilities)
-    {
-        NodeRecord storage node = _existingNode(nodeId);
-        NodeSlot0 memory hot = node.hot;
-        if (hot.status != NodeStatus.Active) revert NodeRegistry_NotActive(nodeId, hot.status);
-        // A node slashed below the minimum has too little at stake to take more work.
-        uint96 minStake = _params.minStake;
-        if (node.stake < minStake) revert NodeRegistry_StakeBelowMinimum(nodeId, node.stake, minStake);
-        capabilities = node.capabilities;
-        if (hot.activeJobs >= capabilities.maxConcurrentJobs) {
-            revert NodeRegistry_NoFreeSlot(nodeId, hot.activeJobs, capabilities.maxConcurrentJobs);
-        }
-        node.hot.activeJobs = hot.activeJobs + 1;
-        agent = hot.agent;
-    }
-
-    /// @inheritdoc INodeRegistry
-    function markSettling(uint64 nodeId) external onlyRole(MARKET_ROLE) returns (address agent) {
-        NodeRecord storage node = _existingNode(nodeId);
-        NodeSlot0 memory hot = node.hot;
-        if (hot.activeJobs == 0) revert NodeRegistry_NoActiveJob(nodeId);
-        hot.activeJobs -= 1;
-        hot.settlingJobs += 1;
-        node.hot = hot;
-        agent = hot.agent;
-    }
-
-    /// @inheritdoc INodeRegistry
-    function release(uint64 nodeId, bool settling, Release outcome)
-        external
-        onlyRole(MARKET_ROLE)
-        returns (address operator, uint96 slashed)
-    {
-        NodeRecord storage node = _existingNode(nodeId);
-        NodeSlot0 memory hot = node.hot;
-        if (settling) {
-            if (hot.settlingJobs == 0) revert NodeRegistry_NoSettlingJob(nodeId);
-            hot.settlingJobs -= 1;
-        } else {
-            if (hot.activeJobs == 0) revert NodeRegistry_NoActiveJob(nodeId);
-            hot.activeJobs -= 1;
-        }
-        if (outcome == Release.Completed) hot.completedJobs += 1;
-        node.hot = hot;
-        operator = node.operator;
-
-        if (outcome == Release.Faulted) {
-            node.failedJobs += 1;
-            uint96 stake = node.stake;
-            slashed = uint96((uint256(stake) * _params.slashBps) / BPS);
-            if (slashed != 0) {
-                stake -= slashed;
-                node.stake = stake;
-                node.totalSlashed += slashed;
-                emit NodeSlashed(nodeId, slashed, stake);
-                token.safeTransfer(msg.sender, slashed);
-            }
-        }
-    }
-
-    // ================================================================ admin
-
-    /// @inheritdoc INodeRegistry
-    function setParams(RegistryParams calldata params_) external onlyRole(DEFAULT_ADMIN_ROLE) {
-        _setParams(params_);
-    }
-
-    function pause() external onlyRole(PAUSER_ROLE) {
-        _pause();
-    }
-
-    function unpause() external onlyRole(PAUSER_ROLE) {
-        _unpause();
+        node.inactiveSince = uint40(block.timestamp);
+        emit NodeMarkedInactive(nodeId, lastHeartbeat, msg.sender);
     }
 
     // ================================================================ views
@@ -264,49 +185,76 @@ contract NodeRegistry is INodeRegistry, AccessControl, Pausable, ReentrancyGuard
     /// @inheritdoc INodeRegistry
     function getNode(uint64 nodeId) external view returns (NodeInfo memory) {
         NodeRecord storage node = _nodes[nodeId];
-        NodeSlot0 memory hot = node.hot;
+        NodeHot memory hot = node.hot;
         return NodeInfo({
             operator: node.operator,
-            agent: hot.agent,
+            agent: node.agent,
             status: hot.status,
-            activeJobs: hot.activeJobs,
-            settlingJobs: hot.settlingJobs,
-            lastHeartbeat: hot.lastHeartbeat,
+            lastHeartbeat: node.lastHeartbeat,
             stake: node.stake,
-            completedJobs: hot.completedJobs,
-            failedJobs: node.failedJobs,
-            totalSlashed: node.totalSlashed,
-            unbondingEndsAt: node.unbondingEndsAt,
-            capabilities: node.capabilities
+            lockedStake: node.locked,
+            earnings: node.earnings,
+            feesOwed: node.feesOwed,
+            registeredAt: node.registeredAt,
+            gpuModelTag: hot.gpuModel,
+            inactiveSince: node.inactiveSince,
+            unbondingEndsAt: node.unbondingEndsAt
         });
     }
 
     /// @inheritdoc INodeRegistry
-    function params() external view returns (RegistryParams memory) {
-        return _params;
-    }
-
-    /// @inheritdoc INodeRegistry
     function nodeCount() external view returns (uint64) {
-        return _nextNodeId - 1;
+        return _nodeParams.nextNodeId - 1;
     }
 
     /// @inheritdoc INodeRegistry
-    function statusOf(uint64 nodeId) external view returns (NodeStatus) {
-        return _nodes[nodeId].hot.status;
+    function agentNonce(address agent) external view returns (uint256) {
+        return _agentNonces[agent];
     }
 
     /// @inheritdoc INodeRegistry
-    function agentOf(uint64 nodeId) external view returns (address) {
-        return _nodes[nodeId].hot.agent;
+    function consentDigest(address operator, address agent, uint256 nonce, uint256 deadline)
+        public
+        view
+        returns (bytes32)
+    {
+        return _hashTypedDataV4(keccak256(abi.encode(AGENT_CONSENT_TYPEHASH, operator, agent, nonce, deadline)));
     }
 
     // ================================================================ internal
 
-    function _setParams(RegistryParams memory params_) internal {
-        if (params_.slashBps > BPS || params_.heartbeatTimeout == 0) revert NodeRegistry_InvalidParams();
-        _params = params_;
-        emit RegistryParamsUpdated(params_);
+    /// @dev Stores what `assign` checks of the capabilities, with the status, in slot 0.
+    function _setCapabilities(NodeRecord storage node, NodeStatus status, NodeCapabilities calldata capabilities)
+        internal
+    {
+        node.hot = NodeHot({
+            status: status,
+            gpuCount: capabilities.gpuCount,
+            vramMiB: capabilities.vramMiB,
+            cpuCores: capabilities.cpuCores,
+            ramMiB: capabilities.ramMiB,
+            pricePerGpuHour: capabilities.pricePerGpuHour,
+            gpuModel: _modelTag(capabilities.gpuModel)
+        });
+    }
+
+    /// @dev Moves the fees the node's jobs owe to the treasury's balance.
+    function _sweep(NodeRecord storage node, uint64 nodeId) internal {
+        uint96 fees = node.feesOwed;
+        if (fees == 0) return;
+        node.feesOwed = 0;
+        _treasury.balance += fees;
+        emit FeesSwept(nodeId, fees);
+    }
+
+    /// @dev The agent's consent: its own call, or its EIP-712 signature with its nonce.
+    function _consume(address agent, uint256 deadline, bytes calldata signature) internal {
+        if (agent == address(0)) revert NodeRegistry_ZeroAddress();
+        if (agent == msg.sender) return;
+        if (block.timestamp > deadline) revert NodeRegistry_ConsentExpired(deadline);
+        uint256 nonce = _agentNonces[agent]++;
+        bytes32 digest = consentDigest(msg.sender, agent, nonce, deadline);
+        if (!SignatureChecker.isValidSignatureNow(agent, digest, signature)) revert NodeRegistry_BadConsent(agent);
     }
 
     function _checkCapabilities(NodeCapabilities calldata capabilities) internal pure {

@@ -1,44 +1,61 @@
 // SPDX-License-Identifier: Apache-2.0
 pragma solidity ^0.8.24;
 
-import {Test} from "forge-std/Test.sol";
+import {Test, Vm} from "forge-std/Test.sol";
 
 import {JobMarket} from "../src/JobMarket.sol";
 import {NodeRegistry} from "../src/NodeRegistry.sol";
 import {GantryTestToken} from "../src/dev/GantryTestToken.sol";
 import {IJobMarket} from "../src/interfaces/IJobMarket.sol";
 import {INodeRegistry} from "../src/interfaces/INodeRegistry.sol";
+import {JobView} from "./JobView.sol";
 import {
+    JobPolicy,
     JobRequirements,
+    JobState,
     JobStatus,
+    JobTerms,
     MarketParams,
     NodeCapabilities,
-    NodeInfo,
-    NodeStatus,
-    RegistryParams
+    NodeInfo
 } from "../src/types/Types.sol";
 
 /// @notice Deploys the market as `make dev` does and offers the steps of a job's life.
+///
+/// Tests never build a job's state by hand: every step records the market's logs and
+/// `sync` folds them into `jobs` (terms and state, as a consumer of the chain stream
+/// would), and replays every credit and debit into the `replay*` balances. A step that
+/// passes a folded state the market does not agree with reverts `StaleState`, so each test
+/// also checks that the events tell the whole story; `assertReplay` checks the money.
 abstract contract Base is Test {
+    using JobView for JobTerms;
+    using JobView for JobState;
+
     bytes32 internal constant H100 = bytes32("NVIDIA-H100-80GB");
     bytes32 internal constant A100 = bytes32("NVIDIA-A100-40GB");
 
     uint96 internal constant MIN_STAKE = 100e6;
     uint32 internal constant HEARTBEAT_TIMEOUT = 5 minutes;
-    uint32 internal constant UNBONDING = 7 days;
+    uint32 internal constant UNBONDING = 10 days;
     uint16 internal constant SLASH_BPS = 1_000; // 10%
     uint32 internal constant CHALLENGE_WINDOW = 1 hours;
     uint16 internal constant FEE_BPS = 250; // 2.5%
     uint8 internal constant MAX_ATTEMPTS = 3;
     uint96 internal constant DISPUTE_BOND = 10e6;
+    uint32 internal constant DISPUTE_PERIOD = 3 days;
 
     uint96 internal constant BOUNTY = 50e6;
     uint96 internal constant STAKE = 500e6;
     uint96 internal constant PRICE = 2e6;
+    uint32 internal constant RUNTIME = 1 hours;
+
+    uint256 internal constant AGENT_KEY = 0xA11CE;
+    uint256 internal constant OTHER_AGENT_KEY = 0xB0B;
 
     GantryTestToken internal token;
-    NodeRegistry internal registry;
     JobMarket internal market;
+    /// The node calls, served at the market's address.
+    INodeRegistry internal nodes;
 
     address internal admin = makeAddr("admin");
     address internal matcher = makeAddr("matcher");
@@ -46,18 +63,42 @@ abstract contract Base is Test {
     address internal pauser = makeAddr("pauser");
     address internal treasury = makeAddr("treasury");
     address internal operator = makeAddr("operator");
-    address internal agent = makeAddr("agent");
+    address internal agent = vm.addr(AGENT_KEY);
+    address internal otherAgent = vm.addr(OTHER_AGENT_KEY);
     address internal submitter = makeAddr("submitter");
     address internal stranger = makeAddr("stranger");
 
+    /// A job as the events tell it.
+    struct Job {
+        JobTerms terms;
+        JobState state;
+    }
+
+    mapping(uint64 jobId => Job) internal jobs;
+    mapping(uint32 version => JobPolicy) internal policies;
+    mapping(uint64 nodeId => NodeCapabilities) internal capsOf;
+    mapping(uint64 nodeId => address) internal agentOf;
+
+    // Balances replayed from the events alone.
+    mapping(address account => uint256) internal replayCredits;
+    mapping(uint64 nodeId => uint256) internal replayStake;
+    mapping(uint64 nodeId => uint256) internal replayEarnings;
+    mapping(uint64 nodeId => uint256) internal replayFeesOwed;
+    uint256 internal replayTreasury;
+    /// Escrowed bounties of unsettled jobs plus bonds of open disputes.
+    uint256 internal replayEscrow;
+    address[] internal accounts;
+    uint64 internal lastJob;
+    uint64 internal lastNode;
+
     function setUp() public virtual {
         vm.warp(1_750_000_000);
+        vm.recordLogs();
         token = new GantryTestToken();
-        registry = new NodeRegistry(token, admin, registryParams());
-        market = new JobMarket(token, registry, admin, marketParams());
+        NodeRegistry registry = new NodeRegistry(token);
+        market = new JobMarket(token, admin, marketParams(), registry);
+        nodes = INodeRegistry(address(market));
         vm.startPrank(admin);
-        registry.grantRole(registry.MARKET_ROLE(), address(market));
-        registry.grantRole(registry.PAUSER_ROLE(), pauser);
         market.grantRole(market.MATCHER_ROLE(), matcher);
         market.grantRole(market.ARBITER_ROLE(), arbiter);
         market.grantRole(market.PAUSER_ROLE(), pauser);
@@ -65,163 +106,345 @@ abstract contract Base is Test {
 
         fund(operator, 10_000e6);
         fund(submitter, 10_000e6);
+        accounts.push(submitter);
+        accounts.push(operator);
+        sync();
     }
 
     // ---------------------------------------------------------------- fixtures
 
-    function registryParams() internal pure returns (RegistryParams memory) {
-        return RegistryParams({
-            minStake: MIN_STAKE, heartbeatTimeout: HEARTBEAT_TIMEOUT, unbondingPeriod: UNBONDING, slashBps: SLASH_BPS
-        });
-    }
-
     function marketParams() internal view returns (MarketParams memory) {
         return MarketParams({
-            feeRecipient: treasury,
+            treasury: treasury,
             challengeWindow: CHALLENGE_WINDOW,
             protocolFeeBps: FEE_BPS,
             maxAttempts: MAX_ATTEMPTS,
-            disputeBond: DISPUTE_BOND
+            disputeBond: DISPUTE_BOND,
+            disputePeriod: DISPUTE_PERIOD,
+            slashBps: SLASH_BPS,
+            minStake: MIN_STAKE,
+            heartbeatTimeout: HEARTBEAT_TIMEOUT,
+            unbondingPeriod: UNBONDING
         });
     }
 
-    /// Capabilities in the struct's order: model, GPUs, VRAM MiB, CPU cores, RAM MiB, price
-    /// per GPU-hour, job slots.
     function h100Node() internal pure returns (NodeCapabilities memory) {
-        return NodeCapabilities(H100, 8, 81_920, 64, 524_288, PRICE, 2);
+        return NodeCapabilities({
+            gpuModel: H100,
+            gpuCount: 8,
+            vramMiB: 81_920,
+            cpuCores: 64,
+            ramMiB: 512_000,
+            pricePerGpuHour: PRICE,
+            maxConcurrentJobs: 2
+        });
     }
 
     function h100Job() internal pure returns (JobRequirements memory) {
         return JobRequirements({
             gpuModel: H100,
             minGpuCount: 1,
-            minVramMiB: 40_960,
+            minVramMiB: 40_000,
             minCpuCores: 8,
-            minRamMiB: 65_536,
+            minRamMiB: 64_000,
             maxPricePerGpuHour: 3e6,
-            maxRuntime: 2 hours,
+            maxRuntime: RUNTIME,
             priority: 5
         });
     }
 
-    /// A job spec of about 400 bytes, like the ones the CLI posts.
-    function specJson() internal pure returns (bytes memory) {
+    function spec() internal pure returns (bytes memory) {
         return bytes(
-            '{"version":1,"image":"ghcr.io/acme/train@sha256:9f2c4e1b7a0d3c5e8f1a2b4c6d8e0f1a3b5c7d9e1f2a4b6c8d0e2f4a6b8c0d2e",'
-            '"command":["python","train.py","--epochs","3","--batch-size","64"],'
-            '"env":{"WANDB_MODE":"offline","SEED":"42"},'
-            '"inputs":[{"uri":"https://data.example.org/cifar10.tar","sha256":"3f1c6a0e5b7d9f2a4c6e8b0d2f4a6c8e0b2d4f6a8c0e2b4d6f8a0c2e4b6d8f0a","path":"/data/in"}],'
-            '"outputs":{"path":"/data/out"},"timeoutSecs":7200}'
+            '{"v":1,"image":"ghcr.io/acme/train@sha256:4f1c2e8a9b7d6c5e3f2a1b0c9d8e7f6a5b4c3d2e1f0a9b8c7d6e5f4a3b2c1d0e",'
+            '"command":["python","train.py","--epochs","3","--batch-size","64"],"env":{"WANDB_MODE":"offline",'
+            '"SEED":"42"},"inputs":[{"uri":"https://data.example.org/cifar10.tar","sha256":'
+            '"9f2b5c1d3e4a6b8c0d2e4f6a8b0c2d4e6f8a0b2c4d6e8f0a2b4c6d8e0f2a4b6c","path":"data/cifar10.tar"}],'
+            '"outputPath":"/outputs","timeoutSecs":3000}'
         );
     }
 
-    // ---------------------------------------------------------------- steps
-
     function fund(address account, uint256 amount) internal {
         token.mint(account, amount);
-        vm.startPrank(account);
-        token.approve(address(registry), type(uint256).max);
+        vm.prank(account);
         token.approve(address(market), type(uint256).max);
-        vm.stopPrank();
     }
 
-    function registerNode() internal returns (uint64 nodeId) {
-        vm.prank(operator);
-        nodeId = registry.register(agent, h100Node(), "ipfs://node-meta", STAKE);
+    // ---------------------------------------------------------------- nodes
+
+    /// Registers an H100 node of `operator` served by `agent`, who consents by calling.
+    function registerNode() internal returns (uint64) {
+        return registerNode(operator, AGENT_KEY, h100Node(), STAKE);
     }
 
-    function postJob() internal returns (uint64 jobId) {
+    /// Registers a node; the agent consents with an EIP-712 signature.
+    function registerNode(address owner, uint256 agentKey, NodeCapabilities memory caps, uint96 stake)
+        internal
+        returns (uint64 nodeId)
+    {
+        address nodeAgent = vm.addr(agentKey);
+        bytes memory consent = signConsent(owner, agentKey, block.timestamp + 1 hours);
+        vm.prank(owner);
+        nodeId = nodes.register(caps, "ipfs://node", stake, nodeAgent, block.timestamp + 1 hours, consent);
+        sync();
+    }
+
+    function signConsent(address owner, uint256 agentKey, uint256 deadline) internal view returns (bytes memory) {
+        address nodeAgent = vm.addr(agentKey);
+        bytes32 digest = nodes.consentDigest(owner, nodeAgent, nodes.agentNonce(nodeAgent), deadline);
+        (uint8 v, bytes32 r, bytes32 s) = vm.sign(agentKey, digest);
+        return abi.encodePacked(r, s, v);
+    }
+
+    // ---------------------------------------------------------------- jobs
+
+    function postJob() internal returns (uint64) {
+        return postJob(h100Job(), BOUNTY, uint40(block.timestamp + 1 days));
+    }
+
+    function postJob(JobRequirements memory requirements, uint96 bounty, uint40 deadline)
+        internal
+        returns (uint64 jobId)
+    {
         vm.prank(submitter);
-        jobId = market.postJob(h100Job(), BOUNTY, uint40(block.timestamp + 1 days), specJson());
+        jobId = market.postJob(requirements, bounty, deadline, spec());
+        sync();
     }
 
-    function assignJob(uint64 jobId, uint64 nodeId) internal {
+    function assign(uint64 jobId, uint64 nodeId) internal {
         vm.prank(matcher);
-        market.assign(jobId, nodeId);
+        market.assign(jobId, nodeId, jobs[jobId].terms, jobs[jobId].state);
+        sync();
     }
 
-    function submitJob(uint64 jobId) internal {
-        vm.prank(agent);
-        market.submitResult(jobId, keccak256("result"), "ipfs://result");
+    function claim(uint64 jobId, uint64 nodeId) internal {
+        vm.prank(agentOf[nodeId]);
+        market.claim(jobId, nodeId, jobs[jobId].terms, jobs[jobId].state);
+        sync();
     }
 
-    /// A job that is Submitted by a freshly registered node.
+    function submit(uint64 jobId) internal {
+        submit(jobId, keccak256("result"));
+    }
+
+    function submit(uint64 jobId, bytes32 resultHash) internal {
+        vm.prank(agentOf[jobs[jobId].state.nodeId()]);
+        market.submitResult(jobId, jobs[jobId].state, resultHash, "gantry://results/1");
+        sync();
+    }
+
+    function reject(uint64 jobId) internal {
+        vm.prank(agentOf[jobs[jobId].state.nodeId()]);
+        market.reject(jobId, jobs[jobId].terms, jobs[jobId].state, "bad image");
+        sync();
+    }
+
+    function finalize(uint64 jobId) internal {
+        vm.warp(jobs[jobId].state.until());
+        market.finalize(jobId, jobs[jobId].state);
+        sync();
+    }
+
+    function accept(uint64 jobId) internal {
+        vm.prank(jobs[jobId].terms.submitter());
+        market.accept(jobId, jobs[jobId].terms, jobs[jobId].state);
+        sync();
+    }
+
+    function dispute(uint64 jobId) internal {
+        vm.prank(jobs[jobId].terms.submitter());
+        market.dispute(jobId, jobs[jobId].terms, jobs[jobId].state);
+        sync();
+    }
+
+    function resolve(uint64 jobId, bool providerWins) internal {
+        vm.prank(arbiter);
+        market.resolve(jobId, jobs[jobId].terms, jobs[jobId].state, providerWins);
+        sync();
+    }
+
+    function settleDispute(uint64 jobId) internal {
+        vm.warp(jobs[jobId].state.until());
+        vm.prank(stranger);
+        market.settleDispute(jobId, jobs[jobId].terms, jobs[jobId].state);
+        sync();
+    }
+
+    function reclaim(uint64 jobId) internal {
+        vm.prank(stranger);
+        market.reclaim(jobId, jobs[jobId].terms, jobs[jobId].state);
+        sync();
+    }
+
+    function cancel(uint64 jobId) internal {
+        vm.prank(jobs[jobId].terms.submitter());
+        market.cancel(jobId, jobs[jobId].terms, jobs[jobId].state);
+        sync();
+    }
+
+    function expire(uint64 jobId) internal {
+        vm.prank(stranger);
+        market.expire(jobId, jobs[jobId].terms, jobs[jobId].state);
+        sync();
+    }
+
+    /// A job run to its result on a fresh node: (jobId, nodeId).
     function submittedJob() internal returns (uint64 jobId, uint64 nodeId) {
-        nodeId = registerNode();
+        nodeId = lastNode == 0 ? registerNode() : lastNode;
         jobId = postJob();
-        assignJob(jobId, nodeId);
-        submitJob(jobId);
+        assign(jobId, nodeId);
+        submit(jobId);
     }
 
-    function fee(uint96 bounty) internal pure returns (uint96) {
-        return uint96((uint256(bounty) * FEE_BPS) / 10_000);
+    function status(uint64 jobId) internal view returns (JobStatus) {
+        return jobs[jobId].state.status();
     }
 
-    function heartbeat(uint64 nodeId) internal {
-        vm.prank(registry.agentOf(nodeId));
-        registry.heartbeat(nodeId);
+    function node(uint64 nodeId) internal view returns (NodeInfo memory) {
+        return nodes.getNode(nodeId);
     }
 
-    function beginExit(uint64 nodeId) internal {
-        vm.prank(operator);
-        registry.beginExit(nodeId);
+    // ---------------------------------------------------------------- the fold
+
+    /// Folds the logs recorded since the last call into `jobs` and the replayed balances.
+    function sync() internal {
+        Vm.Log[] memory logs = vm.getRecordedLogs();
+        for (uint256 i; i < logs.length; ++i) {
+            if (logs[i].emitter == address(market)) apply_(logs[i]);
+        }
     }
 
-    function setRegistryParams(RegistryParams memory p) internal {
-        vm.prank(admin);
-        registry.setParams(p);
+    function apply_(Vm.Log memory log) internal {
+        bytes32 t = log.topics[0];
+        if (t == IJobMarket.JobPosted.selector) {
+            uint64 jobId = uint64(uint256(log.topics[1]));
+            (JobTerms memory terms,) = abi.decode(log.data, (JobTerms, bytes));
+            jobs[jobId].terms = terms;
+            JobPolicy memory p = policies[terms.policy()];
+            jobs[jobId].state = JobState({
+                terms: keccak256(abi.encode(terms)),
+                fields: (uint256(uint8(JobStatus.Open)) << 248) | (uint256(terms.bounty()) << 48)
+                    | (uint256(p.feeBps) << 32) | p.challengeWindow
+            });
+            replayEscrow += terms.bounty();
+            lastJob = jobId;
+        } else if (t == IJobMarket.MarketParamsUpdated.selector) {
+            (MarketParams memory p, uint32 version) = abi.decode(log.data, (MarketParams, uint32));
+            policies[version] = JobPolicy({
+                feeBps: p.protocolFeeBps,
+                challengeWindow: p.challengeWindow,
+                disputeBond: p.disputeBond,
+                disputePeriod: p.disputePeriod,
+                slashBps: p.slashBps,
+                maxAttempts: p.maxAttempts
+            });
+        } else if (t == IJobMarket.JobAssigned.selector) {
+            JobState memory s = jobs[uint64(uint256(log.topics[1]))].state;
+            (, uint40 until) = abi.decode(log.data, (bool, uint40));
+            s.moved(JobStatus.Assigned, s.faults(), s.barred(), uint64(uint256(log.topics[2])), until);
+            jobs[uint64(uint256(log.topics[1]))].state = s;
+        } else if (t == IJobMarket.ResultSubmitted.selector) {
+            JobState memory s = jobs[uint64(uint256(log.topics[1]))].state;
+            (,, uint40 until) = abi.decode(log.data, (bytes32, string, uint40));
+            s.moved(JobStatus.Submitted, s.faults(), s.barred(), s.nodeId(), until);
+            jobs[uint64(uint256(log.topics[1]))].state = s;
+        } else if (t == IJobMarket.JobDisputed.selector) {
+            JobState memory s = jobs[uint64(uint256(log.topics[1]))].state;
+            (uint96 bond,, uint40 until) = abi.decode(log.data, (uint96, uint96, uint40));
+            s.moved(JobStatus.Disputed, s.faults(), s.barred(), s.nodeId(), until);
+            jobs[uint64(uint256(log.topics[1]))].state = s;
+            replayEscrow += bond;
+        } else if (t == IJobMarket.DisputeResolved.selector) {
+            uint64 jobId = uint64(uint256(log.topics[1]));
+            (,, uint96 toSubmitter, uint96 toProvider,) = abi.decode(log.data, (bool, bool, uint96, uint96, address));
+            replayCredits[jobs[jobId].terms.submitter()] += toSubmitter;
+            replayEarnings[uint64(uint256(log.topics[2]))] += toProvider;
+            replayEscrow -= uint256(toSubmitter) + toProvider;
+        } else if (t == IJobMarket.JobCompleted.selector) {
+            uint64 jobId = uint64(uint256(log.topics[1]));
+            (uint96 payout, uint96 fee,) = abi.decode(log.data, (uint96, uint96, uint8));
+            replayEarnings[uint64(uint256(log.topics[2]))] += payout;
+            replayFeesOwed[uint64(uint256(log.topics[2]))] += fee;
+            replayEscrow -= uint256(payout) + fee;
+            settled(jobId, JobStatus.Completed);
+        } else if (t == IJobMarket.JobRequeued.selector) {
+            JobState memory s = jobs[uint64(uint256(log.topics[1]))].state;
+            (uint8 faults, uint8 barred) = abi.decode(log.data, (uint8, uint8));
+            s.moved(JobStatus.Open, faults, barred, 0, 0);
+            jobs[uint64(uint256(log.topics[1]))].state = s;
+        } else if (t == IJobMarket.JobFailed.selector) {
+            uint64 jobId = uint64(uint256(log.topics[1]));
+            (, uint96 refund) = abi.decode(log.data, (uint8, uint96));
+            settleRefund(jobId, refund, JobStatus.Failed);
+        } else if (t == IJobMarket.JobCancelled.selector) {
+            uint64 jobId = uint64(uint256(log.topics[1]));
+            settleRefund(jobId, abi.decode(log.data, (uint96)), JobStatus.Cancelled);
+        } else if (t == IJobMarket.JobExpired.selector) {
+            uint64 jobId = uint64(uint256(log.topics[1]));
+            settleRefund(jobId, abi.decode(log.data, (uint96)), JobStatus.Expired);
+        } else if (t == IJobMarket.Withdrawn.selector) {
+            replayCredits[address(uint160(uint256(log.topics[1])))] -= abi.decode(log.data, (uint256));
+        } else if (t == IJobMarket.TreasuryWithdrawn.selector) {
+            replayTreasury -= abi.decode(log.data, (uint256));
+        } else if (t == INodeRegistry.NodeRegistered.selector) {
+            uint64 nodeId = uint64(uint256(log.topics[1]));
+            (NodeCapabilities memory caps,, uint96 stake,) =
+                abi.decode(log.data, (NodeCapabilities, string, uint96, uint32));
+            capsOf[nodeId] = caps;
+            agentOf[nodeId] = address(uint160(uint256(log.topics[3])));
+            replayStake[nodeId] = stake;
+            lastNode = nodeId;
+        } else if (t == INodeRegistry.NodeCapabilitiesUpdated.selector) {
+            (NodeCapabilities memory caps,) = abi.decode(log.data, (NodeCapabilities, string));
+            capsOf[uint64(uint256(log.topics[1]))] = caps;
+        } else if (t == INodeRegistry.NodeAgentChanged.selector) {
+            agentOf[uint64(uint256(log.topics[1]))] = address(uint160(uint256(log.topics[2])));
+        } else if (t == INodeRegistry.NodeStakeAdded.selector) {
+            (uint96 amount,) = abi.decode(log.data, (uint96, uint96));
+            replayStake[uint64(uint256(log.topics[1]))] += amount;
+        } else if (t == INodeRegistry.NodeStakeWithdrawn.selector) {
+            (uint96 amount,) = abi.decode(log.data, (uint96, uint96));
+            replayStake[uint64(uint256(log.topics[1]))] -= amount;
+        } else if (t == INodeRegistry.NodeSlashed.selector) {
+            (uint96 amount,) = abi.decode(log.data, (uint96, uint96));
+            replayStake[uint64(uint256(log.topics[1]))] -= amount;
+            replayTreasury += amount;
+        } else if (t == INodeRegistry.FeesSwept.selector) {
+            uint96 fees = abi.decode(log.data, (uint96));
+            replayFeesOwed[uint64(uint256(log.topics[1]))] -= fees;
+            replayTreasury += fees;
+        } else if (t == INodeRegistry.NodeEarningsWithdrawn.selector) {
+            replayEarnings[uint64(uint256(log.topics[1]))] -= abi.decode(log.data, (uint96));
+        }
     }
 
-    /// Sets the registry's slash rate, leaving the other parameters as deployed.
-    function setSlashBps(uint16 slashBps) internal {
-        RegistryParams memory p = registryParams();
-        p.slashBps = slashBps;
-        setRegistryParams(p);
+    function settleRefund(uint64 jobId, uint96 refund, JobStatus final_) internal {
+        replayCredits[jobs[jobId].terms.submitter()] += refund;
+        replayEscrow -= refund;
+        settled(jobId, final_);
     }
 
-    /// The operator hands the node to a new agent key, `makeAddr("newAgent")`.
-    function setNewAgent(uint64 nodeId) internal returns (address newAgent) {
-        newAgent = makeAddr("newAgent");
-        vm.prank(operator);
-        registry.setAgent(nodeId, newAgent);
+    /// A settled job: the market cleared its word; the fold keeps its last status.
+    function settled(uint64 jobId, JobStatus final_) internal {
+        JobState memory s = jobs[jobId].state;
+        s.moved(final_, s.faults(), s.barred(), s.nodeId(), 0);
+        jobs[jobId].state = s;
     }
 
-    // ---------------------------------------------------------------- checks
-
-    function assertNodeCounters(
-        uint64 nodeId,
-        uint256 activeJobs,
-        uint256 settlingJobs,
-        uint256 completedJobs,
-        uint256 failedJobs
-    ) internal view {
-        NodeInfo memory node = registry.getNode(nodeId);
-        assertEq(node.activeJobs, activeJobs, "activeJobs");
-        assertEq(node.settlingJobs, settlingJobs, "settlingJobs");
-        assertEq(node.completedJobs, completedJobs, "completedJobs");
-        assertEq(node.failedJobs, failedJobs, "failedJobs");
-    }
-
-    function expectNotActive(uint64 nodeId, NodeStatus status) internal {
-        vm.expectRevert(abi.encodeWithSelector(INodeRegistry.NodeRegistry_NotActive.selector, nodeId, status));
-    }
-
-    function expectUnknownNode(uint64 nodeId) internal {
-        vm.expectRevert(abi.encodeWithSelector(INodeRegistry.NodeRegistry_UnknownNode.selector, nodeId));
-    }
-}
-
-/// @notice A node registered by `operator`, run by `agent`, with the `h100Node` capabilities.
-abstract contract RegisteredNode is Base {
-    uint64 internal nodeId;
-
-    function setUp() public virtual override {
-        super.setUp();
-        nodeId = registerNode();
-    }
-
-    /// Expects the fixture's node to be refused for not being Active.
-    function expectNotActive(NodeStatus status) internal {
-        expectNotActive(nodeId, status);
+    /// The replayed balances equal the market's, and the market holds exactly what it owes.
+    function assertReplay() internal view {
+        uint256 owed = replayTreasury + replayEscrow;
+        assertEq(market.treasuryBalance(), replayTreasury, "treasury");
+        for (uint256 i; i < accounts.length; ++i) {
+            assertEq(market.creditOf(accounts[i]), replayCredits[accounts[i]], "credits");
+            owed += replayCredits[accounts[i]];
+        }
+        for (uint64 n = 1; n <= lastNode; ++n) {
+            NodeInfo memory info = nodes.getNode(n);
+            assertEq(info.stake, replayStake[n], "stake");
+            assertEq(info.earnings, replayEarnings[n], "earnings");
+            assertEq(info.feesOwed, replayFeesOwed[n], "fees owed");
+            owed += replayStake[n] + replayEarnings[n] + replayFeesOwed[n];
+        }
+        assertEq(token.balanceOf(address(market)), owed, "the market holds what it owes");
     }
 }

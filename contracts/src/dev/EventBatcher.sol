@@ -2,7 +2,7 @@
 pragma solidity ^0.8.24;
 
 import {IJobMarket} from "../interfaces/IJobMarket.sol";
-import {JobRequirements} from "../types/Types.sol";
+import {JobTerms} from "../types/Types.sol";
 
 /// @title EventBatcher
 /// @notice Emits JobMarket's events in bulk, many per transaction, so indexer tests and
@@ -12,13 +12,11 @@ import {JobRequirements} from "../types/Types.sol";
 contract EventBatcher {
     uint64 internal _nextJobId = 1;
 
-    /// @notice Emits `count` JobPosted events with `spec`, for consecutive job ids.
-    function post(uint256 count, JobRequirements calldata requirements, bytes calldata spec) external {
+    /// @notice Emits `count` JobPosted events with `terms` and `spec`, for consecutive job ids.
+    function post(uint256 count, JobTerms calldata terms, bytes calldata spec) external {
         uint64 jobId = _nextJobId;
-        bytes32 specHash = keccak256(spec);
-        uint40 deadline = uint40(block.timestamp + 1 days);
         for (uint256 i; i < count; ++i) {
-            emit IJobMarket.JobPosted(jobId + uint64(i), msg.sender, requirements, 1e6, deadline, specHash, spec);
+            emit IJobMarket.JobPosted(jobId + uint64(i), address(uint160(terms.party >> 96)), terms, spec);
         }
         _nextJobId = jobId + uint64(count);
     }

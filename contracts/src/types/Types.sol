@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 pragma solidity ^0.8.24;
 
-/// @notice What a node offers. Set at registration, changeable by the operator.
+/// @notice What a node offers. Set at registration, changeable by the operator; the market
+/// keeps what it checks in the node's first slot (the model as a 7-byte tag).
 struct NodeCapabilities {
     /// GPU model id (e.g. `bytes32("NVIDIA-H100-80GB")`); zero means the node has no GPU.
     bytes32 gpuModel;
@@ -27,10 +28,65 @@ struct JobRequirements {
     uint32 minRamMiB;
     /// Highest node price per GPU-hour the submitter accepts.
     uint96 maxPricePerGpuHour;
-    /// Longest an attempt may run, seconds, counted from its assignment.
+    /// Longest an attempt may run, seconds, counted from its assignment (the one clock).
     uint32 maxRuntime;
     /// Scheduling priority, 1 (lowest) to 10 (highest); used by the matcher.
     uint8 priority;
+}
+
+/// @notice Everything a job was posted with, fixed for its whole life: the submitter's
+/// choices and the market policy in force when it was posted. Never stored: its hash is in
+/// the job's state, and calls that need a field pass the terms (as `JobPosted` emitted
+/// them) for the market to check against that hash. Packed into five words to keep
+/// calldata and logs small; `JobCodec` reads and writes them, and
+/// `gantry_protocol::market::Terms` mirrors it.
+struct JobTerms {
+    /// submitter (high 160 bits) | bounty (low 96 bits).
+    uint256 party;
+    /// keccak256 of the job spec emitted in `JobPosted`.
+    bytes32 specHash;
+    /// Required GPU model id; zero accepts any model.
+    bytes32 gpuModel;
+    /// From the high bits: deadline 40 | maxRuntime 32 | minGpuCount 16 | minVramMiB 32 |
+    /// minCpuCores 16 | minRamMiB 32 | priority 8 | policy 32 (208 bits, low-aligned).
+    uint256 limits;
+    /// Highest node price per GPU-hour the submitter accepts.
+    uint256 maxPricePerGpuHour;
+}
+
+/// @notice The market's rules for a job: the version in force when a job is posted stays
+/// the job's (`JobMarket.policy(version)`); a parameter change adds a version.
+struct JobPolicy {
+    /// Protocol fee on the payout, basis points.
+    uint16 feeBps;
+    /// Time after a result during which the submitter may dispute, seconds.
+    uint32 challengeWindow;
+    /// Smallest dispute bond, token units; a job's bond is the larger of this and
+    /// `MIN_BOND_BPS` of its bounty.
+    uint96 disputeBond;
+    /// Time the arbiter has to resolve a dispute before its default outcome applies.
+    uint32 disputePeriod;
+    /// Share of a node's stake taken per fault, basis points.
+    uint16 slashBps;
+    /// Faulted attempts after which the job fails and is refunded.
+    uint8 maxAttempts;
+}
+
+/// @notice A job's mutable state. The market stores only its hash (one word per job);
+/// every call that changes a job passes the current state, which any consumer folds from
+/// the job's events (`gantry_protocol::market::State`). A stale state is refused.
+struct JobState {
+    /// keccak256(abi.encode(JobTerms)).
+    bytes32 terms;
+    /// From the high bits: status 8 | faults 8 | barred 8 | nodeId 48 | until 40 |
+    /// bounty 96 | feeBps 16 | challengeWindow 32 (see `JobCodec`).
+    ///   faults: attempts that ended in the node's fault (reclaimed);
+    ///   barred: nodes that gave the job back or faulted on it (each is barred from it);
+    ///   nodeId: the node of the current attempt (0 when Open);
+    ///   until: Assigned, end of the attempt's runtime; Submitted, end of the challenge
+    ///     window; Disputed, the arbiter's deadline; Open, 0;
+    ///   bounty, feeBps, challengeWindow: copies of the terms and policy the hot path needs.
+    uint256 fields;
 }
 
 /// @notice Lifecycle of a node.
@@ -45,10 +101,11 @@ enum NodeStatus {
 
 /// @notice Lifecycle of a job.
 /// Open -> Assigned -> Submitted -> Completed, with
-///   Assigned -> Open (requeue by reclaim, abandon or reject) or Failed (out of attempts or time),
+///   Assigned -> Open (requeued after a reject or a reclaim) or Failed (out of attempts or time),
 ///   Submitted -> Disputed -> Completed | Failed,
-///   Open -> Cancelled, Open|Assigned -> Expired.
-/// Completed, Failed, Cancelled and Expired are terminal: the bounty has been paid or refunded.
+///   Open -> Cancelled | Expired.
+/// Completed, Failed, Cancelled and Expired are terminal: the bounty has been paid or refunded
+/// and the job's storage word is cleared.
 enum JobStatus {
     None,
     Open,
@@ -63,9 +120,14 @@ enum JobStatus {
 
 /// @notice How a job's bounty reached the provider.
 enum CompletionKind {
+    /// The submitter accepted the result.
     Accepted,
+    /// The challenge window ended without a dispute.
     Finalized,
-    DisputeWon
+    /// The arbiter decided for the provider; the bond went to the provider.
+    DisputeWon,
+    /// The arbiter did not decide in time: the result stands, the bond went back.
+    DisputeLapsed
 }
 
 /// @notice Why a job ended without payment to a provider.
@@ -75,81 +137,66 @@ enum FailureKind {
     DisputeLost
 }
 
-/// @notice Why an assignment was taken back from a node.
+/// @notice Why an assignment was taken back from a node (always the node's fault).
 enum ReclaimKind {
+    /// The node was marked Inactive after the job was assigned to it.
     NodeInactive,
-    RuntimeExceeded,
-    /// The node's agent gave the job back (node fault or shutdown).
-    Abandoned
+    /// The attempt ran past the job's max runtime.
+    RuntimeExceeded
 }
 
-/// @notice How a node's job slot is released by the market.
-enum Release {
-    /// The job was paid: counts as completed.
-    Completed,
-    /// The node is not at fault (the job itself was bad): no counter changes.
-    NoFault,
-    /// The node failed the job: counts as failed and slashes its stake.
-    Faulted
-}
-
-/// @notice Node registry parameters, changeable by the admin.
-struct RegistryParams {
-    /// Smallest stake a node may register with, token units.
-    uint96 minStake;
-    /// A node whose last heartbeat is older than this (seconds) may be marked inactive.
-    uint32 heartbeatTimeout;
-    /// Time between `beginExit` and `withdrawStake`, seconds.
-    uint32 unbondingPeriod;
-    /// Share of the current stake taken per fault, basis points (0..10000).
-    uint16 slashBps;
-}
-
-/// @notice Job market parameters, changeable by the admin.
+/// @notice Market parameters, changeable by the admin (a timelock). Jobs keep the values
+/// in force when they were posted.
 struct MarketParams {
-    /// Receives the protocol fee.
-    address feeRecipient;
-    /// Time after a result during which the submitter may dispute, seconds.
+    /// Receives fees, slashes and reject charges.
+    address treasury;
+    /// Time after a result during which the submitter may dispute, seconds (> 0).
     uint32 challengeWindow;
     /// Protocol fee on each payout, basis points (0..1000).
     uint16 protocolFeeBps;
-    /// Assignments a job gets before it fails (1..255).
+    /// Faulted attempts a job gets before it fails (1..255).
     uint8 maxAttempts;
-    /// Bond the submitter posts to dispute a result, token units.
+    /// Smallest bond a dispute takes, token units (> 0); a job's bond is the larger of
+    /// this and a tenth of its bounty.
     uint96 disputeBond;
+    /// Time the arbiter has to resolve a dispute, seconds (> 0).
+    uint32 disputePeriod;
+    /// Share of a node's stake taken per fault, basis points (0..10000).
+    uint16 slashBps;
+    /// Smallest stake a node registers with; a node slashed below it is made Inactive.
+    uint96 minStake;
+    /// A node whose last heartbeat is older than this (seconds) may be marked Inactive.
+    uint32 heartbeatTimeout;
+    /// Time between `beginExit` and `withdrawStake`, seconds.
+    uint32 unbondingPeriod;
 }
 
-/// @notice A node, as `NodeRegistry.getNode` returns it.
+/// @notice A node, as `JobMarket.getNode` returns it.
 struct NodeInfo {
     address operator;
     address agent;
     NodeStatus status;
-    uint8 activeJobs;
-    uint16 settlingJobs;
     uint32 lastHeartbeat;
     uint96 stake;
-    uint32 completedJobs;
-    uint32 failedJobs;
-    uint96 totalSlashed;
+    /// Stake held for open disputes (their exposure).
+    uint96 lockedStake;
+    /// Pay credited and not yet withdrawn.
+    uint96 earnings;
+    /// Protocol fees of this node's paid jobs, owed to the treasury until swept (at the
+    /// operator's next withdrawal, or by anyone with `sweepFees`).
+    uint96 feesOwed;
+    uint40 registeredAt;
+    /// The first 7 bytes of keccak256(abi.encode(gpuModel)) (0 for none): the market
+    /// compares tags, the events carry the model itself.
+    bytes7 gpuModelTag;
+    uint40 inactiveSince;
     uint40 unbondingEndsAt;
-    NodeCapabilities capabilities;
 }
 
-/// @notice A job, as `JobMarket.getJob` returns it.
-struct JobInfo {
-    address submitter;
-    JobStatus status;
-    /// Assignments so far (1 while the first attempt runs).
-    uint8 attempts;
-    uint40 deadline;
-    uint96 bounty;
-    bytes32 specHash;
-    JobRequirements requirements;
-    /// The assigned node while Assigned, Submitted or Disputed; the last one after.
+/// @notice One assignment of a batch.
+struct Assignment {
+    uint64 jobId;
     uint64 nodeId;
-    uint40 assignedAt;
-    uint40 challengeEndsAt;
-    bytes32 resultHash;
-    /// Protocol fee rate fixed when the job was posted, basis points.
-    uint16 protocolFeeBps;
+    JobTerms terms;
+    JobState state;
 }

@@ -1,0 +1,118 @@
+// SPDX-License-Identifier: Apache-2.0
+pragma solidity ^0.8.24;
+
+import {JobRequirements, JobState, JobStatus, JobTerms} from "./Types.sol";
+
+/// @title JobCodec
+/// @notice Reads and writes the packed words of `JobTerms` and `JobState`. The layouts are
+/// documented on the structs; `gantry_protocol::market` mirrors them bit for bit, and a test
+/// on both sides checks them against each other.
+library JobCodec {
+    // ---------------------------------------------------------------- terms
+
+    function pack(
+        address submitter_,
+        uint96 bounty_,
+        bytes32 specHash_,
+        JobRequirements calldata r,
+        uint40 deadline_,
+        uint32 policy_
+    ) internal pure returns (JobTerms memory) {
+        return JobTerms({
+            party: (uint256(uint160(submitter_)) << 96) | bounty_,
+            specHash: specHash_,
+            gpuModel: r.gpuModel,
+            limits: (uint256(deadline_) << 168) | (uint256(r.maxRuntime) << 136) | (uint256(r.minGpuCount) << 120)
+                | (uint256(r.minVramMiB) << 88) | (uint256(r.minCpuCores) << 72) | (uint256(r.minRamMiB) << 40)
+                | (uint256(r.priority) << 32) | policy_,
+            maxPricePerGpuHour: r.maxPricePerGpuHour
+        });
+    }
+
+    function submitter(JobTerms calldata t) internal pure returns (address) {
+        return address(uint160(t.party >> 96));
+    }
+
+    function bounty(JobTerms calldata t) internal pure returns (uint96) {
+        return uint96(t.party);
+    }
+
+    function deadline(JobTerms calldata t) internal pure returns (uint40) {
+        return uint40(t.limits >> 168);
+    }
+
+    function maxRuntime(JobTerms calldata t) internal pure returns (uint32) {
+        return uint32(t.limits >> 136);
+    }
+
+    function minGpuCount(JobTerms calldata t) internal pure returns (uint16) {
+        return uint16(t.limits >> 120);
+    }
+
+    function minVramMiB(JobTerms calldata t) internal pure returns (uint32) {
+        return uint32(t.limits >> 88);
+    }
+
+    function minCpuCores(JobTerms calldata t) internal pure returns (uint16) {
+        return uint16(t.limits >> 72);
+    }
+
+    function minRamMiB(JobTerms calldata t) internal pure returns (uint32) {
+        return uint32(t.limits >> 40);
+    }
+
+    function policy(JobTerms calldata t) internal pure returns (uint32) {
+        return uint32(t.limits);
+    }
+
+    // ---------------------------------------------------------------- state
+
+    /// @dev The `fields` of a newly posted (Open) job.
+    function opened(uint96 bounty_, uint16 feeBps_, uint32 challengeWindow_) internal pure returns (uint256) {
+        return (uint256(uint8(JobStatus.Open)) << 248) | (uint256(bounty_) << 48) | (uint256(feeBps_) << 32)
+            | challengeWindow_;
+    }
+
+    /// @dev `fields` with status, faults, barred, node and `until` replaced (the rest is
+    /// fixed at posting).
+    function next(uint256 f, JobStatus status_, uint8 faults_, uint8 barred_, uint64 nodeId_, uint40 until_)
+        internal
+        pure
+        returns (uint256)
+    {
+        return (uint256(uint8(status_)) << 248) | (uint256(faults_) << 240) | (uint256(barred_) << 232)
+            | (uint256(uint48(nodeId_)) << 184) | (uint256(until_) << 144) | (f & ((1 << 144) - 1));
+    }
+
+    function status(JobState calldata s) internal pure returns (JobStatus) {
+        return JobStatus(uint8(s.fields >> 248));
+    }
+
+    function faults(JobState calldata s) internal pure returns (uint8) {
+        return uint8(s.fields >> 240);
+    }
+
+    function barred(JobState calldata s) internal pure returns (uint8) {
+        return uint8(s.fields >> 232);
+    }
+
+    function nodeId(JobState calldata s) internal pure returns (uint64) {
+        return uint64(uint48(s.fields >> 184));
+    }
+
+    function until(JobState calldata s) internal pure returns (uint40) {
+        return uint40(s.fields >> 144);
+    }
+
+    function bounty(JobState calldata s) internal pure returns (uint96) {
+        return uint96(s.fields >> 48);
+    }
+
+    function feeBps(JobState calldata s) internal pure returns (uint16) {
+        return uint16(s.fields >> 32);
+    }
+
+    function challengeWindow(JobState calldata s) internal pure returns (uint32) {
+        return uint32(s.fields);
+    }
+}

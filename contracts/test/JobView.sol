@@ -1,0 +1,61 @@
+// SPDX-License-Identifier: Apache-2.0
+pragma solidity ^0.8.24;
+
+import {JobState, JobStatus, JobTerms} from "../src/types/Types.sol";
+
+/// @notice What tests read of the packed `JobTerms` and `JobState` (memory copies of
+/// `JobCodec`'s readers, plus the writer a consumer's fold needs).
+library JobView {
+    function submitter(JobTerms memory t) internal pure returns (address) {
+        return address(uint160(t.party >> 96));
+    }
+
+    function bounty(JobTerms memory t) internal pure returns (uint96) {
+        return uint96(t.party);
+    }
+
+    function deadline(JobTerms memory t) internal pure returns (uint40) {
+        return uint40(t.limits >> 168);
+    }
+
+    function maxRuntime(JobTerms memory t) internal pure returns (uint32) {
+        return uint32(t.limits >> 136);
+    }
+
+    function policy(JobTerms memory t) internal pure returns (uint32) {
+        return uint32(t.limits);
+    }
+
+    function status(JobState memory s) internal pure returns (JobStatus) {
+        return JobStatus(uint8(s.fields >> 248));
+    }
+
+    function faults(JobState memory s) internal pure returns (uint8) {
+        return uint8(s.fields >> 240);
+    }
+
+    function barred(JobState memory s) internal pure returns (uint8) {
+        return uint8(s.fields >> 232);
+    }
+
+    function nodeId(JobState memory s) internal pure returns (uint64) {
+        return uint64(uint48(s.fields >> 184));
+    }
+
+    function until(JobState memory s) internal pure returns (uint40) {
+        return uint40(s.fields >> 144);
+    }
+
+    function bounty(JobState memory s) internal pure returns (uint96) {
+        return uint96(s.fields >> 48);
+    }
+
+    /// The state moved on, as the market's `JobCodec.next` does.
+    function moved(JobState memory s, JobStatus status_, uint8 faults_, uint8 barred_, uint64 nodeId_, uint40 until_)
+        internal
+        pure
+    {
+        s.fields = (uint256(uint8(status_)) << 248) | (uint256(faults_) << 240) | (uint256(barred_) << 232)
+            | (uint256(uint48(nodeId_)) << 184) | (uint256(until_) << 144) | (s.fields & ((1 << 144) - 1));
+    }
+}
