@@ -57,7 +57,7 @@ contract JobMarket is IJobMarket, MarketStorage {
         MarketStorage(token_)
     {
         if (address(token_) == address(0) || admin == address(0)) revert JobMarket_ZeroAddress();
-        if (address(nodeRegistry_.token()) != address(token_)) revert JobMarket_ZeroAddress();
+        if (address(nodeRegistry_.token()) != address(token_)) revert JobMarket_RegistryMismatch();
         nodeRegistry = address(nodeRegistry_);
         _grantRole(DEFAULT_ADMIN_ROLE, admin);
         _config.nextJobId = 1;
@@ -125,8 +125,7 @@ contract JobMarket is IJobMarket, MarketStorage {
         node.locked += exposure;
         _exposure[jobId] = exposure;
         uint40 until = uint40(block.timestamp) + policy_.disputePeriod;
-        _jobs[jobId] =
-            _hashNext(state, JobStatus.Disputed, state.faults(), state.barred(), nodeId, until);
+        _jobs[jobId] = _hashNext(state, JobStatus.Disputed, state.faults(), state.barred(), nodeId, until);
         emit JobDisputed(jobId, nodeId, bond, exposure, until);
 
         token.safeTransferFrom(msg.sender, address(this), bond);
@@ -144,12 +143,10 @@ contract JobMarket is IJobMarket, MarketStorage {
     // ================================================================ matcher, agent
 
     /// @inheritdoc IJobMarket
-    function assign(
-        uint64 jobId,
-        uint64 nodeId,
-        JobTerms calldata terms,
-        JobState calldata state
-    ) external onlyRole(MATCHER_ROLE) {
+    function assign(uint64 jobId, uint64 nodeId, JobTerms calldata terms, JobState calldata state)
+        external
+        onlyRole(MATCHER_ROLE)
+    {
         _assign(jobId, nodeId, terms, state, false);
     }
 
@@ -162,12 +159,7 @@ contract JobMarket is IJobMarket, MarketStorage {
     }
 
     /// @inheritdoc IJobMarket
-    function claim(
-        uint64 jobId,
-        uint64 nodeId,
-        JobTerms calldata terms,
-        JobState calldata state
-    ) external {
+    function claim(uint64 jobId, uint64 nodeId, JobTerms calldata terms, JobState calldata state) external {
         _assign(jobId, nodeId, terms, state, true);
     }
 
@@ -199,7 +191,9 @@ contract JobMarket is IJobMarket, MarketStorage {
         uint40 assignedAt = state.until() - maxRuntime;
         // A node at fault (gone Inactive during the attempt, or past its runtime) cannot
         // walk away with a reject: that job is reclaimed, with the slash.
-        if (block.timestamp > state.until() || node.inactiveSince >= assignedAt) revert JobMarket_MustBeReclaimed(jobId);
+        if (block.timestamp > state.until() || node.inactiveSince >= assignedAt) {
+            revert JobMarket_MustBeReclaimed(jobId);
+        }
 
         // The charge grows with the time held: a full slash at the max runtime.
         uint256 slash = _slashable(node, _policies[terms.policy()].slashBps);
@@ -420,13 +414,9 @@ contract JobMarket is IJobMarket, MarketStorage {
         token.safeTransferFrom(msg.sender, address(this), bounty);
     }
 
-    function _assign(
-        uint64 jobId,
-        uint64 nodeId,
-        JobTerms calldata terms,
-        JobState calldata state,
-        bool claimed
-    ) internal {
+    function _assign(uint64 jobId, uint64 nodeId, JobTerms calldata terms, JobState calldata state, bool claimed)
+        internal
+    {
         _check(jobId, state, JobStatus.Open);
         _checkTerms(jobId, terms, state);
         uint40 until = uint40(block.timestamp) + terms.maxRuntime();
@@ -516,11 +506,14 @@ contract JobMarket is IJobMarket, MarketStorage {
 
     /// @dev The hash of the verified `state` moved on: status, counters, node and `until`
     /// replaced.
-    function _hashNext(JobState calldata state, JobStatus status, uint8 faults, uint8 barred, uint64 nodeId, uint40 until)
-        internal
-        pure
-        returns (bytes32)
-    {
+    function _hashNext(
+        JobState calldata state,
+        JobStatus status,
+        uint8 faults,
+        uint8 barred,
+        uint64 nodeId,
+        uint40 until
+    ) internal pure returns (bytes32) {
         return _hash(state.terms, JobCodec.next(state.fields, status, faults, barred, nodeId, until));
     }
 
@@ -566,7 +559,8 @@ contract JobMarket is IJobMarket, MarketStorage {
     function _checkRequirements(JobRequirements calldata requirements) internal pure {
         if (
             requirements.priority == 0 || requirements.priority > MAX_PRIORITY || requirements.maxRuntime == 0
-                || requirements.maxRuntime > MAX_RUNTIME || (requirements.gpuModel != bytes32(0) && requirements.minGpuCount == 0)
+                || requirements.maxRuntime > MAX_RUNTIME
+                || (requirements.gpuModel != bytes32(0) && requirements.minGpuCount == 0)
         ) revert JobMarket_InvalidRequirements();
     }
 

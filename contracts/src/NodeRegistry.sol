@@ -69,7 +69,8 @@ contract NodeRegistry is INodeRegistry, MarketStorage {
     /// @inheritdoc INodeRegistry
     function updateCapabilities(uint64 nodeId, NodeCapabilities calldata capabilities, string calldata metadataURI)
         external
-    onlyDelegated {
+        onlyDelegated
+    {
         NodeRecord storage node = _operatorNode(nodeId);
         _checkCapabilities(capabilities);
         _checkText(bytes(metadataURI).length);
@@ -80,7 +81,8 @@ contract NodeRegistry is INodeRegistry, MarketStorage {
     /// @inheritdoc INodeRegistry
     function setAgent(uint64 nodeId, address agent, uint256 consentDeadline, bytes calldata agentSignature)
         external
-    onlyDelegated {
+        onlyDelegated
+    {
         NodeRecord storage node = _operatorNode(nodeId);
         _consume(agent, consentDeadline, agentSignature);
         node.agent = agent;

@@ -87,6 +87,7 @@ interface IJobMarket {
     // ---------------------------------------------------------------- errors
 
     error JobMarket_ZeroAddress();
+    error JobMarket_RegistryMismatch();
     error JobMarket_InvalidParams();
     error JobMarket_InvalidRequirements();
     error JobMarket_ZeroBounty();
@@ -158,29 +159,18 @@ interface IJobMarket {
     /// before the deadline. MATCHER only. The node's concurrent jobs are not counted on
     /// chain: the matcher respects the node's `maxConcurrentJobs`, and a worker given more
     /// rejects the extra job at once (its charge grows from zero with the time held).
-    function assign(
-        uint64 jobId,
-        uint64 nodeId,
-        JobTerms calldata terms,
-        JobState calldata state
-    ) external;
+    function assign(uint64 jobId, uint64 nodeId, JobTerms calldata terms, JobState calldata state) external;
 
     /// @notice `assign` for many jobs in one transaction; all or nothing. MATCHER only.
     function assignBatch(Assignment[] calldata assignments) external;
 
     /// @notice The node's agent pulls an Open job it is eligible for.
-    function claim(
-        uint64 jobId,
-        uint64 nodeId,
-        JobTerms calldata terms,
-        JobState calldata state
-    ) external;
+    function claim(uint64 jobId, uint64 nodeId, JobTerms calldata terms, JobState calldata state) external;
 
     /// @notice The assigned node's agent submits the result before the attempt's runtime
     /// ends (`state.until`). A job that failed by itself (its own timeout, a non-zero exit)
     /// is answered with a result too: the node did the work.
-    function submitResult(uint64 jobId, JobState calldata state, bytes32 resultHash, string calldata resultURI)
-        external;
+    function submitResult(uint64 jobId, JobState calldata state, bytes32 resultHash, string calldata resultURI) external;
 
     /// @notice The assigned node's agent gives the job back before its runtime ends (a job it
     /// cannot run, or a shutdown). The node is barred from the job and charged the share of
