@@ -61,28 +61,33 @@ pub enum DecodeError {
     },
 }
 
-/// Decodes a log of one of `contracts`.
+/// Decodes a log of one of `contracts`. The node calls are served at the market's own
+/// address (the `NodeRegistry` extension), so a log there is a node event when the
+/// registry's ABI knows it (the market's ABI repeats the two node events it emits itself,
+/// `NodeSlashed` and `NodeMarkedInactive`: they always come out as registry events), and a
+/// market event otherwise.
 pub fn decode(contracts: &Contracts, log: &Log) -> Result<DecodedEvent, DecodeError> {
-    let contract = contracts
-        .kind_of(log.address)
-        .ok_or(DecodeError::UnknownContract(log.address))?;
-    let abi = |reason: alloy::sol_types::Error| DecodeError::Abi {
+    let (is_market, is_registry) = (
+        log.address == contracts.market,
+        log.address == contracts.registry,
+    );
+    if !is_market && !is_registry {
+        return Err(DecodeError::UnknownContract(log.address));
+    }
+    let abi = |contract, reason: alloy::sol_types::Error| DecodeError::Abi {
         contract,
         reason: reason.to_string(),
     };
-    let typed = match contract {
-        ContractKind::Market => GantryEvent::Market(
-            JobMarket::JobMarketEvents::decode_log(log)
-                .map_err(abi)?
-                .data,
-        ),
-        ContractKind::Registry => GantryEvent::Registry(
-            NodeRegistry::NodeRegistryEvents::decode_log(log)
-                .map_err(abi)?
-                .data,
-        ),
-    };
-    Ok(DecodedEvent::from(&typed))
+    if is_registry {
+        match NodeRegistry::NodeRegistryEvents::decode_log(log) {
+            Ok(event) => return Ok(DecodedEvent::from(&GantryEvent::Registry(event.data))),
+            Err(e) if !is_market => return Err(abi(ContractKind::Registry, e)),
+            Err(_) => {}
+        }
+    }
+    let event = JobMarket::JobMarketEvents::decode_log(log)
+        .map_err(|e| abi(ContractKind::Market, e))?;
+    Ok(DecodedEvent::from(&GantryEvent::Market(event.data)))
 }
 
 impl From<&GantryEvent> for DecodedEvent {
@@ -207,8 +212,11 @@ impl GantryEvent {
             M::JobCancelled(e) => e.jobId,
             M::JobExpired(e) => e.jobId,
             M::MarketParamsUpdated(_)
-            | M::Paused(_)
-            | M::Unpaused(_)
+            | M::PausedSet(_)
+            | M::NodeSlashed(_)
+            | M::NodeMarkedInactive(_)
+            | M::TreasuryWithdrawn(_)
+            | M::EIP712DomainChanged(_)
             | M::RoleAdminChanged(_)
             | M::RoleGranted(_)
             | M::RoleRevoked(_)
@@ -224,20 +232,23 @@ impl GantryEvent {
         match self {
             GantryEvent::Market(event) => match event {
                 M::JobAssigned(e) => Some(e.nodeId),
-                M::ResultSubmitted(e) => Some(e.nodeId),
                 M::JobDisputed(e) => Some(e.nodeId),
                 M::DisputeResolved(e) => Some(e.nodeId),
                 M::JobCompleted(e) => Some(e.nodeId),
                 M::JobReclaimed(e) => Some(e.nodeId),
                 M::JobRejected(e) => Some(e.nodeId),
-                M::JobExpired(e) => Some(e.nodeId),
+                M::NodeSlashed(e) => Some(e.nodeId),
+                M::NodeMarkedInactive(e) => Some(e.nodeId),
                 M::JobPosted(_)
+                | M::ResultSubmitted(_)
+                | M::JobExpired(_)
                 | M::JobRequeued(_)
                 | M::JobFailed(_)
                 | M::JobCancelled(_)
                 | M::MarketParamsUpdated(_)
-                | M::Paused(_)
-                | M::Unpaused(_)
+                | M::PausedSet(_)
+                | M::TreasuryWithdrawn(_)
+                | M::EIP712DomainChanged(_)
                 | M::RoleAdminChanged(_)
                 | M::RoleGranted(_)
                 | M::RoleRevoked(_)
@@ -254,9 +265,9 @@ impl GantryEvent {
                 R::NodeAgentChanged(e) => Some(e.nodeId),
                 R::NodeStakeAdded(e) => Some(e.nodeId),
                 R::NodeSlashed(e) => Some(e.nodeId),
-                R::RegistryParamsUpdated(_)
-                | R::Paused(_)
-                | R::Unpaused(_)
+                R::NodeEarningsWithdrawn(e) => Some(e.nodeId),
+                R::FeesSwept(e) => Some(e.nodeId),
+                R::EIP712DomainChanged(_)
                 | R::RoleAdminChanged(_)
                 | R::RoleGranted(_)
                 | R::RoleRevoked(_) => None,
@@ -289,10 +300,8 @@ mod tests {
         let assigned = JobMarket::JobAssigned {
             jobId: 7,
             nodeId: 3,
-            agent: Address::repeat_byte(9),
-            attempt: 1,
             claimed: false,
-            assignedAt: alloy::primitives::aliases::U40::from(1_700_000_000u64),
+            until: alloy::primitives::aliases::U40::from(1_700_000_000u64),
         };
         let log = Log {
             address: contracts.market,
@@ -314,6 +323,48 @@ mod tests {
             GantryEvent::Market(JobMarket::JobMarketEvents::JobAssigned(assigned))
         );
         assert_eq!((typed.job_id(), typed.node_id()), (Some(7), Some(3)));
+    }
+
+    #[test]
+    fn at_one_address_node_events_read_as_registry_events_and_the_rest_as_market_events() {
+        let market = Address::repeat_byte(1);
+        let contracts = Contracts {
+            market,
+            registry: market,
+        };
+        let log_of = |topics: Vec<alloy::primitives::FixedBytes<32>>, data: Vec<u8>| Log {
+            address: market,
+            data: LogData::new_unchecked(topics, data.into()),
+        };
+        // Emitted by the market itself, and in both ABIs: a registry event all the same.
+        let slashed = NodeRegistry::NodeSlashed {
+            nodeId: 2,
+            jobId: 5,
+            amount: alloy::primitives::aliases::U96::from(10u64),
+            stake: alloy::primitives::aliases::U96::from(90u64),
+        };
+        let decoded = decode(
+            &contracts,
+            &log_of(slashed.encode_topics().into_iter().map(B256::from).collect(), slashed.encode_data()),
+        )
+        .unwrap();
+        assert_eq!(decoded.contract, ContractKind::Registry);
+        assert_eq!(
+            decoded.typed().unwrap(),
+            GantryEvent::Registry(NodeRegistry::NodeRegistryEvents::NodeSlashed(slashed))
+        );
+        let requeued = JobMarket::JobRequeued {
+            jobId: 5,
+            faults: 1,
+            barred: 1,
+        };
+        let decoded = decode(
+            &contracts,
+            &log_of(requeued.encode_topics().into_iter().map(B256::from).collect(), requeued.encode_data()),
+        )
+        .unwrap();
+        assert_eq!(decoded.contract, ContractKind::Market);
+        assert_eq!(decoded.key, "5");
     }
 
     #[test]

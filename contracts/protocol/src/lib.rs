@@ -42,6 +42,7 @@ pub mod eligibility;
 pub mod envelope;
 pub mod events;
 pub mod jobs;
+pub mod market;
 pub mod names;
 pub mod nats;
 pub mod nats_auth;

@@ -72,8 +72,15 @@ pub fn explain(call: &str, error: &alloy::contract::Error, token: &TokenInfo) ->
 pub fn market(call: &str, error: JobMarket::JobMarketErrors, token: &TokenInfo) -> Refusal {
     use JobMarket::JobMarketErrors as E;
     let refused = |message: String| Refusal::Refused(message);
+    let time = |t: alloy::primitives::aliases::U40| format_time(t.to::<u64>());
     match error {
-        E::JobMarket_UnknownJob(e) => Refusal::NotFound(format!("job {} does not exist", e.jobId)),
+        E::JobMarket_StaleState(e) => refused(format!(
+            "job {} has moved on (or does not exist, or is settled): fetch its current state and try again",
+            e.jobId
+        )),
+        E::JobMarket_WrongTerms(e) => {
+            refused(format!("those are not the terms job {} was posted with", e.jobId))
+        }
         E::JobMarket_WrongStatus(e) => {
             let status = job_status_name(e.status);
             match needs(call) {
@@ -88,26 +95,57 @@ pub fn market(call: &str, error: JobMarket::JobMarketErrors, token: &TokenInfo) 
         E::JobMarket_ChallengeWindowClosed(e) => refused(format!(
             "the challenge window of job {} closed at {}: it can no longer be disputed",
             e.jobId,
-            format_time(e.challengeEndsAt.to::<u64>())
+            time(e.until)
         )),
         E::JobMarket_ChallengeWindowOpen(e) => refused(format!(
             "the challenge window of job {} is open until {}",
             e.jobId,
-            format_time(e.challengeEndsAt.to::<u64>())
+            time(e.until)
         )),
-        E::JobMarket_DeadlineInPast(e) => refused(format!(
-            "the deadline {} is not in the future",
-            format_time(e.deadline.to::<u64>())
+        E::JobMarket_DisputeOpen(e) => refused(format!(
+            "the arbiter has until {} to decide the dispute of job {}",
+            time(e.until),
+            e.jobId
         )),
-        E::JobMarket_PastDeadline(e) => refused(format!(
-            "job {} is past its deadline {}",
+        E::JobMarket_DisputeLapsed(e) => refused(format!(
+            "the dispute of job {} lapsed at {}: anyone may settle it now",
             e.jobId,
-            format_time(e.deadline.to::<u64>())
+            time(e.until)
         )),
-        E::JobMarket_DeadlineNotPassed(e) => refused(format!(
-            "job {} is not past its deadline {} yet",
+        E::JobMarket_DeadlineTooSoon(e) => refused(format!(
+            "the deadline {} leaves no room for one attempt: it must be at least {}",
+            time(e.deadline),
+            format_time(u64::try_from(e.earliest).unwrap_or(u64::MAX))
+        )),
+        E::JobMarket_DoesNotFit(e) => refused(format!(
+            "an attempt of job {} started now would end after its deadline {}",
             e.jobId,
-            format_time(e.deadline.to::<u64>())
+            time(e.deadline)
+        )),
+        E::JobMarket_RuntimeOver(e) => refused(format!(
+            "the attempt of job {} ran out of time at {}",
+            e.jobId,
+            time(e.until)
+        )),
+        E::JobMarket_MustBeReclaimed(e) => refused(format!(
+            "job {}'s node is at fault (inactive during the attempt, or past its runtime): the job can only be reclaimed",
+            e.jobId
+        )),
+        E::JobMarket_NotReclaimable(e) => refused(format!(
+            "job {}'s node is within its runtime and was not marked inactive",
+            e.jobId
+        )),
+        E::JobMarket_NotExpired(e) => {
+            refused(format!("an attempt of job {} still fits before its deadline", e.jobId))
+        }
+        E::JobMarket_Barred(e) => refused(format!(
+            "node {} gave job {} back or failed it: it may not take it again",
+            e.nodeId, e.jobId
+        )),
+        E::JobMarket_NodeNotActive(e) => refused(format!(
+            "node {} is {}, not active",
+            e.nodeId,
+            node_status_name(e.status)
         )),
         E::JobMarket_ZeroBounty(_) => refused("the bounty must be more than 0".into()),
         E::JobMarket_EmptySpec(_) => refused("the spec is empty".into()),
@@ -116,15 +154,11 @@ pub fn market(call: &str, error: JobMarket::JobMarketErrors, token: &TokenInfo) 
             e.length, e.max
         )),
         E::JobMarket_InvalidRequirements(_) => refused(
-            "invalid requirements: priority must be 1 to 10, the runtime positive, and a GPU \
-             model needs at least one GPU"
+            "invalid requirements: priority must be 1 to 10, the runtime positive and at most \
+             7 days, and a GPU model needs at least one GPU"
                 .into(),
         ),
         E::JobMarket_NothingToWithdraw(_) => refused("you have no credits to withdraw".into()),
-        E::JobMarket_NoAttemptsLeft(e) => refused(format!(
-            "job {} has used all its {} attempts",
-            e.jobId, e.attempts
-        )),
         E::JobMarket_NotAssignedAgent(e) => refused(format!(
             "{} is not the agent of the node job {} is assigned to",
             e.caller, e.jobId
@@ -138,10 +172,13 @@ pub fn market(call: &str, error: JobMarket::JobMarketErrors, token: &TokenInfo) 
             token.show(e.price),
             token.show(e.maxPrice)
         )),
-        E::EnforcedPause(_) => refused(
-            "the market is paused: no new jobs or assignments (settlement and withdrawals work)"
-                .into(),
+        E::JobMarket_Paused(_) => refused(
+            "the market is paused: no new jobs or nodes (settlement and withdrawals work)".into(),
         ),
+        E::NodeRegistry_TextTooLong(e) => refused(format!(
+            "a text of {} bytes is longer than the market's {}",
+            e.length, e.max
+        )),
         E::AccessControlUnauthorizedAccount(e) => refused(format!(
             "{} lacks the role {} this call needs",
             e.account, e.neededRole
@@ -158,13 +195,17 @@ pub fn registry(error: NodeRegistry::NodeRegistryErrors, token: &TokenInfo) -> R
             Refusal::NotFound(format!("node {} does not exist", e.nodeId))
         }
         E::NodeRegistry_StakeTooLow(e) => refused(format!(
-            "a stake of {} is below the registry's minimum {}",
+            "a stake of {} is below the market's minimum {}",
             token.show(e.stake),
             token.show(e.minStake)
         )),
         E::NodeRegistry_NotOperator(e) => refused(format!(
             "node {} is not operated by {}: only its operator may do this",
             e.nodeId, e.caller
+        )),
+        E::NodeRegistry_NotAgent(e) => refused(format!(
+            "{} is not the agent of node {}",
+            e.caller, e.nodeId
         )),
         E::NodeRegistry_Exiting(e) => {
             refused(format!("node {} is already exiting or exited", e.nodeId))
@@ -178,23 +219,34 @@ pub fn registry(error: NodeRegistry::NodeRegistryErrors, token: &TokenInfo) -> R
             e.nodeId,
             format_time(e.unbondingEndsAt.to::<u64>())
         )),
-        E::NodeRegistry_HasJobs(e) => refused(format!(
-            "node {} still has {} running and {} settling job(s)",
-            e.nodeId, e.activeJobs, e.settlingJobs
-        )),
+        E::NodeRegistry_NothingToWithdraw(e) => {
+            refused(format!("node {} has nothing to withdraw", e.nodeId))
+        }
         E::NodeRegistry_InvalidCapabilities(_) => refused(
             "invalid capabilities: a GPU model needs GPUs with VRAM (and GPUs need a model), \
              and a node needs a CPU core and a job slot"
                 .into(),
         ),
         E::NodeRegistry_ZeroAddress(_) => refused("the agent address must not be zero".into()),
+        E::NodeRegistry_ConsentExpired(e) => refused(format!(
+            "the agent's consent expired at {}",
+            format_time(u64::try_from(e.deadline).unwrap_or(u64::MAX))
+        )),
+        E::NodeRegistry_BadConsent(e) => refused(format!(
+            "{} did not consent to serve this operator: sign the consent with the agent's key",
+            e.agent
+        )),
         E::NodeRegistry_NotActive(e) => refused(format!(
             "node {} is {}, not active",
             e.nodeId,
             node_status_name(e.status)
         )),
-        E::EnforcedPause(_) => refused("the registry is paused: no new registrations".into()),
-        other => refused(format!("refused by the registry: {other:?}")),
+        E::NodeRegistry_TextTooLong(e) => refused(format!(
+            "a text of {} bytes is longer than the market's {}",
+            e.length, e.max
+        )),
+        E::JobMarket_Paused(_) => refused("the market is paused: no new nodes".into()),
+        other => refused(format!("refused by the market: {other:?}")),
     }
 }
 
@@ -244,18 +296,18 @@ mod tests {
         );
         assert!(matches!(error, Refusal::Refused(_)));
 
-        let unknown = market(
+        let stale = market(
             "accept",
-            E::JobMarket_UnknownJob(JobMarket::JobMarket_UnknownJob { jobId: 9 }),
+            E::JobMarket_StaleState(JobMarket::JobMarket_StaleState { jobId: 9 }),
             &gusd(),
         );
-        assert!(matches!(unknown, Refusal::NotFound(_)));
+        assert!(stale.to_string().contains("job 9 has moved on"));
 
         let closed = market(
             "dispute",
             E::JobMarket_ChallengeWindowClosed(JobMarket::JobMarket_ChallengeWindowClosed {
                 jobId: 2,
-                challengeEndsAt: U40::from(1_793_707_200u64),
+                until: U40::from(1_793_707_200u64),
             }),
             &gusd(),
         );
@@ -279,7 +331,7 @@ mod tests {
         );
         assert_eq!(
             low.to_string(),
-            "a stake of 50 gUSD is below the registry's minimum 100 gUSD"
+            "a stake of 50 gUSD is below the market's minimum 100 gUSD"
         );
         let poor = token_error(
             GantryTestToken::GantryTestTokenErrors::ERC20InsufficientBalance(

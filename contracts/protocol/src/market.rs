@@ -1,0 +1,393 @@
+//! A job as the market keeps it: its [`Terms`], fixed at posting, and its [`State`], which
+//! the chain stores only as a hash (one word per job). Both are packed and unpacked bit for
+//! bit as the contract's `JobCodec` does, and [`State::apply`] folds a job's events into
+//! the state every call on that job must pass. Pure.
+//!
+//! ```text
+//!  JobPosted(terms) ──▶ State::posted(terms, policy) ──apply(JobAssigned)──▶ … ──pack()──▶ market.submitResult(jobId, state, …)
+//!  MarketParamsUpdated(params, version) ──▶ Policies
+//! ```
+
+use std::collections::BTreeMap;
+
+use alloy::primitives::{Address, B256, U256, keccak256};
+use alloy::sol_types::SolValue;
+
+use crate::bindings::JobMarket;
+use crate::eligibility::Requirements;
+use crate::status::JobStatus;
+
+/// Everything a job was posted with (`JobTerms`, unpacked).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct Terms {
+    pub submitter: Address,
+    pub bounty: u128,
+    pub spec_hash: B256,
+    pub requirements: Requirements,
+    /// Chain time by which a result must be in.
+    pub deadline: u64,
+    /// The market's policy version in force at posting.
+    pub policy: u32,
+}
+
+fn bits(word: U256, shift: usize, width: usize) -> u128 {
+    let mask = (U256::from(1u8) << width) - U256::from(1u8);
+    ((word >> shift) & mask).to::<u128>()
+}
+
+impl Terms {
+    /// The five words the market takes and emits.
+    pub fn pack(&self) -> JobMarket::JobTerms {
+        let r = &self.requirements;
+        let limits = (U256::from(self.deadline) << 168)
+            | (U256::from(r.max_runtime) << 136)
+            | (U256::from(r.min_gpu_count) << 120)
+            | (U256::from(r.min_vram_mib) << 88)
+            | (U256::from(r.min_cpu_cores) << 72)
+            | (U256::from(r.min_ram_mib) << 40)
+            | (U256::from(r.priority) << 32)
+            | U256::from(self.policy);
+        JobMarket::JobTerms {
+            party: (U256::from_be_slice(self.submitter.as_slice()) << 96)
+                | U256::from(self.bounty),
+            specHash: self.spec_hash,
+            gpuModel: r.gpu_model,
+            limits,
+            maxPricePerGpuHour: U256::from(r.max_price_per_gpu_hour),
+        }
+    }
+
+    /// The terms as `JobPosted` carries them.
+    pub fn unpack(t: &JobMarket::JobTerms) -> Self {
+        let party = t.party.to_be_bytes::<32>();
+        let l = t.limits;
+        Self {
+            submitter: Address::from_slice(&party[..20]),
+            bounty: bits(t.party, 0, 96),
+            spec_hash: t.specHash,
+            requirements: Requirements {
+                gpu_model: t.gpuModel,
+                min_gpu_count: bits(l, 120, 16) as u16,
+                min_vram_mib: bits(l, 88, 32) as u32,
+                min_cpu_cores: bits(l, 72, 16) as u16,
+                min_ram_mib: bits(l, 40, 32) as u32,
+                max_price_per_gpu_hour: bits(t.maxPricePerGpuHour, 0, 96),
+                max_runtime: bits(l, 136, 32) as u32,
+                priority: bits(l, 32, 8) as u8,
+            },
+            deadline: bits(l, 168, 40) as u64,
+            policy: bits(l, 0, 32) as u32,
+        }
+    }
+
+    /// keccak256(abi.encode(JobTerms)): what the state holds.
+    pub fn hash(&self) -> B256 {
+        keccak256(self.pack().abi_encode())
+    }
+
+    /// Whether an attempt assigned at `now` would end by the deadline.
+    pub fn fits(&self, now: u64) -> bool {
+        now + u64::from(self.requirements.max_runtime) <= self.deadline
+    }
+}
+
+/// The rules a job gets from its policy version (`JobPolicy`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+pub struct Policy {
+    pub fee_bps: u16,
+    pub challenge_window: u32,
+    pub dispute_bond: u128,
+    pub dispute_period: u32,
+    pub slash_bps: u16,
+    pub max_attempts: u8,
+}
+
+impl From<&JobMarket::MarketParams> for Policy {
+    fn from(p: &JobMarket::MarketParams) -> Self {
+        Self {
+            fee_bps: p.protocolFeeBps,
+            challenge_window: p.challengeWindow,
+            dispute_bond: p.disputeBond.to::<u128>(),
+            dispute_period: p.disputePeriod,
+            slash_bps: p.slashBps,
+            max_attempts: p.maxAttempts,
+        }
+    }
+}
+
+impl Policy {
+    /// A job's dispute bond: the floor, or a tenth of the bounty if larger.
+    pub fn bond(&self, bounty: u128) -> u128 {
+        (bounty / 10).max(self.dispute_bond)
+    }
+}
+
+/// Every policy version, folded from `MarketParamsUpdated`.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Policies(BTreeMap<u32, Policy>);
+
+impl Policies {
+    pub fn insert(&mut self, version: u32, policy: Policy) {
+        self.0.insert(version, policy);
+    }
+
+    pub fn get(&self, version: u32) -> Option<&Policy> {
+        self.0.get(&version)
+    }
+}
+
+/// A job's state (`JobState`, unpacked).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct State {
+    /// The hash of the job's terms.
+    pub terms: B256,
+    pub status: JobStatus,
+    /// Attempts that ended in the node's fault.
+    pub faults: u8,
+    /// Nodes barred from the job (gave it back or faulted on it).
+    pub barred: u8,
+    /// The node of the current attempt; 0 when Open.
+    pub node_id: u64,
+    /// Assigned: the attempt's end; Submitted: the challenge window's end; Disputed: the
+    /// arbiter's deadline; otherwise 0.
+    pub until: u64,
+    pub bounty: u128,
+    pub fee_bps: u16,
+    pub challenge_window: u32,
+}
+
+/// Why an event could not be folded into a state.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum FoldError {
+    #[error("policy version {0} is unknown (no MarketParamsUpdated for it was seen)")]
+    UnknownPolicy(u32),
+}
+
+impl State {
+    /// The state of a job just posted with `terms` under `policy`.
+    pub fn posted(terms: &Terms, policy: &Policy) -> Self {
+        Self {
+            terms: terms.hash(),
+            status: JobStatus::Open,
+            faults: 0,
+            barred: 0,
+            node_id: 0,
+            until: 0,
+            bounty: terms.bounty,
+            fee_bps: policy.fee_bps,
+            challenge_window: policy.challenge_window,
+        }
+    }
+
+    /// The two words the market takes.
+    pub fn pack(&self) -> JobMarket::JobState {
+        let fields = (U256::from(self.status as u8) << 248)
+            | (U256::from(self.faults) << 240)
+            | (U256::from(self.barred) << 232)
+            | (U256::from(self.node_id & ((1 << 48) - 1)) << 184)
+            | (U256::from(self.until) << 144)
+            | (U256::from(self.bounty) << 48)
+            | (U256::from(self.fee_bps) << 32)
+            | U256::from(self.challenge_window);
+        JobMarket::JobState {
+            terms: self.terms,
+            fields,
+        }
+    }
+
+    /// A packed state back; `None` when its status byte names no status.
+    pub fn unpack(s: &JobMarket::JobState) -> Option<Self> {
+        let f = s.fields;
+        Some(Self {
+            terms: s.terms,
+            status: JobStatus::try_from(bits(f, 248, 8) as u8).ok()?,
+            faults: bits(f, 240, 8) as u8,
+            barred: bits(f, 232, 8) as u8,
+            node_id: bits(f, 184, 48) as u64,
+            until: bits(f, 144, 40) as u64,
+            bounty: bits(f, 48, 96),
+            fee_bps: bits(f, 32, 16) as u16,
+            challenge_window: bits(f, 0, 32) as u32,
+        })
+    }
+
+    /// keccak256(abi.encode(JobState)): the word the market stores for the job.
+    pub fn hash(&self) -> B256 {
+        keccak256(self.pack().abi_encode())
+    }
+
+    /// The state after one of the job's events, as the market moved it.
+    pub fn apply(&mut self, event: &JobMarket::JobMarketEvents) {
+        use JobMarket::JobMarketEvents as M;
+        match event {
+            M::JobAssigned(e) => {
+                self.status = JobStatus::Assigned;
+                self.node_id = e.nodeId;
+                self.until = e.until.to::<u64>();
+            }
+            M::ResultSubmitted(e) => {
+                self.status = JobStatus::Submitted;
+                self.until = e.until.to::<u64>();
+            }
+            M::JobDisputed(e) => {
+                self.status = JobStatus::Disputed;
+                self.until = e.until.to::<u64>();
+            }
+            M::JobRequeued(e) => {
+                self.status = JobStatus::Open;
+                self.faults = e.faults;
+                self.barred = e.barred;
+                self.node_id = 0;
+                self.until = 0;
+            }
+            M::JobCompleted(_) => self.settle(JobStatus::Completed),
+            M::JobFailed(_) => self.settle(JobStatus::Failed),
+            M::JobCancelled(_) => self.settle(JobStatus::Cancelled),
+            M::JobExpired(_) => self.settle(JobStatus::Expired),
+            // Their state change (if any) comes with the events above.
+            M::JobPosted(_)
+            | M::JobReclaimed(_)
+            | M::JobRejected(_)
+            | M::DisputeResolved(_)
+            | M::NodeSlashed(_)
+            | M::NodeMarkedInactive(_)
+            | M::Withdrawn(_)
+            | M::TreasuryWithdrawn(_)
+            | M::MarketParamsUpdated(_)
+            | M::PausedSet(_)
+            | M::RoleAdminChanged(_)
+            | M::RoleGranted(_)
+            | M::RoleRevoked(_)
+            | M::EIP712DomainChanged(_) => {}
+        }
+    }
+
+    fn settle(&mut self, status: JobStatus) {
+        // The market cleared the job's word; nothing can be called on it any more.
+        self.status = status;
+        self.until = 0;
+    }
+
+    /// When the job was assigned (Assigned only): the one clock of the attempt.
+    pub fn assigned_at(&self, terms: &Terms) -> Option<u64> {
+        (self.status == JobStatus::Assigned)
+            .then(|| self.until - u64::from(terms.requirements.max_runtime))
+    }
+}
+
+/// A job as a caller needs it: its terms and its current state.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Job {
+    pub terms: Terms,
+    pub state: State,
+}
+
+impl Job {
+    /// The job `JobPosted` announced, under the policies seen so far.
+    pub fn posted(
+        terms: &JobMarket::JobTerms,
+        policies: &Policies,
+    ) -> Result<Self, FoldError> {
+        let terms = Terms::unpack(terms);
+        let policy = policies
+            .get(terms.policy)
+            .ok_or(FoldError::UnknownPolicy(terms.policy))?;
+        Ok(Self {
+            state: State::posted(&terms, policy),
+            terms,
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    fn terms() -> impl Strategy<Value = Terms> {
+        (
+            any::<[u8; 20]>(),
+            0u128..(1 << 96),
+            any::<[u8; 32]>(),
+            any::<[u8; 32]>(),
+            (any::<u16>(), any::<u32>(), any::<u16>(), any::<u32>()),
+            (0u128..(1 << 96), any::<u32>(), any::<u8>()),
+            0u64..(1 << 40),
+            any::<u32>(),
+        )
+            .prop_map(
+                |(who, bounty, spec, model, (gpus, vram, cpus, ram), (price, runtime, priority), deadline, policy)| Terms {
+                    submitter: Address::from(who),
+                    bounty,
+                    spec_hash: B256::from(spec),
+                    requirements: Requirements {
+                        gpu_model: B256::from(model),
+                        min_gpu_count: gpus,
+                        min_vram_mib: vram,
+                        min_cpu_cores: cpus,
+                        min_ram_mib: ram,
+                        max_price_per_gpu_hour: price,
+                        max_runtime: runtime,
+                        priority,
+                    },
+                    deadline,
+                    policy,
+                },
+            )
+    }
+
+    proptest! {
+        #[test]
+        fn terms_pack_and_unpack_to_themselves(t in terms()) {
+            prop_assert_eq!(Terms::unpack(&t.pack()), t);
+        }
+
+        #[test]
+        fn states_pack_and_unpack_to_themselves(
+            status in 1u8..=8, faults: u8, barred: u8, node in 0u64..(1 << 48),
+            until in 0u64..(1 << 40), bounty in 0u128..(1 << 96), fee: u16, window: u32, terms: [u8; 32],
+        ) {
+            let state = State {
+                terms: B256::from(terms),
+                status: JobStatus::try_from(status).unwrap(),
+                faults, barred, node_id: node, until, bounty, fee_bps: fee, challenge_window: window,
+            };
+            prop_assert_eq!(State::unpack(&state.pack()), Some(state));
+        }
+    }
+
+    #[test]
+    fn a_posted_job_starts_open_with_its_policy() {
+        let terms = Terms {
+            submitter: Address::repeat_byte(7),
+            bounty: 50_000_000,
+            spec_hash: B256::repeat_byte(1),
+            requirements: Requirements {
+                max_runtime: 3600,
+                priority: 5,
+                ..Requirements::default()
+            },
+            deadline: 1_750_086_400,
+            policy: 1,
+        };
+        let mut policies = Policies::default();
+        policies.insert(
+            1,
+            Policy {
+                fee_bps: 250,
+                challenge_window: 3600,
+                ..Policy::default()
+            },
+        );
+        let job = Job::posted(&terms.pack(), &policies).unwrap();
+        assert_eq!(job.state.status, JobStatus::Open);
+        assert_eq!((job.state.fee_bps, job.state.challenge_window), (250, 3600));
+        assert_eq!(job.state.terms, terms.hash());
+        assert!(terms.fits(1_750_086_400 - 3600));
+        assert!(!terms.fits(1_750_086_400 - 3599));
+        assert_eq!(
+            Job::posted(&Terms { policy: 2, ..terms }.pack(), &policies),
+            Err(FoldError::UnknownPolicy(2))
+        );
+    }
+}
