@@ -105,6 +105,15 @@ contract JobMarket is IJobMarket, MarketStorage {
     }
 
     /// @inheritdoc IJobMarket
+    function deposit(uint256 amount) external nonReentrant {
+        if (amount == 0) revert JobMarket_ZeroAmount();
+        _credits[msg.sender] += amount;
+        emit Deposited(msg.sender, amount);
+
+        token.safeTransferFrom(msg.sender, address(this), amount);
+    }
+
+    /// @inheritdoc IJobMarket
     function accept(uint64 jobId, JobTerms calldata terms, JobState calldata state) external {
         _check(jobId, state, JobStatus.Submitted);
         _checkSubmitter(jobId, terms, state);
@@ -409,9 +418,14 @@ contract JobMarket is IJobMarket, MarketStorage {
         JobTerms memory terms = JobCodec.pack(msg.sender, bounty, keccak256(spec), requirements, deadline, c.policy);
         uint256 fields = JobCodec.opened(bounty, c.feeBps, c.challengeWindow);
         _jobs[jobId] = _hash(keccak256(abi.encode(terms)), fields);
-        emit JobPosted(jobId, msg.sender, terms, spec);
+        // Credits first: a job posted from credits touches one slot that already exists
+        // and makes no token call.
+        uint256 credit = _credits[msg.sender];
+        uint96 fromCredits = credit >= bounty ? bounty : uint96(credit);
+        if (fromCredits != 0) _credits[msg.sender] = credit - fromCredits;
+        emit JobPosted(jobId, msg.sender, terms, fromCredits, spec);
 
-        token.safeTransferFrom(msg.sender, address(this), bounty);
+        if (fromCredits < bounty) token.safeTransferFrom(msg.sender, address(this), bounty - fromCredits);
     }
 
     function _assign(uint64 jobId, uint64 nodeId, JobTerms calldata terms, JobState calldata state, bool claimed)

@@ -317,7 +317,8 @@ abstract contract Base is Test {
         bytes32 t = log.topics[0];
         if (t == IJobMarket.JobPosted.selector) {
             uint64 jobId = uint64(uint256(log.topics[1]));
-            (JobTerms memory terms,) = abi.decode(log.data, (JobTerms, bytes));
+            (JobTerms memory terms, uint96 fromCredits,) = abi.decode(log.data, (JobTerms, uint96, bytes));
+            replayCredits[terms.submitter()] -= fromCredits;
             jobs[jobId].terms = terms;
             JobPolicy memory p = policies[terms.policy()];
             jobs[jobId].state = JobState({
@@ -381,6 +382,8 @@ abstract contract Base is Test {
         } else if (t == IJobMarket.JobExpired.selector) {
             uint64 jobId = uint64(uint256(log.topics[1]));
             settleRefund(jobId, abi.decode(log.data, (uint96)), JobStatus.Expired);
+        } else if (t == IJobMarket.Deposited.selector) {
+            replayCredits[address(uint160(uint256(log.topics[1])))] += abi.decode(log.data, (uint256));
         } else if (t == IJobMarket.Withdrawn.selector) {
             replayCredits[address(uint160(uint256(log.topics[1])))] -= abi.decode(log.data, (uint256));
         } else if (t == IJobMarket.TreasuryWithdrawn.selector) {

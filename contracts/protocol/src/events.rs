@@ -85,8 +85,8 @@ pub fn decode(contracts: &Contracts, log: &Log) -> Result<DecodedEvent, DecodeEr
             Err(_) => {}
         }
     }
-    let event = JobMarket::JobMarketEvents::decode_log(log)
-        .map_err(|e| abi(ContractKind::Market, e))?;
+    let event =
+        JobMarket::JobMarketEvents::decode_log(log).map_err(|e| abi(ContractKind::Market, e))?;
     Ok(DecodedEvent::from(&GantryEvent::Market(event.data)))
 }
 
@@ -220,6 +220,7 @@ impl GantryEvent {
             | M::RoleAdminChanged(_)
             | M::RoleGranted(_)
             | M::RoleRevoked(_)
+            | M::Deposited(_)
             | M::Withdrawn(_) => return None,
         })
     }
@@ -252,6 +253,7 @@ impl GantryEvent {
                 | M::RoleAdminChanged(_)
                 | M::RoleGranted(_)
                 | M::RoleRevoked(_)
+                | M::Deposited(_)
                 | M::Withdrawn(_) => None,
             },
             GantryEvent::Registry(event) => match event {
@@ -345,7 +347,14 @@ mod tests {
         };
         let decoded = decode(
             &contracts,
-            &log_of(slashed.encode_topics().into_iter().map(B256::from).collect(), slashed.encode_data()),
+            &log_of(
+                slashed
+                    .encode_topics()
+                    .into_iter()
+                    .map(B256::from)
+                    .collect(),
+                slashed.encode_data(),
+            ),
         )
         .unwrap();
         assert_eq!(decoded.contract, ContractKind::Registry);
@@ -360,7 +369,14 @@ mod tests {
         };
         let decoded = decode(
             &contracts,
-            &log_of(requeued.encode_topics().into_iter().map(B256::from).collect(), requeued.encode_data()),
+            &log_of(
+                requeued
+                    .encode_topics()
+                    .into_iter()
+                    .map(B256::from)
+                    .collect(),
+                requeued.encode_data(),
+            ),
         )
         .unwrap();
         assert_eq!(decoded.contract, ContractKind::Market);

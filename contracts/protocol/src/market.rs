@@ -48,8 +48,7 @@ impl Terms {
             | (U256::from(r.priority) << 32)
             | U256::from(self.policy);
         JobMarket::JobTerms {
-            party: (U256::from_be_slice(self.submitter.as_slice()) << 96)
-                | U256::from(self.bounty),
+            party: (U256::from_be_slice(self.submitter.as_slice()) << 96) | U256::from(self.bounty),
             specHash: self.spec_hash,
             gpuModel: r.gpu_model,
             limits,
@@ -252,6 +251,7 @@ impl State {
             | M::NodeSlashed(_)
             | M::NodeMarkedInactive(_)
             | M::Withdrawn(_)
+            | M::Deposited(_)
             | M::TreasuryWithdrawn(_)
             | M::MarketParamsUpdated(_)
             | M::PausedSet(_)
@@ -284,10 +284,7 @@ pub struct Job {
 
 impl Job {
     /// The job `JobPosted` announced, under the policies seen so far.
-    pub fn posted(
-        terms: &JobMarket::JobTerms,
-        policies: &Policies,
-    ) -> Result<Self, FoldError> {
+    pub fn posted(terms: &JobMarket::JobTerms, policies: &Policies) -> Result<Self, FoldError> {
         let terms = Terms::unpack(terms);
         let policy = policies
             .get(terms.policy)
@@ -316,7 +313,16 @@ mod tests {
             any::<u32>(),
         )
             .prop_map(
-                |(who, bounty, spec, model, (gpus, vram, cpus, ram), (price, runtime, priority), deadline, policy)| Terms {
+                |(
+                    who,
+                    bounty,
+                    spec,
+                    model,
+                    (gpus, vram, cpus, ram),
+                    (price, runtime, priority),
+                    deadline,
+                    policy,
+                )| Terms {
                     submitter: Address::from(who),
                     bounty,
                     spec_hash: B256::from(spec),

@@ -78,9 +78,10 @@ pub fn market(call: &str, error: JobMarket::JobMarketErrors, token: &TokenInfo) 
             "job {} has moved on (or does not exist, or is settled): fetch its current state and try again",
             e.jobId
         )),
-        E::JobMarket_WrongTerms(e) => {
-            refused(format!("those are not the terms job {} was posted with", e.jobId))
-        }
+        E::JobMarket_WrongTerms(e) => refused(format!(
+            "those are not the terms job {} was posted with",
+            e.jobId
+        )),
         E::JobMarket_WrongStatus(e) => {
             let status = job_status_name(e.status);
             match needs(call) {
@@ -135,9 +136,10 @@ pub fn market(call: &str, error: JobMarket::JobMarketErrors, token: &TokenInfo) 
             "job {}'s node is within its runtime and was not marked inactive",
             e.jobId
         )),
-        E::JobMarket_NotExpired(e) => {
-            refused(format!("an attempt of job {} still fits before its deadline", e.jobId))
-        }
+        E::JobMarket_NotExpired(e) => refused(format!(
+            "an attempt of job {} still fits before its deadline",
+            e.jobId
+        )),
         E::JobMarket_Barred(e) => refused(format!(
             "node {} gave job {} back or failed it: it may not take it again",
             e.nodeId, e.jobId

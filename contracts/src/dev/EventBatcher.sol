@@ -16,7 +16,7 @@ contract EventBatcher {
     function post(uint256 count, JobTerms calldata terms, bytes calldata spec) external {
         uint64 jobId = _nextJobId;
         for (uint256 i; i < count; ++i) {
-            emit IJobMarket.JobPosted(jobId + uint64(i), address(uint160(terms.party >> 96)), terms, spec);
+            emit IJobMarket.JobPosted(jobId + uint64(i), address(uint160(terms.party >> 96)), terms, 0, spec);
         }
         _nextJobId = jobId + uint64(count);
     }

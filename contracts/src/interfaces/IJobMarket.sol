@@ -31,10 +31,13 @@ import {
 interface IJobMarket {
     // ---------------------------------------------------------------- events
 
-    /// @notice A job was posted and its bounty escrowed. `spec` is the full job-spec JSON.
-    /// The job's first state is `Open` with the terms' hash and the copies of bounty, fee
-    /// and challenge window (see `JobState`).
-    event JobPosted(uint64 indexed jobId, address indexed submitter, JobTerms terms, bytes spec);
+    /// @notice A job was posted and its bounty escrowed: `fromCredits` of it taken from the
+    /// submitter's credits, the rest pulled from its token balance. `spec` is the full
+    /// job-spec JSON. The job's first state is `Open` with the terms' hash and the copies of
+    /// bounty, fee and challenge window (see `JobState`).
+    event JobPosted(uint64 indexed jobId, address indexed submitter, JobTerms terms, uint96 fromCredits, bytes spec);
+    /// @notice `account` deposited `amount` of tokens into its credits (to post jobs from).
+    event Deposited(address indexed account, uint256 amount);
     /// @notice The job's next attempt went to the node (`claimed` when its agent pulled it);
     /// it must answer by `until` (assignment time + max runtime).
     event JobAssigned(uint64 indexed jobId, uint64 indexed nodeId, bool claimed, uint40 until);
@@ -91,6 +94,7 @@ interface IJobMarket {
     error JobMarket_InvalidParams();
     error JobMarket_InvalidRequirements();
     error JobMarket_ZeroBounty();
+    error JobMarket_ZeroAmount();
     error JobMarket_DeadlineTooSoon(uint40 deadline, uint256 earliest);
     error JobMarket_EmptySpec();
     error JobMarket_SpecTooLarge(uint256 length, uint256 max);
@@ -123,8 +127,9 @@ interface IJobMarket {
 
     // ---------------------------------------------------------------- submitter
 
-    /// @notice Posts a job, pulling `bounty` from the caller into escrow. The market
-    /// parameters in force now become part of the job's terms.
+    /// @notice Posts a job, escrowing `bounty`: from the caller's credits as far as they go
+    /// (a deposit, or refunds), the rest pulled from its tokens. The market policy in force
+    /// now becomes part of the job's terms.
     /// @param deadline Chain time by which a result must be in; at least one max runtime
     /// from now (an attempt must fit).
     /// @param spec The job-spec JSON (versioned, see the protocol crate); emitted, hashed.
@@ -143,6 +148,10 @@ interface IJobMarket {
         bytes32 r,
         bytes32 s
     ) external returns (uint64 jobId);
+
+    /// @notice Adds `amount` of the caller's tokens to its credits, which `postJob` spends
+    /// first (a job posted from credits makes no token call) and `withdraw` pays back.
+    function deposit(uint256 amount) external;
 
     /// @notice Accepts the submitted result at once: pays the provider.
     function accept(uint64 jobId, JobTerms calldata terms, JobState calldata state) external;
