@@ -15,7 +15,6 @@ use crate::{DevnetError, Tools};
 /// What a deployment is configured with.
 #[derive(Debug, Clone)]
 pub struct DeployParams {
-    pub registry: NodeRegistry::RegistryParams,
     pub market: JobMarket::MarketParams,
     /// Accounts granted MATCHER, ARBITER and PAUSER (the deployer is admin).
     pub matcher: Address,
@@ -26,20 +25,21 @@ pub struct DeployParams {
 impl DeployParams {
     /// Short timeouts and windows for a local network where a demo job runs in seconds.
     /// Token amounts are in gUSD base units (6 decimals).
+    /// The unbonding period is the contract's least (the longest runtime plus the longest
+    /// challenge window): tests that exit a node move the chain's clock.
     pub fn dev(admin: Address) -> Self {
         Self {
-            registry: NodeRegistry::RegistryParams {
-                minStake: U96::from(100_000_000u64),
-                heartbeatTimeout: 60,
-                unbondingPeriod: 300,
-                slashBps: 1_000,
-            },
             market: JobMarket::MarketParams {
-                feeRecipient: admin,
+                treasury: admin,
                 challengeWindow: 30,
                 protocolFeeBps: 250,
                 maxAttempts: 3,
                 disputeBond: U96::from(10_000_000u64),
+                disputePeriod: 300,
+                slashBps: 1_000,
+                minStake: U96::from(100_000_000u64),
+                heartbeatTimeout: 60,
+                unbondingPeriod: 10 * 24 * 3600,
             },
             matcher: admin,
             arbiter: admin,
@@ -48,8 +48,9 @@ impl DeployParams {
     }
 }
 
-/// Deploys the test token, the registry and the market, and grants the roles. `provider`
-/// must sign as `admin`.
+/// Deploys the test token and the market (with its node extension, whose calls the market
+/// serves at its own address: the deployment's `registry` is the market), and grants the
+/// roles. `provider` must sign as `admin`.
 pub async fn deploy(
     provider: &DynProvider,
     admin: Address,
@@ -69,45 +70,19 @@ pub async fn deploy(
     let token = GantryTestToken::deploy(provider.clone())
         .await
         .map_err(contract("deploy GantryTestToken"))?;
-    let registry = NodeRegistry::deploy(provider.clone(), *token.address(), admin, params.registry)
+    let registry = NodeRegistry::deploy(provider.clone(), *token.address())
         .await
         .map_err(contract("deploy NodeRegistry"))?;
     let market = JobMarket::deploy(
         provider.clone(),
         *token.address(),
-        *registry.address(),
         admin,
         params.market,
+        *registry.address(),
     )
     .await
     .map_err(contract("deploy JobMarket"))?;
 
-    let market_role = registry
-        .MARKET_ROLE()
-        .call()
-        .await
-        .map_err(contract("MARKET_ROLE"))?;
-    confirm_receipt(
-        "grant MARKET_ROLE",
-        registry
-            .grantRole(market_role, *market.address())
-            .send()
-            .await,
-    )
-    .await?;
-    let registry_pauser = registry
-        .PAUSER_ROLE()
-        .call()
-        .await
-        .map_err(contract("PAUSER_ROLE"))?;
-    confirm_receipt(
-        "grant PAUSER_ROLE",
-        registry
-            .grantRole(registry_pauser, params.pauser)
-            .send()
-            .await,
-    )
-    .await?;
     for (name, role, account) in [
         (
             "grant MATCHER_ROLE",
@@ -143,7 +118,7 @@ pub async fn deploy(
     Ok(Deployment {
         chain_id,
         token: *token.address(),
-        registry: *registry.address(),
+        registry: *market.address(),
         market: *market.address(),
         start_block,
     })
