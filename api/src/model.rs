@@ -200,6 +200,8 @@ pub fn apply_node(
     let changed = match typed {
         GantryEvent::Registry(e) => apply_registry(&mut node, e),
         GantryEvent::Market(e) => apply_market_to_node(&mut node, e),
+        // It names no node (see `touches`).
+        GantryEvent::Unreadable(_) => false,
     };
     if changed {
         node.updated_block = block;

@@ -10,10 +10,10 @@ use async_nats::HeaderMap;
 use bytes::Bytes;
 use futures::{StreamExt, TryStreamExt};
 use gantry_protocol::envelope::{
-    BlockCommit, ENVELOPE_VERSION, EventEnvelope, FinalityWatermark, OrphanedBlock, Retraction,
-    headers,
+    BlockCommit, ENVELOPE_VERSION, EventEnvelope, FinalityWatermark, MAX_EVENT_BYTES,
+    OrphanedBlock, Retraction, headers,
 };
-use gantry_protocol::events::{Contracts, decode};
+use gantry_protocol::events::{Contracts, DecodedEvent, UnreadableReason, decode};
 use gantry_protocol::names;
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::AbortOnDropHandle;
@@ -497,16 +497,12 @@ fn prepare_block(
             ))
             .into());
         }
-        let event = decode(contracts, &log.inner).map_err(|e| {
-            IndexerError::Fatal(format!("undecodable log in block {}: {e}", header.number))
-        })?;
         let (Some(tx_hash), Some(log_index)) = (log.transaction_hash, log.log_index) else {
             return Err(
                 ChainError::Inconsistent("log without transaction hash or index".into()).into(),
             );
         };
-        let subject = names::event(chain_id, &event.name, &event.key);
-        let envelope = EventEnvelope {
+        let mut envelope = EventEnvelope {
             v: ENVELOPE_VERSION,
             chain_id,
             block_number: header.number,
@@ -514,8 +510,25 @@ fn prepare_block(
             block_timestamp: header.timestamp,
             tx_hash,
             log_index,
-            event,
+            event: decode(contracts, &log.inner).unwrap_or_else(|e| {
+                tracing::error!(block = header.number, tx = %tx_hash, log_index, error = %e,
+                    "a log does not decode: publishing an Unreadable marker in its place");
+                metrics::unreadable_event("undecodable");
+                DecodedEvent::unreadable(contracts, &log.inner, UnreadableReason::Undecodable)
+            }),
         };
+        let mut payload = to_json(&envelope);
+        if payload.len() > MAX_EVENT_BYTES {
+            // The stream would refuse it and the indexer would retry the block forever.
+            tracing::error!(block = header.number, tx = %tx_hash, log_index, bytes = payload.len(),
+                event = %envelope.event.name,
+                "an event is too large to publish: publishing an Unreadable marker in its place");
+            metrics::unreadable_event("too_large");
+            envelope.event =
+                DecodedEvent::unreadable(contracts, &log.inner, UnreadableReason::TooLarge);
+            payload = to_json(&envelope);
+        }
+        let subject = names::event(chain_id, &envelope.event.name, &envelope.event.key);
         let mut identity = HeaderMap::new();
         identity.insert(headers::CHAIN_ID, chain_id.to_string().as_str());
         identity.insert(headers::BLOCK_NUMBER, header.number.to_string().as_str());
@@ -525,7 +538,7 @@ fn prepare_block(
         messages.push(Outgoing {
             subject,
             headers: identity,
-            payload: to_json(&envelope),
+            payload,
         });
     }
     let commit = BlockCommit {

@@ -11,6 +11,12 @@ pub fn events_published(count: u64) {
     counter!("gantry_indexer_events_published_total").increment(count);
 }
 
+/// A log published as an `Unreadable` marker instead of its event; `reason`: undecodable,
+/// too_large.
+pub fn unreadable_event(reason: &'static str) {
+    counter!("gantry_indexer_unreadable_events_total", "reason" => reason).increment(1);
+}
+
 pub fn blocks_committed(count: u64) {
     counter!("gantry_indexer_blocks_committed_total").increment(count);
 }

@@ -203,6 +203,11 @@ impl State {
         match typed {
             GantryEvent::Registry(e) => self.apply_registry(e, event.block_timestamp),
             GantryEvent::Market(e) => self.apply_market(e, event),
+            // The indexer could not read that log; nothing the matcher knows changed.
+            GantryEvent::Unreadable(log) => tracing::warn!(
+                block = event.block_number, tx = %event.tx_hash, reason = ?log.reason,
+                "skipping a log the indexer could not read"
+            ),
         }
         Ok(())
     }

@@ -10,6 +10,12 @@ use crate::events::DecodedEvent;
 /// Version of the envelope format this crate writes and reads.
 pub const ENVELOPE_VERSION: u16 = 1;
 
+/// The largest event message the indexer publishes, bytes: a quarter of the servers'
+/// `max_payload` (1 MiB, `deploy/nats/*.conf`). The largest event the market allows (a
+/// `JobPosted` with a 16 KiB spec, hex in JSON) is about 35 KiB; a larger log (from
+/// another contract version, or a bug) is published as an `Unreadable` marker instead.
+pub const MAX_EVENT_BYTES: usize = 256 * 1024;
+
 /// Header names carrying an event message's identity.
 pub mod headers {
     pub const CHAIN_ID: &str = "Gantry-Chain-Id";

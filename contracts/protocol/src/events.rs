@@ -1,7 +1,7 @@
 //! Decoding contract logs into named events: what the indexer publishes and every
 //! consumer reads back. Pure: a log in, a [`DecodedEvent`] out.
 
-use alloy::primitives::{Address, Log};
+use alloy::primitives::{Address, B256, Log};
 use alloy::sol_types::SolEventInterface;
 use serde::{Deserialize, Serialize};
 
@@ -97,6 +97,14 @@ impl From<&GantryEvent> for DecodedEvent {
         let (contract, tagged) = match event {
             GantryEvent::Market(e) => (ContractKind::Market, serde_json::to_value(e)),
             GantryEvent::Registry(e) => (ContractKind::Registry, serde_json::to_value(e)),
+            GantryEvent::Unreadable(e) => {
+                return DecodedEvent {
+                    contract: ContractKind::Market,
+                    name: UNREADABLE_EVENT.into(),
+                    key: "market".into(),
+                    data: serde_json::to_value(e).expect("the marker serializes"),
+                };
+            }
         };
         let tagged = tagged.expect("decoded events serialize");
         let (name, data) = match tagged {
@@ -143,6 +151,70 @@ fn subject_key(contract: ContractKind, name: &str, data: &serde_json::Value) -> 
 pub enum GantryEvent {
     Market(JobMarket::JobMarketEvents),
     Registry(NodeRegistry::NodeRegistryEvents),
+    /// A log the indexer could not publish as an event: it published this marker in its
+    /// place, so the block stays whole and every consumer goes on.
+    Unreadable(UnreadableLog),
+}
+
+/// The name of the marker the indexer publishes for a log it cannot publish as an event.
+pub const UNREADABLE_EVENT: &str = "Unreadable";
+
+/// Why a log was published as an [`UnreadableLog`] marker.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub enum UnreadableReason {
+    /// The log matches no event of the contract's ABI.
+    Undecodable,
+    /// The event's message would be larger than the stream takes
+    /// ([`crate::envelope::MAX_EVENT_BYTES`]).
+    TooLarge,
+}
+
+/// The marker published in place of a log that cannot be an event message: bounded, and
+/// enough to find the log again (its block, transaction and index are in the envelope).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct UnreadableLog {
+    pub reason: UnreadableReason,
+    /// The contract that emitted it.
+    pub address: Address,
+    /// Its first topic (the event signature), if it has one.
+    pub topic0: Option<B256>,
+    /// Size of its data, bytes.
+    pub data_bytes: u64,
+    /// keccak256 of its data.
+    pub data_hash: B256,
+}
+
+impl UnreadableLog {
+    pub fn new(log: &Log, reason: UnreadableReason) -> Self {
+        Self {
+            reason,
+            address: log.address,
+            topic0: log.topics().first().copied(),
+            data_bytes: log.data.data.len() as u64,
+            data_hash: alloy::primitives::keccak256(&log.data.data),
+        }
+    }
+}
+
+impl DecodedEvent {
+    /// The marker for `log`, published under the name [`UNREADABLE_EVENT`].
+    pub fn unreadable(contracts: &Contracts, log: &Log, reason: UnreadableReason) -> Self {
+        let contract = contracts
+            .kind_of(log.address)
+            .unwrap_or(ContractKind::Market);
+        DecodedEvent {
+            contract,
+            name: UNREADABLE_EVENT.into(),
+            key: match contract {
+                ContractKind::Market => "market".into(),
+                ContractKind::Registry => "registry".into(),
+            },
+            data: serde_json::to_value(UnreadableLog::new(log, reason))
+                .expect("the marker serializes"),
+        }
+    }
 }
 
 /// Why a published event does not read back as its contract's event.
@@ -158,16 +230,21 @@ pub struct EventDataError {
 impl DecodedEvent {
     /// The event as its contract's typed event.
     pub fn typed(&self) -> Result<GantryEvent, EventDataError> {
-        // The data is the externally tagged form's inner object (see [`decode`]).
-        let tagged = serde_json::Value::Object(serde_json::Map::from_iter([(
-            self.name.clone(),
-            self.data.clone(),
-        )]));
         let error = |source| EventDataError {
             name: self.name.clone(),
             contract: self.contract,
             source,
         };
+        if self.name == UNREADABLE_EVENT {
+            return serde_json::from_value(self.data.clone())
+                .map(GantryEvent::Unreadable)
+                .map_err(error);
+        }
+        // The data is the externally tagged form's inner object (see [`decode`]).
+        let tagged = serde_json::Value::Object(serde_json::Map::from_iter([(
+            self.name.clone(),
+            self.data.clone(),
+        )]));
         match self.contract {
             ContractKind::Market => serde_json::from_value(tagged)
                 .map(GantryEvent::Market)
@@ -198,6 +275,7 @@ impl GantryEvent {
         let GantryEvent::Market(event) = self else {
             return None;
         };
+        // (An unreadable log names no job: its data could not be read.)
         Some(match event {
             M::JobPosted(e) => e.jobId,
             M::JobAssigned(e) => e.jobId,
@@ -256,6 +334,7 @@ impl GantryEvent {
                 | M::Deposited(_)
                 | M::Withdrawn(_) => None,
             },
+            GantryEvent::Unreadable(_) => None,
             GantryEvent::Registry(event) => match event {
                 R::NodeRegistered(e) => Some(e.nodeId),
                 R::NodeHeartbeat(e) => Some(e.nodeId),
@@ -381,6 +460,40 @@ mod tests {
         .unwrap();
         assert_eq!(decoded.contract, ContractKind::Market);
         assert_eq!(decoded.key, "5");
+    }
+
+    #[test]
+    fn an_unreadable_log_reads_back_as_its_bounded_marker() {
+        let contracts = Contracts {
+            market: Address::repeat_byte(1),
+            registry: Address::repeat_byte(2),
+        };
+        let log = Log {
+            address: contracts.registry,
+            data: LogData::new_unchecked(vec![B256::repeat_byte(7)], vec![0u8; 100_000].into()),
+        };
+        let marker = DecodedEvent::unreadable(&contracts, &log, UnreadableReason::TooLarge);
+        assert_eq!(
+            (marker.name.as_str(), marker.key.as_str(), marker.contract),
+            (UNREADABLE_EVENT, "registry", ContractKind::Registry)
+        );
+        assert!(serde_json::to_vec(&marker).unwrap().len() < 1_000);
+        let GantryEvent::Unreadable(back) = marker.typed().unwrap() else {
+            panic!("not a marker")
+        };
+        assert_eq!(back.data_bytes, 100_000);
+        assert_eq!(back.topic0, Some(B256::repeat_byte(7)));
+        assert_eq!(
+            back.data_hash,
+            alloy::primitives::keccak256(vec![0u8; 100_000])
+        );
+        assert_eq!(
+            (
+                GantryEvent::Unreadable(back.clone()).job_id(),
+                GantryEvent::Unreadable(back).node_id()
+            ),
+            (None, None)
+        );
     }
 
     #[test]

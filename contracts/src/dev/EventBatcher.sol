@@ -12,6 +12,9 @@ import {JobTerms} from "../types/Types.sol";
 contract EventBatcher {
     uint64 internal _nextJobId = 1;
 
+    /// @notice An event the market's ABI does not know.
+    event Foreign(uint256 value);
+
     /// @notice Emits `count` JobPosted events with `terms` and `spec`, for consecutive job ids.
     function post(uint256 count, JobTerms calldata terms, bytes calldata spec) external {
         uint64 jobId = _nextJobId;
@@ -28,5 +31,25 @@ contract EventBatcher {
             emit IJobMarket.JobCancelled(jobId + uint64(i), 1e6);
         }
         _nextJobId = jobId + uint64(count);
+    }
+
+    /// @notice Emits one JobPosted whose spec is `specBytes` bytes of `x`: the size the
+    /// market allows (16 KiB) or larger than any stream message may be.
+    function postSized(JobTerms calldata terms, uint256 specBytes) external {
+        bytes memory spec = new bytes(specBytes);
+        bytes32 xs = 0x7878787878787878787878787878787878787878787878787878787878787878;
+        for (uint256 i; i < specBytes; i += 32) {
+            assembly ("memory-safe") {
+                mstore(add(add(spec, 0x20), i), xs)
+            }
+        }
+        // The last word may have spilled past the end: the bytes are only `specBytes` long.
+        uint64 jobId = _nextJobId++;
+        emit IJobMarket.JobPosted(jobId, address(uint160(terms.party >> 96)), terms, 0, spec);
+    }
+
+    /// @notice Emits an event the market's ABI does not know.
+    function emitForeign(uint256 value) external {
+        emit Foreign(value);
     }
 }

@@ -10,6 +10,9 @@
 //!   converge on the canonical chain.
 //! - `handoff`: the switch from backfill to following the head neither skips nor
 //!   duplicates; the finality watermark follows the finalized block.
+//! - `poison`: the largest event the market allows is published as it is; an oversized
+//!   log and one the ABI does not know become bounded `Unreadable` markers, and the indexer
+//!   goes on.
 //! - `credentials`: against the production NATS config (a user per service), the indexer
 //!   connects with the user and password in its `--nats-url` and publishes the stream.
 
@@ -19,4 +22,5 @@ mod failover;
 mod handoff;
 mod harness;
 mod lifecycle;
+mod poison;
 mod reorg;
