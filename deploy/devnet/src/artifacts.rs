@@ -23,7 +23,8 @@ pub fn committed_dir() -> PathBuf {
     workspace_root().join("contracts/protocol/artifacts")
 }
 
-/// Runs `forge build` of `contracts/src` into `out` (its cache beside it).
+/// Runs `forge build` of `contracts/src` into `out` (its cache beside it), with the `ir`
+/// profile the deployed contracts are built with.
 pub fn forge_build(tools: &Tools, out: &Path) -> Result<(), DevnetError> {
     let contracts = workspace_root().join("contracts");
     let path = std::env::join_paths(std::iter::once(tools.bin_dir().to_path_buf()).chain(
@@ -33,6 +34,8 @@ pub fn forge_build(tools: &Tools, out: &Path) -> Result<(), DevnetError> {
     let output = Command::new(tools.forge()?)
         .current_dir(&contracts)
         .env("PATH", path)
+        // The deployed bytecode goes through the IR pipeline (foundry.toml, `profile.ir`).
+        .env("FOUNDRY_PROFILE", "ir")
         .args(["build", "--skip", "test", "--skip", "script", "--out"])
         .arg(out)
         .arg("--cache-path")
