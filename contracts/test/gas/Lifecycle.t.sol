@@ -1,0 +1,50 @@
+// SPDX-License-Identifier: Apache-2.0
+pragma solidity ^0.8.24;
+
+import {Base} from "../Base.t.sol";
+import {JobView} from "../JobView.sol";
+import {JobState} from "../../src/types/Types.sol";
+
+/// The `test_gas_*` figures of `.gas-snapshot` (`forge snapshot --check` in `make test`):
+/// execution gas of one job's calls, the contracts cooled and the fold unmetered between
+/// them. The figures users
+/// pay (whole transactions on anvil, intrinsic gas and calldata included) are the
+/// `lifecycle_gas` benchmark's; these catch a change of the contract's cost in review.
+contract GasTest is Base {
+    using JobView for JobState;
+
+    /// Folds the logs, and cools the contracts: each call is a transaction of its own on a
+    /// real chain, finding their accounts and storage cold.
+    function _between() internal {
+        vm.pauseGasMetering();
+        sync();
+        vm.cool(address(market));
+        vm.cool(market.nodeRegistry());
+        vm.cool(address(token));
+        vm.resumeGasMetering();
+    }
+
+    function test_gas_fullLifecycle() public {
+        vm.pauseGasMetering();
+        uint64 nodeId = registerNode();
+        vm.prank(submitter);
+        market.deposit(1_000e6);
+        sync();
+        uint64 jobId = uint64(market.jobCount() + 1);
+        vm.cool(address(market));
+        vm.cool(address(token));
+        vm.resumeGasMetering();
+
+        vm.prank(submitter);
+        market.postJob(h100Job(), BOUNTY, uint40(block.timestamp + 1 days), spec());
+        _between();
+        vm.prank(matcher);
+        market.assign(jobId, nodeId, jobs[jobId].terms, jobs[jobId].state);
+        _between();
+        vm.prank(agent);
+        market.submitResult(jobId, jobs[jobId].state, keccak256("result"), "gantry://results/1");
+        _between();
+        vm.warp(jobs[jobId].state.until());
+        market.finalize(jobId, jobs[jobId].state);
+    }
+}
