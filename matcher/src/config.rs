@@ -1,11 +1,10 @@
 //! Configuration of both services: flags, each with an environment variable.
 
-use std::path::PathBuf;
-use std::str::FromStr;
 use std::time::Duration;
 
 use alloy::signers::local::PrivateKeySigner;
-use gantry_runtime::args::{ChainArgs, InstanceArgs, NatsArgs, parse_millis};
+pub use gantry_runtime::args::Secret;
+use gantry_runtime::args::{ChainArgs, InstanceArgs, KeyArgs, KeyError, NatsArgs, parse_millis};
 
 use crate::decide::{Strategy, Weights};
 
@@ -16,12 +15,9 @@ pub struct Common {
     pub chain: ChainArgs,
     #[command(flatten)]
     pub nats: NatsArgs,
-    /// Hex private key of the sending account (prefer the key file; never logged).
-    #[arg(long, env = "GANTRY_PRIVATE_KEY", hide_env_values = true)]
-    pub private_key: Option<Secret>,
-    /// File holding the hex private key of the sending account.
-    #[arg(long, env = "GANTRY_KEY_FILE")]
-    pub key_file: Option<PathBuf>,
+    /// The sending account's key.
+    #[command(flatten)]
+    pub key: KeyArgs,
     /// Transactions awaiting their receipt at most.
     #[arg(long, env = "GANTRY_MAX_PENDING_TXS", default_value_t = 256)]
     pub max_pending_txs: usize,
@@ -101,47 +97,10 @@ impl From<StrategyArg> for Strategy {
     }
 }
 
-/// A secret string whose `Debug` does not show it.
-#[derive(Clone)]
-pub struct Secret(String);
-
-impl std::fmt::Debug for Secret {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str("Secret(<redacted>)")
-    }
-}
-
-impl FromStr for Secret {
-    type Err = std::convert::Infallible;
-
-    fn from_str(s: &str) -> Result<Self, Self::Err> {
-        Ok(Self(s.to_owned()))
-    }
-}
-
-impl Secret {
-    pub fn new(value: impl Into<String>) -> Self {
-        Self(value.into())
-    }
-}
-
 impl Common {
-    /// The signing key, from `--private-key` or `--key-file` (exactly one).
-    pub fn signer(&self) -> Result<PrivateKeySigner, String> {
-        let hex = match (&self.private_key, &self.key_file) {
-            (Some(key), None) => key.0.clone(),
-            (None, Some(path)) => std::fs::read_to_string(path)
-                .map_err(|e| format!("--key-file {}: {e}", path.display()))?,
-            (None, None) => {
-                return Err("a signing key is required: --key-file or GANTRY_PRIVATE_KEY".into());
-            }
-            (Some(_), Some(_)) => {
-                return Err("give either --private-key or --key-file, not both".into());
-            }
-        };
-        // The error names the flag, never the value.
-        PrivateKeySigner::from_str(hex.trim())
-            .map_err(|_| "the signing key is not a 32-byte hex private key".to_string())
+    /// The signing key, from `--private-key` or `--key-file`.
+    pub fn signer(&self) -> Result<PrivateKeySigner, KeyError> {
+        self.key.required_signer()
     }
 
     pub fn instance_id(&self) -> String {
@@ -217,8 +176,7 @@ impl Common {
         Self {
             chain,
             nats: NatsArgs::local(nats_url),
-            private_key: Some(private_key),
-            key_file: None,
+            key: KeyArgs::with(private_key),
             max_pending_txs: 256,
             replace_after: Duration::from_secs(15),
             receipt_poll: Duration::from_millis(100),

@@ -19,7 +19,7 @@ use crate::{connect, lease, metrics, start_sender};
 /// that takes the lease acts at once.
 pub async fn run(config: LivenessConfig, shutdown: CancellationToken) -> anyhow::Result<()> {
     config.validate().map_err(anyhow::Error::msg)?;
-    let signer = config.common.signer().map_err(anyhow::Error::msg)?;
+    let signer = config.common.signer()?;
     let chain_id = config.common.chain.chain_id;
     let js = connect(&config.common).await?;
     let tasks = shutdown.child_token();

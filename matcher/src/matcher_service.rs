@@ -26,7 +26,7 @@ use crate::{connect, metrics, start_sender};
 /// the other replicas take its jobs at once.
 pub async fn run(config: MatcherConfig, shutdown: CancellationToken) -> anyhow::Result<()> {
     config.validate().map_err(anyhow::Error::msg)?;
-    let signer = config.common.signer().map_err(anyhow::Error::msg)?;
+    let signer = config.common.signer()?;
     let chain_id = config.common.chain.chain_id;
     let js = connect(&config.common).await?;
     let tasks = shutdown.child_token();

@@ -73,21 +73,12 @@ fn read_deployment(path: &Path) -> Result<Option<Deployment>> {
 
 /// The signing key, from `--private-key`/`GANTRY_PRIVATE_KEY` or `--key-file`.
 pub fn signer(global: &Global) -> Result<Option<PrivateKeySigner>> {
-    let (hex, source) = match (&global.private_key, &global.key_file) {
-        (Some(secret), _) => (secret.0.clone(), "--private-key/GANTRY_PRIVATE_KEY"),
-        (None, Some(path)) => (
-            std::fs::read_to_string(path)
-                .map_err(|e| CliError::io(path.display(), e))?
-                .trim()
-                .to_owned(),
-            "--key-file",
-        ),
-        (None, None) => return Ok(None),
-    };
-    // The error never repeats the value: it is a secret even when it is malformed.
-    hex.parse::<PrivateKeySigner>()
-        .map(Some)
-        .map_err(|_| CliError::usage(format!("{source}: not a 32-byte hex private key")))
+    global.key.signer().map_err(|e| match e {
+        gantry_runtime::args::KeyError::Read { path, source } => {
+            CliError::io(path.display(), source)
+        }
+        other => CliError::usage(other.to_string()),
+    })
 }
 
 /// A connection to the chain, with the contracts and, when a key was given, the signer.

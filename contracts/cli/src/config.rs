@@ -6,6 +6,7 @@ use std::path::PathBuf;
 
 use alloy::primitives::Address;
 use clap::{Args, Parser, Subcommand, ValueEnum};
+use gantry_runtime::args::KeyArgs;
 use url::Url;
 
 #[derive(Debug, Parser)]
@@ -77,44 +78,12 @@ pub struct Global {
     /// The payment and stake token's address.
     #[arg(long, env = "GANTRY_TOKEN", global = true)]
     pub token: Option<Address>,
-    /// The signing key, hex (prefer the environment variable or --key-file: a flag's value
-    /// shows in the process list). Needed only by commands that send transactions.
-    #[arg(
-        long,
-        env = "GANTRY_PRIVATE_KEY",
-        hide_env_values = true,
-        global = true,
-        value_name = "HEX"
-    )]
-    pub private_key: Option<Secret>,
-    /// A file holding the signing key (hex).
-    #[arg(
-        long,
-        env = "GANTRY_KEY_FILE",
-        global = true,
-        conflicts_with = "private_key"
-    )]
-    pub key_file: Option<PathBuf>,
+    /// The signing key (needed only by commands that send transactions).
+    #[command(flatten)]
+    pub key: KeyArgs,
     /// Print JSON for scripts (errors too, on stderr).
     #[arg(long, global = true)]
     pub json: bool,
-}
-
-/// A private key as given; never printed.
-#[derive(Clone)]
-pub struct Secret(pub String);
-
-impl std::fmt::Debug for Secret {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str("Secret(<redacted>)")
-    }
-}
-
-impl std::str::FromStr for Secret {
-    type Err = std::convert::Infallible;
-    fn from_str(s: &str) -> Result<Self, Self::Err> {
-        Ok(Self(s.trim().to_owned()))
-    }
 }
 
 #[derive(Debug, Subcommand)]

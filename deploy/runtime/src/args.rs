@@ -65,6 +65,105 @@ impl InstanceArgs {
     }
 }
 
+/// A secret as given (a private key): its `Debug` shows nothing of it.
+#[derive(Clone, PartialEq, Eq)]
+pub struct Secret(String);
+
+impl std::fmt::Debug for Secret {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Secret(<redacted>)")
+    }
+}
+
+impl std::str::FromStr for Secret {
+    type Err = std::convert::Infallible;
+
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        Ok(Self(s.trim().to_owned()))
+    }
+}
+
+impl Secret {
+    pub fn new(value: impl Into<String>) -> Self {
+        Self(value.into().trim().to_owned())
+    }
+}
+
+/// The signing key of an account that sends transactions: a flag (or its environment
+/// variable) or a file, at most one; never logged.
+#[derive(Debug, Clone, Default, PartialEq, Eq, clap::Args)]
+pub struct KeyArgs {
+    /// The signing key, hex (prefer the environment variable or --key-file: a flag's value
+    /// shows in the process list).
+    #[arg(
+        long,
+        env = "GANTRY_PRIVATE_KEY",
+        hide_env_values = true,
+        global = true,
+        value_name = "HEX"
+    )]
+    pub private_key: Option<Secret>,
+    /// A file holding the signing key (hex).
+    #[arg(
+        long,
+        env = "GANTRY_KEY_FILE",
+        global = true,
+        conflicts_with = "private_key"
+    )]
+    pub key_file: Option<std::path::PathBuf>,
+}
+
+/// Why the signing key could not be had. The messages name the flag, never the value.
+#[derive(Debug, thiserror::Error)]
+pub enum KeyError {
+    #[error("a signing key is required: --key-file or GANTRY_PRIVATE_KEY")]
+    Missing,
+    #[error("--key-file {}", path.display())]
+    Read {
+        path: std::path::PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("{given}: not a 32-byte hex private key")]
+    Malformed { given: &'static str },
+}
+
+impl KeyArgs {
+    /// Signing with `key`.
+    pub fn with(key: Secret) -> Self {
+        Self {
+            private_key: Some(key),
+            key_file: None,
+        }
+    }
+
+    /// The signer, if a key was given.
+    pub fn signer(&self) -> Result<Option<alloy::signers::local::PrivateKeySigner>, KeyError> {
+        let (hex, given) = match (&self.private_key, &self.key_file) {
+            (Some(secret), _) => (secret.0.clone(), "--private-key/GANTRY_PRIVATE_KEY"),
+            (None, Some(path)) => (
+                std::fs::read_to_string(path)
+                    .map_err(|source| KeyError::Read {
+                        path: path.clone(),
+                        source,
+                    })?
+                    .trim()
+                    .to_owned(),
+                "--key-file",
+            ),
+            (None, None) => return Ok(None),
+        };
+        hex.parse()
+            .map(Some)
+            .map_err(|_| KeyError::Malformed { given })
+    }
+
+    /// The signer, which the caller needs.
+    pub fn required_signer(&self) -> Result<alloy::signers::local::PrivateKeySigner, KeyError> {
+        self.signer()?.ok_or(KeyError::Missing)
+    }
+}
+
 /// A duration flag given in milliseconds (`--poll-ms 500`), kept as a [`Duration`].
 pub fn parse_millis(text: &str) -> Result<std::time::Duration, String> {
     text.trim()
@@ -77,6 +176,42 @@ pub fn parse_millis(text: &str) -> Result<std::time::Duration, String> {
 mod tests {
     use super::*;
     use clap::Parser;
+
+    #[derive(Debug, clap::Parser)]
+    struct WithKey {
+        #[command(flatten)]
+        key: KeyArgs,
+    }
+
+    #[test]
+    fn a_key_comes_from_one_place_and_is_never_echoed() {
+        let hex = "0x59c6995e998f97a5a0044966f0945389dc9e86dae88c7a8412f4603b6b78690d";
+        let parsed = WithKey::try_parse_from(["t", "--private-key", hex]).unwrap();
+        let signer = parsed.key.required_signer().unwrap();
+        assert!(
+            !format!("{parsed:?}").contains("59c6995e"),
+            "Debug hides the key"
+        );
+        let file = tempfile::NamedTempFile::new().unwrap();
+        std::fs::write(file.path(), format!("{hex}\n")).unwrap();
+        let from_file = WithKey::try_parse_from(["t", "--key-file", file.path().to_str().unwrap()])
+            .unwrap()
+            .key
+            .required_signer()
+            .unwrap();
+        assert_eq!(from_file.address(), signer.address());
+        assert!(
+            WithKey::try_parse_from(["t", "--private-key", hex, "--key-file", "k"]).is_err(),
+            "one place only"
+        );
+        let none = WithKey::try_parse_from(["t"]).unwrap().key;
+        assert!(matches!(none.required_signer(), Err(KeyError::Missing)));
+        let bad = WithKey::try_parse_from(["t", "--private-key", "0xnot-a-key"])
+            .unwrap()
+            .key;
+        let message = bad.required_signer().unwrap_err().to_string();
+        assert!(message.contains("not a 32-byte") && !message.contains("not-a-key"));
+    }
 
     #[derive(Debug, Parser)]
     struct Service {
