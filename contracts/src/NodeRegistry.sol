@@ -52,6 +52,8 @@ contract NodeRegistry is INodeRegistry, MarketStorage {
         _consume(agent, consentDeadline, agentSignature);
 
         nodeId = p.nextNodeId;
+        // A job's state packs its node id into 48 bits.
+        if (nodeId >= 1 << 48) revert NodeRegistry_TooManyNodes();
         _nodeParams.nextNodeId = nodeId + 1;
         NodeRecord storage node = _nodes[nodeId];
         uint32 now32 = uint32(block.timestamp);

@@ -65,6 +65,7 @@ interface INodeRegistry {
     error NodeRegistry_StillUnbonding(uint64 nodeId, uint40 unbondingEndsAt);
     error NodeRegistry_NothingToWithdraw(uint64 nodeId);
     error NodeRegistry_ZeroAmount();
+    error NodeRegistry_TooManyNodes();
     error NodeRegistry_ConsentExpired(uint256 deadline);
     error NodeRegistry_BadConsent(address agent);
 
