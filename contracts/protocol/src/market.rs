@@ -273,6 +273,19 @@ impl State {
         (self.status == JobStatus::Assigned)
             .then(|| self.until - u64::from(terms.requirements.max_runtime))
     }
+
+    /// The chain time by which the worker stops the job (Assigned only): the job's own
+    /// `timeout_secs` counted from the assignment, but never later than `until` less the
+    /// `margin` the worker needs to upload and submit its answer. A job still running then
+    /// has reached its own limit: the job's fault, answered with a result in time.
+    pub fn stop_by(&self, terms: &Terms, timeout_secs: u64, margin: u64) -> Option<u64> {
+        let assigned_at = self.assigned_at(terms)?;
+        Some(
+            assigned_at
+                .saturating_add(timeout_secs)
+                .min(self.until.saturating_sub(margin)),
+        )
+    }
 }
 
 /// A job as a caller needs it: its terms and its current state.
@@ -395,5 +408,35 @@ mod tests {
             Job::posted(&Terms { policy: 2, ..terms }.pack(), &policies),
             Err(FoldError::UnknownPolicy(2))
         );
+    }
+
+    #[test]
+    fn the_worker_stops_a_job_in_time_to_answer_before_the_chain_does() {
+        let terms = Terms {
+            submitter: Address::ZERO,
+            bounty: 1,
+            spec_hash: B256::ZERO,
+            requirements: Requirements {
+                max_runtime: 3_600,
+                ..Requirements::default()
+            },
+            deadline: 10_000,
+            policy: 1,
+        };
+        let mut state = State::posted(&terms, &Policy::default());
+        assert_eq!(state.stop_by(&terms, 60, 30), None, "not assigned");
+        state.apply(&JobMarket::JobMarketEvents::JobAssigned(
+            JobMarket::JobAssigned {
+                jobId: 1,
+                nodeId: 1,
+                claimed: false,
+                until: alloy::primitives::aliases::U40::from(5_600u64),
+            },
+        ));
+        assert_eq!(state.assigned_at(&terms), Some(2_000));
+        // The job's own limit, when it comes first.
+        assert_eq!(state.stop_by(&terms, 600, 30), Some(2_600));
+        // A spec whose timeout is the whole runtime stops early enough to answer.
+        assert_eq!(state.stop_by(&terms, 3_600, 30), Some(5_570));
     }
 }
