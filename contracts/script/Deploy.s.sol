@@ -19,12 +19,14 @@ import {MarketParams} from "../src/types/Types.sol";
 ///
 /// Environment (all required; amounts in the token's base units, times in seconds):
 ///   GANTRY_TOKEN, GANTRY_ADMIN (proposes, cancels and executes through the timelock),
-///   GANTRY_TIMELOCK_DELAY, GANTRY_MATCHER, GANTRY_ARBITER, GANTRY_PAUSER, GANTRY_TREASURY,
-///   GANTRY_CHALLENGE_WINDOW, GANTRY_PROTOCOL_FEE_BPS, GANTRY_MAX_ATTEMPTS, GANTRY_DISPUTE_BOND,
-///   GANTRY_DISPUTE_PERIOD, GANTRY_SLASH_BPS, GANTRY_MIN_STAKE, GANTRY_HEARTBEAT_TIMEOUT,
-///   GANTRY_UNBONDING_PERIOD (at least MAX_RUNTIME + MAX_CHALLENGE_WINDOW, 10 days).
+///   GANTRY_TIMELOCK_DELAY (> 0), GANTRY_MATCHER, GANTRY_ARBITER, GANTRY_PAUSER,
+///   GANTRY_TREASURY, GANTRY_CHALLENGE_WINDOW, GANTRY_PROTOCOL_FEE_BPS, GANTRY_MAX_ATTEMPTS,
+///   GANTRY_DISPUTE_BOND, GANTRY_DISPUTE_PERIOD, GANTRY_SLASH_BPS, GANTRY_MIN_STAKE,
+///   GANTRY_HEARTBEAT_TIMEOUT, GANTRY_UNBONDING_PERIOD (at least MAX_RUNTIME +
+///   MAX_CHALLENGE_WINDOW, 10 days).
 /// It prints the deployment file (`gantry_protocol::deployment::Deployment`) as JSON; its
-/// `registry` is the market's address, where the node calls are served.
+/// `registry` is the market's address, where the node calls are served, and `timelock` is
+/// the admin's.
 contract Deploy is Script {
     /// What one deployment is given.
     struct Config {
@@ -43,18 +45,20 @@ contract Deploy is Script {
         JobMarket market;
     }
 
+    /// The entry point of `forge script` (the only `run`: forge refuses an overloaded one).
     function run() external returns (Deployed memory) {
-        return run(configFromEnv());
+        return deploy(configFromEnv());
     }
 
     /// Deploys with `config`, broadcasting as the script's sender.
-    function run(Config memory config) public returns (Deployed memory deployed) {
+    function deploy(Config memory config) public returns (Deployed memory deployed) {
+        check(config);
         uint256 startBlock = block.number;
         vm.startBroadcast();
         (, address deployer,) = vm.readCallers();
-        deployed = deploy(config, deployer);
+        deployed = _deploy(config, deployer);
         vm.stopBroadcast();
-        _print(config, deployed, startBlock);
+        console2.log(deploymentJson(config, deployed, startBlock));
     }
 
     /// Reads the deployment's settings from the environment.
@@ -79,12 +83,27 @@ contract Deploy is Script {
         });
     }
 
+    /// Refuses, before anything is sent, what would deploy a market nobody governs: a zero
+    /// admin would leave the timelock without a proposer (and open its execution to
+    /// anyone), a zero delay would make it no timelock. The market's own constructor checks
+    /// the parameters (`JobMarket_InvalidParams`); the unbonding period is named here as
+    /// the one rule an operator most easily misses.
+    function check(Config memory config) public pure {
+        require(address(config.token) != address(0), "Deploy: GANTRY_TOKEN is zero");
+        require(config.admin != address(0), "Deploy: GANTRY_ADMIN is zero");
+        require(config.timelockDelay != 0, "Deploy: GANTRY_TIMELOCK_DELAY is zero");
+        require(config.matcher != address(0), "Deploy: GANTRY_MATCHER is zero");
+        require(config.arbiter != address(0), "Deploy: GANTRY_ARBITER is zero");
+        require(config.pauser != address(0), "Deploy: GANTRY_PAUSER is zero");
+        require(config.market.unbondingPeriod >= 10 days, "Deploy: GANTRY_UNBONDING_PERIOD is below 10 days (864000)");
+    }
+
     /// Deploys and wires everything. The deployer (the broadcaster) is the market's admin
     /// only while it grants the roles; then the timelock is, alone.
-    function deploy(Config memory config, address deployer) internal returns (Deployed memory d) {
+    function _deploy(Config memory config, address deployer) internal returns (Deployed memory d) {
         address[] memory admins = new address[](1);
         admins[0] = config.admin;
-        // Admin proposes, cancels and executes; the timelock administers itself.
+        // The admin proposes (and so cancels) and executes; the timelock administers itself.
         d.timelock = new TimelockController(config.timelockDelay, admins, admins, address(0));
         d.registry = new NodeRegistry(config.token);
         d.market = new JobMarket(config.token, deployer, config.market, d.registry);
@@ -95,9 +114,14 @@ contract Deploy is Script {
         d.market.renounceRole(d.market.DEFAULT_ADMIN_ROLE(), deployer);
     }
 
-    /// The deployment file, on stdout.
-    function _print(Config memory config, Deployed memory d, uint256 startBlock) internal view {
-        string memory json = string.concat(
+    /// The deployment file: the keys of `gantry_protocol::deployment::Deployment`, plus the
+    /// timelock's address.
+    function deploymentJson(Config memory config, Deployed memory d, uint256 startBlock)
+        public
+        view
+        returns (string memory)
+    {
+        return string.concat(
             '{"chainId":',
             vm.toString(block.chainid),
             ',"token":"',
@@ -112,6 +136,5 @@ contract Deploy is Script {
             vm.toString(startBlock),
             "}"
         );
-        console2.log(json);
     }
 }

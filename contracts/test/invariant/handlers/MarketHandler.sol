@@ -4,232 +4,954 @@ pragma solidity ^0.8.24;
 import {Base} from "../../Base.t.sol";
 import {JobView} from "../../JobView.sol";
 import {JobMarket} from "../../../src/JobMarket.sol";
-import {JobRequirements, JobState, JobStatus, JobTerms, NodeInfo, NodeStatus} from "../../../src/types/Types.sol";
+import {
+    JobPolicy,
+    JobRequirements,
+    JobState,
+    JobStatus,
+    JobTerms,
+    MarketParams,
+    NodeCapabilities,
+    NodeInfo,
+    NodeStatus
+} from "../../../src/types/Types.sol";
 
-/// @notice Drives random sequences of valid calls against the market (any participant:
-/// submitter, matcher, agents, keepers, arbiter), keeping the fold and the replayed
-/// balances of `Base` as it goes. Each action picks a target its rules allow, or does
-/// nothing, so that no call reverts.
+/// @notice Drives random sequences of calls by every participant (submitters, the matcher,
+/// agents, operators, keepers, the arbiter, the admin), with bounded inputs. Each action
+/// picks a target its rules allow (mirrored here: status, clocks, eligibility, barring,
+/// inactivity) or does nothing, so no call reverts: a revert is a disagreement between the
+/// rules as documented and the contract, and fails the run (`fail_on_revert`).
+///
+/// It keeps `Base`'s fold of every job's terms and state from the logs and its replayed
+/// balances, and beside them a model of what every party must hold: what each submitter
+/// spent, what each node was paid, slashed and charged, what each dispute holds, what the
+/// treasury was given. Money the model expects from a call is computed from the rules and
+/// the state before the call; the invariants compare the model with the contract.
 contract MarketHandler is Base {
     using JobView for JobTerms;
     using JobView for JobState;
 
+    uint256 internal constant MAX_JOBS = 48;
+    uint256 internal constant MAX_NODES = 8;
+    uint256 internal constant ONE_BPS = 10_000;
+
+    JobMarket public theMarket;
+    address[] internal submitters;
     uint64[] internal jobIds;
     uint64[] internal nodeIds;
-    /// Time, tracked here: a test's `block.timestamp` may be stale after warps.
+    /// Time, kept here and set at the start of every action.
     uint256 public now_;
-    /// Everything the submitter put in (bounties and bonds): its credits never exceed it.
-    uint256 public paidIn;
+
+    // ---------------------------------------------------------------- the model
+
+    mapping(address submitter => uint256) public initialOf;
+    /// Bounties paid to providers and bonds lost to them.
+    mapping(address submitter => uint256) public spentOf;
+    mapping(address account => uint256) public withdrawnOf;
     mapping(uint64 nodeId => uint256) public stakeIn;
+    mapping(uint64 nodeId => uint256) public stakeOut;
+    mapping(uint64 nodeId => uint256) public slashedOf;
+    mapping(uint64 nodeId => uint256) public earnedOf;
+    mapping(uint64 nodeId => uint256) public earningsOut;
+    mapping(uint64 nodeId => uint256) public feesAccrued;
+    mapping(uint64 nodeId => uint256) public feesSwept;
+    mapping(uint64 nodeId => uint256) public lockedOf;
+    mapping(uint64 jobId => uint96) public exposureOf;
+    uint256 public slashedTotal;
+    uint256 public sweptTotal;
+    uint256 public treasuryOut;
+    /// The state each job had before its last transition (0 before the first).
+    mapping(uint64 jobId => JobState) internal previous;
+    /// Calls that should have been refused and were not (a stale, forged or settled state
+    /// accepted): must stay 0.
+    uint256 public accepted;
     mapping(bytes4 action => uint256) public calls;
-    uint256 internal withdrawn;
 
     constructor() {
         setUp();
+        theMarket = market;
         now_ = block.timestamp;
-        fund(submitter, 1e15);
+        submitters.push(submitter);
+        submitters.push(makeAddr("submitter1"));
+        submitters.push(makeAddr("submitter2"));
+        for (uint256 i; i < submitters.length; ++i) {
+            fund(submitters[i], 1e15);
+            if (i != 0) accounts.push(submitters[i]);
+            initialOf[submitters[i]] = token.balanceOf(submitters[i]);
+        }
         for (uint256 i; i < 3; ++i) {
             _register(i);
         }
+        // Every run starts with jobs in every live status: eight posted (two per kind), six
+        // of them assigned, four answered, two of those disputed.
+        for (uint256 i; i < 8; ++i) {
+            JobRequirements memory r = _requirements(i);
+            r.maxRuntime = RUNTIME;
+            vm.prank(submitters[i % submitters.length]);
+            jobIds.push(market.postJob(r, uint96(10e6 * (i + 1)), uint40(now_ + 1 days), spec()));
+            sync();
+        }
+        for (uint256 i; i < 6; ++i) {
+            (, uint64 nodeId) = _nodeFor(jobIds[i], i);
+            _assign(jobIds[i], nodeId, i % 2 == 0);
+        }
+        for (uint256 i; i < 4; ++i) {
+            _submit(jobIds[i]);
+        }
+        _dispute(jobIds[0]);
+        _dispute(jobIds[1]);
     }
 
-    // ---------------------------------------------------------------- views for invariants
+    modifier step() {
+        vm.warp(now_);
+        _;
+    }
+
+    // ================================================================ views for invariants
 
     function jobCount() external view returns (uint256) {
         return jobIds.length;
+    }
+
+    function jobAt(uint256 i) external view returns (uint64 id, JobTerms memory terms, JobState memory state) {
+        id = jobIds[i];
+        return (id, jobs[id].terms, jobs[id].state);
     }
 
     function nodeCount() external view returns (uint256) {
         return nodeIds.length;
     }
 
-    function jobAt(uint256 i) external view returns (uint64, JobTerms memory, JobState memory) {
-        uint64 id = jobIds[i];
-        return (id, jobs[id].terms, jobs[id].state);
-    }
-
     function nodeAt(uint256 i) external view returns (uint64) {
         return nodeIds[i];
+    }
+
+    function submitterCount() external view returns (uint256) {
+        return submitters.length;
+    }
+
+    function submitterAt(uint256 i) external view returns (address) {
+        return submitters[i];
+    }
+
+    function strangers() external view returns (address[4] memory) {
+        return [stranger, matcher, arbiter, admin];
+    }
+
+    function treasuryAccount() external view returns (address) {
+        return treasury;
     }
 
     function checkReplay() external view {
         assertReplay();
     }
 
-    function theMarket() external view returns (JobMarket) {
-        return market;
+    /// What a live job holds in escrow: its bounty, and its bond while disputed.
+    function escrowOf(uint64 jobId) public view returns (uint256) {
+        JobStatus s = jobs[jobId].state.status();
+        if (s == JobStatus.None || uint8(s) >= uint8(JobStatus.Completed)) return 0;
+        uint256 held = jobs[jobId].state.bounty();
+        if (s == JobStatus.Disputed) held += _bond(jobId);
+        return held;
     }
 
-    function nodeInfo(uint64 nodeId) external view returns (NodeInfo memory) {
-        return node(nodeId);
+    /// Exposure held for the node's Disputed jobs, from the fold.
+    function heldFor(uint64 nodeId) external view returns (uint256 held) {
+        for (uint256 i; i < jobIds.length; ++i) {
+            uint64 id = jobIds[i];
+            if (jobs[id].state.status() == JobStatus.Disputed && jobs[id].state.nodeId() == nodeId) {
+                held += exposureOf[id];
+            }
+        }
     }
 
-    /// What the submitter holds or took out of the market: credits plus withdrawals.
-    function submitterGot() external view returns (uint256) {
-        return market.creditOf(submitter) + withdrawn;
-    }
+    // ================================================================ actions: submitters
 
-    // ---------------------------------------------------------------- actions
-
-    function warp(uint256 seconds_) external {
-        now_ += bound(seconds_, 1, 2 hours);
-        vm.warp(now_);
-        calls[this.warp.selector]++;
-    }
-
-    function post(uint96 bounty, uint32 runtime, uint32 slack) external {
-        bounty = uint96(bound(bounty, 1e6, 1_000e6));
-        runtime = uint32(bound(runtime, 60, 4 hours));
-        slack = uint32(bound(slack, 0, 8 hours));
-        JobRequirements memory requirements = h100Job();
-        requirements.maxRuntime = runtime;
-        uint64 id = postJob(requirements, bounty, uint40(now_ + runtime + slack));
+    function post(uint256 who, uint256 kind, uint96 bounty, uint32 runtime, uint32 slack) external step {
+        if (jobIds.length >= MAX_JOBS) return;
+        address s = submitters[who % submitters.length];
+        JobRequirements memory r = _requirements(kind);
+        r.maxRuntime = uint32(_bound(runtime, 1, runtime % 5 == 0 ? 2 days : 2 hours));
+        bounty = uint96(_bound(bounty, 1, 1_000e6));
+        uint40 deadline = uint40(now_ + r.maxRuntime + _bound(slack, 0, 12 hours));
+        vm.prank(s);
+        uint64 id = market.postJob(r, bounty, deadline, spec());
+        sync();
         jobIds.push(id);
-        paidIn += bounty;
-        calls[this.post.selector]++;
+        _did();
     }
 
-    function registerMore(uint256 seed) external {
-        if (nodeIds.length >= 8) return;
-        _register(bound(seed, 3, 1_000) + nodeIds.length * 1_000);
-        calls[this.registerMore.selector]++;
+    function deposit(uint256 who, uint256 amount) external step {
+        address s = submitters[who % submitters.length];
+        vm.prank(s);
+        market.deposit(_bound(amount, 1, 500e6));
+        sync();
+        _did();
     }
 
-    function assignOrClaim(uint256 jobSeed, uint256 nodeSeed, bool claimIt) external {
-        (bool found, uint64 jobId) = _job(jobSeed, JobStatus.Open);
+    function cancel(uint256 seed) external step {
+        (bool found, uint64 id) = _find(seed, _isOpen);
         if (!found) return;
-        JobTerms memory t = jobs[jobId].terms;
-        if (now_ + t.maxRuntime() > t.deadline()) return;
-        uint64 nodeId = nodeIds[bound(nodeSeed, 0, nodeIds.length - 1)];
-        if (node(nodeId).status != NodeStatus.Active || market.isBarred(jobId, nodeId)) return;
-        if (claimIt) claim(jobId, nodeId);
-        else assign(jobId, nodeId);
-        calls[this.assignOrClaim.selector]++;
+        _cancel(id);
+        _did();
     }
 
-    function submitOrReject(uint256 jobSeed, bool rejectIt) external {
-        (bool found, uint64 jobId) = _job(jobSeed, JobStatus.Assigned);
+    function accept(uint256 seed) external step {
+        (bool found, uint64 id) = _find(seed, _isSubmitted);
         if (!found) return;
-        JobState memory s = jobs[jobId].state;
-        if (now_ > s.until()) return;
-        if (rejectIt) {
-            uint256 assignedAt = s.until() - jobs[jobId].terms.maxRuntime();
-            if (node(s.nodeId()).inactiveSince >= assignedAt) return;
-            reject(jobId);
-        } else {
-            submit(jobId);
-        }
-        calls[this.submitOrReject.selector]++;
+        _accept(id);
+        _did();
     }
 
-    function reclaimIt(uint256 jobSeed) external {
-        (bool found, uint64 jobId) = _job(jobSeed, JobStatus.Assigned);
+    function dispute(uint256 seed) external step {
+        (bool found, uint64 id) = _find(seed, _isDisputable);
         if (!found) return;
-        JobState memory s = jobs[jobId].state;
-        uint256 assignedAt = s.until() - jobs[jobId].terms.maxRuntime();
-        if (now_ <= s.until() && node(s.nodeId()).inactiveSince < assignedAt) return;
-        reclaim(jobId);
-        calls[this.reclaimIt.selector]++;
+        _dispute(id);
+        _did();
     }
 
-    function settle(uint256 jobSeed, uint8 how) external {
-        (bool found, uint64 jobId) = _job(jobSeed, JobStatus.Submitted);
+    function withdraw(uint256 who) external step {
+        address s = submitters[who % submitters.length];
+        uint256 credit = market.creditOf(s);
+        if (credit == 0) return;
+        vm.prank(s);
+        market.withdraw();
+        sync();
+        withdrawnOf[s] += credit;
+        _did();
+    }
+
+    // ================================================================ actions: matcher, agents
+
+    function assign(uint256 seed, uint256 nodeSeed) external step {
+        (bool found, uint64 id) = _find(seed, _isAssignable);
         if (!found) return;
-        uint40 until = jobs[jobId].state.until();
-        how = how % 3;
-        if (how == 0 && now_ >= until) {
-            market.finalize(jobId, jobs[jobId].state);
-            sync();
-        } else if (how == 1) {
-            accept(jobId);
-        } else if (now_ < until) {
-            dispute(jobId);
-            paidIn += _bond(jobId);
-        } else {
-            return;
-        }
-        calls[this.settle.selector]++;
+        (bool any, uint64 nodeId) = _nodeFor(id, nodeSeed);
+        if (!any) return;
+        _assign(id, nodeId, false);
+        _did();
     }
 
-    function endDispute(uint256 jobSeed, bool providerWins) external {
-        (bool found, uint64 jobId) = _job(jobSeed, JobStatus.Disputed);
+    function claim(uint256 seed, uint256 nodeSeed) external step {
+        (bool found, uint64 id) = _find(seed, _isAssignable);
         if (!found) return;
-        if (now_ < jobs[jobId].state.until()) {
-            resolve(jobId, providerWins);
-        } else {
-            vm.prank(stranger);
-            market.settleDispute(jobId, jobs[jobId].terms, jobs[jobId].state);
-            sync();
-        }
-        calls[this.endDispute.selector]++;
+        (bool any, uint64 nodeId) = _nodeFor(id, nodeSeed);
+        if (!any) return;
+        _assign(id, nodeId, true);
+        _did();
     }
 
-    function cancelOrExpire(uint256 jobSeed) external {
-        (bool found, uint64 jobId) = _job(jobSeed, JobStatus.Open);
+    function submit(uint256 seed) external step {
+        (bool found, uint64 id) = _find(seed, _isAnswerable);
         if (!found) return;
-        JobTerms memory t = jobs[jobId].terms;
-        if (now_ + t.maxRuntime() > t.deadline()) expire(jobId);
-        else cancel(jobId);
-        calls[this.cancelOrExpire.selector]++;
+        _submit(id);
+        _did();
     }
 
-    function liveness(uint256 nodeSeed, bool beat) external {
-        uint64 nodeId = nodeIds[bound(nodeSeed, 0, nodeIds.length - 1)];
+    function reject(uint256 seed) external step {
+        (bool found, uint64 id) = _find(seed, _isRejectable);
+        if (!found) return;
+        _reject(id);
+        _did();
+    }
+
+    function heartbeat(uint256 nodeSeed) external step {
+        uint64 nodeId = nodeIds[nodeSeed % nodeIds.length];
+        NodeStatus s = node(nodeId).status;
+        if (s == NodeStatus.Exited) return;
+        vm.prank(agentOf[nodeId]);
+        nodes.heartbeat(nodeId);
+        sync();
+        _did();
+    }
+
+    /// By a keeper once the heartbeat expired, or by the node's own agent at any time.
+    function markInactive(uint256 nodeSeed, bool byAgent) external step {
+        uint64 nodeId = nodeIds[nodeSeed % nodeIds.length];
         NodeInfo memory n = node(nodeId);
-        if (beat) {
-            vm.prank(agentOf[nodeId]);
-            nodes.heartbeat(nodeId);
-        } else if (n.status == NodeStatus.Active && now_ > uint256(n.lastHeartbeat) + HEARTBEAT_TIMEOUT) {
+        if (n.status != NodeStatus.Active) return;
+        if (byAgent) {
+            vm.prank(n.agent);
+        } else if (now_ > uint256(n.lastHeartbeat) + HEARTBEAT_TIMEOUT) {
             vm.prank(stranger);
-            nodes.markInactive(nodeId);
         } else {
             return;
         }
+        nodes.markInactive(nodeId);
         sync();
-        calls[this.liveness.selector]++;
+        _did();
     }
 
-    function withdrawals(uint256 nodeSeed) external {
-        uint256 credits = market.creditOf(submitter);
-        if (credits != 0) {
-            vm.prank(submitter);
-            market.withdraw();
-            withdrawn += credits;
+    // ================================================================ actions: anyone
+
+    function reclaim(uint256 seed) external step {
+        (bool found, uint64 id) = _find(seed, _isReclaimable);
+        if (!found) return;
+        _reclaim(id);
+        _did();
+    }
+
+    function finalize(uint256 seed, bool batch) external step {
+        (bool found, uint64 id) = _find(seed, _isFinalizable);
+        if (!found) return;
+        if (!batch) {
+            _finalize(id);
+        } else {
+            uint256 n;
+            for (uint256 i; i < jobIds.length; ++i) {
+                if (_isFinalizable(jobIds[i])) ++n;
+            }
+            uint64[] memory ids = new uint64[](n);
+            JobState[] memory states = new JobState[](n);
+            n = 0;
+            for (uint256 i; i < jobIds.length; ++i) {
+                if (!_isFinalizable(jobIds[i])) continue;
+                ids[n] = jobIds[i];
+                states[n++] = jobs[jobIds[i]].state;
+                _moving(jobIds[i]);
+                _paid(jobIds[i], 0);
+            }
+            vm.prank(stranger);
+            market.finalizeBatch(ids, states);
+            sync();
         }
-        uint64 nodeId = nodeIds[bound(nodeSeed, 0, nodeIds.length - 1)];
-        if (node(nodeId).earnings != 0) {
-            vm.prank(node(nodeId).operator);
-            nodes.withdrawEarnings(nodeId);
+        _did();
+    }
+
+    function expire(uint256 seed) external step {
+        (bool found, uint64 id) = _find(seed, _isExpirable);
+        if (!found) return;
+        _expire(id);
+        _did();
+    }
+
+    function settleDispute(uint256 seed) external step {
+        (bool found, uint64 id) = _find(seed, _isLapsed);
+        if (!found) return;
+        _settleDispute(id);
+        _did();
+    }
+
+    function sweepFees(uint256 seed) external step {
+        uint64[] memory ids = new uint64[](1 + seed % 3);
+        for (uint256 i; i < ids.length; ++i) {
+            ids[i] = nodeIds[uint256(keccak256(abi.encode(seed, i))) % nodeIds.length];
+            bool repeated;
+            for (uint256 j; j < i; ++j) {
+                if (ids[j] == ids[i]) repeated = true;
+            }
+            if (repeated) continue; // a node named twice is swept once
+            uint256 owed = node(ids[i]).feesOwed;
+            feesSwept[ids[i]] += owed;
+            sweptTotal += owed;
         }
+        vm.prank(stranger);
+        nodes.sweepFees(ids);
         sync();
-        calls[this.withdrawals.selector]++;
+        _did();
     }
 
-    // ---------------------------------------------------------------- internal
-
-    function _register(uint256 i) internal {
-        address owner = makeAddr(string(abi.encode("operator", i)));
-        fund(owner, 1e12);
-        accounts.push(owner);
-        uint64 nodeId = registerNode(owner, 0x5000 + i, h100Node(), STAKE);
-        nodeIds.push(nodeId);
-        stakeIn[nodeId] = STAKE;
+    function withdrawTreasury() external step {
+        uint256 balance = market.treasuryBalance();
+        if (balance == 0) return;
+        vm.prank(stranger);
+        market.withdrawTreasury();
+        sync();
+        treasuryOut += balance;
+        _did();
     }
 
-    /// The first job at or after `seed` (cyclically) with `wanted` status.
-    function _job(uint256 seed, JobStatus wanted) internal view returns (bool, uint64) {
+    // ================================================================ actions: arbiter, admin
+
+    function resolve(uint256 seed, bool providerWins) external step {
+        (bool found, uint64 id) = _find(seed, _isResolvable);
+        if (!found) return;
+        _resolve(id, providerWins);
+        _did();
+    }
+
+    /// A new policy for the jobs posted from now on (the node parameters stay).
+    function setParams(uint256 seed) external step {
+        MarketParams memory p = marketParams();
+        p.protocolFeeBps = uint16(seed % 1_001);
+        p.challengeWindow = uint32(_bound(seed >> 16, 1, 3 days));
+        p.maxAttempts = uint8(_bound(seed >> 48, 1, 5));
+        p.disputeBond = uint96(_bound(seed >> 56, 1, 50e6));
+        p.disputePeriod = uint32(_bound(seed >> 104, 1, 5 days));
+        p.slashBps = uint16(_bound(seed >> 136, 0, 10_000));
+        vm.prank(admin);
+        market.setParams(p);
+        sync();
+        _did();
+    }
+
+    // ================================================================ actions: operators
+
+    function registerNode(uint256 kind) external step {
+        if (nodeIds.length >= MAX_NODES) return;
+        _register(kind);
+        _did();
+    }
+
+    function updateCapabilities(uint256 nodeSeed, uint256 kind) external step {
+        uint64 nodeId = nodeIds[nodeSeed % nodeIds.length];
+        vm.prank(node(nodeId).operator);
+        nodes.updateCapabilities(nodeId, _capabilities(kind), "ipfs://moved");
+        sync();
+        _did();
+    }
+
+    function topUpStake(uint256 nodeSeed, uint96 amount) external step {
+        uint64 nodeId = nodeIds[nodeSeed % nodeIds.length];
+        NodeInfo memory n = node(nodeId);
+        if (n.status == NodeStatus.Exiting || n.status == NodeStatus.Exited) return;
+        amount = uint96(_bound(amount, 1, 1_000e6));
+        vm.prank(n.operator);
+        nodes.topUpStake(nodeId, amount);
+        sync();
+        stakeIn[nodeId] += amount;
+        _did();
+    }
+
+    /// Leaves at least two nodes that are not exiting.
+    function beginExit(uint256 nodeSeed) external step {
+        uint64 nodeId = nodeIds[nodeSeed % nodeIds.length];
+        NodeInfo memory n = node(nodeId);
+        if (n.status == NodeStatus.Exiting || n.status == NodeStatus.Exited) return;
+        uint256 staying;
+        for (uint256 i; i < nodeIds.length; ++i) {
+            NodeStatus s = node(nodeIds[i]).status;
+            if (s == NodeStatus.Active || s == NodeStatus.Inactive) ++staying;
+        }
+        if (staying <= 2) return;
+        vm.prank(n.operator);
+        nodes.beginExit(nodeId);
+        sync();
+        _did();
+    }
+
+    function withdrawStake(uint256 nodeSeed) external step {
+        uint64 nodeId = nodeIds[nodeSeed % nodeIds.length];
+        NodeInfo memory n = node(nodeId);
+        if (n.status != NodeStatus.Exiting || now_ < n.unbondingEndsAt || n.stake == n.lockedStake) return;
+        vm.prank(n.operator);
+        nodes.withdrawStake(nodeId);
+        sync();
+        stakeOut[nodeId] += n.stake - n.lockedStake;
+        _did();
+    }
+
+    function withdrawEarnings(uint256 nodeSeed) external step {
+        uint64 nodeId = nodeIds[nodeSeed % nodeIds.length];
+        NodeInfo memory n = node(nodeId);
+        if (n.earnings == 0) return;
+        vm.prank(n.operator);
+        nodes.withdrawEarnings(nodeId);
+        sync();
+        earningsOut[nodeId] += n.earnings;
+        feesSwept[nodeId] += n.feesOwed;
+        sweptTotal += n.feesOwed;
+        _did();
+    }
+
+    // ================================================================ actions: time, lifecycles, attacks
+
+    /// Mostly minutes; one in four up to three days (disputes lapse, stakes unbond).
+    function warp(uint256 seconds_, bool long) external {
+        now_ += _bound(seconds_, 1, long && seconds_ % 2 == 0 ? 3 days : 30 minutes);
+        vm.warp(now_);
+        _did();
+    }
+
+    /// Moves a random live job one step along a path its status allows: keeps lifecycles
+    /// going deeper than uniformly picked actions would.
+    function advance(uint256 seed, uint256 choice) external step {
+        (bool found, uint64 id) = _find(seed, _isLive);
+        if (!found) return;
+        for (uint256 n = 1 + choice % 3; n > 0 && _isLive(id); --n) {
+            _advance(id, choice);
+            choice = uint256(keccak256(abi.encode(choice)));
+        }
+        _did();
+    }
+
+    function _advance(uint64 id, uint256 choice) internal {
+        JobStatus s = jobs[id].state.status();
+        if (s == JobStatus.Open) {
+            (bool any, uint64 nodeId) = _nodeFor(id, choice);
+            if (_isExpirable(id)) _expire(id);
+            else if (any && choice % 8 != 0) _assign(id, nodeId, choice % 2 == 0);
+            else _cancel(id);
+        } else if (s == JobStatus.Assigned) {
+            if (_isReclaimable(id)) _reclaim(id);
+            else if (_isRejectable(id) && choice % 4 == 0) _reject(id);
+            else _submit(id);
+        } else if (s == JobStatus.Submitted) {
+            if (_isFinalizable(id)) _finalize(id);
+            else if (choice % 3 == 0) _dispute(id);
+            else _accept(id);
+        } else if (_isLapsed(id)) {
+            _settleDispute(id);
+        } else {
+            _resolve(id, choice % 2 == 0);
+        }
+    }
+
+    /// The attacker's move: an old state of a job (from before its last transition, or its
+    /// last live state once settled), or its current one with a bit flipped, passed to
+    /// every call its status names. Each must be refused.
+    function replay(uint256 seed, uint8 bit) external step {
+        if (jobIds.length == 0) return;
+        uint64 id = jobIds[seed % jobIds.length];
+        JobState memory s;
+        JobStatus target;
+        if (seed % 2 == 0) {
+            s = previous[id];
+            if (s.terms == bytes32(0)) return;
+            target = s.status();
+        } else {
+            if (!_isLive(id)) return;
+            s = JobState(jobs[id].state.terms, jobs[id].state.fields ^ (uint256(1) << bit));
+            target = jobs[id].state.status();
+        }
+        if (_tryEverything(id, s, target)) ++accepted;
+        _did();
+    }
+
+    /// The attacker's other move: with a job's true state, every call its rules forbid at
+    /// this moment (too early, too late, the wrong caller, a barred, inactive or ineligible
+    /// node), and a keeper's markInactive before the heartbeat timeout. Each must be refused.
+    function forbidden(uint256 seed, uint256 nodeSeed) external step {
+        (bool found, uint64 id) = _find(seed, _isLive);
+        if (!found) return;
+        if (_tryForbidden(id, nodeIds[nodeSeed % nodeIds.length])) ++accepted;
+        NodeInfo memory n = node(nodeIds[nodeSeed % nodeIds.length]);
+        if (n.status == NodeStatus.Active && now_ <= uint256(n.lastHeartbeat) + HEARTBEAT_TIMEOUT) {
+            vm.prank(stranger);
+            try nodes.markInactive(nodeIds[nodeSeed % nodeIds.length]) {
+                ++accepted;
+            } catch {}
+        }
+        _did();
+    }
+
+    // ================================================================ the steps
+
+    function _cancel(uint64 id) internal {
+        _moving(id);
+        Base.cancel(id);
+    }
+
+    function _expire(uint64 id) internal {
+        _moving(id);
+        Base.expire(id);
+    }
+
+    function _assign(uint64 id, uint64 nodeId, bool claimed) internal {
+        _moving(id);
+        if (claimed) Base.claim(id, nodeId);
+        else Base.assign(id, nodeId);
+    }
+
+    function _submit(uint64 id) internal {
+        _moving(id);
+        Base.submit(id);
+    }
+
+    function _accept(uint64 id) internal {
+        _moving(id);
+        _paid(id, 0);
+        Base.accept(id);
+    }
+
+    function _finalize(uint64 id) internal {
+        _moving(id);
+        _paid(id, 0);
+        vm.prank(stranger);
+        market.finalize(id, jobs[id].state);
+        sync();
+    }
+
+    /// A reject: charged `slash × held / maxRuntime` of the free stake; requeued or failed.
+    function _reject(uint64 id) internal {
+        JobState memory before = _moving(id);
+        uint64 nodeId = before.nodeId();
+        uint256 held = now_ - _assignedAt(id);
+        uint256 charge = _slashOf(id, nodeId) * held / jobs[id].terms.maxRuntime();
+        _slashed(nodeId, charge);
+        Base.reject(id);
+        _checkRequeue(id, before, false);
+    }
+
+    /// A reclaim: one slash of the free stake; one attempt; requeued or failed.
+    function _reclaim(uint64 id) internal {
+        JobState memory before = _moving(id);
+        uint64 nodeId = before.nodeId();
+        _slashed(nodeId, _slashOf(id, nodeId));
+        Base.reclaim(id);
+        _checkRequeue(id, before, true);
+    }
+
+    function _dispute(uint64 id) internal {
+        JobState memory before = _moving(id);
+        uint64 nodeId = before.nodeId();
+        uint96 exposure = uint96(_slashOf(id, nodeId));
+        exposureOf[id] = exposure;
+        lockedOf[nodeId] += exposure;
+        Base.dispute(id);
+    }
+
+    function _resolve(uint64 id, bool providerWins) internal {
+        JobState memory before = _moving(id);
+        uint64 nodeId = before.nodeId();
+        uint96 exposure = exposureOf[id];
+        lockedOf[nodeId] -= exposure;
+        if (providerWins) {
+            _paid(id, _bond(id));
+        } else {
+            _slashed(nodeId, exposure);
+        }
+        Base.resolve(id, providerWins);
+    }
+
+    function _settleDispute(uint64 id) internal {
+        JobState memory before = _moving(id);
+        lockedOf[before.nodeId()] -= exposureOf[id];
+        _paid(id, 0);
+        vm.prank(stranger);
+        market.settleDispute(id, jobs[id].terms, jobs[id].state);
+        sync();
+    }
+
+    // ================================================================ the model's rules
+
+    /// Records the state a job leaves, for `replay`.
+    function _moving(uint64 id) internal returns (JobState memory before) {
+        before = jobs[id].state;
+        previous[id] = before;
+    }
+
+    /// The job's node is paid the bounty less the policy's fee (plus `bond`, a dispute won);
+    /// its submitter spent the bounty (and the bond).
+    function _paid(uint64 id, uint256 bond) internal {
+        uint64 nodeId = jobs[id].state.nodeId();
+        uint256 bounty = jobs[id].state.bounty();
+        uint256 fee = bounty * policies[jobs[id].terms.policy()].feeBps / ONE_BPS;
+        earnedOf[nodeId] += bounty - fee + bond;
+        feesAccrued[nodeId] += fee;
+        spentOf[jobs[id].terms.submitter()] += bounty + bond;
+    }
+
+    function _slashed(uint64 nodeId, uint256 amount) internal {
+        slashedOf[nodeId] += amount;
+        slashedTotal += amount;
+    }
+
+    /// One slash, under the job's policy, of the node's stake not held for disputes.
+    function _slashOf(uint64 id, uint64 nodeId) internal view returns (uint256) {
+        NodeInfo memory n = node(nodeId);
+        return uint256(n.stake - n.lockedStake) * policies[jobs[id].terms.policy()].slashBps / ONE_BPS;
+    }
+
+    /// After a reject or a reclaim: the node is barred; the job is Open again, or Failed when
+    /// out of attempts (faults, or 255 barred nodes) or when no attempt fits.
+    function _checkRequeue(uint64 id, JobState memory before, bool fault) internal view {
+        JobTerms memory t = jobs[id].terms;
+        uint8 faults = before.faults() + (fault ? 1 : 0);
+        uint8 barred = before.barred() == type(uint8).max ? type(uint8).max : before.barred() + 1;
+        JobStatus expected = faults >= policies[t.policy()].maxAttempts || barred == type(uint8).max
+            || now_ + t.maxRuntime() > t.deadline() ? JobStatus.Failed : JobStatus.Open;
+        assertEq(uint8(jobs[id].state.status()), uint8(expected), "requeued or failed, as the rules say");
+        assertTrue(market.isBarred(id, before.nodeId()), "barred");
+        if (expected == JobStatus.Open) {
+            assertEq(jobs[id].state.faults(), faults, "faults");
+            assertEq(jobs[id].state.barred(), barred, "barred count");
+        }
+    }
+
+    function _bond(uint64 id) internal view returns (uint96) {
+        uint96 share = uint96(uint256(jobs[id].terms.bounty()) * 1_000 / ONE_BPS);
+        uint96 floor = policies[jobs[id].terms.policy()].disputeBond;
+        return share > floor ? share : floor;
+    }
+
+    function _assignedAt(uint64 id) internal view returns (uint256) {
+        return jobs[id].state.until() - jobs[id].terms.maxRuntime();
+    }
+
+    // ================================================================ predicates
+
+    function _isLive(uint64 id) internal view returns (bool) {
+        JobStatus s = jobs[id].state.status();
+        return s != JobStatus.None && uint8(s) < uint8(JobStatus.Completed);
+    }
+
+    function _isOpen(uint64 id) internal view returns (bool) {
+        return jobs[id].state.status() == JobStatus.Open;
+    }
+
+    function _isAssignable(uint64 id) internal view returns (bool) {
+        return _isOpen(id) && now_ + jobs[id].terms.maxRuntime() <= jobs[id].terms.deadline();
+    }
+
+    function _isExpirable(uint64 id) internal view returns (bool) {
+        return _isOpen(id) && now_ + jobs[id].terms.maxRuntime() > jobs[id].terms.deadline();
+    }
+
+    function _isAnswerable(uint64 id) internal view returns (bool) {
+        return jobs[id].state.status() == JobStatus.Assigned && now_ <= jobs[id].state.until();
+    }
+
+    function _isRejectable(uint64 id) internal view returns (bool) {
+        return _isAnswerable(id) && node(jobs[id].state.nodeId()).inactiveSince < _assignedAt(id);
+    }
+
+    function _isReclaimable(uint64 id) internal view returns (bool) {
+        if (jobs[id].state.status() != JobStatus.Assigned) return false;
+        return now_ > jobs[id].state.until() || node(jobs[id].state.nodeId()).inactiveSince >= _assignedAt(id);
+    }
+
+    function _isSubmitted(uint64 id) internal view returns (bool) {
+        return jobs[id].state.status() == JobStatus.Submitted;
+    }
+
+    function _isDisputable(uint64 id) internal view returns (bool) {
+        return _isSubmitted(id) && now_ < jobs[id].state.until();
+    }
+
+    function _isFinalizable(uint64 id) internal view returns (bool) {
+        return _isSubmitted(id) && now_ >= jobs[id].state.until();
+    }
+
+    function _isResolvable(uint64 id) internal view returns (bool) {
+        return jobs[id].state.status() == JobStatus.Disputed && now_ < jobs[id].state.until();
+    }
+
+    function _isLapsed(uint64 id) internal view returns (bool) {
+        return jobs[id].state.status() == JobStatus.Disputed && now_ >= jobs[id].state.until();
+    }
+
+    /// The first job at or after `seed` (cyclically) that `pred` holds for.
+    function _find(uint256 seed, function(uint64) internal view returns (bool) pred)
+        internal
+        view
+        returns (bool, uint64)
+    {
         uint256 n = jobIds.length;
         if (n == 0) return (false, 0);
         uint256 start = seed % n;
         for (uint256 k; k < n; ++k) {
             uint64 id = jobIds[(start + k) % n];
-            if (jobs[id].state.status() == wanted) return (true, id);
+            if (pred(id)) return (true, id);
         }
         return (false, 0);
     }
 
-    function _bond(uint64 jobId) internal view returns (uint256) {
-        uint256 share = uint256(jobs[jobId].terms.bounty()) / 10;
-        return share > DISPUTE_BOND ? share : DISPUTE_BOND;
+    /// The first node at or after `seed` (cyclically) that may take the job: Active, not
+    /// barred from it, and meeting every requirement (the contract's rule, mirrored).
+    function _nodeFor(uint64 id, uint256 seed) internal view returns (bool, uint64) {
+        uint256 n = nodeIds.length;
+        uint256 start = seed % n;
+        for (uint256 k; k < n; ++k) {
+            uint64 nodeId = nodeIds[(start + k) % n];
+            if (node(nodeId).status != NodeStatus.Active || market.isBarred(id, nodeId)) continue;
+            if (_eligible(jobs[id].terms, capsOf[nodeId])) return (true, nodeId);
+        }
+        return (false, 0);
+    }
+
+    function _eligible(JobTerms memory t, NodeCapabilities memory c) internal pure returns (bool) {
+        if (t.gpuModel != bytes32(0) && t.gpuModel != c.gpuModel) return false;
+        return c.gpuCount >= uint16(t.limits >> 120) && c.vramMiB >= uint32(t.limits >> 88)
+            && c.cpuCores >= uint16(t.limits >> 72) && c.ramMiB >= uint32(t.limits >> 40)
+            && c.pricePerGpuHour <= t.maxPricePerGpuHour;
+    }
+
+    // ================================================================ the attacker's calls
+
+    /// Every call of a job in `status_`, with the state `s`: true if any was accepted.
+    function _tryEverything(uint64 id, JobState memory s, JobStatus status_) internal returns (bool) {
+        JobTerms memory t = jobs[id].terms;
+        address who = t.submitter();
+        address nodeAgent = agentOf[s.nodeId()];
+        if (status_ == JobStatus.Open) {
+            vm.prank(who);
+            try market.cancel(id, t, s) {
+                return true;
+            } catch {}
+            vm.prank(stranger);
+            try market.expire(id, t, s) {
+                return true;
+            } catch {}
+            vm.prank(matcher);
+            try market.assign(id, nodeIds[0], t, s) {
+                return true;
+            } catch {}
+        } else if (status_ == JobStatus.Assigned) {
+            vm.prank(nodeAgent);
+            try market.submitResult(id, s, bytes32(0), "") {
+                return true;
+            } catch {}
+            vm.prank(nodeAgent);
+            try market.reject(id, t, s, "") {
+                return true;
+            } catch {}
+            vm.prank(stranger);
+            try market.reclaim(id, t, s) {
+                return true;
+            } catch {}
+        } else if (status_ == JobStatus.Submitted) {
+            vm.prank(stranger);
+            try market.finalize(id, s) {
+                return true;
+            } catch {}
+            vm.prank(who);
+            try market.accept(id, t, s) {
+                return true;
+            } catch {}
+            vm.prank(who);
+            try market.dispute(id, t, s) {
+                return true;
+            } catch {}
+        } else if (status_ == JobStatus.Disputed) {
+            vm.prank(arbiter);
+            try market.resolve(id, t, s, true) {
+                return true;
+            } catch {}
+            vm.prank(stranger);
+            try market.settleDispute(id, t, s) {
+                return true;
+            } catch {}
+        }
+        return false;
+    }
+
+    function _tryForbidden(uint64 id, uint64 nodeId) internal returns (bool) {
+        JobTerms memory t = jobs[id].terms;
+        JobState memory s = jobs[id].state;
+        JobStatus status_ = s.status();
+        if (status_ == JobStatus.Open) {
+            bool mayTake = _isAssignable(id) && node(nodeId).status == NodeStatus.Active
+                && !market.isBarred(id, nodeId) && _eligible(t, capsOf[nodeId]);
+            if (!mayTake) {
+                vm.prank(matcher);
+                try market.assign(id, nodeId, t, s) {
+                    return true;
+                } catch {}
+                vm.prank(agentOf[nodeId]);
+                try market.claim(id, nodeId, t, s) {
+                    return true;
+                } catch {}
+            }
+            vm.prank(stranger); // not the node's agent
+            try market.claim(id, nodeId, t, s) {
+                return true;
+            } catch {}
+            if (!_isExpirable(id)) {
+                try market.expire(id, t, s) {
+                    return true;
+                } catch {}
+            }
+            vm.prank(stranger);
+            try market.cancel(id, t, s) {
+                return true;
+            } catch {}
+        } else if (status_ == JobStatus.Assigned) {
+            address nodeAgent = agentOf[s.nodeId()];
+            if (!_isAnswerable(id)) {
+                vm.prank(nodeAgent);
+                try market.submitResult(id, s, bytes32(0), "") {
+                    return true;
+                } catch {}
+            }
+            if (!_isRejectable(id)) {
+                vm.prank(nodeAgent);
+                try market.reject(id, t, s, "") {
+                    return true;
+                } catch {}
+            }
+            if (!_isReclaimable(id)) {
+                try market.reclaim(id, t, s) {
+                    return true;
+                } catch {}
+            }
+            vm.prank(stranger);
+            try market.submitResult(id, s, bytes32(0), "") {
+                return true;
+            } catch {}
+            vm.prank(stranger);
+            try market.reject(id, t, s, "") {
+                return true;
+            } catch {}
+        } else if (status_ == JobStatus.Submitted) {
+            if (!_isDisputable(id)) {
+                vm.prank(t.submitter());
+                try market.dispute(id, t, s) {
+                    return true;
+                } catch {}
+            }
+            if (!_isFinalizable(id)) {
+                try market.finalize(id, s) {
+                    return true;
+                } catch {}
+            }
+            vm.prank(stranger);
+            try market.accept(id, t, s) {
+                return true;
+            } catch {}
+            vm.prank(stranger);
+            try market.dispute(id, t, s) {
+                return true;
+            } catch {}
+        } else if (status_ == JobStatus.Disputed) {
+            if (!_isResolvable(id)) {
+                vm.prank(arbiter);
+                try market.resolve(id, t, s, false) {
+                    return true;
+                } catch {}
+            }
+            if (!_isLapsed(id)) {
+                try market.settleDispute(id, t, s) {
+                    return true;
+                } catch {}
+            }
+            vm.prank(stranger);
+            try market.resolve(id, t, s, true) {
+                return true;
+            } catch {}
+        }
+        return false;
+    }
+
+    // ================================================================ fixtures
+
+    function _register(uint256 kind) internal {
+        uint256 i = nodeIds.length;
+        address owner = makeAddr(string.concat("node operator ", vm.toString(i)));
+        fund(owner, 1e15);
+        uint64 nodeId = Base.registerNode(owner, 0xA0000 + i, _capabilities(kind), STAKE);
+        nodeIds.push(nodeId);
+        stakeIn[nodeId] = STAKE;
+    }
+
+    /// An H100 box, an A100 box, a CPU-only box.
+    function _capabilities(uint256 kind) internal pure returns (NodeCapabilities memory c) {
+        kind %= 3;
+        if (kind == 0) return h100Node();
+        if (kind == 1) return NodeCapabilities(A100, 4, 40_960, 32, 256_000, 1e6, 4);
+        return NodeCapabilities(bytes32(0), 0, 0, 16, 64_000, 0, 1);
+    }
+
+    /// An H100 job, any GPU with 30 GiB, a CPU job, a cheap GPU job.
+    function _requirements(uint256 kind) internal pure returns (JobRequirements memory r) {
+        kind %= 4;
+        if (kind == 0) return h100Job();
+        if (kind == 1) return JobRequirements(bytes32(0), 1, 30_000, 8, 64_000, 3e6, 0, 5);
+        if (kind == 2) return JobRequirements(bytes32(0), 0, 0, 4, 8_000, 3e6, 0, 1);
+        return JobRequirements(bytes32(0), 1, 1, 1, 1, 1e6, 0, 10);
+    }
+
+    function _did() internal {
+        calls[msg.sig]++;
     }
 }
