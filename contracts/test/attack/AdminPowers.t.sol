@@ -380,7 +380,8 @@ contract AdminPowers is AttackBase {
 
     /// Every balance of every party, the market's included.
     function books() internal view returns (bytes32 h) {
-        address[9] memory parties = [address(market), submitter, operator, treasury, matcher, arbiter, pauser, admin, stranger];
+        address[9] memory parties =
+            [address(market), submitter, operator, treasury, matcher, arbiter, pauser, admin, stranger];
         for (uint256 i; i < parties.length; ++i) {
             h = keccak256(abi.encode(h, token.balanceOf(parties[i]), market.creditOf(parties[i])));
         }

@@ -134,7 +134,8 @@ contract AgentHijack is AttackBase {
         address registry = market.nodeRegistry();
         address[2] memory elsewhere = [registry, address(deployOtherMarket())];
         for (uint256 i; i < elsewhere.length; ++i) {
-            bytes memory consent = sign(AGENT_KEY, digest(block.chainid, elsewhere[i], "2", operator, agent, 0, deadline));
+            bytes memory consent =
+                sign(AGENT_KEY, digest(block.chainid, elsewhere[i], "2", operator, agent, 0, deadline));
             vm.prank(operator);
             vm.expectRevert(bad);
             nodes.register(h100Node(), "", STAKE, agent, deadline, consent);

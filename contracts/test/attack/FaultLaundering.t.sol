@@ -120,9 +120,7 @@ contract FaultLaundering is AttackBase {
         markInactiveBy(stranger, nodeId);
         submit(jobId);
         vm.prank(stranger);
-        vm.expectRevert(
-            abi.encodeWithSelector(IJobMarket.JobMarket_WrongStatus.selector, jobId, JobStatus.Submitted)
-        );
+        vm.expectRevert(abi.encodeWithSelector(IJobMarket.JobMarket_WrongStatus.selector, jobId, JobStatus.Submitted));
         market.reclaim(jobId, jobs[jobId].terms, jobs[jobId].state);
         finalize(jobId);
         assertEq(node(nodeId).stake, STAKE);

@@ -163,11 +163,15 @@ contract StaleOrForgedState is AttackBase {
     function test_dirtyIdsAndAliasedNodes_areRefused() public {
         (uint64 jobId,) = submittedJob();
         vm.warp(untilOf(jobId));
-        (bool ok,) = address(market).call(
-            abi.encodeWithSelector(
-                market.finalize.selector, (uint256(1) << 64) | jobId, jobs[jobId].state.terms, jobs[jobId].state.fields
-            )
-        );
+        (bool ok,) = address(market)
+            .call(
+                abi.encodeWithSelector(
+                    market.finalize.selector,
+                    (uint256(1) << 64) | jobId,
+                    jobs[jobId].state.terms,
+                    jobs[jobId].state.fields
+                )
+            );
         assertFalse(ok, "a dirty job id");
         uint64 open = postJob();
         uint64 alias_ = uint64(1 << 48) | lastNode;

@@ -63,9 +63,8 @@ contract SubmitterFarmsStake is AttackBase {
         assertEq(untilOf(fits), deadline, "the whole runtime, ending at the deadline");
 
         vm.warp(block.timestamp + 1);
-        bytes memory doesNotFit = abi.encodeWithSelector(
-            IJobMarket.JobMarket_DoesNotFit.selector, late, block.timestamp + RUNTIME, deadline
-        );
+        bytes memory doesNotFit =
+            abi.encodeWithSelector(IJobMarket.JobMarket_DoesNotFit.selector, late, block.timestamp + RUNTIME, deadline);
         vm.prank(matcher);
         vm.expectRevert(doesNotFit);
         market.assign(late, nodeId, jobs[late].terms, jobs[late].state);
@@ -113,9 +112,7 @@ contract SubmitterFarmsStake is AttackBase {
         vm.expectRevert(abi.encodeWithSelector(IJobMarket.JobMarket_NotReclaimable.selector, jobId));
         market.reclaim(jobId, jobs[jobId].terms, jobs[jobId].state);
         vm.expectRevert(
-            abi.encodeWithSelector(
-                INodeRegistry.NodeRegistry_HeartbeatNotExpired.selector, nodeId, block.timestamp
-            )
+            abi.encodeWithSelector(INodeRegistry.NodeRegistry_HeartbeatNotExpired.selector, nodeId, block.timestamp)
         );
         nodes.markInactive(nodeId);
         vm.stopPrank();

@@ -660,7 +660,9 @@ contract MarketHandler is Base {
         uint8 faults = before.faults() + (fault ? 1 : 0);
         uint8 barred = before.barred() == type(uint8).max ? type(uint8).max : before.barred() + 1;
         JobStatus expected = faults >= policies[t.policy()].maxAttempts || barred == type(uint8).max
-            || now_ + t.maxRuntime() > t.deadline() ? JobStatus.Failed : JobStatus.Open;
+            || now_ + t.maxRuntime() > t.deadline()
+            ? JobStatus.Failed
+            : JobStatus.Open;
         assertEq(uint8(jobs[id].state.status()), uint8(expected), "requeued or failed, as the rules say");
         assertTrue(market.isBarred(id, before.nodeId()), "barred");
         if (expected == JobStatus.Open) {
@@ -831,8 +833,8 @@ contract MarketHandler is Base {
         JobState memory s = jobs[id].state;
         JobStatus status_ = s.status();
         if (status_ == JobStatus.Open) {
-            bool mayTake = _isAssignable(id) && node(nodeId).status == NodeStatus.Active
-                && !market.isBarred(id, nodeId) && _eligible(t, capsOf[nodeId]);
+            bool mayTake = _isAssignable(id) && node(nodeId).status == NodeStatus.Active && !market.isBarred(id, nodeId)
+                && _eligible(t, capsOf[nodeId]);
             if (!mayTake) {
                 vm.prank(matcher);
                 try market.assign(id, nodeId, t, s) {
