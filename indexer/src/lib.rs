@@ -33,7 +33,9 @@ pub use config::Config;
 use follower::Settings;
 
 /// Runs the indexer until `shutdown` fires; returns an error only when it cannot go on
-/// (wrong chain, a reorg deeper than the window, a corrupt stream).
+/// (wrong chain, a reorg deeper than the window, a corrupt stream). It spawns no task of
+/// its own (the writer lease is renewed in the same task), so its caller's supervisor
+/// (`main`'s, beside the metrics listener) covers all of it.
 pub async fn run(config: Config, shutdown: CancellationToken) -> anyhow::Result<()> {
     config.validate().map_err(anyhow::Error::msg)?;
     let chain = chain::Chain::connect(
@@ -93,20 +95,24 @@ pub async fn run(config: Config, shutdown: CancellationToken) -> anyhow::Result<
         };
         tracing::info!(chain_id, owner, "writer lease acquired");
         metrics::leader(true);
+        // The lease is renewed beside the follower, in this task: one that is lost stops
+        // the follower; a follower that stops ends the renewal.
         let leading = shutdown.child_token();
-        let renewal = tokio::spawn(keep_lease(lease, leading.clone()));
-        let outcome = lead(
-            &chain,
-            &js,
-            chain_id,
-            config.nats.nats_replicas,
-            contracts,
-            &settings,
-            &leading,
-        )
-        .await;
-        leading.cancel();
-        let lease = renewal.await.context("lease renewal task")?;
+        let following = async {
+            let outcome = lead(
+                &chain,
+                &js,
+                chain_id,
+                config.nats.nats_replicas,
+                contracts,
+                &settings,
+                &leading,
+            )
+            .await;
+            leading.cancel();
+            outcome
+        };
+        let (outcome, lease) = tokio::join!(following, keep_lease(lease, &leading));
         if let Some(mut lease) = lease {
             lease.release().await;
         }
@@ -167,7 +173,7 @@ async fn acquire_lease(
 
 /// Renews the lease until `leading` is cancelled; cancels `leading` when the lease is
 /// lost. Returns the lease if it is still held, for release.
-async fn keep_lease(mut lease: KvLease, leading: CancellationToken) -> Option<KvLease> {
+async fn keep_lease(mut lease: KvLease, leading: &CancellationToken) -> Option<KvLease> {
     loop {
         tokio::select! {
             () = leading.cancelled() => return Some(lease),

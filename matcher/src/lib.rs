@@ -41,19 +41,20 @@ pub use liveness_service::run as run_liveness;
 pub use matcher_service::run as run_matcher;
 
 use config::Common;
-use sender::{Sender, SenderConfig};
+use sender::{Sender, SenderConfig, Sending};
 
 async fn connect(common: &Common) -> anyhow::Result<jetstream::Context> {
     let client = gantry_runtime::nats::connect(&common.nats.nats_url, true).await?;
     Ok(jetstream::new(client))
 }
 
-/// Starts the sender once the chain answers; `None` when `cancel` fired first.
+/// Starts the sender once the chain answers (its loop to be run by the caller); `None`
+/// when `cancel` fired first.
 async fn start_sender(
     common: &Common,
     signer: PrivateKeySigner,
     cancel: &CancellationToken,
-) -> anyhow::Result<Option<(Sender, tokio::task::JoinHandle<()>)>> {
+) -> anyhow::Result<Option<(Sender, Sending)>> {
     let config = SenderConfig {
         rpc_url: common.chain.rpc_url.clone(),
         chain_id: common.chain.chain_id,
@@ -66,7 +67,7 @@ async fn start_sender(
     };
     let mut backoff = Backoff::default();
     loop {
-        match sender::start(config.clone(), cancel.clone()).await {
+        match sender::start(config.clone()).await {
             Ok(started) => return Ok(Some(started)),
             Err(e) if e.is_retryable() => {
                 tracing::warn!(error = %e, "waiting for the chain");

@@ -3,6 +3,7 @@
 //! ones that cannot be placed.
 
 use std::collections::HashMap;
+use std::convert::Infallible;
 use std::time::{Duration, Instant};
 
 use anyhow::Context as _;
@@ -10,6 +11,7 @@ use async_nats::jetstream::kv;
 use gantry_protocol::pending::PENDING_VERSION;
 use gantry_protocol::pending::{Constraint, PendingCandidate, PendingExplanation};
 use gantry_protocol::{names, storage};
+use gantry_runtime::tasks::Supervisor;
 use tokio_util::sync::CancellationToken;
 
 use crate::config::MatcherConfig;
@@ -23,14 +25,14 @@ use crate::work::{Claims, Held};
 use crate::{connect, metrics, start_sender};
 
 /// Runs the matcher until `shutdown` fires. Its claims are given back on the way out, so
-/// the other replicas take its jobs at once.
+/// the other replicas take its jobs at once. The matching loop and the sender run under
+/// one supervisor: either failing stops the other, and its error is the matcher's.
 pub async fn run(config: MatcherConfig, shutdown: CancellationToken) -> anyhow::Result<()> {
     config.validate().map_err(anyhow::Error::msg)?;
     let signer = config.common.signer()?;
     let chain_id = config.common.chain.chain_id;
     let js = connect(&config.common).await?;
-    let tasks = shutdown.child_token();
-    let Some((sender, sender_task)) = start_sender(&config.common, signer, &tasks).await? else {
+    let Some((sender, sending)) = start_sender(&config.common, signer, &shutdown).await? else {
         return Ok(());
     };
     let Some(feed) = Feed::open(&js, chain_id, &shutdown).await? else {
@@ -70,11 +72,19 @@ pub async fn run(config: MatcherConfig, shutdown: CancellationToken) -> anyhow::
         revert_backoff: config.revert_backoff,
         caught_up_logged: false,
     };
-    let outcome = matcher.run(config.claim_ttl, &shutdown).await;
-    matcher.held.give_back_all().await;
-    tasks.cancel();
-    sender_task.await.context("sender task")?;
-    outcome
+    let tasks = Supervisor::new(shutdown.child_token());
+    let stop = tasks.shutdown().clone();
+    tasks.spawn_critical("sending transactions", async move {
+        sending.run(stop).await;
+        Ok::<(), Infallible>(())
+    });
+    let stop = tasks.shutdown().clone();
+    tasks.spawn_critical("matching", async move {
+        let outcome = matcher.run(config.claim_ttl, &stop).await;
+        matcher.held.give_back_all().await;
+        outcome
+    });
+    tasks.wait().await
 }
 
 struct Matcher {

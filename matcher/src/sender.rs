@@ -114,11 +114,29 @@ impl Sender {
     }
 }
 
-/// Connects, checks the chain, and starts the sending task; it runs until `cancel` fires.
-pub async fn start(
-    config: SenderConfig,
-    cancel: CancellationToken,
-) -> Result<(Sender, tokio::task::JoinHandle<()>), ChainError> {
+/// The sending loop, for the service to run beside its own (see [`Sending::run`]).
+pub struct Sending {
+    worker: Worker,
+    calls: mpsc::Receiver<Call>,
+}
+
+impl std::fmt::Debug for Sending {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Sending")
+            .field("from", &self.worker.from)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Sending {
+    /// Sends, replaces and watches transactions until `cancel` fires.
+    pub async fn run(self, cancel: CancellationToken) {
+        self.worker.run(self.calls, cancel).await;
+    }
+}
+
+/// Connects and checks the chain; the handle, and the loop to run.
+pub async fn start(config: SenderConfig) -> Result<(Sender, Sending), ChainError> {
     let provider = ProviderBuilder::new()
         .disable_recommended_fillers()
         .connect_http(config.rpc_url.clone())
@@ -149,13 +167,15 @@ pub async fn start(
         fees: None,
         reports: reports_tx,
     };
-    let task = tokio::spawn(worker.run(calls_rx, cancel));
     Ok((
         Sender {
             calls: calls_tx,
             reports: reports_rx,
         },
-        task,
+        Sending {
+            worker,
+            calls: calls_rx,
+        },
     ))
 }
 

@@ -54,13 +54,13 @@
 
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
-use std::str::FromStr;
 use std::time::Duration;
 
 use alloy::primitives::{Address, U256};
 use alloy::signers::local::PrivateKeySigner;
 use figment::Figment;
 use figment::providers::{Env, Format, Toml};
+use gantry_runtime::args::{KeyError, KeySources, Secret, load_signer};
 use serde::Deserialize;
 use url::Url;
 
@@ -226,8 +226,8 @@ pub enum ConfigError {
     Invalid(String),
     #[error("{key}: {reason}")]
     Value { key: &'static str, reason: String },
-    #[error("the agent key: {0}")]
-    Key(String),
+    #[error("the agent key")]
+    Key(#[from] KeyError),
 }
 
 impl Config {
@@ -304,25 +304,17 @@ impl Config {
 
     /// The agent's key: `GANTRY_AGENT_KEY` (from `env`) or `agent_key_file`, exactly one.
     pub fn agent_signer(&self, env: Option<&str>) -> Result<PrivateKeySigner, ConfigError> {
-        let hex = match (env, &self.agent_key_file) {
-            (Some(key), None) => key.to_owned(),
-            (None, Some(path)) => std::fs::read_to_string(path)
-                .map_err(|e| ConfigError::Key(format!("agent_key_file {}: {e}", path.display())))?,
-            (None, None) => {
-                return Err(ConfigError::Key(
-                    "set agent_key_file or GANTRY_AGENT_KEY".into(),
-                ));
-            }
-            (Some(_), Some(_)) => {
-                return Err(ConfigError::Key(
-                    "both agent_key_file and GANTRY_AGENT_KEY are set; keep one".into(),
-                ));
-            }
-        };
-        PrivateKeySigner::from_str(hex.trim())
-            .map_err(|_| ConfigError::Key("not a 32-byte hex private key".into()))
+        let value = env.map(Secret::new);
+        let signer = load_signer(value.as_ref(), self.agent_key_file.as_deref(), AGENT_KEY)?;
+        Ok(signer.ok_or(KeyError::Missing(AGENT_KEY))?)
     }
 }
+
+/// Where the agent key comes from, as the provider sets it.
+const AGENT_KEY: KeySources = KeySources {
+    value: "GANTRY_AGENT_KEY",
+    file: "agent_key_file",
+};
 
 fn value(key: &'static str, reason: &str) -> ConfigError {
     ConfigError::Value {

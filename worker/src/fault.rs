@@ -40,6 +40,11 @@ impl Failure {
         Self::new(FaultClass::Transient, reason)
     }
 
+    /// Whether trying again may succeed: a transient failure.
+    pub fn is_retryable(&self) -> bool {
+        self.class == FaultClass::Transient
+    }
+
     fn new(class: FaultClass, reason: impl Into<String>) -> Self {
         let mut reason: String = reason.into();
         if reason.len() > MAX_REASON {

@@ -9,6 +9,7 @@ use std::path::PathBuf;
 use std::process::{ExitCode, Stdio};
 
 use clap::{Parser, Subcommand};
+use gantry_runtime::tasks::Supervisor;
 use gantry_worker::config::Config;
 use gantry_worker::service::{self, Hooks};
 
@@ -63,8 +64,9 @@ async fn async_main(cli: Cli) -> anyhow::Result<()> {
     };
     let config = Config::load(&path)?;
     let signer = config.agent_signer(std::env::var("GANTRY_AGENT_KEY").ok().as_deref())?;
-    gantry_runtime::install(config.metrics_addr)?;
-    let shutdown = gantry_runtime::shutdown_on_signal();
+    let tasks = Supervisor::new(gantry_runtime::shutdown_on_signal());
+    gantry_runtime::install(config.metrics_addr, &tasks)?;
+    let shutdown = tasks.shutdown().clone();
 
     // Once the node is known, a reaper child watches this process.
     let (node_tx, node_rx) = tokio::sync::oneshot::channel();
@@ -90,11 +92,12 @@ async fn async_main(cli: Cli) -> anyhow::Result<()> {
         node_id: Some(node_tx),
         ..Hooks::default()
     };
-    let result = service::run(config, signer, shutdown, hooks).await;
+    tasks.spawn_critical("worker", service::run(config, signer, shutdown, hooks));
+    let result = tasks.wait().await;
     // Closing its stdin tells the reaper we are gone (nothing is left after a clean stop).
     if let Ok(Some(mut child)) = reaper.await {
         drop(child.stdin.take());
         let _ = child.wait().await;
     }
-    Ok(result?)
+    result
 }

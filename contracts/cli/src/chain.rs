@@ -74,7 +74,7 @@ fn read_deployment(path: &Path) -> Result<Option<Deployment>> {
 /// The signing key, from `--private-key`/`GANTRY_PRIVATE_KEY` or `--key-file`.
 pub fn signer(global: &Global) -> Result<Option<PrivateKeySigner>> {
     global.key.signer().map_err(|e| match e {
-        gantry_runtime::args::KeyError::Read { path, source } => {
+        gantry_runtime::args::KeyError::Read { path, source, .. } => {
             CliError::io(path.display(), source)
         }
         other => CliError::usage(other.to_string()),

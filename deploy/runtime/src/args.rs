@@ -1,6 +1,6 @@
 //! The flags every service shares, declared once (clap `Args`, flattened into each
-//! service's config): which chain and contracts, which NATS, and this instance's name and
-//! metrics address. Parsed into domain types at start-up.
+//! service's config): which chain and contracts, which NATS, the signing key, and this
+//! instance's name and metrics address. Parsed into domain types at start-up.
 
 use std::net::SocketAddr;
 
@@ -113,19 +113,67 @@ pub struct KeyArgs {
     pub key_file: Option<std::path::PathBuf>,
 }
 
-/// Why the signing key could not be had. The messages name the flag, never the value.
+/// What a binary calls the two places a signing key may come from, for its messages: the
+/// value itself (a flag or an environment variable) and a file holding it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct KeySources {
+    pub value: &'static str,
+    pub file: &'static str,
+}
+
+impl KeySources {
+    /// [`KeyArgs`]' flags.
+    pub const FLAGS: Self = Self {
+        value: "--private-key/GANTRY_PRIVATE_KEY",
+        file: "--key-file",
+    };
+}
+
+/// Why the signing key could not be had. The messages name where it came from, never the
+/// value.
 #[derive(Debug, thiserror::Error)]
 pub enum KeyError {
-    #[error("a signing key is required: --key-file or GANTRY_PRIVATE_KEY")]
-    Missing,
-    #[error("--key-file {}", path.display())]
+    #[error("a signing key is required: {} or {}", .0.file, .0.value)]
+    Missing(KeySources),
+    #[error("both {} and {} are set; keep one", .0.value, .0.file)]
+    Both(KeySources),
+    #[error("{given} {}", path.display())]
     Read {
+        given: &'static str,
         path: std::path::PathBuf,
         #[source]
         source: std::io::Error,
     },
     #[error("{given}: not a 32-byte hex private key")]
     Malformed { given: &'static str },
+}
+
+/// The signer from a key given as a value or in a file (at most one of them), if any;
+/// `sources` names them in the errors.
+pub fn load_signer(
+    value: Option<&Secret>,
+    file: Option<&std::path::Path>,
+    sources: KeySources,
+) -> Result<Option<alloy::signers::local::PrivateKeySigner>, KeyError> {
+    let (hex, given) = match (value, file) {
+        (Some(_), Some(_)) => return Err(KeyError::Both(sources)),
+        (Some(secret), None) => (secret.0.clone(), sources.value),
+        (None, Some(path)) => (
+            std::fs::read_to_string(path)
+                .map_err(|source| KeyError::Read {
+                    given: sources.file,
+                    path: path.to_owned(),
+                    source,
+                })?
+                .trim()
+                .to_owned(),
+            sources.file,
+        ),
+        (None, None) => return Ok(None),
+    };
+    hex.parse()
+        .map(Some)
+        .map_err(|_| KeyError::Malformed { given })
 }
 
 impl KeyArgs {
@@ -139,28 +187,16 @@ impl KeyArgs {
 
     /// The signer, if a key was given.
     pub fn signer(&self) -> Result<Option<alloy::signers::local::PrivateKeySigner>, KeyError> {
-        let (hex, given) = match (&self.private_key, &self.key_file) {
-            (Some(secret), _) => (secret.0.clone(), "--private-key/GANTRY_PRIVATE_KEY"),
-            (None, Some(path)) => (
-                std::fs::read_to_string(path)
-                    .map_err(|source| KeyError::Read {
-                        path: path.clone(),
-                        source,
-                    })?
-                    .trim()
-                    .to_owned(),
-                "--key-file",
-            ),
-            (None, None) => return Ok(None),
-        };
-        hex.parse()
-            .map(Some)
-            .map_err(|_| KeyError::Malformed { given })
+        load_signer(
+            self.private_key.as_ref(),
+            self.key_file.as_deref(),
+            KeySources::FLAGS,
+        )
     }
 
     /// The signer, which the caller needs.
     pub fn required_signer(&self) -> Result<alloy::signers::local::PrivateKeySigner, KeyError> {
-        self.signer()?.ok_or(KeyError::Missing)
+        self.signer()?.ok_or(KeyError::Missing(KeySources::FLAGS))
     }
 }
 
@@ -205,12 +241,38 @@ mod tests {
             "one place only"
         );
         let none = WithKey::try_parse_from(["t"]).unwrap().key;
-        assert!(matches!(none.required_signer(), Err(KeyError::Missing)));
+        assert!(matches!(none.required_signer(), Err(KeyError::Missing(_))));
         let bad = WithKey::try_parse_from(["t", "--private-key", "0xnot-a-key"])
             .unwrap()
             .key;
         let message = bad.required_signer().unwrap_err().to_string();
         assert!(message.contains("not a 32-byte") && !message.contains("not-a-key"));
+    }
+
+    #[test]
+    fn a_binary_names_its_own_key_sources() {
+        let agent = KeySources {
+            value: "GANTRY_AGENT_KEY",
+            file: "agent_key_file",
+        };
+        let hex = Secret::new("0x59c6995e998f97a5a0044966f0945389dc9e86dae88c7a8412f4603b6b78690d");
+        let missing = std::path::Path::new("/nonexistent/agent.key");
+        let both = load_signer(Some(&hex), Some(missing), agent).unwrap_err();
+        assert_eq!(
+            both.to_string(),
+            "both GANTRY_AGENT_KEY and agent_key_file are set; keep one"
+        );
+        let unreadable = load_signer(None, Some(missing), agent).unwrap_err();
+        assert_eq!(
+            unreadable.to_string(),
+            "agent_key_file /nonexistent/agent.key"
+        );
+        let io = std::error::Error::source(&unreadable)
+            .and_then(|source| source.downcast_ref::<std::io::Error>())
+            .expect("the io error is the source");
+        assert_eq!(io.kind(), std::io::ErrorKind::NotFound);
+        assert!(load_signer(None, None, agent).unwrap().is_none());
+        assert!(load_signer(Some(&hex), None, agent).unwrap().is_some());
     }
 
     #[derive(Debug, Parser)]

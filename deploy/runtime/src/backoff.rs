@@ -1,7 +1,9 @@
 //! Waiting between retries: exponential, 100 ms doubling to 5 s, with jitter, and
 //! cancellable. The delays come from `backon`; services with a retry loop of their own
 //! (resume after an error, wait for the chain) hold a [`Backoff`], and one-shot operations
-//! use `backon::Retryable` directly with [`policy`].
+//! use `backon::Retryable` directly with [`policy`], or with [`attempts`] where a step is
+//! tried a fixed number of times (the worker's job steps and downloads). Every crate calls
+//! its errors' retry predicate `is_retryable`.
 
 use std::time::Duration;
 
@@ -24,6 +26,18 @@ pub fn policy() -> ExponentialBuilder {
         .with_factor(2.0)
         .with_jitter()
         .without_max_times()
+}
+
+/// `attempts` tries in all (at least one), the first pause `first`, doubling up to `max`,
+/// without jitter: for a step whose failure, persisting, is reported rather than waited
+/// out.
+pub fn attempts(attempts: u32, first: Duration, max: Duration) -> ExponentialBuilder {
+    let retries = attempts.max(1) - 1;
+    ExponentialBuilder::default()
+        .with_min_delay(first)
+        .with_max_delay(max)
+        .with_factor(2.0)
+        .with_max_times(retries as usize)
 }
 
 /// The state of one retry loop.
@@ -75,6 +89,24 @@ mod tests {
         assert!(delays[11] >= MAX, "{delays:?}");
         backoff.reset();
         assert!(backoff.next_delay() <= 2 * FIRST);
+    }
+
+    #[test]
+    fn a_bounded_policy_pauses_between_its_attempts() {
+        // backon multiplies in f32: whole milliseconds are what is meant.
+        let millis = |tries, first| -> Vec<u128> {
+            attempts(tries, first, MAX)
+                .build()
+                .map(|delay| delay.as_millis())
+                .collect()
+        };
+        assert_eq!(millis(5, Duration::from_millis(200)), [200, 400, 800, 1600]);
+        assert_eq!(
+            millis(8, Duration::from_secs(1)),
+            [1000, 2000, 4000, 5000, 5000, 5000, 5000]
+        );
+        assert!(millis(1, FIRST).is_empty());
+        assert!(millis(0, FIRST).is_empty(), "one try at least");
     }
 
     #[tokio::test(start_paused = true)]

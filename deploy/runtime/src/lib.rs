@@ -3,7 +3,8 @@
 //! filtered by `RUST_LOG` (default `info`), Prometheus metrics, one cancellation token that
 //! SIGINT or SIGTERM fires for a graceful shutdown, and
 //!
-//! - [`args`]: the flags every service shares (chain, NATS, instance), declared once;
+//! - [`args`]: the flags every service shares (chain, NATS, signing key, instance), declared
+//!   once;
 //! - [`backoff`]: the one retry policy (backon), cancellable;
 //! - [`nats`]: connecting with a URL's credentials, waiting for another service's stream;
 //! - [`chain_stream`]: reading a chain's stream in order, decoded;
@@ -12,7 +13,8 @@
 //!   the rest).
 //!
 //! ```text
-//!   main ──install()──▶ logs + /metrics     shutdown_on_signal() ──▶ CancellationToken ──▶ run(config, token)
+//!   main: shutdown_on_signal() ──▶ CancellationToken ──▶ tasks::Supervisor ◀── install(): logs, /metrics task
+//!                                                              └── spawn_critical(run(config, token))
 //!   service ──nats::connect──▶ NATS ──ChainStreamReader──▶ (seq, ChainMessage) ──▶ BlockAssembler (protocol)
 //! ```
 
@@ -27,6 +29,8 @@ use std::net::SocketAddr;
 
 use metrics_exporter_prometheus::{BuildError, PrometheusBuilder, PrometheusHandle};
 use tokio_util::sync::CancellationToken;
+
+use crate::tasks::Supervisor;
 
 /// Why telemetry could not be installed.
 #[derive(Debug, thiserror::Error)]
@@ -44,15 +48,23 @@ pub fn install_logs() {
         .init();
 }
 
-/// Installs the log subscriber and, when `metrics_addr` is set, the Prometheus listener
-/// serving `/metrics` there.
-pub fn install(metrics_addr: Option<SocketAddr>) -> Result<(), TelemetryError> {
+/// Installs the log subscriber and, when `metrics_addr` is set, the Prometheus recorder
+/// and its listener serving `/metrics` there, bound now and run as a critical task of
+/// `tasks` until shutdown.
+pub fn install(metrics_addr: Option<SocketAddr>, tasks: &Supervisor) -> Result<(), TelemetryError> {
     install_logs();
-    if let Some(addr) = metrics_addr {
-        PrometheusBuilder::new()
-            .with_http_listener(addr)
-            .install()?;
-    }
+    let Some(addr) = metrics_addr else {
+        return Ok(());
+    };
+    let (recorder, exporter) = PrometheusBuilder::new().with_http_listener(addr).build()?;
+    metrics::set_global_recorder(recorder).map_err(BuildError::from)?;
+    let shutdown = tasks.shutdown().clone();
+    tasks.spawn_critical("serving metrics", async move {
+        tokio::select! {
+            () = shutdown.cancelled() => Ok(()),
+            served = exporter => served.map_err(|e| anyhow::anyhow!("{e:?}")),
+        }
+    });
     Ok(())
 }
 

@@ -1,11 +1,13 @@
 //! A service's tasks under one supervisor: every task is tracked (a `TaskTracker`) so that
-//! shutdown waits for all of them, and a critical task that ends — with an error, or at
-//! all before shutdown — cancels the rest, and the service exits with its error.
+//! shutdown waits for all of them, and a critical task that ends — with an error, a panic,
+//! or at all before shutdown — cancels the rest, and the service exits with its error.
 //! (reth's `TaskExecutor::spawn_critical`, in a few lines.)
 
 use std::future::Future;
+use std::panic::AssertUnwindSafe;
 use std::sync::{Arc, Mutex};
 
+use futures::FutureExt as _;
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
@@ -32,8 +34,8 @@ impl Supervisor {
         &self.shutdown
     }
 
-    /// Runs `task`; when it ends, the service ends: its error (the first one recorded)
-    /// becomes the service's.
+    /// Runs `task`; when it ends, the service ends: its error or panic (the first one
+    /// recorded) becomes the service's.
     pub fn spawn_critical<F, E>(&self, name: &'static str, task: F)
     where
         F: Future<Output = Result<(), E>> + Send + 'static,
@@ -42,9 +44,13 @@ impl Supervisor {
         let shutdown = self.shutdown.clone();
         let failure = Arc::clone(&self.failure);
         self.tracker.spawn(async move {
-            let outcome = task.await;
+            // A panic is caught here, or the rest would never hear of it.
+            let outcome = match AssertUnwindSafe(task).catch_unwind().await {
+                Ok(outcome) => outcome.map_err(Into::into),
+                Err(panic) => Err(anyhow::anyhow!("panicked: {}", panic_message(&*panic))),
+            };
             if let Err(error) = outcome {
-                let error = error.into().context(name);
+                let error = error.context(name);
                 tracing::error!(
                     task = name,
                     error = format!("{error:#}"),
@@ -74,6 +80,14 @@ impl Supervisor {
     }
 }
 
+fn panic_message(panic: &(dyn std::any::Any + Send)) -> &str {
+    panic
+        .downcast_ref::<&str>()
+        .copied()
+        .or_else(|| panic.downcast_ref::<String>().map(String::as_str))
+        .unwrap_or("a panic without a message")
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -91,6 +105,44 @@ mod tests {
         let error = tasks.wait().await.unwrap_err();
         assert!(shutdown.is_cancelled());
         assert_eq!(format!("{error:#}"), "fails: boom");
+    }
+
+    #[tokio::test]
+    async fn a_panicking_critical_task_cancels_the_others_and_is_the_error() {
+        let shutdown = CancellationToken::new();
+        let tasks = Supervisor::new(shutdown.clone());
+        let watcher = shutdown.clone();
+        tasks.spawn_critical("waits", async move {
+            watcher.cancelled().await;
+            Ok::<(), anyhow::Error>(())
+        });
+        let index = std::hint::black_box(7);
+        tasks.spawn_critical("panics", async move {
+            let slots: Vec<u8> = Vec::new();
+            let _ = slots[index];
+            Ok::<(), anyhow::Error>(())
+        });
+        let error = tasks.wait().await.unwrap_err();
+        assert!(shutdown.is_cancelled());
+        let message = format!("{error:#}");
+        assert!(
+            message.starts_with("panics: panicked: index out of bounds"),
+            "{message}"
+        );
+    }
+
+    #[tokio::test]
+    async fn a_critical_task_that_ends_early_stops_the_service() {
+        let shutdown = CancellationToken::new();
+        let tasks = Supervisor::new(shutdown.clone());
+        let watcher = shutdown.clone();
+        tasks.spawn_critical("waits", async move {
+            watcher.cancelled().await;
+            Ok::<(), anyhow::Error>(())
+        });
+        tasks.spawn_critical("ends", async { Ok::<(), anyhow::Error>(()) });
+        tasks.wait().await.unwrap();
+        assert!(shutdown.is_cancelled());
     }
 
     #[tokio::test]

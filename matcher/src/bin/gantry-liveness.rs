@@ -1,11 +1,16 @@
-//! `gantry-liveness`: parse the config, install telemetry and the shutdown signal, run.
+//! `gantry-liveness`: parse the config, install telemetry and the shutdown signal, run the
+//! keeper beside the metrics listener under one supervisor.
 
 use clap::Parser;
 use gantry_matcher::LivenessConfig;
+use gantry_runtime::tasks::Supervisor;
 
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {
     let config = LivenessConfig::parse();
-    gantry_runtime::install(config.common.instance.metrics_addr)?;
-    gantry_matcher::run_liveness(config, gantry_runtime::shutdown_on_signal()).await
+    let tasks = Supervisor::new(gantry_runtime::shutdown_on_signal());
+    gantry_runtime::install(config.common.instance.metrics_addr, &tasks)?;
+    let shutdown = tasks.shutdown().clone();
+    tasks.spawn_critical("keeper", gantry_matcher::run_liveness(config, shutdown));
+    tasks.wait().await
 }

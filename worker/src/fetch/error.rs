@@ -67,6 +67,11 @@ impl FetchError {
             Self::LocalRead(_) | Self::Cache { .. } | Self::Setup(_) => FaultClass::Node,
         }
     }
+
+    /// Whether trying again may succeed: a transient failure.
+    pub fn is_retryable(&self) -> bool {
+        self.class() == FaultClass::Transient
+    }
 }
 
 impl From<&FetchError> for Failure {

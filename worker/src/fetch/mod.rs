@@ -30,6 +30,7 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use gantry_protocol::spec::InputSpec;
+use gantry_runtime::backoff::{self, Retryable as _};
 use tracing::{debug, info, instrument, warn};
 use url::Url;
 
@@ -179,27 +180,29 @@ impl Fetcher {
         metrics::cache_miss();
 
         let source = parse_source(&input.uri, &self.config.ipfs_gateway)?;
-        let attempts = self.config.attempts.max(1);
-        let mut backoff = FIRST_BACKOFF;
         let mut attempt = 1;
-        loop {
-            match self.download(&source, limit, expected.as_deref()).await {
-                Ok(fetched) => {
-                    record(&fetched);
-                    metrics::input_bytes(fetched.size);
-                    info!("input downloaded");
-                    return Ok(fetched);
-                }
-                Err(err) if err.class() == FaultClass::Transient && attempt < attempts => {
-                    warn!(attempt, error = %err, "input download failed, retrying");
-                    tokio::time::sleep(backoff).await;
-                    backoff = (backoff * 2).min(MAX_BACKOFF);
-                    attempt += 1;
-                }
-                Err(err) => {
-                    warn!(attempt, error = %err, class = ?err.class(), "input download failed");
-                    return Err(err);
-                }
+        let downloaded = (|| self.download(&source, limit, expected.as_deref()))
+            .retry(backoff::attempts(
+                self.config.attempts,
+                FIRST_BACKOFF,
+                MAX_BACKOFF,
+            ))
+            .when(FetchError::is_retryable)
+            .notify(|err, _| {
+                warn!(attempt, error = %err, "input download failed, retrying");
+                attempt += 1;
+            })
+            .await;
+        match downloaded {
+            Ok(fetched) => {
+                record(&fetched);
+                metrics::input_bytes(fetched.size);
+                info!("input downloaded");
+                Ok(fetched)
+            }
+            Err(err) => {
+                warn!(attempt, error = %err, class = ?err.class(), "input download failed");
+                Err(err)
             }
         }
     }

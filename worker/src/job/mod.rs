@@ -33,6 +33,7 @@ use gantry_protocol::events::event_name;
 use gantry_protocol::names;
 use gantry_protocol::spec::JobSpec;
 use gantry_protocol::status::JobStatus;
+use gantry_runtime::backoff::{self, Retryable as _};
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
@@ -45,9 +46,11 @@ use crate::fault::{Failure, FaultClass};
 use crate::fetch::Fetcher;
 use crate::inventory::{Gpu, GpuMonitor};
 
-/// How often an unfinished transient step is retried, and the first pause.
-const RETRIES: u32 = 4;
+/// How often a step whose failure is transient is tried in all, the first pause (doubled
+/// after each try), and the longest (never reached: 250, 500, 1000 ms).
+const ATTEMPTS: u32 = 4;
 const FIRST_BACKOFF: Duration = Duration::from_millis(250);
+const MAX_BACKOFF: Duration = Duration::from_secs(5);
 
 /// What every job shares.
 pub struct Ctx {
@@ -246,26 +249,26 @@ impl Ctx {
 }
 
 /// Retries a step while its failure is transient; a failure that persists is the node's.
-async fn retry<T, F, Fut>(what: &str, mut step: F) -> Result<T, Failure>
+async fn retry<T, F, Fut>(what: &str, step: F) -> Result<T, Failure>
 where
     F: FnMut() -> Fut,
     Fut: std::future::Future<Output = Result<T, Failure>>,
 {
-    let mut backoff = FIRST_BACKOFF;
-    for attempt in 1..=RETRIES {
-        match step().await {
-            Err(f) if f.class == FaultClass::Transient && attempt < RETRIES => {
-                tracing::warn!(step = what, attempt, error = %f, "retrying");
-                tokio::time::sleep(backoff).await;
-                backoff *= 2;
-            }
-            Err(f) if f.class == FaultClass::Transient => {
-                return Err(Failure::node(format!("{what}: {}", f.reason)));
-            }
-            other => return other,
+    let mut attempt = 0;
+    let outcome = step
+        .retry(backoff::attempts(ATTEMPTS, FIRST_BACKOFF, MAX_BACKOFF))
+        .when(Failure::is_retryable)
+        .notify(|failure, _| {
+            attempt += 1;
+            tracing::warn!(step = what, attempt, error = %failure, "retrying");
+        })
+        .await;
+    match outcome {
+        Err(failure) if failure.is_retryable() => {
+            Err(Failure::node(format!("{what}: {}", failure.reason)))
         }
+        other => other,
     }
-    unreachable!("the last attempt returns")
 }
 
 /// An unreachable chain is retried (and, persisting, is the node's problem); a refused
