@@ -10,6 +10,7 @@ use std::time::Instant;
 use alloy::primitives::{Address, B256};
 use gantry_matcher::decide::{Decision, Planner, Strategy, Weights, violations};
 use gantry_matcher::view::{Capabilities, JobView, NodeStatus, NodeView, Requirements, View};
+use gantry_protocol::market::Terms;
 
 const NODES: u64 = 10_000;
 const JOBS: u64 = 100_000;
@@ -62,15 +63,19 @@ fn market() -> View {
                 completed_jobs: rng.below(100) as u32,
                 failed_jobs: rng.below(5) as u32,
                 last_heartbeat: 0,
+                inactive_since: 0,
             };
             (id, node)
         })
         .collect();
-    let open_jobs = (1..=JOBS)
+    let jobs = (1..=JOBS)
         .map(|id| {
-            let job = JobView {
-                id,
+            let terms = Terms {
                 submitter: Address::with_last_byte(rng.below(50) as u8),
+                bounty: 100,
+                spec_hash: B256::ZERO,
+                deadline: 1_000_000,
+                policy: 1,
                 requirements: Requirements {
                     gpu_model: if rng.below(10) == 0 {
                         B256::ZERO
@@ -85,19 +90,13 @@ fn market() -> View {
                     max_runtime: 3600,
                     priority: 1 + rng.below(10) as u8,
                 },
-                bounty: 100,
-                deadline: 1_000_000,
-                attempts: 0,
-                posted_at: (id, 0),
             };
-            (id, job)
+            (id, JobView::open(id, terms, (id, 0)))
         })
         .collect();
     View {
         nodes,
-        open_jobs,
-        min_stake: 100,
-        max_attempts: 3,
+        jobs,
         ..View::default()
     }
 }
@@ -108,11 +107,11 @@ fn main() {
     // Baseline: a plain scan of all nodes for each of the first 10k jobs.
     let started = Instant::now();
     let mut eligible = 0u64;
-    for job in view.open_jobs.values().take(10_000) {
+    for job in view.open_jobs().take(10_000) {
         eligible += view
             .nodes
             .values()
-            .filter(|n| violations(&view, n, &job.requirements).is_empty())
+            .filter(|n| violations(n, job).is_empty())
             .count() as u64;
     }
     let scan_per_s = 10_000.0 / started.elapsed().as_secs_f64();

@@ -15,9 +15,10 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use alloy::primitives::{Address, aliases::U40, aliases::U96};
+use alloy::primitives::{aliases::U40, aliases::U96};
 use alloy::providers::Provider;
 use alloy::rpc::types::Filter;
+use alloy::signers::local::PrivateKeySigner;
 use alloy::sol_types::SolEvent;
 use gantry_matcher::config::{Common, MatcherConfig};
 use gantry_protocol::bindings::{JobMarket, NodeRegistry};
@@ -66,9 +67,9 @@ async fn main() {
         maxConcurrentJobs: SLOTS,
         ..scenario::h100_node()
     };
-    for node in 0..NODES {
-        let agent = Address::with_last_byte(0xa0 + node as u8);
-        net.register_node(OPERATOR, agent, capabilities.clone(), 500 * GUSD)
+    for _ in 0..NODES {
+        let agent = PrivateKeySigner::random();
+        net.register_node_with(OPERATOR, &agent, capabilities.clone(), 500 * GUSD)
             .await;
     }
     net.fund_submitter().await;
@@ -111,6 +112,7 @@ async fn main() {
 
     // Baseline: post, then assign directly.
     let mut baseline_jobs = Vec::new();
+    let mut open = None;
     for i in 0..BASELINE_JOBS {
         let job = if i == 0 {
             post().await
@@ -120,8 +122,17 @@ async fn main() {
         if i > 0 {
             let _mined = send_post().await;
         }
+        if open.is_none() {
+            // Every job is posted with the same terms: one read serves them all.
+            open = Some(net.job(job).await);
+        }
+        let posted = open.expect("read above");
         let node = (i % NODES) as u64 + 1;
-        let _mined = as_matcher.assign(job, node).send().await.unwrap();
+        let _mined = as_matcher
+            .assign(job, node, posted.terms.pack(), posted.state.pack())
+            .send()
+            .await
+            .unwrap();
         baseline_jobs.push(job);
     }
     let baseline = wait_latencies(&seen, &baseline_jobs).await;

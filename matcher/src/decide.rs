@@ -52,6 +52,9 @@ impl Default for Weights {
 /// Why a job could not be placed.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Explanation {
+    /// Whether an attempt assigned now would still end by the job's deadline; when not,
+    /// no node can take it and the keeper expires it.
+    pub fits: bool,
     /// Nodes considered (every known node that is not Exited).
     pub nodes: usize,
     /// How many of them fail each constraint (a node may fail several).
@@ -76,6 +79,12 @@ impl Explanation {
     /// A sentence for people, naming the constraint that rules out the most nodes, e.g.
     /// "0 of 12 nodes have ≥ 80 GiB VRAM per GPU".
     pub fn summary(&self, requirements: &Requirements) -> String {
+        if !self.fits {
+            return format!(
+                "its deadline leaves less than its max runtime ({} s): it expires, refunded",
+                requirements.max_runtime
+            );
+        }
         let Some((constraint, count)) = self.rejected.iter().max_by_key(|(_, count)| **count)
         else {
             return if self.nodes == 0 {
@@ -89,8 +98,8 @@ impl Explanation {
         };
         let meeting = self.nodes - count;
         let what = match constraint {
+            Constraint::Barred => "have not given it back or faulted on it".to_string(),
             Constraint::NotActive => "are active".to_string(),
-            Constraint::StakeBelowMinimum => "hold the minimum stake".to_string(),
             Constraint::NoFreeSlot => "have a free slot".to_string(),
             Constraint::GpuModel => {
                 format!("have GPU model {}", model_name(requirements.gpu_model))
@@ -119,15 +128,16 @@ pub enum Decision {
     Unplaceable { job: u64 },
 }
 
-/// The constraints `node` fails for `requirements` (empty: eligible): the registry's
-/// checks of the node's state, then the market's, as the chain makes them.
-pub fn violations(view: &View, node: &NodeView, requirements: &Requirements) -> Constraints {
-    let mut failed = capability_violations(requirements, &node.capabilities);
+/// The constraints `node` fails for `job` (empty: eligible): the market's checks of the
+/// job's bars and the node's status and capabilities, in its order, and the matcher's own
+/// count of free slots.
+pub fn violations(node: &NodeView, job: &JobView) -> Constraints {
+    let mut failed = capability_violations(job.requirements(), &node.capabilities);
+    if job.barred.contains(&node.id) {
+        failed.insert(Constraint::Barred);
+    }
     if node.status != NodeStatus::Active {
         failed.insert(Constraint::NotActive);
-    }
-    if node.stake < view.min_stake {
-        failed.insert(Constraint::StakeBelowMinimum);
     }
     if node.free_slots() == 0 {
         failed.insert(Constraint::NoFreeSlot);
@@ -135,8 +145,8 @@ pub fn violations(view: &View, node: &NodeView, requirements: &Requirements) -> 
     failed
 }
 
-fn eligible(view: &View, node: &NodeView, requirements: &Requirements) -> bool {
-    violations(view, node, requirements).is_empty()
+fn eligible(node: &NodeView, job: &JobView) -> bool {
+    violations(node, job).is_empty()
 }
 
 /// The `Score` strategy's score of an eligible node for a job, in 0..=1.
@@ -201,17 +211,17 @@ pub fn fit(node: &NodeView, requirements: &Requirements) -> f64 {
 pub fn queue(view: &View) -> Vec<&JobView> {
     let mut by_priority: BTreeMap<std::cmp::Reverse<u8>, BTreeMap<Address, VecDeque<&JobView>>> =
         BTreeMap::new();
-    let mut jobs: Vec<&JobView> = view.open_jobs.values().collect();
+    let mut jobs: Vec<&JobView> = view.open_jobs().collect();
     jobs.sort_by_key(|job| (job.posted_at, job.id));
     for job in jobs {
         by_priority
-            .entry(std::cmp::Reverse(job.requirements.priority))
+            .entry(std::cmp::Reverse(job.requirements().priority))
             .or_default()
-            .entry(job.submitter)
+            .entry(job.submitter())
             .or_default()
             .push_back(job);
     }
-    let mut order = Vec::with_capacity(view.open_jobs.len());
+    let mut order = Vec::new();
     for submitters in by_priority.into_values() {
         // Submitters in the order of their oldest waiting job.
         let mut turns: Vec<VecDeque<&JobView>> = submitters.into_values().collect();
@@ -269,7 +279,7 @@ impl Planner {
         for node in reservations.in_flight.values() {
             index.take_slot(*node);
         }
-        let mut decisions = Vec::with_capacity(view.open_jobs.len());
+        let mut decisions = Vec::new();
         for job in queue(view) {
             if reservations.in_flight.contains_key(&job.id) {
                 continue;
@@ -292,7 +302,11 @@ impl Planner {
         job: &JobView,
         excluded: &HashSet<(u64, u64)>,
     ) -> Decision {
-        let requirements = &job.requirements;
+        let requirements = job.requirements();
+        // The market refuses an attempt that could not end by the deadline.
+        if !job.terms.fits(view.now) {
+            return Decision::Unplaceable { job: job.id };
+        }
         let mut best: Option<(f64, u64)> = None;
         let mut first_after_cursor: Option<u64> = None;
         let mut first: Option<u64> = None;
@@ -303,7 +317,7 @@ impl Planner {
             .filter_map(|id| view.nodes.get(id))
             .take_while(|node| node.capabilities.vram_mib >= requirements.min_vram_mib);
         for node in candidates {
-            if !eligible(view, node, requirements)
+            if !eligible(node, job)
                 || (!excluded.is_empty() && excluded.contains(&(job.id, node.id)))
             {
                 continue;
@@ -347,7 +361,8 @@ impl Planner {
 }
 
 /// Counts, over every node that has not exited, which constraints rule it out.
-pub fn explain(view: &View, requirements: &Requirements) -> Explanation {
+pub fn explain(view: &View, job: &JobView) -> Explanation {
+    let requirements = job.requirements();
     let mut rejected = BTreeMap::new();
     let mut nodes = 0;
     let mut best: Vec<Candidate> = Vec::with_capacity(EXPLAINED_CANDIDATES + 1);
@@ -358,7 +373,7 @@ pub fn explain(view: &View, requirements: &Requirements) -> Explanation {
         .filter(|n| n.status != NodeStatus::Exited)
     {
         nodes += 1;
-        let failed = violations(view, node, requirements);
+        let failed = violations(node, job);
         for constraint in failed.iter() {
             *rejected.entry(constraint).or_insert(0) += 1;
         }
@@ -385,6 +400,7 @@ pub fn explain(view: &View, requirements: &Requirements) -> Explanation {
         }
     }
     Explanation {
+        fits: job.terms.fits(view.now),
         nodes,
         rejected,
         best,
@@ -485,6 +501,7 @@ mod tests {
 
     use super::*;
     use crate::view::Capabilities;
+    use gantry_protocol::market::Terms;
 
     fn model(name: &str) -> B256 {
         B256::right_padding_from(name.as_bytes())
@@ -509,13 +526,17 @@ mod tests {
             completed_jobs: 0,
             failed_jobs: 0,
             last_heartbeat: 0,
+            inactive_since: 0,
         }
     }
 
     fn job(id: u64, submitter: u8, name: &str, vram_gib: u32, priority: u8) -> JobView {
-        JobView {
-            id,
+        let terms = Terms {
             submitter: Address::with_last_byte(submitter),
+            bounty: 100,
+            spec_hash: B256::ZERO,
+            deadline: 10_000,
+            policy: 1,
             requirements: Requirements {
                 gpu_model: if name.is_empty() {
                     B256::ZERO
@@ -530,19 +551,14 @@ mod tests {
                 max_runtime: 3600,
                 priority,
             },
-            bounty: 100,
-            deadline: 10_000,
-            attempts: 0,
-            posted_at: (id, 0),
-        }
+        };
+        JobView::open(id, terms, (id, 0))
     }
 
     fn view(nodes: Vec<NodeView>, jobs: Vec<JobView>) -> View {
         View {
             nodes: nodes.into_iter().map(|n| (n.id, n)).collect(),
-            open_jobs: jobs.into_iter().map(|j| (j.id, j)).collect(),
-            min_stake: 100,
-            max_attempts: 3,
+            jobs: jobs.into_iter().map(|j| (j.id, j)).collect(),
             ..View::default()
         }
     }
@@ -600,10 +616,10 @@ mod tests {
         );
         let decisions = Planner::new(Strategy::Score, Weights::default()).plan(&v);
         assert_eq!(decisions, [Decision::Unplaceable { job: 1 }]);
-        let explanation = explain(&v, &v.open_jobs[&1].requirements);
+        let explanation = explain(&v, &v.jobs[&1]);
         assert_eq!(explanation.rejected.get(&Constraint::Vram), Some(&2));
         assert_eq!(
-            explanation.summary(&v.open_jobs[&1].requirements),
+            explanation.summary(v.jobs[&1].requirements()),
             "0 of 2 nodes have ≥ 80 GiB VRAM per GPU"
         );
         // Both fail the same one constraint; the two-GPU node fits the one-GPU job worse.
@@ -615,6 +631,39 @@ mod tests {
         assert_eq!(
             best,
             [(1, vec![Constraint::Vram]), (2, vec![Constraint::Vram])]
+        );
+    }
+
+    #[test]
+    fn a_barred_node_is_passed_over_and_a_job_that_no_longer_fits_waits_to_expire() {
+        // Given two nodes, the better one barred from job 1 (it gave the job back),
+        let mut v = view(
+            vec![node(1, "A", 1, 80, 1), node(2, "A", 1, 80, 9)],
+            vec![job(1, 1, "A", 40, 5), job(2, 2, "A", 40, 5)],
+        );
+        v.jobs.get_mut(&1).unwrap().barred.insert(1);
+        let mut planner = Planner::new(Strategy::Cheapest, Weights::default());
+        // then job 1 goes to the other node, and job 2 to the barred one;
+        assert_eq!(assignments(&planner.plan(&v)), [(1, 2), (2, 1)]);
+        let explanation = explain(&v, &v.jobs[&1]);
+        assert_eq!(explanation.rejected.get(&Constraint::Barred), Some(&1));
+
+        // once less than its max runtime (3600 s) is left before its deadline (10 000),
+        // no attempt fits: nobody is assigned it, the explanation says it expires.
+        v.now = 10_000 - 3_599;
+        assert_eq!(
+            planner.plan(&v),
+            [
+                Decision::Unplaceable { job: 1 },
+                Decision::Unplaceable { job: 2 }
+            ]
+        );
+        let explanation = explain(&v, &v.jobs[&1]);
+        assert!(!explanation.fits);
+        assert!(
+            explanation
+                .summary(v.jobs[&1].requirements())
+                .contains("expires")
         );
     }
 
@@ -688,16 +737,16 @@ mod tests {
             let jobs: Vec<JobView> = jobs.into_iter().enumerate().map(|(i, (m, gpus, vram, priority, submitter))| {
                 let name = if m == 3 { "" } else { models[m as usize] };
                 let mut j = job(i as u64 + 1, submitter, name, vram, priority);
-                j.requirements.min_gpu_count = gpus;
+                j.terms.requirements.min_gpu_count = gpus;
                 j
             }).collect();
             let v = view(nodes, jobs);
             let decisions = Planner::new(strategy, Weights::default()).plan(&v);
-            prop_assert_eq!(decisions.len(), v.open_jobs.len());
+            prop_assert_eq!(decisions.len(), v.jobs.len());
             let mut given: HashMap<u64, u32> = HashMap::new();
             for (job, node) in assignments(&decisions) {
                 let n = &v.nodes[&node];
-                prop_assert!(violations(&v, n, &v.open_jobs[&job].requirements).is_empty());
+                prop_assert!(violations(n, &v.jobs[&job]).is_empty());
                 *given.entry(node).or_default() += 1;
             }
             for (node, count) in given {
@@ -707,7 +756,7 @@ mod tests {
             // the node's slots went to earlier jobs of this plan.
             for decision in &decisions {
                 if let Decision::Unplaceable { job } = decision {
-                    let explanation = explain(&v, &v.open_jobs[job].requirements);
+                    let explanation = explain(&v, &v.jobs[job]);
                     prop_assert!(explanation.nodes <= v.nodes.len());
                 }
             }

@@ -2,29 +2,36 @@
 //! Pure, no IO.
 //!
 //! ```text
-//!  View (chain time = newest committed block) ──▶ due() ──▶ MarkInactive | Reclaim | Expire | Finalize
+//!  View (chain time = newest committed block) ──▶ due() ──▶ MarkInactive | Reclaim | Expire | Finalize | SettleDispute
 //!                                                  Keeper: each action at most once per condition
 //! ```
 //!
 //! Each rule mirrors the contract's check, evaluated at the newest block's time; the
 //! transaction lands in a later block, whose time is not earlier, so a due action is
-//! accepted unless the chain moved on meanwhile (a heartbeat in between, say).
+//! accepted unless the chain moved on meanwhile (a heartbeat in between, say). Every rule
+//! is monotone in time except a node's heartbeat, so nothing due becomes undue by waiting.
 
 use std::collections::HashSet;
 
+use gantry_protocol::status::JobStatus;
+
 use crate::view::{NodeStatus, View};
 
-/// A call the keeper makes.
+/// A call the keeper makes. The job's terms and state go with the call (the view has
+/// them); the action names only what it acts on.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum Action {
-    /// `NodeRegistry.markInactive`: the node's heartbeat is older than the timeout.
+    /// `markInactive`: the node's heartbeat is older than the timeout.
     MarkInactive { node: u64 },
-    /// `JobMarket.reclaim`: the assigned node is Inactive or overran the job's max runtime.
+    /// `reclaim`: the assigned node went Inactive during the attempt, or the attempt is
+    /// past its `until` without an answer. The node is slashed: its fault.
     Reclaim { job: u64, node: u64 },
-    /// `JobMarket.expire`: an Open or Assigned job is past its deadline.
+    /// `expire`: an Open job whose deadline no attempt can meet any more; refunded.
     Expire { job: u64 },
-    /// `JobMarket.finalize`: a submitted result's challenge window closed undisputed.
+    /// `finalize`: a submitted result's challenge window closed undisputed; paid.
     Finalize { job: u64 },
+    /// `settleDispute`: the arbiter let a dispute's period pass; the result stands.
+    SettleDispute { job: u64 },
 }
 
 impl Action {
@@ -35,6 +42,18 @@ impl Action {
             Self::Reclaim { .. } => "reclaim",
             Self::Expire { .. } => "expire",
             Self::Finalize { .. } => "finalize",
+            Self::SettleDispute { .. } => "settle_dispute",
+        }
+    }
+
+    /// The job it acts on, if any.
+    pub fn job(&self) -> Option<u64> {
+        match *self {
+            Self::MarkInactive { .. } => None,
+            Self::Reclaim { job, .. }
+            | Self::Expire { job }
+            | Self::Finalize { job }
+            | Self::SettleDispute { job } => Some(job),
         }
     }
 }
@@ -44,7 +63,6 @@ pub fn due(view: &View) -> Vec<Action> {
     let now = view.now;
     let mut actions = Vec::new();
     for node in view.nodes.values() {
-        // markInactive requires block.timestamp > lastHeartbeat + timeout.
         if node.status == NodeStatus::Active
             && view.heartbeat_timeout > 0
             && now > node.last_heartbeat + view.heartbeat_timeout
@@ -52,43 +70,32 @@ pub fn due(view: &View) -> Vec<Action> {
             actions.push(Action::MarkInactive { node: node.id });
         }
     }
-    for (job, assignment) in &view.assignments {
-        // expire requires block.timestamp >= deadline; it wins over reclaim, which would
-        // only requeue a job that can no longer finish in time.
-        if now >= assignment.deadline {
-            actions.push(Action::Expire { job: *job });
-            continue;
-        }
-        let node_inactive = view
-            .nodes
-            .get(&assignment.node)
-            .is_some_and(|node| node.status == NodeStatus::Inactive);
-        let overran = now > assignment.assigned_at + assignment.max_runtime;
-        if node_inactive || overran {
-            actions.push(Action::Reclaim {
-                job: *job,
-                node: assignment.node,
-            });
-        }
-    }
-    for (id, job) in &view.open_jobs {
-        if now >= job.deadline {
-            actions.push(Action::Expire { job: *id });
-        }
-    }
-    for (job, submission) in &view.submissions {
-        // finalize requires block.timestamp >= challengeEndsAt.
-        if !submission.disputed && now >= submission.challenge_ends_at {
-            actions.push(Action::Finalize { job: *job });
-        }
+    for (&job, tracked) in &view.jobs {
+        let state = &tracked.state;
+        let action = match state.status {
+            JobStatus::Open => (!tracked.terms.fits(now)).then_some(Action::Expire { job }),
+            JobStatus::Assigned => {
+                let assigned_at = state.assigned_at(&tracked.terms).unwrap_or(0);
+                let went_inactive = view.nodes.get(&state.node_id).is_some_and(|node| {
+                    node.inactive_since != 0 && node.inactive_since >= assigned_at
+                });
+                (went_inactive || now > state.until).then_some(Action::Reclaim {
+                    job,
+                    node: state.node_id,
+                })
+            }
+            JobStatus::Submitted => (now >= state.until).then_some(Action::Finalize { job }),
+            JobStatus::Disputed => (now >= state.until).then_some(Action::SettleDispute { job }),
+            _ => None,
+        };
+        actions.extend(action);
     }
     actions.sort_unstable();
     actions
 }
 
-/// Remembers what was already attempted, so each condition is acted on at most once: an
-/// action is attempted again only after its condition went away and came back, or after
-/// its transaction was dropped without an outcome ([`forget`](Self::forget)).
+/// Remembers which actions it already handed out, so a condition that stays true for many
+/// blocks (until the action's transaction lands) is acted on once.
 #[derive(Debug, Default)]
 pub struct Keeper {
     attempted: HashSet<Action>,
@@ -114,10 +121,11 @@ impl Keeper {
 #[cfg(test)]
 mod tests {
     use alloy::primitives::{Address, B256};
+    use gantry_protocol::market::Terms;
     use proptest::prelude::{prop, prop_assert, proptest};
 
     use super::*;
-    use crate::view::{Assignment, Capabilities, JobView, NodeView, Requirements, Submission};
+    use crate::view::{Capabilities, JobView, NodeView, Requirements};
 
     fn node(id: u64, last_heartbeat: u64, status: NodeStatus) -> NodeView {
         NodeView {
@@ -138,28 +146,31 @@ mod tests {
             completed_jobs: 0,
             failed_jobs: 0,
             last_heartbeat,
+            inactive_since: 0,
         }
     }
 
+    /// A job with a 60 s max runtime, Open.
     fn open_job(id: u64, deadline: u64) -> JobView {
-        JobView {
-            id,
+        let terms = Terms {
             submitter: Address::ZERO,
-            requirements: Requirements {
-                gpu_model: B256::ZERO,
-                min_gpu_count: 1,
-                min_vram_mib: 1,
-                min_cpu_cores: 1,
-                min_ram_mib: 1,
-                max_price_per_gpu_hour: 1,
-                max_runtime: 60,
-                priority: 0,
-            },
             bounty: 1,
+            spec_hash: B256::ZERO,
             deadline,
-            attempts: 0,
-            posted_at: (0, 0),
-        }
+            policy: 1,
+            requirements: Requirements {
+                max_runtime: 60,
+                ..Requirements::default()
+            },
+        };
+        JobView::open(id, terms, (0, 0))
+    }
+
+    fn with_status(mut job: JobView, status: JobStatus, node: u64, until: u64) -> JobView {
+        job.state.status = status;
+        job.state.node_id = node;
+        job.state.until = until;
+        job
     }
 
     fn view(now: u64) -> View {
@@ -172,59 +183,69 @@ mod tests {
 
     #[test]
     fn a_silent_node_is_marked_inactive_only_after_the_timeout() {
-        // Given a node that last beat at t=100 with a 60 s timeout,
         let mut v = view(160);
         v.nodes.insert(1, node(1, 100, NodeStatus::Active));
-        // at t=160 it is not yet overdue (the contract wants strictly later),
         assert_eq!(due(&v), []);
-        // at t=161 it is.
         v.now = 161;
         assert_eq!(due(&v), [Action::MarkInactive { node: 1 }]);
-        // An inactive node is not marked again.
         v.nodes.get_mut(&1).unwrap().status = NodeStatus::Inactive;
         assert_eq!(due(&v), []);
     }
 
     #[test]
-    fn jobs_of_an_inactive_or_overrunning_node_are_reclaimed_and_late_jobs_expire() {
+    fn only_faults_of_the_node_are_reclaimed_and_only_jobs_that_cannot_fit_expire() {
         let mut v = view(1_000);
-        v.nodes.insert(1, node(1, 1_000, NodeStatus::Inactive));
-        v.nodes.insert(2, node(2, 1_000, NodeStatus::Active));
-        let assignment = |node, assigned_at, deadline| Assignment {
-            node,
-            assigned_at,
-            max_runtime: 60,
-            deadline,
-        };
-        v.assignments.insert(10, assignment(1, 990, 5_000)); // inactive node
-        v.assignments.insert(11, assignment(2, 900, 5_000)); // ran 100 s of 60
-        v.assignments.insert(12, assignment(2, 990, 5_000)); // fine
-        v.assignments.insert(13, assignment(1, 990, 1_000)); // deadline reached: expire
-        v.open_jobs.insert(14, open_job(14, 999));
-        v.open_jobs.insert(15, open_job(15, 1_001));
+        // Node 1 went inactive at 995; node 2 went inactive at 900, then came back.
+        let mut one = node(1, 1_000, NodeStatus::Inactive);
+        one.inactive_since = 995;
+        let mut two = node(2, 1_000, NodeStatus::Active);
+        two.inactive_since = 900;
+        v.nodes.insert(1, one);
+        v.nodes.insert(2, two);
+        let assigned =
+            |id, node, until| with_status(open_job(id, 5_000), JobStatus::Assigned, node, until);
+        v.jobs.insert(10, assigned(10, 1, 990 + 60)); // assigned at 990: went inactive during it
+        v.jobs.insert(11, assigned(11, 2, 999)); // past its until (999 < 1 000)
+        v.jobs.insert(12, assigned(12, 2, 1_000)); // until is now: still in time
+        v.jobs.insert(13, assigned(13, 2, 950 + 60)); // inactive before this attempt: not its fault
+        v.jobs.insert(14, open_job(14, 1_059)); // 1 000 + 60 > 1 059: cannot fit
+        v.jobs.insert(15, open_job(15, 1_060)); // fits exactly
         assert_eq!(
             due(&v),
             [
                 Action::Reclaim { job: 10, node: 1 },
                 Action::Reclaim { job: 11, node: 2 },
-                Action::Expire { job: 13 },
                 Action::Expire { job: 14 },
             ]
         );
     }
 
     #[test]
-    fn results_are_finalized_when_the_window_closes_unless_disputed() {
+    fn results_are_paid_when_the_window_closes_and_lapsed_disputes_settled() {
         let mut v = view(500);
-        let submission = |challenge_ends_at, disputed| Submission {
-            node: 1,
-            challenge_ends_at,
-            disputed,
-        };
-        v.submissions.insert(1, submission(500, false));
-        v.submissions.insert(2, submission(501, false));
-        v.submissions.insert(3, submission(400, true));
-        assert_eq!(due(&v), [Action::Finalize { job: 1 }]);
+        v.jobs.insert(
+            1,
+            with_status(open_job(1, 9_999), JobStatus::Submitted, 1, 500),
+        );
+        v.jobs.insert(
+            2,
+            with_status(open_job(2, 9_999), JobStatus::Submitted, 1, 501),
+        );
+        v.jobs.insert(
+            3,
+            with_status(open_job(3, 9_999), JobStatus::Disputed, 1, 400),
+        );
+        v.jobs.insert(
+            4,
+            with_status(open_job(4, 9_999), JobStatus::Disputed, 1, 600),
+        );
+        assert_eq!(
+            due(&v),
+            [
+                Action::Finalize { job: 1 },
+                Action::SettleDispute { job: 3 }
+            ]
+        );
     }
 
     #[test]
@@ -252,49 +273,56 @@ mod tests {
         #[test]
         fn due_actions_match_the_contract_conditions(
             now in 0u64..2_000,
-            beats in prop::collection::vec((0u64..2_000, prop::bool::ANY), 1..8),
-            jobs in prop::collection::vec((0u64..8, 0u64..2_000, 0u64..2_000, prop::bool::ANY), 0..16),
+            nodes in prop::collection::vec((0u64..2_000, prop::bool::ANY, 0u64..2_000), 1..8),
+            jobs in prop::collection::vec((0u64..8, 0u64..2_000, 0u64..2_000, 0u8..4), 0..16),
         ) {
             let mut v = view(now);
-            for (id, (beat, active)) in beats.iter().enumerate() {
+            for (id, (beat, active, inactive_since)) in nodes.iter().enumerate() {
                 let status = if *active { NodeStatus::Active } else { NodeStatus::Inactive };
-                v.nodes.insert(id as u64, node(id as u64, *beat, status));
+                let mut n = node(id as u64, *beat, status);
+                n.inactive_since = *inactive_since;
+                v.nodes.insert(id as u64, n);
             }
-            for (id, (node, assigned_at, deadline, open)) in jobs.iter().enumerate() {
+            for (id, (node, until, deadline, status)) in jobs.iter().enumerate() {
                 let id = id as u64;
-                if *open {
-                    v.open_jobs.insert(id, open_job(id, *deadline));
+                let status = [JobStatus::Open, JobStatus::Assigned, JobStatus::Submitted, JobStatus::Disputed][*status as usize];
+                let node = node % nodes.len() as u64;
+                let job = if status == JobStatus::Open {
+                    open_job(id, *deadline)
                 } else {
-                    v.assignments.insert(id, Assignment {
-                        node: node % beats.len() as u64,
-                        assigned_at: *assigned_at,
-                        max_runtime: 60,
-                        deadline: *deadline,
-                    });
-                }
+                    with_status(open_job(id, 9_999), status, node, *until + 60)
+                };
+                v.jobs.insert(id, job);
             }
             let actions = due(&v);
             let mut jobs_acted = HashSet::new();
             for action in &actions {
+                if let Some(job) = action.job() {
+                    prop_assert!(jobs_acted.insert(job), "one action per job");
+                }
                 match *action {
                     Action::MarkInactive { node } => {
                         let n = &v.nodes[&node];
                         prop_assert!(n.status == NodeStatus::Active && now > n.last_heartbeat + 60);
                     }
                     Action::Reclaim { job, node } => {
-                        prop_assert!(jobs_acted.insert(job));
-                        let a = v.assignments[&job];
-                        prop_assert!(a.node == node && now < a.deadline);
-                        prop_assert!(v.nodes[&node].status == NodeStatus::Inactive
-                            || now > a.assigned_at + a.max_runtime);
+                        let j = &v.jobs[&job];
+                        prop_assert!(j.state.status == JobStatus::Assigned && j.state.node_id == node);
+                        let assigned_at = j.state.until - 60;
+                        prop_assert!(v.nodes[&node].inactive_since >= assigned_at || now > j.state.until);
                     }
                     Action::Expire { job } => {
-                        prop_assert!(jobs_acted.insert(job));
-                        let deadline = v.open_jobs.get(&job).map(|j| j.deadline)
-                            .or(v.assignments.get(&job).map(|a| a.deadline));
-                        prop_assert!(deadline.is_some_and(|d| now >= d));
+                        let j = &v.jobs[&job];
+                        prop_assert!(j.state.status == JobStatus::Open && now + 60 > j.terms.deadline);
                     }
-                    Action::Finalize { .. } => prop_assert!(false, "no submissions here"),
+                    Action::Finalize { job } => {
+                        let j = &v.jobs[&job];
+                        prop_assert!(j.state.status == JobStatus::Submitted && now >= j.state.until);
+                    }
+                    Action::SettleDispute { job } => {
+                        let j = &v.jobs[&job];
+                        prop_assert!(j.state.status == JobStatus::Disputed && now >= j.state.until);
+                    }
                 }
             }
         }

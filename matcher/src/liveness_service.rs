@@ -15,6 +15,7 @@ use crate::liveness::Keeper;
 use crate::project::Applied;
 use crate::project::Projection;
 use crate::sender::{Call, Outcome, Sender};
+use crate::view::JobView;
 use crate::{connect, lease, metrics, start_sender};
 
 /// Runs the keeper until `shutdown` fires. Every replica follows the stream, so a standby
@@ -109,7 +110,7 @@ async fn keep(
                 dirty = true;
             }
             Some(report) = sender.reports.recv() => {
-                let Call::Keep(action) = report.call else { continue };
+                let Call::Keep(action, _) = report.call else { continue };
                 match report.outcome {
                     Outcome::Confirmed { block } => {
                         tracing::info!(action = ?action, block, tx = %report.tx_hash, "keeper action confirmed");
@@ -130,10 +131,15 @@ async fn keep(
         }
         if dirty && feed.caught_up() && *leading.borrow() {
             dirty = false;
-            for action in keeper.next(projection.view()) {
-                if sender.try_send(Call::Keep(action)) {
+            let view = projection.view();
+            for action in keeper.next(view) {
+                let with = action
+                    .job()
+                    .and_then(|job| view.jobs.get(&job))
+                    .map(JobView::market);
+                if sender.try_send(Call::Keep(action, with)) {
                     metrics::keeper_actions(action.kind());
-                    tracing::info!(action = ?action, now = projection.view().now, "keeper action due");
+                    tracing::info!(action = ?action, now = view.now, "keeper action due");
                 } else {
                     keeper.forget(&action);
                     dirty = true;

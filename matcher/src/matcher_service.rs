@@ -20,7 +20,7 @@ use crate::feed::Feed;
 use crate::project::Applied;
 use crate::project::Projection;
 use crate::sender::{Call, Outcome, Report, Sender};
-use crate::view::Requirements;
+use crate::view::{JobView, Requirements};
 use crate::work::{Claims, Held};
 use crate::{connect, metrics, start_sender};
 
@@ -151,7 +151,7 @@ impl Matcher {
                     tracing::info!(
                         block = view.block,
                         nodes = view.nodes.len(),
-                        open_jobs = view.open_jobs.len(),
+                        open_jobs = view.open_jobs().count(),
                         "matcher caught up with the chain stream"
                     );
                 }
@@ -186,7 +186,7 @@ impl Matcher {
 
     #[tracing::instrument(level = "debug", skip_all, fields(tx = %report.tx_hash))]
     fn on_report(&mut self, report: Report) {
-        let Call::Assign { job, node } = report.call else {
+        let Call::Assign { job, node, .. } = report.call else {
             return;
         };
         match report.outcome {
@@ -225,7 +225,7 @@ impl Matcher {
         // Claims on jobs placed or settled are done.
         for claim in self
             .held
-            .take_done(applied, |job| view.open_jobs.contains_key(&job))
+            .take_done(applied, |job| view.open_job(job).is_some())
         {
             if self.published.remove(&claim.job).is_some() {
                 delete_explanation(&self.explanations, claim.job).await;
@@ -237,7 +237,7 @@ impl Matcher {
         // Reservations end once the view shows their outcome.
         let confirmed = &mut self.confirmed;
         self.reservations.in_flight.retain(|job, _| {
-            let open = view.open_jobs.contains_key(job);
+            let open = view.open_job(*job).is_some();
             let undone = confirmed.get(job).is_some_and(|block| view.block >= *block);
             if !open || undone {
                 confirmed.remove(job);
@@ -247,7 +247,7 @@ impl Matcher {
             }
         });
         self.excluded_until
-            .retain(|(job, _), _| view.open_jobs.contains_key(job));
+            .retain(|(job, _), _| view.open_job(*job).is_some());
         self.reservations.excluded = self.excluded_until.keys().copied().collect();
         if self.held.is_empty() {
             return false;
@@ -259,7 +259,10 @@ impl Matcher {
         for decision in self.planner.plan_with(view, &self.reservations) {
             match decision {
                 Decision::Assign { job, node } if self.held.contains(job) => {
-                    if !self.sender.try_send(Call::Assign { job, node }) {
+                    let Some(with) = view.open_job(job).map(JobView::market) else {
+                        continue;
+                    };
+                    if !self.sender.try_send(Call::Assign { job, node, with }) {
                         again = true;
                         continue;
                     }
@@ -280,16 +283,23 @@ impl Matcher {
         metrics::decisions("assign", assigned);
         metrics::decisions("unplaceable", unplaceable.len() as u64);
 
-        // Explain each unplaceable job; jobs with the same requirements share one.
+        // Explain each unplaceable job; jobs with the same requirements and no barred
+        // node share one.
         let mut by_requirements: HashMap<Requirements, Explanation> = HashMap::new();
         for job in unplaceable {
-            let Some(open) = view.open_jobs.get(&job) else {
+            let Some(open) = view.open_job(job) else {
                 continue;
             };
-            let explanation = by_requirements
-                .entry(open.requirements)
-                .or_insert_with(|| explain(view, &open.requirements));
-            let pending = pending_explanation(job, &open.requirements, explanation, view.block);
+            let own;
+            let explanation = if open.barred.is_empty() {
+                by_requirements
+                    .entry(*open.requirements())
+                    .or_insert_with(|| explain(view, open))
+            } else {
+                own = explain(view, open);
+                &own
+            };
+            let pending = pending_explanation(job, open.requirements(), explanation, view.block);
             let unchanged = self.published.get(&job).is_some_and(|old| {
                 PendingExplanation {
                     block: old.block,

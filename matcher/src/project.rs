@@ -2,7 +2,7 @@
 //! when its commit arrives; a retraction rebuilds the view without the orphaned blocks
 //! (retractions are rare, so a replay of what was applied is simple and enough).
 
-use std::collections::{BTreeMap, VecDeque};
+use std::collections::{BTreeSet, VecDeque};
 
 use alloy::primitives::B256;
 use gantry_protocol::bindings::JobMarket::JobMarketEvents;
@@ -10,9 +10,10 @@ use gantry_protocol::bindings::NodeRegistry::NodeRegistryEvents;
 use gantry_protocol::chain_stream::{AssembleError, Assembled, BlockAssembler, ChainMessage};
 use gantry_protocol::envelope::{BlockCommit, EventEnvelope, FinalityWatermark, Retraction};
 use gantry_protocol::events::GantryEvent;
-use gantry_protocol::status::NodeStatus;
+use gantry_protocol::market::{self, Policy};
+use gantry_protocol::status::{JobStatus, NodeStatus};
 
-use crate::view::{Assignment, Capabilities, JobView, NodeView, Requirements, Submission, View};
+use crate::view::{Capabilities, JobView, NodeView, View};
 
 /// Why the stream could not be applied.
 #[derive(Debug, thiserror::Error, PartialEq, Eq)]
@@ -69,12 +70,10 @@ struct Block {
     events: Vec<EventEnvelope>,
 }
 
-/// The view, plus what the projection tracks to keep it right.
+/// The view, the one state the projection keeps.
 #[derive(Debug, Clone, Default)]
 struct State {
     view: View,
-    /// Every job the stream posted that is not settled, for requeues.
-    known_jobs: BTreeMap<u64, JobView>,
 }
 
 impl Projection {
@@ -229,6 +228,7 @@ impl State {
                         completed_jobs: 0,
                         failed_jobs: 0,
                         last_heartbeat: at,
+                        inactive_since: 0,
                     },
                 );
             }
@@ -243,12 +243,19 @@ impl State {
                     node.last_heartbeat = u64::from(e.at);
                 }
             }
-            R::NodeMarkedInactive(e) => set_status(view, e.nodeId, NodeStatus::Inactive),
+            R::NodeMarkedInactive(e) => {
+                if let Some(node) = view.nodes.get_mut(&e.nodeId) {
+                    node.status = NodeStatus::Inactive;
+                    node.inactive_since = at;
+                }
+            }
             R::NodeExitBegun(e) => set_status(view, e.nodeId, NodeStatus::Exiting),
             R::NodeStakeWithdrawn(e) => {
-                set_status(view, e.nodeId, NodeStatus::Exited);
                 if let Some(node) = view.nodes.get_mut(&e.nodeId) {
-                    node.stake = 0;
+                    node.stake = e.stake.to::<u128>();
+                    if node.stake == 0 {
+                        node.status = NodeStatus::Exited;
+                    }
                 }
             }
             R::NodeCapabilitiesUpdated(e) => {
@@ -271,13 +278,10 @@ impl State {
                     node.stake = e.stake.to::<u128>();
                 }
             }
-            R::RegistryParamsUpdated(e) => {
-                view.min_stake = e.params.minStake.to::<u128>();
-                view.heartbeat_timeout = u64::from(e.params.heartbeatTimeout);
-            }
-            // Roles and pauses do not change what the services decide.
-            R::Paused(_)
-            | R::Unpaused(_)
+            // Money moving and roles do not change what the services decide.
+            R::NodeEarningsWithdrawn(_)
+            | R::FeesSwept(_)
+            | R::EIP712DomainChanged(_)
             | R::RoleAdminChanged(_)
             | R::RoleGranted(_)
             | R::RoleRevoked(_) => {}
@@ -286,116 +290,105 @@ impl State {
 
     fn apply_market(&mut self, event: JobMarketEvents, envelope: &EventEnvelope) {
         use JobMarketEvents as M;
-        match event {
+        let view = &mut self.view;
+        let job_id = match &event {
             M::JobPosted(e) => {
-                let job = JobView {
-                    id: e.jobId,
-                    submitter: e.submitter,
-                    requirements: Requirements::from(&e.requirements),
-                    bounty: e.bounty.to::<u128>(),
-                    deadline: e.deadline.to::<u64>(),
-                    attempts: 0,
-                    posted_at: (envelope.block_number, envelope.log_index),
-                };
-                self.known_jobs.insert(job.id, job.clone());
-                self.view.open_jobs.insert(job.id, job);
-            }
-            M::JobAssigned(e) => {
-                self.view.open_jobs.remove(&e.jobId);
-                if let Some(job) = self.known_jobs.get_mut(&e.jobId) {
-                    job.attempts = e.attempt;
-                    self.view.assignments.insert(
-                        e.jobId,
-                        Assignment {
-                            node: e.nodeId,
-                            assigned_at: e.assignedAt.to::<u64>(),
-                            max_runtime: u64::from(job.requirements.max_runtime),
-                            deadline: job.deadline,
-                        },
-                    );
+                match market::Job::posted(&e.terms, &view.policies) {
+                    Ok(job) => {
+                        view.jobs.insert(
+                            e.jobId,
+                            JobView {
+                                id: e.jobId,
+                                terms: job.terms,
+                                state: job.state,
+                                barred: BTreeSet::new(),
+                                posted_at: (envelope.block_number, envelope.log_index),
+                            },
+                        );
+                    }
+                    // The market refuses a posting under an unknown policy; a stream
+                    // missing its MarketParamsUpdated is not one the matcher can act on.
+                    Err(error) => tracing::error!(
+                        job_id = e.jobId, %error, "skipping a job posted under an unknown policy"
+                    ),
                 }
-                self.node_slots(e.nodeId, 1);
+                return;
             }
-            M::ResultSubmitted(e) => {
-                // The slot frees at submission; the job settles later.
-                self.view.assignments.remove(&e.jobId);
-                self.view.submissions.insert(
-                    e.jobId,
-                    Submission {
-                        node: e.nodeId,
-                        challenge_ends_at: e.challengeEndsAt.to::<u64>(),
-                        disputed: false,
-                    },
-                );
-                self.node_slots(e.nodeId, -1);
-            }
-            M::JobDisputed(e) => {
-                if let Some(submission) = self.view.submissions.get_mut(&e.jobId) {
-                    submission.disputed = true;
-                }
+            M::MarketParamsUpdated(e) => {
+                view.policies
+                    .insert(e.policyVersion, Policy::from(&e.params));
+                view.heartbeat_timeout = u64::from(e.params.heartbeatTimeout);
+                return;
             }
             M::JobCompleted(e) => {
-                self.settle(e.jobId);
-                if let Some(node) = self.view.nodes.get_mut(&e.nodeId) {
+                if let Some(node) = view.nodes.get_mut(&e.nodeId) {
                     node.completed_jobs += 1;
                 }
+                e.jobId
             }
             M::DisputeResolved(e) => {
                 if !e.providerWon
-                    && let Some(node) = self.view.nodes.get_mut(&e.nodeId)
+                    && let Some(node) = view.nodes.get_mut(&e.nodeId)
                 {
                     node.failed_jobs += 1;
                 }
+                e.jobId
             }
             M::JobReclaimed(e) => {
-                self.view.assignments.remove(&e.jobId);
-                self.node_slots(e.nodeId, -1);
-                if let Some(node) = self.view.nodes.get_mut(&e.nodeId) {
+                if let Some(node) = view.nodes.get_mut(&e.nodeId) {
                     node.failed_jobs += 1;
                 }
+                if let Some(job) = view.jobs.get_mut(&e.jobId) {
+                    job.barred.insert(e.nodeId);
+                }
+                e.jobId
             }
             M::JobRejected(e) => {
-                self.view.assignments.remove(&e.jobId);
-                self.node_slots(e.nodeId, -1);
-            }
-            M::JobRequeued(e) => {
-                if let Some(job) = self.known_jobs.get(&e.jobId) {
-                    self.view.open_jobs.insert(e.jobId, job.clone());
+                if let Some(job) = view.jobs.get_mut(&e.jobId) {
+                    job.barred.insert(e.nodeId);
                 }
+                e.jobId
             }
-            M::JobExpired(e) => {
-                if self.view.assignments.contains_key(&e.jobId) {
-                    self.node_slots(e.nodeId, -1);
-                    if let Some(node) = self.view.nodes.get_mut(&e.nodeId) {
-                        node.failed_jobs += 1;
-                    }
-                }
-                self.settle(e.jobId);
-            }
-            M::JobFailed(e) => self.settle(e.jobId),
-            M::JobCancelled(e) => self.settle(e.jobId),
-            M::MarketParamsUpdated(e) => self.view.max_attempts = e.params.maxAttempts,
-            // Roles, pauses and withdrawals do not change what the services decide.
-            M::Paused(_)
-            | M::Unpaused(_)
+            M::JobAssigned(e) => e.jobId,
+            M::ResultSubmitted(e) => e.jobId,
+            M::JobDisputed(e) => e.jobId,
+            M::JobRequeued(e) => e.jobId,
+            M::JobFailed(e) => e.jobId,
+            M::JobCancelled(e) => e.jobId,
+            M::JobExpired(e) => e.jobId,
+            // The registry's events arrive as such; money and roles change no decision.
+            M::NodeSlashed(_)
+            | M::NodeMarkedInactive(_)
+            | M::Deposited(_)
+            | M::Withdrawn(_)
+            | M::TreasuryWithdrawn(_)
+            | M::PausedSet(_)
             | M::RoleAdminChanged(_)
             | M::RoleGranted(_)
             | M::RoleRevoked(_)
-            | M::Withdrawn(_) => {}
+            | M::EIP712DomainChanged(_) => return,
+        };
+        let Some(job) = view.jobs.get_mut(&job_id) else {
+            return;
+        };
+        let before = job.state;
+        job.state.apply(&event);
+        let after = job.state;
+        // A node's slot is taken from assignment to answer (or requeue, or failure).
+        if after.status == JobStatus::Assigned && before.status != JobStatus::Assigned {
+            node_slots(view, after.node_id, 1);
+        } else if before.status == JobStatus::Assigned && after.status != JobStatus::Assigned {
+            node_slots(view, before.node_id, -1);
+        }
+        if after.status.is_settled() {
+            view.jobs.remove(&job_id);
         }
     }
+}
 
-    fn settle(&mut self, job: u64) {
-        self.view.open_jobs.remove(&job);
-        self.view.assignments.remove(&job);
-        self.view.submissions.remove(&job);
-        self.known_jobs.remove(&job);
-    }
-
-    fn node_slots(&mut self, node: u64, delta: i32) {
-        if let Some(node) = self.view.nodes.get_mut(&node) {
-            node.active_jobs = node.active_jobs.saturating_add_signed(delta);
-        }
+fn node_slots(view: &mut View, node: u64, delta: i32) {
+    if let Some(node) = view.nodes.get_mut(&node) {
+        node.active_jobs = node.active_jobs.saturating_add_signed(delta);
     }
 }
 
@@ -410,8 +403,10 @@ mod tests {
     use alloy::primitives::{Address, Bytes, aliases::U40, aliases::U96};
     use alloy::sol_types::SolEvent;
     use gantry_protocol::bindings::{JobMarket, NodeRegistry};
+    use gantry_protocol::eligibility::Requirements;
     use gantry_protocol::envelope::{ENVELOPE_VERSION, OrphanedBlock};
     use gantry_protocol::events::{ContractKind, DecodedEvent, event_name};
+    use gantry_protocol::market::Terms;
 
     use super::*;
 
@@ -444,7 +439,7 @@ mod tests {
                 chain_id: 1,
                 block_number: self.block + 1,
                 block_hash: B256::with_last_byte(self.block as u8 + 1),
-                block_timestamp: 1_000 + self.block,
+                block_timestamp: 1_000 + self.block + 1,
                 tx_hash: B256::ZERO,
                 log_index: self.pending.len() as u64,
                 event: DecodedEvent {
@@ -454,6 +449,12 @@ mod tests {
                     data: serde_json::to_value(event).unwrap(),
                 },
             });
+        }
+
+        /// Commits the pending events as the next block; returns its time.
+        fn commit_at(&mut self) -> u64 {
+            self.commit();
+            1_000 + self.block
         }
 
         /// Commits the pending events as the next block; returns its hash.
@@ -500,35 +501,65 @@ mod tests {
         }
     }
 
+    fn params() -> JobMarket::MarketParamsUpdated {
+        JobMarket::MarketParamsUpdated {
+            params: JobMarket::MarketParams {
+                treasury: Address::repeat_byte(4),
+                challengeWindow: 3_600,
+                protocolFeeBps: 250,
+                maxAttempts: 3,
+                disputeBond: U96::from(10),
+                disputePeriod: 86_400,
+                slashBps: 1_000,
+                minStake: U96::from(100),
+                heartbeatTimeout: 300,
+                unbondingPeriod: 864_000,
+            },
+            policyVersion: 1,
+        }
+    }
+
+    fn terms() -> Terms {
+        Terms {
+            submitter: Address::repeat_byte(3),
+            bounty: 100,
+            spec_hash: B256::ZERO,
+            requirements: Requirements {
+                min_gpu_count: 1,
+                max_price_per_gpu_hour: 5,
+                max_runtime: 60,
+                priority: 5,
+                ..Requirements::default()
+            },
+            deadline: 10_000,
+            policy: 1,
+        }
+    }
+
     fn posted(id: u64) -> JobMarket::JobPosted {
         JobMarket::JobPosted {
             jobId: id,
             submitter: Address::repeat_byte(3),
-            requirements: JobMarket::JobRequirements {
-                gpuModel: B256::ZERO,
-                minGpuCount: 1,
-                minVramMiB: 1,
-                minCpuCores: 1,
-                minRamMiB: 1,
-                maxPricePerGpuHour: U96::from(5),
-                maxRuntime: 60,
-                priority: 5,
-            },
-            bounty: U96::from(100),
-            deadline: U40::from(10_000),
-            specHash: B256::ZERO,
+            terms: terms().pack(),
+            fromCredits: U96::ZERO,
             spec: Bytes::new(),
         }
     }
 
-    fn assigned(job: u64, node: u64, attempt: u8) -> JobMarket::JobAssigned {
+    fn assigned(job: u64, node: u64, until: u64) -> JobMarket::JobAssigned {
         JobMarket::JobAssigned {
             jobId: job,
             nodeId: node,
-            agent: Address::repeat_byte(2),
-            attempt,
             claimed: false,
-            assignedAt: U40::from(0),
+            until: U40::from(until),
+        }
+    }
+
+    fn requeued(job: u64, faults: u8, barred: u8) -> JobMarket::JobRequeued {
+        JobMarket::JobRequeued {
+            jobId: job,
+            faults,
+            barred,
         }
     }
 
@@ -536,83 +567,103 @@ mod tests {
     fn posted_jobs_are_open_until_assigned_and_slots_follow_the_lifecycle() {
         // Given a node and a posted job,
         let mut chain = Chain::new();
+        chain.market(params());
         chain.registry(registered(1));
         chain.market(posted(7));
         chain.commit();
-        assert!(chain.projection.view().open_jobs.contains_key(&7));
+        let view = chain.projection.view();
+        assert!(view.open_job(7).is_some());
+        assert_eq!(view.jobs[&7].state.hash(), {
+            let mut policies = market::Policies::default();
+            policies.insert(1, Policy::from(&params().params));
+            market::Job::posted(&terms().pack(), &policies)
+                .unwrap()
+                .state
+                .hash()
+        });
 
         // when it is assigned, the job leaves the queue and takes a slot;
-        chain.market(assigned(7, 1, 1));
+        chain.market(assigned(7, 1, 1_062));
         chain.commit();
         let view = chain.projection.view();
-        assert!(view.open_jobs.is_empty());
+        assert_eq!(view.open_jobs().count(), 0);
+        assert_eq!(view.jobs[&7].state.until, 1_062);
         assert_eq!(view.nodes[&1].active_jobs, 1);
 
-        // a reject requeues it with its attempt counted and frees the slot.
+        // a reject requeues it, bars the node and frees the slot.
         chain.market(JobMarket::JobRejected {
             jobId: 7,
             nodeId: 1,
             reason: "bad image".into(),
         });
-        chain.market(JobMarket::JobRequeued {
-            jobId: 7,
-            attemptsUsed: 1,
-        });
+        chain.market(requeued(7, 0, 1));
         chain.commit();
         let view = chain.projection.view();
-        assert_eq!(view.open_jobs[&7].attempts, 1);
+        let job = view.open_job(7).expect("open again");
+        assert_eq!((job.state.faults, job.state.barred), (0, 1));
+        assert!(job.barred.contains(&1));
         assert_eq!(view.nodes[&1].active_jobs, 0);
     }
 
     #[test]
-    fn reclaims_free_the_slot_whatever_their_kind() {
+    fn reclaims_free_the_slot_and_settled_jobs_leave_the_view() {
         // Given a node running two jobs,
         let mut chain = Chain::new();
+        chain.market(params());
         chain.registry(registered(1));
         chain.market(posted(7));
         chain.market(posted(8));
-        chain.market(assigned(7, 1, 1));
-        chain.market(assigned(8, 1, 1));
+        chain.market(assigned(7, 1, 1_061));
+        chain.market(assigned(8, 1, 1_061));
         chain.commit();
 
-        // when its agent abandons one (kind 2) and the other is reclaimed with a kind no
-        // contract has yet (the ABI carries the enum as a bare uint8),
-        for (job, kind) in [(7, 2_u8), (8, 200)] {
+        // when it goes inactive, one job is reclaimed and requeued, the other (out of
+        // attempts) reclaimed and failed,
+        chain.registry(NodeRegistry::NodeMarkedInactive {
+            nodeId: 1,
+            lastHeartbeat: 0,
+            by: Address::repeat_byte(5),
+        });
+        for (job, kind) in [(7, 0_u8), (8, 200)] {
             chain.market(JobMarket::JobReclaimed {
                 jobId: job,
                 nodeId: 1,
                 kind,
-                slashed: U96::from(50),
-                by: Address::repeat_byte(2),
-            });
-            chain.market(JobMarket::JobRequeued {
-                jobId: job,
-                attemptsUsed: 1,
+                by: Address::repeat_byte(5),
             });
         }
-        chain.commit();
+        chain.market(requeued(7, 1, 1));
+        chain.market(JobMarket::JobFailed {
+            jobId: 8,
+            kind: 0,
+            refund: U96::from(100),
+        });
+        let at = chain.commit_at();
 
-        // then both are open again, the slots are free and both failures are counted.
+        // then one is open again, the other gone, the slots are free, both failures
+        // counted, and the node's inactivity dated.
         let view = chain.projection.view();
-        assert!(view.assignments.is_empty());
-        assert_eq!(view.open_jobs.len(), 2);
+        assert_eq!(view.open_jobs().map(|j| j.id).collect::<Vec<_>>(), [7]);
+        assert!(!view.jobs.contains_key(&8));
         assert_eq!(view.nodes[&1].active_jobs, 0);
         assert_eq!(view.nodes[&1].failed_jobs, 2);
+        assert_eq!(view.nodes[&1].inactive_since, at);
     }
 
     #[test]
     fn events_wait_for_their_commit_and_retractions_undo_blocks() {
         let mut chain = Chain::new();
+        chain.market(params());
         chain.registry(registered(1));
         chain.commit();
         chain.market(posted(7));
         let orphan = chain.commit();
-        assert_eq!(chain.projection.view().open_jobs.len(), 1);
+        assert_eq!(chain.projection.view().open_jobs().count(), 1);
 
         // An event without its commit changes nothing.
         chain
             .projection
-            .on_event(chain.projection.retained[0].events[0].clone());
+            .on_event(chain.projection.retained[0].events[1].clone());
         assert_eq!(chain.projection.view().nodes.len(), 1);
 
         chain
@@ -628,7 +679,7 @@ mod tests {
             })
             .unwrap();
         let view = chain.projection.view();
-        assert!(view.open_jobs.is_empty(), "the orphaned posting is gone");
+        assert!(view.jobs.is_empty(), "the orphaned posting is gone");
         assert_eq!(view.nodes.len(), 1, "the canonical registration stays");
     }
 

@@ -23,6 +23,7 @@ use alloy::rpc::types::TransactionRequest;
 use alloy::signers::local::PrivateKeySigner;
 use alloy::sol_types::SolCall;
 use gantry_protocol::bindings::{JobMarket, NodeRegistry};
+use gantry_protocol::market;
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 use url::Url;
@@ -31,26 +32,31 @@ use crate::error::ChainError;
 use crate::liveness::Action;
 use crate::metrics;
 
-/// A contract call the services make.
+/// A contract call the services make, with the job's terms and state as the market
+/// takes them (`None` only for `markInactive`, which names a node).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Call {
-    Assign { job: u64, node: u64 },
-    Keep(Action),
+    Assign {
+        job: u64,
+        node: u64,
+        with: market::Job,
+    },
+    Keep(Action, Option<market::Job>),
 }
 
 impl Call {
     fn kind(&self) -> &'static str {
         match self {
             Self::Assign { .. } => "assign",
-            Self::Keep(action) => action.kind(),
+            Self::Keep(action, _) => action.kind(),
         }
     }
 
     /// Gas limit: the call's cold cost with a wide margin (unused gas is not paid).
     fn gas_limit(&self) -> u64 {
         match self {
-            Self::Assign { .. } | Self::Keep(Action::MarkInactive { .. }) => 200_000,
-            Self::Keep(_) => 300_000,
+            Self::Assign { .. } | Self::Keep(Action::MarkInactive { .. }, _) => 200_000,
+            Self::Keep(..) => 300_000,
         }
     }
 }
@@ -402,30 +408,59 @@ impl Worker {
     }
 
     async fn sign(&self, call: Call, nonce: u64, fees: Fees) -> Result<(B256, Bytes), String> {
+        let market = self.config.market;
         let (to, input) = match call {
-            Call::Assign { job, node } => (
-                self.config.market,
+            Call::Assign { job, node, with } => (
+                market,
                 JobMarket::assignCall {
                     jobId: job,
                     nodeId: node,
+                    terms: with.terms.pack(),
+                    state: with.state.pack(),
                 }
                 .abi_encode(),
             ),
-            Call::Keep(Action::MarkInactive { node }) => (
+            Call::Keep(Action::MarkInactive { node }, _) => (
                 self.config.registry,
                 NodeRegistry::markInactiveCall { nodeId: node }.abi_encode(),
             ),
-            Call::Keep(Action::Reclaim { job, .. }) => (
-                self.config.market,
-                JobMarket::reclaimCall { jobId: job }.abi_encode(),
+            Call::Keep(action, None) => {
+                return Err(format!("{action:?} needs the job's terms and state"));
+            }
+            Call::Keep(Action::Reclaim { job, .. }, Some(with)) => (
+                market,
+                JobMarket::reclaimCall {
+                    jobId: job,
+                    terms: with.terms.pack(),
+                    state: with.state.pack(),
+                }
+                .abi_encode(),
             ),
-            Call::Keep(Action::Expire { job }) => (
-                self.config.market,
-                JobMarket::expireCall { jobId: job }.abi_encode(),
+            Call::Keep(Action::Expire { job }, Some(with)) => (
+                market,
+                JobMarket::expireCall {
+                    jobId: job,
+                    terms: with.terms.pack(),
+                    state: with.state.pack(),
+                }
+                .abi_encode(),
             ),
-            Call::Keep(Action::Finalize { job }) => (
-                self.config.market,
-                JobMarket::finalizeCall { jobId: job }.abi_encode(),
+            Call::Keep(Action::Finalize { job }, Some(with)) => (
+                market,
+                JobMarket::finalizeCall {
+                    jobId: job,
+                    state: with.state.pack(),
+                }
+                .abi_encode(),
+            ),
+            Call::Keep(Action::SettleDispute { job }, Some(with)) => (
+                market,
+                JobMarket::settleDisputeCall {
+                    jobId: job,
+                    terms: with.terms.pack(),
+                    state: with.state.pack(),
+                }
+                .abi_encode(),
             ),
         };
         let request = TransactionRequest::default()

@@ -1,8 +1,10 @@
 //! The matcher's picture of the market: nodes and jobs as the chain's events describe them.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 
 use alloy::primitives::Address;
+use gantry_protocol::market::{self, Policies, State, Terms};
+use gantry_protocol::status::JobStatus;
 
 pub use gantry_protocol::eligibility::{Capabilities, Requirements};
 pub use gantry_protocol::status::NodeStatus;
@@ -15,12 +17,15 @@ pub struct NodeView {
     pub capabilities: Capabilities,
     pub status: NodeStatus,
     pub stake: u128,
-    /// Jobs running on it (its taken slots).
+    /// Jobs assigned to it and not yet answered (its taken slots).
     pub active_jobs: u32,
     pub completed_jobs: u32,
     pub failed_jobs: u32,
     /// Chain time of its last heartbeat (or registration, or reactivation), seconds.
     pub last_heartbeat: u64,
+    /// Chain time it was last marked Inactive (0: never). A job assigned at or before it
+    /// may be reclaimed, as the market checks.
+    pub inactive_since: u64,
 }
 
 impl NodeView {
@@ -29,52 +34,75 @@ impl NodeView {
     }
 }
 
-/// An Open job waiting for a node.
+/// A job that is not settled: its terms and state as the market holds them (every call on
+/// it passes both), and what the market keeps beside them.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct JobView {
     pub id: u64,
-    pub submitter: Address,
-    pub requirements: Requirements,
-    pub bounty: u128,
-    /// Chain time, seconds.
-    pub deadline: u64,
-    pub attempts: u8,
+    pub terms: Terms,
+    pub state: State,
+    /// Nodes the market bars from it (they gave it back or faulted on it).
+    pub barred: BTreeSet<u64>,
     /// Where it was posted, for age ordering: (block, log index).
     pub posted_at: (u64, u64),
 }
 
-/// A job a node is running (Assigned on-chain).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Assignment {
-    pub node: u64,
-    /// Chain time, seconds.
-    pub assigned_at: u64,
-    pub max_runtime: u64,
-    pub deadline: u64,
+impl JobView {
+    /// A job just posted with `terms` (under a default policy: the planner does not read
+    /// it); for tests and benchmarks.
+    pub fn open(id: u64, terms: Terms, posted_at: (u64, u64)) -> Self {
+        Self {
+            id,
+            state: State::posted(&terms, &market::Policy::default()),
+            terms,
+            barred: BTreeSet::new(),
+            posted_at,
+        }
+    }
+
+    pub fn requirements(&self) -> &Requirements {
+        &self.terms.requirements
+    }
+
+    pub fn submitter(&self) -> Address {
+        self.terms.submitter
+    }
+
+    /// Terms and state, as a call on the job takes them.
+    pub fn market(&self) -> market::Job {
+        market::Job {
+            terms: self.terms,
+            state: self.state,
+        }
+    }
+
+    pub fn is_open(&self) -> bool {
+        self.state.status == JobStatus::Open
+    }
 }
 
-/// A job whose result is in (Submitted or Disputed on-chain).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Submission {
-    pub node: u64,
-    /// Chain time the challenge window closes, seconds.
-    pub challenge_ends_at: u64,
-    /// A disputed result waits for the arbiter, not for the window.
-    pub disputed: bool,
-}
-
-/// Nodes and jobs, plus the parameters the contracts check against.
+/// Nodes and unsettled jobs, plus the parameters the market checks against.
 #[derive(Debug, Clone, Default)]
 pub struct View {
     pub nodes: BTreeMap<u64, NodeView>,
-    pub open_jobs: BTreeMap<u64, JobView>,
-    pub assignments: BTreeMap<u64, Assignment>,
-    pub submissions: BTreeMap<u64, Submission>,
-    pub min_stake: u128,
+    pub jobs: BTreeMap<u64, JobView>,
+    /// Every policy version the market announced.
+    pub policies: Policies,
     /// Seconds without a heartbeat after which a node may be marked inactive.
     pub heartbeat_timeout: u64,
-    pub max_attempts: u8,
     /// The newest committed block: its number and chain time (seconds).
     pub block: u64,
     pub now: u64,
+}
+
+impl View {
+    /// Jobs waiting for a node.
+    pub fn open_jobs(&self) -> impl Iterator<Item = &JobView> {
+        self.jobs.values().filter(|job| job.is_open())
+    }
+
+    /// The job, if it is waiting for a node.
+    pub fn open_job(&self, id: u64) -> Option<&JobView> {
+        self.jobs.get(&id).filter(|job| job.is_open())
+    }
 }

@@ -10,8 +10,8 @@
 //!
 //! The contract reverts at the first failing check, in this order: model, GPU count, VRAM,
 //! CPU, RAM, price; [`Constraints::first`] names the revert. The node-state checks the
-//! registry makes (`notActive`, `stakeBelowMinimum`, `noFreeSlot`) need the matcher's view
-//! and are added there. A differential test in gantry-devnet checks every pair of a random
+//! market makes of the job and the node (`barred`, `notActive`) and the matcher's own
+//! `noFreeSlot` need the matcher's view and are added there. A differential test in gantry-devnet checks every pair of a random
 //! set of nodes and jobs against the deployed contract.
 
 use alloy::primitives::B256;
@@ -19,14 +19,15 @@ use serde::{Deserialize, Serialize};
 
 use crate::bindings::{JobMarket, NodeRegistry};
 
-/// A hard constraint a node can fail, in the order the chain checks them: the registry's
-/// node checks first, then the market's `_checkEligible`.
+/// A hard constraint a node can fail, in the order the chain checks them: the job's bar
+/// on the node, the node's status, then the market's `_checkEligible`. `NoFreeSlot` is the
+/// matcher's alone: the chain does not count a node's jobs, its worker refuses the excess.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(rename_all = "camelCase")]
 pub enum Constraint {
+    Barred,
     NotActive,
-    StakeBelowMinimum,
     NoFreeSlot,
     GpuModel,
     GpuCount,
@@ -39,8 +40,8 @@ pub enum Constraint {
 impl Constraint {
     /// Every constraint, in the chain's order.
     pub const ALL: [Constraint; 9] = [
+        Constraint::Barred,
         Constraint::NotActive,
-        Constraint::StakeBelowMinimum,
         Constraint::NoFreeSlot,
         Constraint::GpuModel,
         Constraint::GpuCount,
@@ -50,11 +51,11 @@ impl Constraint {
         Constraint::Price,
     ];
 
-    /// Its name in explanations and metric labels, e.g. `stakeBelowMinimum`.
+    /// Its name in explanations and metric labels, e.g. `noFreeSlot`.
     pub const fn name(self) -> &'static str {
         match self {
+            Constraint::Barred => "barred",
             Constraint::NotActive => "notActive",
-            Constraint::StakeBelowMinimum => "stakeBelowMinimum",
             Constraint::NoFreeSlot => "noFreeSlot",
             Constraint::GpuModel => "gpuModel",
             Constraint::GpuCount => "gpuCount",
@@ -209,8 +210,8 @@ mod tests {
         assert_eq!(
             names,
             [
+                "barred",
                 "notActive",
-                "stakeBelowMinimum",
                 "noFreeSlot",
                 "gpuModel",
                 "gpuCount",

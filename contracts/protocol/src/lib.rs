@@ -9,6 +9,8 @@
 //!
 //! - [`bindings`]: alloy `sol!` bindings of JobMarket, NodeRegistry and the dev token,
 //!   generated from the committed artifacts.
+//! - [`market`]: a job's terms and state, packed as the market takes them, folded from its
+//!   events; [`consent`]: the agent's EIP-712 consent to serve an operator's node.
 //! - [`spec`]: the versioned job spec submitters post on-chain (`JobPosted.spec`).
 //! - [`events`]: decoding a contract log into a named, JSON-ready event with its subject
 //!   key, and reading it back as a typed [`events::GantryEvent`].
@@ -37,6 +39,7 @@
 pub mod api;
 pub mod bindings;
 pub mod chain_stream;
+pub mod consent;
 pub mod deployment;
 pub mod eligibility;
 pub mod envelope;

@@ -289,7 +289,7 @@ impl State {
 }
 
 /// A job as a caller needs it: its terms and its current state.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub struct Job {
     pub terms: Terms,
     pub state: State,

@@ -9,6 +9,7 @@
 //! - [`nats`]: connecting with a URL's credentials, waiting for another service's stream;
 //! - [`chain_stream`]: reading a chain's stream in order, decoded;
 //! - [`lease`]: a leader lease in a KV bucket;
+//! - [`market`]: a job's terms and state read back from the chain's logs;
 //! - [`tasks`]: the service's tasks under one supervisor (a critical one that ends stops
 //!   the rest).
 //!
@@ -22,6 +23,7 @@ pub mod args;
 pub mod backoff;
 pub mod chain_stream;
 pub mod lease;
+pub mod market;
 pub mod nats;
 pub mod tasks;
 

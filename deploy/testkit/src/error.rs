@@ -45,6 +45,8 @@ pub enum DevnetError {
         event: &'static str,
     },
     #[error(transparent)]
+    ReadJob(#[from] gantry_runtime::market::ReadJobError),
+    #[error(transparent)]
     Io(#[from] std::io::Error),
     #[error(transparent)]
     Json(#[from] serde_json::Error),

@@ -1,8 +1,13 @@
-//! Posting jobs to the market of a [`Devnet`].
+//! Posting jobs to the market of a [`Devnet`], registering nodes with their agent's
+//! consent, and reading a job's terms and state back for the calls that take them.
 
 use alloy::primitives::aliases::{U40, U96};
+use alloy::primitives::{Address, U256};
 use alloy::providers::DynProvider;
+use alloy::signers::SignerSync;
+use alloy::signers::local::PrivateKeySigner;
 use gantry_protocol::bindings::{JobMarket, NodeRegistry};
+use gantry_protocol::market::Job;
 
 use crate::{Devnet, DevnetError, GUSD, confirm_receipt, scenario};
 
@@ -69,5 +74,80 @@ impl Devnet {
                     event: gantry_protocol::events::event_name::<JobMarket::JobPosted>(),
                 })?;
         Ok(posted.jobId)
+    }
+
+    /// Job `id`'s terms and state, folded from the chain's logs and checked against the
+    /// hash the market holds.
+    pub async fn job(&self, id: u64) -> Result<Job, DevnetError> {
+        Ok(gantry_runtime::market::read_job(
+            &self.admin,
+            self.deployment.market,
+            self.deployment.start_block,
+            id,
+        )
+        .await?)
+    }
+
+    /// `agent`'s consent (signature) to serve a node of `operator`, valid for an hour.
+    pub async fn consent(
+        &self,
+        operator: Address,
+        agent: &PrivateKeySigner,
+    ) -> Result<(U256, alloy::primitives::Bytes), DevnetError> {
+        let nonce = self
+            .registry(0)
+            .agentNonce(agent.address())
+            .call()
+            .await
+            .map_err(DevnetError::contract("agentNonce"))?;
+        let deadline = self.now().await? + 3_600;
+        let digest = gantry_protocol::consent::digest(
+            self.deployment.chain_id,
+            self.deployment.market,
+            operator,
+            agent.address(),
+            nonce,
+            deadline,
+        );
+        let signature = agent
+            .sign_hash_sync(&digest)
+            .map_err(|e| DevnetError::Anvil(format!("signing a consent: {e}")))?;
+        Ok((U256::from(deadline), signature.as_bytes().to_vec().into()))
+    }
+
+    /// Registers a node of account `operator` (holding and approving `stake`) served by
+    /// `agent`, which consents; returns its id.
+    pub async fn register(
+        &self,
+        operator: usize,
+        agent: &PrivateKeySigner,
+        capabilities: NodeRegistry::NodeCapabilities,
+        stake: u64,
+    ) -> Result<u64, DevnetError> {
+        let (deadline, signature) = self.consent(self.address(operator), agent).await?;
+        let registry = self.registry(operator);
+        let register = registry.register(
+            capabilities,
+            "ipfs://node".into(),
+            U96::from(stake),
+            agent.address(),
+            deadline,
+            signature,
+        );
+        let receipt = confirm_receipt("register", register.send().await).await?;
+        let registered = receipt
+            .decoded_log::<NodeRegistry::NodeRegistered>()
+            .ok_or(DevnetError::MissingEvent {
+                call: "register",
+                event: gantry_protocol::events::event_name::<NodeRegistry::NodeRegistered>(),
+            })?;
+        Ok(registered.nodeId)
+    }
+
+    /// The signing key of the anvil account at `address`, if it is one.
+    pub fn signer_of(&self, address: Address) -> Option<PrivateKeySigner> {
+        (0..self.anvil.addresses().len())
+            .find(|i| self.address(*i) == address)
+            .map(|i| self.signer(i))
     }
 }

@@ -3,6 +3,8 @@
 use alloy::primitives::{Address, B256, U256, aliases::U40, aliases::U96};
 use alloy::providers::DynProvider;
 use gantry_protocol::bindings::{EventBatcher, GantryTestToken, JobMarket, NodeRegistry};
+use gantry_protocol::eligibility::Requirements;
+use gantry_protocol::market::Terms;
 
 use crate::accounts::{AGENT, OPERATOR, SUBMITTER};
 use crate::{Devnet, DevnetError, GUSD, confirm_receipt};
@@ -62,26 +64,9 @@ pub async fn lifecycle(devnet: &Devnet) -> Result<(), DevnetError> {
     let token = GantryTestToken::new(d.token, submitter.clone());
     confirm_receipt("approve", token.approve(d.market, U256::MAX).send().await).await?;
 
-    let registry = NodeRegistry::new(d.registry, operator.clone());
-    let stake = U96::from(500 * GUSD);
-    confirm_receipt(
-        "register",
-        registry
-            .register(
-                devnet.address(AGENT),
-                h100_node(),
-                "ipfs://node".into(),
-                stake,
-            )
-            .send()
-            .await,
-    )
-    .await?;
-    let node_id = registry
-        .nodeCount()
-        .call()
-        .await
-        .map_err(DevnetError::contract("nodeCount"))?;
+    let node_id = devnet
+        .register(OPERATOR, &devnet.signer(AGENT), h100_node(), 500 * GUSD)
+        .await?;
     let registry_as_agent = NodeRegistry::new(d.registry, agent.clone());
     // With a fifth above the estimate, as the worker sends it: estimated within the
     // registration's second, the heartbeat rewrites the slot with the value it holds and
@@ -98,7 +83,7 @@ pub async fn lifecycle(devnet: &Devnet) -> Result<(), DevnetError> {
     let deadline = U40::from(4_000_000_000u64);
     let mut job_ids = Vec::new();
     for _ in 0..3 {
-        confirm_receipt(
+        let receipt = confirm_receipt(
             "postJob",
             market
                 .postJob(
@@ -111,41 +96,83 @@ pub async fn lifecycle(devnet: &Devnet) -> Result<(), DevnetError> {
                 .await,
         )
         .await?;
-        job_ids.push(
-            market
-                .jobCount()
-                .call()
-                .await
-                .map_err(DevnetError::contract("jobCount"))?,
-        );
+        let posted =
+            receipt
+                .decoded_log::<JobMarket::JobPosted>()
+                .ok_or(DevnetError::MissingEvent {
+                    call: "postJob",
+                    event: gantry_protocol::events::event_name::<JobMarket::JobPosted>(),
+                })?;
+        job_ids.push(posted.jobId);
     }
     let (paid, cancelled, rejected) = (job_ids[0], job_ids[1], job_ids[2]);
 
     let as_matcher = JobMarket::new(d.market, devnet.admin.clone());
     let as_agent = JobMarket::new(d.market, agent.clone());
-    confirm_receipt("assign", as_matcher.assign(paid, node_id).send().await).await?;
+    let job = devnet.job(paid).await?;
+    let (terms, state) = (job.terms.pack(), job.state.pack());
+    confirm_receipt(
+        "assign",
+        as_matcher.assign(paid, node_id, terms, state).send().await,
+    )
+    .await?;
+    let state = devnet.job(paid).await?.state.pack();
     confirm_receipt(
         "submitResult",
         as_agent
-            .submitResult(paid, B256::repeat_byte(7), "ipfs://out".into())
+            .submitResult(paid, state, B256::repeat_byte(7), "ipfs://out".into())
             .send()
             .await,
     )
     .await?;
-    confirm_receipt("accept", market.accept(paid).send().await).await?;
-    confirm_receipt("cancel", market.cancel(cancelled).send().await).await?;
-    confirm_receipt("claim", as_agent.claim(rejected, node_id).send().await).await?;
+    let job = devnet.job(paid).await?;
+    confirm_receipt(
+        "accept",
+        market
+            .accept(paid, job.terms.pack(), job.state.pack())
+            .send()
+            .await,
+    )
+    .await?;
+    let job = devnet.job(cancelled).await?;
+    confirm_receipt(
+        "cancel",
+        market
+            .cancel(cancelled, job.terms.pack(), job.state.pack())
+            .send()
+            .await,
+    )
+    .await?;
+    let job = devnet.job(rejected).await?;
+    confirm_receipt(
+        "claim",
+        as_agent
+            .claim(rejected, node_id, job.terms.pack(), job.state.pack())
+            .send()
+            .await,
+    )
+    .await?;
+    let job = devnet.job(rejected).await?;
     confirm_receipt(
         "reject",
         as_agent
-            .reject(rejected, "image not found".into())
+            .reject(
+                rejected,
+                job.terms.pack(),
+                job.state.pack(),
+                "image not found".into(),
+            )
             .send()
             .await,
     )
     .await?;
 
-    let as_operator = JobMarket::new(d.market, operator.clone());
-    confirm_receipt("withdraw", as_operator.withdraw().send().await).await?;
+    let registry = NodeRegistry::new(d.registry, operator.clone());
+    confirm_receipt(
+        "withdrawEarnings",
+        registry.withdrawEarnings(node_id).send().await,
+    )
+    .await?;
     confirm_receipt("beginExit", registry.beginExit(node_id).send().await).await?;
     Ok(())
 }
@@ -159,22 +186,27 @@ pub async fn post_batches(
     per_transaction: usize,
 ) -> Result<(), DevnetError> {
     let batcher = EventBatcher::new(batcher, provider.clone());
-    let r = h100_requirements();
-    let requirements = EventBatcher::JobRequirements {
-        gpuModel: r.gpuModel,
-        minGpuCount: r.minGpuCount,
-        minVramMiB: r.minVramMiB,
-        minCpuCores: r.minCpuCores,
-        minRamMiB: r.minRamMiB,
-        maxPricePerGpuHour: r.maxPricePerGpuHour,
-        maxRuntime: r.maxRuntime,
-        priority: r.priority,
+    let terms = Terms {
+        submitter: Address::repeat_byte(0x5b),
+        bounty: u128::from(50 * GUSD),
+        spec_hash: alloy::primitives::keccak256(example_spec()),
+        requirements: Requirements::from(&h100_requirements()),
+        deadline: crate::FAR_DEADLINE,
+        policy: 1,
+    }
+    .pack();
+    let terms = EventBatcher::JobTerms {
+        party: terms.party,
+        specHash: terms.specHash,
+        gpuModel: terms.gpuModel,
+        limits: terms.limits,
+        maxPricePerGpuHour: terms.maxPricePerGpuHour,
     };
     let gas = 25_000 + 28_000 * per_transaction as u64;
     for _ in 0..transactions {
         let call = batcher.post(
             U256::from(per_transaction),
-            requirements.clone(),
+            terms.clone(),
             example_spec().into(),
         );
         confirm_receipt("post", call.gas(gas.min(29_000_000)).send().await).await?;

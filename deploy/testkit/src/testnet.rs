@@ -24,13 +24,14 @@ use std::future::Future;
 use std::path::Path;
 use std::time::Duration;
 
-use alloy::primitives::aliases::U96;
 use alloy::primitives::{Address, U256};
 use alloy::providers::DynProvider;
+use alloy::signers::local::PrivateKeySigner;
 use anyhow::Context;
 use async_nats::jetstream;
 use gantry_matcher::config::{Common, LivenessConfig, MatcherConfig, Secret};
 use gantry_protocol::bindings::{JobMarket, NodeRegistry};
+use gantry_protocol::market::Job;
 use gantry_protocol::names;
 use gantry_protocol::status::JobStatus;
 use tokio_util::sync::CancellationToken;
@@ -450,8 +451,8 @@ impl TestNet {
             .await;
     }
 
-    /// Registers a node of `operator` served by `agent` with `stake` (base units, minted
-    /// to the operator first); returns its id.
+    /// Registers a node of `operator` served by `agent` (an anvil account, which signs
+    /// its consent) with `stake` (base units, minted to the operator first); returns its id.
     pub async fn register_node(
         &self,
         operator: usize,
@@ -459,18 +460,28 @@ impl TestNet {
         capabilities: NodeRegistry::NodeCapabilities,
         stake: u64,
     ) -> u64 {
+        let agent = self
+            .devnet
+            .signer_of(agent)
+            .unwrap_or_else(|| panic!("agent {agent} is not an anvil account"));
+        self.register_node_with(operator, &agent, capabilities, stake)
+            .await
+    }
+
+    /// As [`register_node`](Self::register_node), with any agent key.
+    pub async fn register_node_with(
+        &self,
+        operator: usize,
+        agent: &PrivateKeySigner,
+        capabilities: NodeRegistry::NodeCapabilities,
+        stake: u64,
+    ) -> u64 {
         self.fund(operator, self.devnet.deployment.registry, stake)
             .await;
-        let registry = self.registry(operator);
-        let register =
-            registry.register(agent, capabilities, "ipfs://node".into(), U96::from(stake));
-        let receipt = confirm_receipt("register", register.send().await)
+        self.devnet
+            .register(operator, agent, capabilities, stake)
             .await
-            .unwrap_or_else(|e| panic!("registering a node of account {operator}: {e}"));
-        receipt
-            .decoded_log::<NodeRegistry::NodeRegistered>()
-            .expect("register emits NodeRegistered")
-            .nodeId
+            .unwrap_or_else(|e| panic!("registering a node of account {operator}: {e}"))
     }
 
     /// Registers a node that `account` operates and serves itself, with 500 gUSD stake;
@@ -492,11 +503,11 @@ impl TestNet {
             .unwrap_or_else(|e| panic!("posting a job as account {account}: {e}"))
     }
 
-    /// Job `id` as the market holds it.
-    pub async fn job(&self, id: u64) -> JobMarket::JobInfo {
-        JobMarket::new(self.devnet.deployment.market, self.devnet.admin.clone())
-            .getJob(id)
-            .call()
+    /// Job `id`'s terms and state as the market holds them (folded from its logs and
+    /// checked against the stored hash).
+    pub async fn job(&self, id: u64) -> Job {
+        self.devnet
+            .job(id)
             .await
             .unwrap_or_else(|e| panic!("reading job {id}: {e}"))
     }
@@ -542,7 +553,7 @@ impl TestNet {
     pub async fn wait_for_status(&self, job: u64, status: JobStatus) {
         self.wait_until(
             &format!("job {job} is {}", status.as_str()),
-            || async move { self.job(job).await.status == status as u8 },
+            || async move { self.job(job).await.state.status == status },
         )
         .await;
     }

@@ -26,7 +26,8 @@ async fn every_event_of_a_lifecycle_appears_exactly_once_in_order() {
         "JobCancelled",
         "JobRejected",
         "JobRequeued",
-        "Withdrawn",
+        "NodeSlashed",
+        "NodeEarningsWithdrawn",
         "NodeExitBegun",
     ] {
         assert!(names.contains(&name), "the scenario emits {name}");

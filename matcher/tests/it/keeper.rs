@@ -32,7 +32,7 @@ async fn a_silent_node_is_marked_inactive_its_job_reclaimed_reassigned_and_its_s
     let deadline = net.now().await + 86_400;
     let job = net.post(needs("NVIDIA-L4", 16, 3_600), deadline).await;
     net.wait_for_status(job, JobStatus::Assigned).await;
-    assert_eq!(net.job(job).await.nodeId, first);
+    assert_eq!(net.job(job).await.state.node_id, first);
     let stake_before = net.node(first).await.stake;
 
     // when the first node stops heartbeating past the 60 s timeout while the second
@@ -44,7 +44,7 @@ async fn a_silent_node_is_marked_inactive_its_job_reclaimed_reassigned_and_its_s
     // to the second node; the first node's stake is slashed.
     net.wait_until("the job runs on the second node", || async {
         let info = net.job(job).await;
-        info.status == JobStatus::Assigned as u8 && info.nodeId == second
+        info.state.status == JobStatus::Assigned && info.state.node_id == second
     })
     .await;
     let silent = net.node(first).await;
@@ -54,7 +54,11 @@ async fn a_silent_node_is_marked_inactive_its_job_reclaimed_reassigned_and_its_s
         "slashed: {} < {stake_before}",
         silent.stake
     );
-    assert_eq!(net.job(job).await.attempts, 2);
+    assert_eq!(
+        net.job(job).await.state.faults,
+        1,
+        "the silent node's fault"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -75,18 +79,22 @@ async fn past_deadline_jobs_expire_and_closed_windows_finalize_even_after_the_le
         ),
     ];
     let now = net.now().await;
-    // Given a job no node can run, due in 10 minutes, and a job that runs and submits,
-    let stranded = net.post(needs("NVIDIA-H100", 80, 3_600), now + 600).await;
+    // Given a job no node can run, whose last chance to start passes in 10 minutes, and a
+    // job that runs and submits,
+    let stranded = net
+        .post(needs("NVIDIA-H100", 80, 3_600), now + 3_600 + 600)
+        .await;
     let done = net.post(needs("NVIDIA-L4", 16, 3_600), now + 86_400).await;
     net.wait_for_status(done, JobStatus::Assigned).await;
+    let state = net.job(done).await.state.pack();
     crate::harness::confirm(
         net.market(NODES[0])
-            .submitResult(done, B256::repeat_byte(7), "ipfs://result".into())
+            .submitResult(done, state, B256::repeat_byte(7), "ipfs://result".into())
             .send()
             .await,
     )
     .await;
-    assert_eq!(net.job(done).await.nodeId, l4);
+    assert_eq!(net.job(done).await.state.node_id, l4);
 
     // when the keeper that leads dies,
     let leader = net.keeper_leader().await;
@@ -96,7 +104,7 @@ async fn past_deadline_jobs_expire_and_closed_windows_finalize_even_after_the_le
         .expect("the leader is one of ours");
     process.take().expect("running").kill();
 
-    // and chain time passes both the deadline and the 30 s challenge window,
+    // and chain time passes both that chance and the 30 s challenge window,
     let credit_before = submitter_credit(&net).await;
     net.advance(900).await;
 

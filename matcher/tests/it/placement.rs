@@ -52,7 +52,7 @@ async fn jobs_land_on_the_preferred_eligible_node_and_an_impossible_one_is_expla
     // model on its node;
     for (job, expected) in [(small, l4), (big, h100), (named, a100)] {
         net.wait_for_status(job, JobStatus::Assigned).await;
-        assert_eq!(net.job(job).await.nodeId, expected, "job {job}");
+        assert_eq!(net.job(job).await.state.node_id, expected, "job {job}");
     }
     // and the impossible job stays open with an explanation naming the constraint.
     let explanation = net.wait_for_explanation(impossible).await;
@@ -70,5 +70,5 @@ async fn jobs_land_on_the_preferred_eligible_node_and_an_impossible_one_is_expla
             .all(|c| c.failed.contains(&Constraint::Vram)),
         "{explanation:?}"
     );
-    assert_eq!(net.job(impossible).await.status, JobStatus::Open as u8);
+    assert_eq!(net.job(impossible).await.state.status, JobStatus::Open);
 }

@@ -55,7 +55,7 @@ async fn a_killed_replica_s_jobs_are_assigned_by_the_other_exactly_once() {
     // then B assigns every job (A's claims lapse and come to it), each exactly once.
     for job in &jobs {
         net.wait_for_status(*job, JobStatus::Assigned).await;
-        assert_eq!(net.job(*job).await.nodeId, b200);
+        assert_eq!(net.job(*job).await.state.node_id, b200);
     }
     let logs = net
         .devnet

@@ -20,7 +20,7 @@ async fn a_posted_job_is_assigned_by_the_matcher_the_net_started() {
     let job = net.post_job(SUBMITTER, JobPost::default()).await;
 
     net.wait_for_status(job, JobStatus::Assigned).await;
-    assert_eq!(net.job(job).await.nodeId, node);
+    assert_eq!(net.job(job).await.state.node_id, node);
     assert_eq!(net.node(node).await.operator, net.address(NODES[0]));
 }
 

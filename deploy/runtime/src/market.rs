@@ -1,0 +1,148 @@
+//! A job's terms and state read back from the chain. The market stores one hash per job,
+//! and every call on a job passes its terms and state; a caller that has not followed the
+//! chain's stream (the CLI, a test, a worker that restarted) folds the job's own logs
+//! (`eth_getLogs` by its id) with [`gantry_protocol::market`], and checks the fold against
+//! the hash the market holds.
+//!
+//! ```text
+//!  logs(MarketParamsUpdated) ──▶ Policies ─┐
+//!  logs(topic1 = jobId) ──▶ JobPosted ──▶ Job::posted ──apply(…)──▶ Job ──▶ == market.jobHash(jobId)?
+//! ```
+
+use alloy::primitives::{Address, B256, U256};
+use alloy::providers::Provider;
+use alloy::rpc::types::{Filter, Log};
+use alloy::sol_types::{SolEvent, SolEventInterface};
+use gantry_protocol::bindings::JobMarket;
+use gantry_protocol::market::{FoldError, Job, Policies, Policy};
+
+/// Why a job could not be read.
+#[derive(Debug, thiserror::Error)]
+pub enum ReadJobError {
+    #[error("reading the market's logs")]
+    Rpc(#[source] alloy::transports::TransportError),
+    #[error("calling jobHash({0})")]
+    Call(u64, #[source] alloy::contract::Error),
+    #[error("job {0} was never posted")]
+    NotPosted(u64),
+    #[error(
+        "job {job}: its events fold into a state the market does not hold (folded {folded}, stored {stored}); a log is missing from the node's answer"
+    )]
+    Mismatch {
+        job: u64,
+        folded: B256,
+        stored: B256,
+    },
+    #[error("job {0}")]
+    Fold(u64, #[source] FoldError),
+}
+
+/// Every policy version the market at `market` announced from `from_block` to `to_block`.
+pub async fn read_policies<P: Provider>(
+    provider: &P,
+    market: Address,
+    from_block: u64,
+    to_block: u64,
+) -> Result<Policies, ReadJobError> {
+    let filter = Filter::new()
+        .address(market)
+        .event_signature(JobMarket::MarketParamsUpdated::SIGNATURE_HASH)
+        .from_block(from_block)
+        .to_block(to_block);
+    let mut policies = Policies::default();
+    for log in provider
+        .get_logs(&filter)
+        .await
+        .map_err(ReadJobError::Rpc)?
+    {
+        if let Ok(e) = JobMarket::MarketParamsUpdated::decode_log(&log.inner) {
+            policies.insert(e.policyVersion, Policy::from(&e.params));
+        }
+    }
+    Ok(policies)
+}
+
+/// Job `job_id` as the market holds it now: its terms and its state (settled jobs keep
+/// the status they settled with). The fold is checked against `jobHash`: a node that
+/// leaves a log out is an error, not a wrong state.
+pub async fn read_job<P: Provider>(
+    provider: &P,
+    market: Address,
+    from_block: u64,
+    job_id: u64,
+) -> Result<Job, ReadJobError> {
+    // Logs and hash as of one block, so a block landing in between cannot split them.
+    let at = provider
+        .get_block_number()
+        .await
+        .map_err(ReadJobError::Rpc)?;
+    let policies = read_policies(provider, market, from_block, at).await?;
+    let filter = Filter::new()
+        .address(market)
+        .topic1(B256::from(U256::from(job_id)))
+        .from_block(from_block)
+        .to_block(at);
+    let logs = provider
+        .get_logs(&filter)
+        .await
+        .map_err(ReadJobError::Rpc)?;
+    let job = fold(job_id, &logs, &policies)?;
+    let stored = JobMarket::new(market, provider)
+        .jobHash(job_id)
+        .block(at.into())
+        .call()
+        .await
+        .map_err(|e| ReadJobError::Call(job_id, e))?;
+    let folded = if job.state.status.is_settled() {
+        B256::ZERO
+    } else {
+        job.state.hash()
+    };
+    if folded != stored {
+        return Err(ReadJobError::Mismatch {
+            job: job_id,
+            folded,
+            stored,
+        });
+    }
+    Ok(job)
+}
+
+/// Folds the market's logs whose first topic is `job_id` (other events share that topic
+/// position with a node id: they are skipped).
+fn fold(job_id: u64, logs: &[Log], policies: &Policies) -> Result<Job, ReadJobError> {
+    let mut job: Option<Job> = None;
+    for log in logs {
+        let Ok(event) = JobMarket::JobMarketEvents::decode_log(&log.inner) else {
+            continue;
+        };
+        match (&event.data, job.as_mut()) {
+            (JobMarket::JobMarketEvents::JobPosted(e), _) if e.jobId == job_id => {
+                job = Some(
+                    Job::posted(&e.terms, policies).map_err(|e| ReadJobError::Fold(job_id, e))?,
+                );
+            }
+            (_, Some(job)) if event_job(&event.data) == Some(job_id) => {
+                job.state.apply(&event.data)
+            }
+            _ => {}
+        }
+    }
+    job.ok_or(ReadJobError::NotPosted(job_id))
+}
+
+/// The job an event is about, for the events that change a job's state.
+fn event_job(event: &JobMarket::JobMarketEvents) -> Option<u64> {
+    use JobMarket::JobMarketEvents as M;
+    Some(match event {
+        M::JobAssigned(e) => e.jobId,
+        M::ResultSubmitted(e) => e.jobId,
+        M::JobDisputed(e) => e.jobId,
+        M::JobRequeued(e) => e.jobId,
+        M::JobCompleted(e) => e.jobId,
+        M::JobFailed(e) => e.jobId,
+        M::JobCancelled(e) => e.jobId,
+        M::JobExpired(e) => e.jobId,
+        _ => return None,
+    })
+}
