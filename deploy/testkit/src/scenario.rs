@@ -167,7 +167,8 @@ pub async fn lifecycle(devnet: &Devnet) -> Result<(), DevnetError> {
     )
     .await?;
 
-    let registry = NodeRegistry::new(d.registry, operator.clone());
+    // A fresh provider: `register` above sent from the operator's account through another.
+    let registry = devnet.registry(OPERATOR);
     confirm_receipt(
         "withdrawEarnings",
         registry.withdrawEarnings(node_id).send().await,
@@ -186,22 +187,7 @@ pub async fn post_batches(
     per_transaction: usize,
 ) -> Result<(), DevnetError> {
     let batcher = EventBatcher::new(batcher, provider.clone());
-    let terms = Terms {
-        submitter: Address::repeat_byte(0x5b),
-        bounty: u128::from(50 * GUSD),
-        spec_hash: alloy::primitives::keccak256(example_spec()),
-        requirements: Requirements::from(&h100_requirements()),
-        deadline: crate::FAR_DEADLINE,
-        policy: 1,
-    }
-    .pack();
-    let terms = EventBatcher::JobTerms {
-        party: terms.party,
-        specHash: terms.specHash,
-        gpuModel: terms.gpuModel,
-        limits: terms.limits,
-        maxPricePerGpuHour: terms.maxPricePerGpuHour,
-    };
+    let terms = batcher_terms();
     let gas = 25_000 + 28_000 * per_transaction as u64;
     for _ in 0..transactions {
         let call = batcher.post(
@@ -212,4 +198,25 @@ pub async fn post_batches(
         confirm_receipt("post", call.gas(gas.min(29_000_000)).send().await).await?;
     }
     Ok(())
+}
+
+/// The terms of an H100 job ([`h100_requirements`], the example spec, 50 gUSD,
+/// [`FAR_DEADLINE`](crate::FAR_DEADLINE), policy 1) as the EventBatcher emits them.
+pub fn batcher_terms() -> EventBatcher::JobTerms {
+    let terms = Terms {
+        submitter: Address::repeat_byte(0x5b),
+        bounty: u128::from(50 * GUSD),
+        spec_hash: alloy::primitives::keccak256(example_spec()),
+        requirements: Requirements::from(&h100_requirements()),
+        deadline: crate::FAR_DEADLINE,
+        policy: 1,
+    }
+    .pack();
+    EventBatcher::JobTerms {
+        party: terms.party,
+        specHash: terms.specHash,
+        gpuModel: terms.gpuModel,
+        limits: terms.limits,
+        maxPricePerGpuHour: terms.maxPricePerGpuHour,
+    }
 }

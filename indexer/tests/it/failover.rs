@@ -51,7 +51,7 @@ async fn two_indexers_write_exactly_once_and_the_standby_takes_over() {
 
     let messages = h.messages().await;
     let events = events(&messages);
-    let expected = h.chain_events(batcher, h.devnet.deployment.registry).await;
+    let expected = h.chain_events(batcher, batcher).await;
     assert_eq!(events.len(), expected.len(), "exactly once");
     assert!(events.windows(2).all(|w| w[0] < w[1]), "chain order");
     assert_eq!(h.applied_events().await, expected);
@@ -75,7 +75,7 @@ async fn nats_restart_mid_run_loses_and_duplicates_nothing() {
     indexer.stop().await.expect("clean stop");
 
     let messages = h.messages().await;
-    let expected = h.chain_events(batcher, h.devnet.deployment.registry).await;
+    let expected = h.chain_events(batcher, batcher).await;
     assert_eq!(events(&messages).len(), expected.len(), "exactly once");
     assert_eq!(h.applied_events().await, expected);
 }

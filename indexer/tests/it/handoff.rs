@@ -39,7 +39,7 @@ async fn historic_to_live_handoff_neither_skips_nor_duplicates() {
         commits.windows(2).all(|w| w[0] < w[1]),
         "each block committed once, in order"
     );
-    let expected = h.chain_events(batcher, h.devnet.deployment.registry).await;
+    let expected = h.chain_events(batcher, batcher).await;
     let events = messages
         .iter()
         .filter(|m| matches!(m, Message::Event(_)))

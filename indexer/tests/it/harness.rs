@@ -284,10 +284,12 @@ impl Harness {
         .expect("postings land");
     }
 
-    /// A config that treats `market` as the market (for a batcher).
+    /// The config of an indexer of the contract at `market` alone (node calls are served
+    /// at the market's address: the registry is the same contract).
     pub(crate) fn config_for(&self, market: Address) -> Config {
         let mut config = self.indexer_config();
         config.chain.market = market;
+        config.chain.registry = market;
         config
     }
 

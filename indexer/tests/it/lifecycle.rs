@@ -26,7 +26,6 @@ async fn every_event_of_a_lifecycle_appears_exactly_once_in_order() {
         "JobCancelled",
         "JobRejected",
         "JobRequeued",
-        "NodeSlashed",
         "NodeEarningsWithdrawn",
         "NodeExitBegun",
     ] {

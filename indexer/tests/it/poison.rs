@@ -24,17 +24,7 @@ async fn an_oversized_or_unknown_log_becomes_a_marker_and_the_indexer_goes_on() 
     let batcher = h.deploy_batcher().await;
     let indexer = h.spawn(h.config_for(batcher));
     let contract = EventBatcher::new(batcher, h.devnet.provider(ADMIN));
-    let r = gantry_testkit::scenario::h100_requirements();
-    let requirements = EventBatcher::JobRequirements {
-        gpuModel: r.gpuModel,
-        minGpuCount: r.minGpuCount,
-        minVramMiB: r.minVramMiB,
-        minCpuCores: r.minCpuCores,
-        minRamMiB: r.minRamMiB,
-        maxPricePerGpuHour: r.maxPricePerGpuHour,
-        maxRuntime: r.maxRuntime,
-        priority: r.priority,
-    };
+    let terms = gantry_testkit::scenario::batcher_terms();
     let mut oversized_block = 0;
     for (call, size) in [
         ("postSized (largest)", LARGEST_SPEC),
@@ -43,7 +33,7 @@ async fn an_oversized_or_unknown_log_becomes_a_marker_and_the_indexer_goes_on() 
         let receipt = confirm_receipt(
             call,
             contract
-                .postSized(requirements.clone(), U256::from(size))
+                .postSized(terms.clone(), U256::from(size))
                 .gas(20_000_000)
                 .send()
                 .await,

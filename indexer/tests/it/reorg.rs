@@ -55,6 +55,6 @@ async fn reorgs_are_retracted_and_consumers_converge_on_the_canonical_chain() {
     }
     assert_eq!(
         h.applied_events().await,
-        h.chain_events(batcher, h.devnet.deployment.registry).await
+        h.chain_events(batcher, batcher).await
     );
 }
