@@ -1,6 +1,7 @@
 //! `gantry-liveness`'s loop: follow the stream into the view; while holding the keeper
 //! lease, send each due action once.
 
+use std::collections::HashSet;
 use std::convert::Infallible;
 use std::time::Duration;
 
@@ -11,11 +12,11 @@ use tokio_util::sync::CancellationToken;
 
 use crate::config::LivenessConfig;
 use crate::feed::Feed;
-use crate::liveness::Keeper;
+use crate::liveness::{Action, Keeper};
 use crate::project::Applied;
 use crate::project::Projection;
-use crate::sender::{Call, Outcome, Sender};
-use crate::view::JobView;
+use crate::sender::{Call, MAX_BATCH, Outcome, Report, Sender};
+use crate::view::{JobView, View};
 use crate::{connect, lease, metrics, start_sender};
 
 /// Runs the keeper until `shutdown` fires. Every replica follows the stream, so a standby
@@ -73,6 +74,8 @@ async fn keep(
 ) -> anyhow::Result<()> {
     let mut projection = Projection::default();
     let mut keeper = Keeper::default();
+    // Jobs of a finalize batch that reverted: finalized alone from then on.
+    let mut alone = HashSet::new();
     let mut retry = tokio::time::interval(Duration::from_secs(1));
     let mut dirty = false;
     loop {
@@ -110,41 +113,172 @@ async fn keep(
                 dirty = true;
             }
             Some(report) = sender.reports.recv() => {
-                let Call::Keep(action, _) = report.call else { continue };
-                match report.outcome {
-                    Outcome::Confirmed { block } => {
-                        tracing::info!(action = ?action, block, tx = %report.tx_hash, "keeper action confirmed");
-                    }
-                    Outcome::Reverted { block } => {
-                        // The chain moved on between the view and the block (a heartbeat, a
-                        // result); the condition is not acted on again while it lasts.
-                        tracing::info!(action = ?action, block, tx = %report.tx_hash, "keeper action reverted");
-                    }
-                    Outcome::Dropped => {
-                        tracing::warn!(action = ?action, "keeper action dropped; it will be retried");
-                        keeper.forget(&action);
-                        dirty = true;
-                    }
-                }
+                dirty |= on_report(&mut keeper, &mut alone, report);
             }
             _ = retry.tick() => {}
         }
         if dirty && feed.caught_up() && *leading.borrow() {
             dirty = false;
             let view = projection.view();
-            for action in keeper.next(view) {
-                let with = action
-                    .job()
-                    .and_then(|job| view.jobs.get(&job))
-                    .map(JobView::market);
-                if sender.try_send(Call::Keep(action, with)) {
-                    metrics::keeper_actions(action.kind());
-                    tracing::info!(action = ?action, now = view.now, "keeper action due");
+            alone.retain(|job| view.jobs.contains_key(job));
+            for (call, actions) in calls(view, keeper.next(view), &alone) {
+                if sender.try_send(call) {
+                    for action in &actions {
+                        metrics::keeper_actions(action.kind());
+                        tracing::info!(action = ?action, now = view.now, "keeper action due");
+                    }
                 } else {
-                    keeper.forget(&action);
+                    for action in &actions {
+                        keeper.forget(action);
+                    }
                     dirty = true;
                 }
             }
         }
+    }
+}
+
+/// The calls that carry `due`: closed challenge windows in batches of [`MAX_BATCH`]
+/// (`finalizeBatch`), except jobs of a batch that reverted; every other action alone.
+fn calls(view: &View, due: Vec<Action>, alone: &HashSet<u64>) -> Vec<(Call, Vec<Action>)> {
+    let with = |action: &Action| {
+        action
+            .job()
+            .and_then(|job| view.jobs.get(&job))
+            .map(JobView::market)
+    };
+    let (batched, single): (Vec<Action>, Vec<Action>) = due.into_iter().partition(|action| {
+        matches!(action, Action::Finalize { job } if !alone.contains(job) && view.jobs.contains_key(job))
+    });
+    let mut calls: Vec<(Call, Vec<Action>)> = single
+        .into_iter()
+        .map(|action| (Call::Keep(action, with(&action)), vec![action]))
+        .collect();
+    for chunk in batched.chunks(MAX_BATCH) {
+        let finals = chunk
+            .iter()
+            .filter_map(|action| Some((action.job()?, view.jobs.get(&action.job()?)?.state)))
+            .collect();
+        calls.push((Call::Finalize(finals), chunk.to_vec()));
+    }
+    calls
+}
+
+/// Takes a sent call's outcome; returns whether the keeper should look again.
+fn on_report(keeper: &mut Keeper, alone: &mut HashSet<u64>, report: Report) -> bool {
+    let actions: Vec<Action> = match &report.call {
+        Call::Keep(action, _) => vec![*action],
+        Call::Finalize(batch) => batch
+            .iter()
+            .map(|(job, _)| Action::Finalize { job: *job })
+            .collect(),
+        Call::Assign(_) => return false,
+    };
+    let batched = actions.len() > 1;
+    let mut again = false;
+    for action in actions {
+        match report.outcome {
+            Outcome::Confirmed { block } => {
+                tracing::info!(action = ?action, block, tx = %report.tx_hash, "keeper action confirmed");
+            }
+            Outcome::Reverted { block } if batched => {
+                // One stale item reverts the whole batch: each goes alone next.
+                tracing::info!(action = ?action, block, tx = %report.tx_hash, "keeper batch reverted; sending its actions one by one");
+                if let Some(job) = action.job() {
+                    alone.insert(job);
+                }
+                keeper.forget(&action);
+                again = true;
+            }
+            Outcome::Reverted { block } => {
+                // The chain moved on between the view and the block (a heartbeat, a
+                // result); the condition is not acted on again while it lasts.
+                tracing::info!(action = ?action, block, tx = %report.tx_hash, "keeper action reverted");
+            }
+            Outcome::Dropped => {
+                tracing::warn!(action = ?action, "keeper action dropped; it will be retried");
+                keeper.forget(&action);
+                again = true;
+            }
+        }
+    }
+    again
+}
+
+#[cfg(test)]
+mod tests {
+    use alloy::primitives::{Address, B256};
+    use gantry_protocol::market::Terms;
+    use gantry_protocol::status::JobStatus;
+
+    use super::*;
+    use crate::sender::Outcome;
+    use crate::view::Requirements;
+
+    fn submitted(id: u64) -> JobView {
+        let terms = Terms {
+            submitter: Address::ZERO,
+            bounty: 1,
+            spec_hash: B256::ZERO,
+            deadline: 9_999,
+            policy: 1,
+            requirements: Requirements::default(),
+        };
+        let mut job = JobView::open(id, terms, (0, 0));
+        job.state.status = JobStatus::Submitted;
+        job.state.until = 100;
+        job
+    }
+
+    #[test]
+    fn closed_windows_go_in_batches_until_a_batch_reverts_then_alone() {
+        let mut view = View {
+            now: 100,
+            ..View::default()
+        };
+        for id in 1..=12 {
+            view.jobs.insert(id, submitted(id));
+        }
+        let mut keeper = Keeper::default();
+        let mut alone = HashSet::new();
+
+        // Twelve due: a batch of ten and one of two.
+        let sent = calls(&view, keeper.next(&view), &alone);
+        let sizes: Vec<usize> = sent.iter().map(|(_, actions)| actions.len()).collect();
+        assert_eq!(sizes, [10, 2]);
+        assert!(matches!(&sent[0].0, Call::Finalize(batch) if batch.len() == 10));
+
+        // The batch of two reverts (one of them moved on): both go alone next time.
+        let (call, _) = sent[1].clone();
+        let again = on_report(
+            &mut keeper,
+            &mut alone,
+            Report {
+                call,
+                outcome: Outcome::Reverted { block: 7 },
+                tx_hash: B256::ZERO,
+            },
+        );
+        assert!(again);
+        assert_eq!(alone, HashSet::from([11, 12]));
+        let sent = calls(&view, keeper.next(&view), &alone);
+        assert_eq!(sent.len(), 2);
+        for (call, actions) in &sent {
+            assert_eq!(actions.len(), 1);
+            assert!(matches!(call, Call::Keep(Action::Finalize { .. }, Some(_))));
+        }
+
+        // A single finalize that reverts is not retried while it stays due.
+        let (call, _) = sent[0].clone();
+        assert!(!on_report(
+            &mut keeper,
+            &mut alone,
+            Report {
+                call,
+                outcome: Outcome::Reverted { block: 8 },
+                tx_hash: B256::ZERO,
+            },
+        ));
+        assert!(calls(&view, keeper.next(&view), &alone).is_empty());
     }
 }

@@ -2,7 +2,7 @@
 //! through the shared consumer, plan, send assignments for the claimed jobs, explain the
 //! ones that cannot be placed.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::convert::Infallible;
 use std::time::{Duration, Instant};
 
@@ -19,7 +19,7 @@ use crate::decide::{Decision, Explanation, Planner, Reservations, explain};
 use crate::feed::Feed;
 use crate::project::Applied;
 use crate::project::Projection;
-use crate::sender::{Call, Outcome, Report, Sender};
+use crate::sender::{Assign, Call, MAX_BATCH, Outcome, Report, Sender};
 use crate::view::{JobView, Requirements};
 use crate::work::{Claims, Held};
 use crate::{connect, metrics, start_sender};
@@ -67,6 +67,7 @@ pub async fn run(config: MatcherConfig, shutdown: CancellationToken) -> anyhow::
         reservations: Reservations::default(),
         confirmed: HashMap::new(),
         excluded_until: HashMap::new(),
+        alone: HashSet::new(),
         held: Held::default(),
         published: HashMap::new(),
         revert_backoff: config.revert_backoff,
@@ -99,6 +100,8 @@ struct Matcher {
     /// view has applied that block (if the job is still open then, a reorg undid it).
     confirmed: HashMap<u64, u64>,
     excluded_until: HashMap<(u64, u64), Instant>,
+    /// Jobs of an assignment batch that reverted: sent alone until placed.
+    alone: HashSet<u64>,
     held: Held,
     /// Explanations this replica wrote, by job.
     published: HashMap<u64, PendingExplanation>,
@@ -186,32 +189,44 @@ impl Matcher {
 
     #[tracing::instrument(level = "debug", skip_all, fields(tx = %report.tx_hash))]
     fn on_report(&mut self, report: Report) {
-        let Call::Assign { job, node, .. } = report.call else {
+        let Call::Assign(batch) = report.call else {
             return;
         };
-        match report.outcome {
-            Outcome::Confirmed { block } => {
-                tracing::info!(job_id = job, node_id = node, block, tx = %report.tx_hash, "assignment confirmed");
-                // The view may have shown the assignment already and ended the reservation.
-                if self.reservations.in_flight.contains_key(&job) {
-                    self.confirmed.insert(job, block);
+        let batched = batch.len() > 1;
+        for Assign { job, node, .. } in batch {
+            match report.outcome {
+                Outcome::Confirmed { block } => {
+                    tracing::info!(job_id = job, node_id = node, block, tx = %report.tx_hash, "assignment confirmed");
+                    // The view may have shown the assignment already and ended the
+                    // reservation.
+                    if self.reservations.in_flight.contains_key(&job) {
+                        self.confirmed.insert(job, block);
+                    }
                 }
-            }
-            Outcome::Reverted { block } => {
-                // Expected now and then (the node filled up, another replica or a claim
-                // took the job): try the next candidate, and not this pair again soon.
-                tracing::info!(job_id = job, node_id = node, block, tx = %report.tx_hash, "assignment reverted; trying the next candidate");
-                self.reservations.in_flight.remove(&job);
-                self.excluded_until
-                    .insert((job, node), Instant::now() + self.revert_backoff);
-            }
-            Outcome::Dropped => {
-                tracing::warn!(
-                    job_id = job,
-                    node_id = node,
-                    "assignment dropped; planning it again"
-                );
-                self.reservations.in_flight.remove(&job);
+                Outcome::Reverted { block } if batched => {
+                    // One stale item reverts the whole batch: each goes alone next, so
+                    // the one that fails is found and the others are not held up.
+                    tracing::info!(job_id = job, node_id = node, block, tx = %report.tx_hash, "assignment batch reverted; sending its jobs one by one");
+                    self.reservations.in_flight.remove(&job);
+                    self.alone.insert(job);
+                }
+                Outcome::Reverted { block } => {
+                    // Expected now and then (another replica or a claim took the job, the
+                    // node went inactive): try the next candidate, and not this pair again
+                    // soon.
+                    tracing::info!(job_id = job, node_id = node, block, tx = %report.tx_hash, "assignment reverted; trying the next candidate");
+                    self.reservations.in_flight.remove(&job);
+                    self.excluded_until
+                        .insert((job, node), Instant::now() + self.revert_backoff);
+                }
+                Outcome::Dropped => {
+                    tracing::warn!(
+                        job_id = job,
+                        node_id = node,
+                        "assignment dropped; planning it again"
+                    );
+                    self.reservations.in_flight.remove(&job);
+                }
             }
         }
     }
@@ -248,13 +263,14 @@ impl Matcher {
         });
         self.excluded_until
             .retain(|(job, _), _| view.open_job(*job).is_some());
+        self.alone.retain(|job| view.open_job(*job).is_some());
         self.reservations.excluded = self.excluded_until.keys().copied().collect();
         if self.held.is_empty() {
             return false;
         }
 
         let mut again = false;
-        let mut assigned = 0;
+        let mut batch: Vec<Assign> = Vec::new();
         let mut unplaceable: Vec<u64> = Vec::new();
         for decision in self.planner.plan_with(view, &self.reservations) {
             match decision {
@@ -262,22 +278,35 @@ impl Matcher {
                     let Some(with) = view.open_job(job).map(JobView::market) else {
                         continue;
                     };
-                    if !self.sender.try_send(Call::Assign { job, node, with }) {
-                        again = true;
-                        continue;
-                    }
-                    assigned += 1;
-                    self.reservations.in_flight.insert(job, node);
-                    if let Some(received) = self.held.received(job) {
-                        metrics::event_to_assign(received.elapsed());
-                    }
-                    tracing::info!(job_id = job, node_id = node, "assigning");
-                    if self.published.remove(&job).is_some() {
-                        delete_explanation(&self.explanations, job).await;
-                    }
+                    batch.push(Assign { job, node, with });
                 }
                 Decision::Unplaceable { job } if self.held.contains(job) => unplaceable.push(job),
                 _ => {}
+            }
+        }
+        // Jobs of a batch that reverted go alone; the rest in batches.
+        let (alone, batched): (Vec<Assign>, Vec<Assign>) =
+            batch.into_iter().partition(|a| self.alone.contains(&a.job));
+        let calls = alone
+            .into_iter()
+            .map(|a| vec![a])
+            .chain(batched.chunks(MAX_BATCH).map(<[Assign]>::to_vec));
+        let mut assigned = 0;
+        for call in calls {
+            if !self.sender.try_send(Call::Assign(call.clone())) {
+                again = true;
+                continue;
+            }
+            for Assign { job, node, .. } in call {
+                assigned += 1;
+                self.reservations.in_flight.insert(job, node);
+                if let Some(received) = self.held.received(job) {
+                    metrics::event_to_assign(received.elapsed());
+                }
+                tracing::info!(job_id = job, node_id = node, "assigning");
+                if self.published.remove(&job).is_some() {
+                    delete_explanation(&self.explanations, job).await;
+                }
             }
         }
         metrics::decisions("assign", assigned);

@@ -32,22 +32,38 @@ use crate::error::ChainError;
 use crate::liveness::Action;
 use crate::metrics;
 
-/// A contract call the services make, with the job's terms and state as the market
-/// takes them (`None` only for `markInactive`, which names a node).
+/// One assignment of a batch: the job, its terms and state as the view holds them, and
+/// the node.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct Assign {
+    pub job: u64,
+    pub node: u64,
+    pub with: market::Job,
+}
+
+/// Most calls one batched transaction carries (`assignBatch`, `finalizeBatch`).
+pub const MAX_BATCH: usize = 10;
+
+/// A contract call the services make, with the jobs' terms and state as the market takes
+/// them. A batch that reverts reverts whole: its callers send its items one by one next.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub enum Call {
-    Assign {
-        job: u64,
-        node: u64,
-        with: market::Job,
-    },
+    /// `assign`, or `assignBatch` for more than one.
+    Assign(Vec<Assign>),
+    /// `finalize`, or `finalizeBatch` for more than one (job and state).
+    Finalize(Vec<(u64, market::State)>),
+    /// Any other keeper action, with its job's terms and state (`None` only for
+    /// `markInactive`, which names a node).
     Keep(Action, Option<market::Job>),
 }
 
 impl Call {
     fn kind(&self) -> &'static str {
         match self {
-            Self::Assign { .. } => "assign",
+            Self::Assign(batch) if batch.len() > 1 => "assign_batch",
+            Self::Assign(_) => "assign",
+            Self::Finalize(batch) if batch.len() > 1 => "finalize_batch",
+            Self::Finalize(_) => "finalize",
             Self::Keep(action, _) => action.kind(),
         }
     }
@@ -55,7 +71,9 @@ impl Call {
     /// Gas limit: the call's cold cost with a wide margin (unused gas is not paid).
     fn gas_limit(&self) -> u64 {
         match self {
-            Self::Assign { .. } | Self::Keep(Action::MarkInactive { .. }, _) => 200_000,
+            Self::Assign(batch) => 60_000 + 100_000 * batch.len() as u64,
+            Self::Finalize(batch) => 60_000 + 60_000 * batch.len() as u64,
+            Self::Keep(Action::MarkInactive { .. }, _) => 200_000,
             Self::Keep(..) => 300_000,
         }
     }
@@ -86,7 +104,7 @@ impl Outcome {
     }
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Report {
     pub call: Call,
     pub outcome: Outcome,
@@ -258,7 +276,7 @@ impl Worker {
             }
         };
         let nonce = self.next_nonce;
-        let (hash, raw) = match self.sign(call, nonce, fees).await {
+        let (hash, raw) = match self.sign(&call, nonce, fees).await {
             Ok(signed) => signed,
             Err(e) => {
                 tracing::error!(error = %e, call = ?call, "signing failed; call dropped");
@@ -296,8 +314,8 @@ impl Worker {
                 tracing::warn!(error = %e, nonce, "broadcast failed; retrying on the next poll");
             }
         }
-        metrics::tx_sent(call.kind());
-        tracing::debug!(call = ?call, nonce, tx = %hash, "transaction sent");
+        metrics::tx_sent(entry.call.kind());
+        tracing::debug!(call = ?entry.call, nonce, tx = %hash, "transaction sent");
         self.in_flight.insert(nonce, entry);
     }
 
@@ -362,7 +380,7 @@ impl Worker {
             let (call, broadcast, stuck, fees) = {
                 let entry = &self.in_flight[&nonce];
                 (
-                    entry.call,
+                    entry.call.clone(),
                     entry.broadcast,
                     entry.sent_at.elapsed() >= self.config.replace_after,
                     entry.fees,
@@ -381,7 +399,7 @@ impl Worker {
                     fetched_at: current.fetched_at,
                 };
                 let (hash, raw) = self
-                    .sign(call, nonce, bumped)
+                    .sign(&call, nonce, bumped)
                     .await
                     .map_err(|e| ChainError::Signing(e.into()))?;
                 metrics::tx_replaced(call.kind());
@@ -407,22 +425,59 @@ impl Worker {
         Ok(())
     }
 
-    async fn sign(&self, call: Call, nonce: u64, fees: Fees) -> Result<(B256, Bytes), String> {
+    async fn sign(&self, call: &Call, nonce: u64, fees: Fees) -> Result<(B256, Bytes), String> {
         let market = self.config.market;
         let (to, input) = match call {
-            Call::Assign { job, node, with } => (
-                market,
-                JobMarket::assignCall {
-                    jobId: job,
-                    nodeId: node,
-                    terms: with.terms.pack(),
-                    state: with.state.pack(),
-                }
-                .abi_encode(),
-            ),
+            Call::Assign(batch) => match batch.as_slice() {
+                [] => return Err("an empty assignment batch".into()),
+                [one] => (
+                    market,
+                    JobMarket::assignCall {
+                        jobId: one.job,
+                        nodeId: one.node,
+                        terms: one.with.terms.pack(),
+                        state: one.with.state.pack(),
+                    }
+                    .abi_encode(),
+                ),
+                many => (
+                    market,
+                    JobMarket::assignBatchCall {
+                        assignments: many
+                            .iter()
+                            .map(|a| JobMarket::Assignment {
+                                jobId: a.job,
+                                nodeId: a.node,
+                                terms: a.with.terms.pack(),
+                                state: a.with.state.pack(),
+                            })
+                            .collect(),
+                    }
+                    .abi_encode(),
+                ),
+            },
+            Call::Finalize(batch) => match batch.as_slice() {
+                [] => return Err("an empty finalize batch".into()),
+                [(job, state)] => (
+                    market,
+                    JobMarket::finalizeCall {
+                        jobId: *job,
+                        state: state.pack(),
+                    }
+                    .abi_encode(),
+                ),
+                many => (
+                    market,
+                    JobMarket::finalizeBatchCall {
+                        jobIds: many.iter().map(|(job, _)| *job).collect(),
+                        states: many.iter().map(|(_, state)| state.pack()).collect(),
+                    }
+                    .abi_encode(),
+                ),
+            },
             Call::Keep(Action::MarkInactive { node }, _) => (
                 self.config.registry,
-                NodeRegistry::markInactiveCall { nodeId: node }.abi_encode(),
+                NodeRegistry::markInactiveCall { nodeId: *node }.abi_encode(),
             ),
             Call::Keep(action, None) => {
                 return Err(format!("{action:?} needs the job's terms and state"));
@@ -430,7 +485,7 @@ impl Worker {
             Call::Keep(Action::Reclaim { job, .. }, Some(with)) => (
                 market,
                 JobMarket::reclaimCall {
-                    jobId: job,
+                    jobId: *job,
                     terms: with.terms.pack(),
                     state: with.state.pack(),
                 }
@@ -439,7 +494,7 @@ impl Worker {
             Call::Keep(Action::Expire { job }, Some(with)) => (
                 market,
                 JobMarket::expireCall {
-                    jobId: job,
+                    jobId: *job,
                     terms: with.terms.pack(),
                     state: with.state.pack(),
                 }
@@ -448,7 +503,7 @@ impl Worker {
             Call::Keep(Action::Finalize { job }, Some(with)) => (
                 market,
                 JobMarket::finalizeCall {
-                    jobId: job,
+                    jobId: *job,
                     state: with.state.pack(),
                 }
                 .abi_encode(),
@@ -456,7 +511,7 @@ impl Worker {
             Call::Keep(Action::SettleDispute { job }, Some(with)) => (
                 market,
                 JobMarket::settleDisputeCall {
-                    jobId: job,
+                    jobId: *job,
                     terms: with.terms.pack(),
                     state: with.state.pack(),
                 }

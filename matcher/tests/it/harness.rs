@@ -52,6 +52,33 @@ impl Net {
         self.post_job(SUBMITTER, job).await
     }
 
+    /// Waits until the matchers hold `count` claims (unacknowledged open jobs).
+    pub(crate) async fn wait_for_claims(&self, count: usize) {
+        let js = self.jetstream().await;
+        let consumer_name = names::matcher_consumer(self.chain_id());
+        self.wait_until(&format!("the matchers hold {count} claims"), || {
+            let js = js.clone();
+            let consumer_name = consumer_name.clone();
+            let chain_id = self.chain_id();
+            async move {
+                let Ok(stream) = js.get_stream(names::stream_name(chain_id)).await else {
+                    return false;
+                };
+                let Ok(mut consumer) = stream
+                    .get_consumer::<async_nats::jetstream::consumer::pull::Config>(&consumer_name)
+                    .await
+                else {
+                    return false;
+                };
+                consumer
+                    .info()
+                    .await
+                    .is_ok_and(|info| info.num_ack_pending == count)
+            }
+        })
+        .await;
+    }
+
     /// The matcher's explanation of why `job` waits, once there is one.
     pub(crate) async fn wait_for_explanation(
         &self,

@@ -4,7 +4,6 @@ use alloy::providers::Provider;
 use alloy::rpc::types::Filter;
 use alloy::sol_types::SolEvent;
 use gantry_protocol::bindings::JobMarket;
-use gantry_protocol::names;
 use gantry_protocol::status::JobStatus;
 use gantry_testkit::accounts::{MATCHER, NODES, SECOND_MATCHER};
 
@@ -21,29 +20,7 @@ async fn a_killed_replica_s_jobs_are_assigned_by_the_other_exactly_once() {
     for _ in 0..10 {
         jobs.push(net.post(needs("NVIDIA-B200", 80, 3_600), deadline).await);
     }
-    let js = net.jetstream().await;
-    let consumer_name = names::matcher_consumer(net.chain_id());
-    net.wait_until("replica A holds all ten claims", || {
-        let js = js.clone();
-        let consumer_name = consumer_name.clone();
-        let chain_id = net.chain_id();
-        async move {
-            let Ok(stream) = js.get_stream(names::stream_name(chain_id)).await else {
-                return false;
-            };
-            let Ok(mut consumer) = stream
-                .get_consumer::<async_nats::jetstream::consumer::pull::Config>(&consumer_name)
-                .await
-            else {
-                return false;
-            };
-            consumer
-                .info()
-                .await
-                .is_ok_and(|info| info.num_ack_pending == 10)
-        }
-    })
-    .await;
+    net.wait_for_claims(10).await;
 
     // when replica B starts, A is killed, and then a node that fits registers,
     let _replica_b = net.spawn_matcher(SECOND_MATCHER, &[]);
