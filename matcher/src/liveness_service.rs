@@ -152,7 +152,12 @@ fn calls(view: &View, due: Vec<Action>, alone: &HashSet<u64>) -> Vec<(Call, Vec<
     });
     let mut calls: Vec<(Call, Vec<Action>)> = single
         .into_iter()
-        .map(|action| (Call::Keep(action, with(&action)), vec![action]))
+        .map(|action| {
+            (
+                Call::Keep(action, with(&action).map(Box::new)),
+                vec![action],
+            )
+        })
         .collect();
     for chunk in batched.chunks(MAX_BATCH) {
         let finals = chunk

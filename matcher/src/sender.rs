@@ -54,7 +54,7 @@ pub enum Call {
     Finalize(Vec<(u64, market::State)>),
     /// Any other keeper action, with its job's terms and state (`None` only for
     /// `markInactive`, which names a node).
-    Keep(Action, Option<market::Job>),
+    Keep(Action, Option<Box<market::Job>>),
 }
 
 impl Call {
