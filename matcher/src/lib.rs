@@ -12,7 +12,8 @@
 //! ```
 //!
 //! Neither keeps state of its own: on start each replays the chain stream into its view,
-//! then follows it. [`decide`] and [`liveness`] are the pure cores; [`feed`], [`work`],
+//! then follows it. [`decide`], [`round`] (the matcher's books and one planning round)
+//! and [`liveness`] are the pure cores; [`feed`], [`work`],
 //! [`lease`] and [`sender`] do the IO; [`matcher_service`] and [`liveness_service`] are
 //! the loops that join them.
 
@@ -26,6 +27,7 @@ pub mod liveness_service;
 pub mod matcher_service;
 pub mod metrics;
 pub mod project;
+pub mod round;
 pub mod sender;
 pub mod view;
 pub mod work;
