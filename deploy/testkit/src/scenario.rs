@@ -1,13 +1,13 @@
 //! Scripted market activity on a dev network, for tests of the services that consume it.
 
-use alloy::primitives::{Address, B256, U256, aliases::U40, aliases::U96};
+use alloy::primitives::{Address, B256, U256, aliases::U96};
 use alloy::providers::DynProvider;
 use gantry_protocol::bindings::{EventBatcher, GantryTestToken, JobMarket, NodeRegistry};
 use gantry_protocol::eligibility::Requirements;
 use gantry_protocol::market::Terms;
 
 use crate::accounts::{AGENT, OPERATOR, SUBMITTER};
-use crate::{Devnet, DevnetError, GUSD, confirm_receipt};
+use crate::{Devnet, DevnetError, GUSD, JobPost, confirm_receipt};
 
 /// The ~400-byte job spec the contract tests use.
 pub fn example_spec() -> Vec<u8> {
@@ -78,33 +78,13 @@ pub async fn lifecycle(devnet: &Devnet) -> Result<(), DevnetError> {
         .map_err(DevnetError::contract("heartbeat"))?;
     confirm_receipt("heartbeat", heartbeat.gas(gas + gas / 5).send().await).await?;
 
-    let market = JobMarket::new(d.market, submitter.clone());
-    // Far ahead: these jobs must not expire while a test runs.
-    let deadline = U40::from(4_000_000_000u64);
+    // Far ahead (the default post): these jobs must not expire while a test runs.
     let mut job_ids = Vec::new();
     for _ in 0..3 {
-        let receipt = confirm_receipt(
-            "postJob",
-            market
-                .postJob(
-                    h100_requirements(),
-                    U96::from(50 * GUSD),
-                    deadline,
-                    example_spec().into(),
-                )
-                .send()
-                .await,
-        )
-        .await?;
-        let posted =
-            receipt
-                .decoded_log::<JobMarket::JobPosted>()
-                .ok_or(DevnetError::MissingEvent {
-                    call: "postJob",
-                    event: gantry_protocol::events::event_name::<JobMarket::JobPosted>(),
-                })?;
-        job_ids.push(posted.jobId);
+        job_ids.push(devnet.post_job(SUBMITTER, JobPost::default()).await?);
     }
+    // A fresh provider: the posts went through another for the same account.
+    let market = devnet.market(SUBMITTER);
     let (paid, cancelled, rejected) = (job_ids[0], job_ids[1], job_ids[2]);
 
     let as_matcher = JobMarket::new(d.market, devnet.admin.clone());
