@@ -7,6 +7,7 @@ import * as jobs from './views/jobs.js';
 import * as job from './views/job.js';
 import * as nodes from './views/nodes.js';
 import * as network from './views/network.js';
+import * as account from './views/account.js';
 
 const view = document.getElementById('view');
 
@@ -16,6 +17,7 @@ const ROUTES = [
   { path: /^\/nodes$/, nav: 'nodes', mount: () => nodes.mount(view) },
   { path: /^\/nodes\/(\d+)$/, nav: 'nodes', mount: ([, id]) => nodes.mountOne(view, Number(id)) },
   { path: /^\/network$/, nav: 'network', mount: () => network.mount(view) },
+  { path: /^\/accounts\/(0x[0-9a-fA-F]{40})$/, nav: 'jobs', mount: ([, address]) => account.mount(view, address.toLowerCase()) },
 ];
 
 let unmount = () => {};

@@ -1,7 +1,7 @@
 //! The web dashboard, served at `/`: a single page (plain HTML, CSS and JavaScript
 //! modules, no build step) embedded in the binary, which reads the JSON API and follows
 //! its live feed (`/v1/events`). Routes are hash fragments: `#/jobs`, `#/jobs/7`,
-//! `#/nodes`, `#/nodes/1`, `#/network`.
+//! `#/nodes`, `#/nodes/1`, `#/accounts/0x…` (a submitter's credits and jobs), `#/network`.
 //!
 //! Assets are answered with `Cache-Control: no-cache` and an `ETag` (a hash of their
 //! content), so that a browser revalidates them and an upgraded binary is never hidden
@@ -46,6 +46,7 @@ static ASSETS: &[Asset] = &[
     asset!("views/job.js", JS),
     asset!("views/nodes.js", JS),
     asset!("views/network.js", JS),
+    asset!("views/account.js", JS),
     asset!("favicon.svg", "image/svg+xml"),
 ];
 

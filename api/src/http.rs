@@ -16,7 +16,8 @@ use axum::{Json, Router};
 use futures::Stream;
 use gantry_protocol::api::LiveEventName;
 use gantry_protocol::api::{
-    ErrorBody, History, JobDetail, JobRow, JobSummary, NodeDetail, NodeView, Page, Stats, TokenInfo,
+    AccountRow, ErrorBody, History, JobDetail, JobRow, JobSummary, NodeDetail, NodeView, Page,
+    Stats, TokenInfo,
 };
 use gantry_protocol::jobs::{CompletionReport, LogLine, ProgressUpdate};
 use gantry_protocol::pending::PendingExplanation;
@@ -206,6 +207,7 @@ impl IntoResponse for ApiError {
         job_logs,
         list_nodes,
         get_node,
+        get_account,
         stats,
         stats_history,
         token,
@@ -226,6 +228,7 @@ pub fn router(state: AppState, config: HttpConfig) -> Router {
         .route("/v1/jobs/{id}/logs", get(job_logs))
         .route("/v1/nodes", get(list_nodes))
         .route("/v1/nodes/{id}", get(get_node))
+        .route("/v1/accounts/{address}", get(get_account))
         .route("/v1/stats", get(stats))
         .route("/v1/stats/history", get(stats_history))
         .route("/v1/token", get(token))
@@ -686,7 +689,7 @@ async fn list_nodes(
     Ok(Json(page(views, limit, |n| n.node.node_id)))
 }
 
-/// One node, with its active jobs.
+/// One node, with its active jobs and its slashes (with their jobs).
 #[utoipa::path(get, path = "/v1/nodes/{id}", params(("id" = u64, Path, description = "node id")),
     responses(
         (status = 200, body = NodeDetail),
@@ -704,10 +707,40 @@ async fn get_node(
         .await?
         .ok_or_else(|| ApiError::not_found(format!("node {node_id}")))?;
     let jobs = state.store.node_jobs(node_id).await?;
+    let slashes = state.store.slashes(node_id).await?;
     Ok(Json(NodeDetail {
         node: NodeView::new(node, now(&state).await?),
         jobs,
+        slashes,
     }))
+}
+
+/// An account's credits in the market (what it can post from and withdraw) and their
+/// flows: deposits, withdrawals, bounties escrowed, refunds, dispute bonds.
+#[utoipa::path(get, path = "/v1/accounts/{address}",
+    params(("address" = String, Path, description = "0x address")),
+    responses(
+        (status = 200, body = AccountRow),
+        (status = 400, body = ErrorBody),
+        (status = 404, description = "no event names the account", body = ErrorBody)
+))]
+async fn get_account(
+    State(state): State<AppState>,
+    Path(raw): Path<String>,
+) -> Result<Json<AccountRow>, ApiError> {
+    let address = raw
+        .parse::<alloy::primitives::Address>()
+        .map_err(|_| ApiError {
+            status: StatusCode::BAD_REQUEST,
+            message: "path parameter `address`: must be a 0x address".into(),
+        })?;
+    let account = format!("{address:#x}");
+    let row = state
+        .store
+        .account(&account)
+        .await?
+        .ok_or_else(|| ApiError::not_found(format!("account {account}")))?;
+    Ok(Json(row))
 }
 
 /// The payment token: its symbol, and the decimals by which base units are shown.

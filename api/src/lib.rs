@@ -8,7 +8,8 @@
 //!
 //! - [`service`]: [`run`]`(config, shutdown)`: the three tasks below under one token
 //!   ([`config`]: the flags).
-//! - [`model`]: the pure folds of contract events into job and node rows.
+//! - [`model`]: the pure folds of the market's events into job, node and account rows
+//!   (a job's state by `gantry_protocol::market::State::apply`).
 //! - [`store`]: the SQL side (sqlx `Any`): one transaction per block with the checkpoint,
 //!   and the reads, some built as JSON by the database.
 //! - [`project`]: the stream consumers (chain stream, and [`reports`]: the workers'

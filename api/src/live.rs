@@ -18,9 +18,10 @@ const CAPACITY: usize = 4096;
 #[derive(Debug, Clone, Serialize)]
 #[serde(untagged)]
 pub enum LiveEvent {
-    Job(JobRow),
+    /// Boxed, as a node: a row is many times the size of the other events.
+    Job(Box<JobRow>),
     /// The node as listed (with its reputation and heartbeat age).
-    Node(NodeView),
+    Node(Box<NodeView>),
     Progress(ProgressUpdate),
     /// A log line with its stream sequence (to join a stored tail without gaps).
     Log {

@@ -1,18 +1,30 @@
-//! The read model, as pure folds over the chain's events: a job's row and a node's row
-//! are what their events say, applied in chain order. The projection stores each row and
-//! every applied event; after a reorg it refolds the affected rows from the events that
-//! remain. Amounts are decimal strings (uint96/uint256 do not fit SQL integers). The rows
-//! are what the API serves, so they are `gantry_protocol::api` types.
+//! The read model, as pure folds over the chain's events: a job's row, a node's row and an
+//! account's row are what their events say, applied in chain order. The projection stores
+//! each row and every applied event (with the job, node and account it touched); after a
+//! reorg it refolds the affected rows from the events that remain. Amounts are decimal
+//! strings, added and subtracted exactly as 256-bit integers (uint96/uint256 do not fit
+//! SQL integers). The rows are what the API serves, so they are `gantry_protocol::api`
+//! types.
+//!
+//! ```text
+//!   event ──touches(event, job row before)──▶ job? node? account?
+//!         ──apply_job(row, event, policy)──▶ job row     (the state by market::State::apply)
+//!         ──apply_node(row, event, previous)─▶ node row
+//!         ──apply_account(row, event)───────▶ account row
+//!   MarketParamsUpdated ──policy_of──▶ JobPolicy (the store keeps them by version)
+//! ```
 
-use alloy::primitives::B256;
-use gantry_protocol::api::{JobRow, NodeRow};
-use gantry_protocol::bindings::JobMarket::JobMarketEvents::{self, self as M};
-use gantry_protocol::bindings::NodeRegistry::{
-    self,
-    NodeRegistryEvents::{self, self as R},
+use alloy::primitives::aliases::U96;
+use alloy::primitives::{Address, B256, U256};
+use gantry_protocol::api::{
+    AccountRow, ChargeCause, ChargeRow, Completion, DisputeOutcome, DisputeRow, Failure, HeldStake,
+    JobPolicy, JobRow, NodeRow,
 };
+use gantry_protocol::bindings::JobMarket::{self, JobMarketEvents as M};
+use gantry_protocol::bindings::NodeRegistry::{self, NodeRegistryEvents as R};
 use gantry_protocol::envelope::EventEnvelope;
 use gantry_protocol::events::{EventDataError, GantryEvent};
+use gantry_protocol::market::{Policy, State, Terms};
 pub use gantry_protocol::status::{JobStatus, NodeStatus};
 
 /// Now, unix seconds: the later of this machine's clock and `chain_time` (a dev chain may
@@ -43,163 +55,348 @@ pub fn typed(event: &EventEnvelope) -> Result<GantryEvent, ModelError> {
     })
 }
 
-fn hex(hash: B256) -> String {
-    format!("{hash:#x}")
+/// The rows an event is folded into.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Touches {
+    pub job: Option<u64>,
+    pub node: Option<u64>,
+    /// Lowercase 0x address.
+    pub account: Option<String>,
 }
 
-fn add(a: &str, b: impl Into<u128>) -> String {
-    (a.parse::<u128>().unwrap_or(0) + b.into()).to_string()
+/// The job an event concerns: the market's job events, and a slash for a fault on a job.
+pub fn job_of(event: &GantryEvent) -> Option<u64> {
+    match event {
+        GantryEvent::Registry(R::NodeSlashed(e)) => Some(e.jobId),
+        GantryEvent::Market(M::NodeSlashed(e)) => Some(e.jobId),
+        other => other.job_id(),
+    }
 }
 
-fn i(v: impl TryInto<i64>) -> i64 {
-    v.try_into().unwrap_or(i64::MAX)
+/// The rows `event` touches, given the row of its job before it ([`job_of`]): a result
+/// frees a slot of the job's node, and a refund or a returned bond goes to the job's
+/// submitter, which those events do not name.
+pub fn touches(event: &GantryEvent, job: Option<&JobRow>) -> Touches {
+    let job_id = job_of(event);
+    let node_of_job = job.and_then(|j| j.node_id).map(|n| n as u64);
+    let submitter = job.map(|j| j.submitter.to_lowercase());
+    let (node, account) = match event {
+        GantryEvent::Market(market) => match market {
+            M::JobPosted(e) => (None, Some(account(e.submitter))),
+            M::Deposited(e) => (None, Some(account(e.account))),
+            M::Withdrawn(e) => (None, Some(account(e.account))),
+            M::ResultSubmitted(_) => (node_of_job, None),
+            M::JobDisputed(e) => (Some(e.nodeId), submitter),
+            M::DisputeResolved(e) => (Some(e.nodeId), submitter),
+            M::JobFailed(_) | M::JobCancelled(_) | M::JobExpired(_) => (None, submitter),
+            M::JobAssigned(e) => (Some(e.nodeId), None),
+            M::JobCompleted(e) => (Some(e.nodeId), None),
+            M::JobReclaimed(e) => (Some(e.nodeId), None),
+            M::JobRejected(e) => (Some(e.nodeId), None),
+            M::NodeSlashed(e) => (Some(e.nodeId), None),
+            M::NodeMarkedInactive(e) => (Some(e.nodeId), None),
+            M::JobRequeued(_)
+            | M::MarketParamsUpdated(_)
+            | M::PausedSet(_)
+            | M::TreasuryWithdrawn(_)
+            | M::EIP712DomainChanged(_)
+            | M::RoleAdminChanged(_)
+            | M::RoleGranted(_)
+            | M::RoleRevoked(_) => (None, None),
+        },
+        GantryEvent::Registry(_) => (event.node_id(), None),
+        GantryEvent::Unreadable(_) => (None, None),
+    };
+    Touches {
+        job: job_id,
+        node,
+        account,
+    }
 }
 
-/// The job and node ids an event touches (a row to update for each).
-pub fn touches(event: &GantryEvent) -> (Option<u64>, Option<u64>) {
-    (event.job_id(), event.node_id())
+/// The policy version a `JobPosted` names (the one whose rules the job gets).
+pub fn posted_policy(event: &GantryEvent) -> Option<u32> {
+    match event {
+        GantryEvent::Market(M::JobPosted(e)) => Some(Terms::unpack(&e.terms).policy),
+        _ => None,
+    }
 }
 
-/// Applies a market event to the job's row (`None` before its `JobPosted`). Events that
-/// do not concern jobs leave it as is.
+/// The policy a `MarketParamsUpdated` announces.
+pub fn policy_of(event: &JobMarket::MarketParamsUpdated) -> JobPolicy {
+    let policy = Policy::from(&event.params);
+    JobPolicy {
+        version: i64::from(event.policyVersion),
+        fee_bps: i64::from(policy.fee_bps),
+        challenge_window: i64::from(policy.challenge_window),
+        dispute_bond: policy.dispute_bond.to_string(),
+        dispute_period: i64::from(policy.dispute_period),
+        slash_bps: i64::from(policy.slash_bps),
+        max_attempts: i64::from(policy.max_attempts),
+    }
+}
+
+/// Applies an event to its job's row (`None` before its `JobPosted`). `policy` is the
+/// policy a `JobPosted` names, if the store knows it (other events do not read it). Events
+/// that do not concern jobs leave the row as is.
 pub fn apply_job(
     row: Option<JobRow>,
     event: &EventEnvelope,
     typed: &GantryEvent,
+    policy: Option<&JobPolicy>,
 ) -> Option<JobRow> {
     let block = i(event.block_number);
     let at = i(event.block_timestamp);
-    let GantryEvent::Market(typed) = typed else {
-        return row;
+    let market = match typed {
+        GantryEvent::Market(M::JobPosted(e)) => return Some(posted(e, block, at, policy)),
+        GantryEvent::Market(market) => market,
+        // A slash on the job: the amount of the charge its reject, reclaim or lost
+        // dispute (the event before it in the transaction) announced.
+        GantryEvent::Registry(R::NodeSlashed(e)) => {
+            let mut job = row?;
+            charged(&mut job, e.nodeId, e.amount, at);
+            touched(&mut job, block, at);
+            return Some(job);
+        }
+        GantryEvent::Registry(_) | GantryEvent::Unreadable(_) => return row,
     };
-    if let M::JobPosted(e) = typed {
-        return Some(JobRow {
-            job_id: i(e.jobId),
-            submitter: e.submitter.to_string(),
-            status: JobStatus::Open,
-            attempts: 0,
-            bounty: e.bounty.to_string(),
-            deadline: i(e.deadline.to::<u64>()),
-            spec_hash: hex(e.specHash),
-            spec: String::from_utf8_lossy(&e.spec).into_owned(),
-            requirements: serde_json::to_string(&e.requirements).expect("serializes"),
-            priority: i64::from(e.requirements.priority),
-            gpus: i64::from(e.requirements.minGpuCount),
-            posted_block: block,
-            posted_at: at,
-            updated_block: block,
-            updated_at: at,
-            ..JobRow::default()
-        });
-    }
     let mut job = row?;
-    // An attempt's clock stops at its submission, reclaim, rejection or expiry.
+    // An attempt's clock stops at its result, reclaim or rejection.
     if job.status == JobStatus::Assigned
         && matches!(
-            typed,
-            M::ResultSubmitted(_) | M::JobReclaimed(_) | M::JobRejected(_) | M::JobExpired(_)
+            market,
+            M::ResultSubmitted(_) | M::JobReclaimed(_) | M::JobRejected(_)
         )
         && let Some(assigned_at) = job.assigned_at
     {
         job.gpu_seconds += (at - assigned_at).max(0) * job.gpus;
     }
-    match typed {
+    match market {
         M::JobAssigned(e) => {
-            job.status = JobStatus::Assigned;
-            job.attempts = i64::from(e.attempt);
-            job.node_id = Some(i(e.nodeId));
-            job.assigned_at = Some(i(e.assignedAt.to::<u64>()));
+            job.attempts += 1;
+            job.claimed = e.claimed;
+            job.assigned_at = Some(i(e.until.to::<u64>()) - job.max_runtime);
             job.result_hash = None;
             job.result_uri = None;
-            job.challenge_ends_at = None;
         }
         M::ResultSubmitted(e) => {
-            job.status = JobStatus::Submitted;
             job.result_hash = Some(hex(e.resultHash));
             job.result_uri = Some(e.resultURI.clone());
-            job.challenge_ends_at = Some(i(e.challengeEndsAt.to::<u64>()));
         }
-        M::JobDisputed(_) => job.status = JobStatus::Disputed,
+        M::JobDisputed(e) => {
+            job.dispute = Some(DisputeRow {
+                bond: e.bond.to_string(),
+                exposure: e.exposure.to_string(),
+                disputed_at: at,
+                deadline: i(e.until.to::<u64>()),
+                outcome: None,
+            });
+        }
+        M::DisputeResolved(e) => {
+            if let Some(dispute) = &mut job.dispute {
+                dispute.outcome = Some(DisputeOutcome {
+                    provider_won: e.providerWon,
+                    lapsed: e.lapsed,
+                    bond_to_submitter: e.bondToSubmitter.to_string(),
+                    bond_to_provider: e.bondToProvider.to_string(),
+                    by: e.by.to_string(),
+                    at,
+                });
+            }
+            if !e.providerWon {
+                charge(&mut job, e.nodeId, ChargeCause::DisputeLost, at);
+            }
+        }
         M::JobCompleted(e) => {
-            job.status = JobStatus::Completed;
             job.payout = Some(e.payout.to_string());
             job.fee = Some(e.fee.to_string());
+            job.completion = Completion::from_kind(e.kind);
         }
         M::JobReclaimed(e) => {
+            let cause = ChargeCause::of_reclaim(e.kind);
             job.reason = Some(
-                match e.kind {
-                    0 => "node inactive",
-                    1 => "runtime exceeded",
-                    _ => "given back by the node",
+                match cause {
+                    Some(ChargeCause::NodeInactive) => "the node was marked inactive",
+                    Some(ChargeCause::RuntimeExceeded) => "the attempt ran past its runtime",
+                    _ => "reclaimed",
                 }
                 .into(),
             );
+            job.faults += 1;
+            bar(&mut job, e.nodeId);
+            charge(
+                &mut job,
+                e.nodeId,
+                cause.unwrap_or(ChargeCause::RuntimeExceeded),
+                at,
+            );
         }
-        M::JobRejected(e) => job.reason = Some(e.reason.clone()),
-        M::JobRequeued(_) => {
-            job.status = JobStatus::Open;
-            job.node_id = None;
-            job.assigned_at = None;
+        M::JobRejected(e) => {
+            job.reason = Some(e.reason.clone());
+            bar(&mut job, e.nodeId);
+            charge(&mut job, e.nodeId, ChargeCause::Reject, at);
+        }
+        M::JobRequeued(e) => {
+            debug_assert_eq!(
+                (job.faults, job.barred),
+                (i64::from(e.faults), i64::from(e.barred)),
+                "the row counts what the market counts"
+            );
         }
         M::JobFailed(e) => {
-            job.status = JobStatus::Failed;
             job.refund = Some(e.refund.to_string());
+            job.failure = Failure::from_kind(e.kind);
         }
-        M::JobCancelled(e) => {
-            job.status = JobStatus::Cancelled;
-            job.refund = Some(e.refund.to_string());
-        }
-        M::JobExpired(e) => {
-            job.status = JobStatus::Expired;
-            job.refund = Some(e.refund.to_string());
-        }
-        // A dispute's ruling shows in the JobCompleted or JobFailed that follows it.
-        M::DisputeResolved(_)
-        | M::JobPosted(_)
+        M::JobCancelled(e) => job.refund = Some(e.refund.to_string()),
+        M::JobExpired(e) => job.refund = Some(e.refund.to_string()),
+        // The registry's slash, read as the market's (the same event in both ABIs).
+        M::NodeSlashed(e) => charged(&mut job, e.nodeId, e.amount, at),
+        M::JobPosted(_)
+        | M::NodeMarkedInactive(_)
         | M::MarketParamsUpdated(_)
-        | M::Paused(_)
-        | M::Unpaused(_)
+        | M::PausedSet(_)
+        | M::Deposited(_)
+        | M::Withdrawn(_)
+        | M::TreasuryWithdrawn(_)
+        | M::EIP712DomainChanged(_)
         | M::RoleAdminChanged(_)
         | M::RoleGranted(_)
-        | M::RoleRevoked(_)
-        | M::Withdrawn(_) => return Some(job),
+        | M::RoleRevoked(_) => return Some(job),
     }
-    job.updated_block = block;
-    job.updated_at = at;
+    // The state as the market moves it: the one fold every consumer shares.
+    let mut state = state_of(&job);
+    state.apply(market);
+    job.status = state.status;
+    job.node_id = (state.node_id != 0).then_some(i(state.node_id));
+    job.until = (state.until != 0).then_some(i(state.until));
+    job.state_hash = state_hash(&job, &state);
+    touched(&mut job, block, at);
     Some(job)
 }
 
-/// Applies an event to the node's row (`None` before its `NodeRegistered`): the
-/// registry's node events, and the market's events that move its slots, counters,
-/// stake and earnings.
+/// The row of a job just posted.
+fn posted(e: &JobMarket::JobPosted, block: i64, at: i64, policy: Option<&JobPolicy>) -> JobRow {
+    let terms = Terms::unpack(&e.terms);
+    let r = &terms.requirements;
+    let requirements = JobMarket::JobRequirements {
+        gpuModel: r.gpu_model,
+        minGpuCount: r.min_gpu_count,
+        minVramMiB: r.min_vram_mib,
+        minCpuCores: r.min_cpu_cores,
+        minRamMiB: r.min_ram_mib,
+        maxPricePerGpuHour: U96::from(r.max_price_per_gpu_hour),
+        maxRuntime: r.max_runtime,
+        priority: r.priority,
+    };
+    let policy = policy.filter(|p| p.version == i64::from(terms.policy));
+    let mut job = JobRow {
+        job_id: i(e.jobId),
+        submitter: e.submitter.to_string(),
+        status: JobStatus::Open,
+        bounty: terms.bounty.to_string(),
+        from_credits: e.fromCredits.to_string(),
+        deadline: i(terms.deadline),
+        max_runtime: i64::from(r.max_runtime),
+        spec_hash: hex(terms.spec_hash),
+        spec: String::from_utf8_lossy(&e.spec).into_owned(),
+        requirements: serde_json::to_string(&requirements).expect("serializes"),
+        priority: i64::from(r.priority),
+        policy_version: i64::from(terms.policy),
+        policy: policy.cloned(),
+        terms_hash: hex(terms.hash()),
+        gpus: i64::from(r.min_gpu_count),
+        posted_block: block,
+        posted_at: at,
+        updated_block: block,
+        updated_at: at,
+        ..JobRow::default()
+    };
+    job.state_hash = state_hash(&job, &state_of(&job));
+    job
+}
+
+/// The job's state as the market holds it, from its row.
+fn state_of(job: &JobRow) -> State {
+    let policy = job.policy.as_ref();
+    State {
+        terms: job.terms_hash.parse().unwrap_or_default(),
+        status: job.status,
+        faults: u8::try_from(job.faults).unwrap_or(u8::MAX),
+        barred: u8::try_from(job.barred).unwrap_or(u8::MAX),
+        node_id: job.node_id.map_or(0, |n| n as u64),
+        until: job.until.map_or(0, |u| u as u64),
+        bounty: job.bounty.parse().unwrap_or(0),
+        fee_bps: policy.map_or(0, |p| p.fee_bps as u16),
+        challenge_window: policy.map_or(0, |p| p.challenge_window as u32),
+    }
+}
+
+/// The hash the market stores for the job, while it stores one: unsettled, and with the
+/// policy (fee, window) its state copies known.
+fn state_hash(job: &JobRow, state: &State) -> Option<String> {
+    (job.policy.is_some() && !job.status.is_settled()).then(|| hex(state.hash()))
+}
+
+/// Bars `node` from the job, as the market does (its count stops at 255).
+fn bar(job: &mut JobRow, node: u64) {
+    job.barred_nodes.push(i(node));
+    job.barred = (job.barred + 1).min(i64::from(u8::MAX));
+}
+
+/// A charge on `node`, its amount to come with the `NodeSlashed` that follows (none when
+/// there was nothing to take).
+fn charge(job: &mut JobRow, node: u64, cause: ChargeCause, at: i64) {
+    job.charges.push(ChargeRow {
+        node_id: i(node),
+        cause,
+        amount: "0".into(),
+        at,
+    });
+}
+
+/// `amount` taken from `node` for the job: the last charge of that node.
+fn charged(job: &mut JobRow, node: u64, amount: U96, at: i64) {
+    let node = i(node);
+    match job.charges.iter_mut().rev().find(|c| c.node_id == node) {
+        Some(charge) => charge.amount = plus(&charge.amount, u96(amount)),
+        // Every slash follows the event that causes it; kept even without one.
+        None => job.charges.push(ChargeRow {
+            node_id: node,
+            cause: if job.status == JobStatus::Disputed {
+                ChargeCause::DisputeLost
+            } else {
+                ChargeCause::Reject
+            },
+            amount: amount.to_string(),
+            at,
+        }),
+    }
+}
+
+fn touched(job: &mut JobRow, block: i64, at: i64) {
+    job.updated_block = block;
+    job.updated_at = at;
+}
+
+/// Applies an event to its node's row (`None` before its `NodeRegistered`): the node
+/// events, and the market's events that move its slots, counters, stake and money.
+/// `previous` is the event before this one in the node's events (a `NodeMarkedInactive`
+/// right after a slash in the same transaction is the market's, for a stake below the
+/// minimum: it does not make the node's running jobs reclaimable).
 pub fn apply_node(
     row: Option<NodeRow>,
     event: &EventEnvelope,
     typed: &GantryEvent,
+    previous: Option<&EventEnvelope>,
 ) -> Option<NodeRow> {
     let block = i(event.block_number);
     if let GantryEvent::Registry(R::NodeRegistered(e)) = typed {
-        let mut node = NodeRow {
-            node_id: i(e.nodeId),
-            operator: e.operator.to_string(),
-            agent: e.agent.to_string(),
-            status: NodeStatus::Active,
-            metadata_uri: e.metadataURI.clone(),
-            stake: e.stake.to_string(),
-            slashed: "0".into(),
-            earnings: "0".into(),
-            last_heartbeat: i64::from(e.at),
-            registered_at: i64::from(e.at),
-            updated_block: block,
-            ..NodeRow::default()
-        };
-        set_capabilities(&mut node, &e.capabilities);
-        return Some(node);
+        return Some(registered(e, block));
     }
     let mut node = row?;
     let changed = match typed {
-        GantryEvent::Registry(e) => apply_registry(&mut node, e),
-        GantryEvent::Market(e) => apply_market_to_node(&mut node, e),
+        GantryEvent::Registry(e) => apply_registry(&mut node, e, event, previous),
+        GantryEvent::Market(e) => apply_market_to_node(&mut node, e, event, previous),
         // It names no node (see `touches`).
         GantryEvent::Unreadable(_) => false,
     };
@@ -207,6 +404,30 @@ pub fn apply_node(
         node.updated_block = block;
     }
     Some(node)
+}
+
+fn registered(e: &NodeRegistry::NodeRegistered, block: i64) -> NodeRow {
+    let mut node = NodeRow {
+        node_id: i(e.nodeId),
+        operator: e.operator.to_string(),
+        agent: e.agent.to_string(),
+        status: NodeStatus::Active,
+        metadata_uri: e.metadataURI.clone(),
+        stake: e.stake.to_string(),
+        locked_stake: "0".into(),
+        slashed: "0".into(),
+        earnings: "0".into(),
+        earnings_withdrawn: "0".into(),
+        fees_owed: "0".into(),
+        fees_swept: "0".into(),
+        stake_withdrawn: "0".into(),
+        last_heartbeat: i64::from(e.at),
+        registered_at: i64::from(e.at),
+        updated_block: block,
+        ..NodeRow::default()
+    };
+    set_capabilities(&mut node, &e.capabilities);
+    node
 }
 
 fn set_capabilities(node: &mut NodeRow, c: &NodeRegistry::NodeCapabilities) {
@@ -221,31 +442,49 @@ fn set_capabilities(node: &mut NodeRow, c: &NodeRegistry::NodeCapabilities) {
     node.max_concurrent_jobs = i64::from(c.maxConcurrentJobs);
 }
 
-/// A registry event's effect on its node's row; whether it changed.
-fn apply_registry(node: &mut NodeRow, event: &NodeRegistryEvents) -> bool {
+/// A node event's effect on its node's row; whether it changed.
+fn apply_registry(
+    node: &mut NodeRow,
+    event: &NodeRegistry::NodeRegistryEvents,
+    envelope: &EventEnvelope,
+    previous: Option<&EventEnvelope>,
+) -> bool {
     match event {
         R::NodeHeartbeat(e) => node.last_heartbeat = i64::from(e.at),
-        R::NodeReactivated(_) => node.status = NodeStatus::Active,
-        R::NodeMarkedInactive(_) => node.status = NodeStatus::Inactive,
+        R::NodeReactivated(e) => {
+            node.status = NodeStatus::Active;
+            node.last_heartbeat = i64::from(e.at);
+        }
+        R::NodeMarkedInactive(e) => marked_inactive(node, e.nodeId, envelope, previous),
         R::NodeCapabilitiesUpdated(e) => {
             set_capabilities(node, &e.capabilities);
             node.metadata_uri = e.metadataURI.clone();
         }
         R::NodeAgentChanged(e) => node.agent = e.agent.to_string(),
         R::NodeStakeAdded(e) => node.stake = e.stake.to_string(),
-        R::NodeSlashed(e) => {
-            node.stake = e.stake.to_string();
-            node.slashed = add(&node.slashed, e.amount.to::<u128>());
+        R::NodeSlashed(e) => slashed(node, e.amount, e.stake),
+        R::NodeExitBegun(e) => {
+            node.status = NodeStatus::Exiting;
+            node.unbonding_ends_at = Some(i(e.unbondingEndsAt.to::<u64>()));
         }
-        R::NodeExitBegun(_) => node.status = NodeStatus::Exiting,
-        R::NodeStakeWithdrawn(_) => {
-            node.status = NodeStatus::Exited;
-            node.stake = "0".into();
+        R::NodeStakeWithdrawn(e) => {
+            node.stake = e.stake.to_string();
+            node.stake_withdrawn = plus(&node.stake_withdrawn, u96(e.amount));
+            // What is left is held for open disputes; the node is gone once nothing is.
+            if e.stake.is_zero() {
+                node.status = NodeStatus::Exited;
+            }
+        }
+        R::NodeEarningsWithdrawn(e) => {
+            node.earnings = minus(&node.earnings, u96(e.amount));
+            node.earnings_withdrawn = plus(&node.earnings_withdrawn, u96(e.amount));
+        }
+        R::FeesSwept(e) => {
+            node.fees_owed = minus(&node.fees_owed, u96(e.amount));
+            node.fees_swept = plus(&node.fees_swept, u96(e.amount));
         }
         R::NodeRegistered(_)
-        | R::RegistryParamsUpdated(_)
-        | R::Paused(_)
-        | R::Unpaused(_)
+        | R::EIP712DomainChanged(_)
         | R::RoleAdminChanged(_)
         | R::RoleGranted(_)
         | R::RoleRevoked(_) => return false,
@@ -253,159 +492,203 @@ fn apply_registry(node: &mut NodeRow, event: &NodeRegistryEvents) -> bool {
     true
 }
 
-/// A market event's effect on the row of the node it names; whether it changed.
-fn apply_market_to_node(node: &mut NodeRow, event: &JobMarketEvents) -> bool {
+/// A market event's effect on the row of the node it concerns; whether it changed.
+fn apply_market_to_node(
+    node: &mut NodeRow,
+    event: &JobMarket::JobMarketEvents,
+    envelope: &EventEnvelope,
+    previous: Option<&EventEnvelope>,
+) -> bool {
     match event {
         M::JobAssigned(_) => node.active_jobs += 1,
-        M::ResultSubmitted(_) | M::JobRejected(_) => {
-            node.active_jobs = (node.active_jobs - 1).max(0);
+        M::ResultSubmitted(_) => free_slot(node),
+        M::JobRejected(_) => {
+            free_slot(node);
+            node.rejected_jobs += 1;
         }
         M::JobReclaimed(_) => {
-            node.active_jobs = (node.active_jobs - 1).max(0);
+            free_slot(node);
             node.failed_jobs += 1;
         }
-        M::JobCompleted(e) => {
-            node.completed_jobs += 1;
-            node.earnings = add(&node.earnings, e.payout.to::<u128>());
+        M::JobDisputed(e) => {
+            node.locked_stake = plus(&node.locked_stake, u96(e.exposure));
+            node.disputes.push(HeldStake {
+                job_id: i(e.jobId),
+                exposure: e.exposure.to_string(),
+            });
         }
         M::DisputeResolved(e) => {
+            let job = i(e.jobId);
+            if let Some(at) = node.disputes.iter().position(|d| d.job_id == job) {
+                let held = node.disputes.remove(at);
+                node.locked_stake = minus(&node.locked_stake, amount(&held.exposure));
+            }
+            node.earnings = plus(&node.earnings, u96(e.bondToProvider));
             if !e.providerWon {
                 node.failed_jobs += 1;
             }
         }
-        M::JobExpired(e) => {
-            // An expiry of a running job frees its slot (nodeId 0: it was not running).
-            if e.nodeId != 0 {
-                node.active_jobs = (node.active_jobs - 1).max(0);
-                node.failed_jobs += 1;
-            }
+        M::JobCompleted(e) => {
+            node.completed_jobs += 1;
+            node.earnings = plus(&node.earnings, u96(e.payout));
+            node.fees_owed = plus(&node.fees_owed, u96(e.fee));
         }
+        // The node events the market emits itself, read as the market's.
+        M::NodeSlashed(e) => slashed(node, e.amount, e.stake),
+        M::NodeMarkedInactive(e) => marked_inactive(node, e.nodeId, envelope, previous),
         M::JobPosted(_)
-        | M::JobDisputed(_)
         | M::JobRequeued(_)
         | M::JobFailed(_)
         | M::JobCancelled(_)
+        | M::JobExpired(_)
         | M::MarketParamsUpdated(_)
-        | M::Paused(_)
-        | M::Unpaused(_)
+        | M::PausedSet(_)
+        | M::Deposited(_)
+        | M::Withdrawn(_)
+        | M::TreasuryWithdrawn(_)
+        | M::EIP712DomainChanged(_)
         | M::RoleAdminChanged(_)
         | M::RoleGranted(_)
-        | M::RoleRevoked(_)
-        | M::Withdrawn(_) => return false,
+        | M::RoleRevoked(_) => return false,
     }
     true
 }
 
-#[cfg(test)]
-mod tests {
-    use alloy::primitives::{Address, B256, U256, aliases::U40, aliases::U96};
-    use alloy::sol_types::SolEvent;
-    use gantry_protocol::api::JobRow;
-    use gantry_protocol::bindings::JobMarket as M;
-    use gantry_protocol::envelope::EventEnvelope;
-    use gantry_protocol::events::{ContractKind, DecodedEvent, event_name};
+fn free_slot(node: &mut NodeRow) {
+    node.active_jobs = (node.active_jobs - 1).max(0);
+}
 
-    use super::apply_job;
+fn slashed(node: &mut NodeRow, amount: U96, stake: U96) {
+    node.stake = stake.to_string();
+    node.slashed = plus(&node.slashed, u96(amount));
+}
 
-    fn at<E: SolEvent + serde::Serialize>(block: u64, time: u64, event: E) -> EventEnvelope {
-        EventEnvelope {
-            v: 1,
-            chain_id: 31337,
-            block_number: block,
-            block_hash: B256::repeat_byte(block as u8),
-            block_timestamp: time,
-            tx_hash: B256::ZERO,
-            log_index: 0,
-            event: DecodedEvent {
-                contract: ContractKind::Market,
-                name: event_name::<E>().into(),
-                key: "1".into(),
-                data: serde_json::to_value(event).unwrap(),
-            },
-        }
-    }
-
-    fn fold(events: &[EventEnvelope]) -> JobRow {
-        let mut row = None;
-        for event in events {
-            let typed = super::typed(event).expect("typed");
-            row = apply_job(row, event, &typed);
-        }
-        row.expect("posted")
-    }
-
-    #[test]
-    fn gpu_seconds_count_every_attempt_s_time_on_a_node_times_its_gpus() {
-        let posted = M::JobPosted {
-            jobId: 1,
-            submitter: Address::ZERO,
-            requirements: M::JobRequirements {
-                minGpuCount: 2,
-                ..Default::default()
-            },
-            bounty: U96::from(5),
-            deadline: U40::from(10_000),
-            specHash: B256::ZERO,
-            spec: Default::default(),
-        };
-        let assigned = |attempt: u8, time: u64| M::JobAssigned {
-            jobId: 1,
-            nodeId: 1,
-            agent: Address::ZERO,
-            attempt,
-            claimed: false,
-            assignedAt: U40::from(time),
-        };
-        let events = [
-            at(1, 100, posted.clone()),
-            at(2, 110, assigned(1, 110)),
-            // The first attempt is reclaimed after 50 s, and requeued.
-            at(
-                3,
-                160,
-                M::JobReclaimed {
-                    jobId: 1,
-                    nodeId: 1,
-                    kind: 0,
-                    slashed: U96::ZERO,
-                    by: Address::ZERO,
-                },
-            ),
-            at(
-                3,
-                160,
-                M::JobRequeued {
-                    jobId: 1,
-                    attemptsUsed: 1,
-                },
-            ),
-            at(4, 200, assigned(2, 200)),
-            // The second runs 300 s to its result.
-            at(
-                5,
-                500,
-                M::ResultSubmitted {
-                    jobId: 1,
-                    nodeId: 1,
-                    resultHash: B256::ZERO,
-                    resultURI: String::new(),
-                    challengeEndsAt: U40::from(600),
-                },
-            ),
-            // Expiry after the submission adds nothing.
-            at(
-                6,
-                700,
-                M::JobExpired {
-                    jobId: 1,
-                    nodeId: 1,
-                    refund: U256::ZERO,
-                    slashed: U96::ZERO,
-                },
-            ),
-        ];
-        let row = fold(&events);
-        assert_eq!(row.gpus, 2);
-        assert_eq!(row.gpu_seconds, (50 + 300) * 2);
+/// The node was marked inactive. When its agent or anyone (for a missed heartbeat) did it,
+/// the market records the time (`inactiveSince`): jobs assigned to it before are
+/// reclaimable. When a slash in the same transaction took its stake below the minimum,
+/// the market only stops its new work.
+fn marked_inactive(
+    node: &mut NodeRow,
+    node_id: u64,
+    event: &EventEnvelope,
+    previous: Option<&EventEnvelope>,
+) {
+    node.status = NodeStatus::Inactive;
+    let after_slash = previous.is_some_and(|p| {
+        p.tx_hash == event.tx_hash
+            && p.log_index + 1 == event.log_index
+            && matches!(
+                p.event.typed(),
+                Ok(GantryEvent::Registry(R::NodeSlashed(ref s))) if s.nodeId == node_id
+            )
+    });
+    if !after_slash {
+        node.inactive_since = Some(i(event.block_timestamp));
     }
 }
+
+/// Applies an event to the row of the account it concerns (`touches`): its credits and
+/// their flows. An account's row starts at its first event.
+pub fn apply_account(
+    row: Option<AccountRow>,
+    account: &str,
+    event: &EventEnvelope,
+    typed: &GantryEvent,
+) -> AccountRow {
+    let mut row = row.unwrap_or_else(|| AccountRow {
+        account: account.to_owned(),
+        credits: "0".into(),
+        deposited: "0".into(),
+        withdrawn: "0".into(),
+        bounties: "0".into(),
+        from_credits: "0".into(),
+        refunded: "0".into(),
+        bonds_posted: "0".into(),
+        bonds_returned: "0".into(),
+        ..AccountRow::default()
+    });
+    let GantryEvent::Market(market) = typed else {
+        return row;
+    };
+    match market {
+        M::JobPosted(e) => {
+            row.jobs_posted += 1;
+            row.bounties = plus(&row.bounties, U256::from(Terms::unpack(&e.terms).bounty));
+            row.from_credits = plus(&row.from_credits, u96(e.fromCredits));
+            row.credits = minus(&row.credits, u96(e.fromCredits));
+        }
+        M::Deposited(e) => {
+            row.deposited = plus(&row.deposited, e.amount);
+            row.credits = plus(&row.credits, e.amount);
+        }
+        M::Withdrawn(e) => {
+            row.withdrawn = plus(&row.withdrawn, e.amount);
+            row.credits = minus(&row.credits, e.amount);
+        }
+        M::JobFailed(e) => refunded(&mut row, e.refund),
+        M::JobCancelled(e) => refunded(&mut row, e.refund),
+        M::JobExpired(e) => refunded(&mut row, e.refund),
+        // Paid from its tokens, not its credits.
+        M::JobDisputed(e) => row.bonds_posted = plus(&row.bonds_posted, u96(e.bond)),
+        M::DisputeResolved(e) => {
+            row.bonds_returned = plus(&row.bonds_returned, u96(e.bondToSubmitter));
+            row.credits = plus(&row.credits, u96(e.bondToSubmitter));
+        }
+        M::JobAssigned(_)
+        | M::ResultSubmitted(_)
+        | M::JobCompleted(_)
+        | M::JobReclaimed(_)
+        | M::JobRejected(_)
+        | M::JobRequeued(_)
+        | M::NodeSlashed(_)
+        | M::NodeMarkedInactive(_)
+        | M::MarketParamsUpdated(_)
+        | M::PausedSet(_)
+        | M::TreasuryWithdrawn(_)
+        | M::EIP712DomainChanged(_)
+        | M::RoleAdminChanged(_)
+        | M::RoleGranted(_)
+        | M::RoleRevoked(_) => return row,
+    }
+    row.updated_block = i(event.block_number);
+    row
+}
+
+fn refunded(row: &mut AccountRow, refund: U96) {
+    row.refunded = plus(&row.refunded, u96(refund));
+    row.credits = plus(&row.credits, u96(refund));
+}
+
+// ------------------------------------------------------------------------------- helpers
+
+fn account(address: Address) -> String {
+    format!("{address:#x}")
+}
+
+fn hex(hash: B256) -> String {
+    format!("{hash:#x}")
+}
+
+/// A stored amount (decimal); 0 for none.
+pub fn amount(text: &str) -> U256 {
+    U256::from_str_radix(text, 10).unwrap_or_default()
+}
+
+fn u96(value: U96) -> U256 {
+    U256::from(value.to::<u128>())
+}
+
+fn plus(a: &str, b: U256) -> String {
+    amount(a).saturating_add(b).to_string()
+}
+
+fn minus(a: &str, b: U256) -> String {
+    amount(a).saturating_sub(b).to_string()
+}
+
+fn i(v: impl TryInto<i64>) -> i64 {
+    v.try_into().unwrap_or(i64::MAX)
+}
+
+#[cfg(test)]
+mod tests;

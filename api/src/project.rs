@@ -101,11 +101,11 @@ pub async fn run(
                     p.block = commit.block_number;
                 });
                 for row in applied.jobs.into_values() {
-                    live.send(LiveEvent::Job(row));
+                    live.send(LiveEvent::Job(Box::new(row)));
                 }
                 let now = crate::model::now(commit.block_timestamp);
                 for row in applied.nodes.into_values() {
-                    live.send(LiveEvent::Node(NodeView::new(row, now)));
+                    live.send(LiveEvent::Node(Box::new(NodeView::new(row, now))));
                 }
                 live.send(LiveEvent::Block(BlockInfo {
                     number: commit.block_number,

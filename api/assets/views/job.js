@@ -1,18 +1,53 @@
-// `#/jobs/<id>`: one job — overview, progress, why it is pending, result and payout,
-// progress/loss/GPU charts, live logs, timeline and spec.
+// `#/jobs/<id>`: one job — overview (terms, policy, what it waits for), progress, why it
+// is pending, its dispute (bond, exposure, deadline, outcome), result and money (payout,
+// fee, refund), the nodes barred from it and what they were charged, progress/loss/GPU
+// charts, live logs, timeline and spec.
 
 import { coalesce, follow, getJson } from '../api.js';
 import { lineChart } from '../charts.js';
 import {
-  ago, bar, big, bytes, bytes32Text, dateTime, duration, money, html, mib, parseJson, percent,
-  short, status, until,
+  ago, bar, big, bytes, bytes32Text, dateTime, duration, money, html, mib, nowSecs, parseJson,
+  percent, short, status, until,
 } from '../format.js';
 import { currentProgress } from './jobs.js';
 
 const MAX_LOG_LINES = 2000;
 /** Progress reports kept for the charts (the oldest go first). */
 const MAX_REPORTS = 5000;
-const AMOUNT_FIELDS = new Set(['bounty', 'payout', 'fee', 'refund', 'bond', 'amount', 'stake']);
+const AMOUNT_FIELDS = new Set([
+  'bounty', 'payout', 'fee', 'refund', 'bond', 'amount', 'stake', 'exposure', 'fromCredits',
+  'bondToSubmitter', 'bondToProvider',
+]);
+/** The contract's kinds (`CompletionKind`, `FailureKind`, `ReclaimKind`) by event, in words. */
+const KINDS = {
+  JobCompleted: ['accepted', 'finalized', 'dispute won', 'dispute lapsed'],
+  JobFailed: ['out of attempts', 'past its deadline', 'dispute lost'],
+  JobReclaimed: ['node inactive', 'runtime exceeded'],
+};
+/** The API's names of them. */
+const COMPLETION = {
+  accepted: 'accepted by the submitter',
+  finalized: 'challenge window closed',
+  disputeWon: 'dispute won by the provider',
+  disputeLapsed: 'dispute lapsed: the result stands',
+};
+const FAILURE = {
+  outOfAttempts: 'out of attempts',
+  pastDeadline: 'no attempt fits before the deadline',
+  disputeLost: 'dispute lost by the provider',
+};
+const CHARGE = {
+  reject: 'gave the job back',
+  nodeInactive: 'reclaimed: node inactive',
+  runtimeExceeded: 'reclaimed: ran past its runtime',
+  disputeLost: 'lost the dispute',
+};
+/** What a job waits for (`until`), by status. */
+const UNTIL = {
+  assigned: 'Attempt ends',
+  submitted: 'Challenge window ends',
+  disputed: 'Arbiter decides by',
+};
 /** Event fields the page shows elsewhere (the spec has its own card). */
 const HIDDEN_FIELDS = new Set(['jobId', 'spec', 'specHash', 'submitter', 'requirements']);
 const SETTLED = new Set(['completed', 'failed', 'cancelled', 'expired']);
@@ -30,7 +65,9 @@ export function mount(root, id) {
       <div class="card" data-part="overview"><p class="muted">Loading…</p></div>
       <div class="card" data-part="progress"></div>
       <div class="card" data-part="pending" hidden></div>
+      <div class="card" data-part="dispute" hidden></div>
       <div class="card" data-part="result" hidden></div>
+      <div class="card" data-part="charges" hidden></div>
     </div>
     <div class="grid thirds" data-part="charts" hidden>
       <div class="card"><h2>Progress</h2><div data-part="progress-chart"></div></div>
@@ -57,9 +94,11 @@ export function mount(root, id) {
     const pending = pendingCard(job);
     part('pending').hidden = !pending;
     part('pending').innerHTML = pending ?? '';
-    const result = resultCard(job);
-    part('result').hidden = !result;
-    part('result').innerHTML = result ?? '';
+    for (const [name, card] of [['dispute', disputeCard], ['result', resultCard], ['charges', chargesCard]]) {
+      const shown = card(job);
+      part(name).hidden = !shown;
+      part(name).innerHTML = shown ?? '';
+    }
     part('timeline').innerHTML = html`${job.timeline.map(timelineEntry)}`;
     const spec = parseJson(job.spec);
     part('spec').textContent = spec ? JSON.stringify(spec, null, 2) : job.spec;
@@ -137,19 +176,30 @@ export function mount(root, id) {
 }
 
 function overview(job) {
+  const policy = job.policy;
+  const waits = UNTIL[job.status];
   return html`<h2>Overview</h2><dl>
-    <dt>Submitter</dt><dd><code title="${job.submitter}">${short(job.submitter)}</code></dd>
-    <dt>Node</dt><dd>${job.nodeId == null ? none : html`<a href="#/nodes/${job.nodeId}">node ${job.nodeId}</a>`}</dd>
-    <dt>Bounty</dt><dd>${money(job.bounty)}</dd>
-    <dt>Attempts</dt><dd>${job.attempts}</dd>
+    <dt>Submitter</dt><dd><a href="#/accounts/${job.submitter.toLowerCase()}"><code title="${job.submitter}">${short(job.submitter)}</code></a></dd>
+    <dt>Node</dt><dd>${job.nodeId == null ? none : html`<a href="#/nodes/${job.nodeId}">node ${job.nodeId}</a>${job.claimed ? html` <span class="muted">claimed</span>` : ''}`}</dd>
+    <dt>Bounty</dt><dd>${money(job.bounty)}${big(job.fromCredits) ? html` <span class="muted">(${money(job.fromCredits)} of it from credits)</span>` : ''}</dd>
+    <dt>Attempts</dt><dd>${job.attempts}${job.faults ? html`, <span class="err">${job.faults} faulted</span>` : ''}${policy ? html` <span class="muted">(fails after ${policy.maxAttempts} faults)</span>` : ''}</dd>
     <dt>Priority</dt><dd>${job.priority}</dd>
     <dt>Posted</dt><dd>${ago(job.postedAt)} <span class="muted">block ${job.postedBlock}</span></dd>
     ${job.assignedAt == null ? '' : html`<dt>Assigned</dt><dd>${ago(job.assignedAt)}</dd>`}
-    <dt>Deadline</dt><dd>${job.deadline > Date.now() / 1000 ? html`in ${until(job.deadline)}` : html`passed ${ago(job.deadline)}`}</dd>
+    ${waits && job.until != null ? html`<dt>${waits}</dt><dd data-part="until">${instant(job.until)}</dd>` : ''}
+    <dt>Deadline</dt><dd>${instant(job.deadline)}</dd>
     <dt>Needs</dt><dd class="chips">${requirements(job.requirements).map((r) => html`<span class="chip">${r}</span>`)}</dd>
+    <dt>Policy</dt><dd>${policy ? html`v${policy.version}: fee ${bps(policy.feeBps)}, challenge window ${duration(policy.challengeWindow)}, bond ≥ ${money(policy.disputeBond)}, arbiter ${duration(policy.disputePeriod)}, slash ${bps(policy.slashBps)}` : html`v${job.policyVersion} <span class="muted">not announced</span>`}</dd>
     <dt>Spec hash</dt><dd><code title="${job.specHash}">${short(job.specHash)}</code></dd>
+    ${job.stateHash ? html`<dt>State hash</dt><dd><code title="${job.stateHash}">${short(job.stateHash)}</code> <span class="muted">as the market stores it</span></dd>` : ''}
   </dl>`;
 }
+
+/** An instant to come as a countdown, a past one as an age. */
+const instant = (secs) => (secs > nowSecs() ? html`in ${until(secs)}` : html`passed ${ago(secs)}`);
+
+/** Basis points as a percentage. */
+const bps = (value) => `${+(Number(value) / 100).toFixed(2)}%`;
 
 /** `JobRequirements` (JSON; uints as numbers or 0x strings) in words. */
 function requirements(text) {
@@ -205,20 +255,39 @@ function pendingCard(job) {
     </tbody></table>` : ''}`;
 }
 
+/** The submitter's dispute: its bond, the node's stake held, the arbiter's deadline, the outcome. */
+function disputeCard(job) {
+  const d = job.dispute;
+  if (!d) return null;
+  const o = d.outcome;
+  const row = (name, value) => (value == null ? '' : html`<dt>${name}</dt><dd>${value}</dd>`);
+  return html`<h2>Dispute</h2><dl>
+    <dt>Bond</dt><dd data-part="bond">${money(d.bond)} <span class="muted">posted by the submitter</span></dd>
+    <dt>Exposure</dt><dd data-part="exposure">${money(d.exposure)} <span class="muted">of node ${job.nodeId}'s stake held</span></dd>
+    <dt>Disputed</dt><dd>${ago(d.disputedAt)}</dd>
+    <dt>Deadline</dt><dd>${o ? dateTime(d.deadline) : instant(d.deadline)}</dd>
+    ${o ? html`<dt>Outcome</dt><dd data-part="outcome">${o.lapsed ? 'lapsed: the result stands' : o.providerWon ? 'decided for the provider' : 'decided for the submitter'} ${ago(o.at)}</dd>` : html`<dt>Outcome</dt><dd data-part="outcome" class="muted">open</dd>`}
+    ${o && big(o.bondToSubmitter) ? row('Bond back to the submitter', money(o.bondToSubmitter)) : ''}
+    ${o && big(o.bondToProvider) ? row('Bond to the provider', money(o.bondToProvider)) : ''}
+    ${o ? row('By', html`<code title="${o.by}">${short(o.by)}</code>`) : ''}
+  </dl>`;
+}
+
 function resultCard(job) {
   const completions = job.completions ?? [];
   const shown = [job.resultHash, job.resultUri, job.payout, job.refund, job.reason].some((v) => v != null)
     || completions.length;
   if (!shown) return null;
   const row = (name, value) => (value == null ? '' : html`<dt>${name}</dt><dd>${value}</dd>`);
-  return html`<h2>Result and payout</h2><dl>
+  return html`<h2>Result and money</h2><dl>
     ${row('Result hash', job.resultHash && html`<code title="${job.resultHash}">${short(job.resultHash)}</code>`)}
     ${row('Result URI', job.resultUri && html`<code>${job.resultUri}</code>`)}
-    ${['submitted', 'disputed'].includes(job.status) ? row('Challenge ends', job.challengeEndsAt && html`in ${until(job.challengeEndsAt)}`) : ''}
     ${row('Paid to provider', job.payout && money(job.payout))}
     ${row('Protocol fee', job.fee && money(job.fee))}
-    ${row('Refunded', job.refund && money(job.refund))}
-    ${row(SETTLED.has(job.status) ? 'Reason' : 'Previous attempt', job.reason)}
+    ${row('Completed', job.completion && (COMPLETION[job.completion] ?? job.completion))}
+    ${row('Refunded', job.refund && html`<span data-part="refund">${money(job.refund)}</span> <span class="muted">to the submitter's credits</span>`)}
+    ${row('Failed', job.failure && (FAILURE[job.failure] ?? job.failure))}
+    ${row(SETTLED.has(job.status) ? 'Last attempt' : 'Previous attempt', job.reason)}
   </dl>
   ${completions.length ? html`<table class="compact"><thead><tr><th>Attempt</th><th>Node</th><th>Worker report</th>
     <th class="num">Compute</th><th class="num">GPU time</th><th class="num">Avg GPU</th><th class="num">Output</th></tr></thead><tbody>
@@ -230,19 +299,33 @@ function resultCard(job) {
   </tbody></table>` : ''}`;
 }
 
+/** The nodes barred from the job and what each was charged (to the treasury). */
+function chargesCard(job) {
+  const charges = job.charges ?? [];
+  const barred = job.barredNodes ?? [];
+  if (!charges.length && !barred.length) return null;
+  return html`<h2>Barred and charged</h2>
+    ${barred.length ? html`<p class="small">Barred: ${barred.map((n, i) => html`${i ? ', ' : ''}<a href="#/nodes/${n}">node ${n}</a>`)}</p>` : ''}
+    <table class="compact"><thead><tr><th>Node</th><th>Why</th><th class="num">Charged</th><th>When</th></tr></thead><tbody>
+    ${charges.map((c) => html`<tr data-charge-node="${c.nodeId}"><td><a href="#/nodes/${c.nodeId}">node ${c.nodeId}</a></td>
+      <td>${CHARGE[c.cause] ?? c.cause}</td><td class="num">${money(c.amount)}</td><td>${ago(c.at)}</td></tr>`)}
+    </tbody></table>`;
+}
+
 function timelineEntry(entry) {
   const fields = Object.entries(entry.data ?? {})
     .filter(([name, value]) => !HIDDEN_FIELDS.has(name) && (typeof value !== 'object' || value === null))
-    .map(([name, value]) => html`<span class="field">${name} <b>${eventField(name, value)}</b></span>`);
+    .map(([name, value]) => html`<span class="field">${name} <b>${eventField(name, value, entry.name)}</b></span>`);
   return html`<li><span class="event">${entry.name}</span> ${ago(entry.at)}
     <span class="muted small">block ${entry.block} · tx <code title="${entry.tx}">${short(entry.tx)}</code></span>
     ${fields.length ? html`<div class="fields">${fields}</div>` : ''}</li>`;
 }
 
-/** An event's field in words: amounts in gUSD, instants as dates, long hex shortened. */
-function eventField(name, value) {
+/** An event's field in words: amounts in the token, instants as dates, kinds by name, long hex shortened. */
+function eventField(name, value, event) {
   if (AMOUNT_FIELDS.has(name)) return money(value);
-  if (name.endsWith('At') || name === 'deadline') return dateTime(Number(big(value)));
+  if (name.endsWith('At') || name === 'deadline' || name === 'until') return dateTime(Number(big(value)));
+  if (name === 'kind' && KINDS[event]?.[Number(value)]) return KINDS[event][Number(value)];
   if (typeof value === 'string' && value.startsWith('0x') && value.length > 14) {
     return html`<code title="${value}">${short(value)}</code>`;
   }

@@ -17,19 +17,26 @@ export function currentProgress(job) {
   return p && p.attempt === job.attempts ? p : null;
 }
 
-/** Time remaining: the worker's estimate while running, else what the chain waits for. */
+/**
+ * Time remaining: the worker's estimate while running, else what the chain waits for
+ * (`until`: the attempt's end, the challenge window's end, the arbiter's deadline; the
+ * deadline while open).
+ */
 function remaining(job) {
   const p = currentProgress(job);
+  const waits = (label, secs) => (secs == null ? none : html`<span class="muted">${label}</span> ${until(secs)}`);
   switch (job.status) {
     case 'assigned':
       if (p?.etaSecs != null) {
         return html`${until(p.atMs / 1000 + p.etaSecs)} <span class="muted">left</span>`;
       }
-      return html`<span class="muted">deadline</span> ${until(job.deadline)}`;
+      return waits('attempt ends', job.until);
     case 'open':
-      return html`<span class="muted">deadline</span> ${until(job.deadline)}`;
+      return waits('deadline', job.deadline);
     case 'submitted':
-      return job.challengeEndsAt ? html`<span class="muted">challenge</span> ${until(job.challengeEndsAt)}` : none;
+      return waits('challenge', job.until);
+    case 'disputed':
+      return waits('arbiter', job.until);
     default:
       return none;
   }

@@ -1,4 +1,6 @@
-// `#/network`: figures for the whole network and its last hour minute by minute.
+// `#/network`: figures for the whole network (jobs, nodes, GPUs, the money: volume, pay,
+// fees, refunds, stake, slashes, the treasury; the policy in force) and its last hour
+// minute by minute.
 
 import { coalesce, follow, getJson } from '../api.js';
 import { barChart, lineChart } from '../charts.js';
@@ -37,13 +39,18 @@ export function mount(root) {
     const nodes = stats.nodesByStatus ?? {};
     const total = Object.values(jobs).reduce((a, n) => a + n, 0);
     part('tiles').innerHTML = html`
-      ${tile('Jobs', total, `${jobs.open ?? 0} open · ${jobs.assigned ?? 0} running`)}
+      ${tile('Jobs', total, `${jobs.open ?? 0} open · ${jobs.assigned ?? 0} running${jobs.disputed ? ` · ${jobs.disputed} disputed` : ''}`)}
       ${tile('Completed', jobs.completed ?? 0, `${(jobs.failed ?? 0) + (jobs.expired ?? 0)} failed or expired`)}
       ${tile('Active nodes', nodes.active ?? 0, `${Object.values(nodes).reduce((a, n) => a + n, 0)} registered`)}
       ${tile('Active GPUs', stats.activeGpus ?? 0)}
       ${tile('GPU-hours', stats.gpuHours == null ? '—' : (+stats.gpuHours).toFixed(1))}
       ${tile('Volume posted', stats.volume == null ? '—' : amount(stats.volume))}
-      ${tile('Paid to providers', amount(stats.paidToProviders))}`;
+      ${tile('Paid to providers', amount(stats.paidToProviders), stats.fees == null ? '' : html`${tokens(stats.fees)} ${symbol()} protocol fees`)}
+      ${stats.refunded == null ? '' : tile('Refunded', amount(stats.refunded), 'to submitters')}
+      ${stats.stake == null ? '' : tile('Stake', amount(stats.stake), html`${tokens(stats.lockedStake)} ${symbol()} locked in disputes`)}
+      ${stats.slashed == null ? '' : tile('Slashed', amount(stats.slashed), 'to the treasury')}
+      ${stats.treasury == null ? '' : tile('Treasury', amount(stats.treasury))}
+      ${stats.policyVersion == null ? '' : tile('Policy', `v${stats.policyVersion}`, stats.paused ? 'paused: no new jobs or nodes' : 'taking jobs')}`;
     const buckets = history.buckets ?? [];
     part('jobs-chart').innerHTML = barChart({
       title: 'Jobs per minute',

@@ -1,7 +1,11 @@
-// `#/nodes`: the providers' nodes; `#/nodes/<id>`: one node and its active jobs.
+// `#/nodes`: the providers' nodes; `#/nodes/<id>`: one node, its money in the market
+// (stake and the part held for disputes, earnings, fees owed, slashes with their jobs) and
+// its active jobs.
 
 import { coalesce, follow, getJson } from '../api.js';
-import { ago, bar, money, html, mib, nowSecs, percent, short, status } from '../format.js';
+import {
+  ago, bar, big, dateTime, money, html, mib, nowSecs, percent, short, status, until,
+} from '../format.js';
 import { JOB_HEAD, jobRow, rowsOpenJobs } from './jobs.js';
 
 const none = html`<span class="muted">—</span>`;
@@ -28,9 +32,12 @@ function nodeRow(node) {
     <td>${heartbeat(node)}</td>
     <td class="progress">${reputation(node)}</td>
     <td class="num">${node.activeJobs} <span class="muted">/ ${node.completedJobs} / ${node.failedJobs}</span></td>
-    <td class="num">${money(node.earnings)}</td>
+    <td class="num">${money(node.stake)}${big(node.lockedStake) ? html` <span class="muted">${money(node.lockedStake)} locked</span>` : ''}</td>
+    <td class="num">${money(node.earnings)}${big(node.feesOwed) ? html` <span class="muted">${money(node.feesOwed)} fees owed</span>` : ''}</td>
   </tr>`;
 }
+
+const COLUMNS = 9;
 
 export function mount(root) {
   document.title = 'Nodes · Gantry';
@@ -39,8 +46,8 @@ export function mount(root) {
     <p class="error" hidden></p>
     <div class="card flush"><table class="nodes"><thead><tr><th class="num">Node</th><th>Status</th><th>GPU</th>
       <th class="num">Price</th><th>Heartbeat</th><th>Reputation</th>
-      <th class="num" title="active / completed / failed">Jobs</th><th class="num">Earnings</th></tr></thead>
-      <tbody><tr class="none"><td colspan="8">Loading…</td></tr></tbody></table></div>
+      <th class="num" title="active / completed / failed">Jobs</th><th class="num">Stake</th><th class="num">Earnings</th></tr></thead>
+      <tbody><tr class="none"><td colspan="${COLUMNS}">Loading…</td></tr></tbody></table></div>
     <button class="more" type="button" hidden>Load more</button>
   </section>`;
   const tbody = root.querySelector('tbody');
@@ -56,7 +63,7 @@ export function mount(root) {
     const rows = [...nodes.values()].sort((a, b) => a.nodeId - b.nodeId);
     tbody.innerHTML = rows.length
       ? html`${rows.map(nodeRow)}`
-      : html`<tr class="none"><td colspan="8">No nodes registered</td></tr>`;
+      : html`<tr class="none"><td colspan="${COLUMNS}">No nodes registered</td></tr>`;
     more.hidden = !cursor;
   };
   const add = (page) => {
@@ -104,8 +111,12 @@ export function mountOne(root, id) {
   root.innerHTML = html`<section>
     <header class="page"><a class="back" href="#/nodes">← Nodes</a><h1>Node ${id} <span data-part="status"></span></h1></header>
     <p class="error" hidden></p>
-    <div class="card" data-part="overview"><p class="muted">Loading…</p></div>
+    <div class="grid">
+      <div class="card" data-part="overview"><p class="muted">Loading…</p></div>
+      <div class="card" data-part="money"></div>
+    </div>
     <div class="card flush"><h2>Active jobs</h2><table class="jobs"><thead>${JOB_HEAD}</thead><tbody></tbody></table></div>
+    <div class="card flush" data-part="slashes"></div>
   </section>`;
   const part = (name) => root.querySelector(`[data-part="${name}"]`);
   const error = root.querySelector('.error');
@@ -114,25 +125,43 @@ export function mountOne(root, id) {
   let node = null;
   const render = () => {
     part('status').innerHTML = status(node.status);
-    part('overview').innerHTML = html`<dl class="columns">
+    part('overview').innerHTML = html`<h2>Node</h2><dl>
       <dt>GPU</dt><dd>${gpu(node)}, ${mib(node.vramMib)} each</dd>
       <dt>CPU / RAM</dt><dd>${node.cpuCores} cores, ${mib(node.ramMib)}</dd>
       <dt>Price</dt><dd>${money(node.pricePerGpuHour)} per GPU-hour</dd>
       <dt>Concurrent jobs</dt><dd>${node.activeJobs} of ${node.maxConcurrentJobs}</dd>
-      <dt>Completed / failed</dt><dd>${node.completedJobs} / ${node.failedJobs}</dd>
+      <dt>Completed / failed</dt><dd>${node.completedJobs} / ${node.failedJobs}${node.rejectedJobs ? html` <span class="muted">${node.rejectedJobs} given back</span>` : ''}</dd>
       <dt>Reputation</dt><dd class="progress">${reputation(node)}</dd>
-      <dt>Earnings</dt><dd>${money(node.earnings)}</dd>
-      <dt>Stake</dt><dd>${money(node.stake)}${node.slashed !== '0' ? html` <span class="err">(${money(node.slashed)} slashed)</span>` : ''}</dd>
       <dt>Heartbeat</dt><dd>${heartbeat(node)}</dd>
+      ${node.status === 'inactive' ? html`<dt>Inactive</dt><dd>${node.inactiveSince == null ? html`<span class="muted">stake below the minimum: no new work</span>` : html`since ${dateTime(node.inactiveSince)} <span class="muted">jobs assigned before are reclaimable</span>`}</dd>` : ''}
+      ${node.unbondingEndsAt == null ? '' : html`<dt>Unbonding</dt><dd>${node.unbondingEndsAt > nowSecs() ? html`ends in ${until(node.unbondingEndsAt)}` : html`ended ${dateTime(node.unbondingEndsAt)}`}</dd>`}
       <dt>Registered</dt><dd>${ago(node.registeredAt)}</dd>
       <dt>Operator</dt><dd><code title="${node.operator}">${short(node.operator)}</code></dd>
       <dt>Agent</dt><dd><code title="${node.agent}">${short(node.agent)}</code></dd>
       <dt>Metadata</dt><dd><code>${node.metadataUri || '—'}</code></dd>
     </dl>`;
+    const disputes = node.disputes ?? [];
+    part('money').innerHTML = html`<h2>Money</h2><dl>
+      <dt>Stake</dt><dd data-part="stake">${money(node.stake)}</dd>
+      <dt>Locked stake</dt><dd data-part="locked">${money(node.lockedStake)}${disputes.length ? html` <span class="muted">held for ${disputes.map((d, i) => html`${i ? ', ' : ''}<a href="#/jobs/${d.jobId}">job ${d.jobId}</a> (${money(d.exposure)})`)}</span>` : ''}</dd>
+      <dt>Slashed</dt><dd>${big(node.slashed) ? html`<span class="err">${money(node.slashed)}</span>` : money(node.slashed)}</dd>
+      <dt>Earnings</dt><dd data-part="earnings">${money(node.earnings)} <span class="muted">to withdraw</span></dd>
+      <dt>Withdrawn</dt><dd>${money(node.earningsWithdrawn)}</dd>
+      <dt>Fees owed</dt><dd data-part="fees">${money(node.feesOwed)} <span class="muted">${money(node.feesSwept)} swept to the treasury</span></dd>
+      ${big(node.stakeWithdrawn) ? html`<dt>Stake withdrawn</dt><dd>${money(node.stakeWithdrawn)}</dd>` : ''}
+    </dl>`;
     const jobs = node.jobs ?? [];
     tbody.innerHTML = jobs.length
       ? html`${jobs.map((job) => jobRow(job))}`
       : html`<tr class="none"><td colspan="8">${node.jobs ? 'No active jobs' : 'Not reported by this API'}</td></tr>`;
+    const slashes = node.slashes ?? [];
+    part('slashes').innerHTML = html`<h2>Slashes</h2><table class="compact"><thead><tr><th>Job</th>
+      <th class="num">Taken</th><th class="num">Stake left</th><th>When</th><th>Transaction</th></tr></thead><tbody>
+      ${slashes.length ? slashes.map((x) => html`<tr data-slash-job="${x.jobId}"><td><a href="#/jobs/${x.jobId}">job ${x.jobId}</a></td>
+        <td class="num err">${money(x.amount)}</td><td class="num">${money(x.stake)}</td><td>${ago(x.at)}</td>
+        <td><code title="${x.tx}">${short(x.tx)}</code> <span class="muted">block ${x.block}</span></td></tr>`)
+      : html`<tr class="none"><td colspan="5">Never slashed</td></tr>`}
+    </tbody></table>`;
   };
   const load = async () => {
     node = await getJson(`/v1/nodes/${id}`);

@@ -2,21 +2,34 @@
 //! or PostgreSQL (`postgres://…`), the same migrations and queries for both. Each block
 //! (or retraction) is written together with the new checkpoint in one transaction, so a
 //! crash never applies an event twice or skips one.
+//!
+//! Tables: `events` (every applied event with the job, node and account it touched),
+//! `jobs`, `nodes` and `accounts` (the rows folded from them, as JSON, with the columns the
+//! lists filter and the stats sum), `policies` (the market's policy versions), `blocks`
+//! and `checkpoint`; [`reports`] adds the workers' reports, [`market`] the money reads.
 
-use gantry_protocol::api::{JobRow, JobSummary, Minute, NodeRow, Stats, TimelineEntry};
+use alloy::primitives::U256;
+use gantry_protocol::api::{
+    AccountRow, JobPolicy, JobRow, JobSummary, Minute, NodeRow, Stats, TimelineEntry,
+};
 use gantry_protocol::envelope::{BlockCommit, EventEnvelope, Retraction};
 use sqlx::any::{AnyPoolOptions, install_default_drivers};
 use sqlx::{AnyPool, Row};
 
-use gantry_protocol::bindings::JobMarket;
+use gantry_protocol::bindings::{JobMarket, NodeRegistry};
 use gantry_protocol::events::{GantryEvent, event_name};
 use gantry_protocol::status::{JobStatus, NodeStatus, UnknownStatusName};
 
+mod market;
 mod reports;
 
+pub use market::SLASHES_SHOWN;
 pub use reports::{LOG_LINES_KEPT, PROGRESS_SAMPLES_KEPT};
 
-use crate::model::{ModelError, apply_job, apply_node, touches, typed};
+use crate::model::{
+    ModelError, Touches, amount, apply_account, apply_job, apply_node, job_of, policy_of,
+    posted_policy, touches, typed,
+};
 
 /// Why the store failed.
 #[derive(Debug, thiserror::Error)]
@@ -114,41 +127,46 @@ impl Store {
         let mut applied = Applied::default();
         if !claim(&mut tx, Checkpoint::Chain, seq).await? {
             tx.rollback().await?;
-            for event in events {
-                let (job, node) = touches(&typed(event)?);
-                if let Some(row) = match job {
-                    Some(job) => self.job(job).await?,
-                    None => None,
-                } {
-                    applied.jobs.insert(row.job_id as u64, row);
-                }
-                if let Some(row) = match node {
-                    Some(node) => self.node(node).await?,
-                    None => None,
-                } {
-                    applied.nodes.insert(row.node_id as u64, row);
-                }
-            }
-            return Ok(applied);
+            return self.applied_by_another(commit).await;
         }
+        let mut previous: Option<&EventEnvelope> = None;
         for event in events {
             let typed = typed(event)?;
-            insert_event(&mut tx, event, &typed).await?;
-            let (job, node) = touches(&typed);
-            if let Some(job) = job {
-                let row = apply_job(load_job(&mut tx, job).await?, event, &typed);
+            let job_before = match job_of(&typed) {
+                Some(job) => load_job(&mut tx, job).await?,
+                None => None,
+            };
+            let touched = touches(&typed, job_before.as_ref());
+            insert_event(&mut tx, event, &touched).await?;
+            if let GantryEvent::Market(JobMarket::JobMarketEvents::MarketParamsUpdated(e)) = &typed
+            {
+                save_policy(&mut tx, event, &policy_of(e)).await?;
+            }
+            if let Some(job) = touched.job {
+                let policy = policy_for(&mut tx, &typed).await?;
+                let row = apply_job(job_before, event, &typed, policy.as_ref());
                 save_job(&mut tx, job, row.as_ref()).await?;
                 if let Some(row) = row {
                     applied.jobs.insert(job, row);
                 }
             }
-            if let Some(node) = node {
-                let row = apply_node(load_node(&mut tx, node).await?, event, &typed);
+            if let Some(node) = touched.node {
+                let row = apply_node(load_node(&mut tx, node).await?, event, &typed, previous);
                 save_node(&mut tx, node, row.as_ref()).await?;
                 if let Some(row) = row {
                     applied.nodes.insert(node, row);
                 }
             }
+            if let Some(account) = &touched.account {
+                let row = apply_account(
+                    load_account(&mut tx, account).await?,
+                    account,
+                    event,
+                    &typed,
+                );
+                save_account(&mut tx, Some(&row), account).await?;
+            }
+            previous = Some(event);
         }
         sqlx::query(
             "INSERT INTO blocks (number, hash, timestamp, stream_seq) VALUES ($1, $2, $3, $4) \
@@ -164,9 +182,35 @@ impl Store {
         Ok(applied)
     }
 
-    /// Undoes the orphaned blocks: their events go, and every job and node they touched
-    /// is refolded from the events that remain. Moves the checkpoint to `seq`.
-    /// (Nothing when another projector has done it.)
+    /// The rows a block applied by another projector touched, as they are now (its
+    /// stored events name them).
+    async fn applied_by_another(&self, commit: &BlockCommit) -> Result<Applied, StoreError> {
+        let mut applied = Applied::default();
+        let touched = sqlx::query(
+            "SELECT job_id, node_id FROM events WHERE block_number = $1 AND block_hash = $2",
+        )
+        .bind(commit.block_number as i64)
+        .bind(format!("{:#x}", commit.block_hash))
+        .fetch_all(&self.pool)
+        .await?;
+        for row in touched {
+            if let Some(job) = row.get::<Option<i64>, _>(0)
+                && let Some(row) = self.job(job as u64).await?
+            {
+                applied.jobs.insert(job as u64, row);
+            }
+            if let Some(node) = row.get::<Option<i64>, _>(1)
+                && let Some(row) = self.node(node as u64).await?
+            {
+                applied.nodes.insert(node as u64, row);
+            }
+        }
+        Ok(applied)
+    }
+
+    /// Undoes the orphaned blocks: their events and the policies they announced go, and
+    /// every job, node and account they touched is refolded from the events that remain.
+    /// Moves the checkpoint to `seq`. (Nothing when another projector has done it.)
     pub async fn retract(&self, retraction: &Retraction, seq: u64) -> Result<(), StoreError> {
         let mut tx = self.pool.begin().await?;
         if !claim(&mut tx, Checkpoint::Chain, seq).await? {
@@ -175,11 +219,13 @@ impl Store {
         }
         let mut jobs = std::collections::BTreeSet::new();
         let mut nodes = std::collections::BTreeSet::new();
+        let mut accounts = std::collections::BTreeSet::new();
         for block in &retraction.orphaned {
             let number = block.number as i64;
             let hash = format!("{:#x}", block.hash);
             let touched = sqlx::query(
-                "SELECT job_id, node_id FROM events WHERE block_number = $1 AND block_hash = $2",
+                "SELECT job_id, node_id, account FROM events \
+                 WHERE block_number = $1 AND block_hash = $2",
             )
             .bind(number)
             .bind(&hash)
@@ -192,31 +238,46 @@ impl Store {
                 if let Some(node) = row.get::<Option<i64>, _>(1) {
                     nodes.insert(node as u64);
                 }
+                if let Some(account) = row.get::<Option<String>, _>(2) {
+                    accounts.insert(account);
+                }
             }
-            sqlx::query("DELETE FROM events WHERE block_number = $1 AND block_hash = $2")
-                .bind(number)
-                .bind(&hash)
-                .execute(&mut *tx)
-                .await?;
-            sqlx::query("DELETE FROM blocks WHERE number = $1 AND hash = $2")
-                .bind(number)
-                .bind(&hash)
-                .execute(&mut *tx)
-                .await?;
+            for delete in [
+                "DELETE FROM events WHERE block_number = $1 AND block_hash = $2",
+                "DELETE FROM policies WHERE block_number = $1 AND block_hash = $2",
+                "DELETE FROM blocks WHERE number = $1 AND hash = $2",
+            ] {
+                sqlx::query(delete)
+                    .bind(number)
+                    .bind(&hash)
+                    .execute(&mut *tx)
+                    .await?;
+            }
         }
         for job in jobs {
             let mut row = None;
-            for event in events_of(&mut tx, Column::Job, job).await? {
-                row = apply_job(row, &event, &typed(&event)?);
+            for event in events_of(&mut tx, &RowOf::Job(job)).await? {
+                let typed = typed(&event)?;
+                let policy = policy_for(&mut tx, &typed).await?;
+                row = apply_job(row, &event, &typed, policy.as_ref());
             }
             save_job(&mut tx, job, row.as_ref()).await?;
         }
         for node in nodes {
             let mut row = None;
-            for event in events_of(&mut tx, Column::Node, node).await? {
-                row = apply_node(row, &event, &typed(&event)?);
+            let events = events_of(&mut tx, &RowOf::Node(node)).await?;
+            for (i, event) in events.iter().enumerate() {
+                let previous = i.checked_sub(1).map(|p| &events[p]);
+                row = apply_node(row, event, &typed(event)?, previous);
             }
             save_node(&mut tx, node, row.as_ref()).await?;
+        }
+        for account in accounts {
+            let mut row = None;
+            for event in events_of(&mut tx, &RowOf::Account(account.clone())).await? {
+                row = Some(apply_account(row, &account, &event, &typed(&event)?));
+            }
+            save_account(&mut tx, row.as_ref(), &account).await?;
         }
         tx.commit().await?;
         Ok(())
@@ -273,7 +334,8 @@ impl Store {
     }
 
     /// Network figures: jobs and nodes by status, GPUs on active nodes, GPU-hours run,
-    /// volume posted and paid to providers (token base units).
+    /// and the money: volume posted, paid to providers, fees, refunds, slashes, the
+    /// treasury, stake (token base units); the policy in force and the pause.
     pub async fn stats(&self) -> Result<Stats, StoreError> {
         let mut stats = Stats::default();
         for row in sqlx::query("SELECT status, COUNT(*) FROM jobs GROUP BY status")
@@ -290,29 +352,53 @@ impl Store {
         }
         stats.active_nodes = stats.nodes_by_status.get("active").copied().unwrap_or(0);
         // Amounts are uint96 and do not fit BIGINT: summed here, exactly.
-        let (mut volume, mut paid, mut gpu_seconds) = (0u128, 0u128, 0i64);
-        for row in sqlx::query("SELECT bounty, payout, gpu_seconds FROM jobs")
+        let sum = |total: &mut U256, text: Option<String>| {
+            *total = total.saturating_add(text.as_deref().map_or(U256::ZERO, amount));
+        };
+        let (mut volume, mut paid, mut fees, mut refunded) =
+            (U256::ZERO, U256::ZERO, U256::ZERO, U256::ZERO);
+        let mut gpu_seconds = 0i64;
+        for row in sqlx::query("SELECT bounty, payout, fee, refund, gpu_seconds FROM jobs")
             .fetch_all(&self.pool)
             .await?
         {
-            volume += row.get::<String, _>(0).parse::<u128>().unwrap_or(0);
-            paid += row
-                .get::<Option<String>, _>(1)
-                .and_then(|p| p.parse::<u128>().ok())
-                .unwrap_or(0);
-            gpu_seconds += row.get::<i64, _>(2);
+            sum(&mut volume, row.get(0));
+            sum(&mut paid, row.get(1));
+            sum(&mut fees, row.get(2));
+            sum(&mut refunded, row.get(3));
+            gpu_seconds += row.get::<i64, _>(4);
         }
-        stats.volume = volume.to_string();
-        stats.paid_to_providers = paid.to_string();
-        stats.gpu_hours = gpu_seconds as f64 / 3600.0;
-        for row in sqlx::query("SELECT body FROM nodes WHERE status = $1")
-            .bind("active")
+        let (mut stake, mut locked, mut slashed, mut swept) =
+            (U256::ZERO, U256::ZERO, U256::ZERO, U256::ZERO);
+        for row in sqlx::query("SELECT body FROM nodes")
             .fetch_all(&self.pool)
             .await?
         {
             let node: NodeRow = serde_json::from_str(&row.get::<String, _>(0))?;
-            stats.active_gpus += node.gpu_count;
+            if node.status == NodeStatus::Active {
+                stats.active_gpus += node.gpu_count;
+            }
+            sum(&mut stake, Some(node.stake));
+            sum(&mut locked, Some(node.locked_stake));
+            sum(&mut slashed, Some(node.slashed));
+            sum(&mut swept, Some(node.fees_swept));
         }
+        let market = self.market_figures().await?;
+        stats.volume = volume.to_string();
+        stats.paid_to_providers = paid.to_string();
+        stats.fees = fees.to_string();
+        stats.refunded = refunded.to_string();
+        stats.slashed = slashed.to_string();
+        // Slashes and reject charges go to the treasury at once, fees when swept.
+        stats.treasury = slashed
+            .saturating_add(swept)
+            .saturating_sub(market.treasury_withdrawn)
+            .to_string();
+        stats.stake = stake.to_string();
+        stats.locked_stake = locked.to_string();
+        stats.gpu_hours = gpu_seconds as f64 / 3600.0;
+        stats.policy_version = market.policy_version;
+        stats.paused = market.paused;
         Ok(stats)
     }
 
@@ -625,13 +711,13 @@ pub(crate) async fn claim(
 async fn insert_event(
     tx: &mut Tx<'_>,
     event: &EventEnvelope,
-    typed: &GantryEvent,
+    touched: &Touches,
 ) -> Result<(), StoreError> {
-    let (job, node) = touches(typed);
     let envelope = serde_json::to_string(event)?;
     sqlx::query(
         "INSERT INTO events (block_number, log_index, block_hash, block_timestamp, tx_hash, \
-         name, event_key, job_id, node_id, data) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)",
+         name, event_key, job_id, node_id, account, data) \
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)",
     )
     .bind(event.block_number as i64)
     .bind(event.log_index as i64)
@@ -640,38 +726,114 @@ async fn insert_event(
     .bind(format!("{:#x}", event.tx_hash))
     .bind(&event.event.name)
     .bind(&event.event.key)
-    .bind(job.map(|j| j as i64))
-    .bind(node.map(|n| n as i64))
+    .bind(touched.job.map(|j| j as i64))
+    .bind(touched.node.map(|n| n as i64))
+    .bind(touched.account.clone())
     .bind(envelope)
     .execute(&mut **tx)
     .await?;
     Ok(())
 }
 
-#[derive(Debug, Clone, Copy)]
-enum Column {
-    Job,
-    Node,
+/// Which row's events: a job's, a node's, an account's (lowercase 0x).
+#[derive(Debug, Clone)]
+enum RowOf {
+    Job(u64),
+    Node(u64),
+    Account(String),
 }
 
-async fn events_of(
-    tx: &mut Tx<'_>,
-    column: Column,
-    id: u64,
-) -> Result<Vec<EventEnvelope>, StoreError> {
-    let sql = match column {
-        Column::Job => "SELECT data FROM events WHERE job_id = $1 ORDER BY block_number, log_index",
-        Column::Node => {
-            "SELECT data FROM events WHERE node_id = $1 ORDER BY block_number, log_index"
-        }
+/// The events of one job, node or account, in chain order.
+async fn events_of(tx: &mut Tx<'_>, row: &RowOf) -> Result<Vec<EventEnvelope>, StoreError> {
+    let query = match row {
+        RowOf::Job(id) => sqlx::query(
+            "SELECT data FROM events WHERE job_id = $1 ORDER BY block_number, log_index",
+        )
+        .bind(*id as i64),
+        RowOf::Node(id) => sqlx::query(
+            "SELECT data FROM events WHERE node_id = $1 ORDER BY block_number, log_index",
+        )
+        .bind(*id as i64),
+        RowOf::Account(account) => sqlx::query(
+            "SELECT data FROM events WHERE account = $1 ORDER BY block_number, log_index",
+        )
+        .bind(account.clone()),
     };
-    let rows = sqlx::query(sql)
-        .bind(id as i64)
-        .fetch_all(&mut **tx)
-        .await?;
+    let rows = query.fetch_all(&mut **tx).await?;
     rows.iter()
         .map(|r| Ok(serde_json::from_str(&r.get::<String, _>(0))?))
         .collect()
+}
+
+/// The policy a `JobPosted` names, if announced (other events read none).
+async fn policy_for(tx: &mut Tx<'_>, typed: &GantryEvent) -> Result<Option<JobPolicy>, StoreError> {
+    let Some(version) = posted_policy(typed) else {
+        return Ok(None);
+    };
+    let row = sqlx::query("SELECT body FROM policies WHERE version = $1")
+        .bind(i64::from(version))
+        .fetch_optional(&mut **tx)
+        .await?;
+    let policy = match row {
+        Some(row) => Some(serde_json::from_str(&row.get::<String, _>(0))?),
+        None => {
+            tracing::warn!(version, "a job posted under a policy never announced");
+            None
+        }
+    };
+    Ok(policy)
+}
+
+async fn save_policy(
+    tx: &mut Tx<'_>,
+    event: &EventEnvelope,
+    policy: &JobPolicy,
+) -> Result<(), StoreError> {
+    sqlx::query(
+        "INSERT INTO policies (version, block_number, block_hash, body) VALUES ($1, $2, $3, $4) \
+         ON CONFLICT (version) DO UPDATE SET block_number = $2, block_hash = $3, body = $4",
+    )
+    .bind(policy.version)
+    .bind(event.block_number as i64)
+    .bind(format!("{:#x}", event.block_hash))
+    .bind(serde_json::to_string(policy)?)
+    .execute(&mut **tx)
+    .await?;
+    Ok(())
+}
+
+async fn load_account(tx: &mut Tx<'_>, account: &str) -> Result<Option<AccountRow>, StoreError> {
+    let row = sqlx::query("SELECT body FROM accounts WHERE account = $1")
+        .bind(account.to_owned())
+        .fetch_optional(&mut **tx)
+        .await?;
+    Ok(match row {
+        Some(row) => Some(serde_json::from_str(&row.get::<String, _>(0))?),
+        None => None,
+    })
+}
+
+async fn save_account(
+    tx: &mut Tx<'_>,
+    row: Option<&AccountRow>,
+    account: &str,
+) -> Result<(), StoreError> {
+    let Some(row) = row else {
+        sqlx::query("DELETE FROM accounts WHERE account = $1")
+            .bind(account.to_owned())
+            .execute(&mut **tx)
+            .await?;
+        return Ok(());
+    };
+    sqlx::query(
+        "INSERT INTO accounts (account, body) VALUES ($1, $2) \
+         ON CONFLICT (account) DO UPDATE SET body = $2",
+    )
+    .bind(account.to_owned())
+    .bind(serde_json::to_string(row)?)
+    .execute(&mut **tx)
+    .await?;
+    Ok(())
 }
 
 async fn load_job(tx: &mut Tx<'_>, job: u64) -> Result<Option<JobRow>, StoreError> {
@@ -695,10 +857,12 @@ async fn save_job(tx: &mut Tx<'_>, job: u64, row: Option<&JobRow>) -> Result<(),
     };
     sqlx::query(
         "INSERT INTO jobs (job_id, body, submitter, status, node_id, priority, posted_at, \
-         updated_at, gpus, gpu_seconds, bounty, payout) \
-         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12) ON CONFLICT (job_id) DO UPDATE \
+         updated_at, gpus, gpu_seconds, bounty, payout, fee, refund) \
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14) \
+         ON CONFLICT (job_id) DO UPDATE \
          SET body = $2, submitter = $3, status = $4, node_id = $5, priority = $6, posted_at = $7, \
-         updated_at = $8, gpus = $9, gpu_seconds = $10, bounty = $11, payout = $12",
+         updated_at = $8, gpus = $9, gpu_seconds = $10, bounty = $11, payout = $12, fee = $13, \
+         refund = $14",
     )
     .bind(job as i64)
     .bind(serde_json::to_string(row)?)
@@ -712,6 +876,8 @@ async fn save_job(tx: &mut Tx<'_>, job: u64, row: Option<&JobRow>) -> Result<(),
     .bind(row.gpu_seconds)
     .bind(&row.bounty)
     .bind(row.payout.clone())
+    .bind(row.fee.clone())
+    .bind(row.refund.clone())
     .execute(&mut **tx)
     .await?;
     Ok(())

@@ -13,8 +13,11 @@ use gantry_api::store::Store;
 use gantry_testkit::{Postgres, TestNet};
 use sqlx::Connection;
 
-use crate::harness::post_job;
-use crate::projection::{assert_matches_chain, chain_with_lifecycle};
+use crate::harness::{JOB_DISPUTE_LOST, chain_with_market, post_job};
+use crate::projection::assert_matches_chain;
+
+/// Jobs the scripted market posts.
+const JOBS: usize = JOB_DISPUTE_LOST as usize;
 
 const WAIT: Duration = Duration::from_secs(60);
 
@@ -91,7 +94,7 @@ async fn head(chain: &TestNet) -> u64 {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn postgres_a_process_killed_mid_transaction_resumes_exactly() {
-    let chain = chain_with_lifecycle().await;
+    let chain = chain_with_market().await;
     let postgres = Postgres::start().expect("postgres starts");
     let dir = tempfile::tempdir().unwrap();
     let log = dir.path().join("api.log");
@@ -134,19 +137,19 @@ async fn postgres_a_process_killed_mid_transaction_resumes_exactly() {
     let store = Store::open(&postgres.url()).await.unwrap();
     assert_eq!(
         store.all_jobs().await.unwrap().len(),
-        3,
+        JOBS,
         "nothing of the killed transaction is stored"
     );
     post_job(&chain, 1_000_000).await;
     let mut api = ApiProcess::spawn(&chain, &postgres.url(), &log);
     api.projected(head(&chain).await).await;
     assert_matches_chain(&chain, &store).await;
-    assert_eq!(store.all_jobs().await.unwrap().len(), 5);
+    assert_eq!(store.all_jobs().await.unwrap().len(), JOBS + 2);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn sqlite_a_transaction_failing_mid_block_resumes_exactly() {
-    let chain = chain_with_lifecycle().await;
+    let chain = chain_with_market().await;
     let dir = tempfile::tempdir().unwrap();
     let url = format!("sqlite://{}", dir.path().join("api.db").display());
     let log = dir.path().join("api.log");
@@ -173,7 +176,7 @@ async fn sqlite_a_transaction_failing_mid_block_resumes_exactly() {
         .fetch_one(&mut db)
         .await
         .unwrap();
-    assert_eq!(jobs, 3, "nothing of the failed block is stored");
+    assert_eq!(jobs, JOBS as i64, "nothing of the failed block is stored");
 
     sqlx::raw_sql("DROP TRIGGER crash")
         .execute(&mut db)
@@ -184,5 +187,5 @@ async fn sqlite_a_transaction_failing_mid_block_resumes_exactly() {
     api.projected(head(&chain).await).await;
     let store = Store::open(&url).await.unwrap();
     assert_matches_chain(&chain, &store).await;
-    assert_eq!(store.all_jobs().await.unwrap().len(), 5);
+    assert_eq!(store.all_jobs().await.unwrap().len(), JOBS + 2);
 }

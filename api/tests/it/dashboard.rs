@@ -1,7 +1,9 @@
 //! The dashboard in a real headless Chromium (`tests/dashboard/dashboard.mjs`, driven by
 //! playwright-core) against the API serving a projection of a real chain: the jobs show,
 //! then a job posted on chain and a worker's progress report and log line arrive on the
-//! open pages without a reload.
+//! open pages without a reload; both sides of the market show their money (a dispute's
+//! bond, exposure and deadline, refunds, a reject's charge; a node's earnings, fees owed,
+//! locked stake and slashes with their jobs; the submitter's credits).
 
 use gantry_protocol::names;
 use std::process::Stdio;
@@ -9,24 +11,23 @@ use std::time::Duration;
 
 use gantry_protocol::api::TokenInfo;
 use gantry_protocol::jobs::{LogLine, LogStream, ProgressUpdate};
-use gantry_testkit::accounts::{MATCHER, NODES};
+use gantry_testkit::accounts::{MATCHER, NODES, SUBMITTER};
 use gantry_testkit::{GUSD, TestNet, confirm_receipt, scenario};
 use tokio::io::{AsyncBufReadExt, AsyncReadExt, BufReader};
 use tokio_util::sync::CancellationToken;
 
-use crate::harness::{Api, post_job, sqlite};
-use crate::projection::chain_with_lifecycle;
+use crate::harness::{Api, JOB_REJECTED, NODE_DISPUTED, chain_with_market, post_job, sqlite};
 
-/// Job 3, rejected in the lifecycle and requeued, runs its second attempt on node 2.
-const RUNNING_JOB: u64 = 3;
+/// Job 3, rejected in the lifecycle and requeued, runs its second attempt on node 3.
+const RUNNING_JOB: u64 = JOB_REJECTED;
 const ATTEMPT: u8 = 2;
-const NODE: u64 = 2;
+const NODE: u64 = NODE_DISPUTED + 1;
 const EPOCHS: u32 = 10;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_dashboard_shows_the_jobs_and_follows_them_live_in_chromium() {
-    let chain = chain_with_lifecycle().await;
-    run_job_3_on_a_second_node(&chain).await;
+    let chain = chain_with_market().await;
+    run_job_3_on_a_third_node(&chain).await;
     chain.create_jobs_stream().await;
     let mut reported = 0;
     for epoch in 1..=4 {
@@ -47,8 +48,9 @@ async fn the_dashboard_shows_the_jobs_and_follows_them_live_in_chromium() {
     let shots = concat!(env!("CARGO_TARGET_TMPDIR"), "/dashboard");
     std::fs::create_dir_all(shots).unwrap();
     let script = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/dashboard/dashboard.mjs");
+    let submitter = format!("{:#x}", chain.address(SUBMITTER));
     let mut browser = tokio::process::Command::new("node")
-        .args([script, &api.base, shots])
+        .args([script, &api.base, shots, &submitter])
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .kill_on_drop(true)
@@ -99,7 +101,15 @@ async fn the_dashboard_shows_the_jobs_and_follows_them_live_in_chromium() {
     let errors = errors.await.unwrap().unwrap();
     assert!(status.success(), "{said:?}\n{errors}");
     assert_eq!(said, ["READY", "LIVE", "PAGES", "OK"], "{errors}");
-    for shot in ["jobs.png", "job.png", "nodes.png", "network.png"] {
+    for shot in [
+        "jobs.png",
+        "job.png",
+        "dispute.png",
+        "nodes.png",
+        "node.png",
+        "account.png",
+        "network.png",
+    ] {
         assert!(
             std::fs::metadata(format!("{shots}/{shot}")).unwrap().len() > 10_000,
             "{shot}"
@@ -109,10 +119,10 @@ async fn the_dashboard_shows_the_jobs_and_follows_them_live_in_chromium() {
     api.stopped().await;
 }
 
-/// Registers node 2 (served by its operator, `NODES[1]`) and has the matcher assign job 3
+/// Registers node 3 (served by its operator, `NODES[2]`) and has the matcher assign job 3
 /// to it.
-async fn run_job_3_on_a_second_node(chain: &TestNet) {
-    let operator = NODES[1];
+async fn run_job_3_on_a_third_node(chain: &TestNet) {
+    let operator = NODES[2];
     let node = chain
         .register_node(
             operator,
@@ -122,12 +132,12 @@ async fn run_job_3_on_a_second_node(chain: &TestNet) {
         )
         .await;
     assert_eq!(node, NODE);
-    confirm_receipt(
-        "assign",
-        chain.market(MATCHER).assign(RUNNING_JOB, NODE).send().await,
-    )
-    .await
-    .unwrap();
+    let job = chain.job(RUNNING_JOB).await;
+    let matcher = chain.market(MATCHER);
+    let assign = matcher.assign(RUNNING_JOB, NODE, job.terms.pack(), job.state.pack());
+    confirm_receipt("assign", assign.send().await)
+        .await
+        .unwrap();
 }
 
 /// What job 3's worker reports at the end of `epoch`: progress, loss, GPU figures and a

@@ -8,12 +8,21 @@ use gantry_api::http::{AppState, HttpConfig, router};
 use gantry_api::project::Progress;
 use reqwest::StatusCode;
 
-use gantry_protocol::api::{JobDetail, JobRow, NodeRow, Page, Stats};
+use gantry_protocol::api::{
+    AccountRow, ChargeCause, JobDetail, JobRow, NodeDetail, NodeRow, Page, Stats,
+};
 use gantry_protocol::jobs::{
     CompletionReport, CompletionStatus, LogLine, LogStream, ProgressUpdate,
 };
+use gantry_protocol::status::NodeStatus;
+use gantry_testkit::GUSD;
+use gantry_testkit::accounts::SUBMITTER;
 
-use crate::projection::{chain_with_lifecycle, project_to_head};
+use crate::harness::{
+    JOB_DISPUTE_LOST, JOB_DISPUTED, JOB_PAID, JOB_REJECTED, NODE_DISPUTED, NODE_EXITING,
+    chain_with_market,
+};
+use crate::projection::project_to_head;
 
 /// Three log lines, three progress updates and a completion report for job 1.
 pub(crate) fn worker_reports(chain_id: u64) -> Vec<(String, Vec<u8>)> {
@@ -113,7 +122,7 @@ async fn error_of(response: reqwest::Response) -> (StatusCode, String) {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_read_api_answers_and_refuses_bad_input_by_name() {
-    let chain = chain_with_lifecycle().await;
+    let chain = chain_with_market().await;
     let dir = tempfile::tempdir().unwrap();
     let store = project_to_head(
         &chain,
@@ -150,32 +159,64 @@ async fn the_read_api_answers_and_refuses_bad_input_by_name() {
 
     // Lists, newest first, with cursor pages.
     let page: Page<JobRow> = fetch(&http, &base, "/v1/jobs").await;
-    assert_eq!(job_ids(&page), [3, 2, 1]);
+    assert_eq!(job_ids(&page), [5, 4, 3, 2, 1]);
     assert_eq!(page.next_cursor, None);
     let first: Page<JobRow> = fetch(&http, &base, "/v1/jobs?limit=2").await;
-    assert_eq!(first.items.len(), 2);
+    assert_eq!(job_ids(&first), [5, 4]);
     let cursor = first.next_cursor.expect("a next page");
     let second: Page<JobRow> =
         fetch(&http, &base, &format!("/v1/jobs?limit=2&cursor={cursor}")).await;
-    assert_eq!(job_ids(&second), [1]);
-    assert_eq!(second.next_cursor, None);
-    let completed: Page<JobRow> = fetch(&http, &base, "/v1/jobs?status=completed").await;
-    assert_eq!(job_ids(&completed), [1]);
-    let submitter = completed.items[0].submitter.clone();
+    assert_eq!(job_ids(&second), [3, 2]);
+    let cursor = second.next_cursor.expect("a last page");
+    let last: Page<JobRow> =
+        fetch(&http, &base, &format!("/v1/jobs?limit=2&cursor={cursor}")).await;
+    assert_eq!(job_ids(&last), [1]);
+    assert_eq!(last.next_cursor, None);
+    for (status, ids) in [
+        ("completed", vec![1]),
+        ("open", vec![3]),
+        ("disputed", vec![4]),
+        ("failed", vec![5]),
+        ("cancelled", vec![2]),
+    ] {
+        let page: Page<JobRow> = fetch(&http, &base, &format!("/v1/jobs?status={status}")).await;
+        assert_eq!(job_ids(&page), ids, "{status}");
+    }
+    let submitter = format!("{:#x}", chain.address(SUBMITTER));
     let mine: Page<JobRow> = fetch(&http, &base, &format!("/v1/jobs?submitter={submitter}")).await;
-    assert_eq!(mine.items.len(), 3);
-    let on_node: Page<JobRow> = fetch(&http, &base, "/v1/jobs?node=1").await;
-    assert!(on_node.items.iter().all(|j| j.node_id == Some(1)));
+    assert_eq!(mine.items.len(), 5);
+    let on_node: Page<JobRow> = fetch(&http, &base, "/v1/jobs?node=2").await;
+    assert_eq!(job_ids(&on_node), [5, 4]);
 
     // One job, with its timeline.
-    let job: JobDetail = fetch(&http, &base, "/v1/jobs/1").await;
+    let job: JobDetail = fetch(&http, &base, &format!("/v1/jobs/{JOB_PAID}")).await;
     assert_eq!(job.job.status.as_str(), "completed");
-    assert!(job.job.payout.is_some());
+    let payout = job.job.payout.clone().expect("paid");
     assert_eq!(job.timeline.first().unwrap().name, "JobPosted");
-
+    assert_eq!(job.timeline.last().unwrap().name, "JobCompleted");
     let progress = job.progress.expect("the latest progress");
     assert_eq!((progress.epoch, progress.epochs), (Some(3), Some(3)));
     assert_eq!(job.completions.len(), 1);
+    // Both sides of the market in the rows: the node barred from the job it gave back,
+    // and charged; the bond and exposure of a dispute with its deadline; the refund of a
+    // lost one.
+    let rejected: JobDetail = fetch(&http, &base, &format!("/v1/jobs/{JOB_REJECTED}")).await;
+    assert_eq!(rejected.job.barred_nodes, [NODE_EXITING as i64]);
+    assert_eq!(rejected.job.charges[0].cause, ChargeCause::Reject);
+    assert!(rejected.timeline.iter().any(|e| e.name == "JobRejected"));
+    let disputed: JobDetail = fetch(&http, &base, &format!("/v1/jobs/{JOB_DISPUTED}")).await;
+    let dispute = disputed.job.dispute.expect("the dispute");
+    assert_eq!(
+        (dispute.bond.as_str(), dispute.exposure.as_str()),
+        ("10000000", "10000000")
+    );
+    assert_eq!(disputed.job.until, Some(dispute.deadline));
+    let lost: JobRow = fetch::<JobDetail>(&http, &base, &format!("/v1/jobs/{JOB_DISPUTE_LOST}"))
+        .await
+        .job;
+    assert_eq!(lost.refund, Some((50 * GUSD).to_string()));
+    assert_eq!(lost.charges[0].amount, (9 * GUSD).to_string());
+
     let lines: Vec<LogLine> = fetch(&http, &base, "/v1/jobs/1/logs?tail=2").await;
     assert_eq!(
         lines.iter().map(|l| l.line.as_str()).collect::<Vec<_>>(),
@@ -186,21 +227,64 @@ async fn the_read_api_answers_and_refuses_bad_input_by_name() {
     assert_eq!(status, StatusCode::BAD_REQUEST);
     assert!(message.contains("tail"), "{message}");
 
-    // Nodes.
+    // Nodes: the provider's money and its slashes with their jobs.
     let nodes: Page<NodeRow> = fetch(&http, &base, "/v1/nodes").await;
-    assert_eq!(nodes.items.len(), 1);
-    let node: NodeRow = fetch(&http, &base, "/v1/nodes/1").await;
-    assert_eq!(node.completed_jobs, 1);
+    assert_eq!(nodes.items.len(), 2);
+    let node: NodeDetail = fetch(&http, &base, &format!("/v1/nodes/{NODE_EXITING}")).await;
+    assert_eq!(node.node.node.completed_jobs, 1);
+    assert_eq!(node.node.node.earnings_withdrawn, payout);
+    let node: NodeDetail = fetch(&http, &base, &format!("/v1/nodes/{NODE_DISPUTED}")).await;
+    assert_eq!(node.node.node.status, NodeStatus::Inactive);
+    assert_eq!(node.node.node.locked_stake, dispute.exposure);
+    assert_eq!(
+        node.jobs.iter().map(|j| j.job_id).collect::<Vec<_>>(),
+        [JOB_DISPUTED as i64],
+        "its disputed job runs on"
+    );
+    assert_eq!(
+        node.slashes.iter().map(|s| s.job_id).collect::<Vec<_>>(),
+        [JOB_DISPUTE_LOST as i64]
+    );
 
-    // Network figures: the lifecycle pays one job, cancels one, rejects one (requeued),
-    // and its node ends exiting.
+    // The submitter's credits: the market's, with every flow.
+    let account: AccountRow = fetch(&http, &base, &format!("/v1/accounts/{submitter}")).await;
+    let market = gantry_protocol::bindings::JobMarket::new(
+        chain.deployment().market,
+        chain.devnet.admin.clone(),
+    );
+    let credits = market
+        .creditOf(chain.address(SUBMITTER))
+        .call()
+        .await
+        .unwrap();
+    assert_eq!(account.credits, credits.to_string());
+    assert_eq!(account.refunded, (100 * GUSD).to_string());
+    // Any spelling of the address names the same account.
+    let checksummed: AccountRow = fetch(
+        &http,
+        &base,
+        &format!("/v1/accounts/{}", chain.address(SUBMITTER)),
+    )
+    .await;
+    assert_eq!(checksummed, account);
+
+    // Network figures.
     let stats: Stats = fetch(&http, &base, "/v1/stats").await;
-    assert_eq!(stats.jobs_by_status.get("completed"), Some(&1));
-    assert_eq!(stats.jobs_by_status.get("cancelled"), Some(&1));
-    assert_eq!(stats.jobs_by_status.values().sum::<i64>(), 3);
+    for status in ["completed", "cancelled", "open", "disputed", "failed"] {
+        assert_eq!(stats.jobs_by_status.get(status), Some(&1), "{status}");
+    }
     assert_eq!(stats.nodes_by_status.get("exiting"), Some(&1));
+    assert_eq!(stats.nodes_by_status.get("inactive"), Some(&1));
     assert_eq!(stats.active_gpus, 0, "no node is active");
-    assert_eq!(stats.paid_to_providers, job.job.payout.clone().unwrap());
+    assert_eq!(stats.paid_to_providers, payout);
+    assert_eq!(stats.fees, job.job.fee.clone().unwrap());
+    assert_eq!(stats.refunded, (100 * GUSD).to_string());
+    assert_eq!(stats.locked_stake, dispute.exposure);
+    assert_eq!(
+        stats.treasury,
+        market.treasuryBalance().call().await.unwrap().to_string()
+    );
+    assert_eq!((stats.policy_version, stats.paused), (1, false));
 
     // The payment token, as amounts are shown: the dev token unless configured.
     let token: gantry_protocol::api::TokenInfo = fetch(&http, &base, "/v1/token").await;
@@ -227,6 +311,7 @@ async fn the_read_api_answers_and_refuses_bad_input_by_name() {
         ("/v1/events?job=-1", "job"),
         ("/v1/events?job=four", "job"),
         ("/v1/events?node=1", "node"),
+        ("/v1/accounts/alice", "address"),
     ] {
         let (status, message) = error_of(get(path).await.unwrap()).await;
         assert_eq!(status, StatusCode::BAD_REQUEST, "{path}");
@@ -239,4 +324,13 @@ async fn the_read_api_answers_and_refuses_bad_input_by_name() {
     );
     let (status, _) = error_of(get("/v1/nodes/7").await.unwrap()).await;
     assert_eq!(status, StatusCode::NOT_FOUND);
+    let stranger = format!("{:#x}", alloy::primitives::Address::repeat_byte(0x99));
+    let (status, message) = error_of(get(&format!("/v1/accounts/{stranger}")).await.unwrap()).await;
+    assert_eq!(
+        (status, message),
+        (
+            StatusCode::NOT_FOUND,
+            format!("account {stranger} not found")
+        )
+    );
 }

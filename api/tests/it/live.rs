@@ -7,19 +7,21 @@ use gantry_protocol::names;
 use std::sync::OnceLock;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-use gantry_devnet::sse::{EventStream, SseEvent};
+use eventsource_stream::{Event as SseEvent, Eventsource};
+use futures::{Stream, StreamExt};
 use gantry_protocol::api::{History, JobDetail, Minute, Stats};
 use gantry_protocol::jobs::{LogLine, LogStream, ProgressUpdate};
 use gantry_protocol::pending::Constraint;
 use gantry_protocol::pending::{PENDING_VERSION, PendingExplanation};
 use gantry_testkit::accounts::SUBMITTER;
-use gantry_testkit::confirm_receipt;
+use gantry_testkit::{GUSD, confirm_receipt};
 use metrics_exporter_prometheus::{PrometheusBuilder, PrometheusHandle};
 use reqwest::StatusCode;
 use tokio_util::sync::CancellationToken;
 
-use crate::harness::{Api, post_job, sqlite};
-use crate::projection::chain_with_lifecycle;
+use crate::harness::{
+    Api, JOB_DISPUTE_LOST, JOB_PAID, JOB_REJECTED, chain_with_market, post_job, sqlite,
+};
 
 const WAIT: Duration = Duration::from_secs(30);
 
@@ -31,19 +33,33 @@ fn metrics() -> PrometheusHandle {
         .clone()
 }
 
-/// An SSE stream that must deliver within [`WAIT`].
-struct Sse(EventStream);
+type Events = std::pin::Pin<Box<dyn Stream<Item = SseEvent> + Send>>;
+
+/// An SSE stream (keep-alive comments skipped) that must deliver within [`WAIT`].
+struct Sse(Events);
 
 impl Sse {
+    /// Opens `url`, which must answer a 200 `text/event-stream`.
     async fn open(url: &str) -> Self {
-        Self(EventStream::open(url).await.unwrap())
+        let response = reqwest::get(url).await.unwrap();
+        assert_eq!(response.status(), StatusCode::OK, "{url}");
+        let content_type = &response.headers()[reqwest::header::CONTENT_TYPE];
+        assert!(
+            content_type.as_bytes().starts_with(b"text/event-stream"),
+            "{url}: {content_type:?}"
+        );
+        let events = response
+            .bytes_stream()
+            .eventsource()
+            .map(|event| event.expect("a well-formed event stream"));
+        Self(Box::pin(events))
     }
 
+    /// The next event; `None` once the server ends the stream.
     async fn next(&mut self) -> Option<SseEvent> {
         tokio::time::timeout(WAIT, self.0.next())
             .await
             .expect("an event within the wait")
-            .unwrap()
     }
 
     /// The next event named `name` whose data satisfies `matches`.
@@ -84,15 +100,15 @@ fn log_line(job_id: u64, line: &str) -> LogLine {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn events_and_logs_stream_live_and_the_operational_endpoints_answer() {
-    let chain = chain_with_lifecycle().await;
+    let chain = chain_with_market().await;
     let chain_id = chain.devnet.deployment.chain_id;
     let js = chain.jetstream().await;
     chain.create_jobs_stream().await;
     // A line stored before anyone follows job 3 (requeued open after its rejection).
     let stored_seq = chain
         .publish(
-            names::logs_subject(chain_id, 3),
-            serde_json::to_vec(&log_line(3, "stored")).unwrap(),
+            names::logs_subject(chain_id, JOB_REJECTED),
+            serde_json::to_vec(&log_line(JOB_REJECTED, "stored")).unwrap(),
         )
         .await;
     let dir = tempfile::tempdir().unwrap();
@@ -105,23 +121,20 @@ async fn events_and_logs_stream_live_and_the_operational_endpoints_answer() {
 
     // Followers: the feed, and job 3's logs (the stored tail first, then live lines).
     let mut feed = Sse::open(&format!("{base}/v1/events")).await;
-    // And a feed of job 4 alone (posted below).
-    let mut job_4_feed = Sse::open(&format!("{base}/v1/events?job=4")).await;
-    let mut logs = Sse::open(&format!("{base}/v1/jobs/3/logs?follow=true")).await;
+    // And a feed of the job posted below alone.
+    let new_job = JOB_DISPUTE_LOST + 1;
+    let mut new_job_feed = Sse::open(&format!("{base}/v1/events?job={new_job}")).await;
+    let mut logs = Sse::open(&format!("{base}/v1/jobs/{JOB_REJECTED}/logs?follow=true")).await;
     let first = logs.next().await.unwrap();
     assert_eq!(first.event, "log");
     let stored: LogLine = serde_json::from_str(&first.data).unwrap();
     assert_eq!(stored.line, "stored");
-    let stored_seq: u64 = first
-        .id
-        .expect("lines carry their sequence")
-        .parse()
-        .unwrap();
+    let stored_seq: u64 = first.id.parse().expect("lines carry their sequence");
 
     // A worker's progress and a new line arrive on the open streams.
     let update = ProgressUpdate {
         v: 1,
-        job_id: 3,
+        job_id: JOB_REJECTED,
         node_id: 1,
         attempt: 2,
         progress: Some(0.5),
@@ -136,17 +149,17 @@ async fn events_and_logs_stream_live_and_the_operational_endpoints_answer() {
     };
     chain
         .publish(
-            names::progress_subject(chain_id, 3),
+            names::progress_subject(chain_id, JOB_REJECTED),
             serde_json::to_vec(&update).unwrap(),
         )
         .await;
     chain
         .publish(
-            names::logs_subject(chain_id, 3),
-            serde_json::to_vec(&log_line(3, "live")).unwrap(),
+            names::logs_subject(chain_id, JOB_REJECTED),
+            serde_json::to_vec(&log_line(JOB_REJECTED, "live")).unwrap(),
         )
         .await;
-    let progressed = feed.until("progress", |d| d["jobId"] == 3).await;
+    let progressed = feed.until("progress", |d| d["jobId"] == JOB_REJECTED).await;
     assert_eq!(progressed["epoch"], 5);
     assert_eq!(progressed["metrics"]["loss"], 0.25);
     let next = logs.next().await.unwrap();
@@ -155,24 +168,27 @@ async fn events_and_logs_stream_live_and_the_operational_endpoints_answer() {
         serde_json::from_str::<LogLine>(&next.data).unwrap().line,
         "live"
     );
-    assert!(next.id.unwrap().parse::<u64>().unwrap() > stored_seq);
+    assert!(next.id.parse::<u64>().unwrap() > stored_seq);
 
-    // A job posted on chain shows on the feed once its block is committed.
-    post_job(&chain, 20_000_000).await;
-    let posted = feed.until("job", |d| d["jobId"] == 4).await;
+    // A job posted on chain shows on the feed once its block is committed, its credits
+    // with it (the submitter's refunds pay for it).
+    assert_eq!(post_job(&chain, 20 * GUSD).await, new_job);
+    let posted = feed.until("job", |d| d["jobId"] == new_job).await;
     assert_eq!(posted["status"], "open");
     assert_eq!(posted["bounty"], "20000000");
+    assert_eq!(posted["fromCredits"], "20000000");
+    assert_eq!(posted["policyVersion"], 1);
     feed.until("block", |_| true).await;
     // Job 3's progress, its log line and the block before came first on the whole feed;
-    // job 4's feed starts with job 4.
-    let first_of_job_4 = job_4_feed.next().await.expect("an event");
-    assert_eq!(first_of_job_4.event, "job");
+    // the new job's feed starts with it.
+    let first_of_new_job = new_job_feed.next().await.expect("an event");
+    assert_eq!(first_of_new_job.event, "job");
     assert_eq!(
-        serde_json::from_str::<serde_json::Value>(&first_of_job_4.data).unwrap(),
+        serde_json::from_str::<serde_json::Value>(&first_of_new_job.data).unwrap(),
         posted
     );
 
-    // Why job 4 waits: the matcher's explanation from the KV bucket.
+    // Why the new job waits: the matcher's explanation from the KV bucket.
     let bucket = js
         .create_key_value(async_nats::jetstream::kv::Config {
             bucket: gantry_protocol::names::pending_bucket(chain_id),
@@ -183,25 +199,39 @@ async fn events_and_logs_stream_live_and_the_operational_endpoints_answer() {
         .unwrap();
     let explanation = PendingExplanation {
         v: PENDING_VERSION,
-        job_id: 4,
-        summary: "0 of 1 nodes are active".into(),
-        nodes: 1,
-        rejected: [(Constraint::NotActive, 1)].into(),
+        job_id: new_job,
+        summary: "0 of 2 nodes are active".into(),
+        nodes: 2,
+        rejected: [(Constraint::NotActive, 2)].into(),
         best: vec![],
         block: 1,
     };
     bucket
-        .put("4", serde_json::to_vec(&explanation).unwrap().into())
+        .put(
+            new_job.to_string(),
+            serde_json::to_vec(&explanation).unwrap().into(),
+        )
         .await
         .unwrap();
-    let job: JobDetail = get("/v1/jobs/4").await.unwrap().json().await.unwrap();
+    let job: JobDetail = get(&format!("/v1/jobs/{new_job}"))
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
     assert_eq!(job.pending, Some(explanation));
-    let job: JobDetail = get("/v1/jobs/1").await.unwrap().json().await.unwrap();
+    let job: JobDetail = get(&format!("/v1/jobs/{JOB_PAID}"))
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
     assert_eq!(job.pending, None, "only open jobs wait");
 
-    // Job 3 is cancelled: its log stream says so and ends.
+    // Job 3 is cancelled: its log stream says so and ends, and the refund shows.
+    let job = chain.job(JOB_REJECTED).await;
     let submitter = chain.market(SUBMITTER);
-    let cancel = submitter.cancel(3);
+    let cancel = submitter.cancel(JOB_REJECTED, job.terms.pack(), job.state.pack());
     confirm_receipt("cancel", cancel.send().await)
         .await
         .unwrap();
@@ -212,14 +242,23 @@ async fn events_and_logs_stream_live_and_the_operational_endpoints_answer() {
         "cancelled"
     );
     assert!(logs.next().await.is_none(), "the stream ends with the job");
+    let cancelled = feed
+        .until("job", |d| {
+            d["jobId"] == JOB_REJECTED && d["status"] == "cancelled"
+        })
+        .await;
+    assert_eq!(cancelled["refund"], (50 * GUSD).to_string());
     // A settled job's follow sends its tail and ends at once.
-    let mut settled = Sse::open(&format!("{base}/v1/jobs/3/logs?follow=true&tail=1")).await;
+    let mut settled = Sse::open(&format!(
+        "{base}/v1/jobs/{JOB_REJECTED}/logs?follow=true&tail=1"
+    ))
+    .await;
     assert_eq!(settled.next().await.unwrap().event, "log");
     assert_eq!(settled.next().await.unwrap().event, "end");
     assert!(settled.next().await.is_none());
 
     // Progress history, per-minute history, nodes with reputation and heartbeat age.
-    let history: Vec<ProgressUpdate> = get("/v1/jobs/3/progress")
+    let history: Vec<ProgressUpdate> = get(&format!("/v1/jobs/{JOB_REJECTED}/progress"))
         .await
         .unwrap()
         .json()
@@ -234,8 +273,9 @@ async fn events_and_logs_stream_live_and_the_operational_endpoints_answer() {
         .unwrap();
     assert_eq!(minutes.buckets.len(), 10);
     let sum = |f: fn(&Minute) -> i64| minutes.buckets.iter().map(f).sum::<i64>();
-    assert_eq!(sum(|m| m.posted), 4, "the lifecycle's three jobs and job 4");
+    assert_eq!(sum(|m| m.posted), 6, "the scripted five and the new one");
     assert_eq!(sum(|m| m.completed), 1);
+    assert_eq!(sum(|m| m.failed), 1, "job 5's lost dispute");
     assert_eq!(
         sum(|m| m.gpus_in_use),
         1,
@@ -256,7 +296,7 @@ async fn events_and_logs_stream_live_and_the_operational_endpoints_answer() {
     let stats: Stats = get("/v1/stats").await.unwrap().json().await.unwrap();
     assert_eq!(
         stats.volume,
-        (3 * 50_000_000u64 + 20_000_000).to_string(),
+        ((3 * 50 + 20 + 50 + 20) * GUSD).to_string(),
         "bounties posted"
     );
 
@@ -299,6 +339,7 @@ async fn events_and_logs_stream_live_and_the_operational_endpoints_answer() {
         "/v1/jobs/{id}/logs",
         "/v1/jobs/{id}/progress",
         "/v1/nodes/{id}",
+        "/v1/accounts/{address}",
         "/v1/stats/history",
         "/v1/events",
         "/readyz",
@@ -308,7 +349,11 @@ async fn events_and_logs_stream_live_and_the_operational_endpoints_answer() {
     for schema in [
         "JobRow",
         "JobDetail",
+        "DisputeRow",
+        "ChargeRow",
         "NodeView",
+        "SlashRow",
+        "AccountRow",
         "ProgressUpdate",
         "ErrorBody",
     ] {

@@ -1,24 +1,39 @@
-//! The projection against a real chain (anvil), nats-server and the indexer.
+//! The projection against a real chain (anvil), nats-server and the indexer. Every test
+//! projects the same market activity (`harness`): the kit's scripted lifecycle (job 1
+//! paid, job 2 cancelled, job 3 given back by node 1, node 1 withdrawing its earnings and
+//! exiting), then node 2 with the minimum stake runs jobs 4 and 5, the submitter (after a
+//! deposit) disputes both, and the arbiter decides job 5 for the submitter.
 //!
-//! - `projection`: the projection of a scripted lifecycle equals `getJob`/`getNode` on
-//!   SQLite and on PostgreSQL (and the two are identical, the job document the database
-//!   builds for `/v1/jobs/{id}` included), a restart changes nothing, a rebuild into an
-//!   empty database gives the same rows, an `anvil_reorg` of the last blocks is undone;
-//!   two replicas projecting into one PostgreSQL apply each block once and both feed
-//!   their live streams.
+//! - `projection`: the projection equals the market on SQLite and on PostgreSQL: every
+//!   job's state hash is `jobHash` (and its state the kit's fold of the logs), its barred
+//!   nodes `isBarred`; every node is `getNode` (stake, locked stake, earnings, fees owed,
+//!   inactivity, unbonding); every account's credits are `creditOf`; the treasury, policy
+//!   and pause are the market's. The rows say what the events said: the rejected job
+//!   shows node 1 barred and its charge, the open dispute its bond, exposure and deadline,
+//!   the lost one its refund, returned bond and the exposure slashed (node 2 then
+//!   inactive without `inactiveSince`), node 1 its withdrawn earnings and swept fee, the
+//!   submitter its deposits, refunds and bonds. SQLite and PostgreSQL give the same rows,
+//!   stats, slashes and job documents (`/v1/jobs/{id}`); a restart changes nothing, a
+//!   rebuild into an empty database gives the same rows; an `anvil_reorg` of the disputes
+//!   is undone (jobs, node 2 and the credits refolded); two replicas projecting into one
+//!   PostgreSQL apply each block once and both feed their live streams.
 //! - `crash`: a crash in the middle of a block's transaction (the binary SIGKILLed while
 //!   its PostgreSQL transaction waits on a lock; a SQLite transaction aborted by a
 //!   trigger) stores nothing of it, and the restarted binary equals the chain.
-//! - `http`: every endpoint's happy path, cursor pages, bad parameters named in 400s,
-//!   404s.
-//! - `live`: SSE: the feed delivers a worker's progress and a job posted on chain, a log
-//!   follow gets its stored tail, then new lines, then `end` when the job is cancelled;
-//!   the matcher's explanation from KV, readiness by stream lag, `/metrics`,
-//!   `/openapi.json`, and shutdown ending open streams.
+//! - `http`: every endpoint's happy path (lists by status, submitter and node, cursor
+//!   pages; a job's detail with its bar, charge, dispute and refund; a node's locked stake,
+//!   running jobs and slashes with their jobs; an account's credits against `creditOf`;
+//!   the stats' money against the market), bad parameters named in 400s, 404s.
+//! - `live`: SSE: the feed delivers a worker's progress and a job posted on chain (from
+//!   credits), a log follow gets its stored tail, then new lines, then `end` when the job
+//!   is cancelled (its refund on the feed); the matcher's explanation from KV, readiness
+//!   by stream lag, `/metrics`, `/openapi.json`, and shutdown ending open streams.
 //! - `dashboard`: the dashboard in headless Chromium (playwright-core): the jobs table, a
-//!   running job's page with its charts and logs, then a job posted on chain and a
-//!   worker's report appearing on the open pages without a reload, the nodes and network
-//!   pages; screenshots in `target/tmp/dashboard/`.
+//!   running job's page with its charts, logs and the node it barred, then a job posted on
+//!   chain and a worker's report appearing on the open pages without a reload; both sides
+//!   of the market: node 2's locked stake and its slash with its job, job 4's dispute
+//!   (bond, exposure, deadline), job 5's refund and charge, the submitter's credits and
+//!   their flows, the network's money; screenshots in `target/tmp/dashboard/`.
 
 mod crash;
 mod dashboard;

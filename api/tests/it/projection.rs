@@ -1,28 +1,24 @@
-//! The projection equals the chain's state after a scripted lifecycle, after a restart,
-//! and after a rebuild from an empty database.
+//! The projection equals the market's state after the scripted activity (the kit's
+//! lifecycle and the harness's disputes), after a restart, after a rebuild from an empty
+//! database and after a reorg; the rows say what the market's events said.
 
 use std::time::Duration;
 
-use gantry_api::model::NodeStatus;
+use alloy::primitives::{Address, B256, U256};
+use gantry_api::model::{JobStatus, NodeStatus};
 use gantry_api::project::{self, Progress};
 use gantry_api::store::Store;
-use gantry_protocol::api::JobDetail;
-use gantry_protocol::bindings::{JobMarket, NodeRegistry};
-use gantry_testkit::{Postgres, TestNet, scenario};
+use gantry_protocol::api::{ChargeCause, Completion, Failure, JobDetail};
+use gantry_protocol::bindings::JobMarket;
+use gantry_protocol::market::Policy;
+use gantry_testkit::accounts::SUBMITTER;
+use gantry_testkit::{GUSD, Postgres, TestNet};
 use tokio_util::sync::CancellationToken;
 
-/// A chain and NATS with the indexer running, after the scripted lifecycle.
-pub(crate) async fn chain_with_lifecycle() -> TestNet {
-    let chain = TestNet::builder()
-        .indexer()
-        .start()
-        .await
-        .expect("the test net starts");
-    scenario::lifecycle(&chain.devnet)
-        .await
-        .expect("the scripted lifecycle");
-    chain
-}
+use crate::harness::{
+    DEPOSIT, JOB_CANCELLED, JOB_DISPUTE_LOST, JOB_DISPUTED, JOB_PAID, JOB_REJECTED, NODE_DISPUTED,
+    NODE_EXITING, chain_with_market,
+};
 
 /// Projects into `url` until the projection has applied the chain's head block.
 pub(crate) async fn project_to_head(chain: &TestNet, url: &str) -> Store {
@@ -57,58 +53,234 @@ pub(crate) async fn project_to_head(chain: &TestNet, url: &str) -> Store {
     store
 }
 
-/// Every job and node row against `getJob`/`getNode`.
+/// Every row against what the market holds: each job's state hash against `jobHash`
+/// (and its state against the kit's fold of the chain's logs, `TestNet::job`), its barred
+/// nodes against `isBarred`; each node against `getNode`; each account's credits against
+/// `creditOf`; the treasury, the policy version and the pause against the market's views.
 pub(crate) async fn assert_matches_chain(chain: &TestNet, store: &Store) {
-    let d = chain.devnet.deployment;
-    let market = JobMarket::new(d.market, chain.devnet.admin.clone());
-    let registry = NodeRegistry::new(d.registry, chain.devnet.admin.clone());
+    let market = JobMarket::new(chain.devnet.deployment.market, chain.devnet.admin.clone());
     let count = market.jobCount().call().await.unwrap();
     let jobs = store.all_jobs().await.unwrap();
     assert_eq!(jobs.len() as u64, count, "one row per job");
-    for job in &jobs {
-        let info = market.getJob(job.job_id as u64).call().await.unwrap();
-        assert_status(&job.status, info.status as u8, "job", job.job_id);
-        assert_eq!(job.attempts, i64::from(info.attempts), "job {}", job.job_id);
-        assert_eq!(job.bounty, info.bounty.to_string());
-        assert_eq!(job.submitter, info.submitter.to_string());
-        if let Some(hash) = &job.result_hash {
-            assert_eq!(hash, &format!("{:#x}", info.resultHash));
+    for row in &jobs {
+        let id = row.job_id as u64;
+        let job = chain.job(id).await;
+        assert_eq!(row.status, job.state.status, "job {id}");
+        assert_eq!(row.bounty, job.terms.bounty.to_string(), "job {id}");
+        assert_eq!(row.submitter, job.terms.submitter.to_string(), "job {id}");
+        assert_eq!(row.deadline as u64, job.terms.deadline, "job {id}");
+        assert_eq!(row.policy_version as u32, job.terms.policy, "job {id}");
+        let stored = market.jobHash(id).call().await.unwrap();
+        assert_eq!(
+            row.state_hash,
+            (stored != B256::ZERO).then(|| format!("{stored:#x}")),
+            "job {id}'s state is the market's"
+        );
+        if !row.status.is_settled() {
+            let state = job.state;
+            assert_eq!(
+                (row.faults, row.barred),
+                (i64::from(state.faults), i64::from(state.barred)),
+                "job {id}"
+            );
+            assert_eq!(row.node_id.unwrap_or(0) as u64, state.node_id, "job {id}");
+            assert_eq!(row.until.unwrap_or(0) as u64, state.until, "job {id}");
+        }
+        for node in &row.barred_nodes {
+            assert!(
+                market.isBarred(id, *node as u64).call().await.unwrap(),
+                "node {node} is barred from job {id}"
+            );
         }
     }
     let nodes = store.all_nodes().await.unwrap();
     assert_eq!(
         nodes.len() as u64,
-        registry.nodeCount().call().await.unwrap()
+        chain.registry(0).nodeCount().call().await.unwrap(),
+        "one row per node"
     );
     for node in &nodes {
-        let info = registry.getNode(node.node_id as u64).call().await.unwrap();
-        assert_status(&node.status, info.status as u8, "node", node.node_id);
-        assert_eq!(node.stake, info.stake.to_string());
-        assert_eq!(node.completed_jobs, i64::from(info.completedJobs));
-        assert_eq!(node.failed_jobs, i64::from(info.failedJobs));
-        assert_eq!(node.active_jobs, i64::from(info.activeJobs));
-        assert_eq!(node.last_heartbeat, i64::from(info.lastHeartbeat));
+        let id = node.node_id;
+        let info = chain.node(id as u64).await;
+        assert_eq!(
+            node.status,
+            NodeStatus::try_from(info.status).unwrap(),
+            "node {id}"
+        );
+        assert_eq!(node.stake, info.stake.to_string(), "node {id}");
+        assert_eq!(node.locked_stake, info.lockedStake.to_string(), "node {id}");
+        assert_eq!(node.earnings, info.earnings.to_string(), "node {id}");
+        assert_eq!(node.fees_owed, info.feesOwed.to_string(), "node {id}");
+        assert_eq!(
+            node.last_heartbeat,
+            i64::from(info.lastHeartbeat),
+            "node {id}"
+        );
+        assert_eq!(
+            node.registered_at as u64,
+            info.registeredAt.to::<u64>(),
+            "node {id}"
+        );
+        let time = |at: Option<i64>| at.map_or(0, |t| t as u64);
+        assert_eq!(
+            time(node.inactive_since),
+            info.inactiveSince.to::<u64>(),
+            "node {id}"
+        );
+        assert_eq!(
+            time(node.unbonding_ends_at),
+            info.unbondingEndsAt.to::<u64>(),
+            "node {id}"
+        );
     }
+    for account in store.all_accounts().await.unwrap() {
+        let address: Address = account.account.parse().unwrap();
+        let credits = market.creditOf(address).call().await.unwrap();
+        assert_eq!(account.credits, credits.to_string(), "{address}'s credits");
+    }
+    let stats = store.stats().await.unwrap();
+    let treasury = market.treasuryBalance().call().await.unwrap();
+    assert_eq!(stats.treasury, treasury.to_string(), "the treasury");
+    let version = market.policyVersion().call().await.unwrap();
+    assert_eq!(stats.policy_version, i64::from(version));
+    assert_eq!(stats.paused, market.paused().call().await.unwrap());
 }
 
-/// A projected status against the chain's `on_chain` one, for `what` `id`.
-fn assert_status<S>(projected: &S, on_chain: u8, what: &str, id: i64)
-where
-    S: TryFrom<u8> + PartialEq + std::fmt::Debug,
-    S::Error: std::fmt::Debug,
-{
-    assert_eq!(projected, &S::try_from(on_chain).unwrap(), "{what} {id}");
+/// What the market's events said about each side, row by row: the reject's bar and
+/// charge, the disputes' bonds and exposure, the refunds, the node's slash with its job,
+/// the submitter's credits.
+async fn assert_market_rows(chain: &TestNet, store: &Store) {
+    let job = |id| async move { store.job(id).await.unwrap().expect("the job") };
+    let policy = Policy::from(
+        &JobMarket::new(chain.deployment().market, chain.devnet.admin.clone())
+            .params()
+            .call()
+            .await
+            .unwrap(),
+    );
+
+    let paid = job(JOB_PAID).await;
+    assert_eq!(
+        (paid.status, paid.completion),
+        (JobStatus::Completed, Some(Completion::Accepted))
+    );
+    let (payout, fee) = (paid.payout.clone().unwrap(), paid.fee.clone().unwrap());
+    assert_eq!(
+        payout.parse::<u64>().unwrap() + fee.parse::<u64>().unwrap(),
+        50 * GUSD,
+        "the bounty is the payout and the fee"
+    );
+    assert_eq!(
+        job(JOB_CANCELLED).await.refund,
+        Some((50 * GUSD).to_string())
+    );
+
+    // The reject bars node 1 and charges it by the time it held the job: what its stake
+    // lost (nothing when it gave the job back within the second it got it).
+    let rejected = job(JOB_REJECTED).await;
+    assert_eq!(rejected.status, JobStatus::Open);
+    assert_eq!(rejected.barred_nodes, [NODE_EXITING as i64]);
+    assert_eq!((rejected.faults, rejected.barred), (0, 1));
+    assert_eq!(rejected.reason.as_deref(), Some("image not found"));
+    let node_1 = chain.node(NODE_EXITING).await;
+    let charge = U256::from(500 * GUSD) - U256::from(node_1.stake.to::<u128>());
+    assert_eq!(rejected.charges.len(), 1);
+    assert_eq!(
+        (rejected.charges[0].node_id, rejected.charges[0].cause),
+        (NODE_EXITING as i64, ChargeCause::Reject)
+    );
+    assert_eq!(rejected.charges[0].amount, charge.to_string());
+
+    // The open dispute: the bond the policy sets, node 2's exposure held, the arbiter's
+    // deadline.
+    let disputed = job(JOB_DISPUTED).await;
+    let dispute = disputed.dispute.clone().expect("the dispute");
+    assert_eq!(disputed.status, JobStatus::Disputed);
+    assert_eq!(dispute.bond, policy.bond(20 * u128::from(GUSD)).to_string());
+    let node_2 = chain.node(NODE_DISPUTED).await;
+    assert_eq!(dispute.exposure, node_2.lockedStake.to_string());
+    assert_eq!(
+        dispute.exposure,
+        (10 * GUSD).to_string(),
+        "a tenth of node 2's free stake"
+    );
+    assert_eq!(disputed.until, Some(dispute.deadline));
+    assert_eq!(dispute.outcome, None);
+
+    // The lost one: bounty and bond back to the submitter, the exposure (a tenth of what
+    // was free then) slashed.
+    let lost = job(JOB_DISPUTE_LOST).await;
+    assert_eq!(
+        (lost.status, lost.failure, lost.refund.as_deref()),
+        (
+            JobStatus::Failed,
+            Some(Failure::DisputeLost),
+            Some((50 * GUSD).to_string().as_str())
+        )
+    );
+    let outcome = lost.dispute.clone().unwrap().outcome.expect("decided");
+    assert!(!outcome.provider_won && !outcome.lapsed);
+    let bond = policy.bond(50 * u128::from(GUSD));
+    assert_eq!(outcome.bond_to_submitter, bond.to_string());
+    let slash = (9 * GUSD).to_string();
+    assert_eq!(lost.charges.len(), 1);
+    assert_eq!(
+        (lost.charges[0].cause, lost.charges[0].amount.as_str()),
+        (ChargeCause::DisputeLost, slash.as_str())
+    );
+    let node = store.node(NODE_DISPUTED).await.unwrap().unwrap();
+    assert_eq!(
+        (node.status, node.inactive_since),
+        (NodeStatus::Inactive, None),
+        "a slash below the minimum stake stops new work only"
+    );
+    assert_eq!(node.disputes.len(), 1);
+    assert_eq!(node.disputes[0].job_id, JOB_DISPUTED as i64);
+    let slashes = store.slashes(NODE_DISPUTED).await.unwrap();
+    assert_eq!(slashes.len(), 1);
+    assert_eq!(
+        (slashes[0].job_id, slashes[0].amount.as_str()),
+        (JOB_DISPUTE_LOST as i64, slash.as_str())
+    );
+
+    // The provider of job 1 withdrew its pay, which swept the fee to the treasury.
+    let node = store.node(NODE_EXITING).await.unwrap().unwrap();
+    assert_eq!(
+        (node.earnings.as_str(), node.earnings_withdrawn.as_str()),
+        ("0", payout.as_str())
+    );
+    assert_eq!(
+        (node.fees_owed.as_str(), node.fees_swept.as_str()),
+        ("0", fee.as_str())
+    );
+    assert_eq!(node.rejected_jobs, 1);
+    assert!(node.unbonding_ends_at.is_some());
+
+    // The submitter: two refunds, two bonds posted and one returned, a deposit.
+    let submitter = format!("{:#x}", chain.address(SUBMITTER));
+    let account = store
+        .account(&submitter)
+        .await
+        .unwrap()
+        .expect("the submitter");
+    assert_eq!(account.jobs_posted, 5);
+    assert_eq!(account.deposited, DEPOSIT.to_string());
+    assert_eq!(account.refunded, (100 * GUSD).to_string());
+    let bonds = policy.bond(20 * u128::from(GUSD)) + bond;
+    assert_eq!(account.bonds_posted, bonds.to_string());
+    assert_eq!(account.bonds_returned, bond.to_string());
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn sqlite_projection_equals_the_chain_and_rebuilds_the_same() {
-    let chain = chain_with_lifecycle().await;
+    let chain = chain_with_market().await;
     let dir = tempfile::tempdir().unwrap();
     let url = format!("sqlite://{}", dir.path().join("api.db").display());
     let store = project_to_head(&chain, &url).await;
     assert_matches_chain(&chain, &store).await;
+    assert_market_rows(&chain, &store).await;
     let timeline: Vec<String> = store
-        .timeline(1)
+        .timeline(JOB_PAID)
         .await
         .unwrap()
         .into_iter()
@@ -126,6 +298,7 @@ async fn sqlite_projection_equals_the_chain_and_rebuilds_the_same() {
     );
     let jobs = store.all_jobs().await.unwrap();
     let nodes = store.all_nodes().await.unwrap();
+    let accounts = store.all_accounts().await.unwrap();
 
     // A restart resumes from the checkpoint and changes nothing.
     let checkpoint = store.checkpoint().await.unwrap();
@@ -139,11 +312,12 @@ async fn sqlite_projection_equals_the_chain_and_rebuilds_the_same() {
     let rebuilt = project_to_head(&chain, &rebuilt_url).await;
     assert_eq!(rebuilt.all_jobs().await.unwrap(), jobs);
     assert_eq!(rebuilt.all_nodes().await.unwrap(), nodes);
+    assert_eq!(rebuilt.all_accounts().await.unwrap(), accounts);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn postgres_projection_equals_the_chain_and_the_sqlite_one() {
-    let chain = chain_with_lifecycle().await;
+    let chain = chain_with_market().await;
     let postgres = Postgres::start().expect("postgres starts");
     let store = project_to_head(&chain, &postgres.url()).await;
     assert_matches_chain(&chain, &store).await;
@@ -163,8 +337,19 @@ async fn postgres_projection_equals_the_chain_and_the_sqlite_one() {
         sqlite.all_nodes().await.unwrap()
     );
     assert_eq!(
-        store.timeline(1).await.unwrap(),
-        sqlite.timeline(1).await.unwrap()
+        store.all_accounts().await.unwrap(),
+        sqlite.all_accounts().await.unwrap()
+    );
+    assert_eq!(store.stats().await.unwrap(), sqlite.stats().await.unwrap());
+    for node in [NODE_EXITING, NODE_DISPUTED] {
+        assert_eq!(
+            store.slashes(node).await.unwrap(),
+            sqlite.slashes(node).await.unwrap()
+        );
+    }
+    assert_eq!(
+        store.timeline(JOB_DISPUTE_LOST).await.unwrap(),
+        sqlite.timeline(JOB_DISPUTE_LOST).await.unwrap()
     );
     // A job's detail (one statement, with SQL that differs by backend) is the same on
     // both and equals its parts read one by one.
@@ -185,7 +370,7 @@ async fn postgres_projection_equals_the_chain_and_the_sqlite_one() {
     }
     // The document the database builds for GET /v1/jobs/{id}: the same JSON on both
     // backends, and what the separate reads return.
-    for job in 1..=3 {
+    for job in JOB_PAID..=JOB_DISPUTE_LOST {
         let document = store.job_document(job).await.unwrap().expect("the job");
         let on_sqlite = sqlite.job_document(job).await.unwrap().expect("the job");
         let value: serde_json::Value = serde_json::from_str(&document.json).unwrap();
@@ -202,7 +387,7 @@ async fn postgres_projection_equals_the_chain_and_the_sqlite_one() {
         assert_eq!(detail.progress, store.progress(job).await.unwrap());
         assert_eq!(detail.completions, store.completions(job).await.unwrap());
     }
-    let document = store.job_document(1).await.unwrap().unwrap();
+    let document = store.job_document(JOB_PAID).await.unwrap().unwrap();
     let detail: JobDetail = serde_json::from_str(&document.json).unwrap();
     assert_eq!(detail.completions.len(), 1);
     assert_eq!(detail.progress.unwrap().epoch, Some(3));
@@ -214,7 +399,7 @@ async fn a_reorg_is_rolled_back_to_the_chain_s_state() {
     use alloy::providers::Provider;
     use futures::StreamExt;
 
-    let chain = chain_with_lifecycle().await;
+    let chain = chain_with_market().await;
     let dir = tempfile::tempdir().unwrap();
     let store = Store::open(&format!("sqlite://{}", dir.path().join("api.db").display()))
         .await
@@ -237,10 +422,22 @@ async fn a_reorg_is_rolled_back_to_the_chain_s_state() {
         .await
         .expect("projected to the head")
         .unwrap();
-    // The last blocks hold the operator's withdrawal and exit: the node is Exiting.
+    // The last blocks hold the two disputes and the decision of one: job 5 failed, its
+    // bounty and bond credited back, node 2 slashed and inactive with stake held.
+    let submitter = format!("{:#x}", chain.address(SUBMITTER));
+    let credits = |store: Store| {
+        let submitter = submitter.clone();
+        async move { store.account(&submitter).await.unwrap().unwrap().credits }
+    };
+    let credits_before = credits(store.clone()).await;
     assert_eq!(
-        store.node(1).await.unwrap().unwrap().status,
-        NodeStatus::Exiting
+        store.job(JOB_DISPUTE_LOST).await.unwrap().unwrap().status,
+        JobStatus::Failed
+    );
+    let node = store.node(NODE_DISPUTED).await.unwrap().unwrap();
+    assert_eq!(
+        (node.status, node.locked_stake.as_str()),
+        (NodeStatus::Inactive, "10000000")
     );
 
     // Replace the last 3 blocks with empty ones, and wait for the indexer to publish the
@@ -297,17 +494,35 @@ async fn a_reorg_is_rolled_back_to_the_chain_s_state() {
     stop.cancel();
     task.await.unwrap().unwrap();
 
+    // Undone, and refolded from the events that remain: both jobs wait out their
+    // challenge window again, node 2 is active and holds nothing, the credits are back.
+    for job in [JOB_DISPUTED, JOB_DISPUTE_LOST] {
+        let row = store.job(job).await.unwrap().unwrap();
+        assert_eq!(
+            (row.status, row.dispute),
+            (JobStatus::Submitted, None),
+            "job {job}"
+        );
+        assert!(row.charges.is_empty() && row.refund.is_none(), "job {job}");
+    }
+    let node = store.node(NODE_DISPUTED).await.unwrap().unwrap();
     assert_eq!(
-        store.node(1).await.unwrap().unwrap().status,
-        NodeStatus::Active,
-        "the exit was undone"
+        (
+            node.status,
+            node.locked_stake.as_str(),
+            node.slashed.as_str()
+        ),
+        (NodeStatus::Active, "0", "0")
     );
+    assert!(node.disputes.is_empty());
+    assert!(store.slashes(NODE_DISPUTED).await.unwrap().is_empty());
+    assert_ne!(credits(store.clone()).await, credits_before);
     assert_matches_chain(&chain, &store).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn replicas_sharing_one_postgres_apply_each_block_once_and_all_feed_live() {
-    let chain = chain_with_lifecycle().await;
+    let chain = chain_with_market().await;
     let postgres = Postgres::start().expect("postgres starts");
     let chain_id = chain.devnet.deployment.chain_id;
     let head = alloy::providers::Provider::get_block_number(&chain.devnet.admin)
@@ -372,6 +587,6 @@ async fn replicas_sharing_one_postgres_apply_each_block_once_and_all_feed_live()
                 jobs.insert(row.job_id);
             }
         }
-        assert_eq!(jobs, [1, 2, 3].into());
+        assert_eq!(jobs, (JOB_PAID as i64..=JOB_DISPUTE_LOST as i64).collect());
     }
 }

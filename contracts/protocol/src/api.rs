@@ -6,7 +6,8 @@
 //!   GET /v1/jobs           Page<JobSummary>  JobRow + latest ProgressUpdate
 //!   GET /v1/jobs/{id}      JobDetail         JobRow + timeline, progress, completions, pending
 //!   GET /v1/nodes          Page<NodeView>    NodeRow + reputation, heartbeat age
-//!   GET /v1/nodes/{id}     NodeDetail        NodeView + its running jobs
+//!   GET /v1/nodes/{id}     NodeDetail        NodeView + its running jobs, its slashes
+//!   GET /v1/accounts/{a}   AccountRow        an account's credits and their flows
 //!   GET /v1/stats          Stats
 //!   GET /v1/stats/history  History           Minute by minute
 //!   GET /v1/token          TokenInfo         how amounts are shown
@@ -17,6 +18,13 @@
 //! Field names are camelCase; integers are `i64` (the API's SQL BIGINTs; never negative)
 //! and amounts are decimal strings of token base units (uint96/uint256 do not fit).
 //! Unknown fields are ignored on reading, so the API may add fields.
+//!
+//! The rows follow market v2: a job's `until` is what it waits for by status (the
+//! attempt's end, the challenge window's end, the arbiter's deadline), `faults` and
+//! `barred`/`barredNodes` count its failed attempts, `dispute` holds the bond and the
+//! node's exposure, `charges` what nodes paid on it, `stateHash` the word the market
+//! stores for it; a node's row has its locked stake, earnings, fees owed and slashes; an
+//! [`AccountRow`] holds an account's credits.
 
 use std::collections::BTreeMap;
 
@@ -81,7 +89,8 @@ impl LiveEventName {
     }
 }
 
-/// A job as the API shows it.
+/// A job as the API shows it: its terms (fixed at posting), its state as the market
+/// holds it, and every amount its events moved.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(rename_all = "camelCase")]
@@ -89,38 +98,218 @@ pub struct JobRow {
     pub job_id: i64,
     pub submitter: String,
     pub status: JobStatus,
+    /// Attempts so far (assignments). Every earlier attempt ended with its node barred, so
+    /// while the job runs this is the attempt number its worker reports.
     pub attempts: i64,
+    /// Attempts that ended in the node's fault (reclaimed); the job fails when they reach
+    /// its policy's `maxAttempts`.
+    pub faults: i64,
+    /// Nodes barred from the job: they gave it back or faulted on it.
+    pub barred: i64,
+    /// Those nodes, in the order they were barred.
+    pub barred_nodes: Vec<i64>,
     pub bounty: String,
+    /// The part of the bounty taken from the submitter's credits (the rest came from its
+    /// tokens).
+    pub from_credits: String,
+    /// Chain time by which a result must be in.
     pub deadline: i64,
+    /// Longest an attempt may run, seconds, from its assignment.
+    pub max_runtime: i64,
     pub spec_hash: String,
     /// The spec JSON as posted (raw text; not necessarily valid).
     pub spec: String,
     /// `JobRequirements` as JSON.
     pub requirements: String,
     pub priority: i64,
+    /// The market policy in force at posting: the job's rules for its whole life.
+    pub policy_version: i64,
+    /// That policy, as `MarketParamsUpdated` announced it (none if the API never saw it).
+    pub policy: Option<JobPolicy>,
+    /// The node of the current attempt (once settled: of the last one); none while open.
     pub node_id: Option<i64>,
+    /// Whether the node's agent claimed the current attempt (else the matcher assigned it).
+    pub claimed: bool,
+    /// When the current (or last) attempt was assigned.
     pub assigned_at: Option<i64>,
+    /// What the job waits for, by status: assigned, the attempt's end; submitted, the
+    /// challenge window's end; disputed, the arbiter's deadline; otherwise none.
+    pub until: Option<i64>,
     pub result_hash: Option<String>,
     pub result_uri: Option<String>,
-    pub challenge_ends_at: Option<i64>,
+    /// The submitter's dispute of the result, if any.
+    pub dispute: Option<DisputeRow>,
+    /// What nodes were charged on this job (rejects, reclaims, a lost dispute), in order.
+    pub charges: Vec<ChargeRow>,
+    /// Credited to the node's earnings on completion.
     pub payout: Option<String>,
+    /// The protocol fee taken from the bounty on completion.
     pub fee: Option<String>,
+    pub completion: Option<Completion>,
+    /// Credited back to the submitter (failed, cancelled or expired).
     pub refund: Option<String>,
+    pub failure: Option<Failure>,
+    /// Why the last attempt ended early (a reject's reason, a reclaim's cause), or why the
+    /// job failed.
     pub reason: Option<String>,
+    /// keccak256 of the job's terms, as its state holds it.
+    pub terms_hash: String,
+    /// keccak256 of the job's state, as the market stores it (`jobHash`) while the job is
+    /// unsettled; none once settled (the market clears it) or with the policy unknown.
+    pub state_hash: Option<String>,
     pub posted_block: i64,
     pub posted_at: i64,
     pub updated_block: i64,
     pub updated_at: i64,
     /// GPUs the job asks for (`minGpuCount`).
-    #[serde(default)]
     pub gpus: i64,
-    /// GPU-seconds its attempts ran on nodes (assignment to submission, reclaim,
-    /// rejection or expiry, times `gpus`).
-    #[serde(default)]
+    /// GPU-seconds its attempts ran on nodes (assignment to submission, reclaim or
+    /// rejection, times `gpus`).
     pub gpu_seconds: i64,
 }
 
-/// A node as the API shows it.
+/// A market policy version: the rules of the jobs posted under it (`JobPolicy`).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[serde(rename_all = "camelCase")]
+pub struct JobPolicy {
+    pub version: i64,
+    /// Protocol fee on the payout, basis points.
+    pub fee_bps: i64,
+    /// Seconds after a result during which the submitter may dispute it.
+    pub challenge_window: i64,
+    /// Smallest dispute bond; a job's bond is the larger of it and a tenth of the bounty.
+    pub dispute_bond: String,
+    /// Seconds the arbiter has to decide a dispute.
+    pub dispute_period: i64,
+    /// Share of a node's free stake taken per fault, basis points.
+    pub slash_bps: i64,
+    /// Faulted attempts after which a job fails.
+    pub max_attempts: i64,
+}
+
+/// A dispute of a job's result (`JobDisputed`, then `DisputeResolved`).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[serde(rename_all = "camelCase")]
+pub struct DisputeRow {
+    /// Posted by the submitter.
+    pub bond: String,
+    /// The node's stake held until the dispute ends (slashed if the submitter wins).
+    pub exposure: String,
+    pub disputed_at: i64,
+    /// The arbiter decides by then; after it the result stands.
+    pub deadline: i64,
+    /// How it ended; none while open.
+    pub outcome: Option<DisputeOutcome>,
+}
+
+/// How a dispute ended (`DisputeResolved`).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[serde(rename_all = "camelCase")]
+pub struct DisputeOutcome {
+    pub provider_won: bool,
+    /// The arbiter's time ran out: the result stands, the bond went back.
+    pub lapsed: bool,
+    /// The bond credited back to the submitter.
+    pub bond_to_submitter: String,
+    /// The bond credited to the node's earnings.
+    pub bond_to_provider: String,
+    /// Who ended it: the arbiter, or whoever settled the lapsed dispute.
+    pub by: String,
+    pub at: i64,
+}
+
+/// A node's charge on a job: the share of a slash a reject costs, the slash of a reclaim,
+/// the exposure of a lost dispute (all to the treasury).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[serde(rename_all = "camelCase")]
+pub struct ChargeRow {
+    pub node_id: i64,
+    pub cause: ChargeCause,
+    /// Taken from the node's stake (`NodeSlashed`); "0" for a reject given back at once.
+    pub amount: String,
+    pub at: i64,
+}
+
+/// Why a node was charged on a job.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[serde(rename_all = "camelCase")]
+pub enum ChargeCause {
+    /// Its agent gave the job back (`JobRejected`): charged by the time held.
+    #[default]
+    Reject,
+    /// Reclaimed: the node was marked inactive during the attempt.
+    NodeInactive,
+    /// Reclaimed: the attempt ran past its runtime.
+    RuntimeExceeded,
+    /// The arbiter decided the dispute for the submitter: the exposure is slashed.
+    DisputeLost,
+}
+
+/// How a job's bounty reached its node (`CompletionKind`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[serde(rename_all = "camelCase")]
+pub enum Completion {
+    /// The submitter accepted the result.
+    Accepted,
+    /// The challenge window ended without a dispute.
+    Finalized,
+    /// The arbiter decided for the provider, who won the bond too.
+    DisputeWon,
+    /// The arbiter did not decide in time: the result stands.
+    DisputeLapsed,
+}
+
+/// Why a job ended without paying a node (`FailureKind`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[serde(rename_all = "camelCase")]
+pub enum Failure {
+    OutOfAttempts,
+    PastDeadline,
+    DisputeLost,
+}
+
+impl Completion {
+    /// `CompletionKind` by its value in the contract; `None` for a value it does not
+    /// define.
+    pub fn from_kind(kind: u8) -> Option<Self> {
+        [
+            Self::Accepted,
+            Self::Finalized,
+            Self::DisputeWon,
+            Self::DisputeLapsed,
+        ]
+        .get(usize::from(kind))
+        .copied()
+    }
+}
+
+impl Failure {
+    /// `FailureKind` by its value in the contract; `None` for a value it does not define.
+    pub fn from_kind(kind: u8) -> Option<Self> {
+        [Self::OutOfAttempts, Self::PastDeadline, Self::DisputeLost]
+            .get(usize::from(kind))
+            .copied()
+    }
+}
+
+impl ChargeCause {
+    /// The cause of a reclaim of `ReclaimKind` `kind`; `None` for a value the contract
+    /// does not define.
+    pub fn of_reclaim(kind: u8) -> Option<Self> {
+        [Self::NodeInactive, Self::RuntimeExceeded]
+            .get(usize::from(kind))
+            .copied()
+    }
+}
+
+/// A node as the API shows it: capabilities, status, and its money in the market.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(rename_all = "camelCase")]
@@ -137,14 +326,90 @@ pub struct NodeRow {
     pub price_per_gpu_hour: String,
     pub max_concurrent_jobs: i64,
     pub metadata_uri: String,
+    /// Its stake, as the market holds it (after slashes and withdrawals).
     pub stake: String,
+    /// The part of the stake held for open disputes of its results (their exposure).
+    pub locked_stake: String,
+    /// Those disputes: the job and the exposure held for it.
+    pub disputes: Vec<HeldStake>,
+    /// Taken from its stake to the treasury, in all (see `NodeDetail::slashes`).
     pub slashed: String,
+    /// Pay credited (payouts and bonds won) and not yet withdrawn.
     pub earnings: String,
+    /// Earnings its operator withdrew.
+    pub earnings_withdrawn: String,
+    /// Protocol fees of its paid jobs, owed to the treasury until swept.
+    pub fees_owed: String,
+    /// Fees swept into the treasury.
+    pub fees_swept: String,
+    /// Stake its operator withdrew after exiting.
+    pub stake_withdrawn: String,
+    /// Jobs assigned to it and not yet answered (its taken slots).
     pub active_jobs: i64,
     pub completed_jobs: i64,
+    /// Reclaimed attempts and lost disputes: the failures its reputation counts.
     pub failed_jobs: i64,
+    /// Jobs its agent gave back.
+    pub rejected_jobs: i64,
     pub last_heartbeat: i64,
     pub registered_at: i64,
+    /// When it was last marked inactive (by its agent or for a missed heartbeat; a slash
+    /// below the minimum stake stops its new work without it): jobs assigned before then
+    /// are reclaimable.
+    pub inactive_since: Option<i64>,
+    /// Exiting: when its stake may be withdrawn.
+    pub unbonding_ends_at: Option<i64>,
+    pub updated_block: i64,
+}
+
+/// Stake held for an open dispute.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[serde(rename_all = "camelCase")]
+pub struct HeldStake {
+    pub job_id: i64,
+    pub exposure: String,
+}
+
+/// One slash of a node's stake (`NodeSlashed`): on which job, how much, what was left.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[serde(rename_all = "camelCase")]
+pub struct SlashRow {
+    pub job_id: i64,
+    pub amount: String,
+    /// The stake left.
+    pub stake: String,
+    pub block: i64,
+    pub at: i64,
+    pub tx: String,
+}
+
+/// An account's credits in the market (a submitter's, or anyone's who deposited): what
+/// it can post jobs from and withdraw, and every flow in and out of them.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[serde(rename_all = "camelCase")]
+pub struct AccountRow {
+    /// Lowercase 0x address.
+    pub account: String,
+    /// Its credits now (`creditOf`).
+    pub credits: String,
+    /// Deposited into credits.
+    pub deposited: String,
+    /// Credits withdrawn.
+    pub withdrawn: String,
+    /// Bounties of jobs it posted, in all (escrowed from credits first, then tokens).
+    pub bounties: String,
+    /// The part of those bounties taken from credits.
+    pub from_credits: String,
+    /// Bounties credited back (failed, cancelled and expired jobs).
+    pub refunded: String,
+    /// Dispute bonds it posted (from its tokens).
+    pub bonds_posted: String,
+    /// Dispute bonds credited back.
+    pub bonds_returned: String,
+    pub jobs_posted: i64,
     pub updated_block: i64,
 }
 
@@ -226,7 +491,7 @@ pub struct JobDetail {
     pub pending: Option<PendingExplanation>,
 }
 
-/// `GET /v1/nodes/{id}`: the node and the jobs it is running.
+/// `GET /v1/nodes/{id}`: the node, the jobs it is running and its slashes.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(rename_all = "camelCase")]
@@ -235,6 +500,8 @@ pub struct NodeDetail {
     pub node: NodeView,
     /// Its assigned, submitted and disputed jobs, newest first.
     pub jobs: Vec<JobRow>,
+    /// Its slashes with their jobs, newest first (the last 100).
+    pub slashes: Vec<SlashRow>,
 }
 
 /// `GET /v1/stats`.
@@ -253,6 +520,22 @@ pub struct Stats {
     pub volume: String,
     /// Paid to providers (token base units).
     pub paid_to_providers: String,
+    /// Protocol fees taken from payouts.
+    pub fees: String,
+    /// Bounties credited back to submitters.
+    pub refunded: String,
+    /// Taken from nodes' stakes to the treasury (rejects, reclaims, lost disputes).
+    pub slashed: String,
+    /// The treasury's balance in the market: swept fees and slashes, less what it
+    /// withdrew (`treasuryBalance`).
+    pub treasury: String,
+    /// Stake of every node, and the part of it held for open disputes.
+    pub stake: String,
+    pub locked_stake: String,
+    /// The policy version new jobs get (0 before the market announced one).
+    pub policy_version: i64,
+    /// Whether the market takes no new jobs and nodes (`PausedSet`).
+    pub paused: bool,
 }
 
 /// `GET /v1/stats/history`.
@@ -332,23 +615,57 @@ mod tests {
 
     #[test]
     fn a_job_detail_reads_the_document_the_database_builds_and_ignores_unknown_fields() {
-        let detail: JobDetail = serde_json::from_value(serde_json::json!({
-            "jobId": 3, "submitter": "0x1", "status": "assigned", "attempts": 1,
-            "bounty": "12500000", "deadline": 100, "specHash": "0x2", "spec": "{}",
-            "requirements": "{}", "priority": 0, "nodeId": 2, "assignedAt": 50,
-            "resultHash": null, "resultUri": null, "challengeEndsAt": null, "payout": null,
-            "fee": null, "refund": null, "reason": null, "postedBlock": 4, "postedAt": 40,
-            "updatedBlock": 5, "updatedAt": 50,
+        // As the database builds it: JSON text.
+        let detail: JobDetail = serde_json::from_str(
+            r#"{
+            "jobId": 3, "submitter": "0x1", "status": "disputed", "attempts": 1, "faults": 0,
+            "barred": 0, "barredNodes": [], "bounty": "12500000", "fromCredits": "0",
+            "deadline": 100, "maxRuntime": 60, "specHash": "0x2", "spec": "{}",
+            "requirements": "{}", "priority": 1, "policyVersion": 1,
+            "policy": {"version": 1, "feeBps": 250, "challengeWindow": 30,
+                "disputeBond": "10000000", "disputePeriod": 300, "slashBps": 1000,
+                "maxAttempts": 3},
+            "nodeId": 2, "claimed": false, "assignedAt": 50, "until": 400,
+            "resultHash": "0x4", "resultUri": "ipfs://out",
+            "dispute": {"bond": "10000000", "exposure": "40000000", "disputedAt": 100,
+                "deadline": 400, "outcome": null},
+            "charges": [{"nodeId": 1, "cause": "reject", "amount": "0", "at": 45}],
+            "payout": null, "fee": null, "completion": null, "refund": null, "failure": null,
+            "reason": null, "termsHash": "0x5", "stateHash": "0x6", "postedBlock": 4,
+            "postedAt": 40, "updatedBlock": 5, "updatedAt": 50, "gpus": 1, "gpuSeconds": 0,
             "timeline": [{"block": 5, "logIndex": 0, "at": 50, "tx": "0x3",
                 "name": "JobAssigned", "data": {"jobId": 3}}],
             "progress": null, "completions": [], "pending": null, "addedLater": true
-        }))
+        }"#,
+        )
         .unwrap();
         assert_eq!(detail.job.job_id, 3);
         assert_eq!(detail.job.node_id, Some(2));
-        assert_eq!(detail.job.gpus, 0, "rows stored before `gpus` existed");
+        let dispute = detail.job.dispute.as_ref().expect("the dispute");
+        assert_eq!(
+            (dispute.bond.as_str(), dispute.exposure.as_str()),
+            ("10000000", "40000000")
+        );
+        assert_eq!(detail.job.charges[0].cause, ChargeCause::Reject);
         assert_eq!(detail.timeline[0].name, "JobAssigned");
         let again = serde_json::to_value(&detail).unwrap();
         assert_eq!(serde_json::from_value::<JobDetail>(again).unwrap(), detail);
+    }
+
+    #[test]
+    fn contract_kinds_read_as_names_and_unknown_values_as_none() {
+        assert_eq!(Completion::from_kind(3), Some(Completion::DisputeLapsed));
+        assert_eq!(Completion::from_kind(4), None);
+        assert_eq!(Failure::from_kind(2), Some(Failure::DisputeLost));
+        assert_eq!(Failure::from_kind(3), None);
+        assert_eq!(
+            ChargeCause::of_reclaim(1),
+            Some(ChargeCause::RuntimeExceeded)
+        );
+        assert_eq!(ChargeCause::of_reclaim(2), None);
+        assert_eq!(
+            serde_json::to_value(Completion::DisputeWon).unwrap(),
+            serde_json::json!("disputeWon")
+        );
     }
 }
