@@ -511,7 +511,7 @@ async fn start_chain(config: &NetworkConfig) -> anyhow::Result<Devnet> {
         .with_context(|| format!("starting anvil (port {port})"))?;
     let devnet = Devnet::deploy_on(anvil, |mut params: DeployParams| {
         params.market.challengeWindow = config.challenge_window;
-        params.registry.heartbeatTimeout = config.heartbeat_timeout;
+        params.market.heartbeatTimeout = config.heartbeat_timeout;
         params
     })
     .await
