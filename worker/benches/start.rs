@@ -1,9 +1,10 @@
 //! `cargo bench -p gantry-worker --bench start`: the time from an assignment message
 //! arriving at the worker to its job's container running, against a bare bollard
 //! create + start of the same image and command, measured in the same run on the same
-//! engine. The worker's path adds: the on-chain check (`getJob`), the spec read from the
-//! stream, admission, the job directories, the checkpoint lookup, the image check and
-//! the attach.
+//! engine. The worker's path adds: the on-chain check (the job's logs folded into its
+//! terms and state and checked against `jobHash`, the node's agent), the spec read from
+//! the stream, admission, the job's clock, the job directories, the checkpoint lookup,
+//! the image check and the attach.
 //!
 //! Prints per-run figures and a final JSON line:
 //! `{"bench":"assign_to_running","p50_ms":..,"bare_p50_ms":..,"ratio":..}` (goal ≤ 1.2).

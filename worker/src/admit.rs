@@ -1,10 +1,11 @@
 //! Whether the node runs a job, and with what: the spec checked against the protocol's
-//! schema, the job's on-chain requirements, the node's hardware and the provider's
-//! settings. Pure; a refusal is the job's fault and becomes the `reject` reason.
+//! schema, the job's on-chain requirements (its terms), the node's hardware and the
+//! provider's settings. Pure; a refusal is the job's fault and becomes the `reject`
+//! reason, sent at once (for a charge of about nothing).
 
 use std::time::Duration;
 
-use gantry_protocol::bindings::JobMarket::JobRequirements;
+use gantry_protocol::eligibility::Requirements;
 use gantry_protocol::spec::{JobKind, JobSpec};
 
 use crate::config::Jobs;
@@ -33,7 +34,7 @@ pub struct Admitted {
 /// Checks a job before anything is downloaded or started.
 pub fn admit(
     spec_bytes: &[u8],
-    requirements: &JobRequirements,
+    requirements: &Requirements,
     node: &NodeLimits,
     settings: &Jobs,
 ) -> Result<Admitted, Failure> {
@@ -48,19 +49,29 @@ pub fn admit(
         }
         _ => {}
     }
-    if spec.timeout_secs > u64::from(requirements.maxRuntime) {
+    if spec.timeout_secs > u64::from(requirements.max_runtime) {
         return Err(Failure::job(format!(
             "invalid spec: timeoutSecs {} exceeds the job's maxRuntime {}",
-            spec.timeout_secs, requirements.maxRuntime
+            spec.timeout_secs, requirements.max_runtime
         )));
     }
-    if requirements.minGpuCount > node.gpus {
+    // The node answers `answer_margin` before the attempt ends: a runtime no longer than
+    // that leaves the job no time at all.
+    let margin = settings.answer_margin.as_secs();
+    if u64::from(requirements.max_runtime) <= margin {
+        return Err(Failure::job(format!(
+            "maxRuntime {} s leaves no time to run: this node answers {margin} s before the \
+             attempt ends",
+            requirements.max_runtime
+        )));
+    }
+    if requirements.min_gpu_count > node.gpus {
         return Err(Failure::job(format!(
             "needs {} GPUs; this node has {}",
-            requirements.minGpuCount, node.gpus
+            requirements.min_gpu_count, node.gpus
         )));
     }
-    let memory_mib = match requirements.minRamMiB {
+    let memory_mib = match requirements.min_ram_mib {
         0 => settings.default_memory_mib,
         mib => mib,
     };
@@ -74,10 +85,10 @@ pub fn admit(
         .resources
         .cpu_threads
         .unwrap_or(settings.default_cpu_threads)
-        .max(requirements.minCpuCores)
+        .max(requirements.min_cpu_cores)
         .min(node.cpu_cores.max(1));
     Ok(Admitted {
-        gpus: requirements.minGpuCount,
+        gpus: requirements.min_gpu_count,
         cpu_threads,
         memory_bytes: i64::from(memory_mib) << 20,
         gpu_memory_percent: spec
@@ -96,7 +107,6 @@ pub fn admit(
 
 #[cfg(test)]
 mod tests {
-    use alloy::primitives::{B256, aliases::U96};
     use gantry_protocol::spec::{OutputSpec, Resources};
 
     use super::*;
@@ -116,16 +126,13 @@ mod tests {
         }
     }
 
-    fn requirements() -> JobRequirements {
-        JobRequirements {
-            gpuModel: B256::ZERO,
-            minGpuCount: 0,
-            minVramMiB: 0,
-            minCpuCores: 1,
-            minRamMiB: 512,
-            maxPricePerGpuHour: U96::ZERO,
-            maxRuntime: 120,
+    fn requirements() -> Requirements {
+        Requirements {
+            min_cpu_cores: 1,
+            min_ram_mib: 512,
+            max_runtime: 120,
             priority: 5,
+            ..Requirements::default()
         }
     }
 
@@ -152,7 +159,7 @@ mod tests {
 
     #[test]
     fn refusals_are_the_job_s_fault_with_a_reason() {
-        let refuse = |bytes: &[u8], req: JobRequirements, settings: Jobs| {
+        let refuse = |bytes: &[u8], req: Requirements, settings: Jobs| {
             let failure = admit(bytes, &req, &node(), &settings).unwrap_err();
             assert_eq!(failure.class, FaultClass::Job);
             failure.reason
@@ -164,10 +171,10 @@ mod tests {
         long.timeout_secs = 121;
         assert!(refuse(&long.to_vec(), requirements(), Jobs::default()).contains("maxRuntime"));
         let mut gpus = requirements();
-        gpus.minGpuCount = 1;
+        gpus.min_gpu_count = 1;
         assert!(refuse(&spec().to_vec(), gpus, Jobs::default()).contains("GPUs"));
         let mut ram = requirements();
-        ram.minRamMiB = 8192;
+        ram.min_ram_mib = 8192;
         assert!(refuse(&spec().to_vec(), ram, Jobs::default()).contains("memory"));
         let mut inference = spec();
         inference.kind = JobKind::Inference;
@@ -176,6 +183,17 @@ mod tests {
             ..Jobs::default()
         };
         assert!(refuse(&inference.to_vec(), requirements(), settings).contains("inference"));
+        // A runtime the node's answer margin eats whole: nothing could run.
+        let mut short = spec();
+        short.timeout_secs = 30;
+        let mut runtime = requirements();
+        runtime.max_runtime = 60;
+        assert!(refuse(&short.to_vec(), runtime, Jobs::default()).contains("no time to run"));
+        let settings = Jobs {
+            answer_margin: Duration::from_secs(20),
+            ..Jobs::default()
+        };
+        assert!(admit(&short.to_vec(), &runtime, &node(), &settings).is_ok());
     }
 
     #[test]

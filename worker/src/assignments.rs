@@ -1,16 +1,22 @@
-//! The assignment loop: pull the node's next assignment when a slot is free, run each job
-//! in its own task, and acknowledge it by the job's outcome.
+//! The assignment loop: take every assignment of the node as it arrives, check it
+//! on-chain, and run it in its own task when a slot is free, or give it back at once when
+//! not (no free slot, the node unhealthy or shutting down): a job held and not run would
+//! cost the node more the longer it waits, and a slash if the node went inactive under it.
 //!
 //! Assignments come from the durable consumer `gantry_<chain>_worker_<node>`, filtered to
 //! `gantry.<chain>.ev.JobAssigned.<node>`. A message stays unacknowledged while its job
 //! runs (kept alive with in-progress acks), so a worker that dies gets it redelivered
 //! when it comes back; the chain check then decides whether to run it again.
+//!
+//! ```text
+//!  JobAssigned.<node> ──▶ (job, until) running already? skip ──▶ task: check on chain
+//!      ──▶ admission(draining, health, slot) ──▶ run (slot held) │ give back at once (reject)
+//! ```
 
 use std::collections::HashMap;
 use std::future::Future;
-use std::ops::ControlFlow;
 use std::sync::Arc;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use async_nats::jetstream;
 use futures::StreamExt;
@@ -18,61 +24,51 @@ use gantry_protocol::bindings::JobMarket;
 use gantry_protocol::envelope::EventEnvelope;
 use gantry_protocol::events::GantryEvent;
 use gantry_protocol::{names, storage};
-use tokio::sync::futures::Notified;
-use tokio::sync::{Mutex as AsyncMutex, Notify, OwnedSemaphorePermit, Semaphore};
+use tokio::sync::{Mutex as AsyncMutex, OwnedSemaphorePermit, Semaphore};
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 use tracing::instrument;
 
 use crate::claim::Claimed;
 use crate::error::WorkerError;
-use crate::health::{HEALTH_INTERVAL, Health};
-use crate::job::{Assignment, Ctx, Outcome, Stop, StopReason};
+use crate::health::Health;
+use crate::job::{Assignment, Ctx, GiveBack, Outcome, Stop, StopReason};
 use crate::metrics;
 
-/// The stop signals of the running jobs, by (job id, attempt).
-pub(crate) type Stops = Arc<AsyncMutex<HashMap<(u64, u8), Stop>>>;
+/// How long an assignment whose answer could not be sent waits before it is redelivered
+/// (and the chain asked again).
+const UNREPORTED_RETRY: Duration = Duration::from_secs(5);
 
-/// The jobs running on this node: their stop signals and their tasks.
+/// The stop signals of the assignments being handled, by (job id, the attempt's end).
+pub(crate) type Stops = Arc<AsyncMutex<HashMap<(u64, u64), Stop>>>;
+
+/// The assignments this node is handling: their stop signals and their tasks.
 #[derive(Debug, Clone, Default)]
 pub(crate) struct Running {
     pub(crate) stops: Stops,
     tasks: TaskTracker,
-    /// Notified each time a job's task ends.
-    ended: Arc<Notify>,
-    /// Fired when the worker goes down without the shutdown drain: every job task is
+    /// Fired when the worker goes down without the shutdown drain: every task is
     /// dropped where it is.
     abort: CancellationToken,
 }
 
 impl Running {
     fn spawn(&self, job: impl Future<Output = ()> + Send + 'static) {
-        // The token is dropped before `ended` is notified, so that `len` no longer counts
-        // the job when the waiters look.
-        let token = self.tasks.token();
-        let ended = self.ended.clone();
         let abort = self.abort.clone();
-        tokio::spawn(async move {
+        self.tasks.spawn(async move {
             tokio::select! {
                 () = job => {}
                 () = abort.cancelled() => {}
             }
-            drop(token);
-            ended.notify_waiters();
         });
     }
 
-    /// Jobs whose task has not ended.
+    /// Assignments whose task has not ended: jobs the node holds.
     pub(crate) fn len(&self) -> usize {
         self.tasks.len()
     }
 
-    /// Completes when a job's task ends.
-    pub(crate) fn ended(&self) -> Notified<'_> {
-        self.ended.notified()
-    }
-
-    /// Waits for every job's task to end (no more are started).
+    /// Waits until no assignment's task is left.
     pub(crate) async fn wait(&self) {
         self.tasks.close();
         self.tasks.wait().await;
@@ -85,36 +81,61 @@ impl Running {
         }
     }
 
-    /// Drops every job's task where it is (their messages are redelivered later).
+    /// Drops every task where it is (their messages are redelivered later).
     pub(crate) fn abort(&self) {
         self.abort.cancel();
     }
 }
 
-/// What the assignment loop hands each job.
+/// Whether a job the chain assigned to this node runs now, or is given back at once and
+/// why: nothing starts while the worker is draining for shutdown or the node is
+/// unhealthy, and no more jobs run than the node takes at once (`capacity`, the smaller
+/// of its on-chain `maxConcurrentJobs` and the config's). Pure.
+pub(crate) fn admission<P>(
+    draining: bool,
+    unhealthy: Option<String>,
+    slot: Option<P>,
+    capacity: usize,
+) -> Result<P, GiveBack> {
+    if draining {
+        return Err(GiveBack::ShuttingDown);
+    }
+    if let Some(why) = unhealthy {
+        return Err(GiveBack::Unhealthy(why));
+    }
+    slot.ok_or(GiveBack::OverCapacity { capacity })
+}
+
+/// The assignment loop and what it hands each assignment.
 #[derive(Debug)]
 pub(crate) struct Assignments {
     pub(crate) ctx: Arc<Ctx>,
     pub(crate) health: Arc<Health>,
     pub(crate) running: Running,
     pub(crate) claimed: Arc<Claimed>,
-    pub(crate) max_concurrent: usize,
+    /// One permit per job the node runs at once.
+    pub(crate) slots: Arc<Semaphore>,
+    pub(crate) capacity: usize,
 }
 
 impl Assignments {
-    /// Takes assignments until `shutdown` fires (`Ok`) or the consumer fails.
-    pub(crate) async fn run(&self, shutdown: &CancellationToken) -> Result<(), WorkerError> {
+    /// Takes assignments until `closed` fires (`Ok`) or the consumer fails. Once
+    /// `draining` fires (the worker shuts down) it goes on taking them, to give each back
+    /// at once while the node is still active.
+    pub(crate) async fn run(
+        self,
+        draining: CancellationToken,
+        closed: CancellationToken,
+    ) -> Result<(), WorkerError> {
         let mut messages = self.subscribe().await?;
-        let slots = Arc::new(Semaphore::new(self.max_concurrent));
-        tracing::info!(node_id = self.ctx.node_id, "taking work");
+        tracing::info!(
+            node_id = self.ctx.node_id,
+            capacity = self.capacity,
+            "taking work"
+        );
         loop {
-            // A free slot and a healthy node before the next assignment is pulled.
-            let permit = tokio::select! {
-                () = shutdown.cancelled() => break,
-                permit = slots.clone().acquire_owned() => permit.expect("the semaphore is never closed"),
-            };
             let message = tokio::select! {
-                () = shutdown.cancelled() => break,
+                () = closed.cancelled() => break,
                 message = messages.next() => message,
             };
             let received = Instant::now();
@@ -126,13 +147,7 @@ impl Assignments {
                 }
                 None => return Err(WorkerError::AssignmentsEnded),
             };
-            if self
-                .take(message, received, permit, shutdown)
-                .await
-                .is_break()
-            {
-                break;
-            }
+            self.take(message, received, &draining).await;
         }
         Ok(())
     }
@@ -155,90 +170,125 @@ impl Assignments {
             .map_err(|e| WorkerError::nats(format!("consumer {consumer_name}"), e))
     }
 
-    /// Starts the job `message` assigns, unless it runs already; `Break` when the worker
-    /// shuts down while the node is unhealthy.
+    /// Hands the assignment `message` names to a task of its own, unless it is being
+    /// handled already (a redelivery).
     async fn take(
         &self,
         message: jetstream::Message,
         received: Instant,
-        permit: OwnedSemaphorePermit,
-        shutdown: &CancellationToken,
-    ) -> ControlFlow<()> {
+        draining: &CancellationToken,
+    ) {
         let assignment = match parse_assignment(&message.payload, received) {
             Ok(a) => a,
             Err(e) => {
                 tracing::error!(error = %e, subject = %message.subject, "not an assignment; skipping it");
                 let _ = message.ack().await;
-                return ControlFlow::Continue(());
+                return;
             }
         };
-        let key = (assignment.job_id, assignment.attempt);
-        if self.running.stops.lock().await.contains_key(&key) {
-            // A redelivery of a job this worker is running: its task acknowledges it.
-            tracing::debug!(job_id = key.0, attempt = key.1, "already running");
-            return ControlFlow::Continue(());
-        }
-        // An unhealthy node starts nothing: the assignment waits, kept alive, until the
-        // node recovers (its heartbeats stop meanwhile, so no more work is sent).
-        if !self.health.is_healthy() && !wait_until_healthy(&self.health, shutdown, &message).await
-        {
-            let _ = message.ack_with(jetstream::AckKind::Nak(None)).await;
-            return ControlFlow::Break(());
-        }
-        let stop = Stop::default();
-        self.running.stops.lock().await.insert(key, stop.clone());
-        // Running now: it counts against claim mode's capacity as such, no longer as a claim.
+        let key = (assignment.job_id, assignment.until);
+        let stop = {
+            let mut stops = self.running.stops.lock().await;
+            if stops.contains_key(&key) {
+                // A redelivery of an assignment being handled: its task acknowledges it.
+                tracing::debug!(job_id = key.0, until = key.1, "already handled");
+                return;
+            }
+            let stop = Stop::default();
+            stops.insert(key, stop.clone());
+            stop
+        };
+        // Whatever becomes of it, it no longer waits to be pulled.
         self.claimed.taken_up(assignment.job_id);
-        self.running.spawn(run_job(
-            self.ctx.clone(),
-            self.health.clone(),
+        self.running.spawn(handle(
+            Handler {
+                ctx: self.ctx.clone(),
+                health: self.health.clone(),
+                slots: self.slots.clone(),
+                capacity: self.capacity,
+                draining: draining.clone(),
+            },
             self.running.stops.clone(),
             message,
             assignment,
             stop,
-            permit,
         ));
-        ControlFlow::Continue(())
     }
 }
 
-/// One job's task: runs it with its message kept alive, then acknowledges the message
-/// by the outcome. The slot (`_permit`) is free again when it returns.
+/// What an assignment's task needs besides its message.
+struct Handler {
+    ctx: Arc<Ctx>,
+    health: Arc<Health>,
+    slots: Arc<Semaphore>,
+    capacity: usize,
+    draining: CancellationToken,
+}
+
+impl Handler {
+    /// Checks the assignment on-chain, then runs the job in a free slot or gives it back.
+    async fn outcome(&self, assignment: Assignment, stop: Stop) -> Outcome {
+        let held = match self.ctx.check(assignment).await {
+            Ok(Some(held)) => held,
+            Ok(None) => return Outcome::NotOurs,
+            Err(f) => return Outcome::Unreported(f),
+        };
+        let slot: Option<OwnedSemaphorePermit> = self.slots.clone().try_acquire_owned().ok();
+        match admission(
+            self.draining.is_cancelled(),
+            self.health.problem(),
+            slot,
+            self.capacity,
+        ) {
+            Ok(slot) => {
+                metrics::job_started();
+                let outcome = self.ctx.run(held, stop, slot).await;
+                metrics::job_stopped();
+                outcome
+            }
+            Err(why) => self.ctx.give_back_now(held, why).await,
+        }
+    }
+}
+
+/// One assignment's task: handles it with its message kept alive, then acknowledges the
+/// message by the outcome.
 #[instrument(
     name = "job",
     skip_all,
-    fields(node_id = ctx.node_id, job_id = assignment.job_id, attempt = assignment.attempt)
+    fields(node_id = handler.ctx.node_id, job_id = assignment.job_id, until = assignment.until)
 )]
-async fn run_job(
-    ctx: Arc<Ctx>,
-    health: Arc<Health>,
+async fn handle(
+    handler: Handler,
     stops: Stops,
     message: jetstream::Message,
     assignment: Assignment,
     stop: Stop,
-    _permit: OwnedSemaphorePermit,
 ) {
-    metrics::job_started();
     let outcome = tokio::select! {
-        outcome = ctx.run(assignment, stop) => outcome,
+        outcome = handler.outcome(assignment, stop) => outcome,
         () = keep_alive(&message) => unreachable!("the keep-alive loop never ends"),
     };
     stops
         .lock()
         .await
-        .remove(&(assignment.job_id, assignment.attempt));
-    metrics::job_ended(outcome.label());
-    tracing::info!(outcome = ?outcome, "job done");
-    if let Some(fault) = outcome.node_fault() {
-        health.fail(&fault.reason);
+        .remove(&(assignment.job_id, assignment.until));
+    metrics::job_outcome(outcome.label());
+    match &outcome {
+        Outcome::NotOurs => tracing::debug!("not assigned here (any more)"),
+        outcome => tracing::info!(?outcome, "job done"),
     }
-    // Unanswered (the chain refused or stayed unreachable): redelivered, so the on-chain
-    // check decides again.
-    let answered = !matches!(outcome, Outcome::Unreported(_));
-    if answered {
-        let _ = message.double_ack().await;
+    if let Some(fault) = outcome.node_fault() {
+        handler.health.fail(&fault.reason);
+    }
+    // Unanswered (the chain refused or stayed unreachable): redelivered a little later,
+    // so the on-chain check decides again.
+    if matches!(outcome, Outcome::Unreported(_)) {
+        let _ = message
+            .ack_with(jetstream::AckKind::Nak(Some(UNREPORTED_RETRY)))
+            .await;
     } else {
-        let _ = message.ack_with(jetstream::AckKind::Nak(None)).await;
+        let _ = message.double_ack().await;
     }
 }
 
@@ -252,28 +302,6 @@ async fn keep_alive(message: &jetstream::Message) {
     }
 }
 
-/// Waits for the node to be healthy, renewing `message`'s claim meanwhile; `false` when
-/// the worker is shutting down first.
-async fn wait_until_healthy(
-    health: &Health,
-    shutdown: &CancellationToken,
-    message: &jetstream::Message,
-) -> bool {
-    // Checked every health interval too: a recovery between the check and the wait is
-    // not missed for long.
-    let mut renew = tokio::time::interval(HEALTH_INTERVAL);
-    while !health.is_healthy() {
-        tokio::select! {
-            () = shutdown.cancelled() => return false,
-            () = health.recovered() => {}
-            _ = renew.tick() => {
-                let _ = message.ack_with(jetstream::AckKind::Progress).await;
-            }
-        }
-    }
-    true
-}
-
 fn parse_assignment(payload: &[u8], received: Instant) -> Result<Assignment, String> {
     let envelope: EventEnvelope = serde_json::from_slice(payload).map_err(|e| e.to_string())?;
     let typed = envelope.event.typed().map_err(|e| e.to_string())?;
@@ -282,7 +310,31 @@ fn parse_assignment(payload: &[u8], received: Instant) -> Result<Assignment, Str
     };
     Ok(Assignment {
         job_id: assigned.jobId,
-        attempt: assigned.attempt,
+        until: assigned.until.to::<u64>(),
+        block: envelope.block_number,
         received,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_job_runs_only_in_a_free_slot_of_a_healthy_node_that_is_not_draining() {
+        assert_eq!(admission(false, None, Some("slot"), 2), Ok("slot"));
+        assert_eq!(
+            admission::<()>(false, None, None, 2),
+            Err(GiveBack::OverCapacity { capacity: 2 })
+        );
+        assert_eq!(
+            admission(false, Some("disk full".into()), Some(()), 2),
+            Err(GiveBack::Unhealthy("disk full".into()))
+        );
+        // Draining comes first: nothing new starts on the way out.
+        assert_eq!(
+            admission(true, Some("disk full".into()), Some(()), 2),
+            Err(GiveBack::ShuttingDown)
+        );
+    }
 }

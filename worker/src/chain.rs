@@ -1,17 +1,31 @@
 //! The worker's view of the chain and the transactions it sends: find or register its
-//! node, keep the capabilities current, heartbeat, read jobs, and claim, submit, reject or
-//! abandon them. One agent account sends everything, one transaction at a time (the
-//! worker sends a handful per job), each waited for to its receipt.
+//! node, keep the capabilities current, heartbeat, read jobs, and claim, submit or reject
+//! them. The market stores one hash per job: a job is read as its terms and state, folded
+//! from the market's logs and checked against that hash (`gantry_runtime::market`), and
+//! every call on it passes them; each call's own events are folded back into the caller's
+//! copy from the receipt, so it stays current. One agent account sends everything, one
+//! transaction at a time (the worker sends a handful per job), each waited for to its
+//! receipt.
+//!
+//! ```text
+//!  read_job ──▶ market::Job ──claim / submit_result / reject(job)──▶ receipt logs ──apply──▶ job
+//!  job_hash ──▶ == job.state.hash()?  (still ours, unchanged)
+//! ```
 
 use std::time::Duration;
 
 use alloy::network::EthereumWallet;
-use alloy::primitives::{Address, B256, U256, aliases::U96};
+use alloy::primitives::{Address, B256, Bytes, U256, aliases::U96};
 use alloy::providers::{DynProvider, Provider, ProviderBuilder};
+use alloy::rpc::types::{Log, TransactionReceipt};
 use alloy::signers::local::PrivateKeySigner;
+use alloy::sol_types::SolEventInterface;
 use gantry_protocol::api::TokenInfo;
 use gantry_protocol::bindings::{GantryTestToken, JobMarket, NodeRegistry};
+use gantry_protocol::events::GantryEvent;
+use gantry_protocol::market::Job;
 use gantry_protocol::status::NodeStatus;
+use gantry_runtime::market::ReadJobError;
 use tokio::sync::Mutex;
 use url::Url;
 
@@ -30,6 +44,13 @@ pub enum ChainError {
     /// The contract refused the call (simulation or receipt).
     #[error("{call} reverted: {reason}")]
     Reverted { call: &'static str, reason: String },
+    /// The job's state moved on since it was read (`JobMarket_StaleState`): someone else
+    /// changed it (a reclaim), or a reorg did; read it again before deciding anything.
+    #[error("{call} reverted: job {job} has moved on since it was read")]
+    Stale { call: &'static str, job: u64 },
+    /// A job's history could not be read or did not match the market's hash.
+    #[error("reading a job")]
+    ReadJob(#[source] ReadJobError),
     #[error("the RPC endpoint is chain {actual}, the config says {expected}")]
     WrongChain { expected: u64, actual: u64 },
     #[error("node {node} is not served by this agent ({agent}); its agent is {actual}")]
@@ -38,6 +59,8 @@ pub enum ChainError {
         agent: Address,
         actual: Address,
     },
+    #[error("node {0} has no NodeRegistered event in the market's logs")]
+    UnknownNode(u64),
 }
 
 impl ChainError {
@@ -48,6 +71,14 @@ impl ChainError {
     }
 
     fn from_call(call: &'static str, error: alloy::contract::Error) -> Self {
+        if let Some(JobMarket::JobMarketErrors::JobMarket_StaleState(stale)) =
+            error.as_decoded_interface_error::<JobMarket::JobMarketErrors>()
+        {
+            return Self::Stale {
+                call,
+                job: stale.jobId,
+            };
+        }
         // The same sentences the CLI shows ("job 4 is assigned", "node 2 is inactive, not
         // active"); amounts in base units, as the worker does not look the token up.
         let token = TokenInfo {
@@ -73,8 +104,30 @@ impl ChainError {
 
     /// Whether trying again later may succeed.
     pub fn is_retryable(&self) -> bool {
-        matches!(self, Self::Rpc { .. })
+        match self {
+            Self::Rpc { .. } => true,
+            // A log missing from one answer of the node, or the node unreachable.
+            Self::ReadJob(e) => matches!(
+                e,
+                ReadJobError::Rpc(_) | ReadJobError::Call(..) | ReadJobError::Mismatch { .. }
+            ),
+            _ => false,
+        }
     }
+}
+
+impl From<ReadJobError> for ChainError {
+    fn from(error: ReadJobError) -> Self {
+        Self::ReadJob(error)
+    }
+}
+
+/// The node this agent serves, with the capabilities the chain holds for it (what the
+/// matcher and the market check jobs against).
+#[derive(Debug, Clone)]
+pub struct ServedNode {
+    pub node_id: u64,
+    pub capabilities: NodeRegistry::NodeCapabilities,
 }
 
 /// The agent's connection to the chain.
@@ -85,6 +138,8 @@ pub struct Chain {
     registry: NodeRegistry::NodeRegistryInstance<DynProvider>,
     token: Address,
     agent: Address,
+    /// The block the market was deployed in: its logs are read from there.
+    start_block: u64,
     /// One transaction at a time, so nonces stay in order.
     sending: Mutex<()>,
 }
@@ -97,6 +152,7 @@ impl Chain {
         market: Address,
         registry: Address,
         token: Address,
+        start_block: u64,
         signer: PrivateKeySigner,
     ) -> Result<Self, ChainError> {
         let agent = signer.address();
@@ -117,6 +173,7 @@ impl Chain {
             provider,
             token,
             agent,
+            start_block,
             sending: Mutex::new(()),
         })
     }
@@ -125,23 +182,27 @@ impl Chain {
         self.agent
     }
 
-    /// The node this agent serves: `configured`, else the newest node registered with
-    /// this agent that has not exited, else a new registration staking `stake` (the
-    /// registry's minimum when `None`). Capabilities are updated when they differ and the
-    /// agent operates the node (else a warning: only the operator may).
+    /// The node this agent serves: `configured`, else the newest node bound to this agent
+    /// that has not exited, else a new registration staking `stake` (the market's minimum
+    /// when `None`). Capabilities are updated when they differ and the agent operates the
+    /// node (else a warning: only the operator may).
     pub async fn ensure_node(
         &self,
         configured: Option<u64>,
         capabilities: NodeRegistry::NodeCapabilities,
         stake: Option<U256>,
         metadata_uri: &str,
-    ) -> Result<u64, ChainError> {
+    ) -> Result<ServedNode, ChainError> {
         let node_id = match configured {
             Some(id) => Some(id),
             None => self.find_node().await?,
         };
         let Some(node_id) = node_id else {
-            return self.register(capabilities, stake, metadata_uri).await;
+            let node_id = self.register(&capabilities, stake, metadata_uri).await?;
+            return Ok(ServedNode {
+                node_id,
+                capabilities,
+            });
         };
         let node = self.node(node_id).await?;
         if node.agent != self.agent {
@@ -151,65 +212,93 @@ impl Chain {
                 actual: node.agent,
             });
         }
-        if node.capabilities != capabilities && node.operator != self.agent {
+        let registered = self
+            .capabilities(node_id)
+            .await?
+            .ok_or(ChainError::UnknownNode(node_id))?;
+        if registered == capabilities {
+            return Ok(ServedNode {
+                node_id,
+                capabilities,
+            });
+        }
+        if node.operator != self.agent {
             // Only the operator may change them (a node registered with `gantry node
             // register` under another key): say so, and serve as registered.
             tracing::warn!(
                 node_id,
                 operator = %node.operator,
-                registered = ?node.capabilities,
+                ?registered,
                 detected = ?capabilities,
                 "this machine differs from the node's registered capabilities; only its \
                  operator can update them"
             );
-        } else if node.capabilities != capabilities {
-            tracing::info!(node_id, "capabilities changed; updating them on-chain");
-            let call =
-                self.registry
-                    .updateCapabilities(node_id, capabilities, metadata_uri.to_owned());
-            self.send("updateCapabilities", call).await?;
+            return Ok(ServedNode {
+                node_id,
+                capabilities: registered,
+            });
         }
-        Ok(node_id)
+        tracing::info!(node_id, "capabilities changed; updating them on-chain");
+        let call = self.registry.updateCapabilities(
+            node_id,
+            capabilities.clone(),
+            metadata_uri.to_owned(),
+        );
+        self.send("updateCapabilities", call).await?;
+        Ok(ServedNode {
+            node_id,
+            capabilities,
+        })
     }
 
+    /// The newest node bound to this agent (registered with it, or re-pointed to it) that
+    /// is Active or Inactive.
     async fn find_node(&self) -> Result<Option<u64>, ChainError> {
-        let logs = self
+        let registered = self
             .registry
             .NodeRegistered_filter()
             .topic3(self.agent.into_word())
-            .from_block(0)
+            .from_block(self.start_block)
             .query()
             .await
             .map_err(ChainError::rpc)?;
-        for (event, _) in logs.into_iter().rev() {
-            let node = self.node(event.nodeId).await?;
+        let repointed = self
+            .registry
+            .NodeAgentChanged_filter()
+            .topic2(self.agent.into_word())
+            .from_block(self.start_block)
+            .query()
+            .await
+            .map_err(ChainError::rpc)?;
+        let mut candidates: Vec<(u64, &Log)> = registered
+            .iter()
+            .map(|(e, log)| (e.nodeId, log))
+            .chain(repointed.iter().map(|(e, log)| (e.nodeId, log)))
+            .collect();
+        candidates.sort_by_key(|(_, log)| log_position(log));
+        for (node_id, _) in candidates.into_iter().rev() {
+            let node = self.node(node_id).await?;
             // Active, or Inactive (heartbeats revive it); Exiting and Exited are leaving.
             let status = NodeStatus::try_from(node.status as u8);
             if node.agent == self.agent
                 && matches!(status, Ok(NodeStatus::Active | NodeStatus::Inactive))
             {
-                return Ok(Some(event.nodeId));
+                return Ok(Some(node_id));
             }
         }
         Ok(None)
     }
 
+    /// Registers a node served by this agent itself (no consent signature needed).
     async fn register(
         &self,
-        capabilities: NodeRegistry::NodeCapabilities,
+        capabilities: &NodeRegistry::NodeCapabilities,
         stake: Option<U256>,
         metadata_uri: &str,
     ) -> Result<u64, ChainError> {
         let stake = match stake {
             Some(stake) => stake,
-            None => U256::from(
-                self.registry
-                    .params()
-                    .call()
-                    .await
-                    .map_err(ChainError::rpc)?
-                    .minStake,
-            ),
+            None => self.min_stake().await?,
         };
         let stake = U96::checked_from_limbs_slice(stake.as_limbs()).ok_or_else(|| {
             ChainError::Reverted {
@@ -230,13 +319,16 @@ impl Chain {
             )
             .await?;
         }
-        let receipt = self
-            .send(
-                "register",
-                self.registry
-                    .register(self.agent, capabilities, metadata_uri.to_owned(), stake),
-            )
-            .await?;
+        // The agent registering itself consents by calling: no deadline, no signature.
+        let call = self.registry.register(
+            capabilities.clone(),
+            metadata_uri.to_owned(),
+            stake,
+            self.agent,
+            U256::ZERO,
+            Bytes::new(),
+        );
+        let receipt = self.send("register", call).await?;
         let registered = receipt
             .decoded_log::<NodeRegistry::NodeRegistered>()
             .ok_or_else(|| ChainError::rpc("register: no NodeRegistered log"))?;
@@ -244,14 +336,45 @@ impl Chain {
         Ok(registered.nodeId)
     }
 
-    /// The registry's minimum stake: a node below it gets no new jobs.
-    pub async fn min_stake(&self) -> Result<U256, ChainError> {
-        let params = self
+    /// The node's capabilities as the chain last announced them (`NodeRegistered`, then
+    /// each `NodeCapabilitiesUpdated`); the market keeps only what `assign` checks, so the
+    /// rest (`maxConcurrentJobs`) is read from the logs. `None` for an unknown node.
+    pub async fn capabilities(
+        &self,
+        node_id: u64,
+    ) -> Result<Option<NodeRegistry::NodeCapabilities>, ChainError> {
+        let topic = B256::from(U256::from(node_id));
+        let registered = self
             .registry
-            .params()
-            .call()
+            .NodeRegistered_filter()
+            .topic1(topic)
+            .from_block(self.start_block)
+            .query()
             .await
             .map_err(ChainError::rpc)?;
+        let updated = self
+            .registry
+            .NodeCapabilitiesUpdated_filter()
+            .topic1(topic)
+            .from_block(self.start_block)
+            .query()
+            .await
+            .map_err(ChainError::rpc)?;
+        let latest = registered
+            .into_iter()
+            .map(|(e, log)| (log_position(&log), e.capabilities))
+            .chain(
+                updated
+                    .into_iter()
+                    .map(|(e, log)| (log_position(&log), e.capabilities)),
+            )
+            .max_by_key(|(position, _)| *position);
+        Ok(latest.map(|(_, capabilities)| capabilities))
+    }
+
+    /// The market's minimum stake: a node below it gets no new jobs.
+    pub async fn min_stake(&self) -> Result<U256, ChainError> {
+        let params = self.market.params().call().await.map_err(ChainError::rpc)?;
         Ok(U256::from(params.minStake))
     }
 
@@ -263,15 +386,46 @@ impl Chain {
             .map_err(ChainError::rpc)
     }
 
-    pub async fn job(&self, job_id: u64) -> Result<JobMarket::JobInfo, ChainError> {
+    /// Job `job_id`'s terms and current state, folded from the market's logs and checked
+    /// against the hash the market stores.
+    pub async fn read_job(&self, job_id: u64) -> Result<Job, ChainError> {
+        Ok(gantry_runtime::market::read_job(
+            &self.provider,
+            *self.market.address(),
+            self.start_block,
+            job_id,
+        )
+        .await?)
+    }
+
+    /// The hash the market stores for the job (0 once settled): equal to a held state's
+    /// hash exactly while nobody (no reclaim, no reorg) has moved the job on.
+    pub async fn job_hash(&self, job_id: u64) -> Result<B256, ChainError> {
         self.market
-            .getJob(job_id)
+            .jobHash(job_id)
             .call()
             .await
             .map_err(ChainError::rpc)
     }
 
-    /// Latest block time, seconds.
+    /// Whether the node gave the job back or faulted on it before (it may not take it).
+    pub async fn is_barred(&self, job_id: u64, node_id: u64) -> Result<bool, ChainError> {
+        self.market
+            .isBarred(job_id, node_id)
+            .call()
+            .await
+            .map_err(ChainError::rpc)
+    }
+
+    /// The number of the newest block the node has.
+    pub async fn block_number(&self) -> Result<u64, ChainError> {
+        self.provider
+            .get_block_number()
+            .await
+            .map_err(ChainError::rpc)
+    }
+
+    /// Timestamp of the newest block, seconds.
     pub async fn now(&self) -> Result<u64, ChainError> {
         let block = self
             .provider
@@ -289,47 +443,61 @@ impl Chain {
     }
 
     /// Takes the node offline (the agent may, at any time): no new work is assigned to it
-    /// until its next heartbeat.
+    /// until its next heartbeat. Every job assigned to it before is reclaimable from then
+    /// on (and can no longer be rejected): the worker answers the jobs it holds first.
     pub async fn mark_inactive(&self, node_id: u64) -> Result<(), ChainError> {
         self.send("markInactive", self.registry.markInactive(node_id))
             .await
             .map(drop)
     }
 
-    pub async fn claim(&self, job_id: u64, node_id: u64) -> Result<(), ChainError> {
-        self.send("claim", self.market.claim(job_id, node_id))
-            .await
-            .map(drop)
+    /// Claims the Open `job` for the node; `job` is moved on to its assignment.
+    pub async fn claim(&self, job_id: u64, node_id: u64, job: &mut Job) -> Result<(), ChainError> {
+        let call = self
+            .market
+            .claim(job_id, node_id, job.terms.pack(), job.state.pack());
+        let receipt = self.send("claim", call).await?;
+        fold_receipt(job_id, job, &receipt);
+        Ok(())
     }
 
+    /// Submits the result of the Assigned `job`; `job` is moved on to Submitted.
     pub async fn submit_result(
         &self,
         job_id: u64,
+        job: &mut Job,
         hash: B256,
         uri: String,
     ) -> Result<(), ChainError> {
-        self.send("submitResult", self.market.submitResult(job_id, hash, uri))
-            .await
-            .map(drop)
+        let call = self
+            .market
+            .submitResult(job_id, job.state.pack(), hash, uri);
+        let receipt = self.send("submitResult", call).await?;
+        fold_receipt(job_id, job, &receipt);
+        Ok(())
     }
 
-    pub async fn reject(&self, job_id: u64, reason: String) -> Result<(), ChainError> {
-        self.send("reject", self.market.reject(job_id, reason))
-            .await
-            .map(drop)
-    }
-
-    pub async fn abandon(&self, job_id: u64) -> Result<(), ChainError> {
-        self.send("abandon", self.market.abandon(job_id))
-            .await
-            .map(drop)
+    /// Gives the Assigned `job` back with `reason`; `job` is moved on (Open again, or
+    /// Failed). The node is barred from the job and charged for the time it held it.
+    pub async fn reject(
+        &self,
+        job_id: u64,
+        job: &mut Job,
+        reason: String,
+    ) -> Result<(), ChainError> {
+        let call = self
+            .market
+            .reject(job_id, job.terms.pack(), job.state.pack(), reason);
+        let receipt = self.send("reject", call).await?;
+        fold_receipt(job_id, job, &receipt);
+        Ok(())
     }
 
     async fn send<C: alloy::sol_types::SolCall>(
         &self,
         call: &'static str,
         builder: alloy::contract::CallBuilder<&DynProvider, std::marker::PhantomData<C>>,
-    ) -> Result<alloy::rpc::types::TransactionReceipt, ChainError> {
+    ) -> Result<TransactionReceipt, ChainError> {
         let _one_at_a_time = self.sending.lock().await;
         // A fifth above the estimate: an estimate taken in the block before can fall short
         // (a heartbeat right after registration writes a slot that was just set).
@@ -355,4 +523,26 @@ impl Chain {
         }
         Ok(receipt)
     }
+}
+
+/// Applies the events of `receipt` about job `job_id` to `job`, in log order.
+fn fold_receipt(job_id: u64, job: &mut Job, receipt: &TransactionReceipt) {
+    for log in receipt.inner.logs() {
+        let Ok(event) = JobMarket::JobMarketEvents::decode_log(&log.inner) else {
+            continue;
+        };
+        if let event @ GantryEvent::Market(market) = &GantryEvent::from(event.data)
+            && event.job_id() == Some(job_id)
+        {
+            job.state.apply(market);
+        }
+    }
+}
+
+/// A log's place in the chain, for "the latest".
+fn log_position(log: &Log) -> (u64, u64) {
+    (
+        log.block_number.unwrap_or_default(),
+        log.log_index.unwrap_or_default(),
+    )
 }

@@ -1,4 +1,5 @@
-//! Claim mode (`auto_accept`): watch new and requeued jobs and claim those the node fits.
+//! Claim mode (`auto_accept`): watch new and requeued jobs and claim those the node fits,
+//! reading each job's terms and state from the chain (the claim passes them).
 //! The node's two durable consumers (`storage::claim_consumer`) each hold one message at
 //! a time: while the node has no free slot or is unhealthy the message is handed back for
 //! later, so a job is considered when the node could take it, and a restart goes on where
@@ -8,22 +9,27 @@ use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use std::time::SystemTime;
+
 use alloy::primitives::U256;
 use async_nats::jetstream;
 use futures::StreamExt;
 use futures::stream::SelectAll;
-use gantry_protocol::bindings::{JobMarket, NodeRegistry};
-use gantry_protocol::eligibility::{self, Capabilities, Requirements};
+use gantry_protocol::bindings::NodeRegistry;
+use gantry_protocol::eligibility::{self, Capabilities};
 use gantry_protocol::envelope::EventEnvelope;
+use gantry_protocol::market::Job;
 use gantry_protocol::spec::{JobKind, JobSpec};
 use gantry_protocol::status::JobStatus;
 use gantry_protocol::{names, storage};
+use gantry_runtime::market::ReadJobError;
+use tokio::sync::Semaphore;
 use tokio_util::sync::CancellationToken;
 use tracing::instrument;
 
-use crate::assignments::Stops;
+use crate::chain::ChainError;
 use crate::health::Health;
-use crate::job::Ctx;
+use crate::job::{Ctx, clock};
 use crate::metrics;
 
 /// How long claim mode hands a job back for while the node cannot take it.
@@ -97,7 +103,7 @@ impl Claimer {
             let _ = message.ack().await;
             return;
         };
-        if !self.capacity.can_take_one().await {
+        if !self.capacity.can_take_one() {
             let _ = message
                 .ack_with(jetstream::AckKind::Nak(Some(CLAIM_RETRY)))
                 .await;
@@ -108,34 +114,56 @@ impl Claimer {
 
     #[instrument(name = "claim", skip_all, fields(job_id))]
     async fn consider_job(&self, job_id: u64, message: &jetstream::Message) {
-        match self.ctx.chain.job(job_id).await {
-            Ok(info)
-                if claimable(&info, &self.capabilities, self.min_payment)
-                    && kind_accepted(&self.ctx, job_id, &info).await =>
-            {
-                let ack = self.claim(job_id).await;
-                let _ = message.ack_with(ack).await;
+        let ack = match self.chain_view(job_id).await {
+            Ok(Some(job)) if kind_accepted(&self.ctx, job_id, &job).await => {
+                self.claim(job_id, job).await
             }
-            // Not open, not a fit, or not worth it: nothing to do, now or later (a requeue
-            // is a new event).
-            Ok(_) => {
-                let _ = message.ack().await;
-            }
+            // Not open, not a fit, barred, or not worth it: nothing to do, now or later (a
+            // requeue is a new event).
+            Ok(_) => jetstream::AckKind::Ack,
             Err(e) => {
-                tracing::debug!(error = %e, "claim mode: getJob");
-                let _ = message
-                    .ack_with(jetstream::AckKind::Nak(Some(CLAIM_RETRY)))
-                    .await;
+                tracing::debug!(error = %e, "claim mode: reading the job");
+                jetstream::AckKind::Nak(Some(CLAIM_RETRY))
             }
+        };
+        let _ = message.ack_with(ack).await;
+    }
+
+    /// The job as the chain holds it, when the node may claim it: Open, a fit, paying
+    /// enough, an attempt that fits before its deadline, and the node not barred from it.
+    async fn chain_view(&self, job_id: u64) -> Result<Option<Job>, ChainError> {
+        let chain = &self.ctx.chain;
+        let job = match chain.read_job(job_id).await {
+            Ok(job) => job,
+            Err(ChainError::ReadJob(ReadJobError::NotPosted(_))) => return Ok(None),
+            Err(e) => return Err(e),
+        };
+        let now = clock::chain_now(chain.now().await?, SystemTime::now());
+        if !claimable(&job, &self.capabilities, self.min_payment, now) {
+            return Ok(None);
         }
+        if job.state.barred > 0 && chain.is_barred(job_id, self.ctx.node_id).await? {
+            return Ok(None);
+        }
+        Ok(Some(job))
     }
 
     /// Sends the claim; how to acknowledge the message that announced the job.
-    async fn claim(&self, job_id: u64) -> jetstream::AckKind {
-        match self.ctx.chain.claim(job_id, self.ctx.node_id).await {
+    async fn claim(&self, job_id: u64, mut job: Job) -> jetstream::AckKind {
+        // Counted before it is sent: its assignment can arrive (and be taken up) before
+        // the claim's receipt does.
+        self.capacity.claimed.add(job_id);
+        let claimed = self
+            .ctx
+            .chain
+            .claim(job_id, self.ctx.node_id, &mut job)
+            .await;
+        if claimed.is_err() {
+            self.capacity.claimed.taken_up(job_id);
+        }
+        match claimed {
             Ok(()) => {
-                self.capacity.claimed.add(job_id);
-                tracing::info!("claimed");
+                tracing::info!(until = job.state.until, "claimed");
                 metrics::claim("claimed");
                 jetstream::AckKind::Ack
             }
@@ -154,21 +182,20 @@ impl Claimer {
     }
 }
 
-/// What claim mode may take on: `max_concurrent` less the running jobs and the jobs
-/// claimed but not started. (Not the slot semaphore: the assignment loop holds a permit
-/// while it waits for the next assignment.)
+/// What claim mode may take on: the node's free slots less the jobs claimed but not
+/// pulled yet (each will take a slot when its assignment arrives; one that found none
+/// would be given back).
 #[derive(Debug)]
 pub(crate) struct Capacity {
-    pub(crate) max: usize,
-    pub(crate) running: Stops,
+    /// The assignment loop's slots: one permit per job the node runs at once.
+    pub(crate) slots: Arc<Semaphore>,
     pub(crate) claimed: Arc<Claimed>,
     pub(crate) health: Arc<Health>,
 }
 
 impl Capacity {
-    async fn can_take_one(&self) -> bool {
-        let running = self.running.lock().await.len();
-        self.health.is_healthy() && running + self.claimed.outstanding() < self.max
+    fn can_take_one(&self) -> bool {
+        self.health.is_healthy() && self.slots.available_permits() > self.claimed.outstanding()
     }
 }
 
@@ -186,6 +213,7 @@ impl Claimed {
         self.jobs().insert(job_id, Instant::now());
     }
 
+    /// The job's assignment was pulled, or its claim failed: it no longer waits.
     pub(crate) fn taken_up(&self, job_id: u64) {
         self.jobs().remove(&job_id);
     }
@@ -205,8 +233,8 @@ impl Claimed {
 }
 
 /// Whether the job's kind (training, inference) is one the provider takes.
-async fn kind_accepted(ctx: &Ctx, job_id: u64, info: &JobMarket::JobInfo) -> bool {
-    let Ok(bytes) = ctx.spec_bytes(job_id, info.specHash).await else {
+async fn kind_accepted(ctx: &Ctx, job_id: u64, job: &Job) -> bool {
+    let Ok(bytes) = ctx.spec_bytes(job_id, job.terms.spec_hash).await else {
         return false;
     };
     match JobSpec::from_slice(&bytes) {
@@ -219,82 +247,97 @@ async fn kind_accepted(ctx: &Ctx, job_id: u64, info: &JobMarket::JobInfo) -> boo
     }
 }
 
-/// Whether an Open job fits the node and pays enough (the chain re-checks on `claim`).
+/// Whether an Open job fits the node, pays enough and has room for an attempt started at
+/// chain time `now` (the chain re-checks all of it, and the bar, on `claim`).
 pub fn claimable(
-    info: &JobMarket::JobInfo,
+    job: &Job,
     node: &NodeRegistry::NodeCapabilities,
     min_payment: U256,
+    now: u64,
 ) -> bool {
-    JobStatus::try_from(info.status) == Ok(JobStatus::Open)
-        && U256::from(info.bounty) >= min_payment
-        && eligibility::capable(
-            &Requirements::from(&info.requirements),
-            &Capabilities::from(node),
-        )
+    job.state.status == JobStatus::Open
+        && U256::from(job.terms.bounty) >= min_payment
+        && job.terms.fits(now)
+        && eligibility::capable(&job.terms.requirements, &Capabilities::from(node))
 }
 
 #[cfg(test)]
 mod tests {
+    use alloy::primitives::{Address, B256};
+    use gantry_protocol::eligibility::Requirements;
+    use gantry_protocol::market::{Policy, State, Terms};
+
     use super::*;
-    use crate::job::Stop;
+
+    fn open_job(requirements: Requirements, bounty: u128, deadline: u64) -> Job {
+        let terms = Terms {
+            submitter: Address::ZERO,
+            bounty,
+            spec_hash: B256::ZERO,
+            requirements,
+            deadline,
+            policy: 1,
+        };
+        Job {
+            state: State::posted(&terms, &Policy::default()),
+            terms,
+        }
+    }
 
     #[test]
     fn a_cpu_job_that_names_vram_is_claimable_only_with_that_vram_as_on_chain() {
         // The chain checks VRAM whatever the GPU count (`_checkEligible`); the worker's old
         // copy skipped it for CPU jobs and claimed jobs the chain then refused.
-        let info = JobMarket::JobInfo {
-            status: u8::from(JobStatus::Open),
-            bounty: alloy::primitives::aliases::U96::from(100),
-            requirements: JobMarket::JobRequirements {
-                minGpuCount: 0,
-                minVramMiB: 1_024,
-                maxPricePerGpuHour: alloy::primitives::aliases::U96::from(10),
-                ..Default::default()
+        let job = open_job(
+            Requirements {
+                min_vram_mib: 1_024,
+                max_price_per_gpu_hour: 10,
+                max_runtime: 600,
+                ..Requirements::default()
             },
-            ..Default::default()
-        };
+            100,
+            10_000,
+        );
         let mut node = NodeRegistry::NodeCapabilities {
             vramMiB: 512,
             ..Default::default()
         };
-        assert!(!claimable(&info, &node, U256::ZERO));
+        assert!(!claimable(&job, &node, U256::ZERO, 1_000));
         node.vramMiB = 1_024;
-        assert!(claimable(&info, &node, U256::ZERO));
-        assert!(!claimable(&info, &node, U256::from(101)), "pays too little");
-        let assigned = JobMarket::JobInfo {
-            status: u8::from(JobStatus::Assigned),
-            ..info
-        };
-        assert!(!claimable(&assigned, &node, U256::ZERO));
+        assert!(claimable(&job, &node, U256::ZERO, 1_000));
+        assert!(
+            !claimable(&job, &node, U256::from(101), 1_000),
+            "pays too little"
+        );
+        assert!(
+            !claimable(&job, &node, U256::ZERO, 9_401),
+            "an attempt started now would end after the deadline"
+        );
+        let mut assigned = job;
+        assigned.state.status = JobStatus::Assigned;
+        assert!(!claimable(&assigned, &node, U256::ZERO, 1_000));
     }
 
-    #[tokio::test]
-    async fn claimed_jobs_hold_slots_until_their_assignment_is_pulled() {
+    #[test]
+    fn claimed_jobs_hold_slots_until_their_assignment_is_pulled() {
         let capacity = Capacity {
-            max: 2,
-            running: Arc::default(),
+            slots: Arc::new(Semaphore::new(2)),
             claimed: Arc::default(),
             health: Arc::new(Health::new()),
         };
-        assert!(capacity.can_take_one().await);
+        assert!(capacity.can_take_one());
         capacity.claimed.add(7);
-        assert!(capacity.can_take_one().await, "one slot left");
+        assert!(capacity.can_take_one(), "one slot left");
         capacity.claimed.add(8);
-        assert!(!capacity.can_take_one().await, "both slots promised");
-        // Job 7's assignment is pulled: it runs now instead of being promised.
+        assert!(!capacity.can_take_one(), "both slots promised");
+        // Job 7's assignment is pulled: it runs now in a slot instead of being promised.
         capacity.claimed.taken_up(7);
-        capacity
-            .running
-            .lock()
-            .await
-            .insert((7, 1), Stop::default());
-        assert!(!capacity.can_take_one().await, "one running, one promised");
+        let running = capacity.slots.clone().try_acquire_owned().unwrap();
+        assert!(!capacity.can_take_one(), "one running, one promised");
         capacity.claimed.taken_up(8);
-        assert!(capacity.can_take_one().await);
+        assert!(capacity.can_take_one());
+        drop(running);
         capacity.health.fail("disk full");
-        assert!(
-            !capacity.can_take_one().await,
-            "an unhealthy node takes nothing"
-        );
+        assert!(!capacity.can_take_one(), "an unhealthy node takes nothing");
     }
 }

@@ -11,6 +11,7 @@
 //! market = "0x9fE46736679d2D9a65F0992F2272dE9f3c7fa6e0"
 //! registry = "0xe7f1725E7734CE288F8367e1Bb143E90bb3F0512"
 //! token = "0x5FbDB2315678afecb367f032d93F642f64180aa3"
+//! start_block = 0                 # the market's deployment block: its logs are read from it
 //! agent_key_file = "/etc/gantry/agent.key"
 //! docker_socket = "/var/run/docker.sock"
 //! cache_dir = "/var/lib/gantry/cache"
@@ -47,6 +48,7 @@
 //! max_input_bytes = 10737418240   # per input, unless the spec sets maxBytes
 //! max_output_bytes = 1073741824   # per result, unless the spec sets maxBytes
 //! shutdown_grace = "30s"          # running jobs may finish this long on shutdown
+//! answer_margin = "60s"           # a job stops this long before its attempt ends on chain
 //! ```
 //!
 //! Every key can be overridden by `GANTRY_WORKER_<KEY>`, and `[jobs]` keys by
@@ -79,10 +81,15 @@ pub struct Config {
     /// worker creates them: 1 on a single server, 3 on a three-node cluster.
     #[serde(default = "default_nats_replicas")]
     pub nats_replicas: usize,
-    /// JobMarket, NodeRegistry and token contract addresses.
+    /// JobMarket, NodeRegistry and token contract addresses (the node calls are served at
+    /// the market's address: `registry` is the market, as the deployment file says).
     pub market: Address,
     pub registry: Address,
     pub token: Address,
+    /// The block the market was deployed in (the deployment file's `start_block`): the
+    /// market's logs (a job's history, the node's capabilities) are read from there.
+    #[serde(default)]
+    pub start_block: u64,
     /// File holding the agent's hex private key (else `GANTRY_AGENT_KEY`).
     #[serde(default)]
     pub agent_key_file: Option<PathBuf>,
@@ -163,7 +170,9 @@ impl std::fmt::Debug for S3 {
 #[derive(Debug, Clone, PartialEq, Deserialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct Jobs {
-    /// Jobs run at once (at most the node's on-chain `maxConcurrentJobs`).
+    /// Jobs run at once; the node's on-chain `maxConcurrentJobs` when this worker registers
+    /// it or updates its capabilities. Assignments beyond the smaller of this and the
+    /// node's on-chain limit are rejected at once (for a charge of about nothing).
     pub max_concurrent: u8,
     /// Claim mode: also claim open jobs the node fits, not only wait for the matcher.
     pub auto_accept: bool,
@@ -194,6 +203,12 @@ pub struct Jobs {
     /// checkpointed and given back.
     #[serde(with = "humantime_serde")]
     pub shutdown_grace: Duration,
+    /// The time kept between a job's stop and the end of its attempt on chain (`until`):
+    /// enough to pack and upload the result and get `submitResult` mined. A job is stopped
+    /// at its own `timeoutSecs` from the assignment, or this long before `until`, whichever
+    /// comes first (`market::State::stop_by`).
+    #[serde(with = "humantime_serde")]
+    pub answer_margin: Duration,
 }
 
 impl Default for Jobs {
@@ -214,6 +229,7 @@ impl Default for Jobs {
             max_input_bytes: 10 << 30,
             max_output_bytes: 1 << 30,
             shutdown_grace: Duration::from_secs(30),
+            answer_margin: Duration::from_secs(60),
         }
     }
 }
@@ -286,6 +302,9 @@ impl Config {
                 "jobs.accept_training",
                 "and jobs.accept_inference are both false: the node would take no job",
             ));
+        }
+        if jobs.answer_margin < Duration::from_secs(1) {
+            return Err(value("jobs.answer_margin", "must be at least 1s"));
         }
         for (key, interval) in [
             ("jobs.checkpoint_interval", jobs.checkpoint_interval),
@@ -384,6 +403,11 @@ mod tests {
         assert_eq!(config.nats_url, "nats://127.0.0.1:4222");
         assert_eq!(config.nats_replicas, 1);
         assert_eq!(config.docker_socket, PathBuf::from("/var/run/docker.sock"));
+        assert_eq!(
+            config.start_block, 0,
+            "the market's logs are read from genesis"
+        );
+        assert_eq!(config.jobs.answer_margin, Duration::from_secs(60));
     }
 
     #[test]
@@ -414,9 +438,11 @@ mod tests {
             "{MINIMAL}\nipfs_gateway = \"https://gw.example.org\"\nmetrics_addr = \"127.0.0.1:9104\"\n\
              [node]\nnode_id = 7\nstake = \"250000000\"\nprice_per_gpu_hour = \"2000000\"\n\
              [s3]\nendpoint = \"http://127.0.0.1:9000\"\naccess_key_id = \"AK\"\nsecret_access_key = \"hunter2\"\n\
-             [jobs]\npids_limit = 256\nmax_output_bytes = 1000\nshutdown_grace = \"5s\""
+             [jobs]\npids_limit = 256\nmax_output_bytes = 1000\nshutdown_grace = \"5s\"\n\
+             answer_margin = \"2m\""
         ))
         .unwrap();
+        assert_eq!(config.jobs.answer_margin, Duration::from_secs(120));
         assert_eq!(config.node.node_id, Some(7));
         assert_eq!(config.node.stake, Some(U256::from(250_000_000u64)));
         assert_eq!(config.node.price_per_gpu_hour, U256::from(2_000_000u64));
@@ -429,6 +455,7 @@ mod tests {
         check_error("[node]\nstake = \"-1\"", "stake");
         check_error("[s3]\nbucket = \"x\"", "bucket");
         check_error("[jobs]\npids_limit = 2", "jobs.pids_limit");
+        check_error("[jobs]\nanswer_margin = \"500ms\"", "jobs.answer_margin");
     }
 
     #[test]

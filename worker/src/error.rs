@@ -19,6 +19,9 @@ pub enum WorkerError {
     /// The assignment consumer's message stream ended.
     #[error("nats: the assignment consumer ended")]
     AssignmentsEnded,
+    /// A task the worker cannot do without panicked.
+    #[error("a task panicked: {0}")]
+    Panicked(String),
     #[error("{0}")]
     Node(Failure),
     #[error("local directories")]

@@ -2,8 +2,8 @@
 //!
 //! | class       | examples                                        | the worker              |
 //! |-------------|-------------------------------------------------|-------------------------|
-//! | `Job`       | bad spec or image, input hash mismatch, non-zero exit, OOM, timeout, output too large | `reject`s it on-chain with the reason (no slash) |
-//! | `Node`      | Docker engine down, disk full, cache unwritable  | `abandon`s it (requeued elsewhere) and stops taking work until healthy |
+//! | `Job`       | before the start: bad spec or image, input hash mismatch; while it runs: non-zero exit, OOM, timeout, output too large | before the start, `reject`s it at once with the reason (a charge of about nothing); once it ran, submits its failure report as the result (paid) |
+//! | `Node`      | Docker engine down, disk full, cache unwritable  | `reject`s it at once and stops taking work until healthy |
 //! | `Transient` | network errors, RPC hiccups                      | retries with backoff; persisting, it becomes `Node` |
 
 use std::fmt;
@@ -16,16 +16,28 @@ pub enum FaultClass {
     Transient,
 }
 
-/// A failed job stage: its class and a short reason fit for an on-chain `reject` (no
-/// secrets, no host paths beyond the job's own).
+/// A failed job stage: its class and a short reason fit for an on-chain `reject` or a
+/// failure report (no secrets, no host paths beyond the job's own).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Failure {
     pub class: FaultClass,
     pub reason: String,
 }
 
-/// Longest reason sent on-chain, bytes.
+/// Longest reason sent on-chain, bytes (the market takes texts up to 256).
 pub const MAX_REASON: usize = 160;
+
+/// `reason` cut to [`MAX_REASON`] bytes, on a char boundary.
+pub fn bounded(mut reason: String) -> String {
+    if reason.len() > MAX_REASON {
+        let mut end = MAX_REASON;
+        while !reason.is_char_boundary(end) {
+            end -= 1;
+        }
+        reason.truncate(end);
+    }
+    reason
+}
 
 impl Failure {
     pub fn job(reason: impl Into<String>) -> Self {
@@ -46,15 +58,10 @@ impl Failure {
     }
 
     fn new(class: FaultClass, reason: impl Into<String>) -> Self {
-        let mut reason: String = reason.into();
-        if reason.len() > MAX_REASON {
-            let mut end = MAX_REASON;
-            while !reason.is_char_boundary(end) {
-                end -= 1;
-            }
-            reason.truncate(end);
+        Self {
+            class,
+            reason: bounded(reason.into()),
         }
-        Self { class, reason }
     }
 }
 

@@ -1,6 +1,8 @@
 //! Whether the node may take work: the heartbeat that keeps it active on-chain, and the
 //! check of the Docker engine and the disk that marks it broken or recovered. An
-//! unhealthy node lets its heartbeat lapse, so the matcher stops sending work.
+//! unhealthy node gives back at once whatever is assigned to it, and lets its heartbeat
+//! lapse once it holds no job, so the matcher stops sending work; while it holds one the
+//! heartbeats go on, since a node marked inactive under a job it holds is slashed for it.
 
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -8,8 +10,6 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use alloy::primitives::U256;
-use tokio::sync::Notify;
-use tokio::sync::futures::Notified;
 use tokio_util::sync::CancellationToken;
 
 use crate::chain::Chain;
@@ -27,7 +27,6 @@ const MIN_FREE_DISK_MIB: u64 = 1024;
 pub(crate) struct Health {
     broken: std::sync::Mutex<Option<String>>,
     healthy: AtomicBool,
-    recovered: Notify,
 }
 
 impl Health {
@@ -49,26 +48,30 @@ impl Health {
         *self.broken.lock().expect("never poisoned") = None;
         self.healthy.store(true, Ordering::SeqCst);
         metrics::healthy(true);
-        self.recovered.notify_waiters();
     }
 
     pub(crate) fn is_healthy(&self) -> bool {
         self.healthy.load(Ordering::SeqCst)
     }
 
-    /// Completes at the next recovery.
-    pub(crate) fn recovered(&self) -> Notified<'_> {
-        self.recovered.notified()
+    /// Why the node takes no work, while it is unhealthy.
+    pub(crate) fn problem(&self) -> Option<String> {
+        if self.is_healthy() {
+            return None;
+        }
+        self.broken.lock().expect("never poisoned").clone()
     }
 }
 
-/// Sends a heartbeat every `interval` while the node is healthy, and watches the node's
-/// stake against the registry's minimum, until `done` fires.
+/// Sends a heartbeat every `interval` while the node is healthy or holds a job
+/// (`holds_jobs`), and watches the node's stake against the market's minimum, until
+/// `done` fires.
 pub(crate) async fn heartbeat_loop(
     chain: Arc<Chain>,
     node_id: u64,
     interval: Duration,
     health: Arc<Health>,
+    holds_jobs: impl Fn() -> bool,
     done: CancellationToken,
 ) {
     let mut tick = tokio::time::interval(interval);
@@ -79,8 +82,9 @@ pub(crate) async fn heartbeat_loop(
             () = done.cancelled() => return,
             _ = tick.tick() => {}
         }
-        // An unhealthy node lets its heartbeat lapse, so the matcher stops sending work.
-        if !health.is_healthy() {
+        // An unhealthy node lets its heartbeat lapse, so the matcher stops sending work;
+        // not under a job it holds, which a keeper would reclaim with the slash.
+        if !health.is_healthy() && !holds_jobs() {
             continue;
         }
         match chain.heartbeat(node_id).await {
@@ -94,13 +98,14 @@ pub(crate) async fn heartbeat_loop(
 /// Whether the node's stake is below the minimum now (`was_low`: it was at the last
 /// check); warns when it falls below. Unknown (the chain unreachable) keeps `was_low`.
 async fn check_stake(chain: &Chain, node_id: u64, was_low: bool) -> bool {
-    // Slashed below the minimum, the node gets no new jobs until the operator tops up.
+    // Slashed below the minimum, the node is inactive and gets no new jobs until the
+    // operator tops up (and the next heartbeat reactivates it).
     let (Ok(node), Ok(min)) = (chain.node(node_id).await, chain.min_stake().await) else {
         return was_low;
     };
     let low = U256::from(node.stake) < min;
     if low && !was_low {
-        tracing::warn!(node_id, stake = %node.stake, min_stake = %min, "stake below the registry's minimum: the node gets no new jobs until the operator tops it up (topUpStake)");
+        tracing::warn!(node_id, stake = %node.stake, min_stake = %min, "stake below the market's minimum: the node gets no new jobs until the operator tops it up (topUpStake)");
     }
     metrics::stake_below_minimum(low);
     low

@@ -30,14 +30,19 @@ pub fn claim(outcome: &'static str) {
     counter!("gantry_worker_claims_total", "outcome" => outcome).increment(1);
 }
 
-/// A job started running on this node.
+/// A job started running on this node (it took a slot).
 pub fn job_started() {
     gauge!("gantry_worker_running_jobs").increment(1.0);
 }
 
-/// A job ended on this node, with its `outcome` (`Outcome::label`).
-pub fn job_ended(outcome: &'static str) {
+/// A job that ran on this node ended (its slot is free).
+pub fn job_stopped() {
     gauge!("gantry_worker_running_jobs").decrement(1.0);
+}
+
+/// An assignment of this node was handled, with its `outcome` (`Outcome::label`): run and
+/// answered, given back at once, or not ours.
+pub fn job_outcome(outcome: &'static str) {
     counter!("gantry_worker_jobs_total", "outcome" => outcome).increment(1);
 }
 

@@ -4,7 +4,6 @@
 //! the jobs stream and the results and checkpoints object stores; the input fetcher.
 
 use std::sync::Arc;
-use std::sync::atomic::AtomicUsize;
 
 use alloy::primitives::aliases::U96;
 use alloy::signers::local::PrivateKeySigner;
@@ -14,7 +13,7 @@ use gantry_protocol::{names, storage};
 use tokio_util::sync::CancellationToken;
 
 use crate::admit::NodeLimits;
-use crate::chain::Chain;
+use crate::chain::{Chain, ServedNode};
 use crate::config::Config;
 use crate::docker::Executor;
 use crate::error::WorkerError;
@@ -25,7 +24,8 @@ use crate::job::{Ctx, GpuPool};
 use crate::service::Hooks;
 use crate::{metrics, objects};
 
-/// The node, up: what every job shares, and what it registered with.
+/// The node, up: what every job shares, and its capabilities as the chain holds them
+/// (what jobs are checked against; `maxConcurrentJobs` among them).
 #[derive(Debug)]
 pub(crate) struct Node {
     pub(crate) ctx: Arc<Ctx>,
@@ -43,16 +43,24 @@ pub(crate) async fn start(
     let inventory = Inventory::detect(&config.work_dir);
     inventory.log();
     let chain = Arc::new(connect_chain(config, signer).await?);
-    let capabilities = capabilities(config, &inventory);
-    let node_id = chain
+    let detected = capabilities(config, &inventory);
+    let ServedNode {
+        node_id,
+        capabilities,
+    } = chain
         .ensure_node(
             config.node.node_id,
-            capabilities.clone(),
+            detected.clone(),
             config.node.stake,
             &config.node.metadata_uri,
         )
         .await?;
-    tracing::info!(node_id, agent = %chain.agent(), "serving node");
+    tracing::info!(
+        node_id,
+        agent = %chain.agent(),
+        max_concurrent_jobs = capabilities.maxConcurrentJobs,
+        "serving node"
+    );
     if let Some(tx) = hooks.node_id.take() {
         let _ = tx.send(node_id);
     }
@@ -78,16 +86,13 @@ pub(crate) async fn start(
         checkpoints: stores.checkpoints,
         settings: config.jobs.clone(),
         limits: NodeLimits {
-            gpus: capabilities.gpuCount,
+            gpus: detected.gpuCount,
             cpu_cores: inventory.cpu_cores,
             ram_mib: inventory.ram_mib,
         },
         gpus: std::sync::Mutex::new(GpuPool::new(inventory.gpus.clone())),
         monitor: GpuMonitor::new(),
         work_dir: config.work_dir.clone(),
-        offline: CancellationToken::new(),
-        parked: AtomicUsize::new(0),
-        parked_changed: tokio::sync::Notify::new(),
         started: hooks.started.take(),
     };
     Ok(Some(Node {
@@ -112,6 +117,7 @@ async fn connect_chain(config: &Config, signer: PrivateKeySigner) -> Result<Chai
         config.market,
         config.registry,
         config.token,
+        config.start_block,
         signer,
     )
     .await?;

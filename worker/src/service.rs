@@ -6,7 +6,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use alloy::signers::local::PrivateKeySigner;
-use tokio::sync::mpsc;
+use tokio::sync::{Semaphore, mpsc};
 use tokio_util::sync::CancellationToken;
 
 use crate::assignments::{Assignments, Running};
@@ -28,7 +28,7 @@ pub struct Hooks {
     pub node_id: Option<tokio::sync::oneshot::Sender<u64>>,
 }
 
-/// Runs the worker until `shutdown` fires.
+/// Runs the worker until `shutdown` fires, then drains it (see `shutdown`).
 pub async fn run(
     config: Config,
     signer: PrivateKeySigner,
@@ -42,14 +42,30 @@ pub async fn run(
     };
     let health = Arc::new(Health::new());
     metrics::healthy(true);
+    // The node runs at once what both the chain and its provider allow; the matcher
+    // respects the first, and the excess of either is given back at once.
+    let capacity = usize::from(
+        config
+            .jobs
+            .max_concurrent
+            .min(capabilities.maxConcurrentJobs)
+            .max(1),
+    );
+    let slots = Arc::new(Semaphore::new(capacity));
+    let running = Running::default();
 
     // Heartbeats stop last: they run until every job has been answered.
     let heartbeats_done = CancellationToken::new();
+    let holds_jobs = {
+        let running = running.clone();
+        move || running.len() > 0
+    };
     let heartbeat = tokio::spawn(health::heartbeat_loop(
         ctx.chain.clone(),
         ctx.node_id,
         config.jobs.heartbeat_interval,
         health.clone(),
+        holds_jobs,
         heartbeats_done.clone(),
     ));
     let health_task = tokio::spawn(health::health_loop(
@@ -59,8 +75,6 @@ pub async fn run(
         heartbeats_done.clone(),
     ));
 
-    let max_concurrent = usize::from(config.jobs.max_concurrent);
-    let running = Running::default();
     let claimed = Arc::new(Claimed::default());
     let claimer = config.jobs.auto_accept.then(|| {
         let claimer = Claimer {
@@ -68,8 +82,7 @@ pub async fn run(
             capabilities,
             min_payment: config.jobs.auto_accept_min_payment,
             capacity: Capacity {
-                max: max_concurrent,
-                running: running.stops.clone(),
+                slots: slots.clone(),
                 claimed: claimed.clone(),
                 health: health.clone(),
             },
@@ -82,20 +95,33 @@ pub async fn run(
         health,
         running: running.clone(),
         claimed,
-        max_concurrent,
+        slots,
+        capacity,
     };
-    if let Err(e) = assignments.run(&shutdown).await {
-        // Down without the drain: the jobs stop where they are, unanswered; their
-        // messages are redelivered to the next run.
-        running.abort();
-        return Err(e);
+    let close_assignments = CancellationToken::new();
+    let mut assignments =
+        tokio::spawn(assignments.run(shutdown.clone(), close_assignments.clone()));
+    tokio::select! {
+        () = shutdown.cancelled() => {}
+        ended = &mut assignments => {
+            // Down without the drain: the jobs stop where they are, unanswered; their
+            // messages are redelivered to the next run.
+            running.abort();
+            heartbeats_done.cancel();
+            return match ended {
+                Ok(Ok(())) => Err(WorkerError::AssignmentsEnded),
+                Ok(Err(e)) => Err(e),
+                Err(e) => Err(WorkerError::Panicked(e.to_string())),
+            };
+        }
     }
     let background = Background {
         heartbeats_done,
         heartbeat,
         health: health_task,
         claimer,
+        assignments,
+        close_assignments,
     };
-    shutdown::drain(&ctx, &running, background, config.jobs.shutdown_grace).await;
-    Ok(())
+    shutdown::drain(&ctx, &running, background, config.jobs.shutdown_grace).await
 }

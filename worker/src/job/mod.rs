@@ -1,19 +1,30 @@
 //! One assignment, from the stream message to the on-chain answer:
-//! Received → Validate → Download → Execute → Upload → Report.
+//! Received → Check → Validate → Download → Execute → Upload → Answer.
 //!
 //! ```text
-//!   run.rs     getJob: ours? ──▶ stages.rs: validate ──▶ download (dirs, inputs, checkpoint,
-//!              image) ──▶ run_container, watch/ beside it ──▶ upload_result
-//!   report.rs  ──▶ submit (submitResult), or after a failure give_up (reject / abandon);
-//!              then the completion report
+//!   mod.rs     check: read_job (terms + state, checked against jobHash): ours, this attempt?
+//!   run.rs     ──▶ stages.rs: validate ──▶ clock.rs: stop_by ──▶ download (dirs, inputs,
+//!              checkpoint, image) ──▶ run_container, watch/ beside it ──▶ upload_result
+//!   report.rs  ──▶ submitResult (the result, or the failure report of a job that failed by
+//!              itself), or reject (a job that cannot start, a node fault, a shutdown, no
+//!              free slot); then the completion report
 //! ```
 //!
 //! Before acting the chain is asked whether the job really is assigned to this node in
-//! this attempt (the stream is a view; the chain decides). While the job runs the same
-//! question is asked every 2 s (or heartbeat interval if shorter); when the answer turns to
-//! no (reclaimed, expired, or the assignment was reorganised away) the container is
-//! stopped and nothing is sent.
+//! this attempt (the stream is a view; the chain decides): the job is read as its terms and
+//! state, which the worker then keeps current (its own calls' events are folded back in)
+//! and passes to every call. While the job runs, the market's hash of it is compared with
+//! the held state's every 2 s (or heartbeat interval if shorter); when they differ
+//! (reclaimed, or the assignment was reorganised away) the container is stopped and
+//! nothing is sent.
+//!
+//! The job's clock ([`clock`]) is the chain's: it runs from the assignment, for the spec's
+//! `timeoutSecs`, and ends `answer_margin` before the attempt does at the latest. Whatever
+//! the job does within it is the job's affair: a job that runs into its limit, exits
+//! non-zero or writes too much is answered with a failure report as its result (the node
+//! did the work and is paid); only a job that cannot even start is rejected, at once.
 
+pub mod clock;
 mod dirs;
 mod report;
 mod run;
@@ -30,13 +41,16 @@ use async_nats::jetstream;
 use gantry_protocol::bindings::JobMarket;
 use gantry_protocol::envelope::EventEnvelope;
 use gantry_protocol::events::event_name;
+use gantry_protocol::market::Job;
 use gantry_protocol::names;
 use gantry_protocol::spec::JobSpec;
 use gantry_protocol::status::JobStatus;
 use gantry_runtime::backoff::{self, Retryable as _};
+use gantry_runtime::market::ReadJobError;
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
+pub use self::stages::{FAILED_OUTPUTS_DIR, FAILURE_FILE, FailureReport};
 pub use self::watch::eta;
 use crate::admit::NodeLimits;
 use crate::chain::{Chain, ChainError};
@@ -69,12 +83,6 @@ pub struct Ctx {
     pub gpus: Mutex<GpuPool>,
     pub monitor: GpuMonitor,
     pub work_dir: PathBuf,
-    /// Fired once the node is offline at shutdown: only then are stopped jobs given back,
-    /// so that they are not assigned straight back here.
-    pub offline: CancellationToken,
-    /// Jobs stopped for shutdown that wait for `offline` to give themselves back.
-    pub parked: std::sync::atomic::AtomicUsize,
-    pub parked_changed: tokio::sync::Notify,
     /// Notified when a job's container is running, with the time since its assignment
     /// message arrived (for tests and the start benchmark).
     pub started: Option<mpsc::UnboundedSender<(u64, Duration)>>,
@@ -115,12 +123,34 @@ impl GpuPool {
     }
 }
 
-/// An assignment as it arrived from the stream.
+/// An assignment as it arrived from the stream (`JobAssigned`). The attempt's end
+/// (`until`) names the attempt together with the job id: a job given back and assigned
+/// here again (after a reorg) is another attempt.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Assignment {
     pub job_id: u64,
-    pub attempt: u8,
+    /// Chain time by which the attempt must be answered.
+    pub until: u64,
+    /// The block the assignment was mined in: the chain is read at it or later.
+    pub block: u64,
     pub received: Instant,
+}
+
+/// An assignment the chain confirmed: the job's terms and current state (kept current
+/// with the worker's own calls), and the attempt's number.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Held {
+    pub assignment: Assignment,
+    /// 1 for the job's first attempt: every earlier attempt ended with its node barred
+    /// (a reject or a reclaim), so it is the job's barred count plus one.
+    pub attempt: u8,
+    pub job: Job,
+}
+
+impl Held {
+    pub fn job_id(&self) -> u64 {
+        self.assignment.job_id
+    }
 }
 
 /// Why a running job is being stopped.
@@ -131,6 +161,68 @@ pub enum StopReason {
     Shutdown = 1,
     /// The chain no longer has the job assigned to this attempt: drop it.
     Lost = 2,
+    /// The job's clock ran out (chain time moved past its stop): the job's own limit.
+    Deadline = 3,
+}
+
+/// Why the worker gives a job back (`reject`) instead of answering it. Each is sent at
+/// once, while the charge (a share of one slash, growing with the time the job was held)
+/// is small.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum GiveBack {
+    /// The job cannot start for its own reasons (spec, requirements, image, inputs).
+    Job(Failure),
+    /// The node could not run it (engine down, disk full, a step that kept failing): the
+    /// node takes no work until healthy.
+    Node(Failure),
+    /// The node runs as many jobs as it takes at once already.
+    OverCapacity { capacity: usize },
+    /// The node is unhealthy and starts nothing.
+    Unhealthy(String),
+    /// The worker is shutting down.
+    ShuttingDown,
+    /// The job's clock ran out before it could start, and its assignment reached the
+    /// worker only after that (the worker was down or behind): the node's lateness.
+    NoTimeLeft,
+}
+
+impl GiveBack {
+    /// A failure of a stage before the job started: the job's or the node's (a transient
+    /// failure has been retried already and, persisting, is the node's).
+    pub fn from_failure(failure: Failure) -> Self {
+        match failure.class {
+            FaultClass::Job => Self::Job(failure),
+            FaultClass::Node | FaultClass::Transient => Self::Node(Failure::node(failure.reason)),
+        }
+    }
+
+    /// The reason sent on-chain with the reject (at most [`crate::fault::MAX_REASON`]
+    /// bytes).
+    pub fn reason(&self) -> String {
+        let reason = match self {
+            Self::Job(f) => f.reason.clone(),
+            Self::Node(f) => format!("node fault: {}", f.reason),
+            Self::OverCapacity { capacity } => {
+                format!("over capacity: the node runs {capacity} job(s) at once")
+            }
+            Self::Unhealthy(why) => format!("node unhealthy: {why}"),
+            Self::ShuttingDown => "the node is shutting down".into(),
+            Self::NoTimeLeft => "no time left to run the job before its attempt ends".into(),
+        };
+        crate::fault::bounded(reason)
+    }
+
+    /// The metric label of the outcome.
+    pub fn label(&self) -> &'static str {
+        match self {
+            Self::Job(_) => "rejected",
+            Self::Node(_) => "node_fault",
+            Self::OverCapacity { .. } => "over_capacity",
+            Self::Unhealthy(_) => "unhealthy",
+            Self::ShuttingDown => "released",
+            Self::NoTimeLeft => "late",
+        }
+    }
 }
 
 /// How a job ended on this node.
@@ -141,13 +233,15 @@ pub enum Outcome {
     Submitted {
         result_hash: B256,
     },
-    /// A job fault, rejected on-chain.
-    Rejected(Failure),
-    /// A node fault, given back on-chain.
-    Abandoned(Failure),
-    /// Given back on-chain because the worker is shutting down.
-    Released,
-    /// Taken away while running (reclaimed, expired, reorganised away).
+    /// The job failed by itself while it ran (its own timeout, a non-zero exit, out of
+    /// memory, too much output): its failure report was submitted as the result.
+    Failed {
+        result_hash: B256,
+        failure: Failure,
+    },
+    /// Given back on-chain with `reject`.
+    GivenBack(GiveBack),
+    /// Taken away while running (reclaimed, reorganised away).
     Lost,
     /// The answer could not be sent (the chain refused or stayed unreachable).
     Unreported(Failure),
@@ -158,9 +252,8 @@ impl Outcome {
         match self {
             Self::NotOurs => "not_ours",
             Self::Submitted { .. } => "submitted",
-            Self::Rejected(_) => "rejected",
-            Self::Abandoned(_) => "abandoned",
-            Self::Released => "released",
+            Self::Failed { .. } => "failed",
+            Self::GivenBack(why) => why.label(),
             Self::Lost => "lost",
             Self::Unreported(_) => "unreported",
         }
@@ -169,7 +262,8 @@ impl Outcome {
     /// The node fault behind it, if any: the worker stops taking work until healthy.
     pub fn node_fault(&self) -> Option<&Failure> {
         match self {
-            Self::Abandoned(f) | Self::Unreported(f) if f.class == FaultClass::Node => Some(f),
+            Self::GivenBack(GiveBack::Node(f)) => Some(f),
+            Self::Unreported(f) if f.class == FaultClass::Node => Some(f),
             _ => None,
         }
     }
@@ -194,30 +288,89 @@ impl Stop {
         match self.reason.load(Ordering::SeqCst) {
             1 => Some(StopReason::Shutdown),
             2 => Some(StopReason::Lost),
+            3 => Some(StopReason::Deadline),
             _ => None,
         }
+    }
+
+    /// Completes once the job is asked to stop.
+    pub async fn stopped(&self) {
+        self.token.cancelled().await;
     }
 }
 
 impl Ctx {
-    fn is_ours(&self, info: &JobMarket::JobInfo, attempt: u8) -> bool {
-        JobStatus::try_from(info.status) == Ok(JobStatus::Assigned)
-            && info.nodeId == self.node_id
-            && info.attempts == attempt
+    /// The assignment, if the chain has it: the job Assigned to this node in this very
+    /// attempt, and the node still served by this agent. `None` for a stale message (the
+    /// job moved on, the assignment was reorganised away, the node's agent changed).
+    pub async fn check(&self, assignment: Assignment) -> Result<Option<Held>, Failure> {
+        let job_id = assignment.job_id;
+        // An RPC node behind the indexer would show the job before its assignment, and a
+        // job of ours would be taken for someone else's.
+        retry("wait for the assignment's block", || async {
+            let head = self.chain.block_number().await.map_err(chain_failure)?;
+            if head < assignment.block {
+                return Err(Failure::transient(format!(
+                    "the RPC node is at block {head}, behind the assignment's {}",
+                    assignment.block
+                )));
+            }
+            Ok(())
+        })
+        .await?;
+        let job = retry("read the job", || async {
+            match self.chain.read_job(job_id).await {
+                Ok(job) => Ok(Some(job)),
+                // Its posting is not on this branch of the chain any more.
+                Err(ChainError::ReadJob(ReadJobError::NotPosted(_))) => Ok(None),
+                Err(e) => Err(chain_failure(e)),
+            }
+        })
+        .await?;
+        let Some(job) = job else {
+            return Ok(None);
+        };
+        if !self.is_ours(&job, assignment.until) {
+            return Ok(None);
+        }
+        let node = retry("read the node", || async {
+            self.chain.node(self.node_id).await.map_err(chain_failure)
+        })
+        .await?;
+        if node.agent != self.chain.agent() {
+            // Only the node's agent may answer: this worker cannot even give it back.
+            tracing::error!(
+                node_id = self.node_id,
+                agent = %node.agent,
+                "the node's agent is no longer this worker's key: leaving the job to it"
+            );
+            return Ok(None);
+        }
+        Ok(Some(Held {
+            assignment,
+            attempt: job.state.barred.saturating_add(1),
+            job,
+        }))
     }
 
-    async fn job_info(&self, job_id: u64) -> Result<JobMarket::JobInfo, Failure> {
-        retry("getJob", || async {
-            self.chain
-                .job(job_id)
-                .await
-                .map_err(|e| Failure::transient(e.to_string()))
+    /// Whether `job` is Assigned to this node in the attempt ending at `until`.
+    fn is_ours(&self, job: &Job, until: u64) -> bool {
+        job.state.status == JobStatus::Assigned
+            && job.state.node_id == self.node_id
+            && job.state.until == until
+    }
+
+    /// The chain's time as best this machine can tell ([`clock::chain_now`]).
+    async fn chain_now(&self) -> Result<u64, Failure> {
+        let newest = retry("read the chain's time", || async {
+            self.chain.now().await.map_err(chain_failure)
         })
-        .await
+        .await?;
+        Ok(clock::chain_now(newest, SystemTime::now()))
     }
 
     /// The spec bytes posted with the job, read from the chain stream and checked against
-    /// the hash the chain holds.
+    /// the hash in the job's terms.
     pub(crate) async fn spec_bytes(
         &self,
         job_id: u64,
@@ -307,5 +460,32 @@ mod tests {
         pool.give_back(two);
         assert_eq!(pool.take(3).unwrap().len(), 3);
         assert_eq!(pool.take(0), Some(vec![]));
+    }
+
+    #[test]
+    fn a_give_back_names_its_reason_and_only_a_node_fault_marks_the_node() {
+        let node = GiveBack::from_failure(Failure::transient("rpc down"));
+        assert_eq!(node, GiveBack::Node(Failure::node("rpc down")));
+        assert_eq!(
+            Outcome::GivenBack(node).node_fault(),
+            Some(&Failure::node("rpc down"))
+        );
+        let job = GiveBack::from_failure(Failure::job("invalid spec: no image"));
+        assert_eq!(job.reason(), "invalid spec: no image");
+        assert_eq!(Outcome::GivenBack(job).node_fault(), None);
+        let long = GiveBack::Unhealthy("docker engine unreachable: ".repeat(20));
+        assert!(
+            long.reason().len() <= crate::fault::MAX_REASON,
+            "fits the market's texts"
+        );
+        for (give_back, says) in [
+            (GiveBack::OverCapacity { capacity: 2 }, "over capacity"),
+            (GiveBack::Unhealthy("disk full".into()), "disk full"),
+            (GiveBack::ShuttingDown, "shutting down"),
+            (GiveBack::NoTimeLeft, "no time left"),
+        ] {
+            assert!(give_back.reason().contains(says), "{give_back:?}");
+            assert_eq!(Outcome::GivenBack(give_back).node_fault(), None);
+        }
     }
 }

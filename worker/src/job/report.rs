@@ -1,14 +1,16 @@
-//! The answer: `submitResult`, or `reject` (job fault) or `abandon` (node fault,
-//! shutdown), each followed by the completion report on the jobs stream.
-
-use std::sync::atomic::Ordering;
+//! The answer: `submitResult` (the job's result, or the failure report of a job that
+//! failed by itself) or `reject` (a job given back), each passing the job's terms and
+//! current state and followed by the completion report on the jobs stream.
 
 use alloy::primitives::B256;
 use gantry_protocol::jobs::{CompletionReport, CompletionStatus, JOBS_VERSION};
+use gantry_protocol::market::State;
 use gantry_protocol::names;
+use gantry_protocol::status::JobStatus;
 
-use super::{Assignment, Ctx, Outcome, Stop, StopReason, chain_failure, now_ms, retry};
-use crate::fault::{Failure, FaultClass};
+use super::{Ctx, GiveBack, Held, Outcome, chain_failure, now_ms, retry};
+use crate::chain::ChainError;
+use crate::fault::Failure;
 
 /// A result uploaded to the results bucket, ready to be submitted.
 #[derive(Debug)]
@@ -45,7 +47,7 @@ impl Report {
         self,
         status: CompletionStatus,
         result: Option<Uploaded>,
-        failure: Option<&Failure>,
+        error: Option<String>,
     ) -> CompletionReport {
         let (result_hash, result_uri, output_bytes) = match result {
             Some(Uploaded { hash, uri, size }) => (Some(hash), Some(uri), Some(size)),
@@ -63,117 +65,166 @@ impl Report {
             compute_secs: self.compute_secs,
             gpu_secs: self.gpu_secs,
             avg_gpu_utilization: self.avg_gpu_utilization,
-            error: failure.map(|f| f.reason.clone()),
+            error,
             at_ms: now_ms(),
         }
     }
 }
 
+/// The answer the worker sends for a held job.
+#[derive(Debug, Clone, Copy)]
+enum Answer<'a> {
+    Submit { hash: B256, uri: &'a str },
+    Reject { reason: &'a str },
+}
+
+impl Answer<'_> {
+    fn call(&self) -> &'static str {
+        match self {
+            Self::Submit { .. } => "submitResult",
+            Self::Reject { .. } => "reject",
+        }
+    }
+}
+
+/// What became of an answer.
+#[derive(Debug)]
+enum Sent {
+    /// Mined; the held job was moved on by its events.
+    Mined,
+    /// The job had moved on before the answer landed (our own earlier try whose receipt
+    /// was lost, a reclaim, a reorg): this is where it is now.
+    MovedOn(State),
+}
+
 impl Ctx {
-    /// Submits the result hash on-chain, then the completion report.
-    pub(super) async fn submit(&self, job_id: u64, result: Uploaded, report: Report) -> Outcome {
-        let submitted = retry("submitResult", || async {
-            self.chain
-                .submit_result(job_id, result.hash, result.uri.clone())
-                .await
-                .map_err(chain_failure)
-        })
-        .await;
-        match submitted {
-            Ok(()) => {
-                let result_hash = result.hash;
-                let completion = report.finish(CompletionStatus::Submitted, Some(result), None);
-                self.publish_report(completion).await;
-                Outcome::Submitted { result_hash }
-            }
-            Err(f) => Outcome::Unreported(f),
-        }
-    }
-
-    /// Rejects (job fault) or abandons (node fault, shutdown) after a failure.
-    pub(super) async fn give_up(
+    /// Submits the result hash on-chain (a failure report's when `failure`), then the
+    /// completion report.
+    pub(super) async fn submit(
         &self,
-        assignment: Assignment,
-        failure: Failure,
+        held: &mut Held,
+        result: Uploaded,
+        failure: Option<Failure>,
         report: Report,
-        stop: &Stop,
     ) -> Outcome {
-        // Taken away meanwhile: nothing to answer.
-        match self.chain.job(assignment.job_id).await {
-            Ok(info) if !self.is_ours(&info, assignment.attempt) => return Outcome::Lost,
-            _ => {}
-        }
-        let shutting_down = stop.reason() == Some(StopReason::Shutdown);
-        if failure.class == FaultClass::Job && !shutting_down {
-            return self.reject(assignment.job_id, failure, report).await;
-        }
-        if shutting_down {
-            self.park_until_offline().await;
-        }
-        self.abandon(assignment, failure, report, shutting_down)
-            .await
-    }
-
-    async fn reject(&self, job_id: u64, failure: Failure, report: Report) -> Outcome {
-        tracing::warn!(reason = %failure.reason, "rejecting the job");
-        let sent = retry("reject", || async {
-            self.chain
-                .reject(job_id, failure.reason.clone())
-                .await
-                .map_err(chain_failure)
-        })
-        .await;
-        self.publish_report(report.finish(CompletionStatus::JobFault, None, Some(&failure)))
-            .await;
-        match sent {
-            Ok(()) => Outcome::Rejected(failure),
-            Err(f) => Outcome::Unreported(f),
-        }
-    }
-
-    /// Stopped for shutdown: waits until the node is offline, so that the job given back
-    /// is not assigned straight back here.
-    async fn park_until_offline(&self) {
-        self.parked.fetch_add(1, Ordering::SeqCst);
-        self.parked_changed.notify_waiters();
-        self.offline.cancelled().await;
-    }
-
-    async fn abandon(
-        &self,
-        assignment: Assignment,
-        failure: Failure,
-        report: Report,
-        shutting_down: bool,
-    ) -> Outcome {
-        let job_id = assignment.job_id;
-        tracing::warn!(reason = %failure.reason, "giving the job back");
-        let sent = retry("abandon", || async {
-            self.chain.abandon(job_id).await.map_err(chain_failure)
-        })
-        .await;
-        self.publish_report(report.finish(CompletionStatus::NodeFault, None, Some(&failure)))
-            .await;
-        let given_back = match sent {
-            Ok(()) => Ok(()),
-            // A keeper may reclaim it first (the node is inactive once the worker shuts
-            // down): the job is back on the market all the same, at the same slash.
-            Err(f) => match self.chain.job(job_id).await {
-                Ok(info) if !self.is_ours(&info, assignment.attempt) => {
-                    tracing::info!("the job was reclaimed before the abandon landed");
-                    Ok(())
-                }
-                _ => Err(f),
-            },
+        let answer = Answer::Submit {
+            hash: result.hash,
+            uri: &result.uri,
         };
-        match given_back {
-            Ok(()) if shutting_down => Outcome::Released,
-            Ok(()) => Outcome::Abandoned(failure),
-            Err(f) => Outcome::Unreported(Failure {
-                class: failure.class,
-                reason: format!("{}; abandon failed: {}", failure.reason, f.reason),
-            }),
+        let result_hash = result.hash;
+        let submitted = match self.answer(held, answer).await {
+            Ok(Sent::Mined) => true,
+            // Our own earlier try landed: the job is past Assigned on this node.
+            Ok(Sent::MovedOn(state)) => {
+                state.node_id == self.node_id
+                    && matches!(
+                        state.status,
+                        JobStatus::Submitted | JobStatus::Disputed | JobStatus::Completed
+                    )
+            }
+            Err(f) => return Outcome::Unreported(f),
+        };
+        if !submitted {
+            return Outcome::Lost;
         }
+        let error = failure.as_ref().map(|f| f.reason.clone());
+        let completion = report.finish(CompletionStatus::Submitted, Some(result), error);
+        self.publish_report(completion).await;
+        match failure {
+            None => Outcome::Submitted { result_hash },
+            Some(failure) => {
+                tracing::info!(reason = %failure.reason, "the job failed by itself: its failure report was submitted");
+                Outcome::Failed {
+                    result_hash,
+                    failure,
+                }
+            }
+        }
+    }
+
+    /// Gives the job back with `reject` and the reason, then the completion report.
+    pub(super) async fn give_back(
+        &self,
+        held: &mut Held,
+        why: GiveBack,
+        report: Report,
+    ) -> Outcome {
+        let reason = why.reason();
+        tracing::warn!(%reason, "giving the job back");
+        let sent = self.answer(held, Answer::Reject { reason: &reason }).await;
+        let outcome = match sent {
+            Ok(Sent::Mined) => Outcome::GivenBack(why.clone()),
+            Ok(Sent::MovedOn(state)) if state.status == JobStatus::Assigned => {
+                // Assigned to another attempt meanwhile (a reorg): not ours to answer.
+                Outcome::Lost
+            }
+            Ok(Sent::MovedOn(_)) => {
+                // Back on the market (or failed) all the same: our earlier try landed, or
+                // a keeper reclaimed it first.
+                tracing::info!("the job moved on before the reject landed");
+                Outcome::GivenBack(why.clone())
+            }
+            Err(f) => Outcome::Unreported(Failure {
+                class: f.class,
+                reason: format!("{reason}; reject failed: {}", f.reason),
+            }),
+        };
+        if matches!(outcome, Outcome::GivenBack(_)) {
+            let status = match why {
+                GiveBack::Job(_) => CompletionStatus::JobFault,
+                _ => CompletionStatus::NodeFault,
+            };
+            self.publish_report(report.finish(status, None, Some(reason)))
+                .await;
+        }
+        outcome
+    }
+
+    /// Sends `answer` for the held job with its current state, retried while the chain is
+    /// unreachable. A state the market calls stale is read again: when the job is still
+    /// this attempt's (the fold missed something) the answer is sent once more with it,
+    /// else where the job is now is returned.
+    async fn answer(&self, held: &mut Held, answer: Answer<'_>) -> Result<Sent, Failure> {
+        let job_id = held.job_id();
+        for _ in 0..2 {
+            let job = held.job;
+            let sent = retry(answer.call(), || async move {
+                let mut job = job;
+                let sent = match answer {
+                    Answer::Submit { hash, uri } => {
+                        self.chain
+                            .submit_result(job_id, &mut job, hash, uri.to_owned())
+                            .await
+                    }
+                    Answer::Reject { reason } => {
+                        self.chain.reject(job_id, &mut job, reason.to_owned()).await
+                    }
+                };
+                match sent {
+                    Ok(()) => Ok(Some(job)),
+                    Err(ChainError::Stale { .. }) => Ok(None),
+                    Err(e) => Err(chain_failure(e)),
+                }
+            })
+            .await?;
+            if let Some(moved_on) = sent {
+                held.job = moved_on;
+                return Ok(Sent::Mined);
+            }
+            let current = retry("read the job", || async {
+                self.chain.read_job(job_id).await.map_err(chain_failure)
+            })
+            .await?;
+            if !self.is_ours(&current, held.assignment.until) {
+                return Ok(Sent::MovedOn(current.state));
+            }
+            tracing::warn!("the held state was stale; sending again with the chain's");
+            held.job = current;
+        }
+        Err(Failure::node(format!(
+            "{}: the market keeps calling job {job_id}'s state stale",
+            answer.call()
+        )))
     }
 
     /// Publishes the completion report on the jobs stream; one that still cannot be

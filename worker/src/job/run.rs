@@ -1,40 +1,46 @@
-//! The pipeline of one assignment: the chain check, the stages, the answer.
+//! The pipeline of one assignment the chain confirmed: the stages, then the answer.
 
 use std::path::Path;
 use std::time::Instant;
 
+use tokio::sync::OwnedSemaphorePermit;
+
 use super::report::Report;
 use super::stages::Executed;
-use super::{Assignment, Ctx, Outcome, Stop};
+use super::{Ctx, GiveBack, Held, Outcome, Stop};
 use crate::metrics;
 
 impl Ctx {
-    /// Runs one assignment to its end and answers on-chain. (Its span, with the job id,
-    /// is opened by the caller around the whole task: `assignments::run_job`.)
-    pub async fn run(&self, assignment: Assignment, stop: Stop) -> Outcome {
-        let info = match self.job_info(assignment.job_id).await {
-            Ok(info) => info,
-            Err(f) => return Outcome::Unreported(f),
-        };
-        if !self.is_ours(&info, assignment.attempt) {
-            return Outcome::NotOurs;
-        }
+    /// Runs one confirmed assignment to its end and answers on-chain. `slot` is the node's
+    /// room for the job: it is freed once the container is gone, before the answer, so that
+    /// the next job (assigned once the answer is mined) finds it free. (Its span, with the
+    /// job id, is opened by the caller around the whole task: `assignments::handle`.)
+    pub async fn run(&self, mut held: Held, stop: Stop, slot: OwnedSemaphorePermit) -> Outcome {
         let started = Instant::now();
+        let assignment = held.assignment;
         let dir = self
             .work_dir
-            .join(format!("{}-{}", assignment.job_id, assignment.attempt));
-        let mut report = Report::new(self.node_id, assignment.job_id, assignment.attempt);
-        let executed = self
-            .execute(assignment, &info, &dir, &stop, &mut report)
-            .await;
+            .join(format!("{}-{}", assignment.job_id, assignment.until));
+        let mut report = Report::new(self.node_id, assignment.job_id, held.attempt);
+        let executed = self.execute(&held, &dir, &stop, &mut report, slot).await;
         let outcome = match executed {
-            Ok(Executed::Done(result)) => self.submit(assignment.job_id, result, report).await,
+            Ok(Executed::Done(result)) => self.submit(&mut held, result, None, report).await,
+            Ok(Executed::Failed(result, failure)) => {
+                self.submit(&mut held, result, Some(failure), report).await
+            }
             Ok(Executed::Lost) => Outcome::Lost,
-            Err(failure) => self.give_up(assignment, failure, report, &stop).await,
+            Err(give_back) => self.give_back(&mut held, give_back, report).await,
         };
         remove_job_dir(&dir).await;
         metrics::job_seconds(outcome.label(), started.elapsed());
         outcome
+    }
+
+    /// Gives a confirmed assignment back at once, without running it (no free slot, the
+    /// node unhealthy or shutting down): the charge is about nothing this early.
+    pub async fn give_back_now(&self, mut held: Held, why: GiveBack) -> Outcome {
+        let report = Report::new(self.node_id, held.job_id(), held.attempt);
+        self.give_back(&mut held, why, report).await
     }
 }
 

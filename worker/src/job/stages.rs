@@ -1,46 +1,83 @@
-//! The stages of a job on this node, in order: validate (spec and admission, GPUs),
-//! download (directories, inputs, the latest checkpoint, the image), run the container
-//! with its watchers beside it, upload the result.
+//! The stages of a job on this node, in order: validate (spec and admission, the job's
+//! clock, GPUs), download (directories, inputs, the latest checkpoint, the image), run the
+//! container with its watchers beside it, upload the result, or the failure report of a
+//! job that failed by itself.
+//!
+//! Everything from the download on runs on the job's clock: a job whose inputs are still
+//! downloading when its time is up has run into its own limit as much as one whose
+//! container is still running, and both are answered with a failure report.
 
 use std::path::Path;
 use std::sync::Mutex;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use alloy::primitives::B256;
-use gantry_protocol::bindings::JobMarket;
 use gantry_protocol::names;
 use gantry_protocol::spec::{INPUTS_DIR, JobSpec, OUTPUTS_DIR};
-use tokio::sync::mpsc;
+use serde::Serialize;
+use tokio::sync::{OwnedSemaphorePermit, mpsc};
+use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
+use super::clock::{Clock, Late};
 use super::dirs::{JobDirs, make_writable};
 use super::report::{Report, Uploaded};
 use super::watch::Watch;
-use super::{Assignment, Ctx, GpuPool, Stop, StopReason, retry};
+use super::{Ctx, GiveBack, GpuPool, Held, Stop, StopReason, retry};
 use crate::admit::{Admitted, admit};
 use crate::docker::{JOB_LABEL, NODE_LABEL, RunOutcome, RunPlan};
 use crate::fault::{Failure, FaultClass};
 use crate::inventory::Gpu;
 use crate::{archive, metrics, objects};
 
-/// How long a stopped job may take to exit after SIGTERM (to write a last checkpoint).
+/// How long a job stopped for a shutdown may take to exit after SIGTERM (to write a last
+/// checkpoint), at most: never past its own stop.
 const STOP_GRACE: Duration = Duration::from_secs(10);
 
-/// How the stages ended, when no failure ended them.
+/// The file at the root of a failed job's result tar that says why it failed.
+pub const FAILURE_FILE: &str = "gantry-failure.json";
+/// Where a failed job's outputs, as it left them, go in its result tar.
+pub const FAILED_OUTPUTS_DIR: &str = "outputs";
+/// Room for the failure report in a failed job's result tar, bytes, beside its outputs.
+const REPORT_ROOM: u64 = 64 << 10;
+
+/// How the stages ended, when the job is not given back.
 pub(super) enum Executed {
     /// The result is uploaded: submit it.
     Done(Uploaded),
+    /// The job failed by itself (its own time limit, a non-zero exit, out of memory, too
+    /// much output): its failure report is uploaded as the result; submit it.
+    Failed(Uploaded, Failure),
     /// The job was taken away while it ran: nothing to answer.
     Lost,
 }
 
 /// What the download stage leaves for the container.
 struct Downloaded {
-    dirs: JobDirs,
     /// Whether a checkpoint was restored into `dirs.checkpoints`.
     restored: bool,
     /// The image's configured user, if any.
     image_user: Option<String>,
+}
+
+/// One job on its way through the stages: what every stage after admission reads.
+#[derive(Clone, Copy)]
+struct Job<'a> {
+    held: &'a Held,
+    admitted: &'a Admitted,
+    dirs: &'a JobDirs,
+    clock: Clock,
+    /// `clock.stop_by` on this machine's timers.
+    deadline: Instant,
+    stop: &'a Stop,
+}
+
+/// How the part of the stages that holds the node's room for the job ended.
+enum Ran {
+    /// The container ran and is gone.
+    Exited(RunOutcome),
+    /// The job's time ran out while its inputs were still downloading.
+    InputsLate,
 }
 
 /// GPUs taken from the node's pool for one job; given back when dropped.
@@ -58,47 +95,151 @@ impl Drop for GpuLease<'_> {
     }
 }
 
+/// A failed job's report, `gantry-failure.json` in its result tar (fields in camelCase).
+#[derive(Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct FailureReport<'a> {
+    pub v: u16,
+    pub job_id: u64,
+    pub node_id: u64,
+    pub attempt: u8,
+    /// Why it failed, as in the completion report: "timeout: …", "exited with code 3", …
+    pub reason: &'a str,
+    /// The container's exit code, when it ran and exited.
+    pub exit_code: Option<i64>,
+    /// Whether it was stopped at its time limit.
+    pub timed_out: bool,
+    pub oom_killed: bool,
+    /// Seconds of the job's clock used, from the assignment on chain to its stop.
+    pub ran_secs: u64,
+    /// Whether its outputs are in the tar under `outputs/`: `included`, `none` (it wrote
+    /// none) or `overLimit` (more than the output limit: left out).
+    pub outputs: &'a str,
+}
+
 impl Ctx {
-    /// Runs the stages; a failure of any ends them (the report keeps what was measured).
+    /// Runs the stages. `Err` gives the job back: it could not start (the job's fault or
+    /// the node's), or the worker is shutting down.
     pub(super) async fn execute(
         &self,
-        assignment: Assignment,
-        info: &JobMarket::JobInfo,
+        held: &Held,
         dir: &Path,
         stop: &Stop,
         report: &mut Report,
-    ) -> Result<Executed, Failure> {
-        let admitted = self.validate(assignment.job_id, info).await?;
-        let gpus = self.take_gpus(admitted.gpus)?;
-        let downloaded = self.download(assignment.job_id, &admitted, dir).await?;
-        let exit = self
-            .run_container(assignment, &admitted, &downloaded, &gpus.gpus, stop, report)
-            .await?;
-        match stop.reason() {
+        slot: OwnedSemaphorePermit,
+    ) -> Result<Executed, GiveBack> {
+        let admitted = self.validate(held).await.map_err(GiveBack::from_failure)?;
+        let clock = Clock::of(
+            &held.job,
+            admitted.spec.timeout_secs,
+            self.settings.answer_margin,
+        )
+        .expect("a held job is assigned");
+        let now = self.chain_now().await.map_err(GiveBack::from_failure)?;
+        let late = clock.late_start(now, held.assignment.received.elapsed());
+        if late == Some(Late::NodesTime) {
+            return Err(GiveBack::NoTimeLeft);
+        }
+        // The job's stop on this machine's timers; the ownership guard also watches the
+        // chain's time while the container runs, in case it jumps.
+        let deadline = Instant::now() + clock.left(now);
+        tracing::info!(
+            stop_by = clock.stop_by,
+            until = clock.until,
+            left = ?clock.left(now),
+            "the job's clock"
+        );
+        let dirs = JobDirs::create(dir).await.map_err(GiveBack::from_failure)?;
+        let job = Job {
+            held,
+            admitted: &admitted,
+            dirs: &dirs,
+            clock,
+            deadline,
+            stop,
+        };
+        if late == Some(Late::JobsTime) {
+            let failure = Failure::job(format!(
+                "timeout: the job's time limit, {} s after its assignment, passed before it could start",
+                clock.stop_by - clock.assigned_at
+            ));
+            drop(slot);
+            return self.answer_failure(&job, failure, None).await;
+        }
+        // The slot and the GPUs are free again from here: the container is gone.
+        let exit = match self.download_and_run(&job, report, slot).await? {
+            Ran::Exited(exit) => exit,
+            Ran::InputsLate => {
+                let failure = Failure::job(format!(
+                    "timeout: the inputs were not ready by the job's time limit, {} s after its assignment",
+                    clock.stop_by - clock.assigned_at
+                ));
+                return self.answer_failure(&job, failure, None).await;
+            }
+        };
+        // A stop that came after the container had exited by itself changes nothing but
+        // for a lost job, which is not ours to answer whatever it did.
+        let timed_out = match stop.reason() {
             Some(StopReason::Lost) => return Ok(Executed::Lost),
-            Some(StopReason::Shutdown) => {
+            Some(StopReason::Shutdown) if exit.stopped => {
                 // Keep what the job saved so the next node resumes from it.
                 let _ = self
-                    .upload_checkpoint(assignment.job_id, &downloaded.dirs, &mut None)
+                    .upload_checkpoint(held.job_id(), &dirs, &mut None)
                     .await;
-                return Err(Failure::node("the worker is shutting down"));
+                return Err(GiveBack::ShuttingDown);
             }
-            None => {}
+            Some(StopReason::Deadline) if exit.stopped => true,
+            _ => exit.timed_out,
+        };
+        let exit = RunOutcome { timed_out, ..exit };
+        let limit = Duration::from_secs(clock.stop_by - clock.assigned_at);
+        if let Some(failure) = exit.failure(admitted.memory_bytes, limit) {
+            return self.answer_failure(&job, failure, Some(&exit)).await;
         }
-        if let Some(f) = exit.failure(admitted.memory_bytes, admitted.timeout) {
-            return Err(f);
+        match self.upload_result(held, &admitted, &dirs).await {
+            Ok(uploaded) => Ok(Executed::Done(uploaded)),
+            // Too much output, or none where the spec said: the job's doing.
+            Err(f) if f.class == FaultClass::Job => self.answer_failure(&job, f, Some(&exit)).await,
+            Err(f) => Err(GiveBack::from_failure(f)),
         }
-        self.upload_result(assignment, &admitted, &downloaded.dirs)
-            .await
-            .map(Executed::Done)
     }
 
-    /// The spec, checked against the chain's hash, the protocol and this node.
-    async fn validate(&self, job_id: u64, info: &JobMarket::JobInfo) -> Result<Admitted, Failure> {
-        let spec_bytes = self.spec_bytes(job_id, info.specHash).await?;
+    /// The part of the stages that holds the node's room for the job (`slot`, its GPUs):
+    /// the download and the container, both on the job's clock.
+    async fn download_and_run(
+        &self,
+        job: &Job<'_>,
+        report: &mut Report,
+        slot: OwnedSemaphorePermit,
+    ) -> Result<Ran, GiveBack> {
+        let _slot = slot;
+        let gpus = self.take_gpus(job.admitted.gpus).map_err(GiveBack::Node)?;
+        let downloading = tokio::time::timeout_at(
+            job.deadline,
+            self.download(job.held, job.admitted, job.dirs),
+        );
+        let downloaded = tokio::select! {
+            downloaded = downloading => match downloaded {
+                Ok(Ok(downloaded)) => downloaded,
+                Ok(Err(f)) => return Err(GiveBack::from_failure(f)),
+                Err(_) => return Ok(Ran::InputsLate),
+            },
+            () = job.stop.stopped() => return Err(GiveBack::ShuttingDown),
+        };
+        let exit = self
+            .run_container(job, &downloaded, &gpus.gpus, report)
+            .await
+            .map_err(GiveBack::from_failure)?;
+        Ok(Ran::Exited(exit))
+    }
+
+    /// The spec, checked against the hash in the job's terms, the protocol and this node.
+    async fn validate(&self, held: &Held) -> Result<Admitted, Failure> {
+        let terms = &held.job.terms;
+        let spec_bytes = self.spec_bytes(held.job_id(), terms.spec_hash).await?;
         admit(
             &spec_bytes,
-            &info.requirements,
+            &terms.requirements,
             &self.limits,
             &self.settings,
         )
@@ -117,22 +258,20 @@ impl Ctx {
         })
     }
 
-    /// Fresh directories, the inputs, the latest checkpoint and the image.
+    /// The inputs, the latest checkpoint and the image.
     async fn download(
         &self,
-        job_id: u64,
+        held: &Held,
         admitted: &Admitted,
-        dir: &Path,
+        dirs: &JobDirs,
     ) -> Result<Downloaded, Failure> {
-        let started = Instant::now();
-        let dirs = JobDirs::create(dir).await?;
-        self.stage_inputs(&admitted.spec, &dirs).await?;
-        let restored = self.restore_checkpoint(job_id, &dirs).await?;
+        let started = std::time::Instant::now();
+        self.stage_inputs(&admitted.spec, dirs).await?;
+        let restored = self.restore_checkpoint(held.job_id(), dirs).await?;
         let image_user =
             retry("image", || self.executor.ensure_image(&admitted.spec.image)).await?;
         metrics::stage_seconds("download", started.elapsed());
         Ok(Downloaded {
-            dirs,
             restored,
             image_user,
         })
@@ -194,42 +333,51 @@ impl Ctx {
         Ok(true)
     }
 
-    /// Runs the container to its end with the watchers beside it; the report gets the
-    /// compute time and the GPU utilisation whatever the run's result.
+    /// Runs the container to its end (at the job's deadline at the latest) with the
+    /// watchers beside it; the report gets the compute time and the GPU utilisation
+    /// whatever the run's result.
     async fn run_container(
         &self,
-        assignment: Assignment,
-        admitted: &Admitted,
+        job: &Job<'_>,
         downloaded: &Downloaded,
         gpus: &[Gpu],
-        stop: &Stop,
         report: &mut Report,
     ) -> Result<RunOutcome, Failure> {
-        let started = Instant::now();
-        let plan = self.plan(assignment, admitted, downloaded, gpus);
+        let Job {
+            held,
+            admitted,
+            dirs,
+            clock,
+            deadline,
+            stop,
+        } = *job;
+        let started = std::time::Instant::now();
+        let plan = self.plan(held, admitted, dirs, downloaded, gpus);
         let (lines_tx, lines_rx) = mpsc::channel(1024);
         let running = CancellationToken::new();
         let watch = Watch {
             ctx: self,
-            assignment,
-            timeout: admitted.timeout,
-            dirs: &downloaded.dirs,
+            held,
+            clock,
+            dirs,
             gpu_indices: gpus.iter().map(|g| g.index).collect(),
             stop: stop.clone(),
             running: running.clone(),
         };
         let run = self.executor.run(
             &plan,
-            admitted.timeout,
+            deadline.saturating_duration_since(Instant::now()),
             stop.token.clone(),
-            // Shutting down, the job gets time to write a checkpoint; a job that is no
-            // longer ours is killed at once.
+            // Shutting down, the job gets time to write a checkpoint (never past its own
+            // stop); a job that is no longer ours, or out of time, is killed at once.
             || match stop.reason() {
-                Some(StopReason::Lost) => Duration::ZERO,
-                _ => STOP_GRACE,
+                Some(StopReason::Shutdown) => deadline
+                    .saturating_duration_since(Instant::now())
+                    .min(STOP_GRACE),
+                _ => Duration::ZERO,
             },
             lines_tx,
-            |since_created| self.container_running(assignment, since_created),
+            |since_created| self.container_running(held, since_created),
         );
         // The watchers run beside the container and end once it is gone.
         let run = async {
@@ -245,27 +393,28 @@ impl Ctx {
         ran
     }
 
-    fn container_running(&self, assignment: Assignment, elapsed_since_created: Duration) {
-        let since = assignment.received.elapsed();
+    fn container_running(&self, held: &Held, elapsed_since_created: Duration) {
+        let since = held.assignment.received.elapsed();
         tracing::info!(?since, ?elapsed_since_created, "container running");
         metrics::start_seconds(since);
         if let Some(started) = &self.started {
-            let _ = started.send((assignment.job_id, since));
+            let _ = started.send((held.job_id(), since));
         }
     }
 
     fn plan(
         &self,
-        assignment: Assignment,
+        held: &Held,
         admitted: &Admitted,
+        dirs: &JobDirs,
         downloaded: &Downloaded,
         gpus: &[Gpu],
     ) -> RunPlan {
         let spec = &admitted.spec;
         let mut env: Vec<(String, String)> = spec.env.clone().into_iter().collect();
         env.extend([
-            ("GANTRY_JOB_ID".into(), assignment.job_id.to_string()),
-            ("GANTRY_ATTEMPT".into(), assignment.attempt.to_string()),
+            ("GANTRY_JOB_ID".into(), held.job_id().to_string()),
+            ("GANTRY_ATTEMPT".into(), held.attempt.to_string()),
             (
                 "GANTRY_RESUMED".into(),
                 u8::from(downloaded.restored).to_string(),
@@ -280,11 +429,14 @@ impl Ctx {
             ),
             ("OMP_NUM_THREADS".into(), admitted.cpu_threads.to_string()),
         ]);
-        let dirs = &downloaded.dirs;
         RunPlan {
+            // The attempt's end names it: a job assigned here again after a reorg gets
+            // a container of its own.
             name: format!(
                 "gantry-{}-{}-{}",
-                self.chain_id, assignment.job_id, assignment.attempt
+                self.chain_id,
+                held.job_id(),
+                held.assignment.until
             ),
             image: spec.image.clone(),
             command: spec.command.clone(),
@@ -299,7 +451,7 @@ impl Ctx {
             gpu_uuids: gpus.iter().map(|g| g.uuid.clone()).collect(),
             labels: vec![
                 (NODE_LABEL.into(), self.node_id.to_string()),
-                (JOB_LABEL.into(), assignment.job_id.to_string()),
+                (JOB_LABEL.into(), held.job_id().to_string()),
             ],
         }
     }
@@ -307,19 +459,11 @@ impl Ctx {
     /// Packs the outputs directory the spec names and uploads it to the results bucket.
     async fn upload_result(
         &self,
-        assignment: Assignment,
+        held: &Held,
         admitted: &Admitted,
         dirs: &JobDirs,
     ) -> Result<Uploaded, Failure> {
-        let started = Instant::now();
-        let result_dir = dirs.outputs.join(
-            admitted
-                .spec
-                .outputs
-                .path
-                .trim_start_matches(OUTPUTS_DIR)
-                .trim_start_matches('/'),
-        );
+        let result_dir = result_dir(admitted, dirs);
         let is_dir = tokio::fs::metadata(&result_dir)
             .await
             .is_ok_and(|m| m.is_dir());
@@ -329,13 +473,109 @@ impl Ctx {
                 admitted.spec.outputs.path
             )));
         }
-        let tar_path = dirs.root.join("result.tar");
-        let limit = admitted.output_limit;
-        let packed =
-            tokio::task::spawn_blocking(move || archive::pack(&result_dir, &tar_path, limit))
+        self.pack_and_upload(
+            held,
+            result_dir,
+            dirs.root.join("result.tar"),
+            admitted.output_limit,
+        )
+        .await
+    }
+
+    /// Packs and uploads the failure report of a job that failed by itself, with its
+    /// outputs as it left them when they fit the output limit: the answer to a job that
+    /// ran into its own limit is a result too, so the node is paid for the time it gave.
+    async fn answer_failure(
+        &self,
+        job: &Job<'_>,
+        failure: Failure,
+        exit: Option<&RunOutcome>,
+    ) -> Result<Executed, GiveBack> {
+        let Job {
+            held,
+            admitted,
+            dirs,
+            clock,
+            ..
+        } = *job;
+        tracing::warn!(reason = %failure.reason, "the job failed by itself; answering with its failure report");
+        let ran_secs = match self.chain_now().await {
+            Ok(now) => clock.ran(now),
+            Err(_) => clock.stop_by - clock.assigned_at,
+        };
+        let report_dir = dirs.root.join("failure");
+        let outputs = result_dir(admitted, dirs);
+        let has_outputs = tokio::fs::metadata(&outputs)
+            .await
+            .is_ok_and(|m| m.is_dir());
+        let node =
+            |e: std::io::Error| GiveBack::Node(Failure::node(format!("failure report: {e}")));
+        let _ = tokio::fs::remove_dir_all(&report_dir).await;
+        tokio::fs::create_dir_all(&report_dir).await.map_err(node)?;
+        if has_outputs {
+            tokio::fs::rename(&outputs, report_dir.join(FAILED_OUTPUTS_DIR))
                 .await
-                .map_err(|e| Failure::node(format!("packing the result: {e}")))??;
-        let key = format!("{}-{}", assignment.job_id, assignment.attempt);
+                .map_err(node)?;
+        }
+        let write_report = |outputs: &str| {
+            let report = FailureReport {
+                v: 1,
+                job_id: held.job_id(),
+                node_id: self.node_id,
+                attempt: held.attempt,
+                reason: &failure.reason,
+                exit_code: exit.filter(|e| !e.timed_out).map(|e| e.exit_code),
+                timed_out: exit.is_none_or(|e| e.timed_out),
+                oom_killed: exit.is_some_and(|e| e.oom_killed),
+                ran_secs,
+                outputs,
+            };
+            serde_json::to_vec_pretty(&report).expect("reports serialize")
+        };
+        let tar = dirs.root.join("failure.tar");
+        let included = if has_outputs { "included" } else { "none" };
+        tokio::fs::write(report_dir.join(FAILURE_FILE), write_report(included))
+            .await
+            .map_err(node)?;
+        // The outputs within the job's limit, and room for the report besides.
+        let limit = admitted.output_limit.saturating_add(REPORT_ROOM);
+        let uploaded = match self
+            .pack_and_upload(held, report_dir.clone(), tar.clone(), limit)
+            .await
+        {
+            Err(f) if f.class == FaultClass::Job && has_outputs => {
+                // Too much output: the report alone.
+                let _ = tokio::fs::remove_dir_all(report_dir.join(FAILED_OUTPUTS_DIR)).await;
+                tokio::fs::write(report_dir.join(FAILURE_FILE), write_report("overLimit"))
+                    .await
+                    .map_err(node)?;
+                self.pack_and_upload(held, report_dir, tar, REPORT_ROOM)
+                    .await
+            }
+            other => other,
+        };
+        match uploaded {
+            Ok(uploaded) => Ok(Executed::Failed(uploaded, failure)),
+            Err(f) => Err(GiveBack::Node(Failure::node(format!(
+                "the failure report: {}",
+                f.reason
+            )))),
+        }
+    }
+
+    /// Packs `dir` (at most `limit` bytes) and uploads it as the attempt's result.
+    async fn pack_and_upload(
+        &self,
+        held: &Held,
+        dir: std::path::PathBuf,
+        tar: std::path::PathBuf,
+        limit: u64,
+    ) -> Result<Uploaded, Failure> {
+        let started = std::time::Instant::now();
+        let packed = tokio::task::spawn_blocking(move || archive::pack(&dir, &tar, limit))
+            .await
+            .map_err(|e| Failure::node(format!("packing the result: {e}")))??;
+        let key = format!("{}-{}", held.job_id(), held.attempt);
         retry("upload the result", || {
             objects::upload(&self.results, &key, &packed)
         })
@@ -347,4 +587,16 @@ impl Ctx {
             size: packed.size,
         })
     }
+}
+
+/// Where the job's result is: the spec's outputs path under the job's outputs directory.
+fn result_dir(admitted: &Admitted, dirs: &JobDirs) -> std::path::PathBuf {
+    dirs.outputs.join(
+        admitted
+            .spec
+            .outputs
+            .path
+            .trim_start_matches(OUTPUTS_DIR)
+            .trim_start_matches('/'),
+    )
 }

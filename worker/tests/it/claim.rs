@@ -1,8 +1,11 @@
 //! Claim mode: with no matcher at all, a worker with `auto_accept` claims the open jobs
-//! it fits and pays enough, and leaves the others.
+//! it fits and pays enough, and leaves the others; a busy one claims the next job only
+//! once a slot frees (its running job's container is gone).
 
+use futures::StreamExt;
 use gantry_protocol::status::JobStatus;
 use gantry_testkit::accounts::{ADMIN, NODES};
+use gantry_worker::docker::JOB_LABEL;
 
 use crate::harness::{Net, RunningWorker, Services, cpu_job, shell};
 use crate::scripts::of_job;
@@ -41,14 +44,34 @@ async fn a_worker_in_claim_mode_claims_what_it_fits() {
         "claimed by the agent, not assigned by a matcher"
     );
     assert_eq!(assigned.nodeId, worker.node_id);
-    assert_eq!(net.job(too_big).await.status, 1, "still open");
-    assert_eq!(net.job(not_taken).await.status, 1, "still open");
+    assert_eq!(net.job(too_big).await.state.status, JobStatus::Open);
+    assert_eq!(net.job(not_taken).await.state.status, JobStatus::Open);
     assert!(worker.stop().success());
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn a_busy_worker_in_claim_mode_claims_the_next_job_when_a_slot_frees() {
     let (net, worker) = claiming_worker("auto_accept = true\nmax_concurrent = 1").await;
+    // The engine's container events, in its order: (action, job id).
+    let mut events = net
+        .docker()
+        .events(None::<bollard::query_parameters::EventsOptions>);
+    let seen = std::sync::Arc::new(std::sync::Mutex::new(Vec::<(String, String)>::new()));
+    let recording = {
+        let seen = seen.clone();
+        tokio::spawn(async move {
+            while let Some(Ok(event)) = events.next().await {
+                let (Some(action), Some(actor)) = (event.action, event.actor) else {
+                    continue;
+                };
+                let job = actor
+                    .attributes
+                    .and_then(|a| a.get(JOB_LABEL).cloned())
+                    .unwrap_or_default();
+                seen.lock().unwrap().push((action, job));
+            }
+        })
+    };
 
     // The one slot is taken by a job that runs for a while; a second job posted meanwhile
     // waits for it instead of being claimed at once.
@@ -58,17 +81,21 @@ async fn a_busy_worker_in_claim_mode_claims_the_next_job_when_a_slot_frees() {
     net.wait_for_status(second, JobStatus::Submitted).await;
 
     let market = net.market(ADMIN);
-    let submitted = of_job(market.ResultSubmitted_filter(), first).await;
-    let (_, first_done) = submitted.last().expect("the first job's result");
     let assigned = of_job(market.JobAssigned_filter(), second).await;
-    let (second_assigned, second_claimed_at) = assigned.last().expect("JobAssigned");
+    let (second_assigned, _) = assigned.last().expect("JobAssigned");
     assert!(second_assigned.claimed);
     assert_eq!(second_assigned.nodeId, worker.node_id);
+    // One at a time: the second job's container started after the first's ended.
+    recording.abort();
+    let seen = seen.lock().unwrap().clone();
+    let at = |action: &str, job: u64| {
+        seen.iter()
+            .position(|(a, j)| a == action && *j == job.to_string())
+            .unwrap_or_else(|| panic!("no {action} of job {job}'s container in {seen:?}"))
+    };
     assert!(
-        second_claimed_at.block_number > first_done.block_number,
-        "claimed in block {:?}, after the first job's result in block {:?}, not before",
-        second_claimed_at.block_number,
-        first_done.block_number
+        at("die", first) < at("start", second),
+        "the second job started before the first ended: {seen:?}"
     );
     assert!(worker.stop().success());
 }

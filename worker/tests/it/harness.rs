@@ -1,21 +1,34 @@
 //! The whole network a worker lives in, the kit's `TestNet`: anvil, nats-server, a
 //! private dockerd with the test image, an indexer, a matcher ([`SECOND_MATCHER`]) and a
-//! liveness keeper ([`KEEPER`]) in this process, with `gantry-worker` processes on top.
+//! liveness keeper ([`KEEPER`]) in this process, with `gantry-worker` processes on top;
+//! and what the tests read back of a job: its result's files, its failure report, what
+//! its node was charged and when.
 
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
+use std::io::Read;
 use std::net::SocketAddr;
 use std::ops::{Deref, DerefMut};
 use std::path::PathBuf;
 
 use alloy::primitives::{Address, B256, U256, aliases::U96};
+use alloy::providers::Provider;
+use alloy::rpc::types::Log;
 use async_nats::jetstream;
 use bollard::query_parameters::ListContainersOptions;
 use futures::StreamExt;
-use gantry_protocol::bindings::JobMarket;
+use gantry_protocol::bindings::{JobMarket, NodeRegistry};
 use gantry_protocol::names;
 use gantry_protocol::spec::JobSpec;
-use gantry_testkit::accounts::{ADMIN, KEEPER, SECOND_MATCHER, SUBMITTER};
+use gantry_protocol::status::JobStatus;
+use gantry_testkit::accounts::{ADMIN, KEEPER, MATCHER, SECOND_MATCHER, SUBMITTER};
 use gantry_testkit::{DeployParams, GUSD, JobPost, PATIENCE, TestNet};
+
+use crate::scripts::{of_job, of_node};
+
+/// What a test worker stakes: five times the minimum, so one slash leaves it eligible.
+pub(crate) const STAKE: u64 = 500 * GUSD;
+/// One full slash of [`STAKE`] at the dev parameters (10%): what a reclaim costs.
+pub(crate) const FULL_SLASH: u64 = STAKE / 10;
 
 pub(crate) const IMAGE: &str = "gantry-test/busybox:1";
 
@@ -100,8 +113,7 @@ stake = "{stake}"
 "#,
             connections = self.worker_config(&root),
             price = GUSD,
-            // Five times the minimum: one slash leaves the node eligible.
-            stake = 500 * GUSD,
+            stake = STAKE,
             jobs = jobs_section(extra_jobs),
         );
         std::fs::write(&path, text).unwrap();
@@ -233,6 +245,147 @@ stake = "{stake}"
             .collect()
     }
 
+    /// Job `job`'s terms and state as the market holds them. Anvil can answer a block
+    /// number before that block's logs (under load): a fold the market's hash disowns is
+    /// read again, at once, a few times before it counts as wrong.
+    pub(crate) async fn job(&self, job: u64) -> gantry_protocol::market::Job {
+        use gantry_runtime::market::{ReadJobError, read_job};
+        let d = self.deployment();
+        let mut tries = 0;
+        loop {
+            match read_job(&self.devnet.admin, d.market, d.start_block, job).await {
+                Ok(read) => return read,
+                Err(ReadJobError::Mismatch { .. }) if tries < 5 => tries += 1,
+                Err(e) => panic!("reading job {job}: {e}"),
+            }
+        }
+    }
+
+    /// Waits until job `job` has `status` (read as [`Net::job`] does).
+    pub(crate) async fn wait_for_status(&self, job: u64, status: JobStatus) {
+        self.wait_until(
+            &format!("job {job} is {}", status.as_str()),
+            || async move { self.job(job).await.state.status == status },
+        )
+        .await;
+    }
+
+    /// Assigns job `job` to node `node` as the matcher (the admin), with the job's current
+    /// terms and state; returns the block it was mined in.
+    pub(crate) async fn assign(&self, job: u64, node: u64) -> u64 {
+        let current = self.job(job).await;
+        let receipt = gantry_testkit::confirm_receipt(
+            "assign",
+            self.market(MATCHER)
+                .assign(job, node, current.terms.pack(), current.state.pack())
+                .send()
+                .await,
+        )
+        .await
+        .unwrap();
+        assert!(
+            receipt.decoded_log::<JobMarket::JobAssigned>().is_some(),
+            "JobAssigned"
+        );
+        receipt.block_number.expect("mined")
+    }
+
+    /// The timestamp of the block `log` is in.
+    pub(crate) async fn block_time(&self, log: &Log) -> u64 {
+        let number = log.block_number.expect("a mined log");
+        self.devnet
+            .admin
+            .get_block_by_number(number.into())
+            .await
+            .unwrap()
+            .expect("the block")
+            .header
+            .timestamp
+    }
+
+    /// Every `NodeSlashed` of node `node`: what it was charged or slashed, by job.
+    pub(crate) async fn slashes(&self, node: u64) -> Vec<JobMarket::NodeSlashed> {
+        of_node(self.market(ADMIN).NodeSlashed_filter(), node)
+            .await
+            .into_iter()
+            .map(|(event, _)| event)
+            .collect()
+    }
+
+    /// The last time node `node` was marked inactive: by whom, and the log.
+    pub(crate) async fn marked_inactive(&self, node: u64) -> (JobMarket::NodeMarkedInactive, Log) {
+        of_node(self.market(ADMIN).NodeMarkedInactive_filter(), node)
+            .await
+            .pop()
+            .expect("NodeMarkedInactive")
+    }
+
+    /// How node `node` gave job `job` back: the reason, the seconds it held the job (from
+    /// the assignment on chain to the reject's block) and what it was charged for it.
+    pub(crate) async fn rejection(&self, job: u64, node: u64) -> Rejection {
+        let market = self.market(ADMIN);
+        let rejected = of_job(market.JobRejected_filter(), job).await;
+        let (event, log) = rejected
+            .iter()
+            .rev()
+            .find(|(event, _)| event.nodeId == node)
+            .unwrap_or_else(|| panic!("node {node} never rejected job {job}"));
+        let rejected_at = self.block_time(log).await;
+        let assigned = of_job(market.JobAssigned_filter(), job).await;
+        let (assignment, _) = assigned
+            .iter()
+            .rev()
+            .find(|(event, assigned)| {
+                event.nodeId == node && assigned.block_number <= log.block_number
+            })
+            .expect("the assignment before the reject");
+        let max_runtime = u64::from(self.job(job).await.terms.requirements.max_runtime);
+        let assigned_at = assignment.until.to::<u64>() - max_runtime;
+        let charge = self
+            .slashes(node)
+            .await
+            .iter()
+            .filter(|slash| slash.jobId == job)
+            .map(|slash| slash.amount.to::<u64>())
+            .sum();
+        Rejection {
+            reason: event.reason.clone(),
+            held_secs: rejected_at - assigned_at,
+            max_runtime,
+            charge,
+        }
+    }
+
+    /// The files of the result submitted for job `job` (its last `ResultSubmitted`), by
+    /// path in the tar.
+    pub(crate) async fn result_files(&self, job: u64) -> BTreeMap<String, Vec<u8>> {
+        let event = self.submitted_result(job).await;
+        let tar = self.download(&event.resultURI).await;
+        assert_eq!(
+            event.resultHash.0,
+            <[u8; 32]>::from(<sha2::Sha256 as sha2::Digest>::digest(&tar)),
+            "the result hash on chain is the SHA-256 of the uploaded tar"
+        );
+        let mut files = BTreeMap::new();
+        for entry in tar::Archive::new(&tar[..]).entries().unwrap() {
+            let mut entry = entry.unwrap();
+            if entry.header().entry_type().is_file() {
+                let name = entry.path().unwrap().display().to_string();
+                let mut bytes = Vec::new();
+                entry.read_to_end(&mut bytes).unwrap();
+                files.insert(name, bytes);
+            }
+        }
+        files
+    }
+
+    /// The failure report in job `job`'s submitted result, if it failed by itself.
+    pub(crate) async fn failure_report(&self, job: u64) -> Option<serde_json::Value> {
+        let files = self.result_files(job).await;
+        let report = files.get(gantry_worker::job::FAILURE_FILE)?;
+        Some(serde_json::from_slice(report).expect("the failure report is JSON"))
+    }
+
     /// Names of every container on the engine, running or not.
     pub(crate) async fn containers(&self) -> Vec<String> {
         self.docker()
@@ -308,6 +461,38 @@ stake = "{stake}"
     }
 }
 
+/// A job given back by a node (see [`Net::rejection`]).
+#[derive(Debug)]
+pub(crate) struct Rejection {
+    pub(crate) reason: String,
+    /// From the assignment on chain to the reject's block.
+    pub(crate) held_secs: u64,
+    pub(crate) max_runtime: u64,
+    /// Base units taken from the node's stake for it.
+    pub(crate) charge: u64,
+}
+
+impl Rejection {
+    /// Asserts the job was given back within `secs` of its assignment, for at most the
+    /// share of one full slash that time is of the job's runtime (the market's rule): a
+    /// small fraction of what a reclaim would have cost.
+    pub(crate) fn assert_at_once(&self, secs: u64) {
+        assert!(
+            self.held_secs <= secs,
+            "given back {} s after the assignment, not at once: {self:?}",
+            self.held_secs
+        );
+        assert!(
+            self.charge <= FULL_SLASH * self.held_secs / self.max_runtime + 1,
+            "charged more than its time held: {self:?}"
+        );
+        assert!(
+            self.charge < FULL_SLASH / 5,
+            "a reject at once costs a fraction of a slash: {self:?}"
+        );
+    }
+}
+
 /// A `gantry-worker` process, SIGKILLed on drop.
 pub(crate) struct RunningWorker {
     child: std::process::Child,
@@ -340,12 +525,22 @@ impl RunningWorker {
     }
 
     /// SIGTERM, and waits for a clean exit.
-    pub(crate) fn stop(mut self) -> std::process::ExitStatus {
+    pub(crate) fn stop(self) -> std::process::ExitStatus {
+        self.terminate();
+        self.wait()
+    }
+
+    /// SIGTERM: the worker starts draining (see [`Self::wait`]).
+    pub(crate) fn terminate(&self) {
         let pid = self.child.id().to_string();
         std::process::Command::new("kill")
             .args(["-TERM", &pid])
             .status()
             .expect("kill runs");
+    }
+
+    /// Waits for the process to exit.
+    pub(crate) fn wait(mut self) -> std::process::ExitStatus {
         self.child.wait().expect("exits")
     }
 }
@@ -380,6 +575,20 @@ fn jobs_section(extra: &str) -> String {
         .collect();
     lines.extend(extra.lines());
     lines.join("\n")
+}
+
+/// A node an operator registers for a worker's key: one core, 1 GiB, 1 gUSD per GPU-hour,
+/// one job at a time (less than the test machine has).
+pub(crate) fn small_node() -> NodeRegistry::NodeCapabilities {
+    NodeRegistry::NodeCapabilities {
+        gpuModel: B256::ZERO,
+        gpuCount: 0,
+        vramMiB: 0,
+        cpuCores: 1,
+        ramMiB: 1024,
+        pricePerGpuHour: U96::from(GUSD),
+        maxConcurrentJobs: 1,
+    }
 }
 
 /// A CPU job: no GPU, `ram_mib` of memory, one core, at most 5 gUSD per GPU-hour.

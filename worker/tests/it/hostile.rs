@@ -1,25 +1,36 @@
-//! Hostile and broken jobs are contained and end with a reason; the node stays healthy
-//! and nothing is left behind.
+//! Hostile and broken jobs, as a submitter who wants the provider slashed would write them:
+//! each is contained and ends with a reason, and none costs the node its stake.
+//!
+//! - A job that fails by itself while it runs (out of memory, a fork bomb, an endless
+//!   loop, a timeout as long as the whole runtime, a network attempt, too much output, no
+//!   output, inputs trickled slower than its own time limit) is answered with its failure
+//!   report as the result, in time: the node is paid, never reclaimed.
+//! - A job that cannot start (an input that fails its hash, an image nobody has, not a
+//!   spec, a runtime too short to answer in) is rejected at once, for a small share of a
+//!   slash.
 
+use std::convert::Infallible;
+use std::net::SocketAddr;
+use std::time::Duration;
+
+use bytes::Bytes;
 use gantry_protocol::spec::{InputSpec, OutputSpec};
 use gantry_protocol::status::JobStatus;
-use gantry_testkit::accounts::NODES;
+use gantry_testkit::accounts::{ADMIN, NODES};
 
-use crate::harness::{Net, cpu_job, shell};
+use crate::harness::{Net, STAKE, cpu_job, shell};
+use crate::scripts::of_job;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
-async fn hostile_jobs_are_contained_and_end_with_a_reason() {
-    // One attempt: a rejected job fails at once instead of going round the fleet.
-    let net = Net::start(|mut p| {
-        p.market.maxAttempts = 1;
-        p
-    })
-    .await;
+async fn hostile_jobs_are_contained_answered_in_time_and_never_cost_the_stake() {
+    let net = Net::start(|p| p).await;
     net.fund_submitter().await;
     let worker = net.spawn_worker(NODES[0], "").await;
-
     let input = net.put_input("honest.bin", b"the real bytes").await;
-    let mut cases: Vec<(&str, u64, &str)> = Vec::new();
+    let trickle = trickle_server().await;
+
+    // ---- answered with a failure report: (name, job, what the reason says)
+    let mut failed: Vec<(&str, u64, &str)> = Vec::new();
 
     // Memory hog: a 64 MiB limit, a 200 MB string.
     let job = net
@@ -31,7 +42,7 @@ async fn hostile_jobs_are_contained_and_end_with_a_reason() {
             ),
         )
         .await;
-    cases.push(("memory hog", job, "out of memory"));
+    failed.push(("memory hog", job, "out of memory"));
 
     // Fork bomb: stopped by the pids limit (64), so the shell cannot fork.
     let job = net
@@ -43,13 +54,20 @@ async fn hostile_jobs_are_contained_and_end_with_a_reason() {
             ),
         )
         .await;
-    cases.push(("fork bomb", job, "exited with code"));
+    failed.push(("fork bomb", job, "exited with code"));
 
-    // Endless loop: the wall-clock limit.
+    // Endless loop: its own 2 s limit, counted from the assignment.
     let job = net
         .post(cpu_job(64), &shell("while :; do :; done", 2))
         .await;
-    cases.push(("endless loop", job, "timeout"));
+    failed.push(("endless loop", job, "timeout"));
+
+    // A timeout as long as the whole runtime: the job is stopped the node's answer margin
+    // (60 s) before the attempt ends, so the node answers in time (70 s runtime: 10 s).
+    let mut whole_runtime = cpu_job(64);
+    whole_runtime.maxRuntime = 70;
+    let job = net.post(whole_runtime, &shell("sleep 1000", 70)).await;
+    failed.push(("timeout as long as the runtime", job, "timeout"));
 
     // Network: there is none.
     let job = net
@@ -61,7 +79,7 @@ async fn hostile_jobs_are_contained_and_end_with_a_reason() {
             ),
         )
         .await;
-    cases.push(("network attempt", job, "exited with code 7"));
+    failed.push(("network attempt", job, "exited with code 7"));
 
     // Oversized output: 2 MB against a 1 MB limit.
     let mut spec = shell("head -c 2000000 /dev/urandom > /outputs/big", 30);
@@ -70,7 +88,28 @@ async fn hostile_jobs_are_contained_and_end_with_a_reason() {
         ..OutputSpec::default()
     };
     let job = net.post(cpu_job(64), &spec).await;
-    cases.push(("oversized output", job, "output too large"));
+    failed.push(("oversized output", job, "output too large"));
+
+    // No output where the spec says.
+    let mut spec = shell("true", 30);
+    spec.outputs.path = "/outputs/model".into();
+    let job = net.post(cpu_job(64), &spec).await;
+    failed.push(("no output", job, "was not created"));
+
+    // An input served one byte a second, so that its download would outlast the job's
+    // time, and the attempt's, were it not on the job's clock.
+    let mut spec = shell("cat /inputs/slow", 5);
+    spec.inputs.push(InputSpec {
+        uri: format!("http://{trickle}/slow"),
+        sha256: None,
+        path: "/inputs/slow".into(),
+        max_bytes: None,
+    });
+    let job = net.post(cpu_job(64), &spec).await;
+    failed.push(("trickled input", job, "inputs were not ready"));
+
+    // ---- rejected at once: (name, job, what the reason says)
+    let mut rejected: Vec<(&str, u64, &str)> = Vec::new();
 
     // Input hash mismatch.
     let mut spec = shell("cat /inputs/x", 30);
@@ -81,13 +120,13 @@ async fn hostile_jobs_are_contained_and_end_with_a_reason() {
         max_bytes: None,
     });
     let job = net.post(cpu_job(64), &spec).await;
-    cases.push(("input hash mismatch", job, "sha256 mismatch"));
+    rejected.push(("input hash mismatch", job, "sha256 mismatch"));
 
     // An image no registry has.
     let mut spec = shell("true", 30);
     spec.image = "gantry-test/absent:1".into();
     let job = net.post(cpu_job(64), &spec).await;
-    cases.push(("missing image", job, "could not be pulled"));
+    rejected.push(("missing image", job, "could not be pulled"));
 
     // Not a spec at all.
     let job = net
@@ -96,35 +135,110 @@ async fn hostile_jobs_are_contained_and_end_with_a_reason() {
             br#"{"version":1,"image":"","outputs":{},"timeoutSecs":5}"#.to_vec(),
         )
         .await;
-    cases.push(("invalid spec", job, "invalid spec"));
+    rejected.push(("invalid spec", job, "invalid spec"));
 
-    for (name, job, _) in &cases {
-        net.wait_until(&format!("the {name} job ({job}) fails"), || async {
-            net.job(*job).await.status == JobStatus::Failed as u8
-        })
-        .await;
-    }
-    let reasons = net.rejections().await;
-    for (name, job, expected) in &cases {
-        let reason = reasons
-            .get(job)
-            .unwrap_or_else(|| panic!("{name}: no JobRejected"));
+    // A runtime no longer than the node's answer margin: nothing could run and answer.
+    let mut too_short = cpu_job(64);
+    too_short.maxRuntime = 60;
+    let job = net.post(too_short, &shell("true", 30)).await;
+    rejected.push(("runtime within the margin", job, "no time to run"));
+
+    let market = net.market(ADMIN);
+    for (name, job, expected) in &failed {
+        net.wait_for_status(*job, JobStatus::Submitted).await;
+        let report = net
+            .failure_report(*job)
+            .await
+            .unwrap_or_else(|| panic!("{name}: no failure report in its result"));
+        let reason = report["reason"].as_str().unwrap_or_default().to_lowercase();
         assert!(
-            reason.to_lowercase().contains(expected),
+            reason.contains(expected),
             "{name}: reason {reason:?} does not say {expected:?}"
         );
-        let info = net.job(*job).await;
-        assert_eq!(info.nodeId, worker.node_id, "{name}");
+        // Answered before the attempt's end: the node can never be reclaimed for it.
+        let (assigned, _) = of_job(market.JobAssigned_filter(), *job)
+            .await
+            .pop()
+            .expect("JobAssigned");
+        let (_, submitted) = of_job(market.ResultSubmitted_filter(), *job)
+            .await
+            .pop()
+            .expect("ResultSubmitted");
+        assert_eq!(assigned.nodeId, worker.node_id, "{name}");
+        assert!(
+            net.block_time(&submitted).await <= assigned.until.to::<u64>(),
+            "{name}: answered after the attempt ended"
+        );
+    }
+    for (name, job, expected) in &rejected {
+        net.wait_until(&format!("the {name} job ({job}) is given back"), || async {
+            net.rejections().await.contains_key(job)
+        })
+        .await;
+        let rejection = net.rejection(*job, worker.node_id).await;
+        assert!(
+            rejection.reason.to_lowercase().contains(expected),
+            "{name}: {rejection:?} does not say {expected:?}"
+        );
+        rejection.assert_at_once(30);
+        // Back on the market without using an attempt; this node may not take it again.
+        let state = net.job(*job).await.state;
+        assert_eq!(state.status, JobStatus::Open, "{name}");
+        assert_eq!((state.barred, state.faults), (1, 0), "{name}");
     }
 
-    // The node was never slashed for any of it and still takes work.
+    // After the challenge window every answered job is paid to the node.
+    net.advance(31).await;
+    for (_, job, _) in &failed {
+        net.wait_for_status(*job, JobStatus::Completed).await;
+    }
     let node = net.node(worker.node_id).await;
-    assert_eq!(node.totalSlashed, alloy::primitives::aliases::U96::ZERO);
+    let bounty = 50 * gantry_testkit::GUSD;
+    assert_eq!(
+        node.earnings.to::<u64>(),
+        failed.len() as u64 * (bounty - bounty * 250 / 10_000)
+    );
+
+    // Nothing was ever reclaimed from the node; its stake paid only the rejects' small
+    // charges, and it still takes work.
+    for (_, job, _) in failed.iter().chain(&rejected) {
+        assert!(of_job(market.JobReclaimed_filter(), *job).await.is_empty());
+    }
+    let rejected_jobs: Vec<u64> = rejected.iter().map(|(_, job, _)| *job).collect();
+    let slashes = net.slashes(worker.node_id).await;
+    assert!(
+        slashes.iter().all(|s| rejected_jobs.contains(&s.jobId)),
+        "charged only for the jobs it gave back: {slashes:?}"
+    );
+    let charged: u64 = slashes.iter().map(|s| s.amount.to::<u64>()).sum();
+    assert_eq!(node.stake.to::<u64>(), STAKE - charged);
     let job = net
         .post(cpu_job(64), &shell("echo fine > /outputs/ok", 30))
         .await;
     net.wait_for_status(job, JobStatus::Submitted).await;
+    assert!(net.failure_report(job).await.is_none());
 
     net.wait_for_no_containers().await;
     assert!(worker.stop().success());
+}
+
+/// An HTTP server whose `/slow` sends one byte a second, for ten minutes: an input that
+/// never quite stalls (each byte within the fetcher's read timeout) and never ends in time.
+async fn trickle_server() -> SocketAddr {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    let slow = || async {
+        let bytes = futures::stream::unfold(0u32, |sent| async move {
+            if sent == 600 {
+                return None;
+            }
+            // The attacker's pace, not a test's wait.
+            tokio::time::sleep(Duration::from_secs(1)).await;
+            Some((Ok::<_, Infallible>(Bytes::from_static(b"x")), sent + 1))
+        });
+        axum::body::Body::from_stream(bytes)
+    };
+    let app = axum::Router::new().route("/slow", axum::routing::get(slow));
+    tokio::spawn(async move { axum::serve(listener, app).await });
+    addr
 }

@@ -2,32 +2,51 @@
 //! matcher and the liveness keeper; the worker runs as its binary.
 //!
 //! The engine is a private dockerd with a busybox image imported for the test; after each
-//! test no container is left.
+//! test no container is left. The point throughout: an honest provider is never slashed
+//! for what a job or its submitter did.
 //!
 //! - `pipeline`: a job reads a `nats://` input, prints progress and logs, writes an
 //!   output, and the chain's result hash equals the SHA-256 of the uploaded tar;
-//!   progress, logs and completion arrive on NATS, and the operator is credited after
-//!   finalize.
-//! - `hostile`: eight hostile or broken jobs (memory hog, fork bomb, endless loop, network
-//!   attempt, oversized output, input hash mismatch, missing image, invalid spec), each
-//!   rejected with its reason, the node never slashed and still taking work.
+//!   progress, logs and completion arrive on NATS, and the node's earnings grow by the
+//!   bounty less the fee after finalize, its stake untouched.
+//! - `clock`: a job sleeping past its own `timeoutSecs` (5 s of a 600 s attempt) is
+//!   stopped at that limit from its assignment, answered with its failure report (with
+//!   what it wrote before) before `until`, and paid after the challenge window; no
+//!   `NodeSlashed` for the node.
+//! - `hostile`: jobs written to get the provider slashed (memory hog, fork bomb, endless
+//!   loop, a timeout as long as the whole runtime, network attempt, oversized output, no
+//!   output, an input trickled slower than the job's time) are each answered in time with
+//!   a failure report and paid; those that cannot start (input hash mismatch, missing
+//!   image, invalid spec, a runtime within the answer margin) are rejected at once for a
+//!   small charge; nothing is ever reclaimed and the node still takes work.
+//! - `capacity`: a node registered for one job at a time (its worker's config says four)
+//!   is assigned a second while the first runs: the second is given back at once for a
+//!   charge of about nothing, the first finishes undisturbed.
 //! - `resume`: a worker SIGKILLed mid-job (its container removed by the reaper, the job
-//!   reclaimed, the node slashed) and one stopped with SIGTERM (the job given back with
-//!   `abandon`, or reclaimed by the keeper if it saw the node go inactive first): in both
-//!   the job resumes on a second worker from its last checkpoint.
-//! - `outage`: the Docker engine stopped mid-job: the job given back at once, no work
-//!   taken while the engine is down, the job run again from its checkpoint when it is
-//!   back (attempt 2).
+//!   reclaimed with a full slash: the node's own fault) and one stopped with SIGTERM (the
+//!   job checkpointed and given back with `reject` while the node is active, for a small
+//!   charge, then the node marked inactive by its agent): in both the job resumes on a
+//!   second worker from its last checkpoint.
+//! - `shutdown`: SIGTERM with a running job that can finish: an assignment arriving
+//!   during the drain is given back at once, the running job finishes and is submitted,
+//!   and only then is the node marked inactive by its agent.
+//! - `outage`: the Docker engine stopped mid-job: the job given back at once (no
+//!   reclaim), a job assigned while the engine is down given back at once too, the node
+//!   healthy again when the engine is back; both jobs run on a second node, the first
+//!   from its checkpoint.
 //! - `reorg`: an assignment reorganised away with `anvil_reorg` while its job runs: the
-//!   container stopped, nothing sent, the job run again when assigned again.
+//!   container stopped (the market's hash no longer the held state's), nothing sent, the
+//!   job run again when assigned again.
 //! - `claim`: claim mode with no matcher, and a busy node in claim mode claiming the next
 //!   job only once its slot frees.
 //! - `start`: a worker started before the indexer waits for the chain stream, then takes
 //!   work.
-//! - `operator`: a node registered by its operator for the worker's key is served as
-//!   registered.
+//! - `operator`: a node registered by its operator for the worker's key (with its
+//!   consent) is served as registered.
 
+mod capacity;
 mod claim;
+mod clock;
 mod harness;
 mod hostile;
 mod operator;
@@ -36,4 +55,5 @@ mod pipeline;
 mod reorg;
 mod resume;
 mod scripts;
+mod shutdown;
 mod start;

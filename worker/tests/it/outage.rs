@@ -1,6 +1,7 @@
 //! A node fault: the Docker engine goes down mid-job. The worker gives the job back at
-//! once (`abandon`), takes no work while the engine is down, and when it is back runs the
-//! job again from its checkpoint.
+//! once (`reject`, for a small share of a slash, never a reclaim), gives back at once
+//! whatever is assigned to it while the engine is down, and recovers when it is back;
+//! both jobs run on another node, the first from its checkpoint.
 
 use gantry_protocol::status::JobStatus;
 use gantry_testkit::accounts::{ADMIN, NODES};
@@ -12,38 +13,83 @@ use crate::scripts::{checkpointing, of_job, progress_subscription, reaches_epoch
 async fn a_docker_outage_gives_the_job_back_and_the_node_recovers() {
     let mut net = Net::start(|p| p).await;
     net.fund_submitter().await;
-    let worker = net.spawn_worker(NODES[0], "").await;
+    let first = net.spawn_worker(NODES[0], "").await;
     let (_client, mut progress) = progress_subscription(&net).await;
-    let job = net
+    let running = net
         .post(cpu_job(64), &shell(&checkpointing(30, false), 120))
         .await;
 
     // Running, with a checkpoint or two behind it.
     tokio::time::timeout(
         std::time::Duration::from_secs(60),
-        reaches_epoch(&mut progress, job, 4),
+        reaches_epoch(&mut progress, running, 4),
     )
     .await
     .expect("the job runs");
 
     net.dockerd_mut().stop();
     net.wait_until("the worker gives the job back", || async {
-        let reclaimed = of_job(net.market(ADMIN).JobReclaimed_filter(), job).await;
-        reclaimed.iter().any(|(event, _)| event.kind == 2)
+        net.rejections().await.contains_key(&running)
+    })
+    .await;
+    let rejection = net.rejection(running, first.node_id).await;
+    assert!(rejection.reason.contains("node fault"), "{rejection:?}");
+    rejection.assert_at_once(60);
+
+    // Unhealthy, the node starts nothing: what is assigned to it meanwhile goes back at
+    // once, not held until the engine returns.
+    let waiting = net
+        .post(cpu_job(64), &shell("echo after > /outputs/x", 60))
+        .await;
+    net.wait_until("the unhealthy node gives the new job back", || async {
+        net.rejections().await.contains_key(&waiting)
+    })
+    .await;
+    let rejection = net.rejection(waiting, first.node_id).await;
+    assert!(rejection.reason.contains("unhealthy"), "{rejection:?}");
+    rejection.assert_at_once(30);
+    assert_eq!(first.metric("gantry_worker_healthy").await, Some(0.0));
+
+    net.dockerd_mut().restart().expect("dockerd restarts");
+    net.wait_until("the node is healthy again", || async {
+        first.metric("gantry_worker_healthy").await == Some(1.0)
     })
     .await;
 
-    net.dockerd_mut().restart().expect("dockerd restarts");
-    net.wait_for_status(job, JobStatus::Submitted).await;
-    let info = net.job(job).await;
-    assert_eq!(info.nodeId, worker.node_id);
-    assert_eq!(info.attempts, 2, "one retry, after the engine came back");
-    let rejected = net.rejections().await;
+    // The first node is barred from both jobs: a second one runs them, the first from its
+    // checkpoint.
+    let second = net.spawn_worker(NODES[1], "").await;
+    net.wait_for_status(running, JobStatus::Submitted).await;
+    net.wait_for_status(waiting, JobStatus::Submitted).await;
+    for job in [running, waiting] {
+        let state = net.job(job).await.state;
+        assert_eq!(state.node_id, second.node_id);
+        assert_eq!((state.barred, state.faults), (1, 0), "given back, no fault");
+    }
+    let files = net.result_files(running).await;
+    let started_at: u32 = String::from_utf8_lossy(&files["started_at"])
+        .trim()
+        .parse()
+        .unwrap();
+    assert!(started_at >= 1, "resumed from its checkpoint: {started_at}");
+
+    // The node was charged for the time it held the two jobs, never slashed for a fault.
+    let market = net.market(ADMIN);
+    for job in [running, waiting] {
+        assert!(of_job(market.JobReclaimed_filter(), job).await.is_empty());
+    }
+    let charged: Vec<u64> = net
+        .slashes(first.node_id)
+        .await
+        .iter()
+        .map(|s| s.jobId)
+        .collect();
     assert!(
-        !rejected.contains_key(&job),
-        "a node fault is not the job's: {rejected:?}"
+        charged.iter().all(|job| [running, waiting].contains(job)),
+        "{charged:?}"
     );
 
     net.wait_for_no_containers().await;
-    assert!(worker.stop().success());
+    assert!(second.stop().success());
+    assert!(first.stop().success());
 }

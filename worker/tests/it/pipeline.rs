@@ -10,7 +10,7 @@ use gantry_protocol::jobs::{
 };
 use gantry_protocol::spec::InputSpec;
 use gantry_protocol::status::JobStatus;
-use gantry_testkit::accounts::{ADMIN, NODES};
+use gantry_testkit::accounts::NODES;
 use sha2::{Digest, Sha256};
 
 use crate::harness::{Net, cpu_job, shell};
@@ -64,11 +64,10 @@ async fn a_job_runs_reports_and_gets_paid() {
 
     // The result on-chain is the SHA-256 of the uploaded tar of /outputs.
     let info = net.job(job).await;
-    assert_eq!(info.nodeId, worker.node_id);
+    assert_eq!(info.state.node_id, worker.node_id);
     let event = net.submitted_result(job).await;
     let tar = net.download(&event.resultURI).await;
     assert_eq!(event.resultHash.0, <[u8; 32]>::from(Sha256::digest(&tar)));
-    assert_eq!(info.resultHash, event.resultHash);
     let mut archive = tar::Archive::new(&tar[..]);
     let mut files = std::collections::BTreeMap::new();
     for entry in archive.entries().unwrap() {
@@ -129,18 +128,19 @@ async fn a_job_runs_reports_and_gets_paid() {
     assert_eq!(report.result_hash, Some(event.resultHash));
     assert_eq!(report.output_bytes, Some(tar.len() as u64));
 
-    // After the challenge window the keeper finalizes and the operator is credited.
-    let operator = net.address(NODES[0]);
-    let before = net.market(ADMIN).creditOf(operator).call().await.unwrap();
+    // After the challenge window the keeper finalizes and the node's earnings grow by the
+    // bounty less the fee; its stake is untouched.
+    let before = net.node(worker.node_id).await;
     net.advance(31).await;
     net.wait_for_status(job, JobStatus::Completed).await;
-    let after = net.market(ADMIN).creditOf(operator).call().await.unwrap();
-    let bounty = alloy::primitives::U256::from(50 * gantry_testkit::GUSD);
+    let after = net.node(worker.node_id).await;
+    let bounty = 50 * gantry_testkit::GUSD;
     assert_eq!(
-        after - before,
-        bounty
-            - bounty * alloy::primitives::U256::from(250) / alloy::primitives::U256::from(10_000)
+        after.earnings.to::<u64>() - before.earnings.to::<u64>(),
+        bounty - bounty * 250 / 10_000
     );
+    assert_eq!(after.stake.to::<u64>(), crate::harness::STAKE);
+    assert!(net.slashes(worker.node_id).await.is_empty());
 
     net.wait_for_no_containers().await;
     let status = worker.stop();

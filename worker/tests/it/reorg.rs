@@ -5,7 +5,7 @@ use alloy::providers::Provider;
 use futures::StreamExt;
 use gantry_protocol::jobs::ProgressUpdate;
 use gantry_protocol::status::JobStatus;
-use gantry_testkit::accounts::{MATCHER, NODES};
+use gantry_testkit::accounts::NODES;
 
 use crate::harness::{Net, Services, cpu_job, shell};
 
@@ -35,13 +35,7 @@ async fn a_reorged_away_assignment_is_dropped() {
             ),
         )
         .await;
-    let assigned = gantry_testkit::confirm_receipt(
-        "assign",
-        net.market(MATCHER).assign(job, worker.node_id).send().await,
-    )
-    .await
-    .unwrap();
-    let assign_block = assigned.block_number.expect("mined");
+    let assign_block = net.assign(job, worker.node_id).await;
 
     let running = async {
         loop {
@@ -67,21 +61,27 @@ async fn a_reorged_away_assignment_is_dropped() {
         )
         .await
         .expect("anvil_reorg");
-    assert_eq!(net.job(job).await.status, 1, "open again on the new branch");
+    assert_eq!(
+        net.job(job).await.state.status,
+        JobStatus::Open,
+        "open again on the new branch"
+    );
 
-    // The worker notices within its ownership check and stops the container.
+    // The worker notices within its ownership check (the market's hash of the job is no
+    // longer the held state's) and stops the container.
     net.wait_for_no_containers().await;
     let info = net.job(job).await;
-    assert_eq!(info.status, 1, "nothing was submitted or rejected for it");
+    assert_eq!(
+        info.state.status,
+        JobStatus::Open,
+        "nothing was submitted or rejected for it"
+    );
     assert!(net.rejections().await.is_empty());
+    assert!(net.slashes(worker.node_id).await.is_empty());
 
-    // Assigned again (attempt 1 on this branch), it runs again.
-    gantry_testkit::confirm_receipt(
-        "assign",
-        net.market(MATCHER).assign(job, worker.node_id).send().await,
-    )
-    .await
-    .unwrap();
+    // Assigned again (attempt 1 on this branch, another attempt for the worker), it runs
+    // again.
+    net.assign(job, worker.node_id).await;
     let running_again = async {
         loop {
             let message = progress.next().await.unwrap();
@@ -94,7 +94,7 @@ async fn a_reorged_away_assignment_is_dropped() {
     tokio::time::timeout(std::time::Duration::from_secs(60), running_again)
         .await
         .expect("the job runs again");
-    assert_eq!(net.job(job).await.status, JobStatus::Assigned as u8);
+    assert_eq!(net.job(job).await.state.status, JobStatus::Assigned);
     assert!(worker.stop().success());
     net.wait_for_no_containers().await;
 }

@@ -1,13 +1,15 @@
 //! A worker that goes away mid-job, killed (SIGKILL) or stopped (SIGTERM): its container
-//! goes with it, the job goes back to the market (reclaimed after the heartbeat timeout,
-//! or given back at once with `abandon`) and resumes on a second worker from the last
-//! checkpoint.
+//! goes with it, the job goes back to the market and resumes on a second worker from the
+//! last checkpoint. Killed, the node is at fault: the keeper marks it inactive after the
+//! heartbeat timeout and reclaims the job with the slash. Stopped, the worker gives the
+//! job back itself (`reject`) while its node is still active, for a small share of a
+//! slash, and only then marks its node inactive.
 
 use futures::StreamExt;
 use gantry_protocol::status::JobStatus;
 use gantry_testkit::accounts::{ADMIN, NODES};
 
-use crate::harness::{Net, cpu_job, shell};
+use crate::harness::{FULL_SLASH, Net, cpu_job, shell};
 use crate::scripts::{checkpointing, of_job};
 
 enum Death {
@@ -35,7 +37,7 @@ async fn resumes_after(death: Death) {
         .post(cpu_job(64), &shell(&checkpointing(50, true), 120))
         .await;
     net.wait_for_status(job, JobStatus::Assigned).await;
-    assert_eq!(net.job(job).await.nodeId, first.node_id);
+    assert_eq!(net.job(job).await.state.node_id, first.node_id);
 
     // Wait for a checkpoint past epoch 2 to be uploaded, then kill the worker.
     let js = net.jetstream().await;
@@ -74,50 +76,57 @@ async fn resumes_after(death: Death) {
     tokio::time::timeout(std::time::Duration::from_secs(60), reached)
         .await
         .expect("a checkpoint at epoch 3 or later");
-    let stake_before = net.node(first.node_id).await.stake;
+    let first_node = first.node_id;
+    let stake_before = net.node(first_node).await.stake.to::<u64>();
+    let market = net.market(ADMIN);
     match death {
         Death::Kill => {
             first.kill();
             // Its reaper removes the orphaned container.
             net.wait_for_no_containers().await;
             // Silence past the heartbeat timeout: the keeper marks the node inactive and
-            // reclaims the job.
+            // reclaims the job, with the slash.
             net.advance(61).await;
+            net.wait_until("the job is open again", || async {
+                net.job(job).await.state.status == JobStatus::Open
+            })
+            .await;
+            let reclaimed = of_job(market.JobReclaimed_filter(), job).await;
+            let (event, _) = reclaimed.last().expect("JobReclaimed");
+            assert_eq!(event.nodeId, first_node);
+            let stake_after = net.node(first_node).await.stake.to::<u64>();
+            assert_eq!(
+                stake_before - stake_after,
+                FULL_SLASH,
+                "the node that dropped the job is slashed"
+            );
         }
         Death::Stop => {
-            // Past the grace period the job is checkpointed and given back.
+            // Past the grace period the job is checkpointed and given back, then the node
+            // goes offline: a clean exit.
             assert!(first.stop().success(), "a clean exit");
             net.wait_for_no_containers().await;
-            let reclaimed = of_job(net.market(ADMIN).JobReclaimed_filter(), job).await;
-            // Given back at once, with no time advanced: abandoned by the worker's agent,
-            // or reclaimed by the keeper if it saw the node go inactive first.
-            let (event, _) = reclaimed.last().expect("JobReclaimed");
-            match event.kind {
-                2 => assert_eq!(
-                    event.by,
-                    net.address(NODES[0]),
-                    "abandoned by the worker's agent"
-                ),
-                0 => assert_ne!(event.by, net.address(NODES[0]), "reclaimed by a keeper"),
-                kind => panic!("reclaimed as kind {kind}, not Abandoned or NodeInactive"),
-            }
+            assert_eq!(net.job(job).await.state.status, JobStatus::Open);
+            let rejection = net.rejection(job, first_node).await;
+            assert!(rejection.reason.contains("shutting down"), "{rejection:?}");
+            rejection.assert_at_once(60);
+            assert!(
+                of_job(market.JobReclaimed_filter(), job).await.is_empty(),
+                "given back, not reclaimed"
+            );
+            let stake_after = net.node(first_node).await.stake.to::<u64>();
+            assert_eq!(stake_before - stake_after, rejection.charge);
+            // Offline by its own agent, after the reject.
+            let (event, _) = net.marked_inactive(first_node).await;
+            assert_eq!(event.by, net.address(NODES[0]));
         }
     }
-    net.wait_until("the job is open again", || async {
-        net.job(job).await.status == 1
-    })
-    .await;
-    let stake_after = net.node(1).await.stake;
-    assert!(
-        stake_after < stake_before,
-        "the node that dropped the job is slashed"
-    );
 
     let second = net.spawn_worker(NODES[1], "").await;
     net.wait_for_status(job, JobStatus::Submitted).await;
     let info = net.job(job).await;
-    assert_eq!(info.nodeId, second.node_id);
-    assert_eq!(info.attempts, 2);
+    assert_eq!(info.state.node_id, second.node_id);
+    assert_eq!(info.state.barred, 1, "the second attempt");
 
     let uri = net.submitted_result(job).await.resultURI;
     let tar = net.download(&uri).await;

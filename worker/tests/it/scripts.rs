@@ -1,5 +1,6 @@
 //! What the fault tests share: a job script that checkpoints every epoch and resumes from
-//! its checkpoint, waiting for a job's progress, and the chain's events of one job.
+//! its checkpoint, waiting for a job's progress, and the chain's events of one job or
+//! node.
 
 use alloy::contract::Event;
 use alloy::network::Network;
@@ -39,8 +40,23 @@ pub(crate) async fn of_job<P: Provider<N>, E: SolEvent, N: Network>(
     filter: Event<P, E, N>,
     job: u64,
 ) -> Vec<(E, Log)> {
+    by_first_topic(filter, job).await
+}
+
+/// Every event of `filter` about node `node` (its first indexed topic), oldest first.
+pub(crate) async fn of_node<P: Provider<N>, E: SolEvent, N: Network>(
+    filter: Event<P, E, N>,
+    node: u64,
+) -> Vec<(E, Log)> {
+    by_first_topic(filter, node).await
+}
+
+async fn by_first_topic<P: Provider<N>, E: SolEvent, N: Network>(
+    filter: Event<P, E, N>,
+    id: u64,
+) -> Vec<(E, Log)> {
     filter
-        .topic1(U256::from(job))
+        .topic1(U256::from(id))
         .from_block(0)
         .query()
         .await

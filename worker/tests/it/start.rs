@@ -46,6 +46,6 @@ async fn a_worker_started_before_the_indexer_waits_then_takes_work() {
         .post(cpu_job(64), &shell("echo started late > /outputs/x", 30))
         .await;
     net.wait_for_status(job, JobStatus::Submitted).await;
-    assert_eq!(net.job(job).await.nodeId, worker.node_id);
+    assert_eq!(net.job(job).await.state.node_id, worker.node_id);
     assert!(worker.stop().success());
 }

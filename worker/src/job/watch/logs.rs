@@ -8,7 +8,7 @@ use gantry_protocol::names;
 use governor::{DefaultDirectRateLimiter, Quota, RateLimiter};
 use tokio::sync::mpsc;
 
-use super::super::{Assignment, Ctx, now_ms};
+use super::super::{Ctx, Held, now_ms};
 use crate::docker::OutputLine;
 use crate::metrics;
 
@@ -20,18 +20,20 @@ const LOG_BURST: NonZeroU32 = NonZeroU32::new(2_000).expect("not zero");
 /// the next line forwarded says how many.
 pub(super) struct LogForwarder<'a> {
     ctx: &'a Ctx,
-    assignment: Assignment,
+    job_id: u64,
+    attempt: u8,
     subject: String,
     limiter: DefaultDirectRateLimiter,
     dropped: u64,
 }
 
 impl<'a> LogForwarder<'a> {
-    pub(super) fn new(ctx: &'a Ctx, assignment: Assignment) -> Self {
+    pub(super) fn new(ctx: &'a Ctx, held: &Held) -> Self {
         Self {
             ctx,
-            assignment,
-            subject: names::logs_subject(ctx.chain_id, assignment.job_id),
+            job_id: held.job_id(),
+            attempt: held.attempt,
+            subject: names::logs_subject(ctx.chain_id, held.job_id()),
             limiter: RateLimiter::direct(Quota::per_second(LOG_RATE).allow_burst(LOG_BURST)),
             dropped: 0,
         }
@@ -68,8 +70,8 @@ impl<'a> LogForwarder<'a> {
         }
         let message = LogLine {
             v: JOBS_VERSION,
-            job_id: self.assignment.job_id,
-            attempt: self.assignment.attempt,
+            job_id: self.job_id,
+            attempt: self.attempt,
             stream: line.stream,
             line: text,
             at_ms: now_ms(),

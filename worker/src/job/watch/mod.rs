@@ -6,7 +6,8 @@
 //!                              ▼
 //!                        progress::ProgressReporter ──▶ …progress.<job>  (with gpu::GpuSampler)
 //!   checkpoint::CheckpointTicker: /checkpoints ──▶ the checkpoints bucket, when it changed
-//!   ownership::OwnershipGuard:   getJob; not ours any more ──▶ Stop(Lost)
+//!   ownership::OwnershipGuard:   jobHash ≠ the held state's ──▶ Stop(Lost);
+//!                                the chain's time past the job's stop ──▶ Stop(Deadline)
 //! ```
 //!
 //! They are joined in [`Watch::run`] and end once the container is gone and its output
@@ -26,8 +27,9 @@ use tokio_util::sync::CancellationToken;
 
 pub(super) use self::gpu::Telemetry;
 pub use self::progress::eta;
+use super::clock::Clock;
 use super::dirs::JobDirs;
-use super::{Assignment, Ctx, Stop};
+use super::{Ctx, Held, Stop};
 use crate::docker::OutputLine;
 
 /// Progress lines waiting for the reporter.
@@ -36,8 +38,8 @@ const PROGRESS_QUEUE: usize = 64;
 /// The watchers of one running job.
 pub(super) struct Watch<'a> {
     pub(super) ctx: &'a Ctx,
-    pub(super) assignment: Assignment,
-    pub(super) timeout: Duration,
+    pub(super) held: &'a Held,
+    pub(super) clock: Clock,
     pub(super) dirs: &'a JobDirs,
     pub(super) gpu_indices: Vec<u32>,
     pub(super) stop: Stop,
@@ -50,21 +52,23 @@ impl Watch<'_> {
     /// output forwarded; returns the GPU utilisation seen meanwhile.
     pub(super) async fn run(self, lines: mpsc::Receiver<OutputLine>) -> Telemetry {
         let ctx = self.ctx;
-        let job_id = self.assignment.job_id;
+        let job_id = self.held.job_id();
         // The container is gone and every line it printed was read.
         let done = CancellationToken::new();
         let (progress_tx, progress_rx) = mpsc::channel(PROGRESS_QUEUE);
         let forward_logs = async {
-            logs::LogForwarder::new(ctx, self.assignment)
+            logs::LogForwarder::new(ctx, self.held)
                 .run(lines, progress_tx)
                 .await;
             self.running.cancelled().await;
             done.cancel();
         };
         let sampler = gpu::GpuSampler::new(&ctx.monitor, self.gpu_indices);
-        let reporter = progress::ProgressReporter::new(ctx, self.assignment, self.timeout, sampler);
+        // Progress estimates count the job's own time, from the assignment to its stop.
+        let limit = Duration::from_secs(self.clock.stop_by - self.clock.assigned_at);
+        let reporter = progress::ProgressReporter::new(ctx, self.held, limit, sampler);
         let checkpoints = checkpoint::CheckpointTicker::new(ctx, job_id, self.dirs);
-        let ownership = ownership::OwnershipGuard::new(ctx, self.assignment, self.stop);
+        let ownership = ownership::OwnershipGuard::new(ctx, self.held, self.clock, self.stop);
         let ((), telemetry, (), ()) = tokio::join!(
             forward_logs,
             reporter.run(progress_rx, &done),

@@ -9,7 +9,7 @@ use gantry_protocol::names;
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
-use super::super::{Assignment, Ctx, now_ms};
+use super::super::{Ctx, Held, now_ms};
 use super::gpu::{GpuSampler, Telemetry};
 use super::ticker;
 use crate::inventory::GpuSample;
@@ -17,7 +17,9 @@ use crate::inventory::GpuSample;
 /// Publishes a running job's progress.
 pub(super) struct ProgressReporter<'a> {
     ctx: &'a Ctx,
-    assignment: Assignment,
+    job_id: u64,
+    attempt: u8,
+    /// The job's time, from its assignment to its stop: the ETA's bound.
     timeout: Duration,
     subject: String,
     sampler: GpuSampler<'a>,
@@ -30,15 +32,16 @@ pub(super) struct ProgressReporter<'a> {
 impl<'a> ProgressReporter<'a> {
     pub(super) fn new(
         ctx: &'a Ctx,
-        assignment: Assignment,
+        held: &Held,
         timeout: Duration,
         sampler: GpuSampler<'a>,
     ) -> Self {
         Self {
             ctx,
-            assignment,
+            job_id: held.job_id(),
+            attempt: held.attempt,
             timeout,
-            subject: names::progress_subject(ctx.chain_id, assignment.job_id),
+            subject: names::progress_subject(ctx.chain_id, held.job_id()),
             sampler,
             started: Instant::now(),
             progress: ProgressLine::default(),
@@ -98,9 +101,9 @@ impl<'a> ProgressReporter<'a> {
     ) -> ProgressUpdate {
         ProgressUpdate {
             v: JOBS_VERSION,
-            job_id: self.assignment.job_id,
+            job_id: self.job_id,
             node_id: self.ctx.node_id,
-            attempt: self.assignment.attempt,
+            attempt: self.attempt,
             progress: self.progress.progress,
             epoch: self.progress.epoch,
             epochs: self.progress.epochs,

@@ -1,0 +1,82 @@
+//! The job's clock: a job that sleeps past its own `timeoutSecs` (5 s) is stopped at that
+//! limit, counted from its assignment on chain, and answered with its failure report
+//! before the attempt ends. The node is paid after the challenge window, as for any
+//! result, and its stake is never touched: the job's timeout is the job's affair.
+
+use gantry_protocol::status::JobStatus;
+use gantry_testkit::accounts::{ADMIN, NODES};
+
+use crate::harness::{Net, STAKE, cpu_job, shell};
+use crate::scripts::of_job;
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_job_past_its_own_timeout_is_stopped_answered_in_time_and_paid() {
+    let net = Net::start(|p| p).await;
+    net.fund_submitter().await;
+    let worker = net.spawn_worker(NODES[0], "").await;
+
+    // 5 s of its own, in an attempt of 600 s.
+    let job = net
+        .post(
+            cpu_job(64),
+            &shell(
+                "echo started > /outputs/started; sleep 60; echo done > /outputs/done",
+                5,
+            ),
+        )
+        .await;
+    net.wait_for_status(job, JobStatus::Submitted).await;
+
+    let market = net.market(ADMIN);
+    let (assigned, _) = of_job(market.JobAssigned_filter(), job)
+        .await
+        .pop()
+        .expect("JobAssigned");
+    let (_, submitted) = of_job(market.ResultSubmitted_filter(), job)
+        .await
+        .pop()
+        .expect("ResultSubmitted");
+    let until = assigned.until.to::<u64>();
+    let assigned_at = until - 600;
+    let answered_at = net.block_time(&submitted).await;
+    assert!(answered_at <= until, "answered after the attempt ended");
+    assert!(
+        answered_at < assigned_at + 60,
+        "stopped at its own 5 s, not left to sleep its 60 s: answered {} s after the assignment",
+        answered_at - assigned_at
+    );
+
+    // The result is its failure report, with what it wrote before it was stopped.
+    let files = net.result_files(job).await;
+    assert_eq!(files["outputs/started"], b"started\n");
+    assert!(!files.contains_key("outputs/done"), "it was stopped");
+    let report = net.failure_report(job).await.expect("a failure report");
+    assert!(
+        report["reason"].as_str().unwrap().starts_with("timeout"),
+        "{report}"
+    );
+    assert_eq!(report["timedOut"], true);
+    let ran = report["ranSecs"].as_u64().unwrap();
+    assert!((4..=5).contains(&ran), "ran {ran} s of its 5: {report}");
+    assert_eq!(report["outputs"], "included");
+    assert_eq!(report["jobId"], job);
+
+    // Paid after the challenge window; the stake untouched.
+    net.advance(31).await;
+    net.wait_for_status(job, JobStatus::Completed).await;
+    let (completed, _) = of_job(market.JobCompleted_filter(), job)
+        .await
+        .pop()
+        .expect("JobCompleted");
+    assert_eq!(completed.nodeId, worker.node_id);
+    let node = net.node(worker.node_id).await;
+    assert_eq!(node.earnings, completed.payout);
+    assert_eq!(node.stake.to::<u64>(), STAKE);
+    assert!(
+        net.slashes(worker.node_id).await.is_empty(),
+        "no NodeSlashed for the node"
+    );
+
+    net.wait_for_no_containers().await;
+    assert!(worker.stop().success());
+}
