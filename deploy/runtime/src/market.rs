@@ -62,10 +62,30 @@ pub async fn read_policies<P: Provider>(
     Ok(policies)
 }
 
+/// Times [`read_job`] reads again when the logs and the hash disagree.
+const READ_ATTEMPTS: usize = 3;
+
 /// Job `job_id` as the market holds it now: its terms and its state (settled jobs keep
 /// the status they settled with). The fold is checked against `jobHash`: a node that
-/// leaves a log out is an error, not a wrong state.
+/// leaves a log out is an error, not a wrong state. A node may name a block before it
+/// serves that block's logs (anvil does, now and then, under load): a disagreement is
+/// read again, at the newest block, up to [`READ_ATTEMPTS`] times.
 pub async fn read_job<P: Provider>(
+    provider: &P,
+    market: Address,
+    from_block: u64,
+    job_id: u64,
+) -> Result<Job, ReadJobError> {
+    let mut attempt = 1;
+    loop {
+        match read_job_once(provider, market, from_block, job_id).await {
+            Err(ReadJobError::Mismatch { .. }) if attempt < READ_ATTEMPTS => attempt += 1,
+            read => return read,
+        }
+    }
+}
+
+async fn read_job_once<P: Provider>(
     provider: &P,
     market: Address,
     from_block: u64,
