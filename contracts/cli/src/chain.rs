@@ -13,6 +13,8 @@ use alloy::signers::Signer;
 use alloy::signers::local::PrivateKeySigner;
 use alloy::sol_types::{Eip712Domain, SolStruct};
 use gantry_protocol::bindings::{GantryTestToken, JobMarket, NodeRegistry, Permit};
+use gantry_protocol::market;
+use gantry_runtime::market::{ReadJobError, read_job, read_result};
 use tokio::sync::OnceCell;
 use url::Url;
 
@@ -32,6 +34,8 @@ pub struct Contracts {
     pub market: Address,
     pub registry: Option<Address>,
     pub token: Option<Address>,
+    /// Where the market's logs start (the deployment file's `startBlock`; 0 without it).
+    pub start_block: u64,
 }
 
 impl Contracts {
@@ -53,6 +57,7 @@ impl Contracts {
             market,
             registry: global.registry.or(file.as_ref().map(|f| f.registry)),
             token: global.token.or(file.as_ref().map(|f| f.token)),
+            start_block: file.as_ref().map_or(0, |f| f.start_block),
         })
     }
 }
@@ -90,6 +95,7 @@ pub struct Chain {
     pub market: JobMarket::JobMarketInstance<DynProvider>,
     pub registry: NodeRegistry::NodeRegistryInstance<DynProvider>,
     pub token: GantryTestToken::GantryTestTokenInstance<DynProvider>,
+    start_block: u64,
     token_info: OnceCell<TokenInfo>,
 }
 
@@ -124,14 +130,8 @@ impl Chain {
             )));
         }
         let market = JobMarket::new(contracts.market, provider.clone());
-        let registry = match contracts.registry {
-            Some(address) => address,
-            None => market
-                .registry()
-                .call()
-                .await
-                .map_err(|e| read("registry", e))?,
-        };
+        // The node calls are served at the market's address.
+        let registry = contracts.registry.unwrap_or(contracts.market);
         let token = match contracts.token {
             Some(address) => address,
             None => market.token().call().await.map_err(|e| read("token", e))?,
@@ -143,6 +143,7 @@ impl Chain {
             registry: NodeRegistry::new(registry, provider.clone()),
             token: GantryTestToken::new(token, provider.clone()),
             provider,
+            start_block: contracts.start_block,
             token_info: OnceCell::new(),
         })
     }
@@ -212,30 +213,56 @@ impl Chain {
             .map_err(|e| read("creditOf", e))
     }
 
-    /// The job, or "not found" for an id never posted.
-    pub async fn job(&self, job_id: u64) -> Result<JobMarket::JobInfo> {
-        let job = self
+    /// The job's terms and state as the market holds them (folded from its logs and
+    /// checked against its stored hash), or "not found" for an id never posted.
+    pub async fn job(&self, job_id: u64) -> Result<market::Job> {
+        read_job(
+            &self.provider,
+            *self.market.address(),
+            self.start_block,
+            job_id,
+        )
+        .await
+        .map_err(|e| match e {
+            ReadJobError::NotPosted(_) => {
+                CliError::NotFound(format!("job {job_id} does not exist"))
+            }
+            other => CliError::Unavailable(format!("reading job {job_id} from the chain: {other}")),
+        })
+    }
+
+    /// The result hash and URI the job's node committed to, if it answered.
+    pub async fn result(&self, job_id: u64) -> Result<Option<(B256, String)>> {
+        read_result(
+            &self.provider,
+            *self.market.address(),
+            self.start_block,
+            job_id,
+        )
+        .await
+        .map_err(|e| CliError::Unavailable(format!("reading job {job_id}'s result: {e}")))
+    }
+
+    /// The rules of policy `version` (the ones a job posted under keeps).
+    pub async fn policy(&self, version: u32) -> Result<market::Policy> {
+        let p = self
             .market
-            .getJob(job_id)
+            .policy(version)
             .call()
             .await
-            .map_err(|e| read("getJob", e))?;
-        if job.status as u8 == 0 {
-            return Err(CliError::NotFound(format!("job {job_id} does not exist")));
-        }
-        Ok(job)
+            .map_err(|e| read("policy", e))?;
+        Ok(market::Policy {
+            fee_bps: p.feeBps,
+            challenge_window: p.challengeWindow,
+            dispute_bond: p.disputeBond.to::<u128>(),
+            dispute_period: p.disputePeriod,
+            slash_bps: p.slashBps,
+            max_attempts: p.maxAttempts,
+        })
     }
 
     pub async fn market_params(&self) -> Result<JobMarket::MarketParams> {
         self.market
-            .params()
-            .call()
-            .await
-            .map_err(|e| read("params", e))
-    }
-
-    pub async fn registry_params(&self) -> Result<NodeRegistry::RegistryParams> {
-        self.registry
             .params()
             .call()
             .await
@@ -278,6 +305,19 @@ impl Chain {
             .send("approve", self.token.approve(spender, amount))
             .await?;
         Ok(Some(receipt.transaction_hash))
+    }
+
+    /// The signing key's signature of `digest`, 0x-hex (65 bytes).
+    pub async fn sign_hash(&self, digest: &B256) -> Result<alloy::primitives::Bytes> {
+        let signer = self
+            .signer
+            .as_ref()
+            .ok_or_else(|| CliError::usage("signing needs the key: set GANTRY_PRIVATE_KEY"))?;
+        let signature = signer
+            .sign_hash(digest)
+            .await
+            .map_err(|e| CliError::Other(format!("signing: {e}")))?;
+        Ok(signature.as_bytes().to_vec().into())
     }
 
     /// An EIP-2612 permit letting `spender` take `value` of the signer's tokens until

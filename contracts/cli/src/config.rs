@@ -94,10 +94,18 @@ pub enum Command {
     /// Register a node, look at it, exit and withdraw its stake (as its operator).
     #[command(subcommand)]
     Node(NodeCommand),
-    /// Your token balance and your credits in the market (refunds and payouts).
+    /// Your token balance and your credits in the market (refunds, returned bonds).
     Balance(BalanceArgs),
+    /// Move tokens into your market credits: jobs are then posted from them.
+    Deposit(DepositArgs),
     /// Pay out your market credits to your wallet.
     Withdraw,
+}
+
+#[derive(Debug, Args)]
+pub struct DepositArgs {
+    /// How much, whole tokens (e.g. 100 or 2.5).
+    pub amount: String,
 }
 
 #[derive(Debug, Subcommand)]
@@ -274,6 +282,21 @@ pub enum NodeCommand {
     Exit(NodeId),
     /// After unbonding, with no jobs left, take the stake back.
     Withdraw(NodeId),
+    /// Pay the node's earnings out to its operator (and its owed fees to the treasury).
+    Earnings(NodeId),
+    /// As the agent (the worker's key): consent to serve a node of `--operator`; prints the
+    /// signature and deadline `node register --consent` takes.
+    Consent(ConsentArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct ConsentArgs {
+    /// The operator who will register (or re-point) the node.
+    #[arg(long)]
+    pub operator: Address,
+    /// How long the consent stays valid, e.g. 1h or 30m.
+    #[arg(long, default_value = "1h")]
+    pub valid_for: String,
 }
 
 #[derive(Debug, Args)]
@@ -287,6 +310,13 @@ pub struct RegisterArgs {
     /// The worker's hot key (default: the operator's own address).
     #[arg(long)]
     pub agent: Option<Address>,
+    /// The agent's consent, as `gantry node consent` printed it (needed when the agent is
+    /// not the operator).
+    #[arg(long, requires = "consent_deadline")]
+    pub consent: Option<alloy::primitives::Bytes>,
+    /// The consent's deadline (unix seconds), as `gantry node consent` printed it.
+    #[arg(long, requires = "consent")]
+    pub consent_deadline: Option<u64>,
     /// The GPU model id as the worker reports it (NVML's name, spaces as dashes, e.g.
     /// "NVIDIA H100 80GB HBM3"); none for a CPU-only node.
     #[arg(long)]

@@ -51,8 +51,11 @@ pub async fn run(cli: Cli) -> Result<()> {
             NodeCommand::Status(args) => node::status(&ctx, args.id).await,
             NodeCommand::Exit(args) => node::exit(&ctx, args.id).await,
             NodeCommand::Withdraw(args) => node::withdraw(&ctx, args.id).await,
+            NodeCommand::Earnings(args) => node::earnings(&ctx, args.id).await,
+            NodeCommand::Consent(args) => node::consent(&ctx, &args).await,
         },
         Command::Balance(args) => account::balance(&ctx, &args).await,
+        Command::Deposit(args) => account::deposit(&ctx, &args).await,
         Command::Withdraw => account::withdraw(&ctx).await,
     }
 }

@@ -128,6 +128,28 @@ async fn read_job_once<P: Provider>(
     Ok(job)
 }
 
+/// The result the node of job `job_id` committed to: the hash and URI of its latest
+/// `ResultSubmitted` (the market keeps them only in that event), or `None` before one.
+pub async fn read_result<P: Provider>(
+    provider: &P,
+    market: Address,
+    from_block: u64,
+    job_id: u64,
+) -> Result<Option<(B256, String)>, ReadJobError> {
+    let filter = Filter::new()
+        .address(market)
+        .event_signature(JobMarket::ResultSubmitted::SIGNATURE_HASH)
+        .topic1(B256::from(U256::from(job_id)))
+        .from_block(from_block);
+    let logs = provider.get_logs(&filter).await.map_err(ReadJobError::Rpc)?;
+    Ok(logs
+        .iter()
+        .filter_map(|log| JobMarket::ResultSubmitted::decode_log(&log.inner).ok())
+        .filter(|e| e.jobId == job_id)
+        .last()
+        .map(|e| (e.resultHash, e.resultURI.clone())))
+}
+
 /// Folds the market's logs whose first topic is `job_id` (other events share that topic
 /// position with a node id: they are skipped).
 fn fold(job_id: u64, logs: &[Log], policies: &Policies) -> Result<Job, ReadJobError> {

@@ -1,9 +1,11 @@
-//! `gantry balance` and `gantry withdraw`.
+//! `gantry balance`, `gantry deposit` and `gantry withdraw`.
+
+use alloy::primitives::U256;
 
 use crate::Context;
-use crate::config::BalanceArgs;
+use crate::config::{BalanceArgs, DepositArgs};
 use crate::error::{CliError, Result};
-use crate::output;
+use crate::{output, units};
 
 pub async fn balance(ctx: &Context, args: &BalanceArgs) -> Result<()> {
     let chain = ctx.chain().await?;
@@ -26,7 +28,7 @@ pub async fn balance(ctx: &Context, args: &BalanceArgs) -> Result<()> {
         let hint = if credits.is_zero() {
             ""
         } else {
-            " (refunds and payouts: `gantry withdraw` pays them out)"
+            " (jobs are posted from them first; `gantry withdraw` pays them out)"
         };
         println!("credits  {}{hint}", token.show(credits));
     }
@@ -54,6 +56,37 @@ pub async fn withdraw(ctx: &Context) -> Result<()> {
         println!(
             "withdrew {} to {account}",
             chain.token_info().await?.show(amount)
+        );
+    }
+    Ok(())
+}
+
+pub async fn deposit(ctx: &Context, args: &DepositArgs) -> Result<()> {
+    let chain = ctx.chain().await?;
+    let account = chain.account()?;
+    let token = chain.token_info().await?.clone();
+    let amount = units::parse_amount(&args.amount, token.decimals)
+        .map_err(|e| CliError::usage(format!("amount: {e}")))?;
+    if amount.is_zero() {
+        return Err(CliError::usage("amount: deposit more than nothing"));
+    }
+    chain.ensure_balance(account, amount, "the deposit").await?;
+    chain
+        .approve_if_short(*chain.market.address(), amount)
+        .await?;
+    let receipt = chain.send("deposit", chain.market.deposit(amount)).await?;
+    let credits: U256 = chain.credit(account).await?;
+    if ctx.json() {
+        output::json(&serde_json::json!({
+            "tx": receipt.transaction_hash,
+            "amount": amount.to_string(),
+            "credits": credits.to_string(),
+        }));
+    } else {
+        println!(
+            "deposited {}: your credits are {} (jobs are posted from them first)",
+            token.show(amount),
+            token.show(credits)
         );
     }
     Ok(())

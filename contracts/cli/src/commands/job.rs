@@ -1,10 +1,12 @@
 //! `gantry job status|list|logs|result|cancel|accept|dispute`.
 
-use alloy::primitives::{B256, U256};
+use alloy::primitives::U256;
 use gantry_protocol::api::LiveEventName;
 use gantry_protocol::api::{JobDetail, JobSummary, Page};
 use gantry_protocol::bindings::JobMarket;
 use gantry_protocol::jobs::LogLine;
+use gantry_protocol::market;
+use gantry_protocol::status::JobStatus;
 
 use crate::Context;
 use crate::api::{Api, MAX_RECONNECTS, unsigned, wait_to_reconnect};
@@ -69,7 +71,7 @@ pub fn describe(detail: &JobDetail, money: &Money) -> String {
             ),
         );
     }
-    if let (Some(ends), "submitted") = (job.challenge_ends_at, job.status.as_str()) {
+    if let (Some(ends), JobStatus::Submitted) = (job.until, job.status) {
         fact(
             "challenge",
             format!("open until {}", units::format_time(unsigned(ends))),
@@ -242,29 +244,18 @@ pub async fn logs(ctx: &Context, args: &LogsArgs) -> Result<()> {
 pub async fn result(ctx: &Context, args: &ResultArgs) -> Result<()> {
     let limit = units::parse_size_mib(&args.max_size)
         .map_err(|e| CliError::usage(format!("--max-size: {e}")))?;
-    // The hash from the chain: that is what the provider committed to. The URI from the
-    // API (the chain keeps it only in the ResultSubmitted event).
+    // The hash and URI from the chain (its ResultSubmitted event): what the provider
+    // committed to.
     let chain = ctx.chain().await?;
-    let job = chain.job(args.id).await?;
-    if job.resultHash == B256::ZERO {
-        let status = crate::revert::job_status_name(job.status as u8);
+    let Some((result_hash, committed_uri)) = chain.result(args.id).await? else {
+        let status = chain.job(args.id).await?.state.status;
         return Err(CliError::NotFound(format!(
-            "job {} has no result (it is {status})",
-            args.id
+            "job {} has no result (it is {})",
+            args.id,
+            status.as_str()
         )));
-    }
-    let uri = match &args.uri {
-        Some(uri) => uri.clone(),
-        None => {
-            let detail: JobDetail = Api::typed(&ctx.api.job(args.id).await?)?;
-            detail.job.result_uri.ok_or_else(|| {
-                CliError::NotFound(format!(
-                    "the API has no result URI for job {} yet; pass --uri",
-                    args.id
-                ))
-            })?
-        }
     };
+    let uri = args.uri.clone().unwrap_or(committed_uri);
     let source = Source::parse(&uri)?;
     std::fs::create_dir_all(&args.output).map_err(|e| CliError::io(args.output.display(), e))?;
     let downloaded = results::download(
@@ -274,7 +265,7 @@ pub async fn result(ctx: &Context, args: &ResultArgs) -> Result<()> {
         u64::from(limit) << 20,
     )
     .await?;
-    results::verify(&downloaded, job.resultHash)?;
+    results::verify(&downloaded, result_hash)?;
     let (bytes, sha256) = (downloaded.bytes, downloaded.sha256);
     let dir = args.output.clone();
     let unpacked = tokio::task::spawn_blocking(move || {
@@ -305,9 +296,33 @@ pub async fn result(ctx: &Context, args: &ResultArgs) -> Result<()> {
     Ok(())
 }
 
+/// Refuses, before anything is sent, a call on `job` the market would refuse for its
+/// status (a settled job's state is gone from the chain, so the market could only say
+/// "stale"); `only` names the status the call needs and what it does.
+fn require_status(job_id: u64, job: &market::Job, needed: JobStatus, only: &str) -> Result<()> {
+    let status = job.state.status;
+    if status == needed {
+        return Ok(());
+    }
+    Err(CliError::Refused(format!(
+        "job {job_id} is {}: {only}",
+        status.as_str()
+    )))
+}
+
 pub async fn cancel(ctx: &Context, job_id: u64) -> Result<()> {
     let chain = ctx.chain().await?;
-    let receipt = chain.send("cancel", chain.market.cancel(job_id)).await?;
+    let job = chain.job(job_id).await?;
+    require_status(
+        job_id,
+        &job,
+        JobStatus::Open,
+        "only an open job can be cancelled",
+    )?;
+    let (terms, state) = (job.terms.pack(), job.state.pack());
+    let receipt = chain
+        .send("cancel", chain.market.cancel(job_id, terms, state))
+        .await?;
     let refund = receipt
         .decoded_log::<JobMarket::JobCancelled>()
         .map(|log| U256::from(log.refund))
@@ -327,7 +342,17 @@ pub async fn cancel(ctx: &Context, job_id: u64) -> Result<()> {
 
 pub async fn accept(ctx: &Context, job_id: u64) -> Result<()> {
     let chain = ctx.chain().await?;
-    let receipt = chain.send("accept", chain.market.accept(job_id)).await?;
+    let job = chain.job(job_id).await?;
+    require_status(
+        job_id,
+        &job,
+        JobStatus::Submitted,
+        "only a submitted job can be accepted",
+    )?;
+    let (terms, state) = (job.terms.pack(), job.state.pack());
+    let receipt = chain
+        .send("accept", chain.market.accept(job_id, terms, state))
+        .await?;
     let completed = receipt
         .decoded_log::<JobMarket::JobCompleted>()
         .ok_or_else(|| CliError::Other("the receipt has no JobCompleted log".into()))?;
@@ -350,40 +375,43 @@ pub async fn accept(ctx: &Context, job_id: u64) -> Result<()> {
     Ok(())
 }
 
-/// Disputes posting the bond: checks first what the contract would (status, submitter,
-/// window, balance), so no approval is sent for a dispute that cannot happen.
+/// Disputes posting the bond (the larger of the job's policy floor and a tenth of its
+/// bounty): checks first what the contract would (status, submitter, window, balance), so
+/// no approval is sent for a dispute that cannot happen.
 pub async fn dispute(ctx: &Context, job_id: u64) -> Result<()> {
     let chain = ctx.chain().await?;
     let account = chain.account()?;
     let job = chain.job(job_id).await?;
-    let status = crate::revert::job_status_name(job.status as u8);
-    if status != "submitted" {
-        return Err(CliError::Refused(format!(
-            "job {job_id} is {status}: only a submitted job can be disputed, inside its challenge window"
-        )));
-    }
-    if job.submitter != account {
+    require_status(
+        job_id,
+        &job,
+        JobStatus::Submitted,
+        "only a submitted job can be disputed, inside its challenge window",
+    )?;
+    if job.terms.submitter != account {
         return Err(CliError::Refused(format!(
             "job {job_id} was not posted by {account}: only its submitter may dispute it"
         )));
     }
-    let ends = job.challengeEndsAt.to::<u64>();
+    let ends = job.state.until;
     if chain.now().await? >= ends {
         return Err(CliError::Refused(format!(
             "the challenge window of job {job_id} closed at {}: it can no longer be disputed",
             units::format_time(ends)
         )));
     }
-    let bond = U256::from(chain.market_params().await?.disputeBond);
-    if !bond.is_zero() {
-        chain
-            .ensure_balance(account, bond, "the dispute bond")
-            .await?;
-        chain
-            .approve_if_short(*chain.market.address(), bond)
-            .await?;
-    }
-    let receipt = chain.send("dispute", chain.market.dispute(job_id)).await?;
+    let policy = chain.policy(job.terms.policy).await?;
+    let bond = U256::from(policy.bond(job.terms.bounty));
+    chain
+        .ensure_balance(account, bond, "the dispute bond")
+        .await?;
+    chain
+        .approve_if_short(*chain.market.address(), bond)
+        .await?;
+    let (terms, state) = (job.terms.pack(), job.state.pack());
+    let receipt = chain
+        .send("dispute", chain.market.dispute(job_id, terms, state))
+        .await?;
     if ctx.json() {
         output::json(&serde_json::json!({
             "jobId": job_id, "tx": receipt.transaction_hash, "bond": bond.to_string(),

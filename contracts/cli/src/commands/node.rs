@@ -1,4 +1,5 @@
-//! `gantry node register|status|exit|withdraw`, as the node's operator.
+//! `gantry node register|status|exit|withdraw|earnings`, as the node's operator, and
+//! `gantry node consent`, as its agent.
 
 use alloy::primitives::U256;
 use alloy::primitives::aliases::U96;
@@ -8,7 +9,7 @@ use gantry_protocol::status::NodeStatus;
 
 use crate::Context;
 use crate::api::{Api, unsigned};
-use crate::config::RegisterArgs;
+use crate::config::{ConsentArgs, RegisterArgs};
 use crate::error::{CliError, Result};
 use crate::output::{self, Money};
 use crate::units;
@@ -37,7 +38,7 @@ pub async fn register(ctx: &Context, args: &RegisterArgs) -> Result<()> {
             .ok_or_else(|| CliError::usage(format!("--{flag}: more than the contract's uint96")))
     };
     let price = to_u96("price", &args.price)?;
-    let min_stake = chain.registry_params().await?.minStake;
+    let min_stake = chain.market_params().await?.minStake;
     let stake = match &args.stake {
         Some(text) => to_u96("stake", text)?,
         None => min_stake,
@@ -58,6 +59,19 @@ pub async fn register(ctx: &Context, args: &RegisterArgs) -> Result<()> {
         pricePerGpuHour: price,
         maxConcurrentJobs: args.slots,
     };
+    // An agent other than the operator must have consented (`gantry node consent`).
+    let agent = args.agent.unwrap_or(operator);
+    let (deadline, signature) = match (&args.consent, args.consent_deadline) {
+        (Some(signature), Some(deadline)) => (U256::from(deadline), signature.clone()),
+        _ if agent == operator => (U256::ZERO, Default::default()),
+        _ => {
+            return Err(CliError::usage(format!(
+                "--agent {agent} is not you: the agent consents first — it runs `gantry node \
+                 consent --operator {operator}` with its own key — and you pass what it \
+                 prints as --consent and --consent-deadline"
+            )));
+        }
+    };
     chain
         .ensure_balance(operator, U256::from(stake), "the stake")
         .await?;
@@ -68,10 +82,12 @@ pub async fn register(ctx: &Context, args: &RegisterArgs) -> Result<()> {
         .send(
             "register",
             chain.registry.register(
-                args.agent.unwrap_or(operator),
                 capabilities,
                 args.metadata_uri.clone(),
                 stake,
+                agent,
+                deadline,
+                signature,
             ),
         )
         .await?;
@@ -219,6 +235,73 @@ pub async fn withdraw(ctx: &Context, node_id: u64) -> Result<()> {
             "node {node_id} exited: its stake of {} went back to {}",
             chain.token_info().await?.show(withdrawn.amount),
             withdrawn.operator
+        );
+    }
+    Ok(())
+}
+
+pub async fn earnings(ctx: &Context, node_id: u64) -> Result<()> {
+    let chain = ctx.chain().await?;
+    let receipt = chain
+        .send("withdrawEarnings", chain.registry.withdrawEarnings(node_id))
+        .await?;
+    let paid = receipt
+        .decoded_log::<NodeRegistry::NodeEarningsWithdrawn>()
+        .ok_or_else(|| CliError::Other("the receipt has no NodeEarningsWithdrawn log".into()))?;
+    if ctx.json() {
+        output::json(&serde_json::json!({
+            "nodeId": node_id,
+            "tx": receipt.transaction_hash,
+            "amount": paid.amount.to_string(),
+        }));
+    } else {
+        println!(
+            "node {node_id}'s earnings of {} went to {}",
+            chain.token_info().await?.show(paid.amount),
+            paid.operator
+        );
+    }
+    Ok(())
+}
+
+/// Signs, as the agent, its consent to serve a node of `--operator`: the EIP-712
+/// `AgentConsent` the market checks, with the agent's current nonce. The digest is
+/// computed here from what the agent means to consent to, not asked of the node.
+pub async fn consent(ctx: &Context, args: &ConsentArgs) -> Result<()> {
+    let chain = ctx.chain().await?;
+    let agent = chain.account()?;
+    let valid_for = units::parse_duration_secs(&args.valid_for)
+        .map_err(|e| CliError::usage(format!("--valid-for: {e}")))?;
+    let nonce = chain
+        .registry
+        .agentNonce(agent)
+        .call()
+        .await
+        .map_err(|e| CliError::Unavailable(format!("reading agentNonce: {e}")))?;
+    let deadline = chain.now().await? + valid_for;
+    let digest = gantry_protocol::consent::digest(
+        chain.chain_id,
+        *chain.market.address(),
+        args.operator,
+        agent,
+        nonce,
+        deadline,
+    );
+    let signature = chain.sign_hash(&digest).await?;
+    if ctx.json() {
+        output::json(&serde_json::json!({
+            "agent": agent,
+            "operator": args.operator,
+            "nonce": nonce.to_string(),
+            "deadline": deadline,
+            "signature": signature,
+        }));
+    } else {
+        println!(
+            "agent {agent} consents to serve a node of {} until {} (nonce {nonce}); the \
+             operator registers with:\n  --agent {agent} --consent {signature} --consent-deadline {deadline}",
+            args.operator,
+            units::format_time(deadline)
         );
     }
     Ok(())

@@ -167,13 +167,22 @@ pub async fn submit(ctx: &Context, args: &SubmitArgs) -> Result<()> {
         return Ok(());
     }
 
+    // The market spends the submitter's credits first and pulls only the rest.
     let account = chain.account()?;
-    chain
-        .ensure_balance(account, U256::from(bounty), "bounty")
-        .await?;
+    let credits = chain.credit(account).await?;
+    let pulled = U256::from(bounty).saturating_sub(credits);
+    if !pulled.is_zero() {
+        chain.ensure_balance(account, pulled, "bounty").await?;
+    }
     let market = *chain.market.address();
     let allowance = chain.allowance(account, market).await?;
-    let receipt = if allowance >= U256::from(bounty) {
+    // The permit's value is the whole bounty (the market permits that much), so a job
+    // partly paid from credits approves exactly what is pulled instead.
+    let partly_from_credits = !credits.is_zero() && !pulled.is_zero();
+    if partly_from_credits && allowance < pulled {
+        chain.approve_if_short(market, pulled).await?;
+    }
+    let receipt = if pulled.is_zero() || partly_from_credits || allowance >= pulled {
         // An allowance the user set stays as it is: a permit would overwrite it.
         chain
             .send(
@@ -185,9 +194,7 @@ pub async fn submit(ctx: &Context, args: &SubmitArgs) -> Result<()> {
             .await?
     } else {
         let permit_deadline = U256::from(now + PERMIT_VALIDITY);
-        let (v, r, s) = chain
-            .permit(market, U256::from(bounty), permit_deadline)
-            .await?;
+        let (v, r, s) = chain.permit(market, pulled, permit_deadline).await?;
         chain
             .send(
                 "postJobWithPermit",
@@ -209,10 +216,19 @@ pub async fn submit(ctx: &Context, args: &SubmitArgs) -> Result<()> {
         .ok_or_else(|| CliError::Other("the receipt has no JobPosted log".into()))?;
     let tx = receipt.transaction_hash;
     if ctx.json() {
-        output::json(&serde_json::json!({ "jobId": posted.jobId, "tx": tx }));
+        output::json(&serde_json::json!({
+            "jobId": posted.jobId,
+            "tx": tx,
+            "fromCredits": posted.fromCredits.to_string(),
+        }));
     } else {
+        let from_credits = if posted.fromCredits.is_zero() {
+            String::new()
+        } else {
+            format!(" ({} from your credits)", money.show(posted.fromCredits))
+        };
         println!(
-            "job {} posted: bounty {}, result due by {} (tx {tx})",
+            "job {} posted: bounty {}{from_credits}, result due by {} (tx {tx})",
             posted.jobId,
             money.show(bounty),
             units::format_time(deadline)

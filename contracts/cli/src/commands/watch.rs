@@ -58,7 +58,10 @@ impl Watched {
         self.status = row.status;
         self.attempts = unsigned(row.attempts);
         self.node_id = row.node_id.map(unsigned);
-        self.challenge_ends_at = row.challenge_ends_at.map(unsigned);
+        self.challenge_ends_at = (row.status == JobStatus::Submitted)
+            .then_some(row.until)
+            .flatten()
+            .map(unsigned);
         if self.status != JobStatus::Open {
             self.pending = None;
         }

@@ -6,9 +6,12 @@
 //!   canonical form with an existing allowance left alone, after an over-balance bounty
 //!   (exit 4) and bad flags (exit 2) sent nothing.
 //! - `money`: a cancel's refund shows in `balance` and `withdraw` pays it out, reverts
-//!   read as sentences (exit 3 and 4); a dispute approves exactly the bond and `accept`
-//!   pays the provider.
-//! - `node`: an operator registers two nodes, `--gpu A100` resolves by VRAM or is refused
+//!   read as sentences (exit 3 and 4); a dispute approves exactly the bond (the policy's
+//!   floor or a tenth of the bounty) and `accept` pays the provider; a deposit becomes
+//!   credits that jobs are posted from first, the wallet paying only the rest.
+//! - `node`: registering a node served by another key needs that agent's consent
+//!   (`node consent`; none, or one given to another operator, is refused and nothing
+//!   moves), an operator registers two nodes, `--gpu A100` resolves by VRAM or is refused
 //!   as ambiguous, `node status` through the API, exit, a withdrawal refused while
 //!   unbonding and paid after it.
 //! - `reads`: one job followed through the API: `watch --json` from open to completed

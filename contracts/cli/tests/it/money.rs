@@ -3,6 +3,7 @@
 //! read as sentences with their exit codes.
 
 use alloy::primitives::{B256, U256};
+use gantry_protocol::status::JobStatus;
 use gantry_testkit::accounts::{AGENT, MATCHER, OPERATOR, OTHER, SUBMITTER};
 use gantry_testkit::{GUSD, confirm_receipt, scenario};
 
@@ -65,8 +66,9 @@ async fn a_cancelled_job_is_refunded_into_credits_that_withdraw_pays_out() {
             &format!("job {other} was not posted by {}", net.address(OTHER)),
         );
 
+    // The 1 gUSD job was posted from the credits: 11.5 of the 12.5 are left.
     let withdrawn = gantry.run(&["withdraw", "--json"]).await.ok().json();
-    assert_eq!(withdrawn["amount"], "12500000");
+    assert_eq!(withdrawn["amount"], "11500000");
     assert_eq!(net.balance(SUBMITTER).await, U256::from(49 * GUSD));
     let balance = gantry.run(&["balance", "--json"]).await.ok().json();
     assert_eq!(balance["credits"], "0");
@@ -110,13 +112,21 @@ async fn dispute_posts_exactly_the_bond_and_accept_pays_the_provider() {
     let matcher = net.market(MATCHER);
     let agent = net.market(AGENT);
     for job in [disputed, accepted] {
-        confirm_receipt("assign", matcher.assign(job, 1).send().await)
-            .await
-            .unwrap();
+        let open = net.job(job).await;
+        confirm_receipt(
+            "assign",
+            matcher
+                .assign(job, 1, open.terms.pack(), open.state.pack())
+                .send()
+                .await,
+        )
+        .await
+        .unwrap();
+        let state = net.job(job).await.state.pack();
         confirm_receipt(
             "submitResult",
             agent
-                .submitResult(job, B256::repeat_byte(7), "nats://x/y".into())
+                .submitResult(job, state, B256::repeat_byte(7), "nats://x/y".into())
                 .send()
                 .await,
         )
@@ -131,8 +141,7 @@ async fn dispute_posts_exactly_the_bond_and_accept_pays_the_provider() {
         .await
         .ok();
     assert_eq!(out.json()["bond"], "10000000");
-    let job = matcher.getJob(disputed).call().await.unwrap();
-    assert_eq!(job.status as u8, 4, "disputed");
+    assert_eq!(net.job(disputed).await.state.status, JobStatus::Disputed);
     assert_eq!(net.balance(SUBMITTER).await, wallet - U256::from(10 * GUSD));
     let allowance = net.allowance(SUBMITTER, d.market).await;
     assert_eq!(allowance, U256::ZERO, "exactly the bond was approved");
@@ -147,10 +156,7 @@ async fn dispute_posts_exactly_the_bond_and_accept_pays_the_provider() {
             .contains("29.25 gUSD paid to node 1's operator (fee 0.75 gUSD)"),
         "{out:#?}"
     );
-    assert_eq!(
-        matcher.getJob(accepted).call().await.unwrap().status as u8,
-        5
-    );
+    assert_eq!(net.job(accepted).await.state.status, JobStatus::Completed);
     gantry
         .run(&["job", "dispute", &accepted.to_string()])
         .await
@@ -159,4 +165,53 @@ async fn dispute_posts_exactly_the_bond_and_accept_pays_the_provider() {
         .run(&["job", "accept", &disputed.to_string()])
         .await
         .failed(4, "is disputed: only a submitted job can be accepted");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_deposit_becomes_credits_that_jobs_are_posted_from_first() {
+    let net = Net::start().await;
+    net.mint(SUBMITTER, 100).await;
+    let gantry = net.gantry(SUBMITTER);
+
+    // Depositing 60 moves them from the wallet into the market's credits,
+    let out = gantry.run(&["deposit", "60", "--json"]).await.ok().json();
+    assert_eq!(out["credits"], (60 * GUSD).to_string());
+    assert_eq!(net.balance(SUBMITTER).await, U256::from(40 * GUSD));
+
+    // a 25 gUSD job is paid from them entirely (the wallet is not touched),
+    let job = gantry
+        .run(&[
+            "job", "submit", "--image", "busybox", "--bounty", "25", "--json", "--", "true",
+        ])
+        .await
+        .ok()
+        .json();
+    assert_eq!(job["fromCredits"], (25 * GUSD).to_string());
+    assert_eq!(net.balance(SUBMITTER).await, U256::from(40 * GUSD));
+
+    // and a 50 gUSD job takes the 35 left, then 15 from the wallet.
+    let out = gantry
+        .run(&[
+            "job", "submit", "--image", "busybox", "--bounty", "50", "--", "true",
+        ])
+        .await
+        .ok();
+    assert!(
+        out.stdout
+            .contains("bounty 50 gUSD (35 gUSD from your credits)"),
+        "{out:#?}"
+    );
+    assert_eq!(net.balance(SUBMITTER).await, U256::from(25 * GUSD));
+    let balance = gantry.run(&["balance", "--json"]).await.ok().json();
+    assert_eq!(balance["credits"], "0");
+
+    // Nothing to deposit is refused before anything is sent.
+    gantry
+        .run(&["deposit", "0"])
+        .await
+        .failed(2, "deposit more than nothing");
+    gantry
+        .run(&["deposit", "1000"])
+        .await
+        .failed(4, "exceeds your token balance");
 }

@@ -1,5 +1,7 @@
-//! `gantry node register|status|exit|withdraw` as an operator, and `--gpu` names resolved
-//! against the models the registered nodes offer (through the API).
+//! `gantry node register|status|exit|withdraw` as an operator, with the agent's consent
+//! (`gantry node consent`, and an operator who names an agent that did not consent is
+//! refused), and `--gpu` names resolved against the models the registered nodes offer
+//! (through the API).
 
 use alloy::primitives::U256;
 
@@ -24,6 +26,28 @@ pub(crate) async fn register(
     gantry.run(&args).await
 }
 
+/// The flags that carry `agent`'s consent to serve a node of `operator`, as `gantry node
+/// consent` (run by the agent) prints them.
+pub(crate) async fn consent_flags(net: &Net, agent: usize, operator: usize) -> String {
+    let consent = net
+        .gantry(agent)
+        .run(&[
+            "node",
+            "consent",
+            "--operator",
+            &net.address(operator).to_string(),
+            "--json",
+        ])
+        .await
+        .ok()
+        .json();
+    format!(
+        "--consent {} --consent-deadline {}",
+        consent["signature"].as_str().unwrap(),
+        consent["deadline"]
+    )
+}
+
 /// `gantry node status <id> --json`, which must succeed.
 async fn status_json(gantry: &Gantry, id: &str) -> serde_json::Value {
     gantry
@@ -40,25 +64,55 @@ async fn an_operator_registers_exits_and_withdraws_and_gpu_names_resolve_to_offe
     net.mint(OPERATOR, 1_000).await;
     let operator = net.gantry(OPERATOR);
     let agent = net.address(AGENT).to_string();
+    let flags =
+        "--gpus 8 --vram 80GiB --cpus 64 --ram 512GiB --price 2 --slots 2 --stake 150 --json";
 
-    let first = register(
-        &operator,
-        Some(&agent),
-        "NVIDIA A100-SXM4-80GB",
-        "--gpus 8 --vram 80GiB --cpus 64 --ram 512GiB --price 2 --slots 2 --stake 150 --json",
-    )
-    .await
-    .ok()
-    .json();
+    // Naming an agent that has not consented is refused before anything is sent,
+    operator
+        .run(&[
+            "node", "register", "--agent", &agent, "--cpus", "4", "--ram", "8GiB",
+        ])
+        .await
+        .failed(2, "the agent consents first");
+    // and a consent given to another operator is refused by the market.
+    let elsewhere = net
+        .gantry(AGENT)
+        .run(&[
+            "node",
+            "consent",
+            "--operator",
+            &net.address(SUBMITTER).to_string(),
+            "--json",
+        ])
+        .await
+        .ok()
+        .json();
+    let stolen = format!(
+        "{flags} --consent {} --consent-deadline {}",
+        elsewhere["signature"].as_str().unwrap(),
+        elsewhere["deadline"]
+    );
+    register(&operator, Some(&agent), "NVIDIA A100-SXM4-80GB", &stolen)
+        .await
+        .failed(4, "did not consent to serve this operator");
+    assert_eq!(
+        net.balance(OPERATOR).await,
+        U256::from(1_000 * GUSD),
+        "nothing moved"
+    );
+
+    // The agent consents to this operator; the operator registers with what it printed.
+    let flags = format!("{flags} {}", consent_flags(&net, AGENT, OPERATOR).await);
+    let first = register(&operator, Some(&agent), "NVIDIA A100-SXM4-80GB", &flags)
+        .await
+        .ok()
+        .json();
     assert_eq!(first["nodeId"], 1);
     assert_eq!(first["stake"], "150000000");
     // The registry was approved for exactly the stake, which it took.
     assert_eq!(net.allowance(OPERATOR, d.registry).await, U256::ZERO);
     let node = net.node(1).await;
     assert_eq!(node.agent, net.address(AGENT));
-    assert_eq!(node.capabilities.vramMiB, 80 * 1024);
-    assert_eq!(node.capabilities.ramMiB, 512 * 1024);
-    assert_eq!(node.capabilities.maxConcurrentJobs, 2);
     // The registry's minimum by default; below it is refused before anything is sent.
     let second = register(
         &operator,
@@ -89,6 +143,9 @@ async fn an_operator_registers_exits_and_withdraws_and_gpu_names_resolve_to_offe
     assert_eq!(status["gpuModel"], "NVIDIA-A100-SXM4-80GB");
     assert_eq!(status["stake"], "150000000");
     assert_eq!(status["agent"], net.address(AGENT).to_string());
+    assert_eq!(status["vramMib"], 80 * 1024);
+    assert_eq!(status["ramMib"], 512 * 1024);
+    assert_eq!(status["maxConcurrentJobs"], 2);
     let text = operator.run(&["node", "status", "1"]).await.ok().stdout;
     assert!(
         text.contains("8× NVIDIA-A100-SXM4-80GB (80 GiB each) · 64 CPU cores · 512 GiB RAM · 2 gUSD per GPU-hour"),
@@ -151,7 +208,8 @@ async fn an_operator_registers_exits_and_withdraws_and_gpu_names_resolve_to_offe
         4,
         &format!("node 2 is not operated by {}", net.address(SUBMITTER)),
     );
-    net.devnet.advance(301).await.unwrap();
+    // The unbonding period: the longest runtime plus the longest challenge window.
+    net.devnet.advance(10 * 24 * 3600 + 1).await.unwrap();
     let withdrawn = operator
         .run(&["node", "withdraw", "1", "--json"])
         .await

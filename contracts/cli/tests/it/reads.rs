@@ -56,11 +56,15 @@ async fn a_job_followed_through_the_api_and_its_result_verified() {
     net.mint(OPERATOR, 1_000).await;
     net.mint(SUBMITTER, 100).await;
     let agent = net.address(AGENT).to_string();
+    let flags = format!(
+        "--vram 80GiB --cpus 16 --ram 64GiB {}",
+        crate::node::consent_flags(&net, AGENT, OPERATOR).await
+    );
     crate::node::register(
         &net.gantry(OPERATOR),
         Some(&agent),
         "NVIDIA H100 80GB HBM3",
-        "--vram 80GiB --cpus 16 --ram 64GiB",
+        &flags,
     )
     .await
     .ok();
@@ -89,9 +93,16 @@ async fn a_job_followed_through_the_api_and_its_result_verified() {
     assert_eq!(first["status"], "open");
 
     let matcher = net.market(MATCHER);
-    confirm_receipt("assign", matcher.assign(job, 1).send().await)
-        .await
-        .unwrap();
+    let open = net.job(job).await;
+    confirm_receipt(
+        "assign",
+        matcher
+            .assign(job, 1, open.terms.pack(), open.state.pack())
+            .send()
+            .await,
+    )
+    .await
+    .unwrap();
     watch.until(|v| v["status"] == "assigned").await;
     let update = ProgressUpdate {
         v: 1,
@@ -206,10 +217,11 @@ async fn a_job_followed_through_the_api_and_its_result_verified() {
     let key = format!("{job}-1");
     store.put(key.as_str(), &mut &tar[..]).await.unwrap();
     let agent_market = net.market(AGENT);
+    let state = net.job(job).await.state.pack();
     confirm_receipt(
         "submitResult",
         agent_market
-            .submitResult(job, hash, format!("nats://{bucket}/{key}"))
+            .submitResult(job, state, hash, format!("nats://{bucket}/{key}"))
             .send()
             .await,
     )

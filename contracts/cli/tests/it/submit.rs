@@ -4,6 +4,8 @@
 use alloy::primitives::aliases::U96;
 use alloy::primitives::{B256, U256};
 use gantry_protocol::bindings::JobMarket;
+use gantry_protocol::eligibility::Requirements;
+use gantry_protocol::market::Terms;
 use gantry_protocol::spec::{JobKind, JobSpec};
 use gantry_testkit::accounts::SUBMITTER;
 
@@ -77,13 +79,12 @@ async fn submit_with_flags_posts_the_requirements_bounty_deadline_and_spec_asked
     let job_id = printed["jobId"].as_u64().expect("the job id");
     assert!(printed["tx"].as_str().unwrap().starts_with("0x"));
 
-    let market = JobMarket::new(net.devnet.deployment.market, net.devnet.admin.clone());
-    let job = market.getJob(job_id).call().await.unwrap();
+    let job = net.job(job_id).await.terms;
     assert_eq!(job.submitter, net.address(SUBMITTER));
-    assert_eq!(job.bounty, U96::from(12_500_000u64));
+    assert_eq!(job.bounty, 12_500_000);
     assert_eq!(
         job.requirements,
-        JobMarket::JobRequirements {
+        Requirements::from(&JobMarket::JobRequirements {
             gpuModel: B256::right_padding_from(b"NVIDIA-A100-SXM4-80GB"),
             minGpuCount: 2,
             minVramMiB: 40 * 1024,
@@ -92,16 +93,16 @@ async fn submit_with_flags_posts_the_requirements_bounty_deadline_and_spec_asked
             maxPricePerGpuHour: U96::from(2_500_000u64),
             maxRuntime: 4 * 3600,
             priority: 7,
-        }
+        })
     );
-    let deadline = job.deadline.to::<u64>();
+    let deadline = job.deadline;
     assert!(
         (before + 86_400..=after + 86_400).contains(&deadline),
         "deadline {deadline} is 24h after chain time {before}..{after}"
     );
 
     let event = posted(&net, job_id).await;
-    assert_eq!(job.specHash, JobSpec::hash_bytes(&event.spec));
+    assert_eq!(job.spec_hash, JobSpec::hash_bytes(&event.spec));
     let spec = JobSpec::from_slice(&event.spec).expect("a valid spec");
     assert_eq!(spec.image, "ghcr.io/acme/train:1");
     assert_eq!(spec.kind, JobKind::Inference);
@@ -194,10 +195,11 @@ async fn a_spec_file_is_posted_in_canonical_form_after_the_balance_and_flags_are
         canonical,
         "the compact, canonical bytes"
     );
-    assert_eq!(event.requirements.gpuModel, B256::ZERO, "any model");
-    assert_eq!(event.requirements.minGpuCount, 1);
+    let terms = Terms::unpack(&event.terms);
+    assert_eq!(terms.requirements.gpu_model, B256::ZERO, "any model");
+    assert_eq!(terms.requirements.min_gpu_count, 1);
     assert_eq!(
-        event.requirements.maxRuntime, 7_200,
+        terms.requirements.max_runtime, 7_200,
         "the spec's timeout by default"
     );
     assert_eq!(net.balance(SUBMITTER).await, U256::ZERO);
