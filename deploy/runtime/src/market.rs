@@ -141,7 +141,10 @@ pub async fn read_result<P: Provider>(
         .event_signature(JobMarket::ResultSubmitted::SIGNATURE_HASH)
         .topic1(B256::from(U256::from(job_id)))
         .from_block(from_block);
-    let logs = provider.get_logs(&filter).await.map_err(ReadJobError::Rpc)?;
+    let logs = provider
+        .get_logs(&filter)
+        .await
+        .map_err(ReadJobError::Rpc)?;
     Ok(logs
         .iter()
         .filter_map(|log| JobMarket::ResultSubmitted::decode_log(&log.inner).ok())

@@ -2,7 +2,7 @@
 //! consent, and reading a job's terms and state back for the calls that take them.
 
 use alloy::primitives::aliases::{U40, U96};
-use alloy::primitives::{Address, U256};
+use alloy::primitives::{Address, B256, U256};
 use alloy::providers::DynProvider;
 use alloy::signers::SignerSync;
 use alloy::signers::local::PrivateKeySigner;
@@ -80,6 +80,18 @@ impl Devnet {
     /// hash the market holds.
     pub async fn job(&self, id: u64) -> Result<Job, DevnetError> {
         Ok(gantry_runtime::market::read_job(
+            &self.admin,
+            self.deployment.market,
+            self.deployment.start_block,
+            id,
+        )
+        .await?)
+    }
+
+    /// The result hash and URI job `id`'s node committed to (its latest
+    /// `ResultSubmitted`), if it answered.
+    pub async fn result(&self, id: u64) -> Result<Option<(B256, String)>, DevnetError> {
+        Ok(gantry_runtime::market::read_result(
             &self.admin,
             self.deployment.market,
             self.deployment.start_block,

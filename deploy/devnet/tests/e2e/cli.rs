@@ -8,7 +8,8 @@ use std::process::Output;
 use alloy::primitives::{B256, U256};
 use gantry_devnet::demo;
 use gantry_devnet::network::Network;
-use gantry_protocol::bindings::{GantryTestToken, JobMarket};
+use gantry_protocol::bindings::{GantryTestToken, NodeRegistry};
+use gantry_protocol::status::JobStatus;
 use gantry_testkit::accounts::{NODES, SUBMITTER};
 
 use crate::support::{Feed, WAIT, get, network};
@@ -98,8 +99,11 @@ async fn a_job_through_the_cli_from_submission_to_the_provider_s_withdrawal() {
     let submitted: serde_json::Value = serde_json::from_str(submitted.trim()).unwrap();
     let job = submitted["jobId"].as_u64().expect("a job id");
     let d = network.devnet.deployment;
-    let market = JobMarket::new(d.market, network.devnet.admin.clone());
-    assert_eq!(market.getJob(job).call().await.unwrap().status, 1, "open");
+    let _ = d;
+    assert_eq!(
+        network.devnet.job(job).await.unwrap().state.status,
+        JobStatus::Open
+    );
 
     // Watch it to the end: one JSON object per change.
     let watched = ok(&gantry(
@@ -168,7 +172,7 @@ async fn a_job_through_the_cli_from_submission_to_the_provider_s_withdrawal() {
     )
     .await);
     let result: serde_json::Value = serde_json::from_str(result.trim()).unwrap();
-    let on_chain = market.getJob(job).call().await.unwrap().resultHash;
+    let (on_chain, _) = network.devnet.result(job).await.unwrap().expect("a result");
     let reported: B256 = result["sha256"].as_str().unwrap().parse().unwrap();
     assert_eq!(reported, on_chain);
     let model: serde_json::Value =
@@ -184,13 +188,23 @@ async fn a_job_through_the_cli_from_submission_to_the_provider_s_withdrawal() {
     let token = GantryTestToken::new(d.token, network.devnet.admin.clone());
     let before = token.balanceOf(address).call().await.unwrap();
     let payout: U256 = detail["payout"].as_str().unwrap().parse().unwrap();
-    ok(&gantry(&network, Some(provider), &["withdraw"]).await);
+    let node = detail["nodeId"].as_u64().expect("the job's node");
+    ok(&gantry(
+        &network,
+        Some(provider),
+        &["node", "earnings", &node.to_string()],
+    )
+    .await);
     let after = token.balanceOf(address).call().await.unwrap();
     assert!(
         after - before >= payout,
         "withdrew {} < payout {payout}",
         after - before
     );
-    assert_eq!(market.creditOf(address).call().await.unwrap(), U256::ZERO);
+    let registry = NodeRegistry::new(d.registry, network.devnet.admin.clone());
+    assert_eq!(
+        registry.getNode(node).call().await.unwrap().earnings,
+        alloy::primitives::aliases::U96::ZERO
+    );
     network.stop().await;
 }

@@ -92,7 +92,7 @@ async fn the_rust_eligibility_check_agrees_with_the_contract_on_every_pair() {
     let devnet = Devnet::start().await.expect("devnet starts");
     let d = devnet.deployment;
     let admin = devnet.address(ADMIN);
-    let (operator, submitter) = (devnet.provider(OPERATOR), devnet.provider(SUBMITTER));
+    let submitter = devnet.provider(SUBMITTER);
     devnet
         .fund(OPERATOR, d.registry, U256::from(1u64 << 50))
         .await
@@ -103,32 +103,21 @@ async fn the_rust_eligibility_check_agrees_with_the_contract_on_every_pair() {
         .unwrap();
     let mut rng = Rng(0x9e37_79b9_7f4a_7c15);
 
-    let registry = NodeRegistry::new(d.registry, operator);
     let mut nodes = Vec::new();
     for _ in 0..NODES {
         let caps = node(&mut rng);
-        confirm_receipt(
-            "register",
-            registry
-                .register(
-                    devnet.address(AGENT),
-                    caps.clone(),
-                    String::new(),
-                    U96::from(100_000_000u64),
-                )
-                .send()
-                .await,
-        )
-        .await
-        .unwrap();
-        nodes.push(caps);
+        let id = devnet
+            .register(OPERATOR, &devnet.signer(AGENT), caps.clone(), 100_000_000)
+            .await
+            .unwrap();
+        nodes.push((id, caps));
     }
     let market = JobMarket::new(d.market, submitter);
     let deadline = U40::from(devnet.now().await.unwrap() + 86_400);
     let mut jobs = Vec::new();
     for _ in 0..JOBS {
         let needs = job(&mut rng);
-        confirm_receipt(
+        let receipt = confirm_receipt(
             "postJob",
             market
                 .postJob(
@@ -142,17 +131,25 @@ async fn the_rust_eligibility_check_agrees_with_the_contract_on_every_pair() {
         )
         .await
         .unwrap();
-        jobs.push(needs);
+        let id = receipt
+            .decoded_log::<JobMarket::JobPosted>()
+            .expect("postJob emits JobPosted")
+            .jobId;
+        jobs.push((id, devnet.job(id).await.unwrap(), needs));
     }
 
     let as_matcher = JobMarket::new(d.market, devnet.admin.clone());
     let (mut eligible, mut refused) = (0, 0);
-    for (j, needs) in jobs.iter().enumerate() {
-        for (n, offered) in nodes.iter().enumerate() {
-            let (job_id, node_id) = (j as u64 + 1, n as u64 + 1);
+    for (job_id, open, needs) in &jobs {
+        for (node_id, offered) in &nodes {
+            let (job_id, node_id) = (*job_id, *node_id);
             let rust =
                 capability_violations(&Requirements::from(needs), &Capabilities::from(offered));
-            let chain = as_matcher.assign(job_id, node_id).from(admin).call().await;
+            let chain = as_matcher
+                .assign(job_id, node_id, open.terms.pack(), open.state.pack())
+                .from(admin)
+                .call()
+                .await;
             match chain {
                 Ok(_) => {
                     assert!(

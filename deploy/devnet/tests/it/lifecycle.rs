@@ -1,5 +1,6 @@
-//! One job through its whole life on a real chain: register, post (with a permit),
-//! assign, submit, finalize, withdraw, with every event decoded as consumers will.
+//! One job through its whole life on a real chain: register (with the agent's consent),
+//! post (with a permit), assign, submit, finalize, withdraw the earnings, with every event
+//! decoded as consumers will and every call passing the job's terms and state.
 
 use alloy::primitives::{Address, U256, aliases::U96, keccak256};
 use alloy::providers::{DynProvider, Provider};
@@ -9,6 +10,7 @@ use alloy::sol_types::{SolStruct, eip712_domain};
 use gantry_protocol::bindings::{GantryTestToken, JobMarket, NodeRegistry, Permit};
 use gantry_protocol::events::{Contracts, DecodedEvent, decode};
 use gantry_protocol::spec::{InputSpec, JobSpec, OutputSpec};
+use gantry_protocol::status::JobStatus;
 use gantry_testkit::accounts::{AGENT, OPERATOR, OTHER, SUBMITTER};
 use gantry_testkit::{Devnet, GUSD, confirm_receipt, scenario};
 
@@ -82,10 +84,21 @@ async fn a_job_goes_from_post_to_paid_on_anvil() {
     .unwrap();
     let registry = NodeRegistry::new(d.registry, operator.clone());
     let caps = scenario::h100_node();
+    let (consent_deadline, consent) = devnet
+        .consent(operator_address, &devnet.signer(AGENT))
+        .await
+        .unwrap();
     let receipt = confirm_receipt(
         "register",
         registry
-            .register(agent_address, caps, "ipfs://node".into(), stake)
+            .register(
+                caps,
+                "ipfs://node".into(),
+                stake,
+                agent_address,
+                consent_deadline,
+                consent,
+            )
             .send()
             .await,
     )
@@ -173,17 +186,19 @@ async fn a_job_goes_from_post_to_paid_on_anvil() {
     let emitted: alloy::primitives::Bytes =
         serde_json::from_value(posted[0].data["spec"].clone()).unwrap();
     assert_eq!(JobSpec::from_slice(&emitted).unwrap(), spec);
-    assert_eq!(
-        posted[0].data["specHash"],
-        serde_json::json!(keccak256(&spec_bytes))
-    );
+    let job = devnet.job(job_id).await.unwrap();
+    assert_eq!(job.terms.spec_hash, keccak256(&spec_bytes));
+    assert_eq!(job.terms.bounty, 50 * u128::from(GUSD));
     assert_eq!(balance(&devnet, d.market).await, U256::from(bounty));
 
     // The matcher (admin on the dev network) assigns; the agent submits.
     let market_as_matcher = JobMarket::new(d.market, devnet.admin.clone());
     let receipt = confirm_receipt(
         "assign",
-        market_as_matcher.assign(job_id, node_id).send().await,
+        market_as_matcher
+            .assign(job_id, node_id, job.terms.pack(), job.state.pack())
+            .send()
+            .await,
     )
     .await
     .unwrap();
@@ -197,21 +212,26 @@ async fn a_job_goes_from_post_to_paid_on_anvil() {
 
     let market_as_agent = JobMarket::new(d.market, agent.clone());
     let result_hash = keccak256(b"model weights");
+    let state = devnet.job(job_id).await.unwrap().state.pack();
     let receipt = confirm_receipt(
         "submitResult",
         market_as_agent
-            .submitResult(job_id, result_hash, "ipfs://result".into())
+            .submitResult(job_id, state, result_hash, "ipfs://result".into())
             .send()
             .await,
     )
     .await
     .unwrap();
     assert_eq!(names(&events(&devnet, &receipt)), ["ResultSubmitted"]);
+    // The result's hash lives in its event (the job's state does not keep it).
+    let answered = receipt.decoded_log::<JobMarket::ResultSubmitted>().unwrap();
+    assert_eq!(answered.resultHash, result_hash);
 
     // Finalize is refused inside the challenge window, accepted after it, by anyone.
     let market_as_stranger = JobMarket::new(d.market, devnet.provider(OTHER));
+    let submitted = devnet.job(job_id).await.unwrap().state.pack();
     let early = market_as_stranger
-        .finalize(job_id)
+        .finalize(job_id, submitted.clone())
         .call()
         .await
         .err()
@@ -231,44 +251,45 @@ async fn a_job_goes_from_post_to_paid_on_anvil() {
         .unwrap()
         .challengeWindow;
     advance_time(&devnet.admin, u64::from(window)).await;
-    let receipt = confirm_receipt("finalize", market_as_stranger.finalize(job_id).send().await)
-        .await
-        .unwrap();
+    let receipt = confirm_receipt(
+        "finalize",
+        market_as_stranger.finalize(job_id, submitted).send().await,
+    )
+    .await
+    .unwrap();
     let completed = events(&devnet, &receipt);
     assert_eq!(names(&completed), ["JobCompleted"]);
 
-    let job = market_as_stranger.getJob(job_id).call().await.unwrap();
-    assert_eq!(job.status, 5, "Completed");
-    assert_eq!(job.resultHash, result_hash);
-    assert_eq!(job.specHash, keccak256(&spec_bytes));
+    let job = devnet.job(job_id).await.unwrap();
+    assert_eq!(job.state.status, JobStatus::Completed);
 
-    // Pay is pulled: the operator withdraws bounty minus the 2.5% fee.
+    // Pay is pulled: the operator withdraws the node's earnings, bounty minus the 2.5%
+    // fee; the fee goes to the treasury with it.
     let fee = U256::from(bounty) * U256::from(250) / U256::from(10_000);
-    let market_as_operator = JobMarket::new(d.market, operator.clone());
-    assert_eq!(
-        market_as_operator
-            .creditOf(operator_address)
-            .call()
-            .await
-            .unwrap(),
-        U256::from(bounty) - fee
-    );
+    let node = registry.getNode(node_id).call().await.unwrap();
+    assert_eq!(U256::from(node.earnings), U256::from(bounty) - fee);
+    assert_eq!(U256::from(node.feesOwed), fee);
     let before = balance(&devnet, operator_address).await;
-    let receipt = confirm_receipt("withdraw", market_as_operator.withdraw().send().await)
-        .await
-        .unwrap();
-    assert_eq!(names(&events(&devnet, &receipt)), ["Withdrawn"]);
+    let receipt = confirm_receipt(
+        "withdrawEarnings",
+        registry.withdrawEarnings(node_id).send().await,
+    )
+    .await
+    .unwrap();
+    assert_eq!(
+        names(&events(&devnet, &receipt)),
+        ["FeesSwept", "NodeEarningsWithdrawn"]
+    );
     assert_eq!(
         balance(&devnet, operator_address).await - before,
         U256::from(bounty) - fee
     );
-    // What stays in the market is exactly the fee recipient's credit.
-    assert_eq!(balance(&devnet, d.market).await, fee);
+    // What stays in the market is exactly the stake and the treasury's fee.
+    let treasury = market_as_stranger.treasuryBalance().call().await.unwrap();
+    assert_eq!(treasury, fee);
+    assert_eq!(balance(&devnet, d.market).await, U256::from(stake) + fee);
 
     let node = registry.getNode(node_id).call().await.unwrap();
-    assert_eq!(
-        (node.completedJobs, node.activeJobs, node.settlingJobs),
-        (1, 0, 0)
-    );
+    assert_eq!((node.earnings, node.feesOwed), (U96::ZERO, U96::ZERO));
     assert_eq!(node.stake, stake);
 }
