@@ -4,7 +4,8 @@
 //! - `submit`: a submit from flags posts exactly the requirements, bounty, deadline and
 //!   spec asked for (with a permit, nothing left approved); a spec file is posted in
 //!   canonical form with an existing allowance left alone, after an over-balance bounty
-//!   (exit 4) and bad flags (exit 2) sent nothing.
+//!   (exit 4), a deadline with no room for the runtime (exit 4) and bad flags (exit 2)
+//!   sent nothing.
 //! - `money`: a cancel's refund shows in `balance` and `withdraw` pays it out, reverts
 //!   read as sentences (exit 3 and 4); a dispute approves exactly the bond (the policy's
 //!   floor or a tenth of the bounty) and `accept` pays the provider; a deposit becomes

@@ -174,6 +174,12 @@ async fn a_spec_file_is_posted_in_canonical_form_after_the_balance_and_flags_are
             2,
             "this command sends a transaction: set GANTRY_PRIVATE_KEY",
         );
+    // A deadline that leaves no room for the job's runtime (2 h) is refused by the market:
+    // no provider can be made to run out of time on it.
+    gantry
+        .run(&["job", "submit", &file, "--bounty", "1", "--deadline", "1h"])
+        .await
+        .failed(4, "leaves no room for one attempt");
     assert_eq!(net.nonce(SUBMITTER).await, nonce, "nothing was sent");
 
     let out = gantry
