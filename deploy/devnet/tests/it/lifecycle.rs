@@ -189,7 +189,11 @@ async fn a_job_goes_from_post_to_paid_on_anvil() {
     let job = devnet.job(job_id).await.unwrap();
     assert_eq!(job.terms.spec_hash, keccak256(&spec_bytes));
     assert_eq!(job.terms.bounty, 50 * u128::from(GUSD));
-    assert_eq!(balance(&devnet, d.market).await, U256::from(bounty));
+    // The market holds the node's stake and the escrowed bounty.
+    assert_eq!(
+        balance(&devnet, d.market).await,
+        U256::from(stake) + U256::from(bounty)
+    );
 
     // The matcher (admin on the dev network) assigns; the agent submits.
     let market_as_matcher = JobMarket::new(d.market, devnet.admin.clone());
