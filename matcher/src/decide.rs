@@ -508,26 +508,16 @@ mod tests {
     }
 
     fn node(id: u64, name: &str, gpus: u16, vram_gib: u32, price: u128) -> NodeView {
-        NodeView {
-            id,
-            agent: Address::with_last_byte(id as u8),
-            capabilities: Capabilities {
-                gpu_model: model(name),
-                gpu_count: gpus,
-                vram_mib: vram_gib * 1024,
-                cpu_cores: 32,
-                ram_mib: 256 * 1024,
-                price_per_gpu_hour: price,
-                max_concurrent_jobs: 1,
-            },
-            status: NodeStatus::Active,
-            stake: 500,
-            active_jobs: 0,
-            completed_jobs: 0,
-            failed_jobs: 0,
-            last_heartbeat: 0,
-            inactive_since: 0,
-        }
+        let capabilities = Capabilities {
+            gpu_model: model(name),
+            gpu_count: gpus,
+            vram_mib: vram_gib * 1024,
+            cpu_cores: 32,
+            ram_mib: 256 * 1024,
+            price_per_gpu_hour: price,
+            max_concurrent_jobs: 1,
+        };
+        NodeView::registered(id, Address::with_last_byte(id as u8), capabilities, 500, 0)
     }
 
     fn job(id: u64, submitter: u8, name: &str, vram_gib: u32, priority: u8) -> JobView {

@@ -128,26 +128,19 @@ mod tests {
     use crate::view::{Capabilities, JobView, NodeView, Requirements};
 
     fn node(id: u64, last_heartbeat: u64, status: NodeStatus) -> NodeView {
-        NodeView {
-            id,
-            agent: Address::with_last_byte(id as u8),
-            capabilities: Capabilities {
-                gpu_model: B256::ZERO,
-                gpu_count: 1,
-                vram_mib: 1,
-                cpu_cores: 1,
-                ram_mib: 1,
-                price_per_gpu_hour: 1,
-                max_concurrent_jobs: 1,
-            },
-            status,
-            stake: 1,
-            active_jobs: 0,
-            completed_jobs: 0,
-            failed_jobs: 0,
-            last_heartbeat,
-            inactive_since: 0,
-        }
+        let capabilities = Capabilities {
+            gpu_model: B256::ZERO,
+            gpu_count: 1,
+            vram_mib: 1,
+            cpu_cores: 1,
+            ram_mib: 1,
+            price_per_gpu_hour: 1,
+            max_concurrent_jobs: 1,
+        };
+        let agent = Address::with_last_byte(id as u8);
+        let mut node = NodeView::registered(id, agent, capabilities, 1, last_heartbeat);
+        node.status = status;
+        node
     }
 
     /// A job with a 60 s max runtime, Open.

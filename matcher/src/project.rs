@@ -216,21 +216,9 @@ impl State {
         let view = &mut self.view;
         match event {
             R::NodeRegistered(e) => {
-                view.nodes.insert(
-                    e.nodeId,
-                    NodeView {
-                        id: e.nodeId,
-                        agent: e.agent,
-                        capabilities: Capabilities::from(&e.capabilities),
-                        status: NodeStatus::Active,
-                        stake: e.stake.to::<u128>(),
-                        active_jobs: 0,
-                        completed_jobs: 0,
-                        failed_jobs: 0,
-                        last_heartbeat: at,
-                        inactive_since: 0,
-                    },
-                );
+                let capabilities = Capabilities::from(&e.capabilities);
+                let node = NodeView::registered(e.nodeId, e.agent, capabilities, e.stake.to(), at);
+                view.nodes.insert(e.nodeId, node);
             }
             R::NodeHeartbeat(e) => {
                 if let Some(node) = view.nodes.get_mut(&e.nodeId) {

@@ -257,29 +257,19 @@ mod tests {
 
     use super::*;
     use crate::decide::{Strategy, Weights};
-    use crate::view::{Capabilities, NodeStatus, NodeView};
+    use crate::view::{Capabilities, NodeView};
 
     fn node(id: u64) -> NodeView {
-        NodeView {
-            id,
-            agent: Address::with_last_byte(id as u8),
-            capabilities: Capabilities {
-                gpu_model: B256::ZERO,
-                gpu_count: 1,
-                vram_mib: 1_024,
-                cpu_cores: 8,
-                ram_mib: 8_192,
-                price_per_gpu_hour: 1,
-                max_concurrent_jobs: 20,
-            },
-            status: NodeStatus::Active,
-            stake: 500,
-            active_jobs: 0,
-            completed_jobs: 0,
-            failed_jobs: 0,
-            last_heartbeat: 0,
-            inactive_since: 0,
-        }
+        let capabilities = Capabilities {
+            gpu_model: B256::ZERO,
+            gpu_count: 1,
+            vram_mib: 1_024,
+            cpu_cores: 8,
+            ram_mib: 8_192,
+            price_per_gpu_hour: 1,
+            max_concurrent_jobs: 20,
+        };
+        NodeView::registered(id, Address::with_last_byte(id as u8), capabilities, 500, 0)
     }
 
     fn job(id: u64, vram_mib: u32) -> JobView {

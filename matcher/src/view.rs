@@ -29,6 +29,28 @@ pub struct NodeView {
 }
 
 impl NodeView {
+    /// A node just registered (Active, nothing run yet) at chain time `at`.
+    pub fn registered(
+        id: u64,
+        agent: Address,
+        capabilities: Capabilities,
+        stake: u128,
+        at: u64,
+    ) -> Self {
+        Self {
+            id,
+            agent,
+            capabilities,
+            status: NodeStatus::Active,
+            stake,
+            active_jobs: 0,
+            completed_jobs: 0,
+            failed_jobs: 0,
+            last_heartbeat: at,
+            inactive_since: 0,
+        }
+    }
+
     pub fn free_slots(&self) -> u32 {
         u32::from(self.capabilities.max_concurrent_jobs).saturating_sub(self.active_jobs)
     }

@@ -24,7 +24,7 @@ use std::future::Future;
 use std::path::Path;
 use std::time::Duration;
 
-use alloy::primitives::{Address, U256};
+use alloy::primitives::{Address, B256, U256};
 use alloy::providers::DynProvider;
 use alloy::signers::local::PrivateKeySigner;
 use anyhow::Context;
@@ -510,6 +510,28 @@ impl TestNet {
             .job(id)
             .await
             .unwrap_or_else(|e| panic!("reading job {id}: {e}"))
+    }
+
+    /// Assigns job `id` to `node`, sending as account `matcher` (which holds the matcher
+    /// role) with the job's current terms and state.
+    pub async fn assign(&self, matcher: usize, id: u64, node: u64) {
+        let job = self.job(id).await;
+        let assign = self.market(matcher);
+        let call = assign.assign(id, node, job.terms.pack(), job.state.pack());
+        confirm_receipt("assign", call.send().await)
+            .await
+            .unwrap_or_else(|e| panic!("assigning job {id} to node {node}: {e}"));
+    }
+
+    /// Submits `hash` at `uri` as job `id`'s result, sending as account `agent` (its node's
+    /// agent) with the job's current state.
+    pub async fn submit_result(&self, agent: usize, id: u64, hash: B256, uri: &str) {
+        let state = self.job(id).await.state.pack();
+        let market = self.market(agent);
+        let call = market.submitResult(id, state, hash, uri.into());
+        confirm_receipt("submitResult", call.send().await)
+            .await
+            .unwrap_or_else(|e| panic!("submitting job {id}'s result: {e}"));
     }
 
     /// Node `id` as the registry holds it.

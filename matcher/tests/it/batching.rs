@@ -11,7 +11,7 @@ use gantry_protocol::bindings::JobMarket;
 use gantry_protocol::status::JobStatus;
 use gantry_testkit::accounts::{KEEPER, MATCHER, NODES};
 
-use crate::harness::{Net, confirm, needs, node};
+use crate::harness::{Net, node};
 
 /// The transactions that emitted `E` for the market, and their selectors.
 async fn senders_of<E: SolEvent>(net: &Net) -> (BTreeSet<B256>, BTreeSet<Selector>) {
@@ -46,15 +46,10 @@ async fn senders_of<E: SolEvent>(net: &Net) -> (BTreeSet<B256>, BTreeSet<Selecto
 async fn ten_jobs_placeable_at_once_are_assigned_and_paid_in_one_transaction_each() {
     let net = Net::start(|params| params).await;
     net.fund_submitter().await;
-    let deadline = net.now().await + 86_400;
     // Given the matcher holding ten jobs no node can take yet,
     let _matcher = net.spawn_matcher(MATCHER, &[]);
     let _keeper = net.spawn_liveness(KEEPER, "keeper");
-    let mut jobs = Vec::new();
-    for _ in 0..10 {
-        jobs.push(net.post(needs("NVIDIA-B200", 80, 3_600), deadline).await);
-    }
-    net.wait_for_claims(10).await;
+    let jobs = net.post_ten_waiting_for_a_b200().await;
 
     // when a node with ten slots registers,
     let b200 = net
@@ -75,14 +70,8 @@ async fn ten_jobs_placeable_at_once_are_assigned_and_paid_in_one_transaction_eac
 
     // and once the node answered all ten and their 30 s windows closed together,
     for job in &jobs {
-        let state = net.job(*job).await.state.pack();
-        confirm(
-            net.market(NODES[0])
-                .submitResult(*job, state, B256::repeat_byte(7), "ipfs://out".into())
-                .send()
-                .await,
-        )
-        .await;
+        net.submit_result(NODES[0], *job, B256::repeat_byte(7), "ipfs://out")
+            .await;
     }
     net.advance(60).await;
 

@@ -52,6 +52,18 @@ impl Net {
         self.post_job(SUBMITTER, job).await
     }
 
+    /// Posts ten B200 jobs no node can take yet (a day's deadline) and waits until the
+    /// matchers hold a claim on each; returns their ids.
+    pub(crate) async fn post_ten_waiting_for_a_b200(&self) -> Vec<u64> {
+        let deadline = self.now().await + 86_400;
+        let mut jobs = Vec::new();
+        for _ in 0..10 {
+            jobs.push(self.post(needs("NVIDIA-B200", 80, 3_600), deadline).await);
+        }
+        self.wait_for_claims(10).await;
+        jobs
+    }
+
     /// Waits until the matchers hold `count` claims (unacknowledged open jobs).
     pub(crate) async fn wait_for_claims(&self, count: usize) {
         let js = self.jetstream().await;

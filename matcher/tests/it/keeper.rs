@@ -86,14 +86,8 @@ async fn past_deadline_jobs_expire_and_closed_windows_finalize_even_after_the_le
         .await;
     let done = net.post(needs("NVIDIA-L4", 16, 3_600), now + 86_400).await;
     net.wait_for_status(done, JobStatus::Assigned).await;
-    let state = net.job(done).await.state.pack();
-    crate::harness::confirm(
-        net.market(NODES[0])
-            .submitResult(done, state, B256::repeat_byte(7), "ipfs://result".into())
-            .send()
-            .await,
-    )
-    .await;
+    net.submit_result(NODES[0], done, B256::repeat_byte(7), "ipfs://result")
+        .await;
     assert_eq!(net.job(done).await.state.node_id, l4);
 
     // when the keeper that leads dies,

@@ -7,20 +7,15 @@ use gantry_protocol::bindings::JobMarket;
 use gantry_protocol::status::JobStatus;
 use gantry_testkit::accounts::{MATCHER, NODES, SECOND_MATCHER};
 
-use crate::harness::{Net, needs, node};
+use crate::harness::{Net, node};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_killed_replica_s_jobs_are_assigned_by_the_other_exactly_once() {
     let net = Net::start(|params| params).await;
     net.fund_submitter().await;
-    let deadline = net.now().await + 86_400;
     // Given replica A holding claims on ten jobs that no node can take yet,
     let replica_a = net.spawn_matcher(MATCHER, &[]);
-    let mut jobs = Vec::new();
-    for _ in 0..10 {
-        jobs.push(net.post(needs("NVIDIA-B200", 80, 3_600), deadline).await);
-    }
-    net.wait_for_claims(10).await;
+    let jobs = net.post_ten_waiting_for_a_b200().await;
 
     // when replica B starts, A is killed, and then a node that fits registers,
     let _replica_b = net.spawn_matcher(SECOND_MATCHER, &[]);

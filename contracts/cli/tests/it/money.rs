@@ -5,7 +5,7 @@
 use alloy::primitives::{B256, U256};
 use gantry_protocol::status::JobStatus;
 use gantry_testkit::accounts::{AGENT, MATCHER, OPERATOR, OTHER, SUBMITTER};
-use gantry_testkit::{GUSD, confirm_receipt, scenario};
+use gantry_testkit::{GUSD, scenario};
 
 use crate::harness::Net;
 
@@ -109,29 +109,10 @@ async fn dispute_posts_exactly_the_bond_and_accept_pays_the_provider() {
         submit(&net, SUBMITTER, "20").await,
         submit(&net, SUBMITTER, "30").await,
     );
-    let matcher = net.market(MATCHER);
-    let agent = net.market(AGENT);
     for job in [disputed, accepted] {
-        let open = net.job(job).await;
-        confirm_receipt(
-            "assign",
-            matcher
-                .assign(job, 1, open.terms.pack(), open.state.pack())
-                .send()
-                .await,
-        )
-        .await
-        .unwrap();
-        let state = net.job(job).await.state.pack();
-        confirm_receipt(
-            "submitResult",
-            agent
-                .submitResult(job, state, B256::repeat_byte(7), "nats://x/y".into())
-                .send()
-                .await,
-        )
-        .await
-        .unwrap();
+        net.assign(MATCHER, job, 1).await;
+        net.submit_result(AGENT, job, B256::repeat_byte(7), "nats://x/y")
+            .await;
     }
     let gantry = net.gantry(SUBMITTER);
     let wallet = net.balance(SUBMITTER).await;

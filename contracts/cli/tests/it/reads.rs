@@ -9,7 +9,6 @@ use std::time::{SystemTime, UNIX_EPOCH};
 use alloy::primitives::B256;
 use gantry_protocol::jobs::{LogLine, LogStream, ProgressUpdate};
 use gantry_testkit::accounts::{AGENT, MATCHER, OPERATOR, SUBMITTER};
-use gantry_testkit::confirm_receipt;
 use sha2::{Digest, Sha256};
 
 use crate::harness::Net;
@@ -92,17 +91,7 @@ async fn a_job_followed_through_the_api_and_its_result_verified() {
     let first = watch.until(|_| true).await;
     assert_eq!(first["status"], "open");
 
-    let matcher = net.market(MATCHER);
-    let open = net.job(job).await;
-    confirm_receipt(
-        "assign",
-        matcher
-            .assign(job, 1, open.terms.pack(), open.state.pack())
-            .send()
-            .await,
-    )
-    .await
-    .unwrap();
+    net.assign(MATCHER, job, 1).await;
     watch.until(|v| v["status"] == "assigned").await;
     let update = ProgressUpdate {
         v: 1,
@@ -216,17 +205,8 @@ async fn a_job_followed_through_the_api_and_its_result_verified() {
         .unwrap();
     let key = format!("{job}-1");
     store.put(key.as_str(), &mut &tar[..]).await.unwrap();
-    let agent_market = net.market(AGENT);
-    let state = net.job(job).await.state.pack();
-    confirm_receipt(
-        "submitResult",
-        agent_market
-            .submitResult(job, state, hash, format!("nats://{bucket}/{key}"))
-            .send()
-            .await,
-    )
-    .await
-    .unwrap();
+    net.submit_result(AGENT, job, hash, &format!("nats://{bucket}/{key}"))
+        .await;
     watch.until(|v| v["status"] == "submitted").await;
     api.caught_up(&net, 0).await;
 
