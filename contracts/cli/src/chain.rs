@@ -6,7 +6,7 @@ use std::path::Path;
 use std::time::Duration;
 
 use alloy::network::EthereumWallet;
-use alloy::primitives::{Address, B256, U256};
+use alloy::primitives::{Address, B256, Bytes, U256};
 use alloy::providers::{DynProvider, Provider, ProviderBuilder};
 use alloy::rpc::types::TransactionReceipt;
 use alloy::signers::Signer;
@@ -14,13 +14,14 @@ use alloy::signers::local::PrivateKeySigner;
 use alloy::sol_types::{Eip712Domain, SolStruct};
 use gantry_protocol::bindings::{GantryTestToken, JobMarket, NodeRegistry, Permit};
 use gantry_protocol::market;
+use gantry_runtime::args::{KeyError, KeySources, load_signer};
 use gantry_runtime::market::{ReadJobError, read_job, read_result};
 use tokio::sync::OnceCell;
 use url::Url;
 
 use gantry_protocol::deployment::Deployment;
 
-use crate::config::Global;
+use crate::config::{AgentArgs, Global};
 use crate::error::{CliError, Result};
 use crate::revert::{self, TokenInfo};
 
@@ -78,12 +79,41 @@ fn read_deployment(path: &Path) -> Result<Option<Deployment>> {
 
 /// The signing key, from `--private-key`/`GANTRY_PRIVATE_KEY` or `--key-file`.
 pub fn signer(global: &Global) -> Result<Option<PrivateKeySigner>> {
-    global.key.signer().map_err(|e| match e {
-        gantry_runtime::args::KeyError::Read { path, source, .. } => {
-            CliError::io(path.display(), source)
-        }
+    global.key.signer().map_err(key_error)
+}
+
+/// The agent's key, from `--agent-key`/`GANTRY_AGENT_KEY` or `--agent-key-file`, when one
+/// was given: it signs the agent's consent here and is never sent.
+pub fn agent_signer(args: &AgentArgs) -> Result<Option<PrivateKeySigner>> {
+    let sources = KeySources {
+        value: "--agent-key/GANTRY_AGENT_KEY",
+        file: "--agent-key-file",
+    };
+    load_signer(
+        args.agent_key.as_ref(),
+        args.agent_key_file.as_deref(),
+        sources,
+    )
+    .map_err(key_error)
+}
+
+/// A key that could not be read is a local failure; every other key error is usage.
+fn key_error(error: KeyError) -> CliError {
+    match error {
+        KeyError::Read { path, source, .. } => CliError::io(path.display(), source),
         other => CliError::usage(other.to_string()),
-    })
+    }
+}
+
+/// An agent's signed consent to serve an operator's node.
+#[derive(Debug, Clone)]
+pub struct SignedConsent {
+    /// The agent's `agentNonce` it was signed with: good for one `register` or `setAgent`.
+    pub nonce: U256,
+    /// The last chain second it is valid.
+    pub deadline: u64,
+    /// 65 bytes, r‖s‖v.
+    pub signature: Bytes,
 }
 
 /// A connection to the chain, with the contracts and, when a key was given, the signer.
@@ -307,17 +337,108 @@ impl Chain {
         Ok(Some(receipt.transaction_hash))
     }
 
-    /// The signing key's signature of `digest`, 0x-hex (65 bytes).
-    pub async fn sign_hash(&self, digest: &B256) -> Result<alloy::primitives::Bytes> {
-        let signer = self
-            .signer
-            .as_ref()
-            .ok_or_else(|| CliError::usage("signing needs the key: set GANTRY_PRIVATE_KEY"))?;
-        let signature = signer
-            .sign_hash(digest)
+    /// `agent`'s EIP-712 consent to serve a node of `operator` (the `AgentConsent` the
+    /// market checks at `register` and `setAgent`), with the agent's current nonce, valid
+    /// for `valid_for` seconds of chain time. The digest is computed here from what the
+    /// agent consents to, never asked of anyone.
+    pub async fn consent(
+        &self,
+        agent: &PrivateKeySigner,
+        operator: Address,
+        valid_for: u64,
+    ) -> Result<SignedConsent> {
+        let nonce = self
+            .registry
+            .agentNonce(agent.address())
+            .call()
             .await
-            .map_err(|e| CliError::Other(format!("signing: {e}")))?;
-        Ok(signature.as_bytes().to_vec().into())
+            .map_err(|e| read("agentNonce", e))?;
+        let deadline = self.now().await? + valid_for;
+        let digest = gantry_protocol::consent::digest(
+            self.chain_id,
+            *self.market.address(),
+            operator,
+            agent.address(),
+            nonce,
+            deadline,
+        );
+        let signature = agent
+            .sign_hash(&digest)
+            .await
+            .map_err(|e| CliError::Other(format!("signing the agent's consent: {e}")))?;
+        Ok(SignedConsent {
+            nonce,
+            deadline,
+            signature: signature.as_bytes().to_vec().into(),
+        })
+    }
+
+    /// Refuses, before anything is sent, a consent the market would refuse: past its
+    /// deadline, or not `agent`'s signature of its consent to serve `operator` with its
+    /// current nonce (a consent signed for another operator, or already used). An agent
+    /// that is a contract (ERC-1271) is left to the market to check.
+    pub async fn check_consent(
+        &self,
+        operator: Address,
+        agent: Address,
+        deadline: u64,
+        signature: &Bytes,
+    ) -> Result<()> {
+        let now = self.now().await?;
+        if deadline < now {
+            return Err(CliError::Refused(format!(
+                "the agent's consent expired at {}: it signs a new one (`gantry node consent`)",
+                crate::units::format_time(deadline)
+            )));
+        }
+        let code = self
+            .provider
+            .get_code_at(agent)
+            .await
+            .map_err(|e| CliError::Unavailable(format!("reading the agent's code: {e}")))?;
+        if !code.is_empty() {
+            return Ok(());
+        }
+        let nonce = self
+            .registry
+            .agentNonce(agent)
+            .call()
+            .await
+            .map_err(|e| read("agentNonce", e))?;
+        let digest = gantry_protocol::consent::digest(
+            self.chain_id,
+            *self.market.address(),
+            operator,
+            agent,
+            nonce,
+            deadline,
+        );
+        let signer = alloy::primitives::Signature::from_raw(signature)
+            .and_then(|signature| signature.recover_address_from_prehash(&digest));
+        if signer.ok() != Some(agent) {
+            return Err(CliError::Refused(format!(
+                "{agent} did not consent to serve {operator}: that signature is not its consent \
+                 to this operator with its current nonce {nonce} (signed for someone else, or \
+                 used already); the agent signs a new one with `gantry node consent --operator \
+                 {operator}`"
+            )));
+        }
+        Ok(())
+    }
+
+    /// Whether `account` holds the market's arbiter role (decides disputes).
+    pub async fn is_arbiter(&self, account: Address) -> Result<bool> {
+        let role = self
+            .market
+            .ARBITER_ROLE()
+            .call()
+            .await
+            .map_err(|e| read("ARBITER_ROLE", e))?;
+        self.market
+            .hasRole(role, account)
+            .call()
+            .await
+            .map_err(|e| read("hasRole", e))
     }
 
     /// An EIP-2612 permit letting `spender` take `value` of the signer's tokens until

@@ -4,9 +4,9 @@
 
 use std::path::PathBuf;
 
-use alloy::primitives::Address;
-use clap::{Args, Parser, Subcommand, ValueEnum};
-use gantry_runtime::args::KeyArgs;
+use alloy::primitives::{Address, Bytes};
+use clap::{ArgGroup, Args, Parser, Subcommand, ValueEnum};
+use gantry_runtime::args::{KeyArgs, Secret};
 use url::Url;
 
 #[derive(Debug, Parser)]
@@ -126,6 +126,11 @@ pub enum JobCommand {
     Accept(JobId),
     /// Dispute a submitted result inside the challenge window (posts the dispute bond).
     Dispute(JobId),
+    /// As the arbiter: decide a disputed job for the provider or for the submitter.
+    Resolve(ResolveArgs),
+    /// Settle a dispute the arbiter let lapse: the result stands, the bond goes back to
+    /// the submitter (anyone may; the keeper does it too).
+    Settle(JobId),
     /// Jobs, newest first.
     List(ListArgs),
 }
@@ -134,6 +139,20 @@ pub enum JobCommand {
 pub struct JobId {
     /// The job id.
     pub id: u64,
+}
+
+#[derive(Debug, Args)]
+#[command(group(ArgGroup::new("decision").required(true).args(["provider_wins", "submitter_wins"])))]
+pub struct ResolveArgs {
+    /// The job id.
+    pub id: u64,
+    /// The result stands: the node is paid the bounty (less the fee) and wins the bond.
+    #[arg(long)]
+    pub provider_wins: bool,
+    /// The result is wrong: the bounty and the bond are credited back to the submitter,
+    /// the node's held stake is slashed to the treasury.
+    #[arg(long)]
+    pub submitter_wins: bool,
 }
 
 #[derive(Debug, Args)]
@@ -283,10 +302,13 @@ pub enum NodeCommand {
     /// After unbonding, with no jobs left, take the stake back.
     Withdraw(NodeId),
     /// Pay the node's earnings out to its operator (and its owed fees to the treasury).
+    #[command(visible_alias = "withdraw-earnings")]
     Earnings(NodeId),
     /// As the agent (the worker's key): consent to serve a node of `--operator`; prints the
     /// signature and deadline `node register --consent` takes.
     Consent(ConsentArgs),
+    /// Re-point a node to another agent (a new worker key), with that agent's consent.
+    SetAgent(SetAgentArgs),
 }
 
 #[derive(Debug, Args)]
@@ -305,18 +327,50 @@ pub struct NodeId {
     pub id: u64,
 }
 
+/// The node's agent (the worker's hot key) and its consent to serve the operator: the
+/// agent's key here to sign it (`--agent-key-file`, `GANTRY_AGENT_KEY`), or the signature
+/// the agent made with `gantry node consent` (`--agent`, `--consent`, `--consent-deadline`).
 #[derive(Debug, Args)]
-pub struct RegisterArgs {
-    /// The worker's hot key (default: the operator's own address).
+#[command(next_help_heading = "Agent and its consent")]
+pub struct AgentArgs {
+    /// The agent's address (default: the address of --agent-key or --agent-key-file; for
+    /// `register`, else the operator's own).
     #[arg(long)]
     pub agent: Option<Address>,
-    /// The agent's consent, as `gantry node consent` printed it (needed when the agent is
-    /// not the operator).
-    #[arg(long, requires = "consent_deadline")]
-    pub consent: Option<alloy::primitives::Bytes>,
+    /// The agent's consent signature, as `gantry node consent` (run with the agent's key)
+    /// printed it.
+    #[arg(long, visible_alias = "consent-signature", requires_all = ["consent_deadline", "agent"])]
+    pub consent: Option<Bytes>,
     /// The consent's deadline (unix seconds), as `gantry node consent` printed it.
     #[arg(long, requires = "consent")]
     pub consent_deadline: Option<u64>,
+    /// The agent's private key, hex, to sign its consent here (it is neither sent nor
+    /// printed; prefer the environment variable or --agent-key-file: a flag's value shows
+    /// in the process list).
+    #[arg(
+        long,
+        env = "GANTRY_AGENT_KEY",
+        hide_env_values = true,
+        value_name = "HEX"
+    )]
+    pub agent_key: Option<Secret>,
+    /// A file holding the agent's private key (hex), to sign its consent here.
+    #[arg(long, env = "GANTRY_AGENT_KEY_FILE")]
+    pub agent_key_file: Option<PathBuf>,
+}
+
+#[derive(Debug, Args)]
+pub struct SetAgentArgs {
+    /// The node id.
+    pub id: u64,
+    #[command(flatten)]
+    pub agent: AgentArgs,
+}
+
+#[derive(Debug, Args)]
+pub struct RegisterArgs {
+    #[command(flatten)]
+    pub agent: AgentArgs,
     /// The GPU model id as the worker reports it (NVML's name, spaces as dashes, e.g.
     /// "NVIDIA H100 80GB HBM3"); none for a CPU-only node.
     #[arg(long)]
@@ -372,6 +426,49 @@ mod tests {
         .unwrap();
         assert!(cli.global.json);
         assert!(!format!("{cli:?}").contains("0xabc"));
+    }
+
+    #[test]
+    fn resolve_says_who_wins_and_only_one() {
+        let parse = |args: &[&str]| {
+            Cli::try_parse_from(["gantry", "job", "resolve", "4"].iter().chain(args))
+        };
+        assert!(parse(&[]).is_err(), "a decision is required");
+        assert!(parse(&["--provider-wins", "--submitter-wins"]).is_err());
+        let Command::Job(JobCommand::Resolve(args)) = parse(&["--submitter-wins"]).unwrap().command
+        else {
+            panic!("resolve")
+        };
+        assert!(args.submitter_wins && !args.provider_wins);
+    }
+
+    #[test]
+    fn a_consent_names_its_agent_and_deadline_and_the_agent_key_is_never_shown() {
+        let register = |args: &[&str]| {
+            Cli::try_parse_from(
+                ["gantry", "node", "register", "--cpus", "1", "--ram", "1GiB"]
+                    .iter()
+                    .chain(args),
+            )
+        };
+        let agent = "0x3C44CdDdB6a900fa2b585dd299e03d12FA4293BC";
+        assert!(register(&["--consent", "0x01", "--consent-deadline", "9"]).is_err());
+        assert!(register(&["--agent", agent, "--consent", "0x01"]).is_err());
+        let cli = register(&[
+            "--agent",
+            agent,
+            "--consent-signature",
+            "0x01",
+            "--consent-deadline",
+            "9",
+        ])
+        .unwrap();
+        let Command::Node(NodeCommand::Register(args)) = cli.command else {
+            panic!("register")
+        };
+        assert_eq!(args.agent.consent_deadline, Some(9));
+        let cli = register(&["--agent-key", "0xfeedbeef"]).unwrap();
+        assert!(!format!("{cli:?}").contains("feedbeef"));
     }
 
     #[test]

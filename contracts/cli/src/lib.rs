@@ -3,11 +3,12 @@
 //! from the NATS object store (or HTTP) and are checked against the chain.
 //!
 //! ```text
-//!   gantry job submit ──permit + postJob──▶ JobMarket ─┐        (chain.rs: sends, reverts decoded)
-//!   gantry node register ──approve + register──▶ NodeRegistry
-//!                                                       │ events
-//!                                          indexer ─▶ NATS ─▶ gantry-api
-//!   gantry job status|list|logs|watch ◀──JSON, SSE───────────────┘  (api.rs)
+//!   gantry job submit ──permit + postJob──────────────▶ JobMarket ──┐  (chain.rs: sends, reverts decoded)
+//!   gantry job cancel|accept|dispute|resolve|settle ──▶   with the job's terms and state (read_job)
+//!   gantry node register|set-agent ──agent's consent──▶   node calls, at the market's address
+//!                                                                   │ events
+//!                                           indexer ─▶ NATS ─▶ gantry-api
+//!   gantry job status|list|logs|watch ◀──JSON, SSE─────────────────┘  (api.rs)
 //!   gantry job result ◀──nats://bucket/key──  NATS object store     (results.rs: sha256 == resultHash)
 //! ```
 //!
@@ -44,6 +45,8 @@ pub async fn run(cli: Cli) -> Result<()> {
             JobCommand::Cancel(args) => job::cancel(&ctx, args.id).await,
             JobCommand::Accept(args) => job::accept(&ctx, args.id).await,
             JobCommand::Dispute(args) => job::dispute(&ctx, args.id).await,
+            JobCommand::Resolve(args) => job::resolve(&ctx, &args).await,
+            JobCommand::Settle(args) => job::settle(&ctx, args.id).await,
             JobCommand::List(args) => job::list(&ctx, &args).await,
         },
         Command::Node(command) => match command {
@@ -53,6 +56,7 @@ pub async fn run(cli: Cli) -> Result<()> {
             NodeCommand::Withdraw(args) => node::withdraw(&ctx, args.id).await,
             NodeCommand::Earnings(args) => node::earnings(&ctx, args.id).await,
             NodeCommand::Consent(args) => node::consent(&ctx, &args).await,
+            NodeCommand::SetAgent(args) => node::set_agent(&ctx, &args).await,
         },
         Command::Balance(args) => account::balance(&ctx, &args).await,
         Command::Deposit(args) => account::deposit(&ctx, &args).await,

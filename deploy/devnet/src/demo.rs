@@ -18,9 +18,10 @@ use anyhow::Context;
 use bollard::Docker;
 use bollard::query_parameters::BuildImageOptionsBuilder;
 use futures::StreamExt;
-use gantry_protocol::api::LiveEventName;
+use gantry_protocol::api::{JobRow, LiveEventName};
 use gantry_protocol::bindings::JobMarket;
 use gantry_protocol::spec::{InputSpec, JobKind, JobSpec, OutputSpec, Resources, SPEC_VERSION};
+use gantry_protocol::status::JobStatus;
 use gantry_testkit::{Devnet, JobPost, import_busybox};
 use sha2::{Digest, Sha256};
 
@@ -229,23 +230,20 @@ pub async fn follow(
 ) -> anyhow::Result<Outcome> {
     let mut feed = EventStream::open(&format!("{api}/v1/events?job={job_id}")).await?;
     let http = reqwest::Client::new();
-    let mut last_status = String::new();
+    let mut last_status: Option<JobStatus> = None;
     let mut last_epoch = None;
     let mut row = fetch(&http, api, job_id).await?;
     loop {
         if let Some(job) = row.take() {
-            if job.status != last_status {
+            if Some(job.status) != last_status {
                 say(describe(&job));
-                last_status.clone_from(&job.status);
+                last_status = Some(job.status);
             }
-            if matches!(
-                job.status.as_str(),
-                "completed" | "failed" | "cancelled" | "expired"
-            ) {
+            if job.status.is_settled() {
                 return Ok(Outcome {
                     job_id,
-                    status: job.status,
-                    node_id: job.node_id,
+                    status: job.status.as_str().to_owned(),
+                    node_id: job.node_id.map(|n| n.unsigned_abs()),
                     payout: job.payout,
                     result_hash: job.result_hash,
                     result_uri: job.result_uri,
@@ -284,24 +282,6 @@ pub async fn follow(
     }
 }
 
-/// The fields of the API's job row the demo reads.
-#[derive(Debug, serde::Deserialize)]
-#[serde(rename_all = "camelCase")]
-struct JobRow {
-    status: String,
-    attempts: u64,
-    node_id: Option<u64>,
-    result_hash: Option<String>,
-    result_uri: Option<String>,
-    challenge_ends_at: Option<u64>,
-    payout: Option<String>,
-    fee: Option<String>,
-    refund: Option<String>,
-    reason: Option<String>,
-    #[serde(rename = "jobId")]
-    id: u64,
-}
-
 /// The job's row, `None` while the API has not projected it yet.
 async fn fetch(http: &reqwest::Client, api: &str, job_id: u64) -> anyhow::Result<Option<JobRow>> {
     let response = http.get(format!("{api}/v1/jobs/{job_id}")).send().await?;
@@ -311,34 +291,39 @@ async fn fetch(http: &reqwest::Client, api: &str, job_id: u64) -> anyhow::Result
     Ok(Some(response.error_for_status()?.json().await?))
 }
 
+/// A step of the job's life, for people.
 fn describe(job: &JobRow) -> String {
-    let id = job.id;
+    let id = job.job_id;
     let node = job.node_id.map_or("?".into(), |n| n.to_string());
-    match job.status.as_str() {
-        "open" if job.attempts == 0 => format!("job {id}: posted, waiting for a node"),
-        "open" => format!(
-            "job {id}: back in the queue after attempt {} ({})",
+    let until = job.until.map_or("?".into(), |t| t.to_string());
+    match job.status {
+        JobStatus::Open if job.attempts == 0 => format!("job {id}: posted, waiting for a node"),
+        JobStatus::Open => format!(
+            "job {id}: back in the queue after attempt {} ({}; barred nodes: {:?})",
             job.attempts,
-            job.reason.as_deref().unwrap_or("no reason given")
+            job.reason.as_deref().unwrap_or("no reason given"),
+            job.barred_nodes
         ),
-        "assigned" => format!(
-            "job {id}: assigned to node {node} (attempt {})",
+        JobStatus::Assigned => format!(
+            "job {id}: assigned to node {node} (attempt {}; it answers by chain time {until})",
             job.attempts
         ),
-        "submitted" => format!(
-            "job {id}: result {} at {}; paid once the challenge window ends (chain time {})",
+        JobStatus::Submitted => format!(
+            "job {id}: result {} at {}; paid once the challenge window ends (chain time {until})",
             job.result_hash.as_deref().unwrap_or("?"),
             job.result_uri.as_deref().unwrap_or("?"),
-            job.challenge_ends_at.unwrap_or_default()
         ),
-        "disputed" => format!("job {id}: disputed"),
-        "completed" => format!(
-            "job {id}: completed — {} paid to node {node}'s operator (fee {})",
+        JobStatus::Disputed => format!(
+            "job {id}: disputed (bond {}); the arbiter decides by chain time {until}",
+            gusd(job.dispute.as_ref().map(|d| d.bond.as_str()))
+        ),
+        JobStatus::Completed => format!(
+            "job {id}: completed — {} paid to node {node}'s earnings (fee {})",
             gusd(job.payout.as_deref()),
             gusd(job.fee.as_deref())
         ),
         other => format!(
-            "job {id}: {other} — {} refunded ({})",
+            "job {id}: {other} — {} refunded to the submitter's credits ({})",
             gusd(job.refund.as_deref()),
             job.reason.as_deref().unwrap_or("no reason given")
         ),
@@ -377,6 +362,43 @@ mod tests {
         for row in &rows {
             let residual = row[2] - (3.0 * row[0] - 2.0 * row[1] + 0.5);
             assert!(residual.abs() <= 0.051, "{row:?}");
+        }
+    }
+
+    #[test]
+    fn each_step_reads_from_the_v2_row() {
+        let row = |status: JobStatus| JobRow {
+            job_id: 1,
+            status,
+            attempts: 1,
+            node_id: Some(3),
+            until: Some(1_800_000_030),
+            result_hash: Some("0xab".into()),
+            result_uri: Some("nats://b/1-1".into()),
+            payout: Some("4875000".into()),
+            fee: Some("125000".into()),
+            refund: Some("5000000".into()),
+            ..JobRow::default()
+        };
+        for (status, expected) in [
+            (
+                JobStatus::Assigned,
+                "job 1: assigned to node 3 (attempt 1; it answers by chain time 1800000030)",
+            ),
+            (
+                JobStatus::Submitted,
+                "job 1: result 0xab at nats://b/1-1; paid once the challenge window ends (chain time 1800000030)",
+            ),
+            (
+                JobStatus::Completed,
+                "job 1: completed — 4.875 gUSD paid to node 3's earnings (fee 0.125 gUSD)",
+            ),
+            (
+                JobStatus::Expired,
+                "job 1: expired — 5 gUSD refunded to the submitter's credits (no reason given)",
+            ),
+        ] {
+            assert_eq!(describe(&row(status)), expected);
         }
     }
 

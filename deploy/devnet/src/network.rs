@@ -218,8 +218,10 @@ impl Network {
             format!("  rpc              {}", self.devnet.anvil.endpoint()),
             format!("  chain id         {}", d.chain_id),
             format!("  GantryTestToken  {}", d.token),
-            format!("  NodeRegistry     {}", d.registry),
-            format!("  JobMarket        {}", d.market),
+            format!(
+                "  JobMarket        {} (its node calls too: NodeRegistry is served there)",
+                d.market
+            ),
             format!(
                 "  admin/matcher/arbiter/pauser  {}",
                 self.devnet.anvil.addresses()[0]

@@ -1,8 +1,9 @@
-//! `gantry job status|list|logs|result|cancel|accept|dispute`.
+//! `gantry job status|list|logs|result|cancel|accept|dispute|resolve|settle`.
 
 use alloy::primitives::U256;
+use alloy::primitives::aliases::U96;
 use gantry_protocol::api::LiveEventName;
-use gantry_protocol::api::{JobDetail, JobSummary, Page};
+use gantry_protocol::api::{ChargeCause, Completion, DisputeRow, JobDetail, JobSummary, Page};
 use gantry_protocol::bindings::JobMarket;
 use gantry_protocol::jobs::LogLine;
 use gantry_protocol::market;
@@ -10,7 +11,7 @@ use gantry_protocol::status::JobStatus;
 
 use crate::Context;
 use crate::api::{Api, MAX_RECONNECTS, unsigned, wait_to_reconnect};
-use crate::config::{ListArgs, LogsArgs, ResultArgs};
+use crate::config::{ListArgs, LogsArgs, ResolveArgs, ResultArgs};
 use crate::error::{CliError, Result};
 use crate::output::{self, Money};
 use crate::results::{self, Source};
@@ -43,7 +44,19 @@ pub fn describe(detail: &JobDetail, money: &Money) -> String {
     )];
     let mut fact = |name: &str, value: String| lines.push(format!("  {name:<10} {value}"));
     fact("submitter", job.submitter.clone());
-    fact("bounty", money.show_str(&job.bounty));
+    let from_credits = job.from_credits.parse::<U256>().unwrap_or_default();
+    if from_credits.is_zero() {
+        fact("bounty", money.show_str(&job.bounty));
+    } else {
+        fact(
+            "bounty",
+            format!(
+                "{} ({} of it from credits)",
+                money.show_str(&job.bounty),
+                money.show(from_credits)
+            ),
+        );
+    }
     fact("deadline", units::format_time(unsigned(job.deadline)));
     if let Ok(r) = serde_json::from_str::<JobMarket::JobRequirements>(&job.requirements) {
         fact("needs", output::requirements(&r, money));
@@ -72,9 +85,55 @@ pub fn describe(detail: &JobDetail, money: &Money) -> String {
         );
     }
     if let (Some(ends), JobStatus::Submitted) = (job.until, job.status) {
+        // What a dispute would cost: the job's policy floor or a tenth of its bounty.
+        let bond = job
+            .policy
+            .as_ref()
+            .zip(job.bounty.parse::<u128>().ok())
+            .and_then(|(policy, bounty)| {
+                let floor = policy.dispute_bond.parse::<u128>().ok()?;
+                Some((bounty / 10).max(floor))
+            });
+        let bond = bond.map_or(String::new(), |bond| {
+            format!(
+                "; a dispute posts a bond of {} (`gantry job dispute {}`)",
+                money.show(bond),
+                job.job_id
+            )
+        });
         fact(
             "challenge",
-            format!("open until {}", units::format_time(unsigned(ends))),
+            format!("open until {}{bond}", units::format_time(unsigned(ends))),
+        );
+    }
+    if let Some(dispute) = &job.dispute {
+        fact("dispute", dispute_line(dispute, money));
+    }
+    if job.faults > 0 || !job.barred_nodes.is_empty() {
+        let nodes: Vec<String> = job.barred_nodes.iter().map(i64::to_string).collect();
+        fact(
+            "attempts",
+            format!(
+                "{} ended in the node's fault; barred: node {}",
+                job.faults,
+                nodes.join(", ")
+            ),
+        );
+    }
+    for charge in &job.charges {
+        let cause = match charge.cause {
+            ChargeCause::Reject => "gave the job back",
+            ChargeCause::NodeInactive => "reclaimed: went inactive during the attempt",
+            ChargeCause::RuntimeExceeded => "reclaimed: ran past its runtime",
+            ChargeCause::DisputeLost => "lost the dispute",
+        };
+        fact(
+            "charged",
+            format!(
+                "node {} {} to the treasury ({cause})",
+                charge.node_id,
+                money.show_str(&charge.amount)
+            ),
         );
     }
     if let Some(payout) = &job.payout {
@@ -83,13 +142,29 @@ pub fn describe(detail: &JobDetail, money: &Money) -> String {
             .as_deref()
             .map(|f| money.show_str(f))
             .unwrap_or_default();
+        let how = match job.completion {
+            Some(Completion::Accepted) => ", accepted",
+            Some(Completion::Finalized) => ", after the challenge window",
+            Some(Completion::DisputeWon) => ", the dispute decided for it",
+            Some(Completion::DisputeLapsed) => ", the dispute lapsed",
+            None => "",
+        };
         fact(
             "paid",
-            format!("{} to the provider (fee {fee})", money.show_str(payout)),
+            format!(
+                "{} to the provider's earnings (fee {fee}{how})",
+                money.show_str(payout)
+            ),
         );
     }
     if let Some(refund) = &job.refund {
-        fact("refunded", money.show_str(refund));
+        fact(
+            "refunded",
+            format!(
+                "{} to the submitter's credits (`gantry balance`, `gantry withdraw`)",
+                money.show_str(refund)
+            ),
+        );
     }
     if let Some(reason) = &job.reason {
         fact("reason", reason.clone());
@@ -112,6 +187,35 @@ pub fn describe(detail: &JobDetail, money: &Money) -> String {
     }
     lines.push(String::new());
     lines.join("\n")
+}
+
+/// A dispute in one line: its bond and the node's held stake, then how it ended or by
+/// when the arbiter decides.
+fn dispute_line(dispute: &DisputeRow, money: &Money) -> String {
+    let posted = format!(
+        "bond {} posted, {} of the node's stake held",
+        money.show_str(&dispute.bond),
+        money.show_str(&dispute.exposure)
+    );
+    match &dispute.outcome {
+        None => format!(
+            "{posted}; the arbiter decides by {}",
+            units::format_time(unsigned(dispute.deadline))
+        ),
+        Some(outcome) if outcome.lapsed => format!(
+            "{posted}; lapsed: the result stands, the bond ({}) went back to the submitter",
+            money.show_str(&outcome.bond_to_submitter)
+        ),
+        Some(outcome) if outcome.provider_won => format!(
+            "{posted}; decided for the provider, who won the bond ({})",
+            money.show_str(&outcome.bond_to_provider)
+        ),
+        Some(outcome) => format!(
+            "{posted}; decided for the submitter: the bond ({}) and the bounty went back, the \
+             held stake was slashed",
+            money.show_str(&outcome.bond_to_submitter)
+        ),
+    }
 }
 
 pub async fn list(ctx: &Context, args: &ListArgs) -> Result<()> {
@@ -423,4 +527,297 @@ pub async fn dispute(ctx: &Context, job_id: u64) -> Result<()> {
         );
     }
     Ok(())
+}
+
+/// Decides a dispute as the arbiter: checks first what the market would (status, role,
+/// the arbiter's deadline), then says where the bounty and the bond went.
+pub async fn resolve(ctx: &Context, args: &ResolveArgs) -> Result<()> {
+    let job_id = args.id;
+    let chain = ctx.chain().await?;
+    let account = chain.account()?;
+    let job = chain.job(job_id).await?;
+    require_status(
+        job_id,
+        &job,
+        JobStatus::Disputed,
+        "only a disputed job can be resolved",
+    )?;
+    if !chain.is_arbiter(account).await? {
+        return Err(CliError::Refused(format!(
+            "{account} is not the market's arbiter: only the arbiter decides disputes"
+        )));
+    }
+    let ends = job.state.until;
+    if chain.now().await? >= ends {
+        return Err(CliError::Refused(format!(
+            "the dispute of job {job_id} lapsed at {}: the result stands (`gantry job settle \
+             {job_id}` pays it out and returns the bond)",
+            units::format_time(ends)
+        )));
+    }
+    let provider_wins = args.provider_wins;
+    let (terms, state) = (job.terms.pack(), job.state.pack());
+    let receipt = chain
+        .send(
+            "resolve",
+            chain.market.resolve(job_id, terms, state, provider_wins),
+        )
+        .await?;
+    let settled = Settled::of(&receipt, job_id)?;
+    if ctx.json() {
+        output::json(&settled.json(job_id, receipt.transaction_hash));
+        return Ok(());
+    }
+    let token = chain.token_info().await?;
+    println!("{}", settled.describe(job_id, token));
+    Ok(())
+}
+
+/// Settles a dispute the arbiter let lapse (anyone may): the result stands and is paid,
+/// the bond goes back to the submitter.
+pub async fn settle(ctx: &Context, job_id: u64) -> Result<()> {
+    let chain = ctx.chain().await?;
+    let job = chain.job(job_id).await?;
+    require_status(
+        job_id,
+        &job,
+        JobStatus::Disputed,
+        "only a disputed job can be settled",
+    )?;
+    let ends = job.state.until;
+    if chain.now().await? < ends {
+        return Err(CliError::Refused(format!(
+            "the arbiter has until {} to decide the dispute of job {job_id}",
+            units::format_time(ends)
+        )));
+    }
+    let (terms, state) = (job.terms.pack(), job.state.pack());
+    let receipt = chain
+        .send(
+            "settleDispute",
+            chain.market.settleDispute(job_id, terms, state),
+        )
+        .await?;
+    let settled = Settled::of(&receipt, job_id)?;
+    if ctx.json() {
+        output::json(&settled.json(job_id, receipt.transaction_hash));
+        return Ok(());
+    }
+    let token = chain.token_info().await?;
+    println!("{}", settled.describe(job_id, token));
+    Ok(())
+}
+
+/// How a dispute ended, from the receipt of `resolve` or `settleDispute`.
+#[derive(Debug)]
+struct Settled {
+    resolved: JobMarket::DisputeResolved,
+    /// The provider won, or the dispute lapsed: the job was paid.
+    completed: Option<JobMarket::JobCompleted>,
+    /// The submitter won: the bounty was refunded.
+    failed: Option<JobMarket::JobFailed>,
+    /// The submitter won: the node's held stake was slashed.
+    slashed: Option<JobMarket::NodeSlashed>,
+}
+
+impl Settled {
+    fn of(receipt: &alloy::rpc::types::TransactionReceipt, job_id: u64) -> Result<Self> {
+        let resolved = receipt
+            .decoded_log::<JobMarket::DisputeResolved>()
+            .filter(|log| log.jobId == job_id)
+            .ok_or_else(|| CliError::Other("the receipt has no DisputeResolved log".into()))?;
+        Ok(Self {
+            resolved: resolved.data,
+            completed: receipt
+                .decoded_log::<JobMarket::JobCompleted>()
+                .map(|log| log.data),
+            failed: receipt
+                .decoded_log::<JobMarket::JobFailed>()
+                .map(|log| log.data),
+            slashed: receipt
+                .decoded_log::<JobMarket::NodeSlashed>()
+                .map(|log| log.data),
+        })
+    }
+
+    fn json(&self, job_id: u64, tx: alloy::primitives::B256) -> serde_json::Value {
+        let r = &self.resolved;
+        serde_json::json!({
+            "jobId": job_id,
+            "tx": tx,
+            "nodeId": r.nodeId,
+            "providerWon": r.providerWon,
+            "lapsed": r.lapsed,
+            "bondToSubmitter": r.bondToSubmitter.to_string(),
+            "bondToProvider": r.bondToProvider.to_string(),
+            "payout": self.completed.as_ref().map(|c| c.payout.to_string()),
+            "fee": self.completed.as_ref().map(|c| c.fee.to_string()),
+            "refund": self.failed.as_ref().map(|f| f.refund.to_string()),
+            "slashed": self.slashed.as_ref().map(|s| s.amount.to_string()),
+        })
+    }
+
+    fn describe(&self, job_id: u64, token: &crate::revert::TokenInfo) -> String {
+        let r = &self.resolved;
+        let node = r.nodeId;
+        let paid = self.completed.as_ref().map(|c| {
+            format!(
+                "node {node} is paid {} (fee {})",
+                token.show(c.payout),
+                token.show(c.fee)
+            )
+        });
+        match (r.providerWon, r.lapsed, paid) {
+            (_, true, paid) => format!(
+                "the dispute of job {job_id} lapsed: the result stands, {}; the bond of {} \
+                 is credited back to the submitter",
+                paid.unwrap_or_default(),
+                token.show(r.bondToSubmitter)
+            ),
+            (true, false, paid) => format!(
+                "job {job_id}: the dispute is decided for the provider: {} and wins the bond \
+                 of {}",
+                paid.unwrap_or_default(),
+                token.show(r.bondToProvider)
+            ),
+            (false, false, _) => format!(
+                "job {job_id}: the dispute is decided for the submitter: the bounty of {} and \
+                 the bond of {} are credited to the submitter (`gantry withdraw`); node \
+                 {node}'s held stake of {} is slashed",
+                token.show(self.failed.as_ref().map_or(U96::ZERO, |f| f.refund)),
+                token.show(r.bondToSubmitter),
+                token.show(self.slashed.as_ref().map_or(U96::ZERO, |s| s.amount))
+            ),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use gantry_protocol::api::{DisputeOutcome, JobPolicy, JobRow, TokenInfo};
+
+    use super::*;
+
+    fn gusd() -> Money {
+        Money(Some(TokenInfo {
+            symbol: "gUSD".into(),
+            decimals: 6,
+        }))
+    }
+
+    /// A job of `bounty` gUSD under the dev policy (a 10 gUSD floor), as `change` leaves it.
+    fn described(bounty: u64, change: impl FnOnce(&mut JobRow)) -> String {
+        let mut job = JobRow {
+            job_id: 4,
+            bounty: (bounty * 1_000_000).to_string(),
+            from_credits: "0".into(),
+            policy: Some(JobPolicy {
+                version: 1,
+                dispute_bond: "10000000".into(),
+                ..JobPolicy::default()
+            }),
+            ..JobRow::default()
+        };
+        change(&mut job);
+        describe(
+            &JobDetail {
+                job,
+                ..JobDetail::default()
+            },
+            &gusd(),
+        )
+    }
+
+    #[test]
+    fn a_submitted_job_shows_the_bond_a_dispute_would_post() {
+        let submitted = |job: &mut JobRow| {
+            job.status = JobStatus::Submitted;
+            job.until = Some(1_800_000_000);
+        };
+        for (bounty, bond) in [(200, "20 gUSD"), (50, "10 gUSD"), (100, "10 gUSD")] {
+            let text = described(bounty, submitted);
+            assert!(
+                text.contains(&format!(
+                    "a dispute posts a bond of {bond} (`gantry job dispute 4`)"
+                )),
+                "bounty {bounty}: {text}"
+            );
+        }
+        // Without the policy (the API never saw it) no bond is guessed.
+        let text = described(200, |job| {
+            submitted(job);
+            job.policy = None;
+        });
+        assert!(!text.contains("bond"), "{text}");
+    }
+
+    #[test]
+    fn disputes_refunds_credits_and_charges_read_as_sentences() {
+        let check = |change: fn(&mut JobRow), expected: &str| {
+            let text = described(200, change);
+            assert!(text.contains(expected), "{expected:?} in {text}");
+        };
+        check(
+            |job| job.from_credits = "50000000".into(),
+            "bounty     200 gUSD (50 gUSD of it from credits)",
+        );
+        check(
+            |job| {
+                job.status = JobStatus::Disputed;
+                job.dispute = Some(DisputeRow {
+                    bond: "20000000".into(),
+                    exposure: "50000000".into(),
+                    deadline: 1_800_000_000,
+                    ..DisputeRow::default()
+                });
+            },
+            "dispute    bond 20 gUSD posted, 50 gUSD of the node's stake held; the arbiter decides by",
+        );
+        check(
+            |job| {
+                job.status = JobStatus::Failed;
+                job.refund = Some("200000000".into());
+                job.dispute = Some(DisputeRow {
+                    bond: "20000000".into(),
+                    exposure: "50000000".into(),
+                    outcome: Some(DisputeOutcome {
+                        bond_to_submitter: "20000000".into(),
+                        ..DisputeOutcome::default()
+                    }),
+                    ..DisputeRow::default()
+                });
+                job.charges = vec![gantry_protocol::api::ChargeRow {
+                    node_id: 1,
+                    cause: ChargeCause::DisputeLost,
+                    amount: "50000000".into(),
+                    at: 0,
+                }];
+            },
+            "decided for the submitter: the bond (20 gUSD) and the bounty went back",
+        );
+        check(
+            |job| job.refund = Some("200000000".into()),
+            "refunded   200 gUSD to the submitter's credits (`gantry balance`, `gantry withdraw`)",
+        );
+        check(
+            |job| {
+                job.charges = vec![gantry_protocol::api::ChargeRow {
+                    node_id: 1,
+                    cause: ChargeCause::DisputeLost,
+                    amount: "50000000".into(),
+                    at: 0,
+                }];
+            },
+            "charged    node 1 50 gUSD to the treasury (lost the dispute)",
+        );
+        check(
+            |job| {
+                job.status = JobStatus::Completed;
+                job.payout = Some("195000000".into());
+                job.fee = Some("5000000".into());
+                job.completion = Some(Completion::DisputeWon);
+            },
+            "paid       195 gUSD to the provider's earnings (fee 5 gUSD, the dispute decided for it)",
+        );
+    }
 }

@@ -1,15 +1,16 @@
-//! `gantry node register|status|exit|withdraw|earnings`, as the node's operator, and
-//! `gantry node consent`, as its agent.
+//! `gantry node register|status|exit|withdraw|earnings|set-agent`, as the node's operator,
+//! and `gantry node consent`, as its agent.
 
-use alloy::primitives::U256;
 use alloy::primitives::aliases::U96;
+use alloy::primitives::{Address, Bytes, U256};
 use gantry_protocol::api::NodeDetail;
 use gantry_protocol::bindings::NodeRegistry;
 use gantry_protocol::status::NodeStatus;
 
 use crate::Context;
 use crate::api::{Api, unsigned};
-use crate::config::{ConsentArgs, RegisterArgs};
+use crate::chain::{self, Chain, SignedConsent};
+use crate::config::{AgentArgs, ConsentArgs, RegisterArgs, SetAgentArgs};
 use crate::error::{CliError, Result};
 use crate::output::{self, Money};
 use crate::units;
@@ -59,19 +60,8 @@ pub async fn register(ctx: &Context, args: &RegisterArgs) -> Result<()> {
         pricePerGpuHour: price,
         maxConcurrentJobs: args.slots,
     };
-    // An agent other than the operator must have consented (`gantry node consent`).
-    let agent = args.agent.unwrap_or(operator);
-    let (deadline, signature) = match (&args.consent, args.consent_deadline) {
-        (Some(signature), Some(deadline)) => (U256::from(deadline), signature.clone()),
-        _ if agent == operator => (U256::ZERO, Default::default()),
-        _ => {
-            return Err(CliError::usage(format!(
-                "--agent {agent} is not you: the agent consents first — it runs `gantry node \
-                 consent --operator {operator}` with its own key — and you pass what it \
-                 prints as --consent and --consent-deadline"
-            )));
-        }
-    };
+    // An agent other than the operator must have consented.
+    let consent = agent_consent(chain, operator, &args.agent, Some(operator)).await?;
     chain
         .ensure_balance(operator, U256::from(stake), "the stake")
         .await?;
@@ -85,9 +75,9 @@ pub async fn register(ctx: &Context, args: &RegisterArgs) -> Result<()> {
                 capabilities,
                 args.metadata_uri.clone(),
                 stake,
-                agent,
-                deadline,
-                signature,
+                consent.agent,
+                U256::from(consent.deadline),
+                consent.signature,
             ),
         )
         .await?;
@@ -99,6 +89,7 @@ pub async fn register(ctx: &Context, args: &RegisterArgs) -> Result<()> {
             "nodeId": registered.nodeId,
             "tx": receipt.transaction_hash,
             "stake": stake.to_string(),
+            "agent": registered.agent,
         }));
     } else {
         println!(
@@ -121,17 +112,6 @@ pub async fn status(ctx: &Context, node_id: u64) -> Result<()> {
     let detail: NodeDetail = Api::typed(&value)?;
     let money = ctx.money().await;
     print!("{}", describe(&detail, &money));
-    // The unbonding end is on-chain only.
-    if detail.node.node.status == NodeStatus::Exiting
-        && let Ok(chain) = ctx.chain().await
-        && let Ok(node) = chain.registry.getNode(node_id).call().await
-    {
-        println!(
-            "  {:<10} stake withdrawable from {} (`gantry node withdraw {node_id}`)",
-            "unbonding",
-            units::format_time(node.unbondingEndsAt.to::<u64>())
-        );
-    }
     Ok(())
 }
 
@@ -163,15 +143,59 @@ pub fn describe(detail: &NodeDetail, money: &Money) -> String {
             node.max_concurrent_jobs
         ),
     );
+    let locked = node.locked_stake.parse::<U256>().unwrap_or_default();
+    let held = if locked.is_zero() {
+        String::new()
+    } else {
+        format!(", {} held for open disputes", money.show(locked))
+    };
     fact(
         "stake",
         format!(
-            "{} (slashed {})",
+            "{} (slashed {}{held})",
             money.show_str(&node.stake),
             money.show_str(&node.slashed)
         ),
     );
-    fact("earned", money.show_str(&node.earnings));
+    let earnings = node.earnings.parse::<U256>().unwrap_or_default();
+    let withdraw = if earnings.is_zero() {
+        String::new()
+    } else {
+        format!(
+            " (`gantry node withdraw-earnings {}` pays them to the operator)",
+            node.node_id
+        )
+    };
+    fact(
+        "earnings",
+        format!(
+            "{} to withdraw{withdraw} · {} withdrawn · fees owed {}",
+            money.show(earnings),
+            money.show_str(&node.earnings_withdrawn),
+            money.show_str(&node.fees_owed)
+        ),
+    );
+    if let (Some(ends), NodeStatus::Exiting) = (node.unbonding_ends_at, node.status) {
+        fact(
+            "unbonding",
+            format!(
+                "stake withdrawable from {} (`gantry node withdraw {}`)",
+                units::format_time(unsigned(ends)),
+                node.node_id
+            ),
+        );
+    }
+    if let Some(since) = node.inactive_since
+        && node.status == NodeStatus::Inactive
+    {
+        fact(
+            "inactive",
+            format!(
+                "since {} (a heartbeat reactivates it)",
+                units::format_time(unsigned(since))
+            ),
+        );
+    }
     fact(
         "jobs",
         format!(
@@ -268,26 +292,18 @@ pub async fn earnings(ctx: &Context, node_id: u64) -> Result<()> {
 /// `AgentConsent` the market checks, with the agent's current nonce. The digest is
 /// computed here from what the agent means to consent to, not asked of the node.
 pub async fn consent(ctx: &Context, args: &ConsentArgs) -> Result<()> {
-    let chain = ctx.chain().await?;
-    let agent = chain.account()?;
     let valid_for = units::parse_duration_secs(&args.valid_for)
         .map_err(|e| CliError::usage(format!("--valid-for: {e}")))?;
-    let nonce = chain
-        .registry
-        .agentNonce(agent)
-        .call()
-        .await
-        .map_err(|e| CliError::Unavailable(format!("reading agentNonce: {e}")))?;
-    let deadline = chain.now().await? + valid_for;
-    let digest = gantry_protocol::consent::digest(
-        chain.chain_id,
-        *chain.market.address(),
-        args.operator,
-        agent,
+    let chain = ctx.chain().await?;
+    let agent = chain::signer(&ctx.global)?.ok_or_else(|| {
+        CliError::usage("the agent signs its consent with its own key: set GANTRY_PRIVATE_KEY")
+    })?;
+    let SignedConsent {
         nonce,
         deadline,
-    );
-    let signature = chain.sign_hash(&digest).await?;
+        signature,
+    } = chain.consent(&agent, args.operator, valid_for).await?;
+    let agent = agent.address();
     if ctx.json() {
         output::json(&serde_json::json!({
             "agent": agent,
@@ -298,11 +314,125 @@ pub async fn consent(ctx: &Context, args: &ConsentArgs) -> Result<()> {
         }));
     } else {
         println!(
-            "agent {agent} consents to serve a node of {} until {} (nonce {nonce}); the \
-             operator registers with:\n  --agent {agent} --consent {signature} --consent-deadline {deadline}",
+            "agent {agent} consents to serve a node of {} until {} (nonce {nonce}: it is good \
+             for one registration or agent change); the operator registers (or re-points a node) with:\n  --agent \
+             {agent} --consent {signature} --consent-deadline {deadline}",
             args.operator,
             units::format_time(deadline)
         );
     }
     Ok(())
+}
+
+/// `setAgent`: the node is served by another agent from now on, which consents.
+pub async fn set_agent(ctx: &Context, args: &SetAgentArgs) -> Result<()> {
+    let chain = ctx.chain().await?;
+    let operator = chain.account()?;
+    let consent = agent_consent(chain, operator, &args.agent, None).await?;
+    let receipt = chain
+        .send(
+            "setAgent",
+            chain.registry.setAgent(
+                args.id,
+                consent.agent,
+                U256::from(consent.deadline),
+                consent.signature,
+            ),
+        )
+        .await?;
+    let changed = receipt
+        .decoded_log::<NodeRegistry::NodeAgentChanged>()
+        .ok_or_else(|| CliError::Other("the receipt has no NodeAgentChanged log".into()))?;
+    if ctx.json() {
+        output::json(&serde_json::json!({
+            "nodeId": args.id, "tx": receipt.transaction_hash, "agent": changed.agent,
+        }));
+    } else {
+        println!(
+            "node {} is served by agent {} from now on (tx {})",
+            args.id, changed.agent, receipt.transaction_hash
+        );
+    }
+    Ok(())
+}
+
+/// An agent and its consent as `register` and `setAgent` take them.
+#[derive(Debug)]
+struct Consent {
+    agent: Address,
+    /// Zero with no signature: the agent is the caller.
+    deadline: u64,
+    signature: Bytes,
+}
+
+/// How long a consent signed here for the caller's own transaction stays valid.
+const LOCAL_CONSENT_SECS: u64 = 600;
+
+/// The agent the flags name and its consent to serve `operator`: signed here with the
+/// agent's key, or as the agent signed it (`gantry node consent`). The operator's own
+/// address needs none (the market takes the caller's word for itself); `default` is the
+/// agent when the flags name none (`register`: the operator).
+async fn agent_consent(
+    chain: &Chain,
+    operator: Address,
+    args: &AgentArgs,
+    default: Option<Address>,
+) -> Result<Consent> {
+    let unsigned = |agent: Address| Consent {
+        agent,
+        deadline: 0,
+        signature: Bytes::new(),
+    };
+    let given = args.consent.clone().zip(args.consent_deadline);
+    match (chain::agent_signer(args)?, given) {
+        (Some(_), Some(_)) => Err(CliError::usage(
+            "both the agent's key (--agent-key, --agent-key-file or GANTRY_AGENT_KEY) and \
+             --consent give its consent; keep one",
+        )),
+        (Some(key), None) => {
+            let agent = key.address();
+            if let Some(named) = args.agent
+                && named != agent
+            {
+                return Err(CliError::usage(format!(
+                    "--agent {named} is not the agent key's address {agent}"
+                )));
+            }
+            if agent == operator {
+                return Ok(unsigned(agent));
+            }
+            let signed = chain.consent(&key, operator, LOCAL_CONSENT_SECS).await?;
+            Ok(Consent {
+                agent,
+                deadline: signed.deadline,
+                signature: signed.signature,
+            })
+        }
+        (None, Some((signature, deadline))) => {
+            let agent = args.agent.ok_or_else(|| {
+                CliError::usage("--consent: name the agent that signed it (--agent)")
+            })?;
+            chain
+                .check_consent(operator, agent, deadline, &signature)
+                .await?;
+            Ok(Consent {
+                agent,
+                deadline,
+                signature,
+            })
+        }
+        (None, None) => match args.agent.or(default) {
+            Some(agent) if agent == operator => Ok(unsigned(agent)),
+            Some(agent) => Err(CliError::usage(format!(
+                "--agent {agent} is not you: the agent consents first — it runs `gantry node \
+                 consent --operator {operator}` with its own key and you pass what it prints \
+                 as --consent and --consent-deadline — or give its key here (--agent-key-file \
+                 or GANTRY_AGENT_KEY) to sign the consent locally"
+            ))),
+            None => Err(CliError::usage(
+                "name the new agent: --agent with its --consent, or its key (--agent-key-file \
+                 or GANTRY_AGENT_KEY)",
+            )),
+        },
+    }
 }

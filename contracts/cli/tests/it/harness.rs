@@ -175,6 +175,8 @@ impl Gantry {
         for name in [
             "GANTRY_PRIVATE_KEY",
             "GANTRY_KEY_FILE",
+            "GANTRY_AGENT_KEY",
+            "GANTRY_AGENT_KEY_FILE",
             "GANTRY_RPC_URL",
             "GANTRY_API_URL",
             "GANTRY_NATS_URL",

@@ -9,15 +9,23 @@
 //! - `money`: a cancel's refund shows in `balance` and `withdraw` pays it out, reverts
 //!   read as sentences (exit 3 and 4); a dispute approves exactly the bond (the policy's
 //!   floor or a tenth of the bounty) and `accept` pays the provider; a deposit becomes
-//!   credits that jobs are posted from first, the wallet paying only the rest.
+//!   credits that jobs are posted from first, the wallet paying only the rest; the arbiter
+//!   (and no one else) resolves disputes for the submitter (bounty and bond credited back,
+//!   the node's held stake slashed) and for the provider (paid, bond won), a lapsed one is
+//!   settled by a stranger and no longer resolvable, and the operator (not the agent)
+//!   withdraws the node's earnings.
 //! - `node`: registering a node served by another key needs that agent's consent
-//!   (`node consent`; none, or one given to another operator, is refused and nothing
-//!   moves), an operator registers two nodes, `--gpu A100` resolves by VRAM or is refused
-//!   as ambiguous, `node status` through the API, exit, a withdrawal refused while
-//!   unbonding and paid after it.
+//!   (`node consent`; none, or one given to another operator, is refused with nothing
+//!   sent, and the market refuses it to an operator who goes around the CLI), an operator
+//!   registers two nodes, `--gpu A100` resolves by VRAM or is refused as ambiguous, `node
+//!   status` through the API, exit, a withdrawal refused while unbonding and paid after
+//!   it; the agent's key file signs its consent locally, a consent serves one
+//!   registration (a replay is refused, by the CLI and the market), and `set-agent` needs
+//!   the new agent's consent and the operator.
 //! - `reads`: one job followed through the API: `watch --json` from open to completed
-//!   (exit 0) and another to cancelled (exit 5), status and list JSON, the log tail and a
-//!   follower that ends with the job, and a result uploaded to the object store and
+//!   (exit 0) and another to cancelled (exit 5, its refund in `status`), status and list
+//!   JSON, the bond a dispute would post while the result is challengeable, the log tail
+//!   and a follower that ends with the job, and a result uploaded to the object store and
 //!   submitted by the node's agent, unpacked when it matches and refused (exit 6, nothing
 //!   written) once its bytes are tampered with.
 

@@ -1,13 +1,21 @@
 //! Money: a cancelled job's refund shows in `balance` and `withdraw` pays it out; a
-//! dispute posts the bond (approving exactly that); `accept` pays the provider; reverts
-//! read as sentences with their exit codes.
+//! dispute posts the bond (approving exactly that); `accept` pays the provider; the
+//! arbiter decides disputes both ways and a lapsed one is settled; the operator withdraws
+//! the node's earnings; reverts read as sentences with their exit codes.
 
 use alloy::primitives::{B256, U256};
 use gantry_protocol::status::JobStatus;
-use gantry_testkit::accounts::{AGENT, MATCHER, OPERATOR, OTHER, SUBMITTER};
+use gantry_testkit::accounts::{ADMIN, AGENT, MATCHER, OPERATOR, OTHER, SUBMITTER};
 use gantry_testkit::{GUSD, scenario};
 
 use crate::harness::Net;
+
+/// Has node 1 (served by [`AGENT`]) take job `job` and submit a result for it.
+async fn answered(net: &Net, job: u64) {
+    net.assign(MATCHER, job, 1).await;
+    net.submit_result(AGENT, job, B256::repeat_byte(7), "nats://x/y")
+        .await;
+}
 
 /// Posts a CPU job with `bounty` (whole gUSD) through the CLI as `account`.
 async fn submit(net: &Net, account: usize, bounty: &str) -> u64 {
@@ -110,9 +118,7 @@ async fn dispute_posts_exactly_the_bond_and_accept_pays_the_provider() {
         submit(&net, SUBMITTER, "30").await,
     );
     for job in [disputed, accepted] {
-        net.assign(MATCHER, job, 1).await;
-        net.submit_result(AGENT, job, B256::repeat_byte(7), "nats://x/y")
-            .await;
+        answered(&net, job).await;
     }
     let gantry = net.gantry(SUBMITTER);
     let wallet = net.balance(SUBMITTER).await;
@@ -195,4 +201,156 @@ async fn a_deposit_becomes_credits_that_jobs_are_posted_from_first() {
         .run(&["deposit", "1000"])
         .await
         .failed(4, "exceeds your token balance");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_arbiter_decides_disputes_both_ways_a_lapsed_one_settles_and_the_operator_takes_the_earnings()
+ {
+    let net = Net::start().await;
+    let node = net
+        .register_node(
+            OPERATOR,
+            net.address(AGENT),
+            scenario::h100_node(),
+            500 * GUSD,
+        )
+        .await;
+    net.mint(SUBMITTER, 1_000).await;
+    // 200 gUSD: a tenth of the bounty (20) is more than the dev policy's floor (10).
+    let jobs = [
+        submit(&net, SUBMITTER, "200").await,
+        submit(&net, SUBMITTER, "200").await,
+        submit(&net, SUBMITTER, "200").await,
+    ];
+    let [for_submitter, for_provider, lapsing] = jobs;
+    let submitter = net.gantry(SUBMITTER);
+    let arbiter = net.gantry(ADMIN);
+    arbiter
+        .run(&[
+            "job",
+            "resolve",
+            &for_submitter.to_string(),
+            "--provider-wins",
+        ])
+        .await
+        .failed(4, "is open: only a disputed job can be resolved");
+    for job in jobs {
+        answered(&net, job).await;
+        let out = submitter
+            .run(&["job", "dispute", &job.to_string(), "--json"])
+            .await
+            .ok();
+        assert_eq!(out.json()["bond"], (20 * GUSD).to_string());
+    }
+    assert_eq!(net.balance(SUBMITTER).await, U256::from(340 * GUSD));
+
+    // Only the arbiter decides, and it must say how.
+    submitter
+        .run(&[
+            "job",
+            "resolve",
+            &for_submitter.to_string(),
+            "--submitter-wins",
+        ])
+        .await
+        .failed(
+            4,
+            &format!(
+                "{} is not the market's arbiter: only the arbiter decides disputes",
+                net.address(SUBMITTER)
+            ),
+        );
+    arbiter
+        .run(&["job", "resolve", &for_submitter.to_string()])
+        .await
+        .failed(2, "--provider-wins");
+
+    // For the submitter: the bounty and the bond are credited back; the node's held stake
+    // (a tenth of its free 500) goes to the treasury.
+    let decided = arbiter
+        .run(&[
+            "job",
+            "resolve",
+            &for_submitter.to_string(),
+            "--submitter-wins",
+            "--json",
+        ])
+        .await
+        .ok()
+        .json();
+    assert_eq!(decided["providerWon"], false);
+    assert_eq!(decided["refund"], (200 * GUSD).to_string());
+    assert_eq!(decided["bondToSubmitter"], (20 * GUSD).to_string());
+    assert_eq!(decided["slashed"], (50 * GUSD).to_string());
+    assert_eq!(net.job(for_submitter).await.state.status, JobStatus::Failed);
+    let balance = submitter.run(&["balance", "--json"]).await.ok().json();
+    assert_eq!(balance["credits"], (220 * GUSD).to_string());
+
+    // For the provider: paid (less the 2.5 % fee), and it wins the bond.
+    let out = arbiter
+        .run(&[
+            "job",
+            "resolve",
+            &for_provider.to_string(),
+            "--provider-wins",
+        ])
+        .await
+        .ok();
+    assert!(
+        out.stdout.contains(
+            "decided for the provider: node 1 is paid 195 gUSD (fee 5 gUSD) and wins the bond of 20 gUSD"
+        ),
+        "{out:#?}"
+    );
+    assert_eq!(
+        net.job(for_provider).await.state.status,
+        JobStatus::Completed
+    );
+
+    // The third: no settling while the arbiter may still decide; once its time is out the
+    // arbiter cannot, anyone may settle, the result stands and the bond goes back.
+    let stranger = net.gantry(OTHER);
+    stranger
+        .run(&["job", "settle", &lapsing.to_string()])
+        .await
+        .failed(4, "the arbiter has until");
+    net.advance(300).await;
+    arbiter
+        .run(&["job", "resolve", &lapsing.to_string(), "--submitter-wins"])
+        .await
+        .failed(4, &format!("the dispute of job {lapsing} lapsed at"));
+    let settled = stranger
+        .run(&["job", "settle", &lapsing.to_string(), "--json"])
+        .await
+        .ok()
+        .json();
+    assert_eq!(settled["lapsed"], true);
+    assert_eq!(settled["payout"], (195 * GUSD).to_string());
+    assert_eq!(settled["bondToSubmitter"], (20 * GUSD).to_string());
+    let balance = submitter.run(&["balance", "--json"]).await.ok().json();
+    assert_eq!(balance["credits"], (240 * GUSD).to_string());
+
+    // The operator takes the node's pay: two payouts and the bond it won.
+    let earned = U256::from((195 + 195 + 20) * GUSD);
+    assert_eq!(U256::from(net.node(node).await.earnings), earned);
+    net.gantry(AGENT)
+        .run(&["node", "withdraw-earnings", &node.to_string()])
+        .await
+        .failed(
+            4,
+            &format!("node {node} is not operated by {}", net.address(AGENT)),
+        );
+    let wallet = net.balance(OPERATOR).await;
+    let paid = net
+        .gantry(OPERATOR)
+        .run(&["node", "withdraw-earnings", &node.to_string(), "--json"])
+        .await
+        .ok()
+        .json();
+    assert_eq!(paid["amount"], earned.to_string());
+    assert_eq!(net.balance(OPERATOR).await, wallet + earned);
+    net.gantry(OPERATOR)
+        .run(&["node", "earnings", &node.to_string()])
+        .await
+        .failed(4, &format!("node {node} has nothing to withdraw"));
 }

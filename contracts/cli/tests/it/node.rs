@@ -3,10 +3,11 @@
 //! refused), and `--gpu` names resolved against the models the registered nodes offer
 //! (through the API).
 
-use alloy::primitives::U256;
+use alloy::primitives::aliases::U96;
+use alloy::primitives::{Address, U256};
 
 use gantry_testkit::GUSD;
-use gantry_testkit::accounts::{AGENT, OPERATOR, SUBMITTER};
+use gantry_testkit::accounts::{AGENT, OPERATOR, OTHER, SUBMITTER};
 
 use crate::harness::{Gantry, Net, Output};
 
@@ -46,6 +47,26 @@ pub(crate) async fn consent_flags(net: &Net, agent: usize, operator: usize) -> S
         consent["signature"].as_str().unwrap(),
         consent["deadline"]
     )
+}
+
+/// An address as the CLI's JSON prints it (lowercase hex).
+#[track_caller]
+fn address(value: &serde_json::Value) -> Address {
+    value
+        .as_str()
+        .expect("an address")
+        .parse()
+        .expect("an address")
+}
+
+/// Fails the test unless `error` is the market's refusal of a consent `agent` did not give.
+#[track_caller]
+pub(crate) fn assert_bad_consent(error: &alloy::contract::Error, agent: Address) {
+    use gantry_protocol::bindings::NodeRegistry::NodeRegistryErrors;
+    match error.as_decoded_interface_error::<NodeRegistryErrors>() {
+        Some(NodeRegistryErrors::NodeRegistry_BadConsent(e)) => assert_eq!(e.agent, agent),
+        other => panic!("not BadConsent: {other:?} ({error})"),
+    }
 }
 
 /// `gantry node status <id> --json`, which must succeed.
@@ -92,14 +113,29 @@ async fn an_operator_registers_exits_and_withdraws_and_gpu_names_resolve_to_offe
         elsewhere["signature"].as_str().unwrap(),
         elsewhere["deadline"]
     );
+    let nonce = net.nonce(OPERATOR).await;
     register(&operator, Some(&agent), "NVIDIA A100-SXM4-80GB", &stolen)
         .await
-        .failed(4, "did not consent to serve this operator");
-    assert_eq!(
-        net.balance(OPERATOR).await,
-        U256::from(1_000 * GUSD),
-        "nothing moved"
-    );
+        .failed(
+            4,
+            &format!("{agent} did not consent to serve {}", net.address(OPERATOR)),
+        );
+    assert_eq!(net.nonce(OPERATOR).await, nonce, "nothing was sent");
+    // The market itself refuses it too, to an operator who goes around the CLI.
+    let market = net.registry(OPERATOR);
+    let around = market
+        .register(
+            gantry_testkit::scenario::h100_node(),
+            String::new(),
+            U96::from(150 * GUSD),
+            net.address(AGENT),
+            U256::from(elsewhere["deadline"].as_u64().unwrap()),
+            elsewhere["signature"].as_str().unwrap().parse().unwrap(),
+        )
+        .call()
+        .await
+        .expect_err("the market refuses");
+    assert_bad_consent(&around, net.address(AGENT));
 
     // The agent consents to this operator; the operator registers with what it printed.
     let flags = format!("{flags} {}", consent_flags(&net, AGENT, OPERATOR).await);
@@ -142,7 +178,7 @@ async fn an_operator_registers_exits_and_withdraws_and_gpu_names_resolve_to_offe
     assert_eq!(status["status"], "active");
     assert_eq!(status["gpuModel"], "NVIDIA-A100-SXM4-80GB");
     assert_eq!(status["stake"], "150000000");
-    assert_eq!(status["agent"], net.address(AGENT).to_string());
+    assert_eq!(address(&status["agent"]), net.address(AGENT));
     assert_eq!(status["vramMib"], 80 * 1024);
     assert_eq!(status["ramMib"], 512 * 1024);
     assert_eq!(status["maxConcurrentJobs"], 2);
@@ -224,4 +260,175 @@ async fn an_operator_registers_exits_and_withdraws_and_gpu_names_resolve_to_offe
     api.caught_up(&net, 0).await;
     let status = status_json(&operator, "1").await;
     assert_eq!(status["status"], "exited");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_agent_key_signs_the_consent_here_a_consent_serves_once_and_set_agent_needs_one_too() {
+    let net = Net::start().await;
+    net.mint(OPERATOR, 1_000).await;
+    let operator = net.gantry(OPERATOR);
+    let key_file = |account: usize| {
+        let path = net.dir().join(format!("agent-{account}.key"));
+        let key = alloy::hex::encode_prefixed(net.devnet.signer(account).to_bytes());
+        std::fs::write(&path, key).unwrap();
+        path.display().to_string()
+    };
+    let (agent_key, other_key) = (key_file(AGENT), key_file(OTHER));
+    let flags = "--cpus 4 --ram 8GiB --json";
+    // `gantry node register` of a CPU node with `flags`, split on spaces.
+    let register_cpu = |flags: String| {
+        let operator = &operator;
+        async move {
+            let mut args = vec!["node", "register"];
+            args.extend(flags.split(' '));
+            operator.run(&args).await
+        }
+    };
+
+    // The agent's key file signs its consent here: the node is served by the key's address.
+    let node = register_cpu(format!("{flags} --agent-key-file {agent_key}"))
+        .await
+        .ok()
+        .json();
+    assert_eq!(address(&node["agent"]), net.address(AGENT));
+    assert_eq!(net.node(1).await.agent, net.address(AGENT));
+    // A key and an --agent that disagree, or a key and a signature, are refused unsent.
+    let nonce = net.nonce(OPERATOR).await;
+    operator
+        .run(&[
+            "node",
+            "register",
+            "--cpus",
+            "4",
+            "--ram",
+            "8GiB",
+            "--agent-key-file",
+            &agent_key,
+            "--agent",
+            &net.address(OTHER).to_string(),
+        ])
+        .await
+        .failed(2, "is not the agent key's address");
+    assert_eq!(net.nonce(OPERATOR).await, nonce);
+
+    // A consent is good once: the market counts the agent's consents, so the signature
+    // that registered one node cannot register another (nor can the CLI be made to send
+    // it).
+    let consent = net
+        .gantry(OTHER)
+        .run(&[
+            "node",
+            "consent",
+            "--operator",
+            &net.address(OPERATOR).to_string(),
+            "--json",
+        ])
+        .await
+        .ok()
+        .json();
+    let (signature, deadline) = (
+        consent["signature"].as_str().unwrap().to_owned(),
+        consent["deadline"].as_u64().unwrap(),
+    );
+    let with_consent = format!(
+        "{flags} --agent {} --consent-signature {signature} --consent-deadline {deadline}",
+        net.address(OTHER)
+    );
+    let second = register_cpu(with_consent.clone()).await.ok().json();
+    assert_eq!(second["nodeId"], 2);
+    assert_eq!(address(&second["agent"]), net.address(OTHER));
+    let nonce = net.nonce(OPERATOR).await;
+    register_cpu(with_consent).await.failed(4, "used already");
+    assert_eq!(net.nonce(OPERATOR).await, nonce, "nothing was sent");
+    let replayed = net
+        .registry(OPERATOR)
+        .register(
+            gantry_testkit::scenario::h100_node(),
+            String::new(),
+            U96::from(100 * GUSD),
+            net.address(OTHER),
+            U256::from(deadline),
+            signature.parse().unwrap(),
+        )
+        .call()
+        .await
+        .expect_err("the market refuses");
+    assert_bad_consent(&replayed, net.address(OTHER));
+
+    // Re-pointing a node needs the new agent's consent as registering does: none is
+    // refused, one given to another operator is refused (by the market too), the new
+    // agent's key signs it here.
+    operator
+        .run(&[
+            "node",
+            "set-agent",
+            "1",
+            "--agent",
+            &net.address(SUBMITTER).to_string(),
+        ])
+        .await
+        .failed(2, "the agent consents first");
+    let elsewhere = net
+        .gantry(SUBMITTER)
+        .run(&[
+            "node",
+            "consent",
+            "--operator",
+            &net.address(OTHER).to_string(),
+            "--json",
+        ])
+        .await
+        .ok()
+        .json();
+    operator
+        .run(&[
+            "node",
+            "set-agent",
+            "1",
+            "--agent",
+            &net.address(SUBMITTER).to_string(),
+            "--consent",
+            elsewhere["signature"].as_str().unwrap(),
+            "--consent-deadline",
+            &elsewhere["deadline"].to_string(),
+        ])
+        .await
+        .failed(4, "did not consent to serve");
+    let hijack = net
+        .registry(OPERATOR)
+        .setAgent(
+            1,
+            net.address(SUBMITTER),
+            U256::from(elsewhere["deadline"].as_u64().unwrap()),
+            elsewhere["signature"].as_str().unwrap().parse().unwrap(),
+        )
+        .call()
+        .await
+        .err()
+        .expect("the market refuses");
+    assert_bad_consent(&hijack, net.address(SUBMITTER));
+    assert_eq!(net.node(1).await.agent, net.address(AGENT), "unchanged");
+    // Only the operator re-points its node, even with a consent in hand.
+    net.gantry(OTHER)
+        .run(&["node", "set-agent", "1", "--agent-key-file", &other_key])
+        .await
+        .failed(
+            4,
+            &format!("node 1 is not operated by {}", net.address(OTHER)),
+        );
+
+    let moved = operator
+        .run(&[
+            "node",
+            "set-agent",
+            "1",
+            "--agent-key-file",
+            &other_key,
+            "--json",
+        ])
+        .await
+        .ok()
+        .json();
+    assert_eq!(address(&moved["agent"]), net.address(OTHER));
+    assert_eq!(net.node(1).await.agent, net.address(OTHER));
 }

@@ -1,6 +1,7 @@
 //! Reads through the API while a job runs: `job status`/`job list` JSON, `job logs` (the
 //! tail, then `--follow` until the job settles), `job watch` from open to completed (exit
-//! 0) and to cancelled (exit 5), and `job result` checked against the on-chain hash (a
+//! 0) and to cancelled (exit 5, its refund shown), the bond a dispute would post while the
+//! result is challengeable, and `job result` checked against the on-chain hash (a
 //! tampered upload refused with exit 6).
 
 use gantry_protocol::names;
@@ -209,6 +210,14 @@ async fn a_job_followed_through_the_api_and_its_result_verified() {
         .await;
     watch.until(|v| v["status"] == "submitted").await;
     api.caught_up(&net, 0).await;
+    // What a dispute would cost: the job's policy floor (10 gUSD; a tenth of 12.5 is less).
+    let text = gantry.run(&["job", "status", &id]).await.ok().stdout;
+    assert!(
+        text.contains(&format!(
+            "a dispute posts a bond of 10 gUSD (`gantry job dispute {job}`)"
+        )),
+        "{text}"
+    );
 
     let out_dir = net.dir().join("result");
     let out = out_dir.display().to_string();
@@ -265,4 +274,13 @@ async fn a_job_followed_through_the_api_and_its_result_verified() {
     assert_eq!(code, 5, "{rest:?}");
     let last: serde_json::Value = serde_json::from_str(rest.last().unwrap()).unwrap();
     assert_eq!(last["status"], "cancelled");
+    let text = gantry
+        .run(&["job", "status", &other.to_string()])
+        .await
+        .ok()
+        .stdout;
+    assert!(
+        text.contains("refunded   1 gUSD to the submitter's credits"),
+        "{text}"
+    );
 }

@@ -9,7 +9,7 @@
 //!   `gantry job watch --json` through assignment to completion, its progress (epoch 30,
 //!   loss < 0.01) and logs read through the API, its result downloaded with `gantry job
 //!   result` and its hash equal to the chain's, the model fitting the data, and the
-//!   provider's `gantry withdraw` paying out the bounty.
+//!   provider's `gantry node withdraw-earnings` paying out exactly the job's payout.
 //! - `failover`: two workers, the one running the job SIGKILLed after its first
 //!   checkpoint: the keeper marks its node inactive and reclaims the job (`JobReclaimed`
 //!   kind 0, stake slashed), the other worker runs attempt 2 from the checkpoint

@@ -1,16 +1,29 @@
-//! `gantry_protocol::eligibility` against the deployed contract: for every pair of a
-//! random set of nodes and jobs, the Rust check and `JobMarket.assign` (simulated with
-//! `eth_call`) agree on whether the node can take the job, and on the first check that
-//! fails (the revert the contract raises).
+//! The matcher's eligibility rule against the deployed contract: for every pair of a
+//! random set of nodes and jobs, `gantry_matcher::decide::violations` (the job's bars, the
+//! node's status, then `gantry_protocol::eligibility`'s mirror of `_checkEligible`) and
+//! `JobMarket.assign` (simulated with `eth_call`) agree on whether the node can take the
+//! job, and on the first check that fails (the revert the contract raises). Some nodes
+//! are exiting or inactive, and some jobs were given back by a node, which is barred from
+//! them; the Rust side learns the bars from the chain's `JobRejected` logs, as the matcher
+//! does from the stream.
+
+use std::collections::{BTreeMap, BTreeSet};
 
 use alloy::primitives::{B256, U256, aliases::U40, aliases::U96};
+use gantry_matcher::decide::violations;
+use gantry_matcher::view::{JobView, NodeView};
 use gantry_protocol::bindings::{JobMarket, NodeRegistry};
-use gantry_protocol::eligibility::{Capabilities, Constraint, Requirements, capability_violations};
+use gantry_protocol::eligibility::{Capabilities, Constraint, Requirements, capable};
+use gantry_protocol::status::NodeStatus;
 use gantry_testkit::accounts::{ADMIN, AGENT, OPERATOR, SUBMITTER};
 use gantry_testkit::{Devnet, confirm_receipt};
 
 const NODES: u64 = 12;
 const JOBS: u64 = 12;
+/// Twice the dev minimum: a give-back's charge leaves the node above it, and Active.
+const STAKE: u64 = 200_000_000;
+/// Jobs that one capable node takes and gives back first (it is barred from them).
+const GIVEN_BACK: usize = 4;
 
 /// A fixed-seed xorshift: the same pairs on every run, no extra dependency.
 struct Rng(u64);
@@ -77,6 +90,8 @@ fn job(rng: &mut Rng) -> JobMarket::JobRequirements {
 fn constraint_of(error: &JobMarket::JobMarketErrors) -> Option<Constraint> {
     use JobMarket::JobMarketErrors as E;
     match error {
+        E::JobMarket_Barred(_) => Some(Constraint::Barred),
+        E::JobMarket_NodeNotActive(_) => Some(Constraint::NotActive),
         E::JobMarket_GpuModelMismatch(_) => Some(Constraint::GpuModel),
         E::JobMarket_InsufficientGpus(_) => Some(Constraint::GpuCount),
         E::JobMarket_InsufficientVram(_) => Some(Constraint::Vram),
@@ -88,7 +103,7 @@ fn constraint_of(error: &JobMarket::JobMarketErrors) -> Option<Constraint> {
 }
 
 #[tokio::test]
-async fn the_rust_eligibility_check_agrees_with_the_contract_on_every_pair() {
+async fn the_matchers_eligibility_rule_agrees_with_the_contract_on_every_pair() {
     let devnet = Devnet::start().await.expect("devnet starts");
     let d = devnet.deployment;
     let admin = devnet.address(ADMIN);
@@ -103,18 +118,18 @@ async fn the_rust_eligibility_check_agrees_with_the_contract_on_every_pair() {
         .unwrap();
     let mut rng = Rng(0x9e37_79b9_7f4a_7c15);
 
-    let mut nodes = Vec::new();
+    let mut offered = BTreeMap::new();
     for _ in 0..NODES {
         let caps = node(&mut rng);
         let id = devnet
-            .register(OPERATOR, &devnet.signer(AGENT), caps.clone(), 100_000_000)
+            .register(OPERATOR, &devnet.signer(AGENT), caps.clone(), STAKE)
             .await
             .unwrap();
-        nodes.push((id, caps));
+        offered.insert(id, caps);
     }
     let market = JobMarket::new(d.market, submitter);
     let deadline = U40::from(devnet.now().await.unwrap() + 86_400);
-    let mut jobs = Vec::new();
+    let mut needed = BTreeMap::new();
     for _ in 0..JOBS {
         let needs = job(&mut rng);
         let receipt = confirm_receipt(
@@ -135,29 +150,127 @@ async fn the_rust_eligibility_check_agrees_with_the_contract_on_every_pair() {
             .decoded_log::<JobMarket::JobPosted>()
             .expect("postJob emits JobPosted")
             .jobId;
-        jobs.push((id, devnet.job(id).await.unwrap(), needs));
+        needed.insert(id, needs);
     }
 
+    // The first jobs are taken by a capable node and given back: it is barred from them.
     let as_matcher = JobMarket::new(d.market, devnet.admin.clone());
-    let (mut eligible, mut refused) = (0, 0);
-    for (job_id, open, needs) in &jobs {
-        for (node_id, offered) in &nodes {
-            let (job_id, node_id) = (*job_id, *node_id);
-            let rust =
-                capability_violations(&Requirements::from(needs), &Capabilities::from(offered));
+    let as_agent = devnet.market(AGENT);
+    let mut givers = Vec::new();
+    for (index, (&job_id, needs)) in needed.iter().take(GIVEN_BACK).enumerate() {
+        let able: Vec<u64> = offered
+            .iter()
+            .filter(|(_, caps)| capable(&Requirements::from(needs), &Capabilities::from(*caps)))
+            .map(|(&id, _)| id)
+            .collect();
+        let Some(&node_id) = able.get(index % able.len().max(1)) else {
+            continue;
+        };
+        givers.push(node_id);
+        let open = devnet.job(job_id).await.unwrap();
+        let assign = as_matcher.assign(job_id, node_id, open.terms.pack(), open.state.pack());
+        confirm_receipt("assign", assign.send().await)
+            .await
+            .unwrap();
+        let assigned = devnet.job(job_id).await.unwrap();
+        let reject = as_agent.reject(
+            job_id,
+            assigned.terms.pack(),
+            assigned.state.pack(),
+            "given back".into(),
+        );
+        confirm_receipt("reject", reject.send().await)
+            .await
+            .unwrap();
+    }
+    // Some nodes stop being Active: some begin their exit, others are marked inactive by
+    // their agent.
+    let registry = NodeRegistry::new(d.registry, devnet.admin.clone());
+    let operator = devnet.registry(OPERATOR);
+    let agent = devnet.registry(AGENT);
+    // One node that gave a job back leaves too: its bar comes before its status.
+    let leaving: BTreeSet<u64> = offered
+        .keys()
+        .skip(1)
+        .step_by(4)
+        .copied()
+        .chain(givers.first().copied())
+        .collect();
+    for &node_id in &leaving {
+        confirm_receipt("beginExit", operator.beginExit(node_id).send().await)
+            .await
+            .unwrap();
+    }
+    for (&node_id, _) in offered.iter().skip(2).step_by(4) {
+        let status = registry.getNode(node_id).call().await.unwrap().status;
+        if NodeStatus::try_from(status) == Ok(NodeStatus::Active) {
+            confirm_receipt("markInactive", agent.markInactive(node_id).send().await)
+                .await
+                .unwrap();
+        }
+    }
+
+    // The matcher's view: nodes as the registry holds them, jobs with the bars their
+    // JobRejected logs record.
+    let mut nodes = Vec::new();
+    for (&id, caps) in &offered {
+        let info = registry.getNode(id).call().await.unwrap();
+        let mut node = NodeView::registered(
+            id,
+            info.agent,
+            Capabilities::from(caps),
+            info.stake.to::<u128>(),
+            u64::from(info.lastHeartbeat),
+        );
+        node.status = NodeStatus::try_from(info.status).expect("a node status");
+        nodes.push(node);
+    }
+    let rejected = as_matcher
+        .JobRejected_filter()
+        .from_block(d.start_block)
+        .query()
+        .await
+        .unwrap();
+    let mut jobs = Vec::new();
+    for &id in needed.keys() {
+        let job = devnet.job(id).await.unwrap();
+        let barred: BTreeSet<u64> = rejected
+            .iter()
+            .filter(|(log, _)| log.jobId == id)
+            .map(|(log, _)| log.nodeId)
+            .collect();
+        assert_eq!(usize::from(job.state.barred), barred.len());
+        jobs.push(JobView {
+            id,
+            terms: job.terms,
+            state: job.state,
+            barred,
+            posted_at: (0, 0),
+        });
+    }
+
+    let mut seen = BTreeMap::<Option<Constraint>, usize>::new();
+    let mut barred_and_not_active = 0;
+    for job in &jobs {
+        for node in &nodes {
+            let (job_id, node_id) = (job.id, node.id);
+            let rust = violations(node, job);
+            if rust.contains(Constraint::Barred) && rust.contains(Constraint::NotActive) {
+                barred_and_not_active += 1;
+            }
             let chain = as_matcher
-                .assign(job_id, node_id, open.terms.pack(), open.state.pack())
+                .assign(job_id, node_id, job.terms.pack(), job.state.pack())
                 .from(admin)
                 .call()
                 .await;
-            match chain {
+            let first = match chain {
                 Ok(_) => {
                     assert!(
                         rust.is_empty(),
                         "job {job_id} on node {node_id}: the chain accepts, Rust says {:?}",
                         rust.iter().collect::<Vec<_>>()
                     );
-                    eligible += 1;
+                    None
                 }
                 Err(error) => {
                     let decoded = error
@@ -168,14 +281,25 @@ async fn the_rust_eligibility_check_agrees_with_the_contract_on_every_pair() {
                         rust.first(),
                         "job {job_id} on node {node_id}: the chain says {decoded:?}"
                     );
-                    refused += 1;
+                    rust.first()
                 }
-            }
+            };
+            *seen.entry(first).or_default() += 1;
         }
     }
-    // The random sets exercise both outcomes.
+    // The sets exercise every outcome: eligible, barred, not active, and a capability.
+    for outcome in [None, Some(Constraint::Barred), Some(Constraint::NotActive)] {
+        assert!(
+            seen.contains_key(&outcome),
+            "no pair gave {outcome:?}: {seen:?}"
+        );
+    }
     assert!(
-        eligible > 0 && refused > 0,
-        "{eligible} eligible, {refused} refused"
+        barred_and_not_active > 0,
+        "no barred node is inactive: {seen:?}"
+    );
+    assert!(
+        seen.keys().flatten().any(|c| *c > Constraint::NoFreeSlot),
+        "no capability refusal: {seen:?}"
     );
 }

@@ -5,9 +5,11 @@
 //!   finalize, withdraw), every event decoded as consumers will.
 //! - `artifacts`: the artifact freshness check: the committed artifacts equal a fresh
 //!   `forge` build.
-//! - `eligibility`: `gantry_protocol::eligibility` agrees with the deployed contract's
-//!   `assign` (simulated with `eth_call`) on every pair of a random set of nodes and jobs,
-//!   down to the first check that fails.
+//! - `eligibility`: the matcher's rule (`gantry_matcher::decide::violations`: the job's
+//!   bars, the node's status, then `gantry_protocol::eligibility`'s mirror of
+//!   `_checkEligible`) agrees with the deployed contract's `assign` (simulated with
+//!   `eth_call`) on every pair of a random set of nodes (some exiting or inactive) and
+//!   jobs (some given back, their node barred), down to the first check that fails.
 //! - `nats_config`: the production NATS files in `deploy/nats/`, run by a real
 //!   nats-server with the permissions `gantry_protocol::nats_auth` renders; what they
 //!   allow and refuse is described under "Tested here" in
