@@ -9,16 +9,8 @@ import {GantryTestToken} from "../src/dev/GantryTestToken.sol";
 import {IJobMarket} from "../src/interfaces/IJobMarket.sol";
 import {INodeRegistry} from "../src/interfaces/INodeRegistry.sol";
 import {JobView} from "./JobView.sol";
-import {
-    JobPolicy,
-    JobRequirements,
-    JobState,
-    JobStatus,
-    JobTerms,
-    MarketParams,
-    NodeCapabilities,
-    NodeInfo
-} from "../src/types/Types.sol";
+import {Assignment, JobPolicy, JobRequirements, JobState, JobStatus, JobTerms} from "../src/types/Types.sol";
+import {MarketParams, NodeCapabilities, NodeInfo} from "../src/types/Types.sol";
 
 /// @notice Deploys the market as `make dev` does and offers the steps of a job's life.
 ///
@@ -169,6 +161,13 @@ abstract contract Base is Test {
         token.approve(address(market), type(uint256).max);
     }
 
+    /// A step: `who`'s call, then the fold of its logs.
+    modifier calledBy(address who) {
+        vm.prank(who);
+        _;
+        sync();
+    }
+
     // ---------------------------------------------------------------- nodes
 
     /// Registers an H100 node of `operator` served by `agent`, who consents by calling.
@@ -195,6 +194,82 @@ abstract contract Base is Test {
         return abi.encodePacked(r, s, v);
     }
 
+    /// The consent digest computed here from EIP-712, for any chain and verifying contract.
+    function consentDigestOn(
+        uint256 chainId,
+        address verifyingContract,
+        address owner,
+        address agent_,
+        uint256 nonce,
+        uint256 deadline
+    ) internal pure returns (bytes32) {
+        return consentDigestOn(chainId, verifyingContract, "2", owner, agent_, nonce, deadline);
+    }
+
+    /// The same, for any version of the signing domain.
+    function consentDigestOn(
+        uint256 chainId,
+        address verifyingContract,
+        string memory version,
+        address owner,
+        address agent_,
+        uint256 nonce,
+        uint256 deadline
+    ) internal pure returns (bytes32) {
+        bytes32 domain = keccak256(
+            abi.encode(
+                keccak256("EIP712Domain(string name,string version,uint256 chainId,address verifyingContract)"),
+                keccak256("Gantry"),
+                keccak256(bytes(version)),
+                chainId,
+                verifyingContract
+            )
+        );
+        bytes32 structHash = keccak256(
+            abi.encode(
+                keccak256("AgentConsent(address operator,address agent,uint256 nonce,uint256 deadline)"),
+                owner,
+                agent_,
+                nonce,
+                deadline
+            )
+        );
+        return keccak256(abi.encodePacked("\x19\x01", domain, structHash));
+    }
+
+    function heartbeat(uint64 id) internal calledBy(agentOf[id]) {
+        nodes.heartbeat(id);
+    }
+
+    function markInactive(uint64 id, address by) internal calledBy(by) {
+        nodes.markInactive(id);
+    }
+
+    function beginExit(uint64 id) internal calledBy(nodes.getNode(id).operator) {
+        nodes.beginExit(id);
+    }
+
+    function topUp(uint64 id, uint96 amount) internal calledBy(nodes.getNode(id).operator) {
+        nodes.topUpStake(id, amount);
+    }
+
+    function withdrawStake(uint64 id) internal calledBy(nodes.getNode(id).operator) {
+        nodes.withdrawStake(id);
+    }
+
+    function withdrawEarnings(uint64 id) internal calledBy(nodes.getNode(id).operator) {
+        nodes.withdrawEarnings(id);
+    }
+
+    /// The stake is refused until the unbonding ends at `endsAt`, and comes out then.
+    function withdrawStakeAt(uint64 id, uint40 endsAt) internal {
+        vm.prank(nodes.getNode(id).operator);
+        vm.expectRevert(abi.encodeWithSelector(INodeRegistry.NodeRegistry_StillUnbonding.selector, id, endsAt));
+        nodes.withdrawStake(id);
+        vm.warp(endsAt);
+        withdrawStake(id);
+    }
+
     // ---------------------------------------------------------------- jobs
 
     function postJob() internal returns (uint64) {
@@ -210,32 +285,24 @@ abstract contract Base is Test {
         sync();
     }
 
-    function assign(uint64 jobId, uint64 nodeId) internal {
-        vm.prank(matcher);
+    function assign(uint64 jobId, uint64 nodeId) internal calledBy(matcher) {
         market.assign(jobId, nodeId, jobs[jobId].terms, jobs[jobId].state);
-        sync();
     }
 
-    function claim(uint64 jobId, uint64 nodeId) internal {
-        vm.prank(agentOf[nodeId]);
+    function claim(uint64 jobId, uint64 nodeId) internal calledBy(agentOf[nodeId]) {
         market.claim(jobId, nodeId, jobs[jobId].terms, jobs[jobId].state);
-        sync();
     }
 
     function submit(uint64 jobId) internal {
         submit(jobId, keccak256("result"));
     }
 
-    function submit(uint64 jobId, bytes32 resultHash) internal {
-        vm.prank(agentOf[jobs[jobId].state.nodeId()]);
+    function submit(uint64 jobId, bytes32 resultHash) internal calledBy(agentOf[jobs[jobId].state.nodeId()]) {
         market.submitResult(jobId, jobs[jobId].state, resultHash, "gantry://results/1");
-        sync();
     }
 
-    function reject(uint64 jobId) internal {
-        vm.prank(agentOf[jobs[jobId].state.nodeId()]);
+    function reject(uint64 jobId) internal calledBy(agentOf[jobs[jobId].state.nodeId()]) {
         market.reject(jobId, jobs[jobId].terms, jobs[jobId].state, "bad image");
-        sync();
     }
 
     function finalize(uint64 jobId) internal {
@@ -244,22 +311,16 @@ abstract contract Base is Test {
         sync();
     }
 
-    function accept(uint64 jobId) internal {
-        vm.prank(jobs[jobId].terms.submitter());
+    function accept(uint64 jobId) internal calledBy(jobs[jobId].terms.submitter()) {
         market.accept(jobId, jobs[jobId].terms, jobs[jobId].state);
-        sync();
     }
 
-    function dispute(uint64 jobId) internal {
-        vm.prank(jobs[jobId].terms.submitter());
+    function dispute(uint64 jobId) internal calledBy(jobs[jobId].terms.submitter()) {
         market.dispute(jobId, jobs[jobId].terms, jobs[jobId].state);
-        sync();
     }
 
-    function resolve(uint64 jobId, bool providerWins) internal {
-        vm.prank(arbiter);
+    function resolve(uint64 jobId, bool providerWins) internal calledBy(arbiter) {
         market.resolve(jobId, jobs[jobId].terms, jobs[jobId].state, providerWins);
-        sync();
     }
 
     function settleDispute(uint64 jobId) internal {
@@ -269,22 +330,61 @@ abstract contract Base is Test {
         sync();
     }
 
-    function reclaim(uint64 jobId) internal {
-        vm.prank(stranger);
+    function reclaim(uint64 jobId) internal calledBy(stranger) {
         market.reclaim(jobId, jobs[jobId].terms, jobs[jobId].state);
-        sync();
     }
 
-    function cancel(uint64 jobId) internal {
-        vm.prank(jobs[jobId].terms.submitter());
+    function cancel(uint64 jobId) internal calledBy(jobs[jobId].terms.submitter()) {
         market.cancel(jobId, jobs[jobId].terms, jobs[jobId].state);
-        sync();
     }
 
-    function expire(uint64 jobId) internal {
-        vm.prank(stranger);
+    function expire(uint64 jobId) internal calledBy(stranger) {
         market.expire(jobId, jobs[jobId].terms, jobs[jobId].state);
-        sync();
+    }
+
+    /// A stranger's reclaim of the job is refused: the attempt is not at fault.
+    function expectNotReclaimable(uint64 jobId) internal {
+        vm.prank(stranger);
+        vm.expectRevert(abi.encodeWithSelector(IJobMarket.JobMarket_NotReclaimable.selector, jobId));
+        market.reclaim(jobId, jobs[jobId].terms, jobs[jobId].state);
+    }
+
+    /// Neither the matcher (assign) nor the node's agent (claim) can give the job to the
+    /// node: both are refused with `reason`.
+    function expectCannotTake(uint64 jobId, uint64 nodeId, bytes memory reason) internal {
+        vm.prank(matcher);
+        vm.expectRevert(reason);
+        market.assign(jobId, nodeId, jobs[jobId].terms, jobs[jobId].state);
+        vm.prank(agentOf[nodeId]);
+        vm.expectRevert(reason);
+        market.claim(jobId, nodeId, jobs[jobId].terms, jobs[jobId].state);
+    }
+
+    /// The admin replaces the market's parameters (a new policy version).
+    function setParams(MarketParams memory p) internal calledBy(admin) {
+        market.setParams(p);
+    }
+
+    /// A batch of two assignments (job `a` to node `nodeA`, `b` to `nodeB`) with the folded
+    /// terms and states.
+    function batchOf(uint64 a, uint64 nodeA, uint64 b, uint64 nodeB) internal view returns (Assignment[] memory batch) {
+        batch = new Assignment[](2);
+        batch[0] = Assignment(a, nodeA, jobs[a].terms, jobs[a].state);
+        batch[1] = Assignment(b, nodeB, jobs[b].terms, jobs[b].state);
+    }
+
+    function assignBatch(Assignment[] memory batch) internal calledBy(matcher) {
+        market.assignBatch(batch);
+    }
+
+    /// Two jobs' ids and folded states, as `finalizeBatch` takes them.
+    function idsAndStates(uint64 a, uint64 b) internal view returns (uint64[] memory ids, JobState[] memory states) {
+        ids = new uint64[](2);
+        ids[0] = a;
+        ids[1] = b;
+        states = new JobState[](2);
+        states[0] = jobs[a].state;
+        states[1] = jobs[b].state;
     }
 
     /// A job run to its result on a fresh node: (jobId, nodeId).

@@ -8,16 +8,8 @@ import {JobView} from "../JobView.sol";
 import {NodeRegistry} from "../../src/NodeRegistry.sol";
 import {IJobMarket} from "../../src/interfaces/IJobMarket.sol";
 import {INodeRegistry} from "../../src/interfaces/INodeRegistry.sol";
-import {
-    Assignment,
-    JobState,
-    JobStatus,
-    JobTerms,
-    MarketParams,
-    NodeCapabilities,
-    NodeInfo,
-    NodeStatus
-} from "../../src/types/Types.sol";
+import {JobState, JobStatus, JobTerms, MarketParams} from "../../src/types/Types.sol";
+import {NodeCapabilities, NodeInfo, NodeStatus} from "../../src/types/Types.sol";
 
 /// @notice The privileged roles try to go beyond their powers. The rules: the matcher only
 /// moves Open jobs to eligible Active nodes (no money moves); the arbiter only decides a
@@ -40,12 +32,7 @@ contract AdminPowers is AttackBase {
         uint64 three = postJob();
         bytes32 before = books();
         assign(one, a);
-        Assignment[] memory batch = new Assignment[](2);
-        batch[0] = Assignment(two, b, jobs[two].terms, jobs[two].state);
-        batch[1] = Assignment(three, a, jobs[three].terms, jobs[three].state);
-        vm.prank(matcher);
-        market.assignBatch(batch);
-        sync();
+        assignBatch(batchOf(two, b, three, a));
         assertEq(books(), before, "no balance moved");
         assertStatus(two, JobStatus.Assigned);
         assertReplay();
@@ -71,8 +58,7 @@ contract AdminPowers is AttackBase {
         vm.expectRevert(abi.encodeWithSelector(IJobMarket.JobMarket_NodeNotActive.selector, 99, NodeStatus.None));
         market.assign(other, 99, jobs[other].terms, jobs[other].state);
         vm.stopPrank();
-        vm.warp(block.timestamp + HEARTBEAT_TIMEOUT + 1);
-        markInactiveBy(stranger, a);
+        goSilent(a);
         vm.prank(matcher);
         vm.expectRevert(abi.encodeWithSelector(IJobMarket.JobMarket_NodeNotActive.selector, a, NodeStatus.Inactive));
         market.assign(other, a, jobs[other].terms, jobs[other].state);
@@ -173,9 +159,7 @@ contract AdminPowers is AttackBase {
         p.disputePeriod = 1;
         p.slashBps = 10_000;
         p.maxAttempts = 1;
-        vm.prank(admin);
-        market.setParams(p);
-        sync();
+        setParams(p);
         assertEq(market.policyVersion(), 2);
         uint64 after1 = postJob();
         assertEq(jobs[before1].terms.policy(), 1);
@@ -238,18 +222,14 @@ contract AdminPowers is AttackBase {
     /// heartbeating well within the old timeout can be marked Inactive a second later, and
     /// its running job reclaimed with a full slash.
     function test_aShorterHeartbeatTimeout_reachesRunningAttempts() public {
-        uint64 nodeId = registerNode();
-        uint64 jobId = postJob();
-        claim(jobId, nodeId);
+        (uint64 jobId, uint64 nodeId) = claimedJob();
         vm.warp(block.timestamp + HEARTBEAT_TIMEOUT / 2);
-        beat(nodeId);
+        heartbeat(nodeId);
         MarketParams memory p = marketParams();
         p.heartbeatTimeout = 1;
-        vm.prank(admin);
-        market.setParams(p);
-        sync();
+        setParams(p);
         vm.warp(block.timestamp + 2);
-        markInactiveBy(stranger, nodeId);
+        markInactive(nodeId, stranger);
         reclaim(jobId);
         assertEq(node(nodeId).stake, STAKE - SLASH, "slashed two seconds after a heartbeat");
         assertReplay();
@@ -274,9 +254,7 @@ contract AdminPowers is AttackBase {
         claim(toReject, nodeB);
         dispute(toSettle);
         dispute(toResolve);
-        vm.prank(operator);
-        nodes.beginExit(nodeId);
-        sync();
+        beginExit(nodeId);
 
         vm.prank(pauser);
         market.setPaused(true);

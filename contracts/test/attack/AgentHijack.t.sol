@@ -13,10 +13,6 @@ import {INodeRegistry} from "../../src/interfaces/INodeRegistry.sol";
 /// call or its EIP-712 `AgentConsent(operator, agent, nonce, deadline)` for this market on
 /// this chain, with its current nonce, before the deadline; each consent works once.
 contract AgentHijack is AttackBase {
-    bytes32 internal constant DOMAIN_TYPEHASH =
-        keccak256("EIP712Domain(string name,string version,uint256 chainId,address verifyingContract)");
-    bytes32 internal constant CONSENT_TYPEHASH =
-        keccak256("AgentConsent(address operator,address agent,uint256 nonce,uint256 deadline)");
     /// secp256k1's group order: `s` and `n - s` both verify in plain ecrecover.
     uint256 internal constant N = 0xFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFEBAAEDCE6AF48A03BBFD25E8CD0364141;
 
@@ -108,14 +104,14 @@ contract AgentHijack is AttackBase {
     /// The consent's digest is EIP-712 over ("Gantry", "2", this chain, the market).
     function test_theDigest_bindsNameVersionChainAndMarket() public view {
         assertEq(
-            digest(block.chainid, address(market), "2", operator, agent, 0, 100),
+            consentDigestOn(block.chainid, address(market), "2", operator, agent, 0, 100),
             nodes.consentDigest(operator, agent, 0, 100)
         );
     }
 
     function test_aConsentForAnotherChain_isRefused() public {
         uint256 deadline = block.timestamp + 1 hours;
-        bytes memory elsewhere = sign(AGENT_KEY, digest(1, address(market), "2", operator, agent, 0, deadline));
+        bytes memory elsewhere = sign(AGENT_KEY, consentDigestOn(1, address(market), "2", operator, agent, 0, deadline));
         bytes memory bad = abi.encodeWithSelector(INodeRegistry.NodeRegistry_BadConsent.selector, agent);
         vm.prank(operator);
         vm.expectRevert(bad);
@@ -135,12 +131,13 @@ contract AgentHijack is AttackBase {
         address[2] memory elsewhere = [registry, address(deployOtherMarket())];
         for (uint256 i; i < elsewhere.length; ++i) {
             bytes memory consent =
-                sign(AGENT_KEY, digest(block.chainid, elsewhere[i], "2", operator, agent, 0, deadline));
+                sign(AGENT_KEY, consentDigestOn(block.chainid, elsewhere[i], "2", operator, agent, 0, deadline));
             vm.prank(operator);
             vm.expectRevert(bad);
             nodes.register(h100Node(), "", STAKE, agent, deadline, consent);
         }
-        bytes memory v1 = sign(AGENT_KEY, digest(block.chainid, address(market), "1", operator, agent, 0, deadline));
+        bytes memory v1 =
+            sign(AGENT_KEY, consentDigestOn(block.chainid, address(market), "1", operator, agent, 0, deadline));
         vm.prank(operator);
         vm.expectRevert(bad);
         nodes.register(h100Node(), "", STAKE, agent, deadline, v1);
@@ -212,22 +209,6 @@ contract AgentHijack is AttackBase {
     }
 
     // ---------------------------------------------------------------- helpers
-
-    function digest(
-        uint256 chainId,
-        address verifyingContract,
-        string memory version,
-        address owner,
-        address agentAddr,
-        uint256 nonce,
-        uint256 deadline
-    ) internal pure returns (bytes32) {
-        bytes32 domain = keccak256(
-            abi.encode(DOMAIN_TYPEHASH, keccak256("Gantry"), keccak256(bytes(version)), chainId, verifyingContract)
-        );
-        bytes32 structHash = keccak256(abi.encode(CONSENT_TYPEHASH, owner, agentAddr, nonce, deadline));
-        return keccak256(abi.encodePacked("\x19\x01", domain, structHash));
-    }
 
     function sign(uint256 key, bytes32 d) internal pure returns (bytes memory) {
         (uint8 v, bytes32 r, bytes32 s) = vm.sign(key, d);

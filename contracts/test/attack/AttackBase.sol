@@ -82,20 +82,44 @@ abstract contract AttackBase is Base {
         return share > floor ? share : floor;
     }
 
+    /// The node holds `expected` of stake, and the replayed balances agree with the market's.
+    function assertStakeAndReplay(uint64 nodeId, uint256 expected) internal view {
+        assertEq(node(nodeId).stake, expected);
+        assertReplay();
+    }
+
     function assertStatus(uint64 jobId, JobStatus expected) internal view {
         assertEq(uint8(status(jobId)), uint8(expected), "status");
     }
 
-    function markInactiveBy(address who, uint64 nodeId) internal {
-        vm.prank(who);
-        nodes.markInactive(nodeId);
-        sync();
+    /// An honest node of another operator (`name`) takes the job, runs it and is paid the
+    /// bounty less the fee.
+    function runOnAnotherNode(uint64 jobId, string memory name) internal returns (uint64 other) {
+        other = nodeOf(name, OTHER_AGENT_KEY);
+        claim(jobId, other);
+        submit(jobId);
+        finalize(jobId);
+        assertEq(node(other).earnings, BOUNTY - FEE);
     }
 
-    function beat(uint64 nodeId) internal {
-        vm.prank(agentOf[nodeId]);
-        nodes.heartbeat(nodeId);
-        sync();
+    /// A job claimed by a fresh node: (jobId, nodeId).
+    function claimedJob() internal returns (uint64 jobId, uint64 nodeId) {
+        nodeId = registerNode();
+        jobId = postJob();
+        claim(jobId, nodeId);
+    }
+
+    /// A job the matcher assigned to a fresh node: (jobId, nodeId).
+    function assignedJob() internal returns (uint64 jobId, uint64 nodeId) {
+        nodeId = registerNode();
+        jobId = postJob();
+        assign(jobId, nodeId);
+    }
+
+    /// The node misses its heartbeats: once the timeout is over, a keeper marks it Inactive.
+    function goSilent(uint64 nodeId) internal {
+        vm.warp(block.timestamp + HEARTBEAT_TIMEOUT + 1);
+        markInactive(nodeId, stranger);
     }
 
     function rejectAt(uint64 jobId, uint256 at) internal {

@@ -3,7 +3,7 @@ pragma solidity ^0.8.24;
 
 import {AttackBase} from "./AttackBase.sol";
 import {JobView} from "../JobView.sol";
-import {Assignment, JobState, JobStatus, JobTerms, MarketParams} from "../../src/types/Types.sol";
+import {JobState, JobStatus, JobTerms, MarketParams} from "../../src/types/Types.sol";
 
 /// @notice A consumer of the chain stream that trusts only the events must be able to say
 /// who is owed what at every block. One long scenario, every outcome the market has (paid by
@@ -106,15 +106,12 @@ contract EventsTellTheTruth is AttackBase {
         p.protocolFeeBps = 500;
         p.slashBps = 2_000;
         p.maxAttempts = 1;
-        vm.prank(admin);
-        market.setParams(p);
-        sync();
+        setParams(p);
         check();
         uint64 outOfAttempts = postJob();
-        beat(a);
+        heartbeat(a);
         claim(outOfAttempts, a);
-        vm.warp(block.timestamp + HEARTBEAT_TIMEOUT + 1);
-        markInactiveBy(stranger, a);
+        goSilent(a);
         reclaim(outOfAttempts);
         check();
         assertStatus(outOfAttempts, JobStatus.Failed);
@@ -125,25 +122,15 @@ contract EventsTellTheTruth is AttackBase {
         assertStatus(outOfTime, JobStatus.Failed);
 
         // Batches, under the new fee.
-        beat(a);
+        heartbeat(a);
         uint64 one = postJob();
         uint64 two = postJob();
-        Assignment[] memory batch = new Assignment[](2);
-        batch[0] = Assignment(one, a, jobs[one].terms, jobs[one].state);
-        batch[1] = Assignment(two, c, jobs[two].terms, jobs[two].state);
-        vm.prank(matcher);
-        market.assignBatch(batch);
-        sync();
+        assignBatch(batchOf(one, a, two, c));
         check();
         submit(one);
         submit(two);
         vm.warp(untilOf(two));
-        uint64[] memory ids = new uint64[](2);
-        ids[0] = one;
-        ids[1] = two;
-        JobState[] memory states = new JobState[](2);
-        states[0] = jobs[one].state;
-        states[1] = jobs[two].state;
+        (uint64[] memory ids, JobState[] memory states) = idsAndStates(one, two);
         vm.prank(stranger);
         market.finalizeBatch(ids, states);
         sync();

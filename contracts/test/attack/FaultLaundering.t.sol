@@ -20,11 +20,9 @@ contract FaultLaundering is AttackBase {
     /// Graceful shutdown the wrong way round: the agent takes its node offline first and
     /// then tries to give the job back. Refused: that job is reclaimed with the slash.
     function test_agentMarkInactive_thenReject_isRefused() public {
-        uint64 nodeId = registerNode();
-        uint64 jobId = postJob();
-        claim(jobId, nodeId);
+        (uint64 jobId, uint64 nodeId) = claimedJob();
         vm.warp(block.timestamp + 10 minutes);
-        markInactiveBy(agent, nodeId);
+        markInactive(nodeId, agent);
         vm.prank(agent);
         vm.expectRevert(abi.encodeWithSelector(IJobMarket.JobMarket_MustBeReclaimed.selector, jobId));
         market.reject(jobId, jobs[jobId].terms, jobs[jobId].state, "shutting down");
@@ -39,66 +37,51 @@ contract FaultLaundering is AttackBase {
     /// Graceful shutdown the right way round: reject first (charged for the time held),
     /// then go offline. The job is Open again: there is nothing left to reclaim.
     function test_rejectThenMarkInactive_isTheCheapWayOut() public {
-        uint64 nodeId = registerNode();
-        uint64 jobId = postJob();
-        claim(jobId, nodeId);
+        (uint64 jobId, uint64 nodeId) = claimedJob();
         rejectAt(jobId, block.timestamp + RUNTIME / 4);
-        markInactiveBy(agent, nodeId);
+        markInactive(nodeId, agent);
         vm.prank(stranger);
         vm.expectRevert(abi.encodeWithSelector(IJobMarket.JobMarket_WrongStatus.selector, jobId, JobStatus.Open));
         market.reclaim(jobId, jobs[jobId].terms, jobs[jobId].state);
-        assertEq(node(nodeId).stake, STAKE - SLASH / 4);
-        assertReplay();
+        assertStakeAndReplay(nodeId, STAKE - SLASH / 4);
     }
 
     /// Missed heartbeats, marked Inactive by a keeper, back with a heartbeat: the job it held
     /// stays reclaimable (now, not only after `until`) and cannot be rejected.
     function test_markInactive_heartbeat_reject_isRefused_andReclaimStillWorks() public {
-        uint64 nodeId = registerNode();
-        uint64 jobId = postJob();
-        claim(jobId, nodeId);
-        vm.warp(block.timestamp + HEARTBEAT_TIMEOUT + 1);
-        markInactiveBy(stranger, nodeId);
-        beat(nodeId);
+        (uint64 jobId, uint64 nodeId) = claimedJob();
+        goSilent(nodeId);
+        heartbeat(nodeId);
         assertEq(uint8(node(nodeId).status), uint8(NodeStatus.Active), "back at work");
         vm.prank(agent);
         vm.expectRevert(abi.encodeWithSelector(IJobMarket.JobMarket_MustBeReclaimed.selector, jobId));
         market.reject(jobId, jobs[jobId].terms, jobs[jobId].state, "launder");
         assertLt(block.timestamp, untilOf(jobId));
         reclaim(jobId);
-        assertEq(node(nodeId).stake, STAKE - SLASH);
-        assertReplay();
+        assertStakeAndReplay(nodeId, STAKE - SLASH);
     }
 
     /// Inactive and back before the job was assigned: the earlier lapse does not taint the
     /// new attempt (reject allowed, no reclaim).
     function test_anInactivityBeforeTheAssignment_doesNotTaintIt() public {
         uint64 nodeId = registerNode();
-        vm.warp(block.timestamp + HEARTBEAT_TIMEOUT + 1);
-        markInactiveBy(stranger, nodeId);
+        goSilent(nodeId);
         vm.warp(block.timestamp + 1);
-        beat(nodeId);
+        heartbeat(nodeId);
         uint64 jobId = postJob();
         claim(jobId, nodeId);
-        vm.prank(stranger);
-        vm.expectRevert(abi.encodeWithSelector(IJobMarket.JobMarket_NotReclaimable.selector, jobId));
-        market.reclaim(jobId, jobs[jobId].terms, jobs[jobId].state);
+        expectNotReclaimable(jobId);
         reject(jobId);
-        assertEq(node(nodeId).stake, STAKE);
-        assertReplay();
+        assertStakeAndReplay(nodeId, STAKE);
     }
 
     /// Nobody can turn a healthy attempt into a fault: no reclaim up to and at `until`;
     /// from `until + 1`, reclaimed once (the fault counted once, the state moved on).
     function test_aHealthyAttempt_isNotReclaimable_andAFaultIsReclaimedOnce() public {
-        uint64 nodeId = registerNode();
-        uint64 jobId = postJob();
-        claim(jobId, nodeId);
-        beat(nodeId);
+        (uint64 jobId, uint64 nodeId) = claimedJob();
+        heartbeat(nodeId);
         vm.warp(untilOf(jobId));
-        vm.prank(stranger);
-        vm.expectRevert(abi.encodeWithSelector(IJobMarket.JobMarket_NotReclaimable.selector, jobId));
-        market.reclaim(jobId, jobs[jobId].terms, jobs[jobId].state);
+        expectNotReclaimable(jobId);
         vm.warp(untilOf(jobId) + 1);
         JobState memory assigned = jobs[jobId].state;
         reclaim(jobId);
@@ -106,40 +89,32 @@ contract FaultLaundering is AttackBase {
         vm.expectRevert(abi.encodeWithSelector(IJobMarket.JobMarket_StaleState.selector, jobId));
         market.reclaim(jobId, jobs[jobId].terms, assigned);
         assertEq(jobs[jobId].state.faults(), 1);
-        assertEq(node(nodeId).stake, STAKE - SLASH);
-        assertReplay();
+        assertStakeAndReplay(nodeId, STAKE - SLASH);
     }
 
     /// A result before the reclaim stands: a node that missed heartbeats but did the work
     /// answers, and the job is no longer reclaimable (the work is what the rules pay for).
     function test_aResultBeforeTheReclaim_stands() public {
-        uint64 nodeId = registerNode();
-        uint64 jobId = postJob();
-        claim(jobId, nodeId);
-        vm.warp(block.timestamp + HEARTBEAT_TIMEOUT + 1);
-        markInactiveBy(stranger, nodeId);
+        (uint64 jobId, uint64 nodeId) = claimedJob();
+        goSilent(nodeId);
         submit(jobId);
         vm.prank(stranger);
         vm.expectRevert(abi.encodeWithSelector(IJobMarket.JobMarket_WrongStatus.selector, jobId, JobStatus.Submitted));
         market.reclaim(jobId, jobs[jobId].terms, jobs[jobId].state);
         finalize(jobId);
-        assertEq(node(nodeId).stake, STAKE);
-        assertReplay();
+        assertStakeAndReplay(nodeId, STAKE);
     }
 
     /// A new agent key does not help: the rotated-out key cannot reject, and the new one
     /// is refused like the old (the fault is the node's, not the key's).
     function test_rotatingTheAgent_doesNotLaunderTheFault() public {
-        uint64 nodeId = registerNode();
-        uint64 jobId = postJob();
-        claim(jobId, nodeId);
-        vm.warp(block.timestamp + HEARTBEAT_TIMEOUT + 1);
-        markInactiveBy(stranger, nodeId);
+        (uint64 jobId, uint64 nodeId) = claimedJob();
+        goSilent(nodeId);
         bytes memory consent = signConsent(operator, OTHER_AGENT_KEY, block.timestamp + 1 hours);
         vm.prank(operator);
         nodes.setAgent(nodeId, otherAgent, block.timestamp + 1 hours, consent);
         sync();
-        beat(nodeId);
+        heartbeat(nodeId);
         vm.prank(agent);
         vm.expectRevert(abi.encodeWithSelector(IJobMarket.JobMarket_NotAssignedAgent.selector, jobId, agent));
         market.reject(jobId, jobs[jobId].terms, jobs[jobId].state, "old key");
@@ -147,8 +122,7 @@ contract FaultLaundering is AttackBase {
         vm.expectRevert(abi.encodeWithSelector(IJobMarket.JobMarket_MustBeReclaimed.selector, jobId));
         market.reject(jobId, jobs[jobId].terms, jobs[jobId].state, "new key");
         reclaim(jobId);
-        assertEq(node(nodeId).stake, STAKE - SLASH);
-        assertReplay();
+        assertStakeAndReplay(nodeId, STAKE - SLASH);
     }
 
     /// Beginning an exit does not take the stake out of reach of a fault already made: the
@@ -157,17 +131,14 @@ contract FaultLaundering is AttackBase {
         uint64 nodeId = registerNode();
         uint64 jobId = postJob(runtimeJob(market.MAX_RUNTIME()), BOUNTY, uint40(block.timestamp + 8 days));
         claim(jobId, nodeId);
-        vm.prank(operator);
-        nodes.beginExit(nodeId);
-        sync();
+        beginExit(nodeId);
         vm.warp(untilOf(jobId) + 1);
         uint40 unbonded = node(nodeId).unbondingEndsAt;
         vm.prank(operator);
         vm.expectRevert(abi.encodeWithSelector(INodeRegistry.NodeRegistry_StillUnbonding.selector, nodeId, unbonded));
         nodes.withdrawStake(nodeId);
         reclaim(jobId);
-        assertEq(node(nodeId).stake, STAKE - SLASH);
-        assertReplay();
+        assertStakeAndReplay(nodeId, STAKE - SLASH);
     }
 
     /// A slash that takes the node below the minimum stake stops new work but does not make
@@ -182,9 +153,7 @@ contract FaultLaundering is AttackBase {
         vm.warp(untilOf(a) + 1);
         reclaim(a);
         assertEq(uint8(node(nodeId).status), uint8(NodeStatus.Inactive), "below the minimum: no new work");
-        vm.prank(stranger);
-        vm.expectRevert(abi.encodeWithSelector(IJobMarket.JobMarket_NotReclaimable.selector, b));
-        market.reclaim(b, jobs[b].terms, jobs[b].state);
+        expectNotReclaimable(b);
         submit(b);
         assertStatus(b, JobStatus.Submitted);
         assertReplay();
@@ -200,9 +169,8 @@ contract FaultLaundering is AttackBase {
     function test_inactiveAndBackInTheSameSecond_taintsAnAssignmentOfThatSecond() public {
         uint64 nodeId = registerNode();
         uint64 jobId = postJob();
-        vm.warp(block.timestamp + HEARTBEAT_TIMEOUT + 1);
-        markInactiveBy(stranger, nodeId);
-        beat(nodeId);
+        goSilent(nodeId);
+        heartbeat(nodeId);
         assign(jobId, nodeId);
         assertEq(node(nodeId).inactiveSince, assignedAt(jobId), "the same second");
         vm.prank(agent);

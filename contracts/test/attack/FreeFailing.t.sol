@@ -34,20 +34,11 @@ contract FreeFailing is AttackBase {
             assertEq(jobs[jobId].state.barred(), 1);
             assertTrue(market.isBarred(jobId, nodeId));
             bytes memory barred = abi.encodeWithSelector(IJobMarket.JobMarket_Barred.selector, jobId, nodeId);
-            vm.prank(agent);
-            vm.expectRevert(barred);
-            market.claim(jobId, nodeId, jobs[jobId].terms, jobs[jobId].state);
-            vm.prank(matcher);
-            vm.expectRevert(barred);
-            market.assign(jobId, nodeId, jobs[jobId].terms, jobs[jobId].state);
+            expectCannotTake(jobId, nodeId, barred);
         }
         assertEq(node(nodeId).stake, STAKE, "held for no time: charged nothing");
 
-        uint64 honest = nodeOf("honest", OTHER_AGENT_KEY);
-        claim(ids[0], honest);
-        submit(ids[0]);
-        finalize(ids[0]);
-        assertEq(node(honest).earnings, BOUNTY - FEE);
+        runOnAnotherNode(ids[0], "honest");
         assertReplay();
     }
 
@@ -89,9 +80,7 @@ contract FreeFailing is AttackBase {
     /// Past `until`, the node cannot choose the cheaper way out: the reject is refused and
     /// the job is reclaimed, with the slash and an attempt used.
     function test_aRejectAfterUntil_isRefused_andTheJobIsReclaimed() public {
-        uint64 nodeId = registerNode();
-        uint64 jobId = postJob();
-        claim(jobId, nodeId);
+        (uint64 jobId, uint64 nodeId) = claimedJob();
         vm.warp(untilOf(jobId) + 1);
         vm.prank(agent);
         vm.expectRevert(abi.encodeWithSelector(IJobMarket.JobMarket_MustBeReclaimed.selector, jobId));
@@ -107,12 +96,9 @@ contract FreeFailing is AttackBase {
     /// agent): the reject is refused, and a heartbeat that brings the node back does not
     /// reopen it.
     function test_aRejectAfterMarkInactive_isRefused_evenAfterAHeartbeat() public {
-        uint64 nodeId = registerNode();
-        uint64 byKeeper = postJob();
-        claim(byKeeper, nodeId);
-        vm.warp(block.timestamp + HEARTBEAT_TIMEOUT + 1);
-        markInactiveBy(stranger, nodeId);
-        beat(nodeId);
+        (uint64 byKeeper, uint64 nodeId) = claimedJob();
+        goSilent(nodeId);
+        heartbeat(nodeId);
         vm.prank(agent);
         vm.expectRevert(abi.encodeWithSelector(IJobMarket.JobMarket_MustBeReclaimed.selector, byKeeper));
         market.reject(byKeeper, jobs[byKeeper].terms, jobs[byKeeper].state, "launder");
@@ -120,8 +106,8 @@ contract FreeFailing is AttackBase {
         vm.warp(block.timestamp + 1);
         uint64 bySelf = postJob();
         claim(bySelf, nodeId);
-        markInactiveBy(agent, nodeId);
-        beat(nodeId);
+        markInactive(nodeId, agent);
+        heartbeat(nodeId);
         vm.prank(agent);
         vm.expectRevert(abi.encodeWithSelector(IJobMarket.JobMarket_MustBeReclaimed.selector, bySelf));
         market.reject(bySelf, jobs[bySelf].terms, jobs[bySelf].state, "launder");
@@ -157,11 +143,7 @@ contract FreeFailing is AttackBase {
         assertLe(block.timestamp - posted, uint256(n) * RUNTIME, "delayed by at most N runtimes");
         assertEq(market.treasuryBalance(), charges);
 
-        uint64 honest = nodeOf("honest", OTHER_AGENT_KEY);
-        claim(jobId, honest);
-        submit(jobId);
-        finalize(jobId);
-        assertEq(node(honest).earnings, BOUNTY - FEE);
+        runOnAnotherNode(jobId, "honest");
         assertReplay();
     }
 
@@ -192,9 +174,7 @@ contract FreeFailing is AttackBase {
     /// A node that comes back as a new registration is a new node: it must stake again,
     /// so each extra delay costs the attacker another bonded stake.
     function test_reRegistering_costsAnotherStake() public {
-        uint64 nodeId = registerNode();
-        uint64 jobId = postJob();
-        claim(jobId, nodeId);
+        (uint64 jobId, uint64 nodeId) = claimedJob();
         reject(jobId);
         uint256 before = token.balanceOf(operator);
         uint64 again = registerNode(operator, OTHER_AGENT_KEY, h100Node(), STAKE);

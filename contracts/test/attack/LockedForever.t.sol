@@ -48,9 +48,7 @@ contract LockedForever is AttackBase {
     function test_aPendingDispute_holdsOnlyItsExposure() public {
         (uint64 jobId, uint64 nodeId) = submittedJob();
         dispute(jobId);
-        vm.prank(operator);
-        nodes.beginExit(nodeId);
-        sync();
+        beginExit(nodeId);
         vm.warp(block.timestamp + UNBONDING);
         uint256 before = token.balanceOf(operator);
         vm.prank(operator);
@@ -72,20 +70,11 @@ contract LockedForever is AttackBase {
     /// A stake with nothing held comes out at the end of the unbonding, not a second before.
     function test_aStake_comesOutAfterUnbonding() public {
         uint64 nodeId = registerNode();
-        vm.prank(operator);
-        nodes.beginExit(nodeId);
-        sync();
+        beginExit(nodeId);
         uint40 endsAt = node(nodeId).unbondingEndsAt;
         vm.warp(endsAt - 1);
-        vm.prank(operator);
-        vm.expectRevert(abi.encodeWithSelector(INodeRegistry.NodeRegistry_StillUnbonding.selector, nodeId, endsAt));
-        nodes.withdrawStake(nodeId);
-        vm.warp(endsAt);
-        vm.prank(operator);
-        nodes.withdrawStake(nodeId);
-        sync();
-        assertEq(node(nodeId).stake, 0);
-        assertReplay();
+        withdrawStakeAt(nodeId, endsAt);
+        assertStakeAndReplay(nodeId, 0);
     }
 
     /// An Open job nobody takes: it expires once no attempt fits, refunded to its submitter
@@ -110,18 +99,11 @@ contract LockedForever is AttackBase {
     /// Inactive and reclaims the job at once, without waiting for `until`; another node runs
     /// it.
     function test_aJobWhoseNodeVanished_isReclaimable() public {
-        uint64 gone = registerNode();
-        uint64 jobId = postJob();
-        claim(jobId, gone);
-        vm.warp(block.timestamp + HEARTBEAT_TIMEOUT + 1);
-        markInactiveBy(stranger, gone);
+        (uint64 jobId, uint64 gone) = claimedJob();
+        goSilent(gone);
         reclaim(jobId);
         assertStatus(jobId, JobStatus.Open);
-        uint64 other = nodeOf("other", OTHER_AGENT_KEY);
-        claim(jobId, other);
-        submit(jobId);
-        finalize(jobId);
-        assertEq(node(other).earnings, BOUNTY - FEE);
+        runOnAnotherNode(jobId, "other");
         assertReplay();
     }
 
@@ -181,9 +163,7 @@ contract LockedForever is AttackBase {
     function test_aLostDisputeAfterTheWithdrawal_leavesTheNodeExiting() public {
         MarketParams memory p = marketParams();
         p.disputePeriod = 20 days;
-        vm.prank(admin);
-        market.setParams(p);
-        sync();
+        setParams(p);
         (uint64 jobId, uint64 nodeId) = submittedJob();
         dispute(jobId);
         vm.prank(operator);

@@ -50,11 +50,8 @@ contract OversizedPayload is AttackBase {
     }
 
     function test_aResultUriOverTheLimit_isRefused() public {
-        uint64 nodeId = registerNode();
-        uint64 jobId = postJob();
-        assign(jobId, nodeId);
-        vm.prank(agent);
-        vm.expectRevert(abi.encodeWithSelector(INodeRegistry.NodeRegistry_TextTooLong.selector, 257, 256));
+        (uint64 jobId,) = assignedJob();
+        expectTooLongFrom(agent);
         market.submitResult(jobId, jobs[jobId].state, bytes32(uint256(1)), string(new bytes(MAX_TEXT + 1)));
         vm.prank(agent);
         market.submitResult(jobId, jobs[jobId].state, bytes32(uint256(1)), string(new bytes(MAX_TEXT)));
@@ -63,11 +60,8 @@ contract OversizedPayload is AttackBase {
     }
 
     function test_aRejectReasonOverTheLimit_isRefused() public {
-        uint64 nodeId = registerNode();
-        uint64 jobId = postJob();
-        assign(jobId, nodeId);
-        vm.prank(agent);
-        vm.expectRevert(abi.encodeWithSelector(INodeRegistry.NodeRegistry_TextTooLong.selector, 257, 256));
+        (uint64 jobId,) = assignedJob();
+        expectTooLongFrom(agent);
         market.reject(jobId, jobs[jobId].terms, jobs[jobId].state, string(new bytes(MAX_TEXT + 1)));
         vm.prank(agent);
         market.reject(jobId, jobs[jobId].terms, jobs[jobId].state, string(new bytes(MAX_TEXT)));
@@ -114,6 +108,12 @@ contract OversizedPayload is AttackBase {
 
         assertLt(posted, LOG_LIMIT, "the largest event of all stays under 64 KiB");
         assertReplay();
+    }
+
+    /// `who`'s next call is expected to be refused: a text of 257 bytes where 256 are allowed.
+    function expectTooLongFrom(address who) internal {
+        vm.prank(who);
+        vm.expectRevert(abi.encodeWithSelector(INodeRegistry.NodeRegistry_TextTooLong.selector, 257, 256));
     }
 
     /// The recorded logs folded into the fixture (as `sync` does), and the data size of the

@@ -62,9 +62,7 @@ contract StaleOrForgedState is AttackBase {
     /// A node barred from the job clears the barred count in the state it passes, to claim
     /// it again.
     function test_aClearedBarredCount_isRefused() public {
-        uint64 nodeId = registerNode();
-        uint64 jobId = postJob();
-        claim(jobId, nodeId);
+        (uint64 jobId, uint64 nodeId) = claimedJob();
         reject(jobId);
         JobState memory cleared = jobs[jobId].state;
         cleared.moved(JobStatus.Open, 0, 0, 0, 0);
@@ -266,12 +264,7 @@ contract StaleOrForgedState is AttackBase {
 
         (uint64 next,) = submittedJob();
         vm.warp(untilOf(next));
-        uint64[] memory ids = new uint64[](2);
-        ids[0] = next;
-        ids[1] = next;
-        JobState[] memory states = new JobState[](2);
-        states[0] = jobs[next].state;
-        states[1] = jobs[next].state;
+        (uint64[] memory ids, JobState[] memory states) = idsAndStates(next, next);
         vm.expectRevert(abi.encodeWithSelector(IJobMarket.JobMarket_StaleState.selector, next));
         market.finalizeBatch(ids, states);
         assertEq(market.jobHash(next), keccak256(abi.encode(jobs[next].state)), "nothing of the batch happened");
@@ -300,9 +293,7 @@ contract StaleOrForgedState is AttackBase {
         uint64 a = registerNode();
         uint64 b = nodeOf("b", OTHER_AGENT_KEY);
         uint64 jobId = postJob();
-        Assignment[] memory batch = new Assignment[](2);
-        batch[0] = Assignment(jobId, a, jobs[jobId].terms, jobs[jobId].state);
-        batch[1] = Assignment(jobId, b, jobs[jobId].terms, jobs[jobId].state);
+        Assignment[] memory batch = batchOf(jobId, a, jobId, b);
         vm.prank(matcher);
         vm.expectRevert(abi.encodeWithSelector(IJobMarket.JobMarket_StaleState.selector, jobId));
         market.assignBatch(batch);

@@ -65,12 +65,7 @@ contract SubmitterFarmsStake is AttackBase {
         vm.warp(block.timestamp + 1);
         bytes memory doesNotFit =
             abi.encodeWithSelector(IJobMarket.JobMarket_DoesNotFit.selector, late, block.timestamp + RUNTIME, deadline);
-        vm.prank(matcher);
-        vm.expectRevert(doesNotFit);
-        market.assign(late, nodeId, jobs[late].terms, jobs[late].state);
-        vm.prank(agent);
-        vm.expectRevert(doesNotFit);
-        market.claim(late, nodeId, jobs[late].terms, jobs[late].state);
+        expectCannotTake(late, nodeId, doesNotFit);
         expire(late);
 
         vm.warp(deadline);
@@ -86,9 +81,7 @@ contract SubmitterFarmsStake is AttackBase {
     /// A job that runs until its own limit is the job's fault: the node answers with a
     /// result by `until`, nobody can reclaim it at `until`, and it is paid.
     function test_aJobThatRunsToItsMaxRuntime_isAnsweredAtUntil_andPaid() public {
-        uint64 nodeId = registerNode();
-        uint64 jobId = postJob();
-        assign(jobId, nodeId);
+        (uint64 jobId, uint64 nodeId) = assignedJob();
         vm.warp(untilOf(jobId));
         vm.prank(submitter);
         vm.expectRevert(abi.encodeWithSelector(IJobMarket.JobMarket_NotReclaimable.selector, jobId));
@@ -104,9 +97,7 @@ contract SubmitterFarmsStake is AttackBase {
     /// The submitter cannot provoke the fault of a healthy node: no reclaim before `until`,
     /// no markInactive before the heartbeat timeout.
     function test_theSubmitter_cannotProvokeAFault() public {
-        uint64 nodeId = registerNode();
-        uint64 jobId = postJob();
-        claim(jobId, nodeId);
+        (uint64 jobId, uint64 nodeId) = claimedJob();
         vm.warp(block.timestamp + HEARTBEAT_TIMEOUT);
         vm.startPrank(submitter);
         vm.expectRevert(abi.encodeWithSelector(IJobMarket.JobMarket_NotReclaimable.selector, jobId));
@@ -154,8 +145,7 @@ contract SubmitterFarmsStake is AttackBase {
                 vm.warp(untilOf(jobId) + 1 + ((seed >> (8 * i + 2)) % 1000));
                 reclaim(jobId);
             } else if (kind == 1) {
-                vm.warp(block.timestamp + HEARTBEAT_TIMEOUT + 1);
-                markInactiveBy(stranger, nodeId);
+                goSilent(nodeId);
                 reclaim(jobId);
             } else if (kind == 2) {
                 rejectAt(jobId, block.timestamp + ((seed >> (8 * i + 2)) % (RUNTIME + 1)));
@@ -184,8 +174,7 @@ contract SubmitterFarmsStake is AttackBase {
         assertEq(market.creditOf(submitter), BOUNTY + DISPUTE_BOND);
         assertEq(wealth(submitter), initial, "never more than it paid in");
         assertEq(market.treasuryBalance(), exposure);
-        assertEq(node(nodeId).stake, STAKE - exposure);
-        assertReplay();
+        assertStakeAndReplay(nodeId, STAKE - exposure);
     }
 
     // ---------------------------------------------------------------- questionable

@@ -138,9 +138,7 @@ contract JobMarketAssignmentTest is Base {
         uint64 nodeId = registerNode();
         uint64 jobId = postJob();
         assign(jobId, nodeId);
-        vm.prank(stranger);
-        vm.expectRevert(abi.encodeWithSelector(IJobMarket.JobMarket_NotReclaimable.selector, jobId));
-        market.reclaim(jobId, jobs[jobId].terms, jobs[jobId].state);
+        expectNotReclaimable(jobId);
     }
 
     function test_Reclaim_UsesAnAttempt_AndFailsTheJobAtTheLast() public {

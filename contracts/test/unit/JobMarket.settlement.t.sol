@@ -183,9 +183,7 @@ contract JobMarketSettlementTest is Base {
         (uint64 jobId, uint64 nodeId) = submittedJob();
         MarketParams memory p = marketParams();
         p.protocolFeeBps = 1_000;
-        vm.prank(admin);
-        market.setParams(p);
-        sync();
+        setParams(p);
         finalize(jobId);
         assertEq(node(nodeId).feesOwed, FEE, "the fee it was posted with");
         uint64 later = postJob();

@@ -8,7 +8,7 @@ import {ECDSA} from "@openzeppelin/contracts/utils/cryptography/ECDSA.sol";
 import {Base} from "../Base.t.sol";
 import {JobView} from "../JobView.sol";
 import {INodeRegistry} from "../../src/interfaces/INodeRegistry.sol";
-import {JobState, JobTerms, MarketParams, NodeCapabilities, NodeInfo, NodeStatus} from "../../src/types/Types.sol";
+import {JobState, JobTerms, NodeCapabilities, NodeInfo, NodeStatus} from "../../src/types/Types.sol";
 
 /// @notice Shared fixtures of the node calls' unit tests (`NodeRegistry.<entry>.t.sol`):
 /// the node calls are served at the market's address, so every event is expected from it,
@@ -82,6 +82,27 @@ abstract contract NodeRegistryUnitTest is Base {
         assertEq(uint8(nodes.getNode(id).status), uint8(expected), "status");
     }
 
+    /// The node's info, checked for its operator, agent and status.
+    function assertedNode(uint64 id, address operator_, address agent_, NodeStatus status_)
+        internal
+        view
+        returns (NodeInfo memory n)
+    {
+        n = nodes.getNode(id);
+        assertEq(n.operator, operator_);
+        assertEq(n.agent, agent_);
+        assertEq(uint8(n.status), uint8(status_));
+    }
+
+    /// The market's only log since the last fold (folded) has topic `topic` and the amount
+    /// `amount` as its data.
+    function assertOnlyLog(bytes32 topic, uint96 amount) internal {
+        Vm.Log[] memory logs = marketLogs();
+        assertEq(logs.length, 1);
+        assertEq(logs[0].topics[0], topic);
+        assertEq(abi.decode(logs[0].data, (uint96)), amount);
+    }
+
     /// The market's logs recorded since the last fold, folded (the test contract's own
     /// `emit`s for `vm.expectEmit` are recorded too and left out).
     function marketLogs() internal returns (Vm.Log[] memory logs) {
@@ -112,36 +133,6 @@ abstract contract NodeRegistryUnitTest is Base {
         return abi.encodePacked(r, s, v);
     }
 
-    /// The consent digest computed here from EIP-712, for any chain and verifying contract.
-    function consentDigestOn(
-        uint256 chainId,
-        address verifyingContract,
-        address owner,
-        address agent_,
-        uint256 nonce,
-        uint256 deadline
-    ) internal pure returns (bytes32) {
-        bytes32 domain = keccak256(
-            abi.encode(
-                keccak256("EIP712Domain(string name,string version,uint256 chainId,address verifyingContract)"),
-                keccak256("Gantry"),
-                keccak256("2"),
-                chainId,
-                verifyingContract
-            )
-        );
-        bytes32 structHash = keccak256(
-            abi.encode(
-                keccak256("AgentConsent(address operator,address agent,uint256 nonce,uint256 deadline)"),
-                owner,
-                agent_,
-                nonce,
-                deadline
-            )
-        );
-        return keccak256(abi.encodePacked("\x19\x01", domain, structHash));
-    }
-
     // ---------------------------------------------------------------- steps (each folds)
 
     /// `owner` registers a node it serves itself (no signature).
@@ -152,47 +143,11 @@ abstract contract NodeRegistryUnitTest is Base {
         sync();
     }
 
-    function heartbeat(uint64 id) internal {
-        vm.prank(agentOf[id]);
-        nodes.heartbeat(id);
-        sync();
-    }
-
-    function markInactive(uint64 id, address by) internal {
-        vm.prank(by);
-        nodes.markInactive(id);
-        sync();
-    }
-
     /// Lets the node's heartbeat expire (time never goes back) and has a stranger mark it Inactive.
     function makeInactive(uint64 id) internal {
         uint256 expired = uint256(nodes.getNode(id).lastHeartbeat) + HEARTBEAT_TIMEOUT + 1;
         if (block.timestamp < expired) vm.warp(expired);
         markInactive(id, stranger);
-    }
-
-    function topUp(uint64 id, uint96 amount) internal {
-        vm.prank(nodes.getNode(id).operator);
-        nodes.topUpStake(id, amount);
-        sync();
-    }
-
-    function beginExit(uint64 id) internal {
-        vm.prank(nodes.getNode(id).operator);
-        nodes.beginExit(id);
-        sync();
-    }
-
-    function withdrawStake(uint64 id) internal {
-        vm.prank(nodes.getNode(id).operator);
-        nodes.withdrawStake(id);
-        sync();
-    }
-
-    function withdrawEarnings(uint64 id) internal {
-        vm.prank(nodes.getNode(id).operator);
-        nodes.withdrawEarnings(id);
-        sync();
     }
 
     /// Begins the node's exit and waits out the unbonding period.
@@ -226,13 +181,6 @@ abstract contract NodeRegistryUnitTest is Base {
         vm.warp(jobs[jobId].state.until() + 1);
         reclaim(jobId);
         slashed = before.stake - nodes.getNode(id).stake;
-    }
-
-    /// The admin replaces the market's parameters (a new policy version).
-    function setParams(MarketParams memory p) internal {
-        vm.prank(admin);
-        market.setParams(p);
-        sync();
     }
 }
 

@@ -15,9 +15,7 @@ contract NodeRegistryBeginExitTest is NodeRegistryNodeTest {
         uint40 endsAt = uint40(block.timestamp) + UNBONDING;
         expectNodeEmit();
         emit INodeRegistry.NodeExitBegun(nodeId, endsAt);
-        vm.prank(operator);
-        nodes.beginExit(nodeId);
-        sync();
+        beginExit(nodeId);
 
         NodeInfo memory n = nodes.getNode(nodeId);
         assertEq(uint8(n.status), uint8(NodeStatus.Exiting));
@@ -58,12 +56,7 @@ contract NodeRegistryBeginExitTest is NodeRegistryNodeTest {
         uint64 jobId = postJob();
         bytes memory reason =
             abi.encodeWithSelector(IJobMarket.JobMarket_NodeNotActive.selector, nodeId, NodeStatus.Exiting);
-        vm.prank(matcher);
-        vm.expectRevert(reason);
-        market.assign(jobId, nodeId, jobs[jobId].terms, jobs[jobId].state);
-        vm.prank(agent);
-        vm.expectRevert(reason);
-        market.claim(jobId, nodeId, jobs[jobId].terms, jobs[jobId].state);
+        expectCannotTake(jobId, nodeId, reason);
     }
 
     /// The jobs it holds run on: the agent answers them and the node is paid.

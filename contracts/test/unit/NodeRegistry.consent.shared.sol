@@ -33,6 +33,12 @@ abstract contract NodeRegistryConsentShared is NodeRegistryUnitTest {
         return signConsent(operator, consentKey(), nodes.agentNonce(consentAgent()), deadline);
     }
 
+    /// `operator`'s bind of `agent_` with `signature` is refused as a bad consent.
+    function expectBadBind(address agent_, uint256 deadline, bytes memory signature) internal {
+        expectBadConsent(agent_);
+        bind(operator, agent_, deadline, signature);
+    }
+
     // ---------------------------------------------------------------- accepted
 
     function test_Consent_BySignature_SpendsTheAgentsNonce() external {
@@ -106,8 +112,7 @@ abstract contract NodeRegistryConsentShared is NodeRegistryUnitTest {
         address a = consentAgent();
         // The agent's digest, signed by another key.
         (uint8 v, bytes32 r, bytes32 s) = vm.sign(key, nodes.consentDigest(operator, a, nodes.agentNonce(a), deadline));
-        expectBadConsent(a);
-        bind(operator, a, deadline, abi.encodePacked(r, s, v));
+        expectBadBind(a, deadline, abi.encodePacked(r, s, v));
     }
 
     function test_Consent_RevertWhen_Replayed() external {
@@ -116,8 +121,7 @@ abstract contract NodeRegistryConsentShared is NodeRegistryUnitTest {
         bytes memory signature = consent(deadline);
         bind(operator, a, deadline, signature);
         uint256 nonce = nodes.agentNonce(a);
-        expectBadConsent(a);
-        bind(operator, a, deadline, signature);
+        expectBadBind(a, deadline, signature);
         assertEq(nodes.agentNonce(a), nonce, "a refused consent spends nothing");
     }
 
@@ -125,16 +129,14 @@ abstract contract NodeRegistryConsentShared is NodeRegistryUnitTest {
         address a = consentAgent();
         uint256 deadline = block.timestamp + 1 hours;
         bytes memory ahead = signConsent(operator, consentKey(), nodes.agentNonce(a) + 1, deadline);
-        expectBadConsent(a);
-        bind(operator, a, deadline, ahead);
+        expectBadBind(a, deadline, ahead);
     }
 
     function test_Consent_RevertWhen_SignedForAnotherOperator() external {
         address a = consentAgent();
         uint256 deadline = block.timestamp + 1 hours;
         bytes memory forStranger = signConsent(stranger, consentKey(), nodes.agentNonce(a), deadline);
-        expectBadConsent(a);
-        bind(operator, a, deadline, forStranger);
+        expectBadBind(a, deadline, forStranger);
     }
 
     function test_Consent_RevertWhen_SignedForAnotherChain() external {
@@ -142,8 +144,7 @@ abstract contract NodeRegistryConsentShared is NodeRegistryUnitTest {
         uint256 deadline = block.timestamp + 1 hours;
         bytes32 digest = consentDigestOn(block.chainid + 1, address(market), operator, a, nodes.agentNonce(a), deadline);
         (uint8 v, bytes32 r, bytes32 s) = vm.sign(consentKey(), digest);
-        expectBadConsent(a);
-        bind(operator, a, deadline, abi.encodePacked(r, s, v));
+        expectBadBind(a, deadline, abi.encodePacked(r, s, v));
     }
 
     function test_Consent_RevertWhen_SignedForAnotherMarket() external {
@@ -152,25 +153,21 @@ abstract contract NodeRegistryConsentShared is NodeRegistryUnitTest {
         uint256 deadline = block.timestamp + 1 hours;
         bytes32 digest = INodeRegistry(address(other)).consentDigest(operator, a, nodes.agentNonce(a), deadline);
         (uint8 v, bytes32 r, bytes32 s) = vm.sign(consentKey(), digest);
-        expectBadConsent(a);
-        bind(operator, a, deadline, abi.encodePacked(r, s, v));
+        expectBadBind(a, deadline, abi.encodePacked(r, s, v));
     }
 
     function test_Consent_RevertWhen_SignatureMalformed() external {
         address a = consentAgent();
         uint256 deadline = block.timestamp + 1 hours;
         bytes memory good = consent(deadline);
-        expectBadConsent(a);
-        bind(operator, a, deadline, "");
+        expectBadBind(a, deadline, "");
         bytes memory truncated = new bytes(64);
         for (uint256 i; i < 64; ++i) {
             truncated[i] = good[i];
         }
-        expectBadConsent(a);
-        bind(operator, a, deadline, truncated);
+        expectBadBind(a, deadline, truncated);
         good[64] = bytes1(uint8(good[64]) ^ 0x01); // v 27 <-> 28: another signer
-        expectBadConsent(a);
-        bind(operator, a, deadline, good);
+        expectBadBind(a, deadline, good);
     }
 
     function test_Consent_RevertWhen_ERC1271WalletRefuses() external {
@@ -187,7 +184,6 @@ abstract contract NodeRegistryConsentShared is NodeRegistryUnitTest {
         address a = address(token);
         uint256 deadline = block.timestamp + 1 hours;
         (uint8 v, bytes32 r, bytes32 s) = vm.sign(consentKey(), nodes.consentDigest(operator, a, 0, deadline));
-        expectBadConsent(a);
-        bind(operator, a, deadline, abi.encodePacked(r, s, v));
+        expectBadBind(a, deadline, abi.encodePacked(r, s, v));
     }
 }

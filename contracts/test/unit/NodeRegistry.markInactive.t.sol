@@ -117,9 +117,7 @@ contract NodeRegistryMarkInactiveTest is NodeRegistryNodeTest {
     function test_MarkInactive_MakesTheJobsItHoldsReclaimable() external {
         uint64 jobId = postJob();
         assign(jobId, nodeId);
-        vm.prank(stranger);
-        vm.expectRevert(abi.encodeWithSelector(IJobMarket.JobMarket_NotReclaimable.selector, jobId));
-        market.reclaim(jobId, jobs[jobId].terms, jobs[jobId].state);
+        expectNotReclaimable(jobId);
 
         makeInactive(nodeId);
         assertLt(block.timestamp, jobs[jobId].state.until(), "within the runtime");
@@ -165,9 +163,7 @@ contract NodeRegistryMarkInactiveTest is NodeRegistryNodeTest {
         NodeInfo memory n = nodes.getNode(id);
         assertEq(uint8(n.status), uint8(NodeStatus.Inactive));
         assertEq(n.inactiveSince, 0);
-        vm.prank(stranger);
-        vm.expectRevert(abi.encodeWithSelector(IJobMarket.JobMarket_NotReclaimable.selector, second));
-        market.reclaim(second, jobs[second].terms, jobs[second].state);
+        expectNotReclaimable(second);
         submit(second);
         finalize(second);
         assertEq(uint8(status(second)), uint8(JobStatus.Completed));
@@ -190,23 +186,13 @@ contract NodeRegistryMarkInactiveTest is NodeRegistryNodeTest {
 
     function test_MarkInactive_RevertWhen_AlreadyInactive() external {
         makeInactive(nodeId);
-        expectNotActive(nodeId, NodeStatus.Inactive);
-        vm.prank(stranger);
-        nodes.markInactive(nodeId);
-        expectNotActive(nodeId, NodeStatus.Inactive);
-        vm.prank(agent);
-        nodes.markInactive(nodeId);
+        expectMarkInactiveRefused(NodeStatus.Inactive);
     }
 
     function test_MarkInactive_RevertWhen_Exiting() external {
         beginExit(nodeId);
         vm.warp(block.timestamp + HEARTBEAT_TIMEOUT + 1);
-        expectNotActive(nodeId, NodeStatus.Exiting);
-        vm.prank(stranger);
-        nodes.markInactive(nodeId);
-        expectNotActive(nodeId, NodeStatus.Exiting);
-        vm.prank(agent);
-        nodes.markInactive(nodeId);
+        expectMarkInactiveRefused(NodeStatus.Exiting);
     }
 
     function test_MarkInactive_RevertWhen_Exited() external {
@@ -231,5 +217,15 @@ contract NodeRegistryMarkInactiveTest is NodeRegistryNodeTest {
         assertEq(logs.length, 1);
         assertEq(logs[0].topics[0], INodeRegistry.NodeMarkedInactive.selector);
         assertEq(logs[0].topics[2], bytes32(uint256(uint160(stranger))));
+    }
+
+    /// Neither a keeper nor the node's agent can mark the node Inactive: it is `current`.
+    function expectMarkInactiveRefused(NodeStatus current) internal {
+        expectNotActive(nodeId, current);
+        vm.prank(stranger);
+        nodes.markInactive(nodeId);
+        expectNotActive(nodeId, current);
+        vm.prank(agent);
+        nodes.markInactive(nodeId);
     }
 }

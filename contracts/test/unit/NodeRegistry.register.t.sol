@@ -59,10 +59,7 @@ contract NodeRegistryRegisterTest is NodeRegistryCapabilitiesShared, NodeRegistr
 
         assertEq(id, 1);
         assertEq(nodes.nodeCount(), 1);
-        NodeInfo memory n = nodes.getNode(id);
-        assertEq(n.operator, operator);
-        assertEq(n.agent, agent);
-        assertEq(uint8(n.status), uint8(NodeStatus.Active));
+        NodeInfo memory n = assertedNode(id, operator, agent, NodeStatus.Active);
         assertEq(n.lastHeartbeat, now32);
         assertEq(n.stake, STAKE);
         assertEq(n.lockedStake, 0);

@@ -1,8 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 pragma solidity ^0.8.24;
 
-import {Vm} from "forge-std/Vm.sol";
-
 import {NodeRegistryNodeTest} from "./NodeRegistry.base.sol";
 import {INodeRegistry} from "../../src/interfaces/INodeRegistry.sol";
 
@@ -66,10 +64,7 @@ contract NodeRegistrySweepFeesTest is NodeRegistryNodeTest {
         nodes.sweepFees(ids(second, nodeId));
         vm.prank(stranger);
         nodes.sweepFees(ids(nodeId, nodeId));
-        Vm.Log[] memory logs = marketLogs();
-        assertEq(logs.length, 1);
-        assertEq(logs[0].topics[0], INodeRegistry.FeesSwept.selector);
-        assertEq(abi.decode(logs[0].data, (uint96)), fee);
+        assertOnlyLog(INodeRegistry.FeesSwept.selector, fee);
         assertEq(market.treasuryBalance(), fee);
         assertReplay();
     }
@@ -86,10 +81,7 @@ contract NodeRegistrySweepFeesTest is NodeRegistryNodeTest {
         sweep(ids(nodeId));
         vm.prank(operator);
         nodes.withdrawEarnings(nodeId);
-        Vm.Log[] memory logs = marketLogs();
-        assertEq(logs.length, 1);
-        assertEq(logs[0].topics[0], INodeRegistry.NodeEarningsWithdrawn.selector);
-        assertEq(abi.decode(logs[0].data, (uint96)), payout);
+        assertOnlyLog(INodeRegistry.NodeEarningsWithdrawn.selector, payout);
         assertEq(market.treasuryBalance(), fee);
         assertReplay();
     }

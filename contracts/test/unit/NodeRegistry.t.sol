@@ -108,24 +108,16 @@ contract NodeRegistryTest is Base {
 
     function test_WithdrawStake_OnlyAfterTheUnbondingPeriod() public {
         uint64 nodeId = registerNode();
-        vm.prank(operator);
-        nodes.beginExit(nodeId);
+        beginExit(nodeId);
         uint40 endsAt = uint40(block.timestamp + UNBONDING);
-        vm.prank(operator);
-        vm.expectRevert(abi.encodeWithSelector(INodeRegistry.NodeRegistry_StillUnbonding.selector, nodeId, endsAt));
-        nodes.withdrawStake(nodeId);
-        vm.warp(endsAt);
-        vm.prank(operator);
-        nodes.withdrawStake(nodeId);
-        sync();
+        withdrawStakeAt(nodeId, endsAt);
         assertEq(uint8(node(nodeId).status), uint8(NodeStatus.Exited));
         assertReplay();
     }
 
     function test_AnExitingNode_GetsNoNewWork() public {
         uint64 nodeId = registerNode();
-        vm.prank(operator);
-        nodes.beginExit(nodeId);
+        beginExit(nodeId);
         uint64 jobId = postJob();
         vm.prank(matcher);
         vm.expectRevert(abi.encodeWithSelector(IJobMarket.JobMarket_NodeNotActive.selector, nodeId, NodeStatus.Exiting));

@@ -46,10 +46,7 @@ contract NodeRegistryViewsTest is NodeRegistryUnitTest {
         inactiveAt = block.timestamp;
         beginExit(id);
 
-        NodeInfo memory n = nodes.getNode(id);
-        assertEq(n.operator, operator);
-        assertEq(n.agent, agent);
-        assertEq(uint8(n.status), uint8(NodeStatus.Exiting));
+        NodeInfo memory n = assertedNode(id, operator, agent, NodeStatus.Exiting);
         assertEq(n.lastHeartbeat, registeredAt);
         assertEq(n.stake, STAKE);
         assertEq(n.lockedStake, (STAKE * SLASH_BPS) / 10_000);

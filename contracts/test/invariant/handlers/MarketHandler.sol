@@ -4,17 +4,8 @@ pragma solidity ^0.8.24;
 import {Base} from "../../Base.t.sol";
 import {JobView} from "../../JobView.sol";
 import {JobMarket} from "../../../src/JobMarket.sol";
-import {
-    JobPolicy,
-    JobRequirements,
-    JobState,
-    JobStatus,
-    JobTerms,
-    MarketParams,
-    NodeCapabilities,
-    NodeInfo,
-    NodeStatus
-} from "../../../src/types/Types.sol";
+import {JobPolicy, JobRequirements, JobState, JobStatus, JobTerms} from "../../../src/types/Types.sol";
+import {MarketParams, NodeCapabilities, NodeInfo, NodeStatus} from "../../../src/types/Types.sol";
 
 /// @notice Drives random sequences of calls by every participant (submitters, the matcher,
 /// agents, operators, keepers, the arbiter, the admin), with bounded inputs. Each action
@@ -190,24 +181,15 @@ contract MarketHandler is Base {
     }
 
     function cancel(uint256 seed) external step {
-        (bool found, uint64 id) = _find(seed, _isOpen);
-        if (!found) return;
-        _cancel(id);
-        _did();
+        _onJob(seed, _isOpen, _cancel);
     }
 
     function accept(uint256 seed) external step {
-        (bool found, uint64 id) = _find(seed, _isSubmitted);
-        if (!found) return;
-        _accept(id);
-        _did();
+        _onJob(seed, _isSubmitted, _accept);
     }
 
     function dispute(uint256 seed) external step {
-        (bool found, uint64 id) = _find(seed, _isDisputable);
-        if (!found) return;
-        _dispute(id);
-        _did();
+        _onJob(seed, _isDisputable, _dispute);
     }
 
     function withdraw(uint256 who) external step {
@@ -242,17 +224,11 @@ contract MarketHandler is Base {
     }
 
     function submit(uint256 seed) external step {
-        (bool found, uint64 id) = _find(seed, _isAnswerable);
-        if (!found) return;
-        _submit(id);
-        _did();
+        _onJob(seed, _isAnswerable, _submit);
     }
 
     function reject(uint256 seed) external step {
-        (bool found, uint64 id) = _find(seed, _isRejectable);
-        if (!found) return;
-        _reject(id);
-        _did();
+        _onJob(seed, _isRejectable, _reject);
     }
 
     function heartbeat(uint256 nodeSeed) external step {
@@ -285,10 +261,7 @@ contract MarketHandler is Base {
     // ================================================================ actions: anyone
 
     function reclaim(uint256 seed) external step {
-        (bool found, uint64 id) = _find(seed, _isReclaimable);
-        if (!found) return;
-        _reclaim(id);
-        _did();
+        _onJob(seed, _isReclaimable, _reclaim);
     }
 
     function finalize(uint256 seed, bool batch) external step {
@@ -319,17 +292,11 @@ contract MarketHandler is Base {
     }
 
     function expire(uint256 seed) external step {
-        (bool found, uint64 id) = _find(seed, _isExpirable);
-        if (!found) return;
-        _expire(id);
-        _did();
+        _onJob(seed, _isExpirable, _expire);
     }
 
     function settleDispute(uint256 seed) external step {
-        (bool found, uint64 id) = _find(seed, _isLapsed);
-        if (!found) return;
-        _settleDispute(id);
-        _did();
+        _onJob(seed, _isLapsed, _settleDispute);
     }
 
     function sweepFees(uint256 seed) external step {
@@ -733,6 +700,16 @@ contract MarketHandler is Base {
         return jobs[id].state.status() == JobStatus.Disputed && now_ >= jobs[id].state.until();
     }
 
+    /// Takes `action` on the first job at or after `seed` that `pred` holds for, if any.
+    function _onJob(uint256 seed, function(uint64) internal view returns (bool) pred, function(uint64) internal action)
+        internal
+    {
+        (bool found, uint64 id) = _find(seed, pred);
+        if (!found) return;
+        action(id);
+        _did();
+    }
+
     /// The first job at or after `seed` (cyclically) that `pred` holds for.
     function _find(uint256 seed, function(uint64) internal view returns (bool) pred)
         internal
@@ -777,53 +754,20 @@ contract MarketHandler is Base {
         address who = t.submitter();
         address nodeAgent = agentOf[s.nodeId()];
         if (status_ == JobStatus.Open) {
-            vm.prank(who);
-            try market.cancel(id, t, s) {
-                return true;
-            } catch {}
-            vm.prank(stranger);
-            try market.expire(id, t, s) {
-                return true;
-            } catch {}
-            vm.prank(matcher);
-            try market.assign(id, nodeIds[0], t, s) {
-                return true;
-            } catch {}
+            if (_accepted(who, abi.encodeCall(market.cancel, (id, t, s)))) return true;
+            if (_accepted(stranger, abi.encodeCall(market.expire, (id, t, s)))) return true;
+            if (_accepted(matcher, abi.encodeCall(market.assign, (id, nodeIds[0], t, s)))) return true;
         } else if (status_ == JobStatus.Assigned) {
-            vm.prank(nodeAgent);
-            try market.submitResult(id, s, bytes32(0), "") {
-                return true;
-            } catch {}
-            vm.prank(nodeAgent);
-            try market.reject(id, t, s, "") {
-                return true;
-            } catch {}
-            vm.prank(stranger);
-            try market.reclaim(id, t, s) {
-                return true;
-            } catch {}
+            if (_accepted(nodeAgent, abi.encodeCall(market.submitResult, (id, s, bytes32(0), "")))) return true;
+            if (_accepted(nodeAgent, abi.encodeCall(market.reject, (id, t, s, "")))) return true;
+            if (_accepted(stranger, abi.encodeCall(market.reclaim, (id, t, s)))) return true;
         } else if (status_ == JobStatus.Submitted) {
-            vm.prank(stranger);
-            try market.finalize(id, s) {
-                return true;
-            } catch {}
-            vm.prank(who);
-            try market.accept(id, t, s) {
-                return true;
-            } catch {}
-            vm.prank(who);
-            try market.dispute(id, t, s) {
-                return true;
-            } catch {}
+            if (_accepted(stranger, abi.encodeCall(market.finalize, (id, s)))) return true;
+            if (_accepted(who, abi.encodeCall(market.accept, (id, t, s)))) return true;
+            if (_accepted(who, abi.encodeCall(market.dispute, (id, t, s)))) return true;
         } else if (status_ == JobStatus.Disputed) {
-            vm.prank(arbiter);
-            try market.resolve(id, t, s, true) {
-                return true;
-            } catch {}
-            vm.prank(stranger);
-            try market.settleDispute(id, t, s) {
-                return true;
-            } catch {}
+            if (_accepted(arbiter, abi.encodeCall(market.resolve, (id, t, s, true)))) return true;
+            if (_accepted(stranger, abi.encodeCall(market.settleDispute, (id, t, s)))) return true;
         }
         return false;
     }
@@ -836,93 +780,45 @@ contract MarketHandler is Base {
             bool mayTake = _isAssignable(id) && node(nodeId).status == NodeStatus.Active && !market.isBarred(id, nodeId)
                 && _eligible(t, capsOf[nodeId]);
             if (!mayTake) {
-                vm.prank(matcher);
-                try market.assign(id, nodeId, t, s) {
-                    return true;
-                } catch {}
-                vm.prank(agentOf[nodeId]);
-                try market.claim(id, nodeId, t, s) {
-                    return true;
-                } catch {}
+                if (_accepted(matcher, abi.encodeCall(market.assign, (id, nodeId, t, s)))) return true;
+                if (_accepted(agentOf[nodeId], abi.encodeCall(market.claim, (id, nodeId, t, s)))) return true;
             }
-            vm.prank(stranger); // not the node's agent
-            try market.claim(id, nodeId, t, s) {
-                return true;
-            } catch {}
-            if (!_isExpirable(id)) {
-                try market.expire(id, t, s) {
-                    return true;
-                } catch {}
-            }
-            vm.prank(stranger);
-            try market.cancel(id, t, s) {
-                return true;
-            } catch {}
+            if (_accepted(stranger, abi.encodeCall(market.claim, (id, nodeId, t, s)))) return true; // not the node's agent
+            if (!_isExpirable(id) && _accepted(abi.encodeCall(market.expire, (id, t, s)))) return true;
+            if (_accepted(stranger, abi.encodeCall(market.cancel, (id, t, s)))) return true;
         } else if (status_ == JobStatus.Assigned) {
             address nodeAgent = agentOf[s.nodeId()];
-            if (!_isAnswerable(id)) {
-                vm.prank(nodeAgent);
-                try market.submitResult(id, s, bytes32(0), "") {
-                    return true;
-                } catch {}
-            }
-            if (!_isRejectable(id)) {
-                vm.prank(nodeAgent);
-                try market.reject(id, t, s, "") {
-                    return true;
-                } catch {}
-            }
-            if (!_isReclaimable(id)) {
-                try market.reclaim(id, t, s) {
-                    return true;
-                } catch {}
-            }
-            vm.prank(stranger);
-            try market.submitResult(id, s, bytes32(0), "") {
-                return true;
-            } catch {}
-            vm.prank(stranger);
-            try market.reject(id, t, s, "") {
-                return true;
-            } catch {}
+            bytes memory answer = abi.encodeCall(market.submitResult, (id, s, bytes32(0), ""));
+            bytes memory giveBack = abi.encodeCall(market.reject, (id, t, s, ""));
+            if (!_isAnswerable(id) && _accepted(nodeAgent, answer)) return true;
+            if (!_isRejectable(id) && _accepted(nodeAgent, giveBack)) return true;
+            if (!_isReclaimable(id) && _accepted(abi.encodeCall(market.reclaim, (id, t, s)))) return true;
+            if (_accepted(stranger, answer)) return true;
+            if (_accepted(stranger, giveBack)) return true;
         } else if (status_ == JobStatus.Submitted) {
-            if (!_isDisputable(id)) {
-                vm.prank(t.submitter());
-                try market.dispute(id, t, s) {
-                    return true;
-                } catch {}
-            }
-            if (!_isFinalizable(id)) {
-                try market.finalize(id, s) {
-                    return true;
-                } catch {}
-            }
-            vm.prank(stranger);
-            try market.accept(id, t, s) {
-                return true;
-            } catch {}
-            vm.prank(stranger);
-            try market.dispute(id, t, s) {
-                return true;
-            } catch {}
+            bytes memory dispute_ = abi.encodeCall(market.dispute, (id, t, s));
+            if (!_isDisputable(id) && _accepted(t.submitter(), dispute_)) return true;
+            if (!_isFinalizable(id) && _accepted(abi.encodeCall(market.finalize, (id, s)))) return true;
+            if (_accepted(stranger, abi.encodeCall(market.accept, (id, t, s)))) return true;
+            if (_accepted(stranger, dispute_)) return true;
         } else if (status_ == JobStatus.Disputed) {
-            if (!_isResolvable(id)) {
-                vm.prank(arbiter);
-                try market.resolve(id, t, s, false) {
-                    return true;
-                } catch {}
-            }
-            if (!_isLapsed(id)) {
-                try market.settleDispute(id, t, s) {
-                    return true;
-                } catch {}
-            }
-            vm.prank(stranger);
-            try market.resolve(id, t, s, true) {
-                return true;
-            } catch {}
+            bytes memory decide = abi.encodeCall(market.resolve, (id, t, s, false));
+            if (!_isResolvable(id) && _accepted(arbiter, decide)) return true;
+            if (!_isLapsed(id) && _accepted(abi.encodeCall(market.settleDispute, (id, t, s)))) return true;
+            if (_accepted(stranger, abi.encodeCall(market.resolve, (id, t, s, true)))) return true;
         }
         return false;
+    }
+
+    /// The market's answer to `call` (from the handler): true if it was accepted.
+    function _accepted(bytes memory call) internal returns (bool ok) {
+        (ok,) = address(market).call(call);
+    }
+
+    /// The market's answer to `who`'s `call`: true if it was accepted.
+    function _accepted(address who, bytes memory call) internal returns (bool) {
+        vm.prank(who);
+        return _accepted(call);
     }
 
     // ================================================================ fixtures
