@@ -595,21 +595,20 @@ async fn store_by_id(store: &Store) -> Figures {
     let mut each = [Duration::ZERO; 5];
     for _ in 0..CALLS {
         let job = rng.below(JOBS) + 1;
-        let t = Instant::now();
-        std::hint::black_box(store.job_document(job).await.expect("job document"));
-        each[4] += t.elapsed();
-        let t = Instant::now();
-        std::hint::black_box(store.job(job).await.expect("job"));
-        each[0] += t.elapsed();
-        let t = Instant::now();
-        std::hint::black_box(store.timeline(job).await.expect("timeline"));
-        each[1] += t.elapsed();
-        let t = Instant::now();
-        std::hint::black_box(store.progress(job).await.expect("progress"));
-        each[2] += t.elapsed();
-        let t = Instant::now();
-        std::hint::black_box(store.completions(job).await.expect("completions"));
-        each[3] += t.elapsed();
+        let [row, timeline, progress, completions, document] = &mut each;
+        timed(document, store.job_document(job))
+            .await
+            .expect("job document");
+        timed(row, store.job(job)).await.expect("job");
+        timed(timeline, store.timeline(job))
+            .await
+            .expect("timeline");
+        timed(progress, store.progress(job))
+            .await
+            .expect("progress");
+        timed(completions, store.completions(job))
+            .await
+            .expect("completions");
     }
     let per_call = |d: Duration| d.as_secs_f64() * 1e6 / CALLS as f64;
     println!(
@@ -622,4 +621,12 @@ async fn store_by_id(store: &Store) -> Figures {
         per_call(each[3]),
     );
     figures
+}
+
+/// Awaits `call`, adding the time it took to `total`; its answer, kept from the optimiser.
+async fn timed<T>(total: &mut Duration, call: impl Future<Output = T>) -> T {
+    let start = Instant::now();
+    let answer = std::hint::black_box(call.await);
+    *total += start.elapsed();
+    answer
 }

@@ -280,7 +280,7 @@ pub struct JobsQuery {
 
 /// A page from items fetched one past `limit`; the cursor is the last item's id when
 /// there is more.
-fn page<T>(mut items: Vec<T>, limit: u32, id_of: impl Fn(&T) -> i64) -> Page<T> {
+fn page<T>(mut items: Vec<T>, limit: u32, id_of: impl Fn(&T) -> u64) -> Page<T> {
     let more = items.len() > limit as usize;
     items.truncate(limit as usize);
     let next_cursor = more
@@ -300,14 +300,13 @@ fn number<T: std::str::FromStr>(name: &str, value: &Option<String>) -> Result<Op
 }
 
 /// A non-negative integer that fits SQL's BIGINT.
-fn non_negative(name: &str, value: &Option<String>) -> Result<Option<i64>, ApiError> {
-    match number::<i64>(name, value)? {
-        Some(n) if n < 0 => Err(ApiError::bad_parameter(
-            name,
-            "must be a non-negative integer",
-        )),
-        other => Ok(other),
-    }
+fn non_negative(name: &str, value: &Option<String>) -> Result<Option<u64>, ApiError> {
+    number::<i64>(name, value)?
+        .map(|n| {
+            u64::try_from(n)
+                .map_err(|_| ApiError::bad_parameter(name, "must be a non-negative integer"))
+        })
+        .transpose()
 }
 
 /// An integer parameter within `range`, `default` when absent.
@@ -537,9 +536,7 @@ async fn job_logs(
                         LiveEvent::Log { seq, line } if line.job_id == job_id && *seq > after => {
                             return Some((Ok(log_event(*seq, line)), Some(receiver)));
                         }
-                        LiveEvent::Job(row)
-                            if row.job_id as u64 == job_id && row.status.is_settled() =>
-                        {
+                        LiveEvent::Job(row) if row.job_id == job_id && row.status.is_settled() => {
                             return Some((Ok(end_event(row)), None));
                         }
                         _ => {}
@@ -590,7 +587,7 @@ fn feeds(event: &LiveEvent, job: Option<u64>) -> bool {
     match (event, job) {
         (LiveEvent::Log { .. }, _) => false,
         (LiveEvent::Reorg { .. }, _) | (_, None) => true,
-        (LiveEvent::Job(row), Some(job)) => u64::try_from(row.job_id) == Ok(job),
+        (LiveEvent::Job(row), Some(job)) => row.job_id == job,
         (LiveEvent::Progress(update), Some(job)) => update.job_id == job,
         (LiveEvent::Node(_) | LiveEvent::Block(_), Some(_)) => false,
     }
@@ -610,7 +607,7 @@ async fn events(
     query: Result<Query<EventsQuery>, axum::extract::rejection::QueryRejection>,
 ) -> Result<Response, ApiError> {
     let Query(q) = query.map_err(ApiError::bad_query)?;
-    let job = non_negative("job", &q.job)?.map(|job| job as u64);
+    let job = non_negative("job", &q.job)?;
     let receiver = state.live.subscribe();
     let stream = futures::stream::unfold(receiver, move |mut receiver| async move {
         loop {
@@ -651,7 +648,7 @@ pub struct NodesQuery {
 }
 
 /// Now, unix seconds, by the later of this machine's clock and the newest block's time.
-async fn now(state: &AppState) -> Result<i64, ApiError> {
+async fn now(state: &AppState) -> Result<u64, ApiError> {
     Ok(crate::model::now(state.store.head_time().await?))
 }
 
@@ -775,7 +772,7 @@ async fn stats_history(
 ) -> Result<Json<History>, ApiError> {
     let Query(q) = query.map_err(ApiError::bad_query)?;
     let minutes = bounded("minutes", &q.minutes, 1..=1440, 60)?;
-    let now = now(&state).await? as u64;
+    let now = now(&state).await?;
     Ok(Json(History {
         buckets: state.store.history(minutes, now).await?,
     }))

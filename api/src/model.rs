@@ -29,11 +29,11 @@ pub use gantry_protocol::status::{JobStatus, NodeStatus};
 
 /// Now, unix seconds: the later of this machine's clock and `chain_time` (a dev chain may
 /// run ahead of the clock).
-pub fn now(chain_time: u64) -> i64 {
+pub fn now(chain_time: u64) -> u64 {
     let wall = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map_or(0, |d| d.as_secs());
-    wall.max(chain_time) as i64
+    wall.max(chain_time)
 }
 
 /// Why an event could not be applied.
@@ -78,7 +78,7 @@ pub fn job_of(event: &GantryEvent) -> Option<u64> {
 /// submitter, which those events do not name.
 pub fn touches(event: &GantryEvent, job: Option<&JobRow>) -> Touches {
     let job_id = job_of(event);
-    let node_of_job = job.and_then(|j| j.node_id).map(|n| n as u64);
+    let node_of_job = job.and_then(|j| j.node_id);
     let submitter = job.map(|j| j.submitter.to_lowercase());
     let (node, account) = match event {
         GantryEvent::Market(market) => match market {
@@ -95,14 +95,7 @@ pub fn touches(event: &GantryEvent, job: Option<&JobRow>) -> Touches {
             M::JobRejected(e) => (Some(e.nodeId), None),
             M::NodeSlashed(e) => (Some(e.nodeId), None),
             M::NodeMarkedInactive(e) => (Some(e.nodeId), None),
-            M::JobRequeued(_)
-            | M::MarketParamsUpdated(_)
-            | M::PausedSet(_)
-            | M::TreasuryWithdrawn(_)
-            | M::EIP712DomainChanged(_)
-            | M::RoleAdminChanged(_)
-            | M::RoleGranted(_)
-            | M::RoleRevoked(_) => (None, None),
+            M::JobRequeued(_) | gantry_protocol::market_admin_events!() => (None, None),
         },
         GantryEvent::Registry(_) => (event.node_id(), None),
         GantryEvent::Unreadable(_) => (None, None),
@@ -126,13 +119,13 @@ pub fn posted_policy(event: &GantryEvent) -> Option<u32> {
 pub fn policy_of(event: &JobMarket::MarketParamsUpdated) -> JobPolicy {
     let policy = Policy::from(&event.params);
     JobPolicy {
-        version: i64::from(event.policyVersion),
-        fee_bps: i64::from(policy.fee_bps),
-        challenge_window: i64::from(policy.challenge_window),
+        version: u64::from(event.policyVersion),
+        fee_bps: u64::from(policy.fee_bps),
+        challenge_window: u64::from(policy.challenge_window),
         dispute_bond: policy.dispute_bond.to_string(),
-        dispute_period: i64::from(policy.dispute_period),
-        slash_bps: i64::from(policy.slash_bps),
-        max_attempts: i64::from(policy.max_attempts),
+        dispute_period: u64::from(policy.dispute_period),
+        slash_bps: u64::from(policy.slash_bps),
+        max_attempts: u64::from(policy.max_attempts),
     }
 }
 
@@ -145,8 +138,8 @@ pub fn apply_job(
     typed: &GantryEvent,
     policy: Option<&JobPolicy>,
 ) -> Option<JobRow> {
-    let block = i(event.block_number);
-    let at = i(event.block_timestamp);
+    let block = event.block_number;
+    let at = event.block_timestamp;
     let market = match typed {
         GantryEvent::Market(M::JobPosted(e)) => return Some(posted(e, block, at, policy)),
         GantryEvent::Market(market) => market,
@@ -169,13 +162,13 @@ pub fn apply_job(
         )
         && let Some(assigned_at) = job.assigned_at
     {
-        job.gpu_seconds += (at - assigned_at).max(0) * job.gpus;
+        job.gpu_seconds += at.saturating_sub(assigned_at) * job.gpus;
     }
     match market {
         M::JobAssigned(e) => {
             job.attempts += 1;
             job.claimed = e.claimed;
-            job.assigned_at = Some(i(e.until.to::<u64>()) - job.max_runtime);
+            job.assigned_at = Some(e.until.to::<u64>().saturating_sub(job.max_runtime));
             job.result_hash = None;
             job.result_uri = None;
         }
@@ -188,7 +181,7 @@ pub fn apply_job(
                 bond: e.bond.to_string(),
                 exposure: e.exposure.to_string(),
                 disputed_at: at,
-                deadline: i(e.until.to::<u64>()),
+                deadline: e.until.to::<u64>(),
                 outcome: None,
             });
         }
@@ -239,7 +232,7 @@ pub fn apply_job(
         M::JobRequeued(e) => {
             debug_assert_eq!(
                 (job.faults, job.barred),
-                (i64::from(e.faults), i64::from(e.barred)),
+                (u64::from(e.faults), u64::from(e.barred)),
                 "the row counts what the market counts"
             );
         }
@@ -253,29 +246,23 @@ pub fn apply_job(
         M::NodeSlashed(e) => charged(&mut job, e.nodeId, e.amount, at),
         M::JobPosted(_)
         | M::NodeMarkedInactive(_)
-        | M::MarketParamsUpdated(_)
-        | M::PausedSet(_)
         | M::Deposited(_)
         | M::Withdrawn(_)
-        | M::TreasuryWithdrawn(_)
-        | M::EIP712DomainChanged(_)
-        | M::RoleAdminChanged(_)
-        | M::RoleGranted(_)
-        | M::RoleRevoked(_) => return Some(job),
+        | gantry_protocol::market_admin_events!() => return Some(job),
     }
     // The state as the market moves it: the one fold every consumer shares.
     let mut state = state_of(&job);
     state.apply(market);
     job.status = state.status;
-    job.node_id = (state.node_id != 0).then_some(i(state.node_id));
-    job.until = (state.until != 0).then_some(i(state.until));
+    job.node_id = (state.node_id != 0).then_some(state.node_id);
+    job.until = (state.until != 0).then_some(state.until);
     job.state_hash = state_hash(&job, &state);
     touched(&mut job, block, at);
     Some(job)
 }
 
 /// The row of a job just posted.
-fn posted(e: &JobMarket::JobPosted, block: i64, at: i64, policy: Option<&JobPolicy>) -> JobRow {
+fn posted(e: &JobMarket::JobPosted, block: u64, at: u64, policy: Option<&JobPolicy>) -> JobRow {
     let terms = Terms::unpack(&e.terms);
     let r = &terms.requirements;
     let requirements = JobMarket::JobRequirements {
@@ -288,23 +275,23 @@ fn posted(e: &JobMarket::JobPosted, block: i64, at: i64, policy: Option<&JobPoli
         maxRuntime: r.max_runtime,
         priority: r.priority,
     };
-    let policy = policy.filter(|p| p.version == i64::from(terms.policy));
+    let policy = policy.filter(|p| p.version == u64::from(terms.policy));
     let mut job = JobRow {
-        job_id: i(e.jobId),
+        job_id: e.jobId,
         submitter: e.submitter.to_string(),
         status: JobStatus::Open,
         bounty: terms.bounty.to_string(),
         from_credits: e.fromCredits.to_string(),
-        deadline: i(terms.deadline),
-        max_runtime: i64::from(r.max_runtime),
+        deadline: terms.deadline,
+        max_runtime: u64::from(r.max_runtime),
         spec_hash: hex(terms.spec_hash),
         spec: String::from_utf8_lossy(&e.spec).into_owned(),
         requirements: serde_json::to_string(&requirements).expect("serializes"),
-        priority: i64::from(r.priority),
-        policy_version: i64::from(terms.policy),
+        priority: u64::from(r.priority),
+        policy_version: u64::from(terms.policy),
         policy: policy.cloned(),
         terms_hash: hex(terms.hash()),
-        gpus: i64::from(r.min_gpu_count),
+        gpus: u64::from(r.min_gpu_count),
         posted_block: block,
         posted_at: at,
         updated_block: block,
@@ -323,11 +310,12 @@ fn state_of(job: &JobRow) -> State {
         status: job.status,
         faults: u8::try_from(job.faults).unwrap_or(u8::MAX),
         barred: u8::try_from(job.barred).unwrap_or(u8::MAX),
-        node_id: job.node_id.map_or(0, |n| n as u64),
-        until: job.until.map_or(0, |u| u as u64),
+        node_id: job.node_id.unwrap_or(0),
+        until: job.until.unwrap_or(0),
         bounty: job.bounty.parse().unwrap_or(0),
-        fee_bps: policy.map_or(0, |p| p.fee_bps as u16),
-        challenge_window: policy.map_or(0, |p| p.challenge_window as u32),
+        fee_bps: policy.map_or(0, |p| u16::try_from(p.fee_bps).unwrap_or(u16::MAX)),
+        challenge_window: policy
+            .map_or(0, |p| u32::try_from(p.challenge_window).unwrap_or(u32::MAX)),
     }
 }
 
@@ -339,15 +327,15 @@ fn state_hash(job: &JobRow, state: &State) -> Option<String> {
 
 /// Bars `node` from the job, as the market does (its count stops at 255).
 fn bar(job: &mut JobRow, node: u64) {
-    job.barred_nodes.push(i(node));
-    job.barred = (job.barred + 1).min(i64::from(u8::MAX));
+    job.barred_nodes.push(node);
+    job.barred = (job.barred + 1).min(u64::from(u8::MAX));
 }
 
 /// A charge on `node`, its amount to come with the `NodeSlashed` that follows (none when
 /// there was nothing to take).
-fn charge(job: &mut JobRow, node: u64, cause: ChargeCause, at: i64) {
+fn charge(job: &mut JobRow, node: u64, cause: ChargeCause, at: u64) {
     job.charges.push(ChargeRow {
-        node_id: i(node),
+        node_id: node,
         cause,
         amount: "0".into(),
         at,
@@ -355,8 +343,7 @@ fn charge(job: &mut JobRow, node: u64, cause: ChargeCause, at: i64) {
 }
 
 /// `amount` taken from `node` for the job: the last charge of that node.
-fn charged(job: &mut JobRow, node: u64, amount: U96, at: i64) {
-    let node = i(node);
+fn charged(job: &mut JobRow, node: u64, amount: U96, at: u64) {
     match job.charges.iter_mut().rev().find(|c| c.node_id == node) {
         Some(charge) => charge.amount = plus(&charge.amount, u96(amount)),
         // Every slash follows the event that causes it; kept even without one.
@@ -373,7 +360,7 @@ fn charged(job: &mut JobRow, node: u64, amount: U96, at: i64) {
     }
 }
 
-fn touched(job: &mut JobRow, block: i64, at: i64) {
+fn touched(job: &mut JobRow, block: u64, at: u64) {
     job.updated_block = block;
     job.updated_at = at;
 }
@@ -389,7 +376,7 @@ pub fn apply_node(
     typed: &GantryEvent,
     previous: Option<&EventEnvelope>,
 ) -> Option<NodeRow> {
-    let block = i(event.block_number);
+    let block = event.block_number;
     if let GantryEvent::Registry(R::NodeRegistered(e)) = typed {
         return Some(registered(e, block));
     }
@@ -406,9 +393,9 @@ pub fn apply_node(
     Some(node)
 }
 
-fn registered(e: &NodeRegistry::NodeRegistered, block: i64) -> NodeRow {
+fn registered(e: &NodeRegistry::NodeRegistered, block: u64) -> NodeRow {
     let mut node = NodeRow {
-        node_id: i(e.nodeId),
+        node_id: e.nodeId,
         operator: e.operator.to_string(),
         agent: e.agent.to_string(),
         status: NodeStatus::Active,
@@ -421,8 +408,8 @@ fn registered(e: &NodeRegistry::NodeRegistered, block: i64) -> NodeRow {
         fees_owed: "0".into(),
         fees_swept: "0".into(),
         stake_withdrawn: "0".into(),
-        last_heartbeat: i64::from(e.at),
-        registered_at: i64::from(e.at),
+        last_heartbeat: u64::from(e.at),
+        registered_at: u64::from(e.at),
         updated_block: block,
         ..NodeRow::default()
     };
@@ -434,12 +421,12 @@ fn set_capabilities(node: &mut NodeRow, c: &NodeRegistry::NodeCapabilities) {
     node.gpu_model = String::from_utf8_lossy(c.gpuModel.as_slice())
         .trim_end_matches('\0')
         .to_owned();
-    node.gpu_count = i64::from(c.gpuCount);
-    node.vram_mib = i64::from(c.vramMiB);
-    node.cpu_cores = i64::from(c.cpuCores);
-    node.ram_mib = i64::from(c.ramMiB);
+    node.gpu_count = u64::from(c.gpuCount);
+    node.vram_mib = u64::from(c.vramMiB);
+    node.cpu_cores = u64::from(c.cpuCores);
+    node.ram_mib = u64::from(c.ramMiB);
     node.price_per_gpu_hour = c.pricePerGpuHour.to_string();
-    node.max_concurrent_jobs = i64::from(c.maxConcurrentJobs);
+    node.max_concurrent_jobs = u64::from(c.maxConcurrentJobs);
 }
 
 /// A node event's effect on its node's row; whether it changed.
@@ -450,10 +437,10 @@ fn apply_registry(
     previous: Option<&EventEnvelope>,
 ) -> bool {
     match event {
-        R::NodeHeartbeat(e) => node.last_heartbeat = i64::from(e.at),
+        R::NodeHeartbeat(e) => node.last_heartbeat = u64::from(e.at),
         R::NodeReactivated(e) => {
             node.status = NodeStatus::Active;
-            node.last_heartbeat = i64::from(e.at);
+            node.last_heartbeat = u64::from(e.at);
         }
         R::NodeMarkedInactive(e) => marked_inactive(node, e.nodeId, envelope, previous),
         R::NodeCapabilitiesUpdated(e) => {
@@ -465,7 +452,7 @@ fn apply_registry(
         R::NodeSlashed(e) => slashed(node, e.amount, e.stake),
         R::NodeExitBegun(e) => {
             node.status = NodeStatus::Exiting;
-            node.unbonding_ends_at = Some(i(e.unbondingEndsAt.to::<u64>()));
+            node.unbonding_ends_at = Some(e.unbondingEndsAt.to::<u64>());
         }
         R::NodeStakeWithdrawn(e) => {
             node.stake = e.stake.to_string();
@@ -475,14 +462,12 @@ fn apply_registry(
                 node.status = NodeStatus::Exited;
             }
         }
-        R::NodeEarningsWithdrawn(e) => {
-            node.earnings = minus(&node.earnings, u96(e.amount));
-            node.earnings_withdrawn = plus(&node.earnings_withdrawn, u96(e.amount));
-        }
-        R::FeesSwept(e) => {
-            node.fees_owed = minus(&node.fees_owed, u96(e.amount));
-            node.fees_swept = plus(&node.fees_swept, u96(e.amount));
-        }
+        R::NodeEarningsWithdrawn(e) => moved(
+            &mut node.earnings,
+            &mut node.earnings_withdrawn,
+            u96(e.amount),
+        ),
+        R::FeesSwept(e) => moved(&mut node.fees_owed, &mut node.fees_swept, u96(e.amount)),
         R::NodeRegistered(_)
         | R::EIP712DomainChanged(_)
         | R::RoleAdminChanged(_)
@@ -513,12 +498,12 @@ fn apply_market_to_node(
         M::JobDisputed(e) => {
             node.locked_stake = plus(&node.locked_stake, u96(e.exposure));
             node.disputes.push(HeldStake {
-                job_id: i(e.jobId),
+                job_id: e.jobId,
                 exposure: e.exposure.to_string(),
             });
         }
         M::DisputeResolved(e) => {
-            let job = i(e.jobId);
+            let job = e.jobId;
             if let Some(at) = node.disputes.iter().position(|d| d.job_id == job) {
                 let held = node.disputes.remove(at);
                 node.locked_stake = minus(&node.locked_stake, amount(&held.exposure));
@@ -541,21 +526,15 @@ fn apply_market_to_node(
         | M::JobFailed(_)
         | M::JobCancelled(_)
         | M::JobExpired(_)
-        | M::MarketParamsUpdated(_)
-        | M::PausedSet(_)
         | M::Deposited(_)
         | M::Withdrawn(_)
-        | M::TreasuryWithdrawn(_)
-        | M::EIP712DomainChanged(_)
-        | M::RoleAdminChanged(_)
-        | M::RoleGranted(_)
-        | M::RoleRevoked(_) => return false,
+        | gantry_protocol::market_admin_events!() => return false,
     }
     true
 }
 
 fn free_slot(node: &mut NodeRow) {
-    node.active_jobs = (node.active_jobs - 1).max(0);
+    node.active_jobs = node.active_jobs.saturating_sub(1);
 }
 
 fn slashed(node: &mut NodeRow, amount: U96, stake: U96) {
@@ -583,7 +562,7 @@ fn marked_inactive(
             )
     });
     if !after_slash {
-        node.inactive_since = Some(i(event.block_timestamp));
+        node.inactive_since = Some(event.block_timestamp);
     }
 }
 
@@ -614,26 +593,20 @@ pub fn apply_account(
         M::JobPosted(e) => {
             row.jobs_posted += 1;
             row.bounties = plus(&row.bounties, U256::from(Terms::unpack(&e.terms).bounty));
-            row.from_credits = plus(&row.from_credits, u96(e.fromCredits));
-            row.credits = minus(&row.credits, u96(e.fromCredits));
+            moved(&mut row.credits, &mut row.from_credits, u96(e.fromCredits));
         }
-        M::Deposited(e) => {
-            row.deposited = plus(&row.deposited, e.amount);
-            row.credits = plus(&row.credits, e.amount);
-        }
-        M::Withdrawn(e) => {
-            row.withdrawn = plus(&row.withdrawn, e.amount);
-            row.credits = minus(&row.credits, e.amount);
-        }
+        M::Deposited(e) => credited(&mut row.credits, &mut row.deposited, e.amount),
+        M::Withdrawn(e) => moved(&mut row.credits, &mut row.withdrawn, e.amount),
         M::JobFailed(e) => refunded(&mut row, e.refund),
         M::JobCancelled(e) => refunded(&mut row, e.refund),
         M::JobExpired(e) => refunded(&mut row, e.refund),
         // Paid from its tokens, not its credits.
         M::JobDisputed(e) => row.bonds_posted = plus(&row.bonds_posted, u96(e.bond)),
-        M::DisputeResolved(e) => {
-            row.bonds_returned = plus(&row.bonds_returned, u96(e.bondToSubmitter));
-            row.credits = plus(&row.credits, u96(e.bondToSubmitter));
-        }
+        M::DisputeResolved(e) => credited(
+            &mut row.credits,
+            &mut row.bonds_returned,
+            u96(e.bondToSubmitter),
+        ),
         M::JobAssigned(_)
         | M::ResultSubmitted(_)
         | M::JobCompleted(_)
@@ -642,21 +615,14 @@ pub fn apply_account(
         | M::JobRequeued(_)
         | M::NodeSlashed(_)
         | M::NodeMarkedInactive(_)
-        | M::MarketParamsUpdated(_)
-        | M::PausedSet(_)
-        | M::TreasuryWithdrawn(_)
-        | M::EIP712DomainChanged(_)
-        | M::RoleAdminChanged(_)
-        | M::RoleGranted(_)
-        | M::RoleRevoked(_) => return row,
+        | gantry_protocol::market_admin_events!() => return row,
     }
-    row.updated_block = i(event.block_number);
+    row.updated_block = event.block_number;
     row
 }
 
 fn refunded(row: &mut AccountRow, refund: U96) {
-    row.refunded = plus(&row.refunded, u96(refund));
-    row.credits = plus(&row.credits, u96(refund));
+    credited(&mut row.credits, &mut row.refunded, u96(refund));
 }
 
 // ------------------------------------------------------------------------------- helpers
@@ -686,8 +652,16 @@ fn minus(a: &str, b: U256) -> String {
     amount(a).saturating_sub(b).to_string()
 }
 
-fn i(v: impl TryInto<i64>) -> i64 {
-    v.try_into().unwrap_or(i64::MAX)
+/// `amount` leaves the balance `from` and adds to the total `to` (withdrawn, swept, spent).
+fn moved(from: &mut String, to: &mut String, amount: U256) {
+    *from = minus(from, amount);
+    *to = plus(to, amount);
+}
+
+/// `amount` adds to the balance `to` and to the total `flow` that brought it.
+fn credited(to: &mut String, flow: &mut String, amount: U256) {
+    *to = plus(to, amount);
+    *flow = plus(flow, amount);
 }
 
 #[cfg(test)]

@@ -45,9 +45,32 @@ pub use matcher_service::run as run_matcher;
 use config::Common;
 use sender::{Sender, SenderConfig, Sending};
 
-async fn connect(common: &Common) -> anyhow::Result<jetstream::Context> {
+/// What both services open before their loops: NATS, the sender (once the chain
+/// answers) and the chain-stream feed.
+struct Started {
+    js: jetstream::Context,
+    sender: Sender,
+    sending: Sending,
+    feed: feed::Feed,
+}
+
+/// Connects, starts the sender and opens the feed; `None` when `cancel` fired first.
+async fn start(common: &Common, cancel: &CancellationToken) -> anyhow::Result<Option<Started>> {
+    let signer = common.signer()?;
     let client = gantry_runtime::nats::connect(&common.nats.nats_url, true).await?;
-    Ok(jetstream::new(client))
+    let js = jetstream::new(client);
+    let Some((sender, sending)) = start_sender(common, signer, cancel).await? else {
+        return Ok(None);
+    };
+    let Some(feed) = feed::Feed::open(&js, common.chain.chain_id, cancel).await? else {
+        return Ok(None);
+    };
+    Ok(Some(Started {
+        js,
+        sender,
+        sending,
+        feed,
+    }))
 }
 
 /// Starts the sender once the chain answers (its loop to be run by the caller); `None`

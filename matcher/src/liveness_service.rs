@@ -17,20 +17,21 @@ use crate::project::Applied;
 use crate::project::Projection;
 use crate::sender::{Call, MAX_BATCH, Outcome, Report, Sender};
 use crate::view::{JobView, View};
-use crate::{connect, lease, metrics, start_sender};
+use crate::{Started, lease, metrics, start};
 
 /// Runs the keeper until `shutdown` fires. Every replica follows the stream, so a standby
 /// that takes the lease acts at once. The keeping loop, the sender and the lease run under
 /// one supervisor: any of them failing stops the others, and its error is the keeper's.
 pub async fn run(config: LivenessConfig, shutdown: CancellationToken) -> anyhow::Result<()> {
     config.validate().map_err(anyhow::Error::msg)?;
-    let signer = config.common.signer()?;
     let chain_id = config.common.chain.chain_id;
-    let js = connect(&config.common).await?;
-    let Some((sender, sending)) = start_sender(&config.common, signer, &shutdown).await? else {
-        return Ok(());
-    };
-    let Some(feed) = Feed::open(&js, chain_id, &shutdown).await? else {
+    let Some(Started {
+        js,
+        sender,
+        sending,
+        feed,
+    }) = start(&config.common, &shutdown).await?
+    else {
         return Ok(());
     };
     let tasks = Supervisor::new(shutdown.child_token());

@@ -3,14 +3,13 @@
 
 use clap::Parser;
 use gantry_matcher::MatcherConfig;
-use gantry_runtime::tasks::Supervisor;
 
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {
     let config = MatcherConfig::parse();
-    let tasks = Supervisor::new(gantry_runtime::shutdown_on_signal());
-    gantry_runtime::install(config.common.instance.metrics_addr, &tasks)?;
-    let shutdown = tasks.shutdown().clone();
-    tasks.spawn_critical("matcher", gantry_matcher::run_matcher(config, shutdown));
-    tasks.wait().await
+    let metrics_addr = config.common.instance.metrics_addr;
+    gantry_runtime::serve("matcher", metrics_addr, |shutdown| {
+        gantry_matcher::run_matcher(config, shutdown)
+    })
+    .await
 }

@@ -20,20 +20,21 @@ use crate::project::Projection;
 use crate::round::Books;
 use crate::sender::{Assign, Call, Sender};
 use crate::work::{Claims, Held};
-use crate::{connect, metrics, start_sender};
+use crate::{Started, metrics, start};
 
 /// Runs the matcher until `shutdown` fires. Its claims are given back on the way out, so
 /// the other replicas take its jobs at once. The matching loop and the sender run under
 /// one supervisor: either failing stops the other, and its error is the matcher's.
 pub async fn run(config: MatcherConfig, shutdown: CancellationToken) -> anyhow::Result<()> {
     config.validate().map_err(anyhow::Error::msg)?;
-    let signer = config.common.signer()?;
     let chain_id = config.common.chain.chain_id;
-    let js = connect(&config.common).await?;
-    let Some((sender, sending)) = start_sender(&config.common, signer, &shutdown).await? else {
-        return Ok(());
-    };
-    let Some(feed) = Feed::open(&js, chain_id, &shutdown).await? else {
+    let Some(Started {
+        js,
+        sender,
+        sending,
+        feed,
+    }) = start(&config.common, &shutdown).await?
+    else {
         return Ok(());
     };
     let claims = Claims::open(&js, chain_id, config.claim_ttl, config.max_claims).await?;

@@ -456,9 +456,7 @@ impl Chain {
         let call = self
             .market
             .claim(job_id, node_id, job.terms.pack(), job.state.pack());
-        let receipt = self.send("claim", call).await?;
-        fold_receipt(job_id, job, &receipt);
-        Ok(())
+        self.send_moving("claim", call, job_id, job).await
     }
 
     /// Submits the result of the Assigned `job`; `job` is moved on to Submitted.
@@ -472,9 +470,7 @@ impl Chain {
         let call = self
             .market
             .submitResult(job_id, job.state.pack(), hash, uri);
-        let receipt = self.send("submitResult", call).await?;
-        fold_receipt(job_id, job, &receipt);
-        Ok(())
+        self.send_moving("submitResult", call, job_id, job).await
     }
 
     /// Gives the Assigned `job` back with `reason`; `job` is moved on (Open again, or
@@ -488,7 +484,18 @@ impl Chain {
         let call = self
             .market
             .reject(job_id, job.terms.pack(), job.state.pack(), reason);
-        let receipt = self.send("reject", call).await?;
+        self.send_moving("reject", call, job_id, job).await
+    }
+
+    /// Sends `builder` for job `job_id` and moves `job` on by the receipt's events.
+    async fn send_moving<C: alloy::sol_types::SolCall>(
+        &self,
+        call: &'static str,
+        builder: alloy::contract::CallBuilder<&DynProvider, std::marker::PhantomData<C>>,
+        job_id: u64,
+        job: &mut Job,
+    ) -> Result<(), ChainError> {
+        let receipt = self.send(call, builder).await?;
         fold_receipt(job_id, job, &receipt);
         Ok(())
     }

@@ -78,6 +78,21 @@ impl Chain {
         self
     }
 
+    /// A node staking `stake` registered, job 1 posted 5 s later and assigned to it.
+    fn running(stake: u64) -> Self {
+        let mut chain = Self::new();
+        chain.at(0, registered(stake)).at(5, posted(0));
+        let assignment = assigned(&chain);
+        chain.at(0, assignment);
+        chain
+    }
+
+    /// Job 1 given back by its node `secs` later, in one transaction with the slash
+    /// that charges it `charge` and leaves it `stake`.
+    fn given_back(&mut self, secs: u64, reason: &str, charge: u64, stake: u64) -> &mut Self {
+        self.at(secs, rejected(reason)).then(slashed(charge, stake))
+    }
+
     /// Chain time passes.
     fn wait(&mut self, secs: u64) -> &mut Self {
         self.time += secs;
@@ -135,18 +150,7 @@ impl Chain {
 }
 
 fn params() -> M::MarketParams {
-    M::MarketParams {
-        treasury: Address::repeat_byte(0x7e),
-        challengeWindow: 30,
-        protocolFeeBps: 250,
-        maxAttempts: 3,
-        disputeBond: U96::from(10_000_000u64),
-        disputePeriod: 300,
-        slashBps: 1_000,
-        minStake: U96::from(100_000_000u64),
-        heartbeatTimeout: 60,
-        unbondingPeriod: 864_000,
-    }
+    market::dev_params(Address::repeat_byte(0x7e))
 }
 
 fn policy() -> gantry_protocol::api::JobPolicy {
@@ -217,6 +221,35 @@ fn submitted(chain: &Chain, window: u64) -> M::ResultSubmitted {
     }
 }
 
+/// Job 1 given back by its node.
+fn rejected(reason: &str) -> M::JobRejected {
+    M::JobRejected {
+        jobId: 1,
+        nodeId: NODE,
+        reason: reason.into(),
+    }
+}
+
+/// Job 1 back in the queue, with the market's counts.
+fn requeued(faults: u8, barred: u8) -> M::JobRequeued {
+    M::JobRequeued {
+        jobId: 1,
+        faults,
+        barred,
+    }
+}
+
+/// Job 1 paid to its node (`kind`: `CompletionKind`): the bounty less the 2.5% fee.
+fn completed(kind: u8) -> M::JobCompleted {
+    M::JobCompleted {
+        jobId: 1,
+        nodeId: NODE,
+        payout: U96::from(48_750_000u64),
+        fee: U96::from(1_250_000u64),
+        kind,
+    }
+}
+
 fn slashed(amount: u64, stake: u64) -> R::NodeSlashed {
     R::NodeSlashed {
         nodeId: NODE,
@@ -262,11 +295,7 @@ fn gpu_seconds_count_every_attempt_s_time_on_a_node_times_its_gpus() {
             },
         )
         .then(slashed(50_000_000, 450_000_000))
-        .then(M::JobRequeued {
-            jobId: 1,
-            faults: 1,
-            barred: 1,
-        })
+        .then(requeued(1, 1))
         .wait(40);
     let second = assigned(&chain);
     chain.at(0, second).wait(300);
@@ -293,31 +322,22 @@ fn the_row_s_state_is_the_market_s_at_every_step_and_none_once_settled() {
             Some(format!("{:#x}", state.hash())),
             "{status}"
         );
-        assert_eq!(row.until, (state.until != 0).then_some(state.until as i64));
+        assert_eq!(row.until, (state.until != 0).then_some(state.until));
         row
     };
     check(&chain, JobStatus::Open);
     let assignment = assigned(&chain);
     chain.at(0, assignment);
     let row = check(&chain, JobStatus::Assigned);
-    assert_eq!(row.assigned_at, Some(chain.time as i64));
-    assert_eq!(row.until, Some(chain.time as i64 + i64::from(MAX_RUNTIME)));
+    assert_eq!(row.assigned_at, Some(chain.time));
+    assert_eq!(row.until, Some(chain.time + u64::from(MAX_RUNTIME)));
     let result = submitted(&chain, 30);
     chain.at(0, result);
     let row = check(&chain, JobStatus::Submitted);
-    assert_eq!(row.until, Some(chain.time as i64 + 30), "the window's end");
+    assert_eq!(row.until, Some(chain.time + 30), "the window's end");
     assert_eq!(row.result_uri.as_deref(), Some("ipfs://out"));
 
-    chain.at(
-        30,
-        M::JobCompleted {
-            jobId: 1,
-            nodeId: NODE,
-            payout: U96::from(48_750_000u64),
-            fee: U96::from(1_250_000u64),
-            kind: 1,
-        },
-    );
+    chain.at(30, completed(1));
     let row = chain.job();
     assert_eq!(row.status, JobStatus::Completed);
     assert_eq!(
@@ -325,7 +345,7 @@ fn the_row_s_state_is_the_market_s_at_every_step_and_none_once_settled() {
         "the market clears a settled job's word"
     );
     assert_eq!(row.until, None);
-    assert_eq!(row.node_id, Some(NODE as i64), "paid to its node");
+    assert_eq!(row.node_id, Some(NODE), "paid to its node");
     assert_eq!(
         (row.payout.as_deref(), row.fee.as_deref(), row.completion),
         (
@@ -344,30 +364,15 @@ fn the_row_s_state_is_the_market_s_at_every_step_and_none_once_settled() {
 
 #[test]
 fn a_rejected_job_bars_its_node_and_shows_the_charge() {
-    let mut chain = Chain::new();
-    chain.at(0, registered(500_000_000)).at(5, posted(0));
-    let assignment = assigned(&chain);
-    chain.at(0, assignment);
+    let mut chain = Chain::running(500_000_000);
     // Given back after 60 s of a 600 s runtime: a tenth of one slash (10% of 500).
     chain
-        .at(
-            60,
-            M::JobRejected {
-                jobId: 1,
-                nodeId: NODE,
-                reason: "image not found".into(),
-            },
-        )
-        .then(slashed(5_000_000, 495_000_000))
-        .then(M::JobRequeued {
-            jobId: 1,
-            faults: 0,
-            barred: 1,
-        });
+        .given_back(60, "image not found", 5_000_000, 495_000_000)
+        .then(requeued(0, 1));
     let row = chain.job();
     assert_eq!(row.status, JobStatus::Open);
     assert_eq!((row.faults, row.barred), (0, 1));
-    assert_eq!(row.barred_nodes, [NODE as i64]);
+    assert_eq!(row.barred_nodes, [NODE]);
     assert_eq!(row.node_id, None);
     assert_eq!(row.reason.as_deref(), Some("image not found"));
     assert_eq!(row.charges.len(), 1);
@@ -537,21 +542,10 @@ fn credits_follow_deposits_postings_refunds_and_withdrawals() {
 
 #[test]
 fn only_an_inactivity_the_market_did_not_cause_by_a_slash_marks_the_time() {
-    let mut chain = Chain::new();
-    chain.at(0, registered(110_000_000)).at(5, posted(0));
-    let assignment = assigned(&chain);
-    chain.at(0, assignment);
+    let mut chain = Chain::running(110_000_000);
     // A reject's charge takes the stake below the minimum: the market stops its new work.
     chain
-        .at(
-            60,
-            M::JobRejected {
-                jobId: 1,
-                nodeId: NODE,
-                reason: "no".into(),
-            },
-        )
-        .then(slashed(20_000_000, 90_000_000))
+        .given_back(60, "no", 20_000_000, 90_000_000)
         .then(R::NodeMarkedInactive {
             nodeId: NODE,
             lastHeartbeat: 1_000,
@@ -587,29 +581,17 @@ fn only_an_inactivity_the_market_did_not_cause_by_a_slash_marks_the_time() {
         );
     let node = chain.node();
     assert_eq!(node.status, NodeStatus::Inactive);
-    assert_eq!(node.inactive_since, Some(chain.time as i64));
+    assert_eq!(node.inactive_since, Some(chain.time));
     assert_eq!(node.stake, "110000000");
 }
 
 #[test]
 fn an_exit_unbonds_then_withdraws_the_stake_and_the_earnings_sweep_the_fees() {
-    let mut chain = Chain::new();
-    chain.at(0, registered(500_000_000)).at(5, posted(0));
-    let assignment = assigned(&chain);
-    chain.at(0, assignment);
+    let mut chain = Chain::running(500_000_000);
     let result = submitted(&chain, 30);
     chain
         .at(0, result)
-        .at(
-            1,
-            M::JobCompleted {
-                jobId: 1,
-                nodeId: NODE,
-                payout: U96::from(48_750_000u64),
-                fee: U96::from(1_250_000u64),
-                kind: 0,
-            },
-        )
+        .at(1, completed(0))
         .at(
             1,
             R::FeesSwept {

@@ -5,8 +5,8 @@ use alloy::primitives::U256;
 use gantry_protocol::api::{AccountRow, SlashRow};
 use gantry_protocol::envelope::EventEnvelope;
 use gantry_protocol::events::GantryEvent;
-use sqlx::Row;
 
+use super::rows::{Columns, bigint, bodies, body};
 use super::{JobMarket, NodeRegistry, Store, StoreError, event_name};
 use crate::model::typed;
 
@@ -18,7 +18,7 @@ pub const SLASHES_SHOWN: i64 = 100;
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub(super) struct MarketFigures {
     pub treasury_withdrawn: U256,
-    pub policy_version: i64,
+    pub policy_version: u64,
     pub paused: bool,
 }
 
@@ -30,10 +30,7 @@ impl Store {
             .bind(address.to_owned())
             .fetch_optional(self.pool())
             .await?;
-        Ok(match row {
-            Some(row) => Some(serde_json::from_str(&row.get::<String, _>(0))?),
-            None => None,
-        })
+        body(row)
     }
 
     /// Every account, by address (for tests and rebuild checks).
@@ -41,9 +38,7 @@ impl Store {
         let rows = sqlx::query("SELECT body FROM accounts ORDER BY account")
             .fetch_all(self.pool())
             .await?;
-        rows.iter()
-            .map(|r| Ok(serde_json::from_str(&r.get::<String, _>(0))?))
-            .collect()
+        bodies(&rows)
     }
 
     /// The node's slashes with their jobs, newest first (the last [`SLASHES_SHOWN`]).
@@ -52,14 +47,14 @@ impl Store {
             "SELECT data FROM events WHERE node_id = $1 AND name = $2 \
              ORDER BY block_number DESC, log_index DESC LIMIT $3",
         )
-        .bind(node_id as i64)
+        .bind(bigint(node_id)?)
         .bind(event_name::<NodeRegistry::NodeSlashed>())
         .bind(SLASHES_SHOWN)
         .fetch_all(self.pool())
         .await?;
         let mut slashes = Vec::with_capacity(rows.len());
         for row in rows {
-            let event: EventEnvelope = serde_json::from_str(&row.get::<String, _>(0))?;
+            let event: EventEnvelope = row.json(0)?;
             let slash = match typed(&event)? {
                 GantryEvent::Registry(NodeRegistry::NodeRegistryEvents::NodeSlashed(e)) => e,
                 GantryEvent::Market(JobMarket::JobMarketEvents::NodeSlashed(e)) => {
@@ -73,11 +68,11 @@ impl Store {
                 _ => continue,
             };
             slashes.push(SlashRow {
-                job_id: slash.jobId as i64,
+                job_id: slash.jobId,
                 amount: slash.amount.to_string(),
                 stake: slash.stake.to_string(),
-                block: event.block_number as i64,
-                at: event.block_timestamp as i64,
+                block: event.block_number,
+                at: event.block_timestamp,
                 tx: format!("{:#x}", event.tx_hash),
             });
         }
@@ -92,7 +87,7 @@ impl Store {
             .fetch_all(self.pool())
             .await?
         {
-            let event: EventEnvelope = serde_json::from_str(&row.get::<String, _>(0))?;
+            let event: EventEnvelope = row.json(0)?;
             if let GantryEvent::Market(JobMarket::JobMarketEvents::TreasuryWithdrawn(e)) =
                 typed(&event)?
             {
@@ -102,7 +97,7 @@ impl Store {
         figures.policy_version = sqlx::query("SELECT MAX(version) FROM policies")
             .fetch_one(self.pool())
             .await?
-            .get::<Option<i64>, _>(0)
+            .unsigned_or_null(0)?
             .unwrap_or(0);
         let paused = sqlx::query(
             "SELECT data FROM events WHERE name = $1 \
@@ -112,7 +107,7 @@ impl Store {
         .fetch_optional(self.pool())
         .await?;
         if let Some(row) = paused {
-            let event: EventEnvelope = serde_json::from_str(&row.get::<String, _>(0))?;
+            let event: EventEnvelope = row.json(0)?;
             if let GantryEvent::Market(JobMarket::JobMarketEvents::PausedSet(e)) = typed(&event)? {
                 figures.paused = e.paused;
             }

@@ -22,9 +22,12 @@ use gantry_protocol::status::{JobStatus, NodeStatus, UnknownStatusName};
 
 mod market;
 mod reports;
+mod rows;
 
 pub use market::SLASHES_SHOWN;
 pub use reports::{LOG_LINES_KEPT, PROGRESS_SAMPLES_KEPT};
+pub use rows::OutOfRange;
+use rows::{Columns, bigint, bodies, body};
 
 use crate::model::{
     ModelError, Touches, amount, apply_account, apply_job, apply_node, job_of, policy_of,
@@ -44,6 +47,8 @@ pub enum StoreError {
     Row(#[from] serde_json::Error),
     #[error("stored row: {0}")]
     Status(#[from] UnknownStatusName),
+    #[error(transparent)]
+    Integer(#[from] OutOfRange),
 }
 
 /// The projection's database.
@@ -102,7 +107,7 @@ impl Store {
         let row = sqlx::query("SELECT stream_seq FROM checkpoint WHERE id = 1")
             .fetch_optional(&self.pool)
             .await?;
-        Ok(row.map_or(0, |r| r.get::<i64, _>(0) as u64))
+        Ok(row.map(|r| r.unsigned(0)).transpose()?.unwrap_or(0))
     }
 
     /// The newest block applied (0: none).
@@ -110,7 +115,7 @@ impl Store {
         let row = sqlx::query("SELECT MAX(number) FROM blocks")
             .fetch_one(&self.pool)
             .await?;
-        Ok(row.get::<Option<i64>, _>(0).unwrap_or(0) as u64)
+        Ok(row.unsigned_or_null(0)?.unwrap_or(0))
     }
 
     /// Applies a committed block's events and moves the checkpoint to `seq` (the
@@ -172,10 +177,10 @@ impl Store {
             "INSERT INTO blocks (number, hash, timestamp, stream_seq) VALUES ($1, $2, $3, $4) \
              ON CONFLICT (number) DO UPDATE SET hash = $2, timestamp = $3, stream_seq = $4",
         )
-        .bind(commit.block_number as i64)
+        .bind(bigint(commit.block_number)?)
         .bind(format!("{:#x}", commit.block_hash))
-        .bind(commit.block_timestamp as i64)
-        .bind(seq as i64)
+        .bind(bigint(commit.block_timestamp)?)
+        .bind(bigint(seq)?)
         .execute(&mut *tx)
         .await?;
         tx.commit().await?;
@@ -189,20 +194,20 @@ impl Store {
         let touched = sqlx::query(
             "SELECT job_id, node_id FROM events WHERE block_number = $1 AND block_hash = $2",
         )
-        .bind(commit.block_number as i64)
+        .bind(bigint(commit.block_number)?)
         .bind(format!("{:#x}", commit.block_hash))
         .fetch_all(&self.pool)
         .await?;
         for row in touched {
-            if let Some(job) = row.get::<Option<i64>, _>(0)
-                && let Some(row) = self.job(job as u64).await?
+            if let Some(job) = row.unsigned_or_null(0)?
+                && let Some(row) = self.job(job).await?
             {
-                applied.jobs.insert(job as u64, row);
+                applied.jobs.insert(job, row);
             }
-            if let Some(node) = row.get::<Option<i64>, _>(1)
-                && let Some(row) = self.node(node as u64).await?
+            if let Some(node) = row.unsigned_or_null(1)?
+                && let Some(row) = self.node(node).await?
             {
-                applied.nodes.insert(node as u64, row);
+                applied.nodes.insert(node, row);
             }
         }
         Ok(applied)
@@ -221,7 +226,7 @@ impl Store {
         let mut nodes = std::collections::BTreeSet::new();
         let mut accounts = std::collections::BTreeSet::new();
         for block in &retraction.orphaned {
-            let number = block.number as i64;
+            let number = bigint(block.number)?;
             let hash = format!("{:#x}", block.hash);
             let touched = sqlx::query(
                 "SELECT job_id, node_id, account FROM events \
@@ -232,11 +237,11 @@ impl Store {
             .fetch_all(&mut *tx)
             .await?;
             for row in touched {
-                if let Some(job) = row.get::<Option<i64>, _>(0) {
-                    jobs.insert(job as u64);
+                if let Some(job) = row.unsigned_or_null(0)? {
+                    jobs.insert(job);
                 }
-                if let Some(node) = row.get::<Option<i64>, _>(1) {
-                    nodes.insert(node as u64);
+                if let Some(node) = row.unsigned_or_null(1)? {
+                    nodes.insert(node);
                 }
                 if let Some(account) = row.get::<Option<String>, _>(2) {
                     accounts.insert(account);
@@ -292,45 +297,31 @@ impl Store {
     }
 
     pub async fn job(&self, job_id: u64) -> Result<Option<JobRow>, StoreError> {
-        let row = sqlx::query("SELECT body FROM jobs WHERE job_id = $1")
-            .bind(job_id as i64)
-            .fetch_optional(&self.pool)
-            .await?;
-        Ok(match row {
-            Some(row) => Some(serde_json::from_str(&row.get::<String, _>(0))?),
-            None => None,
-        })
+        body_by_id(&self.pool, JOB_BODY, job_id).await
     }
 
     pub async fn node(&self, node_id: u64) -> Result<Option<NodeRow>, StoreError> {
-        let row = sqlx::query("SELECT body FROM nodes WHERE node_id = $1")
-            .bind(node_id as i64)
-            .fetch_optional(&self.pool)
-            .await?;
-        Ok(match row {
-            Some(row) => Some(serde_json::from_str(&row.get::<String, _>(0))?),
-            None => None,
-        })
+        body_by_id(&self.pool, NODE_BODY, node_id).await
     }
 
     /// Every job, by id (for tests and rebuild checks).
     pub async fn all_jobs(&self) -> Result<Vec<JobRow>, StoreError> {
-        let rows = sqlx::query("SELECT body FROM jobs ORDER BY job_id")
-            .fetch_all(&self.pool)
-            .await?;
-        rows.iter()
-            .map(|r| Ok(serde_json::from_str(&r.get::<String, _>(0))?))
-            .collect()
+        self.all_bodies("SELECT body FROM jobs ORDER BY job_id")
+            .await
     }
 
     /// Every node, by id.
     pub async fn all_nodes(&self) -> Result<Vec<NodeRow>, StoreError> {
-        let rows = sqlx::query("SELECT body FROM nodes ORDER BY node_id")
-            .fetch_all(&self.pool)
-            .await?;
-        rows.iter()
-            .map(|r| Ok(serde_json::from_str(&r.get::<String, _>(0))?))
-            .collect()
+        self.all_bodies("SELECT body FROM nodes ORDER BY node_id")
+            .await
+    }
+
+    /// The JSON bodies a query without parameters selects.
+    async fn all_bodies<T: serde::de::DeserializeOwned>(
+        &self,
+        sql: &'static str,
+    ) -> Result<Vec<T>, StoreError> {
+        bodies(&sqlx::query(sql).fetch_all(&self.pool).await?)
     }
 
     /// Network figures: jobs and nodes by status, GPUs on active nodes, GPU-hours run,
@@ -342,13 +333,13 @@ impl Store {
             .fetch_all(&self.pool)
             .await?
         {
-            stats.jobs_by_status.insert(row.get(0), row.get(1));
+            stats.jobs_by_status.insert(row.get(0), row.unsigned(1)?);
         }
         for row in sqlx::query("SELECT status, COUNT(*) FROM nodes GROUP BY status")
             .fetch_all(&self.pool)
             .await?
         {
-            stats.nodes_by_status.insert(row.get(0), row.get(1));
+            stats.nodes_by_status.insert(row.get(0), row.unsigned(1)?);
         }
         stats.active_nodes = stats.nodes_by_status.get("active").copied().unwrap_or(0);
         // Amounts are uint96 and do not fit BIGINT: summed here, exactly.
@@ -357,7 +348,7 @@ impl Store {
         };
         let (mut volume, mut paid, mut fees, mut refunded) =
             (U256::ZERO, U256::ZERO, U256::ZERO, U256::ZERO);
-        let mut gpu_seconds = 0i64;
+        let mut gpu_seconds = 0u64;
         for row in sqlx::query("SELECT bounty, payout, fee, refund, gpu_seconds FROM jobs")
             .fetch_all(&self.pool)
             .await?
@@ -366,15 +357,11 @@ impl Store {
             sum(&mut paid, row.get(1));
             sum(&mut fees, row.get(2));
             sum(&mut refunded, row.get(3));
-            gpu_seconds += row.get::<i64, _>(4);
+            gpu_seconds += row.unsigned(4)?;
         }
         let (mut stake, mut locked, mut slashed, mut swept) =
             (U256::ZERO, U256::ZERO, U256::ZERO, U256::ZERO);
-        for row in sqlx::query("SELECT body FROM nodes")
-            .fetch_all(&self.pool)
-            .await?
-        {
-            let node: NodeRow = serde_json::from_str(&row.get::<String, _>(0))?;
+        for node in self.all_bodies::<NodeRow>("SELECT body FROM nodes").await? {
             if node.status == NodeStatus::Active {
                 stats.active_gpus += node.gpu_count;
             }
@@ -406,28 +393,28 @@ impl Store {
     /// jobs posted, completed and failed (chain time), and from the workers' progress
     /// reports the GPUs in use and their mean utilisation. Oldest first, every minute.
     pub async fn history(&self, minutes: u32, now: u64) -> Result<Vec<Minute>, StoreError> {
-        let end = (now / 60) as i64;
-        let start = end - i64::from(minutes) + 1;
+        let end = now / 60;
+        let start = (end + 1).saturating_sub(u64::from(minutes));
         let mut buckets: Vec<Minute> = (start..=end)
             .map(|m| Minute {
                 at: m * 60,
                 ..Minute::default()
             })
             .collect();
-        let index = |minute: i64| usize::try_from(minute - start).ok();
+        let index = |minute: u64| usize::try_from(minute.checked_sub(start)?).ok();
         let rows = sqlx::query(
             "SELECT block_timestamp / 60, name, COUNT(*) FROM events WHERE \
              name IN ('JobPosted', 'JobCompleted', 'JobFailed', 'JobExpired') \
              AND block_timestamp >= $1 GROUP BY block_timestamp / 60, name",
         )
-        .bind(start * 60)
+        .bind(bigint(start * 60)?)
         .fetch_all(&self.pool)
         .await?;
         for row in rows {
-            let Some(bucket) = index(row.get(0)).and_then(|i| buckets.get_mut(i)) else {
+            let Some(bucket) = index(row.unsigned(0)?).and_then(|i| buckets.get_mut(i)) else {
                 continue;
             };
-            let count: i64 = row.get(2);
+            let count = row.unsigned(2)?;
             let name: String = row.get(1);
             if name == event_name::<JobMarket::JobPosted>() {
                 bucket.posted += count;
@@ -442,23 +429,23 @@ impl Store {
              FROM progress_samples WHERE at_ms >= $1) d JOIN jobs j ON j.job_id = d.job_id \
              GROUP BY d.minute",
         )
-        .bind(start * 60_000)
+        .bind(bigint(start * 60_000)?)
         .fetch_all(&self.pool)
         .await?;
         for row in rows {
-            if let Some(bucket) = index(row.get(0)).and_then(|i| buckets.get_mut(i)) {
-                bucket.gpus_in_use = row.get::<Option<i64>, _>(1).unwrap_or(0);
+            if let Some(bucket) = index(row.unsigned(0)?).and_then(|i| buckets.get_mut(i)) {
+                bucket.gpus_in_use = row.unsigned_or_null(1)?.unwrap_or(0);
             }
         }
         let rows = sqlx::query(
             "SELECT at_ms / 60000, AVG(gpu_utilization) FROM progress_samples \
              WHERE at_ms >= $1 AND gpu_utilization IS NOT NULL GROUP BY at_ms / 60000",
         )
-        .bind(start * 60_000)
+        .bind(bigint(start * 60_000)?)
         .fetch_all(&self.pool)
         .await?;
         for row in rows {
-            if let Some(bucket) = index(row.get(0)).and_then(|i| buckets.get_mut(i)) {
+            if let Some(bucket) = index(row.unsigned(0)?).and_then(|i| buckets.get_mut(i)) {
                 bucket.gpu_utilization = row.get(1);
             }
         }
@@ -471,15 +458,13 @@ impl Store {
             "SELECT body FROM jobs WHERE node_id = $1 AND status IN ($2, $3, $4) \
              ORDER BY job_id DESC LIMIT 1000",
         )
-        .bind(node_id as i64)
+        .bind(bigint(node_id)?)
         .bind("assigned")
         .bind("submitted")
         .bind("disputed")
         .fetch_all(&self.pool)
         .await?;
-        rows.iter()
-            .map(|r| Ok(serde_json::from_str(&r.get::<String, _>(0))?))
-            .collect()
+        bodies(&rows)
     }
 
     /// The newest block's timestamp (0: none).
@@ -487,7 +472,7 @@ impl Store {
         let row = sqlx::query("SELECT MAX(timestamp) FROM blocks")
             .fetch_one(&self.pool)
             .await?;
-        Ok(row.get::<Option<i64>, _>(0).unwrap_or(0) as u64)
+        Ok(row.unsigned_or_null(0)?.unwrap_or(0))
     }
 
     /// `GET /v1/jobs/{id}`'s document, built by the database in one statement: the job's
@@ -522,7 +507,7 @@ impl Store {
              FROM jobs j WHERE j.job_id = $1"
         };
         let row = sqlx::query(sql)
-            .bind(job_id as i64)
+            .bind(bigint(job_id)?)
             .fetch_optional(&self.pool)
             .await?;
         row.map(|row| {
@@ -540,15 +525,15 @@ impl Store {
             "SELECT block_number, log_index, block_timestamp, tx_hash, name, data FROM events \
              WHERE job_id = $1 ORDER BY block_number, log_index",
         )
-        .bind(job_id as i64)
+        .bind(bigint(job_id)?)
         .fetch_all(&self.pool)
         .await?;
         rows.iter()
             .map(|r| {
                 Ok(TimelineEntry {
-                    block: r.get(0),
-                    log_index: r.get(1),
-                    at: r.get(2),
+                    block: r.unsigned(0)?,
+                    log_index: r.unsigned(1)?,
+                    at: r.unsigned(2)?,
                     tx: r.get(3),
                     name: r.get(4),
                     data:
@@ -568,11 +553,11 @@ pub struct JobFilter {
     pub status: Option<JobStatus>,
     /// Lowercase 0x address.
     pub submitter: Option<String>,
-    pub node: Option<i64>,
+    pub node: Option<u64>,
     /// Posted at or after (unix seconds).
-    pub since: Option<i64>,
+    pub since: Option<u64>,
     /// Job ids below this one (the cursor: the last id of the previous page).
-    pub before: Option<i64>,
+    pub before: Option<u64>,
     pub limit: u32,
 }
 
@@ -601,13 +586,13 @@ impl Store {
             condition("j.submitter =", Bind::Text(submitter.clone()));
         }
         if let Some(node) = filter.node {
-            condition("j.node_id =", Bind::Int(node));
+            condition("j.node_id =", Bind::Int(bigint(node)?));
         }
         if let Some(since) = filter.since {
-            condition("j.posted_at >=", Bind::Int(since));
+            condition("j.posted_at >=", Bind::Int(bigint(since)?));
         }
         if let Some(before) = filter.before {
-            condition("j.job_id <", Bind::Int(before));
+            condition("j.job_id <", Bind::Int(bigint(before)?));
         }
         binds.push(Bind::Int(i64::from(filter.limit)));
         sql.push_str(&format!(" ORDER BY j.job_id DESC LIMIT ${}", binds.len()));
@@ -622,7 +607,7 @@ impl Store {
         rows.iter()
             .map(|row| {
                 Ok(JobSummary {
-                    job: serde_json::from_str(&row.get::<String, _>(0))?,
+                    job: row.json(0)?,
                     progress: row
                         .get::<Option<String>, _>(1)
                         .map(|p| serde_json::from_str(&p))
@@ -636,7 +621,7 @@ impl Store {
     pub async fn list_nodes(
         &self,
         status: Option<NodeStatus>,
-        after: Option<i64>,
+        after: Option<u64>,
         limit: u32,
     ) -> Result<Vec<NodeRow>, StoreError> {
         let rows = sqlx::query(
@@ -644,13 +629,11 @@ impl Store {
              AND ($2 IS NULL OR node_id > $2) ORDER BY node_id LIMIT $3",
         )
         .bind(status.map(|s| s.as_str()))
-        .bind(after)
+        .bind(after.map(bigint).transpose()?)
         .bind(i64::from(limit))
         .fetch_all(&self.pool)
         .await?;
-        rows.iter()
-            .map(|row| Ok(serde_json::from_str(&row.get::<String, _>(0))?))
-            .collect()
+        bodies(&rows)
     }
 }
 
@@ -701,7 +684,7 @@ pub(crate) async fn claim(
     };
     sqlx::query(insert).execute(&mut **tx).await?;
     let moved = sqlx::query(update)
-        .bind(seq as i64)
+        .bind(bigint(seq)?)
         .execute(&mut **tx)
         .await?
         .rows_affected();
@@ -719,15 +702,15 @@ async fn insert_event(
          name, event_key, job_id, node_id, account, data) \
          VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)",
     )
-    .bind(event.block_number as i64)
-    .bind(event.log_index as i64)
+    .bind(bigint(event.block_number)?)
+    .bind(bigint(event.log_index)?)
     .bind(format!("{:#x}", event.block_hash))
-    .bind(event.block_timestamp as i64)
+    .bind(bigint(event.block_timestamp)?)
     .bind(format!("{:#x}", event.tx_hash))
     .bind(&event.event.name)
     .bind(&event.event.key)
-    .bind(touched.job.map(|j| j as i64))
-    .bind(touched.node.map(|n| n as i64))
+    .bind(touched.job.map(bigint).transpose()?)
+    .bind(touched.node.map(bigint).transpose()?)
     .bind(touched.account.clone())
     .bind(envelope)
     .execute(&mut **tx)
@@ -749,20 +732,17 @@ async fn events_of(tx: &mut Tx<'_>, row: &RowOf) -> Result<Vec<EventEnvelope>, S
         RowOf::Job(id) => sqlx::query(
             "SELECT data FROM events WHERE job_id = $1 ORDER BY block_number, log_index",
         )
-        .bind(*id as i64),
+        .bind(bigint(*id)?),
         RowOf::Node(id) => sqlx::query(
             "SELECT data FROM events WHERE node_id = $1 ORDER BY block_number, log_index",
         )
-        .bind(*id as i64),
+        .bind(bigint(*id)?),
         RowOf::Account(account) => sqlx::query(
             "SELECT data FROM events WHERE account = $1 ORDER BY block_number, log_index",
         )
         .bind(account.clone()),
     };
-    let rows = query.fetch_all(&mut **tx).await?;
-    rows.iter()
-        .map(|r| Ok(serde_json::from_str(&r.get::<String, _>(0))?))
-        .collect()
+    bodies(&query.fetch_all(&mut **tx).await?)
 }
 
 /// The policy a `JobPosted` names, if announced (other events read none).
@@ -774,13 +754,10 @@ async fn policy_for(tx: &mut Tx<'_>, typed: &GantryEvent) -> Result<Option<JobPo
         .bind(i64::from(version))
         .fetch_optional(&mut **tx)
         .await?;
-    let policy = match row {
-        Some(row) => Some(serde_json::from_str(&row.get::<String, _>(0))?),
-        None => {
-            tracing::warn!(version, "a job posted under a policy never announced");
-            None
-        }
-    };
+    let policy = body(row)?;
+    if policy.is_none() {
+        tracing::warn!(version, "a job posted under a policy never announced");
+    }
     Ok(policy)
 }
 
@@ -793,8 +770,8 @@ async fn save_policy(
         "INSERT INTO policies (version, block_number, block_hash, body) VALUES ($1, $2, $3, $4) \
          ON CONFLICT (version) DO UPDATE SET block_number = $2, block_hash = $3, body = $4",
     )
-    .bind(policy.version)
-    .bind(event.block_number as i64)
+    .bind(bigint(policy.version)?)
+    .bind(bigint(event.block_number)?)
     .bind(format!("{:#x}", event.block_hash))
     .bind(serde_json::to_string(policy)?)
     .execute(&mut **tx)
@@ -807,10 +784,7 @@ async fn load_account(tx: &mut Tx<'_>, account: &str) -> Result<Option<AccountRo
         .bind(account.to_owned())
         .fetch_optional(&mut **tx)
         .await?;
-    Ok(match row {
-        Some(row) => Some(serde_json::from_str(&row.get::<String, _>(0))?),
-        None => None,
-    })
+    body(row)
 }
 
 async fn save_account(
@@ -836,24 +810,43 @@ async fn save_account(
     Ok(())
 }
 
+const JOB_BODY: &str = "SELECT body FROM jobs WHERE job_id = $1";
+const NODE_BODY: &str = "SELECT body FROM nodes WHERE node_id = $1";
+
+/// The JSON body `sql` (one id parameter) selects, if any.
+async fn body_by_id<'e, T, E>(
+    executor: E,
+    sql: &'static str,
+    id: u64,
+) -> Result<Option<T>, StoreError>
+where
+    T: serde::de::DeserializeOwned,
+    E: sqlx::Executor<'e, Database = sqlx::Any>,
+{
+    body(
+        sqlx::query(sql)
+            .bind(bigint(id)?)
+            .fetch_optional(executor)
+            .await?,
+    )
+}
+
 async fn load_job(tx: &mut Tx<'_>, job: u64) -> Result<Option<JobRow>, StoreError> {
-    let row = sqlx::query("SELECT body FROM jobs WHERE job_id = $1")
-        .bind(job as i64)
-        .fetch_optional(&mut **tx)
+    body_by_id(&mut **tx, JOB_BODY, job).await
+}
+
+/// Deletes the row `sql` (one id parameter) names.
+async fn delete_by_id(tx: &mut Tx<'_>, sql: &'static str, id: u64) -> Result<(), StoreError> {
+    sqlx::query(sql)
+        .bind(bigint(id)?)
+        .execute(&mut **tx)
         .await?;
-    Ok(match row {
-        Some(row) => Some(serde_json::from_str(&row.get::<String, _>(0))?),
-        None => None,
-    })
+    Ok(())
 }
 
 async fn save_job(tx: &mut Tx<'_>, job: u64, row: Option<&JobRow>) -> Result<(), StoreError> {
     let Some(row) = row else {
-        sqlx::query("DELETE FROM jobs WHERE job_id = $1")
-            .bind(job as i64)
-            .execute(&mut **tx)
-            .await?;
-        return Ok(());
+        return delete_by_id(tx, "DELETE FROM jobs WHERE job_id = $1", job).await;
     };
     sqlx::query(
         "INSERT INTO jobs (job_id, body, submitter, status, node_id, priority, posted_at, \
@@ -864,16 +857,16 @@ async fn save_job(tx: &mut Tx<'_>, job: u64, row: Option<&JobRow>) -> Result<(),
          updated_at = $8, gpus = $9, gpu_seconds = $10, bounty = $11, payout = $12, fee = $13, \
          refund = $14",
     )
-    .bind(job as i64)
+    .bind(bigint(job)?)
     .bind(serde_json::to_string(row)?)
     .bind(row.submitter.to_lowercase())
     .bind(row.status.as_str())
-    .bind(row.node_id)
-    .bind(row.priority)
-    .bind(row.posted_at)
-    .bind(row.updated_at)
-    .bind(row.gpus)
-    .bind(row.gpu_seconds)
+    .bind(row.node_id.map(bigint).transpose()?)
+    .bind(bigint(row.priority)?)
+    .bind(bigint(row.posted_at)?)
+    .bind(bigint(row.updated_at)?)
+    .bind(bigint(row.gpus)?)
+    .bind(bigint(row.gpu_seconds)?)
     .bind(&row.bounty)
     .bind(row.payout.clone())
     .bind(row.fee.clone())
@@ -884,29 +877,18 @@ async fn save_job(tx: &mut Tx<'_>, job: u64, row: Option<&JobRow>) -> Result<(),
 }
 
 async fn load_node(tx: &mut Tx<'_>, node: u64) -> Result<Option<NodeRow>, StoreError> {
-    let row = sqlx::query("SELECT body FROM nodes WHERE node_id = $1")
-        .bind(node as i64)
-        .fetch_optional(&mut **tx)
-        .await?;
-    Ok(match row {
-        Some(row) => Some(serde_json::from_str(&row.get::<String, _>(0))?),
-        None => None,
-    })
+    body_by_id(&mut **tx, NODE_BODY, node).await
 }
 
 async fn save_node(tx: &mut Tx<'_>, node: u64, row: Option<&NodeRow>) -> Result<(), StoreError> {
     let Some(row) = row else {
-        sqlx::query("DELETE FROM nodes WHERE node_id = $1")
-            .bind(node as i64)
-            .execute(&mut **tx)
-            .await?;
-        return Ok(());
+        return delete_by_id(tx, "DELETE FROM nodes WHERE node_id = $1", node).await;
     };
     sqlx::query(
         "INSERT INTO nodes (node_id, body, status) VALUES ($1, $2, $3) \
          ON CONFLICT (node_id) DO UPDATE SET body = $2, status = $3",
     )
-    .bind(node as i64)
+    .bind(bigint(node)?)
     .bind(serde_json::to_string(row)?)
     .bind(row.status.as_str())
     .execute(&mut **tx)

@@ -6,6 +6,7 @@ use std::collections::BTreeSet;
 use gantry_protocol::jobs::{self, CompletionReport, JobReport as Report, LogLine, ProgressUpdate};
 use sqlx::Row;
 
+use super::rows::{Columns, bigint, bodies, body};
 use super::{Checkpoint, Store, StoreError, claim};
 
 /// Log lines kept per job.
@@ -33,23 +34,23 @@ impl Store {
                         "INSERT INTO progress (job_id, body, at_ms) VALUES ($1, $2, $3) \
                          ON CONFLICT (job_id) DO UPDATE SET body = $2, at_ms = $3",
                     )
-                    .bind(update.job_id as i64)
+                    .bind(bigint(update.job_id)?)
                     .bind(&body)
-                    .bind(update.at_ms as i64)
+                    .bind(bigint(update.at_ms)?)
                     .execute(&mut *tx)
                     .await?;
                     sqlx::query(
                         "INSERT INTO progress_samples (job_id, stream_seq, at_ms, gpu_utilization, \
                          body) VALUES ($1, $2, $3, $4, $5) ON CONFLICT (job_id, stream_seq) DO NOTHING",
                     )
-                    .bind(update.job_id as i64)
-                    .bind(*stream_seq as i64)
-                    .bind(update.at_ms as i64)
+                    .bind(bigint(update.job_id)?)
+                    .bind(bigint(*stream_seq)?)
+                    .bind(bigint(update.at_ms)?)
                     .bind(update.gpu_utilization)
                     .bind(body)
                     .execute(&mut *tx)
                     .await?;
-                    sampled.insert(update.job_id as i64);
+                    sampled.insert(bigint(update.job_id)?);
                 }
                 Report::Log(line) => {
                     let stream = match line.stream {
@@ -60,22 +61,22 @@ impl Store {
                         "INSERT INTO logs (job_id, stream_seq, attempt, stream, line, at_ms) \
                          VALUES ($1, $2, $3, $4, $5, $6) ON CONFLICT (job_id, stream_seq) DO NOTHING",
                     )
-                    .bind(line.job_id as i64)
-                    .bind(*stream_seq as i64)
+                    .bind(bigint(line.job_id)?)
+                    .bind(bigint(*stream_seq)?)
                     .bind(i64::from(line.attempt))
                     .bind(stream)
                     .bind(&line.line)
-                    .bind(line.at_ms as i64)
+                    .bind(bigint(line.at_ms)?)
                     .execute(&mut *tx)
                     .await?;
-                    logged.insert(line.job_id as i64);
+                    logged.insert(bigint(line.job_id)?);
                 }
                 Report::Done(report) => {
                     sqlx::query(
                         "INSERT INTO completions (job_id, attempt, body) VALUES ($1, $2, $3) \
                          ON CONFLICT (job_id, attempt) DO UPDATE SET body = $3",
                     )
-                    .bind(report.job_id as i64)
+                    .bind(bigint(report.job_id)?)
                     .bind(i64::from(report.attempt))
                     .bind(serde_json::to_string(report)?)
                     .execute(&mut *tx)
@@ -112,19 +113,16 @@ impl Store {
         let row = sqlx::query("SELECT stream_seq FROM reports_checkpoint WHERE id = 1")
             .fetch_optional(self.pool())
             .await?;
-        Ok(row.map_or(0, |r| r.get::<i64, _>(0) as u64))
+        Ok(row.map(|r| r.unsigned(0)).transpose()?.unwrap_or(0))
     }
 
     /// The latest progress of a job.
     pub async fn progress(&self, job_id: u64) -> Result<Option<ProgressUpdate>, StoreError> {
         let row = sqlx::query("SELECT body FROM progress WHERE job_id = $1")
-            .bind(job_id as i64)
+            .bind(bigint(job_id)?)
             .fetch_optional(self.pool())
             .await?;
-        Ok(match row {
-            Some(row) => Some(serde_json::from_str(&row.get::<String, _>(0))?),
-            None => None,
-        })
+        body(row)
     }
 
     /// The progress updates of a job, oldest first (the newest `limit`).
@@ -136,14 +134,11 @@ impl Store {
         let rows = sqlx::query(
             "SELECT body FROM progress_samples WHERE job_id = $1 ORDER BY stream_seq DESC LIMIT $2",
         )
-        .bind(job_id as i64)
+        .bind(bigint(job_id)?)
         .bind(i64::from(limit))
         .fetch_all(self.pool())
         .await?;
-        let mut updates = rows
-            .iter()
-            .map(|r| Ok(serde_json::from_str(&r.get::<String, _>(0))?))
-            .collect::<Result<Vec<ProgressUpdate>, StoreError>>()?;
+        let mut updates: Vec<ProgressUpdate> = bodies(&rows)?;
         updates.reverse();
         Ok(updates)
     }
@@ -151,12 +146,10 @@ impl Store {
     /// The completion reports of a job, by attempt.
     pub async fn completions(&self, job_id: u64) -> Result<Vec<CompletionReport>, StoreError> {
         let rows = sqlx::query("SELECT body FROM completions WHERE job_id = $1 ORDER BY attempt")
-            .bind(job_id as i64)
+            .bind(bigint(job_id)?)
             .fetch_all(self.pool())
             .await?;
-        rows.iter()
-            .map(|r| Ok(serde_json::from_str(&r.get::<String, _>(0))?))
-            .collect()
+        bodies(&rows)
     }
 
     /// The last `tail` log lines of a job after stream sequence `after`, oldest first,
@@ -171,12 +164,12 @@ impl Store {
             "SELECT attempt, stream, line, at_ms, stream_seq FROM logs WHERE job_id = $1 \
              AND stream_seq > $2 ORDER BY stream_seq DESC LIMIT $3",
         )
-        .bind(job_id as i64)
-        .bind(after as i64)
+        .bind(bigint(job_id)?)
+        .bind(bigint(after)?)
         .bind(i64::from(tail))
         .fetch_all(self.pool())
         .await?;
-        let mut lines: Vec<(u64, LogLine)> = rows
+        let mut lines = rows
             .iter()
             .map(|r| {
                 let line = LogLine {
@@ -189,11 +182,11 @@ impl Store {
                         jobs::LogStream::Stdout
                     },
                     line: r.get(2),
-                    at_ms: r.get::<i64, _>(3) as u64,
+                    at_ms: r.unsigned(3)?,
                 };
-                (r.get::<i64, _>(4) as u64, line)
+                Ok((r.unsigned(4)?, line))
             })
-            .collect();
+            .collect::<Result<Vec<(u64, LogLine)>, StoreError>>()?;
         lines.reverse();
         Ok(lines)
     }

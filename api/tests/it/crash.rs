@@ -67,23 +67,35 @@ impl ApiProcess {
     /// Waits until `/readyz` says the projection has applied `block`.
     async fn projected(&mut self, block: u64) {
         let http = reqwest::Client::new();
+        let readyz = format!("{}/readyz", self.base);
+        let applied = async || {
+            let Ok(response) = http.get(&readyz).send().await else {
+                return false;
+            };
+            let body = response.json::<serde_json::Value>().await;
+            body.is_ok_and(|body| body["block"].as_u64().is_some_and(|b| b >= block))
+        };
+        self.wait_for(&format!("block {block} not projected"), 50, applied)
+            .await;
+    }
+
+    /// Asks `done` every `every_ms` until it says yes; fails with the log (saying `what`)
+    /// when the process exits or [`WAIT`] passes first.
+    async fn wait_for(&mut self, what: &str, every_ms: u64, mut done: impl AsyncFnMut() -> bool) {
         let deadline = tokio::time::Instant::now() + WAIT;
         loop {
             if let Some(status) = self.child.try_wait().unwrap() {
                 panic!("gantry-api exited ({status}):\n{}", self.log());
             }
-            if let Ok(response) = http.get(format!("{}/readyz", self.base)).send().await
-                && let Ok(body) = response.json::<serde_json::Value>().await
-                && body["block"].as_u64().is_some_and(|b| b >= block)
-            {
+            if done().await {
                 return;
             }
             assert!(
                 tokio::time::Instant::now() < deadline,
-                "block {block} not projected:\n{}",
+                "{what}:\n{}",
                 self.log()
             );
-            tokio::time::sleep(Duration::from_millis(50)).await;
+            tokio::time::sleep(Duration::from_millis(every_ms)).await;
         }
     }
 }
@@ -110,8 +122,7 @@ async fn postgres_a_process_killed_mid_transaction_resumes_exactly() {
         .unwrap();
     post_job(&chain, 1_000_000).await;
     let mut watcher = sqlx::PgConnection::connect(&postgres.url()).await.unwrap();
-    let deadline = tokio::time::Instant::now() + WAIT;
-    loop {
+    let at_the_insert = async || {
         let waiting: i64 = sqlx::query_scalar(
             "SELECT COUNT(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock' \
              AND query LIKE '%INSERT INTO blocks%'",
@@ -119,16 +130,14 @@ async fn postgres_a_process_killed_mid_transaction_resumes_exactly() {
         .fetch_one(&mut watcher)
         .await
         .unwrap();
-        if waiting > 0 {
-            break;
-        }
-        assert!(
-            tokio::time::Instant::now() < deadline,
-            "the projection never reached the block's insert:\n{}",
-            api.log()
-        );
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
+        waiting > 0
+    };
+    api.wait_for(
+        "the projection never reached the block's insert",
+        20,
+        at_the_insert,
+    )
+    .await;
     // The block's job row is written, uncommitted: kill the process there.
     api.child.start_kill().unwrap();
     api.child.wait().await.unwrap();

@@ -10,13 +10,16 @@ use std::process::Stdio;
 use std::time::Duration;
 
 use gantry_protocol::api::TokenInfo;
-use gantry_protocol::jobs::{LogLine, LogStream, ProgressUpdate};
+use gantry_protocol::jobs::ProgressUpdate;
 use gantry_testkit::accounts::{MATCHER, NODES, SUBMITTER};
-use gantry_testkit::{GUSD, TestNet, confirm_receipt, scenario};
+use gantry_testkit::{GUSD, TestNet, confirm_receipt};
 use tokio::io::{AsyncBufReadExt, AsyncReadExt, BufReader};
 use tokio_util::sync::CancellationToken;
 
-use crate::harness::{Api, JOB_REJECTED, NODE_DISPUTED, chain_with_market, post_job, sqlite};
+use crate::harness::{
+    Api, JOB_REJECTED, NODE_DISPUTED, chain_with_market, now_ms, post_job, register_h100, sqlite,
+    stdout_line,
+};
 
 /// Job 3, rejected in the lifecycle and requeued, runs its second attempt on node 3.
 const RUNNING_JOB: u64 = JOB_REJECTED;
@@ -123,15 +126,7 @@ async fn the_dashboard_shows_the_jobs_and_follows_them_live_in_chromium() {
 /// to it.
 async fn run_job_3_on_a_third_node(chain: &TestNet) {
     let operator = NODES[2];
-    let node = chain
-        .register_node(
-            operator,
-            chain.address(operator),
-            scenario::h100_node(),
-            100 * GUSD,
-        )
-        .await;
-    assert_eq!(node, NODE);
+    assert_eq!(register_h100(chain, operator).await, NODE);
     let job = chain.job(RUNNING_JOB).await;
     let matcher = chain.market(MATCHER);
     let assign = matcher.assign(RUNNING_JOB, NODE, job.terms.pack(), job.state.pack());
@@ -144,19 +139,14 @@ async fn run_job_3_on_a_third_node(chain: &TestNet) {
 /// log line. Returns the stream sequence of the last message.
 async fn publish_epoch(chain: &TestNet, epoch: u32) -> u64 {
     let chain_id = chain.chain_id();
-    let at_ms = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .unwrap()
-        .as_millis() as u64;
+    let at_ms = now_ms();
     let loss = 2.0 / (1.0 + f64::from(epoch) * 0.3);
-    let line = LogLine {
-        v: 1,
-        job_id: RUNNING_JOB,
-        attempt: ATTEMPT,
-        stream: LogStream::Stdout,
-        line: format!("epoch {epoch}/{EPOCHS} loss {loss:.2}"),
+    let line = stdout_line(
+        RUNNING_JOB,
+        ATTEMPT,
+        format!("epoch {epoch}/{EPOCHS} loss {loss:.2}"),
         at_ms,
-    };
+    );
     let update = ProgressUpdate {
         v: 1,
         job_id: RUNNING_JOB,

@@ -8,6 +8,7 @@ use alloy::primitives::{B256, U256};
 use gantry_api::project::Progress;
 use gantry_protocol::api::TokenInfo;
 use gantry_protocol::bindings::JobMarket;
+use gantry_protocol::jobs::{LogLine, LogStream};
 use gantry_testkit::accounts::{NODES, SUBMITTER};
 use gantry_testkit::{GUSD, JobPost, TestNet, confirm_receipt, scenario};
 use metrics_exporter_prometheus::PrometheusHandle;
@@ -53,20 +54,50 @@ pub(crate) async fn chain_with_market() -> TestNet {
     chain
 }
 
-/// After the lifecycle: node 2 (served by its operator, `NODES[1]`, staking the minimum)
-/// runs jobs 4 and 5 to a result, the submitter (having deposited [`DEPOSIT`]) disputes
-/// both, and the arbiter decides job 5 for the submitter. The last three blocks are the
-/// two disputes and the decision.
-async fn disputes(chain: &TestNet) {
-    let operator = NODES[1];
-    let node = chain
+/// A line a worker printed to stdout on `job_id`'s `attempt`.
+pub(crate) fn stdout_line(
+    job_id: u64,
+    attempt: u8,
+    line: impl Into<String>,
+    at_ms: u64,
+) -> LogLine {
+    LogLine {
+        v: 1,
+        job_id,
+        attempt,
+        stream: LogStream::Stdout,
+        line: line.into(),
+        at_ms,
+    }
+}
+
+/// Now, unix milliseconds.
+pub(crate) fn now_ms() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_millis() as u64
+}
+
+/// Registers an H100 node served by `operator` itself, staking the minimum; its id.
+pub(crate) async fn register_h100(chain: &TestNet, operator: usize) -> u64 {
+    chain
         .register_node(
             operator,
             chain.address(operator),
             scenario::h100_node(),
             100 * GUSD,
         )
-        .await;
+        .await
+}
+
+/// After the lifecycle: node 2 (served by its operator, `NODES[1]`, staking the minimum)
+/// runs jobs 4 and 5 to a result, the submitter (having deposited [`DEPOSIT`]) disputes
+/// both, and the arbiter decides job 5 for the submitter. The last three blocks are the
+/// two disputes and the decision.
+async fn disputes(chain: &TestNet) {
+    let operator = NODES[1];
+    let node = register_h100(chain, operator).await;
     assert_eq!(node, NODE_DISPUTED);
     confirm_receipt(
         "deposit",

@@ -11,16 +11,14 @@ use reqwest::StatusCode;
 use gantry_protocol::api::{
     AccountRow, ChargeCause, JobDetail, JobRow, NodeDetail, NodeRow, Page, Stats,
 };
-use gantry_protocol::jobs::{
-    CompletionReport, CompletionStatus, LogLine, LogStream, ProgressUpdate,
-};
+use gantry_protocol::jobs::{CompletionReport, CompletionStatus, LogLine, ProgressUpdate};
 use gantry_protocol::status::NodeStatus;
 use gantry_testkit::GUSD;
 use gantry_testkit::accounts::SUBMITTER;
 
 use crate::harness::{
     JOB_DISPUTE_LOST, JOB_DISPUTED, JOB_PAID, JOB_REJECTED, NODE_DISPUTED, NODE_EXITING,
-    chain_with_market,
+    chain_with_market, stdout_line,
 };
 use crate::projection::project_to_head;
 
@@ -28,14 +26,7 @@ use crate::projection::project_to_head;
 pub(crate) fn worker_reports(chain_id: u64) -> Vec<(String, Vec<u8>)> {
     let mut out = Vec::new();
     for i in 1..=3u32 {
-        let line = LogLine {
-            v: 1,
-            job_id: 1,
-            attempt: 1,
-            stream: LogStream::Stdout,
-            line: format!("line {i}"),
-            at_ms: u64::from(i),
-        };
+        let line = stdout_line(1, 1, format!("line {i}"), u64::from(i));
         out.push(report(names::logs_subject(chain_id, 1), &line));
         let update = ProgressUpdate {
             v: 1,
@@ -89,7 +80,7 @@ async fn fetch<T: serde::de::DeserializeOwned>(
 }
 
 /// The ids of a page of jobs, in order.
-fn job_ids(page: &Page<JobRow>) -> Vec<i64> {
+fn job_ids(page: &Page<JobRow>) -> Vec<u64> {
     page.items.iter().map(|j| j.job_id).collect()
 }
 
@@ -201,7 +192,7 @@ async fn the_read_api_answers_and_refuses_bad_input_by_name() {
     // and charged; the bond and exposure of a dispute with its deadline; the refund of a
     // lost one.
     let rejected: JobDetail = fetch(&http, &base, &format!("/v1/jobs/{JOB_REJECTED}")).await;
-    assert_eq!(rejected.job.barred_nodes, [NODE_EXITING as i64]);
+    assert_eq!(rejected.job.barred_nodes, [NODE_EXITING]);
     assert_eq!(rejected.job.charges[0].cause, ChargeCause::Reject);
     assert!(rejected.timeline.iter().any(|e| e.name == "JobRejected"));
     let disputed: JobDetail = fetch(&http, &base, &format!("/v1/jobs/{JOB_DISPUTED}")).await;
@@ -238,12 +229,12 @@ async fn the_read_api_answers_and_refuses_bad_input_by_name() {
     assert_eq!(node.node.node.locked_stake, dispute.exposure);
     assert_eq!(
         node.jobs.iter().map(|j| j.job_id).collect::<Vec<_>>(),
-        [JOB_DISPUTED as i64],
+        [JOB_DISPUTED],
         "its disputed job runs on"
     );
     assert_eq!(
         node.slashes.iter().map(|s| s.job_id).collect::<Vec<_>>(),
-        [JOB_DISPUTE_LOST as i64]
+        [JOB_DISPUTE_LOST]
     );
 
     // The submitter's credits: the market's, with every flow.

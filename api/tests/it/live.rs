@@ -5,12 +5,12 @@
 
 use gantry_protocol::names;
 use std::sync::OnceLock;
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::time::Duration;
 
 use eventsource_stream::{Event as SseEvent, Eventsource};
 use futures::{Stream, StreamExt};
 use gantry_protocol::api::{History, JobDetail, Minute, Stats};
-use gantry_protocol::jobs::{LogLine, LogStream, ProgressUpdate};
+use gantry_protocol::jobs::{LogLine, ProgressUpdate};
 use gantry_protocol::pending::Constraint;
 use gantry_protocol::pending::{PENDING_VERSION, PendingExplanation};
 use gantry_testkit::accounts::SUBMITTER;
@@ -20,7 +20,8 @@ use reqwest::StatusCode;
 use tokio_util::sync::CancellationToken;
 
 use crate::harness::{
-    Api, JOB_DISPUTE_LOST, JOB_PAID, JOB_REJECTED, chain_with_market, post_job, sqlite,
+    Api, JOB_DISPUTE_LOST, JOB_PAID, JOB_REJECTED, chain_with_market, now_ms, post_job, sqlite,
+    stdout_line,
 };
 
 const WAIT: Duration = Duration::from_secs(30);
@@ -80,22 +81,9 @@ impl Sse {
     }
 }
 
-fn now_ms() -> u64 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .unwrap()
-        .as_millis() as u64
-}
-
+/// A line of a job's second attempt, printed now.
 fn log_line(job_id: u64, line: &str) -> LogLine {
-    LogLine {
-        v: 1,
-        job_id,
-        attempt: 2,
-        stream: LogStream::Stdout,
-        line: line.into(),
-        at_ms: now_ms(),
-    }
+    stdout_line(job_id, 2, line, now_ms())
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -213,19 +201,9 @@ async fn events_and_logs_stream_live_and_the_operational_endpoints_answer() {
         )
         .await
         .unwrap();
-    let job: JobDetail = get(&format!("/v1/jobs/{new_job}"))
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    let job: JobDetail = json(get(&format!("/v1/jobs/{new_job}"))).await;
     assert_eq!(job.pending, Some(explanation));
-    let job: JobDetail = get(&format!("/v1/jobs/{JOB_PAID}"))
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    let job: JobDetail = json(get(&format!("/v1/jobs/{JOB_PAID}"))).await;
     assert_eq!(job.pending, None, "only open jobs wait");
 
     // Job 3 is cancelled: its log stream says so and ends, and the refund shows.
@@ -258,21 +236,12 @@ async fn events_and_logs_stream_live_and_the_operational_endpoints_answer() {
     assert!(settled.next().await.is_none());
 
     // Progress history, per-minute history, nodes with reputation and heartbeat age.
-    let history: Vec<ProgressUpdate> = get(&format!("/v1/jobs/{JOB_REJECTED}/progress"))
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    let history: Vec<ProgressUpdate> =
+        json(get(&format!("/v1/jobs/{JOB_REJECTED}/progress"))).await;
     assert_eq!(history, [update]);
-    let minutes: History = get("/v1/stats/history?minutes=10")
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    let minutes: History = json(get("/v1/stats/history?minutes=10")).await;
     assert_eq!(minutes.buckets.len(), 10);
-    let sum = |f: fn(&Minute) -> i64| minutes.buckets.iter().map(f).sum::<i64>();
+    let sum = |f: fn(&Minute) -> u64| minutes.buckets.iter().map(f).sum::<u64>();
     assert_eq!(sum(|m| m.posted), 6, "the scripted five and the new one");
     assert_eq!(sum(|m| m.completed), 1);
     assert_eq!(sum(|m| m.failed), 1, "job 5's lost dispute");
@@ -287,13 +256,13 @@ async fn events_and_logs_stream_live_and_the_operational_endpoints_answer() {
             .iter()
             .any(|m| m.gpu_utilization == Some(87.5))
     );
-    let node: serde_json::Value = get("/v1/nodes/1").await.unwrap().json().await.unwrap();
+    let node: serde_json::Value = json(get("/v1/nodes/1")).await;
     assert_eq!(node["completedJobs"], 1);
     let reputation = node["reputation"].as_f64().unwrap();
     assert!((reputation - 2.0 / 3.0).abs() < 1e-9, "{reputation}");
     assert!(node["heartbeatAgeSecs"].as_i64().unwrap() >= 0);
     assert_eq!(node["jobs"], serde_json::json!([]), "the node runs nothing");
-    let stats: Stats = get("/v1/stats").await.unwrap().json().await.unwrap();
+    let stats: Stats = json(get("/v1/stats")).await;
     assert_eq!(
         stats.volume,
         ((3 * 50 + 20 + 50 + 20) * GUSD).to_string(),
@@ -332,7 +301,7 @@ async fn events_and_logs_stream_live_and_the_operational_endpoints_answer() {
     assert!(ready["streamLast"].as_u64().unwrap() >= ready["checkpoint"].as_u64().unwrap());
 
     // The OpenAPI description and the metrics.
-    let openapi: serde_json::Value = get("/openapi.json").await.unwrap().json().await.unwrap();
+    let openapi: serde_json::Value = json(get("/openapi.json")).await;
     for path in [
         "/v1/jobs",
         "/v1/jobs/{id}",
@@ -373,4 +342,11 @@ async fn events_and_logs_stream_live_and_the_operational_endpoints_answer() {
     shutdown.cancel();
     while feed.next().await.is_some() {}
     api.stopped().await;
+}
+
+/// The JSON body of a successful request's answer.
+async fn json<T: serde::de::DeserializeOwned>(
+    response: impl Future<Output = reqwest::Result<reqwest::Response>>,
+) -> T {
+    response.await.unwrap().json().await.unwrap()
 }

@@ -63,12 +63,12 @@ pub(crate) async fn assert_matches_chain(chain: &TestNet, store: &Store) {
     let jobs = store.all_jobs().await.unwrap();
     assert_eq!(jobs.len() as u64, count, "one row per job");
     for row in &jobs {
-        let id = row.job_id as u64;
+        let id = row.job_id;
         let job = chain.job(id).await;
         assert_eq!(row.status, job.state.status, "job {id}");
         assert_eq!(row.bounty, job.terms.bounty.to_string(), "job {id}");
         assert_eq!(row.submitter, job.terms.submitter.to_string(), "job {id}");
-        assert_eq!(row.deadline as u64, job.terms.deadline, "job {id}");
+        assert_eq!(row.deadline, job.terms.deadline, "job {id}");
         assert_eq!(row.policy_version as u32, job.terms.policy, "job {id}");
         let stored = market.jobHash(id).call().await.unwrap();
         assert_eq!(
@@ -80,15 +80,15 @@ pub(crate) async fn assert_matches_chain(chain: &TestNet, store: &Store) {
             let state = job.state;
             assert_eq!(
                 (row.faults, row.barred),
-                (i64::from(state.faults), i64::from(state.barred)),
+                (u64::from(state.faults), u64::from(state.barred)),
                 "job {id}"
             );
-            assert_eq!(row.node_id.unwrap_or(0) as u64, state.node_id, "job {id}");
-            assert_eq!(row.until.unwrap_or(0) as u64, state.until, "job {id}");
+            assert_eq!(row.node_id.unwrap_or(0), state.node_id, "job {id}");
+            assert_eq!(row.until.unwrap_or(0), state.until, "job {id}");
         }
         for node in &row.barred_nodes {
             assert!(
-                market.isBarred(id, *node as u64).call().await.unwrap(),
+                market.isBarred(id, *node).call().await.unwrap(),
                 "node {node} is barred from job {id}"
             );
         }
@@ -101,7 +101,7 @@ pub(crate) async fn assert_matches_chain(chain: &TestNet, store: &Store) {
     );
     for node in &nodes {
         let id = node.node_id;
-        let info = chain.node(id as u64).await;
+        let info = chain.node(id).await;
         assert_eq!(
             node.status,
             NodeStatus::try_from(info.status).unwrap(),
@@ -113,15 +113,15 @@ pub(crate) async fn assert_matches_chain(chain: &TestNet, store: &Store) {
         assert_eq!(node.fees_owed, info.feesOwed.to_string(), "node {id}");
         assert_eq!(
             node.last_heartbeat,
-            i64::from(info.lastHeartbeat),
+            u64::from(info.lastHeartbeat),
             "node {id}"
         );
         assert_eq!(
-            node.registered_at as u64,
+            node.registered_at,
             info.registeredAt.to::<u64>(),
             "node {id}"
         );
-        let time = |at: Option<i64>| at.map_or(0, |t| t as u64);
+        let time = |at: Option<u64>| at.unwrap_or(0);
         assert_eq!(
             time(node.inactive_since),
             info.inactiveSince.to::<u64>(),
@@ -142,7 +142,7 @@ pub(crate) async fn assert_matches_chain(chain: &TestNet, store: &Store) {
     let treasury = market.treasuryBalance().call().await.unwrap();
     assert_eq!(stats.treasury, treasury.to_string(), "the treasury");
     let version = market.policyVersion().call().await.unwrap();
-    assert_eq!(stats.policy_version, i64::from(version));
+    assert_eq!(stats.policy_version, u64::from(version));
     assert_eq!(stats.paused, market.paused().call().await.unwrap());
 }
 
@@ -179,7 +179,7 @@ async fn assert_market_rows(chain: &TestNet, store: &Store) {
     // lost (nothing when it gave the job back within the second it got it).
     let rejected = job(JOB_REJECTED).await;
     assert_eq!(rejected.status, JobStatus::Open);
-    assert_eq!(rejected.barred_nodes, [NODE_EXITING as i64]);
+    assert_eq!(rejected.barred_nodes, [NODE_EXITING]);
     assert_eq!((rejected.faults, rejected.barred), (0, 1));
     assert_eq!(rejected.reason.as_deref(), Some("image not found"));
     let node_1 = chain.node(NODE_EXITING).await;
@@ -187,7 +187,7 @@ async fn assert_market_rows(chain: &TestNet, store: &Store) {
     assert_eq!(rejected.charges.len(), 1);
     assert_eq!(
         (rejected.charges[0].node_id, rejected.charges[0].cause),
-        (NODE_EXITING as i64, ChargeCause::Reject)
+        (NODE_EXITING, ChargeCause::Reject)
     );
     assert_eq!(rejected.charges[0].amount, charge.to_string());
 
@@ -235,12 +235,12 @@ async fn assert_market_rows(chain: &TestNet, store: &Store) {
         "a slash below the minimum stake stops new work only"
     );
     assert_eq!(node.disputes.len(), 1);
-    assert_eq!(node.disputes[0].job_id, JOB_DISPUTED as i64);
+    assert_eq!(node.disputes[0].job_id, JOB_DISPUTED);
     let slashes = store.slashes(NODE_DISPUTED).await.unwrap();
     assert_eq!(slashes.len(), 1);
     assert_eq!(
         (slashes[0].job_id, slashes[0].amount.as_str()),
-        (JOB_DISPUTE_LOST as i64, slash.as_str())
+        (JOB_DISPUTE_LOST, slash.as_str())
     );
 
     // The provider of job 1 withdrew its pay, which swept the fee to the treasury.
@@ -587,6 +587,6 @@ async fn replicas_sharing_one_postgres_apply_each_block_once_and_all_feed_live()
                 jobs.insert(row.job_id);
             }
         }
-        assert_eq!(jobs, (JOB_PAID as i64..=JOB_DISPUTE_LOST as i64).collect());
+        assert_eq!(jobs, (JOB_PAID..=JOB_DISPUTE_LOST).collect());
     }
 }

@@ -2,11 +2,9 @@
 //! are the API's own types, `gantry_protocol::api` (unknown fields are ignored, so the API
 //! may grow); `--json` output passes the API's own JSON through untouched.
 
-use std::pin::Pin;
-
-use futures::{Stream, StreamExt};
 use gantry_protocol::api::{ErrorBody, NodeRow, NodeView, Page};
 use gantry_protocol::jobs::LogLine;
+pub use gantry_runtime::sse::{Event, EventStream};
 use reqwest::StatusCode;
 use serde::de::DeserializeOwned;
 use url::Url;
@@ -139,62 +137,6 @@ pub async fn wait_to_reconnect(attempt: u32) {
     tokio::time::sleep(std::time::Duration::from_millis(250 << attempt.min(5))).await;
 }
 
-/// One of the API's integers (SQL BIGINTs, `i64`; counts, ids and unix times, never
-/// negative) as the CLI counts and shows it; a negative one would be the API's bug and
-/// reads as 0.
-pub fn unsigned(value: i64) -> u64 {
-    u64::try_from(value).unwrap_or(0)
-}
-
-/// One Server-Sent Event.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Event {
-    pub event: String,
-    pub data: String,
-    pub id: Option<String>,
-}
-
-/// A Server-Sent-Events reader (`eventsource-stream` over the response body): events in
-/// order, keep-alive comments skipped; `None` when the server ends the stream or the
-/// connection breaks (callers reconnect and refetch).
-pub struct EventStream {
-    events: Pin<Box<dyn Stream<Item = Result<Event, String>> + Send>>,
-}
-
-impl std::fmt::Debug for EventStream {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("EventStream").finish_non_exhaustive()
-    }
-}
-
-impl EventStream {
-    /// Reads the events of a body.
-    pub fn new<S, E>(body: S) -> Self
-    where
-        S: Stream<Item = Result<bytes::Bytes, E>> + Send + 'static,
-        E: std::fmt::Display + Send + 'static,
-    {
-        use eventsource_stream::Eventsource;
-        let events = body.eventsource().map(|read| {
-            read.map(|e| Event {
-                event: e.event,
-                data: e.data,
-                id: (!e.id.is_empty()).then_some(e.id),
-            })
-            .map_err(|e| e.to_string())
-        });
-        Self {
-            events: Box::pin(events),
-        }
-    }
-
-    pub async fn next(&mut self) -> Option<Event> {
-        // A broken connection ends the stream like a closed one: either way the caller
-        // reconnects after the last id it saw and refetches what it may have missed.
-        self.events.next().await?.ok()
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -239,12 +181,5 @@ mod tests {
     async fn a_character_split_across_chunks_arrives_whole() {
         let mut events = events_of(&[b"data: \xc3", b"\xa9t\xc3\xa9\n\n"]);
         assert_eq!(events.next().await.unwrap().data, "été");
-    }
-
-    #[test]
-    fn api_integers_read_as_unsigned() {
-        assert_eq!(unsigned(42), 42);
-        assert_eq!(unsigned(i64::MAX), 9_223_372_036_854_775_807);
-        assert_eq!(unsigned(-1), 0);
     }
 }

@@ -2,18 +2,21 @@
 //! reads (balances, credits, jobs, nodes, parameters), EIP-2612 permits, and transactions
 //! sent one at a time to their receipt with reverts decoded into sentences.
 
+use std::marker::PhantomData;
 use std::path::Path;
 use std::time::Duration;
 
+use alloy::contract::CallBuilder;
 use alloy::network::EthereumWallet;
 use alloy::primitives::{Address, B256, Bytes, U256};
 use alloy::providers::{DynProvider, Provider, ProviderBuilder};
 use alloy::rpc::types::TransactionReceipt;
 use alloy::signers::Signer;
 use alloy::signers::local::PrivateKeySigner;
-use alloy::sol_types::{Eip712Domain, SolStruct};
+use alloy::sol_types::{Eip712Domain, SolCall, SolEvent, SolStruct};
 use gantry_protocol::bindings::{GantryTestToken, JobMarket, NodeRegistry, Permit};
 use gantry_protocol::market;
+use gantry_protocol::status::JobStatus;
 use gantry_runtime::args::{KeyError, KeySources, load_signer};
 use gantry_runtime::market::{ReadJobError, read_job, read_result};
 use tokio::sync::OnceCell;
@@ -164,7 +167,7 @@ impl Chain {
         let registry = contracts.registry.unwrap_or(contracts.market);
         let token = match contracts.token {
             Some(address) => address,
-            None => market.token().call().await.map_err(|e| read("token", e))?,
+            None => view("token", market.token()).await?,
         };
         Ok(Self {
             signer,
@@ -202,45 +205,23 @@ impl Chain {
     pub async fn token_info(&self) -> Result<&TokenInfo> {
         self.token_info
             .get_or_try_init(|| async {
-                let decimals = self
-                    .token
-                    .decimals()
-                    .call()
-                    .await
-                    .map_err(|e| read("decimals", e))?;
-                let symbol = self
-                    .token
-                    .symbol()
-                    .call()
-                    .await
-                    .map_err(|e| read("symbol", e))?;
+                let decimals = view("decimals", self.token.decimals()).await?;
+                let symbol = view("symbol", self.token.symbol()).await?;
                 Ok(TokenInfo { decimals, symbol })
             })
             .await
     }
 
     pub async fn balance(&self, account: Address) -> Result<U256> {
-        self.token
-            .balanceOf(account)
-            .call()
-            .await
-            .map_err(|e| read("balanceOf", e))
+        view("balanceOf", self.token.balanceOf(account)).await
     }
 
     pub async fn allowance(&self, owner: Address, spender: Address) -> Result<U256> {
-        self.token
-            .allowance(owner, spender)
-            .call()
-            .await
-            .map_err(|e| read("allowance", e))
+        view("allowance", self.token.allowance(owner, spender)).await
     }
 
     pub async fn credit(&self, account: Address) -> Result<U256> {
-        self.market
-            .creditOf(account)
-            .call()
-            .await
-            .map_err(|e| read("creditOf", e))
+        view("creditOf", self.market.creditOf(account)).await
     }
 
     /// The job's terms and state as the market holds them (folded from its logs and
@@ -261,6 +242,21 @@ impl Chain {
         })
     }
 
+    /// Job `job_id`, refused before anything is sent unless its status is `needed`: the
+    /// market would refuse the call (a settled job's state is gone from the chain, so it
+    /// could only say "stale"); `only` says what the call needs and does.
+    pub async fn job_in(&self, job_id: u64, needed: JobStatus, only: &str) -> Result<market::Job> {
+        let job = self.job(job_id).await?;
+        let status = job.state.status;
+        if status != needed {
+            return Err(CliError::Refused(format!(
+                "job {job_id} is {}: {only}",
+                status.as_str()
+            )));
+        }
+        Ok(job)
+    }
+
     /// The result hash and URI the job's node committed to, if it answered.
     pub async fn result(&self, job_id: u64) -> Result<Option<(B256, String)>> {
         read_result(
@@ -275,12 +271,7 @@ impl Chain {
 
     /// The rules of policy `version` (the ones a job posted under keeps).
     pub async fn policy(&self, version: u32) -> Result<market::Policy> {
-        let p = self
-            .market
-            .policy(version)
-            .call()
-            .await
-            .map_err(|e| read("policy", e))?;
+        let p = view("policy", self.market.policy(version)).await?;
         Ok(market::Policy {
             fee_bps: p.feeBps,
             challenge_window: p.challengeWindow,
@@ -292,11 +283,7 @@ impl Chain {
     }
 
     pub async fn market_params(&self) -> Result<JobMarket::MarketParams> {
-        self.market
-            .params()
-            .call()
-            .await
-            .map_err(|e| read("params", e))
+        view("params", self.market.params()).await
     }
 
     /// Chain time of the newest block, seconds.
@@ -347,12 +334,7 @@ impl Chain {
         operator: Address,
         valid_for: u64,
     ) -> Result<SignedConsent> {
-        let nonce = self
-            .registry
-            .agentNonce(agent.address())
-            .call()
-            .await
-            .map_err(|e| read("agentNonce", e))?;
+        let nonce = view("agentNonce", self.registry.agentNonce(agent.address())).await?;
         let deadline = self.now().await? + valid_for;
         let digest = gantry_protocol::consent::digest(
             self.chain_id,
@@ -399,12 +381,7 @@ impl Chain {
         if !code.is_empty() {
             return Ok(());
         }
-        let nonce = self
-            .registry
-            .agentNonce(agent)
-            .call()
-            .await
-            .map_err(|e| read("agentNonce", e))?;
+        let nonce = view("agentNonce", self.registry.agentNonce(agent)).await?;
         let digest = gantry_protocol::consent::digest(
             self.chain_id,
             *self.market.address(),
@@ -428,17 +405,8 @@ impl Chain {
 
     /// Whether `account` holds the market's arbiter role (decides disputes).
     pub async fn is_arbiter(&self, account: Address) -> Result<bool> {
-        let role = self
-            .market
-            .ARBITER_ROLE()
-            .call()
-            .await
-            .map_err(|e| read("ARBITER_ROLE", e))?;
-        self.market
-            .hasRole(role, account)
-            .call()
-            .await
-            .map_err(|e| read("hasRole", e))
+        let role = view("ARBITER_ROLE", self.market.ARBITER_ROLE()).await?;
+        view("hasRole", self.market.hasRole(role, account)).await
     }
 
     /// An EIP-2612 permit letting `spender` take `value` of the signer's tokens until
@@ -454,18 +422,12 @@ impl Chain {
             .as_ref()
             .ok_or_else(|| CliError::usage("a permit needs the signing key"))?;
         let owner = signer.address();
-        let domain = self
-            .token
-            .eip712Domain()
-            .call()
-            .await
-            .map_err(|e| read("eip712Domain (the token must support EIP-2612 permits)", e))?;
-        let nonce = self
-            .token
-            .nonces(owner)
-            .call()
-            .await
-            .map_err(|e| read("nonces", e))?;
+        let domain = view(
+            "eip712Domain (the token must support EIP-2612 permits)",
+            self.token.eip712Domain(),
+        )
+        .await?;
+        let nonce = view("nonces", self.token.nonces(owner)).await?;
         let domain = Eip712Domain::new(
             Some(domain.name.into()),
             Some(domain.version.into()),
@@ -490,10 +452,10 @@ impl Chain {
 
     /// Sends `builder` as `call` and waits for its receipt: the gas estimate (a fifth of
     /// margin) is where a revert shows, decoded into a sentence.
-    pub async fn send<C: alloy::sol_types::SolCall>(
+    pub async fn send<C: SolCall>(
         &self,
         call: &'static str,
-        builder: alloy::contract::CallBuilder<&DynProvider, std::marker::PhantomData<C>>,
+        builder: CallBuilder<&DynProvider, PhantomData<C>>,
     ) -> Result<TransactionReceipt> {
         self.account()?;
         let gas = match builder.estimate_gas().await {
@@ -518,6 +480,21 @@ impl Chain {
         Ok(receipt)
     }
 
+    /// Sends the call `builder` makes of `job`'s terms and state, packed as the market
+    /// takes them (see [`Chain::send`]).
+    pub async fn send_on<'a, C: SolCall>(
+        &'a self,
+        call: &'static str,
+        job: &market::Job,
+        builder: impl FnOnce(
+            JobMarket::JobTerms,
+            JobMarket::JobState,
+        ) -> CallBuilder<&'a DynProvider, PhantomData<C>>,
+    ) -> Result<TransactionReceipt> {
+        self.send(call, builder(job.terms.pack(), job.state.pack()))
+            .await
+    }
+
     async fn refusal(&self, call: &'static str, error: alloy::contract::Error) -> CliError {
         let fallback = TokenInfo {
             decimals: 0,
@@ -536,6 +513,23 @@ impl Chain {
     }
 }
 
-fn read(what: &str, error: alloy::contract::Error) -> CliError {
-    CliError::Unavailable(format!("reading {what} from the chain: {error}"))
+/// The event `E` that `receipt` must hold.
+pub fn logged<E: SolEvent>(receipt: &TransactionReceipt) -> Result<E> {
+    let name = gantry_protocol::events::event_name::<E>();
+    receipt
+        .decoded_log::<E>()
+        .map(|log| log.data)
+        .ok_or_else(|| CliError::Other(format!("the receipt has no {name} log")))
+}
+
+/// Calls the view function `builder` calls; a failure reads as "reading `what` from the
+/// chain".
+async fn view<C: SolCall>(
+    what: &str,
+    builder: CallBuilder<&DynProvider, PhantomData<C>>,
+) -> Result<C::Return> {
+    builder
+        .call()
+        .await
+        .map_err(|error| CliError::Unavailable(format!("reading {what} from the chain: {error}")))
 }

@@ -1,5 +1,6 @@
 //! What every command shares.
 
+use serde::de::DeserializeOwned;
 use tokio::sync::OnceCell;
 
 use crate::api::Api;
@@ -7,7 +8,8 @@ use crate::chain;
 use crate::chain::{Chain, Contracts};
 use crate::config::Global;
 use crate::error::Result;
-use crate::output::Money;
+use crate::output::{self, Money};
+use crate::revert::TokenInfo;
 
 /// What every command shares: the flags, the API client and a chain connection made on
 /// first use (reads through the API need no RPC endpoint and no deployment).
@@ -52,5 +54,47 @@ impl Context {
             Ok(chain) => Money(chain.token_info().await.ok().cloned()),
             Err(_) => Money(None),
         }
+    }
+
+    /// Prints an answer of the API: its own JSON with `--json`, else `describe`d for people
+    /// (amounts as [`Context::money`] shows them).
+    pub async fn show<T: DeserializeOwned>(
+        &self,
+        value: serde_json::Value,
+        describe: impl FnOnce(&T, &Money) -> String,
+    ) -> Result<()> {
+        if self.json() {
+            output::json(&value);
+            return Ok(());
+        }
+        let answer: T = Api::typed(&value)?;
+        let money = self.money().await;
+        print!("{}", describe(&answer, &money));
+        Ok(())
+    }
+
+    /// Says what a command did: `json` with `--json`, else the line `text` makes.
+    pub fn say(&self, json: serde_json::Value, text: impl FnOnce() -> String) {
+        if self.json() {
+            output::json(&json);
+        } else {
+            println!("{}", text());
+        }
+    }
+
+    /// Says what a command did: `json` with `--json`, else the line `text` makes with the
+    /// token's decimals and symbol (read from the chain only then).
+    pub async fn say_in_tokens(
+        &self,
+        json: serde_json::Value,
+        text: impl FnOnce(&TokenInfo) -> String,
+    ) -> Result<()> {
+        if self.json() {
+            output::json(&json);
+            return Ok(());
+        }
+        let token = self.chain().await?.token_info().await?;
+        println!("{}", text(token));
+        Ok(())
     }
 }

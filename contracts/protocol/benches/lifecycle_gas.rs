@@ -295,16 +295,8 @@ async fn deploy() -> Result<Chain> {
     let token = GantryTestToken::deploy(admin.clone()).await?;
     let registry = NodeRegistry::deploy(admin.clone(), *token.address()).await?;
     let params = JobMarket::MarketParams {
-        treasury: admin_signer.address(),
         challengeWindow: CHALLENGE_WINDOW,
-        protocolFeeBps: 250,
-        maxAttempts: 3,
-        disputeBond: U96::from(10_000_000u64),
-        disputePeriod: 300,
-        slashBps: 1_000,
-        minStake: U96::from(100_000_000u64),
-        heartbeatTimeout: 60,
-        unbondingPeriod: 10 * 24 * 3_600,
+        ..gantry_protocol::market::dev_params(admin_signer.address())
     };
     let market = JobMarket::deploy(
         admin.clone(),

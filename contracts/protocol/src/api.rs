@@ -15,8 +15,9 @@
 //!   a 400, 404 or 500      ErrorBody
 //! ```
 //!
-//! Field names are camelCase; integers are `i64` (the API's SQL BIGINTs; never negative)
-//! and amounts are decimal strings of token base units (uint96/uint256 do not fit).
+//! Field names are camelCase; integers are `u64` (ids, blocks, times, counts: never
+//! negative; the API converts its SQL BIGINTs once, in its store) and amounts are decimal
+//! strings of token base units (uint96/uint256 do not fit).
 //! Unknown fields are ignored on reading, so the API may add fields.
 //!
 //! The rows follow market v2: a job's `until` is what it waits for by status (the
@@ -95,46 +96,46 @@ impl LiveEventName {
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(rename_all = "camelCase")]
 pub struct JobRow {
-    pub job_id: i64,
+    pub job_id: u64,
     pub submitter: String,
     pub status: JobStatus,
     /// Attempts so far (assignments). Every earlier attempt ended with its node barred, so
     /// while the job runs this is the attempt number its worker reports.
-    pub attempts: i64,
+    pub attempts: u64,
     /// Attempts that ended in the node's fault (reclaimed); the job fails when they reach
     /// its policy's `maxAttempts`.
-    pub faults: i64,
+    pub faults: u64,
     /// Nodes barred from the job: they gave it back or faulted on it.
-    pub barred: i64,
+    pub barred: u64,
     /// Those nodes, in the order they were barred.
-    pub barred_nodes: Vec<i64>,
+    pub barred_nodes: Vec<u64>,
     pub bounty: String,
     /// The part of the bounty taken from the submitter's credits (the rest came from its
     /// tokens).
     pub from_credits: String,
     /// Chain time by which a result must be in.
-    pub deadline: i64,
+    pub deadline: u64,
     /// Longest an attempt may run, seconds, from its assignment.
-    pub max_runtime: i64,
+    pub max_runtime: u64,
     pub spec_hash: String,
     /// The spec JSON as posted (raw text; not necessarily valid).
     pub spec: String,
     /// `JobRequirements` as JSON.
     pub requirements: String,
-    pub priority: i64,
+    pub priority: u64,
     /// The market policy in force at posting: the job's rules for its whole life.
-    pub policy_version: i64,
+    pub policy_version: u64,
     /// That policy, as `MarketParamsUpdated` announced it (none if the API never saw it).
     pub policy: Option<JobPolicy>,
     /// The node of the current attempt (once settled: of the last one); none while open.
-    pub node_id: Option<i64>,
+    pub node_id: Option<u64>,
     /// Whether the node's agent claimed the current attempt (else the matcher assigned it).
     pub claimed: bool,
     /// When the current (or last) attempt was assigned.
-    pub assigned_at: Option<i64>,
+    pub assigned_at: Option<u64>,
     /// What the job waits for, by status: assigned, the attempt's end; submitted, the
     /// challenge window's end; disputed, the arbiter's deadline; otherwise none.
-    pub until: Option<i64>,
+    pub until: Option<u64>,
     pub result_hash: Option<String>,
     pub result_uri: Option<String>,
     /// The submitter's dispute of the result, if any.
@@ -157,15 +158,15 @@ pub struct JobRow {
     /// keccak256 of the job's state, as the market stores it (`jobHash`) while the job is
     /// unsettled; none once settled (the market clears it) or with the policy unknown.
     pub state_hash: Option<String>,
-    pub posted_block: i64,
-    pub posted_at: i64,
-    pub updated_block: i64,
-    pub updated_at: i64,
+    pub posted_block: u64,
+    pub posted_at: u64,
+    pub updated_block: u64,
+    pub updated_at: u64,
     /// GPUs the job asks for (`minGpuCount`).
-    pub gpus: i64,
+    pub gpus: u64,
     /// GPU-seconds its attempts ran on nodes (assignment to submission, reclaim or
     /// rejection, times `gpus`).
-    pub gpu_seconds: i64,
+    pub gpu_seconds: u64,
 }
 
 /// A market policy version: the rules of the jobs posted under it (`JobPolicy`).
@@ -173,19 +174,19 @@ pub struct JobRow {
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(rename_all = "camelCase")]
 pub struct JobPolicy {
-    pub version: i64,
+    pub version: u64,
     /// Protocol fee on the payout, basis points.
-    pub fee_bps: i64,
+    pub fee_bps: u64,
     /// Seconds after a result during which the submitter may dispute it.
-    pub challenge_window: i64,
+    pub challenge_window: u64,
     /// Smallest dispute bond; a job's bond is the larger of it and a tenth of the bounty.
     pub dispute_bond: String,
     /// Seconds the arbiter has to decide a dispute.
-    pub dispute_period: i64,
+    pub dispute_period: u64,
     /// Share of a node's free stake taken per fault, basis points.
-    pub slash_bps: i64,
+    pub slash_bps: u64,
     /// Faulted attempts after which a job fails.
-    pub max_attempts: i64,
+    pub max_attempts: u64,
 }
 
 /// A dispute of a job's result (`JobDisputed`, then `DisputeResolved`).
@@ -197,9 +198,9 @@ pub struct DisputeRow {
     pub bond: String,
     /// The node's stake held until the dispute ends (slashed if the submitter wins).
     pub exposure: String,
-    pub disputed_at: i64,
+    pub disputed_at: u64,
     /// The arbiter decides by then; after it the result stands.
-    pub deadline: i64,
+    pub deadline: u64,
     /// How it ended; none while open.
     pub outcome: Option<DisputeOutcome>,
 }
@@ -218,7 +219,7 @@ pub struct DisputeOutcome {
     pub bond_to_provider: String,
     /// Who ended it: the arbiter, or whoever settled the lapsed dispute.
     pub by: String,
-    pub at: i64,
+    pub at: u64,
 }
 
 /// A node's charge on a job: the share of a slash a reject costs, the slash of a reclaim,
@@ -227,11 +228,11 @@ pub struct DisputeOutcome {
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(rename_all = "camelCase")]
 pub struct ChargeRow {
-    pub node_id: i64,
+    pub node_id: u64,
     pub cause: ChargeCause,
     /// Taken from the node's stake (`NodeSlashed`); "0" for a reject given back at once.
     pub amount: String,
-    pub at: i64,
+    pub at: u64,
 }
 
 /// Why a node was charged on a job.
@@ -314,17 +315,17 @@ impl ChargeCause {
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(rename_all = "camelCase")]
 pub struct NodeRow {
-    pub node_id: i64,
+    pub node_id: u64,
     pub operator: String,
     pub agent: String,
     pub status: NodeStatus,
     pub gpu_model: String,
-    pub gpu_count: i64,
-    pub vram_mib: i64,
-    pub cpu_cores: i64,
-    pub ram_mib: i64,
+    pub gpu_count: u64,
+    pub vram_mib: u64,
+    pub cpu_cores: u64,
+    pub ram_mib: u64,
     pub price_per_gpu_hour: String,
-    pub max_concurrent_jobs: i64,
+    pub max_concurrent_jobs: u64,
     pub metadata_uri: String,
     /// Its stake, as the market holds it (after slashes and withdrawals).
     pub stake: String,
@@ -345,21 +346,21 @@ pub struct NodeRow {
     /// Stake its operator withdrew after exiting.
     pub stake_withdrawn: String,
     /// Jobs assigned to it and not yet answered (its taken slots).
-    pub active_jobs: i64,
-    pub completed_jobs: i64,
+    pub active_jobs: u64,
+    pub completed_jobs: u64,
     /// Reclaimed attempts and lost disputes: the failures its reputation counts.
-    pub failed_jobs: i64,
+    pub failed_jobs: u64,
     /// Jobs its agent gave back.
-    pub rejected_jobs: i64,
-    pub last_heartbeat: i64,
-    pub registered_at: i64,
+    pub rejected_jobs: u64,
+    pub last_heartbeat: u64,
+    pub registered_at: u64,
     /// When it was last marked inactive (by its agent or for a missed heartbeat; a slash
     /// below the minimum stake stops its new work without it): jobs assigned before then
     /// are reclaimable.
-    pub inactive_since: Option<i64>,
+    pub inactive_since: Option<u64>,
     /// Exiting: when its stake may be withdrawn.
-    pub unbonding_ends_at: Option<i64>,
-    pub updated_block: i64,
+    pub unbonding_ends_at: Option<u64>,
+    pub updated_block: u64,
 }
 
 /// Stake held for an open dispute.
@@ -367,7 +368,7 @@ pub struct NodeRow {
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(rename_all = "camelCase")]
 pub struct HeldStake {
-    pub job_id: i64,
+    pub job_id: u64,
     pub exposure: String,
 }
 
@@ -376,12 +377,12 @@ pub struct HeldStake {
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(rename_all = "camelCase")]
 pub struct SlashRow {
-    pub job_id: i64,
+    pub job_id: u64,
     pub amount: String,
     /// The stake left.
     pub stake: String,
-    pub block: i64,
-    pub at: i64,
+    pub block: u64,
+    pub at: u64,
     pub tx: String,
 }
 
@@ -409,8 +410,8 @@ pub struct AccountRow {
     pub bonds_posted: String,
     /// Dispute bonds credited back.
     pub bonds_returned: String,
-    pub jobs_posted: i64,
-    pub updated_block: i64,
+    pub jobs_posted: u64,
+    pub updated_block: u64,
 }
 
 /// A node as listed: its row, its reputation and how long ago it last beat.
@@ -423,18 +424,15 @@ pub struct NodeView {
     /// Smoothed success rate, 0 to 1 (a new node: 0.5), as the matcher scores it.
     pub reputation: f64,
     /// Seconds since its last heartbeat, by the later of this clock and the chain's.
-    pub heartbeat_age_secs: i64,
+    pub heartbeat_age_secs: u64,
 }
 
 impl NodeView {
     /// The node as listed at `now` (unix seconds).
-    pub fn new(node: NodeRow, now: i64) -> Self {
+    pub fn new(node: NodeRow, now: u64) -> Self {
         Self {
-            reputation: crate::reputation::reputation(
-                node.completed_jobs.max(0) as u64,
-                node.failed_jobs.max(0) as u64,
-            ),
-            heartbeat_age_secs: (now - node.last_heartbeat).max(0),
+            reputation: crate::reputation::reputation(node.completed_jobs, node.failed_jobs),
+            heartbeat_age_secs: now.saturating_sub(node.last_heartbeat),
             node,
         }
     }
@@ -445,9 +443,9 @@ impl NodeView {
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(rename_all = "camelCase")]
 pub struct TimelineEntry {
-    pub block: i64,
-    pub log_index: i64,
-    pub at: i64,
+    pub block: u64,
+    pub log_index: u64,
+    pub at: u64,
     pub tx: String,
     pub name: String,
     pub data: serde_json::Value,
@@ -509,11 +507,11 @@ pub struct NodeDetail {
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(rename_all = "camelCase")]
 pub struct Stats {
-    pub jobs_by_status: BTreeMap<String, i64>,
-    pub nodes_by_status: BTreeMap<String, i64>,
-    pub active_nodes: i64,
+    pub jobs_by_status: BTreeMap<String, u64>,
+    pub nodes_by_status: BTreeMap<String, u64>,
+    pub active_nodes: u64,
     /// GPUs on active nodes.
-    pub active_gpus: i64,
+    pub active_gpus: u64,
     /// GPU-hours the network's nodes ran jobs for.
     pub gpu_hours: f64,
     /// Bounties posted (token base units).
@@ -533,7 +531,7 @@ pub struct Stats {
     pub stake: String,
     pub locked_stake: String,
     /// The policy version new jobs get (0 before the market announced one).
-    pub policy_version: i64,
+    pub policy_version: u64,
     /// Whether the market takes no new jobs and nodes (`PausedSet`).
     pub paused: bool,
 }
@@ -552,13 +550,13 @@ pub struct History {
 #[serde(rename_all = "camelCase")]
 pub struct Minute {
     /// Unix seconds of the minute's start.
-    pub at: i64,
-    pub posted: i64,
-    pub completed: i64,
+    pub at: u64,
+    pub posted: u64,
+    pub completed: u64,
     /// Failed or expired.
-    pub failed: i64,
+    pub failed: u64,
     /// GPUs of the jobs that reported progress in the minute.
-    pub gpus_in_use: i64,
+    pub gpus_in_use: u64,
     /// Their mean GPU utilisation, percent.
     pub gpu_utilization: Option<f64>,
 }
@@ -610,7 +608,11 @@ mod tests {
         assert_eq!(json["heartbeatAgeSecs"], 30);
         assert_eq!(serde_json::from_value::<NodeView>(json).unwrap(), view);
         // A heartbeat ahead of this clock is no negative age.
-        assert_eq!(NodeView::new(NodeRow::default(), -5).heartbeat_age_secs, 0);
+        let ahead = NodeRow {
+            last_heartbeat: 135,
+            ..NodeRow::default()
+        };
+        assert_eq!(NodeView::new(ahead, 130).heartbeat_age_secs, 0);
     }
 
     #[test]

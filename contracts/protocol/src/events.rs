@@ -113,7 +113,7 @@ impl From<&GantryEvent> for DecodedEvent {
             }
             other => unreachable!("event enums serialize externally tagged, got {other}"),
         };
-        let key = subject_key(contract, &name, &data);
+        let key = event.subject_key();
         DecodedEvent {
             contract,
             name,
@@ -123,24 +123,21 @@ impl From<&GantryEvent> for DecodedEvent {
     }
 }
 
-fn subject_key(contract: ContractKind, name: &str, data: &serde_json::Value) -> String {
-    let field = if name == event_name::<JobMarket::JobAssigned>() {
-        "nodeId"
-    } else if data.get("jobId").is_some() {
-        "jobId"
-    } else if data.get("nodeId").is_some() {
-        "nodeId"
-    } else {
-        "account"
+/// The pattern of the market's events about its own rules, treasury and roles, which no
+/// job, node or account fold reads (`M` being `JobMarket::JobMarketEvents`). A pattern
+/// rather than a wildcard, so that every fold's `match` stays exhaustive: a new event is a
+/// compile error until each fold decides on it.
+#[macro_export]
+macro_rules! market_admin_events {
+    () => {
+        $crate::bindings::JobMarket::JobMarketEvents::MarketParamsUpdated(_)
+            | $crate::bindings::JobMarket::JobMarketEvents::PausedSet(_)
+            | $crate::bindings::JobMarket::JobMarketEvents::TreasuryWithdrawn(_)
+            | $crate::bindings::JobMarket::JobMarketEvents::EIP712DomainChanged(_)
+            | $crate::bindings::JobMarket::JobMarketEvents::RoleAdminChanged(_)
+            | $crate::bindings::JobMarket::JobMarketEvents::RoleGranted(_)
+            | $crate::bindings::JobMarket::JobMarketEvents::RoleRevoked(_)
     };
-    match data.get(field) {
-        Some(serde_json::Value::Number(n)) => n.to_string(),
-        Some(serde_json::Value::String(s)) => s.to_lowercase(),
-        _ => match contract {
-            ContractKind::Market => "market".into(),
-            ContractKind::Registry => "registry".into(),
-        },
-    }
 }
 
 /// A contract event, typed: what every consumer matches on. The variants are the
@@ -289,18 +286,43 @@ impl GantryEvent {
             M::JobFailed(e) => e.jobId,
             M::JobCancelled(e) => e.jobId,
             M::JobExpired(e) => e.jobId,
-            M::MarketParamsUpdated(_)
-            | M::PausedSet(_)
-            | M::NodeSlashed(_)
+            M::NodeSlashed(_)
             | M::NodeMarkedInactive(_)
-            | M::TreasuryWithdrawn(_)
-            | M::EIP712DomainChanged(_)
-            | M::RoleAdminChanged(_)
-            | M::RoleGranted(_)
-            | M::RoleRevoked(_)
             | M::Deposited(_)
-            | M::Withdrawn(_) => return None,
+            | M::Withdrawn(_)
+            | crate::market_admin_events!() => return None,
         })
+    }
+
+    /// The subject key: `JobAssigned` by its node (a node's assignments are one subject
+    /// filter), an event with a job by the job (`NodeSlashed` included), a node event by
+    /// the node, an account's event by the account (lower-case hex), the rest by contract.
+    pub fn subject_key(&self) -> String {
+        use JobMarket::JobMarketEvents as M;
+        use NodeRegistry::NodeRegistryEvents as R;
+        let id = match self {
+            GantryEvent::Market(M::JobAssigned(e)) => Some(e.nodeId),
+            GantryEvent::Market(M::NodeSlashed(e)) => Some(e.jobId),
+            GantryEvent::Registry(R::NodeSlashed(e)) => Some(e.jobId),
+            _ => self.job_id().or_else(|| self.node_id()),
+        };
+        if let Some(id) = id {
+            return id.to_string();
+        }
+        let account = match self {
+            GantryEvent::Market(M::Deposited(e)) => Some(e.account),
+            GantryEvent::Market(M::Withdrawn(e)) => Some(e.account),
+            GantryEvent::Market(M::RoleGranted(e)) => Some(e.account),
+            GantryEvent::Market(M::RoleRevoked(e)) => Some(e.account),
+            GantryEvent::Registry(R::RoleGranted(e)) => Some(e.account),
+            GantryEvent::Registry(R::RoleRevoked(e)) => Some(e.account),
+            _ => None,
+        };
+        match (account, self) {
+            (Some(account), _) => account.to_string().to_lowercase(),
+            (None, GantryEvent::Registry(_)) => "registry".into(),
+            (None, _) => "market".into(),
+        }
     }
 
     /// The node this event is about, if any (for a market event: the node running the
@@ -324,15 +346,9 @@ impl GantryEvent {
                 | M::JobRequeued(_)
                 | M::JobFailed(_)
                 | M::JobCancelled(_)
-                | M::MarketParamsUpdated(_)
-                | M::PausedSet(_)
-                | M::TreasuryWithdrawn(_)
-                | M::EIP712DomainChanged(_)
-                | M::RoleAdminChanged(_)
-                | M::RoleGranted(_)
-                | M::RoleRevoked(_)
                 | M::Deposited(_)
-                | M::Withdrawn(_) => None,
+                | M::Withdrawn(_)
+                | crate::market_admin_events!() => None,
             },
             GantryEvent::Unreadable(_) => None,
             GantryEvent::Registry(event) => match event {
@@ -369,7 +385,7 @@ pub fn event_name<E: alloy::sol_types::SolEvent>() -> &'static str {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use alloy::primitives::{Address, B256, LogData};
+    use alloy::primitives::{Address, B256, LogData, U256};
     use alloy::sol_types::SolEvent;
 
     #[test]
@@ -386,14 +402,7 @@ mod tests {
         };
         let log = Log {
             address: contracts.market,
-            data: LogData::new_unchecked(
-                assigned
-                    .encode_topics()
-                    .into_iter()
-                    .map(B256::from)
-                    .collect(),
-                assigned.encode_data().into(),
-            ),
+            data: assigned.encode_log_data(),
         };
         let decoded = decode(&contracts, &log).unwrap();
         assert_eq!(decoded.name, event_name::<JobMarket::JobAssigned>());
@@ -413,9 +422,9 @@ mod tests {
             market,
             registry: market,
         };
-        let log_of = |topics: Vec<alloy::primitives::FixedBytes<32>>, data: Vec<u8>| Log {
+        let log_of = |data: LogData| Log {
             address: market,
-            data: LogData::new_unchecked(topics, data.into()),
+            data,
         };
         // Emitted by the market itself, and in both ABIs: a registry event all the same.
         let slashed = NodeRegistry::NodeSlashed {
@@ -424,18 +433,7 @@ mod tests {
             amount: alloy::primitives::aliases::U96::from(10u64),
             stake: alloy::primitives::aliases::U96::from(90u64),
         };
-        let decoded = decode(
-            &contracts,
-            &log_of(
-                slashed
-                    .encode_topics()
-                    .into_iter()
-                    .map(B256::from)
-                    .collect(),
-                slashed.encode_data(),
-            ),
-        )
-        .unwrap();
+        let decoded = decode(&contracts, &log_of(slashed.encode_log_data())).unwrap();
         assert_eq!(decoded.contract, ContractKind::Registry);
         assert_eq!(
             decoded.typed().unwrap(),
@@ -446,20 +444,51 @@ mod tests {
             faults: 1,
             barred: 1,
         };
-        let decoded = decode(
-            &contracts,
-            &log_of(
-                requeued
-                    .encode_topics()
-                    .into_iter()
-                    .map(B256::from)
-                    .collect(),
-                requeued.encode_data(),
-            ),
-        )
-        .unwrap();
+        let decoded = decode(&contracts, &log_of(requeued.encode_log_data())).unwrap();
         assert_eq!(decoded.contract, ContractKind::Market);
         assert_eq!(decoded.key, "5");
+    }
+
+    #[test]
+    fn subjects_are_keyed_by_node_for_assignments_then_job_node_account_or_contract() {
+        use JobMarket::JobMarketEvents as M;
+        use NodeRegistry::NodeRegistryEvents as R;
+        use alloy::primitives::aliases::U96;
+        let account = Address::repeat_byte(0xab);
+        let key = |event: GantryEvent| DecodedEvent::from(&event).key;
+        let assigned = JobMarket::JobAssigned {
+            jobId: 7,
+            nodeId: 3,
+            ..Default::default()
+        };
+        assert_eq!(key(M::JobAssigned(assigned).into()), "3");
+        let slashed = NodeRegistry::NodeSlashed {
+            nodeId: 2,
+            jobId: 5,
+            amount: U96::from(1u64),
+            stake: U96::from(1u64),
+        };
+        assert_eq!(key(R::NodeSlashed(slashed).into()), "5");
+        let heartbeat = NodeRegistry::NodeHeartbeat { nodeId: 4, at: 1 };
+        assert_eq!(key(R::NodeHeartbeat(heartbeat).into()), "4");
+        let deposited = JobMarket::Deposited {
+            account,
+            amount: U256::from(1u64),
+        };
+        assert_eq!(
+            key(M::Deposited(deposited).into()),
+            format!("{account:?}").to_lowercase()
+        );
+        let paused = JobMarket::PausedSet {
+            paused: true,
+            by: account,
+        };
+        assert_eq!(key(M::PausedSet(paused).into()), "market");
+        let treasury = JobMarket::TreasuryWithdrawn {
+            treasury: account,
+            amount: U256::from(1u64),
+        };
+        assert_eq!(key(M::TreasuryWithdrawn(treasury).into()), "market");
     }
 
     #[test]

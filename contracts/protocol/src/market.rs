@@ -101,6 +101,26 @@ pub struct Policy {
     pub max_attempts: u8,
 }
 
+/// The dev network's market parameters: short windows for a local network where a demo
+/// job runs in seconds; token amounts in gUSD base units (6 decimals). The unbonding
+/// period is the contract's least (the longest runtime plus the longest challenge window).
+/// `make dev` and the test kit deploy them; the benches and fold tests reuse them.
+pub fn dev_params(treasury: alloy::primitives::Address) -> JobMarket::MarketParams {
+    use alloy::primitives::aliases::U96;
+    JobMarket::MarketParams {
+        treasury,
+        challengeWindow: 30,
+        protocolFeeBps: 250,
+        maxAttempts: 3,
+        disputeBond: U96::from(10_000_000u64),
+        disputePeriod: 300,
+        slashBps: 1_000,
+        minStake: U96::from(100_000_000u64),
+        heartbeatTimeout: 60,
+        unbondingPeriod: 10 * 24 * 3600,
+    }
+}
+
 impl From<&JobMarket::MarketParams> for Policy {
     fn from(p: &JobMarket::MarketParams) -> Self {
         Self {
@@ -252,13 +272,7 @@ impl State {
             | M::NodeMarkedInactive(_)
             | M::Withdrawn(_)
             | M::Deposited(_)
-            | M::TreasuryWithdrawn(_)
-            | M::MarketParamsUpdated(_)
-            | M::PausedSet(_)
-            | M::RoleAdminChanged(_)
-            | M::RoleGranted(_)
-            | M::RoleRevoked(_)
-            | M::EIP712DomainChanged(_) => {}
+            | crate::market_admin_events!() => {}
         }
     }
 

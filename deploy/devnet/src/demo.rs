@@ -243,7 +243,7 @@ pub async fn follow(
                 return Ok(Outcome {
                     job_id,
                     status: job.status.as_str().to_owned(),
-                    node_id: job.node_id.map(|n| n.unsigned_abs()),
+                    node_id: job.node_id,
                     payout: job.payout,
                     result_hash: job.result_hash,
                     result_uri: job.result_uri,

@@ -1,31 +1,13 @@
-//! A Server-Sent-Events reader (`eventsource-stream` over the response body), for
-//! following `gantry-api`'s live feeds (`/v1/events`, `/v1/jobs/{id}/logs?follow=true`)
-//! from the demo and from tests.
-
-use std::pin::Pin;
-
-use futures::{Stream, StreamExt};
+//! Opening `gantry-api`'s live feeds (`/v1/events`, `/v1/jobs/{id}/logs?follow=true`) from
+//! the demo and from tests; the events are read by the one Server-Sent-Events reader,
+//! `gantry_runtime::sse`, that the `gantry` command line reads them with too.
 
 /// One event: its name (`message` when the server named none), data and id.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct SseEvent {
-    pub event: String,
-    pub data: String,
-    pub id: Option<String>,
-}
-
-type Events = Pin<Box<dyn Stream<Item = Result<SseEvent, SseError>> + Send>>;
+pub use gantry_runtime::sse::Event as SseEvent;
 
 /// An open event stream.
-pub struct EventStream {
-    events: Events,
-}
-
-impl std::fmt::Debug for EventStream {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("EventStream").finish_non_exhaustive()
-    }
-}
+#[derive(Debug)]
+pub struct EventStream(gantry_runtime::sse::EventStream);
 
 /// Why a stream could not be opened or read.
 #[derive(Debug, thiserror::Error)]
@@ -57,33 +39,15 @@ impl EventStream {
                 status: response.status().to_string(),
             });
         }
-        Ok(Self::over(response.bytes_stream()))
-    }
-
-    /// The events of a body.
-    fn over<S, E>(body: S) -> Self
-    where
-        S: Stream<Item = Result<bytes::Bytes, E>> + Send + 'static,
-        E: std::fmt::Display + Send + 'static,
-    {
-        use eventsource_stream::Eventsource;
-        let events = body.eventsource().map(|read| {
-            read.map(|e| SseEvent {
-                event: e.event,
-                data: e.data,
-                id: (!e.id.is_empty()).then_some(e.id),
-            })
-            .map_err(|e| SseError::Read(e.to_string()))
-        });
-        Self {
-            events: Box::pin(events),
-        }
+        Ok(Self(gantry_runtime::sse::EventStream::new(
+            response.bytes_stream(),
+        )))
     }
 
     /// The next event (keep-alive comments skipped); `None` once the server ends the
     /// stream.
     pub async fn next(&mut self) -> Result<Option<SseEvent>, SseError> {
-        self.events.next().await.transpose()
+        self.0.try_next().await.map_err(SseError::Read)
     }
 }
 
@@ -100,7 +64,9 @@ mod tests {
         .into_iter()
         .map(|c| Ok(bytes::Bytes::from_static(c)))
         .collect();
-        let mut events = EventStream::over(futures::stream::iter(chunks));
+        let mut events = EventStream(gantry_runtime::sse::EventStream::new(
+            futures::stream::iter(chunks),
+        ));
         let event = events.next().await.unwrap().unwrap();
         assert_eq!(
             (

@@ -10,6 +10,7 @@
 //! - [`chain_stream`]: reading a chain's stream in order, decoded;
 //! - [`lease`]: a leader lease in a KV bucket;
 //! - [`market`]: a job's terms and state read back from the chain's logs;
+//! - [`sse`]: the events of a Server-Sent-Events body (the API's live feeds);
 //! - [`tasks`]: the service's tasks under one supervisor (a critical one that ends stops
 //!   the rest).
 //!
@@ -25,6 +26,7 @@ pub mod chain_stream;
 pub mod lease;
 pub mod market;
 pub mod nats;
+pub mod sse;
 pub mod tasks;
 
 use std::net::SocketAddr;
@@ -94,6 +96,24 @@ pub fn shutdown_on_signal() -> CancellationToken {
         fired.cancel();
     });
     shutdown
+}
+
+/// A service's `main`: telemetry and the shutdown signal installed, then `run` (named
+/// `name` in its error) beside the metrics listener under one supervisor, until either
+/// ends or a signal arrives.
+pub async fn serve<F, E>(
+    name: &'static str,
+    metrics_addr: Option<SocketAddr>,
+    run: impl FnOnce(CancellationToken) -> F,
+) -> anyhow::Result<()>
+where
+    F: std::future::Future<Output = Result<(), E>> + Send + 'static,
+    E: Into<anyhow::Error> + Send + 'static,
+{
+    let tasks = Supervisor::new(shutdown_on_signal());
+    install(metrics_addr, &tasks)?;
+    tasks.spawn_critical(name, run(tasks.shutdown().clone()));
+    tasks.wait().await
 }
 
 /// The name of this instance in logs and leases: `configured`, else the host name and the

@@ -92,15 +92,21 @@ fn panic_message(panic: &(dyn std::any::Any + Send)) -> &str {
 mod tests {
     use super::*;
 
-    #[tokio::test]
-    async fn a_failing_critical_task_cancels_the_others_and_is_the_error() {
-        let shutdown = CancellationToken::new();
+    /// A supervisor of `shutdown` with one critical task that waits for it.
+    fn waiting(shutdown: &CancellationToken) -> Supervisor {
         let tasks = Supervisor::new(shutdown.clone());
         let watcher = shutdown.clone();
         tasks.spawn_critical("waits", async move {
             watcher.cancelled().await;
             Ok::<(), anyhow::Error>(())
         });
+        tasks
+    }
+
+    #[tokio::test]
+    async fn a_failing_critical_task_cancels_the_others_and_is_the_error() {
+        let shutdown = CancellationToken::new();
+        let tasks = waiting(&shutdown);
         tasks.spawn_critical("fails", async { Err(anyhow::anyhow!("boom")) });
         let error = tasks.wait().await.unwrap_err();
         assert!(shutdown.is_cancelled());
@@ -110,12 +116,7 @@ mod tests {
     #[tokio::test]
     async fn a_panicking_critical_task_cancels_the_others_and_is_the_error() {
         let shutdown = CancellationToken::new();
-        let tasks = Supervisor::new(shutdown.clone());
-        let watcher = shutdown.clone();
-        tasks.spawn_critical("waits", async move {
-            watcher.cancelled().await;
-            Ok::<(), anyhow::Error>(())
-        });
+        let tasks = waiting(&shutdown);
         let index = std::hint::black_box(7);
         tasks.spawn_critical("panics", async move {
             let slots: Vec<u8> = Vec::new();
@@ -134,12 +135,7 @@ mod tests {
     #[tokio::test]
     async fn a_critical_task_that_ends_early_stops_the_service() {
         let shutdown = CancellationToken::new();
-        let tasks = Supervisor::new(shutdown.clone());
-        let watcher = shutdown.clone();
-        tasks.spawn_critical("waits", async move {
-            watcher.cancelled().await;
-            Ok::<(), anyhow::Error>(())
-        });
+        let tasks = waiting(&shutdown);
         tasks.spawn_critical("ends", async { Ok::<(), anyhow::Error>(()) });
         tasks.wait().await.unwrap();
         assert!(shutdown.is_cancelled());

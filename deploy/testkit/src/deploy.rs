@@ -2,7 +2,7 @@
 
 use alloy::network::EthereumWallet;
 use alloy::node_bindings::{Anvil, AnvilInstance};
-use alloy::primitives::{Address, U256, aliases::U96};
+use alloy::primitives::{Address, U256};
 use alloy::providers::{DynProvider, Provider, ProviderBuilder};
 use alloy::signers::local::PrivateKeySigner;
 use gantry_protocol::bindings::{
@@ -23,24 +23,11 @@ pub struct DeployParams {
 }
 
 impl DeployParams {
-    /// Short timeouts and windows for a local network where a demo job runs in seconds.
-    /// Token amounts are in gUSD base units (6 decimals).
-    /// The unbonding period is the contract's least (the longest runtime plus the longest
-    /// challenge window): tests that exit a node move the chain's clock.
+    /// The dev network's parameters (`market::dev_params`): tests that exit a node move
+    /// the chain's clock past the unbonding period.
     pub fn dev(admin: Address) -> Self {
         Self {
-            market: JobMarket::MarketParams {
-                treasury: admin,
-                challengeWindow: 30,
-                protocolFeeBps: 250,
-                maxAttempts: 3,
-                disputeBond: U96::from(10_000_000u64),
-                disputePeriod: 300,
-                slashBps: 1_000,
-                minStake: U96::from(100_000_000u64),
-                heartbeatTimeout: 60,
-                unbondingPeriod: 10 * 24 * 3600,
-            },
+            market: gantry_protocol::market::dev_params(admin),
             matcher: admin,
             arbiter: admin,
             pauser: admin,

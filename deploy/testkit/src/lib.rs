@@ -51,3 +51,27 @@ pub use worker_config::worker_config;
 
 /// One gUSD, the test token, in its base units (6 decimals).
 pub const GUSD: u64 = 1_000_000;
+
+/// A crate's test harness: `struct Name(TestNet)`, dereferencing to the test net, so the
+/// crate adds its own steps as methods and keeps every `TestNet` step.
+#[macro_export]
+macro_rules! harness {
+    ($(#[$meta:meta])* $vis:vis struct $name:ident) => {
+        $(#[$meta])*
+        $vis struct $name($crate::TestNet);
+
+        impl ::std::ops::Deref for $name {
+            type Target = $crate::TestNet;
+
+            fn deref(&self) -> &$crate::TestNet {
+                &self.0
+            }
+        }
+
+        impl ::std::ops::DerefMut for $name {
+            fn deref_mut(&mut self) -> &mut $crate::TestNet {
+                &mut self.0
+            }
+        }
+    };
+}

@@ -1,7 +1,6 @@
 //! A test net with a chain and a JetStream server (the kit's `TestNet`), indexers started
 //! by the tests, and readers of what the stream holds.
 
-use std::ops::{Deref, DerefMut};
 use std::time::Duration;
 
 use alloy::primitives::Address;
@@ -23,21 +22,9 @@ use tokio_util::sync::CancellationToken;
 /// Longest any wait for the stream may take.
 const PATIENCE: Duration = Duration::from_secs(120);
 
-/// The test net; its indexer config polls every 50 ms.
-pub(crate) struct Harness(TestNet);
-
-impl Deref for Harness {
-    type Target = TestNet;
-
-    fn deref(&self) -> &TestNet {
-        &self.0
-    }
-}
-
-impl DerefMut for Harness {
-    fn deref_mut(&mut self) -> &mut TestNet {
-        &mut self.0
-    }
+gantry_testkit::harness! {
+    /// The test net; its indexer config polls every 50 ms.
+    pub(crate) struct Harness
 }
 
 /// An indexer running in this process.

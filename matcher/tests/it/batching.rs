@@ -5,7 +5,6 @@ use std::collections::BTreeSet;
 
 use alloy::primitives::{B256, Selector};
 use alloy::providers::Provider;
-use alloy::rpc::types::Filter;
 use alloy::sol_types::{SolCall, SolEvent};
 use gantry_protocol::bindings::JobMarket;
 use gantry_protocol::status::JobStatus;
@@ -15,17 +14,7 @@ use crate::harness::{Net, node};
 
 /// The transactions that emitted `E` for the market, and their selectors.
 async fn senders_of<E: SolEvent>(net: &Net) -> (BTreeSet<B256>, BTreeSet<Selector>) {
-    let logs = net
-        .devnet
-        .admin
-        .get_logs(
-            &Filter::new()
-                .address(net.devnet.deployment.market)
-                .event_signature(E::SIGNATURE_HASH)
-                .from_block(0),
-        )
-        .await
-        .unwrap();
+    let logs = net.market_logs::<E>().await;
     let txs: BTreeSet<B256> = logs.iter().map(|l| l.transaction_hash.unwrap()).collect();
     let mut selectors = BTreeSet::new();
     for tx in &txs {
@@ -57,10 +46,7 @@ async fn ten_jobs_placeable_at_once_are_assigned_and_paid_in_one_transaction_eac
         .await;
 
     // then all ten are assigned to it by one assignBatch;
-    for job in &jobs {
-        net.wait_for_status(*job, JobStatus::Assigned).await;
-        assert_eq!(net.job(*job).await.state.node_id, b200);
-    }
+    net.wait_all_assigned_to(&jobs, b200).await;
     let (txs, selectors) = senders_of::<JobMarket::JobAssigned>(&net).await;
     assert_eq!(txs.len(), 1, "one transaction assigned them all");
     assert_eq!(

@@ -2,24 +2,21 @@
 //! assign too) with matcher and liveness processes on top, and waits for what the
 //! services write into KV.
 
-use std::ops::Deref;
 use std::time::Duration;
 
 use alloy::primitives::{B256, aliases::U96};
+use alloy::providers::Provider;
+use alloy::rpc::types::{Filter, Log};
+use alloy::sol_types::SolEvent;
 use futures::StreamExt;
 use gantry_protocol::bindings::{JobMarket, NodeRegistry};
 use gantry_protocol::names;
+use gantry_protocol::status::JobStatus;
 use gantry_testkit::accounts::{SECOND_MATCHER, SUBMITTER};
 use gantry_testkit::{DeployParams, GUSD, JobPost, TestNet, confirm_receipt};
 
-pub(crate) struct Net(TestNet);
-
-impl Deref for Net {
-    type Target = TestNet;
-
-    fn deref(&self) -> &TestNet {
-        &self.0
-    }
+gantry_testkit::harness! {
+    pub(crate) struct Net
 }
 
 impl Net {
@@ -62,6 +59,23 @@ impl Net {
         }
         self.wait_for_claims(10).await;
         jobs
+    }
+
+    /// Every log of event `E` the market emitted, oldest first.
+    pub(crate) async fn market_logs<E: SolEvent>(&self) -> Vec<Log> {
+        let filter = Filter::new()
+            .address(self.devnet.deployment.market)
+            .event_signature(E::SIGNATURE_HASH)
+            .from_block(0);
+        self.devnet.admin.get_logs(&filter).await.unwrap()
+    }
+
+    /// Waits until every job of `jobs` is assigned, and asserts each went to `node`.
+    pub(crate) async fn wait_all_assigned_to(&self, jobs: &[u64], node: u64) {
+        for job in jobs {
+            self.wait_for_status(*job, JobStatus::Assigned).await;
+            assert_eq!(self.job(*job).await.state.node_id, node, "job {job}");
+        }
     }
 
     /// Waits until the matchers hold `count` claims (unacknowledged open jobs).

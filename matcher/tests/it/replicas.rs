@@ -1,10 +1,8 @@
 //! Two matcher replicas share the open jobs; when one dies, the other takes its claims.
 
 use alloy::providers::Provider;
-use alloy::rpc::types::Filter;
 use alloy::sol_types::SolEvent;
 use gantry_protocol::bindings::JobMarket;
-use gantry_protocol::status::JobStatus;
 use gantry_testkit::accounts::{MATCHER, NODES, SECOND_MATCHER};
 
 use crate::harness::{Net, node};
@@ -25,21 +23,8 @@ async fn a_killed_replica_s_jobs_are_assigned_by_the_other_exactly_once() {
         .await;
 
     // then B assigns every job (A's claims lapse and come to it), each exactly once.
-    for job in &jobs {
-        net.wait_for_status(*job, JobStatus::Assigned).await;
-        assert_eq!(net.job(*job).await.state.node_id, b200);
-    }
-    let logs = net
-        .devnet
-        .admin
-        .get_logs(
-            &Filter::new()
-                .address(net.devnet.deployment.market)
-                .event_signature(JobMarket::JobAssigned::SIGNATURE_HASH)
-                .from_block(0),
-        )
-        .await
-        .unwrap();
+    net.wait_all_assigned_to(&jobs, b200).await;
+    let logs = net.market_logs::<JobMarket::JobAssigned>().await;
     let mut assigned: Vec<u64> = logs
         .iter()
         .map(|log| {

@@ -35,11 +35,7 @@ async fn an_assignment_beyond_the_node_s_capacity_is_given_back_at_once() {
         .post(cpu_job(64), &shell("echo extra > /outputs/x", 60))
         .await;
     net.assign(extra, worker.node_id).await;
-    net.wait_until("the extra job is given back", || async {
-        net.rejections().await.contains_key(&extra)
-    })
-    .await;
-    let rejection = net.rejection(extra, worker.node_id).await;
+    let rejection = net.given_back(extra, worker.node_id).await;
     assert!(rejection.reason.contains("over capacity"), "{rejection:?}");
     rejection.assert_at_once(20);
     // Back on the market for another node, no attempt used.

@@ -7,7 +7,7 @@ use gantry_protocol::status::JobStatus;
 use gantry_testkit::accounts::{ADMIN, NODES};
 
 use crate::harness::{Net, STAKE, cpu_job, shell};
-use crate::scripts::of_job;
+use crate::scripts::last_of_job;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn a_job_past_its_own_timeout_is_stopped_answered_in_time_and_paid() {
@@ -28,14 +28,8 @@ async fn a_job_past_its_own_timeout_is_stopped_answered_in_time_and_paid() {
     net.wait_for_status(job, JobStatus::Submitted).await;
 
     let market = net.market(ADMIN);
-    let (assigned, _) = of_job(market.JobAssigned_filter(), job)
-        .await
-        .pop()
-        .expect("JobAssigned");
-    let (_, submitted) = of_job(market.ResultSubmitted_filter(), job)
-        .await
-        .pop()
-        .expect("ResultSubmitted");
+    let (assigned, _) = last_of_job(market.JobAssigned_filter(), job).await;
+    let (_, submitted) = last_of_job(market.ResultSubmitted_filter(), job).await;
     let until = assigned.until.to::<u64>();
     let assigned_at = until - 600;
     let answered_at = net.block_time(&submitted).await;
@@ -64,10 +58,7 @@ async fn a_job_past_its_own_timeout_is_stopped_answered_in_time_and_paid() {
     // Paid after the challenge window; the stake untouched.
     net.advance(31).await;
     net.wait_for_status(job, JobStatus::Completed).await;
-    let (completed, _) = of_job(market.JobCompleted_filter(), job)
-        .await
-        .pop()
-        .expect("JobCompleted");
+    let (completed, _) = last_of_job(market.JobCompleted_filter(), job).await;
     assert_eq!(completed.nodeId, worker.node_id);
     let node = net.node(worker.node_id).await;
     assert_eq!(node.earnings, completed.payout);

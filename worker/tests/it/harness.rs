@@ -7,7 +7,6 @@
 use std::collections::{BTreeMap, HashMap};
 use std::io::Read;
 use std::net::SocketAddr;
-use std::ops::{Deref, DerefMut};
 use std::path::PathBuf;
 
 use alloy::primitives::{Address, B256, U256, aliases::U96};
@@ -32,20 +31,8 @@ pub(crate) const FULL_SLASH: u64 = STAKE / 10;
 
 pub(crate) const IMAGE: &str = "gantry-test/busybox:1";
 
-pub(crate) struct Net(TestNet);
-
-impl Deref for Net {
-    type Target = TestNet;
-
-    fn deref(&self) -> &TestNet {
-        &self.0
-    }
-}
-
-impl DerefMut for Net {
-    fn deref_mut(&mut self) -> &mut TestNet {
-        &mut self.0
-    }
+gantry_testkit::harness! {
+    pub(crate) struct Net
 }
 
 /// Which services [`Net::start_with`] runs beside the chain, NATS, Docker and the keeper.
@@ -318,6 +305,15 @@ stake = "{stake}"
             .await
             .pop()
             .expect("NodeMarkedInactive")
+    }
+
+    /// Waits until job `job` is given back, then reads how node `node` did it.
+    pub(crate) async fn given_back(&self, job: u64, node: u64) -> Rejection {
+        self.wait_until(&format!("job {job} is given back"), || async {
+            self.rejections().await.contains_key(&job)
+        })
+        .await;
+        self.rejection(job, node).await
     }
 
     /// How node `node` gave job `job` back: the reason, the seconds it held the job (from

@@ -19,7 +19,7 @@ use gantry_protocol::status::JobStatus;
 use gantry_testkit::accounts::{ADMIN, NODES};
 
 use crate::harness::{Net, STAKE, cpu_job, shell};
-use crate::scripts::of_job;
+use crate::scripts::{last_of_job, of_job};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn hostile_jobs_are_contained_answered_in_time_and_never_cost_the_stake() {
@@ -156,14 +156,8 @@ async fn hostile_jobs_are_contained_answered_in_time_and_never_cost_the_stake() 
             "{name}: reason {reason:?} does not say {expected:?}"
         );
         // Answered before the attempt's end: the node can never be reclaimed for it.
-        let (assigned, _) = of_job(market.JobAssigned_filter(), *job)
-            .await
-            .pop()
-            .expect("JobAssigned");
-        let (_, submitted) = of_job(market.ResultSubmitted_filter(), *job)
-            .await
-            .pop()
-            .expect("ResultSubmitted");
+        let (assigned, _) = last_of_job(market.JobAssigned_filter(), *job).await;
+        let (_, submitted) = last_of_job(market.ResultSubmitted_filter(), *job).await;
         assert_eq!(assigned.nodeId, worker.node_id, "{name}");
         assert!(
             net.block_time(&submitted).await <= assigned.until.to::<u64>(),
@@ -171,11 +165,7 @@ async fn hostile_jobs_are_contained_answered_in_time_and_never_cost_the_stake() 
         );
     }
     for (name, job, expected) in &rejected {
-        net.wait_until(&format!("the {name} job ({job}) is given back"), || async {
-            net.rejections().await.contains_key(job)
-        })
-        .await;
-        let rejection = net.rejection(*job, worker.node_id).await;
+        let rejection = net.given_back(*job, worker.node_id).await;
         assert!(
             rejection.reason.to_lowercase().contains(expected),
             "{name}: {rejection:?} does not say {expected:?}"

@@ -28,11 +28,7 @@ async fn a_docker_outage_gives_the_job_back_and_the_node_recovers() {
     .expect("the job runs");
 
     net.dockerd_mut().stop();
-    net.wait_until("the worker gives the job back", || async {
-        net.rejections().await.contains_key(&running)
-    })
-    .await;
-    let rejection = net.rejection(running, first.node_id).await;
+    let rejection = net.given_back(running, first.node_id).await;
     assert!(rejection.reason.contains("node fault"), "{rejection:?}");
     rejection.assert_at_once(60);
 
@@ -41,11 +37,7 @@ async fn a_docker_outage_gives_the_job_back_and_the_node_recovers() {
     let waiting = net
         .post(cpu_job(64), &shell("echo after > /outputs/x", 60))
         .await;
-    net.wait_until("the unhealthy node gives the new job back", || async {
-        net.rejections().await.contains_key(&waiting)
-    })
-    .await;
-    let rejection = net.rejection(waiting, first.node_id).await;
+    let rejection = net.given_back(waiting, first.node_id).await;
     assert!(rejection.reason.contains("unhealthy"), "{rejection:?}");
     rejection.assert_at_once(30);
     assert_eq!(first.metric("gantry_worker_healthy").await, Some(0.0));

@@ -43,6 +43,17 @@ pub(crate) async fn of_job<P: Provider<N>, E: SolEvent, N: Network>(
     by_first_topic(filter, job).await
 }
 
+/// The last event of `filter` about job `job`; panics when there is none.
+pub(crate) async fn last_of_job<P: Provider<N>, E: SolEvent, N: Network>(
+    filter: Event<P, E, N>,
+    job: u64,
+) -> (E, Log) {
+    of_job(filter, job)
+        .await
+        .pop()
+        .unwrap_or_else(|| panic!("no {} of job {job}", E::SIGNATURE))
+}
+
 /// Every event of `filter` about node `node` (its first indexed topic), oldest first.
 pub(crate) async fn of_node<P: Provider<N>, E: SolEvent, N: Network>(
     filter: Event<P, E, N>,

@@ -7,7 +7,7 @@ use gantry_protocol::status::JobStatus;
 use gantry_testkit::accounts::{ADMIN, NODES};
 
 use crate::harness::{Net, Services, cpu_job, shell};
-use crate::scripts::{checkpointing, of_job, progress_subscription, reaches_epoch};
+use crate::scripts::{checkpointing, last_of_job, of_job, progress_subscription, reaches_epoch};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn a_draining_worker_finishes_its_job_and_gives_new_work_back() {
@@ -37,11 +37,7 @@ async fn a_draining_worker_finishes_its_job_and_gives_new_work_back() {
     .await;
     let late = net.post(cpu_job(64), &shell("true", 30)).await;
     net.assign(late, node_id).await;
-    net.wait_until("the late job is given back", || async {
-        net.rejections().await.contains_key(&late)
-    })
-    .await;
-    let rejection = net.rejection(late, node_id).await;
+    let rejection = net.given_back(late, node_id).await;
     assert!(rejection.reason.contains("shutting down"), "{rejection:?}");
     rejection.assert_at_once(20);
 
@@ -57,14 +53,8 @@ async fn a_draining_worker_finishes_its_job_and_gives_new_work_back() {
     let market = net.market(ADMIN);
     let (event, offline_log) = net.marked_inactive(node_id).await;
     assert_eq!(event.by, net.address(NODES[0]));
-    let (_, submitted) = of_job(market.ResultSubmitted_filter(), running)
-        .await
-        .pop()
-        .expect("ResultSubmitted");
-    let (_, rejected) = of_job(market.JobRejected_filter(), late)
-        .await
-        .pop()
-        .expect("JobRejected");
+    let (_, submitted) = last_of_job(market.ResultSubmitted_filter(), running).await;
+    let (_, rejected) = last_of_job(market.JobRejected_filter(), late).await;
     assert!(submitted.block_number < offline_log.block_number);
     assert!(rejected.block_number < offline_log.block_number);
     for job in [running, late] {

@@ -5,7 +5,7 @@ use alloy::primitives::U256;
 use crate::Context;
 use crate::config::{BalanceArgs, DepositArgs};
 use crate::error::{CliError, Result};
-use crate::{output, units};
+use crate::units;
 
 pub async fn balance(ctx: &Context, args: &BalanceArgs) -> Result<()> {
     let chain = ctx.chain().await?;
@@ -13,25 +13,26 @@ pub async fn balance(ctx: &Context, args: &BalanceArgs) -> Result<()> {
     let token = chain.token_info().await?;
     let wallet = chain.balance(account).await?;
     let credits = chain.credit(account).await?;
-    if ctx.json() {
-        output::json(&serde_json::json!({
-            "account": account,
-            "token": chain.token.address(),
-            "symbol": token.symbol,
-            "decimals": token.decimals,
-            "wallet": wallet.to_string(),
-            "credits": credits.to_string(),
-        }));
-    } else {
-        println!("account  {account}");
-        println!("wallet   {}", token.show(wallet));
+    let json = serde_json::json!({
+        "account": account,
+        "token": chain.token.address(),
+        "symbol": token.symbol,
+        "decimals": token.decimals,
+        "wallet": wallet.to_string(),
+        "credits": credits.to_string(),
+    });
+    ctx.say(json, || {
         let hint = if credits.is_zero() {
             ""
         } else {
             " (jobs are posted from them first; `gantry withdraw` pays them out)"
         };
-        println!("credits  {}{hint}", token.show(credits));
-    }
+        format!(
+            "account  {account}\nwallet   {}\ncredits  {}{hint}",
+            token.show(wallet),
+            token.show(credits)
+        )
+    });
     Ok(())
 }
 
@@ -48,17 +49,13 @@ pub async fn withdraw(ctx: &Context) -> Result<()> {
         .decoded_log::<gantry_protocol::bindings::JobMarket::Withdrawn>()
         .map(|log| log.amount)
         .unwrap_or_default();
-    if ctx.json() {
-        output::json(&serde_json::json!({
-            "tx": receipt.transaction_hash, "amount": amount.to_string(),
-        }));
-    } else {
-        println!(
-            "withdrew {} to {account}",
-            chain.token_info().await?.show(amount)
-        );
-    }
-    Ok(())
+    let json = serde_json::json!({
+        "tx": receipt.transaction_hash, "amount": amount.to_string(),
+    });
+    ctx.say_in_tokens(json, |token| {
+        format!("withdrew {} to {account}", token.show(amount))
+    })
+    .await
 }
 
 pub async fn deposit(ctx: &Context, args: &DepositArgs) -> Result<()> {
@@ -76,18 +73,17 @@ pub async fn deposit(ctx: &Context, args: &DepositArgs) -> Result<()> {
         .await?;
     let receipt = chain.send("deposit", chain.market.deposit(amount)).await?;
     let credits: U256 = chain.credit(account).await?;
-    if ctx.json() {
-        output::json(&serde_json::json!({
-            "tx": receipt.transaction_hash,
-            "amount": amount.to_string(),
-            "credits": credits.to_string(),
-        }));
-    } else {
-        println!(
+    let json = serde_json::json!({
+        "tx": receipt.transaction_hash,
+        "amount": amount.to_string(),
+        "credits": credits.to_string(),
+    });
+    ctx.say(json, || {
+        format!(
             "deposited {}: your credits are {} (jobs are posted from them first)",
             token.show(amount),
             token.show(credits)
-        );
-    }
+        )
+    });
     Ok(())
 }

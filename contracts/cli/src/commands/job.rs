@@ -6,11 +6,11 @@ use gantry_protocol::api::LiveEventName;
 use gantry_protocol::api::{ChargeCause, Completion, DisputeRow, JobDetail, JobSummary, Page};
 use gantry_protocol::bindings::JobMarket;
 use gantry_protocol::jobs::LogLine;
-use gantry_protocol::market;
 use gantry_protocol::status::JobStatus;
 
 use crate::Context;
-use crate::api::{Api, MAX_RECONNECTS, unsigned, wait_to_reconnect};
+use crate::api::{MAX_RECONNECTS, wait_to_reconnect};
+use crate::chain::{self, Chain};
 use crate::config::{ListArgs, LogsArgs, ResolveArgs, ResultArgs};
 use crate::error::{CliError, Result};
 use crate::output::{self, Money};
@@ -18,15 +18,7 @@ use crate::results::{self, Source};
 use crate::units;
 
 pub async fn status(ctx: &Context, job_id: u64) -> Result<()> {
-    let value = ctx.api.job(job_id).await?;
-    if ctx.json() {
-        output::json(&value);
-        return Ok(());
-    }
-    let detail: JobDetail = Api::typed(&value)?;
-    let money = ctx.money().await;
-    print!("{}", describe(&detail, &money));
-    Ok(())
+    ctx.show(ctx.api.job(job_id).await?, describe).await
 }
 
 /// A job for people, one fact a line.
@@ -57,7 +49,7 @@ pub fn describe(detail: &JobDetail, money: &Money) -> String {
             ),
         );
     }
-    fact("deadline", units::format_time(unsigned(job.deadline)));
+    fact("deadline", units::format_time(job.deadline));
     if let Ok(r) = serde_json::from_str::<JobMarket::JobRequirements>(&job.requirements) {
         fact("needs", output::requirements(&r, money));
     }
@@ -103,14 +95,14 @@ pub fn describe(detail: &JobDetail, money: &Money) -> String {
         });
         fact(
             "challenge",
-            format!("open until {}{bond}", units::format_time(unsigned(ends))),
+            format!("open until {}{bond}", units::format_time(ends)),
         );
     }
     if let Some(dispute) = &job.dispute {
         fact("dispute", dispute_line(dispute, money));
     }
     if job.faults > 0 || !job.barred_nodes.is_empty() {
-        let nodes: Vec<String> = job.barred_nodes.iter().map(i64::to_string).collect();
+        let nodes: Vec<String> = job.barred_nodes.iter().map(ToString::to_string).collect();
         fact(
             "attempts",
             format!(
@@ -200,7 +192,7 @@ fn dispute_line(dispute: &DisputeRow, money: &Money) -> String {
     match &dispute.outcome {
         None => format!(
             "{posted}; the arbiter decides by {}",
-            units::format_time(unsigned(dispute.deadline))
+            units::format_time(dispute.deadline)
         ),
         Some(outcome) if outcome.lapsed => format!(
             "{posted}; lapsed: the result stands, the bond ({}) went back to the submitter",
@@ -242,12 +234,11 @@ pub async fn list(ctx: &Context, args: &ListArgs) -> Result<()> {
         query.push(("cursor", cursor.clone()));
     }
     let value = ctx.api.get("v1/jobs", &query).await?;
-    if ctx.json() {
-        output::json(&value);
-        return Ok(());
-    }
-    let page: Page<JobSummary> = Api::typed(&value)?;
-    let money = ctx.money().await;
+    ctx.show(value, table).await
+}
+
+/// A page of jobs for people: a table, then the next page's cursor.
+fn table(page: &Page<JobSummary>, money: &Money) -> String {
     let rows: Vec<Vec<String>> = page
         .items
         .iter()
@@ -261,7 +252,7 @@ pub async fn list(ctx: &Context, args: &ListArgs) -> Result<()> {
                     .as_ref()
                     .map(output::progress)
                     .unwrap_or_default(),
-                units::format_time(unsigned(j.job.posted_at)),
+                units::format_time(j.job.posted_at),
             ]
         })
         .collect();
@@ -269,17 +260,15 @@ pub async fn list(ctx: &Context, args: &ListArgs) -> Result<()> {
         .0
         .as_ref()
         .map_or("BOUNTY".to_string(), |t| format!("BOUNTY ({})", t.symbol));
-    println!(
-        "{}",
-        output::table(
-            &["ID", "STATUS", &symbol, "NODE", "PROGRESS", "POSTED"],
-            &rows
-        )
+    let mut text = output::table(
+        &["ID", "STATUS", &symbol, "NODE", "PROGRESS", "POSTED"],
+        &rows,
     );
-    if let Some(cursor) = page.next_cursor {
-        println!("more: --cursor {cursor}");
+    text.push('\n');
+    if let Some(cursor) = &page.next_cursor {
+        text.push_str(&format!("more: --cursor {cursor}\n"));
     }
-    Ok(())
+    text
 }
 
 pub async fn logs(ctx: &Context, args: &LogsArgs) -> Result<()> {
@@ -400,81 +389,67 @@ pub async fn result(ctx: &Context, args: &ResultArgs) -> Result<()> {
     Ok(())
 }
 
-/// Refuses, before anything is sent, a call on `job` the market would refuse for its
-/// status (a settled job's state is gone from the chain, so the market could only say
-/// "stale"); `only` names the status the call needs and what it does.
-fn require_status(job_id: u64, job: &market::Job, needed: JobStatus, only: &str) -> Result<()> {
-    let status = job.state.status;
-    if status == needed {
-        return Ok(());
-    }
-    Err(CliError::Refused(format!(
-        "job {job_id} is {}: {only}",
-        status.as_str()
-    )))
-}
-
 pub async fn cancel(ctx: &Context, job_id: u64) -> Result<()> {
     let chain = ctx.chain().await?;
-    let job = chain.job(job_id).await?;
-    require_status(
-        job_id,
-        &job,
-        JobStatus::Open,
-        "only an open job can be cancelled",
-    )?;
-    let (terms, state) = (job.terms.pack(), job.state.pack());
+    let only = "only an open job can be cancelled";
+    let job = chain.job_in(job_id, JobStatus::Open, only).await?;
     let receipt = chain
-        .send("cancel", chain.market.cancel(job_id, terms, state))
+        .send_on("cancel", &job, |terms, state| {
+            chain.market.cancel(job_id, terms, state)
+        })
         .await?;
     let refund = receipt
         .decoded_log::<JobMarket::JobCancelled>()
         .map(|log| U256::from(log.refund))
         .unwrap_or_default();
-    if ctx.json() {
-        output::json(&serde_json::json!({
-            "jobId": job_id, "tx": receipt.transaction_hash, "refund": refund.to_string(),
-        }));
-    } else {
-        println!(
+    let json = serde_json::json!({
+        "jobId": job_id, "tx": receipt.transaction_hash, "refund": refund.to_string(),
+    });
+    ctx.say_in_tokens(json, |token| {
+        format!(
             "job {job_id} cancelled: {} credited to you (`gantry withdraw` pays it out)",
-            chain.token_info().await?.show(refund)
-        );
-    }
-    Ok(())
+            token.show(refund)
+        )
+    })
+    .await
 }
 
 pub async fn accept(ctx: &Context, job_id: u64) -> Result<()> {
     let chain = ctx.chain().await?;
-    let job = chain.job(job_id).await?;
-    require_status(
-        job_id,
-        &job,
-        JobStatus::Submitted,
-        "only a submitted job can be accepted",
-    )?;
-    let (terms, state) = (job.terms.pack(), job.state.pack());
+    let only = "only a submitted job can be accepted";
+    let job = chain.job_in(job_id, JobStatus::Submitted, only).await?;
     let receipt = chain
-        .send("accept", chain.market.accept(job_id, terms, state))
+        .send_on("accept", &job, |terms, state| {
+            chain.market.accept(job_id, terms, state)
+        })
         .await?;
-    let completed = receipt
-        .decoded_log::<JobMarket::JobCompleted>()
-        .ok_or_else(|| CliError::Other("the receipt has no JobCompleted log".into()))?;
-    if ctx.json() {
-        output::json(&serde_json::json!({
-            "jobId": job_id,
-            "tx": receipt.transaction_hash,
-            "payout": completed.payout.to_string(),
-            "fee": completed.fee.to_string(),
-        }));
-    } else {
-        let token = chain.token_info().await?;
-        println!(
+    let completed: JobMarket::JobCompleted = chain::logged(&receipt)?;
+    let json = serde_json::json!({
+        "jobId": job_id,
+        "tx": receipt.transaction_hash,
+        "payout": completed.payout.to_string(),
+        "fee": completed.fee.to_string(),
+    });
+    ctx.say_in_tokens(json, |token| {
+        format!(
             "job {job_id} accepted: {} paid to node {}'s operator (fee {})",
             token.show(completed.payout),
             completed.nodeId,
             token.show(completed.fee)
-        );
+        )
+    })
+    .await
+}
+
+/// Refuses, before anything is sent, a call on a job whose window (challenge or dispute)
+/// has closed: `closed` says so with the time it closed at.
+async fn within_window(
+    chain: &Chain,
+    ends: u64,
+    closed: impl FnOnce(String) -> String,
+) -> Result<()> {
+    if chain.now().await? >= ends {
+        return Err(CliError::Refused(closed(units::format_time(ends))));
     }
     Ok(())
 }
@@ -485,25 +460,19 @@ pub async fn accept(ctx: &Context, job_id: u64) -> Result<()> {
 pub async fn dispute(ctx: &Context, job_id: u64) -> Result<()> {
     let chain = ctx.chain().await?;
     let account = chain.account()?;
-    let job = chain.job(job_id).await?;
-    require_status(
-        job_id,
-        &job,
-        JobStatus::Submitted,
-        "only a submitted job can be disputed, inside its challenge window",
-    )?;
+    let only = "only a submitted job can be disputed, inside its challenge window";
+    let job = chain.job_in(job_id, JobStatus::Submitted, only).await?;
     if job.terms.submitter != account {
         return Err(CliError::Refused(format!(
             "job {job_id} was not posted by {account}: only its submitter may dispute it"
         )));
     }
-    let ends = job.state.until;
-    if chain.now().await? >= ends {
-        return Err(CliError::Refused(format!(
-            "the challenge window of job {job_id} closed at {}: it can no longer be disputed",
-            units::format_time(ends)
-        )));
-    }
+    within_window(chain, job.state.until, |ends| {
+        format!(
+            "the challenge window of job {job_id} closed at {ends}: it can no longer be disputed"
+        )
+    })
+    .await?;
     let policy = chain.policy(job.terms.policy).await?;
     let bond = U256::from(policy.bond(job.terms.bounty));
     chain
@@ -512,21 +481,21 @@ pub async fn dispute(ctx: &Context, job_id: u64) -> Result<()> {
     chain
         .approve_if_short(*chain.market.address(), bond)
         .await?;
-    let (terms, state) = (job.terms.pack(), job.state.pack());
     let receipt = chain
-        .send("dispute", chain.market.dispute(job_id, terms, state))
+        .send_on("dispute", &job, |terms, state| {
+            chain.market.dispute(job_id, terms, state)
+        })
         .await?;
-    if ctx.json() {
-        output::json(&serde_json::json!({
-            "jobId": job_id, "tx": receipt.transaction_hash, "bond": bond.to_string(),
-        }));
-    } else {
-        println!(
+    let json = serde_json::json!({
+        "jobId": job_id, "tx": receipt.transaction_hash, "bond": bond.to_string(),
+    });
+    ctx.say_in_tokens(json, |token| {
+        format!(
             "job {job_id} disputed with a bond of {}: the arbiter decides; the winner gets the bond",
-            chain.token_info().await?.show(bond)
-        );
-    }
-    Ok(())
+            token.show(bond)
+        )
+    })
+    .await
 }
 
 /// Decides a dispute as the arbiter: checks first what the market would (status, role,
@@ -535,55 +504,38 @@ pub async fn resolve(ctx: &Context, args: &ResolveArgs) -> Result<()> {
     let job_id = args.id;
     let chain = ctx.chain().await?;
     let account = chain.account()?;
-    let job = chain.job(job_id).await?;
-    require_status(
-        job_id,
-        &job,
-        JobStatus::Disputed,
-        "only a disputed job can be resolved",
-    )?;
+    let only = "only a disputed job can be resolved";
+    let job = chain.job_in(job_id, JobStatus::Disputed, only).await?;
     if !chain.is_arbiter(account).await? {
         return Err(CliError::Refused(format!(
             "{account} is not the market's arbiter: only the arbiter decides disputes"
         )));
     }
-    let ends = job.state.until;
-    if chain.now().await? >= ends {
-        return Err(CliError::Refused(format!(
-            "the dispute of job {job_id} lapsed at {}: the result stands (`gantry job settle \
-             {job_id}` pays it out and returns the bond)",
-            units::format_time(ends)
-        )));
-    }
-    let provider_wins = args.provider_wins;
-    let (terms, state) = (job.terms.pack(), job.state.pack());
-    let receipt = chain
-        .send(
-            "resolve",
-            chain.market.resolve(job_id, terms, state, provider_wins),
+    within_window(chain, job.state.until, |ends| {
+        format!(
+            "the dispute of job {job_id} lapsed at {ends}: the result stands (`gantry job settle \
+             {job_id}` pays it out and returns the bond)"
         )
+    })
+    .await?;
+    let receipt = chain
+        .send_on("resolve", &job, |terms, state| {
+            chain
+                .market
+                .resolve(job_id, terms, state, args.provider_wins)
+        })
         .await?;
-    let settled = Settled::of(&receipt, job_id)?;
-    if ctx.json() {
-        output::json(&settled.json(job_id, receipt.transaction_hash));
-        return Ok(());
-    }
-    let token = chain.token_info().await?;
-    println!("{}", settled.describe(job_id, token));
-    Ok(())
+    Settled::of(&receipt, job_id)?
+        .say(ctx, job_id, &receipt)
+        .await
 }
 
 /// Settles a dispute the arbiter let lapse (anyone may): the result stands and is paid,
 /// the bond goes back to the submitter.
 pub async fn settle(ctx: &Context, job_id: u64) -> Result<()> {
     let chain = ctx.chain().await?;
-    let job = chain.job(job_id).await?;
-    require_status(
-        job_id,
-        &job,
-        JobStatus::Disputed,
-        "only a disputed job can be settled",
-    )?;
+    let only = "only a disputed job can be settled";
+    let job = chain.job_in(job_id, JobStatus::Disputed, only).await?;
     let ends = job.state.until;
     if chain.now().await? < ends {
         return Err(CliError::Refused(format!(
@@ -591,21 +543,14 @@ pub async fn settle(ctx: &Context, job_id: u64) -> Result<()> {
             units::format_time(ends)
         )));
     }
-    let (terms, state) = (job.terms.pack(), job.state.pack());
     let receipt = chain
-        .send(
-            "settleDispute",
-            chain.market.settleDispute(job_id, terms, state),
-        )
+        .send_on("settleDispute", &job, |terms, state| {
+            chain.market.settleDispute(job_id, terms, state)
+        })
         .await?;
-    let settled = Settled::of(&receipt, job_id)?;
-    if ctx.json() {
-        output::json(&settled.json(job_id, receipt.transaction_hash));
-        return Ok(());
-    }
-    let token = chain.token_info().await?;
-    println!("{}", settled.describe(job_id, token));
-    Ok(())
+    Settled::of(&receipt, job_id)?
+        .say(ctx, job_id, &receipt)
+        .await
 }
 
 /// How a dispute ended, from the receipt of `resolve` or `settleDispute`.
@@ -638,6 +583,18 @@ impl Settled {
                 .decoded_log::<JobMarket::NodeSlashed>()
                 .map(|log| log.data),
         })
+    }
+
+    /// Says how the dispute ended: JSON with `--json`, else a sentence.
+    async fn say(
+        &self,
+        ctx: &Context,
+        job_id: u64,
+        receipt: &alloy::rpc::types::TransactionReceipt,
+    ) -> Result<()> {
+        let json = self.json(job_id, receipt.transaction_hash);
+        ctx.say_in_tokens(json, |token| self.describe(job_id, token))
+            .await
     }
 
     fn json(&self, job_id: u64, tx: alloy::primitives::B256) -> serde_json::Value {

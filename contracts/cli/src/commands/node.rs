@@ -3,16 +3,16 @@
 
 use alloy::primitives::aliases::U96;
 use alloy::primitives::{Address, Bytes, U256};
+use alloy::rpc::types::TransactionReceipt;
 use gantry_protocol::api::NodeDetail;
 use gantry_protocol::bindings::NodeRegistry;
 use gantry_protocol::status::NodeStatus;
 
 use crate::Context;
-use crate::api::{Api, unsigned};
 use crate::chain::{self, Chain, SignedConsent};
 use crate::config::{AgentArgs, ConsentArgs, RegisterArgs, SetAgentArgs};
 use crate::error::{CliError, Result};
-use crate::output::{self, Money};
+use crate::output::Money;
 use crate::units;
 
 pub async fn register(ctx: &Context, args: &RegisterArgs) -> Result<()> {
@@ -81,38 +81,27 @@ pub async fn register(ctx: &Context, args: &RegisterArgs) -> Result<()> {
             ),
         )
         .await?;
-    let registered = receipt
-        .decoded_log::<NodeRegistry::NodeRegistered>()
-        .ok_or_else(|| CliError::Other("the receipt has no NodeRegistered log".into()))?;
-    if ctx.json() {
-        output::json(&serde_json::json!({
-            "nodeId": registered.nodeId,
-            "tx": receipt.transaction_hash,
-            "stake": stake.to_string(),
-            "agent": registered.agent,
-        }));
-    } else {
-        println!(
+    let registered: NodeRegistry::NodeRegistered = chain::logged(&receipt)?;
+    let json = serde_json::json!({
+        "nodeId": registered.nodeId,
+        "tx": receipt.transaction_hash,
+        "stake": stake.to_string(),
+        "agent": registered.agent,
+    });
+    ctx.say(json, || {
+        format!(
             "node {} registered with a stake of {} (agent {}, tx {})",
             registered.nodeId,
             token.show(stake),
             registered.agent,
             receipt.transaction_hash
-        );
-    }
+        )
+    });
     Ok(())
 }
 
 pub async fn status(ctx: &Context, node_id: u64) -> Result<()> {
-    let value = ctx.api.node(node_id).await?;
-    if ctx.json() {
-        output::json(&value);
-        return Ok(());
-    }
-    let detail: NodeDetail = Api::typed(&value)?;
-    let money = ctx.money().await;
-    print!("{}", describe(&detail, &money));
-    Ok(())
+    ctx.show(ctx.api.node(node_id).await?, describe).await
 }
 
 /// A node for people.
@@ -130,7 +119,7 @@ pub fn describe(detail: &NodeDetail, money: &Money) -> String {
             "{}× {} ({} each)",
             node.gpu_count,
             node.gpu_model,
-            units::format_mib(unsigned(node.vram_mib))
+            units::format_mib(node.vram_mib)
         )
     };
     fact(
@@ -138,7 +127,7 @@ pub fn describe(detail: &NodeDetail, money: &Money) -> String {
         format!(
             "{gpus} · {} CPU cores · {} RAM · {} per GPU-hour · {} slot(s)",
             node.cpu_cores,
-            units::format_mib(unsigned(node.ram_mib)),
+            units::format_mib(node.ram_mib),
             money.show_str(&node.price_per_gpu_hour),
             node.max_concurrent_jobs
         ),
@@ -180,7 +169,7 @@ pub fn describe(detail: &NodeDetail, money: &Money) -> String {
             "unbonding",
             format!(
                 "stake withdrawable from {} (`gantry node withdraw {}`)",
-                units::format_time(unsigned(ends)),
+                units::format_time(ends),
                 node.node_id
             ),
         );
@@ -192,7 +181,7 @@ pub fn describe(detail: &NodeDetail, money: &Money) -> String {
             "inactive",
             format!(
                 "since {} (a heartbeat reactivates it)",
-                units::format_time(unsigned(since))
+                units::format_time(since)
             ),
         );
     }
@@ -205,10 +194,7 @@ pub fn describe(detail: &NodeDetail, money: &Money) -> String {
     );
     fact(
         "heartbeat",
-        format!(
-            "{} ago",
-            units::format_secs(unsigned(view.heartbeat_age_secs).max(1))
-        ),
+        format!("{} ago", units::format_secs(view.heartbeat_age_secs.max(1))),
     );
     for job in &detail.jobs {
         fact("job", format!("{} ({})", job.job_id, job.status));
@@ -219,73 +205,63 @@ pub fn describe(detail: &NodeDetail, money: &Money) -> String {
 
 pub async fn exit(ctx: &Context, node_id: u64) -> Result<()> {
     let chain = ctx.chain().await?;
-    let receipt = chain
-        .send("beginExit", chain.registry.beginExit(node_id))
-        .await?;
-    let begun = receipt
-        .decoded_log::<NodeRegistry::NodeExitBegun>()
-        .ok_or_else(|| CliError::Other("the receipt has no NodeExitBegun log".into()))?;
+    let call = chain.registry.beginExit(node_id);
+    let receipt = chain.send("beginExit", call).await?;
+    let begun: NodeRegistry::NodeExitBegun = chain::logged(&receipt)?;
     let ends = begun.unbondingEndsAt.to::<u64>();
-    if ctx.json() {
-        output::json(&serde_json::json!({
-            "nodeId": node_id, "tx": receipt.transaction_hash, "unbondingEndsAt": ends,
-        }));
-    } else {
-        println!(
+    let json = serde_json::json!({
+        "nodeId": node_id, "tx": receipt.transaction_hash, "unbondingEndsAt": ends,
+    });
+    ctx.say(json, || {
+        format!(
             "node {node_id} is exiting: no new jobs; the stake is withdrawable from {} \
              once its jobs have settled (`gantry node withdraw {node_id}`)",
             units::format_time(ends)
-        );
-    }
+        )
+    });
     Ok(())
 }
 
 pub async fn withdraw(ctx: &Context, node_id: u64) -> Result<()> {
     let chain = ctx.chain().await?;
-    let receipt = chain
-        .send("withdrawStake", chain.registry.withdrawStake(node_id))
-        .await?;
-    let withdrawn = receipt
-        .decoded_log::<NodeRegistry::NodeStakeWithdrawn>()
-        .ok_or_else(|| CliError::Other("the receipt has no NodeStakeWithdrawn log".into()))?;
-    if ctx.json() {
-        output::json(&serde_json::json!({
-            "nodeId": node_id,
-            "tx": receipt.transaction_hash,
-            "amount": withdrawn.amount.to_string(),
-        }));
-    } else {
-        println!(
-            "node {node_id} exited: its stake of {} went back to {}",
-            chain.token_info().await?.show(withdrawn.amount),
-            withdrawn.operator
-        );
-    }
-    Ok(())
+    let call = chain.registry.withdrawStake(node_id);
+    let receipt = chain.send("withdrawStake", call).await?;
+    let withdrawn: NodeRegistry::NodeStakeWithdrawn = chain::logged(&receipt)?;
+    let operator = withdrawn.operator;
+    paid_out(ctx, node_id, &receipt, withdrawn.amount, |amount| {
+        format!("node {node_id} exited: its stake of {amount} went back to {operator}")
+    })
+    .await
 }
 
 pub async fn earnings(ctx: &Context, node_id: u64) -> Result<()> {
     let chain = ctx.chain().await?;
-    let receipt = chain
-        .send("withdrawEarnings", chain.registry.withdrawEarnings(node_id))
-        .await?;
-    let paid = receipt
-        .decoded_log::<NodeRegistry::NodeEarningsWithdrawn>()
-        .ok_or_else(|| CliError::Other("the receipt has no NodeEarningsWithdrawn log".into()))?;
-    if ctx.json() {
-        output::json(&serde_json::json!({
-            "nodeId": node_id,
-            "tx": receipt.transaction_hash,
-            "amount": paid.amount.to_string(),
-        }));
-    } else {
-        println!(
-            "node {node_id}'s earnings of {} went to {}",
-            chain.token_info().await?.show(paid.amount),
-            paid.operator
-        );
-    }
-    Ok(())
+    let call = chain.registry.withdrawEarnings(node_id);
+    let receipt = chain.send("withdrawEarnings", call).await?;
+    let paid: NodeRegistry::NodeEarningsWithdrawn = chain::logged(&receipt)?;
+    let operator = paid.operator;
+    paid_out(ctx, node_id, &receipt, paid.amount, |amount| {
+        format!("node {node_id}'s earnings of {amount} went to {operator}")
+    })
+    .await
+}
+
+/// Says what `withdraw` or `earnings` paid out: the node, the transaction and the amount
+/// with `--json`, else the line `text` makes of the amount in tokens.
+async fn paid_out(
+    ctx: &Context,
+    node_id: u64,
+    receipt: &TransactionReceipt,
+    amount: U96,
+    text: impl FnOnce(String) -> String,
+) -> Result<()> {
+    let json = serde_json::json!({
+        "nodeId": node_id,
+        "tx": receipt.transaction_hash,
+        "amount": amount.to_string(),
+    });
+    ctx.say_in_tokens(json, |token| text(token.show(amount)))
+        .await
 }
 
 /// Signs, as the agent, its consent to serve a node of `--operator`: the EIP-712
@@ -304,23 +280,22 @@ pub async fn consent(ctx: &Context, args: &ConsentArgs) -> Result<()> {
         signature,
     } = chain.consent(&agent, args.operator, valid_for).await?;
     let agent = agent.address();
-    if ctx.json() {
-        output::json(&serde_json::json!({
-            "agent": agent,
-            "operator": args.operator,
-            "nonce": nonce.to_string(),
-            "deadline": deadline,
-            "signature": signature,
-        }));
-    } else {
-        println!(
+    let json = serde_json::json!({
+        "agent": agent,
+        "operator": args.operator,
+        "nonce": nonce.to_string(),
+        "deadline": deadline,
+        "signature": signature,
+    });
+    ctx.say(json, || {
+        format!(
             "agent {agent} consents to serve a node of {} until {} (nonce {nonce}: it is good \
              for one registration or agent change); the operator registers (or re-points a node) with:\n  --agent \
              {agent} --consent {signature} --consent-deadline {deadline}",
             args.operator,
             units::format_time(deadline)
-        );
-    }
+        )
+    });
     Ok(())
 }
 
@@ -340,19 +315,16 @@ pub async fn set_agent(ctx: &Context, args: &SetAgentArgs) -> Result<()> {
             ),
         )
         .await?;
-    let changed = receipt
-        .decoded_log::<NodeRegistry::NodeAgentChanged>()
-        .ok_or_else(|| CliError::Other("the receipt has no NodeAgentChanged log".into()))?;
-    if ctx.json() {
-        output::json(&serde_json::json!({
-            "nodeId": args.id, "tx": receipt.transaction_hash, "agent": changed.agent,
-        }));
-    } else {
-        println!(
+    let changed: NodeRegistry::NodeAgentChanged = chain::logged(&receipt)?;
+    let json = serde_json::json!({
+        "nodeId": args.id, "tx": receipt.transaction_hash, "agent": changed.agent,
+    });
+    ctx.say(json, || {
+        format!(
             "node {} is served by agent {} from now on (tx {})",
             args.id, changed.agent, receipt.transaction_hash
-        );
-    }
+        )
+    });
     Ok(())
 }
 

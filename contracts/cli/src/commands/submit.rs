@@ -15,7 +15,7 @@ use gantry_protocol::spec::{
 };
 
 use crate::Context;
-use crate::api::unsigned;
+use crate::chain;
 use crate::config::{Kind, SubmitArgs};
 use crate::error::{CliError, Result};
 use crate::output::{self, Money};
@@ -85,8 +85,8 @@ pub async fn submit(ctx: &Context, args: &SubmitArgs) -> Result<()> {
                 .filter(|n| n.status != NodeStatus::Exited && !n.gpu_model.is_empty())
                 .map(|n| Offer {
                     model: n.gpu_model,
-                    gpu_count: unsigned(n.gpu_count),
-                    vram_mib: unsigned(n.vram_mib),
+                    gpu_count: n.gpu_count,
+                    vram_mib: n.vram_mib,
                 })
                 .collect();
             let min_gpus = u64::from(args.gpus.unwrap_or(1));
@@ -211,30 +211,28 @@ pub async fn submit(ctx: &Context, args: &SubmitArgs) -> Result<()> {
             )
             .await?
     };
-    let posted = receipt
-        .decoded_log::<JobMarket::JobPosted>()
-        .ok_or_else(|| CliError::Other("the receipt has no JobPosted log".into()))?;
+    let posted: JobMarket::JobPosted = chain::logged(&receipt)?;
     let tx = receipt.transaction_hash;
-    if ctx.json() {
-        output::json(&serde_json::json!({
-            "jobId": posted.jobId,
-            "tx": tx,
-            "fromCredits": posted.fromCredits.to_string(),
-        }));
-    } else {
+    let json = serde_json::json!({
+        "jobId": posted.jobId,
+        "tx": tx,
+        "fromCredits": posted.fromCredits.to_string(),
+    });
+    ctx.say(json, || {
         let from_credits = if posted.fromCredits.is_zero() {
             String::new()
         } else {
             format!(" ({} from your credits)", money.show(posted.fromCredits))
         };
-        println!(
-            "job {} posted: bounty {}{from_credits}, result due by {} (tx {tx})",
+        format!(
+            "job {} posted: bounty {}{from_credits}, result due by {} (tx {tx})\n\
+             follow it with `gantry job watch {}`",
             posted.jobId,
             money.show(bounty),
-            units::format_time(deadline)
-        );
-        println!("follow it with `gantry job watch {}`", posted.jobId);
-    }
+            units::format_time(deadline),
+            posted.jobId
+        )
+    });
     Ok(())
 }
 

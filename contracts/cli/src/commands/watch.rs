@@ -11,7 +11,7 @@ use gantry_protocol::jobs::ProgressUpdate;
 use indicatif::{ProgressBar, ProgressStyle};
 
 use crate::Context;
-use crate::api::{Api, unsigned};
+use crate::api::Api;
 use gantry_protocol::api::LiveEventName;
 use gantry_protocol::status::JobStatus;
 
@@ -37,7 +37,7 @@ pub struct Watched {
 impl Watched {
     pub fn from_detail(detail: &JobDetail) -> Self {
         let mut watched = Self {
-            job_id: unsigned(detail.job.job_id),
+            job_id: detail.job.job_id,
             status: JobStatus::None,
             attempts: 0,
             node_id: None,
@@ -54,14 +54,13 @@ impl Watched {
 
     /// A newer row of the job: its status, attempt and node.
     pub fn apply_row(&mut self, row: &JobRow) {
-        debug_assert_eq!(unsigned(row.job_id), self.job_id);
+        debug_assert_eq!(row.job_id, self.job_id);
         self.status = row.status;
-        self.attempts = unsigned(row.attempts);
-        self.node_id = row.node_id.map(unsigned);
+        self.attempts = row.attempts;
+        self.node_id = row.node_id;
         self.challenge_ends_at = (row.status == JobStatus::Submitted)
             .then_some(row.until)
-            .flatten()
-            .map(unsigned);
+            .flatten();
         if self.status != JobStatus::Open {
             self.pending = None;
         }
@@ -233,7 +232,7 @@ pub async fn watch(ctx: &Context, args: &WatchArgs) -> Result<()> {
                 })?;
                 if LiveEventName::parse(&event.event) == Some(LiveEventName::Job)
                     && serde_json::from_str::<JobRow>(&event.data)
-                        .is_ok_and(|r| u64::try_from(r.job_id) == Ok(args.id))
+                        .is_ok_and(|r| r.job_id == args.id)
                 {
                     break fetch().await?;
                 }
@@ -275,7 +274,7 @@ pub async fn watch(ctx: &Context, args: &WatchArgs) -> Result<()> {
         match LiveEventName::parse(&event.event) {
             Some(LiveEventName::Job) => {
                 if let Ok(row) = serde_json::from_str::<JobRow>(&event.data)
-                    && u64::try_from(row.job_id) == Ok(args.id)
+                    && row.job_id == args.id
                 {
                     state.apply_row(&row);
                 }
@@ -298,7 +297,7 @@ pub async fn watch(ctx: &Context, args: &WatchArgs) -> Result<()> {
 mod tests {
     use super::*;
 
-    fn row(status: &str, attempts: i64) -> JobRow {
+    fn row(status: &str, attempts: u64) -> JobRow {
         JobRow {
             job_id: 7,
             status: status.parse().unwrap(),

@@ -8,13 +8,32 @@ use gantry_protocol::status::JobStatus;
 use gantry_testkit::accounts::{ADMIN, AGENT, MATCHER, OPERATOR, OTHER, SUBMITTER};
 use gantry_testkit::{GUSD, scenario};
 
-use crate::harness::Net;
+use crate::harness::{Gantry, Net, Output};
 
 /// Has node 1 (served by [`AGENT`]) take job `job` and submit a result for it.
 async fn answered(net: &Net, job: u64) {
     net.assign(MATCHER, job, 1).await;
     net.submit_result(AGENT, job, B256::repeat_byte(7), "nats://x/y")
         .await;
+}
+
+/// Registers node 1: [`OPERATOR`]'s H100 node, served by [`AGENT`], 500 gUSD staked.
+async fn register_node(net: &Net) -> u64 {
+    net.register_node(
+        OPERATOR,
+        net.address(AGENT),
+        scenario::h100_node(),
+        500 * GUSD,
+    )
+    .await
+}
+
+/// `gantry job resolve <job> <flags>` as `gantry`.
+async fn resolve(gantry: &Gantry, job: u64, flags: &[&str]) -> Output {
+    let job = job.to_string();
+    gantry
+        .run(&[&["job", "resolve", &job][..], flags].concat())
+        .await
 }
 
 /// Posts a CPU job with `bounty` (whole gUSD) through the CLI as `account`.
@@ -105,13 +124,7 @@ async fn dispute_posts_exactly_the_bond_and_accept_pays_the_provider() {
     let d = net.devnet.deployment;
     // A node (OPERATOR's, served by AGENT) and two jobs of SUBMITTER's, both assigned and
     // submitted.
-    net.register_node(
-        OPERATOR,
-        net.address(AGENT),
-        scenario::h100_node(),
-        500 * GUSD,
-    )
-    .await;
+    register_node(&net).await;
     net.mint(SUBMITTER, 100).await;
     let (disputed, accepted) = (
         submit(&net, SUBMITTER, "20").await,
@@ -207,14 +220,7 @@ async fn a_deposit_becomes_credits_that_jobs_are_posted_from_first() {
 async fn the_arbiter_decides_disputes_both_ways_a_lapsed_one_settles_and_the_operator_takes_the_earnings()
  {
     let net = Net::start().await;
-    let node = net
-        .register_node(
-            OPERATOR,
-            net.address(AGENT),
-            scenario::h100_node(),
-            500 * GUSD,
-        )
-        .await;
+    let node = register_node(&net).await;
     net.mint(SUBMITTER, 1_000).await;
     // 200 gUSD: a tenth of the bounty (20) is more than the dev policy's floor (10).
     let jobs = [
@@ -225,13 +231,7 @@ async fn the_arbiter_decides_disputes_both_ways_a_lapsed_one_settles_and_the_ope
     let [for_submitter, for_provider, lapsing] = jobs;
     let submitter = net.gantry(SUBMITTER);
     let arbiter = net.gantry(ADMIN);
-    arbiter
-        .run(&[
-            "job",
-            "resolve",
-            &for_submitter.to_string(),
-            "--provider-wins",
-        ])
+    resolve(&arbiter, for_submitter, &["--provider-wins"])
         .await
         .failed(4, "is open: only a disputed job can be resolved");
     for job in jobs {
@@ -245,13 +245,7 @@ async fn the_arbiter_decides_disputes_both_ways_a_lapsed_one_settles_and_the_ope
     assert_eq!(net.balance(SUBMITTER).await, U256::from(340 * GUSD));
 
     // Only the arbiter decides, and it must say how.
-    submitter
-        .run(&[
-            "job",
-            "resolve",
-            &for_submitter.to_string(),
-            "--submitter-wins",
-        ])
+    resolve(&submitter, for_submitter, &["--submitter-wins"])
         .await
         .failed(
             4,
@@ -260,21 +254,13 @@ async fn the_arbiter_decides_disputes_both_ways_a_lapsed_one_settles_and_the_ope
                 net.address(SUBMITTER)
             ),
         );
-    arbiter
-        .run(&["job", "resolve", &for_submitter.to_string()])
+    resolve(&arbiter, for_submitter, &[])
         .await
         .failed(2, "--provider-wins");
 
     // For the submitter: the bounty and the bond are credited back; the node's held stake
     // (a tenth of its free 500) goes to the treasury.
-    let decided = arbiter
-        .run(&[
-            "job",
-            "resolve",
-            &for_submitter.to_string(),
-            "--submitter-wins",
-            "--json",
-        ])
+    let decided = resolve(&arbiter, for_submitter, &["--submitter-wins", "--json"])
         .await
         .ok()
         .json();
@@ -287,13 +273,7 @@ async fn the_arbiter_decides_disputes_both_ways_a_lapsed_one_settles_and_the_ope
     assert_eq!(balance["credits"], (220 * GUSD).to_string());
 
     // For the provider: paid (less the 2.5 % fee), and it wins the bond.
-    let out = arbiter
-        .run(&[
-            "job",
-            "resolve",
-            &for_provider.to_string(),
-            "--provider-wins",
-        ])
+    let out = resolve(&arbiter, for_provider, &["--provider-wins"])
         .await
         .ok();
     assert!(
@@ -315,8 +295,7 @@ async fn the_arbiter_decides_disputes_both_ways_a_lapsed_one_settles_and_the_ope
         .await
         .failed(4, "the arbiter has until");
     net.advance(300).await;
-    arbiter
-        .run(&["job", "resolve", &lapsing.to_string(), "--submitter-wins"])
+    resolve(&arbiter, lapsing, &["--submitter-wins"])
         .await
         .failed(4, &format!("the dispute of job {lapsing} lapsed at"));
     let settled = stranger

@@ -27,26 +27,70 @@ pub(crate) async fn register(
     gantry.run(&args).await
 }
 
+/// What `gantry node consent --json`, run by the agent, printed: its consent to serve a node
+/// of the operator.
+pub(crate) struct Consent {
+    pub(crate) signature: String,
+    pub(crate) deadline: u64,
+}
+
+impl Consent {
+    /// `agent`'s consent to serve a node of `operator`, signed with `gantry node consent`.
+    pub(crate) async fn of(net: &Net, agent: usize, operator: usize) -> Self {
+        let consent = net
+            .gantry(agent)
+            .run(&[
+                "node",
+                "consent",
+                "--operator",
+                &net.address(operator).to_string(),
+                "--json",
+            ])
+            .await
+            .ok()
+            .json();
+        Self {
+            signature: consent["signature"].as_str().unwrap().to_owned(),
+            deadline: consent["deadline"].as_u64().unwrap(),
+        }
+    }
+
+    /// The flags that carry it, as `gantry node consent` prints them.
+    pub(crate) fn flags(&self) -> String {
+        format!(
+            "--consent {} --consent-deadline {}",
+            self.signature, self.deadline
+        )
+    }
+
+    /// The market's own refusal of `register` with this consent for `agent`, called by
+    /// `net`'s `operator` around the CLI.
+    async fn refused_register(
+        &self,
+        net: &Net,
+        operator: usize,
+        agent: Address,
+        stake: u64,
+    ) -> alloy::contract::Error {
+        net.registry(operator)
+            .register(
+                gantry_testkit::scenario::h100_node(),
+                String::new(),
+                U96::from(stake * GUSD),
+                agent,
+                U256::from(self.deadline),
+                self.signature.parse().unwrap(),
+            )
+            .call()
+            .await
+            .expect_err("the market refuses")
+    }
+}
+
 /// The flags that carry `agent`'s consent to serve a node of `operator`, as `gantry node
 /// consent` (run by the agent) prints them.
 pub(crate) async fn consent_flags(net: &Net, agent: usize, operator: usize) -> String {
-    let consent = net
-        .gantry(agent)
-        .run(&[
-            "node",
-            "consent",
-            "--operator",
-            &net.address(operator).to_string(),
-            "--json",
-        ])
-        .await
-        .ok()
-        .json();
-    format!(
-        "--consent {} --consent-deadline {}",
-        consent["signature"].as_str().unwrap(),
-        consent["deadline"]
-    )
+    Consent::of(net, agent, operator).await.flags()
 }
 
 /// An address as the CLI's JSON prints it (lowercase hex).
@@ -96,23 +140,8 @@ async fn an_operator_registers_exits_and_withdraws_and_gpu_names_resolve_to_offe
         .await
         .failed(2, "the agent consents first");
     // and a consent given to another operator is refused by the market.
-    let elsewhere = net
-        .gantry(AGENT)
-        .run(&[
-            "node",
-            "consent",
-            "--operator",
-            &net.address(SUBMITTER).to_string(),
-            "--json",
-        ])
-        .await
-        .ok()
-        .json();
-    let stolen = format!(
-        "{flags} --consent {} --consent-deadline {}",
-        elsewhere["signature"].as_str().unwrap(),
-        elsewhere["deadline"]
-    );
+    let elsewhere = Consent::of(&net, AGENT, SUBMITTER).await;
+    let stolen = format!("{flags} {}", elsewhere.flags());
     let nonce = net.nonce(OPERATOR).await;
     register(&operator, Some(&agent), "NVIDIA A100-SXM4-80GB", &stolen)
         .await
@@ -122,19 +151,9 @@ async fn an_operator_registers_exits_and_withdraws_and_gpu_names_resolve_to_offe
         );
     assert_eq!(net.nonce(OPERATOR).await, nonce, "nothing was sent");
     // The market itself refuses it too, to an operator who goes around the CLI.
-    let market = net.registry(OPERATOR);
-    let around = market
-        .register(
-            gantry_testkit::scenario::h100_node(),
-            String::new(),
-            U96::from(150 * GUSD),
-            net.address(AGENT),
-            U256::from(elsewhere["deadline"].as_u64().unwrap()),
-            elsewhere["signature"].as_str().unwrap().parse().unwrap(),
-        )
-        .call()
-        .await
-        .expect_err("the market refuses");
+    let around = elsewhere
+        .refused_register(&net, OPERATOR, net.address(AGENT), 150)
+        .await;
     assert_bad_consent(&around, net.address(AGENT));
 
     // The agent consents to this operator; the operator registers with what it printed.
@@ -314,22 +333,10 @@ async fn the_agent_key_signs_the_consent_here_a_consent_serves_once_and_set_agen
     // A consent is good once: the market counts the agent's consents, so the signature
     // that registered one node cannot register another (nor can the CLI be made to send
     // it).
-    let consent = net
-        .gantry(OTHER)
-        .run(&[
-            "node",
-            "consent",
-            "--operator",
-            &net.address(OPERATOR).to_string(),
-            "--json",
-        ])
-        .await
-        .ok()
-        .json();
-    let (signature, deadline) = (
-        consent["signature"].as_str().unwrap().to_owned(),
-        consent["deadline"].as_u64().unwrap(),
-    );
+    let Consent {
+        signature,
+        deadline,
+    } = Consent::of(&net, OTHER, OPERATOR).await;
     let with_consent = format!(
         "{flags} --agent {} --consent-signature {signature} --consent-deadline {deadline}",
         net.address(OTHER)
@@ -340,58 +347,33 @@ async fn the_agent_key_signs_the_consent_here_a_consent_serves_once_and_set_agen
     let nonce = net.nonce(OPERATOR).await;
     register_cpu(with_consent).await.failed(4, "used already");
     assert_eq!(net.nonce(OPERATOR).await, nonce, "nothing was sent");
-    let replayed = net
-        .registry(OPERATOR)
-        .register(
-            gantry_testkit::scenario::h100_node(),
-            String::new(),
-            U96::from(100 * GUSD),
-            net.address(OTHER),
-            U256::from(deadline),
-            signature.parse().unwrap(),
-        )
-        .call()
-        .await
-        .expect_err("the market refuses");
+    let replayed = Consent {
+        signature,
+        deadline,
+    }
+    .refused_register(&net, OPERATOR, net.address(OTHER), 100)
+    .await;
     assert_bad_consent(&replayed, net.address(OTHER));
 
     // Re-pointing a node needs the new agent's consent as registering does: none is
     // refused, one given to another operator is refused (by the market too), the new
     // agent's key signs it here.
+    let submitter = net.address(SUBMITTER).to_string();
+    let to_submitter = ["node", "set-agent", "1", "--agent", &submitter];
     operator
-        .run(&[
-            "node",
-            "set-agent",
-            "1",
-            "--agent",
-            &net.address(SUBMITTER).to_string(),
-        ])
+        .run(&to_submitter)
         .await
         .failed(2, "the agent consents first");
-    let elsewhere = net
-        .gantry(SUBMITTER)
-        .run(&[
-            "node",
-            "consent",
-            "--operator",
-            &net.address(OTHER).to_string(),
-            "--json",
-        ])
-        .await
-        .ok()
-        .json();
+    let elsewhere = Consent::of(&net, SUBMITTER, OTHER).await;
+    let deadline = elsewhere.deadline.to_string();
+    let consent = [
+        "--consent",
+        &elsewhere.signature,
+        "--consent-deadline",
+        &deadline,
+    ];
     operator
-        .run(&[
-            "node",
-            "set-agent",
-            "1",
-            "--agent",
-            &net.address(SUBMITTER).to_string(),
-            "--consent",
-            elsewhere["signature"].as_str().unwrap(),
-            "--consent-deadline",
-            &elsewhere["deadline"].to_string(),
-        ])
+        .run(&[&to_submitter[..], &consent].concat())
         .await
         .failed(4, "did not consent to serve");
     let hijack = net
@@ -399,8 +381,8 @@ async fn the_agent_key_signs_the_consent_here_a_consent_serves_once_and_set_agen
         .setAgent(
             1,
             net.address(SUBMITTER),
-            U256::from(elsewhere["deadline"].as_u64().unwrap()),
-            elsewhere["signature"].as_str().unwrap().parse().unwrap(),
+            U256::from(elsewhere.deadline),
+            elsewhere.signature.parse().unwrap(),
         )
         .call()
         .await

@@ -152,21 +152,21 @@ async fn a_spec_file_is_posted_in_canonical_form_after_the_balance_and_flags_are
     let error: serde_json::Value = serde_json::from_str(out.stderr.trim()).unwrap();
     assert_eq!(error["exitCode"], 4);
     // Usage errors name the flag; none sends anything either.
-    gantry
-        .run(&["job", "submit", &file, "--bounty", "1.0000001"])
-        .await
-        .failed(
-            2,
+    for (flags, message) in [
+        (
+            "--bounty 1.0000001",
             "--bounty: `1.0000001` has more than the token's 6 decimals",
-        );
-    gantry
-        .run(&["job", "submit", &file, "--bounty", "1", "--duration", "1h"])
-        .await
-        .failed(2, "timeoutSecs (7200) is longer than --duration (1h)");
-    gantry
-        .run(&["job", "submit", &file, "--bounty", "1", "--vram", "40"])
-        .await
-        .failed(2, "--vram: `40` is not a size");
+        ),
+        (
+            "--bounty 1 --duration 1h",
+            "timeoutSecs (7200) is longer than --duration (1h)",
+        ),
+        ("--bounty 1 --vram 40", "--vram: `40` is not a size"),
+    ] {
+        let mut args = vec!["job", "submit", &file];
+        args.extend(flags.split(' '));
+        gantry.run(&args).await.failed(2, message);
+    }
     net.gantry_without_key()
         .run(&["job", "submit", &file, "--bounty", "1"])
         .await
