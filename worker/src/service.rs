@@ -45,9 +45,7 @@ pub async fn run(
     // The node runs at once what both the chain and its provider allow; the matcher
     // respects the first, and the excess of either is given back at once.
     let capacity = usize::from(
-        config
-            .jobs
-            .max_concurrent
+        (config.jobs.max_concurrent)
             .min(capabilities.maxConcurrentJobs)
             .max(1),
     );
@@ -56,24 +54,8 @@ pub async fn run(
 
     // Heartbeats stop last: they run until every job has been answered.
     let heartbeats_done = CancellationToken::new();
-    let holds_jobs = {
-        let running = running.clone();
-        move || running.len() > 0
-    };
-    let heartbeat = tokio::spawn(health::heartbeat_loop(
-        ctx.chain.clone(),
-        ctx.node_id,
-        config.jobs.heartbeat_interval,
-        health.clone(),
-        holds_jobs,
-        heartbeats_done.clone(),
-    ));
-    let health_task = tokio::spawn(health::health_loop(
-        ctx.executor.clone(),
-        config.work_dir.clone(),
-        health.clone(),
-        heartbeats_done.clone(),
-    ));
+    let (heartbeat, health_task) =
+        spawn_liveness(&config, &ctx, &health, &running, &heartbeats_done);
 
     let claimed = Arc::new(Claimed::default());
     let claimer = config.jobs.auto_accept.then(|| {
@@ -124,4 +106,34 @@ pub async fn run(
         close_assignments,
     };
     shutdown::drain(&ctx, &running, background, config.jobs.shutdown_grace).await
+}
+
+/// The heartbeat and the health check, until `done` fires; the heartbeat keeps beating
+/// while `running` holds jobs.
+fn spawn_liveness(
+    config: &Config,
+    ctx: &crate::job::Ctx,
+    health: &Arc<Health>,
+    running: &Running,
+    done: &CancellationToken,
+) -> (tokio::task::JoinHandle<()>, tokio::task::JoinHandle<()>) {
+    let holds_jobs = {
+        let running = running.clone();
+        move || running.len() > 0
+    };
+    let heartbeat = tokio::spawn(health::heartbeat_loop(
+        ctx.chain.clone(),
+        ctx.node_id,
+        config.jobs.heartbeat_interval,
+        health.clone(),
+        holds_jobs,
+        done.clone(),
+    ));
+    let health_task = tokio::spawn(health::health_loop(
+        ctx.executor.clone(),
+        config.work_dir.clone(),
+        health.clone(),
+        done.clone(),
+    ));
+    (heartbeat, health_task)
 }
