@@ -120,11 +120,11 @@ impl Keeper {
 
 #[cfg(test)]
 mod tests {
-    use alloy::primitives::{Address, B256};
-    use gantry_protocol::market::Terms;
+    use alloy::primitives::B256;
     use proptest::prelude::{prop, prop_assert, proptest};
 
     use super::*;
+    use crate::view::fixtures;
     use crate::view::{Capabilities, JobView, NodeView, Requirements};
 
     fn node(id: u64, last_heartbeat: u64, status: NodeStatus) -> NodeView {
@@ -137,26 +137,18 @@ mod tests {
             price_per_gpu_hour: 1,
             max_concurrent_jobs: 1,
         };
-        let agent = Address::with_last_byte(id as u8);
-        let mut node = NodeView::registered(id, agent, capabilities, 1, last_heartbeat);
+        let mut node = fixtures::node(id, capabilities, 1, last_heartbeat);
         node.status = status;
         node
     }
 
     /// A job with a 60 s max runtime, Open.
     fn open_job(id: u64, deadline: u64) -> JobView {
-        let terms = Terms {
-            submitter: Address::ZERO,
-            bounty: 1,
-            spec_hash: B256::ZERO,
-            deadline,
-            policy: 1,
-            requirements: Requirements {
-                max_runtime: 60,
-                ..Requirements::default()
-            },
+        let requirements = Requirements {
+            max_runtime: 60,
+            ..Requirements::default()
         };
-        JobView::open(id, terms, (0, 0))
+        fixtures::job(id, 0, deadline, requirements)
     }
 
     fn with_status(mut job: JobView, status: JobStatus, node: u64, until: u64) -> JobView {

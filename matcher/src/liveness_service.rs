@@ -213,24 +213,16 @@ fn on_report(keeper: &mut Keeper, alone: &mut HashSet<u64>, report: Report) -> b
 
 #[cfg(test)]
 mod tests {
-    use alloy::primitives::{Address, B256};
-    use gantry_protocol::market::Terms;
+    use alloy::primitives::B256;
     use gantry_protocol::status::JobStatus;
 
     use super::*;
     use crate::sender::Outcome;
     use crate::view::Requirements;
+    use crate::view::fixtures;
 
     fn submitted(id: u64) -> JobView {
-        let terms = Terms {
-            submitter: Address::ZERO,
-            bounty: 1,
-            spec_hash: B256::ZERO,
-            deadline: 9_999,
-            policy: 1,
-            requirements: Requirements::default(),
-        };
-        let mut job = JobView::open(id, terms, (0, 0));
+        let mut job = fixtures::job(id, 0, 9_999, Requirements::default());
         job.state.status = JobStatus::Submitted;
         job.state.until = 100;
         job

@@ -251,25 +251,25 @@ impl Chain {
         })
     }
 
+    /// The events of `filter` since the block the node's history starts at.
+    async fn since_start<E: alloy::sol_types::SolEvent>(
+        &self,
+        filter: alloy::contract::Event<&DynProvider, E>,
+    ) -> Result<Vec<(E, Log)>, ChainError> {
+        let filter = filter.from_block(self.start_block);
+        filter.query().await.map_err(ChainError::rpc)
+    }
+
     /// The newest node bound to this agent (registered with it, or re-pointed to it) that
     /// is Active or Inactive.
     async fn find_node(&self) -> Result<Option<u64>, ChainError> {
+        let agent = self.agent.into_word();
         let registered = self
-            .registry
-            .NodeRegistered_filter()
-            .topic3(self.agent.into_word())
-            .from_block(self.start_block)
-            .query()
-            .await
-            .map_err(ChainError::rpc)?;
+            .since_start(self.registry.NodeRegistered_filter().topic3(agent))
+            .await?;
         let repointed = self
-            .registry
-            .NodeAgentChanged_filter()
-            .topic2(self.agent.into_word())
-            .from_block(self.start_block)
-            .query()
-            .await
-            .map_err(ChainError::rpc)?;
+            .since_start(self.registry.NodeAgentChanged_filter().topic2(agent))
+            .await?;
         let mut candidates: Vec<(u64, &Log)> = registered
             .iter()
             .map(|(e, log)| (e.nodeId, log))

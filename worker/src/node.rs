@@ -193,20 +193,13 @@ impl Stores {
             .get_or_create_stream(storage::jobs_stream(config.chain_id, config.nats_replicas))
             .await
             .map_err(|e| WorkerError::nats("the jobs stream", e))?;
-        let results = objects::bucket(
-            js,
-            &names::results_bucket(config.chain_id),
-            config.nats_replicas,
-        )
-        .await
-        .map_err(WorkerError::Node)?;
-        let checkpoints = objects::bucket(
-            js,
-            &names::checkpoints_bucket(config.chain_id),
-            config.nats_replicas,
-        )
-        .await
-        .map_err(WorkerError::Node)?;
+        let bucket = |name: String| async move {
+            objects::bucket(js, &name, config.nats_replicas)
+                .await
+                .map_err(WorkerError::Node)
+        };
+        let results = bucket(names::results_bucket(config.chain_id)).await?;
+        let checkpoints = bucket(names::checkpoints_bucket(config.chain_id)).await?;
         Ok(Self {
             jobs_js,
             results,

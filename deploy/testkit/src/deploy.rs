@@ -225,6 +225,31 @@ impl Devnet {
         Ok(block.header.timestamp)
     }
 
+    /// Every event `E` of the market about job `job` (its first indexed topic), oldest
+    /// first, with its log.
+    pub async fn job_events<E: alloy::sol_types::SolEvent>(
+        &self,
+        job: u64,
+    ) -> Result<Vec<(E, alloy::rpc::types::Log)>, DevnetError> {
+        let filter = alloy::rpc::types::Filter::new()
+            .address(self.deployment.market)
+            .event_signature(E::SIGNATURE_HASH)
+            .topic1(U256::from(job))
+            .from_block(0);
+        let logs = self
+            .admin
+            .get_logs(&filter)
+            .await
+            .map_err(|e| DevnetError::Anvil(e.to_string()))?;
+        logs.into_iter()
+            .map(|log| {
+                let event = E::decode_log(&log.inner)
+                    .map_err(|e| DevnetError::Anvil(format!("{}: {e}", E::SIGNATURE)))?;
+                Ok((event.data, log))
+            })
+            .collect()
+    }
+
     /// Moves chain time forward by `seconds` and mines a block there.
     pub async fn advance(&self, seconds: u64) -> Result<(), DevnetError> {
         let anvil = |e: alloy::transports::TransportError| DevnetError::Anvil(e.to_string());

@@ -148,7 +148,8 @@ mod tests {
 
     use super::*;
     use crate::fetch::testkit::{
-        Reply, TestServer, assert_no_partial_files, config, entries, input, sha256_hex,
+        Reply, TestServer, assert_no_partial_files, assert_too_large, config, entries, input,
+        sha256_hex,
     };
     use crate::fetch::{FaultClass, Fetcher};
 
@@ -240,11 +241,7 @@ mod tests {
             .fetch(&input(&server.url("/endless"), None, Some(300_000)))
             .await
             .unwrap_err();
-        assert!(
-            matches!(err, FetchError::TooLarge { limit: 300_000 }),
-            "{err:?}"
-        );
-        assert_eq!(err.class(), FaultClass::Job);
+        assert_too_large(&err, 300_000);
         // The connection was dropped: the server's writes fail and it drops the body.
         tokio::time::timeout(Duration::from_secs(10), server.hung_up.notified())
             .await
@@ -262,10 +259,7 @@ mod tests {
             .fetch(&input(&server.url("/big"), None, Some(1024)))
             .await
             .unwrap_err();
-        assert!(
-            matches!(err, FetchError::TooLarge { limit: 1024 }),
-            "{err:?}"
-        );
+        assert_too_large(&err, 1024);
         assert_no_partial_files(cache.path());
     }
 }

@@ -232,7 +232,7 @@ fn record(fetched: &Fetched) {
 
 #[cfg(test)]
 mod tests {
-    use super::testkit::{Reply, TestServer, config, input, sha256_hex};
+    use super::testkit::{Reply, TestServer, config, fetcher_trying, input, sha256_hex};
     use super::*;
 
     #[tokio::test]
@@ -284,14 +284,7 @@ mod tests {
     async fn transient_failures_are_returned_after_the_last_attempt() {
         let server = TestServer::start(|_, _| Reply::Status(503)).await;
         let cache = tempfile::tempdir().unwrap();
-        let fetcher = Fetcher::new(
-            FetchConfig {
-                attempts: 2,
-                ..config(cache.path())
-            },
-            None,
-        )
-        .unwrap();
+        let fetcher = fetcher_trying(cache.path(), 2);
         let err = fetcher
             .fetch(&input(&server.url("/down"), None, None))
             .await

@@ -173,6 +173,24 @@ pub(super) fn entries(dir: &Path) -> Vec<PathBuf> {
         .collect()
 }
 
+/// `err` is the refusal of a body larger than `limit`, a job fault.
+pub(super) fn assert_too_large(err: &super::FetchError, limit: u64) {
+    assert!(
+        matches!(err, super::FetchError::TooLarge { limit: l } if *l == limit),
+        "{err:?}"
+    );
+    assert_eq!(err.class(), crate::fault::FaultClass::Job);
+}
+
+/// A fetcher caching in `cache` that tries each download `attempts` times.
+pub(super) fn fetcher_trying(cache: &Path, attempts: u32) -> super::Fetcher {
+    let config = FetchConfig {
+        attempts,
+        ..config(cache)
+    };
+    super::Fetcher::new(config, None).unwrap()
+}
+
 pub(super) fn assert_no_partial_files(cache: &Path) {
     assert_eq!(entries(&cache.join("tmp")), Vec::<PathBuf>::new());
 }

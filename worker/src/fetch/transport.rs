@@ -189,7 +189,8 @@ mod tests {
 
     use super::*;
     use crate::fetch::testkit::{
-        Reply, TestServer, assert_no_partial_files, config, input, sha256_hex,
+        Reply, TestServer, assert_no_partial_files, assert_too_large, config, fetcher_trying,
+        input, sha256_hex,
     };
     use crate::fetch::{FaultClass, FetchConfig, S3Settings};
 
@@ -202,14 +203,7 @@ mod tests {
             .local_addr()
             .unwrap();
         let cache = tempfile::tempdir().unwrap();
-        let fetcher = Fetcher::new(
-            FetchConfig {
-                attempts: 1,
-                ..config(cache.path())
-            },
-            None,
-        )
-        .unwrap();
+        let fetcher = fetcher_trying(cache.path(), 1);
         let err = fetcher
             .fetch(&input(&format!("http://{addr}/x"), None, None))
             .await
@@ -402,10 +396,7 @@ mod tests {
             .fetch(&input("nats://inputs/sets/train.bin", None, Some(1000)))
             .await
             .unwrap_err();
-        assert!(
-            matches!(err, FetchError::TooLarge { limit: 1000 }),
-            "{err:?}"
-        );
+        assert_too_large(&err, 1000);
         assert_no_partial_files(cache.path());
 
         let without_nats = Fetcher::new(config(cache.path()), None).unwrap();

@@ -22,7 +22,7 @@ use gantry_protocol::status::JobStatus;
 use gantry_testkit::accounts::{ADMIN, KEEPER, MATCHER, SECOND_MATCHER, SUBMITTER};
 use gantry_testkit::{DeployParams, GUSD, JobPost, PATIENCE, TestNet};
 
-use crate::scripts::{of_job, of_node};
+use crate::scripts::{last_of_job, of_job, of_node};
 
 /// What a test worker stakes: five times the minimum, so one slash leaves it eligible.
 pub(crate) const STAKE: u64 = 500 * GUSD;
@@ -207,16 +207,9 @@ stake = "{stake}"
 
     /// The last `ResultSubmitted` event of job `job`.
     pub(crate) async fn submitted_result(&self, job: u64) -> JobMarket::ResultSubmitted {
-        let submitted = self
-            .market(ADMIN)
-            .ResultSubmitted_filter()
-            .topic1(U256::from(job))
-            .from_block(0)
-            .query()
+        last_of_job(self.market(ADMIN).ResultSubmitted_filter(), job)
             .await
-            .unwrap();
-        let (event, _) = submitted.last().expect("ResultSubmitted");
-        event.clone()
+            .0
     }
 
     /// The reasons given in `JobRejected` events, by job.

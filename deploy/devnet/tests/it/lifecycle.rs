@@ -134,14 +134,7 @@ async fn a_job_goes_from_post_to_paid_on_anvil() {
         timeout_secs: 3_600,
     };
     let spec_bytes = spec.to_vec();
-    let now = devnet
-        .admin
-        .get_block(alloy::eips::BlockId::latest())
-        .await
-        .unwrap()
-        .unwrap()
-        .header
-        .timestamp;
+    let now = devnet.now().await.unwrap();
     let permit = Permit {
         owner: submitter_key.address(),
         spender: d.market,

@@ -76,14 +76,6 @@ impl<'a> LogForwarder<'a> {
             line: text,
             at_ms: now_ms(),
         };
-        let payload = serde_json::to_vec(&message).expect("log lines serialize");
-        if let Err(e) = self
-            .ctx
-            .nats
-            .publish(self.subject.clone(), payload.into())
-            .await
-        {
-            tracing::debug!(error = %e, "log line not published");
-        }
+        super::publish_json(&self.ctx.nats, &self.subject, &message, "log line").await;
     }
 }

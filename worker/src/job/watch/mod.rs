@@ -81,6 +81,20 @@ impl Watch<'_> {
 }
 
 /// Ticks every `period`, the first time one period from now; a late tick delays the next.
+/// Publishes `message` on `subject` as JSON, best effort: a lost line or update is only
+/// logged (`what` names it).
+async fn publish_json(
+    nats: &async_nats::Client,
+    subject: &str,
+    message: &impl serde::Serialize,
+    what: &str,
+) {
+    let payload = serde_json::to_vec(message).expect("job messages serialize");
+    if let Err(e) = nats.publish(subject.to_owned(), payload.into()).await {
+        tracing::debug!(error = %e, "{what} not published");
+    }
+}
+
 fn ticker(period: Duration) -> Interval {
     let mut tick = tokio::time::interval(period);
     tick.set_missed_tick_behavior(MissedTickBehavior::Delay);

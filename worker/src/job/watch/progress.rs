@@ -117,15 +117,7 @@ impl<'a> ProgressReporter<'a> {
     }
 
     async fn publish(&self, update: ProgressUpdate) {
-        let payload = serde_json::to_vec(&update).expect("updates serialize");
-        if let Err(e) = self
-            .ctx
-            .nats
-            .publish(self.subject.clone(), payload.into())
-            .await
-        {
-            tracing::debug!(error = %e, "progress not published");
-        }
+        super::publish_json(&self.ctx.nats, &self.subject, &update, "progress").await;
     }
 }
 
