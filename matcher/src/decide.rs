@@ -61,6 +61,8 @@ pub struct Explanation {
     pub rejected: BTreeMap<Constraint, usize>,
     /// The nodes closest to taking it: fewest constraints failed, then best score.
     pub best: Vec<Candidate>,
+    /// Why no worker can run its spec, if so (then no node is asked to).
+    pub spec_error: Option<String>,
 }
 
 /// A node that came close, with what rules it out.
@@ -79,6 +81,11 @@ impl Explanation {
     /// A sentence for people, naming the constraint that rules out the most nodes, e.g.
     /// "0 of 12 nodes have ≥ 80 GiB VRAM per GPU".
     pub fn summary(&self, requirements: &Requirements) -> String {
+        if let Some(error) = &self.spec_error {
+            return format!(
+                "no worker can run it ({error}): cancel it, or it expires at its deadline, refunded"
+            );
+        }
         if !self.fits {
             return format!(
                 "its deadline leaves less than its max runtime ({} s): it expires, refunded",
@@ -284,6 +291,10 @@ impl Planner {
             if reservations.in_flight.contains_key(&job.id) {
                 continue;
             }
+            if job.spec_error.is_some() {
+                decisions.push(Decision::Unplaceable { job: job.id });
+                continue;
+            }
             let decision = self.decide_with(view, &mut index, job, &reservations.excluded);
             decisions.push(decision);
         }
@@ -404,6 +415,7 @@ pub fn explain(view: &View, job: &JobView) -> Explanation {
         nodes,
         rejected,
         best,
+        spec_error: job.spec_error.clone(),
     }
 }
 
@@ -501,7 +513,7 @@ mod tests {
 
     use super::*;
     use crate::view::Capabilities;
-    use gantry_protocol::market::Terms;
+    use crate::view::fixtures;
 
     fn model(name: &str) -> B256 {
         B256::right_padding_from(name.as_bytes())
@@ -517,17 +529,15 @@ mod tests {
             price_per_gpu_hour: price,
             max_concurrent_jobs: 1,
         };
-        NodeView::registered(id, Address::with_last_byte(id as u8), capabilities, 500, 0)
+        fixtures::node(id, capabilities, 500, 0)
     }
 
     fn job(id: u64, submitter: u8, name: &str, vram_gib: u32, priority: u8) -> JobView {
-        let terms = Terms {
-            submitter: Address::with_last_byte(submitter),
-            bounty: 100,
-            spec_hash: B256::ZERO,
-            deadline: 10_000,
-            policy: 1,
-            requirements: Requirements {
+        fixtures::job(
+            id,
+            submitter,
+            10_000,
+            Requirements {
                 gpu_model: if name.is_empty() {
                     B256::ZERO
                 } else {
@@ -541,8 +551,7 @@ mod tests {
                 max_runtime: 3600,
                 priority,
             },
-        };
-        JobView::open(id, terms, (id, 0))
+        )
     }
 
     fn view(nodes: Vec<NodeView>, jobs: Vec<JobView>) -> View {
@@ -621,6 +630,37 @@ mod tests {
         assert_eq!(
             best,
             [(1, vec![Constraint::Vram]), (2, vec![Constraint::Vram])]
+        );
+    }
+
+    #[test]
+    fn a_job_no_worker_can_run_is_never_assigned_and_says_why() {
+        // Given a node that fits both jobs, and job 1's spec refused by the validator,
+        let mut v = view(
+            vec![node(1, "A", 1, 80, 1)],
+            vec![job(1, 1, "A", 8, 9), job(2, 2, "A", 8, 5)],
+        );
+        v.nodes
+            .get_mut(&1)
+            .unwrap()
+            .capabilities
+            .max_concurrent_jobs = 2;
+        let error = "spec field image: must be an image reference Docker accepts";
+        v.jobs.get_mut(&1).unwrap().spec_error = Some(error.into());
+        // then only the runnable job is assigned, although job 1 comes first,
+        let decisions = Planner::new(Strategy::Score, Weights::default()).plan(&v);
+        assert_eq!(
+            decisions,
+            [
+                Decision::Unplaceable { job: 1 },
+                Decision::Assign { job: 2, node: 1 }
+            ]
+        );
+        // and job 1's explanation names the spec's fault.
+        let summary = explain(&v, &v.jobs[&1]).summary(v.jobs[&1].requirements());
+        assert!(
+            summary.starts_with("no worker can run it (spec field image"),
+            "{summary}"
         );
     }
 

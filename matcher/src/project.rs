@@ -11,6 +11,7 @@ use gantry_protocol::chain_stream::{AssembleError, Assembled, BlockAssembler, Ch
 use gantry_protocol::envelope::{BlockCommit, EventEnvelope, FinalityWatermark, Retraction};
 use gantry_protocol::events::GantryEvent;
 use gantry_protocol::market::{self, Policy};
+use gantry_protocol::spec::JobSpec;
 use gantry_protocol::status::{JobStatus, NodeStatus};
 
 use crate::view::{Capabilities, JobView, NodeView, View};
@@ -291,6 +292,9 @@ impl State {
                                 state: job.state,
                                 barred: BTreeSet::new(),
                                 posted_at: (envelope.block_number, envelope.log_index),
+                                spec_error: JobSpec::from_slice(&e.spec)
+                                    .err()
+                                    .map(|e| e.to_string()),
                             },
                         );
                     }

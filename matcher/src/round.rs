@@ -159,12 +159,13 @@ impl Books {
             .chain(batched.chunks(MAX_BATCH).map(<[Assign]>::to_vec))
             .collect();
 
-        // Jobs with the same requirements and no barred node share one explanation.
+        // Jobs with the same requirements, a runnable spec and no barred node share one
+        // explanation.
         let mut by_requirements: HashMap<Requirements, Explanation> = HashMap::new();
         let mut explanations = Vec::new();
         for open in unplaceable {
             let own;
-            let explanation = if open.barred.is_empty() {
+            let explanation = if open.barred.is_empty() && open.spec_error.is_none() {
                 by_requirements
                     .entry(*open.requirements())
                     .or_insert_with(|| explain(view, open))
@@ -252,11 +253,11 @@ fn pending_explanation(job: &JobView, explanation: &Explanation, block: u64) -> 
 
 #[cfg(test)]
 mod tests {
-    use alloy::primitives::{Address, B256};
-    use gantry_protocol::market::Terms;
+    use alloy::primitives::B256;
 
     use super::*;
     use crate::decide::{Strategy, Weights};
+    use crate::view::fixtures;
     use crate::view::{Capabilities, NodeView};
 
     fn node(id: u64) -> NodeView {
@@ -269,25 +270,22 @@ mod tests {
             price_per_gpu_hour: 1,
             max_concurrent_jobs: 20,
         };
-        NodeView::registered(id, Address::with_last_byte(id as u8), capabilities, 500, 0)
+        fixtures::node(id, capabilities, 500, 0)
     }
 
     fn job(id: u64, vram_mib: u32) -> JobView {
-        let terms = Terms {
-            submitter: Address::with_last_byte(1),
-            bounty: 100,
-            spec_hash: B256::ZERO,
-            deadline: 1_000_000,
-            policy: 1,
-            requirements: Requirements {
+        fixtures::job(
+            id,
+            1,
+            1_000_000,
+            Requirements {
                 min_gpu_count: 1,
                 min_vram_mib: vram_mib,
                 max_price_per_gpu_hour: 5,
                 max_runtime: 3_600,
                 ..Requirements::default()
             },
-        };
-        JobView::open(id, terms, (id, 0))
+        )
     }
 
     fn view(jobs: impl IntoIterator<Item = JobView>) -> View {

@@ -67,6 +67,10 @@ pub struct JobView {
     pub barred: BTreeSet<u64>,
     /// Where it was posted, for age ordering: (block, log index).
     pub posted_at: (u64, u64),
+    /// Why no worker can run its spec, if so: the matcher never assigns it (no node
+    /// spends a transaction on it), explains why, and the keeper expires it at its
+    /// deadline (refunded), unless its submitter cancels it first.
+    pub spec_error: Option<String>,
 }
 
 impl JobView {
@@ -79,6 +83,7 @@ impl JobView {
             terms,
             barred: BTreeSet::new(),
             posted_at,
+            spec_error: None,
         }
     }
 
@@ -126,5 +131,45 @@ impl View {
     /// The job, if it is waiting for a node.
     pub fn open_job(&self, id: u64) -> Option<&JobView> {
         self.jobs.get(&id).filter(|job| job.is_open())
+    }
+}
+
+/// Builders for the pure cores' unit tests.
+#[cfg(test)]
+pub(crate) mod fixtures {
+    use alloy::primitives::{Address, B256};
+    use gantry_protocol::market::Terms;
+
+    use super::{Capabilities, JobView, NodeView, Requirements};
+
+    /// An Open job of account `submitter` (its last byte), bounty 100, posted at block
+    /// `id` (so that earlier ids were posted first).
+    pub(crate) fn job(
+        id: u64,
+        submitter: u8,
+        deadline: u64,
+        requirements: Requirements,
+    ) -> JobView {
+        let terms = Terms {
+            submitter: Address::with_last_byte(submitter),
+            bounty: 100,
+            spec_hash: B256::ZERO,
+            deadline,
+            policy: 1,
+            requirements,
+        };
+        JobView::open(id, terms, (id, 0))
+    }
+
+    /// An Active node whose agent's last byte is `id`, staking `stake`, last heard at
+    /// `heartbeat`.
+    pub(crate) fn node(
+        id: u64,
+        capabilities: Capabilities,
+        stake: u128,
+        heartbeat: u64,
+    ) -> NodeView {
+        let agent = Address::with_last_byte(u8::try_from(id).expect("a small test id"));
+        NodeView::registered(id, agent, capabilities, stake, heartbeat)
     }
 }

@@ -189,8 +189,10 @@ pub struct SubmitArgs {
     /// The most a node may charge per GPU-hour, in whole tokens (default: any price).
     #[arg(long)]
     pub max_price: Option<String>,
-    /// How long an attempt may run (on-chain maxRuntime), e.g. 4h. A built spec's
-    /// timeout is the same; a spec file's timeoutSecs is the default.
+    /// How long the job may run, e.g. 4h: a built spec's timeoutSecs (default 1h). The
+    /// attempt's on-chain maxRuntime adds 2 min for the node to fetch the inputs, start
+    /// and answer. With a spec file: the attempt's maxRuntime, at least the spec's
+    /// timeoutSecs plus those 2 min (the default).
     #[arg(long)]
     pub duration: Option<String>,
     /// Scheduling priority, 1 (lowest) to 10.

@@ -3,7 +3,7 @@
 //! `JobRequirements`; everything the worker needs to run the job is here.
 //!
 //! ```json
-//! {"version":1,"kind":"training","image":"ghcr.io/acme/train@sha256:…",
+//! {"version":1,"kind":"training","image":"ghcr.io/acme/train:v1",
 //!  "command":["python","train.py"],"env":{"SEED":"42"},
 //!  "inputs":[{"uri":"https://…/data.tar","sha256":"…","path":"/inputs/data.tar","maxBytes":1073741824}],
 //!  "outputs":{"path":"/outputs","maxBytes":104857600},
@@ -31,6 +31,18 @@ pub const INPUTS_DIR: &str = "/inputs";
 pub const OUTPUTS_DIR: &str = "/outputs";
 /// Where the job writes checkpoints; restored here when the job resumes.
 pub const CHECKPOINTS_DIR: &str = "/checkpoints";
+/// What an attempt's on-chain `maxRuntime` leaves beyond the job's own `timeoutSecs`,
+/// seconds: a minute for the node to fetch the inputs and start the container, and a
+/// minute to answer on chain before the attempt ends (the worker's default answer margin).
+/// A job that runs to its own timeout is then reported as the job's fault in time, never
+/// reclaimed as the node's.
+pub const SETUP_ALLOWANCE_SECS: u64 = 120;
+
+/// The shortest `maxRuntime` for a job whose `timeoutSecs` is `timeout_secs`.
+pub fn runtime_for(timeout_secs: u64) -> u64 {
+    timeout_secs.saturating_add(SETUP_ALLOWANCE_SECS)
+}
+
 /// URI schemes an input may use.
 pub const INPUT_SCHEMES: [&str; 6] = [
     "https://", "http://", "ipfs://", "nats://", "s3://", "file://",
@@ -203,11 +215,16 @@ impl JobSpec {
         if self.version != SPEC_VERSION {
             return Err(SpecError::UnsupportedVersion(self.version));
         }
-        if self.image.trim().is_empty() || self.image.chars().any(char::is_whitespace) {
+        if <oci_spec::distribution::Reference as std::str::FromStr>::from_str(&self.image).is_err()
+        {
             return invalid(
                 "image",
-                "must be a non-empty image reference without spaces",
+                "must be an image reference Docker accepts: [registry/]lower-case/path[:tag]\
+                 [@sha256:<64 hex digits>]",
             );
+        }
+        if self.command.iter().any(|arg| arg.contains('\0')) {
+            return invalid("command", "arguments may not contain a NUL byte");
         }
         if self.timeout_secs == 0 {
             return invalid("timeoutSecs", "must be positive");
@@ -231,10 +248,13 @@ impl JobSpec {
             if !INPUT_SCHEMES
                 .iter()
                 .any(|scheme| input.uri.starts_with(scheme))
+                || input
+                    .uri
+                    .contains(|c: char| c.is_whitespace() || c.is_control())
             {
                 return invalid(
                     "inputs.uri",
-                    "must be an https, http, ipfs, nats, s3 or file URI",
+                    "must be an https, http, ipfs, nats, s3 or file URI without spaces",
                 );
             }
             if input.path == INPUTS_DIR || !is_within(&input.path, INPUTS_DIR) {
@@ -252,14 +272,32 @@ impl JobSpec {
                 return invalid("inputs.sha256", "must be 64 hex digits");
             }
         }
-        if self.env.keys().any(|k| k.is_empty() || k.contains('=')) {
-            return invalid("env", "names must be non-empty and contain no '='");
+        if self
+            .env
+            .keys()
+            .any(|k| k.is_empty() || k.contains(['=', '\0']))
+        {
+            return invalid(
+                "env",
+                "names must be non-empty and contain no '=' or NUL byte",
+            );
         }
-        let size = self.to_vec().len();
-        if size > MAX_SPEC_BYTES {
-            return Err(SpecError::TooLarge(size));
+        if self.env.values().any(|v| v.contains('\0')) {
+            return invalid("env", "values may not contain a NUL byte");
         }
         Ok(())
+    }
+
+    /// The bytes to post, refused if the spec is invalid or they are over the market's
+    /// limit. (The limit applies to the bytes posted, which [`JobSpec::from_slice`]
+    /// measures as they are: a spec is never measured by a re-serialisation of it.)
+    pub fn to_posted(&self) -> Result<Vec<u8>, SpecError> {
+        self.validate()?;
+        let bytes = self.to_vec();
+        if bytes.len() > MAX_SPEC_BYTES {
+            return Err(SpecError::TooLarge(bytes.len()));
+        }
+        Ok(bytes)
     }
 
     /// The hash the market stores (`JobPosted.specHash`): keccak-256 of the posted bytes.
@@ -276,7 +314,7 @@ mod tests {
         JobSpec {
             version: 1,
             kind: JobKind::Training,
-            image: "ghcr.io/acme/train@sha256:9f2c".into(),
+            image: format!("ghcr.io/acme/train@sha256:{}", "9f".repeat(32)),
             command: vec!["python".into(), "train.py".into()],
             env: BTreeMap::from([("SEED".into(), "42".into())]),
             inputs: vec![InputSpec {
@@ -299,7 +337,7 @@ mod tests {
 
     #[test]
     fn reads_a_minimal_spec_with_defaults() {
-        let json = br#"{"version":1,"image":"acme/train@sha256:9f2c","command":["python","train.py"],"inputs":[{"uri":"https://data.example.org/cifar10.tar","sha256":"3f1c6a0e5b7d9f2a4c6e8b0d2f4a6c8e0b2d4f6a8c0e2b4d6f8a0c2e4b6d8f0a","path":"/inputs/cifar10.tar"}],"outputs":{},"timeoutSecs":7200}"#;
+        let json = br#"{"version":1,"image":"acme/train:v1","command":["python","train.py"],"inputs":[{"uri":"https://data.example.org/cifar10.tar","sha256":"3f1c6a0e5b7d9f2a4c6e8b0d2f4a6c8e0b2d4f6a8c0e2b4d6f8a0c2e4b6d8f0a","path":"/inputs/cifar10.tar"}],"outputs":{},"timeoutSecs":7200}"#;
         let spec = JobSpec::from_slice(json).unwrap();
         assert_eq!(spec.timeout_secs, 7200);
         assert_eq!(spec.kind, JobKind::Training);
@@ -326,8 +364,22 @@ mod tests {
     #[test]
     fn refuses_bad_specs_with_the_field_named() {
         type Mutation = fn(&mut JobSpec);
-        let cases: [(Mutation, &str); 11] = [
+        let cases: [(Mutation, &str); 20] = [
             (|s| s.image = String::new(), "image"),
+            // What Docker answers 400 to: upper case in the path, emoji, markup, a short
+            // digest, spaces.
+            (|s| s.image = "ghcr.io/Acme/Train:v1".into(), "image"),
+            (|s| s.image = "acme/train\u{1F600}".into(), "image"),
+            (|s| s.image = "<b>train</b>".into(), "image"),
+            (|s| s.image = "acme/train@sha256:9f2c".into(), "image"),
+            (|s| s.image = "acme/train v1".into(), "image"),
+            (|s| s.command.push("a\0b".into()), "command"),
+            (|s| _ = s.env.insert("A".into(), "x\0y".into()), "env"),
+            (|s| _ = s.env.insert("A\0".into(), "1".into()), "env"),
+            (
+                |s| s.inputs[0].uri = "https://host/a b".into(),
+                "inputs.uri",
+            ),
             (|s| s.timeout_secs = 0, "timeoutSecs"),
             (|s| s.outputs.path = "/data/out".into(), "outputs.path"),
             (|s| s.outputs.max_bytes = Some(0), "outputs.maxBytes"),
@@ -358,6 +410,42 @@ mod tests {
         assert_eq!(
             JobSpec::from_slice(&serde_json::to_vec(&newer).unwrap()),
             Err(SpecError::UnsupportedVersion(2))
+        );
+    }
+
+    #[test]
+    fn accepts_the_image_references_docker_accepts() {
+        for image in [
+            "busybox",
+            "gantry-test/busybox:1",
+            "ghcr.io/acme/train:v1",
+            "localhost:5000/a/b:tag",
+            "ubuntu:22.04",
+        ] {
+            let spec = JobSpec {
+                image: image.into(),
+                ..example()
+            };
+            assert_eq!(spec.validate(), Ok(()), "{image}");
+        }
+    }
+
+    #[test]
+    fn the_size_limit_is_the_posted_bytes_not_a_reserialisation() {
+        // A minimal spec whose posted bytes are exactly at the limit: re-serialised with
+        // its defaults (kind, command, env, inputs) it would be longer.
+        let head = r#"{"version":1,"image":"busybox","outputs":{},"timeoutSecs":60,"env":{"PAD":""#;
+        let tail = r#""}}"#;
+        let pad = "x".repeat(MAX_SPEC_BYTES - head.len() - tail.len());
+        let posted = format!("{head}{pad}{tail}");
+        assert_eq!(posted.len(), MAX_SPEC_BYTES);
+        let spec = JobSpec::from_slice(posted.as_bytes()).expect("a spec at the limit");
+        assert!(spec.to_vec().len() > MAX_SPEC_BYTES);
+        assert!(matches!(spec.to_posted(), Err(SpecError::TooLarge(_))));
+        let over = format!("{head}x{pad}{tail}");
+        assert_eq!(
+            JobSpec::from_slice(over.as_bytes()),
+            Err(SpecError::TooLarge(MAX_SPEC_BYTES + 1))
         );
     }
 

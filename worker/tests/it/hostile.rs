@@ -5,9 +5,11 @@
 //!   loop, a timeout as long as the whole runtime, a network attempt, too much output, no
 //!   output, inputs trickled slower than its own time limit) is answered with its failure
 //!   report as the result, in time: the node is paid, never reclaimed.
-//! - A job that cannot start (an input that fails its hash, an image nobody has, not a
-//!   spec, a runtime too short to answer in) is rejected at once, for a small share of a
-//!   slash.
+//! - A job that cannot start (an input that fails its hash, an image nobody has, a spec
+//!   the validator refuses — not a spec, an image reference Docker refuses, a NUL in the
+//!   env —, a runtime too short to answer in) is rejected at once, for a small share of a
+//!   slash. The matcher never assigns a spec the validator refuses; those are assigned here
+//!   by hand, as a matcher of someone else's could.
 
 use std::convert::Infallible;
 use std::net::SocketAddr;
@@ -28,6 +30,33 @@ async fn hostile_jobs_are_contained_answered_in_time_and_never_cost_the_stake() 
     let worker = net.spawn_worker(NODES[0], "").await;
     let input = net.put_input("honest.bin", b"the real bytes").await;
     let trickle = trickle_server().await;
+
+    // ---- refused first, while the node is idle: (name, job, what the reason says)
+    let mut refused: Vec<(&str, u64, &str)> = Vec::new();
+    // Specs no worker can run, posted by a raw client: the matcher never assigns them (no
+    // node pays for them); assigned all the same (a matcher of someone else's), each is
+    // refused once, at once, by the spec validator: not a spec at all, an image reference
+    // Docker answers 400 to, a NUL byte in the env.
+    for (name, spec) in [
+        (
+            "invalid spec",
+            r#"{"version":1,"image":"","outputs":{},"timeoutSecs":5}"#,
+        ),
+        (
+            "upper-case image",
+            r#"{"version":1,"image":"ghcr.io/Acme/Train:v1","outputs":{},"timeoutSecs":5}"#,
+        ),
+        (
+            "NUL in env",
+            r#"{"version":1,"image":"gantry-test/busybox:1","env":{"A":"x\u0000y"},"outputs":{},"timeoutSecs":5}"#,
+        ),
+    ] {
+        let job = net.post_raw(cpu_job(64), spec.as_bytes().to_vec()).await;
+        net.assign(job, worker.node_id).await;
+        // One at a time, while the node is idle: a full node would give it back as such.
+        net.given_back(job, worker.node_id).await;
+        refused.push((name, job, "invalid spec"));
+    }
 
     // ---- answered with a failure report: (name, job, what the reason says)
     let mut failed: Vec<(&str, u64, &str)> = Vec::new();
@@ -128,15 +157,6 @@ async fn hostile_jobs_are_contained_answered_in_time_and_never_cost_the_stake() 
     let job = net.post(cpu_job(64), &spec).await;
     rejected.push(("missing image", job, "could not be pulled"));
 
-    // Not a spec at all.
-    let job = net
-        .post_raw(
-            cpu_job(64),
-            br#"{"version":1,"image":"","outputs":{},"timeoutSecs":5}"#.to_vec(),
-        )
-        .await;
-    rejected.push(("invalid spec", job, "invalid spec"));
-
     // A runtime no longer than the node's answer margin: nothing could run and answer.
     let mut too_short = cpu_job(64);
     too_short.maxRuntime = 60;
@@ -164,6 +184,7 @@ async fn hostile_jobs_are_contained_answered_in_time_and_never_cost_the_stake() 
             "{name}: answered after the attempt ended"
         );
     }
+    rejected.extend(refused);
     for (name, job, expected) in &rejected {
         let rejection = net.given_back(*job, worker.node_id).await;
         assert!(

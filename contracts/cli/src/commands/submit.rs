@@ -11,7 +11,8 @@ use alloy::primitives::aliases::{U40, U96};
 use alloy::primitives::{B256, U256};
 use gantry_protocol::bindings::JobMarket;
 use gantry_protocol::spec::{
-    INPUTS_DIR, InputSpec, JobKind, JobSpec, OutputSpec, Resources, SPEC_VERSION,
+    INPUTS_DIR, InputSpec, JobKind, JobSpec, OutputSpec, Resources, SETUP_ALLOWANCE_SECS,
+    SPEC_VERSION, runtime_for,
 };
 
 use crate::Context;
@@ -32,26 +33,11 @@ pub async fn submit(ctx: &Context, args: &SubmitArgs) -> Result<()> {
         Some(path) => (read_spec(path)?, true),
         None => (build_spec(args)?, false),
     };
-    let duration = args
-        .duration
-        .as_deref()
-        .map(units::parse_duration_secs)
-        .transpose()
-        .map_err(|e| CliError::usage(format!("--duration: {e}")))?;
-    let max_runtime = duration.unwrap_or(if from_file {
-        spec.timeout_secs
-    } else {
-        DEFAULT_DURATION
-    });
-    let max_runtime = u32::try_from(max_runtime)
-        .map_err(|_| CliError::usage("--duration: longer than the contract's ~136 years"))?;
-    if spec.timeout_secs > u64::from(max_runtime) {
-        return Err(CliError::usage(format!(
-            "the spec's timeoutSecs ({}) is longer than --duration ({}): the worker would refuse it",
-            spec.timeout_secs,
-            units::format_secs(u64::from(max_runtime))
-        )));
-    }
+    // Posted in canonical form, measured as posted.
+    let spec_bytes = spec
+        .to_posted()
+        .map_err(|e| CliError::usage(format!("the job spec: {e}")))?;
+    let max_runtime = max_runtime(args, &spec, from_file)?;
     let size = |flag: &str, value: &Option<String>| -> Result<u32> {
         value
             .as_deref()
@@ -142,7 +128,6 @@ pub async fn submit(ctx: &Context, args: &SubmitArgs) -> Result<()> {
         maxRuntime: max_runtime,
         priority: args.priority,
     };
-    let spec_bytes = spec.to_vec();
     let money = Money(Some(token.clone()));
 
     if args.dry_run {
@@ -237,6 +222,29 @@ pub async fn submit(ctx: &Context, args: &SubmitArgs) -> Result<()> {
 }
 
 /// A spec file (or stdin for `-`), validated as the worker will.
+/// The attempt's `maxRuntime`: the spec's timeout plus the setup allowance, or a spec
+/// file's `--duration` if it leaves at least that.
+fn max_runtime(args: &SubmitArgs, spec: &JobSpec, from_file: bool) -> Result<u32> {
+    let least = runtime_for(spec.timeout_secs);
+    let runtime = match (&args.duration, from_file) {
+        (Some(text), true) => units::parse_duration_secs(text)
+            .map_err(|e| CliError::usage(format!("--duration: {e}")))?,
+        _ => least,
+    };
+    if runtime < least {
+        return Err(CliError::usage(format!(
+            "--duration {} leaves the job less than its timeoutSecs ({}) plus {} to fetch its \
+             inputs, start and answer: give at least {}",
+            units::format_secs(runtime),
+            units::format_secs(spec.timeout_secs),
+            units::format_secs(SETUP_ALLOWANCE_SECS),
+            units::format_secs(least)
+        )));
+    }
+    u32::try_from(runtime)
+        .map_err(|_| CliError::usage("--duration: longer than the contract's ~136 years"))
+}
+
 fn read_spec(path: &std::path::Path) -> Result<JobSpec> {
     let bytes = if path.as_os_str() == "-" {
         let mut buffer = Vec::new();
@@ -298,8 +306,6 @@ fn build_spec(args: &SubmitArgs) -> Result<JobSpec> {
         resources: Resources::default(),
         timeout_secs,
     };
-    spec.validate()
-        .map_err(|e| CliError::usage(format!("the job spec: {e}")))?;
     Ok(spec)
 }
 

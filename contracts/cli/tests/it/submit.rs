@@ -6,19 +6,16 @@ use alloy::primitives::{B256, U256};
 use gantry_protocol::bindings::JobMarket;
 use gantry_protocol::eligibility::Requirements;
 use gantry_protocol::market::Terms;
-use gantry_protocol::spec::{JobKind, JobSpec};
+use gantry_protocol::spec::{JobKind, JobSpec, SETUP_ALLOWANCE_SECS, runtime_for};
 use gantry_testkit::accounts::SUBMITTER;
 
 use crate::harness::Net;
 
 /// The job's JobPosted event, as the chain has it.
 async fn posted(net: &Net, job_id: u64) -> JobMarket::JobPosted {
-    let market = JobMarket::new(net.devnet.deployment.market, net.devnet.admin.clone());
-    let logs = market
-        .JobPosted_filter()
-        .topic1(U256::from(job_id))
-        .from_block(0)
-        .query()
+    let logs = net
+        .devnet
+        .job_events::<JobMarket::JobPosted>(job_id)
         .await
         .unwrap();
     assert_eq!(logs.len(), 1, "one JobPosted for job {job_id}");
@@ -91,7 +88,8 @@ async fn submit_with_flags_posts_the_requirements_bounty_deadline_and_spec_asked
             minCpuCores: 8,
             minRamMiB: 64 * 1024,
             maxPricePerGpuHour: U96::from(2_500_000u64),
-            maxRuntime: 4 * 3600,
+            // The job's own 4 h, and the time to start and answer.
+            maxRuntime: 4 * 3600 + 120,
             priority: 7,
         })
     );
@@ -112,6 +110,10 @@ async fn submit_with_flags_posts_the_requirements_bounty_deadline_and_spec_asked
     assert_eq!(spec.inputs[0].uri, "https://data.example.org/d.tar");
     assert_eq!(spec.inputs[0].sha256.as_deref(), Some(sha));
     assert_eq!(spec.timeout_secs, 4 * 3600);
+    assert_eq!(
+        runtime_for(spec.timeout_secs),
+        4 * 3600 + SETUP_ALLOWANCE_SECS
+    );
 
     // The bounty moved with a permit: nothing is left approved.
     let allowance = net.allowance(SUBMITTER, net.devnet.deployment.market).await;
@@ -159,7 +161,7 @@ async fn a_spec_file_is_posted_in_canonical_form_after_the_balance_and_flags_are
         ),
         (
             "--bounty 1 --duration 1h",
-            "timeoutSecs (7200) is longer than --duration (1h)",
+            "--duration 1h leaves the job less than its timeoutSecs (2h) plus 2m",
         ),
         ("--bounty 1 --vram 40", "--vram: `40` is not a size"),
     ] {
@@ -174,7 +176,7 @@ async fn a_spec_file_is_posted_in_canonical_form_after_the_balance_and_flags_are
             2,
             "this command sends a transaction: set GANTRY_PRIVATE_KEY",
         );
-    // A deadline that leaves no room for the job's runtime (2 h) is refused by the market:
+    // A deadline that leaves no room for the job's runtime (2 h 2 min) is refused by the market:
     // no provider can be made to run out of time on it.
     gantry
         .run(&["job", "submit", &file, "--bounty", "1", "--deadline", "1h"])
@@ -205,8 +207,9 @@ async fn a_spec_file_is_posted_in_canonical_form_after_the_balance_and_flags_are
     assert_eq!(terms.requirements.gpu_model, B256::ZERO, "any model");
     assert_eq!(terms.requirements.min_gpu_count, 1);
     assert_eq!(
-        terms.requirements.max_runtime, 7_200,
-        "the spec's timeout by default"
+        u64::from(terms.requirements.max_runtime),
+        7_200 + SETUP_ALLOWANCE_SECS,
+        "the spec's timeout and the setup allowance by default"
     );
     assert_eq!(net.balance(SUBMITTER).await, U256::ZERO);
     // The allowance the user had set was used as it was, not replaced by a permit.

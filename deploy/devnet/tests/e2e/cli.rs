@@ -58,19 +58,24 @@ fn ok(output: &Output) -> String {
     stdout
 }
 
+/// Waits until the API shows an active node; returns its id.
+async fn active_node(network: &Network) -> u64 {
+    let mut feed = Feed::open(network).await;
+    loop {
+        let nodes = get(network, "/v1/nodes?status=active").await;
+        if let Some(node) = nodes["items"].as_array().unwrap().first() {
+            return node["nodeId"].as_u64().expect("a node id");
+        }
+        feed.until("a node event", |name, _| (name == "node").then_some(()))
+            .await;
+    }
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_job_through_the_cli_from_submission_to_the_provider_s_withdrawal() {
     let dir = tempfile::tempdir().unwrap();
     let network = network(dir.path(), 1).await;
-    let mut feed = Feed::open(&network).await;
-    while get(&network, "/v1/nodes?status=active").await["items"]
-        .as_array()
-        .unwrap()
-        .is_empty()
-    {
-        feed.until("a node event", |name, _| (name == "node").then_some(()))
-            .await;
-    }
+    active_node(&network).await;
 
     // Submit from a spec file; the bounty is taken with a permit.
     let spec = demo::spec(network.dataset.url(), network.dataset.sha256());
@@ -202,5 +207,70 @@ async fn a_job_through_the_cli_from_submission_to_the_provider_s_withdrawal() {
         registry.getNode(node).call().await.unwrap().earnings,
         alloy::primitives::aliases::U96::ZERO
     );
+    network.stop().await;
+}
+
+/// A job that runs past its own time, submitted with nothing but `--duration`: the CLI
+/// leaves the attempt the setup allowance beyond it, so the worker stops the job at its
+/// own timeout and answers in time — the job's fault, reported as its result and paid;
+/// the node is never reclaimed or slashed, and its stake is whole.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_job_past_its_own_timeout_is_its_own_fault_and_the_node_keeps_its_stake() {
+    let dir = tempfile::tempdir().unwrap();
+    let network = network(dir.path(), 1).await;
+    let node = active_node(&network).await;
+    let registry = NodeRegistry::new(
+        network.devnet.deployment.registry,
+        network.devnet.admin.clone(),
+    );
+    let stake = registry.getNode(node).call().await.unwrap().stake;
+
+    let submitted = ok(&gantry(
+        &network,
+        Some(SUBMITTER),
+        &[
+            "--json",
+            "job",
+            "submit",
+            "--image",
+            demo::DEMO_IMAGE,
+            "--duration",
+            "20s",
+            "--bounty",
+            "5",
+            "--deadline",
+            "1h",
+            "--cpus",
+            "1",
+            "--ram",
+            "256MiB",
+            "--",
+            "sh",
+            "-c",
+            "sleep 600",
+        ],
+    )
+    .await);
+    let submitted: serde_json::Value = serde_json::from_str(submitted.trim()).unwrap();
+    let job = submitted["jobId"].as_u64().expect("a job id");
+    let terms = network.devnet.job(job).await.unwrap().terms;
+    assert_eq!(
+        u64::from(terms.requirements.max_runtime),
+        20 + gantry_protocol::spec::SETUP_ALLOWANCE_SECS
+    );
+
+    let watched = ok(&gantry(
+        &network,
+        None,
+        &["--json", "job", "watch", &job.to_string()],
+    )
+    .await);
+    let last: serde_json::Value =
+        serde_json::from_str(watched.lines().last().expect("a change")).unwrap();
+    assert_eq!(last["status"], "completed", "{watched}");
+    let detail = get(&network, &format!("/v1/jobs/{job}")).await;
+    assert_eq!(detail["attempts"], 1, "{detail}");
+    assert_eq!(detail["faults"], 0, "{detail}");
+    assert_eq!(registry.getNode(node).call().await.unwrap().stake, stake);
     network.stop().await;
 }

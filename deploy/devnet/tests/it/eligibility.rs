@@ -246,6 +246,7 @@ async fn the_matchers_eligibility_rule_agrees_with_the_contract_on_every_pair() 
             state: job.state,
             barred,
             posted_at: (0, 0),
+            spec_error: None,
         });
     }
 
