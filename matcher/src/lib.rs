@@ -56,6 +56,9 @@ struct Started {
 
 /// Connects, starts the sender and opens the feed; `None` when `cancel` fired first.
 async fn start(common: &Common, cancel: &CancellationToken) -> anyhow::Result<Option<Started>> {
+    // Specs are validated as they are projected: the grammar compiles now, not on the
+    // first job (a stall there delays every plan behind it).
+    gantry_protocol::spec::JobSpec::prepare_validator();
     let signer = common.signer()?;
     let client = gantry_runtime::nats::connect(&common.nats.nats_url, true).await?;
     let js = jetstream::new(client);

@@ -40,6 +40,8 @@ pub async fn run(
     else {
         return Ok(());
     };
+    // The first job is not the one to wait for the validator's grammar to compile.
+    gantry_protocol::spec::JobSpec::prepare_validator();
     let health = Arc::new(Health::new());
     metrics::healthy(true);
     // The node runs at once what both the chain and its provider allow; the matcher
