@@ -345,21 +345,11 @@ impl Chain {
     ) -> Result<Option<NodeRegistry::NodeCapabilities>, ChainError> {
         let topic = B256::from(U256::from(node_id));
         let registered = self
-            .registry
-            .NodeRegistered_filter()
-            .topic1(topic)
-            .from_block(self.start_block)
-            .query()
-            .await
-            .map_err(ChainError::rpc)?;
+            .since_start(self.registry.NodeRegistered_filter().topic1(topic))
+            .await?;
         let updated = self
-            .registry
-            .NodeCapabilitiesUpdated_filter()
-            .topic1(topic)
-            .from_block(self.start_block)
-            .query()
-            .await
-            .map_err(ChainError::rpc)?;
+            .since_start(self.registry.NodeCapabilitiesUpdated_filter().topic1(topic))
+            .await?;
         let latest = registered
             .into_iter()
             .map(|(e, log)| (log_position(&log), e.capabilities))

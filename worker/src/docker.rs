@@ -28,6 +28,15 @@ pub const JOB_LABEL: &str = "io.gantry.job";
 /// Longest log line forwarded, bytes; longer lines are cut.
 pub const MAX_LINE: usize = 16 * 1024;
 
+/// When a run is ended: killed after `timeout`, or when `stop` fires — then with SIGTERM
+/// first and `grace()`, asked at that moment, to exit.
+#[derive(Debug)]
+pub struct Ending<G> {
+    pub timeout: Duration,
+    pub stop: CancellationToken,
+    pub grace: G,
+}
+
 /// How a run ended.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct RunOutcome {
@@ -147,17 +156,13 @@ impl Executor {
         Ok(image_user(&inspect))
     }
 
-    /// Runs `plan` to its end, forwarding its output lines to `lines`. Killed after
-    /// `timeout`, or when `stop` fires (then with SIGTERM first and `stop_grace()`, asked
-    /// at that moment, to exit).
+    /// Runs `plan` to its end, forwarding its output lines to `lines`, until `ending`.
     /// `on_running` is called once the container runs, with the time since `run` began.
     /// The container is removed before this returns, whatever happened.
     pub async fn run(
         &self,
         plan: &RunPlan,
-        timeout: Duration,
-        stop: CancellationToken,
-        stop_grace: impl FnOnce() -> Duration,
+        ending: Ending<impl FnOnce() -> Duration>,
         lines: mpsc::Sender<OutputLine>,
         on_running: impl FnOnce(Duration),
     ) -> Result<RunOutcome, Failure> {
@@ -191,7 +196,7 @@ impl Executor {
             });
         }
         let outcome = self
-            .attach_start_wait(plan, timeout, stop, stop_grace, lines, || {
+            .attach_start_wait(plan, ending, lines, || {
                 on_running(began.elapsed());
             })
             .await;
@@ -202,9 +207,7 @@ impl Executor {
     async fn attach_start_wait(
         &self,
         plan: &RunPlan,
-        timeout: Duration,
-        stop: CancellationToken,
-        stop_grace: impl FnOnce() -> Duration,
+        ending: Ending<impl FnOnce() -> Duration>,
         lines: mpsc::Sender<OutputLine>,
         on_running: impl FnOnce(),
     ) -> Result<RunOutcome, Failure> {
@@ -213,7 +216,7 @@ impl Executor {
         let started = Instant::now();
         self.start(name).await?;
         on_running();
-        let ended = self.wait(name, timeout, stop, stop_grace).await;
+        let ended = self.wait(name, ending).await;
         let elapsed = started.elapsed();
         let mut exit_code = match ended.waited {
             Some(Ok(response)) => response.status_code,
@@ -284,13 +287,12 @@ impl Executor {
 
     /// Waits for the container to exit: killed at `timeout`, or, when `stop` fires,
     /// sent SIGTERM and killed after `stop_grace()`.
-    async fn wait(
-        &self,
-        name: &str,
-        timeout: Duration,
-        stop: CancellationToken,
-        stop_grace: impl FnOnce() -> Duration,
-    ) -> Ended {
+    async fn wait(&self, name: &str, ending: Ending<impl FnOnce() -> Duration>) -> Ended {
+        let Ending {
+            timeout,
+            stop,
+            grace: stop_grace,
+        } = ending;
         let mut wait = self
             .docker
             .wait_container(name, None::<WaitContainerOptions>);

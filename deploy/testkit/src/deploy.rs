@@ -70,35 +70,25 @@ pub async fn deploy(
     .await
     .map_err(contract("deploy JobMarket"))?;
 
-    for (name, role, account) in [
+    let roles = || contract("reading the roles");
+    let grants = [
         (
             "grant MATCHER_ROLE",
-            market
-                .MATCHER_ROLE()
-                .call()
-                .await
-                .map_err(contract("MATCHER_ROLE"))?,
+            market.MATCHER_ROLE().call().await.map_err(roles())?,
             params.matcher,
         ),
         (
             "grant ARBITER_ROLE",
-            market
-                .ARBITER_ROLE()
-                .call()
-                .await
-                .map_err(contract("ARBITER_ROLE"))?,
+            market.ARBITER_ROLE().call().await.map_err(roles())?,
             params.arbiter,
         ),
         (
             "grant PAUSER_ROLE",
-            market
-                .PAUSER_ROLE()
-                .call()
-                .await
-                .map_err(contract("PAUSER_ROLE"))?,
+            market.PAUSER_ROLE().call().await.map_err(roles())?,
             params.pauser,
         ),
-    ] {
+    ];
+    for (name, role, account) in grants {
         confirm_receipt(name, market.grantRole(role, account).send().await).await?;
     }
 

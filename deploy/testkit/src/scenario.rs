@@ -89,63 +89,26 @@ pub async fn lifecycle(devnet: &Devnet) -> Result<(), DevnetError> {
 
     let as_matcher = JobMarket::new(d.market, devnet.admin.clone());
     let as_agent = JobMarket::new(d.market, agent.clone());
-    let job = devnet.job(paid).await?;
-    let (terms, state) = (job.terms.pack(), job.state.pack());
-    confirm_receipt(
-        "assign",
-        as_matcher.assign(paid, node_id, terms, state).send().await,
-    )
-    .await?;
-    let state = devnet.job(paid).await?.state.pack();
-    confirm_receipt(
-        "submitResult",
-        as_agent
-            .submitResult(paid, state, B256::repeat_byte(7), "ipfs://out".into())
-            .send()
-            .await,
-    )
-    .await?;
-    let job = devnet.job(paid).await?;
-    confirm_receipt(
-        "accept",
-        market
-            .accept(paid, job.terms.pack(), job.state.pack())
-            .send()
-            .await,
-    )
-    .await?;
-    let job = devnet.job(cancelled).await?;
+    let (terms, state) = packed(devnet, paid).await?;
+    let assign = as_matcher.assign(paid, node_id, terms, state);
+    confirm_receipt("assign", assign.send().await).await?;
+    let (_, state) = packed(devnet, paid).await?;
+    let result = as_agent.submitResult(paid, state, B256::repeat_byte(7), "ipfs://out".into());
+    confirm_receipt("submitResult", result.send().await).await?;
+    let (terms, state) = packed(devnet, paid).await?;
+    confirm_receipt("accept", market.accept(paid, terms, state).send().await).await?;
+    let (terms, state) = packed(devnet, cancelled).await?;
     confirm_receipt(
         "cancel",
-        market
-            .cancel(cancelled, job.terms.pack(), job.state.pack())
-            .send()
-            .await,
+        market.cancel(cancelled, terms, state).send().await,
     )
     .await?;
-    let job = devnet.job(rejected).await?;
-    confirm_receipt(
-        "claim",
-        as_agent
-            .claim(rejected, node_id, job.terms.pack(), job.state.pack())
-            .send()
-            .await,
-    )
-    .await?;
-    let job = devnet.job(rejected).await?;
-    confirm_receipt(
-        "reject",
-        as_agent
-            .reject(
-                rejected,
-                job.terms.pack(),
-                job.state.pack(),
-                "image not found".into(),
-            )
-            .send()
-            .await,
-    )
-    .await?;
+    let (terms, state) = packed(devnet, rejected).await?;
+    let claim = as_agent.claim(rejected, node_id, terms, state);
+    confirm_receipt("claim", claim.send().await).await?;
+    let (terms, state) = packed(devnet, rejected).await?;
+    let reject = as_agent.reject(rejected, terms, state, "image not found".into());
+    confirm_receipt("reject", reject.send().await).await?;
 
     // A fresh provider: `register` above sent from the operator's account through another.
     let registry = devnet.registry(OPERATOR);
@@ -156,6 +119,15 @@ pub async fn lifecycle(devnet: &Devnet) -> Result<(), DevnetError> {
     .await?;
     confirm_receipt("beginExit", registry.beginExit(node_id).send().await).await?;
     Ok(())
+}
+
+/// Job `id`'s terms and state as the market's calls take them.
+async fn packed(
+    devnet: &Devnet,
+    id: u64,
+) -> Result<(JobMarket::JobTerms, JobMarket::JobState), DevnetError> {
+    let job = devnet.job(id).await?;
+    Ok((job.terms.pack(), job.state.pack()))
 }
 
 /// Emits `transactions` transactions of `per_transaction` JobPosted events each from the

@@ -25,7 +25,7 @@ use super::report::{Report, Uploaded};
 use super::watch::Watch;
 use super::{Ctx, GiveBack, GpuPool, Held, Stop, StopReason, retry};
 use crate::admit::{Admitted, admit};
-use crate::docker::{JOB_LABEL, NODE_LABEL, RunOutcome, RunPlan};
+use crate::docker::{Ending, JOB_LABEL, NODE_LABEL, RunOutcome, RunPlan};
 use crate::fault::{Failure, FaultClass};
 use crate::inventory::Gpu;
 use crate::{archive, metrics, objects};
@@ -364,21 +364,21 @@ impl Ctx {
             stop: stop.clone(),
             running: running.clone(),
         };
-        let run = self.executor.run(
-            &plan,
-            deadline.saturating_duration_since(Instant::now()),
-            stop.token.clone(),
+        let ending = Ending {
+            timeout: deadline.saturating_duration_since(Instant::now()),
+            stop: stop.token.clone(),
             // Shutting down, the job gets time to write a checkpoint (never past its own
             // stop); a job that is no longer ours, or out of time, is killed at once.
-            || match stop.reason() {
+            grace: || match stop.reason() {
                 Some(StopReason::Shutdown) => deadline
                     .saturating_duration_since(Instant::now())
                     .min(STOP_GRACE),
                 _ => Duration::ZERO,
             },
-            lines_tx,
-            |since_created| self.container_running(held, since_created),
-        );
+        };
+        let run = self.executor.run(&plan, ending, lines_tx, |since_created| {
+            self.container_running(held, since_created)
+        });
         // The watchers run beside the container and end once it is gone.
         let run = async {
             let ran = run.await;

@@ -61,35 +61,39 @@ async fn hostile_jobs_are_contained_answered_in_time_and_never_cost_the_stake() 
     // ---- answered with a failure report: (name, job, what the reason says)
     let mut failed: Vec<(&str, u64, &str)> = Vec::new();
 
-    // Memory hog: a 64 MiB limit, a 200 MB string.
-    let job = net
-        .post(
-            cpu_job(64),
-            &shell(
-                "x=$(head -c 200000000 /dev/zero | tr '\\0' a); echo ${#x}",
-                60,
-            ),
-        )
-        .await;
-    failed.push(("memory hog", job, "out of memory"));
-
-    // Fork bomb: stopped by the pids limit (64), so the shell cannot fork.
-    let job = net
-        .post(
-            cpu_job(128),
-            &shell(
-                "i=0; while [ $i -lt 1000 ]; do sleep 60 & i=$((i+1)); done; echo spawned $i",
-                60,
-            ),
-        )
-        .await;
-    failed.push(("fork bomb", job, "exited with code"));
-
-    // Endless loop: its own 2 s limit, counted from the assignment.
-    let job = net
-        .post(cpu_job(64), &shell("while :; do :; done", 2))
-        .await;
-    failed.push(("endless loop", job, "timeout"));
+    // (name, memory MiB, command, its own time limit in s, what the reason says)
+    let self_inflicted: [(&str, u32, &str, u64, &str); 4] = [
+        // A 64 MiB limit, a 200 MB string.
+        (
+            "memory hog",
+            64,
+            "x=$(head -c 200000000 /dev/zero | tr '\\0' a); echo ${#x}",
+            60,
+            "out of memory",
+        ),
+        // Stopped by the pids limit (64), so the shell cannot fork.
+        (
+            "fork bomb",
+            128,
+            "i=0; while [ $i -lt 1000 ]; do sleep 60 & i=$((i+1)); done; echo spawned $i",
+            60,
+            "exited with code",
+        ),
+        // Its own 2 s limit, counted from the assignment.
+        ("endless loop", 64, "while :; do :; done", 2, "timeout"),
+        // There is no network.
+        (
+            "network attempt",
+            64,
+            "if wget -q -T 2 -O /dev/null http://1.1.1.1/; then exit 0; else exit 7; fi",
+            30,
+            "exited with code 7",
+        ),
+    ];
+    for (name, memory, command, timeout, expected) in self_inflicted {
+        let job = net.post(cpu_job(memory), &shell(command, timeout)).await;
+        failed.push((name, job, expected));
+    }
 
     // A timeout as long as the whole runtime: the job is stopped the node's answer margin
     // (60 s) before the attempt ends, so the node answers in time (70 s runtime: 10 s).
@@ -97,18 +101,6 @@ async fn hostile_jobs_are_contained_answered_in_time_and_never_cost_the_stake() 
     whole_runtime.maxRuntime = 70;
     let job = net.post(whole_runtime, &shell("sleep 1000", 70)).await;
     failed.push(("timeout as long as the runtime", job, "timeout"));
-
-    // Network: there is none.
-    let job = net
-        .post(
-            cpu_job(64),
-            &shell(
-                "if wget -q -T 2 -O /dev/null http://1.1.1.1/; then exit 0; else exit 7; fi",
-                30,
-            ),
-        )
-        .await;
-    failed.push(("network attempt", job, "exited with code 7"));
 
     // Oversized output: 2 MB against a 1 MB limit.
     let mut spec = shell("head -c 2000000 /dev/urandom > /outputs/big", 30);

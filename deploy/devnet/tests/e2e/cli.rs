@@ -58,6 +58,37 @@ fn ok(output: &Output) -> String {
     stdout
 }
 
+/// `gantry --json job submit ARGS` as the submitter, for a 5 gUSD bounty within the hour,
+/// asking one core and 256 MiB; returns the new job's id.
+async fn submit(network: &Network, args: &[&str]) -> u64 {
+    let small = [
+        "--json",
+        "job",
+        "submit",
+        "--bounty",
+        "5",
+        "--deadline",
+        "1h",
+        "--cpus",
+        "1",
+        "--ram",
+        "256MiB",
+    ];
+    let command = [&small, args].concat();
+    let submitted = ok(&gantry(network, Some(SUBMITTER), &command).await);
+    let submitted: serde_json::Value = serde_json::from_str(submitted.trim()).unwrap();
+    submitted["jobId"].as_u64().expect("a job id")
+}
+
+/// `gantry --json job watch JOB` to the end: one JSON object per change.
+async fn watch(network: &Network, job: u64) -> Vec<serde_json::Value> {
+    let watched = ok(&gantry(network, None, &["--json", "job", "watch", &job.to_string()]).await);
+    watched
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect()
+}
+
 /// Waits until the API shows an active node; returns its id.
 async fn active_node(network: &Network) -> u64 {
     let mut feed = Feed::open(network).await;
@@ -81,29 +112,11 @@ async fn a_job_through_the_cli_from_submission_to_the_provider_s_withdrawal() {
     let spec = demo::spec(network.dataset.url(), network.dataset.sha256());
     let spec_file = dir.path().join("spec.json");
     std::fs::write(&spec_file, serde_json::to_vec_pretty(&spec).unwrap()).unwrap();
-    let submitted = ok(&gantry(
+    let job = submit(
         &network,
-        Some(SUBMITTER),
-        &[
-            "--json",
-            "job",
-            "submit",
-            spec_file.to_str().unwrap(),
-            "--bounty",
-            "5",
-            "--deadline",
-            "1h",
-            "--cpus",
-            "1",
-            "--ram",
-            "256MiB",
-            "--duration",
-            "10m",
-        ],
+        &[spec_file.to_str().unwrap(), "--duration", "10m"],
     )
-    .await);
-    let submitted: serde_json::Value = serde_json::from_str(submitted.trim()).unwrap();
-    let job = submitted["jobId"].as_u64().expect("a job id");
+    .await;
     let d = network.devnet.deployment;
     assert_eq!(
         network.devnet.job(job).await.unwrap().state.status,
@@ -111,22 +124,13 @@ async fn a_job_through_the_cli_from_submission_to_the_provider_s_withdrawal() {
     );
 
     // Watch it to the end: one JSON object per change.
-    let watched = ok(&gantry(
-        &network,
-        None,
-        &["--json", "job", "watch", &job.to_string()],
-    )
-    .await);
-    let changes: Vec<serde_json::Value> = watched
-        .lines()
-        .map(|l| serde_json::from_str(l).unwrap())
-        .collect();
+    let changes = watch(&network, job).await;
     let statuses: Vec<&str> = changes
         .iter()
         .filter_map(|c| c["status"].as_str())
         .collect();
-    assert!(statuses.contains(&"assigned"), "{watched}");
-    assert_eq!(statuses.last(), Some(&"completed"), "{watched}");
+    assert!(statuses.contains(&"assigned"), "{changes:?}");
+    assert_eq!(statuses.last(), Some(&"completed"), "{changes:?}");
 
     // The API shows it completed, with its progress and its logs.
     let detail = get(&network, &format!("/v1/jobs/{job}")).await;
@@ -225,49 +229,29 @@ async fn a_job_past_its_own_timeout_is_its_own_fault_and_the_node_keeps_its_stak
     );
     let stake = registry.getNode(node).call().await.unwrap().stake;
 
-    let submitted = ok(&gantry(
+    let job = submit(
         &network,
-        Some(SUBMITTER),
         &[
-            "--json",
-            "job",
-            "submit",
             "--image",
             demo::DEMO_IMAGE,
             "--duration",
             "20s",
-            "--bounty",
-            "5",
-            "--deadline",
-            "1h",
-            "--cpus",
-            "1",
-            "--ram",
-            "256MiB",
             "--",
             "sh",
             "-c",
             "sleep 600",
         ],
     )
-    .await);
-    let submitted: serde_json::Value = serde_json::from_str(submitted.trim()).unwrap();
-    let job = submitted["jobId"].as_u64().expect("a job id");
+    .await;
     let terms = network.devnet.job(job).await.unwrap().terms;
     assert_eq!(
         u64::from(terms.requirements.max_runtime),
         20 + gantry_protocol::spec::SETUP_ALLOWANCE_SECS
     );
 
-    let watched = ok(&gantry(
-        &network,
-        None,
-        &["--json", "job", "watch", &job.to_string()],
-    )
-    .await);
-    let last: serde_json::Value =
-        serde_json::from_str(watched.lines().last().expect("a change")).unwrap();
-    assert_eq!(last["status"], "completed", "{watched}");
+    let changes = watch(&network, job).await;
+    let last = changes.last().expect("a change");
+    assert_eq!(last["status"], "completed", "{changes:?}");
     let detail = get(&network, &format!("/v1/jobs/{job}")).await;
     assert_eq!(detail["attempts"], 1, "{detail}");
     assert_eq!(detail["faults"], 0, "{detail}");
