@@ -8,7 +8,7 @@
 use std::collections::HashMap;
 use std::path::PathBuf;
 
-use bollard::models::{ContainerCreateBody, DeviceRequest, HostConfig};
+use bollard::models::{ContainerCreateBody, DeviceRequest, HostConfig, HostConfigLogConfig};
 use gantry_protocol::spec::{CHECKPOINTS_DIR, INPUTS_DIR, OUTPUTS_DIR};
 
 /// The user a job runs as when its image does not name a non-root one.
@@ -81,6 +81,13 @@ pub fn container_body(plan: &RunPlan) -> ContainerCreateBody {
         nano_cpus: Some(i64::from(plan.cpu_threads) * 1_000_000_000),
         pids_limit: Some(plan.pids_limit),
         device_requests,
+        // Docker keeps no log of its own: the worker reads the output through the attach
+        // stream (bounded, rate-limited), and a job flooding stdout cannot fill the
+        // engine's disk with a log file.
+        log_config: Some(HostConfigLogConfig {
+            typ: Some("none".into()),
+            config: None,
+        }),
         ..Default::default()
     };
     ContainerCreateBody {
@@ -130,6 +137,11 @@ mod tests {
         assert_eq!(body.network_disabled, Some(true));
         assert_eq!(host.readonly_rootfs, Some(true));
         assert!(host.tmpfs.unwrap().contains_key("/tmp"));
+        assert_eq!(
+            host.log_config.and_then(|log| log.typ).as_deref(),
+            Some("none"),
+            "Docker keeps no log of the job's output"
+        );
         assert_eq!(host.cap_drop, Some(vec!["ALL".to_string()]));
         assert_eq!(
             host.security_opt,
