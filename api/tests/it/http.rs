@@ -22,7 +22,8 @@ use crate::harness::{
 };
 use crate::projection::project_to_head;
 
-/// Three log lines, three progress updates and a completion report for job 1.
+/// Three log lines, three progress updates, a hostile line and a completion report for
+/// job 1.
 pub(crate) fn worker_reports(chain_id: u64) -> Vec<(String, Vec<u8>)> {
     let mut out = Vec::new();
     for i in 1..=3u32 {
@@ -45,6 +46,10 @@ pub(crate) fn worker_reports(chain_id: u64) -> Vec<(String, Vec<u8>)> {
         };
         out.push(report(names::progress_subject(chain_id, 1), &update));
     }
+    // A hostile worker's line from beyond any clock (beyond SQL's BIGINT): skipped, and
+    // the projection goes on (the logs below end at "line 3").
+    let far = stdout_line(1, 1, "from the far future", u64::MAX);
+    out.push(report(names::logs_subject(chain_id, 1), &far));
     let completion = CompletionReport {
         v: 1,
         job_id: 1,

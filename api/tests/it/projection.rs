@@ -354,13 +354,12 @@ async fn postgres_projection_equals_the_chain_and_the_sqlite_one() {
     // A job's detail (one statement, with SQL that differs by backend) is the same on
     // both and equals its parts read one by one.
     let reports = crate::http::worker_reports(chain.devnet.deployment.chain_id);
+    // (The hostile one among them does not decode: it is skipped, as the reader does.)
     let batch: Vec<(u64, gantry_api::reports::Report)> = reports
         .iter()
+        .filter_map(|(subject, payload)| gantry_api::reports::Report::decode(subject, payload))
         .enumerate()
-        .map(|(i, (subject, payload))| {
-            let report = gantry_api::reports::Report::decode(subject, payload).expect("decodes");
-            (i as u64 + 1, report)
-        })
+        .map(|(i, report)| (i as u64 + 1, report))
         .collect();
     for store in [&store, &sqlite] {
         store

@@ -150,17 +150,37 @@ pub enum JobReport {
 
 impl JobReport {
     /// Decodes a message by its subject (`gantry.jobs.<chain>.{progress,logs,done}.<job>`,
-    /// see [`crate::names::progress_subject`] and its siblings); `None` for anything else
-    /// or a payload that does not parse (a worker's bad report is skipped, not fatal).
+    /// see [`crate::names::progress_subject`] and its siblings); `None` for anything else,
+    /// a payload that does not parse, or one with an integer beyond `i64` (what SQL's
+    /// BIGINT and other languages' JSON readers hold): a worker's bad report is skipped,
+    /// never fatal to the reader.
     pub fn decode(subject: &str, payload: &[u8]) -> Option<Self> {
         let kind = subject.strip_prefix("gantry.jobs.")?.split('.').nth(1)?;
-        match kind {
+        let report = match kind {
             "progress" => serde_json::from_slice(payload)
                 .ok()
                 .map(JobReport::Progress),
             "logs" => serde_json::from_slice(payload).ok().map(JobReport::Log),
             "done" => serde_json::from_slice(payload).ok().map(JobReport::Done),
             _ => None,
+        }?;
+        report.integers_fit().then_some(report)
+    }
+
+    /// Whether every integer of the report is at most `i64::MAX`.
+    fn integers_fit(&self) -> bool {
+        let fits = |n: u64| i64::try_from(n).is_ok();
+        match self {
+            JobReport::Progress(p) => [p.job_id, p.node_id, p.elapsed_secs, p.at_ms]
+                .into_iter()
+                .chain(p.gpu_memory_used_mib)
+                .chain(p.eta_secs)
+                .all(fits),
+            JobReport::Log(l) => fits(l.job_id) && fits(l.at_ms),
+            JobReport::Done(d) => [d.job_id, d.node_id, d.compute_secs, d.gpu_secs, d.at_ms]
+                .into_iter()
+                .chain(d.output_bytes)
+                .all(fits),
         }
     }
 }
@@ -242,6 +262,13 @@ mod tests {
             Some(JobReport::Log(l)) if l == line
         ));
         assert!(JobReport::decode(&names::progress_subject(31337, 7), &payload).is_none());
+        // An integer beyond i64 (no clock reads that far) is a bad report, skipped.
+        let far = serde_json::to_vec(&LogLine {
+            at_ms: u64::MAX,
+            ..serde_json::from_slice(&payload).unwrap()
+        })
+        .unwrap();
+        assert!(JobReport::decode(&names::logs_subject(31337, 7), &far).is_none());
         assert!(JobReport::decode("gantry.31337.ev.JobPosted.7", &payload).is_none());
     }
 }
