@@ -121,6 +121,9 @@ postgres_present() {
 install_debian() {
   local missing=()
   command -v dockerd >/dev/null || missing+=(docker.io)
+  # The worker's fixed-size job disks: mkfs.ext4 and mount -o loop.
+  command -v mkfs.ext4 >/dev/null || [[ -x /usr/sbin/mkfs.ext4 || -x /sbin/mkfs.ext4 ]] || missing+=(e2fsprogs)
+  command -v mount >/dev/null || missing+=(mount)
   # The static busybox is the userland of the test image (gantry-testkit's `import_busybox`);
   # Debian's dynamic `busybox` also owns /bin/busybox, hence the package check.
   [[ -x /bin/busybox ]] && dpkg-query -W -f='${Status}' busybox-static 2>/dev/null | grep -q 'ok installed' ||

@@ -194,9 +194,11 @@ async fn bare_create_start(
         inputs_dir: dirs.join("inputs"),
         outputs_dir: dirs.join("outputs"),
         checkpoints_dir: dirs.join("checkpoints"),
+        tmp_dir: dirs.join("tmp"),
         memory_bytes: 64 << 20,
         cpu_threads: 1,
         pids_limit: 1024,
+        max_log_bytes: 1 << 20,
         gpu_uuids: vec![],
         labels: vec![],
     };

@@ -47,9 +47,42 @@ impl<W: Write> Write for Sink<W> {
     }
 }
 
-/// Packs `dir` into the tar file `into`, at most `limit` bytes: the same files always give
-/// the same bytes. Symlinks are stored as links, never followed. Blocking.
-pub fn pack(dir: &Path, into: &Path, limit: u64) -> Result<Packed, Failure> {
+/// What a tar holds: a directory's entries at its root, or parts — files or directories
+/// on disk, each under the name given, in that order (give them sorted by name).
+#[derive(Debug, Clone)]
+pub enum Contents {
+    Dir(PathBuf),
+    Parts(Vec<(&'static str, PathBuf)>),
+}
+
+impl From<PathBuf> for Contents {
+    fn from(dir: PathBuf) -> Self {
+        Self::Dir(dir)
+    }
+}
+
+impl From<&Path> for Contents {
+    fn from(dir: &Path) -> Self {
+        Self::Dir(dir.to_owned())
+    }
+}
+
+impl From<&PathBuf> for Contents {
+    fn from(dir: &PathBuf) -> Self {
+        Self::Dir(dir.clone())
+    }
+}
+
+impl From<Vec<(&'static str, PathBuf)>> for Contents {
+    fn from(parts: Vec<(&'static str, PathBuf)>) -> Self {
+        Self::Parts(parts)
+    }
+}
+
+/// Packs `what` into the tar file `into`, at most `limit` bytes: the same files always
+/// give the same bytes. Symlinks are stored as links, never followed. Blocking.
+pub fn pack(what: impl Into<Contents>, into: &Path, limit: u64) -> Result<Packed, Failure> {
+    let what = what.into();
     let file = File::create(into).map_err(|e| local(into, e))?;
     let sink = Sink {
         inner: BufWriter::new(file),
@@ -60,14 +93,18 @@ pub fn pack(dir: &Path, into: &Path, limit: u64) -> Result<Packed, Failure> {
     let mut builder = tar::Builder::new(sink);
     builder.follow_symlinks(false);
     builder.mode(tar::HeaderMode::Deterministic);
-    let result = append_sorted(&mut builder, dir, Path::new(""))
-        .and_then(|()| builder.finish())
-        .and_then(|()| {
-            let sink = builder.into_inner()?;
-            let file = sink.inner.into_inner().map_err(|e| e.into_error())?;
-            file.sync_all()?;
-            Ok((sink.hasher.finalize().into(), sink.written))
-        });
+    let appended = match &what {
+        Contents::Dir(dir) => append_sorted(&mut builder, dir, Path::new("")),
+        Contents::Parts(parts) => parts
+            .iter()
+            .try_for_each(|(name, path)| append(&mut builder, path, Path::new(name))),
+    };
+    let result = appended.and_then(|()| builder.finish()).and_then(|()| {
+        let sink = builder.into_inner()?;
+        let file = sink.inner.into_inner().map_err(|e| e.into_error())?;
+        file.sync_all()?;
+        Ok((sink.hasher.finalize().into(), sink.written))
+    });
     match result {
         Ok((sha256, size)) => Ok(Packed {
             path: into.to_owned(),
@@ -95,16 +132,21 @@ fn append_sorted<W: Write>(
     let mut entries: Vec<_> = std::fs::read_dir(dir)?.collect::<Result<_, _>>()?;
     entries.sort_by_key(std::fs::DirEntry::file_name);
     for entry in entries {
-        let name = prefix.join(entry.file_name());
-        let kind = entry.file_type()?;
-        if kind.is_dir() {
-            builder.append_dir(&name, entry.path())?;
-            append_sorted(builder, &entry.path(), &name)?;
-        } else if kind.is_file() || kind.is_symlink() {
-            builder.append_path_with_name(entry.path(), &name)?;
-        }
-        // Sockets, fifos and devices are not results.
+        append(builder, &entry.path(), &prefix.join(entry.file_name()))?;
     }
+    Ok(())
+}
+
+/// Appends the file or directory tree at `path` under `name`.
+fn append<W: Write>(builder: &mut tar::Builder<W>, path: &Path, name: &Path) -> io::Result<()> {
+    let kind = std::fs::symlink_metadata(path)?.file_type();
+    if kind.is_dir() {
+        builder.append_dir(name, path)?;
+        append_sorted(builder, path, name)?;
+    } else if kind.is_file() || kind.is_symlink() {
+        builder.append_path_with_name(path, name)?;
+    }
+    // Sockets, fifos and devices are not results.
     Ok(())
 }
 

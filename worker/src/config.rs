@@ -18,6 +18,7 @@
 //! work_dir = "/var/lib/gantry/work"
 //! ipfs_gateway = "https://ipfs.io"
 //! # local_inputs_root = "/srv/datasets"   # file:// inputs are refused without it
+//! # allow_input_hosts = ["10.0.0.5", "data.lan"]  # else private addresses are refused
 //! metrics_addr = "127.0.0.1:9104"
 //!
 //! [node]
@@ -47,6 +48,8 @@
 //! pids_limit = 1024
 //! max_input_bytes = 10737418240   # per input, unless the spec sets maxBytes
 //! max_output_bytes = 1073741824   # per result, unless the spec sets maxBytes
+//! scratch_bytes = 1073741824      # a job's disk beyond its output and checkpoint limits
+//! max_log_bytes = 536870912       # stdout and stderr a job may print before it is stopped
 //! shutdown_grace = "30s"          # running jobs may finish this long on shutdown
 //! answer_margin = "60s"           # a job stops this long before its attempt ends on chain
 //! ```
@@ -106,6 +109,12 @@ pub struct Config {
     /// The only directory `file://` inputs may be read from; without it they are refused.
     #[serde(default)]
     pub local_inputs_root: Option<PathBuf>,
+    /// Hosts (names or IP literals, matched as written in an input's URL) that http(s)
+    /// inputs may reach although they are loopback, private or link-local addresses;
+    /// every other such address is refused, as the job's fault. None by default: a job
+    /// reaches nothing of the provider's network (the ipfs gateway excepted).
+    #[serde(default)]
+    pub allow_input_hosts: Vec<String>,
     /// Prometheus exporter address; none when absent.
     #[serde(default)]
     pub metrics_addr: Option<SocketAddr>,
@@ -197,8 +206,17 @@ pub struct Jobs {
     pub pids_limit: i64,
     /// Largest input, bytes, unless the spec sets `maxBytes`.
     pub max_input_bytes: u64,
-    /// Largest result, bytes, unless the spec sets `maxBytes`.
+    /// Largest result, bytes, unless the spec sets `maxBytes`; also the largest
+    /// checkpoint.
     pub max_output_bytes: u64,
+    /// A job's disk room beyond its output and checkpoint limits (for `/tmp` and what it
+    /// writes on the way), bytes. Its writable space (`/outputs`, `/checkpoints`, `/tmp`)
+    /// is one file system of the output limit, the checkpoint limit and this: the kernel
+    /// stops its writes there.
+    pub scratch_bytes: u64,
+    /// Output (stdout and stderr) a job may print, bytes; past it the job is stopped, its
+    /// own fault.
+    pub max_log_bytes: u64,
     /// How long running jobs may go on finishing after a shutdown signal before they are
     /// checkpointed and given back.
     #[serde(with = "humantime_serde")]
@@ -228,6 +246,8 @@ impl Default for Jobs {
             pids_limit: 1024,
             max_input_bytes: 10 << 30,
             max_output_bytes: 1 << 30,
+            scratch_bytes: 1 << 30,
+            max_log_bytes: 512 << 20,
             shutdown_grace: Duration::from_secs(30),
             answer_margin: Duration::from_secs(60),
         }
@@ -273,6 +293,10 @@ impl Config {
     }
 
     fn validate(&self) -> Result<(), ConfigError> {
+        for host in &self.allow_input_hosts {
+            crate::fetch::check_allowed_host(host)
+                .map_err(|why| value("allow_input_hosts", &format!("{host:?}: {why}")))?;
+        }
         gantry_protocol::storage::check_replicas(self.nats_replicas)
             .map_err(|e| value("nats_replicas", &e))?;
         let jobs = &self.jobs;
@@ -293,6 +317,9 @@ impl Config {
                 "jobs.max_input_bytes",
                 "and max_output_bytes must be positive",
             ));
+        }
+        if jobs.max_log_bytes == 0 {
+            return Err(value("jobs.max_log_bytes", "must be positive"));
         }
         if jobs.default_cpu_threads == 0 {
             return Err(value("jobs.default_cpu_threads", "must be at least 1"));
@@ -408,6 +435,24 @@ mod tests {
             "the market's logs are read from genesis"
         );
         assert_eq!(config.jobs.answer_margin, Duration::from_secs(60));
+        assert!(
+            config.allow_input_hosts.is_empty(),
+            "no private address allowed"
+        );
+    }
+
+    #[test]
+    fn allowed_input_hosts_are_bare_hosts() {
+        let config = Config::from_toml(&format!(
+            "allow_input_hosts = [\"10.0.0.5\", \"data.lan\", \"::1\"]\n{MINIMAL}"
+        ))
+        .unwrap();
+        assert_eq!(config.allow_input_hosts, ["10.0.0.5", "data.lan", "::1"]);
+        for bad in ["http://data.lan", "data.lan:8080", ""] {
+            let error = Config::from_toml(&format!("allow_input_hosts = [{bad:?}]\n{MINIMAL}"))
+                .unwrap_err();
+            assert!(error.to_string().contains("allow_input_hosts"), "{error}");
+        }
     }
 
     #[test]

@@ -3,7 +3,8 @@
 //! IO: image present or pulled, create, attach, start, wait with a wall-clock limit, and
 //! remove, always.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use bollard::Docker;
@@ -45,6 +46,8 @@ pub struct RunOutcome {
     pub timed_out: bool,
     /// Stopped because the worker was told to (shutdown, job taken away).
     pub stopped: bool,
+    /// Killed for printing more than this many bytes (its plan's `max_log_bytes`).
+    pub flooded: Option<u64>,
     pub elapsed: Duration,
 }
 
@@ -63,6 +66,12 @@ impl RunOutcome {
                 timeout.as_secs()
             )));
         }
+        if let Some(limit) = self.flooded {
+            return Some(Failure::job(format!(
+                "log limit: killed for printing more than {} MiB on stdout and stderr",
+                limit >> 20
+            )));
+        }
         match self.exit_code {
             0 => None,
             // 137 = SIGKILL: the kernel's OOM killer also sends it inside the cgroup.
@@ -77,6 +86,7 @@ struct Ended {
     waited: Option<Result<bollard::models::ContainerWaitResponse, DockerError>>,
     timed_out: bool,
     stopped: bool,
+    flooded: bool,
 }
 
 /// A line the container printed.
@@ -91,6 +101,30 @@ pub struct OutputLine {
 pub struct Executor {
     docker: Docker,
     node_label: String,
+    /// Containers this executor is running now: never leftovers.
+    running: Arc<Mutex<HashSet<String>>>,
+}
+
+/// A container's name in [`Executor::running`] while it lives.
+struct Running<'a> {
+    names: &'a Mutex<HashSet<String>>,
+    name: &'a str,
+}
+
+impl<'a> Running<'a> {
+    fn new(names: &'a Mutex<HashSet<String>>, name: &'a str) -> Self {
+        names
+            .lock()
+            .expect("never poisoned")
+            .insert(name.to_owned());
+        Self { names, name }
+    }
+}
+
+impl Drop for Running<'_> {
+    fn drop(&mut self) {
+        self.names.lock().expect("never poisoned").remove(self.name);
+    }
 }
 
 impl Executor {
@@ -106,6 +140,7 @@ impl Executor {
         let executor = Self {
             docker,
             node_label: node_id.to_string(),
+            running: Arc::default(),
         };
         executor.ping().await?;
         Ok(executor)
@@ -167,6 +202,7 @@ impl Executor {
         on_running: impl FnOnce(Duration),
     ) -> Result<RunOutcome, Failure> {
         let began = Instant::now();
+        let _running = Running::new(&self.running, &plan.name);
         let options = CreateContainerOptions {
             name: Some(plan.name.clone()),
             ..Default::default()
@@ -212,11 +248,14 @@ impl Executor {
         on_running: impl FnOnce(),
     ) -> Result<RunOutcome, Failure> {
         let name = plan.name.as_str();
-        let pump = self.attach(name, lines).await?;
+        let flooded = CancellationToken::new();
+        let pump = self
+            .attach(name, lines, plan.max_log_bytes, flooded.clone())
+            .await?;
         let started = Instant::now();
         self.start(name).await?;
         on_running();
-        let ended = self.wait(name, ending).await;
+        let ended = self.wait(name, ending, flooded).await;
         let elapsed = started.elapsed();
         let mut exit_code = match ended.waited {
             Some(Ok(response)) => response.status_code,
@@ -243,15 +282,19 @@ impl Executor {
             oom_killed: state.oom_killed.unwrap_or(false),
             timed_out: ended.timed_out,
             stopped: ended.stopped,
+            flooded: ended.flooded.then_some(plan.max_log_bytes),
             elapsed,
         })
     }
 
-    /// Attaches to the container's output and forwards it to `lines` until it ends.
+    /// Attaches to the container's output and forwards it to `lines` until it ends, or
+    /// until it passes `limit` bytes: then `flooded` fires.
     async fn attach(
         &self,
         name: &str,
         lines: mpsc::Sender<OutputLine>,
+        limit: u64,
+        flooded: CancellationToken,
     ) -> Result<tokio::task::JoinHandle<()>, Failure> {
         let attached = self
             .docker
@@ -266,7 +309,12 @@ impl Executor {
             )
             .await
             .map_err(engine_failure)?;
-        Ok(tokio::spawn(pump_lines(attached.output, lines)))
+        Ok(tokio::spawn(pump_lines(
+            attached.output,
+            lines,
+            limit,
+            flooded,
+        )))
     }
 
     async fn start(&self, name: &str) -> Result<(), Failure> {
@@ -285,9 +333,14 @@ impl Executor {
             })
     }
 
-    /// Waits for the container to exit: killed at `timeout`, or, when `stop` fires,
-    /// sent SIGTERM and killed after `stop_grace()`.
-    async fn wait(&self, name: &str, ending: Ending<impl FnOnce() -> Duration>) -> Ended {
+    /// Waits for the container to exit: killed at `timeout` or when it `flooded` its
+    /// output, or, when `stop` fires, sent SIGTERM and killed after `stop_grace()`.
+    async fn wait(
+        &self,
+        name: &str,
+        ending: Ending<impl FnOnce() -> Duration>,
+        flooded: CancellationToken,
+    ) -> Ended {
         let Ending {
             timeout,
             stop,
@@ -298,11 +351,16 @@ impl Executor {
             .wait_container(name, None::<WaitContainerOptions>);
         let deadline = tokio::time::sleep(timeout);
         tokio::pin!(deadline);
-        let (mut timed_out, mut stopped) = (false, false);
+        let (mut timed_out, mut stopped, mut flood) = (false, false, false);
         let waited = tokio::select! {
             waited = wait.next() => waited,
             () = &mut deadline => {
                 timed_out = true;
+                self.kill(name, "SIGKILL").await;
+                wait.next().await
+            }
+            () = flooded.cancelled() => {
+                flood = true;
                 self.kill(name, "SIGKILL").await;
                 wait.next().await
             }
@@ -322,6 +380,7 @@ impl Executor {
             waited,
             timed_out,
             stopped,
+            flooded: flood,
         }
     }
 
@@ -370,9 +429,15 @@ impl Executor {
             .collect())
     }
 
-    /// Removes containers a previous run of this worker left (after a crash).
+    /// Removes this node's containers that this executor is not running: those a previous
+    /// run of the worker left (after a crash), or whose removal an engine outage stopped.
+    /// A running job's container is never one of them.
     pub async fn remove_leftovers(&self) -> Result<usize, Failure> {
-        let names = self.containers().await?;
+        let mut names = self.containers().await?;
+        {
+            let running = self.running.lock().expect("never poisoned");
+            names.retain(|name| !running.contains(name));
+        }
         for name in &names {
             tracing::warn!(
                 container = name,
@@ -429,15 +494,19 @@ fn engine_failure(error: DockerError) -> Failure {
     Failure::node(format!("docker: {error}"))
 }
 
-/// Splits the multiplexed output into lines, cut at [`MAX_LINE`].
+/// Splits the multiplexed output into lines, cut at [`MAX_LINE`]; stops reading and fires
+/// `flooded` once more than `limit` bytes came.
 async fn pump_lines(
     mut output: std::pin::Pin<
         Box<dyn futures::Stream<Item = Result<LogOutput, DockerError>> + Send>,
     >,
     lines: mpsc::Sender<OutputLine>,
+    limit: u64,
+    flooded: CancellationToken,
 ) {
     let mut buffers = [Vec::new(), Vec::new()];
     let mut open = true;
+    let mut read = 0u64;
     while let Some(chunk) = output.next().await {
         let (stream, bytes) = match chunk {
             Ok(LogOutput::StdOut { message }) | Ok(LogOutput::Console { message }) => {
@@ -447,6 +516,11 @@ async fn pump_lines(
             Ok(LogOutput::StdIn { .. }) => continue,
             Err(_) => break,
         };
+        read = read.saturating_add(bytes.len() as u64);
+        if read > limit {
+            flooded.cancel();
+            break;
+        }
         let buffer = &mut buffers[stream as usize];
         for &byte in bytes.iter() {
             if byte == b'\n' {
@@ -483,6 +557,7 @@ mod tests {
             oom_killed,
             timed_out,
             stopped: false,
+            flooded: None,
             elapsed: Duration::ZERO,
         };
         let timeout = Duration::from_secs(5);
@@ -491,5 +566,13 @@ mod tests {
         assert!(reason(outcome(137, true, false)).starts_with("out of memory"));
         assert!(reason(outcome(137, false, true)).starts_with("timeout"));
         assert_eq!(reason(outcome(3, false, false)), "exited with code 3");
+        let flooded = RunOutcome {
+            flooded: Some(64 << 20),
+            ..outcome(137, false, false)
+        };
+        assert_eq!(
+            reason(flooded),
+            "log limit: killed for printing more than 64 MiB on stdout and stderr"
+        );
     }
 }

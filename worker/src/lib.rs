@@ -46,3 +46,4 @@ pub mod objects;
 pub mod sandbox;
 pub mod service;
 mod shutdown;
+pub mod space;

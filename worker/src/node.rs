@@ -1,5 +1,6 @@
 //! Start-up: everything the node needs before it takes work, in order. Local directories
-//! and the hardware inventory; the chain and the node's registration; Docker, with the
+//! (emptied, and checked to give jobs their fixed-size disk spaces) and the hardware
+//! inventory; the chain and the node's registration; Docker, with the
 //! containers a previous run left removed; NATS, waiting for the indexer's chain stream;
 //! the jobs stream and the results and checkpoints object stores; the input fetcher.
 
@@ -22,7 +23,7 @@ use crate::fetch::{FetchConfig, Fetcher, S3Settings};
 use crate::inventory::{GpuMonitor, Inventory};
 use crate::job::{Ctx, GpuPool};
 use crate::service::Hooks;
-use crate::{metrics, objects};
+use crate::{metrics, objects, space};
 
 /// The node, up: what every job shares, and its capabilities as the chain holds them
 /// (what jobs are checked against; `maxConcurrentJobs` among them).
@@ -39,7 +40,7 @@ pub(crate) async fn start(
     shutdown: &CancellationToken,
     hooks: &mut Hooks,
 ) -> Result<Option<Node>, WorkerError> {
-    create_dirs(config)?;
+    create_dirs(config).await?;
     let inventory = Inventory::detect(&config.work_dir);
     inventory.log();
     let chain = Arc::new(connect_chain(config, signer).await?);
@@ -101,12 +102,17 @@ pub(crate) async fn start(
     }))
 }
 
-/// The work and cache directories; the work directory is the worker's alone.
-fn create_dirs(config: &Config) -> Result<(), WorkerError> {
+/// The work and cache directories; the work directory is the worker's alone, emptied of
+/// what a previous run left, and able to give jobs their fixed-size spaces.
+async fn create_dirs(config: &Config) -> Result<(), WorkerError> {
     use std::os::unix::fs::PermissionsExt;
     std::fs::create_dir_all(&config.work_dir)?;
     std::fs::create_dir_all(&config.cache_dir)?;
     std::fs::set_permissions(&config.work_dir, std::fs::Permissions::from_mode(0o700))?;
+    space::clear(&config.work_dir).await?;
+    space::probe(&config.work_dir)
+        .await
+        .map_err(WorkerError::Node)?;
     Ok(())
 }
 
@@ -223,5 +229,7 @@ fn fetch_config(config: &Config) -> FetchConfig {
             allow_http: s3.endpoint.as_ref().is_some_and(|u| u.scheme() == "http"),
         }),
         attempts: 3,
+        allow_hosts: config.allow_input_hosts.clone(),
+        chain_id: config.chain_id,
     }
 }

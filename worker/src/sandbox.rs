@@ -1,11 +1,11 @@
 //! The sandbox a job runs in, as a pure function of its [`RunPlan`]: no network;
-//! read-only root file system with a tmpfs `/tmp`; inputs read-only at `/inputs`;
-//! `/outputs` and `/checkpoints` the only writable mounts; memory (no swap), CPU and
+//! read-only root file system; inputs read-only at `/inputs`; `/outputs`, `/checkpoints`
+//! and `/tmp` the only writable mounts, all three in the job's fixed-size space
+//! ([`crate::space`]); Docker keeps no log of the output; memory (no swap), CPU and
 //! process-count limits; every capability dropped and `no-new-privileges`; the image's
 //! user when it names a non-root one, else 65534 (nobody); GPUs as a device request for
 //! exactly the devices assigned to the job. [`crate::docker::Executor`] runs it.
 
-use std::collections::HashMap;
 use std::path::PathBuf;
 
 use bollard::models::{ContainerCreateBody, DeviceRequest, HostConfig, HostConfigLogConfig};
@@ -26,9 +26,12 @@ pub struct RunPlan {
     pub inputs_dir: PathBuf,
     pub outputs_dir: PathBuf,
     pub checkpoints_dir: PathBuf,
+    pub tmp_dir: PathBuf,
     pub memory_bytes: i64,
     pub cpu_threads: u16,
     pub pids_limit: i64,
+    /// Output (stdout and stderr) the job may print before it is killed, bytes.
+    pub max_log_bytes: u64,
     /// NVML UUIDs of the GPUs the job gets; empty for a CPU job.
     pub gpu_uuids: Vec<String>,
     pub labels: Vec<(String, String)>,
@@ -67,13 +70,10 @@ pub fn container_body(plan: &RunPlan) -> ContainerCreateBody {
             bind(&plan.inputs_dir, INPUTS_DIR, "ro"),
             bind(&plan.outputs_dir, OUTPUTS_DIR, "rw"),
             bind(&plan.checkpoints_dir, CHECKPOINTS_DIR, "rw"),
+            bind(&plan.tmp_dir, "/tmp", "rw"),
         ]),
         network_mode: Some("none".into()),
         readonly_rootfs: Some(true),
-        tmpfs: Some(HashMap::from([(
-            "/tmp".into(),
-            "rw,nosuid,nodev,size=1g".into(),
-        )])),
         cap_drop: Some(vec!["ALL".into()]),
         security_opt: Some(vec!["no-new-privileges".into()]),
         memory: Some(plan.memory_bytes),
@@ -119,11 +119,13 @@ mod tests {
             env: vec![("SEED".into(), "42".into())],
             image_user: None,
             inputs_dir: "/w/7/inputs".into(),
-            outputs_dir: "/w/7/outputs".into(),
-            checkpoints_dir: "/w/7/checkpoints".into(),
+            outputs_dir: "/w/7/space/outputs".into(),
+            checkpoints_dir: "/w/7/space/checkpoints".into(),
+            tmp_dir: "/w/7/space/tmp".into(),
             memory_bytes: 2 << 30,
             cpu_threads: 4,
             pids_limit: 512,
+            max_log_bytes: 1 << 20,
             gpu_uuids: vec![],
             labels: vec![(NODE_LABEL.into(), "3".into())],
         }
@@ -136,7 +138,10 @@ mod tests {
         assert_eq!(host.network_mode.as_deref(), Some("none"));
         assert_eq!(body.network_disabled, Some(true));
         assert_eq!(host.readonly_rootfs, Some(true));
-        assert!(host.tmpfs.unwrap().contains_key("/tmp"));
+        assert_eq!(
+            host.tmpfs, None,
+            "/tmp is in the job's space, not in memory"
+        );
         assert_eq!(
             host.log_config.and_then(|log| log.typ).as_deref(),
             Some("none"),
@@ -156,8 +161,9 @@ mod tests {
             host.binds.unwrap(),
             [
                 "/w/7/inputs:/inputs:ro",
-                "/w/7/outputs:/outputs:rw",
-                "/w/7/checkpoints:/checkpoints:rw"
+                "/w/7/space/outputs:/outputs:rw",
+                "/w/7/space/checkpoints:/checkpoints:rw",
+                "/w/7/space/tmp:/tmp:rw"
             ]
         );
         assert_eq!(body.user.as_deref(), Some(NOBODY));

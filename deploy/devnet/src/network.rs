@@ -463,11 +463,8 @@ impl Network {
     /// and returns its path. The work folder starts empty: the chain, and so every job
     /// id, is new.
     fn write_worker_config(&self, dir: &Path, metrics_port: u16) -> anyhow::Result<PathBuf> {
-        let work_dir = dir.join("work");
-        if work_dir.exists() {
-            std::fs::remove_dir_all(&work_dir)
-                .with_context(|| format!("emptying {}", work_dir.display()))?;
-        }
+        // The worker empties its work directory itself on start, unmounting the disk
+        // spaces of jobs a killed worker left there first.
         std::fs::create_dir_all(dir)?;
         let config = format!(
             r#"# Written by the dev network for this worker; rewritten on every start.
@@ -481,6 +478,9 @@ max_concurrent = {max_concurrent}
 heartbeat_interval = "{heartbeat}s"
 progress_report_interval = "1s"
 checkpoint_interval = "2s"
+# A job's disk: its result, a checkpoint and scratch room (768 MiB reserved per job).
+max_output_bytes = 268435456
+scratch_bytes = 268435456
 "#,
             connections = worker_config(&self.devnet, &self.nats.url(), &self.engine.socket, dir),
             heartbeat = (self.config.heartbeat_timeout / 6).max(1),

@@ -6,7 +6,10 @@ use crate::Devnet;
 
 /// The top of a worker's config file: the chain of `devnet` and its contracts, NATS at
 /// `nats_url`, the Docker engine at `docker_socket`, and the cache and work folders under
-/// `root`. The caller adds `metrics_addr` and the `[node]` and `[jobs]` sections.
+/// `root`. Inputs may come from `127.0.0.1`, where tests and the dev network serve them
+/// (without this a worker refuses them); `localhost` and the rest of the machine's
+/// loopback stay refused. The caller adds `metrics_addr` and the `[node]` and `[jobs]`
+/// sections.
 pub fn worker_config(devnet: &Devnet, nats_url: &str, docker_socket: &Path, root: &Path) -> String {
     let d = devnet.deployment;
     format!(
@@ -18,7 +21,8 @@ pub fn worker_config(devnet: &Devnet, nats_url: &str, docker_socket: &Path, root
          token = \"{token}\"\n\
          docker_socket = {docker_socket}\n\
          cache_dir = {cache_dir}\n\
-         work_dir = {work_dir}\n",
+         work_dir = {work_dir}\n\
+         allow_input_hosts = [\"127.0.0.1\"]\n",
         rpc_url = toml_string(devnet.anvil.endpoint_url().as_str()),
         chain_id = d.chain_id,
         nats_url = toml_string(nats_url),

@@ -3,6 +3,7 @@
 
 use std::io;
 
+use super::guard::{MAX_REDIRECTS, Refused};
 use crate::fault::{Failure, FaultClass};
 
 /// Longest free-form detail kept in an error message (the whole stays under 100 chars).
@@ -18,6 +19,16 @@ pub enum FetchError {
     InvalidHash,
     #[error("input path is outside the node's local root")]
     Forbidden,
+    /// The host is (or resolves only to) a loopback, private, link-local or other
+    /// non-public address, and the provider did not allow it.
+    #[error(
+        "input host is not public (loopback, private, link-local); refused: not in allow_input_hosts"
+    )]
+    PrivateAddress,
+    #[error("input server redirected more than {MAX_REDIRECTS} times")]
+    TooManyRedirects,
+    #[error("nats inputs may only name the inputs or results bucket")]
+    NatsBucket,
     #[error("input not found ({0})")]
     NotFound(&'static str),
     #[error("input access denied ({0})")]
@@ -56,6 +67,10 @@ impl FetchError {
             Self::UnsupportedUri(_)
             | Self::InvalidHash
             | Self::Forbidden
+            // The job's URI named the provider's network: never the node's fault.
+            | Self::PrivateAddress
+            | Self::TooManyRedirects
+            | Self::NatsBucket
             | Self::NotFound(_)
             | Self::AccessDenied(_)
             | Self::TooLarge { .. }
@@ -85,6 +100,15 @@ impl From<&FetchError> for Failure {
     }
 }
 
+impl From<Refused> for FetchError {
+    fn from(refused: Refused) -> Self {
+        match refused {
+            Refused::PrivateAddress => Self::PrivateAddress,
+            Refused::TooManyRedirects => Self::TooManyRedirects,
+        }
+    }
+}
+
 fn http_status_class(status: u16) -> FaultClass {
     match status {
         408 | 429 | 500..=599 => FaultClass::Transient,
@@ -93,11 +117,27 @@ fn http_status_class(status: u16) -> FaultClass {
 }
 
 pub(super) fn http_error(err: reqwest::Error) -> FetchError {
+    if let Some(refused) = refusal(&err) {
+        return refused.into();
+    }
     if err.is_timeout() {
         return FetchError::Timeout;
     }
     // The URL may carry a token (presigned links): keep it out of the message.
     FetchError::Transfer(error_detail(&err.without_url()))
+}
+
+/// The guard's refusal somewhere in `err`'s causes (from the resolver or the redirect
+/// policy, however deep reqwest and hyper wrapped it).
+fn refusal(err: &reqwest::Error) -> Option<Refused> {
+    let mut cause: Option<&(dyn std::error::Error + 'static)> = Some(err);
+    while let Some(current) = cause {
+        if let Some(refused) = current.downcast_ref::<Refused>() {
+            return Some(*refused);
+        }
+        cause = current.source();
+    }
+    None
 }
 
 pub(super) fn s3_error(err: object_store::Error) -> FetchError {
@@ -186,6 +226,9 @@ mod tests {
                 source: long_io(),
             },
             FetchError::Forbidden,
+            FetchError::PrivateAddress,
+            FetchError::TooManyRedirects,
+            FetchError::NatsBucket,
             FetchError::SchemeDisabled { scheme: "nats" },
         ];
         for err in errors {

@@ -13,6 +13,12 @@
 //! writes that stream into the cache and `error` says whose fault a failure is. This
 //! module holds them together: the cache check first, then tries with backoff.
 //!
+//! A job's URI is the job's, the network it reaches the provider's: `guard` keeps http(s)
+//! inputs, redirects included, off loopback, private and link-local addresses (after DNS
+//! resolution) unless the provider allows the host (`allow_hosts`); the ipfs gateway is
+//! the provider's own choice and reached wherever it is. `nats://` inputs name the chain's
+//! inputs or results bucket only, never the checkpoints the worker's NATS user can read.
+//!
 //! Failures carry a [`FaultClass`]: the job's fault (bad or unservable input), the node's
 //! (its cache or settings) or transient (network, server 5xx), and only transient ones are
 //! retried here, with backoff. Anything a job's URI can provoke is never `Node`, so that a
@@ -21,6 +27,7 @@
 
 mod cache;
 mod error;
+mod guard;
 mod source;
 #[cfg(test)]
 mod testkit;
@@ -29,13 +36,16 @@ mod transport;
 use std::path::PathBuf;
 use std::time::Duration;
 
+use gantry_protocol::names;
 use gantry_protocol::spec::InputSpec;
 use gantry_runtime::backoff::{self, Retryable as _};
 use tracing::{debug, info, instrument, warn};
 use url::Url;
 
 pub use self::error::FetchError;
+use self::guard::AllowList;
 use self::source::{Source, normalize_hash, parse_source, scheme_of};
+use self::transport::GuardedClient;
 pub use crate::fault::FaultClass;
 use crate::metrics;
 
@@ -65,6 +75,18 @@ pub struct FetchConfig {
     pub s3: Option<S3Settings>,
     /// Tries per input (at least one) when failures are transient.
     pub attempts: u32,
+    /// Hosts (names or IP literals, as written in the URL) that http(s) inputs may reach
+    /// although they are loopback, private or link-local; any other such address is
+    /// refused, the job's fault. The ipfs gateway's host needs no entry.
+    pub allow_hosts: Vec<String>,
+    /// The chain whose inputs and results buckets `nats://` inputs may name.
+    pub chain_id: u64,
+}
+
+/// Whether `entry` can be an entry of [`FetchConfig::allow_hosts`]: a host name or an IP
+/// literal, without scheme, port or path.
+pub fn check_allowed_host(entry: &str) -> Result<(), &'static str> {
+    guard::parse_host(entry).map(drop)
 }
 
 /// An S3-compatible endpoint and its credentials.
@@ -107,8 +129,13 @@ pub struct Fetched {
 /// of the same content are safe (each writes its own temp file, the rename is atomic).
 #[derive(Debug)]
 pub struct Fetcher {
-    http: reqwest::Client,
+    /// For http(s) inputs: public addresses and `allow_hosts`.
+    http: GuardedClient,
+    /// For ipfs inputs: the same, and the gateway's host.
+    gateway: GuardedClient,
     nats: Option<async_nats::jetstream::Context>,
+    /// The buckets `nats://` inputs may name: the chain's inputs and results.
+    nats_buckets: [String; 2],
     config: FetchConfig,
     /// `config.local_root`, canonicalised once.
     local_root: Option<PathBuf>,
@@ -140,10 +167,19 @@ impl Fetcher {
                 })?),
                 None => None,
             };
-        let http = transport::http_client()?;
+        let allow = AllowList::parse(&config.allow_hosts)
+            .map_err(|why| FetchError::Setup(format!("allowed input host {why}")))?;
+        let gateway = GuardedClient::new(allow.clone().with_host_of(&config.ipfs_gateway))?;
+        let http = GuardedClient::new(allow)?;
+        let nats_buckets = [
+            names::inputs_bucket(config.chain_id),
+            names::results_bucket(config.chain_id),
+        ];
         Ok(Self {
             http,
+            gateway,
             nats,
+            nats_buckets,
             config,
             local_root,
         })
@@ -232,8 +268,123 @@ fn record(fetched: &Fetched) {
 
 #[cfg(test)]
 mod tests {
+    use std::net::Ipv4Addr;
+
     use super::testkit::{Reply, TestServer, config, fetcher_trying, input, sha256_hex};
     use super::*;
+
+    /// `err` is the guard's refusal of a private address, the job's fault.
+    fn assert_private(err: &FetchError, what: &str) {
+        assert!(matches!(err, FetchError::PrivateAddress), "{what}: {err:?}");
+        assert_eq!(err.class(), FaultClass::Job, "{what}");
+        assert!(!err.is_retryable(), "{what}");
+    }
+
+    #[tokio::test]
+    async fn loopback_inputs_are_refused_unless_the_host_is_allowed() {
+        let server = TestServer::start(|_, _| Reply::Body(b"internal".to_vec())).await;
+        let port = server.port();
+        let cache = tempfile::tempdir().unwrap();
+        let closed = Fetcher::new(
+            FetchConfig {
+                allow_hosts: Vec::new(),
+                ..config(cache.path())
+            },
+            None,
+        )
+        .unwrap();
+        // Allows 127.0.0.1 as written, and nothing else of this machine.
+        let allowing = Fetcher::new(config(cache.path()), None).unwrap();
+
+        let err = closed
+            .fetch(&input(&server.url("/x"), None, None))
+            .await
+            .unwrap_err();
+        assert_private(&err, "127.0.0.1 not allowed");
+        for uri in [
+            format!("http://localhost:{port}/x"),
+            format!("http://LOCALHOST:{port}/x"),
+            format!("http://[::ffff:127.0.0.1]:{port}/x"),
+            format!("http://0x7f.0.0.2:{port}/x"),
+            format!("http://[::1]:{port}/x"),
+        ] {
+            for fetcher in [&closed, &allowing] {
+                let err = fetcher.fetch(&input(&uri, None, None)).await.unwrap_err();
+                assert_private(&err, &uri);
+            }
+        }
+        assert_eq!(server.hits("/x"), 0, "nothing reached the service");
+
+        let fetched = allowing
+            .fetch(&input(
+                &server.url("/x"),
+                Some(&sha256_hex(b"internal")),
+                None,
+            ))
+            .await
+            .unwrap();
+        assert_eq!(fetched.size, 8);
+        assert_eq!(server.hits("/x"), 1);
+    }
+
+    #[tokio::test]
+    async fn redirects_into_private_addresses_are_refused() {
+        // The service the redirects aim at: on 127.0.0.2, which no config here allows.
+        let internal = TestServer::start_on(Ipv4Addr::new(127, 0, 0, 2), |_, _| {
+            Reply::Body(b"internal".to_vec())
+        })
+        .await;
+        let internal_port = internal.port();
+        let server = TestServer::start(move |path, _| match path {
+            "/to-loopback" => Reply::Redirect(format!("http://127.0.0.2:{internal_port}/")),
+            "/to-private" => Reply::Redirect("http://10.0.0.1/secret".into()),
+            "/to-metadata" => Reply::Redirect("http://169.254.169.254/latest/".into()),
+            "/to-name" => Reply::Redirect(format!("http://localhost:{internal_port}/")),
+            "/to-mapped" => Reply::Redirect(format!("http://[::ffff:127.0.0.2]:{internal_port}/")),
+            "/hop" => Reply::Redirect("/data".into()),
+            "/data" => Reply::Body(b"public".to_vec()),
+            "/loop" => Reply::Redirect("/loop".into()),
+            _ => Reply::Status(404),
+        })
+        .await;
+        let cache = tempfile::tempdir().unwrap();
+        // Three tries: a refusal is not retried. 10.0.0.1 is never dialled (a connection
+        // attempt there would end as a transient transfer error, not a refusal).
+        let fetcher = fetcher_trying(cache.path(), 3);
+        for path in [
+            "/to-loopback",
+            "/to-private",
+            "/to-metadata",
+            "/to-name",
+            "/to-mapped",
+        ] {
+            let err = fetcher
+                .fetch(&input(&server.url(path), None, None))
+                .await
+                .unwrap_err();
+            assert_private(&err, path);
+            assert_eq!(server.hits(path), 1, "{path}: not retried");
+        }
+        assert_eq!(
+            internal.hits("/"),
+            0,
+            "nothing reached the internal service"
+        );
+
+        let fetched = fetcher
+            .fetch(&input(&server.url("/hop"), None, None))
+            .await
+            .unwrap();
+        assert_eq!(fetched.sha256, sha256_hex(b"public"));
+
+        let err = fetcher
+            .fetch(&input(&server.url("/loop"), None, None))
+            .await
+            .unwrap_err();
+        assert!(matches!(err, FetchError::TooManyRedirects), "{err:?}");
+        assert_eq!(err.class(), FaultClass::Job);
+        assert_eq!(server.hits("/loop"), guard::MAX_REDIRECTS + 1);
+    }
 
     #[tokio::test]
     async fn client_errors_are_the_jobs_fault_and_not_retried() {

@@ -10,8 +10,10 @@ use super::FetchError;
 /// Where an input comes from, parsed from its URI without any IO.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(super) enum Source {
-    /// `http(s)://…`, and `ipfs://…` mapped onto the gateway.
+    /// `http(s)://…`: public hosts, or those the provider allows.
     Http(Url),
+    /// `ipfs://…` mapped onto the provider's gateway (reached wherever it is).
+    Ipfs(Url),
     Nats {
         bucket: String,
         key: String,
@@ -36,7 +38,7 @@ pub(super) fn parse_source(uri: &str, gateway: &Url) -> Result<Source, FetchErro
             }
             Ok(Source::Http(url))
         }
-        "ipfs" => parse_ipfs(rest, gateway).map(Source::Http),
+        "ipfs" => parse_ipfs(rest, gateway).map(Source::Ipfs),
         "nats" => {
             let (bucket, key) = bucket_and_key(rest)?;
             Ok(Source::Nats {
@@ -152,7 +154,7 @@ mod tests {
         );
         check(
             "ipfs://QmYwAPJzv5CZsnA/a/b.bin",
-            Source::Http(
+            Source::Ipfs(
                 Url::parse("https://gw.example/base/ipfs/QmYwAPJzv5CZsnA/a/b.bin").unwrap(),
             ),
         );
@@ -205,7 +207,7 @@ mod tests {
         #[test]
         fn ipfs_paths_never_leave_the_cid(rest in "[a-zA-Z0-9]{1,8}(/[a-zA-Z0-9.%2eE\\\\/?#-]{0,12}){0,4}") {
             let gateway = Url::parse("https://gw.example/base/").unwrap();
-            if let Ok(Source::Http(url)) = parse_source(&format!("ipfs://{rest}"), &gateway) {
+            if let Ok(Source::Ipfs(url)) = parse_source(&format!("ipfs://{rest}"), &gateway) {
                 let cid = rest.split('/').next().unwrap();
                 let prefix = format!("https://gw.example/base/ipfs/{cid}/");
                 prop_assert!(url.as_str().starts_with(&prefix), "{url}");

@@ -3,7 +3,7 @@
 
 use std::collections::HashMap;
 use std::convert::Infallible;
-use std::net::SocketAddr;
+use std::net::{Ipv4Addr, SocketAddr};
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
@@ -29,6 +29,8 @@ pub(super) enum Reply {
     Unsized,
     /// An S3 `GetObject` answer: the headers `object_store` insists on.
     S3Object(Vec<u8>),
+    /// 302 to this location.
+    Redirect(String),
 }
 
 type Route = dyn Fn(&str, usize) -> Reply + Send + Sync;
@@ -53,7 +55,15 @@ impl TestServer {
     pub(super) async fn start(
         route: impl Fn(&str, usize) -> Reply + Send + Sync + 'static,
     ) -> Self {
-        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+        Self::start_on(Ipv4Addr::LOCALHOST, route).await
+    }
+
+    /// The server on `ip` (any of 127.0.0.0/8 is this machine's).
+    pub(super) async fn start_on(
+        ip: Ipv4Addr,
+        route: impl Fn(&str, usize) -> Reply + Send + Sync + 'static,
+    ) -> Self {
+        let listener = TcpListener::bind((ip, 0)).await.unwrap();
         let addr = listener.local_addr().unwrap();
         let hung_up = Arc::new(Notify::new());
         let state = Arc::new(ServerState {
@@ -77,6 +87,10 @@ impl TestServer {
 
     pub(super) fn url(&self, path: &str) -> String {
         format!("http://{}{path}", self.addr)
+    }
+
+    pub(super) fn port(&self) -> u16 {
+        self.addr.port()
     }
 
     pub(super) fn hits(&self, path: &str) -> usize {
@@ -111,6 +125,9 @@ async fn answer(State(state): State<Arc<ServerState>>, uri: Uri) -> Response {
         )
             .into_response(),
         Reply::Unsized => Body::from_stream(zeros(state.hung_up.clone())).into_response(),
+        Reply::Redirect(location) => {
+            (StatusCode::FOUND, [(header::LOCATION, location)]).into_response()
+        }
     }
 }
 
@@ -142,6 +159,11 @@ fn zeros(hung_up: Arc<Notify>) -> impl futures::Stream<Item = Result<Bytes, Infa
     })
 }
 
+/// The chain of [`config`]: `nats://` inputs name its inputs or results bucket.
+pub(super) const CHAIN: u64 = 31337;
+
+/// A config caching in `cache` that, like the test nets, lets inputs come from
+/// `127.0.0.1` (where [`TestServer`]s listen) and nowhere else that is not public.
 pub(super) fn config(cache: &Path) -> FetchConfig {
     FetchConfig {
         cache_dir: cache.to_path_buf(),
@@ -150,6 +172,8 @@ pub(super) fn config(cache: &Path) -> FetchConfig {
         default_max_bytes: 1 << 20,
         s3: None,
         attempts: 3,
+        allow_hosts: vec!["127.0.0.1".into()],
+        chain_id: CHAIN,
     }
 }
 

@@ -5,6 +5,7 @@
 
 use std::io;
 use std::path::Path;
+use std::sync::Arc;
 
 use bytes::{Bytes, BytesMut};
 use futures::stream::{BoxStream, StreamExt, TryStreamExt};
@@ -12,6 +13,7 @@ use tokio::io::{AsyncRead, AsyncReadExt};
 use url::Url;
 
 use super::error::{error_detail, http_error, local_error, s3_error};
+use super::guard::{self, AllowList, GuardedResolver};
 use super::source::Source;
 use super::{CONNECT_TIMEOUT, FetchError, Fetcher, READ_TIMEOUT};
 
@@ -26,39 +28,41 @@ pub(super) struct Body {
     pub(super) chunks: Chunks,
 }
 
-/// The client for http(s) and ipfs inputs.
-pub(super) fn http_client() -> Result<reqwest::Client, FetchError> {
-    reqwest::Client::builder()
-        .connect_timeout(CONNECT_TIMEOUT)
-        .read_timeout(READ_TIMEOUT)
-        .user_agent(concat!("gantry-worker/", env!("CARGO_PKG_VERSION")))
-        .build()
-        .map_err(|e| FetchError::Setup(format!("http client: {e}")))
+/// A client for http(s) or ipfs inputs that reaches public addresses and the hosts of
+/// its allow list only (see [`guard`]).
+#[derive(Debug)]
+pub(super) struct GuardedClient {
+    client: reqwest::Client,
+    allow: Arc<AllowList>,
+}
+
+impl GuardedClient {
+    pub(super) fn new(allow: AllowList) -> Result<Self, FetchError> {
+        let allow = Arc::new(allow);
+        let client = reqwest::Client::builder()
+            .connect_timeout(CONNECT_TIMEOUT)
+            .read_timeout(READ_TIMEOUT)
+            .user_agent(concat!("gantry-worker/", env!("CARGO_PKG_VERSION")))
+            // A proxy would resolve the input's host itself, out of the guard's sight.
+            .no_proxy()
+            .dns_resolver(Arc::new(GuardedResolver::new(allow.clone())))
+            .redirect(guard::redirect_policy(allow.clone()))
+            .build()
+            .map_err(|e| FetchError::Setup(format!("http client: {e}")))?;
+        Ok(Self { client, allow })
+    }
 }
 
 impl Fetcher {
     /// Starts the transfer: the body and its announced length, if any.
     pub(super) async fn open(&self, source: &Source) -> Result<Body, FetchError> {
         match source {
-            Source::Http(url) => self.open_http(url.clone()).await,
+            Source::Http(url) => open_http(&self.http, url.clone()).await,
+            Source::Ipfs(url) => open_http(&self.gateway, url.clone()).await,
             Source::Nats { bucket, key } => self.open_nats(bucket, key).await,
             Source::S3 { bucket, key } => self.open_s3(bucket, key).await,
             Source::File(path) => self.open_file(path).await,
         }
-    }
-
-    async fn open_http(&self, url: Url) -> Result<Body, FetchError> {
-        let response = self.http.get(url).send().await.map_err(http_error)?;
-        let status = response.status();
-        if !status.is_success() {
-            return Err(FetchError::Http {
-                status: status.as_u16(),
-            });
-        }
-        Ok(Body {
-            declared_len: response.content_length(),
-            chunks: response.bytes_stream().map_err(http_error).boxed(),
-        })
     }
 
     async fn open_nats(&self, bucket: &str, key: &str) -> Result<Body, FetchError> {
@@ -71,6 +75,11 @@ impl Fetcher {
             .nats
             .as_ref()
             .ok_or(FetchError::SchemeDisabled { scheme: "nats" })?;
+        // The worker's NATS user reads more than a job may (the checkpoints of every
+        // job): only the buckets made for inputs and results are a job's to name.
+        if !self.nats_buckets.iter().any(|allowed| allowed == bucket) {
+            return Err(FetchError::NatsBucket);
+        }
         let store = context.get_object_store(bucket).await.map_err(|err| {
             let missing = std::error::Error::source(&err)
                 .and_then(|source| source.downcast_ref::<GetStreamError>())
@@ -170,6 +179,23 @@ impl Fetcher {
     }
 }
 
+/// Sends a GET for `url` through `client`; an IP literal is checked here, since it
+/// reaches no resolver.
+async fn open_http(client: &GuardedClient, url: Url) -> Result<Body, FetchError> {
+    guard::check_url(&client.allow, &url)?;
+    let response = client.client.get(url).send().await.map_err(http_error)?;
+    let status = response.status();
+    if !status.is_success() {
+        return Err(FetchError::Http {
+            status: status.as_u16(),
+        });
+    }
+    Ok(Body {
+        declared_len: response.content_length(),
+        chunks: response.bytes_stream().map_err(http_error).boxed(),
+    })
+}
+
 /// Chunks of whatever `reader` yields, read `READ_CHUNK_BYTES` at a time.
 fn reader_stream<R>(reader: R, on_error: fn(io::Error) -> FetchError) -> Chunks
 where
@@ -188,9 +214,11 @@ mod tests {
     use tokio::net::TcpListener;
 
     use super::*;
+    use gantry_protocol::names;
+
     use crate::fetch::testkit::{
-        Reply, TestServer, assert_no_partial_files, assert_too_large, config, fetcher_trying,
-        input, sha256_hex,
+        CHAIN, Reply, TestServer, assert_no_partial_files, assert_too_large, config,
+        fetcher_trying, input, sha256_hex,
     };
     use crate::fetch::{FaultClass, FetchConfig, S3Settings};
 
@@ -217,9 +245,12 @@ mod tests {
     async fn ipfs_inputs_go_through_the_gateway() {
         let server = TestServer::start(|_, _| Reply::Body(b"pinned".to_vec())).await;
         let cache = tempfile::tempdir().unwrap();
+        // A gateway on loopback is the provider's choice: reached without an allowed host,
+        // for ipfs inputs only.
         let fetcher = Fetcher::new(
             FetchConfig {
                 ipfs_gateway: Url::parse(&server.url("/gw")).unwrap(),
+                allow_hosts: Vec::new(),
                 ..config(cache.path())
             },
             None,
@@ -231,6 +262,15 @@ mod tests {
             .unwrap();
         assert_eq!(fetched.sha256, sha256_hex(b"pinned"));
         assert_eq!(server.hits("/gw/ipfs/bafybeigdyrzt/dir/file.bin"), 1);
+
+        let direct = server.url("/gw/ipfs/bafybeigdyrzt/dir/other.bin");
+        let err = fetcher
+            .fetch(&input(&direct, None, None))
+            .await
+            .unwrap_err();
+        assert!(matches!(err, FetchError::PrivateAddress), "{err:?}");
+        assert_eq!(err.class(), FaultClass::Job);
+        assert_eq!(server.hits("/gw/ipfs/bafybeigdyrzt/dir/other.bin"), 0);
     }
 
     #[tokio::test]
@@ -354,9 +394,10 @@ mod tests {
         let server = gantry_testkit::NatsServer::start().expect("nats-server starts");
         let client = async_nats::connect(server.url()).await.unwrap();
         let jetstream = async_nats::jetstream::new(client);
+        let bucket = names::inputs_bucket(CHAIN);
         let store = jetstream
             .create_object_store(async_nats::jetstream::object_store::Config {
-                bucket: "inputs".into(),
+                bucket: bucket.clone(),
                 ..Default::default()
             })
             .await
@@ -369,10 +410,10 @@ mod tests {
             .unwrap();
 
         let cache = tempfile::tempdir().unwrap();
-        let fetcher = Fetcher::new(config(cache.path()), Some(jetstream)).unwrap();
+        let fetcher = Fetcher::new(config(cache.path()), Some(jetstream.clone())).unwrap();
         let fetched = fetcher
             .fetch(&input(
-                "nats://inputs/sets/train.bin",
+                &format!("nats://{bucket}/sets/train.bin"),
                 Some(&sha256_hex(&data)),
                 None,
             ))
@@ -382,10 +423,13 @@ mod tests {
         assert_eq!(std::fs::read(&fetched.path).unwrap(), data);
 
         for (uri, what) in [
-            ("nats://inputs/sets/missing.bin", "nats object"),
-            ("nats://nobucket/x", "nats bucket"),
+            (format!("nats://{bucket}/sets/missing.bin"), "nats object"),
+            (
+                format!("nats://{}/7-1", names::results_bucket(CHAIN)),
+                "nats bucket",
+            ),
         ] {
-            let err = fetcher.fetch(&input(uri, None, None)).await.unwrap_err();
+            let err = fetcher.fetch(&input(&uri, None, None)).await.unwrap_err();
             assert!(
                 matches!(err, FetchError::NotFound(w) if w == what),
                 "{uri}: {err:?}"
@@ -393,11 +437,38 @@ mod tests {
             assert_eq!(err.class(), FaultClass::Job);
         }
         let err = fetcher
-            .fetch(&input("nats://inputs/sets/train.bin", None, Some(1000)))
+            .fetch(&input(
+                &format!("nats://{bucket}/sets/train.bin"),
+                None,
+                Some(1000),
+            ))
             .await
             .unwrap_err();
         assert_too_large(&err, 1000);
         assert_no_partial_files(cache.path());
+
+        // Another job's checkpoint, which the worker's own user may read, and any bucket
+        // but the chain's inputs and results: refused before NATS is asked.
+        let checkpoints = jetstream
+            .create_object_store(async_nats::jetstream::object_store::Config {
+                bucket: names::checkpoints_bucket(CHAIN),
+                ..Default::default()
+            })
+            .await
+            .unwrap();
+        checkpoints
+            .put("7", &mut b"another job's state".as_slice())
+            .await
+            .unwrap();
+        for uri in [
+            format!("nats://{}/7", names::checkpoints_bucket(CHAIN)),
+            format!("nats://{}/x", names::inputs_bucket(CHAIN + 1)),
+            "nats://inputs/sets/train.bin".to_owned(),
+        ] {
+            let err = fetcher.fetch(&input(&uri, None, None)).await.unwrap_err();
+            assert!(matches!(err, FetchError::NatsBucket), "{uri}: {err:?}");
+            assert_eq!(err.class(), FaultClass::Job);
+        }
 
         let without_nats = Fetcher::new(config(cache.path()), None).unwrap();
         let err = without_nats

@@ -112,6 +112,10 @@ pub struct FailureReport<'a> {
     pub oom_killed: bool,
     /// Seconds of the job's clock used, from the assignment on chain to its stop.
     pub ran_secs: u64,
+    /// What its files took of its disk space (`/outputs`, `/checkpoints`, `/tmp`) when it
+    /// ended, and that space's size, bytes.
+    pub disk_bytes: Option<u64>,
+    pub disk_limit_bytes: u64,
     /// Whether its outputs are in the tar under `outputs/`: `included`, `none` (it wrote
     /// none) or `overLimit` (more than the output limit: left out).
     pub outputs: &'a str,
@@ -149,7 +153,14 @@ impl Ctx {
             left = ?clock.left(now),
             "the job's clock"
         );
-        let dirs = JobDirs::create(dir).await.map_err(GiveBack::from_failure)?;
+        // Its writable space holds a full result, a full checkpoint and the scratch room.
+        let room = admitted
+            .output_limit
+            .saturating_add(self.settings.max_output_bytes)
+            .saturating_add(self.settings.scratch_bytes);
+        let dirs = JobDirs::create(dir, room)
+            .await
+            .map_err(GiveBack::from_failure)?;
         let job = Job {
             held,
             admitted: &admitted,
@@ -194,6 +205,7 @@ impl Ctx {
         let exit = RunOutcome { timed_out, ..exit };
         let limit = Duration::from_secs(clock.stop_by - clock.assigned_at);
         if let Some(failure) = exit.failure(admitted.memory_bytes, limit) {
+            let failure = disk_limit(&dirs, failure);
             return self.answer_failure(&job, failure, Some(&exit)).await;
         }
         match self.upload_result(held, &admitted, &dirs).await {
@@ -445,9 +457,11 @@ impl Ctx {
             inputs_dir: dirs.inputs.clone(),
             outputs_dir: dirs.outputs.clone(),
             checkpoints_dir: dirs.checkpoints.clone(),
+            tmp_dir: dirs.tmp.clone(),
             memory_bytes: admitted.memory_bytes,
             cpu_threads: admitted.cpu_threads,
             pids_limit: self.settings.pids_limit,
+            max_log_bytes: self.settings.max_log_bytes,
             gpu_uuids: gpus.iter().map(|g| g.uuid.clone()).collect(),
             labels: vec![
                 (NODE_LABEL.into(), self.node_id.to_string()),
@@ -503,20 +517,15 @@ impl Ctx {
             Ok(now) => clock.ran(now),
             Err(_) => clock.stop_by - clock.assigned_at,
         };
-        let report_dir = dirs.root.join("failure");
         let outputs = result_dir(admitted, dirs);
         let has_outputs = tokio::fs::metadata(&outputs)
             .await
             .is_ok_and(|m| m.is_dir());
         let node =
             |e: std::io::Error| GiveBack::Node(Failure::node(format!("failure report: {e}")));
-        let _ = tokio::fs::remove_dir_all(&report_dir).await;
-        tokio::fs::create_dir_all(&report_dir).await.map_err(node)?;
-        if has_outputs {
-            tokio::fs::rename(&outputs, report_dir.join(FAILED_OUTPUTS_DIR))
-                .await
-                .map_err(node)?;
-        }
+        // The report is written beside the job's space, not in it: the job may have
+        // filled that.
+        let report_file = dirs.root.join(FAILURE_FILE);
         let write_report = |outputs: &str| {
             let report = FailureReport {
                 v: 1,
@@ -528,28 +537,30 @@ impl Ctx {
                 timed_out: exit.is_none_or(|e| e.timed_out),
                 oom_killed: exit.is_some_and(|e| e.oom_killed),
                 ran_secs,
+                disk_bytes: dirs.space.used().ok(),
+                disk_limit_bytes: dirs.space.room(),
                 outputs,
             };
             serde_json::to_vec_pretty(&report).expect("reports serialize")
         };
         let tar = dirs.root.join("failure.tar");
         let included = if has_outputs { "included" } else { "none" };
-        tokio::fs::write(report_dir.join(FAILURE_FILE), write_report(included))
+        tokio::fs::write(&report_file, write_report(included))
             .await
             .map_err(node)?;
+        let mut parts = vec![(FAILURE_FILE, report_file.clone())];
+        if has_outputs {
+            parts.push((FAILED_OUTPUTS_DIR, outputs));
+        }
         // The outputs within the job's limit, and room for the report besides.
         let limit = admitted.output_limit.saturating_add(REPORT_ROOM);
-        let uploaded = match self
-            .pack_and_upload(held, report_dir.clone(), tar.clone(), limit)
-            .await
-        {
+        let uploaded = match self.pack_and_upload(held, parts, tar.clone(), limit).await {
             Err(f) if f.class == FaultClass::Job && has_outputs => {
                 // Too much output: the report alone.
-                let _ = tokio::fs::remove_dir_all(report_dir.join(FAILED_OUTPUTS_DIR)).await;
-                tokio::fs::write(report_dir.join(FAILURE_FILE), write_report("overLimit"))
+                tokio::fs::write(&report_file, write_report("overLimit"))
                     .await
                     .map_err(node)?;
-                self.pack_and_upload(held, report_dir, tar, REPORT_ROOM)
+                self.pack_and_upload(held, vec![(FAILURE_FILE, report_file)], tar, REPORT_ROOM)
                     .await
             }
             other => other,
@@ -563,16 +574,17 @@ impl Ctx {
         }
     }
 
-    /// Packs `dir` (at most `limit` bytes) and uploads it as the attempt's result.
+    /// Packs `what` (at most `limit` bytes) and uploads it as the attempt's result.
     async fn pack_and_upload(
         &self,
         held: &Held,
-        dir: std::path::PathBuf,
+        what: impl Into<archive::Contents>,
         tar: std::path::PathBuf,
         limit: u64,
     ) -> Result<Uploaded, Failure> {
         let started = std::time::Instant::now();
-        let packed = tokio::task::spawn_blocking(move || archive::pack(&dir, &tar, limit))
+        let what = what.into();
+        let packed = tokio::task::spawn_blocking(move || archive::pack(what, &tar, limit))
             .await
             .map_err(|e| Failure::node(format!("packing the result: {e}")))??;
         let key = format!("{}-{}", held.job_id(), held.attempt);
@@ -587,6 +599,19 @@ impl Ctx {
             size: packed.size,
         })
     }
+}
+
+/// A failed run's reason, saying so when the job had written its space full: what it
+/// exited with was most likely its reaction to the kernel's "no space left on device".
+fn disk_limit(dirs: &JobDirs, failure: Failure) -> Failure {
+    if !dirs.space.is_full() {
+        return failure;
+    }
+    Failure::job(format!(
+        "disk limit: the job filled its {} MiB of /outputs, /checkpoints and /tmp ({})",
+        dirs.space.room() >> 20,
+        failure.reason
+    ))
 }
 
 /// Where the job's result is: the spec's outputs path under the job's outputs directory.

@@ -413,21 +413,23 @@ stake = "{stake}"
             });
     }
 
-    /// Puts `bytes` into the test's input bucket; returns the `nats://` URI.
+    /// Puts `bytes` into the chain's inputs bucket (the one bucket besides results that
+    /// `nats://` inputs may name); returns the `nats://` URI.
     pub(crate) async fn put_input(&self, name: &str, bytes: &[u8]) -> String {
         let js = self.jetstream().await;
-        let store = match js.get_object_store("inputs").await {
+        let bucket = names::inputs_bucket(self.chain_id());
+        let store = match js.get_object_store(&bucket).await {
             Ok(store) => store,
             Err(_) => js
                 .create_object_store(jetstream::object_store::Config {
-                    bucket: "inputs".into(),
+                    bucket: bucket.clone(),
                     ..Default::default()
                 })
                 .await
                 .unwrap(),
         };
         store.put(name, &mut &bytes[..]).await.unwrap();
-        format!("nats://inputs/{name}")
+        format!("nats://{bucket}/{name}")
     }
 
     /// Downloads a `nats://bucket/key` object.
@@ -491,6 +493,11 @@ pub(crate) struct RunningWorker {
 }
 
 impl RunningWorker {
+    /// The port of its Prometheus listener (on 127.0.0.1).
+    pub(crate) fn metrics_port(&self) -> u16 {
+        self.metrics.port()
+    }
+
     /// The value of gauge or counter `name` (without labels) on its `/metrics`, if shown.
     pub(crate) async fn metric(&self, name: &str) -> Option<f64> {
         let text = reqwest::get(format!("http://{}/metrics", self.metrics))
@@ -550,6 +557,10 @@ fn jobs_section(extra: &str) -> String {
         "checkpoint_interval = \"200ms\"",
         "default_cpu_threads = 1",
         "pids_limit = 64",
+        // A job's disk: 16 MiB of result, 16 of checkpoint and 8 of scratch.
+        "max_output_bytes = 16777216",
+        "scratch_bytes = 8388608",
+        "max_log_bytes = 1048576",
     ];
     let overridden = |line: &&str| {
         let key = line.split('=').next().unwrap_or_default().trim();

@@ -3,8 +3,10 @@
 //!
 //! - A job that fails by itself while it runs (out of memory, a fork bomb, an endless
 //!   loop, a timeout as long as the whole runtime, a network attempt, too much output, no
-//!   output, inputs trickled slower than its own time limit) is answered with its failure
-//!   report as the result, in time: the node is paid, never reclaimed.
+//!   output, writing without end into /outputs or /tmp, printing without end, inputs
+//!   trickled slower than its own time limit) is answered with its failure report as the
+//!   result, in time: the node is paid, never reclaimed. A healthy job running beside
+//!   them all completes undisturbed, and a spec of exactly the size limit runs.
 //! - A job that cannot start (an input that fails its hash, an image nobody has, a spec
 //!   the validator refuses — not a spec, an image reference Docker refuses, a NUL in the
 //!   env —, a runtime too short to answer in) is rejected at once, for a small share of a
@@ -16,7 +18,7 @@ use std::net::SocketAddr;
 use std::time::Duration;
 
 use bytes::Bytes;
-use gantry_protocol::spec::{InputSpec, OutputSpec};
+use gantry_protocol::spec::{InputSpec, JobSpec, MAX_SPEC_BYTES, OutputSpec};
 use gantry_protocol::status::JobStatus;
 use gantry_testkit::accounts::{ADMIN, NODES};
 
@@ -58,11 +60,22 @@ async fn hostile_jobs_are_contained_answered_in_time_and_never_cost_the_stake() 
         refused.push((name, job, "invalid spec"));
     }
 
+    // A healthy job runs beside the hostile ones from here on, and is never disturbed.
+    let beside = net
+        .post(
+            cpu_job(64),
+            &shell(
+                "i=0; while [ $i -lt 40 ]; do echo step $i; sleep 0.5; i=$((i+1)); done; echo ok > /outputs/ok",
+                120,
+            ),
+        )
+        .await;
+
     // ---- answered with a failure report: (name, job, what the reason says)
     let mut failed: Vec<(&str, u64, &str)> = Vec::new();
 
     // (name, memory MiB, command, its own time limit in s, what the reason says)
-    let self_inflicted: [(&str, u32, &str, u64, &str); 4] = [
+    let self_inflicted: [(&str, u32, &str, u64, &str); 7] = [
         // A 64 MiB limit, a 200 MB string.
         (
             "memory hog",
@@ -89,6 +102,25 @@ async fn hostile_jobs_are_contained_answered_in_time_and_never_cost_the_stake() 
             30,
             "exited with code 7",
         ),
+        // Writes without end: stopped by the kernel at the job's space (16 MiB of
+        // result, 16 of checkpoint, 8 of scratch in the test config), whichever directory
+        // it writes, and never a byte of the host's disk beyond it.
+        (
+            "fills /outputs",
+            64,
+            "cat /dev/zero > /outputs/fill",
+            60,
+            "disk limit: the job filled its 40 mib",
+        ),
+        (
+            "fills /tmp",
+            64,
+            "cat /dev/zero > /tmp/fill",
+            60,
+            "disk limit: the job filled its 40 mib",
+        ),
+        // Prints without end: killed at the node's log limit (1 MiB in the test config).
+        ("floods stdout", 64, "cat /dev/zero", 60, "log limit"),
     ];
     for (name, memory, command, timeout, expected) in self_inflicted {
         let job = net.post(cpu_job(memory), &shell(command, timeout)).await;
@@ -149,6 +181,30 @@ async fn hostile_jobs_are_contained_answered_in_time_and_never_cost_the_stake() 
     let job = net.post(cpu_job(64), &spec).await;
     rejected.push(("missing image", job, "could not be pulled"));
 
+    // Inputs that reach into the provider's network: the worker's own metrics by name
+    // (the test config allows 127.0.0.1 as written, not `localhost`), and the cloud's
+    // metadata service through a redirect from a host the provider allowed.
+    for (name, uri) in [
+        (
+            "input on a loopback service",
+            format!("http://localhost:{}/metrics", worker.metrics_port()),
+        ),
+        (
+            "input redirected to a private address",
+            format!("http://{trickle}/to-metadata"),
+        ),
+    ] {
+        let mut spec = shell("cat /inputs/x", 30);
+        spec.inputs.push(InputSpec {
+            uri,
+            sha256: None,
+            path: "/inputs/x".into(),
+            max_bytes: None,
+        });
+        let job = net.post(cpu_job(64), &spec).await;
+        rejected.push((name, job, "not public"));
+    }
+
     // A runtime no longer than the node's answer margin: nothing could run and answer.
     let mut too_short = cpu_job(64);
     too_short.maxRuntime = 60;
@@ -167,6 +223,15 @@ async fn hostile_jobs_are_contained_answered_in_time_and_never_cost_the_stake() 
             reason.contains(expected),
             "{name}: reason {reason:?} does not say {expected:?}"
         );
+        // Its disk: never more than its space (its output limit, 16 MiB of checkpoint
+        // and 8 of scratch), whatever it wrote.
+        let disk = report["diskBytes"].as_u64().expect("diskBytes");
+        let limit = report["diskLimitBytes"].as_u64().expect("diskLimitBytes");
+        assert!(disk <= limit, "{name}: {disk} of {limit}");
+        if expected.starts_with("disk limit") {
+            assert_eq!(limit, 40 << 20, "{name}");
+            assert!(disk > limit - (1 << 20), "{name} filled it: {disk}");
+        }
         // Answered before the attempt's end: the node can never be reclaimed for it.
         let (assigned, _) = last_of_job(market.JobAssigned_filter(), *job).await;
         let (_, submitted) = last_of_job(market.ResultSubmitted_filter(), *job).await;
@@ -190,16 +255,18 @@ async fn hostile_jobs_are_contained_answered_in_time_and_never_cost_the_stake() 
         assert_eq!((state.barred, state.faults), (1, 0), "{name}");
     }
 
-    // After the challenge window every answered job is paid to the node.
+    // After the challenge window every answered job is paid to the node, the healthy
+    // one beside them too.
+    net.wait_for_status(beside, JobStatus::Submitted).await;
     net.advance(31).await;
-    for (_, job, _) in &failed {
+    for job in failed.iter().map(|(_, job, _)| job).chain([&beside]) {
         net.wait_for_status(*job, JobStatus::Completed).await;
     }
     let node = net.node(worker.node_id).await;
     let bounty = 50 * gantry_testkit::GUSD;
     assert_eq!(
         node.earnings.to::<u64>(),
-        failed.len() as u64 * (bounty - bounty * 250 / 10_000)
+        (failed.len() as u64 + 1) * (bounty - bounty * 250 / 10_000)
     );
 
     // Nothing was ever reclaimed from the node; its stake paid only the rejects' small
@@ -215,18 +282,30 @@ async fn hostile_jobs_are_contained_answered_in_time_and_never_cost_the_stake() 
     );
     let charged: u64 = slashes.iter().map(|s| s.amount.to::<u64>()).sum();
     assert_eq!(node.stake.to::<u64>(), STAKE - charged);
-    let job = net
-        .post(cpu_job(64), &shell("echo fine > /outputs/ok", 30))
-        .await;
+    // The job beside them was never disturbed.
+    assert!(net.failure_report(beside).await.is_none());
+    assert_eq!(net.result_files(beside).await["ok"], b"ok\n");
+    // And the node runs the next job: a spec of exactly the market's size limit, as
+    // posted (the worker measures the bytes posted, not its re-serialisation, which
+    // adds the defaults and would be over).
+    let head = r#"{"version":1,"image":"gantry-test/busybox:1","command":["/bin/sh","-c","echo fine > /outputs/ok"],"outputs":{},"timeoutSecs":30,"env":{"PAD":""#;
+    let tail = r#""}}"#;
+    let pad = "x".repeat(MAX_SPEC_BYTES - head.len() - tail.len());
+    let spec = format!("{head}{pad}{tail}");
+    assert_eq!(spec.len(), MAX_SPEC_BYTES);
+    assert!(JobSpec::from_slice(spec.as_bytes()).unwrap().to_vec().len() > MAX_SPEC_BYTES);
+    let job = net.post_raw(cpu_job(64), spec.into_bytes()).await;
     net.wait_for_status(job, JobStatus::Submitted).await;
     assert!(net.failure_report(job).await.is_none());
+    assert_eq!(net.result_files(job).await["ok"], b"fine\n");
 
     net.wait_for_no_containers().await;
     assert!(worker.stop().success());
 }
 
 /// An HTTP server whose `/slow` sends one byte a second, for ten minutes: an input that
-/// never quite stalls (each byte within the fetcher's read timeout) and never ends in time.
+/// never quite stalls (each byte within the fetcher's read timeout) and never ends in time;
+/// and whose `/to-metadata` redirects to the cloud's metadata service.
 async fn trickle_server() -> SocketAddr {
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let addr = listener.local_addr().unwrap();
@@ -241,7 +320,12 @@ async fn trickle_server() -> SocketAddr {
         });
         axum::body::Body::from_stream(bytes)
     };
-    let app = axum::Router::new().route("/slow", axum::routing::get(slow));
+    let to_metadata = || async {
+        axum::response::Redirect::temporary("http://169.254.169.254/latest/meta-data/")
+    };
+    let app = axum::Router::new()
+        .route("/slow", axum::routing::get(slow))
+        .route("/to-metadata", axum::routing::get(to_metadata));
     tokio::spawn(async move { axum::serve(listener, app).await });
     addr
 }

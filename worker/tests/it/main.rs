@@ -15,10 +15,15 @@
 //!   `NodeSlashed` for the node.
 //! - `hostile`: jobs written to get the provider slashed (memory hog, fork bomb, endless
 //!   loop, a timeout as long as the whole runtime, network attempt, oversized output, no
-//!   output, an input trickled slower than the job's time) are each answered in time with
-//!   a failure report and paid; those that cannot start (input hash mismatch, missing
-//!   image, invalid spec, a runtime within the answer margin) are rejected at once for a
-//!   small charge; nothing is ever reclaimed and the node still takes work.
+//!   output, writing its disk full through /outputs or /tmp, printing without end, an
+//!   input trickled slower than the job's time) are each answered in time with a failure
+//!   report and paid; those that cannot start (input hash mismatch, missing image,
+//!   invalid spec, an image reference Docker refuses, a NUL in the env, a runtime within
+//!   the answer margin) are rejected at once for a small charge; nothing is ever
+//!   reclaimed, a healthy job beside them completes, and the node still takes work (a
+//!   spec of exactly the size limit).
+//! - `engine`: the clean-up when the node recovers from a fault removes the containers an
+//!   outage left, never a running job's.
 //! - `capacity`: a node registered for one job at a time (its worker's config says four)
 //!   is assigned a second while the first runs: the second is given back at once for a
 //!   charge of about nothing, the first finishes undisturbed.
@@ -47,6 +52,7 @@
 mod capacity;
 mod claim;
 mod clock;
+mod engine;
 mod harness;
 mod hostile;
 mod operator;

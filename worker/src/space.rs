@@ -1,0 +1,241 @@
+//! A job's writable space: a fixed-size ext4 file system in an image file reserved on the
+//! work directory's disk (`fallocate`), loop-mounted under the job's directory, and bound
+//! into the container as `/outputs`, `/checkpoints` and `/tmp`. The kernel stops the job's
+//! writes at the space's size (ENOSPC inside the job: its own limit, a job fault), the
+//! host's disk holds exactly the image whatever the job writes, and the space is taken
+//! before the job starts: a node without the room finds out before the job runs, not by
+//! failing it halfway.
+//!
+//! IO glue around `mkfs.ext4` (e2fsprogs) and `mount -o loop` (util-linux): the worker
+//! needs root (`CAP_SYS_ADMIN`) and loop devices, which [`probe`] checks at start-up.
+
+use std::io;
+use std::path::{Path, PathBuf};
+
+use tokio::process::Command;
+
+use crate::fault::Failure;
+
+/// The image file of a job's space, beside its mount point.
+const IMAGE: &str = "space.img";
+/// The mount point of a job's space in its directory.
+const MOUNT: &str = "space";
+/// ext4's own structures (superblocks, group descriptors, inode tables) take about 1.5 %
+/// of a small file system; the image is this much larger than the room promised.
+const OVERHEAD_DIVISOR: u64 = 32;
+const OVERHEAD_MIN: u64 = 4 << 20;
+/// A space with less than this free counts as full: the job wrote up to its limit.
+const FULL_SLACK: u64 = 1 << 20;
+
+/// A job's mounted space; unmounted and its image deleted when dropped.
+#[derive(Debug)]
+pub struct Space {
+    image: PathBuf,
+    mount: PathBuf,
+    /// Room promised to the job, bytes.
+    room: u64,
+}
+
+impl Space {
+    /// Reserves and mounts a space with `room` bytes free in `dir` (the job's directory).
+    /// Every error is the node's: the job has not started.
+    pub async fn create(dir: &Path, room: u64) -> Result<Self, Failure> {
+        let space = Self {
+            image: dir.join(IMAGE),
+            mount: dir.join(MOUNT),
+            room,
+        };
+        let size = room + (room / OVERHEAD_DIVISOR).max(OVERHEAD_MIN);
+        let failed = |what: &str, e: &dyn std::fmt::Display| {
+            Failure::node(format!("the job's disk space: {what}: {e}"))
+        };
+        tokio::fs::create_dir_all(&space.mount)
+            .await
+            .map_err(|e| failed("mount point", &e))?;
+        let image = space.image.clone();
+        // Reserved, not sparse: the job can never meet a full host disk halfway.
+        tokio::task::spawn_blocking(move || reserve(&image, size))
+            .await
+            .map_err(|e| failed("reserving", &e))?
+            .map_err(|e| failed(&format!("reserving {} MiB", size >> 20), &e))?;
+        run(Command::new("mkfs.ext4")
+            .args(["-q", "-F", "-m", "0", "-O", "^has_journal"])
+            // `nodiscard`: discarding would punch the reservation out of the image.
+            .args(["-E", "nodiscard,lazy_itable_init=1"])
+            .arg(&space.image))
+        .await
+        .map_err(|e| failed("mkfs.ext4", &e))?;
+        run(Command::new("mount")
+            .args(["-t", "ext4", "-o", "loop,nosuid,nodev"])
+            .arg(&space.image)
+            .arg(&space.mount))
+        .await
+        .map_err(|e| failed("mount", &e))?;
+        Ok(space)
+    }
+
+    /// Where the space is mounted; the job's writable directories go under it.
+    pub fn path(&self) -> &Path {
+        &self.mount
+    }
+
+    /// The room promised to the job, bytes.
+    pub fn room(&self) -> u64 {
+        self.room
+    }
+
+    /// Bytes the job's files take in the space now.
+    pub fn used(&self) -> io::Result<u64> {
+        let stat = rustix::fs::statvfs(&self.mount)?;
+        let used_blocks = stat.f_blocks.saturating_sub(stat.f_bfree);
+        Ok(used_blocks * stat.f_frsize)
+    }
+
+    /// Whether the job wrote its space full (what it is left is under a MiB).
+    pub fn is_full(&self) -> bool {
+        rustix::fs::statvfs(&self.mount)
+            .is_ok_and(|stat| stat.f_bavail * stat.f_frsize < FULL_SLACK)
+    }
+}
+
+impl Drop for Space {
+    fn drop(&mut self) {
+        unmount(&self.mount);
+        if let Err(e) = std::fs::remove_file(&self.image)
+            && e.kind() != io::ErrorKind::NotFound
+        {
+            tracing::warn!(image = %self.image.display(), error = %e, "could not remove a job's disk image");
+        }
+    }
+}
+
+/// Unmounts the space a previous run left in the job directory `dir`, if any, so that
+/// removing `dir` cannot reach into it.
+pub fn unmount_in(dir: &Path) {
+    unmount(&dir.join(MOUNT));
+}
+
+/// Removes everything under `work_dir` that a previous run left (after a crash), its
+/// spaces unmounted first so that no removal reaches into a mounted file system.
+pub async fn clear(work_dir: &Path) -> io::Result<()> {
+    let mut entries = tokio::fs::read_dir(work_dir).await?;
+    while let Some(entry) = entries.next_entry().await? {
+        let path = entry.path();
+        unmount_in(&path);
+        if entry.file_type().await?.is_dir() {
+            tokio::fs::remove_dir_all(&path).await?;
+        } else {
+            tokio::fs::remove_file(&path).await?;
+        }
+    }
+    Ok(())
+}
+
+/// Checks at start-up that this machine can give jobs their spaces: a small one is made,
+/// written and released in `work_dir`.
+pub async fn probe(work_dir: &Path) -> Result<(), Failure> {
+    let dir = work_dir.join(".probe");
+    let space = Space::create(&dir, 1 << 20).await.map_err(|f| {
+        Failure::node(format!(
+            "{} (the worker needs root or CAP_SYS_ADMIN, loop devices, mkfs.ext4 and mount; \
+             in a container: privileged, with the work directory bind-mounted rshared)",
+            f.reason
+        ))
+    })?;
+    let written = tokio::fs::write(space.path().join("probe"), b"ok").await;
+    drop(space);
+    let _ = tokio::fs::remove_dir_all(&dir).await;
+    written.map_err(|e| Failure::node(format!("the job's disk space: writing: {e}")))
+}
+
+/// Lazily unmounts `mount` if it is a mount point (a container that still holds it keeps
+/// its view until it is gone; the loop device is freed then).
+fn unmount(mount: &Path) {
+    use rustix::mount::{UnmountFlags, unmount};
+    match unmount(mount, UnmountFlags::DETACH) {
+        Ok(()) => {}
+        // Not a mount point, or not there.
+        Err(rustix::io::Errno::INVAL | rustix::io::Errno::NOENT) => {}
+        Err(e) => {
+            tracing::warn!(mount = %mount.display(), error = %e, "could not unmount a job's disk space")
+        }
+    }
+}
+
+fn reserve(image: &Path, size: u64) -> io::Result<()> {
+    let file = std::fs::File::create(image)?;
+    rustix::fs::fallocate(&file, rustix::fs::FallocateFlags::empty(), 0, size)?;
+    Ok(())
+}
+
+/// Runs a command to its end; a failure says what it printed.
+async fn run(command: &mut Command) -> Result<(), String> {
+    let output = command
+        .stdin(std::process::Stdio::null())
+        .output()
+        .await
+        .map_err(|e| e.to_string())?;
+    if output.status.success() {
+        return Ok(());
+    }
+    let said = String::from_utf8_lossy(&output.stderr);
+    Err(format!("{} ({})", said.trim(), output.status))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::io::Write;
+    use std::os::unix::fs::MetadataExt;
+
+    /// What the kernel does with a space: a writer without end stops at its room with
+    /// ENOSPC, the host holds exactly the image, and dropping it leaves nothing mounted.
+    #[tokio::test]
+    async fn a_space_stops_a_writer_at_its_room_and_holds_no_more_of_the_host() {
+        let dir = tempfile::tempdir().unwrap();
+        let room = 16 << 20;
+        let space = Space::create(dir.path(), room).await.unwrap();
+        let image = dir.path().join(IMAGE);
+        let reserved = std::fs::metadata(&image).unwrap().blocks() * 512;
+        let path = space.path().join("fill");
+        let written = tokio::task::spawn_blocking(move || {
+            let mut file = std::fs::File::create(path).unwrap();
+            let chunk = vec![7u8; 1 << 16];
+            let mut written = 0u64;
+            loop {
+                match file.write(&chunk) {
+                    Ok(n) => written += n as u64,
+                    Err(e) => return (written, e.raw_os_error()),
+                }
+            }
+        })
+        .await
+        .unwrap();
+        assert_eq!(written.1, Some(rustix::io::Errno::NOSPC.raw_os_error()));
+        assert!(written.0 >= room, "the job gets its room: {written:?}");
+        assert!(space.is_full());
+        assert!(space.used().unwrap() >= room);
+        // The host's disk: the reservation, not a byte more.
+        assert_eq!(std::fs::metadata(&image).unwrap().blocks() * 512, reserved);
+        assert!(reserved <= room + (room / OVERHEAD_DIVISOR).max(OVERHEAD_MIN) + (1 << 20));
+        let mount = space.path().to_owned();
+        drop(space);
+        let mounts = std::fs::read_to_string("/proc/self/mountinfo").unwrap();
+        assert!(!mounts.contains(mount.to_str().unwrap()), "still mounted");
+        assert!(!image.exists());
+    }
+
+    #[tokio::test]
+    async fn clearing_the_work_directory_unmounts_what_a_crash_left() {
+        let work = tempfile::tempdir().unwrap();
+        let job = work.path().join("7-100");
+        let space = Space::create(&job, 1 << 20).await.unwrap();
+        std::fs::write(space.path().join("left"), b"x").unwrap();
+        // The worker died: nothing dropped the space.
+        std::mem::forget(space);
+        clear(work.path()).await.unwrap();
+        assert_eq!(std::fs::read_dir(work.path()).unwrap().count(), 0);
+        let mounts = std::fs::read_to_string("/proc/self/mountinfo").unwrap();
+        assert!(!mounts.contains(job.to_str().unwrap()), "still mounted");
+    }
+}
