@@ -8,22 +8,24 @@
 //!
 //! ```text
 //!   event ──touches(event, job row before)──▶ job? node? account?
-//!         ──apply_job(row, event, policy)──▶ job row     (the state by market::State::apply)
+//!         ──apply_job(row, event, policy, treasury)──▶ job row  (the state by market::State::apply)
 //!         ──apply_node(row, event, previous)─▶ node row
 //!         ──apply_account(row, event)───────▶ account row
 //!   MarketParamsUpdated ──policy_of──▶ JobPolicy (the store keeps them by version)
+//!   job's attempts + workers' completion reports ──with_failure_reports──▶ its document's
 //! ```
 
 use alloy::primitives::aliases::U96;
 use alloy::primitives::{Address, B256, U256};
 use gantry_protocol::api::{
-    AccountRow, ChargeCause, ChargeRow, Completion, DisputeOutcome, DisputeRow, Failure, HeldStake,
-    JobPolicy, JobRow, NodeRow,
+    AccountRow, AttemptFault, AttemptOutcome, AttemptRow, ChargeCause, ChargeRow, Completion,
+    DisputeOutcome, DisputeRow, Failure, HeldStake, JobPolicy, JobRow, NodeRow,
 };
 use gantry_protocol::bindings::JobMarket::{self, JobMarketEvents as M};
 use gantry_protocol::bindings::NodeRegistry::{self, NodeRegistryEvents as R};
 use gantry_protocol::envelope::EventEnvelope;
 use gantry_protocol::events::{EventDataError, GantryEvent};
+use gantry_protocol::jobs::{CompletionReport, CompletionStatus};
 use gantry_protocol::market::{Policy, State, Terms};
 pub use gantry_protocol::status::{JobStatus, NodeStatus};
 
@@ -130,13 +132,15 @@ pub fn policy_of(event: &JobMarket::MarketParamsUpdated) -> JobPolicy {
 }
 
 /// Applies an event to its job's row (`None` before its `JobPosted`). `policy` is the
-/// policy a `JobPosted` names, if the store knows it (other events do not read it). Events
-/// that do not concern jobs leave the row as is.
+/// policy a `JobPosted` names, if the store knows it, and `treasury` the market's treasury
+/// account when a `NodeSlashed` was emitted (where the slash went); other events read
+/// neither. Events that do not concern jobs leave the row as is.
 pub fn apply_job(
     row: Option<JobRow>,
     event: &EventEnvelope,
     typed: &GantryEvent,
     policy: Option<&JobPolicy>,
+    treasury: Option<&str>,
 ) -> Option<JobRow> {
     let block = event.block_number;
     let at = event.block_timestamp;
@@ -148,6 +152,7 @@ pub fn apply_job(
         GantryEvent::Registry(R::NodeSlashed(e)) => {
             let mut job = row?;
             charged(&mut job, e.nodeId, e.amount, at);
+            slashed_on_attempt(&mut job, e.nodeId, e.amount, treasury);
             touched(&mut job, block, at);
             return Some(job);
         }
@@ -168,13 +173,25 @@ pub fn apply_job(
         M::JobAssigned(e) => {
             job.attempts += 1;
             job.claimed = e.claimed;
-            job.assigned_at = Some(e.until.to::<u64>().saturating_sub(job.max_runtime));
+            let assigned_at = e.until.to::<u64>().saturating_sub(job.max_runtime);
+            job.assigned_at = Some(assigned_at);
             job.result_hash = None;
             job.result_uri = None;
+            job.attempt_rows.push(AttemptRow {
+                attempt: job.attempts,
+                node_id: e.nodeId,
+                claimed: e.claimed,
+                assigned_at,
+                slashed: "0".into(),
+                ..AttemptRow::default()
+            });
         }
         M::ResultSubmitted(e) => {
             job.result_hash = Some(hex(e.resultHash));
             job.result_uri = Some(e.resultURI.clone());
+            if let Some(node) = job.node_id {
+                ended(&mut job, node, at, AttemptOutcome::Submitted, None);
+            }
         }
         M::JobDisputed(e) => {
             job.dispute = Some(DisputeRow {
@@ -198,6 +215,13 @@ pub fn apply_job(
             }
             if !e.providerWon {
                 charge(&mut job, e.nodeId, ChargeCause::DisputeLost, at);
+                // The attempt ended at its result; the arbiter's decision recasts it.
+                if let Some(attempt) = attempt_of(&mut job, e.nodeId) {
+                    attempt.outcome = AttemptOutcome::DisputeLost;
+                    attempt.fault = AttemptFault::Node;
+                    attempt.reason =
+                        Some("the arbiter decided the dispute for the submitter".into());
+                }
             }
         }
         M::JobCompleted(e) => {
@@ -207,14 +231,19 @@ pub fn apply_job(
         }
         M::JobReclaimed(e) => {
             let cause = ChargeCause::of_reclaim(e.kind);
-            job.reason = Some(
-                match cause {
-                    Some(ChargeCause::NodeInactive) => "the node was marked inactive",
-                    Some(ChargeCause::RuntimeExceeded) => "the attempt ran past its runtime",
-                    _ => "reclaimed",
-                }
-                .into(),
-            );
+            let (reason, outcome) = match cause {
+                Some(ChargeCause::NodeInactive) => (
+                    "the node was marked inactive",
+                    AttemptOutcome::ReclaimedNodeInactive,
+                ),
+                Some(ChargeCause::RuntimeExceeded) => (
+                    "the attempt ran past its runtime",
+                    AttemptOutcome::ReclaimedRuntimeExceeded,
+                ),
+                _ => ("reclaimed", AttemptOutcome::ReclaimedRuntimeExceeded),
+            };
+            job.reason = Some(reason.into());
+            ended(&mut job, e.nodeId, at, outcome, Some(reason.into()));
             job.faults += 1;
             bar(&mut job, e.nodeId);
             charge(
@@ -226,6 +255,13 @@ pub fn apply_job(
         }
         M::JobRejected(e) => {
             job.reason = Some(e.reason.clone());
+            ended(
+                &mut job,
+                e.nodeId,
+                at,
+                AttemptOutcome::Rejected,
+                Some(e.reason.clone()),
+            );
             bar(&mut job, e.nodeId);
             charge(&mut job, e.nodeId, ChargeCause::Reject, at);
         }
@@ -243,7 +279,10 @@ pub fn apply_job(
         M::JobCancelled(e) => job.refund = Some(e.refund.to_string()),
         M::JobExpired(e) => job.refund = Some(e.refund.to_string()),
         // The registry's slash, read as the market's (the same event in both ABIs).
-        M::NodeSlashed(e) => charged(&mut job, e.nodeId, e.amount, at),
+        M::NodeSlashed(e) => {
+            charged(&mut job, e.nodeId, e.amount, at);
+            slashed_on_attempt(&mut job, e.nodeId, e.amount, treasury);
+        }
         M::JobPosted(_)
         | M::NodeMarkedInactive(_)
         | M::Deposited(_)
@@ -357,6 +396,63 @@ fn charged(job: &mut JobRow, node: u64, amount: U96, at: u64) {
             amount: amount.to_string(),
             at,
         }),
+    }
+}
+
+/// The latest attempt of `node` on the job.
+fn attempt_of(job: &mut JobRow, node: u64) -> Option<&mut AttemptRow> {
+    job.attempt_rows
+        .iter_mut()
+        .rev()
+        .find(|a| a.node_id == node)
+}
+
+/// The running attempt of `node` ended at `at`: its outcome, whose fault (a reject's by
+/// its reason, a reclaim the node's, a result no one's) and why.
+fn ended(job: &mut JobRow, node: u64, at: u64, outcome: AttemptOutcome, reason: Option<String>) {
+    let Some(attempt) = attempt_of(job, node) else {
+        return;
+    };
+    attempt.fault = match (outcome, &reason) {
+        (AttemptOutcome::Rejected, Some(reason)) => AttemptFault::of_reject(reason),
+        (AttemptOutcome::Submitted | AttemptOutcome::Running, _) => AttemptFault::None,
+        _ => AttemptFault::Node,
+    };
+    attempt.ended_at = Some(at);
+    attempt.outcome = outcome;
+    attempt.reason = reason;
+}
+
+/// `amount` taken from `node`'s stake for its latest attempt on the job, to `treasury`.
+fn slashed_on_attempt(job: &mut JobRow, node: u64, amount: U96, treasury: Option<&str>) {
+    if let Some(attempt) = attempt_of(job, node) {
+        attempt.slashed = plus(&attempt.slashed, u96(amount));
+        if !amount.is_zero() {
+            attempt.slashed_to = treasury.map(str::to_owned);
+        }
+    }
+}
+
+/// The attempts of a job's document, completed by its workers' reports: an attempt that
+/// ended in a result whose report carries an error was answered with the worker's
+/// failure report (the job failed by itself: non-zero exit, out of memory, its limits),
+/// the job's fault, for the report's reason. A report of another node or attempt, or
+/// without an error, changes nothing.
+pub fn with_failure_reports(attempts: &mut [AttemptRow], reports: &[CompletionReport]) {
+    for attempt in attempts
+        .iter_mut()
+        .filter(|a| a.outcome == AttemptOutcome::Submitted)
+    {
+        let failure = reports.iter().find(|r| {
+            u64::from(r.attempt) == attempt.attempt
+                && r.node_id == attempt.node_id
+                && r.status != CompletionStatus::NodeFault
+        });
+        if let Some(error) = failure.and_then(|r| r.error.as_ref()) {
+            attempt.outcome = AttemptOutcome::FailedByItself;
+            attempt.fault = AttemptFault::Job;
+            attempt.reason = Some(error.clone());
+        }
     }
 }
 

@@ -1,7 +1,8 @@
 // `#/jobs/<id>`: one job — overview (terms, policy, what it waits for), progress, why it
 // is pending, its dispute (bond, exposure, deadline, outcome), result and money (payout,
-// fee, refund), the nodes barred from it and what they were charged, progress/loss/GPU
-// charts, live logs, timeline and spec.
+// fee, refund, and where the nodes' slashes went), each attempt (its node, how it ended,
+// whose fault, why, the slash and the treasury it went to), the nodes barred from it and
+// what they were charged, progress/loss/GPU charts, live logs, timeline and spec.
 
 import { coalesce, follow, getJson } from '../api.js';
 import { lineChart } from '../charts.js';
@@ -42,6 +43,18 @@ const CHARGE = {
   runtimeExceeded: 'reclaimed: ran past its runtime',
   disputeLost: 'lost the dispute',
 };
+/** How an attempt ended (`AttemptRow.outcome`). */
+const OUTCOME = {
+  running: 'running',
+  submitted: 'submitted a result',
+  failedByItself: 'the job failed by itself',
+  rejected: 'gave the job back',
+  reclaimedNodeInactive: 'reclaimed: node inactive',
+  reclaimedRuntimeExceeded: 'reclaimed: ran past its runtime',
+  disputeLost: 'lost the dispute',
+};
+/** Whose fault an attempt's end was (`AttemptRow.fault`). */
+const FAULT = { none: '', job: "the job's", node: "the node's" };
 /** What a job waits for (`until`), by status. */
 const UNTIL = {
   assigned: 'Attempt ends',
@@ -69,6 +82,7 @@ export function mount(root, id) {
       <div class="card" data-part="result" hidden></div>
       <div class="card" data-part="charges" hidden></div>
     </div>
+    <div class="card" data-part="attempts" hidden></div>
     <div class="grid thirds" data-part="charts" hidden>
       <div class="card"><h2>Progress</h2><div data-part="progress-chart"></div></div>
       <div class="card"><h2>Loss</h2><div data-part="loss-chart"></div></div>
@@ -94,7 +108,8 @@ export function mount(root, id) {
     const pending = pendingCard(job);
     part('pending').hidden = !pending;
     part('pending').innerHTML = pending ?? '';
-    for (const [name, card] of [['dispute', disputeCard], ['result', resultCard], ['charges', chargesCard]]) {
+    const cards = [['dispute', disputeCard], ['result', resultCard], ['charges', chargesCard], ['attempts', attemptsCard]];
+    for (const [name, card] of cards) {
       const shown = card(job);
       part(name).hidden = !shown;
       part(name).innerHTML = shown ?? '';
@@ -285,7 +300,8 @@ function resultCard(job) {
     ${row('Paid to provider', job.payout && money(job.payout))}
     ${row('Protocol fee', job.fee && money(job.fee))}
     ${row('Completed', job.completion && (COMPLETION[job.completion] ?? job.completion))}
-    ${row('Refunded', job.refund && html`<span data-part="refund">${money(job.refund)}</span> <span class="muted">to the submitter's credits</span>`)}
+    ${row('Refunded', job.refund && html`<span data-part="refund">${money(job.refund)}</span> <span class="muted">to the submitter's credits:</span>
+      <span data-part="refund-sentence">${refundSentence(job)}</span>`)}
     ${row('Failed', job.failure && (FAILURE[job.failure] ?? job.failure))}
     ${row(SETTLED.has(job.status) ? 'Last attempt' : 'Previous attempt', job.reason)}
   </dl>
@@ -297,6 +313,37 @@ function resultCard(job) {
       <td class="num">${c.avgGpuUtilization == null ? none : `${Math.round(c.avgGpuUtilization)}%`}</td>
       <td class="num">${c.outputBytes == null ? none : bytes(c.outputBytes)}</td></tr>`)}
   </tbody></table>` : ''}`;
+}
+
+/** What a refund is and is not: the bounty (all of it or a part), not the nodes' slashes, which went to the treasury. */
+function refundSentence(job) {
+  const whole = job.refund === job.bounty ? 'the whole bounty' : `of the bounty of ${money(job.bounty)}`;
+  const attempts = job.attemptRows ?? [];
+  const slashed = attempts.reduce((sum, a) => sum + big(a.slashed), 0n);
+  if (!slashed) return `${whole}; no node was slashed on it`;
+  const treasuries = [...new Set(attempts.map((a) => a.slashedTo).filter(Boolean))];
+  return html`${whole}; the nodes' slashes (${money(slashed)}) went to the treasury
+    ${treasuries.map((t, i) => html`${i ? ' and ' : ''}<code title="${t}">${short(t)}</code>`)}, not to the submitter`;
+}
+
+/** Each attempt: its node, how it ended, whose fault and why, what its node's stake lost and to whom. */
+function attemptsCard(job) {
+  const attempts = job.attemptRows ?? [];
+  if (!attempts.length) return null;
+  return html`<h2>Attempts</h2>
+    <table class="compact"><thead><tr><th>#</th><th>Node</th><th>Outcome</th><th>Fault</th><th>Why</th>
+      <th class="num">Slashed</th><th>To</th><th>Assigned</th><th>Ended</th></tr></thead><tbody>
+    ${attempts.map((a) => html`<tr data-attempt="${a.attempt}" data-outcome="${a.outcome}" data-fault="${a.fault}">
+      <td>${a.attempt}</td>
+      <td><a href="#/nodes/${a.nodeId}">node ${a.nodeId}</a>${a.claimed ? html` <span class="muted">claimed</span>` : ''}</td>
+      <td>${OUTCOME[a.outcome] ?? a.outcome}</td>
+      <td>${FAULT[a.fault] ? html`<span class="${a.fault === 'node' ? 'err' : ''}">${FAULT[a.fault]}</span>` : none}</td>
+      <td>${a.reason ?? none}</td>
+      <td class="num">${big(a.slashed) ? money(a.slashed) : none}</td>
+      <td>${a.slashedTo ? html`treasury <code title="${a.slashedTo}">${short(a.slashedTo)}</code>` : none}</td>
+      <td>${ago(a.assignedAt)}</td>
+      <td>${a.endedAt == null ? none : ago(a.endedAt)}</td></tr>`)}
+    </tbody></table>`;
 }
 
 /** The nodes barred from the job and what each was charged (to the treasury). */

@@ -4,11 +4,15 @@
 use alloy::primitives::aliases::{U40, U96};
 use alloy::primitives::{Address, B256, Bytes, U256};
 use alloy::sol_types::SolEvent;
-use gantry_protocol::api::{AccountRow, ChargeCause, Completion, Failure, JobRow, NodeRow};
+use gantry_protocol::api::{
+    AccountRow, AttemptFault, AttemptOutcome, AttemptRow, ChargeCause, Completion, Failure, JobRow,
+    NodeRow,
+};
 use gantry_protocol::bindings::{JobMarket as M, NodeRegistry as R};
 use gantry_protocol::eligibility::Requirements;
 use gantry_protocol::envelope::EventEnvelope;
 use gantry_protocol::events::{ContractKind, DecodedEvent, GantryEvent};
+use gantry_protocol::jobs::{CompletionReport, CompletionStatus};
 use gantry_protocol::market::{self, Policies, Terms};
 use gantry_protocol::status::{JobStatus, NodeStatus};
 
@@ -18,6 +22,8 @@ const SUBMITTER: Address = Address::repeat_byte(0x5b);
 const NODE: u64 = 1;
 const BOUNTY: u128 = 50_000_000;
 const MAX_RUNTIME: u32 = 600;
+/// The market's treasury account as the store finds it for a slash.
+const TREASURY: &str = "0x7E7e7e7E7e7E7e7e7e7e7E7E7e7e7E7e7e7e7e7E";
 
 /// Events as the indexer publishes them, each in its own transaction unless `same_tx`.
 #[derive(Default)]
@@ -111,7 +117,7 @@ impl Chain {
         let mut row = None;
         for (event, typed) in self.typed() {
             if job_of(&typed) == Some(1) {
-                row = apply_job(row, &event, &typed, Some(&policy()));
+                row = apply_job(row, &event, &typed, Some(&policy()), Some(TREASURY));
             }
         }
         row.expect("posted")
@@ -127,7 +133,7 @@ impl Chain {
                 previous = Some(event.clone());
             }
             if job_of(&typed) == Some(1) {
-                job = apply_job(job, &event, &typed, Some(&policy()));
+                job = apply_job(job, &event, &typed, Some(&policy()), Some(TREASURY));
             }
         }
         row.expect("registered")
@@ -142,7 +148,7 @@ impl Chain {
                 row = Some(apply_account(row, &address, &event, &typed));
             }
             if job_of(&typed) == Some(1) {
-                job = apply_job(job, &event, &typed, Some(&policy()));
+                job = apply_job(job, &event, &typed, Some(&policy()), Some(TREASURY));
             }
         }
         row.expect("an event of the account")
@@ -396,6 +402,166 @@ fn a_rejected_job_bars_its_node_and_shows_the_charge() {
 }
 
 #[test]
+fn each_attempt_shows_its_node_its_end_whose_fault_why_and_the_slash_to_the_treasury() {
+    let mut chain = Chain::running(500_000_000);
+    let first_assigned = chain.time;
+    // Node 1 gives the job back for the job's fault after 60 s: a tenth of a slash.
+    chain
+        .given_back(60, "sha256 mismatch for input data", 5_000_000, 495_000_000)
+        .then(requeued(0, 1));
+    let given_back = chain.time;
+    // Node 2 claims it, is marked inactive, and the job is reclaimed: a full slash.
+    let second = M::JobAssigned {
+        jobId: 1,
+        nodeId: 2,
+        claimed: true,
+        until: U40::from(chain.time + 10 + u64::from(MAX_RUNTIME)),
+    };
+    chain.at(10, second);
+    let second_assigned = chain.time;
+    let slash = R::NodeSlashed {
+        nodeId: 2,
+        jobId: 1,
+        amount: U96::from(10_000_000u64),
+        stake: U96::from(90_000_000u64),
+    };
+    let reclaimed = M::JobReclaimed {
+        jobId: 1,
+        nodeId: 2,
+        kind: 0,
+        by: Address::ZERO,
+    };
+    chain.at(100, reclaimed).then(slash).then(requeued(1, 2));
+    let reclaimed_at = chain.time;
+    // A third node gives it back for its own trouble (nothing held long enough to
+    // charge), and a fourth is running it.
+    for (node, reason) in [(3, "node unhealthy: docker engine unreachable"), (4, "")] {
+        let assignment = M::JobAssigned {
+            jobId: 1,
+            nodeId: node,
+            claimed: false,
+            until: U40::from(chain.time + u64::from(MAX_RUNTIME)),
+        };
+        chain.at(0, assignment);
+        if !reason.is_empty() {
+            let rejected = M::JobRejected {
+                jobId: 1,
+                nodeId: node,
+                reason: reason.into(),
+            };
+            chain.at(0, rejected).then(requeued(1, 3));
+        }
+    }
+    let row = chain.job();
+    let expected = [
+        AttemptRow {
+            attempt: 1,
+            node_id: NODE,
+            claimed: false,
+            assigned_at: first_assigned,
+            ended_at: Some(given_back),
+            outcome: AttemptOutcome::Rejected,
+            fault: AttemptFault::Job,
+            reason: Some("sha256 mismatch for input data".into()),
+            slashed: "5000000".into(),
+            slashed_to: Some(TREASURY.into()),
+        },
+        AttemptRow {
+            attempt: 2,
+            node_id: 2,
+            claimed: true,
+            assigned_at: second_assigned,
+            ended_at: Some(reclaimed_at),
+            outcome: AttemptOutcome::ReclaimedNodeInactive,
+            fault: AttemptFault::Node,
+            reason: Some("the node was marked inactive".into()),
+            slashed: "10000000".into(),
+            slashed_to: Some(TREASURY.into()),
+        },
+        AttemptRow {
+            attempt: 3,
+            node_id: 3,
+            claimed: false,
+            assigned_at: reclaimed_at,
+            ended_at: Some(reclaimed_at),
+            outcome: AttemptOutcome::Rejected,
+            fault: AttemptFault::Node,
+            reason: Some("node unhealthy: docker engine unreachable".into()),
+            slashed: "0".into(),
+            slashed_to: None,
+        },
+        AttemptRow {
+            attempt: 4,
+            node_id: 4,
+            claimed: false,
+            assigned_at: reclaimed_at,
+            slashed: "0".into(),
+            ..AttemptRow::default()
+        },
+    ];
+    assert_eq!(row.attempt_rows, expected);
+    assert_eq!(row.attempts, 4);
+}
+
+#[test]
+fn a_result_answered_with_a_failure_report_is_the_job_s_failure() {
+    let mut chain = Chain::running(500_000_000);
+    let result = submitted(&chain, 30);
+    chain.at(120, result);
+    let row = chain.job();
+    assert_eq!(
+        (row.attempt_rows[0].outcome, row.attempt_rows[0].fault),
+        (AttemptOutcome::Submitted, AttemptFault::None)
+    );
+    let report = |node_id: u64, attempt: u8, status, error: Option<&str>| CompletionReport {
+        v: 1,
+        job_id: 1,
+        node_id,
+        attempt,
+        status,
+        result_hash: None,
+        result_uri: None,
+        output_bytes: None,
+        compute_secs: 120,
+        gpu_secs: 240,
+        avg_gpu_utilization: None,
+        error: error.map(str::to_owned),
+        at_ms: 0,
+    };
+    // Reports that do not make it one: a success, another attempt's, another node's.
+    let mut attempts = row.attempt_rows.clone();
+    with_failure_reports(
+        &mut attempts,
+        &[
+            report(NODE, 1, CompletionStatus::Submitted, None),
+            report(NODE, 2, CompletionStatus::JobFault, Some("exit code 1")),
+            report(9, 1, CompletionStatus::JobFault, Some("exit code 1")),
+        ],
+    );
+    assert_eq!(attempts, row.attempt_rows);
+    // The worker's failure report, as the worker sends it (submitted, with the reason)
+    // or as a job fault.
+    for status in [CompletionStatus::Submitted, CompletionStatus::JobFault] {
+        let mut attempts = row.attempt_rows.clone();
+        let reason = "the job exited with code 137 (out of memory)";
+        with_failure_reports(&mut attempts, &[report(NODE, 1, status, Some(reason))]);
+        assert_eq!(
+            (
+                attempts[0].outcome,
+                attempts[0].fault,
+                attempts[0].reason.as_deref()
+            ),
+            (
+                AttemptOutcome::FailedByItself,
+                AttemptFault::Job,
+                Some(reason)
+            ),
+            "{status:?}"
+        );
+    }
+}
+
+#[test]
 fn a_lost_dispute_holds_then_slashes_the_exposure_and_refunds_bounty_and_bond() {
     let mut chain = Chain::new();
     chain
@@ -473,6 +639,14 @@ fn a_lost_dispute_holds_then_slashes_the_exposure_and_refunds_bounty_and_bond() 
         (row.charges[0].cause, row.charges[0].amount.as_str()),
         (ChargeCause::DisputeLost, "50000000")
     );
+    // Its one attempt: the result, recast by the arbiter as the node's fault, its
+    // exposure slashed to the treasury.
+    let attempt = &row.attempt_rows[0];
+    assert_eq!(
+        (attempt.outcome, attempt.fault, attempt.slashed.as_str()),
+        (AttemptOutcome::DisputeLost, AttemptFault::Node, "50000000")
+    );
+    assert_eq!(attempt.slashed_to.as_deref(), Some(TREASURY));
     let node = chain.node();
     assert_eq!(node.locked_stake, "0");
     assert!(node.disputes.is_empty());

@@ -10,9 +10,10 @@
 
 use alloy::primitives::U256;
 use gantry_protocol::api::{
-    AccountRow, JobPolicy, JobRow, JobSummary, Minute, NodeRow, Stats, TimelineEntry,
+    AccountRow, AttemptRow, JobPolicy, JobRow, JobSummary, Minute, NodeRow, Stats, TimelineEntry,
 };
 use gantry_protocol::envelope::{BlockCommit, EventEnvelope, Retraction};
+use gantry_protocol::jobs::CompletionReport;
 use sqlx::any::{AnyPoolOptions, install_default_drivers};
 use sqlx::{AnyPool, Row};
 
@@ -31,7 +32,7 @@ use rows::{Columns, bigint, bodies, body};
 
 use crate::model::{
     ModelError, Touches, amount, apply_account, apply_job, apply_node, job_of, policy_of,
-    posted_policy, touches, typed,
+    posted_policy, touches, typed, with_failure_reports,
 };
 
 /// Why the store failed.
@@ -149,7 +150,14 @@ impl Store {
             }
             if let Some(job) = touched.job {
                 let policy = policy_for(&mut tx, &typed).await?;
-                let row = apply_job(job_before, event, &typed, policy.as_ref());
+                let treasury = treasury_for(&mut tx, event, &typed).await?;
+                let row = apply_job(
+                    job_before,
+                    event,
+                    &typed,
+                    policy.as_ref(),
+                    treasury.as_deref(),
+                );
                 save_job(&mut tx, job, row.as_ref()).await?;
                 if let Some(row) = row {
                     applied.jobs.insert(job, row);
@@ -264,7 +272,8 @@ impl Store {
             for event in events_of(&mut tx, &RowOf::Job(job)).await? {
                 let typed = typed(&event)?;
                 let policy = policy_for(&mut tx, &typed).await?;
-                row = apply_job(row, &event, &typed, policy.as_ref());
+                let treasury = treasury_for(&mut tx, &event, &typed).await?;
+                row = apply_job(row, &event, &typed, policy.as_ref(), treasury.as_deref());
             }
             save_job(&mut tx, job, row.as_ref()).await?;
         }
@@ -478,8 +487,10 @@ impl Store {
     /// `GET /v1/jobs/{id}`'s document, built by the database in one statement: the job's
     /// row with `timeline` (its events in chain order), `progress` (the latest report or
     /// null), `completions` (by attempt) and `pending: null` added, as JSON text, and the
-    /// job's status. The handler adds the explanation of an open job; nothing else is
-    /// parsed or serialised on the way out.
+    /// job's status. Only a job with a worker's report of an error is read back here, for
+    /// its attempts to take the failure reports in (`model::with_failure_reports`); the
+    /// handler adds the explanation of an open job; nothing else is parsed or serialised
+    /// on the way out.
     pub async fn job_document(&self, job_id: u64) -> Result<Option<JobDocument>, StoreError> {
         let sql = if self.sqlite {
             // json(): a subquery's result loses its JSON subtype, and json_set would embed
@@ -492,7 +503,9 @@ impl Store {
              '$.progress', json((SELECT body FROM progress WHERE job_id = j.job_id)), \
              '$.completions', json((SELECT json_group_array(json(body) ORDER BY attempt) \
                FROM completions WHERE job_id = j.job_id)), \
-             '$.pending', NULL) \
+             '$.pending', NULL), \
+             (SELECT COUNT(*) FROM completions WHERE job_id = j.job_id \
+               AND body ->> '$.error' IS NOT NULL) \
              FROM jobs j WHERE j.job_id = $1"
         } else {
             "SELECT j.status, (j.body::jsonb || jsonb_build_object( \
@@ -503,7 +516,9 @@ impl Store {
              'progress', (SELECT body::jsonb FROM progress WHERE job_id = j.job_id), \
              'completions', COALESCE((SELECT jsonb_agg(body::jsonb ORDER BY attempt) \
                FROM completions WHERE job_id = j.job_id), '[]'::jsonb), \
-             'pending', NULL))::text \
+             'pending', NULL))::text, \
+             (SELECT COUNT(*) FROM completions WHERE job_id = j.job_id \
+               AND body::jsonb ->> 'error' IS NOT NULL) \
              FROM jobs j WHERE j.job_id = $1"
         };
         let row = sqlx::query(sql)
@@ -511,9 +526,14 @@ impl Store {
             .fetch_optional(&self.pool)
             .await?;
         row.map(|row| {
+            let json: String = row.get(1);
             Ok(JobDocument {
                 status: row.get::<String, _>(0).parse()?,
-                json: row.get(1),
+                json: if row.unsigned(2)? > 0 {
+                    failure_reports_read(&json)?
+                } else {
+                    json
+                },
             })
         })
         .transpose()
@@ -635,6 +655,23 @@ impl Store {
         .await?;
         bodies(&rows)
     }
+}
+
+/// A job's document with its `attemptRows` completed by its `completions` (the workers'
+/// failure reports).
+fn failure_reports_read(json: &str) -> Result<String, StoreError> {
+    let mut detail: serde_json::Map<String, serde_json::Value> = serde_json::from_str(json)?;
+    let list = |name: &str| {
+        detail
+            .get(name)
+            .cloned()
+            .unwrap_or_else(|| serde_json::Value::Array(Vec::new()))
+    };
+    let reports: Vec<CompletionReport> = serde_json::from_value(list("completions"))?;
+    let mut attempts: Vec<AttemptRow> = serde_json::from_value(list("attemptRows"))?;
+    with_failure_reports(&mut attempts, &reports);
+    detail.insert("attemptRows".into(), serde_json::to_value(attempts)?);
+    Ok(serde_json::to_string(&detail)?)
 }
 
 /// A job's API document (see [`Store::job_document`]).
@@ -759,6 +796,47 @@ async fn policy_for(tx: &mut Tx<'_>, typed: &GantryEvent) -> Result<Option<JobPo
         tracing::warn!(version, "a job posted under a policy never announced");
     }
     Ok(policy)
+}
+
+/// The market's treasury account when a `NodeSlashed` was emitted (where its slash
+/// went): the one the last `MarketParamsUpdated` before it set. Other events read none.
+async fn treasury_for(
+    tx: &mut Tx<'_>,
+    event: &EventEnvelope,
+    typed: &GantryEvent,
+) -> Result<Option<String>, StoreError> {
+    let slash = matches!(
+        typed,
+        GantryEvent::Registry(NodeRegistry::NodeRegistryEvents::NodeSlashed(_))
+            | GantryEvent::Market(JobMarket::JobMarketEvents::NodeSlashed(_))
+    );
+    if !slash {
+        return Ok(None);
+    }
+    let row = sqlx::query(
+        "SELECT data FROM events WHERE name = $1 \
+         AND (block_number < $2 OR (block_number = $2 AND log_index < $3)) \
+         ORDER BY block_number DESC, log_index DESC LIMIT 1",
+    )
+    .bind(event_name::<JobMarket::MarketParamsUpdated>())
+    .bind(bigint(event.block_number)?)
+    .bind(bigint(event.log_index)?)
+    .fetch_optional(&mut **tx)
+    .await?;
+    let Some(row) = row else {
+        tracing::warn!(
+            block = event.block_number,
+            "a slash before any market parameters"
+        );
+        return Ok(None);
+    };
+    let params: EventEnvelope = row.json(0)?;
+    Ok(match crate::model::typed(&params)? {
+        GantryEvent::Market(JobMarket::JobMarketEvents::MarketParamsUpdated(e)) => {
+            Some(e.params.treasury.to_string())
+        }
+        _ => None,
+    })
 }
 
 async fn save_policy(

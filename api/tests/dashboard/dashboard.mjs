@@ -6,14 +6,16 @@
 //   node dashboard.mjs <base-url> <screenshot-dir> <submitter-address>
 //
 // 1. The jobs list shows jobs 5 to 1 (3 running on node 3 at 40%); job 3's page shows its
-//    progress, charts, logs and timeline, and node 1 barred and charged for giving it
-//    back. Then it prints READY.
+//    progress, charts, logs and timeline, node 1 barred and charged for giving it back,
+//    and its attempts (node 1's give-back, the job's fault, with its reason; node 3
+//    running). Then it prints READY.
 // 2. The test posts job 6 on chain and publishes a progress report (70%) and a log line
 //    for job 3; without a reload the list gains job 6 and job 3's bar moves to 70%, and
 //    job 3's page (another tab) shows the new progress and log line. Then LIVE.
 // 3. The other pages, both sides of the market: the nodes; node 2's locked stake and its
 //    slash with its job; job 4's open dispute (bond, exposure, deadline); job 5's refund
-//    and charge; the submitter's credits and their flows; the network's figures; job 1's
+//    (the bounty; the slash went to the treasury), charge and attempt (the dispute lost,
+//    the node's fault, its exposure slashed to the treasury); the submitter's credits and their flows; the network's figures; job 1's
 //    payout. Then PAGES.
 // Exits non-zero on a failed wait, a failed assertion or any error in the page.
 
@@ -94,6 +96,14 @@ try {
   const charges = detail.locator('[data-part="charges"]');
   assert.match(await charges.innerText(), /Barred: node 1/);
   assert.match(await charges.locator('tr[data-charge-node="1"]').innerText(), /gave the job back[\s\S]*kUSD/);
+  // Its attempts: node 1 gave it back for the job's fault, with the worker's reason;
+  // node 3 runs it.
+  const attempts = detail.locator('[data-part="attempts"]');
+  assert.match(
+    await attempts.locator('tr[data-attempt="1"][data-outcome="rejected"][data-fault="job"]').innerText(),
+    /node 1\s*claimed[\s\S]*gave the job back[\s\S]*the job's[\s\S]*image not found/,
+  );
+  assert.match(await attempts.locator('tr[data-attempt="2"][data-outcome="running"]').innerText(), /node 3[\s\S]*running/);
   console.log('READY');
 
   // 2. Changes made after READY, arriving over the live feeds.
@@ -143,6 +153,16 @@ try {
   assert.match(await list.locator('[data-part="result"]').innerText(), /dispute lost by the provider/);
   assert.match(await list.locator('[data-part="dispute"] [data-part="outcome"]').innerText(), /decided for the submitter/);
   assert.match(await list.locator('tr[data-charge-node="2"]').innerText(), /lost the dispute\s*0\.009 kUSD/);
+  // Its one attempt: the node's fault, its exposure slashed to the treasury; the refund
+  // is the bounty, not the slash.
+  assert.match(
+    await list.locator('[data-part="attempts"] tr[data-attempt="1"][data-outcome="disputeLost"][data-fault="node"]').innerText(),
+    /node 2[\s\S]*lost the dispute[\s\S]*the node's[\s\S]*arbiter decided[\s\S]*0\.009 kUSD\s*treasury 0x/,
+  );
+  assert.match(
+    await list.locator('[data-part="refund-sentence"]').innerText(),
+    /^the whole bounty; the nodes' slashes \(0\.009 kUSD\) went to the treasury 0x\S+, not to the submitter$/,
+  );
   // Credits: job 2's refund, a deposit of 5, jobs 4 and 5 escrowed 55 of them, job 5's
   // bounty and bond back, job 6 took 20: 40.
   await list.goto(`${base}/#/accounts/${submitter}`);

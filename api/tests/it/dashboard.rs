@@ -2,8 +2,10 @@
 //! playwright-core) against the API serving a projection of a real chain: the jobs show,
 //! then a job posted on chain and a worker's progress report and log line arrive on the
 //! open pages without a reload; both sides of the market show their money (a dispute's
-//! bond, exposure and deadline, refunds, a reject's charge; a node's earnings, fees owed,
-//! locked stake and slashes with their jobs; the submitter's credits).
+//! bond, exposure and deadline, refunds and where the slashes went, a reject's charge,
+//! each attempt with its node, outcome, whose fault, why and its slash to the treasury; a
+//! node's earnings, fees owed, locked stake and slashes with their jobs; the submitter's
+//! credits).
 
 use gantry_protocol::names;
 use std::process::Stdio;

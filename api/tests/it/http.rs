@@ -9,16 +9,18 @@ use gantry_api::project::Progress;
 use reqwest::StatusCode;
 
 use gantry_protocol::api::{
-    AccountRow, ChargeCause, JobDetail, JobRow, NodeDetail, NodeRow, Page, Stats,
+    AccountRow, AttemptFault, AttemptOutcome, ChargeCause, JobDetail, JobRow, NodeDetail, NodeRow,
+    Page, Stats,
 };
+use gantry_protocol::bindings::{JobMarket, NodeRegistry};
 use gantry_protocol::jobs::{CompletionReport, CompletionStatus, LogLine, ProgressUpdate};
 use gantry_protocol::status::NodeStatus;
-use gantry_testkit::GUSD;
-use gantry_testkit::accounts::SUBMITTER;
+use gantry_testkit::accounts::{MATCHER, NODES, OTHER, SUBMITTER};
+use gantry_testkit::{GUSD, TestNet, confirm_receipt};
 
 use crate::harness::{
     JOB_DISPUTE_LOST, JOB_DISPUTED, JOB_PAID, JOB_REJECTED, NODE_DISPUTED, NODE_EXITING,
-    chain_with_market, stdout_line,
+    chain_with_market, register_h100, stdout_line,
 };
 use crate::projection::project_to_head;
 
@@ -66,8 +68,24 @@ pub(crate) fn worker_reports(chain_id: u64) -> Vec<(String, Vec<u8>)> {
         at_ms: 4,
     };
     out.push(report(names::completion_subject(chain_id, 1), &completion));
+    // Job 4's node answered with the worker's failure report as its result: the job
+    // failed by itself.
+    let failed = CompletionReport {
+        job_id: JOB_DISPUTED,
+        node_id: NODE_DISPUTED,
+        status: CompletionStatus::JobFault,
+        error: Some(FAILED_BY_ITSELF.into()),
+        ..completion
+    };
+    out.push(report(
+        names::completion_subject(chain_id, JOB_DISPUTED),
+        &failed,
+    ));
     out
 }
+
+/// Why job 4 failed, as its worker's failure report says.
+pub(crate) const FAILED_BY_ITSELF: &str = "the job exited with code 1";
 
 /// One report as a worker publishes it: its subject and JSON body.
 fn report(subject: String, body: &impl serde::Serialize) -> (String, Vec<u8>) {
@@ -120,11 +138,8 @@ async fn error_of(response: reqwest::Response) -> (StatusCode, String) {
 async fn the_read_api_answers_and_refuses_bad_input_by_name() {
     let chain = chain_with_market().await;
     let dir = tempfile::tempdir().unwrap();
-    let store = project_to_head(
-        &chain,
-        &format!("sqlite://{}", dir.path().join("api.db").display()),
-    )
-    .await;
+    let database = format!("sqlite://{}", dir.path().join("api.db").display());
+    let store = project_to_head(&chain, &database).await;
     // What a worker would have published for job 1.
     let chain_id = chain.devnet.deployment.chain_id;
     let js = chain.jetstream().await;
@@ -244,10 +259,7 @@ async fn the_read_api_answers_and_refuses_bad_input_by_name() {
 
     // The submitter's credits: the market's, with every flow.
     let account: AccountRow = fetch(&http, &base, &format!("/v1/accounts/{submitter}")).await;
-    let market = gantry_protocol::bindings::JobMarket::new(
-        chain.deployment().market,
-        chain.devnet.admin.clone(),
-    );
+    let market = JobMarket::new(chain.deployment().market, chain.devnet.admin.clone());
     let credits = market
         .creditOf(chain.address(SUBMITTER))
         .call()
@@ -329,4 +341,145 @@ async fn the_read_api_answers_and_refuses_bad_input_by_name() {
             format!("account {stranger} not found")
         )
     );
+
+    // Per attempt, who failed, why, what was slashed and where it went, and the refund.
+    let treasury = market.params().call().await.unwrap().treasury.to_string();
+    // Job 4: its result was the worker's failure report.
+    let failed: JobDetail = fetch(&http, &base, &format!("/v1/jobs/{JOB_DISPUTED}")).await;
+    let attempt = &failed.job.attempt_rows[0];
+    assert_eq!(
+        (
+            attempt.node_id,
+            attempt.outcome,
+            attempt.fault,
+            attempt.reason.as_deref()
+        ),
+        (
+            NODE_DISPUTED,
+            AttemptOutcome::FailedByItself,
+            AttemptFault::Job,
+            Some(FAILED_BY_ITSELF)
+        )
+    );
+    assert_eq!(
+        (attempt.slashed.as_str(), attempt.slashed_to.as_deref()),
+        ("0", None)
+    );
+    // Job 5: the dispute lost, the exposure slashed to the treasury.
+    let decided: JobDetail = fetch(&http, &base, &format!("/v1/jobs/{JOB_DISPUTE_LOST}")).await;
+    let attempt = &decided.job.attempt_rows[0];
+    assert_eq!(
+        (attempt.outcome, attempt.fault, attempt.slashed.clone()),
+        (
+            AttemptOutcome::DisputeLost,
+            AttemptFault::Node,
+            slash(&chain, NODE_DISPUTED, JOB_DISPUTE_LOST).await
+        )
+    );
+    assert_eq!(attempt.slashed_to.as_deref(), Some(treasury.as_str()));
+    // Job 3, given back by node 1 for the job's fault ("image not found"), is assigned to
+    // a third node whose agent then takes it offline: reclaimed for the node's fault and
+    // slashed. The submitter cancels it: the whole bounty back, the slashes not.
+    let third = register_h100(&chain, NODES[2]).await;
+    let job = chain.job(JOB_REJECTED).await;
+    let matcher = chain.market(MATCHER);
+    let assign = matcher.assign(JOB_REJECTED, third, job.terms.pack(), job.state.pack());
+    confirm_receipt("assign", assign.send().await)
+        .await
+        .unwrap();
+    let agent = chain.registry(NODES[2]);
+    let offline = agent.markInactive(third);
+    confirm_receipt("markInactive", offline.send().await)
+        .await
+        .unwrap();
+    let job = chain.job(JOB_REJECTED).await;
+    let anyone = chain.market(OTHER);
+    let reclaim = anyone.reclaim(JOB_REJECTED, job.terms.pack(), job.state.pack());
+    confirm_receipt("reclaim", reclaim.send().await)
+        .await
+        .unwrap();
+    let job = chain.job(JOB_REJECTED).await;
+    let poster = chain.market(SUBMITTER);
+    let cancel = poster.cancel(JOB_REJECTED, job.terms.pack(), job.state.pack());
+    confirm_receipt("cancel", cancel.send().await)
+        .await
+        .unwrap();
+    project_to_head(&chain, &database).await;
+    let given_back: JobDetail = fetch(&http, &base, &format!("/v1/jobs/{JOB_REJECTED}")).await;
+    let [first, second] = &given_back.job.attempt_rows[..] else {
+        panic!("two attempts: {:?}", given_back.job.attempt_rows);
+    };
+    assert_eq!(
+        (
+            first.attempt,
+            first.node_id,
+            first.claimed,
+            first.outcome,
+            first.fault,
+            first.reason.as_deref()
+        ),
+        (
+            1,
+            NODE_EXITING,
+            true,
+            AttemptOutcome::Rejected,
+            AttemptFault::Job,
+            Some("image not found")
+        )
+    );
+    // Charged by the time it held the job: nothing if given back within the second.
+    assert_eq!(
+        first.slashed,
+        slash(&chain, NODE_EXITING, JOB_REJECTED).await
+    );
+    assert_eq!(
+        first.slashed_to,
+        (first.slashed != "0").then(|| treasury.clone())
+    );
+    assert_eq!(
+        (
+            second.attempt,
+            second.node_id,
+            second.claimed,
+            second.outcome,
+            second.fault,
+            second.reason.as_deref()
+        ),
+        (
+            2,
+            third,
+            false,
+            AttemptOutcome::ReclaimedNodeInactive,
+            AttemptFault::Node,
+            Some("the node was marked inactive")
+        )
+    );
+    assert!(second.ended_at >= Some(second.assigned_at));
+    // A tenth of its 100 gUSD stake, to the treasury.
+    assert_eq!(second.slashed, slash(&chain, third, JOB_REJECTED).await);
+    assert_eq!(second.slashed, (10 * GUSD).to_string());
+    assert_eq!(second.slashed_to.as_deref(), Some(treasury.as_str()));
+    let cancelled = chain
+        .devnet
+        .job_events::<JobMarket::JobCancelled>(JOB_REJECTED)
+        .await
+        .unwrap();
+    let refund = cancelled[0].0.refund.to_string();
+    assert_eq!(given_back.job.refund.as_ref(), Some(&refund));
+    assert_eq!(refund, given_back.job.bounty, "the whole bounty");
+}
+
+/// What `node`'s stake lost on `job`, as the chain's `NodeSlashed` says ("0" for none).
+async fn slash(chain: &TestNet, node: u64, job: u64) -> String {
+    let slashes = chain
+        .devnet
+        .job_events::<NodeRegistry::NodeSlashed>(node)
+        .await
+        .unwrap();
+    let taken: u128 = slashes
+        .iter()
+        .filter(|(e, _)| e.jobId == job)
+        .map(|(e, _)| e.amount.to::<u128>())
+        .sum();
+    taken.to_string()
 }

@@ -13,7 +13,8 @@
 //!   the lost one its refund, returned bond and the exposure slashed (node 2 then
 //!   inactive without `inactiveSince`), node 1 its withdrawn earnings and swept fee, the
 //!   submitter its deposits, refunds and bonds. SQLite and PostgreSQL give the same rows,
-//!   stats, slashes and job documents (`/v1/jobs/{id}`); a restart changes nothing, a
+//!   stats, slashes and job documents (`/v1/jobs/{id}`, a worker's failure report making
+//!   its attempt `failedByItself` on both); a restart changes nothing, a
 //!   rebuild into an empty database gives the same rows; an `anvil_reorg` of the disputes
 //!   is undone (jobs, node 2 and the credits refolded); two replicas projecting into one
 //!   PostgreSQL apply each block once and both feed their live streams.
@@ -21,7 +22,11 @@
 //!   its PostgreSQL transaction waits on a lock; a SQLite transaction aborted by a
 //!   trigger) stores nothing of it, and the restarted binary equals the chain.
 //! - `http`: every endpoint's happy path (lists by status, submitter and node, cursor
-//!   pages; a job's detail with its bar, charge, dispute and refund; a node's locked stake,
+//!   pages; a job's detail with its bar, charge, dispute and refund; its attempts: a
+//!   worker's failure report as the result (the job's fault), a lost dispute's slash to
+//!   the treasury, and job 3 given back by node 1 for the job's fault, then reclaimed from
+//!   a third node gone inactive (the node's fault, slashed a tenth of its stake to the
+//!   treasury) and cancelled (the whole bounty back); a node's locked stake,
 //!   running jobs and slashes with their jobs; an account's credits against `creditOf`;
 //!   the stats' money against the market), bad parameters named in 400s, 404s.
 //! - `live`: SSE: the feed delivers a worker's progress and a job posted on chain (from
@@ -29,10 +34,12 @@
 //!   is cancelled (its refund on the feed); the matcher's explanation from KV, readiness
 //!   by stream lag, `/metrics`, `/openapi.json`, and shutdown ending open streams.
 //! - `dashboard`: the dashboard in headless Chromium (playwright-core): the jobs table, a
-//!   running job's page with its charts, logs and the node it barred, then a job posted on
+//!   running job's page with its charts, logs, the node it barred and its attempts (a
+//!   give-back for the job's fault, the one running), then a job posted on
 //!   chain and a worker's report appearing on the open pages without a reload; both sides
 //!   of the market: node 2's locked stake and its slash with its job, job 4's dispute
-//!   (bond, exposure, deadline), job 5's refund and charge, the submitter's credits and
+//!   (bond, exposure, deadline), job 5's refund (the bounty; the slash went to the
+//!   treasury), charge and attempt (the dispute lost, slashed), the submitter's credits and
 //!   their flows, the network's money; screenshots in `target/tmp/dashboard/`.
 
 mod crash;

@@ -5,10 +5,10 @@
 use std::time::Duration;
 
 use alloy::primitives::{Address, B256, U256};
-use gantry_api::model::{JobStatus, NodeStatus};
+use gantry_api::model::{JobStatus, NodeStatus, with_failure_reports};
 use gantry_api::project::{self, Progress};
 use gantry_api::store::Store;
-use gantry_protocol::api::{ChargeCause, Completion, Failure, JobDetail};
+use gantry_protocol::api::{AttemptOutcome, ChargeCause, Completion, Failure, JobDetail};
 use gantry_protocol::bindings::JobMarket;
 use gantry_protocol::market::Policy;
 use gantry_testkit::accounts::SUBMITTER;
@@ -380,12 +380,23 @@ async fn postgres_projection_equals_the_chain_and_the_sqlite_one() {
         assert_eq!(document.status, on_sqlite.status);
         assert_eq!(value["pending"], serde_json::Value::Null);
         let detail: JobDetail = serde_json::from_value(value).unwrap();
-        assert_eq!(detail.job, store.job(job).await.unwrap().unwrap());
+        // The row, its attempts completed by the workers' failure reports.
+        let mut row = store.job(job).await.unwrap().unwrap();
+        let completions = store.completions(job).await.unwrap();
+        with_failure_reports(&mut row.attempt_rows, &completions);
+        assert_eq!(detail.job, row);
         assert_eq!(detail.job.status, document.status);
         assert_eq!(detail.timeline, store.timeline(job).await.unwrap());
         assert_eq!(detail.progress, store.progress(job).await.unwrap());
         assert_eq!(detail.completions, store.completions(job).await.unwrap());
     }
+    // Job 4's result was the worker's failure report: its attempt failed by itself.
+    let document = store.job_document(JOB_DISPUTED).await.unwrap().unwrap();
+    let detail: JobDetail = serde_json::from_str(&document.json).unwrap();
+    assert_eq!(
+        detail.job.attempt_rows[0].outcome,
+        AttemptOutcome::FailedByItself
+    );
     let document = store.job_document(JOB_PAID).await.unwrap().unwrap();
     let detail: JobDetail = serde_json::from_str(&document.json).unwrap();
     assert_eq!(detail.completions.len(), 1);

@@ -23,8 +23,9 @@
 //! The rows follow market v2: a job's `until` is what it waits for by status (the
 //! attempt's end, the challenge window's end, the arbiter's deadline), `faults` and
 //! `barred`/`barredNodes` count its failed attempts, `dispute` holds the bond and the
-//! node's exposure, `charges` what nodes paid on it, `stateHash` the word the market
-//! stores for it; a node's row has its locked stake, earnings, fees owed and slashes; an
+//! node's exposure, `charges` what nodes paid on it, `attemptRows` each attempt (its
+//! node, how it ended, whose fault, why, what was slashed and to whom), `stateHash` the
+//! word the market stores for it; a node's row has its locked stake, earnings, fees owed and slashes; an
 //! [`AccountRow`] holds an account's credits.
 
 use std::collections::BTreeMap;
@@ -142,6 +143,12 @@ pub struct JobRow {
     pub dispute: Option<DisputeRow>,
     /// What nodes were charged on this job (rejects, reclaims, a lost dispute), in order.
     pub charges: Vec<ChargeRow>,
+    /// Every attempt, in order: its node, how it ended, whose fault that was and why,
+    /// what was slashed and where it went. In a list or a live event the chain's view;
+    /// the job's document (`GET /v1/jobs/{id}`) adds the workers' failure reports (an
+    /// attempt answered with one [`AttemptOutcome::FailedByItself`]).
+    #[serde(default)]
+    pub attempt_rows: Vec<AttemptRow>,
     /// Credited to the node's earnings on completion.
     pub payout: Option<String>,
     /// The protocol fee taken from the bounty on completion.
@@ -233,6 +240,93 @@ pub struct ChargeRow {
     /// Taken from the node's stake (`NodeSlashed`); "0" for a reject given back at once.
     pub amount: String,
     pub at: u64,
+}
+
+/// One attempt of a job: from its assignment (`JobAssigned`) to its answer (a result,
+/// a reject, a reclaim) and, for a result, a lost dispute.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[serde(rename_all = "camelCase")]
+pub struct AttemptRow {
+    /// 1 for the first assignment: the attempt number its worker reports.
+    pub attempt: u64,
+    pub node_id: u64,
+    /// Whether the node's agent claimed it (else the matcher assigned it).
+    pub claimed: bool,
+    pub assigned_at: u64,
+    /// When its node answered (result, reject) or it was reclaimed; none while it runs.
+    pub ended_at: Option<u64>,
+    pub outcome: AttemptOutcome,
+    /// Whose fault the attempt's end was.
+    pub fault: AttemptFault,
+    /// Why: a reject's reason as the worker sent it, a reclaim's cause or a lost
+    /// dispute in words, a failure report's reason.
+    pub reason: Option<String>,
+    /// Taken from the node's stake on this attempt (`NodeSlashed`), "0" if nothing.
+    pub slashed: String,
+    /// Where the slash went: the market's treasury account when it was taken (none when
+    /// nothing was).
+    pub slashed_to: Option<String>,
+}
+
+/// How an attempt ended.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[serde(rename_all = "camelCase")]
+pub enum AttemptOutcome {
+    /// Assigned, not answered yet.
+    #[default]
+    Running,
+    /// Its node submitted a result.
+    Submitted,
+    /// The job failed by itself (non-zero exit, out of memory, its time or output
+    /// limit): its node answered with the worker's failure report as the result.
+    FailedByItself,
+    /// Its node gave the job back (`JobRejected`) with a reason.
+    Rejected,
+    /// Reclaimed: the node was marked inactive during the attempt.
+    ReclaimedNodeInactive,
+    /// Reclaimed: the attempt ran past its runtime.
+    ReclaimedRuntimeExceeded,
+    /// Its result was disputed and the arbiter decided for the submitter.
+    DisputeLost,
+}
+
+/// Whose fault an attempt's end was.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[serde(rename_all = "camelCase")]
+pub enum AttemptFault {
+    /// No one's: it runs, or its result stands.
+    #[default]
+    None,
+    /// The job's: its spec, image, inputs or its own run (the submitter's to fix).
+    Job,
+    /// The node's: reclaimed, a lost dispute, or given back for the node's own trouble.
+    Node,
+}
+
+impl AttemptFault {
+    /// How a worker's reject reason starts when the node, not the job, is at fault (the
+    /// worker's `GiveBack` reasons); any other reason is the job's.
+    pub const NODE_REASONS: [&'static str; 5] = [
+        "node fault",
+        "node unhealthy",
+        "over capacity",
+        "the node is shutting down",
+        "no time left",
+    ];
+
+    /// Whose fault a reject with `reason` is, as its worker tells it: the chain does not
+    /// check a reject's reason (a reject costs the node the same either way), so this is
+    /// the provider's word, shown as such.
+    pub fn of_reject(reason: &str) -> Self {
+        if Self::NODE_REASONS.iter().any(|p| reason.starts_with(p)) {
+            Self::Node
+        } else {
+            Self::Job
+        }
+    }
 }
 
 /// Why a node was charged on a job.
@@ -632,6 +726,12 @@ mod tests {
             "dispute": {"bond": "10000000", "exposure": "40000000", "disputedAt": 100,
                 "deadline": 400, "outcome": null},
             "charges": [{"nodeId": 1, "cause": "reject", "amount": "0", "at": 45}],
+            "attemptRows": [{"attempt": 1, "nodeId": 1, "claimed": true, "assignedAt": 41,
+                "endedAt": 45, "outcome": "rejected", "fault": "job",
+                "reason": "invalid spec: no image", "slashed": "0", "slashedTo": null},
+                {"attempt": 2, "nodeId": 2, "claimed": false, "assignedAt": 50,
+                "endedAt": 60, "outcome": "submitted", "fault": "none", "reason": null,
+                "slashed": "0", "slashedTo": null}],
             "payout": null, "fee": null, "completion": null, "refund": null, "failure": null,
             "reason": null, "termsHash": "0x5", "stateHash": "0x6", "postedBlock": 4,
             "postedAt": 40, "updatedBlock": 5, "updatedAt": 50, "gpus": 1, "gpuSeconds": 0,
@@ -649,9 +749,63 @@ mod tests {
             ("10000000", "40000000")
         );
         assert_eq!(detail.job.charges[0].cause, ChargeCause::Reject);
+        let first = &detail.job.attempt_rows[0];
+        assert_eq!(
+            (first.outcome, first.fault, first.reason.as_deref()),
+            (
+                AttemptOutcome::Rejected,
+                AttemptFault::Job,
+                Some("invalid spec: no image")
+            )
+        );
         assert_eq!(detail.timeline[0].name, "JobAssigned");
         let again = serde_json::to_value(&detail).unwrap();
         assert_eq!(serde_json::from_value::<JobDetail>(again).unwrap(), detail);
+    }
+
+    #[test]
+    fn a_reject_is_the_nodes_fault_only_for_the_nodes_own_reasons() {
+        for (reason, fault) in [
+            ("node fault: disk full", AttemptFault::Node),
+            (
+                "node unhealthy: docker engine unreachable",
+                AttemptFault::Node,
+            ),
+            (
+                "over capacity: the node runs 2 job(s) at once",
+                AttemptFault::Node,
+            ),
+            ("the node is shutting down", AttemptFault::Node),
+            (
+                "no time left to run the job before its attempt ends",
+                AttemptFault::Node,
+            ),
+            ("invalid spec: no image", AttemptFault::Job),
+            ("sha256 mismatch for input data", AttemptFault::Job),
+            ("image not found", AttemptFault::Job),
+            // Only at the start: a job's reason quoting the words is still the job's.
+            ("invalid spec: command says node fault", AttemptFault::Job),
+        ] {
+            assert_eq!(AttemptFault::of_reject(reason), fault, "{reason}");
+        }
+        assert_eq!(
+            serde_json::to_value(AttemptOutcome::ReclaimedNodeInactive).unwrap(),
+            serde_json::json!("reclaimedNodeInactive")
+        );
+        // A row from before attempts were kept reads with none.
+        let old: JobRow = serde_json::from_value(serde_json::json!({
+            "jobId": 1, "submitter": "0x1", "status": "open", "attempts": 0, "faults": 0,
+            "barred": 0, "barredNodes": [], "bounty": "1", "fromCredits": "0", "deadline": 9,
+            "maxRuntime": 1, "specHash": "0x2", "spec": "{}", "requirements": "{}",
+            "priority": 0, "policyVersion": 1, "policy": null, "nodeId": null,
+            "claimed": false, "assignedAt": null, "until": null, "resultHash": null,
+            "resultUri": null, "dispute": null, "charges": [], "payout": null, "fee": null,
+            "completion": null, "refund": null, "failure": null, "reason": null,
+            "termsHash": "0x3", "stateHash": null, "postedBlock": 1, "postedAt": 1,
+            "updatedBlock": 1, "updatedAt": 1, "gpus": 1, "gpuSeconds": 0
+        }))
+        .unwrap();
+        assert!(old.attempt_rows.is_empty());
     }
 
     #[test]

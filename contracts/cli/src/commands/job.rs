@@ -3,7 +3,10 @@
 use alloy::primitives::U256;
 use alloy::primitives::aliases::U96;
 use gantry_protocol::api::LiveEventName;
-use gantry_protocol::api::{ChargeCause, Completion, DisputeRow, JobDetail, JobSummary, Page};
+use gantry_protocol::api::{
+    AttemptFault, AttemptOutcome, AttemptRow, ChargeCause, Completion, DisputeRow, JobDetail,
+    JobRow, JobSummary, Page,
+};
 use gantry_protocol::bindings::JobMarket;
 use gantry_protocol::jobs::LogLine;
 use gantry_protocol::status::JobStatus;
@@ -112,7 +115,19 @@ pub fn describe(detail: &JobDetail, money: &Money) -> String {
             ),
         );
     }
-    for charge in &job.charges {
+    for attempt in &job.attempt_rows {
+        fact(
+            &format!("attempt {}", attempt.attempt),
+            attempt_line(attempt, money),
+        );
+    }
+    // An API from before attempts were kept: the charges alone.
+    let charges = if job.attempt_rows.is_empty() {
+        &job.charges[..]
+    } else {
+        &[]
+    };
+    for charge in charges {
         let cause = match charge.cause {
             ChargeCause::Reject => "gave the job back",
             ChargeCause::NodeInactive => "reclaimed: went inactive during the attempt",
@@ -153,8 +168,9 @@ pub fn describe(detail: &JobDetail, money: &Money) -> String {
         fact(
             "refunded",
             format!(
-                "{} to the submitter's credits (`gantry balance`, `gantry withdraw`)",
-                money.show_str(refund)
+                "{} to the submitter's credits (`gantry balance`, `gantry withdraw`): {}",
+                money.show_str(refund),
+                refund_sentence(job, refund, money)
             ),
         );
     }
@@ -164,9 +180,12 @@ pub fn describe(detail: &JobDetail, money: &Money) -> String {
     if let Some(pending) = &detail.pending {
         fact("waiting", pending.summary.clone());
     }
-    for completion in &detail.completions {
-        if let Some(error) = &completion.error {
-            fact("attempt", format!("{}: {error}", completion.attempt));
+    // An API from before attempts were kept: the workers' reasons alone.
+    if job.attempt_rows.is_empty() {
+        for completion in &detail.completions {
+            if let Some(error) = &completion.error {
+                fact("attempt", format!("{}: {error}", completion.attempt));
+            }
         }
     }
     if !detail.timeline.is_empty() {
@@ -179,6 +198,80 @@ pub fn describe(detail: &JobDetail, money: &Money) -> String {
     }
     lines.push(String::new());
     lines.join("\n")
+}
+
+/// An attempt in one line: its node, how it ended, whose fault and why, and what its
+/// node's stake lost to whom.
+fn attempt_line(attempt: &AttemptRow, money: &Money) -> String {
+    let node = format!(
+        "node {}{}",
+        attempt.node_id,
+        if attempt.claimed { " (claimed)" } else { "" }
+    );
+    let outcome = match attempt.outcome {
+        AttemptOutcome::Running => "running",
+        AttemptOutcome::Submitted => "submitted a result",
+        AttemptOutcome::FailedByItself => {
+            "the job failed by itself (its failure report is the result)"
+        }
+        AttemptOutcome::Rejected => "gave the job back",
+        AttemptOutcome::ReclaimedNodeInactive => "reclaimed: the node went inactive",
+        AttemptOutcome::ReclaimedRuntimeExceeded => "reclaimed: ran past its runtime",
+        AttemptOutcome::DisputeLost => "lost the dispute of its result",
+    };
+    let fault = match attempt.fault {
+        AttemptFault::None => String::new(),
+        AttemptFault::Job => ", the job's fault".into(),
+        AttemptFault::Node => ", the node's fault".into(),
+    };
+    let reason = attempt
+        .reason
+        .as_deref()
+        .map_or(String::new(), |reason| format!(": {reason}"));
+    let slashed = if attempt
+        .slashed
+        .parse::<U256>()
+        .unwrap_or_default()
+        .is_zero()
+    {
+        String::new()
+    } else {
+        format!(
+            "; slashed {} to the treasury {}",
+            money.show_str(&attempt.slashed),
+            attempt.slashed_to.as_deref().unwrap_or("(unknown)")
+        )
+    };
+    format!("{node}: {outcome}{fault}{reason}{slashed}")
+}
+
+/// What a refund is and is not: the bounty (all of it, or the part refunded), while what
+/// the nodes were slashed on the job went to the treasury.
+fn refund_sentence(job: &JobRow, refund: &str, money: &Money) -> String {
+    let whole = if refund == job.bounty {
+        "the whole bounty".to_owned()
+    } else {
+        format!("of the bounty of {}", money.show_str(&job.bounty))
+    };
+    let slashed: U256 = job
+        .attempt_rows
+        .iter()
+        .map(|a| a.slashed.parse::<U256>().unwrap_or_default())
+        .fold(U256::ZERO, |sum, amount| sum.saturating_add(amount));
+    if slashed.is_zero() {
+        return format!("{whole}; no node was slashed on it");
+    }
+    let mut treasuries: Vec<&str> = job
+        .attempt_rows
+        .iter()
+        .filter_map(|a| a.slashed_to.as_deref())
+        .collect();
+    treasuries.dedup();
+    format!(
+        "{whole}; the nodes' slashes ({}) went to the treasury {}, not to the submitter",
+        money.show(slashed),
+        treasuries.join(" and ")
+    )
 }
 
 /// A dispute in one line: its bond and the node's held stake, then how it ended or by
@@ -683,6 +776,77 @@ mod tests {
             },
             &gusd(),
         )
+    }
+
+    #[test]
+    fn each_attempt_and_the_refund_read_as_sentences() {
+        let treasury = "0x7E7e7e7E7e7E7e7e7e7e7E7E7e7e7E7e7e7e7e7E";
+        let text = described(50, |job| {
+            job.status = JobStatus::Cancelled;
+            job.refund = Some("50000000".into());
+            job.attempt_rows = vec![
+                AttemptRow {
+                    attempt: 1,
+                    node_id: 1,
+                    claimed: true,
+                    outcome: AttemptOutcome::Rejected,
+                    fault: AttemptFault::Job,
+                    reason: Some("sha256 mismatch for input data".into()),
+                    slashed: "0".into(),
+                    ..AttemptRow::default()
+                },
+                AttemptRow {
+                    attempt: 2,
+                    node_id: 3,
+                    outcome: AttemptOutcome::ReclaimedNodeInactive,
+                    fault: AttemptFault::Node,
+                    reason: Some("the node was marked inactive".into()),
+                    slashed: "5000000".into(),
+                    slashed_to: Some(treasury.into()),
+                    ..AttemptRow::default()
+                },
+                AttemptRow {
+                    attempt: 3,
+                    node_id: 4,
+                    outcome: AttemptOutcome::FailedByItself,
+                    fault: AttemptFault::Job,
+                    reason: Some("the job exited with code 1".into()),
+                    slashed: "0".into(),
+                    ..AttemptRow::default()
+                },
+            ];
+            // Shown by the attempts, not again.
+            job.charges = vec![gantry_protocol::api::ChargeRow {
+                node_id: 3,
+                cause: ChargeCause::NodeInactive,
+                amount: "5000000".into(),
+                at: 0,
+            }];
+        });
+        for line in [
+            "  attempt 1  node 1 (claimed): gave the job back, the job's fault: sha256 mismatch \
+             for input data\n",
+            &format!(
+                "  attempt 2  node 3: reclaimed: the node went inactive, the node's fault: the \
+                 node was marked inactive; slashed 5 gUSD to the treasury {treasury}\n"
+            ),
+            "  attempt 3  node 4: the job failed by itself (its failure report is the result), \
+             the job's fault: the job exited with code 1\n",
+            &format!(
+                "  refunded   50 gUSD to the submitter's credits (`gantry balance`, `gantry \
+                 withdraw`): the whole bounty; the nodes' slashes (5 gUSD) went to the treasury \
+                 {treasury}, not to the submitter\n"
+            ),
+        ] {
+            assert!(text.contains(line), "{line:?} in {text}");
+        }
+        assert!(!text.contains("charged"), "{text}");
+        // No slash, a partial refund.
+        let text = described(50, |job| job.refund = Some("20000000".into()));
+        assert!(
+            text.contains("20 gUSD to the submitter's credits (`gantry balance`, `gantry withdraw`): of the bounty of 50 gUSD; no node was slashed on it"),
+            "{text}"
+        );
     }
 
     #[test]

@@ -23,7 +23,9 @@
 //!   registration (a replay is refused, by the CLI and the market), and `set-agent` needs
 //!   the new agent's consent and the operator.
 //! - `reads`: one job followed through the API: `watch --json` from open to completed
-//!   (exit 0) and another to cancelled (exit 5, its refund in `status`), status and list
+//!   (exit 0) and another, given back by one node for the job's fault and reclaimed from
+//!   a second for the node's, to cancelled (exit 5; `status` shows each attempt with its
+//!   node, whose fault, why and the slash to the treasury, and the refund), status and list
 //!   JSON, the bond a dispute would post while the result is challengeable, the log tail
 //!   and a follower that ends with the job, and a result uploaded to the object store and
 //!   submitted by the node's agent, unpacked when it matches and refused (exit 6, nothing

@@ -1,6 +1,7 @@
 //! Reads through the API while a job runs: `job status`/`job list` JSON, `job logs` (the
 //! tail, then `--follow` until the job settles), `job watch` from open to completed (exit
-//! 0) and to cancelled (exit 5, its refund shown), the bond a dispute would post while the
+//! 0) and to cancelled (exit 5) after a give-back for the job's fault and a reclaim for
+//! the node's (each attempt and the refund, the slash and its treasury, shown), the bond a dispute would post while the
 //! result is challengeable, and `job result` checked against the on-chain hash (a
 //! tampered upload refused with exit 6).
 
@@ -8,8 +9,10 @@ use gantry_protocol::names;
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use alloy::primitives::B256;
+use gantry_protocol::bindings::{JobMarket, NodeRegistry};
 use gantry_protocol::jobs::{LogLine, LogStream, ProgressUpdate};
-use gantry_testkit::accounts::{AGENT, MATCHER, OPERATOR, SUBMITTER};
+use gantry_testkit::accounts::{AGENT, MATCHER, NODES, OPERATOR, OTHER, SUBMITTER};
+use gantry_testkit::{confirm_receipt, scenario};
 use sha2::{Digest, Sha256};
 
 use crate::harness::Net;
@@ -68,6 +71,17 @@ async fn a_job_followed_through_the_api_and_its_result_verified() {
     )
     .await
     .ok();
+    // A second node, for the reclaim below (registered first: the kit mints through the
+    // admin's own provider, whose nonces the matcher's sends below would leave behind).
+    let second = net
+        .register_own_node(
+            NODES[1],
+            NodeRegistry::NodeCapabilities {
+                gpuModel: B256::right_padding_from(b"NVIDIA-H100-80GB-HBM3"),
+                ..scenario::h100_node()
+            },
+        )
+        .await;
     let gantry = net.gantry(SUBMITTER);
     let submit = |bounty: &'static str| {
         let gantry = &gantry;
@@ -266,6 +280,9 @@ async fn a_job_followed_through_the_api_and_its_result_verified() {
     let other = submit("1").await;
     let mut watch = gantry.spawn(&["job", "watch", &other.to_string(), "--json"]);
     assert_eq!(watch.until(|_| true).await["status"], "open");
+    // Before that, node 1 gives it back for the job's fault and a second node goes
+    // offline with it and is reclaimed, slashed.
+    give_back_then_reclaim(&net, other, second).await;
     gantry
         .run(&["job", "cancel", &other.to_string()])
         .await
@@ -283,4 +300,64 @@ async fn a_job_followed_through_the_api_and_its_result_verified() {
         text.contains("refunded   1 gUSD to the submitter's credits"),
         "{text}"
     );
+    // Each attempt: its node, how it ended, whose fault, why, the slash and where it
+    // went; and the refund, which is the bounty and not the slashes.
+    let market = JobMarket::new(net.devnet.deployment.market, net.devnet.admin.clone());
+    let treasury = market.params().call().await.unwrap().treasury;
+    assert!(
+        text.contains(&format!(
+            "attempt 1  node 1: gave the job back, the job's fault: {JOB_FAULT}"
+        )),
+        "{text}"
+    );
+    assert!(
+        text.contains(&format!(
+            "attempt 2  node {second}: reclaimed: the node went inactive, the node's fault: \
+             the node was marked inactive; slashed 50 gUSD to the treasury {treasury}"
+        )),
+        "{text}"
+    );
+    assert!(
+        text.contains(": the whole bounty; the nodes' slashes ("),
+        "{text}"
+    );
+    assert!(
+        text.contains(&format!(
+            ") went to the treasury {treasury}, not to the submitter"
+        )),
+        "{text}"
+    );
+}
+
+/// The reason node 1 gives `job` back with: the job's fault.
+const JOB_FAULT: &str = "invalid spec: no such entrypoint";
+
+/// Job `job`, open: assigned to node 1, whose agent gives it back for the job's fault,
+/// then to node `second` (500 gUSD staked, served by `NODES[1]`) whose agent takes it
+/// offline, and reclaimed by a stranger (the node slashed a tenth of its stake).
+async fn give_back_then_reclaim(net: &Net, job: u64, second: u64) {
+    net.assign(MATCHER, job, 1).await;
+    let state = net.job(job).await;
+    let agent = net.market(AGENT);
+    let reject = agent.reject(
+        job,
+        state.terms.pack(),
+        state.state.pack(),
+        JOB_FAULT.into(),
+    );
+    confirm_receipt("reject", reject.send().await)
+        .await
+        .unwrap();
+    net.assign(MATCHER, job, second).await;
+    let registry = net.registry(NODES[1]);
+    let offline = registry.markInactive(second);
+    confirm_receipt("markInactive", offline.send().await)
+        .await
+        .unwrap();
+    let state = net.job(job).await;
+    let stranger = net.market(OTHER);
+    let reclaim = stranger.reclaim(job, state.terms.pack(), state.state.pack());
+    confirm_receipt("reclaim", reclaim.send().await)
+        .await
+        .unwrap();
 }
