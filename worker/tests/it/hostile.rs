@@ -59,6 +59,15 @@ async fn hostile_jobs_are_contained_answered_in_time_and_never_cost_the_stake() 
         net.given_back(job, worker.node_id).await;
         refused.push((name, job, "invalid spec"));
     }
+    // The same spec left to the market: the matcher never assigns it, however many rounds
+    // it places the jobs below in, so no node ever pays anything for it.
+    let never_assigned = net
+        .post_raw(
+            cpu_job(64),
+            br#"{"version":1,"image":"ghcr.io/Acme/Train:v1","outputs":{},"timeoutSecs":5}"#
+                .to_vec(),
+        )
+        .await;
 
     // A healthy job runs beside the hostile ones from here on, and is never disturbed.
     let beside = net
@@ -282,6 +291,12 @@ async fn hostile_jobs_are_contained_answered_in_time_and_never_cost_the_stake() 
     );
     let charged: u64 = slashes.iter().map(|s| s.amount.to::<u64>()).sum();
     assert_eq!(node.stake.to::<u64>(), STAKE - charged);
+    assert!(
+        of_job(market.JobAssigned_filter(), never_assigned)
+            .await
+            .is_empty()
+    );
+    assert_eq!(net.job(never_assigned).await.state.status, JobStatus::Open);
     // The job beside them was never disturbed.
     assert!(net.failure_report(beside).await.is_none());
     assert_eq!(net.result_files(beside).await["ok"], b"ok\n");
