@@ -11,6 +11,12 @@
 //! the previous process left in the mempool. Several transactions are in flight at once;
 //! one that fails to broadcast keeps its nonce and is broadcast again on the next poll, so
 //! no gap stalls the ones after it.
+//!
+//! A reorganisation can un-mine a transaction already reported: its nonce is free again,
+//! and nothing after it can be mined until something takes it. A gap below the sender's
+//! own transactions that lasts [`RECEIPT_GRACE`] is filled with a transfer of nothing to
+//! itself (a *filler*); the call that was un-mined is not sent again — the service sees
+//! the reorganised chain through its stream and decides anew whether it is still due.
 
 use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
@@ -190,6 +196,7 @@ pub async fn start(config: SenderConfig) -> Result<(Sender, Sending), ChainError
         in_flight: BTreeMap::new(),
         fees: None,
         reports: reports_tx,
+        gap_since: None,
     };
     Ok((
         Sender {
@@ -204,7 +211,8 @@ pub async fn start(config: SenderConfig) -> Result<(Sender, Sending), ChainError
 }
 
 struct InFlight {
-    call: Call,
+    /// The call, or none for a filler.
+    call: Option<Call>,
     /// Every hash sent for this nonce; any of them may be the one mined.
     hashes: Vec<B256>,
     raw: Bytes,
@@ -235,7 +243,12 @@ struct Worker {
     in_flight: BTreeMap<u64, InFlight>,
     fees: Option<Fees>,
     reports: mpsc::Sender<Report>,
+    /// Since when the nonces from the first one mined on are free below the first of ours.
+    gap_since: Option<(u64, Instant)>,
 }
+
+/// Gas of a filler (a plain transfer).
+const FILLER_GAS: u64 = 21_000;
 
 /// Fee estimates are refreshed this often.
 const FEES_MAX_AGE: Duration = Duration::from_secs(5);
@@ -276,7 +289,7 @@ impl Worker {
             }
         };
         let nonce = self.next_nonce;
-        let (hash, raw) = match self.sign(&call, nonce, fees).await {
+        let (hash, raw) = match self.sign(Some(&call), nonce, fees).await {
             Ok(signed) => signed,
             Err(e) => {
                 tracing::error!(error = %e, call = ?call, "signing failed; call dropped");
@@ -286,7 +299,7 @@ impl Worker {
         };
         self.next_nonce += 1;
         let mut entry = InFlight {
-            call,
+            call: Some(call),
             hashes: vec![hash],
             raw,
             fees,
@@ -314,7 +327,7 @@ impl Worker {
                 tracing::warn!(error = %e, nonce, "broadcast failed; retrying on the next poll");
             }
         }
-        metrics::tx_sent(entry.call.kind());
+        metrics::tx_sent(kind(entry.call.as_ref()));
         tracing::debug!(call = ?entry.call, nonce, tx = %hash, "transaction sent");
         self.in_flight.insert(nonce, entry);
     }
@@ -329,6 +342,7 @@ impl Worker {
             .latest()
             .await
             .map_err(ChainError::rpc)?;
+        self.fill_gap(mined_below).await?;
         let done: Vec<u64> = self
             .in_flight
             .range(..mined_below)
@@ -356,6 +370,10 @@ impl Worker {
                 }
             }
             let entry = self.in_flight.remove(&nonce).expect("present");
+            let Some(call) = entry.call else {
+                tracing::info!(nonce, mined = found.is_some(), "a filler's nonce is taken");
+                continue;
+            };
             let (outcome, hash) = match found {
                 Some((hash, receipt)) => {
                     let block = receipt.block_number.unwrap_or_default();
@@ -367,7 +385,7 @@ impl Worker {
                 }
                 None => (Outcome::Dropped, B256::ZERO),
             };
-            self.report(entry.call, outcome, hash).await;
+            self.report(call, outcome, hash).await;
         }
 
         // Still pending: broadcast what never went out, replace what is stuck.
@@ -399,10 +417,10 @@ impl Worker {
                     fetched_at: current.fetched_at,
                 };
                 let (hash, raw) = self
-                    .sign(&call, nonce, bumped)
+                    .sign(call.as_ref(), nonce, bumped)
                     .await
                     .map_err(|e| ChainError::Signing(e.into()))?;
-                metrics::tx_replaced(call.kind());
+                metrics::tx_replaced(kind(call.as_ref()));
                 tracing::info!(call = ?call, nonce, tx = %hash, max_fee = bumped.max_fee, "replacing a stuck transaction");
                 let entry = self.in_flight.get_mut(&nonce).expect("present");
                 entry.hashes.push(hash);
@@ -425,7 +443,83 @@ impl Worker {
         Ok(())
     }
 
-    async fn sign(&self, call: &Call, nonce: u64, fees: Fees) -> Result<(B256, Bytes), String> {
+    /// Fills the nonces a reorganisation emptied below the first of this sender's
+    /// transactions in flight, once the gap has lasted [`RECEIPT_GRACE`] (a transaction of
+    /// this account sent by someone else may be on its way meanwhile).
+    async fn fill_gap(&mut self, mined_below: u64) -> Result<(), ChainError> {
+        let first_ours = self
+            .in_flight
+            .keys()
+            .next()
+            .copied()
+            .unwrap_or(self.next_nonce);
+        if mined_below >= first_ours {
+            self.gap_since = None;
+            return Ok(());
+        }
+        match self.gap_since {
+            Some((from, since)) if from == mined_below => {
+                if since.elapsed() < RECEIPT_GRACE {
+                    return Ok(());
+                }
+            }
+            _ => {
+                self.gap_since = Some((mined_below, Instant::now()));
+                return Ok(());
+            }
+        }
+        self.gap_since = None;
+        let fees = self.current_fees().await?;
+        tracing::warn!(
+            from = mined_below,
+            to = first_ours,
+            "nonces emptied by a reorganisation: filling them so that the transactions after them are mined"
+        );
+        for nonce in mined_below..first_ours {
+            let (hash, raw) = self
+                .sign(None, nonce, fees)
+                .await
+                .map_err(|e| ChainError::Signing(e.into()))?;
+            metrics::tx_sent("fill");
+            let broadcast = self.broadcast(&raw).await.is_ok();
+            self.in_flight.insert(
+                nonce,
+                InFlight {
+                    call: None,
+                    hashes: vec![hash],
+                    raw,
+                    fees,
+                    sent_at: Instant::now(),
+                    broadcast,
+                    missing_since: None,
+                },
+            );
+        }
+        Ok(())
+    }
+
+    /// Signs `call` (none: a filler) at `nonce`.
+    async fn sign(
+        &self,
+        call: Option<&Call>,
+        nonce: u64,
+        fees: Fees,
+    ) -> Result<(B256, Bytes), String> {
+        let Some(call) = call else {
+            let request = TransactionRequest::default()
+                .with_from(self.from)
+                .with_to(self.from)
+                .with_nonce(nonce)
+                .with_chain_id(self.config.chain_id)
+                .with_gas_limit(FILLER_GAS)
+                .with_max_fee_per_gas(fees.max_fee)
+                .with_max_priority_fee_per_gas(fees.priority);
+            let envelope = request
+                .build(&self.wallet)
+                .await
+                .map_err(|e| e.to_string())?;
+            return Ok((*envelope.tx_hash(), envelope.encoded_2718().into()));
+        };
         let market = self.config.market;
         let (to, input) = match call {
             Call::Assign(batch) => match batch.as_slice() {
@@ -582,6 +676,11 @@ impl Worker {
             })
             .await;
     }
+}
+
+/// A call's name in metrics; a filler's is `fill`.
+fn kind(call: Option<&Call>) -> &'static str {
+    call.map_or("fill", Call::kind)
 }
 
 enum BroadcastError {

@@ -10,9 +10,12 @@
 //!   reassigned and its stake slashed; a job past its deadline is expired and refunded and
 //!   a result finalized after its window, by the standby keeper after the leader was
 //!   killed.
+//! - `sender`: a transaction un-mined by a reorganisation does not wedge the sender: the
+//!   emptied nonce is filled and the next transaction lands.
 
 mod batching;
 mod harness;
 mod keeper;
 mod placement;
 mod replicas;
+mod sender;
