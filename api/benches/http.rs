@@ -304,6 +304,8 @@ async fn serve(store: Store) -> SocketAddr {
     let (_tx, progress) = tokio::sync::watch::channel(Progress {
         checkpoint: store.checkpoint().await.expect("checkpoint"),
         block: store.last_block().await.expect("last block"),
+        read: 0,
+        stalled: None,
     });
     let app = router(
         AppState::new(store, progress, gantry_api::live::Live::default()),

@@ -682,7 +682,11 @@ async fn list_nodes(
     let cursor = non_negative("cursor", &q.cursor)?;
     let nodes = state.store.list_nodes(status, cursor, limit + 1).await?;
     let now = now(&state).await?;
-    let views = nodes.into_iter().map(|n| NodeView::new(n, now)).collect();
+    let min_stake = state.store.min_stake().await?;
+    let views = nodes
+        .into_iter()
+        .map(|n| NodeView::new(n, now, min_stake.as_deref()))
+        .collect();
     Ok(Json(page(views, limit, |n| n.node.node_id)))
 }
 
@@ -705,8 +709,9 @@ async fn get_node(
         .ok_or_else(|| ApiError::not_found(format!("node {node_id}")))?;
     let jobs = state.store.node_jobs(node_id).await?;
     let slashes = state.store.slashes(node_id).await?;
+    let min_stake = state.store.min_stake().await?;
     Ok(Json(NodeDetail {
-        node: NodeView::new(node, now(&state).await?),
+        node: NodeView::new(node, now(&state).await?, min_stake.as_deref()),
         jobs,
         slashes,
     }))
@@ -797,10 +802,13 @@ pub struct Readiness {
     pub stream_last: Option<u64>,
     /// Messages not yet projected.
     pub lag: Option<u64>,
+    /// While the chain stream is damaged: the block the projection waits for (it stays at
+    /// `block` until that block is published again whole).
+    pub stalled: Option<u64>,
 }
 
-/// Ready once the projection has applied something and trails the stream by at most
-/// `max_lag` messages.
+/// Ready once the projection has applied something, trails the stream by at most
+/// `max_lag` messages and is not stalled on a damaged block.
 #[utoipa::path(get, path = "/readyz", responses(
     (status = 200, body = Readiness),
     (status = 503, description = "not ready", body = Readiness)
@@ -821,13 +829,16 @@ async fn ready(State(state): State<AppState>) -> Response {
     if let Some(lag) = lag {
         crate::metrics::projection_lag(lag);
     }
-    let ready = progress.checkpoint > 0 && lag.is_some_and(|lag| lag <= state.max_lag);
+    let ready = progress.checkpoint > 0
+        && lag.is_some_and(|lag| lag <= state.max_lag)
+        && progress.stalled.is_none();
     let body = Json(Readiness {
         ready,
         checkpoint: progress.checkpoint,
         block: progress.block,
         stream_last,
         lag,
+        stalled: progress.stalled,
     });
     let status = if ready {
         StatusCode::OK

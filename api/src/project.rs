@@ -3,13 +3,20 @@
 //! checkpoint in one transaction; a retraction drops buffered events and undoes the
 //! orphaned blocks. The checkpoint only ever names a commit, a retraction or a finality
 //! message, so after a crash the events of an uncommitted block are simply read again.
+//!
+//! A damaged stream ends nothing: a message that does not decode is skipped, and a block
+//! that did not arrive whole stalls the projection (`gantry_protocol::chain_stream`): the
+//! store keeps the last good block and its checkpoint (so a restart reads the damaged
+//! block again rather than past it), [`Progress::stalled`] names the missing block
+//! (`/readyz` answers 503), the runtime's `StreamReport` logs and counts it, and the
+//! projection goes on by itself once the block is published again whole.
 
 use std::time::Duration;
 
 use async_nats::jetstream;
 use gantry_protocol::api::NodeView;
-use gantry_protocol::chain_stream::{AssembleError, Assembled, BlockAssembler, DecodeError};
-use gantry_runtime::chain_stream::{ChainStreamReader, ReadError};
+use gantry_protocol::chain_stream::{Assembled, BlockAssembler};
+use gantry_runtime::chain_stream::{ChainStreamReader, ReadError, StreamReport};
 use gantry_runtime::nats::NatsError;
 use tokio_util::sync::CancellationToken;
 
@@ -25,18 +32,6 @@ pub enum ProjectError {
     Ended(&'static str),
     #[error(transparent)]
     Store(#[from] StoreError),
-    #[error("chain stream message {seq}")]
-    Decode {
-        seq: u64,
-        #[source]
-        source: DecodeError,
-    },
-    #[error("chain stream message {seq}")]
-    Assemble {
-        seq: u64,
-        #[source]
-        source: AssembleError,
-    },
 }
 
 /// What the projection reports as it goes (for readiness and tests).
@@ -44,8 +39,14 @@ pub enum ProjectError {
 pub struct Progress {
     /// Stream sequence stored.
     pub checkpoint: u64,
+    /// Stream sequence read, applied or not (past the checkpoint while events wait for
+    /// their commit, or while the projection is stalled).
+    pub read: u64,
     /// Last block applied.
     pub block: u64,
+    /// While the stream is damaged: the block the projection waits for (it applies
+    /// nothing newer until that block arrives whole).
+    pub stalled: Option<u64>,
 }
 
 /// Projects the chain stream of `chain_id` into `store` until `shutdown`.
@@ -61,13 +62,20 @@ pub async fn run(
     let last_block = store.last_block().await?;
     progress.send_modify(|p| {
         p.checkpoint = start;
+        p.read = start;
         p.block = last_block;
     });
     let Some(mut reader) = ChainStreamReader::open(&js, chain_id, start, &shutdown).await? else {
         return Ok(());
     };
     tracing::info!(chain_id, from = start + 1, "projecting the chain stream");
-    let mut assembler = BlockAssembler::new();
+    // A block at or below the stored one is not applied twice; 0 is no block yet.
+    let mut assembler = if last_block > 0 {
+        BlockAssembler::resuming_after(last_block)
+    } else {
+        BlockAssembler::new()
+    };
+    let mut report = StreamReport::new("api");
     loop {
         let read = tokio::select! {
             () = shutdown.cancelled() => return Ok(()),
@@ -81,16 +89,23 @@ pub async fn run(
                 continue;
             }
             Some(Err(ReadError::Decode { sequence, source })) => {
-                return Err(ProjectError::Decode {
-                    seq: sequence,
-                    source,
-                });
+                report.skipped(sequence, &source);
+                progress.send_modify(|p| p.read = sequence);
+                continue;
             }
             None => return Err(ProjectError::Ended("chain")),
         };
-        let pushed = assembler
-            .push(decoded)
-            .map_err(|source| ProjectError::Assemble { seq, source })?;
+        let pushed = match assembler.push(decoded) {
+            Ok(pushed) => pushed,
+            Err(refused) => {
+                report.refused(seq, &refused, assembler.stall());
+                progress.send_modify(|p| {
+                    p.read = seq;
+                    p.stalled = assembler.stall().map(|s| s.missing);
+                });
+                continue;
+            }
+        };
         match pushed {
             Assembled::Held => {}
             Assembled::Block { commit, events } => {
@@ -104,8 +119,13 @@ pub async fn run(
                     live.send(LiveEvent::Job(Box::new(row)));
                 }
                 let now = crate::model::now(commit.block_timestamp);
+                let min_stake = match applied.nodes.is_empty() {
+                    true => None,
+                    false => store.min_stake().await?,
+                };
                 for row in applied.nodes.into_values() {
-                    live.send(LiveEvent::Node(Box::new(NodeView::new(row, now))));
+                    let view = NodeView::new(row, now, min_stake.as_deref());
+                    live.send(LiveEvent::Node(Box::new(view)));
                 }
                 live.send(LiveEvent::Block(BlockInfo {
                     number: commit.block_number,
@@ -121,12 +141,18 @@ pub async fn run(
                 });
             }
             Assembled::Final(_) => {
-                // Only with nothing buffered: the checkpoint must not pass unapplied events.
+                // Only with nothing buffered or missing: the checkpoint must not pass
+                // unapplied events, nor a damaged block (a restart would read past it).
                 if assembler.is_idle() {
                     store.advance(seq).await?;
                     progress.send_modify(|p| p.checkpoint = seq);
                 }
             }
         }
+        report.settled(seq, assembler.stall());
+        progress.send_modify(|p| {
+            p.read = seq;
+            p.stalled = assembler.stall().map(|s| s.missing);
+        });
     }
 }

@@ -27,6 +27,11 @@ pub struct Common {
     /// How often to look for receipts of pending transactions, milliseconds.
     #[arg(long = "receipt-poll-ms", env = "GANTRY_RECEIPT_POLL_MS", default_value = "100", value_parser = parse_millis)]
     pub receipt_poll: Duration,
+    /// A transaction not mined after this long marks the sender stuck: the service gives
+    /// up its lease (keeper) or its claims (matcher) until its transactions are mined
+    /// again, milliseconds.
+    #[arg(long = "stuck-after-ms", env = "GANTRY_STUCK_AFTER_MS", default_value = "60000", value_parser = parse_millis)]
+    pub stuck_after: Duration,
     #[command(flatten)]
     pub instance: InstanceArgs,
 }
@@ -117,6 +122,9 @@ impl Common {
         if self.replace_after < self.receipt_poll {
             return Err("--replace-after-ms must be at least --receipt-poll-ms".into());
         }
+        if self.stuck_after <= self.replace_after {
+            return Err("--stuck-after-ms must be more than --replace-after-ms".into());
+        }
         Ok(())
     }
 }
@@ -180,6 +188,7 @@ impl Common {
             max_pending_txs: 256,
             replace_after: Duration::from_secs(15),
             receipt_poll: Duration::from_millis(100),
+            stuck_after: Duration::from_secs(60),
             instance: InstanceArgs::default(),
         }
     }

@@ -1,14 +1,18 @@
 //! The chain stream, replayed from its start into a [`Projection`] and then followed live.
 //! Both services build their view this way: restart = replay. The reading is
-//! `gantry_runtime::chain_stream`; this module keeps the position the view has reached.
+//! `gantry_runtime::chain_stream`; this module keeps the position the view has reached
+//! and reports the stream's damage: a message that does not decode is skipped, a block
+//! that did not arrive whole stalls the view at the last good block (logged, counted,
+//! `/readyz` 503, and the feed is not [`caught_up`](Feed::caught_up), so nothing is
+//! decided on a view the chain does not have) until the block is published again whole.
 
 use async_nats::jetstream;
-use gantry_protocol::chain_stream::ChainMessage;
-use gantry_runtime::chain_stream::{ChainStreamReader, ReadError};
+use gantry_protocol::chain_stream::{ChainMessage, DecodeError};
+use gantry_runtime::chain_stream::{ChainStreamReader, ReadError, StreamReport};
 use tokio_util::sync::CancellationToken;
 
 use crate::error::StreamError;
-use crate::project::{Applied, Projection};
+use crate::project::{Applied, ProjectError, Projection};
 
 /// The stream's messages in order.
 #[derive(Debug)]
@@ -20,21 +24,23 @@ pub struct Feed {
     /// Sequence of the last message that took effect (a commit, retraction or watermark;
     /// events take effect with their commit).
     pub applied: u64,
+    report: StreamReport,
 }
 
-/// A message as it arrived: decoded, or not decodable (which stops the projection).
+/// A message as it arrived: decoded, or not decodable (skipped).
 #[derive(Debug)]
 pub struct Delivered {
     sequence: u64,
-    message: Result<ChainMessage, String>,
+    message: Result<ChainMessage, DecodeError>,
 }
 
 impl Feed {
     /// Waits for the chain's stream to exist (the indexer creates it), then opens it from
-    /// its first message.
+    /// its first message; `service` names the reader in logs and metrics.
     pub async fn open(
         js: &jetstream::Context,
         chain_id: u64,
+        service: &'static str,
         cancel: &CancellationToken,
     ) -> Result<Option<Self>, StreamError> {
         let Some(reader) = ChainStreamReader::open(js, chain_id, 0, cancel).await? else {
@@ -44,12 +50,14 @@ impl Feed {
             caught_up_at: reader.last_at_open,
             reader,
             applied: 0,
+            report: StreamReport::new(service),
         }))
     }
 
-    /// Whether the view holds everything the stream held when the feed opened.
+    /// Whether the view holds everything the stream held when the feed opened, and no
+    /// block is missing since.
     pub fn caught_up(&self) -> bool {
-        self.applied >= self.caught_up_at
+        self.applied >= self.caught_up_at && self.report.stall().is_none()
     }
 
     /// The next message, or `None` when the consumer ended.
@@ -62,20 +70,39 @@ impl Feed {
         self.reader.next_ready().map(delivered)
     }
 
-    /// Applies one message to `projection`.
+    /// Applies one message to `projection`. A message that does not decode or that the
+    /// projection refuses is reported and changes nothing; only a broken invariant of the
+    /// projection itself is an error.
     pub fn apply(
         &mut self,
         projection: &mut Projection,
         delivered: Delivered,
     ) -> Result<Applied, StreamError> {
         let Delivered { sequence, message } = delivered;
-        let bad = |reason: String| StreamError::BadMessage { sequence, reason };
-        let applied = projection
-            .on_message(message.map_err(bad)?)
-            .map_err(|e| bad(e.to_string()))?;
+        let applied = match message {
+            Err(error) => {
+                self.report.skipped(sequence, &error);
+                Applied::Refused
+            }
+            Ok(message) => match projection.on_message(message) {
+                Ok(applied) => applied,
+                Err(ProjectError::Assemble(refused)) => {
+                    self.report.refused(sequence, &refused, projection.stall());
+                    Applied::Refused
+                }
+                Err(error) => {
+                    return Err(StreamError::BadMessage {
+                        sequence,
+                        reason: error.to_string(),
+                    });
+                }
+            },
+        };
+        self.report.settled(sequence, projection.stall());
         // An event counts as applied only with its block's commit: a claim on a job whose
-        // posting is still pending must not look decided.
-        if applied != Applied::Held {
+        // posting is still pending must not look decided. Nothing counts while a block is
+        // missing.
+        if applied != Applied::Held && projection.is_idle() {
             self.applied = sequence;
         }
         Ok(applied)
@@ -90,20 +117,8 @@ fn delivered(read: Result<(u64, ChainMessage), ReadError>) -> Result<Delivered, 
         }),
         Err(ReadError::Decode { sequence, source }) => Ok(Delivered {
             sequence,
-            message: Err(error_chain(&source)),
+            message: Err(source),
         }),
         Err(ReadError::Nats(e)) => Err(StreamError::Nats(e)),
     }
-}
-
-/// An error with its sources, for a message that names them all.
-fn error_chain(error: &dyn std::error::Error) -> String {
-    let mut text = error.to_string();
-    let mut source = error.source();
-    while let Some(cause) = source {
-        text.push_str(": ");
-        text.push_str(&cause.to_string());
-        source = cause.source();
-    }
-    text
 }

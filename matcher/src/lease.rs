@@ -1,5 +1,7 @@
 //! The keeper lease: one liveness replica acts at a time (a [`KvLease`]: a standby takes
-//! over within TTL + TTL/4 of the holder's death, within two lease periods).
+//! over within TTL + TTL/4 of the holder's death, within two lease periods). A replica
+//! whose sender is stuck (its transactions are not mined) gives the lease up and does not
+//! take it again until they are: a keeper that cannot act must not hold the role.
 
 use std::time::Duration;
 
@@ -12,8 +14,10 @@ use tokio_util::sync::CancellationToken;
 use crate::error::StreamError;
 use crate::metrics;
 
-/// Runs the lease loop until `cancel` fires, publishing whether this replica leads.
-/// Releases the lease on the way out so a standby need not wait for it to expire.
+/// Runs the lease loop until `cancel` fires, publishing whether this replica leads; while
+/// `stuck` is true it neither holds nor takes the lease. Releases the lease on the way out
+/// so a standby need not wait for it to expire.
+#[allow(clippy::too_many_arguments)]
 pub async fn hold(
     js: jetstream::Context,
     chain_id: u64,
@@ -21,6 +25,7 @@ pub async fn hold(
     ttl: Duration,
     replicas: usize,
     leading: watch::Sender<bool>,
+    mut stuck: watch::Receiver<bool>,
     cancel: CancellationToken,
 ) -> Result<(), StreamError> {
     let bucket = storage::lease_bucket(names::LIVENESS_LEASE_BUCKET, ttl, replicas);
@@ -28,7 +33,13 @@ pub async fn hold(
         .await
         .map_err(|e| StreamError::nats("lease bucket", e))?;
     loop {
-        if lease.held() {
+        let is_stuck = *stuck.borrow_and_update();
+        if is_stuck {
+            if lease.held() {
+                tracing::warn!(owner, "the sender is stuck: giving up the keeper lease");
+                lease.release().await;
+            }
+        } else if lease.held() {
             if let Err(e) = lease.renew().await {
                 tracing::warn!(error = %e, "keeper lease lost; standing by");
             }
@@ -50,6 +61,7 @@ pub async fn hold(
         tokio::select! {
             () = cancel.cancelled() => break,
             () = tokio::time::sleep(pause) => {}
+            _ = stuck.changed() => {}
         }
     }
     leading.send_replace(false);

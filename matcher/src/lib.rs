@@ -54,8 +54,13 @@ struct Started {
     feed: feed::Feed,
 }
 
-/// Connects, starts the sender and opens the feed; `None` when `cancel` fired first.
-async fn start(common: &Common, cancel: &CancellationToken) -> anyhow::Result<Option<Started>> {
+/// Connects, starts the sender and opens the feed (reported as `service`); `None` when
+/// `cancel` fired first.
+async fn start(
+    common: &Common,
+    service: &'static str,
+    cancel: &CancellationToken,
+) -> anyhow::Result<Option<Started>> {
     // Specs are validated as they are projected: the grammar compiles now, not on the
     // first job (a stall there delays every plan behind it).
     gantry_protocol::spec::JobSpec::prepare_validator();
@@ -65,7 +70,7 @@ async fn start(common: &Common, cancel: &CancellationToken) -> anyhow::Result<Op
     let Some((sender, sending)) = start_sender(common, signer, cancel).await? else {
         return Ok(None);
     };
-    let Some(feed) = feed::Feed::open(&js, common.chain.chain_id, cancel).await? else {
+    let Some(feed) = feed::Feed::open(&js, common.chain.chain_id, service, cancel).await? else {
         return Ok(None);
     };
     Ok(Some(Started {
@@ -92,6 +97,7 @@ async fn start_sender(
         max_pending: common.max_pending_txs,
         replace_after: common.replace_after,
         poll: common.receipt_poll,
+        stuck_after: common.stuck_after,
     };
     let mut backoff = Backoff::default();
     loop {

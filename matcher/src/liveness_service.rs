@@ -30,7 +30,7 @@ pub async fn run(config: LivenessConfig, shutdown: CancellationToken) -> anyhow:
         sender,
         sending,
         feed,
-    }) = start(&config.common, &shutdown).await?
+    }) = start(&config.common, "liveness", &shutdown).await?
     else {
         return Ok(());
     };
@@ -44,6 +44,7 @@ pub async fn run(config: LivenessConfig, shutdown: CancellationToken) -> anyhow:
         Ok::<(), Infallible>(())
     });
     let (leading_tx, leading) = watch::channel(false);
+    let stuck = sender.stuck_changes();
     tasks.spawn_critical(
         "holding the keeper lease",
         lease::hold(
@@ -53,6 +54,7 @@ pub async fn run(config: LivenessConfig, shutdown: CancellationToken) -> anyhow:
             config.lease_ttl,
             config.common.nats.nats_replicas,
             leading_tx,
+            stuck,
             helpers.clone(),
         ),
     );

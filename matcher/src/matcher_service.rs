@@ -33,7 +33,7 @@ pub async fn run(config: MatcherConfig, shutdown: CancellationToken) -> anyhow::
         sender,
         sending,
         feed,
-    }) = start(&config.common, &shutdown).await?
+    }) = start(&config.common, "matcher", &shutdown).await?
     else {
         return Ok(());
     };
@@ -103,6 +103,9 @@ impl Matcher {
         let mut renew = tokio::time::interval(claim_ttl / 3);
         let mut housekeeping = tokio::time::interval(Duration::from_millis(500));
         let mut dirty = false;
+        // While the sender is stuck this replica takes no claims and gives back those it
+        // holds: another replica, whose transactions land, places the jobs.
+        let mut stuck = self.sender.stuck_changes();
         loop {
             tokio::select! {
                 () = shutdown.cancelled() => return Ok(()),
@@ -112,7 +115,15 @@ impl Matcher {
                         dirty |= self.on_feed(Some(message))?;
                     }
                 }
-                claim = self.claims.next() => match claim {
+                Ok(()) = stuck.changed() => {
+                    if *stuck.borrow_and_update() {
+                        tracing::warn!(claims = self.held.len(), "the sender is stuck: giving back every claim");
+                        self.held.give_back_all().await;
+                        metrics::claimed_jobs(0);
+                    }
+                    dirty = true;
+                }
+                claim = self.claims.next(), if !*stuck.borrow() => match claim {
                     Some(Ok(claim)) => {
                         self.held.insert(claim);
                         dirty = true;

@@ -51,6 +51,10 @@ pub fn tx_outcome(call: &'static str, outcome: &'static str) {
     counter!("gantry_matcher_tx_outcomes_total", "call" => call, "outcome" => outcome).increment(1);
 }
 
+pub fn sender_stuck(stuck: bool) {
+    gauge!("gantry_sender_stuck").set(if stuck { 1.0 } else { 0.0 });
+}
+
 pub fn rpc_error() {
     counter!("gantry_matcher_tx_rpc_errors_total").increment(1);
 }

@@ -1,13 +1,17 @@
 //! Building the [`View`] from the chain's stream: pure, no IO. A block's events are applied
 //! when its commit arrives; a retraction rebuilds the view without the orphaned blocks
-//! (retractions are rare, so a replay of what was applied is simple and enough).
+//! (retractions are rare, so a replay of what was applied is simple and enough). A block
+//! the assembler refuses (damaged, or after a damaged one) is not applied: the view stays
+//! at the last good block until the stream is whole again.
 
 use std::collections::{BTreeSet, VecDeque};
 
 use alloy::primitives::B256;
 use gantry_protocol::bindings::JobMarket::JobMarketEvents;
 use gantry_protocol::bindings::NodeRegistry::NodeRegistryEvents;
-use gantry_protocol::chain_stream::{AssembleError, Assembled, BlockAssembler, ChainMessage};
+use gantry_protocol::chain_stream::{
+    AssembleError, Assembled, BlockAssembler, ChainMessage, Stall,
+};
 use gantry_protocol::envelope::{BlockCommit, EventEnvelope, FinalityWatermark, Retraction};
 use gantry_protocol::events::GantryEvent;
 use gantry_protocol::market::{self, Policy};
@@ -38,6 +42,9 @@ pub enum Applied {
     Changed,
     /// A finality watermark.
     Other,
+    /// A message refused or skipped (the stream is damaged, or it repeats a block):
+    /// nothing changed.
+    Refused,
 }
 
 /// The view and what it takes to rebuild it after a reorg: the state as of the oldest
@@ -90,6 +97,17 @@ impl Projection {
 
     pub fn view(&self) -> &View {
         &self.live.view
+    }
+
+    /// What the view waits for while the stream is damaged (it stays as it was).
+    pub fn stall(&self) -> Option<Stall> {
+        self.assembler.stall()
+    }
+
+    /// Whether every message so far has taken effect (no events wait for their commit,
+    /// no block is missing).
+    pub fn is_idle(&self) -> bool {
+        self.assembler.is_idle()
     }
 
     /// Takes the stream's next message.
@@ -464,7 +482,7 @@ mod tests {
                     chain_id: 1,
                     block_number: self.block,
                     block_hash: hash,
-                    parent_hash: B256::ZERO,
+                    parent_hash: B256::with_last_byte(self.block as u8 - 1),
                     block_timestamp: 1_000 + self.block,
                     event_count: count,
                 })

@@ -17,6 +17,11 @@
 //! own transactions that lasts [`RECEIPT_GRACE`] is filled with a transfer of nothing to
 //! itself (a *filler*); the call that was un-mined is not sent again — the service sees
 //! the reorganised chain through its stream and decides anew whether it is still due.
+//!
+//! A sender whose oldest transaction has waited longer than `stuck_after` (the chain
+//! unreachable, the account out of funds, a nonce the pool will not take) says so
+//! ([`Sender::stuck`]): its service gives up its lease or claims, so that a replica whose
+//! transactions land acts instead, and takes them again once it is unstuck.
 
 use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
@@ -30,7 +35,7 @@ use alloy::signers::local::PrivateKeySigner;
 use alloy::sol_types::SolCall;
 use gantry_protocol::bindings::{JobMarket, NodeRegistry};
 use gantry_protocol::market;
-use tokio::sync::mpsc;
+use tokio::sync::{mpsc, watch};
 use tokio_util::sync::CancellationToken;
 use url::Url;
 
@@ -128,6 +133,8 @@ pub struct SenderConfig {
     pub max_pending: usize,
     pub replace_after: Duration,
     pub poll: Duration,
+    /// A sender whose oldest transaction waits longer than this is stuck.
+    pub stuck_after: Duration,
 }
 
 /// The handle services use: calls in, reports out.
@@ -135,9 +142,21 @@ pub struct SenderConfig {
 pub struct Sender {
     calls: mpsc::Sender<Call>,
     pub reports: mpsc::Receiver<Report>,
+    stuck: watch::Receiver<bool>,
 }
 
 impl Sender {
+    /// Whether the sender is stuck: its oldest transaction has waited past `stuck_after`.
+    /// Changes are seen through [`Sender::stuck_changes`].
+    pub fn is_stuck(&self) -> bool {
+        *self.stuck.borrow()
+    }
+
+    /// A receiver of the stuck flag, to wait on its changes.
+    pub fn stuck_changes(&self) -> watch::Receiver<bool> {
+        self.stuck.clone()
+    }
+
     /// Queues a call; `false` when the sender is full (retry later).
     pub fn try_send(&self, call: Call) -> bool {
         self.calls.try_send(call).is_ok()
@@ -187,6 +206,7 @@ pub async fn start(config: SenderConfig) -> Result<(Sender, Sending), ChainError
     tracing::info!(account = %from, next_nonce, "sender ready");
     let (calls_tx, calls_rx) = mpsc::channel(config.max_pending);
     let (reports_tx, reports_rx) = mpsc::channel(config.max_pending * 2);
+    let (stuck_tx, stuck_rx) = watch::channel(false);
     let worker = Worker {
         provider,
         wallet: EthereumWallet::from(config.signer.clone()),
@@ -197,11 +217,13 @@ pub async fn start(config: SenderConfig) -> Result<(Sender, Sending), ChainError
         fees: None,
         reports: reports_tx,
         gap_since: None,
+        stuck: stuck_tx,
     };
     Ok((
         Sender {
             calls: calls_tx,
             reports: reports_rx,
+            stuck: stuck_rx,
         },
         Sending {
             worker,
@@ -217,6 +239,8 @@ struct InFlight {
     hashes: Vec<B256>,
     raw: Bytes,
     fees: Fees,
+    /// When it was first signed (replacements keep it).
+    first_sent: Instant,
     sent_at: Instant,
     broadcast: bool,
     /// Since when the nonce counts as mined but no receipt of ours was found.
@@ -245,6 +269,7 @@ struct Worker {
     reports: mpsc::Sender<Report>,
     /// Since when the nonces from the first one mined on are free below the first of ours.
     gap_since: Option<(u64, Instant)>,
+    stuck: watch::Sender<bool>,
 }
 
 /// Gas of a filler (a plain transfer).
@@ -267,6 +292,7 @@ impl Worker {
                         metrics::rpc_error();
                         tracing::warn!(error = %e, "checking pending transactions");
                     }
+                    self.check_stuck();
                 }
             }
         }
@@ -303,6 +329,7 @@ impl Worker {
             hashes: vec![hash],
             raw,
             fees,
+            first_sent: Instant::now(),
             sent_at: Instant::now(),
             broadcast: false,
             missing_since: None,
@@ -330,6 +357,27 @@ impl Worker {
         metrics::tx_sent(kind(entry.call.as_ref()));
         tracing::debug!(call = ?entry.call, nonce, tx = %hash, "transaction sent");
         self.in_flight.insert(nonce, entry);
+    }
+
+    /// Whether the oldest transaction has waited past `stuck_after`; says so on a change.
+    fn check_stuck(&self) {
+        let oldest = self.in_flight.values().map(|e| e.first_sent).min();
+        let stuck = oldest.is_some_and(|t| t.elapsed() > self.config.stuck_after);
+        let changed = self
+            .stuck
+            .send_if_modified(|was| std::mem::replace(was, stuck) != stuck);
+        if changed {
+            metrics::sender_stuck(stuck);
+            if stuck {
+                tracing::error!(
+                    pending = self.in_flight.len(),
+                    after = ?self.config.stuck_after,
+                    "transactions are not being mined: the sender is stuck, and the service gives up its role until they are"
+                );
+            } else {
+                tracing::info!("transactions are mined again: the sender is unstuck");
+            }
+        }
     }
 
     async fn poll(&mut self) -> Result<(), ChainError> {
@@ -489,6 +537,7 @@ impl Worker {
                     hashes: vec![hash],
                     raw,
                     fees,
+                    first_sent: Instant::now(),
                     sent_at: Instant::now(),
                     broadcast,
                     missing_since: None,

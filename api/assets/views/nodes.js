@@ -21,12 +21,22 @@ function learnClock(node) {
 
 const heartbeat = (node) => ago(node.lastHeartbeat - ahead);
 
+// Why a node takes no new work (`takesNoWork`, from the chain's facts; its `why` says
+// it with amounts in base units), in words.
+const NO_WORK = {
+  inactive: "inactive: its worker's next heartbeat makes it active again",
+  stake_below_minimum: 'stake below the minimum: no new work until its operator tops it up (gantry node topup)',
+  exiting: 'exiting: no new work while its stake unbonds',
+  exited: 'exited',
+};
+const noWorkLabel = (noWork) => NO_WORK[noWork.reason] ?? noWork.reason;
+
 const reputation = (node) => (node.reputation == null ? none : bar(node.reputation, percent(node.reputation)));
 
 function nodeRow(node) {
   return html`<tr data-node-id="${node.nodeId}" data-status="${node.status}">
     <td class="num"><a href="#/nodes/${node.nodeId}">node ${node.nodeId}</a></td>
-    <td>${status(node.status)}</td>
+    <td>${status(node.status)}${node.takesNoWork ? html` <span class="muted" data-part="no-work" title="${node.takesNoWork.why}">${noWorkLabel(node.takesNoWork)}</span>` : ''}</td>
     <td>${gpu(node)} <span class="muted">${mib(node.vramMib)}</span></td>
     <td class="num">${money(node.pricePerGpuHour)} <span class="muted">/ GPU-h</span></td>
     <td>${heartbeat(node)}</td>
@@ -133,7 +143,7 @@ export function mountOne(root, id) {
       <dt>Completed / failed</dt><dd>${node.completedJobs} / ${node.failedJobs}${node.rejectedJobs ? html` <span class="muted">${node.rejectedJobs} given back</span>` : ''}</dd>
       <dt>Reputation</dt><dd class="progress">${reputation(node)}</dd>
       <dt>Heartbeat</dt><dd>${heartbeat(node)}</dd>
-      ${node.status === 'inactive' ? html`<dt>Inactive</dt><dd>${node.inactiveSince == null ? html`<span class="muted">stake below the minimum: no new work</span>` : html`since ${dateTime(node.inactiveSince)} <span class="muted">jobs assigned before are reclaimable</span>`}</dd>` : ''}
+      ${node.takesNoWork ? html`<dt>No new work</dt><dd data-part="no-work">${noWorkLabel(node.takesNoWork)}${node.takesNoWork.since == null ? '' : html` <span class="muted">since ${dateTime(node.takesNoWork.since)}; jobs assigned before are reclaimable</span>`}</dd>` : ''}
       ${node.unbondingEndsAt == null ? '' : html`<dt>Unbonding</dt><dd>${node.unbondingEndsAt > nowSecs() ? html`ends in ${until(node.unbondingEndsAt)}` : html`ended ${dateTime(node.unbondingEndsAt)}`}</dd>`}
       <dt>Registered</dt><dd>${ago(node.registeredAt)}</dd>
       <dt>Operator</dt><dd><code title="${node.operator}">${short(node.operator)}</code></dd>

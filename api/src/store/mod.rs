@@ -476,6 +476,28 @@ impl Store {
         bodies(&rows)
     }
 
+    /// The market's minimum stake now, base units: what its last `MarketParamsUpdated`
+    /// said (`None`: none projected yet).
+    pub async fn min_stake(&self) -> Result<Option<String>, StoreError> {
+        let row = sqlx::query(
+            "SELECT data FROM events WHERE name = $1 \
+             ORDER BY block_number DESC, log_index DESC LIMIT 1",
+        )
+        .bind(event_name::<JobMarket::MarketParamsUpdated>())
+        .fetch_optional(&self.pool)
+        .await?;
+        let Some(row) = row else {
+            return Ok(None);
+        };
+        let params: EventEnvelope = row.json(0)?;
+        Ok(match crate::model::typed(&params)? {
+            GantryEvent::Market(JobMarket::JobMarketEvents::MarketParamsUpdated(e)) => {
+                Some(e.params.minStake.to_string())
+            }
+            _ => None,
+        })
+    }
+
     /// The newest block's timestamp (0: none).
     pub async fn head_time(&self) -> Result<u64, StoreError> {
         let row = sqlx::query("SELECT MAX(timestamp) FROM blocks")

@@ -12,7 +12,8 @@
 // 2. The test posts job 6 on chain and publishes a progress report (70%) and a log line
 //    for job 3; without a reload the list gains job 6 and job 3's bar moves to 70%, and
 //    job 3's page (another tab) shows the new progress and log line. Then LIVE.
-// 3. The other pages, both sides of the market: the nodes; node 2's locked stake and its
+// 3. The other pages, both sides of the market: the nodes, each saying why it takes no
+//    work (node 1 exiting, node 2 below the minimum stake); node 2's locked stake and its
 //    slash with its job; job 4's open dispute (bond, exposure, deadline); job 5's refund
 //    (the bounty; the slash went to the treasury), charge and attempt (the dispute lost,
 //    the node's fault, its exposure slashed to the treasury); the submitter's credits and their flows; the network's figures; job 1's
@@ -128,12 +129,14 @@ try {
   await list.locator('tr[data-node-id="3"][data-status="active"]').waitFor();
   assert.match(await list.locator('tr[data-node-id="1"]').innerText(), /exiting[\s\S]*8× NVIDIA-H100-80GB[\s\S]*0\.002 kUSD/);
   assert.match(await list.locator('tr[data-node-id="2"][data-status="inactive"]').innerText(), /0\.091 kUSD\s*0\.01 kUSD locked/);
+  assert.match(await list.locator('tr[data-node-id="2"] [data-part="no-work"]').innerText(), /stake below the minimum/);
+  assert.match(await list.locator('tr[data-node-id="1"] [data-part="no-work"]').innerText(), /^exiting/);
   await list.screenshot({ path: `${shots}/nodes.png`, fullPage: true });
   await list.goto(`${base}/#/nodes/2`);
   await list.locator('[data-part="locked"]', { hasText: /0\.01 kUSD\s*held for job 4/ }).waitFor();
   assert.match(await list.locator('[data-part="stake"]').innerText(), /0\.091 kUSD/);
   assert.match(await list.locator('[data-part="fees"]').innerText(), /0\.00 kUSD/);
-  assert.match(await list.locator('[data-part="overview"]').innerText(), /stake below the minimum/);
+  assert.match(await list.locator('[data-part="no-work"]').innerText(), /stake below the minimum: no new work until its operator tops it up/);
   assert.match(await list.locator('tr[data-slash-job="5"]').innerText(), /job 5\s*0\.009 kUSD\s*0\.091 kUSD/);
   await list.screenshot({ path: `${shots}/node.png`, fullPage: true });
   await list.goto(`${base}/#/nodes/1`);

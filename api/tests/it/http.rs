@@ -10,7 +10,7 @@ use reqwest::StatusCode;
 
 use gantry_protocol::api::{
     AccountRow, AttemptFault, AttemptOutcome, ChargeCause, JobDetail, JobRow, NodeDetail, NodeRow,
-    Page, Stats,
+    NodeView, Page, Stats,
 };
 use gantry_protocol::bindings::{JobMarket, NodeRegistry};
 use gantry_protocol::jobs::{CompletionReport, CompletionStatus, LogLine, ProgressUpdate};
@@ -111,6 +111,8 @@ async fn serve(store: gantry_api::store::Store) -> String {
     let (_tx, progress) = tokio::sync::watch::channel(Progress {
         checkpoint: store.checkpoint().await.unwrap(),
         block: store.last_block().await.unwrap(),
+        read: 0,
+        stalled: None,
     });
     let app = router(
         AppState::new(store, progress, gantry_api::live::Live::default()),
@@ -294,6 +296,26 @@ async fn the_read_api_answers_and_refuses_bad_input_by_name() {
     );
     assert_eq!((stats.policy_version, stats.paused), (1, false));
 
+    // Why each node takes no work, from the chain's facts: node 1 exits, node 2 was
+    // slashed below the market's minimum (a top-up would bring it back).
+    let nodes: Page<NodeView> = fetch(&http, &base, "/v1/nodes").await;
+    let no_work = |id: u64| {
+        let node = nodes.items.iter().find(|n| n.node.node_id == id).unwrap();
+        node.takes_no_work.clone().map(|n| n.reason)
+    };
+    assert_eq!(no_work(NODE_EXITING).as_deref(), Some("exiting"));
+    assert_eq!(
+        no_work(NODE_DISPUTED).as_deref(),
+        Some("stake_below_minimum")
+    );
+    let detail: NodeDetail = fetch(&http, &base, &format!("/v1/nodes/{NODE_DISPUTED}")).await;
+    let why = detail.node.takes_no_work.expect("node 2 takes no work").why;
+    assert!(
+        why.contains("below the market's minimum 100000000"),
+        "{why}"
+    );
+    assert!(why.contains("gantry node topup"), "{why}");
+
     // The payment token, as amounts are shown: the dev token unless configured.
     let token: gantry_protocol::api::TokenInfo = fetch(&http, &base, "/v1/token").await;
     assert_eq!((token.symbol.as_str(), token.decimals), ("gUSD", 6));
@@ -392,6 +414,16 @@ async fn the_read_api_answers_and_refuses_bad_input_by_name() {
     confirm_receipt("markInactive", offline.send().await)
         .await
         .unwrap();
+    // Marked inactive by its agent, its stake whole: its next heartbeat would revive it.
+    project_to_head(&chain, &database).await;
+    let offline: NodeDetail = fetch(&http, &base, &format!("/v1/nodes/{third}")).await;
+    let no_work = offline
+        .node
+        .takes_no_work
+        .expect("an inactive node takes no work");
+    assert_eq!(no_work.reason, "inactive");
+    assert_eq!(no_work.since, offline.node.node.inactive_since);
+    assert!(no_work.since.is_some());
     let job = chain.job(JOB_REJECTED).await;
     let anyone = chain.market(OTHER);
     let reclaim = anyone.reclaim(JOB_REJECTED, job.terms.pack(), job.state.pack());
@@ -467,6 +499,13 @@ async fn the_read_api_answers_and_refuses_bad_input_by_name() {
     let refund = cancelled[0].0.refund.to_string();
     assert_eq!(given_back.job.refund.as_ref(), Some(&refund));
     assert_eq!(refund, given_back.job.bounty, "the whole bounty");
+    // Slashed a tenth of its minimum stake: below it now, until its operator tops it up.
+    let slashed: NodeDetail = fetch(&http, &base, &format!("/v1/nodes/{third}")).await;
+    let no_work = slashed
+        .node
+        .takes_no_work
+        .expect("a slashed node takes no work");
+    assert_eq!(no_work.reason, "stake_below_minimum");
 }
 
 /// What `node`'s stake lost on `job`, as the chain's `NodeSlashed` says ("0" for none).

@@ -27,7 +27,7 @@ use crate::harness::{
 const WAIT: Duration = Duration::from_secs(30);
 
 /// One process-wide recorder for the tests of this binary.
-fn metrics() -> PrometheusHandle {
+pub(crate) fn metrics() -> PrometheusHandle {
     static HANDLE: OnceLock<PrometheusHandle> = OnceLock::new();
     HANDLE
         .get_or_init(|| PrometheusBuilder::new().install_recorder().unwrap())

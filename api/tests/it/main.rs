@@ -27,12 +27,19 @@
 //!   the treasury, and job 3 given back by node 1 for the job's fault, then reclaimed from
 //!   a third node gone inactive (the node's fault, slashed a tenth of its stake to the
 //!   treasury) and cancelled (the whole bounty back); a node's locked stake,
-//!   running jobs and slashes with their jobs; an account's credits against `creditOf`;
+//!   running jobs and slashes with their jobs; why each node takes no work
+//!   (`takesNoWork`: node 1 exiting, node 2 below the minimum stake, the third node
+//!   inactive since its agent's `markInactive`, then below the minimum once slashed); an account's credits against `creditOf`;
 //!   the stats' money against the market), bad parameters named in 400s, 404s.
 //! - `live`: SSE: the feed delivers a worker's progress and a job posted on chain (from
 //!   credits), a log follow gets its stored tail, then new lines, then `end` when the job
 //!   is cancelled (its refund on the feed); the matcher's explanation from KV, readiness
 //!   by stream lag, `/metrics`, `/openapi.json`, and shutdown ending open streams.
+//! - `stall`: a chain stream written by hand with a block whose event was lost and a
+//!   message that does not decode: the projection does not exit, stays at the last good
+//!   block (rows, checkpoint), `/readyz` says 503 naming the missing block and the
+//!   `gantry_chain_stream_*` metrics count it; once the block is published again whole it
+//!   catches up by itself.
 //! - `dashboard`: the dashboard in headless Chromium (playwright-core): the jobs table, a
 //!   running job's page with its charts, logs, the node it barred and its attempts (a
 //!   give-back for the job's fault, the one running), then a job posted on
@@ -48,3 +55,4 @@ mod harness;
 mod http;
 mod live;
 mod projection;
+mod stall;

@@ -519,15 +519,78 @@ pub struct NodeView {
     pub reputation: f64,
     /// Seconds since its last heartbeat, by the later of this clock and the chain's.
     pub heartbeat_age_secs: u64,
+    /// Why it takes no new work, from the chain's facts; `null` while it takes work.
+    pub takes_no_work: Option<NoWork>,
 }
 
 impl NodeView {
-    /// The node as listed at `now` (unix seconds).
-    pub fn new(node: NodeRow, now: u64) -> Self {
+    /// The node as listed at `now` (unix seconds), with the market's minimum stake (base
+    /// units, as its last `MarketParamsUpdated` said; `None`: not known).
+    pub fn new(node: NodeRow, now: u64, min_stake: Option<&str>) -> Self {
         Self {
             reputation: crate::reputation::reputation(node.completed_jobs, node.failed_jobs),
             heartbeat_age_secs: now.saturating_sub(node.last_heartbeat),
+            takes_no_work: NoWork::of(&node, min_stake),
             node,
+        }
+    }
+}
+
+/// Why a node takes no new work: `reason` is one of `exited`, `exiting`,
+/// `stake_below_minimum` (slashed below the market's minimum: inactive until its operator
+/// tops it up) and `inactive` (marked inactive for a missed heartbeat or by its agent; its
+/// next heartbeat makes it active again), the first that applies.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[serde(rename_all = "camelCase")]
+pub struct NoWork {
+    pub reason: String,
+    /// Since when, unix seconds, where the chain says (inactive: when it was marked).
+    pub since: Option<u64>,
+    /// The reason as a sentence.
+    pub why: String,
+}
+
+impl NoWork {
+    /// Why `node` takes no new work, if it does not, given the market's minimum stake.
+    pub fn of(node: &NodeRow, min_stake: Option<&str>) -> Option<Self> {
+        let no_work = |reason: &str, since: Option<u64>, why: String| {
+            Some(Self {
+                reason: reason.into(),
+                since,
+                why,
+            })
+        };
+        let amount = |text: &str| text.parse::<alloy::primitives::U256>().ok();
+        let below_minimum = match (amount(&node.stake), min_stake.and_then(amount)) {
+            (Some(stake), Some(min)) => (stake < min).then_some(min),
+            _ => None,
+        };
+        match node.status {
+            NodeStatus::Exited => no_work("exited", None, "exited: its stake was withdrawn".into()),
+            NodeStatus::Exiting => no_work(
+                "exiting",
+                None,
+                "exiting: it takes no new jobs while its stake unbonds".into(),
+            ),
+            _ if below_minimum.is_some() => no_work(
+                "stake_below_minimum",
+                node.inactive_since,
+                format!(
+                    "its stake {} is below the market's minimum {}: no new jobs until its \
+                     operator tops it up (gantry node topup)",
+                    node.stake,
+                    below_minimum.unwrap_or_default()
+                ),
+            ),
+            NodeStatus::Inactive => no_work(
+                "inactive",
+                node.inactive_since,
+                "inactive: marked for a missed heartbeat or by its agent; its worker's next \
+                 heartbeat makes it active again"
+                    .into(),
+            ),
+            _ => None,
         }
     }
 }
@@ -694,7 +757,7 @@ mod tests {
             last_heartbeat: 100,
             ..NodeRow::default()
         };
-        let view = NodeView::new(row, 130);
+        let view = NodeView::new(row, 130, None);
         assert_eq!(view.reputation, 0.9);
         assert_eq!(view.heartbeat_age_secs, 30);
         let json = serde_json::to_value(&view).unwrap();
@@ -706,7 +769,63 @@ mod tests {
             last_heartbeat: 135,
             ..NodeRow::default()
         };
-        assert_eq!(NodeView::new(ahead, 130).heartbeat_age_secs, 0);
+        assert_eq!(NodeView::new(ahead, 130, None).heartbeat_age_secs, 0);
+    }
+
+    #[test]
+    fn a_node_says_why_it_takes_no_work_from_the_chain_s_facts() {
+        let node = |status, stake: &str, inactive_since| NodeRow {
+            status,
+            stake: stake.into(),
+            inactive_since,
+            ..NodeRow::default()
+        };
+        let check = |row: NodeRow, min: Option<&str>, expected: Option<(&str, Option<u64>)>| {
+            let no_work = NodeView::new(row, 0, min).takes_no_work;
+            assert_eq!(
+                no_work.as_ref().map(|n| (n.reason.as_str(), n.since)),
+                expected,
+                "{no_work:?}"
+            );
+        };
+        let min = Some("100000000");
+        check(node(NodeStatus::Active, "150000000", None), min, None);
+        check(
+            node(NodeStatus::Inactive, "150000000", Some(40)),
+            min,
+            Some(("inactive", Some(40))),
+        );
+        check(
+            node(NodeStatus::Inactive, "90000000", None),
+            min,
+            Some(("stake_below_minimum", None)),
+        );
+        // The minimum not known: only the status speaks.
+        check(
+            node(NodeStatus::Inactive, "90000000", None),
+            None,
+            Some(("inactive", None)),
+        );
+        check(
+            node(NodeStatus::Exiting, "90000000", None),
+            min,
+            Some(("exiting", None)),
+        );
+        check(
+            node(NodeStatus::Exited, "0", None),
+            min,
+            Some(("exited", None)),
+        );
+        let view = NodeView::new(node(NodeStatus::Inactive, "90000000", None), 0, min);
+        let json = serde_json::to_value(&view).unwrap();
+        assert_eq!(json["takesNoWork"]["reason"], "stake_below_minimum");
+        assert!(
+            json["takesNoWork"]["why"]
+                .as_str()
+                .unwrap()
+                .contains("gantry node topup"),
+            "{json}"
+        );
     }
 
     #[test]

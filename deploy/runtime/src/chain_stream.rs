@@ -1,14 +1,28 @@
 //! Reading a chain's stream in order: one ordered consumer (recreated by the client after a
 //! gap or a lost connection) from a start sequence, each message decoded by
 //! `gantry_protocol::chain_stream`. The matcher, the keeper and the API read it here and
-//! fold what it yields through a `BlockAssembler`.
+//! fold what it yields through a `BlockAssembler`, and tell a [`StreamReport`] what the
+//! stream did: a message that does not decode is skipped, a damaged block stalls the
+//! reader (it keeps its last good state, says so and waits for the block), and neither
+//! ends the process.
+//!
+//! ```text
+//!  ChainStreamReader::next ──(seq, ChainMessage)──▶ BlockAssembler::push ──Ok──▶ apply
+//!         │ ReadError::Decode                              │ Err
+//!         ▼                                                ▼
+//!  StreamReport::skipped (warn, counted)     StreamReport::refused (error/warn, counted;
+//!                                            stalled: gauge 1, readiness false)
+//!                             StreamReport::settled after each message (whole again: gauge 0)
+//! ```
 
 use async_nats::jetstream::{self, consumer};
 use futures::StreamExt;
-use gantry_protocol::chain_stream::{ChainMessage, DecodeError};
+use gantry_protocol::chain_stream::{AssembleError, ChainMessage, DecodeError, Stall};
 use gantry_protocol::names;
 use tokio_util::sync::CancellationToken;
 
+use crate::health::NotReady;
+use crate::metrics;
 use crate::nats::{NatsError, wait_for_stream};
 
 /// Why the next message could not be read.
@@ -115,4 +129,122 @@ pub async fn ordered_after(
         .messages()
         .await
         .map_err(|e| NatsError::new("ordered consumer messages", e))
+}
+
+/// What one consumer of the chain stream reports as it folds it: skipped messages,
+/// refused blocks and stalls, as logs, the `gantry_chain_stream_*` metrics (labelled with
+/// `service`) and the process's readiness (not ready while stalled). It keeps no state
+/// the assembler does not: it mirrors `BlockAssembler::stall` after each message.
+#[derive(Debug)]
+pub struct StreamReport {
+    service: &'static str,
+    stall: Option<Stall>,
+    not_ready: NotReady,
+}
+
+impl StreamReport {
+    /// A report for the consumer `service` (a metrics label: matcher, liveness, api).
+    pub fn new(service: &'static str) -> Self {
+        metrics::chain_stream_stalled(service, false);
+        metrics::chain_stream_missing_block(service, 0);
+        Self {
+            service,
+            stall: None,
+            not_ready: NotReady::new(),
+        }
+    }
+
+    /// The stall the consumer is in, if any.
+    pub fn stall(&self) -> Option<&Stall> {
+        self.stall.as_ref()
+    }
+
+    /// A message that does not decode: not block data a reader could use, so it is
+    /// logged, counted and skipped (if it was a block's event, its commit finds it
+    /// missing).
+    pub fn skipped(&self, sequence: u64, error: &DecodeError) {
+        let reason = match error {
+            DecodeError::ForeignSubject { .. } => "foreign_subject",
+            DecodeError::Payload { .. } => "undecodable",
+        };
+        metrics::chain_stream_skipped(self.service, reason);
+        tracing::warn!(
+            service = self.service,
+            sequence,
+            error = %error_chain(error),
+            "skipping a chain stream message that does not decode"
+        );
+    }
+
+    /// A message the assembler refused (nothing of it was applied); `stall` is the
+    /// assembler's state after it.
+    pub fn refused(&mut self, sequence: u64, error: &AssembleError, stall: Option<Stall>) {
+        let block = error.block();
+        if error.is_damage() {
+            metrics::chain_stream_damaged_block(self.service, error.kind());
+            tracing::error!(
+                service = self.service,
+                sequence,
+                block,
+                kind = error.kind(),
+                %error,
+                missing = stall.as_ref().map(|s| s.missing),
+                "chain stream block damaged: not applied; the reader keeps its last good \
+                 state and waits until the block is published again whole"
+            );
+        } else {
+            metrics::chain_stream_skipped(self.service, error.kind());
+            tracing::warn!(
+                service = self.service,
+                sequence,
+                block,
+                kind = error.kind(),
+                %error,
+                "chain stream message not applied"
+            );
+        }
+        self.settled(sequence, stall);
+    }
+
+    /// The assembler's state after message `sequence`: a stall starts, changes or ends
+    /// here (logged, the gauges and readiness follow).
+    pub fn settled(&mut self, sequence: u64, stall: Option<Stall>) {
+        if stall == self.stall {
+            return;
+        }
+        match &stall {
+            Some(now) => {
+                metrics::chain_stream_stalled(self.service, true);
+                metrics::chain_stream_missing_block(self.service, now.missing);
+                self.not_ready.set(format!(
+                    "{}: chain stream stalled at sequence {sequence}: block {} has not \
+                     arrived whole ({})",
+                    self.service, now.missing, now.damage
+                ));
+            }
+            None => {
+                metrics::chain_stream_stalled(self.service, false);
+                metrics::chain_stream_missing_block(self.service, 0);
+                self.not_ready.clear();
+                tracing::info!(
+                    service = self.service,
+                    sequence,
+                    "chain stream whole again: the missing blocks arrived; reading on"
+                );
+            }
+        }
+        self.stall = stall;
+    }
+}
+
+/// An error with its sources, for a log line that names them all.
+fn error_chain(error: &dyn std::error::Error) -> String {
+    let mut text = error.to_string();
+    let mut source = error.source();
+    while let Some(cause) = source {
+        text.push_str(": ");
+        text.push_str(&cause.to_string());
+        source = cause.source();
+    }
+    text
 }

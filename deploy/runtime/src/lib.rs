@@ -7,7 +7,9 @@
 //!   once;
 //! - [`backoff`]: the one retry policy (backon), cancellable;
 //! - [`nats`]: connecting with a URL's credentials, waiting for another service's stream;
-//! - [`chain_stream`]: reading a chain's stream in order, decoded;
+//! - [`chain_stream`]: reading a chain's stream in order, decoded, and reporting a reader
+//!   stalled on a damaged block (log, metrics, readiness);
+//! - [`health`]: the listener on the metrics address: `/metrics`, `/healthz`, `/readyz`;
 //! - [`lease`]: a leader lease in a KV bucket;
 //! - [`market`]: a job's terms and state read back from the chain's logs;
 //! - [`sse`]: the events of a Server-Sent-Events body (the API's live feeds);
@@ -23,8 +25,10 @@
 pub mod args;
 pub mod backoff;
 pub mod chain_stream;
+pub mod health;
 pub mod lease;
 pub mod market;
+pub mod metrics;
 pub mod nats;
 pub mod sse;
 pub mod tasks;
@@ -41,6 +45,12 @@ use crate::tasks::Supervisor;
 pub enum TelemetryError {
     #[error("metrics: {0}")]
     Metrics(#[from] BuildError),
+    #[error("listening for metrics on {addr}")]
+    Listen {
+        addr: SocketAddr,
+        #[source]
+        source: std::io::Error,
+    },
 }
 
 /// Installs the log subscriber: `RUST_LOG` filters, `info` when unset.
@@ -53,20 +63,32 @@ pub fn install_logs() {
 }
 
 /// Installs the log subscriber and, when `metrics_addr` is set, the Prometheus recorder
-/// and its listener serving `/metrics` there, bound now and run as a critical task of
-/// `tasks` until shutdown.
+/// and its listener there (`/metrics`, `/healthz`, `/readyz`: see [`health`]), bound now
+/// and run as a critical task of `tasks` until shutdown. Call it inside the Tokio runtime.
 pub fn install(metrics_addr: Option<SocketAddr>, tasks: &Supervisor) -> Result<(), TelemetryError> {
     install_logs();
     let Some(addr) = metrics_addr else {
         return Ok(());
     };
-    let (recorder, exporter) = PrometheusBuilder::new().with_http_listener(addr).build()?;
-    metrics::set_global_recorder(recorder).map_err(BuildError::from)?;
+    let listen = |source| TelemetryError::Listen { addr, source };
+    let listener = std::net::TcpListener::bind(addr).map_err(listen)?;
+    listener.set_nonblocking(true).map_err(listen)?;
+    let listener = tokio::net::TcpListener::from_std(listener).map_err(listen)?;
+    let recorder = PrometheusBuilder::new().build_recorder();
+    let handle = recorder.handle();
+    ::metrics::set_global_recorder(recorder).map_err(BuildError::from)?;
     let shutdown = tasks.shutdown().clone();
     tasks.spawn_critical("serving metrics", async move {
+        let upkeep = async {
+            let mut every = tokio::time::interval(std::time::Duration::from_secs(5));
+            loop {
+                every.tick().await;
+                handle.run_upkeep();
+            }
+        };
         tokio::select! {
-            () = shutdown.cancelled() => Ok(()),
-            served = exporter => served.map_err(|e| anyhow::anyhow!("{e:?}")),
+            served = health::serve(listener, handle.clone(), shutdown) => served,
+            () = upkeep => Ok(()),
         }
     });
     Ok(())

@@ -20,11 +20,13 @@
 //!   three), [`Dockerd`], [`Postgres`], [`import_busybox`] (the job image, built in memory
 //!   since no registry is reachable), [`Tools`] (what `deploy/setup.sh` installs).
 //! - [`scenario`]: scripted market activity; [`wait_until`]: waiting woken by events.
+//! - [`hand_stream`]: a chain stream written by hand (no indexer), damage included.
 
 pub mod accounts;
 mod deploy;
 mod docker;
 mod error;
+pub mod hand_stream;
 mod images;
 mod market;
 mod nats;

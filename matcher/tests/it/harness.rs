@@ -35,6 +35,17 @@ impl Net {
         Self(net)
     }
 
+    /// Chain and NATS only: the test writes the chain stream itself.
+    pub(crate) async fn without_indexer() -> Self {
+        let net = TestNet::builder()
+            .nats()
+            .patience(Duration::from_secs(90))
+            .start()
+            .await
+            .expect("the test net starts");
+        Self(net)
+    }
+
     /// Posts a job of 50 gUSD from the submitter; returns its id.
     pub(crate) async fn post(
         &self,
@@ -179,10 +190,21 @@ impl Net {
 
     /// The `gantry-liveness` binary, signing as `account`.
     pub(crate) fn spawn_liveness(&self, account: usize, instance: &str) -> Service {
+        self.spawn_liveness_with(account, instance, &[])
+    }
+
+    /// The same, with `extra` flags.
+    pub(crate) fn spawn_liveness_with(
+        &self,
+        account: usize,
+        instance: &str,
+        extra: &[&str],
+    ) -> Service {
         let mut command = self.service_command(env!("CARGO_BIN_EXE_gantry-liveness"), account);
         command
             .args(["--lease-ttl-ms", "1000"])
-            .args(["--instance-id", instance]);
+            .args(["--instance-id", instance])
+            .args(extra);
         Service::spawn(command)
     }
 
@@ -209,6 +231,13 @@ pub(crate) struct Service(std::process::Child);
 impl Service {
     fn spawn(mut command: std::process::Command) -> Self {
         Self(command.spawn().expect("service binary starts"))
+    }
+
+    /// Panics if the process has exited.
+    pub(crate) fn assert_running(&mut self) {
+        if let Some(status) = self.0.try_wait().expect("the process is there") {
+            panic!("the service exited ({status})");
+        }
     }
 
     pub(crate) fn kill(mut self) {

@@ -1,6 +1,7 @@
 //! The liveness keeper: silent nodes, overdue jobs, closed challenge windows.
 
 use alloy::primitives::B256;
+use alloy::providers::Provider;
 use gantry_protocol::status::JobStatus;
 use gantry_testkit::GUSD;
 use gantry_testkit::accounts::{KEEPER, MATCHER, NODES, STANDBY_KEEPER, SUBMITTER};
@@ -111,4 +112,67 @@ async fn past_deadline_jobs_expire_and_closed_windows_finalize_even_after_the_le
         credit_after - credit_before,
         alloy::primitives::U256::from(50 * GUSD)
     );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_keeper_whose_transactions_are_not_mined_gives_up_the_lease_to_the_standby() {
+    let net = Net::start(|params| params).await;
+    let [silent] = register_nodes(&net, [("NVIDIA-L4", 1, 24, 1, 1)]).await;
+    // Two keeper replicas whose senders count as stuck after 2 s without a mined
+    // transaction.
+    let flags = ["--replace-after-ms", "1000", "--stuck-after-ms", "2000"];
+    let keepers = [
+        (
+            "keeper-a",
+            KEEPER,
+            net.spawn_liveness_with(KEEPER, "keeper-a", &flags),
+        ),
+        (
+            "keeper-b",
+            STANDBY_KEEPER,
+            net.spawn_liveness_with(STANDBY_KEEPER, "keeper-b", &flags),
+        ),
+    ];
+    let leader = net.keeper_leader().await;
+    let (_, wedged, _) = keepers
+        .iter()
+        .find(|(name, _, _)| *name == leader)
+        .expect("the leader is one of ours");
+    let (_, standby, _) = keepers
+        .iter()
+        .find(|(name, _, _)| *name != leader)
+        .expect("two keepers");
+    // The leader's account can pay for nothing: whatever it sends is never mined.
+    let wedged = net.address(*wedged);
+    let _: serde_json::Value = net
+        .devnet
+        .admin
+        .raw_request(
+            "anvil_setBalance".into(),
+            (wedged, alloy::primitives::U256::ZERO),
+        )
+        .await
+        .expect("anvil_setBalance");
+
+    // When the node falls silent past the heartbeat timeout, the leader's markInactive
+    // cannot land: it gives the lease up, and the standby marks the node inactive.
+    net.advance(90).await;
+    net.wait_until("the silent node is marked inactive", || async {
+        net.node(silent).await.status == 2
+    })
+    .await;
+    let marked = net
+        .registry(0)
+        .NodeMarkedInactive_filter()
+        .from_block(0)
+        .query()
+        .await
+        .unwrap();
+    let by: Vec<_> = marked
+        .iter()
+        .filter(|(event, _)| event.nodeId == silent)
+        .map(|(event, _)| event.by)
+        .collect();
+    assert_eq!(by, [net.address(*standby)]);
+    assert_ne!(net.keeper_leader().await, leader);
 }

@@ -10,6 +10,12 @@
 //!   reassigned and its stake slashed; a job past its deadline is expired and refunded and
 //!   a result finalized after its window, by the standby keeper after the leader was
 //!   killed.
+//!   A keeper whose transactions are not mined (its account cannot pay) gives the lease
+//!   up to the standby, which acts.
+//! - `stall`: the keeper binary over a hand-written stream with a block whose event was
+//!   lost and messages that do not decode: it does not exit, `/readyz` says 503 and the
+//!   metrics say stalled while its view stays at the last good block; once the block is
+//!   published again whole it catches up by itself.
 //! - `sender`: a transaction un-mined by a reorganisation does not wedge the sender: the
 //!   emptied nonce is filled and the next transaction lands.
 
@@ -19,3 +25,4 @@ mod keeper;
 mod placement;
 mod replicas;
 mod sender;
+mod stall;

@@ -27,6 +27,7 @@ async fn a_transaction_un_mined_by_a_reorg_does_not_wedge_the_sender() {
         max_pending: 4,
         replace_after: Duration::from_secs(2),
         poll: Duration::from_millis(50),
+        stuck_after: Duration::from_secs(60),
     })
     .await
     .unwrap();
