@@ -30,6 +30,11 @@ use crate::revert::{self, TokenInfo};
 
 /// How long a sent transaction may take to be mined.
 const RECEIPT_TIMEOUT: Duration = Duration::from_secs(120);
+/// How often the head is read while waiting for confirmations.
+const CONFIRMATION_POLL: Duration = Duration::from_millis(500);
+/// anvil's default chain id: a dev chain that mines a block per transaction, where a
+/// second confirmation would wait for the next transaction.
+pub const DEV_CHAIN_ID: u64 = 31337;
 
 /// The contracts as far as the deployment file and the flags say.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -478,6 +483,67 @@ impl Chain {
             )));
         }
         Ok(receipt)
+    }
+
+    /// Waits until `confirmations` blocks hold the transaction of `receipt` (its own
+    /// included; 1 or less returns `receipt` as it is), then reads its receipt again: the
+    /// one on the chain as it now stands, which a reorganisation may have moved to another
+    /// block (with other events) or dropped, which is refused with what to do.
+    pub async fn confirmed(
+        &self,
+        call: &'static str,
+        receipt: TransactionReceipt,
+        confirmations: u64,
+    ) -> Result<TransactionReceipt> {
+        if confirmations <= 1 {
+            return Ok(receipt);
+        }
+        let tx = receipt.transaction_hash;
+        let mined_in = receipt.block_number.unwrap_or_default();
+        let target = mined_in + confirmations - 1;
+        let wait = async {
+            loop {
+                let head = self.provider.get_block_number().await.map_err(|e| {
+                    CliError::Unavailable(format!("{call}: waiting for confirmations: {e}"))
+                })?;
+                if head >= target {
+                    return Ok::<_, CliError>(());
+                }
+                tokio::time::sleep(CONFIRMATION_POLL).await;
+            }
+        };
+        eprintln!(
+            "{call}: transaction {tx} mined in block {mined_in}; waiting for {confirmations} \
+             confirmations (block {target})"
+        );
+        tokio::time::timeout(RECEIPT_TIMEOUT * confirmations as u32, wait)
+            .await
+            .map_err(|_| {
+                CliError::Unavailable(format!(
+                    "{call}: transaction {tx} mined in block {mined_in}, but the chain did not \
+                     reach block {target} in time: check it before sending again"
+                ))
+            })??;
+        let now = self
+            .provider
+            .get_transaction_receipt(tx)
+            .await
+            .map_err(|e| {
+                CliError::Unavailable(format!("{call}: reading the receipt again: {e}"))
+            })?;
+        let Some(now) = now else {
+            return Err(CliError::Refused(format!(
+                "{call}: transaction {tx} was mined in block {mined_in} but a reorganisation \
+                 dropped it: nothing was done; send it again"
+            )));
+        };
+        if !now.status() {
+            return Err(CliError::Refused(format!(
+                "{call}: transaction {tx} reverted after a reorganisation moved it to block {}",
+                now.block_number.unwrap_or_default()
+            )));
+        }
+        Ok(now)
     }
 
     /// Sends the call `builder` makes of `job`'s terms and state, packed as the market

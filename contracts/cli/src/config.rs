@@ -163,6 +163,11 @@ pub struct SubmitArgs {
     /// The bounty, in whole tokens (e.g. 12.5), escrowed until the job settles.
     #[arg(long)]
     pub bounty: String,
+    /// Blocks that must hold the posting (its own included) before the job id is printed,
+    /// re-read then from the receipt: 1 is as soon as it is mined. Default 2, or 1 on
+    /// anvil's dev chain (31337), which mines a block only per transaction.
+    #[arg(long, env = "GANTRY_CONFIRMATIONS")]
+    pub confirmations: Option<u64>,
     /// When a result is due: a duration from now (chain time) or an RFC 3339 time.
     #[arg(long, default_value = "24h")]
     pub deadline: String,
@@ -299,6 +304,9 @@ pub enum NodeCommand {
     Register(Box<RegisterArgs>),
     /// A node's state, capabilities, stake, earnings and running jobs.
     Status(NodeId),
+    /// Add to a node's stake from the signing key's tokens (operator only): room for
+    /// slashes, or a node slashed below the minimum back to taking work.
+    Topup(TopupArgs),
     /// Begin the exit: no new jobs; the stake unbonds.
     Exit(NodeId),
     /// After unbonding, with no jobs left, take the stake back.
@@ -321,6 +329,14 @@ pub struct ConsentArgs {
     /// How long the consent stays valid, e.g. 1h or 30m.
     #[arg(long, default_value = "1h")]
     pub valid_for: String,
+}
+
+#[derive(Debug, Args)]
+pub struct TopupArgs {
+    /// The node id.
+    pub id: u64,
+    /// How much to add, whole tokens (e.g. 100 or 2.5).
+    pub amount: String,
 }
 
 #[derive(Debug, Args)]

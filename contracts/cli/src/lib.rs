@@ -5,7 +5,7 @@
 //! ```text
 //!   gantry job submit ──permit + postJob──────────────▶ JobMarket ──┐  (chain.rs: sends, reverts decoded)
 //!   gantry job cancel|accept|dispute|resolve|settle ──▶   with the job's terms and state (read_job)
-//!   gantry node register|set-agent ──agent's consent──▶   node calls, at the market's address
+//!   gantry node register|topup|set-agent ──agent's consent──▶   node calls, at the market's address
 //!                                                                   │ events
 //!                                           indexer ─▶ NATS ─▶ gantry-api
 //!   gantry job status|list|logs|watch ◀──JSON, SSE─────────────────┘  (api.rs)
@@ -52,6 +52,7 @@ pub async fn run(cli: Cli) -> Result<()> {
         Command::Node(command) => match command {
             NodeCommand::Register(args) => node::register(&ctx, &args).await,
             NodeCommand::Status(args) => node::status(&ctx, args.id).await,
+            NodeCommand::Topup(args) => node::topup(&ctx, &args).await,
             NodeCommand::Exit(args) => node::exit(&ctx, args.id).await,
             NodeCommand::Withdraw(args) => node::withdraw(&ctx, args.id).await,
             NodeCommand::Earnings(args) => node::earnings(&ctx, args.id).await,

@@ -1,4 +1,4 @@
-//! `gantry node register|status|exit|withdraw|earnings|set-agent`, as the node's operator,
+//! `gantry node register|status|topup|exit|withdraw|earnings|set-agent`, as the node's operator,
 //! and `gantry node consent`, as its agent.
 
 use alloy::primitives::aliases::U96;
@@ -10,7 +10,7 @@ use gantry_protocol::status::NodeStatus;
 
 use crate::Context;
 use crate::chain::{self, Chain, SignedConsent};
-use crate::config::{AgentArgs, ConsentArgs, RegisterArgs, SetAgentArgs};
+use crate::config::{AgentArgs, ConsentArgs, RegisterArgs, SetAgentArgs, TopupArgs};
 use crate::error::{CliError, Result};
 use crate::output::Money;
 use crate::units;
@@ -185,6 +185,18 @@ pub fn describe(detail: &NodeDetail, money: &Money) -> String {
             ),
         );
     }
+    // The API's reason from the chain's facts; a stake below the minimum needs a top-up.
+    if let Some(no_work) = &view.takes_no_work
+        && no_work.reason == "stake_below_minimum"
+    {
+        fact(
+            "no work",
+            format!(
+                "the stake is below the market's minimum: `gantry node topup {} <amount>`",
+                node.node_id
+            ),
+        );
+    }
     fact(
         "jobs",
         format!(
@@ -201,6 +213,57 @@ pub fn describe(detail: &NodeDetail, money: &Money) -> String {
     }
     lines.push(String::new());
     lines.join("\n")
+}
+
+/// Adds to the node's stake (`topUpStake`, operator only), approving the registry first
+/// when its allowance is short.
+pub async fn topup(ctx: &Context, args: &TopupArgs) -> Result<()> {
+    let node_id = args.id;
+    let chain = ctx.chain().await?;
+    let operator = chain.account()?;
+    let token = chain.token_info().await?.clone();
+    let amount = units::parse_amount(&args.amount, token.decimals)
+        .map_err(|e| CliError::usage(format!("amount: {e}")))?;
+    if amount.is_zero() {
+        return Err(CliError::usage("amount: top up more than nothing"));
+    }
+    let amount = U96::checked_from_limbs_slice(amount.as_limbs())
+        .ok_or_else(|| CliError::usage("amount: more than the contract's uint96"))?;
+    chain
+        .ensure_balance(operator, U256::from(amount), "the top-up")
+        .await?;
+    chain
+        .approve_if_short(*chain.registry.address(), U256::from(amount))
+        .await?;
+    let receipt = chain
+        .send("topUpStake", chain.registry.topUpStake(node_id, amount))
+        .await?;
+    let added: NodeRegistry::NodeStakeAdded = chain::logged(&receipt)?;
+    let min_stake = chain.market_params().await?.minStake;
+    let json = serde_json::json!({
+        "nodeId": node_id,
+        "tx": receipt.transaction_hash,
+        "amount": added.amount.to_string(),
+        "stake": added.stake.to_string(),
+        "minStake": min_stake.to_string(),
+    });
+    ctx.say(json, || {
+        let hint = if added.stake < min_stake {
+            format!(
+                "; still below the minimum {}: the node takes no work",
+                token.show(min_stake)
+            )
+        } else {
+            String::new()
+        };
+        format!(
+            "node {node_id}: {} added, stake now {}{hint} (tx {})",
+            token.show(added.amount),
+            token.show(added.stake),
+            receipt.transaction_hash
+        )
+    });
+    Ok(())
 }
 
 pub async fn exit(ctx: &Context, node_id: u64) -> Result<()> {

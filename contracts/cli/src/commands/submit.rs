@@ -196,12 +196,24 @@ pub async fn submit(ctx: &Context, args: &SubmitArgs) -> Result<()> {
             )
             .await?
     };
+    // The id is printed only once the posting is as safe as asked, and read from the
+    // receipt as the chain then has it (a reorganisation may renumber the job).
+    let confirmations = args
+        .confirmations
+        .unwrap_or(if chain.chain_id == chain::DEV_CHAIN_ID {
+            1
+        } else {
+            2
+        });
+    let receipt = chain.confirmed("postJob", receipt, confirmations).await?;
     let posted: JobMarket::JobPosted = chain::logged(&receipt)?;
     let tx = receipt.transaction_hash;
     let json = serde_json::json!({
         "jobId": posted.jobId,
         "tx": tx,
         "fromCredits": posted.fromCredits.to_string(),
+        "block": receipt.block_number,
+        "confirmations": confirmations,
     });
     ctx.say(json, || {
         let from_credits = if posted.fromCredits.is_zero() {

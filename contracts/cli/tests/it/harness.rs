@@ -12,7 +12,7 @@ use alloy::providers::Provider;
 use gantry_api::project::Progress;
 use gantry_testkit::{GUSD, TestNet};
 use tokio::io::{AsyncBufReadExt, BufReader, Lines};
-use tokio::process::{Child, ChildStdout};
+use tokio::process::{Child, ChildStderr, ChildStdout};
 
 /// How long any one wait in these tests may take before it fails.
 pub(crate) const WAIT: Duration = Duration::from_secs(60);
@@ -218,7 +218,12 @@ impl Gantry {
             .spawn()
             .unwrap();
         let lines = BufReader::new(child.stdout.take().unwrap()).lines();
-        Running { child, lines }
+        let errors = BufReader::new(child.stderr.take().unwrap()).lines();
+        Running {
+            child,
+            lines,
+            errors,
+        }
     }
 }
 
@@ -226,6 +231,7 @@ impl Gantry {
 pub(crate) struct Running {
     child: Child,
     lines: Lines<BufReader<ChildStdout>>,
+    errors: Lines<BufReader<ChildStderr>>,
 }
 
 impl Running {
@@ -236,6 +242,25 @@ impl Running {
             .expect("a line within the wait")
             .unwrap()
             .expect("the process goes on")
+    }
+
+    /// Reads stderr until a line contains `text`; returns that line.
+    pub(crate) async fn stderr_until(&mut self, text: &str) -> String {
+        tokio::time::timeout(WAIT, async {
+            loop {
+                let line = self
+                    .errors
+                    .next_line()
+                    .await
+                    .unwrap()
+                    .unwrap_or_else(|| panic!("stderr ended before {text:?}"));
+                if line.contains(text) {
+                    return line;
+                }
+            }
+        })
+        .await
+        .unwrap_or_else(|_| panic!("no stderr line with {text:?} within the wait"))
     }
 
     /// Reads JSON lines until one satisfies `matches`.

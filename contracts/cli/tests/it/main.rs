@@ -5,7 +5,9 @@
 //!   spec asked for (with a permit, nothing left approved); a spec file is posted in
 //!   canonical form with an existing allowance left alone, after an over-balance bounty
 //!   (exit 4), a deadline with no room for the runtime (exit 4) and bad flags (exit 2)
-//!   sent nothing.
+//!   sent nothing; the job id is printed once the posting has its confirmations (1 by
+//!   default on anvil, 3 asked: only after two more blocks), read from the receipt's
+//!   JobPosted, and a posting a reorganisation drops is refused with no id (exit 4).
 //! - `money`: a cancel's refund shows in `balance` and `withdraw` pays it out, reverts
 //!   read as sentences (exit 3 and 4); a dispute approves exactly the bond (the policy's
 //!   floor or a tenth of the bounty) and `accept` pays the provider; a deposit becomes
@@ -21,7 +23,8 @@
 //!   status` through the API, exit, a withdrawal refused while unbonding and paid after
 //!   it; the agent's key file signs its consent locally, a consent serves one
 //!   registration (a replay is refused, by the CLI and the market), and `set-agent` needs
-//!   the new agent's consent and the operator.
+//!   the new agent's consent and the operator; `node topup` approves exactly what it adds
+//!   and is refused for nothing, more than the wallet and a node of someone else.
 //! - `reads`: one job followed through the API: `watch --json` from open to completed
 //!   (exit 0) and another, given back by one node for the job's fault and reclaimed from
 //!   a second for the node's, to cancelled (exit 5; `status` shows each attempt with its

@@ -414,3 +414,55 @@ async fn the_agent_key_signs_the_consent_here_a_consent_serves_once_and_set_agen
     assert_eq!(address(&moved["agent"]), net.address(OTHER));
     assert_eq!(net.node(1).await.agent, net.address(OTHER));
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_operator_tops_up_its_node_s_stake_approving_exactly_what_it_adds() {
+    let net = Net::start().await;
+    let d = net.devnet.deployment;
+    net.mint(OPERATOR, 1_000).await;
+    net.mint(OTHER, 100).await;
+    let operator = net.gantry(OPERATOR);
+    operator
+        .run(&["node", "register", "--cpus", "4", "--ram", "8GiB"])
+        .await
+        .ok();
+    assert_eq!(net.node(1).await.stake, U96::from(100 * GUSD));
+
+    let topped = operator
+        .run(&["node", "topup", "1", "50", "--json"])
+        .await
+        .ok()
+        .json();
+    assert_eq!(topped["amount"], "50000000");
+    assert_eq!(topped["stake"], "150000000");
+    assert_eq!(net.node(1).await.stake, U96::from(150 * GUSD));
+    assert_eq!(net.allowance(OPERATOR, d.registry).await, U256::ZERO);
+    assert_eq!(net.balance(OPERATOR).await, U256::from(850 * GUSD));
+    let text = operator
+        .run(&["node", "topup", "1", "2.5"])
+        .await
+        .ok()
+        .stdout;
+    assert!(
+        text.contains("node 1: 2.5 gUSD added, stake now 152.5 gUSD"),
+        "{text}"
+    );
+
+    // Nothing, more than the wallet holds, or someone else's node: refused.
+    operator
+        .run(&["node", "topup", "1", "0"])
+        .await
+        .failed(2, "top up more than nothing");
+    operator
+        .run(&["node", "topup", "1", "10000"])
+        .await
+        .failed(4, "exceeds your token balance");
+    net.gantry(OTHER)
+        .run(&["node", "topup", "1", "10"])
+        .await
+        .failed(
+            4,
+            &format!("node 1 is not operated by {}", net.address(OTHER)),
+        );
+    assert_eq!(net.node(1).await.stake, U96::from(1525 * GUSD / 10));
+}

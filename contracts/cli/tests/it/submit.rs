@@ -221,3 +221,102 @@ async fn a_spec_file_is_posted_in_canonical_form_after_the_balance_and_flags_are
         "one transaction: postJob"
     );
 }
+
+/// Mines `blocks` empty blocks.
+async fn mine(net: &Net, blocks: u64) {
+    use alloy::providers::Provider;
+    for _ in 0..blocks {
+        let _: serde_json::Value = net
+            .devnet
+            .admin
+            .raw_request("evm_mine".into(), ())
+            .await
+            .unwrap();
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_job_id_is_printed_once_confirmed_read_from_the_receipt_and_a_dropped_posting_says_so()
+{
+    use alloy::providers::Provider;
+    let net = Net::start().await;
+    net.mint(SUBMITTER, 100).await;
+    let gantry = net.gantry(SUBMITTER);
+    let submit = |confirmations: Option<&'static str>| {
+        let mut args = vec!["job", "submit", "--image", "busybox", "--bounty", "1"];
+        if let Some(confirmations) = confirmations {
+            args.extend(["--confirmations", confirmations]);
+        }
+        args.push("--json");
+        args
+    };
+    // The log of job `id`'s JobPosted, as the chain has it now.
+    let log_of = |id: u64| {
+        let net = &net;
+        async move {
+            let logs = net
+                .devnet
+                .job_events::<JobMarket::JobPosted>(id)
+                .await
+                .unwrap();
+            logs.into_iter().map(|(_, log)| log).collect::<Vec<_>>()
+        }
+    };
+
+    // On anvil's dev chain one confirmation is the default: printed once mined.
+    let first = gantry.run(&submit(None)).await.ok().json();
+    assert_eq!(first["jobId"], 1);
+    assert_eq!(first["confirmations"], 1);
+    let log = log_of(1).await.pop().expect("job 1 was posted");
+    assert_eq!(first["block"], log.block_number.unwrap());
+    assert_eq!(
+        first["tx"],
+        serde_json::json!(log.transaction_hash.unwrap())
+    );
+
+    // With three, the id comes only once two more blocks hold the posting, and it is
+    // the JobPosted event's.
+    let mut running = gantry.spawn(&submit(Some("3")));
+    let waiting = running.stderr_until("waiting for 3 confirmations").await;
+    assert!(waiting.contains("postJob"), "{waiting}");
+    mine(&net, 2).await;
+    let (code, lines) = running.finished().await;
+    assert_eq!(code, 0, "{lines:?}");
+    let printed: serde_json::Value = serde_json::from_str(&lines.join("\n")).unwrap();
+    let log = log_of(2).await.pop().expect("job 2 was posted");
+    assert_eq!(printed["jobId"], 2);
+    assert_eq!(printed["block"], log.block_number.unwrap());
+    assert_eq!(
+        printed["tx"],
+        serde_json::json!(log.transaction_hash.unwrap())
+    );
+    let head = net.devnet.admin.get_block_number().await.unwrap();
+    assert!(head >= log.block_number.unwrap() + 2);
+
+    // A posting a reorganisation drops before its confirmations: no id, and it says so.
+    let snapshot: serde_json::Value = net
+        .devnet
+        .admin
+        .raw_request("evm_snapshot".into(), ())
+        .await
+        .unwrap();
+    let mut running = gantry.spawn(&submit(Some("2")));
+    running.stderr_until("waiting for 2 confirmations").await;
+    let reverted: bool = net
+        .devnet
+        .admin
+        .raw_request("evm_revert".into(), (snapshot,))
+        .await
+        .unwrap();
+    assert!(reverted);
+    mine(&net, 2).await;
+    let said = running.stderr_until("reorganisation").await;
+    assert!(
+        said.contains("dropped it") && said.contains("send it again"),
+        "{said}"
+    );
+    let (code, lines) = running.finished().await;
+    assert_eq!(code, 4, "refused: {lines:?}");
+    assert!(lines.is_empty(), "no id printed: {lines:?}");
+    assert!(log_of(3).await.is_empty(), "job 3 is not on the chain");
+}
