@@ -6,7 +6,9 @@
 //! Assignments come from the durable consumer `gantry_<chain>_worker_<node>`, filtered to
 //! `gantry.<chain>.ev.JobAssigned.<node>`. A message stays unacknowledged while its job
 //! runs (kept alive with in-progress acks), so a worker that dies gets it redelivered
-//! when it comes back; the chain check then decides whether to run it again.
+//! when it comes back; the chain check then decides whether to run it again. An attempt
+//! over on chain (past its `until`, or no longer this node's) is acknowledged and
+//! dropped, never run again: nothing could be answered for it any more.
 //!
 //! ```text
 //!  JobAssigned.<node> ──▶ (job, until) running already? skip ──▶ task: check on chain
@@ -31,6 +33,7 @@ use tracing::instrument;
 
 use crate::claim::Claimed;
 use crate::error::WorkerError;
+use crate::fault::FaultClass;
 use crate::health::Health;
 use crate::job::{Assignment, Ctx, GiveBack, Outcome, Stop, StopReason};
 use crate::metrics;
@@ -233,6 +236,13 @@ impl Handler {
             Ok(None) => return Outcome::NotOurs,
             Err(f) => return Outcome::Unreported(f),
         };
+        // Still Assigned here, but past its `until`: the market refuses any answer, and
+        // running it would only be refused again (a keeper reclaims it).
+        match self.ctx.past(assignment.until).await {
+            Ok(true) => return Outcome::Expired,
+            Ok(false) => {}
+            Err(f) => return Outcome::Unreported(f),
+        }
         let slot: Option<OwnedSemaphorePermit> = self.slots.clone().try_acquire_owned().ok();
         match admission(
             self.draining.is_cancelled(),
@@ -269,6 +279,23 @@ async fn handle(
         outcome = handler.outcome(assignment, stop) => outcome,
         () = keep_alive(&message) => unreachable!("the keep-alive loop never ends"),
     };
+    // Unanswered (the chain refused or stayed unreachable): redelivered a little later
+    // (below), so the on-chain check decides again; unless the attempt is over on chain
+    // (an answer refused past `until`, the job taken away), which no answer can change:
+    // left unacknowledged, its message would run the job again and again.
+    let outcome = match outcome {
+        Outcome::Unreported(f) => match handler.ctx.attempt_over(assignment).await {
+            Ok(true) => {
+                tracing::warn!(error = %f, "the attempt is over on chain unanswered: dropping it");
+                if f.class == FaultClass::Node {
+                    handler.health.fail(&f.reason);
+                }
+                Outcome::Expired
+            }
+            _ => Outcome::Unreported(f),
+        },
+        outcome => outcome,
+    };
     stops
         .lock()
         .await
@@ -281,8 +308,6 @@ async fn handle(
     if let Some(fault) = outcome.node_fault() {
         handler.health.fail(&fault.reason);
     }
-    // Unanswered (the chain refused or stayed unreachable): redelivered a little later,
-    // so the on-chain check decides again.
     if matches!(outcome, Outcome::Unreported(_)) {
         let _ = message
             .ack_with(jetstream::AckKind::Nak(Some(UNREPORTED_RETRY)))

@@ -31,6 +31,11 @@ use url::Url;
 
 /// How long a sent transaction may take to be mined before the send counts as failed.
 const RECEIPT_TIMEOUT: Duration = Duration::from_secs(60);
+/// How often a sent transaction's receipt is looked for.
+const RECEIPT_POLL: Duration = Duration::from_millis(100);
+/// How long a sent transaction may be unknown to the node (neither mined nor pending)
+/// before it counts as dropped.
+const DROP_GRACE: Duration = Duration::from_secs(10);
 
 /// Why a chain call failed.
 #[derive(Debug, thiserror::Error)]
@@ -61,6 +66,13 @@ pub enum ChainError {
     },
     #[error("node {0} has no NodeRegistered event in the market's logs")]
     UnknownNode(u64),
+    /// The transaction left the chain and the pool (a reorganisation un-mined it, or the
+    /// pool dropped it): not sent; its nonce is free for the next one.
+    #[error("{call}: transaction {tx} was dropped")]
+    Dropped { call: &'static str, tx: B256 },
+    /// Not mined within [`RECEIPT_TIMEOUT`].
+    #[error("{call}: transaction {tx} not mined within {RECEIPT_TIMEOUT:?}")]
+    NotMined { call: &'static str, tx: B256 },
 }
 
 impl ChainError {
@@ -156,7 +168,14 @@ impl Chain {
         signer: PrivateKeySigner,
     ) -> Result<Self, ChainError> {
         let agent = signer.address();
+        // The nonce is read from the chain for every transaction (one at a time): a
+        // transaction un-mined by a reorganisation leaves its nonce free for the next,
+        // where a cached count would go on past it and wedge every later one.
         let provider = ProviderBuilder::new()
+            .disable_recommended_fillers()
+            .with_gas_estimation()
+            .with_simple_nonce_management()
+            .fetch_chain_id()
             .wallet(EthereumWallet::from(signer))
             .connect_http(rpc_url)
             .erased();
@@ -507,11 +526,7 @@ impl Chain {
             .send()
             .await
             .map_err(|e| ChainError::from_call(call, e))?;
-        let receipt = pending
-            .with_timeout(Some(RECEIPT_TIMEOUT))
-            .get_receipt()
-            .await
-            .map_err(ChainError::rpc)?;
+        let receipt = self.mined(call, *pending.tx_hash()).await?;
         if !receipt.status() {
             return Err(ChainError::Reverted {
                 call,
@@ -519,6 +534,46 @@ impl Chain {
             });
         }
         Ok(receipt)
+    }
+}
+
+impl Chain {
+    /// Waits for transaction `tx`'s receipt, polling: a transaction gone from both the
+    /// chain and the pool for [`DROP_GRACE`] (a reorganisation un-mined it) is reported
+    /// at once as dropped, not waited for until the timeout (a watcher of new blocks would
+    /// wait for ever for a receipt the reorganisation took away).
+    async fn mined(&self, call: &'static str, tx: B256) -> Result<TransactionReceipt, ChainError> {
+        let started = std::time::Instant::now();
+        let mut missing_since = None;
+        loop {
+            if let Some(receipt) = self
+                .provider
+                .get_transaction_receipt(tx)
+                .await
+                .map_err(ChainError::rpc)?
+            {
+                return Ok(receipt);
+            }
+            let known = self
+                .provider
+                .get_transaction_by_hash(tx)
+                .await
+                .map_err(ChainError::rpc)?
+                .is_some();
+            if known {
+                missing_since = None;
+            } else if missing_since
+                .get_or_insert_with(std::time::Instant::now)
+                .elapsed()
+                >= DROP_GRACE
+            {
+                return Err(ChainError::Dropped { call, tx });
+            }
+            if started.elapsed() >= RECEIPT_TIMEOUT {
+                return Err(ChainError::NotMined { call, tx });
+            }
+            tokio::time::sleep(RECEIPT_POLL).await;
+        }
     }
 }
 

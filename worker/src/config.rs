@@ -23,7 +23,7 @@
 //!
 //! [node]
 //! # node_id = 7                  # found from the chain (or registered) when absent
-//! stake = "100000000000000000000"  # token base units staked at registration
+//! stake = "200000000000000000000"  # token base units staked at registration (default: twice the minimum)
 //! price_per_gpu_hour = "2000000000000000000"
 //! metadata_uri = ""
 //!
@@ -52,6 +52,7 @@
 //! max_log_bytes = 536870912       # stdout and stderr a job may print before it is stopped
 //! shutdown_grace = "30s"          # running jobs may finish this long on shutdown
 //! answer_margin = "60s"           # a job stops this long before its attempt ends on chain
+//! finality_depth = 3              # blocks over a submitted result before the job is done
 //! ```
 //!
 //! Every key can be overridden by `GANTRY_WORKER_<KEY>`, and `[jobs]` keys by
@@ -133,7 +134,8 @@ pub struct Config {
 pub struct Node {
     /// The node this agent serves; found on-chain (or registered) when absent.
     pub node_id: Option<u64>,
-    /// Stake posted at registration, token base units; the registry's minimum when absent.
+    /// Stake posted at registration, token base units; twice the registry's minimum when
+    /// absent (`node::default_stake`: room for slashes).
     #[serde(deserialize_with = "decimal_u256_opt")]
     pub stake: Option<U256>,
     /// Price per GPU-hour, token base units.
@@ -227,6 +229,10 @@ pub struct Jobs {
     /// comes first (`market::State::stop_by`).
     #[serde(with = "humantime_serde")]
     pub answer_margin: Duration,
+    /// Blocks a submitted result must be buried under before the worker is done with the
+    /// job: a reorganisation that un-mines it before then gets it submitted again. 0: done
+    /// once mined.
+    pub finality_depth: u64,
 }
 
 impl Default for Jobs {
@@ -250,6 +256,7 @@ impl Default for Jobs {
             max_log_bytes: 512 << 20,
             shutdown_grace: Duration::from_secs(30),
             answer_margin: Duration::from_secs(60),
+            finality_depth: 3,
         }
     }
 }

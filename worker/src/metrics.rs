@@ -16,6 +16,10 @@ pub fn waiting_for_chain_stream(waiting: bool) {
 }
 
 /// Heartbeat transactions that landed.
+pub fn result_resubmitted() {
+    counter!("gantry_worker_results_resubmitted_total").increment(1);
+}
+
 pub fn heartbeat_sent() {
     counter!("gantry_worker_heartbeats_total").increment(1);
 }
@@ -23,6 +27,15 @@ pub fn heartbeat_sent() {
 /// 1 while the node's stake is below the registry's minimum (it gets no new jobs).
 pub fn stake_below_minimum(low: bool) {
     gauge!("gantry_worker_stake_below_minimum").set(if low { 1.0 } else { 0.0 });
+}
+
+/// 1 for the reason the node takes no new work (`health::NoWork::label`), 0 for every
+/// other; all 0 while it takes work.
+pub fn not_taking_work(reason: Option<&'static str>) {
+    for label in crate::health::NoWork::LABELS {
+        let on = reason == Some(label);
+        gauge!("gantry_worker_not_taking_work", "reason" => label).set(if on { 1.0 } else { 0.0 });
+    }
 }
 
 /// Claim mode's claims, by `outcome`: claimed, refused.

@@ -45,6 +45,12 @@ pub(crate) async fn start(
     inventory.log();
     let chain = Arc::new(connect_chain(config, signer).await?);
     let detected = capabilities(config, &inventory);
+    // A node registered with exactly the minimum would be made Inactive by its first
+    // slash: the default leaves room.
+    let stake = match config.node.stake {
+        Some(stake) => stake,
+        None => default_stake(chain.min_stake().await?),
+    };
     let ServedNode {
         node_id,
         capabilities,
@@ -52,7 +58,7 @@ pub(crate) async fn start(
         .ensure_node(
             config.node.node_id,
             detected.clone(),
-            config.node.stake,
+            Some(stake),
             &config.node.metadata_uri,
         )
         .await?;
@@ -231,5 +237,32 @@ fn fetch_config(config: &Config) -> FetchConfig {
         attempts: 3,
         allow_hosts: config.allow_input_hosts.clone(),
         chain_id: config.chain_id,
+    }
+}
+
+/// How many times the market's minimum a node stakes by default: twice, so that it
+/// stays at or above the minimum through six full slashes at the dev parameters' 10%
+/// (`0.9^6 ≈ 0.53`) and the reject charges between them; a node slashed below the
+/// minimum takes no new jobs until its operator tops it up (`gantry node topup`).
+pub(crate) const DEFAULT_STAKE_MULTIPLE: u64 = 2;
+
+/// The stake a node registers with when the config names none.
+pub(crate) fn default_stake(min_stake: alloy::primitives::U256) -> alloy::primitives::U256 {
+    min_stake.saturating_mul(alloy::primitives::U256::from(DEFAULT_STAKE_MULTIPLE))
+}
+
+#[cfg(test)]
+mod tests {
+    use alloy::primitives::U256;
+
+    #[test]
+    fn the_default_stake_leaves_room_for_slashes_above_the_minimum() {
+        let min = U256::from(100_000_000u64);
+        let stake = super::default_stake(min);
+        assert_eq!(stake, U256::from(200_000_000u64));
+        // Six full slashes of 10% leave it at or above the minimum.
+        let left = (0..6).fold(stake, |s, _| s - s / U256::from(10));
+        assert!(left >= min, "{left}");
+        assert_eq!(super::default_stake(U256::MAX), U256::MAX);
     }
 }

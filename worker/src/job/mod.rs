@@ -245,6 +245,10 @@ pub enum Outcome {
     Lost,
     /// The answer could not be sent (the chain refused or stayed unreachable).
     Unreported(Failure),
+    /// The attempt is over on chain (its `until` passed, or the job is no longer this
+    /// attempt's) with no answer of ours: nothing can be sent for it any more, so it is
+    /// dropped, never run again (a keeper reclaims it).
+    Expired,
 }
 
 impl Outcome {
@@ -256,6 +260,7 @@ impl Outcome {
             Self::GivenBack(why) => why.label(),
             Self::Lost => "lost",
             Self::Unreported(_) => "unreported",
+            Self::Expired => "expired",
         }
     }
 
@@ -351,6 +356,34 @@ impl Ctx {
             attempt: job.state.barred.saturating_add(1),
             job,
         }))
+    }
+
+    /// Whether the attempt of `assignment` is over on chain: the job no longer Assigned to
+    /// this node in it, or the chain's time at or past its `until` (where the market
+    /// refuses every answer). An unreachable chain is an error: the caller asks again
+    /// later.
+    pub async fn attempt_over(&self, assignment: Assignment) -> Result<bool, Failure> {
+        let job = retry("read the job", || async {
+            match self.chain.read_job(assignment.job_id).await {
+                Ok(job) => Ok(Some(job)),
+                Err(ChainError::ReadJob(ReadJobError::NotPosted(_))) => Ok(None),
+                Err(e) => Err(chain_failure(e)),
+            }
+        })
+        .await?;
+        let Some(job) = job else {
+            return Ok(true);
+        };
+        if !self.is_ours(&job, assignment.until) {
+            return Ok(true);
+        }
+        self.past(assignment.until).await
+    }
+
+    /// Whether the chain's time is at or past `until` (the market refuses every answer of
+    /// an attempt from then on).
+    pub async fn past(&self, until: u64) -> Result<bool, Failure> {
+        Ok(self.chain_now().await? >= until)
     }
 
     /// Whether `job` is Assigned to this node in the attempt ending at `until`.

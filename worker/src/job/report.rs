@@ -11,6 +11,10 @@ use gantry_protocol::status::JobStatus;
 use super::{Ctx, GiveBack, Held, Outcome, chain_failure, now_ms, retry};
 use crate::chain::ChainError;
 use crate::fault::Failure;
+use crate::metrics;
+
+/// How often the block number is read while a result waits to be final.
+const FINALITY_POLL: std::time::Duration = std::time::Duration::from_millis(500);
 
 /// A result uploaded to the results bucket, ready to be submitted.
 #[derive(Debug)]
@@ -127,6 +131,13 @@ impl Ctx {
         if !submitted {
             return Outcome::Lost;
         }
+        // Mined is not final: a reorganisation can un-mine the result, and nobody else
+        // would send it again.
+        match self.until_final(held, answer).await {
+            Ok(true) => {}
+            Ok(false) => return Outcome::Lost,
+            Err(f) => return Outcome::Unreported(f),
+        }
         let error = failure.as_ref().map(|f| f.reason.clone());
         let completion = report.finish(CompletionStatus::Submitted, Some(result), error);
         self.publish_report(completion).await;
@@ -225,6 +236,57 @@ impl Ctx {
             "{}: the market keeps calling job {job_id}'s state stale",
             answer.call()
         )))
+    }
+
+    /// Waits until the chain is `finality_depth` blocks past the submitted result and checks
+    /// that it is still there; a result un-mined by a reorganisation (the job back to
+    /// Assigned on this node, same attempt) is submitted again, and waited for again.
+    /// `false`: the job is no longer this attempt's (reorganised away with its
+    /// assignment, or taken).
+    async fn until_final(&self, held: &mut Held, answer: Answer<'_>) -> Result<bool, Failure> {
+        let depth = self.settings.finality_depth;
+        if depth == 0 {
+            return Ok(true);
+        }
+        let job_id = held.job_id();
+        loop {
+            let block_number = || async {
+                retry("read the block number", || async {
+                    self.chain.block_number().await.map_err(chain_failure)
+                })
+                .await
+            };
+            let final_at = block_number().await? + depth;
+            while block_number().await? < final_at {
+                tokio::time::sleep(FINALITY_POLL).await;
+            }
+            let current = retry("read the job", || async {
+                self.chain.read_job(job_id).await.map_err(chain_failure)
+            })
+            .await?;
+            let state = &current.state;
+            if state.node_id == self.node_id
+                && matches!(
+                    state.status,
+                    JobStatus::Submitted | JobStatus::Disputed | JobStatus::Completed
+                )
+            {
+                return Ok(true);
+            }
+            if !self.is_ours(&current, held.assignment.until) {
+                return Ok(false);
+            }
+            tracing::warn!(
+                "the submitted result was un-mined by a reorganisation: submitting it again"
+            );
+            metrics::result_resubmitted();
+            held.job = current;
+            if let Sent::MovedOn(state) = self.answer(held, answer).await?
+                && state.node_id != self.node_id
+            {
+                return Ok(false);
+            }
+        }
     }
 
     /// Publishes the completion report on the jobs stream; one that still cannot be

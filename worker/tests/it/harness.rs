@@ -40,17 +40,26 @@ gantry_testkit::harness! {
 pub(crate) struct Services {
     pub(crate) indexer: bool,
     pub(crate) matcher: bool,
+    pub(crate) keeper: bool,
 }
 
 impl Services {
     pub(crate) const ALL: Self = Self {
         indexer: true,
         matcher: true,
+        keeper: true,
     };
     /// Claim mode needs no matcher.
     pub(crate) const NO_MATCHER: Self = Self {
         indexer: true,
         matcher: false,
+        keeper: true,
+    };
+    /// Nobody reclaims a job past its attempt: the worker alone decides what to do.
+    pub(crate) const NO_KEEPER: Self = Self {
+        indexer: true,
+        matcher: true,
+        keeper: false,
     };
 }
 
@@ -71,8 +80,10 @@ impl Net {
         let mut net = TestNet::builder()
             .deploy_params(configure)
             .image(IMAGE)
-            .matcher_role(SECOND_MATCHER)
-            .keeper(KEEPER);
+            .matcher_role(SECOND_MATCHER);
+        if services.keeper {
+            net = net.keeper(KEEPER);
+        }
         net = match services.indexer {
             true => net.indexer(),
             false => net.indexer_later(),
@@ -512,6 +523,35 @@ impl RunningWorker {
                 .then(|| value.trim().parse().ok())
                 .flatten()
         })
+    }
+
+    /// SIGSTOP: the process is frozen where it is (no heartbeat, nothing sent) until
+    /// [`Self::resume`].
+    pub(crate) fn pause(&self) {
+        self.signal("-STOP");
+    }
+
+    /// SIGCONT after [`Self::pause`].
+    pub(crate) fn resume(&self) {
+        self.signal("-CONT");
+    }
+
+    /// The text `/readyz` answers, with whether it is ready (200).
+    pub(crate) async fn readyz(&self) -> Option<(bool, String)> {
+        let response = reqwest::get(format!("http://{}/readyz", self.metrics))
+            .await
+            .ok()?;
+        let ready = response.status().is_success();
+        Some((ready, response.text().await.ok()?))
+    }
+
+    fn signal(&self, signal: &str) {
+        let pid = self.child.id().to_string();
+        let status = std::process::Command::new("kill")
+            .args([signal, &pid])
+            .status()
+            .expect("kill runs");
+        assert!(status.success(), "kill {signal} {pid}");
     }
 
     /// SIGKILL: no clean-up of its own.

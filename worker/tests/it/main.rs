@@ -46,6 +46,11 @@
 //!   job only once its slot frees.
 //! - `start`: a worker started before the indexer waits for the chain stream, then takes
 //!   work.
+//! - `liveness`: a worker frozen with SIGSTOP past the heartbeat timeout (the keeper
+//!   marks its node inactive) brings the node back to Active by itself once resumed, and
+//!   says why its node takes no work (`gantry_worker_not_taking_work{reason}`, `/readyz`
+//!   503) once it is exiting; an attempt over on chain unanswered (frozen past `until`,
+//!   no keeper, the answer refused) is acknowledged and dropped, never run again.
 //! - `operator`: a node registered by its operator for the worker's key (with its
 //!   consent) is served as registered.
 
@@ -55,6 +60,7 @@ mod clock;
 mod engine;
 mod harness;
 mod hostile;
+mod liveness;
 mod operator;
 mod outage;
 mod pipeline;

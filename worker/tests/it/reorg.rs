@@ -7,7 +7,10 @@ use gantry_protocol::jobs::ProgressUpdate;
 use gantry_protocol::status::JobStatus;
 use gantry_testkit::accounts::NODES;
 
+use gantry_testkit::accounts::ADMIN;
+
 use crate::harness::{Net, Services, cpu_job, shell};
+use crate::scripts::last_of_job;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn a_reorged_away_assignment_is_dropped() {
@@ -95,6 +98,54 @@ async fn a_reorged_away_assignment_is_dropped() {
         .await
         .expect("the job runs again");
     assert_eq!(net.job(job).await.state.status, JobStatus::Assigned);
+    assert!(worker.stop().success());
+    net.wait_for_no_containers().await;
+}
+
+/// A submitted result un-mined by a reorganisation before it is buried under the node's
+/// `finality_depth`: the worker submits it again (before, it counted a mined result as
+/// final, and the job ended in a reclaim or an expiry).
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_result_un_mined_by_a_reorg_is_submitted_again() {
+    let net = Net::start_with(|p| p, Services::NO_MATCHER).await;
+    net.fund_submitter().await;
+    // Heartbeats every second make the blocks the result waits under.
+    let worker = net.spawn_worker(NODES[0], "finality_depth = 10").await;
+    let job = net
+        .post(cpu_job(64), &shell("echo ok > /outputs/ok", 60))
+        .await;
+    let assign_block = net.assign(job, worker.node_id).await;
+    net.wait_for_status(job, JobStatus::Submitted).await;
+    let (first, log) = last_of_job(net.market(ADMIN).ResultSubmitted_filter(), job).await;
+    let submitted_block = log.block_number.expect("mined");
+    assert!(submitted_block > assign_block);
+
+    // Every block from the result's on is replaced (one more, for a heartbeat mined
+    // meanwhile): on the new branch the job is assigned and unanswered.
+    let head = net.devnet.admin.get_block_number().await.unwrap();
+    let depth = (head - submitted_block + 2).min(head - assign_block);
+    let _: serde_json::Value = net
+        .devnet
+        .admin
+        .raw_request(
+            "anvil_reorg".into(),
+            (depth, Vec::<serde_json::Value>::new()),
+        )
+        .await
+        .expect("anvil_reorg");
+    assert_eq!(net.job(job).await.state.status, JobStatus::Assigned);
+
+    // The worker finds its result gone before it is final and submits it again.
+    net.wait_for_status(job, JobStatus::Submitted).await;
+    let again = net.submitted_result(job).await;
+    assert_eq!(again.resultHash, first.resultHash);
+    assert_eq!(
+        worker
+            .metric("gantry_worker_results_resubmitted_total")
+            .await,
+        Some(1.0)
+    );
+    assert!(net.slashes(worker.node_id).await.is_empty());
     assert!(worker.stop().success());
     net.wait_for_no_containers().await;
 }

@@ -13,6 +13,7 @@ async fn a_worker_started_before_the_indexer_waits_then_takes_work() {
         Services {
             indexer: false,
             matcher: true,
+            keeper: true,
         },
     )
     .await;

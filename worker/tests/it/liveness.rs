@@ -1,0 +1,143 @@
+//! Capacity comes back by itself: a worker frozen (SIGSTOP) past the heartbeat timeout,
+//! its node marked inactive by the keeper, brings the node back to Active on its own once
+//! it runs again; a node that takes no work says why on `/metrics` and `/readyz`. And an
+//! attempt that is over on chain unanswered (the worker frozen past `until`, its answer
+//! refused) is acknowledged and dropped, never run again.
+
+use gantry_protocol::status::{JobStatus, NodeStatus};
+use gantry_testkit::accounts::{ADMIN, KEEPER, NODES};
+
+use crate::harness::{Net, RunningWorker, Services, cpu_job, shell};
+use crate::scripts::last_of_job;
+
+/// The gauge of `reason` on the worker's `/metrics`.
+async fn not_taking_work(worker: &RunningWorker, reason: &str) -> Option<f64> {
+    worker
+        .metric(&format!(
+            "gantry_worker_not_taking_work{{reason=\"{reason}\"}}"
+        ))
+        .await
+}
+
+async fn status(net: &Net, node: u64) -> NodeStatus {
+    NodeStatus::try_from(net.node(node).await.status).expect("a node status")
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_paused_worker_brings_its_node_back_to_active_and_says_why_it_takes_no_work() {
+    let net = Net::start(|p| p).await;
+    let worker = net.spawn_worker(NODES[0], "").await;
+    let node = worker.node_id;
+    net.wait_until("the worker is ready and takes work", || async {
+        worker.readyz().await.is_some_and(|(ready, _)| ready)
+            && not_taking_work(&worker, "inactive").await == Some(0.0)
+    })
+    .await;
+
+    // Frozen past the heartbeat timeout (60 s at the dev parameters): the keeper marks the
+    // node inactive.
+    worker.pause();
+    net.advance(61).await;
+    net.wait_until("the keeper marks the node inactive", || async {
+        status(&net, node).await == NodeStatus::Inactive
+    })
+    .await;
+    let (marked, _) = net.marked_inactive(node).await;
+    assert_eq!(marked.by, net.address(KEEPER));
+
+    // Running again, its next heartbeat reactivates the node: nobody else acts.
+    worker.resume();
+    net.wait_until("the node is active again", || async {
+        status(&net, node).await == NodeStatus::Active
+    })
+    .await;
+    net.wait_until("the worker says it takes work", || async {
+        worker.readyz().await.is_some_and(|(ready, _)| ready)
+            && not_taking_work(&worker, "inactive").await == Some(0.0)
+    })
+    .await;
+
+    // A node that takes no work says why: here its operator (the agent, which registered
+    // it) begins its exit.
+    net.registry(NODES[0])
+        .beginExit(node)
+        .send()
+        .await
+        .unwrap()
+        .get_receipt()
+        .await
+        .unwrap();
+    net.wait_until("the worker says its node is exiting", || async {
+        not_taking_work(&worker, "exiting").await == Some(1.0)
+    })
+    .await;
+    let (ready, why) = worker.readyz().await.expect("/readyz answers");
+    assert!(!ready, "{why}");
+    assert!(why.contains(&format!("node {node} takes no work")), "{why}");
+    assert!(why.contains("exiting"), "{why}");
+    assert_eq!(not_taking_work(&worker, "inactive").await, Some(0.0));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn an_attempt_over_on_chain_unanswered_is_dropped_not_run_again() {
+    // No keeper: nobody reclaims the job past its attempt, so the chain keeps it Assigned
+    // to this node and only the worker decides.
+    let net = Net::start_with(|p| p, Services::NO_KEEPER).await;
+    net.fund_submitter().await;
+    let worker = net.spawn_worker(NODES[0], "").await;
+    let job = net
+        .post(
+            cpu_job(64),
+            &shell("echo started > /outputs/started; sleep 120", 300),
+        )
+        .await;
+    net.wait_for_status(job, JobStatus::Assigned).await;
+    net.wait_until("the job's container runs", || async {
+        !net.containers().await.is_empty()
+    })
+    .await;
+
+    // Frozen until the attempt is over on chain: the answer it sends when it runs again
+    // is refused (past `until`).
+    worker.pause();
+    let (assigned, _) = last_of_job(net.market(ADMIN).JobAssigned_filter(), job).await;
+    let until = assigned.until.to::<u64>();
+    let now = net.devnet.now().await.unwrap();
+    net.advance(until + 1 - now).await;
+    worker.resume();
+
+    let expired = "gantry_worker_jobs_total{outcome=\"expired\"}";
+    net.wait_until("the worker drops the attempt", || async {
+        worker.metric(expired).await == Some(1.0)
+    })
+    .await;
+    // Acknowledged: nothing left to redeliver, so it does not run again.
+    let js = net.jetstream().await;
+    let stream = js
+        .get_stream(gantry_protocol::names::stream_name(net.chain_id()))
+        .await
+        .unwrap();
+    let mut consumer: async_nats::jetstream::consumer::PullConsumer = stream
+        .get_consumer(&gantry_protocol::names::worker_consumer(
+            net.chain_id(),
+            worker.node_id,
+        ))
+        .await
+        .unwrap();
+    let info = consumer.info().await.unwrap();
+    assert_eq!(info.num_ack_pending, 0, "{info:?}");
+    assert_eq!(info.num_pending, 0, "{info:?}");
+    assert_eq!(
+        worker
+            .metric("gantry_worker_jobs_total{outcome=\"unreported\"}")
+            .await,
+        None,
+        "never left to be redelivered"
+    );
+    net.wait_for_no_containers().await;
+    // Still Assigned on chain, unanswered: a keeper's to reclaim.
+    let state = net.job(job).await.state;
+    assert_eq!(state.status, JobStatus::Assigned);
+    assert_eq!(state.node_id, worker.node_id);
+    assert!(worker.stop().success());
+}
