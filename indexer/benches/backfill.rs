@@ -3,7 +3,7 @@
 //! Makes ≥ 100k JobPosted logs on anvil (an EventBatcher, 1,000 per transaction), then in
 //! the same run measures:
 //! - the raw JetStream async-publish rate on this machine, with the indexer's own
-//!   envelopes (same sizes) and the same in-flight bound, into a scratch stream;
+//!   envelopes (same sizes) and 2,048 publishes in flight, into a scratch stream;
 //! - the `eth_getLogs` rate alone (the RPC side);
 //! - the indexer's end-to-end backfill rate, from an empty stream to the head committed.
 //!
@@ -20,7 +20,7 @@ use futures::StreamExt;
 use gantry_indexer::Config;
 use gantry_protocol::bindings::EventBatcher;
 use gantry_protocol::envelope::{BlockCommit, ENVELOPE_VERSION, EventEnvelope};
-use gantry_protocol::events::{Contracts, decode};
+use gantry_protocol::events::{Contracts, DecodedEvent, UnreadableReason, decode};
 use gantry_protocol::names;
 use gantry_testkit::TestNet;
 use gantry_testkit::scenario::post_batches;
@@ -128,7 +128,11 @@ async fn main() -> anyhow::Result<()> {
                 block_timestamp: 0,
                 tx_hash: log.transaction_hash.unwrap(),
                 log_index: log.log_index.unwrap(),
-                event: decode(&contracts, &log.inner).expect("decodes"),
+                // As the indexer does: a log of the market served at the registry's
+                // address does not decode as a registry event and becomes a marker.
+                event: decode(&contracts, &log.inner).unwrap_or_else(|_| {
+                    DecodedEvent::unreadable(&contracts, &log.inner, UnreadableReason::Undecodable)
+                }),
             };
             Bytes::from(serde_json::to_vec(&envelope).unwrap())
         })
@@ -226,7 +230,7 @@ async fn main() -> anyhow::Result<()> {
         },
         reorg_window: 16,
         initial_range: 10,
-        max_in_flight: MAX_IN_FLIGHT,
+        max_batch: gantry_indexer::stream::MAX_BATCH,
         poll: std::time::Duration::from_millis(100),
         lease_ttl: std::time::Duration::from_secs(3),
         instance: gantry_runtime::args::InstanceArgs {

@@ -34,9 +34,10 @@ pub struct Config {
     /// Range the backfill starts with; it halves on refusals and doubles while logs are sparse.
     #[arg(long, env = "GANTRY_INITIAL_RANGE", default_value_t = 1_000)]
     pub initial_range: u64,
-    /// Publishes awaiting their acknowledgement at most.
-    #[arg(long, env = "GANTRY_MAX_IN_FLIGHT", default_value_t = 2_048)]
-    pub max_in_flight: usize,
+    /// Messages in one atomic batch at most (1 to 1000, the server's default
+    /// `max_batch_size`); a block with more events is cut into several batches.
+    #[arg(long, env = "GANTRY_MAX_BATCH", default_value_t = crate::stream::MAX_BATCH)]
+    pub max_batch: usize,
     /// Pause between head polls once caught up, milliseconds.
     #[arg(long = "poll-ms", env = "GANTRY_POLL_MS", default_value = "500", value_parser = parse_millis)]
     pub poll: Duration,
@@ -81,7 +82,7 @@ impl Config {
             min_range: 1,
             max_range: 10_000,
             initial_range: 100,
-            max_in_flight: 512,
+            max_batch: crate::stream::MAX_BATCH,
             poll: Duration::from_millis(10),
             lease_ttl: Duration::from_millis(1_500),
             instance: InstanceArgs::default(),
@@ -96,6 +97,12 @@ impl Config {
     pub fn validate(&self) -> Result<(), String> {
         if self.min_range == 0 || self.min_range > self.max_range {
             return Err("--min-range must be at least 1 and at most --max-range".into());
+        }
+        if !(1..=crate::stream::MAX_BATCH).contains(&self.max_batch) {
+            return Err(format!(
+                "--max-batch must be 1 to {}",
+                crate::stream::MAX_BATCH
+            ));
         }
         if self.reorg_window == 0 {
             return Err("--reorg-window must be at least 1".into());

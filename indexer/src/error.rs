@@ -26,6 +26,10 @@ pub enum StreamError {
     /// The stream holds something this indexer cannot resume from.
     #[error("stream content invalid: {0}")]
     Corrupt(String),
+    /// The server will not take the indexer's batches as configured (atomic batches not
+    /// allowed on the stream, or larger than the server's `max_batch_size`).
+    #[error("stream refuses the indexer's batches: {0}")]
+    Refused(String),
 }
 
 /// Why the indexer stopped following.
@@ -46,7 +50,9 @@ impl IndexerError {
     /// Whether the indexer should re-read the stream tail and try again.
     pub fn is_retryable(&self) -> bool {
         match self {
-            Self::Stream(StreamError::Corrupt(_)) | Self::Fatal(_) => false,
+            Self::Stream(StreamError::Corrupt(_) | StreamError::Refused(_)) | Self::Fatal(_) => {
+                false
+            }
             Self::Chain(_) | Self::Stream(_) | Self::LeaseLost => true,
         }
     }

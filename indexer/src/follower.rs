@@ -21,7 +21,7 @@ use tokio_util::task::AbortOnDropHandle;
 use crate::chain::{Chain, Header};
 use crate::error::{ChainError, IndexerError, StreamError};
 use crate::metrics;
-use crate::stream::{ChainStream, Publisher};
+use crate::stream::{ChainStream, Outgoing, Publisher};
 use crate::window::{BlockRef, Continuity, Window};
 
 /// How to follow; see `Config` for each field's meaning.
@@ -34,7 +34,7 @@ pub struct Settings {
     pub min_range: u64,
     pub max_range: u64,
     pub initial_range: u64,
-    pub max_in_flight: usize,
+    pub max_batch: usize,
     pub poll_interval: std::time::Duration,
 }
 
@@ -45,8 +45,10 @@ const HEADER_CONCURRENCY: usize = 16;
 /// `eth_getLogs` ranges fetched and encoded ahead of publishing.
 const PREFETCH: usize = 4;
 
-/// Follows until `cancel` fires (then flushes and returns `Ok`) or an error. After an
-/// error nothing is assumed: the caller calls again and it resumes from the stream's tail.
+/// Follows until `cancel` fires (shutdown, or the writer lease lost) or an error. After
+/// an error nothing is assumed: the caller calls again and it resumes from the stream's
+/// tail. `cancel` stops it at once, even inside a step: no further batch is sent, and the
+/// one in flight, if any, lands whole right after the tail it was built on or not at all.
 pub async fn follow(
     chain: &Chain,
     stream: &ChainStream,
@@ -54,16 +56,20 @@ pub async fn follow(
     settings: &Settings,
     cancel: &CancellationToken,
 ) -> Result<(), IndexerError> {
-    let mut follower = Follower::resume(chain, stream, contracts, settings).await?;
+    let mut follower = tokio::select! {
+        biased;
+        () = cancel.cancelled() => return Ok(()),
+        resumed = Follower::resume(chain, stream, contracts, settings) => resumed?,
+    };
     loop {
-        if cancel.is_cancelled() {
-            follower.publisher.flush().await?;
-            return Ok(());
-        }
-        if !follower.step().await? {
-            follower.publisher.flush().await?;
+        let progressed = tokio::select! {
+            biased;
+            () = cancel.cancelled() => return Ok(()),
+            stepped = follower.step() => stepped?,
+        };
+        if !progressed {
             tokio::select! {
-                () = cancel.cancelled() => {}
+                () = cancel.cancelled() => return Ok(()),
                 () = tokio::time::sleep(settings.poll_interval) => {}
             }
         }
@@ -124,7 +130,8 @@ impl<'a> Follower<'a> {
                 if found.len() == settings.reorg_window {
                     break;
                 }
-                let Some((commit, seq)) = stream.commit_of(number).await? else {
+                let Some((commit, seq)) = stream.commit_of(number, tail.last_sequence).await?
+                else {
                     continue;
                 };
                 let orphaned =
@@ -140,18 +147,24 @@ impl<'a> Follower<'a> {
                 window.push(block);
             }
         }
-        let next = top.map_or(settings.start_block, |top| {
+        let after_top = top.map_or(settings.start_block, |top| {
             (top + 1).max(settings.start_block)
         });
-        if let Some((block, _)) = tail.partial
-            && block.number != next
-        {
-            return Err(StreamError::Corrupt(format!(
-                "uncommitted events of block {} but the next block to index is {next}",
-                block.number
-            ))
-            .into());
-        }
+        // A backfill commits only blocks with events and the end of each range: events of a
+        // later block than the one after the newest commit mean the blocks between had none
+        // (a writer stopped, or a batch seen while the server was still storing it).
+        let next = match tail.partial {
+            Some((block, _)) if block.number < after_top => {
+                return Err(StreamError::Corrupt(format!(
+                    "uncommitted events of block {} but block {} is already committed",
+                    block.number,
+                    after_top - 1
+                ))
+                .into());
+            }
+            Some((block, _)) => block.number,
+            None => after_top,
+        };
         tracing::info!(
             chain_id = stream.chain_id(),
             next_block = next,
@@ -164,7 +177,7 @@ impl<'a> Follower<'a> {
             contracts,
             settings,
             chain_id: stream.chain_id(),
-            publisher: stream.publisher(tail.last_sequence, settings.max_in_flight),
+            publisher: stream.publisher(tail.last_sequence, settings.max_batch),
             window,
             next,
             range: settings
@@ -246,9 +259,19 @@ impl<'a> Follower<'a> {
         } else if log_count > TARGET_LOGS_PER_CALL * 2 {
             self.range = (self.range / 2).max(self.settings.min_range);
         }
+        // Whole blocks, as many as fit, per batch: one round trip for many small blocks.
+        let (mut batch, mut batch_messages) = (Vec::new(), 0);
         for block in blocks {
-            self.publish_prepared(block).await?;
+            if !batch.is_empty()
+                && batch_messages + block.messages.len() > self.publisher.max_batch()
+            {
+                self.publish_prepared(std::mem::take(&mut batch)).await?;
+                batch_messages = 0;
+            }
+            batch_messages += block.messages.len();
+            batch.push(block);
         }
+        self.publish_prepared(batch).await?;
         self.next = stop + 1;
         Ok(())
     }
@@ -340,11 +363,11 @@ impl<'a> Follower<'a> {
             orphaned,
         };
         self.publisher
-            .publish(
-                names::retraction(self.chain_id),
-                HeaderMap::new(),
-                to_json(&retraction),
-            )
+            .append(vec![Outgoing {
+                subject: names::retraction(self.chain_id),
+                headers: HeaderMap::new(),
+                payload: to_json(&retraction),
+            }])
             .await?;
         metrics::retraction();
         self.partial = None;
@@ -361,18 +384,26 @@ impl<'a> Follower<'a> {
         skip: u64,
     ) -> Result<(), IndexerError> {
         let block = prepare_block(self.chain_id, &self.contracts, header, logs, skip)?;
-        self.publish_prepared(block).await
+        self.publish_prepared(vec![block]).await
     }
 
-    async fn publish_prepared(&mut self, block: PreparedBlock) -> Result<(), IndexerError> {
-        for message in block.messages {
-            self.publisher
-                .publish(message.subject, message.headers, message.payload)
-                .await?;
+    /// Appends `blocks`, each its events then its commit, in one batch when they fit.
+    async fn publish_prepared(&mut self, blocks: Vec<PreparedBlock>) -> Result<(), IndexerError> {
+        if blocks.is_empty() {
+            return Ok(());
         }
-        metrics::events_published(block.events);
-        metrics::blocks_committed(1);
-        self.window.push(block.block);
+        let mut messages = Vec::with_capacity(blocks.iter().map(|b| b.messages.len()).sum());
+        let mut committed = Vec::with_capacity(blocks.len());
+        for block in blocks {
+            messages.extend(block.messages);
+            committed.push((block.block, block.events));
+        }
+        self.publisher.append(messages).await?;
+        for (block, events) in committed {
+            metrics::events_published(events);
+            metrics::blocks_committed(1);
+            self.window.push(block);
+        }
         Ok(())
     }
 
@@ -397,11 +428,11 @@ impl<'a> Follower<'a> {
             block_hash: finalized.hash,
         };
         self.publisher
-            .publish(
-                names::finality(self.chain_id),
-                HeaderMap::new(),
-                to_json(&watermark),
-            )
+            .append(vec![Outgoing {
+                subject: names::finality(self.chain_id),
+                headers: HeaderMap::new(),
+                payload: to_json(&watermark),
+            }])
             .await?;
         self.finalized = Some(finalized.number);
         Ok(())
@@ -411,14 +442,7 @@ impl<'a> Follower<'a> {
 /// A range's prepared blocks and how many logs it had.
 type FetchedRange = Result<(Vec<PreparedBlock>, usize), IndexerError>;
 
-/// One message ready to publish.
-struct Outgoing {
-    subject: String,
-    headers: HeaderMap,
-    payload: Bytes,
-}
-
-/// A block's messages, its events then its commit, ready to publish.
+/// A block's messages, its events then its commit, ready to append.
 struct PreparedBlock {
     block: BlockRef,
     events: u64,

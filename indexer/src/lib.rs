@@ -4,13 +4,17 @@
 //! ```text
 //!            eth_getLogs (adaptive ranges) / per block near the head
 //!  chain ──────────────────────────────────────────▶ follower ──▶ Publisher ──▶ GANTRY_<chain>
-//!                                                     ▲  window (reorgs)         │
+//!                                                     ▲  window (reorgs)   atomic batches,
+//!                                                     │                    one at a time
 //!                                                     └────── tail (resume) ─────┘
-//!  KV gantry_indexer_lease: one writer per chain; Nats-Expected-Last-Sequence fences the rest
+//!  KV gantry_indexer_lease: one writer per chain; each batch's Nats-Expected-Last-Sequence
+//!  fences the rest, a deposed writer's late batch included
 //! ```
 //!
 //! The stream is the checkpoint: on start and after any error the follower reads the
-//! stream's tail (last commit, last retraction, uncommitted events) and resumes there.
+//! stream's tail (its last message, and what is at or below it) and resumes there. A
+//! block's events and its commit are one atomic batch, so a commit is only ever stored
+//! right after its own events.
 //! [`window`] is the pure reorg logic; [`chain`] and [`stream`] are the only modules that
 //! do IO.
 
@@ -54,7 +58,7 @@ pub async fn run(config: Config, shutdown: CancellationToken) -> anyhow::Result<
         min_range: config.min_range,
         max_range: config.max_range,
         initial_range: config.initial_range,
-        max_in_flight: config.max_in_flight,
+        max_batch: config.max_batch,
         poll_interval: config.poll,
     };
 
@@ -77,7 +81,7 @@ pub async fn run(config: Config, shutdown: CancellationToken) -> anyhow::Result<
     );
 
     let client = gantry_runtime::nats::connect(&config.nats.nats_url, true).await?;
-    let js = stream::context(client, config.max_in_flight);
+    let js = async_nats::jetstream::new(client);
     let owner = config.instance_id();
 
     while !shutdown.is_cancelled() {
@@ -173,16 +177,24 @@ async fn acquire_lease(
 
 /// Renews the lease until `leading` is cancelled; cancels `leading` when the lease is
 /// lost. Returns the lease if it is still held, for release.
+///
+/// A renewal not answered within a third of the TTL counts as lost: the follower stops at
+/// most two thirds of the TTL after sending the last renewal that succeeded, before the
+/// entry can expire and a standby take over. A leader cut off from NATS so stops on its
+/// own instead of learning it was deposed when it reconnects.
 async fn keep_lease(mut lease: KvLease, leading: &CancellationToken) -> Option<KvLease> {
     loop {
         tokio::select! {
             () = leading.cancelled() => return Some(lease),
             () = tokio::time::sleep(lease.renew_every()) => {}
         }
-        if let Err(e) = lease.renew().await {
-            tracing::warn!(error = %e, "writer lease lost; standing by");
-            leading.cancel();
-            return None;
-        }
+        let error = match tokio::time::timeout(lease.renew_every(), lease.renew()).await {
+            Ok(Ok(())) => continue,
+            Ok(Err(e)) => e.to_string(),
+            Err(_) => "renewal not answered in time".to_owned(),
+        };
+        tracing::warn!(error, "writer lease lost; standing by");
+        leading.cancel();
+        return None;
     }
 }

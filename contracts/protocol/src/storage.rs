@@ -50,7 +50,8 @@ pub fn parse_replicas(text: &str) -> Result<usize, String> {
 }
 
 /// The append-only chain stream the indexer writes: no deletes or purges, direct gets for
-/// the API's and workers' reads, and a de-duplication window for retried appends.
+/// the API's and workers' reads, a de-duplication window for retried appends, and atomic
+/// batches (a block's events and its commit land together or not at all).
 pub fn chain_stream(chain_id: u64, replicas: usize) -> stream::Config {
     stream::Config {
         name: names::stream_name(chain_id),
@@ -59,6 +60,7 @@ pub fn chain_stream(chain_id: u64, replicas: usize) -> stream::Config {
         deny_delete: true,
         deny_purge: true,
         allow_direct: true,
+        allow_atomic_publish: true,
         duplicate_window: Duration::from_secs(120),
         num_replicas: replicas,
         ..Default::default()

@@ -6,9 +6,11 @@ use std::time::Duration;
 use alloy::primitives::Address;
 use alloy::providers::Provider;
 use alloy::rpc::types::Filter;
+use async_nats::HeaderMap;
 use async_nats::jetstream::{self, consumer};
 use futures::StreamExt;
 use gantry_indexer::Config;
+use gantry_indexer::stream::Outgoing;
 use gantry_protocol::bindings::EventBatcher;
 use gantry_protocol::chain_stream::{Assembled, BlockAssembler};
 use gantry_protocol::envelope::{BlockCommit, EventEnvelope};
@@ -20,7 +22,7 @@ use gantry_testkit::{TestNet, wait_until};
 use tokio_util::sync::CancellationToken;
 
 /// Longest any wait for the stream may take.
-const PATIENCE: Duration = Duration::from_secs(120);
+pub(crate) const PATIENCE: Duration = Duration::from_secs(120);
 
 gantry_testkit::harness! {
     /// The test net; its indexer config polls every 50 ms.
@@ -93,30 +95,31 @@ impl Harness {
         .await;
     }
 
-    /// Waits until the last commit stored on `subject`, or one published there after, is
-    /// `reached`. Subscribes before looking at the stream, so no commit slips between the
-    /// two; judges each published commit itself, which the stream may not have stored yet.
+    /// Waits until the last commit stored on `subject`, or one stored there after, is
+    /// `reached`. Reads through a JetStream consumer, which delivers only what the stream
+    /// stored: a commit published in a batch the stream has not applied yet, or refused,
+    /// does not count.
     async fn wait_for_commit_where(
         &self,
         what: &str,
         subject: String,
         reached: impl Fn(&BlockCommit) -> bool,
     ) {
-        let client = async_nats::connect(self.nats().url())
+        let stream = self.chain_stream().await;
+        let consumer = stream
+            .create_consumer(consumer::pull::OrderedConfig {
+                filter_subject: subject,
+                deliver_policy: consumer::DeliverPolicy::LastPerSubject,
+                ..Default::default()
+            })
             .await
-            .expect("nats connects");
-        let mut commits = client.subscribe(subject.clone()).await.unwrap();
-        let js = jetstream::new(client.clone());
-        let commit = |payload: &[u8]| serde_json::from_slice::<BlockCommit>(payload).unwrap();
+            .expect("ordered consumer");
+        let mut commits = consumer.messages().await.expect("consumer delivers");
         let found = async {
-            if let Ok(stream) = js.get_stream(names::stream_name(self.chain_id())).await
-                && let Ok(message) = stream.get_last_raw_message_by_subject(&subject).await
-                && reached(&commit(&message.payload))
-            {
-                return;
-            }
             while let Some(message) = commits.next().await {
-                if reached(&commit(&message.payload)) {
+                let message = message.expect("a stored commit");
+                let commit: BlockCommit = serde_json::from_slice(&message.payload).unwrap();
+                if reached(&commit) {
                     return;
                 }
             }
@@ -124,6 +127,24 @@ impl Harness {
         tokio::time::timeout(PATIENCE, found)
             .await
             .unwrap_or_else(|_| panic!("no {what} within 120 s"));
+    }
+
+    /// The chain stream, once the indexer created it (woken by messages published on it).
+    async fn chain_stream(&self) -> jetstream::stream::Stream {
+        let client = async_nats::connect(self.nats().url())
+            .await
+            .expect("nats connects");
+        let published = client
+            .subscribe(names::stream_subjects(self.chain_id()))
+            .await
+            .unwrap();
+        let js = jetstream::new(client);
+        let name = names::stream_name(self.chain_id());
+        wait_until("the chain stream exists", PATIENCE, published, || async {
+            js.get_stream(&name).await.is_ok()
+        })
+        .await;
+        js.get_stream(&name).await.expect("stream exists")
     }
 
     /// Waits until the stream holds the chain's current head block.
@@ -139,29 +160,25 @@ impl Harness {
         self.wait_for_block(head.number, head.hash).await;
     }
 
-    /// Waits until the stream holds at least `count` messages.
+    /// Waits until the stream holds at least `count` messages: a consumer starting at
+    /// sequence `count` delivers one.
     pub(crate) async fn wait_for_messages(&self, count: u64) {
-        let client = async_nats::connect(self.nats().url())
+        let stream = self.chain_stream().await;
+        let consumer = stream
+            .create_consumer(consumer::pull::OrderedConfig {
+                deliver_policy: consumer::DeliverPolicy::ByStartSequence {
+                    start_sequence: count.max(1),
+                },
+                ..Default::default()
+            })
             .await
-            .expect("nats connects");
-        // Woken by each message on the stream's subjects.
-        let messages = client
-            .subscribe(names::stream_subjects(self.chain_id()))
+            .expect("ordered consumer");
+        let mut stored = consumer.messages().await.expect("consumer delivers");
+        tokio::time::timeout(PATIENCE, stored.next())
             .await
-            .unwrap();
-        let js = jetstream::new(client.clone());
-        wait_until(
-            &format!("the stream holds {count} messages"),
-            PATIENCE,
-            messages,
-            || async {
-                match js.get_stream(names::stream_name(self.chain_id())).await {
-                    Ok(mut stream) => stream.info().await.unwrap().state.last_sequence >= count,
-                    Err(_) => false,
-                }
-            },
-        )
-        .await;
+            .unwrap_or_else(|_| panic!("the stream does not hold {count} messages within 120 s"))
+            .expect("consumer delivers")
+            .expect("a stored message");
     }
 
     /// Every message of the stream, in order.
@@ -239,6 +256,35 @@ impl Harness {
                 event: decode(&contracts, &log.inner).unwrap(),
             })
             .collect()
+    }
+
+    /// The stored messages at `sequences`, as they would be appended again.
+    pub(crate) async fn stored(&self, sequences: std::ops::RangeInclusive<u64>) -> Vec<Outgoing> {
+        let js = self.jetstream().await;
+        let stream = js
+            .get_stream(names::stream_name(self.chain_id()))
+            .await
+            .expect("stream exists");
+        let mut out = Vec::new();
+        for sequence in sequences {
+            let message = stream.get_raw_message(sequence).await.expect("stored");
+            out.push(Outgoing {
+                subject: message.subject.to_string(),
+                headers: HeaderMap::new(),
+                payload: message.payload,
+            });
+        }
+        out
+    }
+
+    /// Mines `blocks` empty blocks.
+    pub(crate) async fn mine(&self, blocks: u64) {
+        let _: serde_json::Value = self
+            .devnet
+            .admin
+            .raw_request("anvil_mine".into(), (blocks,))
+            .await
+            .expect("anvil mines");
     }
 
     pub(crate) async fn head(&self) -> u64 {
@@ -331,6 +377,50 @@ impl Drop for Process {
         let _ = self.0.kill();
         let _ = self.0.wait();
     }
+}
+
+/// Checks that each block commit comes right after all its own events and nothing else:
+/// every event belongs to the run of its block's events that its commit closes.
+pub(crate) fn assert_commits_follow_their_events(messages: &[Message]) {
+    let mut run: Vec<&EventEnvelope> = Vec::new();
+    for (index, message) in messages.iter().enumerate() {
+        let sequence = index + 1;
+        match message {
+            Message::Event(event) => {
+                if let Some(previous) = run.last() {
+                    assert!(
+                        previous.block_hash == event.block_hash
+                            && previous.log_index < event.log_index,
+                        "sequence {sequence}: event {} of block {} follows event {} of block {} \
+                         without a commit between",
+                        event.log_index,
+                        event.block_number,
+                        previous.log_index,
+                        previous.block_number
+                    );
+                }
+                run.push(event);
+            }
+            Message::Commit(commit) => {
+                assert!(
+                    run.len() == commit.event_count as usize
+                        && run.iter().all(|e| e.block_hash == commit.block_hash),
+                    "sequence {sequence}: the commit of block {} counts {} events but follows {} \
+                     (of blocks {:?})",
+                    commit.block_number,
+                    commit.event_count,
+                    run.len(),
+                    run.iter().map(|e| e.block_number).collect::<Vec<_>>()
+                );
+                run.clear();
+            }
+            Message::Retraction(_) | Message::Finality(_) => assert!(
+                run.is_empty(),
+                "sequence {sequence}: a retraction or watermark inside a block's events"
+            ),
+        }
+    }
+    assert!(run.is_empty(), "events without their commit at the end");
 }
 
 fn event_id(e: EventEnvelope) -> EventId {

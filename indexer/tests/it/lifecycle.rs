@@ -43,3 +43,34 @@ async fn every_event_of_a_lifecycle_appears_exactly_once_in_order() {
     }
     assert_eq!(last_block, head);
 }
+
+/// A chain stream created before atomic batches is updated to allow them, keeping deny
+/// delete and purge, and the indexer publishes into it.
+#[tokio::test]
+async fn a_stream_made_before_atomic_batches_is_updated_and_keeps_its_guards() {
+    let h = Harness::start().await;
+    let js = h.jetstream().await;
+    let before = gantry_protocol::storage::chain_stream(h.chain_id(), 1);
+    js.create_stream(async_nats::jetstream::stream::Config {
+        allow_atomic_publish: false,
+        ..before
+    })
+    .await
+    .expect("the old stream is created");
+    let indexer = h.spawn(h.indexer_config());
+    h.wait_for_head().await;
+    indexer.stop().await.expect("clean stop");
+
+    let mut stream = js
+        .get_stream(gantry_protocol::names::stream_name(h.chain_id()))
+        .await
+        .expect("stream exists");
+    let config = stream.info().await.expect("stream info").config.clone();
+    assert!(config.allow_atomic_publish, "atomic batches allowed");
+    assert!(config.deny_delete && config.deny_purge, "still append-only");
+    let d = h.devnet.deployment;
+    assert_eq!(
+        h.applied_events().await,
+        h.chain_events(d.market, d.registry).await
+    );
+}
