@@ -148,6 +148,9 @@ fn indexer(chain_id: u64) -> Vec<String> {
         format!("{API}.INFO"),
         format!("{API}.STREAM.INFO.{stream}"),
         format!("{API}.STREAM.CREATE.{stream}"),
+        // A stream made before atomic batches is updated to allow them (deny delete and
+        // purge cannot be dropped by an update: the server refuses it).
+        format!("{API}.STREAM.UPDATE.{stream}"),
         format!("{API}.STREAM.MSG.GET.{stream}"),
         format!("{API}.STREAM.CREATE.KV_{lease}"),
         format!("{API}.DIRECT.GET.KV_{lease}.>"),
