@@ -451,11 +451,20 @@ async fn a_reorg_is_rolled_back_to_the_chain_s_state() {
     );
 
     // Replace the last 3 blocks with empty ones, and wait for the indexer to publish the
-    // new head's commit.
-    let mut commits = async_nats::connect(chain.nats().url())
+    // new head's commit: read from the stream (a core subscription would see the
+    // indexer's atomic batch before the server stored it).
+    let mut commits = js
+        .get_stream(gantry_protocol::names::stream_name(chain_id))
         .await
         .unwrap()
-        .subscribe(gantry_protocol::names::block_commit(chain_id, head))
+        .create_consumer(async_nats::jetstream::consumer::pull::OrderedConfig {
+            filter_subject: gantry_protocol::names::block_commit(chain_id, head),
+            deliver_policy: async_nats::jetstream::consumer::DeliverPolicy::New,
+            ..Default::default()
+        })
+        .await
+        .unwrap()
+        .messages()
         .await
         .unwrap();
     let _: serde_json::Value = admin
@@ -474,26 +483,17 @@ async fn a_reorg_is_rolled_back_to_the_chain_s_state() {
         .hash;
     let recommitted = async {
         loop {
-            let message = commits.next().await.unwrap();
+            let message = commits.next().await.unwrap().unwrap();
             let commit: gantry_protocol::envelope::BlockCommit =
                 serde_json::from_slice(&message.payload).unwrap();
             if commit.block_hash == new_head {
-                return;
+                return message.info().unwrap().stream_sequence;
             }
         }
     };
-    tokio::time::timeout(Duration::from_secs(60), recommitted)
+    let last = tokio::time::timeout(Duration::from_secs(60), recommitted)
         .await
         .expect("the indexer publishes the new branch");
-    let last = js
-        .get_stream(gantry_protocol::names::stream_name(chain_id))
-        .await
-        .unwrap()
-        .info()
-        .await
-        .unwrap()
-        .state
-        .last_sequence;
     tokio::time::timeout(
         Duration::from_secs(60),
         rx.wait_for(|p| p.checkpoint >= last),

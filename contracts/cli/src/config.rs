@@ -411,7 +411,7 @@ pub struct RegisterArgs {
     /// Jobs at once (maxConcurrentJobs).
     #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u8).range(1..))]
     pub slots: u8,
-    /// Stake, whole tokens (default: the registry's minimum).
+    /// Stake, whole tokens (default: twice the registry's minimum, room for slashes).
     #[arg(long)]
     pub stake: Option<String>,
     /// Where the node describes itself.

@@ -3,7 +3,8 @@
 //! - `placement`: heterogeneous nodes and jobs, each placed where the strategy prefers,
 //!   and an impossible job explained in KV.
 //! - `replicas`: a replica SIGKILLed while holding every claim; the other assigns all ten
-//!   jobs exactly once.
+//!   jobs exactly once. A replica whose account can pay for nothing gives its claims
+//!   back once its sender is stuck, and the other assigns them.
 //! - `batching`: ten jobs placeable at once are assigned by one `assignBatch`, and paid
 //!   by one `finalizeBatch` once their windows close together.
 //! - `keeper`: a node that stops heartbeating is marked inactive, its job reclaimed,

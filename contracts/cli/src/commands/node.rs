@@ -40,9 +40,11 @@ pub async fn register(ctx: &Context, args: &RegisterArgs) -> Result<()> {
     };
     let price = to_u96("price", &args.price)?;
     let min_stake = chain.market_params().await?.minStake;
+    // Twice the minimum by default: a node registered with exactly the minimum would be
+    // disabled for good by its first slash.
     let stake = match &args.stake {
         Some(text) => to_u96("stake", text)?,
-        None => min_stake,
+        None => min_stake.saturating_mul(U96::from(2)),
     };
     if stake < min_stake {
         return Err(CliError::Refused(format!(

@@ -168,7 +168,8 @@ async fn an_operator_registers_exits_and_withdraws_and_gpu_names_resolve_to_offe
     assert_eq!(net.allowance(OPERATOR, d.registry).await, U256::ZERO);
     let node = net.node(1).await;
     assert_eq!(node.agent, net.address(AGENT));
-    // The registry's minimum by default; below it is refused before anything is sent.
+    // Twice the registry's minimum by default (room for slashes); below the minimum is
+    // refused before anything is sent.
     let second = register(
         &operator,
         None,
@@ -180,7 +181,7 @@ async fn an_operator_registers_exits_and_withdraws_and_gpu_names_resolve_to_offe
     .json();
     assert_eq!(
         (second["nodeId"].as_u64(), second["stake"].as_str()),
-        (Some(2), Some("100000000"))
+        (Some(2), Some("200000000"))
     );
     operator
         .run(&[
@@ -273,7 +274,7 @@ async fn an_operator_registers_exits_and_withdraws_and_gpu_names_resolve_to_offe
     assert_eq!(withdrawn["amount"], "150000000");
     assert_eq!(
         net.balance(OPERATOR).await,
-        U256::from(900 * GUSD),
+        U256::from(800 * GUSD),
         "all but node 2's stake"
     );
     api.caught_up(&net, 0).await;
@@ -423,7 +424,9 @@ async fn an_operator_tops_up_its_node_s_stake_approving_exactly_what_it_adds() {
     net.mint(OTHER, 100).await;
     let operator = net.gantry(OPERATOR);
     operator
-        .run(&["node", "register", "--cpus", "4", "--ram", "8GiB"])
+        .run(&[
+            "node", "register", "--cpus", "4", "--ram", "8GiB", "--stake", "100",
+        ])
         .await
         .ok();
     assert_eq!(net.node(1).await.stake, U96::from(100 * GUSD));
