@@ -452,7 +452,11 @@ impl Executor {
 /// The reaper: waits until stdin closes (the worker that started it exited, however it
 /// died), then removes every container of node `node_id`. SIGINT is ignored so that a
 /// Ctrl-C to the process group leaves the cleanup to the worker's own shutdown.
-pub async fn reap_when_orphaned(socket: &std::path::Path, node_id: u64) -> anyhow::Result<()> {
+pub async fn reap_when_orphaned(
+    socket: &std::path::Path,
+    node_id: u64,
+    work_dir: &std::path::Path,
+) -> anyhow::Result<()> {
     use tokio::io::AsyncReadExt;
     let mut interrupts = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::interrupt())?;
     let mut stdin = tokio::io::stdin();
@@ -466,6 +470,10 @@ pub async fn reap_when_orphaned(socket: &std::path::Path, node_id: u64) -> anyho
             _ = interrupts.recv() => {}
         }
     }
+    // The jobs' disk spaces first (lazily: a container still holding one keeps its view
+    // until it is removed), so that none outlives its worker holding a loop device and
+    // the image's disk.
+    crate::space::unmount_all(work_dir).await;
     let executor = Executor::connect(socket, node_id).await?;
     executor.remove_leftovers().await?;
     Ok(())

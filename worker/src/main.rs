@@ -29,13 +29,16 @@ struct Cli {
 #[derive(Debug, Subcommand)]
 enum Command {
     /// Internal: started by the worker; when the worker's end of stdin closes (it exited,
-    /// even by SIGKILL) removes the node's containers, so none outlives its worker.
+    /// even by SIGKILL) unmounts the jobs' disk spaces and removes the node's containers,
+    /// so none outlives its worker.
     #[command(hide = true)]
     Reap {
         #[arg(long)]
         docker_socket: PathBuf,
         #[arg(long)]
         node: u64,
+        #[arg(long)]
+        work_dir: PathBuf,
     },
 }
 
@@ -55,9 +58,10 @@ async fn async_main(cli: Cli) -> anyhow::Result<()> {
     if let Some(Command::Reap {
         docker_socket,
         node,
+        work_dir,
     }) = cli.command
     {
-        return gantry_worker::docker::reap_when_orphaned(&docker_socket, node).await;
+        return gantry_worker::docker::reap_when_orphaned(&docker_socket, node, &work_dir).await;
     }
     let Some(path) = cli.config else {
         anyhow::bail!("--config <file> (or GANTRY_WORKER_CONFIG) is required");
@@ -71,6 +75,7 @@ async fn async_main(cli: Cli) -> anyhow::Result<()> {
     // Once the node is known, a reaper child watches this process.
     let (node_tx, node_rx) = tokio::sync::oneshot::channel();
     let socket = config.docker_socket.clone();
+    let work_dir = config.work_dir.clone();
     let reaper = tokio::spawn(async move {
         let node: u64 = node_rx.await.ok()?;
         let exe = std::env::current_exe().ok()?;
@@ -78,6 +83,8 @@ async fn async_main(cli: Cli) -> anyhow::Result<()> {
             .args(["reap", "--docker-socket"])
             .arg(&socket)
             .args(["--node", &node.to_string()])
+            .arg("--work-dir")
+            .arg(&work_dir)
             .stdin(Stdio::piped())
             .spawn();
         match child {

@@ -131,6 +131,17 @@ pub async fn clear(work_dir: &Path) -> io::Result<()> {
     Ok(())
 }
 
+/// Unmounts every job space under `work_dir`, leaving the files (the worker's reaper, when
+/// the worker died: its next start empties the directory).
+pub async fn unmount_all(work_dir: &Path) {
+    let Ok(mut entries) = tokio::fs::read_dir(work_dir).await else {
+        return;
+    };
+    while let Ok(Some(entry)) = entries.next_entry().await {
+        unmount_in(&entry.path());
+    }
+}
+
 /// Checks at start-up that this machine can give jobs their spaces: a small one is made,
 /// written and released in `work_dir`.
 pub async fn probe(work_dir: &Path) -> Result<(), Failure> {

@@ -82,8 +82,15 @@ async fn resumes_after(death: Death) {
     match death {
         Death::Kill => {
             first.kill();
-            // Its reaper removes the orphaned container.
+            // Its reaper unmounts the job's disk space, then removes the orphaned
+            // container.
             net.wait_for_no_containers().await;
+            let dir = net.dir().join(format!("worker-{}", NODES[0]));
+            let mounts = std::fs::read_to_string("/proc/self/mountinfo").unwrap();
+            assert!(
+                !mounts.contains(dir.to_str().unwrap()),
+                "a job space outlived its worker"
+            );
             // Silence past the heartbeat timeout: the keeper marks the node inactive and
             // reclaims the job, with the slash.
             net.advance(61).await;
