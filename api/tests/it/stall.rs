@@ -90,8 +90,9 @@ async fn a_block_whose_events_were_lost_stalls_the_projection_until_it_is_publis
     assert_eq!(body["stalled"], 3);
     assert_eq!(body["block"], 2);
     assert_eq!(nodes(&api).await, 2, "nothing of block 3 or 4 is applied");
-    assert_eq!(sample("gantry_chain_stream_stalled", &[]), Some(1.0));
-    assert_eq!(sample("gantry_chain_stream_missing_block", &[]), Some(3.0));
+    // (The stalled and missing-block gauges are process-wide: another test's projection
+    // starting in this process resets them, so they are checked in the matcher's stall
+    // test, where the service is a process of its own; readiness above says the same.)
     assert_eq!(
         sample(
             "gantry_chain_stream_damaged_blocks_total",
