@@ -547,28 +547,38 @@ impl Worker {
         Ok(())
     }
 
-    /// Signs `call` (none: a filler) at `nonce`.
+    /// Signs `call` (none: a filler, a transfer of nothing to itself) at `nonce`.
     async fn sign(
         &self,
         call: Option<&Call>,
         nonce: u64,
         fees: Fees,
     ) -> Result<(B256, Bytes), String> {
-        let Some(call) = call else {
-            let request = TransactionRequest::default()
-                .with_from(self.from)
-                .with_to(self.from)
-                .with_nonce(nonce)
-                .with_chain_id(self.config.chain_id)
-                .with_gas_limit(FILLER_GAS)
-                .with_max_fee_per_gas(fees.max_fee)
-                .with_max_priority_fee_per_gas(fees.priority);
-            let envelope = request
-                .build(&self.wallet)
-                .await
-                .map_err(|e| e.to_string())?;
-            return Ok((*envelope.tx_hash(), envelope.encoded_2718().into()));
+        let (to, input, gas) = match call {
+            None => (self.from, Vec::new(), FILLER_GAS),
+            Some(call) => {
+                let (to, input) = self.target(call)?;
+                (to, input, call.gas_limit())
+            }
         };
+        let request = TransactionRequest::default()
+            .with_from(self.from)
+            .with_to(to)
+            .with_input(input)
+            .with_nonce(nonce)
+            .with_chain_id(self.config.chain_id)
+            .with_gas_limit(gas)
+            .with_max_fee_per_gas(fees.max_fee)
+            .with_max_priority_fee_per_gas(fees.priority);
+        let envelope = request
+            .build(&self.wallet)
+            .await
+            .map_err(|e| e.to_string())?;
+        Ok((*envelope.tx_hash(), envelope.encoded_2718().into()))
+    }
+
+    /// The contract `call` goes to, and its calldata.
+    fn target(&self, call: &Call) -> Result<(Address, Vec<u8>), String> {
         let market = self.config.market;
         let (to, input) = match call {
             Call::Assign(batch) => match batch.as_slice() {
@@ -661,20 +671,7 @@ impl Worker {
                 .abi_encode(),
             ),
         };
-        let request = TransactionRequest::default()
-            .with_from(self.from)
-            .with_to(to)
-            .with_input(input)
-            .with_nonce(nonce)
-            .with_chain_id(self.config.chain_id)
-            .with_gas_limit(call.gas_limit())
-            .with_max_fee_per_gas(fees.max_fee)
-            .with_max_priority_fee_per_gas(fees.priority);
-        let envelope = request
-            .build(&self.wallet)
-            .await
-            .map_err(|e| e.to_string())?;
-        Ok((*envelope.tx_hash(), envelope.encoded_2718().into()))
+        Ok((to, input))
     }
 
     async fn broadcast(&self, raw: &Bytes) -> Result<(), BroadcastError> {
