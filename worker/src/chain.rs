@@ -515,14 +515,13 @@ impl Chain {
         builder: alloy::contract::CallBuilder<&DynProvider, std::marker::PhantomData<C>>,
     ) -> Result<TransactionReceipt, ChainError> {
         let _one_at_a_time = self.sending.lock().await;
-        // A fifth above the estimate: an estimate taken in the block before can fall short
-        // (a heartbeat right after registration writes a slot that was just set).
+        // Above the estimate: one taken in the block before can fall short (gas_limit).
         let gas = builder
             .estimate_gas()
             .await
             .map_err(|e| ChainError::from_call(call, e))?;
         let pending = builder
-            .gas(gas + gas / 5)
+            .gas(gantry_protocol::market::gas_limit(gas))
             .send()
             .await
             .map_err(|e| ChainError::from_call(call, e))?;

@@ -467,7 +467,11 @@ impl Chain {
             Ok(gas) => gas,
             Err(error) => return Err(self.refusal(call, error).await),
         };
-        let pending = match builder.gas(gas + gas / 5).send().await {
+        let pending = match builder
+            .gas(gantry_protocol::market::gas_limit(gas))
+            .send()
+            .await
+        {
             Ok(pending) => pending,
             Err(error) => return Err(self.refusal(call, error).await),
         };

@@ -101,6 +101,16 @@ pub struct Policy {
     pub max_attempts: u8,
 }
 
+/// The gas limit to send a market or registry call with, from its estimate. An estimate
+/// is taken against the last block; the call is mined in a later second, where its cost
+/// can be higher: a reject estimated in its claim's second charges nothing (no stake or
+/// treasury write) and charges for the time held once mined; a heartbeat right after
+/// registration rewrites a slot that was just set. A fifth above the estimate plus one
+/// fresh storage write and an event covers both; unused gas is not paid.
+pub fn gas_limit(estimate: u64) -> u64 {
+    estimate + estimate / 5 + 30_000
+}
+
 /// The dev network's market parameters: short windows for a local network where a demo
 /// job runs in seconds; token amounts in gUSD base units (6 decimals). The unbonding
 /// period is the contract's least (the longest runtime plus the longest challenge window).

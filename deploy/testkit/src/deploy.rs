@@ -121,6 +121,21 @@ pub async fn confirm_receipt<N: alloy::network::Network>(
     Ok(receipt)
 }
 
+/// Sends `builder` with the gas limit the worker and the CLI give their calls
+/// ([`gas_limit`](gantry_protocol::market::gas_limit): the estimate can fall short once
+/// mined in a later second, as a reject's time charge does) and confirms its receipt.
+pub async fn send_as_worker<C: alloy::sol_types::SolCall>(
+    call: &'static str,
+    builder: alloy::contract::CallBuilder<&DynProvider, std::marker::PhantomData<C>>,
+) -> Result<alloy::rpc::types::TransactionReceipt, DevnetError> {
+    let gas = builder
+        .estimate_gas()
+        .await
+        .map_err(DevnetError::contract(call))?;
+    let limit = gantry_protocol::market::gas_limit(gas);
+    confirm_receipt(call, builder.gas(limit).send().await).await
+}
+
 /// A fresh anvil on a free port with the market deployed; anvil stops on drop.
 #[derive(Debug)]
 pub struct Devnet {

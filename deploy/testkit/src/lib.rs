@@ -38,7 +38,7 @@ mod tools;
 mod wait;
 mod worker_config;
 
-pub use deploy::{DeployParams, Devnet, confirm_receipt, deploy};
+pub use deploy::{DeployParams, Devnet, confirm_receipt, deploy, send_as_worker};
 pub use docker::Dockerd;
 pub use error::{DevnetError, ImageError};
 pub use gantry_protocol::deployment::Deployment;

@@ -7,7 +7,7 @@ use gantry_protocol::eligibility::Requirements;
 use gantry_protocol::market::Terms;
 
 use crate::accounts::{AGENT, OPERATOR, SUBMITTER};
-use crate::{Devnet, DevnetError, GUSD, JobPost, confirm_receipt};
+use crate::{Devnet, DevnetError, GUSD, JobPost, confirm_receipt, send_as_worker};
 
 /// The ~400-byte job spec the contract tests use.
 pub fn example_spec() -> Vec<u8> {
@@ -68,15 +68,10 @@ pub async fn lifecycle(devnet: &Devnet) -> Result<(), DevnetError> {
         .register(OPERATOR, &devnet.signer(AGENT), h100_node(), 500 * GUSD)
         .await?;
     let registry_as_agent = NodeRegistry::new(d.registry, agent.clone());
-    // With a fifth above the estimate, as the worker sends it: estimated within the
-    // registration's second, the heartbeat rewrites the slot with the value it holds and
-    // costs less than it does once mined in a later second (it then ran out of gas).
-    let heartbeat = registry_as_agent.heartbeat(node_id);
-    let gas = heartbeat
-        .estimate_gas()
-        .await
-        .map_err(DevnetError::contract("heartbeat"))?;
-    confirm_receipt("heartbeat", heartbeat.gas(gas + gas / 5).send().await).await?;
+    // As the worker sends them (`gas_limit`): estimated within the registration's second,
+    // the heartbeat rewrites the slot with the value it holds and costs less than it does
+    // once mined in a later second.
+    send_as_worker("heartbeat", registry_as_agent.heartbeat(node_id)).await?;
 
     // Far ahead (the default post): these jobs must not expire while a test runs.
     let mut job_ids = Vec::new();
@@ -107,8 +102,10 @@ pub async fn lifecycle(devnet: &Devnet) -> Result<(), DevnetError> {
     let claim = as_agent.claim(rejected, node_id, terms, state);
     confirm_receipt("claim", claim.send().await).await?;
     let (terms, state) = packed(devnet, rejected).await?;
+    // Estimated in the claim's second the reject charges nothing; mined in a later one it
+    // writes the slash (it once ran out of gas sent at the bare estimate).
     let reject = as_agent.reject(rejected, terms, state, "image not found".into());
-    confirm_receipt("reject", reject.send().await).await?;
+    send_as_worker("reject", reject).await?;
 
     // A fresh provider: `register` above sent from the operator's account through another.
     let registry = devnet.registry(OPERATOR);

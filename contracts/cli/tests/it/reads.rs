@@ -345,7 +345,7 @@ async fn give_back_then_reclaim(net: &Net, job: u64, second: u64) {
         state.state.pack(),
         JOB_FAULT.into(),
     );
-    confirm_receipt("reject", reject.send().await)
+    gantry_testkit::send_as_worker("reject", reject)
         .await
         .unwrap();
     net.assign(MATCHER, job, second).await;

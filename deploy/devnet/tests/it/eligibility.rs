@@ -179,7 +179,7 @@ async fn the_matchers_eligibility_rule_agrees_with_the_contract_on_every_pair() 
             assigned.state.pack(),
             "given back".into(),
         );
-        confirm_receipt("reject", reject.send().await)
+        gantry_testkit::send_as_worker("reject", reject)
             .await
             .unwrap();
     }
