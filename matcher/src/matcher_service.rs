@@ -185,10 +185,13 @@ impl Matcher {
         let view = self.projection.view();
         let applied = self.feed.applied;
 
-        // Claims on jobs placed or settled are done.
+        // Claims on jobs placed or settled for good are done.
+        let final_block = self.projection.final_block();
         for claim in self
             .held
-            .take_done(applied, |job| view.open_job(job).is_some())
+            .take_done(applied, view.block, final_block, |job| {
+                view.open_job(job).is_some()
+            })
         {
             if self.books.released(claim.job) {
                 delete_explanation(&self.explanations, claim.job).await;

@@ -99,6 +99,12 @@ impl Projection {
         &self.live.view
     }
 
+    /// The newest block no reorganisation can undo any more (final by the stream's
+    /// watermark, or older than the retained window).
+    pub fn final_block(&self) -> u64 {
+        self.base.view.block
+    }
+
     /// What the view waits for while the stream is damaged (it stays as it was).
     pub fn stall(&self) -> Option<Stall> {
         self.assembler.stall()

@@ -147,6 +147,8 @@ fn claim_of(message: jetstream::Message) -> Result<Claim, StreamError> {
 #[derive(Debug, Default)]
 pub struct Held {
     by_job: HashMap<u64, Vec<Claim>>,
+    /// The view's block when each held job was first seen no longer open.
+    closed_at: HashMap<u64, u64>,
 }
 
 impl Held {
@@ -173,12 +175,28 @@ impl Held {
             .and_then(|claims| claims.iter().map(|c| c.received).min())
     }
 
-    /// Removes the claims the view has decided about (`applied` is the view's stream
-    /// position) and whose job `still_open` says is no longer open.
-    pub fn take_done(&mut self, applied: u64, still_open: impl Fn(u64) -> bool) -> Vec<Claim> {
+    /// Removes the claims the view has decided about for good: their job is no longer
+    /// open (`still_open`), the view has applied their event (`applied`, its stream
+    /// position), and the block where the view (at `block`) first saw the job closed is
+    /// final (`final_block`). A claim is the only thing that makes a replica place a job:
+    /// released at an assignment a reorganisation then undoes, the job would be open with
+    /// nobody to place it until it expires. Held until final, a job reopened by a
+    /// retraction is placed again by its holder.
+    pub fn take_done(
+        &mut self,
+        applied: u64,
+        block: u64,
+        final_block: u64,
+        still_open: impl Fn(u64) -> bool,
+    ) -> Vec<Claim> {
         let mut done = Vec::new();
+        let closed_at = &mut self.closed_at;
         self.by_job.retain(|job, claims| {
             if still_open(*job) {
+                closed_at.remove(job);
+                return true;
+            }
+            if *closed_at.entry(*job).or_insert(block) > final_block {
                 return true;
             }
             let (decided, waiting): (Vec<Claim>, Vec<Claim>) =
@@ -187,6 +205,7 @@ impl Held {
             *claims = waiting;
             !claims.is_empty()
         });
+        closed_at.retain(|job, _| self.by_job.contains_key(job));
         done
     }
 
@@ -197,6 +216,7 @@ impl Held {
     }
 
     pub async fn give_back_all(&mut self) {
+        self.closed_at.clear();
         for claim in self.by_job.drain().flat_map(|(_, claims)| claims) {
             claim.give_back().await;
         }

@@ -19,11 +19,14 @@
 //!   published again whole it catches up by itself.
 //! - `sender`: a transaction un-mined by a reorganisation does not wedge the sender: the
 //!   emptied nonce is filled and the next transaction lands.
+//! - `reorg`: an assignment a reorganisation undoes is placed again (claims are held
+//!   until the placement is final).
 
 mod batching;
 mod harness;
 mod keeper;
 mod placement;
+mod reorg;
 mod replicas;
 mod sender;
 mod stall;
