@@ -118,6 +118,11 @@ impl ChainError {
     pub fn is_retryable(&self) -> bool {
         match self {
             Self::Rpc { .. } => true,
+            // Not refused: the chain never decided on it (a reorganisation un-mined it, or
+            // it waits in the pool). Sent again, with a fresh nonce and the job's state
+            // read again when stale; classing it as refused blamed the job for a reorg
+            // (the result thrown away and the job run again out of time: the chaos suite).
+            Self::Dropped { .. } | Self::NotMined { .. } => true,
             // A log missing from one answer of the node, or the node unreachable.
             Self::ReadJob(e) => matches!(
                 e,

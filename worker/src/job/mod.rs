@@ -478,6 +478,29 @@ mod tests {
     use super::*;
 
     #[test]
+    fn a_transaction_the_chain_never_decided_on_is_sent_again_not_blamed_on_the_job() {
+        let tx = alloy::primitives::B256::repeat_byte(1);
+        for error in [
+            ChainError::Dropped {
+                call: "submitResult",
+                tx,
+            },
+            ChainError::NotMined {
+                call: "submitResult",
+                tx,
+            },
+        ] {
+            let failure = chain_failure(error);
+            assert_eq!(failure.class, FaultClass::Transient, "{failure}");
+        }
+        let refused = ChainError::Reverted {
+            call: "submitResult",
+            reason: "job 4 is completed".into(),
+        };
+        assert_eq!(chain_failure(refused).class, FaultClass::Job);
+    }
+
+    #[test]
     fn gpus_are_taken_whole_lowest_first() {
         let gpu = |index| Gpu {
             index,
