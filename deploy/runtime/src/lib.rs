@@ -53,9 +53,12 @@ pub enum TelemetryError {
     },
 }
 
-/// Installs the log subscriber: `RUST_LOG` filters, `info` when unset.
+/// Installs the log subscriber: `RUST_LOG` filters, `info` when unset; colours only on a
+/// terminal (a log file or a collector gets plain text).
 pub fn install_logs() {
+    use std::io::IsTerminal;
     tracing_subscriber::fmt()
+        .with_ansi(std::io::stdout().is_terminal())
         .with_env_filter(
             tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| "info".into()),
         )
