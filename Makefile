@@ -7,7 +7,7 @@ TOOLS_BIN := $(CURDIR)/.tools/bin
 export PATH := $(TOOLS_BIN):$(PATH)
 FORGE := cd contracts && forge
 
-.PHONY: setup dev test test-contracts test-rust bench gas snapshot artifacts lint fmt
+.PHONY: setup dev test test-contracts test-rust chaos bench gas snapshot artifacts lint fmt
 
 ## Install the project-local tools (.tools/) and the Debian packages that are missing.
 setup:
@@ -30,6 +30,13 @@ test-contracts:
 
 test-rust:
 	cargo test --workspace --locked
+
+## The chaos suite: ten seeds (SEED=first, default from the clock; SEEDS=count) of the
+## whole network with replicas under kills, stops, nats-server restarts and reorgs, each
+## judged against the chain and ending with a JSON line. `make test` runs a short one.
+chaos: setup
+	cargo build --quiet --workspace --bins --locked
+	cargo run --quiet -p gantry-devnet -- chaos --seeds $(or $(SEEDS),10) $(if $(SEED),--seed $(SEED))
 
 ## Run every benchmark (each prints its figures and a final JSON line), the end-to-end
 ## throughput last: 1,000 jobs from post to paid on the dev network with 4 workers.

@@ -15,6 +15,7 @@
 //! those this crate's binary needs are re-exported here.
 
 mod artifacts;
+pub mod chaos;
 pub mod demo;
 pub mod network;
 pub mod sse;

@@ -1,10 +1,11 @@
 //! `gantry-devnet`: the local network (`make dev`) and the contract artifacts.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use anyhow::Context;
 use clap::{Parser, Subcommand};
 use gantry_devnet::accounts::SUBMITTER;
+use gantry_devnet::chaos::{self, ChaosConfig};
 use gantry_devnet::network::{Network, NetworkConfig};
 use gantry_devnet::{Tools, check_artifacts, demo, write_artifacts};
 
@@ -53,6 +54,25 @@ enum Command {
         /// The worker nodes to give a user (`worker-<id>`).
         nodes: Vec<u64>,
     },
+    /// The chaos suite: the whole network with replicas, jobs through the CLI and raw
+    /// transactions, seeded faults (kills, stops, nats-server restarts, reorgs), then
+    /// judged against the chain. Prints each run's faults, findings and a JSON line; fails
+    /// when a run finds anything.
+    Chaos {
+        /// The first seed (default: from the clock, printed).
+        #[arg(long)]
+        seed: Option<u64>,
+        /// Consecutive seeds to run from the first.
+        #[arg(long, default_value_t = 1)]
+        seeds: u64,
+        /// The short run of `make test` (16 jobs, a minute of faults) instead of the full
+        /// one (200 jobs, three minutes).
+        #[arg(long)]
+        short: bool,
+        /// Where each run's network keeps its logs: `<dir>/seed-<seed>/`.
+        #[arg(long, default_value = ".chaos")]
+        run_dir: PathBuf,
+    },
     /// Rebuilds the contracts and rewrites contracts/protocol/artifacts.
     Artifacts,
     /// Fails when contracts/protocol/artifacts differ from a fresh build.
@@ -87,6 +107,12 @@ async fn main() -> anyhow::Result<()> {
             print!("{}", gantry_protocol::nats_auth::render(chain_id, &nodes));
             Ok(())
         }
+        Command::Chaos {
+            seed,
+            seeds,
+            short,
+            run_dir,
+        } => chaos(seed, seeds, short, &run_dir).await,
         Command::Artifacts => {
             for path in write_artifacts(&Tools::locate()).context("writing artifacts")? {
                 println!("wrote {}", path.display());
@@ -159,6 +185,40 @@ async fn up(config: NetworkConfig, exit_after_demo: bool) -> anyhow::Result<()> 
     println!("stopping");
     network.stop().await;
     outcome
+}
+
+/// Runs `seeds` chaos runs from `seed`; fails when one finds anything.
+async fn chaos(seed: Option<u64>, seeds: u64, short: bool, run_dir: &Path) -> anyhow::Result<()> {
+    let first = match seed {
+        Some(seed) => seed,
+        None => std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)?
+            .as_secs(),
+    };
+    let mut failed = Vec::new();
+    for seed in first..first + seeds {
+        let dir = std::path::absolute(run_dir)?.join(format!("seed-{seed}"));
+        if dir.exists() {
+            std::fs::remove_dir_all(&dir).with_context(|| format!("emptying {}", dir.display()))?;
+        }
+        let config = if short {
+            ChaosConfig::short(seed, &dir)
+        } else {
+            ChaosConfig::full(seed, &dir)
+        };
+        let report = chaos::run(&config).await?;
+        println!("{}", report.json());
+        if !report.passed() {
+            println!("seed {seed} FAILED (logs in {})", dir.display());
+            failed.push(seed);
+        }
+    }
+    anyhow::ensure!(
+        failed.is_empty(),
+        "chaos found faults with seeds {failed:?}"
+    );
+    println!("{seeds} seeds from {first} passed");
+    Ok(())
 }
 
 /// Resolves on SIGINT or SIGTERM; anvil and nats-server stop when they drop.

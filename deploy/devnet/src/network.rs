@@ -2,17 +2,21 @@
 //! what the end-to-end tests start. Anvil with the contracts and every account funded,
 //! nats-server (JetStream), a Docker engine (the host's, else a private dockerd) with the
 //! demo image built, the demo dataset over HTTP, then the services as processes:
-//! gantry-indexer, gantry-matcher, gantry-liveness, gantry-api and the workers. Each
-//! process logs to `<run dir>/logs/<name>.log`.
+//! gantry-indexer, gantry-matcher, gantry-liveness, gantry-api and the workers, each of
+//! the first three once or as replicas (a standby indexer, a second matcher and keeper).
+//! Each process logs to `<run dir>/logs/<label>.log`; a service can be killed, stopped,
+//! continued and started again by its label (the chaos suite does), appending to its log.
 //!
 //! ```text
 //!   Network::start ──▶ anvil + contracts ─┐
 //!                      nats-server ───────┼──▶ indexer, matcher (MATCHER), liveness (KEEPER),
-//!                      docker + demo image┘    api (SQLite), workers (NODES, in order)
+//!                      docker + demo image┘    [replicas: indexer-2, matcher-2 (SECOND_MATCHER),
+//!                                              liveness-2 (OTHER)], api (SQLite), workers (NODES)
 //!   Network::stop  ──▶ SIGTERM to each service, SIGKILL after 10 s; anvil, NATS, dockerd
 //!                      stop when dropped
 //! ```
 
+use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
 use std::time::Duration;
@@ -21,7 +25,7 @@ use alloy::node_bindings::Anvil;
 use alloy::primitives::U256;
 use anyhow::Context;
 use bollard::{API_DEFAULT_VERSION, Docker};
-use gantry_testkit::accounts::{KEEPER, MATCHER, NODES};
+use gantry_testkit::accounts::{KEEPER, MATCHER, NODES, OTHER, SECOND_MATCHER};
 use gantry_testkit::{DeployParams, Devnet, Dockerd, NatsServer, Tools, free_port, worker_config};
 
 use crate::demo::{self, DatasetServer};
@@ -47,6 +51,10 @@ pub struct NetworkConfig {
     pub metrics_base: Option<u16>,
     /// Workers to start, 1 to 4; worker `i`'s agent is anvil account `NODES[i]`.
     pub workers: usize,
+    /// Indexers, matchers and keepers each, 1 or 2: the second indexer is a standby, the
+    /// second matcher signs as `SECOND_MATCHER` (granted the role), the second keeper as
+    /// `OTHER`. Replicas take free metrics ports.
+    pub replicas: usize,
     /// Jobs each worker runs at once.
     pub jobs_per_worker: u32,
     /// The market's challenge window, seconds (the dev default: 30).
@@ -71,6 +79,7 @@ impl NetworkConfig {
             api_port: 8080,
             metrics_base: Some(9101),
             workers: 1,
+            replicas: 1,
             jobs_per_worker: 2,
             challenge_window: 30,
             heartbeat_timeout: 60,
@@ -89,6 +98,7 @@ impl NetworkConfig {
             api_port: 0,
             metrics_base: None,
             workers,
+            replicas: 1,
             jobs_per_worker: 2,
             challenge_window: 30,
             heartbeat_timeout: 60,
@@ -136,6 +146,7 @@ impl Network {
             "1 to {} workers",
             NODES.len()
         );
+        anyhow::ensure!((1..=2).contains(&config.replicas), "1 or 2 replicas");
         for name in [
             "gantry-indexer",
             "gantry-matcher",
@@ -196,8 +207,25 @@ impl Network {
         .into_iter()
         .enumerate()
         {
-            let service = network.spawn_service(name, metrics(index as u16)?, signer)?;
+            let service = network.spawn_service(name, name, metrics(index as u16)?, signer)?;
             network.services.push(service);
+        }
+        if config.replicas == 2 {
+            let second = network.devnet.address(SECOND_MATCHER);
+            network
+                .devnet
+                .grant_matcher_role(second)
+                .await
+                .context("granting the second matcher its role")?;
+            for (name, signer) in [
+                ("gantry-indexer", None),
+                ("gantry-matcher", Some(SECOND_MATCHER)),
+                ("gantry-liveness", Some(OTHER)),
+            ] {
+                let label = format!("{name}-2");
+                let service = network.spawn_service(name, &label, free_port()?, signer)?;
+                network.services.push(service);
+            }
         }
         let api = network.spawn_api(api_port)?;
         network.services.push(api);
@@ -271,14 +299,86 @@ impl Network {
     /// Kills worker `index` (0-based) with SIGKILL, as a crash would; its reaper then
     /// removes its containers.
     pub async fn kill_worker(&mut self, index: usize) -> anyhow::Result<()> {
-        let label = worker_label(index);
-        let service = self
-            .services
-            .iter_mut()
-            .find(|s| s.label == label)
-            .with_context(|| format!("no {label}"))?;
+        self.kill(&worker_label(index)).await
+    }
+
+    /// The labels of the services, in start order (e.g. `gantry-indexer-2`,
+    /// `gantry-worker-1`).
+    pub fn labels(&self) -> Vec<String> {
+        self.services.iter().map(|s| s.label.clone()).collect()
+    }
+
+    /// SIGKILLs service `label`, as a crash would, and reaps it (a killed worker's reaper
+    /// then unmounts its jobs' spaces and removes its containers).
+    pub async fn kill(&mut self, label: &str) -> anyhow::Result<()> {
+        let service = self.service(label)?;
         service.child.kill().await?;
         Ok(())
+    }
+
+    /// Starts service `label` again as it was first started (same arguments, the same
+    /// database, config and work folder), if it is not running; its log goes on.
+    pub fn restart(&mut self, label: &str) -> anyhow::Result<()> {
+        let log = self.log(label);
+        let service = self.service(label)?;
+        if service.child.try_wait()?.is_none() {
+            return Ok(());
+        }
+        service.child = service.spawn.start(&log, true)?;
+        Ok(())
+    }
+
+    /// Sends `signal` (e.g. `STOP`, `CONT`) to service `label`.
+    pub async fn signal(&mut self, label: &str, signal: &str) -> anyhow::Result<()> {
+        let service = self.service(label)?;
+        let pid = service
+            .child
+            .id()
+            .with_context(|| format!("{label} is not running"))?;
+        let status = tokio::process::Command::new("kill")
+            .arg(format!("-{signal}"))
+            .arg(pid.to_string())
+            .status()
+            .await?;
+        anyhow::ensure!(status.success(), "kill -{signal} {pid} ({label}): {status}");
+        Ok(())
+    }
+
+    /// SIGTERM to service `label` (it shuts down gracefully), SIGKILL if it still runs
+    /// after 10 s; waits for it to exit.
+    pub async fn terminate(&mut self, label: &str) -> anyhow::Result<()> {
+        let service = self.service(label)?;
+        if let Some(pid) = service.child.id() {
+            tokio::process::Command::new("kill")
+                .arg(pid.to_string())
+                .status()
+                .await?;
+        }
+        if tokio::time::timeout(STOP_GRACE, service.child.wait())
+            .await
+            .is_err()
+        {
+            tracing::warn!(service = label, "still running after SIGTERM; killed");
+            service.child.kill().await?;
+        }
+        Ok(())
+    }
+
+    /// Whether service `label` runs (a stopped process runs).
+    pub fn is_running(&mut self, label: &str) -> anyhow::Result<bool> {
+        Ok(self.service(label)?.child.try_wait()?.is_none())
+    }
+
+    fn service(&mut self, label: &str) -> anyhow::Result<&mut Service> {
+        self.services
+            .iter_mut()
+            .find(|s| s.label == label)
+            .with_context(|| format!("no service {label}"))
+    }
+
+    /// Where the service binaries (and `gantry`) are.
+    pub fn bin_dir(&self) -> &Path {
+        &self.config.bin_dir
     }
 
     /// The Docker engine's socket the workers use.
@@ -352,22 +452,22 @@ impl Network {
         }
     }
 
-    /// A command for the service binary `name`, logging to `logs/<label>.log`.
-    fn command(&self, name: &str, label: &str) -> anyhow::Result<tokio::process::Command> {
-        let log = self.log(label);
-        let file =
-            std::fs::File::create(&log).with_context(|| format!("creating {}", log.display()))?;
-        let mut command = tokio::process::Command::new(self.config.bin_dir.join(name));
-        command
-            .stdin(Stdio::null())
-            .stdout(file.try_clone()?)
-            .stderr(file)
-            .env(
-                "RUST_LOG",
-                std::env::var("RUST_LOG").unwrap_or_else(|_| "info".into()),
-            )
-            .kill_on_drop(true);
-        Ok(command)
+    /// Starts `spawn` as service `label`, logging to `logs/<label>.log` (a new log).
+    fn start_service(
+        &self,
+        label: &str,
+        metrics_port: u16,
+        spawn: Spawn,
+    ) -> anyhow::Result<Service> {
+        let child = spawn
+            .start(&self.log(label), false)
+            .with_context(|| format!("starting {label}"))?;
+        Ok(Service {
+            label: label.to_owned(),
+            metrics_port,
+            spawn,
+            child,
+        })
     }
 
     /// Starts a chain service with the dev chain's contracts, NATS, its metrics address,
@@ -375,12 +475,12 @@ impl Network {
     fn spawn_service(
         &self,
         name: &'static str,
+        label: &str,
         metrics_port: u16,
         signer: Option<usize>,
     ) -> anyhow::Result<Service> {
         let d = &self.devnet.deployment;
-        let mut command = self.command(name, name)?;
-        command
+        let mut spawn = Spawn::new(self.config.bin_dir.join(name))
             .args(["--rpc-url", self.devnet.anvil.endpoint_url().as_str()])
             .args(["--chain-id", &d.chain_id.to_string()])
             .args(["--market", &d.market.to_string()])
@@ -388,19 +488,12 @@ impl Network {
             .args(["--nats-url", &self.nats.url()])
             .args(["--metrics-addr", &format!("127.0.0.1:{metrics_port}")]);
         if name == "gantry-indexer" {
-            command.args(["--start-block", &d.start_block.to_string()]);
+            spawn = spawn.args(["--start-block", &d.start_block.to_string()]);
         }
         if let Some(account) = signer {
-            command.env("GANTRY_PRIVATE_KEY", self.devnet.private_key(account));
+            spawn = spawn.env("GANTRY_PRIVATE_KEY", self.devnet.private_key(account));
         }
-        let child = command
-            .spawn()
-            .with_context(|| format!("starting {name}"))?;
-        Ok(Service {
-            label: name.to_owned(),
-            metrics_port,
-            child,
-        })
+        self.start_service(label, metrics_port, spawn)
     }
 
     /// Starts `gantry-api` on `port`, projecting into a fresh SQLite file (the chain is new
@@ -418,20 +511,15 @@ impl Network {
                 _ => {}
             }
         }
-        let child = self
-            .command(name, name)?
+        let spawn = Spawn::new(self.config.bin_dir.join(name))
             .args(["--chain-id", &self.devnet.deployment.chain_id.to_string()])
             .args(["--nats-url", &self.nats.url()])
-            .arg("--database-url")
-            .arg(format!("sqlite://{}", database.display()))
-            .args(["--listen", &format!("127.0.0.1:{port}")])
-            .spawn()
-            .with_context(|| format!("starting {name}"))?;
-        Ok(Service {
-            label: name.to_owned(),
-            metrics_port: port,
-            child,
-        })
+            .args([
+                "--database-url",
+                &format!("sqlite://{}", database.display()),
+            ])
+            .args(["--listen", &format!("127.0.0.1:{port}")]);
+        self.start_service(name, port, spawn)
     }
 
     /// Starts worker `index` with its config file, as the agent of its anvil account; it
@@ -444,19 +532,12 @@ impl Network {
                 metrics_port,
             )
             .with_context(|| format!("writing the config of {label}"))?;
-        let child = self
-            .command("gantry-worker", &label)?
-            .arg("--config")
-            .arg(&config)
-            .env("GANTRY_AGENT_KEY", self.devnet.private_key(NODES[index]))
-            .spawn()
-            .with_context(|| format!("starting {label}"))?;
+        let spawn = Spawn::new(self.config.bin_dir.join("gantry-worker"))
+            .args([OsString::from("--config"), config.clone().into_os_string()])
+            .env("GANTRY_AGENT_KEY", self.devnet.private_key(NODES[index]));
+        let service = self.start_service(&label, metrics_port, spawn)?;
         self.worker_configs.push(config);
-        Ok(Service {
-            label,
-            metrics_port,
-            child,
-        })
+        Ok(service)
     }
 
     /// Writes a worker's config file into `dir` (its cache and work folders beside it)
@@ -533,7 +614,64 @@ async fn start_chain(config: &NetworkConfig) -> anyhow::Result<Devnet> {
 struct Service {
     label: String,
     metrics_port: u16,
+    /// How it was started, to start it again.
+    spawn: Spawn,
     child: tokio::process::Child,
+}
+
+/// A service's program, arguments and environment (beside `RUST_LOG`).
+#[derive(Debug, Clone)]
+struct Spawn {
+    program: PathBuf,
+    args: Vec<OsString>,
+    envs: Vec<(String, String)>,
+}
+
+impl Spawn {
+    fn new(program: PathBuf) -> Self {
+        Self {
+            program,
+            args: Vec::new(),
+            envs: Vec::new(),
+        }
+    }
+
+    fn args<I: IntoIterator<Item = S>, S: Into<OsString>>(mut self, args: I) -> Self {
+        self.args.extend(args.into_iter().map(Into::into));
+        self
+    }
+
+    fn env(mut self, name: &str, value: String) -> Self {
+        self.envs.push((name.to_owned(), value));
+        self
+    }
+
+    /// Starts the process, its stdout and stderr into `log`: a new file, or appended to
+    /// when `append` (a restart).
+    fn start(&self, log: &Path, append: bool) -> anyhow::Result<tokio::process::Child> {
+        let file = std::fs::OpenOptions::new()
+            .create(true)
+            .write(true)
+            .append(append)
+            .truncate(!append)
+            .open(log)
+            .with_context(|| format!("opening {}", log.display()))?;
+        let mut command = tokio::process::Command::new(&self.program);
+        command
+            .args(&self.args)
+            .envs(self.envs.iter().map(|(k, v)| (k, v)))
+            .stdin(Stdio::null())
+            .stdout(file.try_clone()?)
+            .stderr(file)
+            .env(
+                "RUST_LOG",
+                std::env::var("RUST_LOG").unwrap_or_else(|_| "info".into()),
+            )
+            .kill_on_drop(true);
+        command
+            .spawn()
+            .with_context(|| format!("starting {}", self.program.display()))
+    }
 }
 
 /// The Docker engine the workers run jobs on, with the demo image built.

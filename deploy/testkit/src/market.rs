@@ -40,6 +40,18 @@ impl Default for JobPost {
 }
 
 impl Devnet {
+    /// Grants `account` the market's matcher role (the admin holds it already).
+    pub async fn grant_matcher_role(&self, account: Address) -> Result<(), DevnetError> {
+        let market = JobMarket::new(self.deployment.market, self.admin.clone());
+        let role = market
+            .MATCHER_ROLE()
+            .call()
+            .await
+            .map_err(DevnetError::contract("MATCHER_ROLE"))?;
+        confirm_receipt("grantRole", market.grantRole(role, account).send().await).await?;
+        Ok(())
+    }
+
     /// The market, signing as anvil's account `account`.
     pub fn market(&self, account: usize) -> JobMarket::JobMarketInstance<DynProvider> {
         JobMarket::new(self.deployment.market, self.provider(account))

@@ -199,7 +199,8 @@ impl TestNetBuilder {
             None
         };
         for account in &self.matcher_roles {
-            grant_matcher_role(&devnet, devnet.address(*account))
+            devnet
+                .grant_matcher_role(devnet.address(*account))
                 .await
                 .with_context(|| format!("granting account {account} the matcher role"))?;
         }
@@ -244,17 +245,6 @@ async fn start_docker(images: &[String]) -> anyhow::Result<(Dockerd, bollard::Do
             .with_context(|| format!("importing the busybox image as {tag}"))?;
     }
     Ok((dockerd, docker))
-}
-
-async fn grant_matcher_role(devnet: &Devnet, account: Address) -> Result<(), crate::DevnetError> {
-    let market = JobMarket::new(devnet.deployment.market, devnet.admin.clone());
-    let role = market
-        .MATCHER_ROLE()
-        .call()
-        .await
-        .map_err(crate::DevnetError::contract("MATCHER_ROLE"))?;
-    confirm_receipt("grantRole", market.grantRole(role, account).send().await).await?;
-    Ok(())
 }
 
 /// A running test network (see the [module docs](self)); everything in it stops on drop.
