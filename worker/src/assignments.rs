@@ -181,7 +181,8 @@ impl Assignments {
         received: Instant,
         draining: &CancellationToken,
     ) {
-        let assignment = match parse_assignment(&message.payload, received) {
+        let redelivered = message.info().is_ok_and(|info| info.delivered > 1);
+        let assignment = match parse_assignment(&message.payload, received, redelivered) {
             Ok(a) => a,
             Err(e) => {
                 tracing::error!(error = %e, subject = %message.subject, "not an assignment; skipping it");
@@ -327,7 +328,11 @@ async fn keep_alive(message: &jetstream::Message) {
     }
 }
 
-fn parse_assignment(payload: &[u8], received: Instant) -> Result<Assignment, String> {
+fn parse_assignment(
+    payload: &[u8],
+    received: Instant,
+    redelivered: bool,
+) -> Result<Assignment, String> {
     let envelope: EventEnvelope = serde_json::from_slice(payload).map_err(|e| e.to_string())?;
     let typed = envelope.event.typed().map_err(|e| e.to_string())?;
     let GantryEvent::Market(JobMarket::JobMarketEvents::JobAssigned(assigned)) = typed else {
@@ -338,6 +343,7 @@ fn parse_assignment(payload: &[u8], received: Instant) -> Result<Assignment, Str
         until: assigned.until.to::<u64>(),
         block: envelope.block_number,
         received,
+        redelivered,
     })
 }
 

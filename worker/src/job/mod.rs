@@ -134,6 +134,9 @@ pub struct Assignment {
     /// The block the assignment was mined in: the chain is read at it or later.
     pub block: u64,
     pub received: Instant,
+    /// Whether this node was handed the assignment before (a redelivery): its earlier run
+    /// of the attempt was lost to the worker or the chain, never to the job.
+    pub redelivered: bool,
 }
 
 /// An assignment the chain confirmed: the job's terms and current state (kept current
@@ -184,6 +187,10 @@ pub enum GiveBack {
     /// The job's clock ran out before it could start, and its assignment reached the
     /// worker only after that (the worker was down or behind): the node's lateness.
     NoTimeLeft,
+    /// The job's clock ran out on a run again: this node had run the attempt before and
+    /// lost that run (the worker died, or its answer never reached the chain), so the job
+    /// did not get its time here through its own doing.
+    RunAgainOutOfTime,
 }
 
 impl GiveBack {
@@ -208,6 +215,9 @@ impl GiveBack {
             Self::Unhealthy(why) => format!("node unhealthy: {why}"),
             Self::ShuttingDown => "the node is shutting down".into(),
             Self::NoTimeLeft => "no time left to run the job before its attempt ends".into(),
+            Self::RunAgainOutOfTime => {
+                "node fault: its first run of the job was lost, and the run again ran out of the job's time".into()
+            }
         };
         crate::fault::bounded(reason)
     }
@@ -220,7 +230,7 @@ impl GiveBack {
             Self::OverCapacity { .. } => "over_capacity",
             Self::Unhealthy(_) => "unhealthy",
             Self::ShuttingDown => "released",
-            Self::NoTimeLeft => "late",
+            Self::NoTimeLeft | Self::RunAgainOutOfTime => "late",
         }
     }
 }
@@ -539,6 +549,7 @@ mod tests {
             (GiveBack::Unhealthy("disk full".into()), "disk full"),
             (GiveBack::ShuttingDown, "shutting down"),
             (GiveBack::NoTimeLeft, "no time left"),
+            (GiveBack::RunAgainOutOfTime, "first run of the job was lost"),
         ] {
             assert!(give_back.reason().contains(says), "{give_back:?}");
             assert_eq!(Outcome::GivenBack(give_back).node_fault(), None);

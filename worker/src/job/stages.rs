@@ -169,7 +169,13 @@ impl Ctx {
             deadline,
             stop,
         };
+        // On a run again the job's time running out is the node's doing (its first run
+        // here was lost): given back, never answered with a "timeout" the submitter pays.
+        let rerun = held.assignment.redelivered;
         if late == Some(Late::JobsTime) {
+            if rerun {
+                return Err(GiveBack::RunAgainOutOfTime);
+            }
             let failure = Failure::job(format!(
                 "timeout: the job's time limit, {} s after its assignment, passed before it could start",
                 clock.stop_by - clock.assigned_at
@@ -180,6 +186,7 @@ impl Ctx {
         // The slot and the GPUs are free again from here: the container is gone.
         let exit = match self.download_and_run(&job, report, slot).await? {
             Ran::Exited(exit) => exit,
+            Ran::InputsLate if rerun => return Err(GiveBack::RunAgainOutOfTime),
             Ran::InputsLate => {
                 let failure = Failure::job(format!(
                     "timeout: the inputs were not ready by the job's time limit, {} s after its assignment",
@@ -203,6 +210,13 @@ impl Ctx {
             _ => exit.timed_out,
         };
         let exit = RunOutcome { timed_out, ..exit };
+        if rerun && timed_out {
+            // What it saved goes to the next node.
+            let _ = self
+                .upload_checkpoint(held.job_id(), &dirs, &mut None)
+                .await;
+            return Err(GiveBack::RunAgainOutOfTime);
+        }
         let limit = Duration::from_secs(clock.stop_by - clock.assigned_at);
         if let Some(failure) = exit.failure(admitted.memory_bytes, limit) {
             let failure = disk_limit(&dirs, failure);

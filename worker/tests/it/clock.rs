@@ -71,3 +71,52 @@ async fn a_job_past_its_own_timeout_is_stopped_answered_in_time_and_paid() {
     net.wait_for_no_containers().await;
     assert!(worker.stop().success());
 }
+
+/// A worker killed mid-job and started again on the same node: the assignment comes back
+/// to it (redelivered once the first run's claim lapses, 30 s on), with less of the job's
+/// time left than the job needs. Its time running out is the node's doing: the job is
+/// given back (the node charged for the time it held it), never answered with a
+/// "timeout" failure report the submitter would pay for. (The chaos suite saw a job run
+/// again with a second left and "fail" that way.)
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_job_run_again_after_its_worker_died_is_given_back_when_its_time_runs_out() {
+    let net = Net::start(|p| p).await;
+    net.fund_submitter().await;
+    let first = net.spawn_worker(NODES[0], "").await;
+    let node = first.node_id;
+
+    // 70 s of its own, of which it needs 50.
+    let job = net
+        .post(
+            cpu_job(64),
+            &shell("sleep 50; echo done > /outputs/done", 70),
+        )
+        .await;
+    net.wait_for_status(job, JobStatus::Assigned).await;
+    net.wait_until("the job's container runs", || async {
+        !net.containers().await.is_empty()
+    })
+    .await;
+    first.kill();
+    net.wait_for_no_containers().await;
+    let _again = net.spawn_worker(NODES[0], "").await;
+
+    // The run again cannot finish in what is left: the job is given back, by the node's
+    // fault, and no result was ever submitted for it.
+    let rejection = net.given_back(job, node).await;
+    assert!(
+        rejection.reason.contains("first run of the job was lost"),
+        "{rejection:?}"
+    );
+    let market = net.market(ADMIN);
+    let submitted = market
+        .ResultSubmitted_filter()
+        .from_block(0)
+        .query()
+        .await
+        .unwrap();
+    assert!(
+        submitted.iter().all(|(event, _)| event.jobId != job),
+        "a result was submitted for the job"
+    );
+}
