@@ -39,7 +39,7 @@ pub async fn start(config: Config, shutdown: CancellationToken) -> anyhow::Resul
         .await
         .context("opening the database")?;
     let js =
-        async_nats::jetstream::new(gantry_runtime::nats::connect(&config.nats_url, false).await?);
+        async_nats::jetstream::new(gantry_runtime::nats::connect(&config.nats_url, true).await?);
     let (progress_tx, progress) = watch::channel(Progress::default());
     let (reports_tx, reports) = watch::channel(0);
     let live = Live::closing_on(shutdown.clone());

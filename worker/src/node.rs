@@ -161,8 +161,10 @@ async fn start_docker(config: &Config, node_id: u64) -> Result<Executor, WorkerE
     Ok(executor)
 }
 
+/// Connects to NATS, retrying in the background while the servers are down (a worker
+/// started during a NATS outage waits for it rather than exits).
 async fn connect_nats(url: &str) -> Result<async_nats::Client, WorkerError> {
-    gantry_runtime::nats::connect(url, false)
+    gantry_runtime::nats::connect(url, true)
         .await
         .map_err(|e| WorkerError::nats(format!("connecting to {}", e.servers), e.source))
 }

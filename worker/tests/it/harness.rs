@@ -130,6 +130,19 @@ stake = "{stake}"
     /// node is registered, with the node id.
     pub(crate) async fn spawn_registered(&self, account: usize, extra_jobs: &str) -> RunningWorker {
         let agent = self.address(account);
+        let mut worker = self.spawn_process(account, extra_jobs).await;
+        self.wait_until("the worker registers its node", || async {
+            self.node_of(agent).await.is_some()
+        })
+        .await;
+        worker.node_id = self.node_of(agent).await.expect("registered");
+        worker
+    }
+
+    /// Starts `gantry-worker` as agent `account` (funded for its stake) and returns at
+    /// once; its `node_id` is 0 until the caller reads it.
+    pub(crate) async fn spawn_process(&self, account: usize, extra_jobs: &str) -> RunningWorker {
+        let agent = self.address(account);
         self.devnet
             .mint(agent, U256::from(10_000 * GUSD))
             .await
@@ -149,17 +162,11 @@ stake = "{stake}"
             )
             .spawn()
             .expect("gantry-worker starts");
-        let mut worker = RunningWorker {
+        RunningWorker {
             child,
             node_id: 0,
             metrics,
-        };
-        self.wait_until("the worker registers its node", || async {
-            self.node_of(agent).await.is_some()
-        })
-        .await;
-        worker.node_id = self.node_of(agent).await.expect("registered");
-        worker
+        }
     }
 
     /// Waits until `worker` takes work: its assignment consumer exists.
