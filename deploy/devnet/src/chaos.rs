@@ -13,7 +13,7 @@
 //! | `double_paid` | jobs with other than exactly one settlement event (completed, failed, cancelled, expired) |
 //! | `unaccounted` | the market's token balance less the treasury, every account's credits and every node's stake, earnings and fees owed (no escrow is left once every job is terminal) |
 //! | `unfair_slashes` | `NodeSlashed` of a node whose worker was never killed nor stopped |
-//! | `projection_mismatches` | jobs and nodes where the API differs from the chain |
+//! | `projection_mismatches` | jobs (status, node, attempts) and nodes (status, stake, earnings, fees owed) where the API differs from the chain |
 //! | `stream_duplicates`, `stream_missing`, `stream_extra`, `stream_damaged` | the chain stream folded as every reader folds it (retractions undo blocks) against `eth_getLogs` of the canonical chain |
 //! | `panics` | `panicked at` in a service's log |
 //! | `containers_left` | job containers on the engine once everything is settled |
@@ -546,15 +546,7 @@ async fn inject(
             )
         } else {
             let depth: u64 = rng.random_range(1..=3);
-            let _: serde_json::Value = network
-                .devnet
-                .admin
-                .raw_request(
-                    "anvil_reorg".into(),
-                    (depth, Vec::<serde_json::Value>::new()),
-                )
-                .await
-                .context("anvil_reorg")?;
+            reorg(&network.devnet.admin, depth).await?;
             format!("anvil_reorg depth {depth}")
         };
         let fault = Fault {
@@ -574,6 +566,38 @@ async fn inject(
     )
     .await?;
     Ok((faults, touched))
+}
+
+/// Replaces the last `depth` blocks by empty ones (`anvil_reorg`), then puts the chain's
+/// clock back on the wall clock: anvil mines the new branch from the orphaned blocks'
+/// times and then keeps that lag for good (ten reorgs left it 30 s behind, and every
+/// worker then saw each assignment as arriving after the job's time), which no real
+/// chain's reorganisation does.
+async fn reorg(chain: &DynProvider, depth: u64) -> anyhow::Result<()> {
+    let _: serde_json::Value = chain
+        .raw_request(
+            "anvil_reorg".into(),
+            (depth, Vec::<serde_json::Value>::new()),
+        )
+        .await
+        .context("anvil_reorg")?;
+    let latest = chain
+        .get_block(alloy::eips::BlockId::latest())
+        .await?
+        .context("no latest block")?
+        .header
+        .timestamp;
+    let wall = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)?
+        .as_secs();
+    let _: serde_json::Value = chain
+        .raw_request(
+            "evm_setNextBlockTimestamp".into(),
+            ((wall + 1).max(latest + 1),),
+        )
+        .await
+        .context("evm_setNextBlockTimestamp")?;
+    Ok(())
 }
 
 /// Undoes the faults that are due (all of them when `all`).
@@ -745,7 +769,13 @@ async fn judge(
     let stream = folded_stream(network, blocks, last_block).await?;
     compare_stream(&stream, &logs, &mut report);
     api_caught_up(network, blocks, last_block).await?;
-    compare_api(network, jobs, nodes, &mut report).await?;
+    let mut attempts: HashMap<u64, u64> = HashMap::new();
+    for e in logs.iter().filter(|e| e.event.name == "JobAssigned") {
+        if let Some(job) = e.event.data["jobId"].as_u64() {
+            *attempts.entry(job).or_default() += 1;
+        }
+    }
+    compare_api(network, jobs, nodes, &attempts, &mut report).await?;
     Ok(report)
 }
 
@@ -928,6 +958,7 @@ async fn compare_api(
     network: &Network,
     jobs: u64,
     nodes: u64,
+    attempts: &HashMap<u64, u64>,
     report: &mut Report,
 ) -> anyhow::Result<()> {
     let d = network.devnet.deployment;
@@ -943,15 +974,15 @@ async fn compare_api(
             .await?;
         let api = api.job;
         let s = chain.state;
+        let assigned = attempts.get(&id).copied().unwrap_or(0);
         let same = api.status == s.status
-            && api.faults == u64::from(s.faults)
-            && api.barred == u64::from(s.barred)
+            && api.attempts == assigned
             && (s.node_id == 0 || api.node_id == Some(s.node_id));
         if !same {
             report.projection_mismatches += 1;
             report.findings.push(format!(
-                "job {id}: API {:?} node {:?} faults {} barred {}, chain {:?} node {} faults {} barred {}",
-                api.status, api.node_id, api.faults, api.barred, s.status, s.node_id, s.faults, s.barred
+                "job {id}: API {:?} node {:?} attempts {}, chain {:?} node {} attempts {assigned}",
+                api.status, api.node_id, api.attempts, s.status, s.node_id
             ));
         }
     }

@@ -14,7 +14,11 @@
 //!   checkpoint: the keeper marks its node inactive and reclaims the job (`JobReclaimed`
 //!   kind 0, stake slashed), the other worker runs attempt 2 from the checkpoint
 //!   ("resuming after epoch N"), its result hash is the chain's and its operator is paid.
+//! - `chaos`: the chaos suite's short run: replicas of every service, 16 jobs, a minute of
+//!   seeded kills, stops, nats-server restarts and reorgs; everything settles and the
+//!   chain, the stream and the API agree (`make chaos` runs ten full seeds).
 
+mod chaos;
 mod cli;
 mod failover;
 mod support;
