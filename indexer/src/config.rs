@@ -45,6 +45,11 @@ pub struct Config {
     /// after the leader dies.
     #[arg(long = "lease-ttl-ms", env = "GANTRY_LEASE_TTL_MS", default_value = "3000", value_parser = parse_millis)]
     pub lease_ttl: Duration,
+    /// Instead of following: find the first block the stream's readers cannot assemble,
+    /// publish it and the later blocks again whole from the chain, and exit (see
+    /// `repair`). Takes the writer lease: stop the indexers first.
+    #[arg(long)]
+    pub repair: bool,
     #[command(flatten)]
     pub instance: InstanceArgs,
 }
@@ -85,6 +90,7 @@ impl Config {
             max_batch: crate::stream::MAX_BATCH,
             poll: Duration::from_millis(10),
             lease_ttl: Duration::from_millis(1_500),
+            repair: false,
             instance: InstanceArgs::default(),
         }
     }

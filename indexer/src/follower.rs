@@ -443,10 +443,10 @@ impl<'a> Follower<'a> {
 type FetchedRange = Result<(Vec<PreparedBlock>, usize), IndexerError>;
 
 /// A block's messages, its events then its commit, ready to append.
-struct PreparedBlock {
+pub(crate) struct PreparedBlock {
     block: BlockRef,
     events: u64,
-    messages: Vec<Outgoing>,
+    pub(crate) messages: Vec<Outgoing>,
 }
 
 /// Fetches the logs of `from..=to` and the headers of the blocks to commit, and prepares
@@ -505,7 +505,7 @@ async fn fetch_range(
 }
 
 /// Encodes a block's events (after the first `skip`) and its commit.
-fn prepare_block(
+pub(crate) fn prepare_block(
     chain_id: u64,
     contracts: &Contracts,
     header: &Header,

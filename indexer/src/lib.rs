@@ -23,6 +23,7 @@ pub mod config;
 pub mod error;
 pub mod follower;
 pub mod metrics;
+pub mod repair;
 pub mod stream;
 pub mod window;
 
@@ -158,7 +159,7 @@ async fn lead(
 }
 
 /// Waits until this instance holds the writer lease of `chain_id`; `None` at shutdown.
-async fn acquire_lease(
+pub(crate) async fn acquire_lease(
     js: &async_nats::jetstream::Context,
     config: &Config,
     chain_id: u64,

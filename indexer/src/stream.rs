@@ -188,6 +188,37 @@ impl ChainStream {
         Ok(tail)
     }
 
+    /// Every message from the first through sequence `through`, in order, decoded; a
+    /// message that does not decode is `None` (a reader skips it).
+    pub async fn read_through(
+        &self,
+        through: u64,
+    ) -> Result<Vec<(u64, Option<ChainMessage>)>, StreamError> {
+        use futures::StreamExt;
+        let mut out = Vec::with_capacity(through as usize);
+        if through == 0 {
+            return Ok(out);
+        }
+        let consumer = self
+            .stream
+            .create_consumer(jetstream::consumer::pull::OrderedConfig::default())
+            .await
+            .map_err(nats)?;
+        let mut messages = consumer.messages().await.map_err(nats)?;
+        while let Some(message) = messages.next().await {
+            let message = message.map_err(nats)?;
+            let sequence = message.info().map_err(nats)?.stream_sequence;
+            let decoded =
+                ChainMessage::decode(self.chain_id, message.subject.as_str(), &message.payload)
+                    .ok();
+            out.push((sequence, decoded));
+            if sequence >= through {
+                break;
+            }
+        }
+        Ok(out)
+    }
+
     /// The latest commit of block `number` stored at or below `at_most`, with its
     /// sequence; a conflict when a newer one was stored after `at_most`.
     pub async fn commit_of(

@@ -19,6 +19,9 @@
 //!   with publishes in flight while NATS is killed, the standby taking over and the old
 //!   leader reconnecting mid-backfill leave every event once, each commit right after its
 //!   own events.
+//! - `repair`: a block's commit stored without its events stalls every reader;
+//!   `--repair` publishes it and the later blocks again whole from the chain, readers
+//!   then hold exactly the chain's events, and the indexer resumes after it.
 //! - `credentials`: against the production NATS config (a user per service), the indexer
 //!   connects with the user and password in its `--nats-url` and publishes the stream.
 
@@ -32,3 +35,4 @@ mod lifecycle;
 mod link;
 mod poison;
 mod reorg;
+mod repair;
