@@ -219,8 +219,12 @@ async fn drive(mut network: Network, config: &ChaosConfig) -> anyhow::Result<Rep
     ));
 
     let started = Instant::now();
-    let (faults, touched) = inject(&mut network, config, started).await?;
-    println!("{} faults injected; all services up again", faults.len());
+    let (faults, touched) = inject(&mut network, config).await?;
+    println!(
+        "{} faults injected in {} s; all services up again",
+        faults.len(),
+        started.elapsed().as_secs()
+    );
     let mut cli_errors = 0;
     while let Some(posted) = posters.join_next().await {
         cli_errors += posted??;
@@ -480,26 +484,30 @@ enum Undo {
 async fn inject(
     network: &mut Network,
     config: &ChaosConfig,
-    started: Instant,
 ) -> anyhow::Result<(Vec<Fault>, BTreeSet<String>)> {
     let mut rng = StdRng::seed_from_u64(config.seed);
     let labels: Vec<String> = network.labels();
     let mut faults = Vec::new();
     let mut touched = BTreeSet::new();
-    let mut undo: Vec<(Instant, Undo)> = Vec::new();
+    // The schedule runs on its own clock, the sum of the pauses drawn: what is down at
+    // each draw, and so every target, follows from the seed alone, however long the
+    // faults themselves take on this machine.
+    let mut at = Duration::ZERO;
+    let mut undo: Vec<(Duration, Undo)> = Vec::new();
     let mut down: BTreeSet<String> = BTreeSet::new();
     let mut stopped: BTreeSet<String> = BTreeSet::new();
     let mut nats_down = false;
-    let end = started + config.fault_time;
-    while Instant::now() < end {
-        tokio::time::sleep(Duration::from_millis(rng.random_range(1_500..5_000))).await;
+    while at < config.fault_time {
+        let pause = Duration::from_millis(rng.random_range(1_500..5_000));
+        tokio::time::sleep(pause).await;
+        at += pause;
         undo_due(
             network,
             &mut undo,
             &mut down,
             &mut stopped,
             &mut nats_down,
-            false,
+            Some(at),
         )
         .await?;
         let roll = rng.random_range(0..100);
@@ -514,7 +522,7 @@ async fn inject(
                 touched.insert(label.clone());
             }
             let after = Duration::from_millis(rng.random_range(500..4_000));
-            undo.push((Instant::now() + after, Undo::Restart(label.clone())));
+            undo.push((at + after, Undo::Restart(label.clone())));
             down.insert(label.clone());
             format!("SIGKILL {label}, restart in {:.1} s", after.as_secs_f64())
         } else if roll < 65 {
@@ -529,7 +537,7 @@ async fn inject(
             network.signal(&label, "STOP").await?;
             touched.insert(label.clone());
             let after = Duration::from_secs(u64::from(HEARTBEAT_TIMEOUT) + rng.random_range(3..12));
-            undo.push((Instant::now() + after, Undo::Continue(label.clone())));
+            undo.push((at + after, Undo::Continue(label.clone())));
             stopped.insert(label.clone());
             format!("SIGSTOP {label} for {} s", after.as_secs())
         } else if roll < 75 {
@@ -539,7 +547,7 @@ async fn inject(
             network.nats.kill();
             nats_down = true;
             let after = Duration::from_millis(rng.random_range(1_000..4_000));
-            undo.push((Instant::now() + after, Undo::Nats));
+            undo.push((at + after, Undo::Nats));
             format!(
                 "SIGKILL nats-server, restart in {:.1} s",
                 after.as_secs_f64()
@@ -549,10 +557,7 @@ async fn inject(
             reorg(&network.devnet.admin, depth).await?;
             format!("anvil_reorg depth {depth}")
         };
-        let fault = Fault {
-            at: started.elapsed(),
-            what,
-        };
+        let fault = Fault { at, what };
         println!("  {:>5.1} s  {}", fault.at.as_secs_f64(), fault.what);
         faults.push(fault);
     }
@@ -562,7 +567,7 @@ async fn inject(
         &mut down,
         &mut stopped,
         &mut nats_down,
-        true,
+        None,
     )
     .await?;
     Ok((faults, touched))
@@ -600,17 +605,18 @@ async fn reorg(chain: &DynProvider, depth: u64) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// Undoes the faults that are due (all of them when `all`).
+/// Undoes the faults due by schedule time `now` (all of them when `None`).
 async fn undo_due(
     network: &mut Network,
-    undo: &mut Vec<(Instant, Undo)>,
+    undo: &mut Vec<(Duration, Undo)>,
     down: &mut BTreeSet<String>,
     stopped: &mut BTreeSet<String>,
     nats_down: &mut bool,
-    all: bool,
+    now: Option<Duration>,
 ) -> anyhow::Result<()> {
-    let now = Instant::now();
-    let (due, later): (Vec<_>, Vec<_>) = undo.drain(..).partition(|(at, _)| all || *at <= now);
+    let (due, later): (Vec<_>, Vec<_>) = undo
+        .drain(..)
+        .partition(|(at, _)| now.is_none_or(|now| *at <= now));
     *undo = later;
     for (_, action) in due {
         match action {
