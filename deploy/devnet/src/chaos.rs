@@ -247,8 +247,10 @@ async fn drive(mut network: Network, config: &ChaosConfig) -> anyhow::Result<Rep
     }
     report.settle_secs = settle_secs;
     report.cli_errors = cli_errors;
-    report.panics = panics(&network.run_dir.join("logs"), &mut report.findings)?;
+    // Read once every service has stopped: a panic on the way out counts too.
+    let logs = network.run_dir.join("logs");
     network.stop().await;
+    report.panics = panics(&logs, &mut report.findings)?;
     if !report.passed() {
         for fault in &faults {
             println!(
