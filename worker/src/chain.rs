@@ -26,6 +26,7 @@ use gantry_protocol::events::GantryEvent;
 use gantry_protocol::market::Job;
 use gantry_protocol::status::NodeStatus;
 use gantry_runtime::market::ReadJobError;
+use gantry_runtime::tx::Unmined;
 use tokio::sync::Mutex;
 use url::Url;
 
@@ -542,42 +543,21 @@ impl Chain {
 }
 
 impl Chain {
-    /// Waits for transaction `tx`'s receipt, polling: a transaction gone from both the
-    /// chain and the pool for [`DROP_GRACE`] (a reorganisation un-mined it) is reported
-    /// at once as dropped, not waited for until the timeout (a watcher of new blocks would
-    /// wait for ever for a receipt the reorganisation took away).
+    /// Waits for transaction `tx`'s receipt (`gantry_runtime::tx::mined`): one a
+    /// reorganisation took away is reported as dropped within 10 s, not waited for.
     async fn mined(&self, call: &'static str, tx: B256) -> Result<TransactionReceipt, ChainError> {
-        let started = std::time::Instant::now();
-        let mut missing_since = None;
-        loop {
-            if let Some(receipt) = self
-                .provider
-                .get_transaction_receipt(tx)
-                .await
-                .map_err(ChainError::rpc)?
-            {
-                return Ok(receipt);
-            }
-            let known = self
-                .provider
-                .get_transaction_by_hash(tx)
-                .await
-                .map_err(ChainError::rpc)?
-                .is_some();
-            if known {
-                missing_since = None;
-            } else if missing_since
-                .get_or_insert_with(std::time::Instant::now)
-                .elapsed()
-                >= DROP_GRACE
-            {
-                return Err(ChainError::Dropped { call, tx });
-            }
-            if started.elapsed() >= RECEIPT_TIMEOUT {
-                return Err(ChainError::NotMined { call, tx });
-            }
-            tokio::time::sleep(RECEIPT_POLL).await;
-        }
+        let wait = gantry_runtime::tx::Wait {
+            timeout: RECEIPT_TIMEOUT,
+            drop_grace: DROP_GRACE,
+            poll: RECEIPT_POLL,
+        };
+        gantry_runtime::tx::mined(&self.provider, tx, wait)
+            .await
+            .map_err(|unmined| match unmined {
+                Unmined::Dropped(tx) => ChainError::Dropped { call, tx },
+                Unmined::NotMined { tx, .. } => ChainError::NotMined { call, tx },
+                Unmined::Rpc { source, .. } => ChainError::rpc(source),
+            })
     }
 }
 

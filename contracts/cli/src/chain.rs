@@ -475,11 +475,22 @@ impl Chain {
             Ok(pending) => pending,
             Err(error) => return Err(self.refusal(call, error).await),
         };
-        let receipt = pending
-            .with_timeout(Some(RECEIPT_TIMEOUT))
-            .get_receipt()
+        let wait = gantry_runtime::tx::Wait {
+            timeout: RECEIPT_TIMEOUT,
+            ..Default::default()
+        };
+        let tx = *pending.tx_hash();
+        let receipt = gantry_runtime::tx::mined(&self.provider, tx, wait)
             .await
-            .map_err(|e| CliError::Unavailable(format!("{call}: waiting for the receipt: {e}")))?;
+            .map_err(|unmined| match unmined {
+                // Nothing happened on chain: safe to send again.
+                gantry_runtime::tx::Unmined::Dropped(_) => CliError::Refused(format!(
+                    "{call}: {unmined}: nothing was done; send it again"
+                )),
+                unmined => CliError::Unavailable(format!(
+                    "{call}: waiting for the receipt: {unmined}: check it before sending again"
+                )),
+            })?;
         if !receipt.status() {
             return Err(CliError::Refused(format!(
                 "{call}: transaction {} reverted",

@@ -412,8 +412,9 @@ impl Cli {
 
 /// Submits `count` jobs with `gantry --json job submit`, as a submitter would, and checks
 /// that each id printed is a job the CLI's account posted; answers how many submissions
-/// failed or printed another's id. A submission that fails (the chain or the API down a
-/// moment) is not retried: it may have posted a job all the same, which the chain counts.
+/// hung, failed other than by a refusal that says nothing was done (a posting a reorg
+/// dropped: exit code 4), or printed another's id. Nothing is retried: the chain counts
+/// what was posted.
 async fn post_with_cli(cli: Cli, count: usize, deadline: u64, seed: u64) -> anyhow::Result<u64> {
     let mut rng = StdRng::seed_from_u64(seed);
     let mut errors = 0;
@@ -429,8 +430,9 @@ async fn post_with_cli(cli: Cli, count: usize, deadline: u64, seed: u64) -> anyh
             "sleep {}; echo done > /outputs/result.txt",
             rng.random_range(0..4)
         );
+        // Beyond the CLI's own two-minute receipt timeout: it must answer by itself.
         let output = tokio::time::timeout(
-            Duration::from_secs(120),
+            Duration::from_secs(180),
             tokio::process::Command::new(&cli.bin)
                 .args(&cli.args)
                 .args(["--json", "job", "submit", "--bounty", "1"])
@@ -444,17 +446,18 @@ async fn post_with_cli(cli: Cli, count: usize, deadline: u64, seed: u64) -> anyh
         )
         .await;
         let Ok(Ok(output)) = output else {
-            println!("  gantry job submit: did not finish in 120 s");
+            println!("  gantry job submit: did not finish in 180 s");
             errors += 1;
             continue;
         };
         if !output.status.success() {
-            println!(
-                "  gantry job submit: {}: {}",
-                output.status,
-                String::from_utf8_lossy(&output.stderr).trim()
-            );
-            errors += 1;
+            let stderr = String::from_utf8_lossy(&output.stderr);
+            let said = stderr.lines().last().unwrap_or_default().to_owned();
+            println!("  gantry job submit: {}: {said}", output.status);
+            let nothing_done = output.status.code() == Some(4) && said.contains("nothing was done");
+            if !nothing_done {
+                errors += 1;
+            }
             continue;
         }
         let printed: serde_json::Value =

@@ -32,6 +32,7 @@ pub mod metrics;
 pub mod nats;
 pub mod sse;
 pub mod tasks;
+pub mod tx;
 
 use std::net::SocketAddr;
 

@@ -320,3 +320,58 @@ async fn the_job_id_is_printed_once_confirmed_read_from_the_receipt_and_a_droppe
     assert!(lines.is_empty(), "no id printed: {lines:?}");
     assert!(log_of(3).await.is_empty(), "job 3 is not on the chain");
 }
+
+/// A posting that leaves the pool before it is mined (a reorganisation dropped it): the
+/// CLI says so within seconds, as a refusal with what to do, prints no id and posts
+/// nothing; it used to wait out its whole two-minute receipt timeout (the chaos suite).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_posting_dropped_before_it_is_mined_is_refused_at_once() {
+    use alloy::providers::Provider;
+    let net = Net::start().await;
+    net.mint(SUBMITTER, 100).await;
+    let gantry = net.gantry(SUBMITTER);
+    let admin = &net.devnet.admin;
+    let _: serde_json::Value = admin
+        .raw_request("evm_setAutomine".into(), (false,))
+        .await
+        .unwrap();
+    let started = std::time::Instant::now();
+    let mut running = gantry.spawn(&[
+        "job", "submit", "--image", "busybox", "--bounty", "1", "--json",
+    ]);
+    // The posting waits in the pool (nothing mines it): polled, as nothing else happens.
+    loop {
+        let status: serde_json::Value =
+            admin.raw_request("txpool_status".into(), ()).await.unwrap();
+        let pending = status["pending"].as_str().map_or(0, |hex| {
+            u64::from_str_radix(hex.trim_start_matches("0x"), 16).unwrap()
+        });
+        if pending > 0 {
+            break;
+        }
+        assert!(
+            started.elapsed().as_secs() < 60,
+            "the posting was never sent"
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
+    let _: serde_json::Value = admin
+        .raw_request("anvil_dropAllTransactions".into(), ())
+        .await
+        .unwrap();
+    let said = running.stderr_until("left the chain and the pool").await;
+    assert!(said.contains("send it again"), "{said}");
+    let (code, lines) = running.finished().await;
+    assert_eq!(code, 4, "refused: {lines:?}");
+    assert!(lines.is_empty(), "no id printed: {lines:?}");
+    assert!(
+        started.elapsed().as_secs() < 60,
+        "said within seconds, not after the receipt timeout"
+    );
+    let _: serde_json::Value = admin
+        .raw_request("evm_setAutomine".into(), (true,))
+        .await
+        .unwrap();
+    let market = JobMarket::new(net.devnet.deployment.market, admin.clone());
+    assert_eq!(market.jobCount().call().await.unwrap(), 0, "nothing posted");
+}
