@@ -364,11 +364,6 @@ impl Network {
         Ok(())
     }
 
-    /// Whether service `label` runs (a stopped process runs).
-    pub fn is_running(&mut self, label: &str) -> anyhow::Result<bool> {
-        Ok(self.service(label)?.child.try_wait()?.is_none())
-    }
-
     fn service(&mut self, label: &str) -> anyhow::Result<&mut Service> {
         self.services
             .iter_mut()
