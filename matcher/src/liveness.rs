@@ -11,7 +11,7 @@
 //! accepted unless the chain moved on meanwhile (a heartbeat in between, say). Every rule
 //! is monotone in time except a node's heartbeat, so nothing due becomes undue by waiting.
 
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 
 use gantry_protocol::status::JobStatus;
 
@@ -95,21 +95,46 @@ pub fn due(view: &View) -> Vec<Action> {
 }
 
 /// Remembers which actions it already handed out, so a condition that stays true for many
-/// blocks (until the action's transaction lands) is acted on once.
+/// blocks (until the action's transaction lands) is acted on once; and where each landed,
+/// so that one a reorganisation undoes is acted on again.
 #[derive(Debug, Default)]
 pub struct Keeper {
     attempted: HashSet<Action>,
+    /// The block each attempted action's transaction was mined in.
+    confirmed: HashMap<Action, u64>,
 }
 
 impl Keeper {
-    /// The due actions not yet attempted; they count as attempted from now on.
+    /// The due actions not yet attempted; they count as attempted from now on. An action
+    /// still due in a view that holds the block its transaction was mined in was undone
+    /// by a reorganisation (its effect would be in the view otherwise): it is due again.
+    /// (Held as attempted for good, the job it settles stayed unsettled: the chaos suite
+    /// found a result never paid after its finalize was reorganised away.)
     pub fn next(&mut self, view: &View) -> Vec<Action> {
         let due = due(view);
         let current: HashSet<Action> = due.iter().copied().collect();
         self.attempted.retain(|action| current.contains(action));
+        self.confirmed.retain(|action, _| current.contains(action));
+        let undone: Vec<Action> = self
+            .confirmed
+            .iter()
+            .filter(|(_, mined_in)| view.block >= **mined_in)
+            .map(|(action, _)| *action)
+            .collect();
+        for action in undone {
+            self.confirmed.remove(&action);
+            self.attempted.remove(&action);
+        }
         due.into_iter()
             .filter(|action| self.attempted.insert(*action))
             .collect()
+    }
+
+    /// The action's transaction was mined in `block`.
+    pub fn confirmed(&mut self, action: &Action, block: u64) {
+        if self.attempted.contains(action) {
+            self.confirmed.insert(*action, block);
+        }
     }
 
     /// The action's transaction never landed: it may be attempted again.
@@ -250,6 +275,32 @@ mod tests {
         // A dropped transaction may be retried.
         keeper.forget(&Action::MarkInactive { node: 1 });
         assert_eq!(keeper.next(&v), [Action::MarkInactive { node: 1 }]);
+    }
+
+    #[test]
+    fn an_action_a_reorganisation_undid_is_acted_on_again() {
+        let mut v = view(400);
+        v.block = 20;
+        v.jobs.insert(
+            7,
+            with_status(open_job(7, 9_999), JobStatus::Submitted, 1, 300),
+        );
+        let mut keeper = Keeper::default();
+        let finalize = Action::Finalize { job: 7 };
+        assert_eq!(keeper.next(&v), [finalize]);
+        // Mined in block 22: until the view holds it, the job still looks due.
+        keeper.confirmed(&finalize, 22);
+        v.block = 21;
+        assert_eq!(keeper.next(&v), []);
+        // The view reaches block 22 (a new branch's) with the job still Submitted: the
+        // finalize was reorganised away, and it is sent again.
+        v.block = 22;
+        assert_eq!(keeper.next(&v), [finalize]);
+        // Where it lands and holds, the job is settled and nothing is due.
+        keeper.confirmed(&finalize, 24);
+        v.block = 24;
+        v.jobs.remove(&7);
+        assert_eq!(keeper.next(&v), []);
     }
 
     proptest! {

@@ -188,6 +188,7 @@ fn on_report(keeper: &mut Keeper, alone: &mut HashSet<u64>, report: Report) -> b
         match report.outcome {
             Outcome::Confirmed { block } => {
                 tracing::info!(action = ?action, block, tx = %report.tx_hash, "keeper action confirmed");
+                keeper.confirmed(&action, block);
             }
             Outcome::Reverted { block } if batched => {
                 // One stale item reverts the whole batch: each goes alone next.

@@ -20,7 +20,7 @@
 //! - `sender`: a transaction un-mined by a reorganisation does not wedge the sender: the
 //!   emptied nonce is filled and the next transaction lands.
 //! - `reorg`: an assignment a reorganisation undoes is placed again (claims are held
-//!   until the placement is final).
+//!   until the placement is final); a finalize a reorganisation undoes is sent again.
 
 mod batching;
 mod harness;
