@@ -255,6 +255,25 @@ impl Devnet {
             .collect()
     }
 
+    /// Replaces every block from `block` on with empty ones (`anvil_reorg`): the
+    /// transactions mined there are gone from the chain and the pool.
+    pub async fn reorg_from(&self, block: u64) -> Result<(), DevnetError> {
+        let head = self
+            .admin
+            .get_block_number()
+            .await
+            .map_err(|e| DevnetError::Anvil(e.to_string()))?;
+        let _: serde_json::Value = self
+            .admin
+            .raw_request(
+                "anvil_reorg".into(),
+                (head + 1 - block, Vec::<serde_json::Value>::new()),
+            )
+            .await
+            .map_err(|e| DevnetError::Anvil(e.to_string()))?;
+        Ok(())
+    }
+
     /// Moves chain time forward by `seconds` and mines a block there.
     pub async fn advance(&self, seconds: u64) -> Result<(), DevnetError> {
         let anvil = |e: alloy::transports::TransportError| DevnetError::Anvil(e.to_string());

@@ -5,7 +5,6 @@
 //! suite found four such jobs of sixteen.)
 
 use alloy::primitives::B256;
-use alloy::providers::Provider;
 use gantry_protocol::bindings::JobMarket;
 use gantry_protocol::status::JobStatus;
 use gantry_testkit::accounts::{KEEPER, MATCHER, NODES};
@@ -26,16 +25,7 @@ async fn an_assignment_undone_by_a_reorg_is_placed_again() {
     // when the blocks from the assignment on are replaced by empty ones,
     let assigned = net.market_logs::<JobMarket::JobAssigned>().await;
     let at = assigned.last().unwrap().block_number.unwrap();
-    let head = net.devnet.admin.get_block_number().await.unwrap();
-    let _: serde_json::Value = net
-        .devnet
-        .admin
-        .raw_request(
-            "anvil_reorg".into(),
-            (head - at + 1, Vec::<serde_json::Value>::new()),
-        )
-        .await
-        .expect("anvil_reorg");
+    net.devnet.reorg_from(at).await.expect("anvil_reorg");
     assert_eq!(
         net.job(job).await.state.status,
         JobStatus::Open,
@@ -72,16 +62,7 @@ async fn a_finalize_undone_by_a_reorg_is_sent_again() {
     // when the blocks from the finalize on are replaced by empty ones,
     let completed = net.market_logs::<JobMarket::JobCompleted>().await;
     let at = completed.last().unwrap().block_number.unwrap();
-    let head = net.devnet.admin.get_block_number().await.unwrap();
-    let _: serde_json::Value = net
-        .devnet
-        .admin
-        .raw_request(
-            "anvil_reorg".into(),
-            (head - at + 1, Vec::<serde_json::Value>::new()),
-        )
-        .await
-        .expect("anvil_reorg");
+    net.devnet.reorg_from(at).await.expect("anvil_reorg");
     assert_eq!(
         net.job(job).await.state.status,
         JobStatus::Submitted,

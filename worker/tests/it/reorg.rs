@@ -54,14 +54,8 @@ async fn a_reorged_away_assignment_is_dropped() {
         .expect("the job runs");
 
     // Replace every block from the assignment's on.
-    let head = net.devnet.admin.get_block_number().await.unwrap();
-    let _: serde_json::Value = net
-        .devnet
-        .admin
-        .raw_request(
-            "anvil_reorg".into(),
-            (head - assign_block + 1, Vec::<serde_json::Value>::new()),
-        )
+    net.devnet
+        .reorg_from(assign_block)
         .await
         .expect("anvil_reorg");
     assert_eq!(
