@@ -743,15 +743,30 @@ async fn judge(
     }
 
     // Slashes of nodes whose worker nothing happened to.
+    // (`NodeSlashed` is keyed by its job; the node is in its fields.)
     for e in logs.iter().filter(|e| e.event.name == "NodeSlashed") {
-        let node: u64 = e.event.key.parse()?;
+        let node = e.event.data["nodeId"]
+            .as_u64()
+            .context("NodeSlashed names its node")?;
         let spared = workers
             .iter()
             .any(|(label, id)| *id == node && !touched.contains(label));
         if spared {
+            // What charged it: the reject (with its reason) or reclaim of the same job in
+            // the same block.
+            let cause = logs
+                .iter()
+                .filter(|c| {
+                    c.block_number == e.block_number
+                        && c.event.key == e.event.key
+                        && matches!(c.event.name.as_str(), "JobRejected" | "JobReclaimed")
+                })
+                .map(|c| format!("{} {}", c.event.name, c.event.data))
+                .collect::<Vec<_>>()
+                .join("; ");
             report.unfair_slashes += 1;
             report.findings.push(format!(
-                "node {node} slashed at block {} though its worker was never killed nor stopped: {}",
+                "node {node} slashed at block {} though its worker was never killed nor stopped: {} ({cause})",
                 e.block_number, e.event.data
             ));
         }

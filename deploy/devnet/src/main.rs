@@ -206,7 +206,14 @@ async fn chaos(seed: Option<u64>, seeds: u64, short: bool, run_dir: &Path) -> an
         } else {
             ChaosConfig::full(seed, &dir)
         };
-        let report = chaos::run(&config).await?;
+        // A signal drops the run, and with it the network (its processes are killed on drop).
+        let report = tokio::select! {
+            report = chaos::run(&config) => report?,
+            signal = shutdown_signal() => {
+                println!("stopped by a signal during seed {seed}");
+                return signal.map_err(anyhow::Error::from);
+            }
+        };
         println!("{}", report.json());
         if !report.passed() {
             println!("seed {seed} FAILED (logs in {})", dir.display());

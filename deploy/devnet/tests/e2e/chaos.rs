@@ -19,6 +19,10 @@ async fn a_minute_of_chaos_settles_and_the_chain_the_stream_and_the_api_agree() 
         .await
         .expect("the chaos run completes");
     println!("{}", report.json());
+    if !report.passed() {
+        // The services' logs stay for the post-mortem.
+        println!("run directory kept: {}", dir.keep().display());
+    }
     assert!(
         report.passed(),
         "seed {seed} (GANTRY_CHAOS_SEED={seed} to replay): {:#?}",
