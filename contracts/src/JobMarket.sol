@@ -47,6 +47,10 @@ contract JobMarket is IJobMarket, MarketStorage {
     /// @notice A job's dispute bond is at least this share of its bounty (and at least the
     /// market's `disputeBond`).
     uint16 public constant MIN_BOND_BPS = 1_000;
+    /// @notice A reject this soon after the assignment, seconds, is free: the time a node
+    /// needs to see an assignment and answer it (a job it cannot run, one beyond its slots
+    /// that replicated matchers raced to give it). At most a tenth of the job's max runtime.
+    uint32 public constant REJECT_GRACE = 30;
 
     /// @notice The extension serving the node calls (`INodeRegistry`) at this address.
     address public immutable nodeRegistry;
@@ -204,11 +208,8 @@ contract JobMarket is IJobMarket, MarketStorage {
             revert JobMarket_MustBeReclaimed(jobId);
         }
 
-        // The charge grows with the time held: a full slash at the max runtime.
-        uint256 slash = _slashable(node, _policies[terms.policy()].slashBps);
-        uint96 charge = uint96((slash * (block.timestamp - assignedAt)) / maxRuntime);
         emit JobRejected(jobId, nodeId, reason);
-        _slash(node, nodeId, jobId, charge);
+        _slash(node, nodeId, jobId, _rejectCharge(node, terms, block.timestamp - assignedAt));
         _requeueOrFail(jobId, terms, state, false);
     }
 
@@ -438,7 +439,7 @@ contract JobMarket is IJobMarket, MarketStorage {
         if (state.barred() != 0 && _barred[jobId][nodeId]) revert JobMarket_Barred(jobId, nodeId);
 
         // The node is read, not written: its slots are the matcher's and the worker's to
-        // count (a worker refuses work beyond them at once, for a charge of about nothing).
+        // count (a worker refuses work beyond them at once: free, within `REJECT_GRACE`).
         NodeRecord storage node = _nodes[nodeId];
         NodeHot memory hot = node.hot;
         if (hot.status != NodeStatus.Active) revert JobMarket_NodeNotActive(nodeId, hot.status);
@@ -490,6 +491,21 @@ contract JobMarket is IJobMarket, MarketStorage {
         delete _jobs[jobId];
         _credits[terms.submitter()] += state.bounty();
         emit JobFailed(jobId, kind, state.bounty());
+    }
+
+    /// @dev What a reject costs the node that held the job `held` seconds: nothing for the
+    /// grace, then the share of one slash that the time past it is of the rest of the
+    /// runtime (a full slash at the runtime's end).
+    function _rejectCharge(NodeRecord storage node, JobTerms calldata terms, uint256 held)
+        internal
+        view
+        returns (uint96)
+    {
+        uint256 maxRuntime = terms.maxRuntime();
+        uint256 grace = maxRuntime / 10 < REJECT_GRACE ? maxRuntime / 10 : REJECT_GRACE;
+        if (held <= grace) return 0;
+        uint256 slash = _slashable(node, _policies[terms.policy()].slashBps);
+        return uint96((slash * (held - grace)) / (maxRuntime - grace));
     }
 
     /// @dev A job's dispute bond: the policy's floor, or a share of the bounty if larger.

@@ -301,6 +301,14 @@ abstract contract Base is Test {
         market.submitResult(jobId, jobs[jobId].state, resultHash, "gantry://results/1");
     }
 
+    /// The rule of a reject's charge, stated: free for the grace (30 s, at most a tenth of
+    /// the runtime), then the share of one slash that the time held past it is of the
+    /// rest of the runtime.
+    function rejectCharge(uint256 slash, uint256 held, uint256 maxRuntime) internal pure returns (uint256) {
+        uint256 grace = maxRuntime / 10 < 30 ? maxRuntime / 10 : 30;
+        return held <= grace ? 0 : slash * (held - grace) / (maxRuntime - grace);
+    }
+
     function reject(uint64 jobId) internal calledBy(agentOf[jobs[jobId].state.nodeId()]) {
         market.reject(jobId, jobs[jobId].terms, jobs[jobId].state, "bad image");
     }

@@ -1,7 +1,7 @@
 //! Whether the node runs a job, and with what: the spec checked against the protocol's
 //! schema, the job's on-chain requirements (its terms), the node's hardware and the
 //! provider's settings. Pure; a refusal is the job's fault and becomes the `reject`
-//! reason, sent at once (for a charge of about nothing).
+//! reason, sent at once (free: within the market's reject grace).
 
 use std::time::Duration;
 

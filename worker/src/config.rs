@@ -183,7 +183,7 @@ impl std::fmt::Debug for S3 {
 pub struct Jobs {
     /// Jobs run at once; the node's on-chain `maxConcurrentJobs` when this worker registers
     /// it or updates its capabilities. Assignments beyond the smaller of this and the
-    /// node's on-chain limit are rejected at once (for a charge of about nothing).
+    /// node's on-chain limit are rejected at once (free: within the market's reject grace).
     pub max_concurrent: u8,
     /// Claim mode: also claim open jobs the node fits, not only wait for the matcher.
     pub auto_accept: bool,

@@ -334,7 +334,7 @@ impl AttemptFault {
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(rename_all = "camelCase")]
 pub enum ChargeCause {
-    /// Its agent gave the job back (`JobRejected`): charged by the time held.
+    /// Its agent gave the job back (`JobRejected`): charged by the time held past the market's grace.
     #[default]
     Reject,
     /// Reclaimed: the node was marked inactive during the attempt.

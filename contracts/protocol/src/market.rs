@@ -103,8 +103,8 @@ pub struct Policy {
 
 /// The gas limit to send a market or registry call with, from its estimate. An estimate
 /// is taken against the last block; the call is mined in a later second, where its cost
-/// can be higher: a reject estimated in its claim's second charges nothing (no stake or
-/// treasury write) and charges for the time held once mined; a heartbeat right after
+/// can be higher: a reject estimated within its grace charges nothing (no stake or
+/// treasury write) and charges for the time held once mined past it; a heartbeat right after
 /// registration rewrites a slot that was just set. A fifth above the estimate plus one
 /// fresh storage write and an event covers both; unused gas is not paid.
 pub fn gas_limit(estimate: u64) -> u64 {

@@ -167,7 +167,7 @@ interface IJobMarket {
     /// @notice Assigns an Open job to an eligible, Active node, when the attempt fits
     /// before the deadline. MATCHER only. The node's concurrent jobs are not counted on
     /// chain: the matcher respects the node's `maxConcurrentJobs`, and a worker given more
-    /// rejects the extra job at once (its charge grows from zero with the time held).
+    /// rejects the extra job at once, within the reject's grace (free).
     function assign(uint64 jobId, uint64 nodeId, JobTerms calldata terms, JobState calldata state) external;
 
     /// @notice `assign` for many jobs in one transaction; all or nothing. MATCHER only.
@@ -182,9 +182,10 @@ interface IJobMarket {
     function submitResult(uint64 jobId, JobState calldata state, bytes32 resultHash, string calldata resultURI) external;
 
     /// @notice The assigned node's agent gives the job back before its runtime ends (a job it
-    /// cannot run, or a shutdown). The node is barred from the job and charged the share of
-    /// one slash that the time it held the job is of the max runtime (to the treasury); the
-    /// job is requeued without using an attempt. Refused once the node was marked Inactive
+    /// cannot run, or a shutdown). The node is barred from the job and charged for the time
+    /// it held the job past `REJECT_GRACE` (at most a tenth of the max runtime): that
+    /// share of one slash, a whole slash at the runtime's end (to the treasury); the job is
+    /// requeued without using an attempt. Refused once the node was marked Inactive
     /// during the attempt or its runtime is over: that is a fault, reclaimed with the slash.
     function reject(uint64 jobId, JobTerms calldata terms, JobState calldata state, string calldata reason) external;
 

@@ -43,7 +43,7 @@ contract FaultLaundering is AttackBase {
         vm.prank(stranger);
         vm.expectRevert(abi.encodeWithSelector(IJobMarket.JobMarket_WrongStatus.selector, jobId, JobStatus.Open));
         market.reclaim(jobId, jobs[jobId].terms, jobs[jobId].state);
-        assertStakeAndReplay(nodeId, STAKE - SLASH / 4);
+        assertStakeAndReplay(nodeId, STAKE - rejectCharge(SLASH, RUNTIME / 4, RUNTIME));
     }
 
     /// Missed heartbeats, marked Inactive by a keeper, back with a heartbeat: the job it held

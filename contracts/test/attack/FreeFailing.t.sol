@@ -1,14 +1,18 @@
 // SPDX-License-Identifier: Apache-2.0
 pragma solidity ^0.8.24;
 
+import {Vm} from "forge-std/Test.sol";
 import {AttackBase} from "./AttackBase.sol";
 import {JobView} from "../JobView.sol";
 import {IJobMarket} from "../../src/interfaces/IJobMarket.sol";
+import {INodeRegistry} from "../../src/interfaces/INodeRegistry.sol";
 import {FailureKind, JobState, JobStatus, JobTerms} from "../../src/types/Types.sol";
 
 /// @notice A node (or a ring of them) takes jobs and gives them back, to fail the market's
 /// work for nothing. The rules: a reject bars the node from that job, uses no attempt, and
-/// costs `slashBps × free stake × held / maxRuntime` (to the treasury); it is refused past
+/// costs nothing for `REJECT_GRACE` (at most a tenth of the runtime), then the share of
+/// `slashBps × free stake` that the time held past the grace is of the rest of the runtime
+/// (to the treasury); it is refused past
 /// `until` or once the node was marked Inactive during the attempt (that is a fault, and a
 /// reclaim); N nodes delay a job by at most N attempts; a job that no attempt fits any more
 /// fails and is refunded, leaving nothing locked.
@@ -42,7 +46,8 @@ contract FreeFailing is AttackBase {
         assertReplay();
     }
 
-    /// The charge is one slash of the free stake times the share of the runtime held.
+    /// The charge is one slash of the free stake times the share of the runtime held past
+    /// the grace.
     function testFuzz_theRejectCharge_isTheSlashTimesTheShareHeld(uint32 maxRuntime, uint32 held) public {
         maxRuntime = uint32(bound(maxRuntime, 1, market.MAX_RUNTIME()));
         held = uint32(bound(held, 0, maxRuntime));
@@ -50,11 +55,43 @@ contract FreeFailing is AttackBase {
         uint64 jobId = postJob(runtimeJob(maxRuntime), BOUNTY, uint40(block.timestamp + 2 * uint256(maxRuntime)));
         claim(jobId, nodeId);
         rejectAt(jobId, block.timestamp + held);
-        uint256 charge = uint256(SLASH) * held / maxRuntime;
+        uint256 charge = rejectCharge(SLASH, held, maxRuntime);
         assertEq(node(nodeId).stake, STAKE - charge);
         assertEq(market.treasuryBalance(), charge, "to the treasury");
         assertEq(market.creditOf(submitter), 0, "not to the submitter");
         assertEq(jobs[jobId].state.faults(), 0);
+        assertReplay();
+    }
+
+    /// The grace is the time to see an assignment and answer it: a job given back within
+    /// 30 s (a tenth of a short runtime) costs nothing and writes no slash; a second past
+    /// it, a second's share. Two matchers that raced to fill the node's last slot cost the
+    /// honest node nothing.
+    function test_aRejectWithinTheGrace_isFree_andASecondLaterCostsASecondsShare() public {
+        assertEq(market.REJECT_GRACE(), 30);
+        uint64 nodeId = registerNode();
+        uint64 a = postJob();
+        uint64 b = postJob();
+        claim(a, nodeId);
+        claim(b, nodeId);
+        uint256 assigned = block.timestamp;
+        vm.recordLogs();
+        rejectAt(a, assigned + 30);
+        assertEq(node(nodeId).stake, STAKE, "free within the grace");
+        Vm.Log[] memory logs = vm.getRecordedLogs();
+        for (uint256 i; i < logs.length; ++i) {
+            assertTrue(logs[i].topics[0] != INodeRegistry.NodeSlashed.selector, "no NodeSlashed");
+        }
+        rejectAt(b, assigned + 31);
+        assertEq(STAKE - node(nodeId).stake, uint256(SLASH) / (RUNTIME - 30), "one second past: a second's share");
+
+        // A short job: the grace is a tenth of its runtime, so that holding it is never free.
+        uint64 short = postJob(runtimeJob(100), BOUNTY, uint40(block.timestamp + 1000));
+        uint96 before = node(nodeId).stake;
+        uint96 free = freeSlash(nodeId);
+        claim(short, nodeId);
+        rejectAt(short, block.timestamp + 11);
+        assertEq(before - node(nodeId).stake, uint256(free) / 90, "10 s of grace, then 1/90 of a slash");
         assertReplay();
     }
 
@@ -69,7 +106,7 @@ contract FreeFailing is AttackBase {
         claim(b, nodeId);
         rejectAt(a, untilOf(a) - 1);
         uint256 first = STAKE - node(nodeId).stake;
-        assertEq(first, uint256(SLASH) * (RUNTIME - 1) / RUNTIME);
+        assertEq(first, uint256(SLASH) * (RUNTIME - 30 - 1) / (RUNTIME - 30));
         assertApproxEqRel(first, SLASH, 0.001e18, "about one slash");
         uint96 free = freeSlash(nodeId);
         rejectAt(b, untilOf(b));
@@ -133,8 +170,8 @@ contract FreeFailing is AttackBase {
             claim(jobId, nodeId);
             uint256 held = uint256(keccak256(abi.encode(seed, i))) % (RUNTIME + 1);
             rejectAt(jobId, block.timestamp + held);
-            charges += uint256(SLASH) * held / RUNTIME;
-            assertEq(node(nodeId).stake, STAKE - uint256(SLASH) * held / RUNTIME, "the stated charge");
+            charges += rejectCharge(SLASH, held, RUNTIME);
+            assertEq(node(nodeId).stake, STAKE - rejectCharge(SLASH, held, RUNTIME), "the stated charge");
             assertTrue(market.isBarred(jobId, nodeId));
         }
         assertStatus(jobId, JobStatus.Open);

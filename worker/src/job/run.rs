@@ -37,7 +37,7 @@ impl Ctx {
     }
 
     /// Gives a confirmed assignment back at once, without running it (no free slot, the
-    /// node unhealthy or shutting down): the charge is about nothing this early.
+    /// node unhealthy or shutting down): this early, within the market's reject grace, it is free.
     pub async fn give_back_now(&self, mut held: Held, why: GiveBack) -> Outcome {
         let report = Report::new(self.node_id, held.job_id(), held.attempt);
         self.give_back(&mut held, why, report).await

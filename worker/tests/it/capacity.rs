@@ -1,6 +1,6 @@
 //! The chain does not count a node's jobs: a matcher (buggy or hostile) can assign it
 //! more than its `maxConcurrentJobs`. The worker gives the extra job back at once, for a
-//! charge of about nothing, and keeps running the one it has. The limit is the node's
+//! free (within the market's reject grace), and keeps running the one it has. The limit is the node's
 //! on-chain one, here lower than the worker's config.
 
 use gantry_protocol::status::JobStatus;

@@ -482,8 +482,9 @@ pub(crate) struct Rejection {
 }
 
 impl Rejection {
-    /// Asserts the job was given back within `secs` of its assignment, for at most the
-    /// share of one full slash that time is of the job's runtime (the market's rule): a
+    /// Asserts the job was given back within `secs` of its assignment, for nothing within
+    /// the market's grace (`REJECT_GRACE`, at most a tenth of the runtime) and at most the
+    /// share of one full slash that the time held is of the job's runtime after it: a
     /// small fraction of what a reclaim would have cost.
     pub(crate) fn assert_at_once(&self, secs: u64) {
         assert!(
@@ -491,6 +492,9 @@ impl Rejection {
             "given back {} s after the assignment, not at once: {self:?}",
             self.held_secs
         );
+        if self.held_secs <= (self.max_runtime / 10).min(30) {
+            assert_eq!(self.charge, 0, "free within the grace: {self:?}");
+        }
         assert!(
             self.charge <= FULL_SLASH * self.held_secs / self.max_runtime + 1,
             "charged more than its time held: {self:?}"

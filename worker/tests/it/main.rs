@@ -26,7 +26,7 @@
 //!   outage left, never a running job's.
 //! - `capacity`: a node registered for one job at a time (its worker's config says four)
 //!   is assigned a second while the first runs: the second is given back at once for a
-//!   charge of about nothing, the first finishes undisturbed.
+//!   free (within the reject grace), the first finishes undisturbed.
 //! - `resume`: a worker SIGKILLed mid-job (its container removed by the reaper, the job
 //!   reclaimed with a full slash: the node's own fault) and one stopped with SIGTERM (the
 //!   job checkpointed and given back with `reject` while the node is active, for a small

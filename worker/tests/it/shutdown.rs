@@ -1,6 +1,6 @@
 //! The graceful shutdown when the running job can finish: on SIGTERM the worker starts
 //! nothing new (an assignment arriving meanwhile is given back at once, while the node is
-//! still active, for a charge of about nothing), lets the running job finish within the
+//! still active, free within the reject grace), lets the running job finish within the
 //! grace period and submits its result, and only then marks its node inactive.
 
 use gantry_protocol::status::JobStatus;

@@ -539,12 +539,13 @@ contract MarketHandler is Base {
         sync();
     }
 
-    /// A reject: charged `slash × held / maxRuntime` of the free stake; requeued or failed.
+    /// A reject: charged for the time held past the grace (`rejectCharge`) of the free
+    /// stake; requeued or failed.
     function _reject(uint64 id) internal {
         JobState memory before = _moving(id);
         uint64 nodeId = before.nodeId();
         uint256 held = now_ - _assignedAt(id);
-        uint256 charge = _slashOf(id, nodeId) * held / jobs[id].terms.maxRuntime();
+        uint256 charge = rejectCharge(_slashOf(id, nodeId), held, jobs[id].terms.maxRuntime());
         _slashed(nodeId, charge);
         Base.reject(id);
         _checkRequeue(id, before, false);
