@@ -15,9 +15,13 @@ async fn a_minute_of_chaos_settles_and_the_chain_the_stream_and_the_api_agree() 
             .as_secs(),
     };
     let dir = tempfile::tempdir().unwrap();
-    let report = chaos::run(&ChaosConfig::short(seed, dir.path()))
-        .await
-        .expect("the chaos run completes");
+    let report = match chaos::run(&ChaosConfig::short(seed, dir.path())).await {
+        Ok(report) => report,
+        Err(e) => panic!(
+            "seed {seed}: the chaos run did not complete (logs in {}): {e:#}",
+            dir.keep().display()
+        ),
+    };
     println!("{}", report.json());
     if !report.passed() {
         // The services' logs stay for the post-mortem.
