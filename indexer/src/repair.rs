@@ -162,12 +162,12 @@ async fn repair_under_lease(
     }
     // The damaged block first, events or not (the readers wait for it by number), and
     // the tail block last: the indexer resumes from it.
-    if !by_block.contains_key(&stall.missing) {
+    if let std::collections::btree_map::Entry::Vacant(entry) = by_block.entry(stall.missing) {
         let header = chain
             .header_by_number(stall.missing)
             .await?
             .with_context(|| format!("block {} is not on the chain", stall.missing))?;
-        by_block.insert(stall.missing, (header.hash, Vec::new()));
+        entry.insert((header.hash, Vec::new()));
     }
     by_block
         .entry(tail_block.number)

@@ -98,6 +98,8 @@ heartbeat_interval = "5s"
         outputs: Default::default(),
         resources: Default::default(),
         timeout_secs: 60,
+        engine: gantry_protocol::spec::Engine::Docker,
+        wasm: None,
     };
     let requirements = JobMarket::JobRequirements {
         gpuModel: B256::ZERO,

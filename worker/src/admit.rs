@@ -123,6 +123,8 @@ mod tests {
             outputs: OutputSpec::default(),
             resources: Resources::default(),
             timeout_secs: 60,
+            engine: gantry_protocol::spec::Engine::Docker,
+            wasm: None,
         }
     }
 

@@ -49,6 +49,8 @@ pub struct RunOutcome {
     /// Killed for printing more than this many bytes (its plan's `max_log_bytes`).
     pub flooded: Option<u64>,
     pub elapsed: Duration,
+    /// Why it ended otherwise, as the engine tells it (a WASM trap, fuel run out).
+    pub reason: Option<String>,
 }
 
 impl RunOutcome {
@@ -71,6 +73,9 @@ impl RunOutcome {
                 "log limit: killed for printing more than {} MiB on stdout and stderr",
                 limit >> 20
             )));
+        }
+        if let Some(reason) = &self.reason {
+            return Some(Failure::job(reason.clone()));
         }
         match self.exit_code {
             0 => None,
@@ -284,6 +289,7 @@ impl Executor {
             stopped: ended.stopped,
             flooded: ended.flooded.then_some(plan.max_log_bytes),
             elapsed,
+            reason: None,
         })
     }
 
@@ -567,6 +573,7 @@ mod tests {
             stopped: false,
             flooded: None,
             elapsed: Duration::ZERO,
+            reason: None,
         };
         let timeout = Duration::from_secs(5);
         assert_eq!(outcome(0, false, false).failure(1 << 30, timeout), None);
@@ -581,6 +588,14 @@ mod tests {
         assert_eq!(
             reason(flooded),
             "log limit: killed for printing more than 64 MiB on stdout and stderr"
+        );
+        let trapped = RunOutcome {
+            reason: Some("trapped: wasm `unreachable` instruction executed".into()),
+            ..outcome(-1, false, false)
+        };
+        assert_eq!(
+            reason(trapped),
+            "trapped: wasm `unreachable` instruction executed"
         );
     }
 }

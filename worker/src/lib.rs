@@ -47,3 +47,4 @@ pub mod sandbox;
 pub mod service;
 mod shutdown;
 pub mod space;
+pub mod wasm;

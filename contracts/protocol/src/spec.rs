@@ -10,6 +10,18 @@
 //!  "resources":{"cpuThreads":8,"gpuMemoryPercent":80},"timeoutSecs":7200}
 //! ```
 //!
+//! Version 2 adds the engine: `"engine":"docker"` (the default, and what every version 1
+//! spec is) or `"engine":"wasm"`, a WebAssembly module run by the worker's embedded
+//! runtime (WASI preview 1, CPU only) instead of an image; `command` is then the module's
+//! arguments:
+//!
+//! ```json
+//! {"version":2,"engine":"wasm","command":["--epochs","3"],"env":{"SEED":"42"},
+//!  "wasm":{"module":{"uri":"https://…/train.wasm","sha256":"…"},"entry":"_start",
+//!          "memoryMiB":256,"deterministic":true},
+//!  "inputs":[…],"outputs":{"path":"/outputs"},"timeoutSecs":600}
+//! ```
+//!
 //! The container sees its inputs read-only under [`INPUTS_DIR`], writes its results under
 //! [`OUTPUTS_DIR`] and its checkpoints under [`CHECKPOINTS_DIR`] (restored when the job
 //! resumes on another node). Input URIs: `https://`, `http://`, `ipfs://<cid>[/path]`
@@ -21,8 +33,15 @@ use std::collections::BTreeMap;
 use alloy::primitives::{B256, keccak256};
 use serde::{Deserialize, Serialize};
 
-/// The spec version this crate writes and reads.
-pub const SPEC_VERSION: u32 = 1;
+/// The newest spec version this crate reads and writes. A Docker spec may still be
+/// written as version 1 (what it was before engines existed); a WASM spec needs 2.
+pub const SPEC_VERSION: u32 = 2;
+/// The oldest spec version this crate reads.
+pub const FIRST_SPEC_VERSION: u32 = 1;
+/// The entry point a WASM job runs unless its spec names another: WASI's command entry.
+pub const WASM_ENTRY: &str = "_start";
+/// Largest memory a WASM job may ask for, MiB: all of a 32-bit linear memory.
+pub const MAX_WASM_MEMORY_MIB: u32 = 4096;
 /// Largest spec the market accepts (`JobMarket.MAX_SPEC_BYTES`).
 pub const MAX_SPEC_BYTES: usize = 16_384;
 /// Where the inputs are mounted, read-only.
@@ -48,18 +67,24 @@ pub const INPUT_SCHEMES: [&str; 6] = [
     "https://", "http://", "ipfs://", "nats://", "s3://", "file://",
 ];
 
-/// A job spec, version 1.
+/// A job spec, version 1 or 2.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct JobSpec {
-    /// Always [`SPEC_VERSION`]; a reader refuses versions it does not know.
+    /// [`FIRST_SPEC_VERSION`] to [`SPEC_VERSION`]; a reader refuses versions it does not
+    /// know.
     pub version: u32,
     /// Training or inference; a provider may take only one kind.
     #[serde(default)]
     pub kind: JobKind,
-    /// Container image, ideally pinned by digest (`name@sha256:…`).
+    /// What runs the job (version 2; a version 1 spec is always Docker's).
+    #[serde(default, skip_serializing_if = "Engine::is_docker")]
+    pub engine: Engine,
+    /// Container image, ideally pinned by digest (`name@sha256:…`); Docker jobs only.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
     pub image: String,
-    /// Command and arguments; empty runs the image's entrypoint.
+    /// Docker: command and arguments (empty runs the image's entrypoint). WASM: the
+    /// module's arguments (after its name, which is `argv[0]`).
     #[serde(default)]
     pub command: Vec<String>,
     /// Environment variables for the container.
@@ -75,6 +100,107 @@ pub struct JobSpec {
     pub resources: Resources,
     /// Wall-clock limit of one run, seconds (at most the on-chain `maxRuntime`).
     pub timeout_secs: u64,
+    /// The module and how to run it; WASM jobs only.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub wasm: Option<WasmSpec>,
+}
+
+/// What runs a job.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Engine {
+    /// A container on the node's Docker engine (GPUs through the NVIDIA runtime).
+    #[default]
+    Docker,
+    /// A WebAssembly module (WASI preview 1) in the worker's embedded runtime: CPU only,
+    /// no network, and deterministic on request.
+    Wasm,
+}
+
+impl Engine {
+    pub fn is_docker(&self) -> bool {
+        *self == Self::Docker
+    }
+
+    /// The name used in specs, metrics and the API.
+    pub fn as_str(&self) -> &'static str {
+        match self {
+            Self::Docker => "docker",
+            Self::Wasm => "wasm",
+        }
+    }
+}
+
+impl std::fmt::Display for Engine {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl std::str::FromStr for Engine {
+    type Err = String;
+
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        match s {
+            "docker" => Ok(Self::Docker),
+            "wasm" => Ok(Self::Wasm),
+            other => Err(format!("unknown engine {other:?}: docker or wasm")),
+        }
+    }
+}
+
+/// How a WASM job runs.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct WasmSpec {
+    /// The module (binary `.wasm` or text `.wat`), fetched and checked like an input.
+    pub module: ModuleSpec,
+    /// The exported function to run, taking and returning nothing (default
+    /// [`WASM_ENTRY`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub entry: Option<String>,
+    /// Most linear memory the module may grow to, MiB (default: the worker's, at most
+    /// the job's `minRamMiB` requirement when it sets one).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub memory_mib: Option<u32>,
+    /// Run bit-for-bit reproducibly: the same module and inputs give the same result on
+    /// any node (fuel instead of wall-clock interruption, canonical NaNs, fixed clocks, a
+    /// seeded random source).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub deterministic: bool,
+}
+
+impl WasmSpec {
+    /// The entry point to call.
+    pub fn entry(&self) -> &str {
+        self.entry.as_deref().unwrap_or(WASM_ENTRY)
+    }
+}
+
+/// Where a WASM job's module comes from. Its hash is required: the module is the job.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct ModuleSpec {
+    /// Where to fetch it (one of [`INPUT_SCHEMES`]).
+    pub uri: String,
+    /// Hex SHA-256 of the module's bytes.
+    pub sha256: String,
+    /// Largest size accepted, bytes (default: the worker's input limit).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_bytes: Option<u64>,
+}
+
+impl ModuleSpec {
+    /// The module as an input the worker's fetcher (and its content-addressed cache)
+    /// understands; it is never mounted.
+    pub fn as_input(&self) -> InputSpec {
+        InputSpec {
+            uri: self.uri.clone(),
+            sha256: Some(self.sha256.clone()),
+            path: format!("{INPUTS_DIR}/.module.wasm"),
+            max_bytes: self.max_bytes,
+        }
+    }
 }
 
 /// What a job does, for providers who take only one kind.
@@ -170,7 +296,9 @@ pub enum SpecError {
     TooLarge(usize),
     #[error("spec is not valid job-spec JSON: {0}")]
     Malformed(String),
-    #[error("spec version {0} is not supported (this build knows version {SPEC_VERSION})")]
+    #[error(
+        "spec version {0} is not supported (this build knows versions {FIRST_SPEC_VERSION} to {SPEC_VERSION})"
+    )]
     UnsupportedVersion(u32),
     #[error("spec field {field}: {reason}")]
     Invalid { field: &'static str, reason: String },
@@ -190,7 +318,7 @@ impl JobSpec {
         }
         let versioned: Versioned =
             serde_json::from_slice(bytes).map_err(|e| SpecError::Malformed(e.to_string()))?;
-        if versioned.version != SPEC_VERSION {
+        if !(FIRST_SPEC_VERSION..=SPEC_VERSION).contains(&versioned.version) {
             return Err(SpecError::UnsupportedVersion(versioned.version));
         }
         let spec: Self =
@@ -206,22 +334,12 @@ impl JobSpec {
 
     /// Checks what serde cannot: the values make sense.
     pub fn validate(&self) -> Result<(), SpecError> {
-        let invalid = |field, reason: &str| {
-            Err(SpecError::Invalid {
-                field,
-                reason: reason.into(),
-            })
-        };
-        if self.version != SPEC_VERSION {
+        if !(FIRST_SPEC_VERSION..=SPEC_VERSION).contains(&self.version) {
             return Err(SpecError::UnsupportedVersion(self.version));
         }
-        if <oci_spec::distribution::Reference as std::str::FromStr>::from_str(&self.image).is_err()
-        {
-            return invalid(
-                "image",
-                "must be an image reference Docker accepts: [registry/]lower-case/path[:tag]\
-                 [@sha256:<64 hex digits>]",
-            );
+        match self.engine {
+            Engine::Docker => self.validate_docker()?,
+            Engine::Wasm => self.validate_wasm()?,
         }
         if self.command.iter().any(|arg| arg.contains('\0')) {
             return invalid("command", "arguments may not contain a NUL byte");
@@ -245,18 +363,7 @@ impl JobSpec {
         }
         let mut paths = std::collections::BTreeSet::new();
         for input in &self.inputs {
-            if !INPUT_SCHEMES
-                .iter()
-                .any(|scheme| input.uri.starts_with(scheme))
-                || input
-                    .uri
-                    .contains(|c: char| c.is_whitespace() || c.is_control())
-            {
-                return invalid(
-                    "inputs.uri",
-                    "must be an https, http, ipfs, nats, s3 or file URI without spaces",
-                );
-            }
+            check_uri("inputs.uri", &input.uri)?;
             if input.path == INPUTS_DIR || !is_within(&input.path, INPUTS_DIR) {
                 return invalid("inputs.path", "must be a file path below /inputs");
             }
@@ -266,10 +373,8 @@ impl JobSpec {
             if input.max_bytes == Some(0) {
                 return invalid("inputs.maxBytes", "must be positive");
             }
-            if let Some(hash) = &input.sha256
-                && (hash.len() != 64 || !hash.bytes().all(|b| b.is_ascii_hexdigit()))
-            {
-                return invalid("inputs.sha256", "must be 64 hex digits");
+            if let Some(hash) = &input.sha256 {
+                check_sha256("inputs.sha256", hash)?;
             }
         }
         if self
@@ -284,6 +389,65 @@ impl JobSpec {
         }
         if self.env.values().any(|v| v.contains('\0')) {
             return invalid("env", "values may not contain a NUL byte");
+        }
+        Ok(())
+    }
+
+    fn validate_docker(&self) -> Result<(), SpecError> {
+        if self.wasm.is_some() {
+            return invalid("wasm", "only a WASM job (\"engine\":\"wasm\") has a module");
+        }
+        if <oci_spec::distribution::Reference as std::str::FromStr>::from_str(&self.image).is_err()
+        {
+            return invalid(
+                "image",
+                "must be an image reference Docker accepts: [registry/]lower-case/path[:tag]\
+                 [@sha256:<64 hex digits>]",
+            );
+        }
+        Ok(())
+    }
+
+    fn validate_wasm(&self) -> Result<(), SpecError> {
+        if self.version < 2 {
+            return invalid("engine", "needs spec version 2");
+        }
+        if !self.image.is_empty() {
+            return invalid("image", "a WASM job runs a module, not an image");
+        }
+        if self.resources.gpu_memory_percent.is_some() {
+            return invalid(
+                "resources.gpuMemoryPercent",
+                "a WASM job runs on the CPU only",
+            );
+        }
+        let Some(wasm) = &self.wasm else {
+            return invalid("wasm", "a WASM job names its module");
+        };
+        check_uri("wasm.module.uri", &wasm.module.uri)?;
+        check_sha256("wasm.module.sha256", &wasm.module.sha256)?;
+        if wasm.module.max_bytes == Some(0) {
+            return invalid("wasm.module.maxBytes", "must be positive");
+        }
+        if let Some(entry) = &wasm.entry
+            && (entry.is_empty() || entry.len() > 256 || entry.contains('\0'))
+        {
+            return invalid(
+                "wasm.entry",
+                "must be an export name of 1 to 256 bytes without NUL",
+            );
+        }
+        if let Some(mib) = wasm.memory_mib
+            && !(1..=MAX_WASM_MEMORY_MIB).contains(&mib)
+        {
+            return invalid("wasm.memoryMiB", "must be 1 to 4096");
+        }
+        if wasm.deterministic && wasm.memory_mib.is_none() {
+            // A node's default would make the limit, and so the result, the node's.
+            return invalid(
+                "wasm.memoryMiB",
+                "a deterministic job names its memory limit",
+            );
         }
         Ok(())
     }
@@ -313,6 +477,33 @@ impl JobSpec {
     }
 }
 
+fn invalid(field: &'static str, reason: &str) -> Result<(), SpecError> {
+    Err(SpecError::Invalid {
+        field,
+        reason: reason.into(),
+    })
+}
+
+/// A URI a worker can fetch: one of [`INPUT_SCHEMES`], no spaces or control characters.
+fn check_uri(field: &'static str, uri: &str) -> Result<(), SpecError> {
+    if !INPUT_SCHEMES.iter().any(|scheme| uri.starts_with(scheme))
+        || uri.contains(|c: char| c.is_whitespace() || c.is_control())
+    {
+        return invalid(
+            field,
+            "must be an https, http, ipfs, nats, s3 or file URI without spaces",
+        );
+    }
+    Ok(())
+}
+
+fn check_sha256(field: &'static str, hash: &str) -> Result<(), SpecError> {
+    if hash.len() != 64 || !hash.bytes().all(|b| b.is_ascii_hexdigit()) {
+        return invalid(field, "must be 64 hex digits");
+    }
+    Ok(())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -333,6 +524,28 @@ mod tests {
             outputs: OutputSpec::default(),
             resources: Resources::default(),
             timeout_secs: 3600,
+            engine: Engine::Docker,
+            wasm: None,
+        }
+    }
+
+    fn wasm_example() -> JobSpec {
+        JobSpec {
+            version: 2,
+            engine: Engine::Wasm,
+            image: String::new(),
+            command: vec!["--epochs".into(), "3".into()],
+            wasm: Some(WasmSpec {
+                module: ModuleSpec {
+                    uri: "https://data.example.org/train.wasm".into(),
+                    sha256: "cd".repeat(32),
+                    max_bytes: None,
+                },
+                entry: None,
+                memory_mib: Some(256),
+                deterministic: true,
+            }),
+            ..example()
         }
     }
 
@@ -413,11 +626,118 @@ mod tests {
             }
         }
         let mut newer = example();
-        newer.version = 2;
+        newer.version = SPEC_VERSION + 1;
         assert_eq!(
             JobSpec::from_slice(&serde_json::to_vec(&newer).unwrap()),
-            Err(SpecError::UnsupportedVersion(2))
+            Err(SpecError::UnsupportedVersion(SPEC_VERSION + 1))
         );
+    }
+
+    #[test]
+    fn a_version_1_spec_reads_as_before_and_writes_the_same_bytes() {
+        // Posted before engines existed: its bytes, hash and meaning are unchanged.
+        let v1 = br#"{"version":1,"kind":"training","image":"acme/train:v1","command":["python","train.py"],"env":{},"inputs":[],"outputs":{"path":"/outputs"},"timeoutSecs":60}"#;
+        let spec = JobSpec::from_slice(v1).unwrap();
+        assert_eq!(spec.engine, Engine::Docker);
+        assert_eq!(spec.wasm, None);
+        assert_eq!(spec.to_vec(), v1.to_vec());
+        // A Docker spec reads the same as version 2.
+        let v2 = String::from_utf8(v1.to_vec())
+            .unwrap()
+            .replace(r#""version":1"#, r#""version":2,"engine":"docker""#);
+        assert_eq!(
+            JobSpec::from_slice(v2.as_bytes()).unwrap(),
+            JobSpec { version: 2, ..spec }
+        );
+    }
+
+    #[test]
+    fn a_wasm_spec_round_trips_and_names_its_module() {
+        let spec = wasm_example();
+        let bytes = spec.to_vec();
+        let text = String::from_utf8(bytes.clone()).unwrap();
+        assert!(text.contains(r#""engine":"wasm""#), "{text}");
+        assert!(!text.contains("image"), "{text}");
+        assert_eq!(JobSpec::from_slice(&bytes).unwrap(), spec);
+        let wasm = spec.wasm.as_ref().unwrap();
+        assert_eq!(wasm.entry(), WASM_ENTRY);
+        assert_eq!(
+            wasm.module.as_input().sha256.as_deref(),
+            Some(wasm.module.sha256.as_str())
+        );
+        let minimal = br#"{"version":2,"engine":"wasm","wasm":{"module":{"uri":"nats://gantry-inputs/m","sha256":"0000000000000000000000000000000000000000000000000000000000000000"}},"outputs":{},"timeoutSecs":5}"#;
+        let minimal = JobSpec::from_slice(minimal).unwrap();
+        let wasm = minimal.wasm.unwrap();
+        assert_eq!(
+            (wasm.entry(), wasm.memory_mib, wasm.deterministic),
+            ("_start", None, false)
+        );
+    }
+
+    #[test]
+    fn refuses_bad_wasm_specs_with_the_field_named() {
+        type Mutation = fn(&mut JobSpec);
+        let cases: [(Mutation, &str); 12] = [
+            (|s| s.version = 1, "engine"),
+            (
+                |s| s.wasm.as_mut().unwrap().memory_mib = None,
+                "wasm.memoryMiB",
+            ),
+            (|s| s.image = "busybox".into(), "image"),
+            (|s| s.wasm = None, "wasm"),
+            (
+                |s| s.resources.gpu_memory_percent = Some(50),
+                "resources.gpuMemoryPercent",
+            ),
+            (
+                |s| s.wasm.as_mut().unwrap().module.uri = "ftp://x/m.wasm".into(),
+                "wasm.module.uri",
+            ),
+            (
+                |s| s.wasm.as_mut().unwrap().module.sha256 = "abc".into(),
+                "wasm.module.sha256",
+            ),
+            (
+                |s| s.wasm.as_mut().unwrap().module.max_bytes = Some(0),
+                "wasm.module.maxBytes",
+            ),
+            (
+                |s| s.wasm.as_mut().unwrap().entry = Some(String::new()),
+                "wasm.entry",
+            ),
+            (
+                |s| s.wasm.as_mut().unwrap().entry = Some("a\0b".into()),
+                "wasm.entry",
+            ),
+            (
+                |s| s.wasm.as_mut().unwrap().memory_mib = Some(4097),
+                "wasm.memoryMiB",
+            ),
+            (|s| s.command.push("a\0b".into()), "command"),
+        ];
+        for (mutate, expected) in cases {
+            let mut spec = wasm_example();
+            mutate(&mut spec);
+            match JobSpec::from_slice(&serde_json::to_vec(&spec).unwrap()) {
+                Err(SpecError::Invalid { field, .. }) => assert_eq!(field, expected),
+                other => panic!("{expected}: expected Invalid, got {other:?}"),
+            }
+        }
+        // A Docker job has no module.
+        let mut docker = example();
+        docker.wasm = wasm_example().wasm;
+        assert!(matches!(
+            docker.validate(),
+            Err(SpecError::Invalid { field: "wasm", .. })
+        ));
+        // An engine nobody runs is not a spec.
+        let unknown = serde_json::to_string(&wasm_example())
+            .unwrap()
+            .replace(r#""engine":"wasm""#, r#""engine":"jvm""#);
+        assert!(matches!(
+            JobSpec::from_slice(unknown.as_bytes()),
+            Err(SpecError::Malformed(_))
+        ));
     }
 
     #[test]

@@ -68,6 +68,8 @@ async fn main() -> anyhow::Result<()> {
         },
         resources: Resources::default(),
         timeout_secs: 60,
+        engine: gantry_protocol::spec::Engine::Docker,
+        wasm: None,
     })?;
     let deadline = U40::from(network.devnet.now().await? + 3_600);
     let start = Instant::now();

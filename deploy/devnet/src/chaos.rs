@@ -369,6 +369,8 @@ fn job_spec(pause: u32) -> JobSpec {
         },
         resources: Resources::default(),
         timeout_secs: 30,
+        engine: gantry_protocol::spec::Engine::Docker,
+        wasm: None,
     }
 }
 

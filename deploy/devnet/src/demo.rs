@@ -172,6 +172,8 @@ pub fn spec(dataset_url: &str, sha256: &str) -> JobSpec {
             gpu_memory_percent: None,
         },
         timeout_secs: 300,
+        engine: gantry_protocol::spec::Engine::Docker,
+        wasm: None,
     }
 }
 

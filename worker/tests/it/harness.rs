@@ -668,5 +668,7 @@ pub(crate) fn shell(script: &str, timeout_secs: u64) -> JobSpec {
         outputs: Default::default(),
         resources: Default::default(),
         timeout_secs,
+        engine: gantry_protocol::spec::Engine::Docker,
+        wasm: None,
     }
 }

@@ -317,6 +317,8 @@ fn build_spec(args: &SubmitArgs) -> Result<JobSpec> {
         },
         resources: Resources::default(),
         timeout_secs,
+        engine: gantry_protocol::spec::Engine::Docker,
+        wasm: None,
     };
     Ok(spec)
 }

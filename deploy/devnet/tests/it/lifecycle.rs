@@ -132,6 +132,8 @@ async fn a_job_goes_from_post_to_paid_on_anvil() {
         outputs: OutputSpec::default(),
         resources: Default::default(),
         timeout_secs: 3_600,
+        engine: gantry_protocol::spec::Engine::Docker,
+        wasm: None,
     };
     let spec_bytes = spec.to_vec();
     let now = devnet.now().await.unwrap();

@@ -1,0 +1,1095 @@
+//! The WASM engine: a job whose spec says `"engine":"wasm"` runs in the embedded wasmtime
+//! as a WASI preview 1 command, behind the same pipeline as a container (inputs,
+//! checkpoint, run, upload, report) and with the same fault classes.
+//!
+//! The sandbox: `/inputs` preopened read-only, `/outputs`, `/checkpoints` and `/tmp`
+//! read-write (all three in the job's fixed-size space, as for a container), nothing else
+//! of the host; no network (preview 1 has no sockets); stdin closed; the module's
+//! arguments and the spec's environment only. Linear memory is capped by a resource
+//! limiter (growing past it traps: `out of memory`); time by epoch interruption, checked
+//! every [`TICK`] against the job's stop and the worker's stop token; stdout and stderr are
+//! split into lines for the same `##gantry` progress parsing and log forwarding as a
+//! container's, and a module that prints more than its plan's `max_log_bytes` is stopped.
+//!
+//! **Deterministic mode** (the spec's `deterministic`) runs on a second engine: fuel
+//! instead of the clock decides when a run ends ([`FUEL_PER_SECOND`] × `timeoutSecs`,
+//! the same on every node: the same call always completes or always runs out), NaNs
+//! canonicalised, relaxed SIMD deterministic, no threads (the `threads` feature is not
+//! built), the wall clock fixed at [`FIXED_WALL_CLOCK`], the monotonic clock advancing
+//! [`MONOTONIC_STEP_NS`] per read, the random sources seeded from the job
+//! ([`Determinism::seed`]) and `poll_oneoff` (sleeping) refused with `ENOTSUP`. The
+//! memory limit is the spec's. Not deterministic even so: a run stopped by the wall clock
+//! (a node too slow for the job's time gives a timeout, never another result), the
+//! depth at which the stack overflows (it depends on the wasmtime build), file
+//! timestamps and directory order the module reads back from `/inputs`.
+//!
+//! Compiled modules are kept in memory by SHA-256 (and mode), [`MODULE_CACHE`] at most.
+
+use std::collections::{HashMap, VecDeque};
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use bytes::Bytes;
+use gantry_protocol::jobs::LogStream;
+use tokio::sync::{mpsc, oneshot};
+use wasmtime::{Config, Engine, Linker, Module, Store, Trap, UpdateDeadline};
+use wasmtime_wasi::cli::{IsTerminal, StdoutStream};
+use wasmtime_wasi::p1::WasiP1Ctx;
+use wasmtime_wasi::p2::{OutputStream, Pollable, StreamError, StreamResult};
+use wasmtime_wasi::{FsPerms, I32Exit, WasiCtxBuilder};
+
+use crate::docker::{Ending, MAX_LINE, OutputLine, RunOutcome};
+use crate::fault::Failure;
+
+/// How often the engines' epoch advances: the resolution of a WASM job's timeout and stop.
+pub const TICK: Duration = Duration::from_millis(50);
+/// Fuel a deterministic run gets per second of its `timeoutSecs` (one unit is about one
+/// WebAssembly instruction): a protocol constant, so that every node stops it at the same
+/// instruction.
+pub const FUEL_PER_SECOND: u64 = 500_000_000;
+/// The wall clock a deterministic run reads: 2026-01-01T00:00:00Z.
+pub const FIXED_WALL_CLOCK: Duration = Duration::from_secs(1_767_225_600);
+/// How far a deterministic run's monotonic clock advances per read, nanoseconds.
+pub const MONOTONIC_STEP_NS: u64 = 1_000;
+/// Compiled modules kept in memory.
+pub const MODULE_CACHE: usize = 32;
+/// The name a module sees as `argv[0]`.
+pub const ARGV0: &str = "job.wasm";
+
+/// What makes a deterministic run the same on every node.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Determinism {
+    /// Fuel for the whole run.
+    pub fuel: u64,
+    /// Seeds the module's random sources.
+    pub seed: u64,
+}
+
+impl Determinism {
+    /// The job's: fuel for `timeout_secs`, the seed from the posted spec's hash and the
+    /// job id (the same for every node and attempt of the job).
+    pub fn of(job_id: u64, spec_hash: &[u8; 32], timeout_secs: u64) -> Self {
+        let mut seed = [0u8; 8];
+        seed.copy_from_slice(&spec_hash[..8]);
+        Self {
+            fuel: timeout_secs.saturating_mul(FUEL_PER_SECOND),
+            seed: u64::from_be_bytes(seed) ^ job_id,
+        }
+    }
+}
+
+/// Everything that decides one run of a module.
+#[derive(Debug, Clone, PartialEq)]
+pub struct WasmPlan {
+    /// The job, for the logs.
+    pub name: String,
+    /// The module's bytes (binary or text), checked against `sha256` by the fetcher.
+    pub module_path: PathBuf,
+    pub sha256: String,
+    pub entry: String,
+    /// The module's arguments, after [`ARGV0`].
+    pub args: Vec<String>,
+    pub env: Vec<(String, String)>,
+    pub inputs_dir: PathBuf,
+    pub outputs_dir: PathBuf,
+    pub checkpoints_dir: PathBuf,
+    pub tmp_dir: PathBuf,
+    /// Most linear memory, bytes.
+    pub memory_bytes: u64,
+    /// Output (stdout and stderr) the module may print before it is stopped, bytes.
+    pub max_log_bytes: u64,
+    pub deterministic: Option<Determinism>,
+}
+
+/// The embedded runtime: two engines (free-running and deterministic), their linkers and
+/// the compiled modules.
+pub struct WasmEngine {
+    free: Mode,
+    deterministic: Mode,
+    modules: Mutex<Modules>,
+    ticking: Arc<AtomicBool>,
+}
+
+impl std::fmt::Debug for WasmEngine {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("WasmEngine").finish_non_exhaustive()
+    }
+}
+
+struct Mode {
+    engine: Engine,
+    linker: Linker<JobState>,
+}
+
+#[derive(Default)]
+struct Modules {
+    compiled: HashMap<(String, bool), Module>,
+    order: VecDeque<(String, bool)>,
+}
+
+/// A store's data: the WASI context and the memory limit.
+struct JobState {
+    wasi: WasiP1Ctx,
+    limiter: MemoryLimiter,
+}
+
+impl WasmEngine {
+    /// Both engines, and the thread that advances their epochs while the worker lives.
+    pub fn new() -> Result<Self, Failure> {
+        let free = Mode::new(false)?;
+        let deterministic = Mode::new(true)?;
+        let ticking = Arc::new(AtomicBool::new(true));
+        let engines = [free.engine.clone(), deterministic.engine.clone()];
+        let alive = ticking.clone();
+        std::thread::Builder::new()
+            .name("wasm-epoch".into())
+            .spawn(move || {
+                while alive.load(Ordering::Relaxed) {
+                    std::thread::sleep(TICK);
+                    for engine in &engines {
+                        engine.increment_epoch();
+                    }
+                }
+            })
+            .map_err(|e| Failure::node(format!("wasm: starting the epoch thread: {e}")))?;
+        Ok(Self {
+            free,
+            deterministic,
+            modules: Mutex::new(Modules::default()),
+            ticking,
+        })
+    }
+
+    /// Runs `plan` to its end, forwarding its output lines to `lines`, until `ending`.
+    /// `on_running` is called once the module is instantiated, with the time since `run`
+    /// began (compiling included).
+    pub async fn run(
+        &self,
+        plan: &WasmPlan,
+        ending: Ending<impl FnOnce() -> Duration>,
+        lines: mpsc::Sender<OutputLine>,
+        on_running: impl FnOnce(Duration),
+    ) -> Result<RunOutcome, Failure> {
+        let began = Instant::now();
+        let module = self.module(plan).await?;
+        let mode = if plan.deterministic.is_some() {
+            &self.deterministic
+        } else {
+            &self.free
+        };
+        let (wasi, printed) = wasi_context(plan, &lines)?;
+        let stop = Arc::new(AtomicBool::new(false));
+        let deadline = Instant::now() + ending.timeout;
+        let (running_tx, running_rx) = oneshot::channel();
+        let run = {
+            let engine = mode.engine.clone();
+            let linker = mode.linker.clone();
+            let plan = plan.clone();
+            let stop = stop.clone();
+            tokio::task::spawn_blocking(move || {
+                let run = Run {
+                    wasi,
+                    printed,
+                    stop,
+                    deadline,
+                    running: running_tx,
+                };
+                call(&engine, &linker, &module, &plan, run)
+            })
+        };
+        // The stop token ends the run at the next tick; a module gets no grace (it has
+        // no signals to catch), what it checkpointed stays.
+        let stopper = {
+            let stop = stop.clone();
+            let token = ending.stop.clone();
+            tokio::spawn(async move {
+                token.cancelled().await;
+                stop.store(true, Ordering::Relaxed);
+            })
+        };
+        if running_rx.await.is_ok() {
+            on_running(began.elapsed());
+        }
+        let ended = run.await;
+        stopper.abort();
+        let ended = ended.map_err(|e| Failure::node(format!("wasm: the run's thread: {e}")))?;
+        let elapsed = began.elapsed();
+        Ok(outcome(ended?, ending.stop.is_cancelled(), plan, elapsed))
+    }
+
+    /// The compiled module, from memory or compiled now (off the async threads).
+    async fn module(&self, plan: &WasmPlan) -> Result<Module, Failure> {
+        let key = (plan.sha256.clone(), plan.deterministic.is_some());
+        if let Some(module) = self.cached(&key) {
+            return Ok(module);
+        }
+        let engine = if key.1 {
+            self.deterministic.engine.clone()
+        } else {
+            self.free.engine.clone()
+        };
+        let bytes = tokio::fs::read(&plan.module_path)
+            .await
+            .map_err(|e| Failure::node(format!("wasm: reading the fetched module: {e}")))?;
+        let started = Instant::now();
+        let module = tokio::task::spawn_blocking(move || Module::new(&engine, bytes))
+            .await
+            .map_err(|e| Failure::node(format!("wasm: the compiler's thread: {e}")))?
+            .map_err(|e| Failure::job(format!("invalid module: {}", one_line(&e))))?;
+        tracing::info!(elapsed = ?started.elapsed(), sha256 = %key.0, "compiled the module");
+        let mut modules = self.modules.lock().expect("never poisoned");
+        if modules.order.len() >= MODULE_CACHE
+            && let Some(oldest) = modules.order.pop_front()
+        {
+            modules.compiled.remove(&oldest);
+        }
+        modules.order.push_back(key.clone());
+        modules.compiled.insert(key, module.clone());
+        Ok(module)
+    }
+
+    fn cached(&self, key: &(String, bool)) -> Option<Module> {
+        self.modules
+            .lock()
+            .expect("never poisoned")
+            .compiled
+            .get(key)
+            .cloned()
+    }
+}
+
+impl Drop for WasmEngine {
+    fn drop(&mut self) {
+        self.ticking.store(false, Ordering::Relaxed);
+    }
+}
+
+impl Mode {
+    fn new(deterministic: bool) -> Result<Self, Failure> {
+        let mut config = Config::new();
+        config.epoch_interruption(true);
+        if deterministic {
+            config
+                .consume_fuel(true)
+                .cranelift_nan_canonicalization(true)
+                .relaxed_simd_deterministic(true);
+        }
+        let engine = Engine::new(&config)
+            .map_err(|e| Failure::node(format!("wasm: the engine: {}", one_line(&e))))?;
+        let mut linker = Linker::new(&engine);
+        wasmtime_wasi::p1::add_to_linker_sync(&mut linker, |state: &mut JobState| &mut state.wasi)
+            .map_err(|e| Failure::node(format!("wasm: linking WASI: {}", one_line(&e))))?;
+        if deterministic {
+            // No sleeping on the host's clock: a deterministic run's time is its fuel.
+            linker.allow_shadowing(true);
+            linker
+                .func_wrap(
+                    "wasi_snapshot_preview1",
+                    "poll_oneoff",
+                    |_in: i32, _out: i32, _subscriptions: i32, _events: i32| -> i32 { ENOTSUP },
+                )
+                .map_err(|e| Failure::node(format!("wasm: linking: {}", one_line(&e))))?;
+        }
+        Ok(Self { engine, linker })
+    }
+}
+
+/// WASI's `ENOTSUP`.
+const ENOTSUP: i32 = 58;
+
+/// The module's WASI view: its directories, arguments, environment, output lines and, in
+/// deterministic mode, its fixed clocks and seeded randomness.
+fn wasi_context(
+    plan: &WasmPlan,
+    lines: &mpsc::Sender<OutputLine>,
+) -> Result<(WasiP1Ctx, Arc<Printed>), Failure> {
+    let printed = Arc::new(Printed {
+        bytes: AtomicU64::new(0),
+        limit: plan.max_log_bytes,
+        flooded: AtomicBool::new(false),
+    });
+    let mut builder = WasiCtxBuilder::new();
+    builder
+        .allow_blocking_current_thread(true)
+        .arg(ARGV0)
+        .args(&plan.args)
+        .envs(&plan.env)
+        .stdout(LineSink::new(
+            LogStream::Stdout,
+            lines.clone(),
+            printed.clone(),
+        ))
+        .stderr(LineSink::new(
+            LogStream::Stderr,
+            lines.clone(),
+            printed.clone(),
+        ));
+    if let Some(determinism) = plan.deterministic {
+        use rand_wasi::SeedableRng;
+        builder
+            .wall_clock(FixedWallClock)
+            .monotonic_clock(SteppingClock(AtomicU64::new(0)))
+            .secure_random(rand_wasi::rngs::StdRng::seed_from_u64(determinism.seed))
+            .insecure_random(rand_wasi::rngs::StdRng::seed_from_u64(
+                determinism.seed.rotate_left(32),
+            ))
+            .insecure_random_seed(u128::from(determinism.seed));
+    }
+    let node = |e: wasmtime::Error| Failure::node(format!("wasm: preopening: {}", one_line(&e)));
+    builder
+        .preopened_dir(
+            &plan.inputs_dir,
+            gantry_protocol::spec::INPUTS_DIR,
+            FsPerms::ReadOnly,
+        )
+        .map_err(node)?;
+    builder
+        .preopened_dir(
+            &plan.outputs_dir,
+            gantry_protocol::spec::OUTPUTS_DIR,
+            FsPerms::ReadWrite,
+        )
+        .map_err(node)?;
+    builder
+        .preopened_dir(
+            &plan.checkpoints_dir,
+            gantry_protocol::spec::CHECKPOINTS_DIR,
+            FsPerms::ReadWrite,
+        )
+        .map_err(node)?;
+    builder
+        .preopened_dir(&plan.tmp_dir, "/tmp", FsPerms::ReadWrite)
+        .map_err(node)?;
+    Ok((builder.build_p1(), printed))
+}
+
+/// One run's own pieces, moved to its thread.
+struct Run {
+    wasi: WasiP1Ctx,
+    printed: Arc<Printed>,
+    stop: Arc<AtomicBool>,
+    deadline: Instant,
+    running: oneshot::Sender<()>,
+}
+
+/// How a call ended, before it is told as a [`RunOutcome`].
+#[derive(Debug)]
+enum Ended {
+    Exited(i32),
+    /// The wall clock's deadline, or the stop token.
+    Interrupted,
+    OutOfFuel,
+    OutOfMemory,
+    Flooded,
+    Trapped(String),
+}
+
+/// Instantiates the module and calls its entry, on a blocking thread (WASI's host calls
+/// block on the runtime from there). Errors are the module's: it could not be linked or
+/// its entry is missing.
+fn call(
+    engine: &Engine,
+    linker: &Linker<JobState>,
+    module: &Module,
+    plan: &WasmPlan,
+    run: Run,
+) -> Result<Ended, Failure> {
+    let Run {
+        wasi,
+        printed,
+        stop,
+        deadline,
+        running,
+    } = run;
+    let memory = usize::try_from(plan.memory_bytes).unwrap_or(usize::MAX);
+    let mut store = Store::new(
+        engine,
+        JobState {
+            wasi,
+            limiter: MemoryLimiter { limit: memory },
+        },
+    );
+    store.limiter(|state| &mut state.limiter);
+    if let Some(determinism) = plan.deterministic {
+        store
+            .set_fuel(determinism.fuel)
+            .map_err(|e| Failure::node(format!("wasm: fuel: {}", one_line(&e))))?;
+    }
+    store.set_epoch_deadline(1);
+    store.epoch_deadline_callback(move |_| {
+        if stop.load(Ordering::Relaxed) || Instant::now() >= deadline {
+            Ok(UpdateDeadline::Interrupt)
+        } else {
+            Ok(UpdateDeadline::Continue(1))
+        }
+    });
+    let instance = linker
+        .instantiate(&mut store, module)
+        .map_err(|e| Failure::job(format!("the module cannot run here: {}", one_line(&e))))?;
+    let entry = instance
+        .get_typed_func::<(), ()>(&mut store, &plan.entry)
+        .map_err(|e| {
+            Failure::job(format!(
+                "the module has no entry point {:?} taking and returning nothing: {}",
+                plan.entry,
+                one_line(&e)
+            ))
+        })?;
+    let _ = running.send(());
+    let called = entry.call(&mut store, ());
+    let flooded = printed.flooded.load(Ordering::Relaxed);
+    Ok(match called {
+        Ok(()) => Ended::Exited(0),
+        Err(e) => ended(&e, flooded),
+    })
+}
+
+/// What an error out of the call means.
+fn ended(error: &wasmtime::Error, flooded: bool) -> Ended {
+    if flooded || error.downcast_ref::<Flood>().is_some() {
+        return Ended::Flooded;
+    }
+    if let Some(exit) = error.downcast_ref::<I32Exit>() {
+        return Ended::Exited(exit.0);
+    }
+    if error.downcast_ref::<MemoryLimitExceeded>().is_some() {
+        return Ended::OutOfMemory;
+    }
+    match error.downcast_ref::<Trap>() {
+        Some(Trap::Interrupt) => Ended::Interrupted,
+        Some(Trap::OutOfFuel) => Ended::OutOfFuel,
+        Some(trap) => Ended::Trapped(trap.to_string()),
+        // A host call the module made wrong (a misaligned pointer, a bad exit status).
+        None => Ended::Trapped(error.root_cause().to_string()),
+    }
+}
+
+/// The run as the pipeline tells it: an exit code, or the reason it was stopped.
+fn outcome(ended: Ended, stopped: bool, plan: &WasmPlan, elapsed: Duration) -> RunOutcome {
+    let mut outcome = RunOutcome {
+        exit_code: 0,
+        oom_killed: false,
+        timed_out: false,
+        stopped: false,
+        flooded: None,
+        elapsed,
+        reason: None,
+    };
+    match ended {
+        Ended::Exited(code) => outcome.exit_code = i64::from(code),
+        Ended::Interrupted if stopped => {
+            outcome.stopped = true;
+            outcome.exit_code = -1;
+        }
+        Ended::Interrupted => {
+            outcome.timed_out = true;
+            outcome.exit_code = -1;
+        }
+        Ended::OutOfFuel => {
+            outcome.exit_code = -1;
+            outcome.reason = Some(format!(
+                "timeout: ran out of fuel ({} instructions, its deterministic limit)",
+                plan.deterministic.map_or(0, |d| d.fuel)
+            ));
+        }
+        Ended::OutOfMemory => {
+            outcome.exit_code = -1;
+            outcome.oom_killed = true;
+        }
+        Ended::Flooded => {
+            outcome.exit_code = -1;
+            outcome.flooded = Some(plan.max_log_bytes);
+        }
+        Ended::Trapped(why) => {
+            outcome.exit_code = -1;
+            outcome.reason = Some(format!("trapped: {why}"));
+        }
+    }
+    outcome
+}
+
+/// An error on one line (wasmtime's carry their causes and a backtrace).
+fn one_line(error: &wasmtime::Error) -> String {
+    let text = format!("{error:#}");
+    text.split('\n')
+        .map(str::trim)
+        .filter(|line| !line.is_empty())
+        .collect::<Vec<_>>()
+        .join("; ")
+        .chars()
+        .take(400)
+        .collect()
+}
+
+/// The memory limit: growing past it traps with [`MemoryLimitExceeded`].
+struct MemoryLimiter {
+    limit: usize,
+}
+
+#[derive(Debug, thiserror::Error)]
+#[error("memory limit exceeded")]
+struct MemoryLimitExceeded;
+
+impl wasmtime::ResourceLimiter for MemoryLimiter {
+    fn memory_growing(
+        &mut self,
+        _current: usize,
+        desired: usize,
+        _maximum: Option<usize>,
+    ) -> wasmtime::Result<bool> {
+        if desired > self.limit {
+            return Err(wasmtime::Error::new(MemoryLimitExceeded));
+        }
+        Ok(true)
+    }
+
+    fn table_growing(
+        &mut self,
+        _current: usize,
+        desired: usize,
+        _maximum: Option<usize>,
+    ) -> wasmtime::Result<bool> {
+        Ok(desired <= 1 << 20)
+    }
+
+    fn instances(&self) -> usize {
+        1
+    }
+
+    fn tables(&self) -> usize {
+        4
+    }
+
+    fn memories(&self) -> usize {
+        1
+    }
+}
+
+/// Output printed by one run, both streams together.
+#[derive(Debug)]
+struct Printed {
+    bytes: AtomicU64,
+    limit: u64,
+    flooded: AtomicBool,
+}
+
+#[derive(Debug, thiserror::Error)]
+#[error("printed more than the log limit")]
+struct Flood;
+
+/// One of a module's output streams, split into lines for the job's watcher. Lines longer
+/// than [`MAX_LINE`] are cut; past the plan's limit (both streams together) the write
+/// traps with [`Flood`] and the run ends.
+#[derive(Clone)]
+struct LineSink {
+    stream: LogStream,
+    lines: mpsc::Sender<OutputLine>,
+    printed: Arc<Printed>,
+    line: Arc<Mutex<Vec<u8>>>,
+}
+
+impl LineSink {
+    fn new(stream: LogStream, lines: mpsc::Sender<OutputLine>, printed: Arc<Printed>) -> Self {
+        Self {
+            stream,
+            lines,
+            printed,
+            line: Arc::new(Mutex::new(Vec::new())),
+        }
+    }
+
+    fn push(&self, bytes: &[u8]) -> StreamResult<()> {
+        let total = self
+            .printed
+            .bytes
+            .fetch_add(bytes.len() as u64, Ordering::Relaxed)
+            .saturating_add(bytes.len() as u64);
+        if total > self.printed.limit {
+            self.printed.flooded.store(true, Ordering::Relaxed);
+            return Err(StreamError::Trap(wasmtime::Error::new(Flood)));
+        }
+        let mut line = self.line.lock().expect("never poisoned");
+        for &byte in bytes {
+            if byte == b'\n' {
+                self.emit(&mut line);
+            } else if line.len() < MAX_LINE {
+                line.push(byte);
+            }
+        }
+        Ok(())
+    }
+
+    /// Hands a line to the watcher, waiting while its queue is full (this runs on the
+    /// run's blocking thread, inside WASI's own `block_on`: no async send here).
+    fn emit(&self, line: &mut Vec<u8>) {
+        let mut out = OutputLine {
+            stream: self.stream,
+            line: String::from_utf8_lossy(line).into_owned(),
+        };
+        line.clear();
+        loop {
+            match self.lines.try_send(out) {
+                Ok(()) | Err(mpsc::error::TrySendError::Closed(_)) => return,
+                Err(mpsc::error::TrySendError::Full(back)) => {
+                    out = back;
+                    std::thread::sleep(Duration::from_millis(2));
+                }
+            }
+        }
+    }
+}
+
+impl Drop for LineSink {
+    fn drop(&mut self) {
+        // The last clone forwards what is left of an unfinished line.
+        if Arc::strong_count(&self.line) == 1 {
+            let mut line = self.line.lock().expect("never poisoned");
+            if !line.is_empty() {
+                let out = OutputLine {
+                    stream: self.stream,
+                    line: String::from_utf8_lossy(&line).into_owned(),
+                };
+                line.clear();
+                let _ = self.lines.try_send(out);
+            }
+        }
+    }
+}
+
+impl IsTerminal for LineSink {
+    fn is_terminal(&self) -> bool {
+        false
+    }
+}
+
+impl StdoutStream for LineSink {
+    fn p2_stream(&self) -> Box<dyn OutputStream> {
+        Box::new(self.clone())
+    }
+
+    fn async_stream(&self) -> Box<dyn tokio::io::AsyncWrite + Send + Sync> {
+        Box::new(self.clone())
+    }
+}
+
+#[wasmtime_wasi::async_trait]
+impl OutputStream for LineSink {
+    fn write(&mut self, bytes: Bytes) -> StreamResult<()> {
+        self.push(&bytes)
+    }
+
+    fn flush(&mut self) -> StreamResult<()> {
+        Ok(())
+    }
+
+    fn check_write(&mut self) -> StreamResult<usize> {
+        Ok(64 * 1024)
+    }
+}
+
+#[wasmtime_wasi::async_trait]
+impl Pollable for LineSink {
+    async fn ready(&mut self) {}
+}
+
+impl tokio::io::AsyncWrite for LineSink {
+    fn poll_write(
+        self: std::pin::Pin<&mut Self>,
+        _cx: &mut std::task::Context<'_>,
+        buf: &[u8],
+    ) -> std::task::Poll<std::io::Result<usize>> {
+        std::task::Poll::Ready(
+            self.push(buf)
+                .map(|()| buf.len())
+                .map_err(|_| std::io::Error::other("printed more than the log limit")),
+        )
+    }
+
+    fn poll_flush(
+        self: std::pin::Pin<&mut Self>,
+        _cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<std::io::Result<()>> {
+        std::task::Poll::Ready(Ok(()))
+    }
+
+    fn poll_shutdown(
+        self: std::pin::Pin<&mut Self>,
+        _cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<std::io::Result<()>> {
+        std::task::Poll::Ready(Ok(()))
+    }
+}
+
+/// A deterministic run's wall clock: always [`FIXED_WALL_CLOCK`].
+struct FixedWallClock;
+
+impl wasmtime_wasi::HostWallClock for FixedWallClock {
+    fn resolution(&self) -> Duration {
+        Duration::from_secs(1)
+    }
+
+    fn now(&self) -> Duration {
+        FIXED_WALL_CLOCK
+    }
+}
+
+/// A deterministic run's monotonic clock: [`MONOTONIC_STEP_NS`] later at every read, so
+/// that a loop waiting for time to pass ends (its fuel decides when).
+struct SteppingClock(AtomicU64);
+
+impl wasmtime_wasi::HostMonotonicClock for SteppingClock {
+    fn resolution(&self) -> u64 {
+        MONOTONIC_STEP_NS
+    }
+
+    fn now(&self) -> u64 {
+        self.0.fetch_add(MONOTONIC_STEP_NS, Ordering::Relaxed)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::path::Path;
+
+    use tokio_util::sync::CancellationToken;
+
+    use super::*;
+
+    /// A job's directories and a module, as the pipeline gives them.
+    struct Job {
+        _dir: tempfile::TempDir,
+        plan: WasmPlan,
+    }
+
+    fn job(module: &str, deterministic: bool) -> Job {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path();
+        for sub in ["inputs", "outputs", "checkpoints", "tmp"] {
+            std::fs::create_dir(root.join(sub)).unwrap();
+        }
+        std::fs::write(root.join("module.wat"), module).unwrap();
+        let plan = WasmPlan {
+            name: "job-1".into(),
+            module_path: root.join("module.wat"),
+            sha256: format!("{:064x}", hash(module)),
+            entry: "_start".into(),
+            args: vec![],
+            env: vec![],
+            inputs_dir: root.join("inputs"),
+            outputs_dir: root.join("outputs"),
+            checkpoints_dir: root.join("checkpoints"),
+            tmp_dir: root.join("tmp"),
+            memory_bytes: 16 << 20,
+            max_log_bytes: 1 << 20,
+            deterministic: deterministic.then(|| Determinism::of(1, &[7; 32], 10)),
+        };
+        Job { _dir: dir, plan }
+    }
+
+    fn hash(text: &str) -> u64 {
+        use std::hash::{Hash, Hasher};
+        let mut hasher = std::hash::DefaultHasher::new();
+        text.hash(&mut hasher);
+        hasher.finish()
+    }
+
+    fn ending(timeout: Duration, stop: &CancellationToken) -> Ending<impl FnOnce() -> Duration> {
+        Ending {
+            timeout,
+            stop: stop.clone(),
+            grace: || Duration::ZERO,
+        }
+    }
+
+    /// Runs the plan; its outcome and the lines it printed.
+    async fn run(
+        engine: &WasmEngine,
+        plan: &WasmPlan,
+        timeout: Duration,
+    ) -> (Result<RunOutcome, Failure>, Vec<OutputLine>) {
+        let (tx, mut rx) = mpsc::channel(16);
+        let collect = tokio::spawn(async move {
+            let mut lines = Vec::new();
+            while let Some(line) = rx.recv().await {
+                lines.push(line);
+            }
+            lines
+        });
+        let stop = CancellationToken::new();
+        let outcome = engine.run(plan, ending(timeout, &stop), tx, |_| {}).await;
+        (outcome, collect.await.unwrap())
+    }
+
+    const WASI: &str = r#"
+        (import "wasi_snapshot_preview1" "fd_write" (func $fd_write (param i32 i32 i32 i32) (result i32)))
+        (import "wasi_snapshot_preview1" "proc_exit" (func $proc_exit (param i32)))
+        (import "wasi_snapshot_preview1" "path_open" (func $path_open (param i32 i32 i32 i32 i32 i64 i64 i32 i32) (result i32)))
+        (import "wasi_snapshot_preview1" "clock_time_get" (func $clock_time_get (param i32 i64 i32) (result i32)))
+        (import "wasi_snapshot_preview1" "random_get" (func $random_get (param i32 i32) (result i32)))
+        (memory (export "memory") 1)
+    "#;
+
+    fn module(body: &str) -> String {
+        format!("(module {WASI} {body})")
+    }
+
+    fn text(lines: &[OutputLine]) -> Vec<&str> {
+        lines.iter().map(|l| l.line.as_str()).collect()
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn the_demo_module_reads_its_input_prints_progress_and_writes_its_result() {
+        let engine = WasmEngine::new().unwrap();
+        let demo = include_str!("../../deploy/demo/summary.wat");
+        let job = job(demo, false);
+        std::fs::write(
+            job.plan.inputs_dir.join("data.csv"),
+            "x1,x2,y\n1,2,3\n4,5,6\n",
+        )
+        .unwrap();
+        let (outcome, lines) = run(&engine, &job.plan, Duration::from_secs(10)).await;
+        let outcome = outcome.unwrap();
+        assert_eq!(
+            outcome.failure(16 << 20, Duration::from_secs(10)),
+            None,
+            "{outcome:?}"
+        );
+        let summary = std::fs::read_to_string(job.plan.outputs_dir.join("summary.json")).unwrap();
+        assert_eq!(
+            summary,
+            format!(
+                "{{\"lines\":3,\"bytes\":20,\"fnv1a\":\"{:08x}\"}}\n",
+                fnv1a(b"x1,x2,y\n1,2,3\n4,5,6\n")
+            )
+        );
+        let printed = text(&lines);
+        assert_eq!(
+            printed,
+            [
+                "##gantry {\"progress\":0.000}",
+                "##gantry {\"progress\":0.500}",
+                summary.trim_end(),
+                "##gantry {\"progress\":1}",
+            ],
+        );
+        // Compiled once: the second run takes it from memory.
+        assert_eq!(engine.modules.lock().unwrap().compiled.len(), 1);
+        let (again, _) = run(&engine, &job.plan, Duration::from_secs(10)).await;
+        assert_eq!(again.unwrap().exit_code, 0);
+        assert_eq!(engine.modules.lock().unwrap().compiled.len(), 1);
+    }
+
+    fn fnv1a(bytes: &[u8]) -> u32 {
+        bytes.iter().fold(0x811c_9dc5_u32, |hash, &b| {
+            (hash ^ u32::from(b)).wrapping_mul(16_777_619)
+        })
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn hostile_modules_end_as_the_job_s_fault_with_their_reason() {
+        let engine = WasmEngine::new().unwrap();
+        let limit = Duration::from_millis(500);
+        let reason = |outcome: &RunOutcome| {
+            outcome
+                .failure(16 << 20, limit)
+                .map(|f| (f.class, f.reason))
+                .unwrap()
+        };
+        use crate::fault::FaultClass::Job as JobFault;
+
+        // An endless loop: stopped at its time.
+        let spin = job(
+            &module(r#"(func (export "_start") (loop $l (br $l)))"#),
+            false,
+        );
+        let started = Instant::now();
+        let (outcome, _) = run(&engine, &spin.plan, limit).await;
+        let outcome = outcome.unwrap();
+        assert!(outcome.timed_out, "{outcome:?}");
+        assert!(started.elapsed() < limit + Duration::from_secs(2));
+        assert!(reason(&outcome).1.starts_with("timeout"));
+
+        // Growing memory without end: stopped at its limit (16 MiB = 256 pages).
+        let grow = job(
+            &module(
+                r#"(func (export "_start")
+                    (loop $l (br_if $l (i32.ne (memory.grow (i32.const 16)) (i32.const -1)))))"#,
+            ),
+            false,
+        );
+        let (outcome, _) = run(&engine, &grow.plan, limit).await;
+        let outcome = outcome.unwrap();
+        assert!(outcome.oom_killed, "{outcome:?}");
+        assert_eq!(
+            reason(&outcome),
+            (JobFault, "out of memory: killed at the 16 MiB limit".into())
+        );
+
+        // A trap.
+        let trap = job(&module(r#"(func (export "_start") unreachable)"#), false);
+        let (outcome, _) = run(&engine, &trap.plan, limit).await;
+        let (class, why) = reason(&outcome.unwrap());
+        assert_eq!(class, JobFault);
+        assert!(
+            why.starts_with("trapped: ") && why.contains("unreachable"),
+            "{why}"
+        );
+
+        // Printing without end: stopped at the log limit.
+        let flood = job(
+            &module(
+                r#"(data (i32.const 16) "spam spam spam\0a")
+                (func (export "_start")
+                    (i32.store (i32.const 0) (i32.const 16))
+                    (i32.store (i32.const 4) (i32.const 15))
+                    (loop $l (drop (call $fd_write (i32.const 1) (i32.const 0) (i32.const 1) (i32.const 8))) (br $l)))"#,
+            ),
+            false,
+        );
+        let (outcome, lines) = run(&engine, &flood.plan, Duration::from_secs(10)).await;
+        let outcome = outcome.unwrap();
+        assert_eq!(outcome.flooded, Some(1 << 20), "{outcome:?}");
+        assert!(reason(&outcome).1.starts_with("log limit"));
+        assert!(lines.len() <= (1 << 20) / 15 + 1);
+
+        // Reading outside /inputs: WASI refuses the path (the module exits with the errno
+        // as its code); nothing of the host is reachable.
+        let escape = job(
+            &module(
+                r#"(data (i32.const 64) "../../../../etc/passwd")
+                (func (export "_start")
+                    (call $proc_exit (call $path_open (i32.const 3) (i32.const 1) (i32.const 64) (i32.const 22)
+                        (i32.const 0) (i64.const 2) (i64.const 0) (i32.const 0) (i32.const 32))))"#,
+            ),
+            false,
+        );
+        let (outcome, _) = run(&engine, &escape.plan, limit).await;
+        let outcome = outcome.unwrap();
+        assert_ne!(outcome.exit_code, 0, "{outcome:?}");
+        assert!(reason(&outcome).1.starts_with("exited with code"));
+
+        // Its own exit code.
+        let exit = job(
+            &module(r#"(func (export "_start") (call $proc_exit (i32.const 3)))"#),
+            false,
+        );
+        let (outcome, _) = run(&engine, &exit.plan, limit).await;
+        assert_eq!(
+            reason(&outcome.unwrap()),
+            (JobFault, "exited with code 3".into())
+        );
+
+        // Not a module, no entry point, an import nobody provides: refused before it runs.
+        for (text, expected) in [
+            ("this is not wasm", "invalid module"),
+            (r#"(module (memory (export "memory") 1))"#, "no entry point"),
+            (
+                r#"(module (import "env" "gpu" (func)) (func (export "_start")))"#,
+                "cannot run here",
+            ),
+        ] {
+            let bad = job(text, false);
+            let (outcome, _) = run(&engine, &bad.plan, limit).await;
+            let failure = outcome.unwrap_err();
+            assert_eq!(failure.class, JobFault, "{failure:?}");
+            assert!(failure.reason.contains(expected), "{failure:?}");
+        }
+
+        // The engine is fine afterwards.
+        let ok = job(&module(r#"(func (export "_start"))"#), false);
+        let (outcome, _) = run(&engine, &ok.plan, limit).await;
+        assert_eq!(outcome.unwrap().exit_code, 0);
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_stopped_run_ends_at_the_next_tick() {
+        let engine = WasmEngine::new().unwrap();
+        let spin = job(
+            &module(r#"(func (export "_start") (loop $l (br $l)))"#),
+            false,
+        );
+        let stop = CancellationToken::new();
+        let (tx, _rx) = mpsc::channel(16);
+        let stopping = {
+            let stop = stop.clone();
+            tokio::spawn(async move {
+                tokio::time::sleep(Duration::from_millis(200)).await;
+                stop.cancel();
+            })
+        };
+        let outcome = engine
+            .run(
+                &spin.plan,
+                ending(Duration::from_secs(60), &stop),
+                tx,
+                |_| {},
+            )
+            .await
+            .unwrap();
+        stopping.await.unwrap();
+        assert!(outcome.stopped && !outcome.timed_out, "{outcome:?}");
+        assert!(outcome.elapsed < Duration::from_secs(5));
+    }
+
+    /// Writes the wall clock, the monotonic clock twice and 16 random bytes to
+    /// /outputs/seen.
+    const OBSERVER: &str = r#"
+        (data (i32.const 200) "seen")
+        (func (export "_start")
+            (drop (call $clock_time_get (i32.const 0) (i64.const 1) (i32.const 96)))
+            (drop (call $clock_time_get (i32.const 1) (i64.const 1) (i32.const 104)))
+            (drop (call $clock_time_get (i32.const 1) (i64.const 1) (i32.const 112)))
+            (drop (call $random_get (i32.const 120) (i32.const 16)))
+            (if (call $path_open (i32.const 4) (i32.const 1) (i32.const 200) (i32.const 4)
+                    (i32.const 9) (i64.const 64) (i64.const 0) (i32.const 0) (i32.const 32))
+                (then (call $proc_exit (i32.const 9))))
+            (i32.store (i32.const 0) (i32.const 96))
+            (i32.store (i32.const 4) (i32.const 40))
+            (drop (call $fd_write (i32.load (i32.const 32)) (i32.const 0) (i32.const 1) (i32.const 8))))
+    "#;
+
+    async fn observe(engine: &WasmEngine, deterministic: bool) -> Vec<u8> {
+        let job = job(&module(OBSERVER), deterministic);
+        let (outcome, _) = run(engine, &job.plan, Duration::from_secs(10)).await;
+        let outcome = outcome.unwrap();
+        assert_eq!(outcome.exit_code, 0, "{outcome:?}");
+        std::fs::read(job.plan.outputs_dir.join("seen")).unwrap()
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_deterministic_run_reads_fixed_clocks_and_seeded_randomness() {
+        // Two engines: two nodes.
+        let (a, b) = (WasmEngine::new().unwrap(), WasmEngine::new().unwrap());
+        let seen = observe(&a, true).await;
+        assert_eq!(seen, observe(&b, true).await, "the same on every node");
+        let word = |at: usize| u64::from_le_bytes(seen[at..at + 8].try_into().unwrap());
+        assert_eq!(word(0), FIXED_WALL_CLOCK.as_nanos() as u64);
+        assert_eq!(word(16) - word(8), MONOTONIC_STEP_NS);
+        assert_ne!(&seen[24..40], &[0; 16]);
+        // Free-running, the clock is the host's and the randomness fresh.
+        let free = observe(&a, false).await;
+        assert_ne!(free[24..40], seen[24..40]);
+        assert!(u64::from_le_bytes(free[0..8].try_into().unwrap()) > word(0));
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_deterministic_run_ends_when_its_fuel_does_whatever_the_clock_says() {
+        let engine = WasmEngine::new().unwrap();
+        let mut spin = job(
+            &module(r#"(func (export "_start") (loop $l (br $l)))"#),
+            true,
+        );
+        spin.plan.deterministic = Some(Determinism {
+            fuel: 50_000_000,
+            seed: 1,
+        });
+        let (outcome, _) = run(&engine, &spin.plan, Duration::from_secs(60)).await;
+        let outcome = outcome.unwrap();
+        assert!(!outcome.timed_out, "{outcome:?}");
+        let failure = outcome.failure(16 << 20, Duration::from_secs(60)).unwrap();
+        assert!(failure.reason.contains("ran out of fuel"), "{failure:?}");
+        assert!(Path::new(&spin.plan.module_path).exists());
+    }
+}
