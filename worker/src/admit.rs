@@ -6,7 +6,7 @@
 use std::time::Duration;
 
 use gantry_protocol::eligibility::Requirements;
-use gantry_protocol::spec::{JobKind, JobSpec};
+use gantry_protocol::spec::{Engine, JobKind, JobSpec};
 
 use crate::config::Jobs;
 use crate::fault::Failure;
@@ -49,6 +49,18 @@ pub fn admit(
         }
         _ => {}
     }
+    if !settings.engines.contains(&spec.engine) {
+        return Err(Failure::job(format!(
+            "this node does not run {} jobs",
+            spec.engine
+        )));
+    }
+    if spec.engine == Engine::Wasm && requirements.min_gpu_count > 0 {
+        return Err(Failure::job(format!(
+            "a WASM job runs on the CPU: it cannot use the {} GPUs its requirements ask for",
+            requirements.min_gpu_count
+        )));
+    }
     if spec.timeout_secs > u64::from(requirements.max_runtime) {
         return Err(Failure::job(format!(
             "invalid spec: timeoutSecs {} exceeds the job's maxRuntime {}",
@@ -71,9 +83,15 @@ pub fn admit(
             requirements.min_gpu_count, node.gpus
         )));
     }
-    let memory_mib = match requirements.min_ram_mib {
-        0 => settings.default_memory_mib,
-        mib => mib,
+    // A WASM job's memory is its module's linear memory: the spec's limit when it names
+    // one (a deterministic job must: the same on every node).
+    let memory_mib = match (
+        spec.wasm.as_ref().and_then(|w| w.memory_mib),
+        requirements.min_ram_mib,
+    ) {
+        (Some(mib), _) => mib,
+        (None, 0) => settings.default_memory_mib,
+        (None, mib) => mib,
     };
     if memory_mib > node.ram_mib {
         return Err(Failure::job(format!(
@@ -196,6 +214,85 @@ mod tests {
             ..Jobs::default()
         };
         assert!(admit(&short.to_vec(), &runtime, &node(), &settings).is_ok());
+    }
+
+    fn wasm_spec(memory_mib: Option<u32>) -> JobSpec {
+        JobSpec {
+            version: 2,
+            engine: Engine::Wasm,
+            image: String::new(),
+            command: vec![],
+            wasm: Some(gantry_protocol::spec::WasmSpec {
+                module: gantry_protocol::spec::ModuleSpec {
+                    uri: "https://example.org/m.wasm".into(),
+                    sha256: "ab".repeat(32),
+                    max_bytes: None,
+                },
+                entry: None,
+                memory_mib,
+                deterministic: false,
+            }),
+            ..spec()
+        }
+    }
+
+    #[test]
+    fn a_wasm_job_gets_its_module_s_memory_and_no_gpu() {
+        let admitted = admit(
+            &wasm_spec(Some(64)).to_vec(),
+            &requirements(),
+            &node(),
+            &Jobs::default(),
+        )
+        .unwrap();
+        assert_eq!(admitted.memory_bytes, 64 << 20, "the spec's limit");
+        assert_eq!(admitted.gpus, 0);
+        let defaulted = admit(
+            &wasm_spec(None).to_vec(),
+            &requirements(),
+            &node(),
+            &Jobs::default(),
+        )
+        .unwrap();
+        assert_eq!(
+            defaulted.memory_bytes,
+            512 << 20,
+            "the requirements' memory"
+        );
+
+        let refuse = |spec: JobSpec, req: Requirements, settings: Jobs| {
+            let failure = admit(&spec.to_vec(), &req, &node(), &settings).unwrap_err();
+            assert_eq!(failure.class, FaultClass::Job);
+            failure.reason
+        };
+        let mut gpus = requirements();
+        gpus.min_gpu_count = 1;
+        let with_gpus = NodeLimits { gpus: 1, ..node() };
+        let failure = admit(
+            &wasm_spec(None).to_vec(),
+            &gpus,
+            &with_gpus,
+            &Jobs::default(),
+        )
+        .unwrap_err();
+        assert!(failure.reason.contains("runs on the CPU"), "{failure:?}");
+        let docker_only = Jobs {
+            engines: vec![Engine::Docker],
+            ..Jobs::default()
+        };
+        assert_eq!(
+            refuse(wasm_spec(None), requirements(), docker_only),
+            "this node does not run wasm jobs"
+        );
+        let wasm_only = Jobs {
+            engines: vec![Engine::Wasm],
+            ..Jobs::default()
+        };
+        assert_eq!(
+            refuse(spec(), requirements(), wasm_only),
+            "this node does not run docker jobs"
+        );
+        assert!(refuse(wasm_spec(Some(8192)), requirements(), Jobs::default()).contains("memory"));
     }
 
     #[test]

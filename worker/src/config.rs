@@ -66,6 +66,7 @@ use alloy::primitives::{Address, U256};
 use alloy::signers::local::PrivateKeySigner;
 use figment::Figment;
 use figment::providers::{Env, Format, Toml};
+use gantry_protocol::spec::Engine;
 use gantry_runtime::args::{KeyError, KeySources, Secret, load_signer};
 use serde::Deserialize;
 use url::Url;
@@ -181,6 +182,10 @@ impl std::fmt::Debug for S3 {
 #[derive(Debug, Clone, PartialEq, Deserialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct Jobs {
+    /// What this node runs jobs on: `docker` (containers; GPUs through the NVIDIA
+    /// runtime) and `wasm` (the embedded WebAssembly runtime, CPU only). A machine without
+    /// Docker serves `["wasm"]` and starts without a Docker engine.
+    pub engines: Vec<Engine>,
     /// Jobs run at once; the node's on-chain `maxConcurrentJobs` when this worker registers
     /// it or updates its capabilities. Assignments beyond the smaller of this and the
     /// node's on-chain limit are rejected at once (free: within the market's reject grace).
@@ -238,6 +243,7 @@ pub struct Jobs {
 impl Default for Jobs {
     fn default() -> Self {
         Self {
+            engines: vec![Engine::Docker, Engine::Wasm],
             max_concurrent: 1,
             auto_accept: false,
             auto_accept_min_payment: U256::ZERO,
@@ -307,6 +313,9 @@ impl Config {
         gantry_protocol::storage::check_replicas(self.nats_replicas)
             .map_err(|e| value("nats_replicas", &e))?;
         let jobs = &self.jobs;
+        if jobs.engines.is_empty() {
+            return Err(value("jobs.engines", "name at least one of docker, wasm"));
+        }
         if jobs.max_concurrent == 0 {
             return Err(value("jobs.max_concurrent", "must be at least 1"));
         }

@@ -273,7 +273,7 @@ async fn node_facts(chain: &Chain, node_id: u64) -> Option<NodeFacts> {
 
 /// Checks the engine and the disk; marks the node broken or recovered.
 pub(crate) async fn health_loop(
-    executor: Executor,
+    executor: Option<Executor>,
     work_dir: PathBuf,
     health: Arc<Health>,
     done: CancellationToken,
@@ -284,7 +284,11 @@ pub(crate) async fn health_loop(
             () = done.cancelled() => return,
             _ = tick.tick() => {}
         }
-        let problem = match executor.ping().await {
+        let pinged = match &executor {
+            Some(executor) => executor.ping().await,
+            None => Ok(()),
+        };
+        let problem = match pinged {
             Err(f) => Some(f.reason),
             Ok(()) => {
                 let free = Inventory::free_disk_mib(&work_dir);
@@ -297,8 +301,12 @@ pub(crate) async fn health_loop(
             (None, false) => {
                 // Containers the outage kept the worker from removing go before any new
                 // job starts (none starts while the node is unhealthy).
-                match executor.remove_leftovers().await {
-                    Ok(_) => health.recover(),
+                let removed = match &executor {
+                    Some(executor) => executor.remove_leftovers().await.map(|_| ()),
+                    None => Ok(()),
+                };
+                match removed {
+                    Ok(()) => health.recover(),
                     Err(f) => tracing::warn!(error = %f, "still unhealthy"),
                 }
             }

@@ -23,7 +23,9 @@ use crate::fetch::{FetchConfig, Fetcher, S3Settings};
 use crate::inventory::{GpuMonitor, Inventory};
 use crate::job::{Ctx, GpuPool};
 use crate::service::Hooks;
+use crate::wasm::WasmEngine;
 use crate::{metrics, objects, space};
+use gantry_protocol::spec::Engine;
 
 /// The node, up: what every job shares, and its capabilities as the chain holds them
 /// (what jobs are checked against; `maxConcurrentJobs` among them).
@@ -71,7 +73,14 @@ pub(crate) async fn start(
     if let Some(tx) = hooks.node_id.take() {
         let _ = tx.send(node_id);
     }
-    let executor = start_docker(config, node_id).await?;
+    let executor = match config.jobs.engines.contains(&Engine::Docker) {
+        true => Some(start_docker(config, node_id).await?),
+        false => None,
+    };
+    let wasm = match config.jobs.engines.contains(&Engine::Wasm) {
+        true => Some(WasmEngine::new().map_err(WorkerError::Node)?),
+        false => None,
+    };
     let nats = connect_nats(&config.nats_url).await?;
     let js = jetstream::new(nats.clone());
     let Some(chain_stream) = wait_for_chain_stream(&js, config.chain_id, shutdown).await else {
@@ -85,6 +94,7 @@ pub(crate) async fn start(
         node_id,
         chain,
         executor,
+        wasm,
         fetcher,
         nats,
         chain_stream,

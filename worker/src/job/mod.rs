@@ -59,6 +59,7 @@ use crate::docker::Executor;
 use crate::fault::{Failure, FaultClass};
 use crate::fetch::Fetcher;
 use crate::inventory::{Gpu, GpuMonitor};
+use crate::wasm::WasmEngine;
 
 /// How often a step whose failure is transient is tried in all, the first pause (doubled
 /// after each try), and the longest (never reached: 250, 500, 1000 ms).
@@ -71,7 +72,10 @@ pub struct Ctx {
     pub chain_id: u64,
     pub node_id: u64,
     pub chain: Arc<Chain>,
-    pub executor: Executor,
+    /// The Docker engine, when the node runs Docker jobs.
+    pub executor: Option<Executor>,
+    /// The WASM engine, when the node runs WASM jobs.
+    pub wasm: Option<WasmEngine>,
     pub fetcher: Fetcher,
     pub nats: async_nats::Client,
     pub chain_stream: jetstream::stream::Stream,

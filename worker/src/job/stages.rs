@@ -1,7 +1,7 @@
 //! The stages of a job on this node, in order: validate (spec and admission, the job's
-//! clock, GPUs), download (directories, inputs, the latest checkpoint, the image), run the
-//! container with its watchers beside it, upload the result, or the failure report of a
-//! job that failed by itself.
+//! clock, GPUs), download (directories, inputs, the latest checkpoint, the image or the
+//! WASM module), run the container or the module with its watchers beside it, upload the
+//! result, or the failure report of a job that failed by itself.
 //!
 //! Everything from the download on runs on the job's clock: a job whose inputs are still
 //! downloading when its time is up has run into its own limit as much as one whose
@@ -13,7 +13,7 @@ use std::time::Duration;
 
 use alloy::primitives::B256;
 use gantry_protocol::names;
-use gantry_protocol::spec::{INPUTS_DIR, JobSpec, OUTPUTS_DIR};
+use gantry_protocol::spec::{Engine, INPUTS_DIR, JobSpec, OUTPUTS_DIR};
 use serde::Serialize;
 use tokio::sync::{OwnedSemaphorePermit, mpsc};
 use tokio::time::Instant;
@@ -25,9 +25,10 @@ use super::report::{Report, Uploaded};
 use super::watch::Watch;
 use super::{Ctx, GiveBack, GpuPool, Held, Stop, StopReason, retry};
 use crate::admit::{Admitted, admit};
-use crate::docker::{Ending, JOB_LABEL, NODE_LABEL, RunOutcome, RunPlan};
+use crate::docker::{Ending, Executor, JOB_LABEL, NODE_LABEL, RunOutcome, RunPlan};
 use crate::fault::{Failure, FaultClass};
 use crate::inventory::Gpu;
+use crate::wasm::{Determinism, WasmEngine, WasmPlan};
 use crate::{archive, metrics, objects};
 
 /// How long a job stopped for a shutdown may take to exit after SIGTERM (to write a last
@@ -58,6 +59,8 @@ struct Downloaded {
     restored: bool,
     /// The image's configured user, if any.
     image_user: Option<String>,
+    /// A WASM job's module, fetched and checked.
+    module: Option<std::path::PathBuf>,
 }
 
 /// One job on its way through the stages: what every stage after admission reads.
@@ -294,13 +297,50 @@ impl Ctx {
         let started = std::time::Instant::now();
         self.stage_inputs(&admitted.spec, dirs).await?;
         let restored = self.restore_checkpoint(held.job_id(), dirs).await?;
-        let image_user =
-            retry("image", || self.executor.ensure_image(&admitted.spec.image)).await?;
+        let (image_user, module) = match admitted.spec.engine {
+            Engine::Docker => {
+                let docker = self.docker()?;
+                let user = retry("image", || docker.ensure_image(&admitted.spec.image)).await?;
+                (user, None)
+            }
+            Engine::Wasm => (None, Some(self.fetch_module(&admitted.spec).await?)),
+        };
         metrics::stage_seconds("download", started.elapsed());
         Ok(Downloaded {
             restored,
             image_user,
+            module,
         })
+    }
+
+    fn docker(&self) -> Result<&Executor, Failure> {
+        self.executor
+            .as_ref()
+            .ok_or_else(|| Failure::job("this node does not run Docker jobs"))
+    }
+
+    fn wasm(&self) -> Result<&WasmEngine, Failure> {
+        self.wasm
+            .as_ref()
+            .ok_or_else(|| Failure::job("this node does not run WASM jobs"))
+    }
+
+    /// A WASM job's module, through the fetcher and its content-addressed cache (the
+    /// spec's hash is required and checked).
+    async fn fetch_module(&self, spec: &JobSpec) -> Result<std::path::PathBuf, Failure> {
+        let wasm = spec
+            .wasm
+            .as_ref()
+            .ok_or_else(|| Failure::job("invalid spec: a WASM job names its module"))?;
+        let fetched = self
+            .fetcher
+            .fetch(&wasm.module.as_input())
+            .await
+            .map_err(|e| match e.class() {
+                FaultClass::Node => Failure::node(e.to_string()),
+                FaultClass::Job | FaultClass::Transient => Failure::job(format!("the module: {e}")),
+            })?;
+        Ok(fetched.path)
     }
 
     async fn stage_inputs(&self, spec: &JobSpec, dirs: &JobDirs) -> Result<(), Failure> {
@@ -378,7 +418,6 @@ impl Ctx {
             stop,
         } = *job;
         let started = std::time::Instant::now();
-        let plan = self.plan(held, admitted, dirs, downloaded, gpus);
         let (lines_tx, lines_rx) = mpsc::channel(1024);
         let running = CancellationToken::new();
         let watch = Watch {
@@ -402,9 +441,21 @@ impl Ctx {
                 _ => Duration::ZERO,
             },
         };
-        let run = self.executor.run(&plan, ending, lines_tx, |since_created| {
-            self.container_running(held, since_created)
-        });
+        let on_running = |since_created| self.container_running(held, since_created);
+        let run = async {
+            match &downloaded.module {
+                Some(module) => {
+                    let plan = self.wasm_plan(held, admitted, dirs, downloaded, module);
+                    self.wasm()?.run(&plan, ending, lines_tx, on_running).await
+                }
+                None => {
+                    let plan = self.plan(held, admitted, dirs, downloaded, gpus);
+                    self.docker()?
+                        .run(&plan, ending, lines_tx, on_running)
+                        .await
+                }
+            }
+        };
         // The watchers run beside the container and end once it is gone.
         let run = async {
             let ran = run.await;
@@ -481,6 +532,57 @@ impl Ctx {
                 (NODE_LABEL.into(), self.node_id.to_string()),
                 (JOB_LABEL.into(), held.job_id().to_string()),
             ],
+        }
+    }
+
+    /// How a WASM job's module runs: the container's directories and limits; its
+    /// arguments are the spec's command. A deterministic run sees the spec's environment
+    /// only (nothing of this job, node or attempt).
+    fn wasm_plan(
+        &self,
+        held: &Held,
+        admitted: &Admitted,
+        dirs: &JobDirs,
+        downloaded: &Downloaded,
+        module: &Path,
+    ) -> WasmPlan {
+        let spec = &admitted.spec;
+        let wasm = spec
+            .wasm
+            .as_ref()
+            .expect("a WASM job's spec names its module");
+        let mut env: Vec<(String, String)> = spec.env.clone().into_iter().collect();
+        if !wasm.deterministic {
+            env.extend([
+                ("GANTRY_JOB_ID".into(), held.job_id().to_string()),
+                ("GANTRY_ATTEMPT".into(), held.attempt.to_string()),
+                (
+                    "GANTRY_RESUMED".into(),
+                    u8::from(downloaded.restored).to_string(),
+                ),
+            ]);
+        }
+        WasmPlan {
+            name: format!(
+                "gantry-{}-{}-{}",
+                self.chain_id,
+                held.job_id(),
+                held.assignment.until
+            ),
+            module_path: module.to_path_buf(),
+            sha256: wasm.module.sha256.to_ascii_lowercase(),
+            entry: wasm.entry().to_owned(),
+            args: spec.command.clone(),
+            env,
+            inputs_dir: dirs.inputs.clone(),
+            outputs_dir: dirs.outputs.clone(),
+            checkpoints_dir: dirs.checkpoints.clone(),
+            tmp_dir: dirs.tmp.clone(),
+            memory_bytes: u64::try_from(admitted.memory_bytes).unwrap_or(0),
+            max_log_bytes: self.settings.max_log_bytes,
+            deterministic: wasm
+                .deterministic
+                .then(|| Determinism::of(&held.job.terms.spec_hash.0, spec.timeout_secs)),
         }
     }
 

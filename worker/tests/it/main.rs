@@ -53,6 +53,11 @@
 //!   no keeper, the answer refused) is acknowledged and dropped, never run again.
 //! - `operator`: a node registered by its operator for the worker's key (with its
 //!   consent) is served as registered.
+//! - `wasm`: on workers without a Docker engine (`engines = ["wasm"]`), the demo module
+//!   reads its input, prints progress and writes its result, whose SHA-256 is the one on
+//!   chain; a module that traps is answered with its failure report (no slash) and the
+//!   worker takes the next job; a deterministic job run by two nodes gives the same
+//!   result (fixed clocks, seeded randomness), and run free another.
 
 mod capacity;
 mod claim;
@@ -69,3 +74,4 @@ mod resume;
 mod scripts;
 mod shutdown;
 mod start;
+mod wasm;

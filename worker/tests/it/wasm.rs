@@ -1,0 +1,186 @@
+//! WASM jobs through the whole pipeline, on workers that run no Docker engine
+//! (`engines = ["wasm"]`).
+
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+use futures::StreamExt;
+use gantry_protocol::jobs::ProgressUpdate;
+use gantry_protocol::spec::{Engine, InputSpec, JobSpec, ModuleSpec, WasmSpec};
+use gantry_protocol::status::JobStatus;
+use gantry_testkit::accounts::NODES;
+use sha2::{Digest, Sha256};
+
+use crate::harness::{Net, cpu_job};
+
+const WASM_ONLY: &str = "engines = [\"wasm\"]";
+const DEMO: &str = include_str!("../../../deploy/demo/summary.wat");
+
+/// A WASM spec running `module` (put in the inputs bucket as `name`).
+async fn wasm_spec(net: &Net, name: &str, module: &str, deterministic: bool) -> JobSpec {
+    let uri = net.put_input(name, module.as_bytes()).await;
+    JobSpec {
+        version: 2,
+        kind: Default::default(),
+        engine: Engine::Wasm,
+        image: String::new(),
+        command: vec![],
+        env: Default::default(),
+        inputs: vec![],
+        outputs: Default::default(),
+        resources: Default::default(),
+        timeout_secs: 30,
+        wasm: Some(WasmSpec {
+            module: ModuleSpec {
+                uri,
+                sha256: hex::encode(Sha256::digest(module.as_bytes())),
+                max_bytes: None,
+            },
+            entry: None,
+            memory_mib: Some(16),
+            deterministic,
+        }),
+    }
+}
+
+fn text_files(files: &BTreeMap<String, Vec<u8>>) -> BTreeMap<&str, String> {
+    files
+        .iter()
+        .map(|(name, bytes)| (name.as_str(), String::from_utf8_lossy(bytes).into_owned()))
+        .collect()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_wasm_job_runs_on_a_worker_without_docker_and_a_trapping_one_is_its_own_fault() {
+    let net = Net::start(|p| p).await;
+    net.fund_submitter().await;
+    let worker = net.spawn_worker(NODES[0], WASM_ONLY).await;
+
+    let csv = b"x1,x2,y\n1,2,3\n4,5,6\n";
+    let mut spec = wasm_spec(&net, "summary.wat", DEMO, false).await;
+    spec.inputs.push(InputSpec {
+        uri: net.put_input("data.csv", csv).await,
+        sha256: Some(hex::encode(Sha256::digest(csv))),
+        path: "/inputs/data.csv".into(),
+        max_bytes: None,
+    });
+    let client = async_nats::connect(net.nats().url()).await.unwrap();
+    let mut progress = client
+        .subscribe(format!("gantry.jobs.{}.progress.*", net.chain_id()))
+        .await
+        .unwrap();
+
+    let job = net.post(cpu_job(64), &spec).await;
+    net.wait_for_status(job, JobStatus::Submitted).await;
+    assert_eq!(net.job(job).await.state.node_id, worker.node_id);
+    // The result on chain is the SHA-256 of the uploaded tar of /outputs.
+    let event = net.submitted_result(job).await;
+    let tar = net.download(&event.resultURI).await;
+    assert_eq!(event.resultHash.0, <[u8; 32]>::from(Sha256::digest(&tar)));
+    let files = net.result_files(job).await;
+    assert!(
+        text_files(&files)["summary.json"].starts_with("{\"lines\":3,\"bytes\":20,"),
+        "{files:?}"
+    );
+    let update = tokio::time::timeout(Duration::from_secs(30), async {
+        loop {
+            let message = progress.next().await.unwrap();
+            let update: ProgressUpdate = serde_json::from_slice(&message.payload).unwrap();
+            if update.job_id == job && update.progress == Some(1.0) {
+                return update;
+            }
+        }
+    })
+    .await
+    .expect("the module's last progress line");
+    assert_eq!(update.progress, Some(1.0));
+
+    // A module that traps: answered with its failure report (paid: the node did the work),
+    // never given back or reclaimed; the worker takes the next job.
+    let trap = wasm_spec(
+        &net,
+        "trap.wat",
+        r#"(module (memory (export "memory") 1) (func (export "_start") unreachable))"#,
+        false,
+    )
+    .await;
+    let trapped = net.post(cpu_job(64), &trap).await;
+    net.wait_for_status(trapped, JobStatus::Submitted).await;
+    let report = net.failure_report(trapped).await.expect("a failure report");
+    let reason = report["reason"].as_str().unwrap();
+    assert!(
+        reason.starts_with("trapped: ") && reason.contains("unreachable"),
+        "{report}"
+    );
+    assert!(net.slashes(worker.node_id).await.is_empty());
+    let again = net.post(cpu_job(64), &spec).await;
+    net.wait_for_status(again, JobStatus::Submitted).await;
+    assert_eq!(
+        net.submitted_result(again).await.resultHash,
+        event.resultHash
+    );
+    assert!(worker.stop().success());
+}
+
+/// Reads the wall clock, the monotonic clock and 16 random bytes, and writes them to
+/// /outputs/seen.
+const OBSERVER: &str = r#"(module
+    (import "wasi_snapshot_preview1" "fd_write" (func $fd_write (param i32 i32 i32 i32) (result i32)))
+    (import "wasi_snapshot_preview1" "path_open" (func $path_open (param i32 i32 i32 i32 i32 i64 i64 i32 i32) (result i32)))
+    (import "wasi_snapshot_preview1" "clock_time_get" (func $clock_time_get (param i32 i64 i32) (result i32)))
+    (import "wasi_snapshot_preview1" "random_get" (func $random_get (param i32 i32) (result i32)))
+    (import "wasi_snapshot_preview1" "proc_exit" (func $proc_exit (param i32)))
+    (memory (export "memory") 1)
+    (data (i32.const 200) "seen")
+    (func (export "_start")
+        (drop (call $clock_time_get (i32.const 0) (i64.const 1) (i32.const 96)))
+        (drop (call $clock_time_get (i32.const 1) (i64.const 1) (i32.const 104)))
+        (drop (call $random_get (i32.const 112) (i32.const 16)))
+        (if (call $path_open (i32.const 4) (i32.const 1) (i32.const 200) (i32.const 4)
+                (i32.const 9) (i64.const 64) (i64.const 0) (i32.const 0) (i32.const 32))
+            (then (call $proc_exit (i32.const 9))))
+        (i32.store (i32.const 0) (i32.const 96))
+        (i32.store (i32.const 4) (i32.const 32))
+        (drop (call $fd_write (i32.load (i32.const 32)) (i32.const 0) (i32.const 1) (i32.const 8)))))"#;
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_deterministic_wasm_job_gives_the_same_result_on_two_workers() {
+    let net = Net::start(|p| p).await;
+    net.fund_submitter().await;
+    let spec = wasm_spec(&net, "observer.wat", OBSERVER, true).await;
+
+    // The same spec run by two nodes, one after the other.
+    let first = net.spawn_worker(NODES[0], WASM_ONLY).await;
+    let a = net.post(cpu_job(64), &spec).await;
+    net.wait_for_status(a, JobStatus::Submitted).await;
+    assert!(first.stop().success());
+    let second = net.spawn_worker(NODES[1], WASM_ONLY).await;
+    let b = net.post(cpu_job(64), &spec).await;
+    net.wait_for_status(b, JobStatus::Submitted).await;
+    let (on_a, on_b) = (
+        net.job(a).await.state.node_id,
+        net.job(b).await.state.node_id,
+    );
+    assert_ne!(on_a, on_b, "two nodes");
+
+    let (result_a, result_b) = (net.submitted_result(a).await, net.submitted_result(b).await);
+    assert_eq!(result_a.resultHash, result_b.resultHash, "the same result");
+    let seen = &net.result_files(a).await["seen"];
+    assert_eq!(
+        u64::from_le_bytes(seen[0..8].try_into().unwrap()),
+        gantry_worker::wasm::FIXED_WALL_CLOCK.as_nanos() as u64,
+        "the fixed wall clock"
+    );
+    assert!(second.stop().success());
+
+    // Not deterministic, the same module reads the host's clock: another result.
+    let free = wasm_spec(&net, "observer-free.wat", OBSERVER, false).await;
+    let third = net.spawn_worker(NODES[2], WASM_ONLY).await;
+    let c = net.post(cpu_job(64), &free).await;
+    net.wait_for_status(c, JobStatus::Submitted).await;
+    assert_ne!(
+        net.submitted_result(c).await.resultHash,
+        result_a.resultHash
+    );
+    assert!(third.stop().success());
+}
