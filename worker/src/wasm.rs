@@ -1040,23 +1040,10 @@ mod tests {
 
     /// Writes the wall clock, the monotonic clock twice and 16 random bytes to
     /// /outputs/seen.
-    const OBSERVER: &str = r#"
-        (data (i32.const 200) "seen")
-        (func (export "_start")
-            (drop (call $clock_time_get (i32.const 0) (i64.const 1) (i32.const 96)))
-            (drop (call $clock_time_get (i32.const 1) (i64.const 1) (i32.const 104)))
-            (drop (call $clock_time_get (i32.const 1) (i64.const 1) (i32.const 112)))
-            (drop (call $random_get (i32.const 120) (i32.const 16)))
-            (if (call $path_open (i32.const 4) (i32.const 1) (i32.const 200) (i32.const 4)
-                    (i32.const 9) (i64.const 64) (i64.const 0) (i32.const 0) (i32.const 32))
-                (then (call $proc_exit (i32.const 9))))
-            (i32.store (i32.const 0) (i32.const 96))
-            (i32.store (i32.const 4) (i32.const 40))
-            (drop (call $fd_write (i32.load (i32.const 32)) (i32.const 0) (i32.const 1) (i32.const 8))))
-    "#;
+    const OBSERVER: &str = include_str!("../tests/modules/observer.wat");
 
     async fn observe(engine: &WasmEngine, deterministic: bool) -> Vec<u8> {
-        let job = job(&module(OBSERVER), deterministic);
+        let job = job(OBSERVER, deterministic);
         let (outcome, _) = run(engine, &job.plan, Duration::from_secs(10)).await;
         let outcome = outcome.unwrap();
         assert_eq!(outcome.exit_code, 0, "{outcome:?}");

@@ -122,26 +122,8 @@ async fn a_wasm_job_runs_on_a_worker_without_docker_and_a_trapping_one_is_its_ow
     assert!(worker.stop().success());
 }
 
-/// Reads the wall clock, the monotonic clock and 16 random bytes, and writes them to
-/// /outputs/seen.
-const OBSERVER: &str = r#"(module
-    (import "wasi_snapshot_preview1" "fd_write" (func $fd_write (param i32 i32 i32 i32) (result i32)))
-    (import "wasi_snapshot_preview1" "path_open" (func $path_open (param i32 i32 i32 i32 i32 i64 i64 i32 i32) (result i32)))
-    (import "wasi_snapshot_preview1" "clock_time_get" (func $clock_time_get (param i32 i64 i32) (result i32)))
-    (import "wasi_snapshot_preview1" "random_get" (func $random_get (param i32 i32) (result i32)))
-    (import "wasi_snapshot_preview1" "proc_exit" (func $proc_exit (param i32)))
-    (memory (export "memory") 1)
-    (data (i32.const 200) "seen")
-    (func (export "_start")
-        (drop (call $clock_time_get (i32.const 0) (i64.const 1) (i32.const 96)))
-        (drop (call $clock_time_get (i32.const 1) (i64.const 1) (i32.const 104)))
-        (drop (call $random_get (i32.const 112) (i32.const 16)))
-        (if (call $path_open (i32.const 4) (i32.const 1) (i32.const 200) (i32.const 4)
-                (i32.const 9) (i64.const 64) (i64.const 0) (i32.const 0) (i32.const 32))
-            (then (call $proc_exit (i32.const 9))))
-        (i32.store (i32.const 0) (i32.const 96))
-        (i32.store (i32.const 4) (i32.const 32))
-        (drop (call $fd_write (i32.load (i32.const 32)) (i32.const 0) (i32.const 1) (i32.const 8)))))"#;
+/// Writes the clocks and random bytes it reads to /outputs/seen.
+const OBSERVER: &str = include_str!("../modules/observer.wat");
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn a_deterministic_wasm_job_gives_the_same_result_on_two_workers() {
