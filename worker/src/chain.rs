@@ -35,8 +35,15 @@ const RECEIPT_TIMEOUT: Duration = Duration::from_secs(60);
 /// How often a sent transaction's receipt is looked for.
 const RECEIPT_POLL: Duration = Duration::from_millis(100);
 /// How long a sent transaction may be unknown to the node (neither mined nor pending)
-/// before it counts as dropped.
-const DROP_GRACE: Duration = Duration::from_secs(10);
+/// before it counts as dropped. Short: the node's liveness rests on it. A heartbeat a
+/// reorganisation dropped is sent again only once it counts as dropped, and until then
+/// the node's last heartbeat on chain grows old by the reorganised blocks, this grace,
+/// the interval and a block; with a grace of 10 s, a 3-block reorg and the dev chaos
+/// suite's 15 s timeout, healthy nodes were marked inactive and slashed. The node was
+/// sent the transaction by this worker: one it does not know 3 s later is gone (a
+/// transaction it still had would be refused as a duplicate when sent again, then
+/// mined, and the call's state re-read: nothing is done twice).
+const DROP_GRACE: Duration = Duration::from_secs(3);
 
 /// Why a chain call failed.
 #[derive(Debug, thiserror::Error)]
@@ -544,7 +551,8 @@ impl Chain {
 
 impl Chain {
     /// Waits for transaction `tx`'s receipt (`gantry_runtime::tx::mined`): one a
-    /// reorganisation took away is reported as dropped within 10 s, not waited for.
+    /// reorganisation took away is reported as dropped within [`DROP_GRACE`], not waited
+    /// for.
     async fn mined(&self, call: &'static str, tx: B256) -> Result<TransactionReceipt, ChainError> {
         let wait = gantry_runtime::tx::Wait {
             timeout: RECEIPT_TIMEOUT,

@@ -4,11 +4,12 @@
 //! attempt that is over on chain unanswered (the worker frozen past `until`, its answer
 //! refused) is acknowledged and dropped, never run again.
 
+use alloy::providers::Provider;
 use gantry_protocol::status::{JobStatus, NodeStatus};
 use gantry_testkit::accounts::{ADMIN, KEEPER, NODES};
 
 use crate::harness::{Net, RunningWorker, Services, cpu_job, shell};
-use crate::scripts::last_of_job;
+use crate::scripts::{last_of_job, of_node};
 
 /// The gauge of `reason` on the worker's `/metrics`.
 async fn not_taking_work(worker: &RunningWorker, reason: &str) -> Option<f64> {
@@ -139,5 +140,53 @@ async fn an_attempt_over_on_chain_unanswered_is_dropped_not_run_again() {
     let state = net.job(job).await.state;
     assert_eq!(state.status, JobStatus::Assigned);
     assert_eq!(state.node_id, worker.node_id);
+    assert!(worker.stop().success());
+}
+
+/// A heartbeat the chain dropped (a reorganisation, a node that lost its pool) is sent
+/// again soon enough that the node never times out: here the registry's timeout is 10 s
+/// and the heartbeat in flight is dropped from the pool; the keeper runs. Counted as
+/// dropped only after 10 s (the old grace), the next heartbeat came after the timeout
+/// and the keeper marked the healthy node inactive.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_dropped_heartbeat_is_sent_again_before_the_node_times_out() {
+    let net = Net::start(|mut p| {
+        p.market.heartbeatTimeout = 10;
+        p
+    })
+    .await;
+    let worker = net.spawn_worker(NODES[0], "").await;
+    let node = worker.node_id;
+    let anvil = &net.devnet.admin;
+    let agent = net.address(NODES[0]);
+    let rpc = |method: &'static str, params: serde_json::Value| async move {
+        let _: serde_json::Value = anvil.raw_request(method.into(), params).await.unwrap();
+    };
+
+    // Blocks stop: the worker's next heartbeat waits in the pool, and is dropped there.
+    rpc("evm_setAutomine", serde_json::json!([false])).await;
+    net.wait_until("a heartbeat waits in the pool", || async {
+        let pending = anvil.get_transaction_count(agent).pending().await.unwrap();
+        let mined = anvil.get_transaction_count(agent).await.unwrap();
+        pending > mined
+    })
+    .await;
+    let last = net.node(node).await.lastHeartbeat;
+    rpc("anvil_dropAllTransactions", serde_json::json!([])).await;
+    // The chain's time goes on, a block a second, with the keeper watching.
+    rpc("evm_setAutomine", serde_json::json!([true])).await;
+    rpc("evm_setIntervalMining", serde_json::json!([1])).await;
+    net.wait_until("a new heartbeat lands", || async {
+        net.node(node).await.lastHeartbeat > last
+    })
+    .await;
+    let gap = net.node(node).await.lastHeartbeat - last;
+    assert!(
+        of_node(net.market(ADMIN).NodeMarkedInactive_filter(), node)
+            .await
+            .is_empty(),
+        "the healthy node was marked inactive (heartbeats {gap} s apart on chain)"
+    );
+    assert_eq!(status(&net, node).await, NodeStatus::Active);
     assert!(worker.stop().success());
 }
