@@ -28,7 +28,7 @@ use crate::admit::{Admitted, admit};
 use crate::docker::{Ending, Executor, JOB_LABEL, NODE_LABEL, RunOutcome, RunPlan};
 use crate::fault::{Failure, FaultClass};
 use crate::inventory::Gpu;
-use crate::wasm::{Determinism, WasmEngine, WasmPlan};
+use crate::wasm::{Determinism, MAX_MODULE_BYTES, WasmEngine, WasmPlan};
 use crate::{archive, metrics, objects};
 
 /// How long a job stopped for a shutdown may take to exit after SIGTERM (to write a last
@@ -332,9 +332,16 @@ impl Ctx {
             .wasm
             .as_ref()
             .ok_or_else(|| Failure::job("invalid spec: a WASM job names its module"))?;
+        let mut input = wasm.module.as_input();
+        input.max_bytes = Some(
+            input
+                .max_bytes
+                .unwrap_or(MAX_MODULE_BYTES)
+                .min(MAX_MODULE_BYTES),
+        );
         let fetched = self
             .fetcher
-            .fetch(&wasm.module.as_input())
+            .fetch(&input)
             .await
             .map_err(|e| match e.class() {
                 FaultClass::Node => Failure::node(e.to_string()),
