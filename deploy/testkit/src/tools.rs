@@ -54,8 +54,27 @@ impl Tools {
     }
 }
 
-/// A free TCP port on loopback (free when asked; the caller binds it right after).
+/// A free TCP port on loopback (free when asked; the caller binds it right after), below
+/// the kernel's ephemeral range (32768 and up by default): a service restarted on a port
+/// from that range could find it taken meanwhile as the source port of some outgoing
+/// connection (the chaos suite's API once could not listen again). Ports are walked
+/// from a start that differs per process, so that two test processes rarely meet.
 pub fn free_port() -> std::io::Result<u16> {
+    use std::sync::atomic::{AtomicU32, Ordering};
+    const LOW: u32 = 10_000;
+    const SPAN: u32 = 22_000;
+    static NEXT: AtomicU32 = AtomicU32::new(0);
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.subsec_nanos());
+    let start = std::process::id().wrapping_mul(7_919).wrapping_add(nanos) % SPAN;
+    for _ in 0..SPAN {
+        let offset = start.wrapping_add(NEXT.fetch_add(1, Ordering::Relaxed)) % SPAN;
+        let port = u16::try_from(LOW + offset).expect("below 32000");
+        if std::net::TcpListener::bind(("127.0.0.1", port)).is_ok() {
+            return Ok(port);
+        }
+    }
     Ok(std::net::TcpListener::bind("127.0.0.1:0")?
         .local_addr()?
         .port())
