@@ -89,8 +89,6 @@ impl Determinism {
 /// Everything that decides one run of a module.
 #[derive(Debug, Clone, PartialEq)]
 pub struct WasmPlan {
-    /// The job, for the logs.
-    pub name: String,
     /// The module's bytes (binary or text), checked against `sha256` by the fetcher.
     pub module_path: PathBuf,
     pub sha256: String,
@@ -777,7 +775,6 @@ mod tests {
         }
         std::fs::write(root.join("module.wat"), module).unwrap();
         let plan = WasmPlan {
-            name: "job-1".into(),
             module_path: root.join("module.wat"),
             sha256: format!("{:064x}", hash(module)),
             entry: "_start".into(),

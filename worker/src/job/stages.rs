@@ -570,12 +570,6 @@ impl Ctx {
             ]);
         }
         WasmPlan {
-            name: format!(
-                "gantry-{}-{}-{}",
-                self.chain_id,
-                held.job_id(),
-                held.assignment.until
-            ),
             module_path: module.to_path_buf(),
             sha256: wasm.module.sha256.to_ascii_lowercase(),
             entry: wasm.entry().to_owned(),
