@@ -5,19 +5,35 @@
 //! whole timeout for a receipt that never comes. A transaction neither mined nor known to
 //! the node for `drop_grace` is reported as dropped at once: its nonce is free, and
 //! nothing it would have done happened.
+//!
+//! The same reorganisation can un-mine an *earlier* transaction of the sender, one already
+//! reported mined, while this one waits in the pool: its nonce now follows a gap, and the
+//! pool holds it until something takes the free nonces — nothing would, as the sender
+//! waits for this one before it sends anything else (the chaos suite: a worker's
+//! `submitResult` waited out its minute behind a heartbeat a reorg took away, its
+//! heartbeats queued behind it, and the keeper slashed the healthy node). A gap below the
+//! transaction that lasts `drop_grace` is filled with transfers of nothing to the sender
+//! itself, signed by the provider's wallet (a *filler*, as the matcher's sender does); the
+//! un-mined call is not sent again: its caller learns what happened from the chain.
 
 use std::time::{Duration, Instant};
 
-use alloy::primitives::B256;
+use alloy::consensus::Transaction as _;
+use alloy::network::{TransactionBuilder, TransactionResponse as _};
+use alloy::primitives::{Address, B256, U256};
 use alloy::providers::{DynProvider, Provider};
-use alloy::rpc::types::TransactionReceipt;
+use alloy::rpc::types::{TransactionReceipt, TransactionRequest};
+
+/// The gas of a filler: a plain transfer.
+const FILLER_GAS: u64 = 21_000;
 
 /// How long to wait, and how often to look.
 #[derive(Debug, Clone, Copy)]
 pub struct Wait {
     /// The longest wait for a receipt.
     pub timeout: Duration,
-    /// How long the node may not know the transaction before it counts as dropped.
+    /// How long the node may not know the transaction before it counts as dropped, and
+    /// how long a gap of free nonces below it may last before it is filled.
     pub drop_grace: Duration,
     pub poll: Duration,
 }
@@ -48,7 +64,8 @@ pub enum Unmined {
     },
 }
 
-/// Transaction `tx`'s receipt once mined (successful or not).
+/// Transaction `tx`'s receipt once mined (successful or not). A gap of free nonces below
+/// it is filled once it has lasted `drop_grace` (see the module's doc).
 pub async fn mined(
     provider: &DynProvider,
     tx: B256,
@@ -56,20 +73,29 @@ pub async fn mined(
 ) -> Result<TransactionReceipt, Unmined> {
     let started = Instant::now();
     let mut missing_since = None;
+    let mut gap_since = None;
     let rpc = |source| Unmined::Rpc { tx, source };
     loop {
         if let Some(receipt) = provider.get_transaction_receipt(tx).await.map_err(rpc)? {
             return Ok(receipt);
         }
-        let known = provider
-            .get_transaction_by_hash(tx)
-            .await
-            .map_err(rpc)?
-            .is_some();
-        if known {
-            missing_since = None;
-        } else if missing_since.get_or_insert_with(Instant::now).elapsed() >= wait.drop_grace {
-            return Err(Unmined::Dropped(tx));
+        match provider.get_transaction_by_hash(tx).await.map_err(rpc)? {
+            Some(pending) => {
+                missing_since = None;
+                let (from, nonce) = (pending.from(), pending.nonce());
+                let next = provider.get_transaction_count(from).await.map_err(rpc)?;
+                if next >= nonce {
+                    gap_since = None;
+                } else if gap_since.get_or_insert_with(Instant::now).elapsed() >= wait.drop_grace {
+                    fill(provider, from, next..nonce).await;
+                    gap_since = None;
+                }
+            }
+            None => {
+                if missing_since.get_or_insert_with(Instant::now).elapsed() >= wait.drop_grace {
+                    return Err(Unmined::Dropped(tx));
+                }
+            }
         }
         if started.elapsed() >= wait.timeout {
             return Err(Unmined::NotMined {
@@ -78,5 +104,27 @@ pub async fn mined(
             });
         }
         tokio::time::sleep(wait.poll).await;
+    }
+}
+
+/// Sends a filler at each of `nonces`. A refusal is only logged: the nonce may have been
+/// taken meanwhile (a real chain mines an un-mined transaction again), and a gap still
+/// there is filled again a grace later.
+async fn fill(provider: &DynProvider, from: Address, nonces: std::ops::Range<u64>) {
+    tracing::warn!(
+        account = %from,
+        ?nonces,
+        "nonces emptied by a reorganisation below a transaction waiting in the pool: filling them"
+    );
+    for nonce in nonces {
+        let filler = TransactionRequest::default()
+            .with_from(from)
+            .with_to(from)
+            .with_value(U256::ZERO)
+            .with_nonce(nonce)
+            .with_gas_limit(FILLER_GAS);
+        if let Err(error) = provider.send_transaction(filler).await {
+            tracing::warn!(%error, nonce, "a filler was refused");
+        }
     }
 }

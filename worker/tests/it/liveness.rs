@@ -2,11 +2,12 @@
 //! its node marked inactive by the keeper, brings the node back to Active on its own once
 //! it runs again; a node that takes no work says why on `/metrics` and `/readyz`. And an
 //! attempt that is over on chain unanswered (the worker frozen past `until`, its answer
-//! refused) is acknowledged and dropped, never run again.
+//! refused) is acknowledged and dropped, never run again. And a transaction whose nonce a
+//! reorganisation left behind a gap is mined, the gap filled, before the node times out.
 
 use alloy::providers::Provider;
 use gantry_protocol::status::{JobStatus, NodeStatus};
-use gantry_testkit::accounts::{ADMIN, KEEPER, NODES};
+use gantry_testkit::accounts::{ADMIN, KEEPER, NODES, OTHER};
 
 use crate::harness::{Net, RunningWorker, Services, cpu_job, shell};
 use crate::scripts::{last_of_job, of_node};
@@ -189,4 +190,74 @@ async fn a_dropped_heartbeat_is_sent_again_before_the_node_times_out() {
     );
     assert_eq!(status(&net, node).await, NodeStatus::Active);
     assert!(worker.stop().success());
+}
+
+/// The worker signs its next transaction with the nonce after its last one, and a
+/// reorganisation takes that last one away before the new one reaches the pool: the new
+/// one's nonce follows a gap, and the pool holds it until something takes the free nonce.
+/// The worker sends one transaction at a time and waits for it (`gantry_runtime::tx::mined`),
+/// so nothing would: it waited out its receipt timeout (a minute), its heartbeats queued
+/// behind, and the keeper marked the healthy node inactive and slashed its jobs (the chaos
+/// suite in the fresh-clone CI: a `submitResult` sent as a 1-block reorg landed). The
+/// wait fills the gap once it has lasted its grace.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_transaction_behind_a_nonce_a_reorg_emptied_is_mined_once_the_gap_is_filled() {
+    use alloy::network::{EthereumWallet, NetworkTransactionBuilder, TransactionBuilder};
+    use alloy::rpc::types::TransactionRequest;
+    use gantry_runtime::tx::{Wait, mined};
+    use std::time::Duration;
+
+    let devnet = gantry_testkit::Devnet::start().await.unwrap();
+    let (provider, sender) = (devnet.provider(OTHER), devnet.address(OTHER));
+    let transfer = || {
+        TransactionRequest::default()
+            .with_to(sender)
+            .with_from(sender)
+    };
+    provider
+        .send_transaction(transfer())
+        .await
+        .unwrap()
+        .get_receipt()
+        .await
+        .unwrap();
+    let next = provider.get_transaction_count(sender).await.unwrap();
+    let chain_id = provider.get_chain_id().await.unwrap();
+    let signed = transfer()
+        .with_nonce(next)
+        .with_chain_id(chain_id)
+        .with_gas_limit(21_000)
+        .with_max_fee_per_gas(10_000_000_000)
+        .with_max_priority_fee_per_gas(1_000_000_000)
+        .build(&EthereumWallet::from(devnet.signer(OTHER)))
+        .await
+        .unwrap();
+
+    let head = provider.get_block_number().await.unwrap();
+    devnet.reorg_from(head).await.unwrap();
+    assert_eq!(
+        provider.get_transaction_count(sender).await.unwrap(),
+        next - 1,
+        "the reorg took the last transaction away"
+    );
+    let tx = *provider
+        .send_raw_transaction(&alloy::eips::eip2718::Encodable2718::encoded_2718(&signed))
+        .await
+        .unwrap()
+        .tx_hash();
+
+    let wait = Wait {
+        timeout: Duration::from_secs(30),
+        drop_grace: Duration::from_secs(1),
+        poll: Duration::from_millis(100),
+    };
+    let receipt = mined(&provider, tx, wait)
+        .await
+        .expect("mined once the gap below it is filled");
+    assert!(receipt.status());
+    assert_eq!(
+        provider.get_transaction_count(sender).await.unwrap(),
+        next + 1,
+        "the free nonce was taken by a filler, then this one"
+    );
 }
