@@ -146,7 +146,13 @@ export function parseJson(text) {
 
 /** The image a job spec names, without registry, tag or digest: `acme/train`. */
 export function imageName(specText) {
-  const image = parseJson(specText)?.image;
+  const spec = parseJson(specText);
+  if (spec?.engine === 'wasm') {
+    const uri = spec.wasm?.module?.uri;
+    const file = typeof uri === 'string' ? uri.split(/[?#]/)[0].split('/').filter(Boolean).pop() : '';
+    return `wasm · ${file || 'module'}`;
+  }
+  const image = spec?.image;
   if (typeof image !== 'string') return '';
   let name = image.split('@')[0];
   if (name.lastIndexOf(':') > name.lastIndexOf('/')) name = name.slice(0, name.lastIndexOf(':'));

@@ -23,6 +23,7 @@ use gantry_protocol::api::{
 };
 use gantry_protocol::bindings::JobMarket::{self, JobMarketEvents as M};
 use gantry_protocol::bindings::NodeRegistry::{self, NodeRegistryEvents as R};
+use gantry_protocol::eligibility::Engines;
 use gantry_protocol::envelope::EventEnvelope;
 use gantry_protocol::events::{EventDataError, GantryEvent};
 use gantry_protocol::jobs::{CompletionReport, CompletionStatus};
@@ -313,6 +314,7 @@ fn posted(e: &JobMarket::JobPosted, block: u64, at: u64, policy: Option<&JobPoli
         maxPricePerGpuHour: U96::from(r.max_price_per_gpu_hour),
         maxRuntime: r.max_runtime,
         priority: r.priority,
+        engine: r.engine,
     };
     let policy = policy.filter(|p| p.version == u64::from(terms.policy));
     let mut job = JobRow {
@@ -326,6 +328,9 @@ fn posted(e: &JobMarket::JobPosted, block: u64, at: u64, policy: Option<&JobPoli
         spec_hash: hex(terms.spec_hash),
         spec: String::from_utf8_lossy(&e.spec).into_owned(),
         requirements: serde_json::to_string(&requirements).expect("serializes"),
+        engine: r
+            .engine()
+            .map_or_else(|| format!("engine {}", r.engine), |e| e.to_string()),
         priority: u64::from(r.priority),
         policy_version: u64::from(terms.policy),
         policy: policy.cloned(),
@@ -523,6 +528,7 @@ fn set_capabilities(node: &mut NodeRow, c: &NodeRegistry::NodeCapabilities) {
     node.ram_mib = u64::from(c.ramMiB);
     node.price_per_gpu_hour = c.pricePerGpuHour.to_string();
     node.max_concurrent_jobs = u64::from(c.maxConcurrentJobs);
+    node.engines = Engines(c.engines).iter().map(|e| e.to_string()).collect();
 }
 
 /// A node event's effect on its node's row; whether it changed.

@@ -12,6 +12,8 @@ import {IJobMarket} from "./interfaces/IJobMarket.sol";
 import {
     Assignment,
     CompletionKind,
+    ENGINE_COUNT,
+    ENGINE_WASM,
     FailureKind,
     JobRequirements,
     JobState,
@@ -572,6 +574,8 @@ contract JobMarket is IJobMarket, MarketStorage {
 
     /// @dev The contract's eligibility rule; `gantry_protocol::eligibility` mirrors it.
     function _checkEligible(JobTerms calldata required, NodeHot memory offered) internal pure {
+        uint8 engine = required.engine();
+        if ((offered.engines >> engine) & 1 == 0) revert JobMarket_EngineNotServed(engine);
         bytes32 model = required.gpuModel;
         if (model != bytes32(0) && _modelTag(model) != offered.gpuModel) revert JobMarket_GpuModelMismatch(model);
         uint16 gpus = required.minGpuCount();
@@ -591,6 +595,9 @@ contract JobMarket is IJobMarket, MarketStorage {
             requirements.priority == 0 || requirements.priority > MAX_PRIORITY || requirements.maxRuntime == 0
                 || requirements.maxRuntime > MAX_RUNTIME
                 || (requirements.gpuModel != bytes32(0) && requirements.minGpuCount == 0)
+                || requirements.engine >= ENGINE_COUNT
+                || (requirements.engine == ENGINE_WASM
+                    && (requirements.minGpuCount != 0 || requirements.minVramMiB != 0))
         ) revert JobMarket_InvalidRequirements();
     }
 

@@ -60,7 +60,9 @@ abstract contract MarketStorage is AccessControl, EIP712, ReentrancyGuardTransie
         /// `_modelTag` of the GPU model. Tags need no collision resistance: capabilities are
         /// the operator's own word, and neither a matcher nor a submitter can change either
         /// side of the comparison.
-        bytes7 gpuModel;
+        bytes6 gpuModel;
+        /// `NodeCapabilities.engines`.
+        uint8 engines;
     }
 
     /// @dev Five slots; a job's path reads slot 0 (assign) and slot 1 (submit) and writes
@@ -128,8 +130,8 @@ abstract contract MarketStorage is AccessControl, EIP712, ReentrancyGuardTransie
         if (length > MAX_TEXT_BYTES) revert INodeRegistry.NodeRegistry_TextTooLong(length, MAX_TEXT_BYTES);
     }
 
-    /// @dev 7 bytes of keccak256 of a GPU model id; 0 for no model.
-    function _modelTag(bytes32 model) internal pure returns (bytes7) {
-        return model == bytes32(0) ? bytes7(0) : bytes7(keccak256(abi.encode(model)));
+    /// @dev 6 bytes of keccak256 of a GPU model id; 0 for no model.
+    function _modelTag(bytes32 model) internal pure returns (bytes6) {
+        return model == bytes32(0) ? bytes6(0) : bytes6(keccak256(abi.encode(model)));
     }
 }

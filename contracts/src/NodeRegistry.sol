@@ -7,7 +7,7 @@ import {SignatureChecker} from "@openzeppelin/contracts/utils/cryptography/Signa
 
 import {MarketStorage} from "./MarketStorage.sol";
 import {INodeRegistry} from "./interfaces/INodeRegistry.sol";
-import {NodeCapabilities, NodeInfo, NodeStatus} from "./types/Types.sol";
+import {ENGINE_COUNT, NodeCapabilities, NodeInfo, NodeStatus} from "./types/Types.sol";
 
 /// @title NodeRegistry
 /// @notice The nodes of the market: stake, liveness, agent binding and earnings. It runs
@@ -201,6 +201,7 @@ contract NodeRegistry is INodeRegistry, MarketStorage {
             feesOwed: node.feesOwed,
             registeredAt: node.registeredAt,
             gpuModelTag: hot.gpuModel,
+            engines: hot.engines,
             inactiveSince: node.inactiveSince,
             unbondingEndsAt: node.unbondingEndsAt
         });
@@ -238,7 +239,8 @@ contract NodeRegistry is INodeRegistry, MarketStorage {
             cpuCores: capabilities.cpuCores,
             ramMiB: capabilities.ramMiB,
             pricePerGpuHour: capabilities.pricePerGpuHour,
-            gpuModel: _modelTag(capabilities.gpuModel)
+            gpuModel: _modelTag(capabilities.gpuModel),
+            engines: capabilities.engines
         });
     }
 
@@ -263,12 +265,13 @@ contract NodeRegistry is INodeRegistry, MarketStorage {
 
     function _checkCapabilities(NodeCapabilities calldata capabilities) internal pure {
         // A GPU model needs GPUs with memory and the other way round; every node runs at
-        // least one job with at least one core.
+        // least one job with at least one core, on at least one engine it knows.
         bool hasModel = capabilities.gpuModel != bytes32(0);
         bool hasGpus = capabilities.gpuCount != 0;
         if (
             hasModel != hasGpus || (hasGpus && capabilities.vramMiB == 0) || capabilities.cpuCores == 0
-                || capabilities.maxConcurrentJobs == 0
+                || capabilities.maxConcurrentJobs == 0 || capabilities.engines == 0
+                || capabilities.engines >> ENGINE_COUNT != 0
         ) revert NodeRegistry_InvalidCapabilities();
     }
 

@@ -10,7 +10,7 @@ import {IJobMarket} from "../src/interfaces/IJobMarket.sol";
 import {INodeRegistry} from "../src/interfaces/INodeRegistry.sol";
 import {JobView} from "./JobView.sol";
 import {Assignment, JobPolicy, JobRequirements, JobState, JobStatus, JobTerms} from "../src/types/Types.sol";
-import {MarketParams, NodeCapabilities, NodeInfo} from "../src/types/Types.sol";
+import {ENGINE_COUNT, ENGINE_DOCKER, ENGINE_WASM, MarketParams, NodeCapabilities, NodeInfo} from "../src/types/Types.sol";
 
 /// @notice Deploys the market as `make dev` does and offers the steps of a job's life.
 ///
@@ -27,6 +27,10 @@ abstract contract Base is Test {
     bytes32 internal constant A100 = bytes32("NVIDIA-A100-40GB");
 
     uint96 internal constant MIN_STAKE = 100e6;
+    /// A node's engine sets.
+    uint8 internal constant DOCKER_ONLY = uint8(1) << ENGINE_DOCKER;
+    uint8 internal constant WASM_ONLY = uint8(1) << ENGINE_WASM;
+    uint8 internal constant DOCKER_AND_WASM = DOCKER_ONLY | WASM_ONLY;
     uint32 internal constant HEARTBEAT_TIMEOUT = 5 minutes;
     uint32 internal constant UNBONDING = 10 days;
     uint16 internal constant SLASH_BPS = 1_000; // 10%
@@ -128,7 +132,8 @@ abstract contract Base is Test {
             cpuCores: 64,
             ramMiB: 512_000,
             pricePerGpuHour: PRICE,
-            maxConcurrentJobs: 2
+            maxConcurrentJobs: 2,
+            engines: DOCKER_AND_WASM
         });
     }
 
@@ -141,8 +146,26 @@ abstract contract Base is Test {
             minRamMiB: 64_000,
             maxPricePerGpuHour: 3e6,
             maxRuntime: RUNTIME,
-            priority: 5
+            priority: 5,
+            engine: ENGINE_DOCKER
         });
+    }
+
+    /// A CPU node (no GPU) running both engines.
+    function cpuNode() internal pure returns (NodeCapabilities memory caps) {
+        caps = h100Node();
+        caps.gpuModel = bytes32(0);
+        caps.gpuCount = 0;
+        caps.vramMiB = 0;
+    }
+
+    /// A small WASM job: CPU only.
+    function wasmJob() internal pure returns (JobRequirements memory r) {
+        r = h100Job();
+        r.gpuModel = bytes32(0);
+        r.minGpuCount = 0;
+        r.minVramMiB = 0;
+        r.engine = ENGINE_WASM;
     }
 
     function spec() internal pure returns (bytes memory) {

@@ -52,6 +52,7 @@ fn market() -> View {
                     ram_mib: (64 << rng.below(4)) * 1024,
                     price_per_gpu_hour: 1 + u128::from(rng.below(10)),
                     max_concurrent_jobs: 1 + rng.below(4) as u8,
+                    engines: Default::default(),
                 },
                 status: if rng.below(10) == 0 {
                     NodeStatus::Inactive
@@ -89,6 +90,7 @@ fn market() -> View {
                     max_price_per_gpu_hour: 2 + u128::from(rng.below(10)),
                     max_runtime: 3600,
                     priority: 1 + rng.below(10) as u8,
+                    engine: 0,
                 },
             };
             (id, JobView::open(id, terms, (id, 0)))

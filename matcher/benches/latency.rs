@@ -65,6 +65,7 @@ async fn main() {
     // funded submitter.
     let capabilities = NodeRegistry::NodeCapabilities {
         maxConcurrentJobs: SLOTS,
+        engines: gantry_protocol::eligibility::Engines::ALL.0,
         ..scenario::h100_node()
     };
     for _ in 0..NODES {

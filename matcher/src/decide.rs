@@ -108,6 +108,10 @@ impl Explanation {
             Constraint::Barred => "have not given it back or faulted on it".to_string(),
             Constraint::NotActive => "are active".to_string(),
             Constraint::NoFreeSlot => "have a free slot".to_string(),
+            Constraint::Engine => match requirements.engine() {
+                Some(engine) => format!("run {engine} jobs"),
+                None => format!("run engine {}", requirements.engine),
+            },
             Constraint::GpuModel => {
                 format!("have GPU model {}", model_name(requirements.gpu_model))
             }
@@ -514,6 +518,8 @@ mod tests {
     use super::*;
     use crate::view::Capabilities;
     use crate::view::fixtures;
+    use gantry_protocol::eligibility::Engines;
+    use gantry_protocol::spec::Engine;
 
     fn model(name: &str) -> B256 {
         B256::right_padding_from(name.as_bytes())
@@ -528,6 +534,7 @@ mod tests {
             ram_mib: 256 * 1024,
             price_per_gpu_hour: price,
             max_concurrent_jobs: 1,
+            engines: Default::default(),
         };
         fixtures::node(id, capabilities, 500, 0)
     }
@@ -550,6 +557,7 @@ mod tests {
                 max_price_per_gpu_hour: 10,
                 max_runtime: 3600,
                 priority,
+                engine: 0,
             },
         )
     }
@@ -605,6 +613,26 @@ mod tests {
             .map(|_| assignments(&planner.plan(&v))[0].1)
             .collect();
         assert_eq!(picks, [1, 2, 3, 1]);
+    }
+
+    #[test]
+    fn a_wasm_job_goes_only_to_a_node_running_wasm_and_says_so_when_none_does() {
+        let mut wasm = job(1, 1, "", 0, 5);
+        let terms = &mut wasm.terms.requirements;
+        (terms.engine, terms.min_gpu_count) = (Engine::Wasm.code(), 0);
+        let docker_only = vec![node(1, "L4", 1, 24, 5), node(2, "L4", 1, 24, 5)];
+        let v = view(docker_only.clone(), vec![wasm.clone()]);
+        let decisions = Planner::new(Strategy::Score, Weights::default()).plan(&v);
+        assert_eq!(decisions, [Decision::Unplaceable { job: 1 }]);
+        assert_eq!(
+            explain(&v, &v.jobs[&1]).summary(v.jobs[&1].requirements()),
+            "0 of 2 nodes run wasm jobs"
+        );
+        let mut both = node(3, "L4", 1, 24, 5);
+        both.capabilities.engines = Engines::ALL;
+        let v = view([docker_only, vec![both]].concat(), vec![wasm]);
+        let decisions = Planner::new(Strategy::Score, Weights::default()).plan(&v);
+        assert_eq!(assignments(&decisions), [(1, 3)]);
     }
 
     #[test]

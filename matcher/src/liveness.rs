@@ -161,6 +161,7 @@ mod tests {
             ram_mib: 1,
             price_per_gpu_hour: 1,
             max_concurrent_jobs: 1,
+            engines: Default::default(),
         };
         let mut node = fixtures::node(id, capabilities, 1, last_heartbeat);
         node.status = status;

@@ -510,6 +510,7 @@ mod tests {
                 ramMiB: 524_288,
                 pricePerGpuHour: U96::from(2),
                 maxConcurrentJobs: 2,
+                engines: gantry_protocol::eligibility::Engines::ALL.0,
             },
             metadataURI: String::new(),
             stake: U96::from(500),

@@ -269,6 +269,7 @@ mod tests {
             ram_mib: 8_192,
             price_per_gpu_hour: 1,
             max_concurrent_jobs: 20,
+            engines: Default::default(),
         };
         fixtures::node(id, capabilities, 500, 0)
     }

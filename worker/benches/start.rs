@@ -110,6 +110,7 @@ heartbeat_interval = "5s"
         maxPricePerGpuHour: U96::from(5 * GUSD),
         maxRuntime: 600,
         priority: 5,
+        engine: gantry_protocol::spec::Engine::Docker.code(),
     };
 
     // The worker's path: one job at a time (one slot), after a warm-up.

@@ -55,6 +55,18 @@ pub fn admit(
             spec.engine
         )));
     }
+    // The chain matched the job to this node by the engine of its terms; the spec is what
+    // runs. A submitter who names two engines gets a free refusal from every node.
+    if requirements.engine != spec.engine.code() {
+        let posted = requirements.engine().map_or_else(
+            || format!("engine {}", requirements.engine),
+            |e| e.to_string(),
+        );
+        return Err(Failure::job(format!(
+            "the job was posted for {posted}, and its spec is a {} job",
+            spec.engine
+        )));
+    }
     if spec.engine == Engine::Wasm && requirements.min_gpu_count > 0 {
         return Err(Failure::job(format!(
             "a WASM job runs on the CPU: it cannot use the {} GPUs its requirements ask for",
@@ -236,11 +248,43 @@ mod tests {
         }
     }
 
+    fn wasm_requirements() -> Requirements {
+        Requirements {
+            engine: Engine::Wasm.code(),
+            ..requirements()
+        }
+    }
+
+    #[test]
+    fn a_job_whose_terms_and_spec_name_different_engines_is_refused() {
+        let refuse = |spec: JobSpec, req: Requirements| {
+            let failure = admit(&spec.to_vec(), &req, &node(), &Jobs::default()).unwrap_err();
+            assert_eq!(failure.class, FaultClass::Job);
+            failure.reason
+        };
+        assert_eq!(
+            refuse(wasm_spec(None), requirements()),
+            "the job was posted for docker, and its spec is a wasm job"
+        );
+        assert_eq!(
+            refuse(spec(), wasm_requirements()),
+            "the job was posted for wasm, and its spec is a docker job"
+        );
+        let unknown = Requirements {
+            engine: 7,
+            ..requirements()
+        };
+        assert_eq!(
+            refuse(spec(), unknown),
+            "the job was posted for engine 7, and its spec is a docker job"
+        );
+    }
+
     #[test]
     fn a_wasm_job_gets_its_module_s_memory_and_no_gpu() {
         let admitted = admit(
             &wasm_spec(Some(64)).to_vec(),
-            &requirements(),
+            &wasm_requirements(),
             &node(),
             &Jobs::default(),
         )
@@ -249,7 +293,7 @@ mod tests {
         assert_eq!(admitted.gpus, 0);
         let defaulted = admit(
             &wasm_spec(None).to_vec(),
-            &requirements(),
+            &wasm_requirements(),
             &node(),
             &Jobs::default(),
         )
@@ -265,7 +309,7 @@ mod tests {
             assert_eq!(failure.class, FaultClass::Job);
             failure.reason
         };
-        let mut gpus = requirements();
+        let mut gpus = wasm_requirements();
         gpus.min_gpu_count = 1;
         let with_gpus = NodeLimits { gpus: 1, ..node() };
         let failure = admit(
@@ -281,7 +325,7 @@ mod tests {
             ..Jobs::default()
         };
         assert_eq!(
-            refuse(wasm_spec(None), requirements(), docker_only),
+            refuse(wasm_spec(None), wasm_requirements(), docker_only),
             "this node does not run wasm jobs"
         );
         let wasm_only = Jobs {
@@ -292,7 +336,9 @@ mod tests {
             refuse(spec(), requirements(), wasm_only),
             "this node does not run docker jobs"
         );
-        assert!(refuse(wasm_spec(Some(8192)), requirements(), Jobs::default()).contains("memory"));
+        assert!(
+            refuse(wasm_spec(Some(8192)), wasm_requirements(), Jobs::default()).contains("memory")
+        );
     }
 
     #[test]

@@ -300,6 +300,7 @@ mod tests {
         );
         let mut node = NodeRegistry::NodeCapabilities {
             vramMiB: 512,
+            engines: gantry_protocol::eligibility::Engines::DOCKER.0,
             ..Default::default()
         };
         assert!(!claimable(&job, &node, U256::ZERO, 1_000));

@@ -10,6 +10,7 @@ use alloy::primitives::aliases::U96;
 use alloy::signers::local::PrivateKeySigner;
 use async_nats::jetstream;
 use gantry_protocol::bindings::NodeRegistry;
+use gantry_protocol::eligibility::Engines;
 use gantry_protocol::{names, storage};
 use tokio_util::sync::CancellationToken;
 
@@ -156,6 +157,7 @@ fn capabilities(config: &Config, inventory: &Inventory) -> NodeRegistry::NodeCap
         ramMiB: inventory.ram_mib,
         pricePerGpuHour: U96::saturating_from(config.node.price_per_gpu_hour),
         maxConcurrentJobs: config.jobs.max_concurrent,
+        engines: config.jobs.engines.iter().copied().collect::<Engines>().0,
     }
 }
 

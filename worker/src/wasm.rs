@@ -55,10 +55,8 @@ pub const FIXED_WALL_CLOCK: Duration = Duration::from_secs(1_767_225_600);
 pub const MONOTONIC_STEP_NS: u64 = 1_000;
 /// Compiled modules kept in memory.
 pub const MODULE_CACHE: usize = 32;
-/// Largest module fetched, bytes (a spec's `maxBytes` may only lower it): compiling is
-/// not on the job's clock nor under its memory limit, so its cost is bounded by the
-/// module's size.
-pub const MAX_MODULE_BYTES: u64 = 32 << 20;
+/// Largest module fetched, bytes ([`gantry_protocol::spec::MAX_WASM_MODULE_BYTES`]).
+pub const MAX_MODULE_BYTES: u64 = gantry_protocol::spec::MAX_WASM_MODULE_BYTES;
 /// The name a module sees as `argv[0]`.
 pub const ARGV0: &str = "job.wasm";
 

@@ -198,6 +198,7 @@ function overview(job) {
     <dt>Node</dt><dd>${job.nodeId == null ? none : html`<a href="#/nodes/${job.nodeId}">node ${job.nodeId}</a>${job.claimed ? html` <span class="muted">claimed</span>` : ''}`}</dd>
     <dt>Bounty</dt><dd>${money(job.bounty)}${big(job.fromCredits) ? html` <span class="muted">(${money(job.fromCredits)} of it from credits)</span>` : ''}</dd>
     <dt>Attempts</dt><dd>${job.attempts}${job.faults ? html`, <span class="err">${job.faults} faulted</span>` : ''}${policy ? html` <span class="muted">(fails after ${policy.maxAttempts} faults)</span>` : ''}</dd>
+    <dt>Engine</dt><dd data-part="engine">${job.engine}</dd>
     <dt>Priority</dt><dd>${job.priority}</dd>
     <dt>Posted</dt><dd>${ago(job.postedAt)} <span class="muted">block ${job.postedBlock}</span></dd>
     ${job.assignedAt == null ? '' : html`<dt>Assigned</dt><dd>${ago(job.assignedAt)}</dd>`}

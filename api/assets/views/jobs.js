@@ -47,7 +47,7 @@ function progressCell(job) {
   return fraction == null ? none : bar(fraction);
 }
 
-export const JOB_HEAD = html`<tr><th class="num">Job</th><th>Status</th><th>Image</th><th>Node</th>
+export const JOB_HEAD = html`<tr><th class="num">Job</th><th>Status</th><th title="the image, or the WASM module">Runs</th><th>Node</th>
   <th class="num">Bounty</th><th>Progress</th><th>Remaining</th><th>Posted</th></tr>`;
 
 export function jobRow(job, flash = false) {

@@ -138,6 +138,7 @@ export function mountOne(root, id) {
     part('overview').innerHTML = html`<h2>Node</h2><dl>
       <dt>GPU</dt><dd>${gpu(node)}, ${mib(node.vramMib)} each</dd>
       <dt>CPU / RAM</dt><dd>${node.cpuCores} cores, ${mib(node.ramMib)}</dd>
+      <dt>Engines</dt><dd data-part="engines">${(node.engines ?? []).join(', ') || none}</dd>
       <dt>Price</dt><dd>${money(node.pricePerGpuHour)} per GPU-hour</dd>
       <dt>Concurrent jobs</dt><dd>${node.activeJobs} of ${node.maxConcurrentJobs}</dd>
       <dt>Completed / failed</dt><dd>${node.completedJobs} / ${node.failedJobs}${node.rejectedJobs ? html` <span class="muted">${node.rejectedJobs} given back</span>` : ''}</dd>

@@ -201,6 +201,7 @@ fn registered(stake: u64) -> R::NodeRegistered {
             gpuCount: 8,
             cpuCores: 64,
             maxConcurrentJobs: 2,
+            engines: gantry_protocol::eligibility::Engines::ALL.0,
             ..Default::default()
         },
         metadataURI: String::new(),
@@ -278,6 +279,29 @@ fn protocol_state(chain: &Chain) -> market::State {
         }
     }
     job.state
+}
+
+#[test]
+fn a_job_shows_its_engine_and_a_node_the_engines_it_runs() {
+    let chain = Chain::running(500_000_000);
+    assert_eq!(chain.job().engine, "docker");
+    assert_eq!(chain.node().engines, ["docker", "wasm"]);
+
+    let mut wasm = terms();
+    wasm.requirements.engine = gantry_protocol::spec::Engine::Wasm.code();
+    wasm.requirements.min_gpu_count = 0;
+    let mut chain = Chain::new();
+    let mut registered = registered(500_000_000);
+    registered.capabilities.engines = gantry_protocol::eligibility::Engines::WASM.0;
+    chain.at(0, registered).at(
+        5,
+        M::JobPosted {
+            terms: wasm.pack(),
+            ..posted(0)
+        },
+    );
+    assert_eq!(chain.job().engine, "wasm");
+    assert_eq!(chain.node().engines, ["wasm"]);
 }
 
 #[test]

@@ -157,8 +157,8 @@ pub struct ResolveArgs {
 
 #[derive(Debug, Args)]
 pub struct SubmitArgs {
-    /// A job-spec v1 JSON file (`-` reads stdin). Without it the spec is built from
-    /// --image, --env, --input and the command after `--`.
+    /// A job-spec JSON file (`-` reads stdin). Without it the spec is built from --image
+    /// (or --wasm), --env, --input and the command after `--`.
     pub spec: Option<PathBuf>,
     /// The bounty, in whole tokens (e.g. 12.5), escrowed until the job settles.
     #[arg(long)]
@@ -206,6 +206,22 @@ pub struct SubmitArgs {
     /// Container image (built spec).
     #[arg(long, conflicts_with = "spec")]
     pub image: Option<String>,
+    /// A WASM job's module instead of an image (built spec): a local `.wasm` or `.wat`
+    /// file, uploaded to the chain's inputs bucket through --nats-url under its SHA-256,
+    /// or URI#sha256=HEX where the network can fetch it. The command after `--` is the
+    /// module's arguments.
+    #[arg(long, value_name = "FILE|URI#sha256=HEX", conflicts_with_all = ["spec", "image"])]
+    pub wasm: Option<String>,
+    /// The WASM module's entry point (default `_start`).
+    #[arg(long, requires = "wasm")]
+    pub entry: Option<String>,
+    /// The WASM module's memory limit, e.g. 256MiB (default: --ram, else the node's).
+    #[arg(long, requires = "wasm")]
+    pub memory: Option<String>,
+    /// Run the WASM module deterministically: the same result on every node (needs
+    /// --memory; no wall clock, seeded randomness, fuel instead of time).
+    #[arg(long, requires = "memory")]
+    pub deterministic: bool,
     /// Training or inference (built spec).
     #[arg(long, value_enum, default_value_t = Kind::Training, conflicts_with = "spec")]
     pub kind: Kind,
@@ -411,6 +427,10 @@ pub struct RegisterArgs {
     /// Jobs at once (maxConcurrentJobs).
     #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u8).range(1..))]
     pub slots: u8,
+    /// The engines the node runs, comma-separated (the worker's `jobs.engines`): docker,
+    /// wasm, or both.
+    #[arg(long, value_delimiter = ',', default_value = "docker,wasm")]
+    pub engines: Vec<gantry_protocol::spec::Engine>,
     /// Stake, whole tokens (default: twice the registry's minimum, room for slashes).
     #[arg(long)]
     pub stake: Option<String>,

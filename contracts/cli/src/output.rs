@@ -52,6 +52,11 @@ impl Money {
 /// ≥ 8 CPU cores · ≥ 64 GiB RAM · ≤ 2.5 gUSD per GPU-hour · runs ≤ 4h · priority 5".
 pub fn requirements(r: &JobMarket::JobRequirements, money: &Money) -> String {
     let mut parts = Vec::new();
+    match gantry_protocol::spec::Engine::from_code(r.engine) {
+        Some(engine) if engine.is_docker() => {}
+        Some(engine) => parts.push(engine.to_string()),
+        None => parts.push(format!("engine {}", r.engine)),
+    }
     match (r.gpuModel.is_zero(), r.minGpuCount) {
         (true, 0) => parts.push("no GPU".to_string()),
         (true, n) => parts.push(format!("{n}× any GPU")),
@@ -154,6 +159,7 @@ mod tests {
             maxPricePerGpuHour: U96::from(2_500_000u64),
             maxRuntime: 14_400,
             priority: 5,
+            engine: 0,
         };
         assert_eq!(
             requirements(&r, &gusd()),
@@ -169,10 +175,16 @@ mod tests {
             maxPricePerGpuHour: U96::MAX,
             maxRuntime: 60,
             priority: 1,
+            engine: 0,
         };
         assert_eq!(
             requirements(&cpu, &Money(None)),
             "no GPU · runs ≤ 1m · priority 1"
+        );
+        let wasm = JobMarket::JobRequirements { engine: 1, ..cpu };
+        assert_eq!(
+            requirements(&wasm, &Money(None)),
+            "wasm · no GPU · runs ≤ 1m · priority 1"
         );
     }
 

@@ -101,6 +101,19 @@ impl Sink {
     }
 }
 
+/// JetStream on the NATS servers of `nats_url` (`--nats-url`).
+pub async fn jetstream(nats_url: &str) -> Result<async_nats::jetstream::Context> {
+    let client = gantry_runtime::nats::connect(nats_url, false)
+        .await
+        .map_err(|e| {
+            CliError::Unavailable(format!(
+                "NATS at {} did not answer (--nats-url, GANTRY_NATS_URL): {}",
+                e.servers, e.source
+            ))
+        })?;
+    Ok(async_nats::jetstream::new(client))
+}
+
 /// Downloads `source` into a temporary file in `dir`, at most `limit` bytes.
 pub async fn download(
     source: &Source,
@@ -111,15 +124,7 @@ pub async fn download(
     let mut sink = Sink::new(dir, limit)?;
     match source {
         Source::Nats { bucket, key } => {
-            let client = gantry_runtime::nats::connect(nats_url, false)
-                .await
-                .map_err(|e| {
-                    CliError::Unavailable(format!(
-                        "NATS at {} did not answer (--nats-url, GANTRY_NATS_URL): {}",
-                        e.servers, e.source
-                    ))
-                })?;
-            let js = async_nats::jetstream::new(client);
+            let js = jetstream(nats_url).await?;
             let store = js.get_object_store(bucket).await.map_err(|e| {
                 CliError::NotFound(format!("the object store {bucket} is not there: {e}"))
             })?;

@@ -263,6 +263,7 @@ fn capabilities() -> NodeRegistry::NodeCapabilities {
         ramMiB: 512_000,
         pricePerGpuHour: U96::from(2_000_000u64),
         maxConcurrentJobs: 4,
+        engines: gantry_protocol::eligibility::Engines::ALL.0,
     }
 }
 
@@ -276,6 +277,7 @@ fn requirements() -> JobMarket::JobRequirements {
         maxPricePerGpuHour: U96::from(3_000_000u64),
         maxRuntime: 3_600,
         priority: 5,
+        engine: gantry_protocol::spec::Engine::Docker.code(),
     }
 }
 

@@ -91,6 +91,10 @@ impl LiveEventName {
     }
 }
 
+fn docker() -> String {
+    crate::spec::Engine::Docker.to_string()
+}
+
 /// A job as the API shows it: its terms (fixed at posting), its state as the market
 /// holds it, and every amount its events moved.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -123,6 +127,10 @@ pub struct JobRow {
     pub spec: String,
     /// `JobRequirements` as JSON.
     pub requirements: String,
+    /// What runs it (`docker`, `wasm`), as its terms say; `engine N` for a code this
+    /// build does not know.
+    #[serde(default = "docker")]
+    pub engine: String,
     pub priority: u64,
     /// The market policy in force at posting: the job's rules for its whole life.
     pub policy_version: u64,
@@ -420,6 +428,9 @@ pub struct NodeRow {
     pub ram_mib: u64,
     pub price_per_gpu_hour: String,
     pub max_concurrent_jobs: u64,
+    /// The engines it runs (`docker`, `wasm`).
+    #[serde(default)]
+    pub engines: Vec<String>,
     pub metadata_uri: String,
     /// Its stake, as the market holds it (after slashes and withdrawals).
     pub stake: String,

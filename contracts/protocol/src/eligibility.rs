@@ -8,8 +8,8 @@
 //!  Capabilities (NodeRegistered / getNode) ─┘
 //! ```
 //!
-//! The contract reverts at the first failing check, in this order: model, GPU count, VRAM,
-//! CPU, RAM, price; [`Constraints::first`] names the revert. The node-state checks the
+//! The contract reverts at the first failing check, in this order: engine, model, GPU
+//! count, VRAM, CPU, RAM, price; [`Constraints::first`] names the revert. The node-state checks the
 //! market makes of the job and the node (`barred`, `notActive`) and the matcher's own
 //! `noFreeSlot` need the matcher's view and are added there. A differential test in gantry-devnet checks every pair of a random
 //! set of nodes and jobs against the deployed contract.
@@ -18,6 +18,7 @@ use alloy::primitives::B256;
 use serde::{Deserialize, Serialize};
 
 use crate::bindings::{JobMarket, NodeRegistry};
+use crate::spec::Engine;
 
 /// A hard constraint a node can fail, in the order the chain checks them: the job's bar
 /// on the node, the node's status, then the market's `_checkEligible`. `NoFreeSlot` is the
@@ -29,6 +30,7 @@ pub enum Constraint {
     Barred,
     NotActive,
     NoFreeSlot,
+    Engine,
     GpuModel,
     GpuCount,
     Vram,
@@ -39,10 +41,11 @@ pub enum Constraint {
 
 impl Constraint {
     /// Every constraint, in the chain's order.
-    pub const ALL: [Constraint; 9] = [
+    pub const ALL: [Constraint; 10] = [
         Constraint::Barred,
         Constraint::NotActive,
         Constraint::NoFreeSlot,
+        Constraint::Engine,
         Constraint::GpuModel,
         Constraint::GpuCount,
         Constraint::Vram,
@@ -57,6 +60,7 @@ impl Constraint {
             Constraint::Barred => "barred",
             Constraint::NotActive => "notActive",
             Constraint::NoFreeSlot => "noFreeSlot",
+            Constraint::Engine => "engine",
             Constraint::GpuModel => "gpuModel",
             Constraint::GpuCount => "gpuCount",
             Constraint::Vram => "vram",
@@ -114,9 +118,66 @@ impl FromIterator<Constraint> for Constraints {
     }
 }
 
+/// The engines a node runs, as in `NodeCapabilities.engines`: bit `1 << code` for each
+/// [`Engine`] (bits of engines this build does not know are kept, as the chain keeps them).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct Engines(pub u8);
+
+impl Engines {
+    pub const DOCKER: Engines = Engines(1 << Engine::Docker.code());
+    pub const WASM: Engines = Engines(1 << Engine::Wasm.code());
+    /// Every engine this build knows.
+    pub const ALL: Engines = Engines(Engines::DOCKER.0 | Engines::WASM.0);
+
+    /// Whether the set holds the engine of on-chain code `code` (`false` past the byte).
+    pub fn has_code(self, code: u8) -> bool {
+        self.0
+            .checked_shr(u32::from(code))
+            .is_some_and(|bits| bits & 1 == 1)
+    }
+
+    pub fn contains(self, engine: Engine) -> bool {
+        self.has_code(engine.code())
+    }
+
+    pub fn with(self, engine: Engine) -> Engines {
+        Engines(self.0 | 1 << engine.code())
+    }
+
+    /// The known engines of the set, by code.
+    pub fn iter(self) -> impl Iterator<Item = Engine> {
+        Engine::ALL.into_iter().filter(move |e| self.contains(*e))
+    }
+}
+
+/// Docker alone: what every node ran before there was a second engine.
+impl Default for Engines {
+    fn default() -> Self {
+        Engines::DOCKER
+    }
+}
+
+impl FromIterator<Engine> for Engines {
+    fn from_iter<I: IntoIterator<Item = Engine>>(iter: I) -> Self {
+        iter.into_iter().fold(Engines(0), Engines::with)
+    }
+}
+
+/// `docker,wasm`: the known engines, comma-separated.
+impl std::fmt::Display for Engines {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let names: Vec<&str> = self.iter().map(|e| e.as_str()).collect();
+        f.write_str(&names.join(","))
+    }
+}
+
 /// What a job needs, as in `JobRequirements`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
 pub struct Requirements {
+    /// The engine's on-chain code ([`Engine::code`]; [`Requirements::engine`] names it):
+    /// kept as the chain has it, so a code this build does not know fails the check as
+    /// it does on chain.
+    pub engine: u8,
     /// Zero accepts any model.
     pub gpu_model: B256,
     pub min_gpu_count: u16,
@@ -138,6 +199,14 @@ pub struct Capabilities {
     pub ram_mib: u32,
     pub price_per_gpu_hour: u128,
     pub max_concurrent_jobs: u8,
+    pub engines: Engines,
+}
+
+impl Requirements {
+    /// The job's engine; `None` for a code this build does not know.
+    pub fn engine(&self) -> Option<Engine> {
+        Engine::from_code(self.engine)
+    }
 }
 
 impl From<&JobMarket::JobRequirements> for Requirements {
@@ -151,6 +220,7 @@ impl From<&JobMarket::JobRequirements> for Requirements {
             max_price_per_gpu_hour: r.maxPricePerGpuHour.to::<u128>(),
             max_runtime: r.maxRuntime,
             priority: r.priority,
+            engine: r.engine,
         }
     }
 }
@@ -165,6 +235,7 @@ impl From<&NodeRegistry::NodeCapabilities> for Capabilities {
             ram_mib: c.ramMiB,
             price_per_gpu_hour: c.pricePerGpuHour.to::<u128>(),
             max_concurrent_jobs: c.maxConcurrentJobs,
+            engines: Engines(c.engines),
         }
     }
 }
@@ -172,6 +243,9 @@ impl From<&NodeRegistry::NodeCapabilities> for Capabilities {
 /// The market's checks (`_checkEligible`) that `offered` fails for `needed`, line for line.
 pub fn capability_violations(needed: &Requirements, offered: &Capabilities) -> Constraints {
     let mut failed = Constraints::NONE;
+    if !offered.engines.has_code(needed.engine) {
+        failed.insert(Constraint::Engine);
+    }
     if needed.gpu_model != B256::ZERO && needed.gpu_model != offered.gpu_model {
         failed.insert(Constraint::GpuModel);
     }
@@ -213,6 +287,7 @@ mod tests {
                 "barred",
                 "notActive",
                 "noFreeSlot",
+                "engine",
                 "gpuModel",
                 "gpuCount",
                 "vram",
@@ -274,6 +349,7 @@ mod tests {
             ram_mib: 1000,
             price_per_gpu_hour: 50,
             max_concurrent_jobs: 1,
+            engines: Engines::DOCKER,
         };
         check(needed, fits, &[]);
         check(
@@ -287,7 +363,14 @@ mod tests {
             },
             &[],
         );
-        let table: [(Capabilities, Constraint); 6] = [
+        let table: [(Capabilities, Constraint); 7] = [
+            (
+                Capabilities {
+                    engines: Engines::WASM,
+                    ..fits
+                },
+                Constraint::Engine,
+            ),
             (
                 Capabilities {
                     gpu_model: B256::repeat_byte(1),
@@ -334,6 +417,49 @@ mod tests {
         for (offered, constraint) in table {
             check(needed, offered, &[constraint]);
         }
+    }
+
+    #[test]
+    fn an_engine_set_holds_exactly_its_bits() {
+        let both: Engines = Engine::ALL.into_iter().collect();
+        assert_eq!(both, Engines(0b11));
+        assert_eq!(both.to_string(), "docker,wasm");
+        assert_eq!(Engines::WASM.to_string(), "wasm");
+        assert!(Engines::WASM.contains(Engine::Wasm) && !Engines::WASM.contains(Engine::Docker));
+        // A code past the byte, or one this build does not know, is not held.
+        assert!(!Engines(0xff).has_code(8) && !Engines(0xff).has_code(200));
+        assert!(Engines(0b100).has_code(2) && Engines(0b100).iter().count() == 0);
+        for engine in Engine::ALL {
+            assert_eq!(Engine::from_code(engine.code()), Some(engine));
+        }
+        assert_eq!(Engine::from_code(2), None);
+    }
+
+    #[test]
+    fn a_job_goes_only_to_a_node_running_its_engine() {
+        let wasm_job = Requirements {
+            engine: Engine::Wasm.code(),
+            ..Requirements::default()
+        };
+        let docker_node = Capabilities::default();
+        assert_eq!(
+            capability_violations(&wasm_job, &docker_node).first(),
+            Some(Constraint::Engine)
+        );
+        let both = Capabilities {
+            engines: Engines::DOCKER.with(Engine::Wasm),
+            ..docker_node
+        };
+        assert!(capable(&wasm_job, &both));
+        assert!(capable(&Requirements::default(), &both));
+        let unknown = Requirements {
+            engine: 5,
+            ..Requirements::default()
+        };
+        assert!(
+            !capable(&unknown, &both),
+            "a code no node runs is served by none"
+        );
     }
 
     proptest! {

@@ -39,7 +39,8 @@ impl Terms {
     /// The five words the market takes and emits.
     pub fn pack(&self) -> JobMarket::JobTerms {
         let r = &self.requirements;
-        let limits = (U256::from(self.deadline) << 168)
+        let limits = (U256::from(r.engine) << 208)
+            | (U256::from(self.deadline) << 168)
             | (U256::from(r.max_runtime) << 136)
             | (U256::from(r.min_gpu_count) << 120)
             | (U256::from(r.min_vram_mib) << 88)
@@ -73,6 +74,7 @@ impl Terms {
                 max_price_per_gpu_hour: bits(t.maxPricePerGpuHour, 0, 96),
                 max_runtime: bits(l, 136, 32) as u32,
                 priority: bits(l, 32, 8) as u8,
+                engine: bits(l, 208, 8) as u8,
             },
             deadline: bits(l, 168, 40) as u64,
             policy: bits(l, 0, 32) as u32,
@@ -345,7 +347,7 @@ mod tests {
             any::<[u8; 32]>(),
             any::<[u8; 32]>(),
             (any::<u16>(), any::<u32>(), any::<u16>(), any::<u32>()),
-            (0u128..(1 << 96), any::<u32>(), any::<u8>()),
+            (0u128..(1 << 96), any::<u32>(), any::<u8>(), any::<u8>()),
             0u64..(1 << 40),
             any::<u32>(),
         )
@@ -356,7 +358,7 @@ mod tests {
                     spec,
                     model,
                     (gpus, vram, cpus, ram),
-                    (price, runtime, priority),
+                    (price, runtime, priority, engine),
                     deadline,
                     policy,
                 )| Terms {
@@ -372,6 +374,7 @@ mod tests {
                         max_price_per_gpu_hour: price,
                         max_runtime: runtime,
                         priority,
+                        engine,
                     },
                     deadline,
                     policy,

@@ -157,9 +157,17 @@ pub fn market(call: &str, error: JobMarket::JobMarketErrors, token: &TokenInfo) 
         )),
         E::JobMarket_InvalidRequirements(_) => refused(
             "invalid requirements: priority must be 1 to 10, the runtime positive and at most \
-             7 days, and a GPU model needs at least one GPU"
+             7 days, a GPU model needs at least one GPU, and the engine must be docker or wasm \
+             (a WASM job takes no GPU)"
                 .into(),
         ),
+        E::JobMarket_EngineNotServed(e) => refused(format!(
+            "the node does not run {} jobs",
+            crate::spec::Engine::from_code(e.engine).map_or_else(
+                || format!("engine {}", e.engine),
+                |engine| engine.to_string()
+            )
+        )),
         E::JobMarket_NothingToWithdraw(_) => refused("you have no credits to withdraw".into()),
         E::JobMarket_NotAssignedAgent(e) => refused(format!(
             "{} is not the agent of the node job {} is assigned to",
@@ -226,7 +234,7 @@ pub fn registry(error: NodeRegistry::NodeRegistryErrors, token: &TokenInfo) -> R
         }
         E::NodeRegistry_InvalidCapabilities(_) => refused(
             "invalid capabilities: a GPU model needs GPUs with VRAM (and GPUs need a model), \
-             and a node needs a CPU core and a job slot"
+             and a node needs a CPU core, a job slot and an engine (docker, wasm or both)"
                 .into(),
         ),
         E::NodeRegistry_ZeroAddress(_) => refused("the agent address must not be zero".into()),

@@ -42,6 +42,10 @@ pub const FIRST_SPEC_VERSION: u32 = 1;
 pub const WASM_ENTRY: &str = "_start";
 /// Largest memory a WASM job may ask for, MiB: all of a 32-bit linear memory.
 pub const MAX_WASM_MEMORY_MIB: u32 = 4096;
+/// Largest module a worker fetches, bytes (a spec's `maxBytes` may only lower it):
+/// compiling is not on the job's clock nor under its memory limit, so its cost is bounded
+/// by the module's size.
+pub const MAX_WASM_MODULE_BYTES: u64 = 32 << 20;
 /// Largest spec the market accepts (`JobMarket.MAX_SPEC_BYTES`).
 pub const MAX_SPEC_BYTES: usize = 16_384;
 /// Where the inputs are mounted, read-only.
@@ -118,8 +122,22 @@ pub enum Engine {
 }
 
 impl Engine {
+    /// Every engine, by its code.
+    pub const ALL: [Engine; 2] = [Engine::Docker, Engine::Wasm];
+
     pub fn is_docker(&self) -> bool {
         *self == Self::Docker
+    }
+
+    /// Its code on chain (`ENGINE_DOCKER`, `ENGINE_WASM`): `JobRequirements.engine`, and
+    /// the bit `1 << code` of `NodeCapabilities.engines`.
+    pub const fn code(self) -> u8 {
+        self as u8
+    }
+
+    /// The engine of an on-chain code; `None` for one this build does not know.
+    pub fn from_code(code: u8) -> Option<Self> {
+        Self::ALL.get(usize::from(code)).copied()
     }
 
     /// The name used in specs, metrics and the API.
@@ -185,7 +203,7 @@ pub struct ModuleSpec {
     pub uri: String,
     /// Hex SHA-256 of the module's bytes.
     pub sha256: String,
-    /// Largest size accepted, bytes (default: the worker's input limit).
+    /// Largest size accepted, bytes (default and most: [`MAX_WASM_MODULE_BYTES`]).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub max_bytes: Option<u64>,
 }

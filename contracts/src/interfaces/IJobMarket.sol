@@ -116,6 +116,7 @@ interface IJobMarket {
     error JobMarket_NotReclaimable(uint64 jobId);
     error JobMarket_MustBeReclaimed(uint64 jobId);
     error JobMarket_NotExpired(uint64 jobId);
+    error JobMarket_EngineNotServed(uint8 engine);
     error JobMarket_GpuModelMismatch(bytes32 required);
     error JobMarket_InsufficientGpus(uint16 required, uint16 offered);
     error JobMarket_InsufficientVram(uint32 required, uint32 offered);

@@ -22,7 +22,7 @@ library JobCodec {
             party: (uint256(uint160(submitter_)) << 96) | bounty_,
             specHash: specHash_,
             gpuModel: r.gpuModel,
-            limits: (uint256(deadline_) << 168) | (uint256(r.maxRuntime) << 136) | (uint256(r.minGpuCount) << 120)
+            limits: (uint256(r.engine) << 208) | (uint256(deadline_) << 168) | (uint256(r.maxRuntime) << 136) | (uint256(r.minGpuCount) << 120)
                 | (uint256(r.minVramMiB) << 88) | (uint256(r.minCpuCores) << 72) | (uint256(r.minRamMiB) << 40)
                 | (uint256(r.priority) << 32) | policy_,
             maxPricePerGpuHour: r.maxPricePerGpuHour
@@ -35,6 +35,10 @@ library JobCodec {
 
     function bounty(JobTerms calldata t) internal pure returns (uint96) {
         return uint96(t.party);
+    }
+
+    function engine(JobTerms calldata t) internal pure returns (uint8) {
+        return uint8(t.limits >> 208);
     }
 
     function deadline(JobTerms calldata t) internal pure returns (uint40) {

@@ -1,8 +1,16 @@
 // SPDX-License-Identifier: Apache-2.0
 pragma solidity ^0.8.24;
 
+// The engine a job runs on (`JobRequirements.engine`); a node runs a set of them
+// (`NodeCapabilities.engines`, bit `1 << engine`). Docker runs an image, on GPUs or not;
+// WASM runs a WebAssembly module on the CPU, embedded in the worker. `ENGINE_COUNT`: how
+// many there are; a node's set has no bit at or above it.
+uint8 constant ENGINE_DOCKER = 0;
+uint8 constant ENGINE_WASM = 1;
+uint8 constant ENGINE_COUNT = 2;
+
 /// @notice What a node offers. Set at registration, changeable by the operator; the market
-/// keeps what it checks in the node's first slot (the model as a 7-byte tag).
+/// keeps what it checks in the node's first slot (the model as a 6-byte tag).
 struct NodeCapabilities {
     /// GPU model id (e.g. `bytes32("NVIDIA-H100-80GB")`); zero means the node has no GPU.
     bytes32 gpuModel;
@@ -16,6 +24,9 @@ struct NodeCapabilities {
     uint96 pricePerGpuHour;
     /// How many jobs the node runs at once (1..255).
     uint8 maxConcurrentJobs;
+    /// The engines the node runs, a set: bit `1 << engine` (`ENGINE_DOCKER`,
+    /// `ENGINE_WASM`); at least one.
+    uint8 engines;
 }
 
 /// @notice What the chain can check about a job before it is assigned.
@@ -32,6 +43,9 @@ struct JobRequirements {
     uint32 maxRuntime;
     /// Scheduling priority, 1 (lowest) to 10 (highest); used by the matcher.
     uint8 priority;
+    /// The engine the job runs on (`ENGINE_DOCKER`, `ENGINE_WASM`); its spec names the same
+    /// one. A WASM job runs on the CPU: it requires no GPU.
+    uint8 engine;
 }
 
 /// @notice Everything a job was posted with, fixed for its whole life: the submitter's
@@ -47,8 +61,9 @@ struct JobTerms {
     bytes32 specHash;
     /// Required GPU model id; zero accepts any model.
     bytes32 gpuModel;
-    /// From the high bits: deadline 40 | maxRuntime 32 | minGpuCount 16 | minVramMiB 32 |
-    /// minCpuCores 16 | minRamMiB 32 | priority 8 | policy 32 (208 bits, low-aligned).
+    /// From the high bits: engine 8 | deadline 40 | maxRuntime 32 | minGpuCount 16 |
+    /// minVramMiB 32 | minCpuCores 16 | minRamMiB 32 | priority 8 | policy 32 (216 bits,
+    /// low-aligned).
     uint256 limits;
     /// Highest node price per GPU-hour the submitter accepts.
     uint256 maxPricePerGpuHour;
@@ -186,9 +201,11 @@ struct NodeInfo {
     /// operator's next withdrawal, or by anyone with `sweepFees`).
     uint96 feesOwed;
     uint40 registeredAt;
-    /// The first 7 bytes of keccak256(abi.encode(gpuModel)) (0 for none): the market
+    /// The first 6 bytes of keccak256(abi.encode(gpuModel)) (0 for none): the market
     /// compares tags, the events carry the model itself.
-    bytes7 gpuModelTag;
+    bytes6 gpuModelTag;
+    /// The engines the node runs (`NodeCapabilities.engines`).
+    uint8 engines;
     uint40 inactiveSince;
     uint40 unbondingEndsAt;
 }

@@ -86,14 +86,14 @@ contract OversizedPayload is AttackBase {
 
         vm.prank(agent);
         uint64 nodeId = nodes.register(h100Node(), longest, STAKE, agent, 0, "");
-        assertEq(take(INodeRegistry.NodeRegistered.selector), 7 * 32 + 3 * 32 + text, "NodeRegistered");
+        assertEq(take(INodeRegistry.NodeRegistered.selector), 8 * 32 + 3 * 32 + text, "NodeRegistered");
 
         vm.prank(operator);
         vm.expectRevert(); // not its node: registered by the agent itself
         nodes.updateCapabilities(nodeId, h100Node(), longest);
         vm.prank(agent);
         nodes.updateCapabilities(nodeId, h100Node(), longest);
-        assertEq(take(INodeRegistry.NodeCapabilitiesUpdated.selector), 7 * 32 + 32 + text, "CapabilitiesUpdated");
+        assertEq(take(INodeRegistry.NodeCapabilitiesUpdated.selector), 8 * 32 + 32 + text, "CapabilitiesUpdated");
 
         claim(jobId, nodeId);
         vm.prank(agent);

@@ -4,7 +4,16 @@ pragma solidity ^0.8.24;
 import {Base} from "../Base.t.sol";
 import {JobView} from "../JobView.sol";
 import {IJobMarket} from "../../src/interfaces/IJobMarket.sol";
-import {JobRequirements, JobState, JobStatus, JobTerms, NodeCapabilities} from "../../src/types/Types.sol";
+import {
+    ENGINE_COUNT,
+    ENGINE_DOCKER,
+    ENGINE_WASM,
+    JobRequirements,
+    JobState,
+    JobStatus,
+    JobTerms,
+    NodeCapabilities
+} from "../../src/types/Types.sol";
 
 /// Posting, assigning, claiming, answering: who may, when, and every refusal.
 contract JobMarketAssignmentTest is Base {
@@ -51,6 +60,54 @@ contract JobMarketAssignmentTest is Base {
         vm.expectRevert(IJobMarket.JobMarket_InvalidRequirements.selector);
         market.postJob(r, BOUNTY, deadline, spec());
         vm.stopPrank();
+    }
+
+    /// An engine the market does not know, or a WASM job asking for GPUs: no node could
+    /// ever run it, so it is not posted (nothing escrowed to wait for its deadline).
+    function test_PostJob_RefusesAnEngineNoNodeCouldRun() public {
+        uint40 deadline = uint40(block.timestamp + 1 days);
+        JobRequirements memory r = h100Job();
+        r.engine = ENGINE_COUNT;
+        vm.prank(submitter);
+        vm.expectRevert(IJobMarket.JobMarket_InvalidRequirements.selector);
+        market.postJob(r, BOUNTY, deadline, spec());
+        r.engine = ENGINE_WASM;
+        vm.prank(submitter);
+        vm.expectRevert(IJobMarket.JobMarket_InvalidRequirements.selector);
+        market.postJob(r, BOUNTY, deadline, spec());
+        r = wasmJob();
+        r.minVramMiB = 1;
+        vm.prank(submitter);
+        vm.expectRevert(IJobMarket.JobMarket_InvalidRequirements.selector);
+        market.postJob(r, BOUNTY, deadline, spec());
+        uint64 jobId = postJob(wasmJob(), BOUNTY, deadline);
+        assertEq(uint8(status(jobId)), uint8(JobStatus.Open), "a CPU-only WASM job is posted");
+    }
+
+    /// A job goes only to a node that runs its engine: a Docker job never to a node
+    /// without Docker, a WASM job never to a node without the WASM engine.
+    function test_Assign_OnlyToANodeRunningTheJobsEngine() public {
+        NodeCapabilities memory caps = cpuNode();
+        caps.engines = WASM_ONLY;
+        uint64 wasmNode = registerNode(operator, AGENT_KEY, caps, STAKE);
+        caps.engines = DOCKER_ONLY;
+        address operator2 = makeAddr("operator 2");
+        fund(operator2, STAKE);
+        uint64 dockerNode = registerNode(operator2, AGENT_KEY + 1, caps, STAKE);
+        JobRequirements memory r = wasmJob();
+        r.engine = ENGINE_DOCKER;
+        uint64 dockerJob = postJob(r, BOUNTY, uint40(block.timestamp + 1 days));
+        uint64 wasm = postJob(wasmJob(), BOUNTY, uint40(block.timestamp + 1 days));
+        _assignReverts(
+            dockerJob, wasmNode, abi.encodeWithSelector(IJobMarket.JobMarket_EngineNotServed.selector, ENGINE_DOCKER)
+        );
+        _assignReverts(
+            wasm, dockerNode, abi.encodeWithSelector(IJobMarket.JobMarket_EngineNotServed.selector, ENGINE_WASM)
+        );
+        assign(dockerJob, dockerNode);
+        assign(wasm, wasmNode);
+        assertEq(jobs[dockerJob].state.nodeId(), dockerNode);
+        assertEq(jobs[wasm].state.nodeId(), wasmNode);
     }
 
     function test_Assign_OnlyTheMatcher() public {

@@ -23,16 +23,16 @@ abstract contract NodeRegistryUnitTest is Base {
 
     /// Capabilities in the struct's order, as `h100Node`.
     function a100Node() internal pure returns (NodeCapabilities memory) {
-        return NodeCapabilities(A100, 4, 40_960, 32, 262_144, 1e6, 1);
+        return NodeCapabilities(A100, 4, 40_960, 32, 262_144, 1e6, 1, DOCKER_ONLY);
     }
 
     function cpuOnlyNode() internal pure returns (NodeCapabilities memory) {
-        return NodeCapabilities(bytes32(0), 0, 0, 16, 65_536, 0, 4);
+        return NodeCapabilities(bytes32(0), 0, 0, 16, 65_536, 0, 4, DOCKER_AND_WASM);
     }
 
     /// The tag the market keeps of a GPU model: the first 7 bytes of keccak256(abi.encode(model)).
-    function tagOf(bytes32 model) internal pure returns (bytes7) {
-        return model == bytes32(0) ? bytes7(0) : bytes7(keccak256(abi.encode(model)));
+    function tagOf(bytes32 model) internal pure returns (bytes6) {
+        return model == bytes32(0) ? bytes6(0) : bytes6(keccak256(abi.encode(model)));
     }
 
     // ---------------------------------------------------------------- expectations

@@ -3,7 +3,7 @@ pragma solidity ^0.8.24;
 
 import {NodeRegistryUnitTest} from "./NodeRegistry.base.sol";
 import {INodeRegistry} from "../../src/interfaces/INodeRegistry.sol";
-import {NodeCapabilities} from "../../src/types/Types.sol";
+import {ENGINE_COUNT, NodeCapabilities} from "../../src/types/Types.sol";
 
 /// @notice What `register` and `updateCapabilities` share: the rules of valid capabilities
 /// and the metadata URI's length. Each entry point's test contract says how it submits them
@@ -15,7 +15,9 @@ abstract contract NodeRegistryCapabilitiesShared is NodeRegistryUnitTest {
         GpusWithoutModel,
         GpusWithoutVram,
         NoCpuCores,
-        NoJobSlots
+        NoJobSlots,
+        NoEngine,
+        UnknownEngine
     }
 
     /// Submits `caps` and `metadataURI` through the entry point under test, as the operator.
@@ -31,6 +33,8 @@ abstract contract NodeRegistryCapabilitiesShared is NodeRegistryUnitTest {
         if (row == Broken.GpusWithoutVram) caps.vramMiB = 0;
         if (row == Broken.NoCpuCores) caps.cpuCores = 0;
         if (row == Broken.NoJobSlots) caps.maxConcurrentJobs = 0;
+        if (row == Broken.NoEngine) caps.engines = 0;
+        if (row == Broken.UnknownEngine) caps.engines |= uint8(1) << ENGINE_COUNT;
     }
 
     function expectRefused(Broken row) internal {
@@ -60,16 +64,32 @@ abstract contract NodeRegistryCapabilitiesShared is NodeRegistryUnitTest {
         expectRefused(Broken.NoJobSlots);
     }
 
+    function test_Capabilities_RevertWhen_NoEngine() external {
+        expectRefused(Broken.NoEngine);
+    }
+
+    /// An engine this market does not know: no job could name it, and a later engine
+    /// would find nodes claiming it before they could run it.
+    function test_Capabilities_RevertWhen_UnknownEngine() external {
+        expectRefused(Broken.UnknownEngine);
+    }
+
+    function test_Capabilities_AcceptsAWasmOnlyNodeWithoutDocker() external {
+        NodeCapabilities memory caps = cpuOnlyNode();
+        caps.engines = WASM_ONLY;
+        submitCapabilities(caps, META);
+    }
+
     function test_Capabilities_AcceptsACpuOnlyNode() external {
         submitCapabilities(cpuOnlyNode(), META);
     }
 
     /// Valid exactly when a model comes with GPUs that have memory (or neither is given),
-    /// with at least one core and one job slot.
+    /// with at least one core, one job slot and one known engine.
     function testFuzz_Capabilities_ValidExactlyWhenConsistent(NodeCapabilities memory caps) external {
         bool hasGpus = caps.gpuCount != 0;
         bool valid = (caps.gpuModel != bytes32(0)) == hasGpus && (!hasGpus || caps.vramMiB != 0) && caps.cpuCores != 0
-            && caps.maxConcurrentJobs != 0;
+            && caps.maxConcurrentJobs != 0 && caps.engines != 0 && caps.engines >> ENGINE_COUNT == 0;
         if (!valid) vm.expectRevert(INodeRegistry.NodeRegistry_InvalidCapabilities.selector);
         submitCapabilities(caps, META);
         if (!valid) assertNothingStored();

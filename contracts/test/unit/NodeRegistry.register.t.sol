@@ -110,7 +110,7 @@ contract NodeRegistryRegisterTest is NodeRegistryCapabilitiesShared, NodeRegistr
 
     function test_Register_ACpuOnlyNode_HasNoModelTag() external {
         uint64 id = registerSelf(stranger, cpuOnlyNode(), STAKE);
-        assertEq(nodes.getNode(id).gpuModelTag, bytes7(0));
+        assertEq(nodes.getNode(id).gpuModelTag, bytes6(0));
     }
 
     function test_Register_AcceptsTheMinimumStake() external {

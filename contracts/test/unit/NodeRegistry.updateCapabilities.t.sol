@@ -7,7 +7,9 @@ import {NodeRegistryCapabilitiesShared} from "./NodeRegistry.capabilities.shared
 import {JobView} from "../JobView.sol";
 import {IJobMarket} from "../../src/interfaces/IJobMarket.sol";
 import {INodeRegistry} from "../../src/interfaces/INodeRegistry.sol";
-import {JobRequirements, JobState, JobStatus, NodeCapabilities, NodeInfo, NodeStatus} from "../../src/types/Types.sol";
+import {
+    ENGINE_DOCKER, JobRequirements, JobState, JobStatus, NodeCapabilities, NodeInfo, NodeStatus
+} from "../../src/types/Types.sol";
 
 contract NodeRegistryUpdateCapabilitiesTest is NodeRegistryNodeTest, NodeRegistryCapabilitiesShared {
     using JobView for JobState;
@@ -45,7 +47,8 @@ contract NodeRegistryUpdateCapabilitiesTest is NodeRegistryNodeTest, NodeRegistr
             minRamMiB: caps.ramMiB,
             maxPricePerGpuHour: caps.pricePerGpuHour,
             maxRuntime: RUNTIME,
-            priority: 5
+            priority: 5,
+            engine: ENGINE_DOCKER
         });
     }
 
@@ -96,8 +99,11 @@ contract NodeRegistryUpdateCapabilitiesTest is NodeRegistryNodeTest, NodeRegistr
         caps.ramMiB = uint32(bound(caps.ramMiB, 0, type(uint32).max - 1));
         caps.pricePerGpuHour = uint96(bound(caps.pricePerGpuHour, 1, type(uint96).max));
         caps.maxConcurrentJobs = uint8(bound(caps.maxConcurrentJobs, 1, type(uint8).max));
+        // A GPU node's jobs run on Docker (a WASM job takes no GPU); WASM beside it or not.
+        caps.engines = caps.engines % 2 == 0 ? DOCKER_AND_WASM : DOCKER_ONLY;
         update(caps);
         assertEq(nodes.getNode(nodeId).gpuModelTag, tagOf(caps.gpuModel));
+        assertEq(nodes.getNode(nodeId).engines, caps.engines);
 
         JobRequirements memory r = requirementsOf(caps);
         r.gpuModel = H100 == caps.gpuModel ? A100 : H100;
@@ -139,7 +145,7 @@ contract NodeRegistryUpdateCapabilitiesTest is NodeRegistryNodeTest, NodeRegistr
 
     function test_UpdateCapabilities_ToCpuOnly_DropsTheModel() external {
         update(cpuOnlyNode());
-        assertEq(nodes.getNode(nodeId).gpuModelTag, bytes7(0));
+        assertEq(nodes.getNode(nodeId).gpuModelTag, bytes6(0));
         expectAssignReverts(h100Job(), abi.encodeWithSelector(IJobMarket.JobMarket_GpuModelMismatch.selector, H100));
         JobRequirements memory anyModel = h100Job();
         anyModel.gpuModel = bytes32(0);

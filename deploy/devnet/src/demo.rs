@@ -1,7 +1,10 @@
 //! The demo job `make dev` runs end to end: a linear model trained by gradient descent
 //! (`deploy/demo/train.sh`, busybox awk) on a CSV the dev network serves over HTTP, with
 //! its SHA-256 in the spec. It prints a progress line per epoch with the loss, writes a
-//! checkpoint per epoch and the model as its result.
+//! checkpoint per epoch and the model as its result. With `--engine wasm` the job is a
+//! WASM module instead (`deploy/demo/summary.wat`, served beside the dataset): it
+//! summarises the same CSV (lines, bytes, FNV-1a) into `/outputs/summary.json`,
+//! deterministically.
 //!
 //! ```text
 //!   deploy/demo/{Dockerfile,train.sh} ──build (Docker API, FROM gantry/busybox:dev)──▶ gantry/demo:dev
@@ -20,7 +23,9 @@ use bollard::query_parameters::BuildImageOptionsBuilder;
 use futures::StreamExt;
 use gantry_protocol::api::{JobRow, LiveEventName};
 use gantry_protocol::bindings::JobMarket;
-use gantry_protocol::spec::{InputSpec, JobKind, JobSpec, OutputSpec, Resources, SPEC_VERSION};
+use gantry_protocol::spec::{
+    Engine, InputSpec, JobKind, JobSpec, ModuleSpec, OutputSpec, Resources, SPEC_VERSION, WasmSpec,
+};
 use gantry_protocol::status::JobStatus;
 use gantry_testkit::{Devnet, JobPost, import_busybox};
 use sha2::{Digest, Sha256};
@@ -33,6 +38,10 @@ pub const BASE_IMAGE: &str = "gantry/busybox:dev";
 pub const DEMO_IMAGE: &str = "gantry/demo:dev";
 /// Where [`DatasetServer`] serves [`dataset`].
 pub const DATASET_PATH: &str = "/datasets/linear.csv";
+/// Where [`DatasetServer`] serves the WASM demo's module, [`WASM_MODULE`].
+pub const MODULE_PATH: &str = "/modules/summary.wat";
+/// The WASM demo's module: WebAssembly text, which the worker assembles.
+pub const WASM_MODULE: &str = include_str!("../../demo/summary.wat");
 /// The demo job's bounty: 5 gUSD.
 pub const BOUNTY: u64 = 5_000_000;
 /// Epochs the demo trains for.
@@ -102,11 +111,13 @@ pub fn dataset() -> Vec<u8> {
     csv.into_bytes()
 }
 
-/// Serves [`dataset`] at [`DATASET_PATH`] on a free loopback port until dropped.
+/// Serves [`dataset`] at [`DATASET_PATH`] and [`WASM_MODULE`] at [`MODULE_PATH`] on a free
+/// loopback port until dropped.
 #[derive(Debug)]
 pub struct DatasetServer {
     url: String,
     sha256: String,
+    module_url: String,
     task: tokio::task::JoinHandle<()>,
 }
 
@@ -114,21 +125,31 @@ impl DatasetServer {
     pub async fn start() -> io::Result<Self> {
         let data = dataset();
         let sha256 = format!("{:x}", Sha256::digest(&data));
-        let app = axum::Router::new().route(
-            DATASET_PATH,
-            axum::routing::get(move || {
-                let data = data.clone();
-                async move { ([("content-type", "text/csv")], data) }
-            }),
-        );
+        let app = axum::Router::new()
+            .route(
+                DATASET_PATH,
+                axum::routing::get(move || {
+                    let data = data.clone();
+                    async move { ([("content-type", "text/csv")], data) }
+                }),
+            )
+            .route(
+                MODULE_PATH,
+                axum::routing::get(|| async { ([("content-type", "text/plain")], WASM_MODULE) }),
+            );
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
-        let url = format!("http://{}{DATASET_PATH}", listener.local_addr()?);
+        let address = listener.local_addr()?;
         let task = tokio::spawn(async move {
             if let Err(error) = axum::serve(listener, app).await {
                 tracing::error!(%error, "the dataset server stopped");
             }
         });
-        Ok(Self { url, sha256, task })
+        Ok(Self {
+            url: format!("http://{address}{DATASET_PATH}"),
+            sha256,
+            module_url: format!("http://{address}{MODULE_PATH}"),
+            task,
+        })
     }
 
     /// The dataset's URL.
@@ -139,6 +160,19 @@ impl DatasetServer {
     /// Its hex SHA-256.
     pub fn sha256(&self) -> &str {
         &self.sha256
+    }
+
+    /// The WASM demo module's URL.
+    pub fn module_url(&self) -> &str {
+        &self.module_url
+    }
+
+    /// The demo job's spec on `engine`, with this server's dataset (and module).
+    pub fn spec(&self, engine: Engine) -> JobSpec {
+        match engine {
+            Engine::Docker => spec(self.url(), self.sha256()),
+            Engine::Wasm => wasm_spec(self.url(), self.sha256(), self.module_url()),
+        }
     }
 }
 
@@ -177,7 +211,43 @@ pub fn spec(dataset_url: &str, sha256: &str) -> JobSpec {
     }
 }
 
-/// What the demo job asks of a node: any, even without a GPU (the dev machine has none).
+/// The WASM demo job's spec: [`WASM_MODULE`] from `module_url`, the dataset at
+/// `dataset_url` as `/inputs/data.csv`, its summary in `/outputs`; deterministic, so every
+/// node computes the same result hash.
+pub fn wasm_spec(dataset_url: &str, sha256: &str, module_url: &str) -> JobSpec {
+    let docker = spec(dataset_url, sha256);
+    JobSpec {
+        image: String::new(),
+        command: vec![],
+        env: Default::default(),
+        resources: Resources::default(),
+        timeout_secs: 60,
+        engine: Engine::Wasm,
+        wasm: Some(WasmSpec {
+            module: ModuleSpec {
+                uri: module_url.into(),
+                sha256: format!("{:x}", Sha256::digest(WASM_MODULE.as_bytes())),
+                max_bytes: None,
+            },
+            entry: None,
+            memory_mib: Some(16),
+            deterministic: true,
+        }),
+        ..docker
+    }
+}
+
+/// What the demo job asks of a node: any, even without a GPU (the dev machine has none),
+/// that runs the spec's engine.
+pub fn requirements_for(spec: &JobSpec) -> JobMarket::JobRequirements {
+    JobMarket::JobRequirements {
+        engine: spec.engine.code(),
+        ..requirements()
+    }
+}
+
+/// What the Docker demo job asks of a node: any, even without a GPU (the dev machine has
+/// none).
 pub fn requirements() -> JobMarket::JobRequirements {
     JobMarket::JobRequirements {
         gpuModel: B256::ZERO,
@@ -188,6 +258,7 @@ pub fn requirements() -> JobMarket::JobRequirements {
         maxPricePerGpuHour: U96::from(2 * GUSD),
         maxRuntime: 600,
         priority: 5,
+        engine: gantry_protocol::spec::Engine::Docker.code(),
     }
 }
 
@@ -202,7 +273,7 @@ pub async fn post(devnet: &Devnet, submitter: usize, spec: &JobSpec) -> anyhow::
         )
         .await?;
     let job = JobPost {
-        requirements: requirements(),
+        requirements: requirements_for(spec),
         bounty: BOUNTY,
         deadline: devnet.now().await? + 3_600,
         spec: serde_json::to_vec(spec)?,

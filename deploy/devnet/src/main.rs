@@ -8,6 +8,7 @@ use gantry_devnet::accounts::SUBMITTER;
 use gantry_devnet::chaos::{self, ChaosConfig};
 use gantry_devnet::network::{Network, NetworkConfig};
 use gantry_devnet::{Tools, check_artifacts, demo, write_artifacts};
+use gantry_protocol::spec::Engine;
 
 #[derive(Debug, Parser)]
 #[command(version, about)]
@@ -44,6 +45,10 @@ enum Command {
         /// Stop everything once the demo job is paid (for scripts and CI).
         #[arg(long)]
         exit_after_demo: bool,
+        /// The demo job's engine: docker (a container training a model) or wasm (a
+        /// WebAssembly module summarising the dataset, deterministically).
+        #[arg(long, default_value = "docker")]
+        engine: Engine,
     },
     /// Prints the NATS accounts, users and permissions of one chain (`auth.conf`, which
     /// deploy/nats/nats-server.conf and cluster.conf include), with a user per worker node;
@@ -92,6 +97,7 @@ async fn main() -> anyhow::Result<()> {
             nats_port,
             api_port,
             exit_after_demo,
+            engine,
         } => {
             let config = NetworkConfig {
                 anvil_port: port,
@@ -101,7 +107,7 @@ async fn main() -> anyhow::Result<()> {
                 run_dir,
                 ..NetworkConfig::dev()?
             };
-            up(config, exit_after_demo).await
+            up(config, exit_after_demo, engine).await
         }
         Command::NatsAuth { chain_id, nodes } => {
             print!("{}", gantry_protocol::nats_auth::render(chain_id, &nodes));
@@ -127,7 +133,7 @@ async fn main() -> anyhow::Result<()> {
     }
 }
 
-async fn up(config: NetworkConfig, exit_after_demo: bool) -> anyhow::Result<()> {
+async fn up(config: NetworkConfig, exit_after_demo: bool, engine: Engine) -> anyhow::Result<()> {
     // Listening from the start, so that a signal during start-up also stops what has started.
     let shutdown = shutdown_signal();
     tokio::pin!(shutdown);
@@ -145,15 +151,22 @@ async fn up(config: NetworkConfig, exit_after_demo: bool) -> anyhow::Result<()> 
     println!("{}", network.summary());
 
     // The demo job, followed to its payout.
-    let spec = demo::spec(network.dataset.url(), network.dataset.sha256());
+    let spec = network.dataset.spec(engine);
     let job = demo::post(&network.devnet, SUBMITTER, &spec)
         .await
         .context("posting the demo job")?;
-    println!(
-        "demo: job {job} trains a linear model on {} ({} epochs; bounty 5 gUSD)",
-        network.dataset.url(),
-        demo::EPOCHS
-    );
+    match engine {
+        Engine::Docker => println!(
+            "demo: job {job} trains a linear model on {} ({} epochs; bounty 5 gUSD)",
+            network.dataset.url(),
+            demo::EPOCHS
+        ),
+        Engine::Wasm => println!(
+            "demo: job {job} runs {} (WASM, deterministic) on {} (bounty 5 gUSD)",
+            network.dataset.module_url(),
+            network.dataset.url(),
+        ),
+    }
     let api = network.api_url.clone();
     let followed = tokio::select! {
         outcome = demo::follow(&api, job, |line| println!("demo: {line}")) => outcome,

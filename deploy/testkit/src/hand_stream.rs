@@ -128,6 +128,7 @@ pub fn node_registered(node_id: u64) -> DecodedEvent {
             ramMiB: 262_144,
             pricePerGpuHour: U96::from(crate::GUSD),
             maxConcurrentJobs: 1,
+            engines: gantry_protocol::eligibility::Engines::ALL.0,
         },
         metadataURI: String::new(),
         stake: U96::from(500 * crate::GUSD),

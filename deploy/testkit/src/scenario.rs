@@ -25,6 +25,7 @@ pub fn h100_requirements() -> JobMarket::JobRequirements {
         maxPricePerGpuHour: U96::from(3 * GUSD),
         maxRuntime: 7_200,
         priority: 5,
+        engine: gantry_protocol::spec::Engine::Docker.code(),
     }
 }
 
@@ -38,6 +39,7 @@ pub fn h100_node() -> NodeRegistry::NodeCapabilities {
         ramMiB: 524_288,
         pricePerGpuHour: U96::from(2 * GUSD),
         maxConcurrentJobs: 2,
+        engines: gantry_protocol::eligibility::Engines::ALL.0,
     }
 }
 

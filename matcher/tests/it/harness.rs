@@ -270,6 +270,7 @@ pub(crate) fn node(
         ramMiB: 256 * 1024,
         pricePerGpuHour: U96::from(price * GUSD),
         maxConcurrentJobs: slots,
+        engines: gantry_protocol::eligibility::Engines::ALL.0,
     }
 }
 
@@ -289,6 +290,7 @@ pub(crate) fn needs(model: &str, vram_gib: u32, max_runtime: u32) -> JobMarket::
         maxPricePerGpuHour: U96::from(5 * GUSD),
         maxRuntime: max_runtime,
         priority: 5,
+        engine: gantry_protocol::spec::Engine::Docker.code(),
     }
 }
 

@@ -639,6 +639,7 @@ pub(crate) fn small_node() -> NodeRegistry::NodeCapabilities {
         ramMiB: 1024,
         pricePerGpuHour: U96::from(GUSD),
         maxConcurrentJobs: 1,
+        engines: gantry_protocol::eligibility::Engines::ALL.0,
     }
 }
 
@@ -653,6 +654,15 @@ pub(crate) fn cpu_job(ram_mib: u32) -> JobMarket::JobRequirements {
         maxPricePerGpuHour: U96::from(5 * GUSD),
         maxRuntime: 600,
         priority: 5,
+        engine: gantry_protocol::spec::Engine::Docker.code(),
+    }
+}
+
+/// A WASM job: [`cpu_job`] on the WASM engine.
+pub(crate) fn wasm_job(ram_mib: u32) -> JobMarket::JobRequirements {
+    JobMarket::JobRequirements {
+        engine: gantry_protocol::spec::Engine::Wasm.code(),
+        ..cpu_job(ram_mib)
     }
 }
 

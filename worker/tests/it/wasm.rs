@@ -11,7 +11,7 @@ use gantry_protocol::status::JobStatus;
 use gantry_testkit::accounts::NODES;
 use sha2::{Digest, Sha256};
 
-use crate::harness::{Net, cpu_job};
+use crate::harness::{Net, wasm_job};
 
 const WASM_ONLY: &str = "engines = [\"wasm\"]";
 const DEMO: &str = include_str!("../../../deploy/demo/summary.wat");
@@ -70,7 +70,12 @@ async fn a_wasm_job_runs_on_a_worker_without_docker_and_a_trapping_one_is_its_ow
         .await
         .unwrap();
 
-    let job = net.post(cpu_job(64), &spec).await;
+    // The node says on chain that it runs WASM alone.
+    assert_eq!(
+        net.node(worker.node_id).await.engines,
+        gantry_protocol::eligibility::Engines::WASM.0
+    );
+    let job = net.post(wasm_job(64), &spec).await;
     net.wait_for_status(job, JobStatus::Submitted).await;
     assert_eq!(net.job(job).await.state.node_id, worker.node_id);
     // The result on chain is the SHA-256 of the uploaded tar of /outputs.
@@ -104,7 +109,7 @@ async fn a_wasm_job_runs_on_a_worker_without_docker_and_a_trapping_one_is_its_ow
         false,
     )
     .await;
-    let trapped = net.post(cpu_job(64), &trap).await;
+    let trapped = net.post(wasm_job(64), &trap).await;
     net.wait_for_status(trapped, JobStatus::Submitted).await;
     let report = net.failure_report(trapped).await.expect("a failure report");
     let reason = report["reason"].as_str().unwrap();
@@ -113,7 +118,7 @@ async fn a_wasm_job_runs_on_a_worker_without_docker_and_a_trapping_one_is_its_ow
         "{report}"
     );
     assert!(net.slashes(worker.node_id).await.is_empty());
-    let again = net.post(cpu_job(64), &spec).await;
+    let again = net.post(wasm_job(64), &spec).await;
     net.wait_for_status(again, JobStatus::Submitted).await;
     assert_eq!(
         net.submitted_result(again).await.resultHash,
@@ -133,11 +138,11 @@ async fn a_deterministic_wasm_job_gives_the_same_result_on_two_workers() {
 
     // The same spec run by two nodes, one after the other.
     let first = net.spawn_worker(NODES[0], WASM_ONLY).await;
-    let a = net.post(cpu_job(64), &spec).await;
+    let a = net.post(wasm_job(64), &spec).await;
     net.wait_for_status(a, JobStatus::Submitted).await;
     assert!(first.stop().success());
     let second = net.spawn_worker(NODES[1], WASM_ONLY).await;
-    let b = net.post(cpu_job(64), &spec).await;
+    let b = net.post(wasm_job(64), &spec).await;
     net.wait_for_status(b, JobStatus::Submitted).await;
     let (on_a, on_b) = (
         net.job(a).await.state.node_id,
@@ -158,7 +163,7 @@ async fn a_deterministic_wasm_job_gives_the_same_result_on_two_workers() {
     // Not deterministic, the same module reads the host's clock: another result.
     let free = wasm_spec(&net, "observer-free.wat", OBSERVER, false).await;
     let third = net.spawn_worker(NODES[2], WASM_ONLY).await;
-    let c = net.post(cpu_job(64), &free).await;
+    let c = net.post(wasm_job(64), &free).await;
     net.wait_for_status(c, JobStatus::Submitted).await;
     assert_ne!(
         net.submitted_result(c).await.resultHash,

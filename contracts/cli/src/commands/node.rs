@@ -61,6 +61,12 @@ pub async fn register(ctx: &Context, args: &RegisterArgs) -> Result<()> {
         ramMiB: ram_mib,
         pricePerGpuHour: price,
         maxConcurrentJobs: args.slots,
+        engines: args
+            .engines
+            .iter()
+            .copied()
+            .collect::<gantry_protocol::eligibility::Engines>()
+            .0,
     };
     // An agent other than the operator must have consented.
     let consent = agent_consent(chain, operator, &args.agent, Some(operator)).await?;

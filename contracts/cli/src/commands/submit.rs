@@ -10,9 +10,10 @@ use std::collections::BTreeMap;
 use alloy::primitives::aliases::{U40, U96};
 use alloy::primitives::{B256, U256};
 use gantry_protocol::bindings::JobMarket;
+use gantry_protocol::names;
 use gantry_protocol::spec::{
-    INPUTS_DIR, InputSpec, JobKind, JobSpec, OutputSpec, Resources, SETUP_ALLOWANCE_SECS,
-    SPEC_VERSION, runtime_for,
+    Engine, INPUTS_DIR, InputSpec, JobKind, JobSpec, MAX_WASM_MODULE_BYTES, ModuleSpec, OutputSpec,
+    Resources, SETUP_ALLOWANCE_SECS, SPEC_VERSION, WasmSpec, runtime_for,
 };
 
 use crate::Context;
@@ -28,10 +29,23 @@ const PERMIT_VALIDITY: u64 = 3_600;
 const DEFAULT_DURATION: u64 = 3_600;
 
 pub async fn submit(ctx: &Context, args: &SubmitArgs) -> Result<()> {
-    // What needs neither chain nor API.
+    // What needs neither chain nor API (a local module's place names the chain).
+    let module = match &args.wasm {
+        Some(text) => Some(Module::parse(text)?),
+        None => None,
+    };
+    let module_spec = match &module {
+        Some(Module::File { sha256, .. }) => Some(ModuleSpec {
+            uri: module_uri(ctx.chain().await?.chain_id, sha256),
+            sha256: sha256.clone(),
+            max_bytes: None,
+        }),
+        Some(Module::Uri(spec)) => Some(spec.clone()),
+        None => None,
+    };
     let (spec, from_file) = match &args.spec {
         Some(path) => (read_spec(path)?, true),
-        None => (build_spec(args)?, false),
+        None => (build_spec(args, module_spec)?, false),
     };
     // Posted in canonical form, measured as posted.
     let spec_bytes = spec
@@ -85,6 +99,12 @@ pub async fn submit(ctx: &Context, args: &SubmitArgs) -> Result<()> {
         }
     };
     let min_gpu_count = args.gpus.unwrap_or(u16::from(!gpu_model.is_zero()));
+    if !spec.engine.is_docker() && (min_gpu_count > 0 || min_vram_mib > 0) {
+        return Err(CliError::usage(format!(
+            "--gpu/--gpus/--vram: a {} job runs on the CPU and takes no GPU",
+            spec.engine
+        )));
+    }
     if !gpu_model.is_zero() && min_gpu_count == 0 {
         return Err(CliError::usage(
             "--gpus 0 with a GPU model: a model needs at least one GPU",
@@ -127,6 +147,7 @@ pub async fn submit(ctx: &Context, args: &SubmitArgs) -> Result<()> {
         maxPricePerGpuHour: max_price,
         maxRuntime: max_runtime,
         priority: args.priority,
+        engine: spec.engine.code(),
     };
     let money = Money(Some(token.clone()));
 
@@ -148,8 +169,21 @@ pub async fn submit(ctx: &Context, args: &SubmitArgs) -> Result<()> {
                 output::requirements(&requirements, &money)
             );
             println!("  spec      {}", String::from_utf8_lossy(&spec_bytes));
+            if let (Some(Module::File { bytes, .. }), Some(wasm)) = (&module, &spec.wasm) {
+                println!(
+                    "  module    {} bytes, would be uploaded to {}",
+                    bytes.len(),
+                    wasm.module.uri
+                );
+            }
         }
         return Ok(());
+    }
+    if let (Some(Module::File { bytes, sha256 }), Some(wasm)) = (&module, &spec.wasm) {
+        upload_module(&ctx.global.nats_url, &wasm.module.uri, bytes, sha256).await?;
+        if !ctx.json() {
+            eprintln!("module uploaded: {}", wasm.module.uri);
+        }
     }
 
     // The market spends the submitter's credits first and pulls only the rest.
@@ -279,11 +313,31 @@ fn read_spec(path: &std::path::Path) -> Result<JobSpec> {
 }
 
 /// The spec from --image, --kind, --env, --input, --output-path and the command.
-fn build_spec(args: &SubmitArgs) -> Result<JobSpec> {
-    let image = args
-        .image
-        .clone()
-        .ok_or_else(|| CliError::usage("a job needs a spec file or --image"))?;
+fn build_spec(args: &SubmitArgs, module: Option<ModuleSpec>) -> Result<JobSpec> {
+    let (image, engine, wasm) = match module {
+        Some(module) => {
+            let memory_mib = args
+                .memory
+                .as_deref()
+                .map(units::parse_size_mib)
+                .transpose()
+                .map_err(|e| CliError::usage(format!("--memory: {e}")))?;
+            let wasm = WasmSpec {
+                module,
+                entry: args.entry.clone(),
+                memory_mib,
+                deterministic: args.deterministic,
+            };
+            (String::new(), Engine::Wasm, Some(wasm))
+        }
+        None => {
+            let image = args
+                .image
+                .clone()
+                .ok_or_else(|| CliError::usage("a job needs a spec file, --image or --wasm"))?;
+            (image, Engine::Docker, None)
+        }
+    };
     let mut env = BTreeMap::new();
     for pair in &args.envs {
         let (name, value) = pair
@@ -317,10 +371,91 @@ fn build_spec(args: &SubmitArgs) -> Result<JobSpec> {
         },
         resources: Resources::default(),
         timeout_secs,
-        engine: gantry_protocol::spec::Engine::Docker,
-        wasm: None,
+        engine,
+        wasm,
     };
     Ok(spec)
+}
+
+/// A WASM job's module, as `--wasm` names it.
+#[derive(Debug)]
+enum Module {
+    /// A local file, uploaded under its SHA-256 (hex) before the job is posted.
+    File { bytes: Vec<u8>, sha256: String },
+    /// Where the network fetches it, with its digest.
+    Uri(ModuleSpec),
+}
+
+impl Module {
+    fn parse(text: &str) -> Result<Self> {
+        if text.contains("://") {
+            let (uri, sha256) = text.rsplit_once("#sha256=").ok_or_else(|| {
+                CliError::usage(format!(
+                    "--wasm {text}: a module URI needs its digest: URI#sha256=HEX"
+                ))
+            })?;
+            return Ok(Self::Uri(ModuleSpec {
+                uri: uri.to_owned(),
+                sha256: sha256.to_ascii_lowercase(),
+                max_bytes: None,
+            }));
+        }
+        let path = std::path::Path::new(text);
+        let size = std::fs::metadata(path)
+            .map_err(|e| CliError::usage(format!("--wasm {text}: {e}")))?
+            .len();
+        if size > MAX_WASM_MODULE_BYTES {
+            return Err(CliError::usage(format!(
+                "--wasm {text}: {size} bytes; workers fetch modules of at most {MAX_WASM_MODULE_BYTES}"
+            )));
+        }
+        let bytes =
+            std::fs::read(path).map_err(|e| CliError::usage(format!("--wasm {text}: {e}")))?;
+        let sha256 = alloy::hex::encode(<sha2::Sha256 as sha2::Digest>::digest(&bytes));
+        Ok(Self::File { bytes, sha256 })
+    }
+}
+
+/// Where a module uploaded by this CLI lives: the chain's inputs bucket, under its digest
+/// (the same module is stored once, whoever uploads it).
+fn module_uri(chain_id: u64, sha256: &str) -> String {
+    format!("nats://{}/wasm-{sha256}", names::inputs_bucket(chain_id))
+}
+
+/// Puts the module at `uri` (a [`module_uri`]) unless an object of its size is there.
+async fn upload_module(nats_url: &str, uri: &str, bytes: &[u8], sha256: &str) -> Result<()> {
+    use async_nats::jetstream::object_store;
+    let (bucket, key) = uri
+        .strip_prefix("nats://")
+        .and_then(|rest| rest.split_once('/'))
+        .expect("a module URI this CLI made");
+    let unavailable = |what: &str, e: &dyn std::fmt::Display| {
+        CliError::Unavailable(format!("uploading the module ({sha256}): {what}: {e}"))
+    };
+    let js = crate::results::jetstream(nats_url).await?;
+    let store = match js.get_object_store(bucket).await {
+        Ok(store) => store,
+        Err(_) => js
+            .create_object_store(object_store::Config {
+                bucket: bucket.to_owned(),
+                description: Some("inputs of this chain's jobs: nats:// URIs".into()),
+                ..Default::default()
+            })
+            .await
+            .map_err(|e| unavailable("creating the inputs bucket", &e))?,
+    };
+    if let Ok(info) = store.info(key).await
+        && !info.deleted
+        && info.size == bytes.len()
+    {
+        return Ok(());
+    }
+    let mut reader = bytes;
+    store
+        .put(key, &mut reader)
+        .await
+        .map_err(|e| unavailable("writing it", &e))?;
+    Ok(())
 }
 
 /// `PATH=URI[#sha256=HEX]`; a relative path goes under /inputs.
@@ -348,6 +483,35 @@ fn parse_input(text: &str) -> Result<InputSpec> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_module_is_a_uri_with_its_digest_or_a_local_file_hashed() {
+        let Module::Uri(spec) = Module::parse("https://host/m.wasm#sha256=AB12").unwrap() else {
+            panic!("a URI")
+        };
+        assert_eq!(
+            (spec.uri.as_str(), spec.sha256.as_str()),
+            ("https://host/m.wasm", "ab12")
+        );
+        let error = Module::parse("https://host/m.wasm").unwrap_err();
+        assert!(error.to_string().contains("URI#sha256=HEX"), "{error}");
+        let file = tempfile::NamedTempFile::new().unwrap();
+        std::fs::write(file.path(), b"(module)").unwrap();
+        let Module::File { bytes, sha256 } = Module::parse(file.path().to_str().unwrap()).unwrap()
+        else {
+            panic!("a file")
+        };
+        assert_eq!(bytes, b"(module)");
+        assert_eq!(
+            sha256,
+            alloy::hex::encode(<sha2::Sha256 as sha2::Digest>::digest(b"(module)"))
+        );
+        assert_eq!(
+            module_uri(31337, &sha256),
+            format!("nats://gantry_31337_inputs/wasm-{sha256}")
+        );
+        assert!(Module::parse("/no/such/module.wasm").is_err());
+    }
 
     #[test]
     fn inputs_from_flags() {

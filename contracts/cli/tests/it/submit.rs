@@ -91,6 +91,7 @@ async fn submit_with_flags_posts_the_requirements_bounty_deadline_and_spec_asked
             // The job's own 4 h, and the time to start and answer.
             maxRuntime: 4 * 3600 + 120,
             priority: 7,
+            engine: gantry_protocol::spec::Engine::Docker.code(),
         })
     );
     let deadline = job.deadline;

@@ -4,7 +4,7 @@ pragma solidity ^0.8.24;
 import {Base} from "../../Base.t.sol";
 import {JobView} from "../../JobView.sol";
 import {JobMarket} from "../../../src/JobMarket.sol";
-import {JobPolicy, JobRequirements, JobState, JobStatus, JobTerms} from "../../../src/types/Types.sol";
+import {ENGINE_DOCKER, ENGINE_WASM, JobPolicy, JobRequirements, JobState, JobStatus, JobTerms} from "../../../src/types/Types.sol";
 import {MarketParams, NodeCapabilities, NodeInfo, NodeStatus} from "../../../src/types/Types.sol";
 
 /// @notice Drives random sequences of calls by every participant (submitters, the matcher,
@@ -73,10 +73,10 @@ contract MarketHandler is Base {
         for (uint256 i; i < 3; ++i) {
             _register(i);
         }
-        // Every run starts with jobs in every live status: eight posted (two per kind), six
-        // of them assigned, four answered, two of those disputed.
+        // Every run starts with jobs in every live status: eight posted (two of each of the
+        // four Docker kinds), six of them assigned, four answered, two of those disputed.
         for (uint256 i; i < 8; ++i) {
-            JobRequirements memory r = _requirements(i);
+            JobRequirements memory r = _requirements(i % 4);
             r.maxRuntime = RUNTIME;
             vm.prank(submitters[i % submitters.length]);
             jobIds.push(market.postJob(r, uint96(10e6 * (i + 1)), uint40(now_ + 1 days), spec()));
@@ -741,6 +741,7 @@ contract MarketHandler is Base {
     }
 
     function _eligible(JobTerms memory t, NodeCapabilities memory c) internal pure returns (bool) {
+        if ((c.engines >> uint8(t.limits >> 208)) & 1 == 0) return false;
         if (t.gpuModel != bytes32(0) && t.gpuModel != c.gpuModel) return false;
         return c.gpuCount >= uint16(t.limits >> 120) && c.vramMiB >= uint32(t.limits >> 88)
             && c.cpuCores >= uint16(t.limits >> 72) && c.ramMiB >= uint32(t.limits >> 40)
@@ -833,21 +834,23 @@ contract MarketHandler is Base {
         stakeIn[nodeId] = STAKE;
     }
 
-    /// An H100 box, an A100 box, a CPU-only box.
+    /// An H100 box running both engines, an A100 box running Docker, a CPU-only box
+    /// running WASM (no Docker).
     function _capabilities(uint256 kind) internal pure returns (NodeCapabilities memory c) {
         kind %= 3;
         if (kind == 0) return h100Node();
-        if (kind == 1) return NodeCapabilities(A100, 4, 40_960, 32, 256_000, 1e6, 4);
-        return NodeCapabilities(bytes32(0), 0, 0, 16, 64_000, 0, 1);
+        if (kind == 1) return NodeCapabilities(A100, 4, 40_960, 32, 256_000, 1e6, 4, DOCKER_ONLY);
+        return NodeCapabilities(bytes32(0), 0, 0, 16, 64_000, 0, 1, WASM_ONLY);
     }
 
-    /// An H100 job, any GPU with 30 GiB, a CPU job, a cheap GPU job.
+    /// An H100 job, any GPU with 30 GiB, a CPU job on Docker, a cheap GPU job, a WASM job.
     function _requirements(uint256 kind) internal pure returns (JobRequirements memory r) {
-        kind %= 4;
+        kind %= 5;
         if (kind == 0) return h100Job();
-        if (kind == 1) return JobRequirements(bytes32(0), 1, 30_000, 8, 64_000, 3e6, 0, 5);
-        if (kind == 2) return JobRequirements(bytes32(0), 0, 0, 4, 8_000, 3e6, 0, 1);
-        return JobRequirements(bytes32(0), 1, 1, 1, 1, 1e6, 0, 10);
+        if (kind == 1) return JobRequirements(bytes32(0), 1, 30_000, 8, 64_000, 3e6, 0, 5, ENGINE_DOCKER);
+        if (kind == 2) return JobRequirements(bytes32(0), 0, 0, 4, 8_000, 3e6, 0, 1, ENGINE_DOCKER);
+        if (kind == 3) return JobRequirements(bytes32(0), 1, 1, 1, 1, 1e6, 0, 10, ENGINE_DOCKER);
+        return JobRequirements(bytes32(0), 0, 0, 2, 1_000, 0, 0, 3, ENGINE_WASM);
     }
 
     function _did() internal {

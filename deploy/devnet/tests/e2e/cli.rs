@@ -2,7 +2,8 @@
 //! job from a spec file, watch it to the end (assigned, running in a container with its
 //! progress, completed), see its progress and logs through the API, download the result
 //! and check it against the on-chain hash, and the provider withdraws the node's earnings
-//! (the bounty less the fee).
+//! (the bounty less the fee). A WASM job from a local module (`--wasm`, uploaded by the
+//! CLI) goes the same way on the WASM engine.
 
 use std::process::Output;
 
@@ -89,6 +90,28 @@ async fn watch(network: &Network, job: u64) -> Vec<serde_json::Value> {
         .collect()
 }
 
+/// `gantry job result JOB -o OUT`: the result downloaded into `out`, the hash it reports
+/// the chain's.
+async fn download_result(network: &Network, job: u64, out: &std::path::Path) {
+    let result = ok(&gantry(
+        network,
+        None,
+        &[
+            "--json",
+            "job",
+            "result",
+            &job.to_string(),
+            "-o",
+            out.to_str().unwrap(),
+        ],
+    )
+    .await);
+    let result: serde_json::Value = serde_json::from_str(result.trim()).unwrap();
+    let (on_chain, _) = network.devnet.result(job).await.unwrap().expect("a result");
+    let reported: B256 = result["sha256"].as_str().unwrap().parse().unwrap();
+    assert_eq!(reported, on_chain);
+}
+
 /// Waits until the API shows an active node; returns its id.
 async fn active_node(network: &Network) -> u64 {
     let mut feed = Feed::open(network).await;
@@ -167,23 +190,7 @@ async fn a_job_through_the_cli_from_submission_to_the_provider_s_withdrawal() {
 
     // The result: downloaded, its hash the chain's, a model that fits the data.
     let out = dir.path().join("out");
-    let result = ok(&gantry(
-        &network,
-        None,
-        &[
-            "--json",
-            "job",
-            "result",
-            &job.to_string(),
-            "-o",
-            out.to_str().unwrap(),
-        ],
-    )
-    .await);
-    let result: serde_json::Value = serde_json::from_str(result.trim()).unwrap();
-    let (on_chain, _) = network.devnet.result(job).await.unwrap().expect("a result");
-    let reported: B256 = result["sha256"].as_str().unwrap().parse().unwrap();
-    assert_eq!(reported, on_chain);
+    download_result(&network, job, &out).await;
     let model: serde_json::Value =
         serde_json::from_slice(&std::fs::read(out.join("model.json")).unwrap()).unwrap();
     assert!(
@@ -256,5 +263,76 @@ async fn a_job_past_its_own_timeout_is_its_own_fault_and_the_node_keeps_its_stak
     assert_eq!(detail["attempts"], 1, "{detail}");
     assert_eq!(detail["faults"], 0, "{detail}");
     assert_eq!(registry.getNode(node).call().await.unwrap().stake, stake);
+    network.stop().await;
+}
+
+/// A WASM job from a local module, through the CLI: `--wasm summary.wat` uploads the
+/// module to the chain's inputs bucket and posts a job for the WASM engine; the node (it
+/// runs both engines, and says so on chain) runs it deterministically on the dataset, and
+/// the job is paid. The API shows the engine of the job and the engines of the node; the
+/// result downloads, its hash the chain's, the summary the dataset's.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_wasm_job_through_the_cli_from_a_local_module_to_its_payout() {
+    let dir = tempfile::tempdir().unwrap();
+    let network = network(dir.path(), 1).await;
+    let node = active_node(&network).await;
+    let shown = get(&network, &format!("/v1/nodes/{node}")).await;
+    assert_eq!(shown["engines"], serde_json::json!(["docker", "wasm"]));
+
+    let module = dir.path().join("summary.wat");
+    std::fs::write(&module, demo::WASM_MODULE).unwrap();
+    let input = format!(
+        "data.csv={}#sha256={}",
+        network.dataset.url(),
+        network.dataset.sha256()
+    );
+    let job = submit(
+        &network,
+        &[
+            "--wasm",
+            module.to_str().unwrap(),
+            "--deterministic",
+            "--memory",
+            "16MiB",
+            "--input",
+            &input,
+            "--duration",
+            "1m",
+        ],
+    )
+    .await;
+    let terms = network.devnet.job(job).await.unwrap().terms;
+    assert_eq!(
+        terms.requirements.engine(),
+        Some(gantry_protocol::spec::Engine::Wasm)
+    );
+
+    let changes = watch(&network, job).await;
+    let last = changes.last().expect("a change");
+    assert_eq!(last["status"], "completed", "{changes:?}");
+    let detail = get(&network, &format!("/v1/jobs/{job}")).await;
+    assert_eq!(detail["engine"], "wasm", "{detail}");
+    assert_eq!(detail["attempts"], 1, "{detail}");
+    let spec: serde_json::Value = serde_json::from_str(detail["spec"].as_str().unwrap()).unwrap();
+    let uri = spec["wasm"]["module"]["uri"].as_str().unwrap();
+    assert!(
+        uri.starts_with(&format!(
+            "nats://{}/wasm-",
+            gantry_protocol::names::inputs_bucket(network.devnet.deployment.chain_id)
+        )),
+        "{uri}"
+    );
+
+    let out = dir.path().join("out");
+    download_result(&network, job, &out).await;
+    let summary: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(out.join("summary.json")).unwrap()).unwrap();
+    let data = demo::dataset();
+    assert_eq!(summary["bytes"], data.len(), "{summary}");
+    assert_eq!(
+        summary["lines"],
+        data.iter().filter(|b| **b == b'\n').count(),
+        "{summary}"
+    );
     network.stop().await;
 }

@@ -13,7 +13,8 @@ use alloy::primitives::{B256, U256, aliases::U40, aliases::U96};
 use gantry_matcher::decide::violations;
 use gantry_matcher::view::{JobView, NodeView};
 use gantry_protocol::bindings::{JobMarket, NodeRegistry};
-use gantry_protocol::eligibility::{Capabilities, Constraint, Requirements, capable};
+use gantry_protocol::eligibility::{Capabilities, Constraint, Engines, Requirements, capable};
+use gantry_protocol::spec::Engine;
 use gantry_protocol::status::NodeStatus;
 use gantry_testkit::accounts::{ADMIN, AGENT, OPERATOR, SUBMITTER};
 use gantry_testkit::{Devnet, confirm_receipt};
@@ -46,7 +47,7 @@ fn model(index: u64) -> B256 {
 }
 
 /// Capabilities the registry accepts: a GPU model exactly when there are GPUs (with
-/// VRAM), at least one core and one slot.
+/// VRAM), at least one core and one slot, one engine or both.
 fn node(rng: &mut Rng) -> NodeRegistry::NodeCapabilities {
     let gpus = rng.below(3) as u16;
     NodeRegistry::NodeCapabilities {
@@ -65,12 +66,22 @@ fn node(rng: &mut Rng) -> NodeRegistry::NodeCapabilities {
         ramMiB: 1_024 * rng.below(4) as u32,
         pricePerGpuHour: U96::from(rng.below(4)),
         maxConcurrentJobs: 1 + rng.below(2) as u8,
+        // Most run both engines; some only one.
+        engines: [Engines::ALL, Engines::ALL, Engines::DOCKER, Engines::WASM]
+            [rng.below(4) as usize]
+            .0,
     }
 }
 
-/// Requirements `postJob` accepts: a model only with at least one GPU.
+/// Requirements `postJob` accepts: a model only with at least one GPU; WASM only
+/// without GPUs or VRAM.
 fn job(rng: &mut Rng) -> JobMarket::JobRequirements {
     let gpus = rng.below(3) as u16;
+    let vram = 1_024 * rng.below(3) as u32;
+    let engine = match gpus == 0 && vram == 0 && rng.below(3) == 0 {
+        true => Engine::Wasm,
+        false => Engine::Docker,
+    };
     JobMarket::JobRequirements {
         gpuModel: if gpus == 0 {
             B256::ZERO
@@ -78,12 +89,13 @@ fn job(rng: &mut Rng) -> JobMarket::JobRequirements {
             model(rng.below(3))
         },
         minGpuCount: gpus,
-        minVramMiB: 1_024 * rng.below(3) as u32,
+        minVramMiB: vram,
         minCpuCores: rng.below(4) as u16,
         minRamMiB: 1_024 * rng.below(4) as u32,
         maxPricePerGpuHour: U96::from(rng.below(4)),
         maxRuntime: 60,
         priority: 5,
+        engine: engine.code(),
     }
 }
 
@@ -92,6 +104,7 @@ fn constraint_of(error: &JobMarket::JobMarketErrors) -> Option<Constraint> {
     match error {
         E::JobMarket_Barred(_) => Some(Constraint::Barred),
         E::JobMarket_NodeNotActive(_) => Some(Constraint::NotActive),
+        E::JobMarket_EngineNotServed(_) => Some(Constraint::Engine),
         E::JobMarket_GpuModelMismatch(_) => Some(Constraint::GpuModel),
         E::JobMarket_InsufficientGpus(_) => Some(Constraint::GpuCount),
         E::JobMarket_InsufficientVram(_) => Some(Constraint::Vram),
@@ -288,8 +301,14 @@ async fn the_matchers_eligibility_rule_agrees_with_the_contract_on_every_pair() 
             *seen.entry(first).or_default() += 1;
         }
     }
-    // The sets exercise every outcome: eligible, barred, not active, and a capability.
-    for outcome in [None, Some(Constraint::Barred), Some(Constraint::NotActive)] {
+    // The sets exercise every outcome: eligible, barred, not active, and a capability (the
+    // engine among them).
+    for outcome in [
+        None,
+        Some(Constraint::Barred),
+        Some(Constraint::NotActive),
+        Some(Constraint::Engine),
+    ] {
         assert!(
             seen.contains_key(&outcome),
             "no pair gave {outcome:?}: {seen:?}"
