@@ -7,6 +7,12 @@
 //! create, start, wait and remove of the same image and command, as many at once as the
 //! workers run — so that the ratio shows what the chain, the matcher, the keeper and the
 //! workers' pipeline cost on top of the containers.
+//!
+//! `-- wasm` (`e2e_wasm_throughput`): the same 1,000 jobs on the WASM engine — the dev
+//! network's WASM demo job (`deploy/demo/summary.wat` summarising the demo dataset,
+//! deterministically) — where no container is in the way: what is measured is the
+//! protocol itself (chain, indexer, matcher, keeper, the workers' pipeline). No baseline:
+//! the module's own run is a few milliseconds.
 
 use std::time::{Duration, Instant};
 
@@ -22,7 +28,7 @@ use gantry_devnet::demo;
 use gantry_devnet::network::{Network, NetworkConfig};
 use gantry_devnet::sse::EventStream;
 use gantry_protocol::bindings::JobMarket;
-use gantry_protocol::spec::{JobKind, JobSpec, OutputSpec, Resources, SPEC_VERSION};
+use gantry_protocol::spec::{Engine, JobKind, JobSpec, OutputSpec, Resources, SPEC_VERSION};
 use gantry_testkit::accounts::SUBMITTER;
 
 const JOBS: usize = 1_000;
@@ -55,7 +61,8 @@ async fn main() -> anyhow::Result<()> {
         .fund(SUBMITTER, d.market, U256::from(1_000_000_000_000u64))
         .await?;
     let market = JobMarket::new(d.market, network.devnet.provider(SUBMITTER));
-    let spec = serde_json::to_vec(&JobSpec {
+    let wasm = std::env::args().any(|arg| arg == "wasm");
+    let docker_spec = JobSpec {
         version: SPEC_VERSION,
         kind: JobKind::Inference,
         image: demo::BASE_IMAGE.into(),
@@ -68,15 +75,21 @@ async fn main() -> anyhow::Result<()> {
         },
         resources: Resources::default(),
         timeout_secs: 60,
-        engine: gantry_protocol::spec::Engine::Docker,
+        engine: Engine::Docker,
         wasm: None,
-    })?;
+    };
+    let spec = match wasm {
+        true => network.dataset.spec(Engine::Wasm),
+        false => docker_spec,
+    };
+    let requirements = demo::requirements_for(&spec);
+    let spec = serde_json::to_vec(&spec)?;
     let deadline = U40::from(network.devnet.now().await? + 3_600);
     let start = Instant::now();
     let mut pending = Vec::with_capacity(JOBS);
     for _ in 0..JOBS {
         let call = market.postJob(
-            demo::requirements(),
+            requirements.clone(),
             U96::from(1_000_000u64),
             deadline,
             spec.clone().into(),
@@ -102,6 +115,20 @@ async fn main() -> anyhow::Result<()> {
     let elapsed = start.elapsed().as_secs_f64();
     let jobs_per_s = JOBS as f64 / elapsed;
     println!("{JOBS} jobs posted and paid in {elapsed:.1} s: {jobs_per_s:.1} jobs/s");
+    if wasm {
+        network.stop().await;
+        println!(
+            "{}",
+            serde_json::json!({
+                "bench": "e2e_wasm_throughput",
+                "jobs": JOBS,
+                "jobs_per_s": round(jobs_per_s),
+                "workers": WORKERS,
+                "post_s": round(posted.as_secs_f64()),
+            })
+        );
+        return Ok(());
+    }
 
     let docker = Docker::connect_with_unix(
         network.docker_socket().to_str().expect("a UTF-8 path"),

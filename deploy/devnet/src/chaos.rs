@@ -304,7 +304,9 @@ async fn worker_nodes(
 }
 
 /// Posts `count` jobs as `address` through `provider`, one at a time, each at the nonce
-/// the chain holds (a posting a reorg dropped is simply posted again); answers 0 (no CLI
+/// the chain holds (a posting a reorg dropped is simply posted again), while an attempt
+/// posted now still fits `deadline` (past it the market refuses the posting,
+/// `JobMarket_DeadlineTooSoon`: the run goes on with the jobs posted); answers 0 (no CLI
 /// errors).
 async fn post_raw(
     provider: DynProvider,
@@ -320,6 +322,17 @@ async fn post_raw(
     requirements.maxRuntime = MAX_RUNTIME;
     let mut posted = 0;
     while posted < count {
+        let now = provider
+            .get_block(alloy::eips::BlockId::latest())
+            .await?
+            .context("no latest block")?
+            .header
+            .timestamp;
+        // A few blocks of room: the posting is mined a little later than it is sent.
+        if now + u64::from(MAX_RUNTIME) + 10 > deadline {
+            println!("posting stopped at {posted} of {count} jobs: their deadline no longer fits");
+            break;
+        }
         let spec = serde_json::to_vec(&job_spec(rng.random_range(0..4)))?;
         let nonce = provider.get_transaction_count(address).await?;
         let call = market

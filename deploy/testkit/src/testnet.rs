@@ -417,14 +417,14 @@ impl TestNet {
     }
 
     /// The top of a worker's config file for a worker rooted at `root`, on this chain, NATS
-    /// and Docker engine (see [`worker_config`]).
+    /// and Docker engine (see [`worker_config`]). Without Docker (a net for WASM workers)
+    /// the socket names nothing: a worker serving only WASM never connects to it.
     pub fn worker_config(&self, root: &Path) -> String {
-        worker_config(
-            &self.devnet,
-            &self.nats().url(),
-            self.dockerd().socket(),
-            root,
-        )
+        let socket = match &self.dockerd {
+            Some(dockerd) => dockerd.socket().to_path_buf(),
+            None => root.join("no-docker.sock"),
+        };
+        worker_config(&self.devnet, &self.nats().url(), &socket, root)
     }
 
     /// Mints `amount` (base units) to `account` and lets `spender` take all of its tokens.

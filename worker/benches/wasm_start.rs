@@ -1,0 +1,227 @@
+//! `cargo bench -p gantry-worker --bench wasm_start`: the time from a WASM job's
+//! assignment message arriving at the worker to its module running, against a bare
+//! wasmtime instantiate of the same module (compiled once, a fresh store and WASI context
+//! per run, as the worker makes them) measured in the same run, alternating with the
+//! worker's runs. The worker's path adds what the Docker one does (the on-chain check of
+//! the job, the spec read from the stream, admission, the job's clock, its directories in
+//! a fixed-size space, the checkpoint lookup) and the module's fetch (a cache hit after
+//! the first run) and compile (cached by digest).
+//!
+//! Prints per-run figures and a final JSON line:
+//! `{"bench":"wasm_start","p50_ms":..,"bare_p50_ms":..,"ratio":..}` (goal ≤ 1.2).
+
+use std::time::{Duration, Instant};
+
+use alloy::primitives::{B256, U256, aliases::U96};
+use futures::StreamExt;
+use gantry_protocol::bindings::JobMarket;
+use gantry_protocol::names;
+use gantry_protocol::spec::{Engine, JobSpec, ModuleSpec, WasmSpec};
+use gantry_testkit::accounts::{NODES, SECOND_MATCHER, SUBMITTER};
+use gantry_testkit::{GUSD, JobPost, TestNet};
+use gantry_worker::config::Config;
+use gantry_worker::service::{self, Hooks};
+use sha2::{Digest, Sha256};
+
+const RUNS: usize = 25;
+/// A module that does nothing: what is measured is getting it running.
+const MODULE: &str = r#"(module (memory (export "memory") 1) (func (export "_start")))"#;
+
+fn percentile(samples: &mut [Duration], p: f64) -> f64 {
+    samples.sort();
+    let index = ((samples.len() as f64 - 1.0) * p).round() as usize;
+    samples[index].as_secs_f64() * 1e3
+}
+
+#[tokio::main(flavor = "multi_thread", worker_threads = 2)]
+async fn main() {
+    let net = TestNet::builder()
+        .indexer()
+        .matcher(SECOND_MATCHER)
+        .start()
+        .await
+        .expect("the test net starts");
+
+    // The module, where the worker fetches it: the chain's inputs bucket.
+    let client = async_nats::connect(net.nats().url()).await.unwrap();
+    let js = async_nats::jetstream::new(client.clone());
+    let bucket = names::inputs_bucket(net.chain_id());
+    let store = js
+        .create_object_store(async_nats::jetstream::object_store::Config {
+            bucket: bucket.clone(),
+            ..Default::default()
+        })
+        .await
+        .unwrap();
+    store
+        .put("bench.wat", &mut MODULE.as_bytes())
+        .await
+        .unwrap();
+
+    // The worker, WASM only (no Docker engine), in this process, with a hook on "running".
+    let dir = tempfile::tempdir().unwrap();
+    let agent = NODES[0];
+    net.devnet
+        .mint(net.address(agent), U256::from(10_000 * GUSD))
+        .await
+        .unwrap();
+    let config = Config::from_toml(&format!(
+        r#"{connections}
+[jobs]
+engines = ["wasm"]
+max_concurrent = 1
+heartbeat_interval = "5s"
+"#,
+        connections = net.worker_config(dir.path()),
+    ))
+    .unwrap();
+    let signer = config
+        .agent_signer(Some(&net.devnet.private_key(agent)))
+        .unwrap();
+    let (started_tx, mut started) = tokio::sync::mpsc::unbounded_channel();
+    let (node_tx, node_rx) = tokio::sync::oneshot::channel();
+    let hooks = Hooks {
+        started: Some(started_tx),
+        node_id: Some(node_tx),
+    };
+    let services = net.shutdown();
+    tokio::spawn(service::run(config, signer, services.clone(), hooks));
+    node_rx.await.expect("the worker registers");
+
+    net.fund_submitter().await;
+    let spec = JobSpec {
+        version: 2,
+        kind: Default::default(),
+        engine: Engine::Wasm,
+        image: String::new(),
+        command: vec![],
+        env: Default::default(),
+        inputs: vec![],
+        outputs: Default::default(),
+        resources: Default::default(),
+        timeout_secs: 60,
+        wasm: Some(WasmSpec {
+            module: ModuleSpec {
+                uri: format!("nats://{bucket}/bench.wat"),
+                sha256: hex::encode(Sha256::digest(MODULE.as_bytes())),
+                max_bytes: None,
+            },
+            entry: None,
+            memory_mib: Some(16),
+            deterministic: false,
+        }),
+    };
+    let requirements = JobMarket::JobRequirements {
+        gpuModel: B256::ZERO,
+        minGpuCount: 0,
+        minVramMiB: 0,
+        minCpuCores: 1,
+        minRamMiB: 16,
+        maxPricePerGpuHour: U96::from(5 * GUSD),
+        maxRuntime: 600,
+        priority: 5,
+        engine: Engine::Wasm.code(),
+    };
+    let bare = Bare::new();
+
+    let mut done = client
+        .subscribe(format!("gantry.jobs.{}.done.*", net.chain_id()))
+        .await
+        .unwrap();
+    let mut worker_samples = Vec::new();
+    let mut bare_samples = Vec::new();
+    for run in 0..=RUNS {
+        let deadline = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap()
+            .as_secs()
+            + 3_600;
+        let job = JobPost {
+            requirements: requirements.clone(),
+            bounty: GUSD,
+            deadline,
+            spec: spec.to_vec(),
+        };
+        let job = net.post_job(SUBMITTER, job).await;
+        let (started_job, since) = tokio::time::timeout(Duration::from_secs(60), started.recv())
+            .await
+            .expect("the module starts")
+            .unwrap();
+        assert_eq!(started_job, job);
+        tokio::time::timeout(Duration::from_secs(60), done.next())
+            .await
+            .expect("the job is reported")
+            .unwrap();
+        let bare = bare.instantiate(dir.path());
+        if run > 0 {
+            println!(
+                "run {run}: worker {:.2} ms, bare {:.3} ms",
+                since.as_secs_f64() * 1e3,
+                bare.as_secs_f64() * 1e3
+            );
+            worker_samples.push(since);
+            bare_samples.push(bare);
+        }
+    }
+    services.cancel();
+
+    let p50 = percentile(&mut worker_samples, 0.5);
+    let p99 = percentile(&mut worker_samples, 0.99);
+    let bare_p50 = percentile(&mut bare_samples, 0.5);
+    println!("assignment → module running: p50 {p50:.2} ms, p99 {p99:.2} ms over {RUNS} jobs");
+    println!("bare instantiate:            p50 {bare_p50:.3} ms");
+    println!(
+        "{}",
+        serde_json::json!({
+            "bench": "wasm_start",
+            "p50_ms": (p50 * 100.0).round() / 100.0,
+            "bare_p50_ms": (bare_p50 * 1000.0).round() / 1000.0,
+            "ratio": ((p50 / bare_p50) * 100.0).round() / 100.0,
+        })
+    );
+}
+
+/// The module compiled once, run the way the worker runs one: a store with a WASI
+/// context preopening three directories, instantiated, its entry looked up.
+struct Bare {
+    engine: wasmtime::Engine,
+    linker: wasmtime::Linker<wasmtime_wasi::p1::WasiP1Ctx>,
+    module: wasmtime::Module,
+}
+
+impl Bare {
+    fn new() -> Self {
+        let mut config = wasmtime::Config::new();
+        config.epoch_interruption(true);
+        let engine = wasmtime::Engine::new(&config).unwrap();
+        let mut linker = wasmtime::Linker::new(&engine);
+        wasmtime_wasi::p1::add_to_linker_sync(&mut linker, |ctx| ctx).unwrap();
+        let module = wasmtime::Module::new(&engine, MODULE).unwrap();
+        Self {
+            engine,
+            linker,
+            module,
+        }
+    }
+
+    /// How long a store, its WASI context and the instance took, to the entry's call.
+    fn instantiate(&self, dir: &std::path::Path) -> Duration {
+        let began = Instant::now();
+        let mut wasi = wasmtime_wasi::WasiCtxBuilder::new();
+        for name in ["inputs", "outputs", "checkpoints"] {
+            let host = dir.join(format!("bare-{name}"));
+            std::fs::create_dir_all(&host).unwrap();
+            wasi.preopened_dir(&host, format!("/{name}"), wasmtime_wasi::FsPerms::ReadWrite)
+                .unwrap();
+        }
+        let mut store = wasmtime::Store::new(&self.engine, wasi.build_p1());
+        store.set_epoch_deadline(1);
+        let instance = self.linker.instantiate(&mut store, &self.module).unwrap();
+        let entry = instance
+            .get_typed_func::<(), ()>(&mut store, "_start")
+            .unwrap();
+        let took = began.elapsed();
+        entry.call(&mut store, ()).unwrap();
+        took
+    }
+}
