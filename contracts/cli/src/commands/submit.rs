@@ -422,7 +422,7 @@ fn module_uri(chain_id: u64, sha256: &str) -> String {
     format!("nats://{}/wasm-{sha256}", names::inputs_bucket(chain_id))
 }
 
-/// Puts the module at `uri` (a [`module_uri`]) unless an object of its size is there.
+/// Puts the module at `uri` (a [`module_uri`]).
 async fn upload_module(nats_url: &str, uri: &str, bytes: &[u8], sha256: &str) -> Result<()> {
     use async_nats::jetstream::object_store;
     let (bucket, key) = uri
@@ -444,12 +444,9 @@ async fn upload_module(nats_url: &str, uri: &str, bytes: &[u8], sha256: &str) ->
             .await
             .map_err(|e| unavailable("creating the inputs bucket", &e))?,
     };
-    if let Ok(info) = store.info(key).await
-        && !info.deleted
-        && info.size == bytes.len()
-    {
-        return Ok(());
-    }
+    // Put every time, over whatever is there: an object under this digest's name that
+    // someone else wrote need not hold these bytes (the worker would refuse it, and the
+    // job would fail on it).
     let mut reader = bytes;
     store
         .put(key, &mut reader)
