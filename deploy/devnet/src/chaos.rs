@@ -322,12 +322,7 @@ async fn post_raw(
     requirements.maxRuntime = MAX_RUNTIME;
     let mut posted = 0;
     while posted < count {
-        let now = provider
-            .get_block(alloy::eips::BlockId::latest())
-            .await?
-            .context("no latest block")?
-            .header
-            .timestamp;
+        let now = chain_time(&provider).await?;
         // A few blocks of room: the posting is mined a little later than it is sent.
         if now + u64::from(MAX_RUNTIME) + 10 > deadline {
             println!("posting stopped at {posted} of {count} jobs: their deadline no longer fits");
@@ -593,6 +588,16 @@ async fn inject(
     Ok((faults, touched))
 }
 
+/// The newest block's timestamp.
+async fn chain_time(chain: &DynProvider) -> anyhow::Result<u64> {
+    Ok(chain
+        .get_block(alloy::eips::BlockId::latest())
+        .await?
+        .context("no latest block")?
+        .header
+        .timestamp)
+}
+
 /// Replaces the last `depth` blocks by empty ones (`anvil_reorg`), then puts the chain's
 /// clock back on the wall clock: anvil mines the new branch from the orphaned blocks'
 /// times and then keeps that lag for good (ten reorgs left it 30 s behind, and every
@@ -606,12 +611,7 @@ async fn reorg(chain: &DynProvider, depth: u64) -> anyhow::Result<()> {
         )
         .await
         .context("anvil_reorg")?;
-    let latest = chain
-        .get_block(alloy::eips::BlockId::latest())
-        .await?
-        .context("no latest block")?
-        .header
-        .timestamp;
+    let latest = chain_time(chain).await?;
     let wall = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)?
         .as_secs();
