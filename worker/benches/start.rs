@@ -15,27 +15,22 @@
 
 use std::time::{Duration, Instant};
 
-use alloy::primitives::{B256, U256, aliases::U96};
+use alloy::primitives::{B256, aliases::U96};
 use bollard::query_parameters::{CreateContainerOptions, RemoveContainerOptions};
 use futures::StreamExt;
 use gantry_matcher::config::{Common, MatcherConfig};
 use gantry_protocol::bindings::JobMarket;
 use gantry_protocol::spec::JobSpec;
-use gantry_testkit::accounts::{NODES, SECOND_MATCHER, SUBMITTER};
+use gantry_testkit::accounts::{SECOND_MATCHER, SUBMITTER};
 use gantry_testkit::{GUSD, JobPost, TestNet};
-use gantry_worker::config::Config;
 use gantry_worker::docker::{RunPlan, container_body};
-use gantry_worker::service::{self, Hooks};
 
 const RUNS: usize = 25;
 const IMAGE: &str = "gantry-bench/busybox:1";
 const COMMAND: [&str; 3] = ["/bin/sh", "-c", "true"];
 
-fn percentile(samples: &mut [Duration], p: f64) -> f64 {
-    samples.sort();
-    let index = ((samples.len() as f64 - 1.0) * p).round() as usize;
-    samples[index].as_secs_f64() * 1e3
-}
+mod support;
+use support::percentile;
 
 #[tokio::main(flavor = "multi_thread", worker_threads = 2)]
 async fn main() {
@@ -59,32 +54,7 @@ async fn main() {
 
     // The worker, in this process, with a hook on "container running".
     let dir = tempfile::tempdir().unwrap();
-    let agent = NODES[0];
-    net.devnet
-        .mint(net.address(agent), U256::from(10_000 * GUSD))
-        .await
-        .unwrap();
-    let config = Config::from_toml(&format!(
-        r#"{connections}
-[jobs]
-max_concurrent = 1
-heartbeat_interval = "5s"
-"#,
-        connections = net.worker_config(dir.path()),
-    ))
-    .unwrap();
-    let signer = config
-        .agent_signer(Some(&net.devnet.private_key(agent)))
-        .unwrap();
-    let (started_tx, mut started) = tokio::sync::mpsc::unbounded_channel();
-    let (node_tx, node_rx) = tokio::sync::oneshot::channel();
-    let hooks = Hooks {
-        started: Some(started_tx),
-        node_id: Some(node_tx),
-    };
-    let services = net.shutdown();
-    tokio::spawn(service::run(config, signer, services.clone(), hooks));
-    node_rx.await.expect("the worker registers");
+    let (services, mut started) = support::spawn_worker(&net, dir.path(), "").await;
 
     // The submitter.
     net.fund_submitter().await;

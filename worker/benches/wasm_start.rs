@@ -12,26 +12,21 @@
 
 use std::time::{Duration, Instant};
 
-use alloy::primitives::{B256, U256, aliases::U96};
+use alloy::primitives::{B256, aliases::U96};
 use futures::StreamExt;
 use gantry_protocol::bindings::JobMarket;
 use gantry_protocol::names;
 use gantry_protocol::spec::{Engine, JobSpec, ModuleSpec, WasmSpec};
-use gantry_testkit::accounts::{NODES, SECOND_MATCHER, SUBMITTER};
+use gantry_testkit::accounts::{SECOND_MATCHER, SUBMITTER};
 use gantry_testkit::{GUSD, JobPost, TestNet};
-use gantry_worker::config::Config;
-use gantry_worker::service::{self, Hooks};
 use sha2::{Digest, Sha256};
 
 const RUNS: usize = 25;
 /// A module that does nothing: what is measured is getting it running.
 const MODULE: &str = r#"(module (memory (export "memory") 1) (func (export "_start")))"#;
 
-fn percentile(samples: &mut [Duration], p: f64) -> f64 {
-    samples.sort();
-    let index = ((samples.len() as f64 - 1.0) * p).round() as usize;
-    samples[index].as_secs_f64() * 1e3
-}
+mod support;
+use support::percentile;
 
 #[tokio::main(flavor = "multi_thread", worker_threads = 2)]
 async fn main() {
@@ -60,33 +55,8 @@ async fn main() {
 
     // The worker, WASM only (no Docker engine), in this process, with a hook on "running".
     let dir = tempfile::tempdir().unwrap();
-    let agent = NODES[0];
-    net.devnet
-        .mint(net.address(agent), U256::from(10_000 * GUSD))
-        .await
-        .unwrap();
-    let config = Config::from_toml(&format!(
-        r#"{connections}
-[jobs]
-engines = ["wasm"]
-max_concurrent = 1
-heartbeat_interval = "5s"
-"#,
-        connections = net.worker_config(dir.path()),
-    ))
-    .unwrap();
-    let signer = config
-        .agent_signer(Some(&net.devnet.private_key(agent)))
-        .unwrap();
-    let (started_tx, mut started) = tokio::sync::mpsc::unbounded_channel();
-    let (node_tx, node_rx) = tokio::sync::oneshot::channel();
-    let hooks = Hooks {
-        started: Some(started_tx),
-        node_id: Some(node_tx),
-    };
-    let services = net.shutdown();
-    tokio::spawn(service::run(config, signer, services.clone(), hooks));
-    node_rx.await.expect("the worker registers");
+    let (services, mut started) =
+        support::spawn_worker(&net, dir.path(), "engines = [\"wasm\"]").await;
 
     net.fund_submitter().await;
     let spec = JobSpec {
