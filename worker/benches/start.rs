@@ -90,6 +90,7 @@ async fn main() {
         .await
         .unwrap();
     let mut worker_samples = Vec::new();
+    let mut steps = support::Steps::default();
     let mut bare_samples = Vec::new();
     let bare_dirs = tempfile::tempdir().unwrap();
     for sub in ["inputs", "outputs", "checkpoints"] {
@@ -108,11 +109,12 @@ async fn main() {
             spec: spec.to_vec(),
         };
         let job = net.post_job(SUBMITTER, job).await;
-        let (started_job, since) = tokio::time::timeout(Duration::from_secs(60), started.recv())
+        let started_job = tokio::time::timeout(Duration::from_secs(60), started.recv())
             .await
             .expect("the container starts")
             .unwrap();
-        assert_eq!(started_job, job);
+        assert_eq!(started_job.job_id, job);
+        let since = started_job.since;
         // The slot frees once the job is reported.
         tokio::time::timeout(Duration::from_secs(60), done.next())
             .await
@@ -127,11 +129,13 @@ async fn main() {
                 bare.as_secs_f64() * 1e3
             );
             worker_samples.push(since);
+            steps.add(&started_job);
             bare_samples.push(bare);
         }
     }
 
     services.cancel();
+    let steps = steps.print();
 
     let p50 = percentile(&mut worker_samples, 0.5);
     let p99 = percentile(&mut worker_samples, 0.99);
@@ -145,6 +149,7 @@ async fn main() {
             "p50_ms": (p50 * 10.0).round() / 10.0,
             "bare_p50_ms": (bare_p50 * 10.0).round() / 10.0,
             "ratio": ((p50 / bare_p50) * 100.0).round() / 100.0,
+            "steps_p50_ms": steps,
         })
     );
 }

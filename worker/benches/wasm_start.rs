@@ -99,6 +99,7 @@ async fn main() {
         .await
         .unwrap();
     let mut worker_samples = Vec::new();
+    let mut steps = support::Steps::default();
     let mut bare_samples = Vec::new();
     for run in 0..=RUNS {
         let deadline = std::time::SystemTime::now()
@@ -113,11 +114,12 @@ async fn main() {
             spec: spec.to_vec(),
         };
         let job = net.post_job(SUBMITTER, job).await;
-        let (started_job, since) = tokio::time::timeout(Duration::from_secs(60), started.recv())
+        let started_job = tokio::time::timeout(Duration::from_secs(60), started.recv())
             .await
             .expect("the module starts")
             .unwrap();
-        assert_eq!(started_job, job);
+        assert_eq!(started_job.job_id, job);
+        let since = started_job.since;
         tokio::time::timeout(Duration::from_secs(60), done.next())
             .await
             .expect("the job is reported")
@@ -130,10 +132,12 @@ async fn main() {
                 bare.as_secs_f64() * 1e3
             );
             worker_samples.push(since);
+            steps.add(&started_job);
             bare_samples.push(bare);
         }
     }
     services.cancel();
+    let steps = steps.print();
 
     let p50 = percentile(&mut worker_samples, 0.5);
     let p99 = percentile(&mut worker_samples, 0.99);
@@ -147,6 +151,7 @@ async fn main() {
             "p50_ms": (p50 * 100.0).round() / 100.0,
             "bare_p50_ms": (bare_p50 * 1000.0).round() / 1000.0,
             "ratio": ((p50 / bare_p50) * 100.0).round() / 100.0,
+            "steps_p50_ms": steps,
         })
     );
 }

@@ -218,8 +218,9 @@ pub struct Jobs {
     pub max_output_bytes: u64,
     /// A job's disk room beyond its output and checkpoint limits (for `/tmp` and what it
     /// writes on the way), bytes. Its writable space (`/outputs`, `/checkpoints`, `/tmp`)
-    /// is one file system of the output limit, the checkpoint limit and this: the kernel
-    /// stops its writes there.
+    /// is one file system of the output limit, the checkpoint limit and this
+    /// ([`Jobs::space_room`]): the kernel stops its writes there. Each job slot's space is
+    /// reserved on the work directory's disk for as long as the worker runs.
     pub scratch_bytes: u64,
     /// Output (stdout and stderr) a job may print, bytes; past it the job is stopped, its
     /// own fault.
@@ -277,6 +278,17 @@ pub enum ConfigError {
     Value { key: &'static str, reason: String },
     #[error("the agent key")]
     Key(#[from] KeyError),
+}
+
+impl Jobs {
+    /// A job's writable space, bytes: a full result, a full checkpoint (both at the node's
+    /// output limit; a spec's lower `maxBytes` is checked when the result is uploaded)
+    /// and the scratch room.
+    pub fn space_room(&self) -> u64 {
+        self.max_output_bytes
+            .saturating_mul(2)
+            .saturating_add(self.scratch_bytes)
+    }
 }
 
 impl Config {

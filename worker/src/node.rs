@@ -90,6 +90,18 @@ pub(crate) async fn start(
     let stores = Stores::open(&nats, &js, config).await?;
     let fetcher = Fetcher::new(fetch_config(config), Some(js.clone()))
         .map_err(|e| WorkerError::Node(Failure::from(&e)))?;
+    // Each slot's disk space, made now, before the first job arrives.
+    let slots = config
+        .jobs
+        .max_concurrent
+        .min(capabilities.maxConcurrentJobs)
+        .max(1);
+    let spaces = space::SpacePool::new(
+        &config.work_dir,
+        config.jobs.space_room(),
+        usize::from(slots),
+    );
+    spaces.fill();
     let ctx = Ctx {
         chain_id: config.chain_id,
         node_id,
@@ -111,6 +123,7 @@ pub(crate) async fn start(
         gpus: std::sync::Mutex::new(GpuPool::new(inventory.gpus.clone())),
         monitor: GpuMonitor::new(),
         work_dir: config.work_dir.clone(),
+        spaces,
         started: hooks.started.take(),
     };
     Ok(Some(Node {

@@ -3,7 +3,6 @@
 //! (`shutdown`), each its own module; this one runs them in order.
 
 use std::sync::Arc;
-use std::time::Duration;
 
 use alloy::signers::local::PrivateKeySigner;
 use tokio::sync::{Semaphore, mpsc};
@@ -22,8 +21,9 @@ use crate::shutdown::{self, Background};
 /// Hooks for tests and benchmarks.
 #[derive(Debug, Default)]
 pub struct Hooks {
-    /// Receives (job id, time from the assignment message to the container running).
-    pub started: Option<mpsc::UnboundedSender<(u64, Duration)>>,
+    /// Receives each job's start: the time from its assignment message to its container
+    /// or module running, and its steps.
+    pub started: Option<mpsc::UnboundedSender<crate::job::Started>>,
     /// Receives the node id once the node is registered.
     pub node_id: Option<tokio::sync::oneshot::Sender<u64>>,
 }
@@ -40,6 +40,8 @@ pub async fn run(
     else {
         return Ok(());
     };
+    // The slots' spaces made ahead are released however the worker ends.
+    let _spaces = ctx.spaces.closing();
     // The first job is not the one to wait for the validator's grammar to compile.
     gantry_protocol::spec::JobSpec::prepare_validator();
     let health = Arc::new(Health::new());

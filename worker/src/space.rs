@@ -6,11 +6,17 @@
 //! before the job starts: a node without the room finds out before the job runs, not by
 //! failing it halfway.
 //!
+//! Making a space takes tens of milliseconds (the reservation, `mkfs`, the mount), longer
+//! than a WASM job takes to start: a [`SpacePool`] makes each slot's space before the job
+//! that takes it arrives, and a fresh one once that job is done. A space is never used
+//! twice: the next job cannot find what the last one left.
+//!
 //! IO glue around `mkfs.ext4` (e2fsprogs) and `mount -o loop` (util-linux): the worker
 //! needs root (`CAP_SYS_ADMIN`) and loop devices, which [`probe`] checks at start-up.
 
 use std::io;
 use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
 
 use tokio::process::Command;
 
@@ -105,6 +111,219 @@ impl Drop for Space {
             && e.kind() != io::ErrorKind::NotFound
         {
             tracing::warn!(image = %self.image.display(), error = %e, "could not remove a job's disk image");
+        }
+        // The mount point, once empty (never recursively: were it still mounted, the
+        // removal would reach into the job's files).
+        let _ = std::fs::remove_dir(&self.mount);
+    }
+}
+
+/// The spaces of the node's job slots, made ahead: one ready per slot not running a job.
+/// Each space has the same room, the most a job on this node may write (its result, its
+/// checkpoint and its scratch room at the node's limits). A job that finds none ready
+/// (jobs arriving faster than spaces are made) gets one made on the spot, as before the
+/// pool. The disk it holds is the node's: the spaces of every slot, always, whether their
+/// jobs run or not — a node short of disk finds out once, at start, not job by job.
+#[derive(Debug)]
+pub struct SpacePool {
+    work_dir: PathBuf,
+    room: u64,
+    slots: usize,
+    state: Mutex<PoolState>,
+    /// Notified as each space made ahead is ready.
+    made: tokio::sync::Notify,
+}
+
+#[derive(Debug, Default)]
+struct PoolState {
+    ready: Vec<Space>,
+    /// Spaces being made in the background.
+    making: usize,
+    /// Spaces held by jobs.
+    taken: usize,
+    /// The name of the next space's directory (`space-<n>` in the work directory).
+    next: u64,
+    /// Closed at shutdown: nothing more is made, the ready ones are released.
+    closed: bool,
+}
+
+impl SpacePool {
+    /// How many spaces are ready now.
+    pub fn ready(&self) -> usize {
+        self.lock().ready.len()
+    }
+
+    /// Completes once `count` spaces are ready (for tests).
+    pub async fn until_ready(&self, count: usize) {
+        while self.ready() < count {
+            self.made.notified().await;
+        }
+    }
+}
+
+/// A job's space from the pool: released when dropped (unmounted, its image deleted), and
+/// a fresh one made in its place.
+#[derive(Debug)]
+pub struct PooledSpace {
+    space: Option<Space>,
+    home: PathBuf,
+    pool: Arc<SpacePool>,
+}
+
+impl SpacePool {
+    /// A pool of `slots` spaces of `room` bytes in `work_dir`; none made until [`fill`].
+    ///
+    /// [`fill`]: SpacePool::fill
+    pub fn new(work_dir: &Path, room: u64, slots: usize) -> Arc<Self> {
+        Arc::new(Self {
+            work_dir: work_dir.to_owned(),
+            room,
+            slots,
+            state: Mutex::new(PoolState::default()),
+            made: tokio::sync::Notify::new(),
+        })
+    }
+
+    /// The room of each space, bytes.
+    pub fn room(&self) -> u64 {
+        self.room
+    }
+
+    /// Makes spaces in the background until every slot has one (ready or taken).
+    pub fn fill(self: &Arc<Self>) {
+        let homes: Vec<PathBuf> = {
+            let mut state = self.lock();
+            let have = state.ready.len() + state.making + state.taken;
+            let wanted = if state.closed {
+                0
+            } else {
+                self.slots.saturating_sub(have)
+            };
+            state.making += wanted;
+            (0..wanted).map(|_| self.next_home(&mut state)).collect()
+        };
+        for home in homes {
+            let pool = self.clone();
+            tokio::spawn(async move {
+                let made = Space::create(&home, pool.room).await;
+                let mut state = pool.lock();
+                state.making -= 1;
+                match made {
+                    Ok(space) if !state.closed => {
+                        state.ready.push(space);
+                        drop(state);
+                        pool.made.notify_one();
+                    }
+                    Ok(space) => {
+                        drop(state);
+                        drop(space);
+                        let _ = std::fs::remove_dir(&home);
+                    }
+                    Err(failure) => {
+                        drop(state);
+                        let _ = std::fs::remove_dir_all(&home);
+                        tracing::warn!(reason = %failure.reason, "could not make a job's disk space ahead");
+                    }
+                }
+            });
+        }
+    }
+
+    /// A space for a job: a ready one, or one made now when none is. Every error is the
+    /// node's: the job has not started.
+    pub async fn take(self: &Arc<Self>) -> Result<PooledSpace, Failure> {
+        let (ready, home) = {
+            let mut state = self.lock();
+            state.taken += 1;
+            match state.ready.pop() {
+                Some(space) => (Some(space), None),
+                None => (None, Some(self.next_home(&mut state))),
+            }
+        };
+        let space = match (ready, home) {
+            (Some(space), _) => space,
+            (None, Some(home)) => match Space::create(&home, self.room).await {
+                Ok(space) => space,
+                Err(failure) => {
+                    self.lock().taken -= 1;
+                    let _ = std::fs::remove_dir_all(&home);
+                    return Err(failure);
+                }
+            },
+            (None, None) => unreachable!("a space or a home for one"),
+        };
+        let home = space
+            .image
+            .parent()
+            .expect("a space's image is in its home")
+            .to_owned();
+        Ok(PooledSpace {
+            space: Some(space),
+            home,
+            pool: self.clone(),
+        })
+    }
+
+    /// Releases the ready spaces and makes no more (the worker is stopping). Spaces held
+    /// by jobs are released by them.
+    pub fn close(&self) {
+        let ready = {
+            let mut state = self.lock();
+            state.closed = true;
+            std::mem::take(&mut state.ready)
+        };
+        for space in ready {
+            let home = space.image.parent().map(Path::to_owned);
+            drop(space);
+            if let Some(home) = home {
+                let _ = std::fs::remove_dir(home);
+            }
+        }
+    }
+
+    /// A guard that closes the pool when dropped, however its owner ends.
+    pub fn closing(self: &Arc<Self>) -> ClosePool {
+        ClosePool(self.clone())
+    }
+
+    fn next_home(&self, state: &mut PoolState) -> PathBuf {
+        state.next += 1;
+        self.work_dir.join(format!("space-{}", state.next))
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, PoolState> {
+        self.state
+            .lock()
+            .expect("the pool's lock is never poisoned")
+    }
+}
+
+/// Closes its pool when dropped ([`SpacePool::closing`]).
+#[derive(Debug)]
+pub struct ClosePool(Arc<SpacePool>);
+
+impl Drop for ClosePool {
+    fn drop(&mut self) {
+        self.0.close();
+    }
+}
+
+impl std::ops::Deref for PooledSpace {
+    type Target = Space;
+
+    fn deref(&self) -> &Space {
+        self.space.as_ref().expect("held until dropped")
+    }
+}
+
+impl Drop for PooledSpace {
+    fn drop(&mut self) {
+        drop(self.space.take());
+        let _ = std::fs::remove_dir(&self.home);
+        self.pool.lock().taken -= 1;
+        // The slot's next space, made while the job's answer goes out.
+        if tokio::runtime::Handle::try_current().is_ok() {
+            self.pool.fill();
         }
     }
 }
@@ -234,6 +453,53 @@ mod tests {
         let mounts = std::fs::read_to_string("/proc/self/mountinfo").unwrap();
         assert!(!mounts.contains(mount.to_str().unwrap()), "still mounted");
         assert!(!image.exists());
+    }
+
+    /// The pool makes a space per slot ahead, hands each out once (the next job never
+    /// finds the last one's files), makes a fresh one in a released one's place, and
+    /// leaves nothing behind once closed.
+    #[tokio::test]
+    async fn a_pool_makes_each_slot_a_fresh_space_ahead_and_never_hands_one_out_twice() {
+        let work = tempfile::tempdir().unwrap();
+        let pool = SpacePool::new(work.path(), 1 << 20, 2);
+        pool.fill();
+        pool.until_ready(2).await;
+        let first = pool.take().await.unwrap();
+        let second = pool.take().await.unwrap();
+        assert_eq!(pool.ready(), 0);
+        assert_ne!(first.path(), second.path());
+        assert_eq!(first.room(), 1 << 20);
+        std::fs::write(first.path().join("secret"), b"the last job's").unwrap();
+        // A third job while both slots' spaces are out: made on the spot.
+        let third = pool.take().await.unwrap();
+        assert!(
+            std::fs::read_dir(third.path())
+                .unwrap()
+                .all(|e| e.unwrap().file_name() == "lost+found")
+        );
+        drop(third);
+        let used = first.path().to_owned();
+        drop(first);
+        // Released: unmounted, its image and directories gone, a fresh one made for the slot.
+        pool.until_ready(1).await;
+        assert!(!used.exists());
+        let next = pool.take().await.unwrap();
+        assert_ne!(next.path(), used);
+        assert!(!next.path().join("secret").exists());
+        drop(next);
+        drop(second);
+        pool.until_ready(2).await;
+        pool.close();
+        let mounts = std::fs::read_to_string("/proc/self/mountinfo").unwrap();
+        assert!(
+            !mounts.contains(work.path().to_str().unwrap()),
+            "still mounted"
+        );
+        assert_eq!(
+            std::fs::read_dir(work.path()).unwrap().count(),
+            0,
+            "left files"
+        );
     }
 
     #[tokio::test]

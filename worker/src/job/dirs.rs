@@ -1,11 +1,13 @@
 //! A job's directories on the host: `inputs` (read-only in the container) on the work
 //! directory's disk, and `outputs`, `checkpoints` and `tmp` (writable by the container's
-//! user) in the job's [`Space`], a file system of a fixed size.
+//! user) in the job's [`Space`](crate::space::Space), a file system of a fixed size,
+//! taken from the node's pool.
 
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 use crate::fault::Failure;
-use crate::space::{self, Space};
+use crate::space::{self, PooledSpace, SpacePool};
 
 /// A job's directories on the host; its space is released when dropped.
 #[derive(Debug)]
@@ -15,21 +17,21 @@ pub(super) struct JobDirs {
     pub(super) outputs: PathBuf,
     pub(super) checkpoints: PathBuf,
     pub(super) tmp: PathBuf,
-    pub(super) space: Space,
+    pub(super) space: PooledSpace,
 }
 
 impl JobDirs {
-    /// Fresh directories, with a space of `room` bytes for the writable ones, which are
+    /// Fresh directories, with a space from `spaces` for the writable ones, which are
     /// open to the container's user, whoever it is (the work directory above them is the
     /// worker's alone).
-    pub(super) async fn create(root: &Path, room: u64) -> Result<Self, Failure> {
+    pub(super) async fn create(root: &Path, spaces: &Arc<SpacePool>) -> Result<Self, Failure> {
         space::unmount_in(root);
         let _ = tokio::fs::remove_dir_all(root).await;
         let inputs = root.join("inputs");
         tokio::fs::create_dir_all(&inputs)
             .await
             .map_err(|e| Failure::node(format!("work dir: {e}")))?;
-        let space = Space::create(root, room).await?;
+        let space = spaces.take().await?;
         let dirs = Self {
             root: root.to_owned(),
             inputs,

@@ -59,6 +59,7 @@ use crate::docker::Executor;
 use crate::fault::{Failure, FaultClass};
 use crate::fetch::Fetcher;
 use crate::inventory::{Gpu, GpuMonitor};
+use crate::space::SpacePool;
 use crate::wasm::WasmEngine;
 
 /// How often a step whose failure is transient is tried in all, the first pause (doubled
@@ -87,9 +88,23 @@ pub struct Ctx {
     pub gpus: Mutex<GpuPool>,
     pub monitor: GpuMonitor,
     pub work_dir: PathBuf,
+    /// The job slots' disk spaces.
+    pub spaces: Arc<SpacePool>,
     /// Notified when a job's container is running, with the time since its assignment
-    /// message arrived (for tests and the start benchmark).
-    pub started: Option<mpsc::UnboundedSender<(u64, Duration)>>,
+    /// message arrived and its steps (for tests and the start benchmarks).
+    pub started: Option<mpsc::UnboundedSender<Started>>,
+}
+
+/// A job running: how long after its assignment's message, and where that time went.
+#[derive(Debug, Clone)]
+pub struct Started {
+    pub job_id: u64,
+    /// From the assignment's message to the container or module running.
+    pub since: Duration,
+    /// Each step's time in order (check, spec, space, download, start), then the
+    /// download's parts (`download.inputs`, `.checkpoint`, `.runnable`), which overlap,
+    /// each from the download's start.
+    pub steps: Vec<(&'static str, Duration)>,
 }
 
 impl std::fmt::Debug for Ctx {
@@ -337,6 +352,7 @@ impl Ctx {
             Ok(())
         })
         .await?;
+        // The job and the node, at once.
         let job = retry("read the job", || async {
             match self.chain.read_job(job_id).await {
                 Ok(job) => Ok(Some(job)),
@@ -344,18 +360,18 @@ impl Ctx {
                 Err(ChainError::ReadJob(ReadJobError::NotPosted(_))) => Ok(None),
                 Err(e) => Err(chain_failure(e)),
             }
-        })
-        .await?;
-        let Some(job) = job else {
+        });
+        let node = retry("read the node", || async {
+            self.chain.node(self.node_id).await.map_err(chain_failure)
+        });
+        let (job, node) = tokio::join!(job, node);
+        let Some(job) = job? else {
             return Ok(None);
         };
         if !self.is_ours(&job, assignment.until) {
             return Ok(None);
         }
-        let node = retry("read the node", || async {
-            self.chain.node(self.node_id).await.map_err(chain_failure)
-        })
-        .await?;
+        let node = node?;
         if node.agent != self.chain.agent() {
             // Only the node's agent may answer: this worker cannot even give it back.
             tracing::error!(

@@ -73,6 +73,37 @@ struct Job<'a> {
     /// `clock.stop_by` on this machine's timers.
     deadline: Instant,
     stop: &'a Stop,
+    steps: &'a Steps,
+}
+
+/// How long each step from the assignment's message to the job running took: logged when
+/// it runs and handed to the start hook (where a start's time goes, for the start
+/// benchmarks). The steps in order, then the download's parts, which overlap.
+#[derive(Debug)]
+pub(super) struct Steps(Mutex<(std::time::Instant, Vec<(&'static str, Duration)>)>);
+
+impl Steps {
+    pub(super) fn since(began: std::time::Instant) -> Self {
+        Self(Mutex::new((began, Vec::new())))
+    }
+
+    /// The step `name` ended now.
+    fn end(&self, name: &'static str) {
+        let mut steps = self.0.lock().expect("never poisoned");
+        let now = std::time::Instant::now();
+        let took = now - steps.0;
+        steps.0 = now;
+        steps.1.push((name, took));
+    }
+
+    /// A part of a step took `took`.
+    fn part(&self, name: &'static str, took: Duration) {
+        self.0.lock().expect("never poisoned").1.push((name, took));
+    }
+
+    fn list(&self) -> Vec<(&'static str, Duration)> {
+        self.0.lock().expect("never poisoned").1.clone()
+    }
 }
 
 /// How the part of the stages that holds the node's room for the job ended.
@@ -135,14 +166,20 @@ impl Ctx {
         report: &mut Report,
         slot: OwnedSemaphorePermit,
     ) -> Result<Executed, GiveBack> {
-        let admitted = self.validate(held).await.map_err(GiveBack::from_failure)?;
+        // From the message through the chain's check and the wait for the job's task.
+        let steps = Steps::since(held.assignment.received);
+        steps.end("check");
+        // The spec (from the stream) and the chain's time (from the chain) at once.
+        let (admitted, now) = tokio::join!(self.validate(held), self.chain_now());
+        let admitted = admitted.map_err(GiveBack::from_failure)?;
+        let now = now.map_err(GiveBack::from_failure)?;
+        steps.end("spec");
         let clock = Clock::of(
             &held.job,
             admitted.spec.timeout_secs,
             self.settings.answer_margin,
         )
         .expect("a held job is assigned");
-        let now = self.chain_now().await.map_err(GiveBack::from_failure)?;
         let late = clock.late_start(now, held.assignment.received.elapsed());
         if late == Some(Late::NodesTime) {
             return Err(GiveBack::NoTimeLeft);
@@ -156,14 +193,10 @@ impl Ctx {
             left = ?clock.left(now),
             "the job's clock"
         );
-        // Its writable space holds a full result, a full checkpoint and the scratch room.
-        let room = admitted
-            .output_limit
-            .saturating_add(self.settings.max_output_bytes)
-            .saturating_add(self.settings.scratch_bytes);
-        let dirs = JobDirs::create(dir, room)
+        let dirs = JobDirs::create(dir, &self.spaces)
             .await
             .map_err(GiveBack::from_failure)?;
+        steps.end("space");
         let job = Job {
             held,
             admitted: &admitted,
@@ -171,6 +204,7 @@ impl Ctx {
             clock,
             deadline,
             stop,
+            steps: &steps,
         };
         // On a run again the job's time running out is the node's doing (its first run
         // here was lost): given back, never answered with a "timeout" the submitter pays.
@@ -245,7 +279,7 @@ impl Ctx {
         let gpus = self.take_gpus(job.admitted.gpus).map_err(GiveBack::Node)?;
         let downloading = tokio::time::timeout_at(
             job.deadline,
-            self.download(job.held, job.admitted, job.dirs),
+            self.download(job.held, job.admitted, job.dirs, job.steps),
         );
         let downloaded = tokio::select! {
             downloaded = downloading => match downloaded {
@@ -287,24 +321,40 @@ impl Ctx {
         })
     }
 
-    /// The inputs, the latest checkpoint and the image.
+    /// The inputs, the latest checkpoint and the image or the module, at once (each into
+    /// its own place). The first to fail ends the download, with its own fault class.
     async fn download(
         &self,
         held: &Held,
         admitted: &Admitted,
         dirs: &JobDirs,
+        steps: &Steps,
     ) -> Result<Downloaded, Failure> {
         let started = std::time::Instant::now();
-        self.stage_inputs(&admitted.spec, dirs).await?;
-        let restored = self.restore_checkpoint(held.job_id(), dirs).await?;
-        let (image_user, module) = match admitted.spec.engine {
-            Engine::Docker => {
-                let docker = self.docker()?;
-                let user = retry("image", || docker.ensure_image(&admitted.spec.image)).await?;
-                (user, None)
-            }
-            Engine::Wasm => (None, Some(self.fetch_module(&admitted.spec).await?)),
+        let inputs = async {
+            let staged = self.stage_inputs(&admitted.spec, dirs).await;
+            steps.part("download.inputs", started.elapsed());
+            staged
         };
+        let checkpoint = async {
+            let restored = self.restore_checkpoint(held.job_id(), dirs).await;
+            steps.part("download.checkpoint", started.elapsed());
+            restored
+        };
+        let runnable = async {
+            let got = match admitted.spec.engine {
+                Engine::Docker => {
+                    let docker = self.docker()?;
+                    let user = retry("image", || docker.ensure_image(&admitted.spec.image)).await?;
+                    (user, None)
+                }
+                Engine::Wasm => (None, Some(self.fetch_module(&admitted.spec).await?)),
+            };
+            steps.part("download.runnable", started.elapsed());
+            Ok::<_, Failure>(got)
+        };
+        let ((), restored, (image_user, module)) = tokio::try_join!(inputs, checkpoint, runnable)?;
+        steps.end("download");
         metrics::stage_seconds("download", started.elapsed());
         Ok(Downloaded {
             restored,
@@ -423,6 +473,7 @@ impl Ctx {
             clock,
             deadline,
             stop,
+            steps,
         } = *job;
         let started = std::time::Instant::now();
         let (lines_tx, lines_rx) = mpsc::channel(1024);
@@ -448,7 +499,7 @@ impl Ctx {
                 _ => Duration::ZERO,
             },
         };
-        let on_running = |since_created| self.container_running(held, since_created);
+        let on_running = |since_created| self.container_running(held, steps, since_created);
         let run = async {
             match &downloaded.module {
                 Some(module) => {
@@ -477,12 +528,18 @@ impl Ctx {
         ran
     }
 
-    fn container_running(&self, held: &Held, elapsed_since_created: Duration) {
+    fn container_running(&self, held: &Held, steps: &Steps, elapsed_since_created: Duration) {
         let since = held.assignment.received.elapsed();
-        tracing::info!(?since, ?elapsed_since_created, "container running");
+        steps.end("start");
+        let steps = steps.list();
+        tracing::info!(?since, ?elapsed_since_created, ?steps, "container running");
         metrics::start_seconds(since);
         if let Some(started) = &self.started {
-            let _ = started.send((held.job_id(), since));
+            let _ = started.send(super::Started {
+                job_id: held.job_id(),
+                since,
+                steps,
+            });
         }
     }
 
