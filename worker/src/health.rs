@@ -271,7 +271,13 @@ async fn node_facts(chain: &Chain, node_id: u64) -> Option<NodeFacts> {
     })
 }
 
-/// Checks the engine and the disk; marks the node broken or recovered.
+/// How often a healthy node removes containers of its own that it does not run, in
+/// health checks: those a dead run's request created after the reaper and this run's
+/// start had looked (a container create takes a second or more on a loaded engine).
+const SWEEP_EVERY: u32 = 5;
+
+/// Checks the engine and the disk; marks the node broken or recovered. Every
+/// [`SWEEP_EVERY`] checks a healthy node also removes the leftovers of earlier runs.
 pub(crate) async fn health_loop(
     executor: Option<Executor>,
     work_dir: PathBuf,
@@ -279,11 +285,13 @@ pub(crate) async fn health_loop(
     done: CancellationToken,
 ) {
     let mut tick = tokio::time::interval(HEALTH_INTERVAL);
+    let mut checks = 0u32;
     loop {
         tokio::select! {
             () = done.cancelled() => return,
             _ = tick.tick() => {}
         }
+        checks = checks.wrapping_add(1);
         let pinged = match &executor {
             Some(executor) => executor.ping().await,
             None => Ok(()),
@@ -308,6 +316,13 @@ pub(crate) async fn health_loop(
                 match removed {
                     Ok(()) => health.recover(),
                     Err(f) => tracing::warn!(error = %f, "still unhealthy"),
+                }
+            }
+            (None, true) if checks.is_multiple_of(SWEEP_EVERY) => {
+                if let Some(executor) = &executor
+                    && let Err(f) = executor.remove_leftovers().await
+                {
+                    tracing::debug!(error = %f, "could not look for leftover containers");
                 }
             }
             _ => {}

@@ -3,10 +3,14 @@
 //! whatever is assigned to it while the engine is down, and recovers when it is back;
 //! both jobs run on another node, the first from its checkpoint.
 
+use bollard::models::ContainerCreateBody;
+use bollard::query_parameters::CreateContainerOptions;
 use gantry_protocol::status::JobStatus;
+use gantry_testkit::PATIENCE;
 use gantry_testkit::accounts::{ADMIN, NODES};
+use gantry_worker::docker::NODE_LABEL;
 
-use crate::harness::{Net, cpu_job, shell};
+use crate::harness::{IMAGE, Net, cpu_job, shell};
 use crate::scripts::{checkpointing, of_job, progress_subscription, reaches_epoch};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
@@ -84,4 +88,56 @@ async fn a_docker_outage_gives_the_job_back_and_the_node_recovers() {
     net.wait_for_no_containers().await;
     assert!(second.stop().success());
     assert!(first.stop().success());
+}
+
+/// A worker killed while the engine was still creating a job's container leaves one that
+/// neither its reaper nor the next run's start saw: the create lands after both looked (a
+/// second and more with the vfs driver on a loaded machine; found by the chaos suite, seed
+/// 40). The running worker removes it within a few health checks, and never the
+/// container of a job it runs.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_container_a_dead_run_created_late_is_removed_while_the_worker_runs() {
+    let net = Net::start(|p| p).await;
+    net.fund_submitter().await;
+    let worker = net.spawn_worker(NODES[0], "").await;
+    // A job running across several sweeps.
+    let job = net
+        .post(cpu_job(64), &shell("sleep 14; echo ok > /outputs/ok", 60))
+        .await;
+    net.wait_for_status(job, JobStatus::Assigned).await;
+    // The dead run's container: this node's, created, never started.
+    let leftover = format!("gantry-{}-999-1", net.chain_id());
+    net.docker()
+        .create_container(
+            Some(CreateContainerOptions {
+                name: Some(leftover.clone()),
+                ..Default::default()
+            }),
+            ContainerCreateBody {
+                image: Some(IMAGE.into()),
+                cmd: Some(vec!["sleep".into(), "600".into()]),
+                labels: Some([(NODE_LABEL.to_string(), worker.node_id.to_string())].into()),
+                network_disabled: Some(true),
+                ..Default::default()
+            },
+        )
+        .await
+        .unwrap();
+    // Woken by the engine's events (the removal is one).
+    let events = net
+        .docker()
+        .events(None::<bollard::query_parameters::EventsOptions>);
+    gantry_testkit::wait_until("the leftover is removed", PATIENCE, events, || async {
+        !net.containers()
+            .await
+            .iter()
+            .any(|name| name.contains(&leftover))
+    })
+    .await;
+    // The job ran to its end beside the sweeps.
+    net.wait_for_status(job, JobStatus::Submitted).await;
+    assert!(net.failure_report(job).await.is_none(), "the job failed");
+    assert_eq!(net.result_files(job).await["ok"], b"ok\n");
+    net.wait_for_no_containers().await;
+    assert!(worker.stop().success());
 }
