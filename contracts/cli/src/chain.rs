@@ -416,12 +416,13 @@ impl Chain {
 
     /// An EIP-2612 permit letting `spender` take `value` of the signer's tokens until
     /// `deadline`: `(v, r, s)`.
+    /// The permit's signature and the token nonce it was signed for.
     pub async fn permit(
         &self,
         spender: Address,
         value: U256,
         deadline: U256,
-    ) -> Result<(u8, B256, B256)> {
+    ) -> Result<(u8, B256, B256, U256)> {
         let signer = self
             .signer
             .as_ref()
@@ -452,7 +453,13 @@ impl Chain {
             .await
             .map_err(|e| CliError::Other(format!("signing the permit: {e}")))?;
         let v = 27 + u8::from(signature.v());
-        Ok((v, signature.r().into(), signature.s().into()))
+        Ok((v, signature.r().into(), signature.s().into(), nonce))
+    }
+
+    /// The token's permit nonce of the signing account now.
+    pub async fn permit_nonce(&self) -> Result<U256> {
+        let owner = self.account()?;
+        view("nonces", self.token.nonces(owner)).await
     }
 
     /// Sends `builder` as `call` and waits for its receipt: the gas estimate (a fifth of
@@ -462,11 +469,31 @@ impl Chain {
         call: &'static str,
         builder: CallBuilder<&DynProvider, PhantomData<C>>,
     ) -> Result<TransactionReceipt> {
+        let gas = self.estimate(call, &builder).await?;
+        self.send_estimated(call, builder, gas).await
+    }
+
+    /// The gas `builder` takes, from the node's simulation: where a revert shows, decoded
+    /// into a sentence. Nothing is sent.
+    pub async fn estimate<C: SolCall>(
+        &self,
+        call: &'static str,
+        builder: &CallBuilder<&DynProvider, PhantomData<C>>,
+    ) -> Result<u64> {
         self.account()?;
-        let gas = match builder.estimate_gas().await {
-            Ok(gas) => gas,
-            Err(error) => return Err(self.refusal(call, error).await),
-        };
+        match builder.estimate_gas().await {
+            Ok(gas) => Ok(gas),
+            Err(error) => Err(self.refusal(call, error).await),
+        }
+    }
+
+    /// [`Chain::send`] with the gas estimated already.
+    pub async fn send_estimated<C: SolCall>(
+        &self,
+        call: &'static str,
+        builder: CallBuilder<&DynProvider, PhantomData<C>>,
+        gas: u64,
+    ) -> Result<TransactionReceipt> {
         let pending = match builder
             .gas(gantry_protocol::market::gas_limit(gas))
             .send()

@@ -23,6 +23,8 @@ use crate::error::{CliError, Result};
 use crate::output::{self, Money};
 use crate::units::{self, Deadline, Offer};
 
+/// How often a permit is signed again when the token's nonce moved on before it was used.
+const PERMIT_RESIGNS: u32 = 3;
 /// How long a permit signed for one submission stays valid, seconds.
 const PERMIT_VALIDITY: u64 = 3_600;
 /// A built spec's timeout when neither --duration nor a spec file says.
@@ -213,22 +215,37 @@ pub async fn submit(ctx: &Context, args: &SubmitArgs) -> Result<()> {
             .await?
     } else {
         let permit_deadline = U256::from(now + PERMIT_VALIDITY);
-        let (v, r, s) = chain.permit(market, pulled, permit_deadline).await?;
-        chain
-            .send(
-                "postJobWithPermit",
-                chain.market.postJobWithPermit(
-                    requirements,
-                    bounty,
-                    U40::from(deadline),
-                    spec_bytes.into(),
-                    permit_deadline,
-                    v,
-                    r,
-                    s,
-                ),
-            )
-            .await?
+        let mut signed_again = 0;
+        loop {
+            let (v, r, s, nonce) = chain.permit(market, pulled, permit_deadline).await?;
+            let call = chain.market.postJobWithPermit(
+                requirements.clone(),
+                bounty,
+                U40::from(deadline),
+                spec_bytes.clone().into(),
+                permit_deadline,
+                v,
+                r,
+                s,
+            );
+            match chain.estimate("postJobWithPermit", &call).await {
+                Ok(gas) => break chain.send_estimated("postJobWithPermit", call, gas).await?,
+                // The token's nonce moved between the signature and the simulation (a
+                // reorganisation took back a transaction of this account, or another
+                // spent a permit): the market skips a permit it cannot use and the pull
+                // fails. Nothing was sent: signed again for the nonce as it now is.
+                Err(refused @ CliError::Refused(_)) => {
+                    if signed_again >= PERMIT_RESIGNS || chain.permit_nonce().await? == nonce {
+                        return Err(refused);
+                    }
+                    signed_again += 1;
+                    eprintln!(
+                        "the token's permit nonce moved on since the signature ({nonce}): signing again"
+                    );
+                }
+                Err(other) => return Err(other),
+            }
+        }
     };
     // The id is printed only once the posting is as safe as asked, and read from the
     // receipt as the chain then has it (a reorganisation may renumber the job).
