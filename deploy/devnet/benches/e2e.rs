@@ -18,6 +18,7 @@ use std::time::{Duration, Instant};
 
 use alloy::primitives::U256;
 use alloy::primitives::aliases::{U40, U96};
+use alloy::providers::Provider as _;
 use bollard::Docker;
 use bollard::models::{ContainerCreateBody, HostConfig};
 use bollard::query_parameters::{
@@ -35,6 +36,8 @@ const JOBS: usize = 1_000;
 const WORKERS: usize = 4;
 const JOBS_PER_WORKER: u32 = 2;
 const BASELINE_RUNS: usize = 200;
+/// postJob transactions sent and not yet answered by the node, at most.
+const POSTS_IN_FLIGHT: usize = 16;
 const COMMAND: &str = "echo done > /outputs/result.txt";
 
 #[tokio::main]
@@ -85,19 +88,38 @@ async fn main() -> anyhow::Result<()> {
     let requirements = demo::requirements_for(&spec);
     let spec = serde_json::to_vec(&spec)?;
     let deadline = U40::from(network.devnet.now().await? + 3_600);
-    let start = Instant::now();
-    let mut pending = Vec::with_capacity(JOBS);
-    for _ in 0..JOBS {
-        let call = market.postJob(
+    let post = || {
+        market.postJob(
             requirements.clone(),
             U96::from(1_000_000u64),
             deadline,
             spec.clone().into(),
-        );
-        pending.push(call.send().await?);
-    }
-    for sent in pending {
-        anyhow::ensure!(sent.get_receipt().await?.status(), "a postJob reverted");
+        )
+    };
+    // As a submitter with many jobs would post them: nonces counted here, the gas and fees
+    // estimated once, up to POSTS_IN_FLIGHT sends at once (none waits for the one before).
+    let provider = network.devnet.provider(SUBMITTER);
+    let first_nonce = provider
+        .get_transaction_count(network.devnet.address(SUBMITTER))
+        .await?;
+    let gas = post().estimate_gas().await? * 3 / 2;
+    let fees = provider.estimate_eip1559_fees().await?;
+    let first_block = provider.get_block_number().await?;
+    let start = Instant::now();
+    let sent = futures::stream::iter(0..JOBS as u64)
+        .map(|i| {
+            let call = post()
+                .nonce(first_nonce + i)
+                .gas(gas)
+                .max_fee_per_gas(fees.max_fee_per_gas * 2)
+                .max_priority_fee_per_gas(fees.max_priority_fee_per_gas);
+            async move { call.send().await }
+        })
+        .buffered(POSTS_IN_FLIGHT)
+        .collect::<Vec<_>>()
+        .await;
+    for sent in sent {
+        anyhow::ensure!(sent?.get_receipt().await?.status(), "a postJob reverted");
     }
     let posted = start.elapsed();
     println!("posted {JOBS} jobs in {:.1} s", posted.as_secs_f64());
@@ -115,6 +137,18 @@ async fn main() -> anyhow::Result<()> {
     let elapsed = start.elapsed().as_secs_f64();
     let jobs_per_s = JOBS as f64 / elapsed;
     println!("{JOBS} jobs posted and paid in {elapsed:.1} s: {jobs_per_s:.1} jobs/s");
+    let head = network
+        .devnet
+        .provider(SUBMITTER)
+        .get_block_number()
+        .await?;
+    let transactions = head - first_block;
+    println!(
+        "the chain: {transactions} transactions ({:.1} per job, {:.0}/s; a block each)",
+        transactions as f64 / JOBS as f64,
+        transactions as f64 / elapsed
+    );
+    let where_time_goes = time_by_service(&network).await?;
     if wasm {
         network.stop().await;
         println!(
@@ -125,6 +159,8 @@ async fn main() -> anyhow::Result<()> {
                 "jobs_per_s": round(jobs_per_s),
                 "workers": WORKERS,
                 "post_s": round(posted.as_secs_f64()),
+                "transactions": transactions,
+                "mean_ms": where_time_goes,
             })
         );
         return Ok(());
@@ -149,6 +185,8 @@ async fn main() -> anyhow::Result<()> {
             "jobs_per_s": round(jobs_per_s),
             "workers": WORKERS,
             "post_s": round(posted.as_secs_f64()),
+            "transactions": transactions,
+            "mean_ms": where_time_goes,
             "bare_runs_per_s": round(baseline),
             "ratio": round(jobs_per_s / baseline),
         })
@@ -158,6 +196,68 @@ async fn main() -> anyhow::Result<()> {
 
 fn round(x: f64) -> f64 {
     (x * 100.0).round() / 100.0
+}
+
+/// The histograms of the services' own timings, as the mean of each (ms) over every
+/// service of a kind: printed, and returned for the JSON line.
+///
+/// - `gantry_matcher_event_to_assign_seconds`: a job's event seen by the matcher → its
+///   assignment mined;
+/// - `gantry_worker_start_seconds`: the assignment's message at the worker → the job
+///   running (the chain's check, the spec, the space, the download);
+/// - `gantry_worker_stage_seconds{stage}`: `download`, `execute` (the run), `upload`;
+/// - `gantry_worker_job_seconds{outcome="submitted"}`: the job's task at the worker, to
+///   its answer mined.
+async fn time_by_service(network: &Network) -> anyhow::Result<serde_json::Value> {
+    const WANTED: [&str; 4] = [
+        "gantry_matcher_event_to_assign_seconds",
+        "gantry_worker_start_seconds",
+        "gantry_worker_stage_seconds",
+        "gantry_worker_job_seconds",
+    ];
+    // (metric with its labels) → (sum, count), over every service.
+    let mut sums: std::collections::BTreeMap<String, (f64, f64)> = Default::default();
+    for (_, url) in network.metrics_endpoints() {
+        let Ok(response) = reqwest::get(&url).await else {
+            continue;
+        };
+        for line in response.text().await?.lines() {
+            let Some((series, value)) = line.rsplit_once(' ') else {
+                continue;
+            };
+            let Ok(value) = value.parse::<f64>() else {
+                continue;
+            };
+            let (name, labels) = series.split_once('{').unwrap_or((series, ""));
+            for (suffix, index) in [("_sum", 0), ("_count", 1)] {
+                let Some(base) = name.strip_suffix(suffix) else {
+                    continue;
+                };
+                if WANTED.contains(&base) {
+                    let key = match labels.trim_end_matches('}') {
+                        "" => base.to_owned(),
+                        labels => format!("{base}{{{labels}}}"),
+                    };
+                    let entry = sums.entry(key).or_default();
+                    if index == 0 {
+                        entry.0 += value;
+                    } else {
+                        entry.1 += value;
+                    }
+                }
+            }
+        }
+    }
+    let mut means = serde_json::Map::new();
+    println!("where the time goes (mean per job, over every service of a kind):");
+    for (series, (sum, count)) in sums {
+        if count > 0.0 {
+            let mean_ms = sum / count * 1e3;
+            println!("  {series:<72} {mean_ms:9.1} ms  ({count} samples)");
+            means.insert(series, serde_json::json!(round(mean_ms)));
+        }
+    }
+    Ok(means.into())
 }
 
 /// Items on a page of the API's list at `path`.

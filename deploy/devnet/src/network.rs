@@ -381,6 +381,19 @@ impl Network {
         &self.engine.socket
     }
 
+    /// Each service's label and metrics endpoint (`http://127.0.0.1:<port>/metrics`).
+    pub fn metrics_endpoints(&self) -> Vec<(String, String)> {
+        self.services
+            .iter()
+            .map(|s| {
+                (
+                    s.label.clone(),
+                    format!("http://127.0.0.1:{}/metrics", s.metrics_port),
+                )
+            })
+            .collect()
+    }
+
     /// The log file of a service, e.g. `gantry-worker-1`.
     pub fn log(&self, label: &str) -> PathBuf {
         self.run_dir.join("logs").join(format!("{label}.log"))
@@ -554,7 +567,7 @@ max_concurrent = {max_concurrent}
 heartbeat_interval = "{heartbeat}s"
 progress_report_interval = "1s"
 checkpoint_interval = "2s"
-# A job's disk: its result, a checkpoint and scratch room (768 MiB reserved per job).
+# A job's disk: its result, a checkpoint and scratch room (768 MiB reserved per job slot).
 max_output_bytes = 268435456
 scratch_bytes = 268435456
 "#,
