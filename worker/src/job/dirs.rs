@@ -25,39 +25,46 @@ impl JobDirs {
     /// open to the container's user, whoever it is (the work directory above them is the
     /// worker's alone).
     pub(super) async fn create(root: &Path, spaces: &Arc<SpacePool>) -> Result<Self, Failure> {
-        space::unmount_in(root);
-        let _ = tokio::fs::remove_dir_all(root).await;
-        let inputs = root.join("inputs");
-        tokio::fs::create_dir_all(&inputs)
-            .await
-            .map_err(|e| Failure::node(format!("work dir: {e}")))?;
         let space = spaces.take().await?;
         let dirs = Self {
             root: root.to_owned(),
-            inputs,
+            inputs: root.join("inputs"),
             outputs: space.path().join("outputs"),
             checkpoints: space.path().join("checkpoints"),
             tmp: space.path().join("tmp"),
             space,
         };
-        for dir in [&dirs.outputs, &dirs.checkpoints, &dirs.tmp] {
-            tokio::fs::create_dir(dir)
-                .await
-                .map_err(|e| Failure::node(format!("work dir: {e}")))?;
-        }
-        make_writable(&dirs.outputs).await?;
-        make_writable(&dirs.checkpoints).await?;
-        // /tmp as everywhere: anyone writes, only the owner removes.
-        set_mode(&dirs.tmp, 0o1777).await?;
+        // Every step on one blocking thread: a job's start waits for them (each through
+        // tokio::fs would be a thread hop of its own).
+        let paths = [
+            &dirs.root,
+            &dirs.inputs,
+            &dirs.outputs,
+            &dirs.checkpoints,
+            &dirs.tmp,
+        ]
+        .map(|p| p.to_owned());
+        tokio::task::spawn_blocking(move || lay_out(paths))
+            .await
+            .map_err(|e| Failure::node(format!("work dir: {e}")))?
+            .map_err(|e| Failure::node(format!("work dir: {e}")))?;
         Ok(dirs)
     }
 }
 
-async fn set_mode(path: &Path, mode: u32) -> Result<(), Failure> {
+/// The job's directory, emptied of what an earlier run left (its space unmounted first),
+/// with `inputs` (the worker's), and `outputs`, `checkpoints` (anyone writes) and `tmp`
+/// (anyone writes, only the owner removes, as everywhere) in the space.
+fn lay_out([root, inputs, outputs, checkpoints, tmp]: [PathBuf; 5]) -> std::io::Result<()> {
     use std::os::unix::fs::PermissionsExt;
-    tokio::fs::set_permissions(path, std::fs::Permissions::from_mode(mode))
-        .await
-        .map_err(|e| Failure::node(format!("work dir: {e}")))
+    space::unmount_in(&root);
+    let _ = std::fs::remove_dir_all(&root);
+    std::fs::create_dir_all(&inputs)?;
+    for (dir, mode) in [(outputs, 0o777), (checkpoints, 0o777), (tmp, 0o1777)] {
+        std::fs::create_dir(&dir)?;
+        std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(mode))?;
+    }
+    Ok(())
 }
 
 pub(super) async fn make_writable(dir: &Path) -> Result<(), Failure> {
