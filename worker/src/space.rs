@@ -123,7 +123,9 @@ impl Drop for Space {
 /// checkpoint and its scratch room at the node's limits). A job that finds none ready
 /// (jobs arriving faster than spaces are made) gets one made on the spot, as before the
 /// pool. The disk it holds is the node's: the spaces of every slot, always, whether their
-/// jobs run or not — a node short of disk finds out once, at start, not job by job.
+/// jobs run or not. A space that cannot be made ahead (the disk full) is logged; the job
+/// that then finds none ready tries to make one and, failing, is given back as the
+/// node's fault before it starts, as without the pool.
 #[derive(Debug)]
 pub struct SpacePool {
     work_dir: PathBuf,
