@@ -57,6 +57,9 @@ pub struct NetworkConfig {
     pub replicas: usize,
     /// Jobs each worker runs at once.
     pub jobs_per_worker: u32,
+    /// A job's output limit and its scratch room, bytes each: every job slot's disk space
+    /// (output, checkpoint and scratch) is three times this, reserved while its worker runs.
+    pub job_disk_bytes: u64,
     /// The market's challenge window, seconds (the dev default: 30).
     pub challenge_window: u32,
     /// The registry's heartbeat timeout, seconds (the dev default: 60); workers beat six
@@ -81,6 +84,7 @@ impl NetworkConfig {
             workers: 1,
             replicas: 1,
             jobs_per_worker: 2,
+            job_disk_bytes: 256 << 20,
             challenge_window: 30,
             heartbeat_timeout: 60,
             run_dir: PathBuf::from(".devnet"),
@@ -100,6 +104,7 @@ impl NetworkConfig {
             workers,
             replicas: 1,
             jobs_per_worker: 2,
+            job_disk_bytes: 256 << 20,
             challenge_window: 30,
             heartbeat_timeout: 60,
             run_dir: run_dir.to_owned(),
@@ -567,13 +572,14 @@ max_concurrent = {max_concurrent}
 heartbeat_interval = "{heartbeat}s"
 progress_report_interval = "1s"
 checkpoint_interval = "2s"
-# A job's disk: its result, a checkpoint and scratch room (768 MiB reserved per job slot).
-max_output_bytes = 268435456
-scratch_bytes = 268435456
+# A job's disk: its result, a checkpoint and scratch room (reserved per job slot).
+max_output_bytes = {disk}
+scratch_bytes = {disk}
 "#,
             connections = worker_config(&self.devnet, &self.nats.url(), &self.engine.socket, dir),
             heartbeat = (self.config.heartbeat_timeout / 6).max(1),
             max_concurrent = self.config.jobs_per_worker,
+            disk = self.config.job_disk_bytes,
         );
         let path = dir.join("worker.toml");
         std::fs::write(&path, config).with_context(|| format!("writing {}", path.display()))?;
