@@ -21,8 +21,8 @@ use futures::StreamExt;
 use gantry_matcher::config::{Common, MatcherConfig};
 use gantry_protocol::bindings::JobMarket;
 use gantry_protocol::spec::JobSpec;
-use gantry_testkit::accounts::{SECOND_MATCHER, SUBMITTER};
-use gantry_testkit::{GUSD, JobPost, TestNet};
+use gantry_testkit::accounts::SECOND_MATCHER;
+use gantry_testkit::{GUSD, TestNet};
 use gantry_worker::docker::{RunPlan, container_body};
 
 const RUNS: usize = 25;
@@ -30,7 +30,6 @@ const IMAGE: &str = "gantry-bench/busybox:1";
 const COMMAND: [&str; 3] = ["/bin/sh", "-c", "true"];
 
 mod support;
-use support::percentile;
 
 #[tokio::main(flavor = "multi_thread", worker_threads = 2)]
 async fn main() {
@@ -83,74 +82,28 @@ async fn main() {
         engine: gantry_protocol::spec::Engine::Docker.code(),
     };
 
-    // The worker's path: one job at a time (one slot), after a warm-up.
-    let client = async_nats::connect(net.nats().url()).await.unwrap();
-    let mut done = client
-        .subscribe(format!("gantry.jobs.{}.done.*", net.chain_id()))
-        .await
-        .unwrap();
-    let mut worker_samples = Vec::new();
-    let mut steps = support::Steps::default();
-    let mut bare_samples = Vec::new();
+    // The worker's path: one job at a time (one slot), after a warm-up, each followed by
+    // the baseline, so both see the same engine and machine load.
     let bare_dirs = tempfile::tempdir().unwrap();
     for sub in ["inputs", "outputs", "checkpoints"] {
         std::fs::create_dir(bare_dirs.path().join(sub)).unwrap();
     }
-    for run in 0..=RUNS {
-        let deadline = std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .unwrap()
-            .as_secs()
-            + 3_600;
-        let job = JobPost {
-            requirements: requirements.clone(),
-            bounty: GUSD,
-            deadline,
-            spec: spec.to_vec(),
-        };
-        let job = net.post_job(SUBMITTER, job).await;
-        let started_job = tokio::time::timeout(Duration::from_secs(60), started.recv())
-            .await
-            .expect("the container starts")
-            .unwrap();
-        assert_eq!(started_job.job_id, job);
-        let since = started_job.since;
-        // The slot frees once the job is reported.
-        tokio::time::timeout(Duration::from_secs(60), done.next())
-            .await
-            .expect("the job is reported")
-            .unwrap();
-        // The baseline, interleaved so both see the same engine and machine load.
-        let bare = bare_create_start(docker, run, bare_dirs.path()).await;
-        if run > 0 {
-            println!(
-                "run {run}: worker {:.1} ms, bare {:.1} ms",
-                since.as_secs_f64() * 1e3,
-                bare.as_secs_f64() * 1e3
-            );
-            worker_samples.push(since);
-            steps.add(&started_job);
-            bare_samples.push(bare);
-        }
-    }
-
+    let measured = support::alternate(
+        &net,
+        &mut started,
+        (&requirements, &spec),
+        RUNS,
+        (1, 1),
+        |run| bare_create_start(docker, run, bare_dirs.path()),
+    )
+    .await;
     services.cancel();
-    let steps = steps.print();
-
-    let p50 = percentile(&mut worker_samples, 0.5);
-    let p99 = percentile(&mut worker_samples, 0.99);
-    let bare_p50 = percentile(&mut bare_samples, 0.5);
-    println!("assignment → running: p50 {p50:.1} ms, p99 {p99:.1} ms over {RUNS} jobs");
-    println!("bare create+start:    p50 {bare_p50:.1} ms");
-    println!(
-        "{}",
-        serde_json::json!({
-            "bench": "assign_to_running",
-            "p50_ms": (p50 * 10.0).round() / 10.0,
-            "bare_p50_ms": (bare_p50 * 10.0).round() / 10.0,
-            "ratio": ((p50 / bare_p50) * 100.0).round() / 100.0,
-            "steps_p50_ms": steps,
-        })
+    support::report(
+        "assign_to_running",
+        measured,
+        RUNS,
+        ("assignment → running", "bare create+start:   "),
+        (1, 1),
     );
 }
 

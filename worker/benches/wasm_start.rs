@@ -13,12 +13,11 @@
 use std::time::{Duration, Instant};
 
 use alloy::primitives::{B256, aliases::U96};
-use futures::StreamExt;
 use gantry_protocol::bindings::JobMarket;
 use gantry_protocol::names;
 use gantry_protocol::spec::{Engine, JobSpec, ModuleSpec, WasmSpec};
-use gantry_testkit::accounts::{SECOND_MATCHER, SUBMITTER};
-use gantry_testkit::{GUSD, JobPost, TestNet};
+use gantry_testkit::accounts::SECOND_MATCHER;
+use gantry_testkit::{GUSD, TestNet};
 use sha2::{Digest, Sha256};
 
 const RUNS: usize = 25;
@@ -26,7 +25,6 @@ const RUNS: usize = 25;
 const MODULE: &str = r#"(module (memory (export "memory") 1) (func (export "_start")))"#;
 
 mod support;
-use support::percentile;
 
 #[tokio::main(flavor = "multi_thread", worker_threads = 2)]
 async fn main() {
@@ -94,65 +92,28 @@ async fn main() {
     };
     let bare = Bare::new();
 
-    let mut done = client
-        .subscribe(format!("gantry.jobs.{}.done.*", net.chain_id()))
-        .await
-        .unwrap();
-    let mut worker_samples = Vec::new();
-    let mut steps = support::Steps::default();
-    let mut bare_samples = Vec::new();
-    for run in 0..=RUNS {
-        let deadline = std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .unwrap()
-            .as_secs()
-            + 3_600;
-        let job = JobPost {
-            requirements: requirements.clone(),
-            bounty: GUSD,
-            deadline,
-            spec: spec.to_vec(),
-        };
-        let job = net.post_job(SUBMITTER, job).await;
-        let started_job = tokio::time::timeout(Duration::from_secs(60), started.recv())
-            .await
-            .expect("the module starts")
-            .unwrap();
-        assert_eq!(started_job.job_id, job);
-        let since = started_job.since;
-        tokio::time::timeout(Duration::from_secs(60), done.next())
-            .await
-            .expect("the job is reported")
-            .unwrap();
-        let bare = bare.instantiate(dir.path());
-        if run > 0 {
-            println!(
-                "run {run}: worker {:.2} ms, bare {:.3} ms",
-                since.as_secs_f64() * 1e3,
-                bare.as_secs_f64() * 1e3
-            );
-            worker_samples.push(since);
-            steps.add(&started_job);
-            bare_samples.push(bare);
-        }
-    }
+    let measured = support::alternate(
+        &net,
+        &mut started,
+        (&requirements, &spec),
+        RUNS,
+        (2, 3),
+        |_| {
+            let took = bare.instantiate(dir.path());
+            async move { took }
+        },
+    )
+    .await;
     services.cancel();
-    let steps = steps.print();
-
-    let p50 = percentile(&mut worker_samples, 0.5);
-    let p99 = percentile(&mut worker_samples, 0.99);
-    let bare_p50 = percentile(&mut bare_samples, 0.5);
-    println!("assignment → module running: p50 {p50:.2} ms, p99 {p99:.2} ms over {RUNS} jobs");
-    println!("bare instantiate:            p50 {bare_p50:.3} ms");
-    println!(
-        "{}",
-        serde_json::json!({
-            "bench": "wasm_start",
-            "p50_ms": (p50 * 100.0).round() / 100.0,
-            "bare_p50_ms": (bare_p50 * 1000.0).round() / 1000.0,
-            "ratio": ((p50 / bare_p50) * 100.0).round() / 100.0,
-            "steps_p50_ms": steps,
-        })
+    support::report(
+        "wasm_start",
+        measured,
+        RUNS,
+        (
+            "assignment → module running",
+            "bare instantiate:           ",
+        ),
+        (2, 3),
     );
 }
 

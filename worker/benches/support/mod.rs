@@ -1,13 +1,18 @@
 //! What the start benchmarks share: a worker in the bench's own process, with a hook on
-//! its job running, and the percentiles they print.
+//! its job running; the runs, each job alternating with one run of the bench's bare
+//! baseline; and the figures they print.
 
 use std::collections::BTreeMap;
+use std::future::Future;
 use std::path::Path;
 use std::time::Duration;
 
 use alloy::primitives::U256;
-use gantry_testkit::accounts::NODES;
-use gantry_testkit::{GUSD, TestNet};
+use futures::StreamExt;
+use gantry_protocol::bindings::JobMarket;
+use gantry_protocol::spec::JobSpec;
+use gantry_testkit::accounts::{NODES, SUBMITTER};
+use gantry_testkit::{GUSD, JobPost, TestNet};
 use gantry_worker::config::Config;
 use gantry_worker::job::Started;
 use gantry_worker::service::{self, Hooks};
@@ -82,4 +87,113 @@ impl Steps {
         }
         figures.into()
     }
+}
+
+/// What a start bench measured, warm-up left out: the worker's starts, the baseline's,
+/// and the worker's steps.
+pub(crate) struct Measured {
+    pub(crate) worker: Vec<Duration>,
+    pub(crate) bare: Vec<Duration>,
+    pub(crate) steps: Steps,
+}
+
+/// Posts `runs` + 1 jobs of `spec` one at a time (the next once the worker reported the
+/// last, so its one slot is free) and after each takes one run of `bare` (given the run's
+/// number), interleaved so that both see the same machine load; the first of each is a
+/// warm-up. `decimals` are the per-run line's, for the worker and the baseline.
+pub(crate) async fn alternate<F, Fut>(
+    net: &TestNet,
+    started: &mut UnboundedReceiver<Started>,
+    (requirements, spec): (&JobMarket::JobRequirements, &JobSpec),
+    runs: usize,
+    decimals: (usize, usize),
+    mut bare: F,
+) -> Measured
+where
+    F: FnMut(usize) -> Fut,
+    Fut: Future<Output = Duration>,
+{
+    let client = async_nats::connect(net.nats().url()).await.unwrap();
+    let mut done = client
+        .subscribe(format!("gantry.jobs.{}.done.*", net.chain_id()))
+        .await
+        .unwrap();
+    let mut measured = Measured {
+        worker: Vec::new(),
+        bare: Vec::new(),
+        steps: Steps::default(),
+    };
+    for run in 0..=runs {
+        let deadline = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap()
+            .as_secs()
+            + 3_600;
+        let job = JobPost {
+            requirements: requirements.clone(),
+            bounty: GUSD,
+            deadline,
+            spec: spec.to_vec(),
+        };
+        let job = net.post_job(SUBMITTER, job).await;
+        let started_job = tokio::time::timeout(Duration::from_secs(60), started.recv())
+            .await
+            .expect("the job starts")
+            .unwrap();
+        assert_eq!(started_job.job_id, job);
+        // The slot frees once the job is reported.
+        tokio::time::timeout(Duration::from_secs(60), done.next())
+            .await
+            .expect("the job is reported")
+            .unwrap();
+        let bare = bare(run).await;
+        if run > 0 {
+            let (worker_decimals, bare_decimals) = decimals;
+            println!(
+                "run {run}: worker {:.worker_decimals$} ms, bare {:.bare_decimals$} ms",
+                started_job.since.as_secs_f64() * 1e3,
+                bare.as_secs_f64() * 1e3
+            );
+            measured.worker.push(started_job.since);
+            measured.steps.add(&started_job);
+            measured.bare.push(bare);
+        }
+    }
+    measured
+}
+
+/// Prints the bench's summary and its JSON line `{"bench":name,"p50_ms","bare_p50_ms",
+/// "ratio","steps_p50_ms"}`; `what` names the worker's and the baseline's measures,
+/// `decimals` their rounding.
+pub(crate) fn report(
+    name: &str,
+    mut measured: Measured,
+    runs: usize,
+    what: (&str, &str),
+    decimals: (usize, usize),
+) {
+    let steps = measured.steps.print();
+    let p50 = percentile(&mut measured.worker, 0.5);
+    let p99 = percentile(&mut measured.worker, 0.99);
+    let bare_p50 = percentile(&mut measured.bare, 0.5);
+    let (worker_decimals, bare_decimals) = decimals;
+    println!(
+        "{}: p50 {p50:.worker_decimals$} ms, p99 {p99:.worker_decimals$} ms over {runs} jobs",
+        what.0
+    );
+    println!("{}: p50 {bare_p50:.bare_decimals$} ms", what.1);
+    let round = |x: f64, decimals: usize| {
+        let scale = 10f64.powi(decimals as i32);
+        (x * scale).round() / scale
+    };
+    println!(
+        "{}",
+        serde_json::json!({
+            "bench": name,
+            "p50_ms": round(p50, decimals.0),
+            "bare_p50_ms": round(bare_p50, decimals.1),
+            "ratio": round(p50 / bare_p50, 2),
+            "steps_p50_ms": steps,
+        })
+    );
 }
