@@ -102,7 +102,7 @@ async fn main() {
         "assign_to_running",
         measured,
         RUNS,
-        ("assignment → running", "bare create+start:   "),
+        ("assignment → running:", "bare create+start:   "),
         (1, 1),
     );
 }

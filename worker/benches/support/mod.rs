@@ -163,7 +163,7 @@ where
 }
 
 /// Prints the bench's summary and its JSON line `{"bench":name,"p50_ms","bare_p50_ms",
-/// "ratio","steps_p50_ms"}`; `what` names the worker's and the baseline's measures,
+/// "ratio","steps_p50_ms"}`; `what` heads the worker's and the baseline's lines,
 /// `decimals` their rounding.
 pub(crate) fn report(
     name: &str,
@@ -178,10 +178,10 @@ pub(crate) fn report(
     let bare_p50 = percentile(&mut measured.bare, 0.5);
     let (worker_decimals, bare_decimals) = decimals;
     println!(
-        "{}: p50 {p50:.worker_decimals$} ms, p99 {p99:.worker_decimals$} ms over {runs} jobs",
+        "{} p50 {p50:.worker_decimals$} ms, p99 {p99:.worker_decimals$} ms over {runs} jobs",
         what.0
     );
-    println!("{}: p50 {bare_p50:.bare_decimals$} ms", what.1);
+    println!("{} p50 {bare_p50:.bare_decimals$} ms", what.1);
     let round = |x: f64, decimals: usize| {
         let scale = 10f64.powi(decimals as i32);
         (x * scale).round() / scale
