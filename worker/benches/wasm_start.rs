@@ -110,7 +110,7 @@ async fn main() {
         measured,
         RUNS,
         (
-            "assignment → module running",
+            "assignment → module running:",
             "bare instantiate:           ",
         ),
         (2, 3),
