@@ -15,6 +15,7 @@
 //! | `unfair_slashes` | `NodeSlashed` of a node whose worker was never killed nor stopped |
 //! | `projection_mismatches` | jobs (status, node, attempts) and nodes (status, stake, earnings, fees owed) where the API differs from the chain |
 //! | `stream_duplicates`, `stream_missing`, `stream_extra`, `stream_damaged` | the chain stream folded as every reader folds it (retractions undo blocks) against `eth_getLogs` of the canonical chain |
+//! | `chain_broken` | blocks of the chain whose parent is not the block one below it (anvil's own fault, not the services': no follower checking parents can see it, so the stream figures mean nothing then) |
 //! | `panics` | `panicked at` in a service's log |
 //! | `containers_left` | job containers on the engine once everything is settled |
 //!
@@ -47,6 +48,8 @@ use serde::Serialize;
 use crate::demo;
 use crate::network::{Network, NetworkConfig};
 
+/// The chain's block time, seconds.
+const BLOCK_TIME: u64 = 1;
 /// The network's heartbeat timeout, seconds: a stopped worker's node is marked inactive
 /// this long after its last beat.
 const HEARTBEAT_TIMEOUT: u32 = 15;
@@ -115,6 +118,7 @@ pub struct Report {
     pub stream_missing: u64,
     pub stream_extra: u64,
     pub stream_damaged: u64,
+    pub chain_broken: u64,
     pub panics: u64,
     pub containers_left: u64,
     pub cli_errors: u64,
@@ -136,6 +140,7 @@ impl Report {
             && self.stream_missing == 0
             && self.stream_extra == 0
             && self.stream_damaged == 0
+            && self.chain_broken == 0
             && self.panics == 0
             && self.containers_left == 0
             && self.cli_errors == 0
@@ -165,7 +170,7 @@ pub async fn run(config: &ChaosConfig) -> anyhow::Result<Report> {
         config.run_dir.display()
     );
     let network = Network::start(NetworkConfig {
-        block_time: 1,
+        block_time: BLOCK_TIME,
         replicas: 2,
         challenge_window: CHALLENGE_WINDOW,
         heartbeat_timeout: HEARTBEAT_TIMEOUT,
@@ -603,25 +608,47 @@ async fn chain_time(chain: &DynProvider) -> anyhow::Result<u64> {
 /// times and then keeps that lag for good (ten reorgs left it 30 s behind, and every
 /// worker then saw each assignment as arriving after the job's time), which no real
 /// chain's reorganisation does.
+///
+/// The interval miner is paused meanwhile. `anvil_reorg` reads the height and then rolls
+/// back in two steps; a block the miner adds between them stays on top, and the branch's
+/// new blocks are stacked on it while the orphaned heights are rewritten (seed 55: blocks
+/// 101–102 carried block 97's time on top of an untouched 100, and 98–99 changed under
+/// it). Such a chain — parent links that disagree with its numbers — is one no real node
+/// serves and no follower checking parents can see; the judge counts it as `chain_broken`.
 async fn reorg(chain: &DynProvider, depth: u64) -> anyhow::Result<()> {
+    interval_mining(chain, 0).await?;
+    let reorganised = async {
+        let _: serde_json::Value = chain
+            .raw_request(
+                "anvil_reorg".into(),
+                (depth, Vec::<serde_json::Value>::new()),
+            )
+            .await
+            .context("anvil_reorg")?;
+        let latest = chain_time(chain).await?;
+        let wall = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)?
+            .as_secs();
+        let _: serde_json::Value = chain
+            .raw_request(
+                "evm_setNextBlockTimestamp".into(),
+                ((wall + 1).max(latest + 1),),
+            )
+            .await
+            .context("evm_setNextBlockTimestamp")?;
+        anyhow::Ok(())
+    }
+    .await;
+    interval_mining(chain, BLOCK_TIME).await?;
+    reorganised
+}
+
+/// Sets anvil's interval miner to a block every `seconds` (0: none).
+async fn interval_mining(chain: &DynProvider, seconds: u64) -> anyhow::Result<()> {
     let _: serde_json::Value = chain
-        .raw_request(
-            "anvil_reorg".into(),
-            (depth, Vec::<serde_json::Value>::new()),
-        )
+        .raw_request("evm_setIntervalMining".into(), (seconds,))
         .await
-        .context("anvil_reorg")?;
-    let latest = chain_time(chain).await?;
-    let wall = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)?
-        .as_secs();
-    let _: serde_json::Value = chain
-        .raw_request(
-            "evm_setNextBlockTimestamp".into(),
-            ((wall + 1).max(latest + 1),),
-        )
-        .await
-        .context("evm_setNextBlockTimestamp")?;
+        .context("evm_setIntervalMining")?;
     Ok(())
 }
 
@@ -806,7 +833,8 @@ async fn judge(
         format!("-{}", owed - held)
     };
 
-    // The stream, folded, against the chain; then the API.
+    // The chain itself, then the stream, folded, against it; then the API.
+    report.chain_broken = broken_links(&chain, d.start_block, &mut report.findings).await?;
     let stream = folded_stream(network, blocks, last_block).await?;
     compare_stream(&stream, &logs, &mut report);
     api_caught_up(network, blocks, last_block).await?;
@@ -853,6 +881,40 @@ async fn chain_events(
             })
         })
         .collect()
+}
+
+/// How many blocks since `from` name as their parent another block than the chain's one
+/// below them.
+async fn broken_links(
+    chain: &DynProvider,
+    from: u64,
+    findings: &mut Vec<String>,
+) -> anyhow::Result<u64> {
+    let head = chain.get_block_number().await?;
+    let headers: Vec<_> = futures::stream::iter(from..=head)
+        .map(|number| async move {
+            let block = chain
+                .get_block_by_number(number.into())
+                .await?
+                .with_context(|| format!("block {number} of a chain whose head is {head}"))?;
+            anyhow::Ok(block.header)
+        })
+        .buffered(16)
+        .collect::<Vec<_>>()
+        .await
+        .into_iter()
+        .collect::<anyhow::Result<_>>()?;
+    let mut broken = 0;
+    for pair in headers.windows(2) {
+        if pair[1].parent_hash != pair[0].hash {
+            broken += 1;
+            findings.push(format!(
+                "the chain is broken: block {} names {} as its parent, but block {} is {}",
+                pair[1].number, pair[1].parent_hash, pair[0].number, pair[0].hash
+            ));
+        }
+    }
+    Ok(broken)
 }
 
 /// The stream as a reader ends up with it, once it holds block `last` (the stream's
