@@ -883,8 +883,8 @@ async fn chain_events(
         .collect()
 }
 
-/// How many blocks since `from` name as their parent another block than the chain's one
-/// below them.
+/// How many blocks since `from` the chain does not have below its head, or that name as
+/// their parent another block than the chain's one below them.
 async fn broken_links(
     chain: &DynProvider,
     from: u64,
@@ -893,11 +893,8 @@ async fn broken_links(
     let head = chain.get_block_number().await?;
     let headers: Vec<_> = futures::stream::iter(from..=head)
         .map(|number| async move {
-            let block = chain
-                .get_block_by_number(number.into())
-                .await?
-                .with_context(|| format!("block {number} of a chain whose head is {head}"))?;
-            anyhow::Ok(block.header)
+            let block = chain.get_block_by_number(number.into()).await?;
+            anyhow::Ok((number, block.map(|b| b.header)))
         })
         .buffered(16)
         .collect::<Vec<_>>()
@@ -906,13 +903,19 @@ async fn broken_links(
         .collect::<anyhow::Result<_>>()?;
     let mut broken = 0;
     for pair in headers.windows(2) {
-        if pair[1].parent_hash != pair[0].hash {
-            broken += 1;
-            findings.push(format!(
-                "the chain is broken: block {} names {} as its parent, but block {} is {}",
-                pair[1].number, pair[1].parent_hash, pair[0].number, pair[0].hash
-            ));
-        }
+        let ((below, parent), (number, child)) = (&pair[0], &pair[1]);
+        let finding = match (parent, child) {
+            (_, None) => {
+                format!("the chain is broken: it has no block {number} below its head {head}")
+            }
+            (Some(parent), Some(child)) if child.parent_hash != parent.hash => format!(
+                "the chain is broken: block {number} names {} as its parent, but block {below} is {}",
+                child.parent_hash, parent.hash
+            ),
+            _ => continue,
+        };
+        broken += 1;
+        findings.push(finding);
     }
     Ok(broken)
 }
