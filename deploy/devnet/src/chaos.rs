@@ -18,6 +18,8 @@
 //! | `chain_broken` | blocks of the chain whose parent is not the block one below it (anvil's own fault, not the services': no follower checking parents can see it, so the stream figures mean nothing then) |
 //! | `panics` | `panicked at` in a service's log |
 //! | `containers_left` | job containers on the engine once everything is settled |
+//! | `cli_errors` | `gantry job submit` runs that hung, failed other than by an honest "nothing was done", or printed an id not their own |
+//! | `posts_reverted` | raw `postJob`s mined and reverted (each printed with the market's reason) |
 //!
 //! ```text
 //!  seed ──▶ StdRng ──▶ faults (kill/restart, stop/cont, nats, reorg) ─┐
@@ -122,6 +124,7 @@ pub struct Report {
     pub panics: u64,
     pub containers_left: u64,
     pub cli_errors: u64,
+    pub posts_reverted: u64,
     pub settle_secs: u64,
     /// What each non-zero count is about, for people (not in the JSON line).
     #[serde(skip)]
@@ -144,6 +147,7 @@ impl Report {
             && self.panics == 0
             && self.containers_left == 0
             && self.cli_errors == 0
+            && self.posts_reverted == 0
     }
 
     /// The final JSON line.
@@ -207,21 +211,11 @@ async fn drive(mut network: Network, config: &ChaosConfig) -> anyhow::Result<Rep
             .fund(account, market, U256::from(1_000_000_000_000u64))
             .await?;
         let seed = config.seed.wrapping_add(index as u64 + 1);
-        posters.spawn(post_raw(
-            devnet_provider,
-            address,
-            market,
-            share,
-            deadline,
-            seed,
-        ));
+        let raw = post_raw(devnet_provider, address, market, share, deadline, seed);
+        posters.spawn(async move { raw.await.map(|reverted| (0, reverted)) });
     }
-    posters.spawn(post_with_cli(
-        Cli::of(&network),
-        cli_jobs,
-        deadline,
-        config.seed,
-    ));
+    let cli = post_with_cli(Cli::of(&network), cli_jobs, deadline, config.seed);
+    posters.spawn(async move { cli.await.map(|errors| (errors, 0)) });
 
     let started = Instant::now();
     let (faults, touched) = inject(&mut network, config).await?;
@@ -230,9 +224,11 @@ async fn drive(mut network: Network, config: &ChaosConfig) -> anyhow::Result<Rep
         faults.len(),
         started.elapsed().as_secs()
     );
-    let mut cli_errors = 0;
+    let (mut cli_errors, mut posts_reverted) = (0, 0);
     while let Some(posted) = posters.join_next().await {
-        cli_errors += posted??;
+        let (errors, reverted) = posted??;
+        cli_errors += errors;
+        posts_reverted += reverted;
     }
 
     let settling = Instant::now();
@@ -252,6 +248,7 @@ async fn drive(mut network: Network, config: &ChaosConfig) -> anyhow::Result<Rep
     }
     report.settle_secs = settle_secs;
     report.cli_errors = cli_errors;
+    report.posts_reverted = posts_reverted;
     // Read once every service has stopped: a panic on the way out counts too.
     let logs = network.run_dir.join("logs");
     network.stop().await;
@@ -311,8 +308,8 @@ async fn worker_nodes(
 /// Posts `count` jobs as `address` through `provider`, one at a time, each at the nonce
 /// the chain holds (a posting a reorg dropped is simply posted again), while an attempt
 /// posted now still fits `deadline` (past it the market refuses the posting,
-/// `JobMarket_DeadlineTooSoon`: the run goes on with the jobs posted); answers 0 (no CLI
-/// errors).
+/// `JobMarket_DeadlineTooSoon`: the run goes on with the jobs posted); answers how many
+/// postings reverted (each printed with the market's reason; after three it stops posting).
 async fn post_raw(
     provider: DynProvider,
     address: Address,
@@ -325,7 +322,7 @@ async fn post_raw(
     let market = JobMarket::new(market, provider.clone());
     let mut requirements = demo::requirements();
     requirements.maxRuntime = MAX_RUNTIME;
-    let mut posted = 0;
+    let (mut posted, mut reverted) = (0, 0);
     while posted < count {
         let now = chain_time(&provider).await?;
         // A few blocks of room: the posting is mined a little later than it is sent.
@@ -355,12 +352,54 @@ async fn post_raw(
             .await
         {
             Ok(receipt) if receipt.status() => posted += 1,
-            Ok(receipt) => anyhow::bail!("postJob {} reverted", receipt.transaction_hash),
+            Ok(receipt) => {
+                // The same call again on the state it ran on, to say why.
+                let block = receipt.block_number.context("a mined receipt")?;
+                let why = market
+                    .postJob(
+                        requirements.clone(),
+                        U96::from(1_000_000u64),
+                        U40::from(deadline),
+                        serde_json::to_vec(&job_spec(0))?.into(),
+                    )
+                    .from(address)
+                    .block((block - 1).into())
+                    .call()
+                    .await
+                    .err()
+                    .map_or_else(
+                        || "the same call passes on the block before".to_owned(),
+                        |e| describe(&e),
+                    );
+                let mined_at = provider
+                    .get_block(block.into())
+                    .await?
+                    .map(|b| b.header.timestamp);
+                println!(
+                    "  postJob {} (deadline {deadline}) reverted in block {block} at time {mined_at:?}: {why}",
+                    receipt.transaction_hash
+                );
+                reverted += 1;
+                if reverted == 3 {
+                    break;
+                }
+            }
             // Not mined within 20 s: dropped by a reorg; post again.
             Err(_) => {}
         }
     }
-    Ok(0)
+    Ok(reverted)
+}
+
+/// A call's revert as the market's or the token's error, when it is one of theirs.
+fn describe(error: &alloy::contract::Error) -> String {
+    if let Some(e) = error.as_decoded_interface_error::<JobMarket::JobMarketErrors>() {
+        return format!("{e:?}");
+    }
+    if let Some(e) = error.as_decoded_interface_error::<GantryTestToken::GantryTestTokenErrors>() {
+        return format!("{e:?}");
+    }
+    error.to_string()
 }
 
 /// A small job: sleeps `pause` seconds, then writes its result.
