@@ -52,6 +52,8 @@ use crate::network::{Network, NetworkConfig};
 
 /// The chain's block time, seconds.
 const BLOCK_TIME: u64 = 1;
+/// The deepest reorganisation injected, blocks.
+const MAX_REORG_DEPTH: u64 = 3;
 /// The network's heartbeat timeout, seconds: a stopped worker's node is marked inactive
 /// this long after its last beat.
 const HEARTBEAT_TIMEOUT: u32 = 15;
@@ -213,6 +215,13 @@ async fn drive(mut network: Network, config: &ChaosConfig) -> anyhow::Result<Rep
         let seed = config.seed.wrapping_add(index as u64 + 1);
         let raw = post_raw(devnet_provider, address, market, share, deadline, seed);
         posters.spawn(async move { raw.await.map(|reverted| (0, reverted)) });
+    }
+    // anvil_reorg drops the orphaned blocks' transactions for good (a real chain's would
+    // return to the pool): the funding must be buried deeper than any reorg before the
+    // first fault, or a posting finds no allowance (seed 59: three postings reverted).
+    let funded = chain.get_block_number().await?;
+    while chain.get_block_number().await? < funded + MAX_REORG_DEPTH {
+        blocks.next().await;
     }
     let cli = post_with_cli(Cli::of(&network), cli_jobs, deadline, config.seed);
     posters.spawn(async move { cli.await.map(|errors| (errors, 0)) });
@@ -612,7 +621,7 @@ async fn inject(
                 after.as_secs_f64()
             )
         } else {
-            let depth: u64 = rng.random_range(1..=3);
+            let depth: u64 = rng.random_range(1..=MAX_REORG_DEPTH);
             reorg(&network.devnet.admin, depth).await?;
             format!("anvil_reorg depth {depth}")
         };
