@@ -364,13 +364,7 @@ async fn post_raw(
             Ok(receipt) => {
                 // The same call again on the state it ran on, to say why.
                 let block = receipt.block_number.context("a mined receipt")?;
-                let why = market
-                    .postJob(
-                        requirements.clone(),
-                        U96::from(1_000_000u64),
-                        U40::from(deadline),
-                        serde_json::to_vec(&job_spec(0))?.into(),
-                    )
+                let why = call
                     .from(address)
                     .block((block - 1).into())
                     .call()
