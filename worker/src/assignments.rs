@@ -202,12 +202,11 @@ impl Assignments {
             stops.insert(key, stop.clone());
             stop
         };
-        // Whatever becomes of it, it no longer waits to be pulled.
-        self.claimed.taken_up(assignment.job_id);
         self.running.spawn(handle(
             Handler {
                 ctx: self.ctx.clone(),
                 health: self.health.clone(),
+                claimed: self.claimed.clone(),
                 slots: self.slots.clone(),
                 capacity: self.capacity,
                 draining: draining.clone(),
@@ -224,6 +223,7 @@ impl Assignments {
 struct Handler {
     ctx: Arc<Ctx>,
     health: Arc<Health>,
+    claimed: Arc<Claimed>,
     slots: Arc<Semaphore>,
     capacity: usize,
     draining: CancellationToken,
@@ -232,6 +232,13 @@ struct Handler {
 impl Handler {
     /// Checks the assignment on-chain, then runs the job in a free slot or gives it back.
     async fn outcome(&self, assignment: Assignment, stop: Stop) -> Outcome {
+        // A claimed job counts as claimed until it holds its slot or is known not to run:
+        // until then claim mode must not see that slot as free (it would claim a second job
+        // that finds no slot and is given back, barring the node from it).
+        let awaited = Awaited {
+            claimed: &self.claimed,
+            job_id: assignment.job_id,
+        };
         let held = match self.ctx.check(assignment).await {
             Ok(Some(held)) => held,
             Ok(None) => return Outcome::NotOurs,
@@ -245,6 +252,7 @@ impl Handler {
             Err(f) => return Outcome::Unreported(f),
         }
         let slot: Option<OwnedSemaphorePermit> = self.slots.clone().try_acquire_owned().ok();
+        drop(awaited);
         match admission(
             self.draining.is_cancelled(),
             self.health.problem(),
@@ -259,6 +267,19 @@ impl Handler {
             }
             Err(why) => self.ctx.give_back_now(held, why).await,
         }
+    }
+}
+
+/// A claimed job whose assignment is being admitted; it stops counting as claimed when
+/// dropped, on every way out of the admission.
+struct Awaited<'a> {
+    claimed: &'a Claimed,
+    job_id: u64,
+}
+
+impl Drop for Awaited<'_> {
+    fn drop(&mut self) {
+        self.claimed.taken_up(self.job_id);
     }
 }
 

@@ -182,8 +182,8 @@ impl Claimer {
     }
 }
 
-/// What claim mode may take on: the node's free slots less the jobs claimed but not
-/// pulled yet (each will take a slot when its assignment arrives; one that found none
+/// What claim mode may take on: the node's free slots less the jobs claimed but not in a
+/// slot yet (each will take a slot when its assignment is admitted; one that found none
 /// would be given back).
 #[derive(Debug)]
 pub(crate) struct Capacity {
@@ -199,8 +199,9 @@ impl Capacity {
     }
 }
 
-/// Jobs claimed whose assignment the worker has not pulled yet: each counts as a slot
-/// taken, so that claim mode claims no more than the node can run.
+/// Jobs claimed whose assignment has not taken its slot yet (not pulled, or pulled and
+/// still being checked): each counts as a slot taken, so that claim mode claims no more
+/// than the node can run.
 #[derive(Debug, Default)]
 pub(crate) struct Claimed(std::sync::Mutex<HashMap<u64, Instant>>);
 
@@ -213,7 +214,8 @@ impl Claimed {
         self.jobs().insert(job_id, Instant::now());
     }
 
-    /// The job's assignment was pulled, or its claim failed: it no longer waits.
+    /// The job's assignment holds its slot or will not run, or its claim failed: it no
+    /// longer waits.
     pub(crate) fn taken_up(&self, job_id: u64) {
         self.jobs().remove(&job_id);
     }
