@@ -276,6 +276,7 @@ fn job_posted(job: u64) -> JobMarket::JobPosted {
         requirements: Requirements::from(&gantry_testkit::scenario::h100_requirements()),
         deadline: GENESIS_TIME + 86_400,
         policy: 1,
+        verification: gantry_protocol::market::Verification::NONE,
     };
     JobMarket::JobPosted {
         jobId: job,

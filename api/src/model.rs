@@ -19,7 +19,7 @@ use alloy::primitives::aliases::U96;
 use alloy::primitives::{Address, B256, U256};
 use gantry_protocol::api::{
     AccountRow, AttemptFault, AttemptOutcome, AttemptRow, ChargeCause, ChargeRow, Completion,
-    DisputeOutcome, DisputeRow, Failure, HeldStake, JobPolicy, JobRow, NodeRow,
+    DisputeOutcome, DisputeRow, Failure, HeldStake, JobPolicy, JobRow, NodeRow, VerificationRow,
 };
 use gantry_protocol::bindings::JobMarket::{self, JobMarketEvents as M};
 use gantry_protocol::bindings::NodeRegistry::{self, NodeRegistryEvents as R};
@@ -27,7 +27,7 @@ use gantry_protocol::eligibility::Engines;
 use gantry_protocol::envelope::EventEnvelope;
 use gantry_protocol::events::{EventDataError, GantryEvent};
 use gantry_protocol::jobs::{CompletionReport, CompletionStatus};
-use gantry_protocol::market::{Policy, State, Terms};
+use gantry_protocol::market::{Draw, Policy, State, Terms, Verification, Verified};
 pub use gantry_protocol::status::{JobStatus, NodeStatus};
 
 /// Now, unix seconds: the later of this machine's clock and `chain_time` (a dev chain may
@@ -98,7 +98,10 @@ pub fn touches(event: &GantryEvent, job: Option<&JobRow>) -> Touches {
             M::JobRejected(e) => (Some(e.nodeId), None),
             M::NodeSlashed(e) => (Some(e.nodeId), None),
             M::NodeMarkedInactive(e) => (Some(e.nodeId), None),
-            M::JobRequeued(_) | gantry_protocol::market_admin_events!() => (None, None),
+            M::JobRequeued(_)
+            | M::VerifiedJobPosted(_)
+            | M::DrawArmed(_)
+            | gantry_protocol::market_admin_events!() => (None, None),
         },
         GantryEvent::Registry(_) => (event.node_id(), None),
         GantryEvent::Unreadable(_) => (None, None),
@@ -284,6 +287,8 @@ pub fn apply_job(
             charged(&mut job, e.nodeId, e.amount, at);
             slashed_on_attempt(&mut job, e.nodeId, e.amount, treasury);
         }
+        // Their state change is the shared fold's (below).
+        M::VerifiedJobPosted(_) | M::DrawArmed(_) => {}
         M::JobPosted(_)
         | M::NodeMarkedInactive(_)
         | M::Deposited(_)
@@ -296,6 +301,9 @@ pub fn apply_job(
     job.status = state.status;
     job.node_id = (state.node_id != 0).then_some(state.node_id);
     job.until = (state.until != 0).then_some(state.until);
+    if let (Some(row), Some(verified)) = (job.verification.as_mut(), state.verified) {
+        set_verified(row, &verified);
+    }
     job.state_hash = state_hash(&job, &state);
     touched(&mut job, block, at);
     Some(job)
@@ -336,6 +344,7 @@ fn posted(e: &JobMarket::JobPosted, block: u64, at: u64, policy: Option<&JobPoli
         policy: policy.cloned(),
         terms_hash: hex(terms.hash()),
         gpus: u64::from(r.min_gpu_count),
+        verification: verification_row(&terms),
         posted_block: block,
         posted_at: at,
         updated_block: block,
@@ -360,7 +369,64 @@ fn state_of(job: &JobRow) -> State {
         fee_bps: policy.map_or(0, |p| u16::try_from(p.fee_bps).unwrap_or(u16::MAX)),
         challenge_window: policy
             .map_or(0, |p| u32::try_from(p.challenge_window).unwrap_or(u32::MAX)),
+        verified: job.verification.as_ref().and_then(verified_of),
     }
+}
+
+/// A verified job's row as posted (its draw comes with `VerifiedJobPosted`); none for a
+/// tier-none job.
+fn verification_row(terms: &Terms) -> Option<VerificationRow> {
+    let v = &terms.verification;
+    if !v.is_verified() {
+        return None;
+    }
+    let tier = match v.tier {
+        Verification::REPLICATED => "replicated".to_owned(),
+        Verification::REFEREED => "refereed".to_owned(),
+        other => format!("tier {other}"),
+    };
+    Some(VerificationRow {
+        tier,
+        size: u64::from(v.size),
+        quorum: u64::from(v.quorum),
+        reveal_window: u64::from(v.reveal_window),
+        escrow: terms.escrow().to_string(),
+        seats: format!("{:#x}", U256::ZERO),
+        ..VerificationRow::default()
+    })
+}
+
+/// The further words of a verified job's state, from its row: none until
+/// `VerifiedJobPosted` gave them (the row has no seat stake before).
+fn verified_of(row: &VerificationRow) -> Option<Verified> {
+    if row.seat_stake.is_empty() {
+        return None;
+    }
+    Some(Verified {
+        seats: row.seats.parse().unwrap_or_default(),
+        draw: Draw {
+            draw_block: row.draw_block.unwrap_or(0),
+            rounds: u8::try_from(row.rounds).unwrap_or(u8::MAX),
+            commit_end: row.commit_end.unwrap_or(0),
+            seat_stake: row.seat_stake.parse().unwrap_or(0),
+        },
+        result: row
+            .result
+            .as_deref()
+            .and_then(|r| r.parse().ok())
+            .unwrap_or_default(),
+    })
+}
+
+/// The row's copy of the state's further words.
+fn set_verified(row: &mut VerificationRow, verified: &Verified) {
+    let draw = &verified.draw;
+    row.seat_stake = draw.seat_stake.to_string();
+    row.commit_end = (draw.commit_end != 0).then_some(draw.commit_end);
+    row.draw_block = (draw.draw_block != 0).then_some(draw.draw_block);
+    row.rounds = u64::from(draw.rounds);
+    row.seats = format!("{:#x}", verified.seats);
+    row.result = (verified.result != B256::ZERO).then(|| hex(verified.result));
 }
 
 /// The hash the market stores for the job, while it stores one: unsettled, and with the
@@ -570,6 +636,8 @@ fn apply_registry(
             u96(e.amount),
         ),
         R::FeesSwept(e) => moved(&mut node.fees_owed, &mut node.fees_swept, u96(e.amount)),
+        R::PoolJoined(_) => node.in_pool = true,
+        R::PoolLeft(_) => node.in_pool = false,
         R::NodeRegistered(_)
         | R::EIP712DomainChanged(_)
         | R::RoleAdminChanged(_)
@@ -630,6 +698,8 @@ fn apply_market_to_node(
         | M::JobExpired(_)
         | M::Deposited(_)
         | M::Withdrawn(_)
+        | M::VerifiedJobPosted(_)
+        | M::DrawArmed(_)
         | gantry_protocol::market_admin_events!() => return false,
     }
     true
@@ -694,7 +764,7 @@ pub fn apply_account(
     match market {
         M::JobPosted(e) => {
             row.jobs_posted += 1;
-            row.bounties = plus(&row.bounties, U256::from(Terms::unpack(&e.terms).bounty));
+            row.bounties = plus(&row.bounties, U256::from(Terms::unpack(&e.terms).escrow()));
             moved(&mut row.credits, &mut row.from_credits, u96(e.fromCredits));
         }
         M::Deposited(e) => credited(&mut row.credits, &mut row.deposited, e.amount),
@@ -717,6 +787,8 @@ pub fn apply_account(
         | M::JobRequeued(_)
         | M::NodeSlashed(_)
         | M::NodeMarkedInactive(_)
+        | M::VerifiedJobPosted(_)
+        | M::DrawArmed(_)
         | gantry_protocol::market_admin_events!() => return row,
     }
     row.updated_block = event.block_number;

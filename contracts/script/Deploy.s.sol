@@ -8,6 +8,7 @@ import {IERC20} from "@openzeppelin/contracts/token/ERC20/IERC20.sol";
 
 import {JobMarket} from "../src/JobMarket.sol";
 import {NodeRegistry} from "../src/NodeRegistry.sol";
+import {Verification} from "../src/Verification.sol";
 import {MarketParams} from "../src/types/Types.sol";
 
 /// @notice The production deployment: a TimelockController that is the market's only admin
@@ -42,6 +43,7 @@ contract Deploy is Script {
     struct Deployed {
         TimelockController timelock;
         NodeRegistry registry;
+        Verification verification;
         JobMarket market;
     }
 
@@ -106,7 +108,8 @@ contract Deploy is Script {
         // The admin proposes (and so cancels) and executes; the timelock administers itself.
         d.timelock = new TimelockController(config.timelockDelay, admins, admins, address(0));
         d.registry = new NodeRegistry(config.token);
-        d.market = new JobMarket(config.token, deployer, config.market, d.registry);
+        d.verification = new Verification(config.token);
+        d.market = new JobMarket(config.token, deployer, config.market, d.registry, d.verification);
         d.market.grantRole(d.market.MATCHER_ROLE(), config.matcher);
         d.market.grantRole(d.market.ARBITER_ROLE(), config.arbiter);
         d.market.grantRole(d.market.PAUSER_ROLE(), config.pauser);

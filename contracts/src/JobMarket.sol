@@ -8,12 +8,12 @@ import {SafeERC20} from "@openzeppelin/contracts/token/ERC20/utils/SafeERC20.sol
 import {MarketStorage} from "./MarketStorage.sol";
 import {JobCodec} from "./types/JobCodec.sol";
 import {NodeRegistry} from "./NodeRegistry.sol";
+import {Verification} from "./Verification.sol";
 import {IJobMarket} from "./interfaces/IJobMarket.sol";
+import {IVerificationEvents} from "./interfaces/IVerification.sol";
 import {
     Assignment,
     CompletionKind,
-    ENGINE_COUNT,
-    ENGINE_WASM,
     FailureKind,
     JobRequirements,
     JobState,
@@ -27,21 +27,17 @@ import {
 
 /// @title JobMarket
 /// @notice Escrowed GPU jobs on staked nodes: post, assign or claim, submit, challenge,
-/// settle. Node calls (register, heartbeat, exit, ...; see `INodeRegistry`) are served at
-/// this same address by the `NodeRegistry` extension, through `delegatecall`. Money leaves
+/// settle. Node calls (register, heartbeat, exit, ...; see `INodeRegistry`) and verified
+/// jobs (`IVerification`) are served at this same address by the `NodeRegistry` and
+/// `Verification` extensions, through `delegatecall`. Money leaves
 /// only through withdrawals (pull payments). A job is one storage word, the hash of its
 /// state; see `IJobMarket`.
-contract JobMarket is IJobMarket, MarketStorage {
+contract JobMarket is IJobMarket, IVerificationEvents, MarketStorage {
     using SafeERC20 for IERC20;
     using JobCodec for JobTerms;
     using JobCodec for JobState;
 
-    /// @notice Largest job spec accepted, bytes. It is emitted in full in JobPosted.
-    uint256 public constant MAX_SPEC_BYTES = 16_384;
     uint16 internal constant MAX_FEE_BPS = 1_000;
-    uint8 internal constant MAX_PRIORITY = 10;
-    /// @notice Longest max runtime a job may ask for, seconds.
-    uint32 public constant MAX_RUNTIME = 7 days;
     /// @notice Longest challenge window the admin may set, seconds. The unbonding period is
     /// at least `MAX_RUNTIME + MAX_CHALLENGE_WINDOW`: a node that began its exit keeps its
     /// stake until every attempt it was given and every challenge of its results is over.
@@ -54,27 +50,58 @@ contract JobMarket is IJobMarket, MarketStorage {
     /// that replicated matchers raced to give it). At most a tenth of the job's max runtime.
     uint32 public constant REJECT_GRACE = 30;
 
+    // `IVerification`'s selectors, routed to `verification` by the fallback.
+    uint256 internal constant POST_VERIFIED_JOB = 0x5251167e;
+    uint256 internal constant CANCEL_VERIFIED = 0x21987453;
+    uint256 internal constant EXPIRE_VERIFIED = 0x1b3cddf4;
+    uint256 internal constant SET_VERIFY_PARAMS = 0x2b21d8ad;
+    uint256 internal constant VERIFY_PARAMS = 0x6260cb30;
+    uint256 internal constant POOL_FLOOR = 0xc0639dac;
+
     /// @notice The extension serving the node calls (`INodeRegistry`) at this address.
     address public immutable nodeRegistry;
+    /// @notice The extension serving verified jobs (`IVerification`) at this address.
+    address public immutable verification;
 
     /// @param admin Holds DEFAULT_ADMIN_ROLE: a TimelockController in production, so that
     /// parameter changes and role grants wait out its delay.
-    constructor(IERC20 token_, address admin, MarketParams memory params_, NodeRegistry nodeRegistry_)
-        MarketStorage(token_)
-    {
-        if (address(token_) == address(0) || admin == address(0)) revert JobMarket_ZeroAddress();
-        if (address(nodeRegistry_.token()) != address(token_)) revert JobMarket_RegistryMismatch();
+    constructor(
+        IERC20 token_,
+        address admin,
+        MarketParams memory params_,
+        NodeRegistry nodeRegistry_,
+        Verification verification_
+    ) MarketStorage(token_) {
+        if (address(token_) == address(0) || admin == address(0)) {
+            revert JobMarket_ZeroAddress();
+        }
+        if (address(nodeRegistry_.token()) != address(token_) || address(verification_.token()) != address(token_)) {
+            revert JobMarket_RegistryMismatch();
+        }
         nodeRegistry = address(nodeRegistry_);
+        verification = address(verification_);
         _grantRole(DEFAULT_ADMIN_ROLE, admin);
         _config.nextJobId = 1;
         _nodeParams.nextNodeId = 1;
         _setParams(params_);
     }
 
-    /// @notice Serves the node calls: runs `NodeRegistry` on this contract's storage.
+    /// @notice Serves the node calls and the verified jobs: runs `NodeRegistry` or
+    /// `Verification` on this contract's storage. The `IVerification` selectors are listed
+    /// here as literals (a unit test checks them against the interface); every other call
+    /// goes to the registry.
     fallback() external {
         address target = nodeRegistry;
+        address verification_ = verification;
         assembly ("memory-safe") {
+            let sig := shr(224, calldataload(0))
+            if or(
+                or(
+                    or(eq(sig, POST_VERIFIED_JOB), eq(sig, CANCEL_VERIFIED)),
+                    or(eq(sig, EXPIRE_VERIFIED), eq(sig, SET_VERIFY_PARAMS))
+                ),
+                or(eq(sig, VERIFY_PARAMS), eq(sig, POOL_FLOOR))
+            ) { target := verification_ }
             calldatacopy(0, 0, calldatasize())
             let ok := delegatecall(gas(), target, 0, calldatasize(), 0, 0)
             returndatacopy(0, 0, returndatasize())
@@ -413,8 +440,7 @@ contract JobMarket is IJobMarket, MarketStorage {
         if (bounty == 0) revert JobMarket_ZeroBounty();
         uint256 earliest = block.timestamp + requirements.maxRuntime;
         if (deadline < earliest) revert JobMarket_DeadlineTooSoon(deadline, earliest);
-        if (spec.length == 0) revert JobMarket_EmptySpec();
-        if (spec.length > MAX_SPEC_BYTES) revert JobMarket_SpecTooLarge(spec.length, MAX_SPEC_BYTES);
+        _checkSpec(spec.length);
 
         jobId = c.nextJobId;
         _config.nextJobId = c.nextJobId + 1;
@@ -588,17 +614,6 @@ contract JobMarket is IJobMarket, MarketStorage {
         if (offered.ramMiB < ram) revert JobMarket_InsufficientRam(ram, offered.ramMiB);
         uint256 maxPrice = required.maxPricePerGpuHour;
         if (offered.pricePerGpuHour > maxPrice) revert JobMarket_PriceTooHigh(maxPrice, offered.pricePerGpuHour);
-    }
-
-    function _checkRequirements(JobRequirements calldata requirements) internal pure {
-        if (
-            requirements.priority == 0 || requirements.priority > MAX_PRIORITY || requirements.maxRuntime == 0
-                || requirements.maxRuntime > MAX_RUNTIME
-                || (requirements.gpuModel != bytes32(0) && requirements.minGpuCount == 0)
-                || requirements.engine >= ENGINE_COUNT
-                || (requirements.engine == ENGINE_WASM
-                    && (requirements.minGpuCount != 0 || requirements.minVramMiB != 0))
-        ) revert JobMarket_InvalidRequirements();
     }
 
     function _setParams(MarketParams memory p) internal {

@@ -8,13 +8,22 @@ import {ReentrancyGuardTransient} from "@openzeppelin/contracts/utils/Reentrancy
 
 import {IJobMarket} from "./interfaces/IJobMarket.sol";
 import {INodeRegistry} from "./interfaces/INodeRegistry.sol";
-import {JobPolicy, NodeCapabilities, NodeStatus} from "./types/Types.sol";
+import {
+    ENGINE_COUNT,
+    ENGINE_WASM,
+    JobPolicy,
+    JobRequirements,
+    NodeCapabilities,
+    NodeStatus,
+    VerifyParams
+} from "./types/Types.sol";
 
 /// @title MarketStorage
-/// @notice The storage of the market and the rules both of its halves share. `JobMarket`
-/// (jobs, admin) and `NodeRegistry` (nodes; run by the market through `delegatecall`, as
-/// Compound's Comet runs its extension) inherit it and declare no storage of their own, so
-/// both see the same layout. Slots are packed for the job's path: see each struct.
+/// @notice The storage of the market and the rules its parts share. `JobMarket` (jobs,
+/// admin), `NodeRegistry` (nodes) and `Verification` (verified jobs) — the last two run by
+/// the market through `delegatecall`, as Compound's Comet runs its extension — inherit it
+/// and declare no storage of their own, so all see the same layout. Slots are packed for
+/// the job's path: see each struct.
 abstract contract MarketStorage is AccessControl, EIP712, ReentrancyGuardTransient {
     bytes32 public constant MATCHER_ROLE = keccak256("MATCHER_ROLE");
     bytes32 public constant ARBITER_ROLE = keccak256("ARBITER_ROLE");
@@ -23,6 +32,11 @@ abstract contract MarketStorage is AccessControl, EIP712, ReentrancyGuardTransie
     uint16 internal constant BPS = 10_000;
     /// @notice Longest metadata URI, result URI or reject reason, bytes.
     uint256 public constant MAX_TEXT_BYTES = 256;
+    /// @notice Largest job spec accepted, bytes. It is emitted in full in JobPosted.
+    uint256 public constant MAX_SPEC_BYTES = 16_384;
+    uint8 internal constant MAX_PRIORITY = 10;
+    /// @notice Longest max runtime a job may ask for, seconds.
+    uint32 public constant MAX_RUNTIME = 7 days;
 
     /// @dev What `postJob` reads and writes, one slot: the current policy's version and
     /// the two of its fields a job's state carries.
@@ -68,7 +82,8 @@ abstract contract MarketStorage is AccessControl, EIP712, ReentrancyGuardTransie
     /// @dev Five slots; a job's path reads slot 0 (assign) and slot 1 (submit) and writes
     /// slot 2 (pay: the payout and the fee both land there, the fee owed to the treasury
     /// until swept). Slot 2 holds the registration time, so it is never zero and a first
-    /// payment pays no zero-to-nonzero write.
+    /// payment pays no zero-to-nonzero write. `poolIndex`: the node's place in the
+    /// verification pool, 1-based (0: not a member).
     struct NodeRecord {
         NodeHot hot;
         address agent;
@@ -81,6 +96,7 @@ abstract contract MarketStorage is AccessControl, EIP712, ReentrancyGuardTransie
         uint32 lastHeartbeat;
         uint40 inactiveSince;
         uint40 unbondingEndsAt;
+        uint32 poolIndex;
     }
 
     /// @notice The payment and staking token.
@@ -97,6 +113,22 @@ abstract contract MarketStorage is AccessControl, EIP712, ReentrancyGuardTransie
     mapping(address account => uint256) internal _credits;
     mapping(uint64 nodeId => NodeRecord) internal _nodes;
     mapping(address agent => uint256) internal _agentNonces;
+    /// @dev The verification rules of each policy version (`Verification.setVerifyParams`).
+    mapping(uint32 version => VerifyParams) internal _verify;
+    /// @dev The pool's rule's floor: the free stake a member needs (the latest
+    /// `setVerifyParams`'; 0: no pool).
+    uint96 internal _poolFloor;
+    /// @dev The verification pool: the nodes a verified job's seats are drawn from (Active,
+    /// serving WASM, free stake at least the current `poolFloor`), in no order.
+    uint64[] internal _pool;
+    /// @dev A pool position's value at the start of a block it was written in:
+    /// `block << 64 | nodeId`; the draw reads the pool as it stood when its block began.
+    mapping(uint256 index => uint256) internal _poolPrev;
+    /// @dev The pool's length at the start of the block it last changed in: `block << 64 |
+    /// length`.
+    uint256 internal _poolLengthPrev;
+    /// @dev A verified job's seats: the hash of each `Seat` (0: empty).
+    mapping(uint64 jobId => mapping(uint256 seat => bytes32)) internal _seats;
 
     constructor(IERC20 token_) EIP712("Gantry", "2") {
         token = token_;
@@ -120,6 +152,99 @@ abstract contract MarketStorage is AccessControl, EIP712, ReentrancyGuardTransie
     /// @dev `bps` of the node's stake that is not held for disputes.
     function _slashable(NodeRecord storage node, uint256 bps) internal view returns (uint96) {
         return uint96((uint256(node.stake - node.locked) * bps) / BPS);
+    }
+
+    // ---------------------------------------------------------------- the pool
+
+    /// @dev Joins or leaves the verification pool as the node now meets its rule or not:
+    /// `syncPool`, which anyone may send (a worker sends it for its own node). A node joins
+    /// only so; it leaves at once when a registry call ends its membership (`_poolDrop`),
+    /// and through `syncPool` after what `JobMarket` changes (a slash, a dispute's hold).
+    function _poolSync(uint64 nodeId, NodeRecord storage node) internal {
+        bool member = _poolRule(node);
+        uint32 index = node.poolIndex;
+        if (member == (index != 0)) return;
+        if (member) _poolJoin(nodeId, node);
+        else _poolLeave(nodeId, node, index);
+    }
+
+    /// @dev Takes the node out of the pool if it is in it.
+    function _poolDrop(uint64 nodeId, NodeRecord storage node) internal {
+        uint32 index = node.poolIndex;
+        if (index != 0) _poolLeave(nodeId, node, index);
+    }
+
+    /// @dev Active, serving WASM, and free stake at least the pool's floor.
+    function _poolRule(NodeRecord storage node) internal view returns (bool) {
+        NodeHot memory hot = node.hot;
+        if (hot.status != NodeStatus.Active || (hot.engines >> ENGINE_WASM) & 1 == 0) return false;
+        uint96 floor = _poolFloor;
+        return floor != 0 && node.stake - node.locked >= floor;
+    }
+
+    function _poolJoin(uint64 nodeId, NodeRecord storage node) internal {
+        uint256 length = _pool.length;
+        // A position at or past the block's starting length is never drawn from: only the
+        // length is saved.
+        _poolSaveLength(length);
+        _pool.push(nodeId);
+        node.poolIndex = uint32(length + 1);
+        emit INodeRegistry.PoolJoined(nodeId, uint32(length + 1));
+    }
+
+    /// @dev Swap-and-pop: the last member takes the leaver's place.
+    function _poolLeave(uint64 nodeId, NodeRecord storage node, uint32 index) internal {
+        uint256 last = _pool.length - 1;
+        _poolSaveLength(last + 1);
+        _poolSave(last, _pool[last]);
+        if (index - 1 != last) {
+            uint64 moved = _pool[last];
+            _poolSave(index - 1, nodeId);
+            _pool[index - 1] = moved;
+            _nodes[moved].poolIndex = index;
+        }
+        _pool.pop();
+        node.poolIndex = 0;
+        emit INodeRegistry.PoolLeft(nodeId);
+    }
+
+    /// @dev Keeps position `i`'s value as it was before its first write in this block.
+    function _poolSave(uint256 i, uint64 value) internal {
+        if (_poolPrev[i] >> 64 != block.number) _poolPrev[i] = (block.number << 64) | value;
+    }
+
+    function _poolSaveLength(uint256 length) internal {
+        if (_poolLengthPrev >> 64 != block.number) _poolLengthPrev = (block.number << 64) | length;
+    }
+
+    /// @dev The pool's length as this block began.
+    function _poolLengthAtBlockStart() internal view returns (uint256) {
+        uint256 prev = _poolLengthPrev;
+        return prev >> 64 == block.number ? uint64(prev) : _pool.length;
+    }
+
+    /// @dev Position `i` of the pool as this block began (`i` below that length).
+    function _poolAtBlockStart(uint256 i) internal view returns (uint64) {
+        uint256 prev = _poolPrev[i];
+        return prev >> 64 == block.number ? uint64(prev) : _pool[i];
+    }
+
+    // ---------------------------------------------------------------- shared checks
+
+    function _checkRequirements(JobRequirements calldata requirements) internal pure {
+        if (
+            requirements.priority == 0 || requirements.priority > MAX_PRIORITY || requirements.maxRuntime == 0
+                || requirements.maxRuntime > MAX_RUNTIME
+                || (requirements.gpuModel != bytes32(0) && requirements.minGpuCount == 0)
+                || requirements.engine >= ENGINE_COUNT
+                || (requirements.engine == ENGINE_WASM
+                    && (requirements.minGpuCount != 0 || requirements.minVramMiB != 0))
+        ) revert IJobMarket.JobMarket_InvalidRequirements();
+    }
+
+    function _checkSpec(uint256 length) internal pure {
+        if (length == 0) revert IJobMarket.JobMarket_EmptySpec();
+        if (length > MAX_SPEC_BYTES) revert IJobMarket.JobMarket_SpecTooLarge(length, MAX_SPEC_BYTES);
     }
 
     function _whenNotPaused() internal view {

@@ -78,6 +78,7 @@ contract NodeRegistry is INodeRegistry, MarketStorage {
         _checkText(bytes(metadataURI).length);
         _setCapabilities(node, node.hot.status, capabilities);
         emit NodeCapabilitiesUpdated(nodeId, capabilities, metadataURI);
+        if (!_poolRule(node)) _poolDrop(nodeId, node);
     }
 
     /// @inheritdoc INodeRegistry
@@ -113,6 +114,7 @@ contract NodeRegistry is INodeRegistry, MarketStorage {
         node.hot.status = NodeStatus.Exiting;
         node.unbondingEndsAt = endsAt;
         emit NodeExitBegun(nodeId, endsAt);
+        _poolDrop(nodeId, node);
     }
 
     /// @inheritdoc INodeRegistry
@@ -120,7 +122,7 @@ contract NodeRegistry is INodeRegistry, MarketStorage {
         NodeRecord storage node = _operatorNode(nodeId);
         if (node.hot.status != NodeStatus.Exiting) revert NodeRegistry_NotExiting(nodeId);
         // The unbonding period outlasts any attempt and challenge window begun before the
-        // exit (see `JobMarket.MAX_RUNTIME`); open disputes keep their exposure held.
+        // exit (see `MAX_RUNTIME`); open disputes keep their exposure held.
         if (block.timestamp < node.unbondingEndsAt) revert NodeRegistry_StillUnbonding(nodeId, node.unbondingEndsAt);
         uint96 held = node.locked;
         uint96 amount = node.stake - held;
@@ -182,6 +184,14 @@ contract NodeRegistry is INodeRegistry, MarketStorage {
         node.hot.status = NodeStatus.Inactive;
         node.inactiveSince = uint40(block.timestamp);
         emit NodeMarkedInactive(nodeId, lastHeartbeat, msg.sender);
+        _poolDrop(nodeId, node);
+    }
+
+    /// @inheritdoc INodeRegistry
+    function syncPool(uint64[] calldata nodeIds) external onlyDelegated {
+        for (uint256 i; i < nodeIds.length; ++i) {
+            _poolSync(nodeIds[i], _existingNode(nodeIds[i]));
+        }
     }
 
     // ================================================================ views
@@ -203,13 +213,24 @@ contract NodeRegistry is INodeRegistry, MarketStorage {
             gpuModelTag: hot.gpuModel,
             engines: hot.engines,
             inactiveSince: node.inactiveSince,
-            unbondingEndsAt: node.unbondingEndsAt
+            unbondingEndsAt: node.unbondingEndsAt,
+            poolIndex: node.poolIndex
         });
     }
 
     /// @inheritdoc INodeRegistry
     function nodeCount() external view returns (uint64) {
         return _nodeParams.nextNodeId - 1;
+    }
+
+    /// @inheritdoc INodeRegistry
+    function poolSize() external view returns (uint256) {
+        return _pool.length;
+    }
+
+    /// @inheritdoc INodeRegistry
+    function poolAt(uint256 index) external view returns (uint64) {
+        return _pool[index];
     }
 
     /// @inheritdoc INodeRegistry

@@ -5,12 +5,15 @@ import {Test, Vm} from "forge-std/Test.sol";
 
 import {JobMarket} from "../src/JobMarket.sol";
 import {NodeRegistry} from "../src/NodeRegistry.sol";
+import {Verification} from "../src/Verification.sol";
 import {GantryTestToken} from "../src/dev/GantryTestToken.sol";
 import {IJobMarket} from "../src/interfaces/IJobMarket.sol";
 import {INodeRegistry} from "../src/interfaces/INodeRegistry.sol";
 import {JobView} from "./JobView.sol";
 import {Assignment, JobPolicy, JobRequirements, JobState, JobStatus, JobTerms} from "../src/types/Types.sol";
 import {ENGINE_COUNT, ENGINE_DOCKER, ENGINE_WASM, MarketParams, NodeCapabilities, NodeInfo} from "../src/types/Types.sol";
+import {VerifiedState, VerifyParams, VerifyPolicy} from "../src/types/Types.sol";
+import {IVerification, IVerificationEvents} from "../src/interfaces/IVerification.sol";
 
 /// @notice Deploys the market as `make dev` does and offers the steps of a job's life.
 ///
@@ -71,6 +74,8 @@ abstract contract Base is Test {
     }
 
     mapping(uint64 jobId => Job) internal jobs;
+    /// Verified jobs' states, as the events tell them (their terms are in `jobs`).
+    mapping(uint64 jobId => VerifiedState) internal verified;
     mapping(uint32 version => JobPolicy) internal policies;
     mapping(uint64 nodeId => NodeCapabilities) internal capsOf;
     mapping(uint64 nodeId => address) internal agentOf;
@@ -92,7 +97,7 @@ abstract contract Base is Test {
         vm.recordLogs();
         token = new GantryTestToken();
         NodeRegistry registry = new NodeRegistry(token);
-        market = new JobMarket(token, admin, marketParams(), registry);
+        market = new JobMarket(token, admin, marketParams(), registry, new Verification(token));
         nodes = INodeRegistry(address(market));
         vm.startPrank(admin);
         market.grantRole(market.MATCHER_ROLE(), matcher);
@@ -166,6 +171,26 @@ abstract contract Base is Test {
         r.minGpuCount = 0;
         r.minVramMiB = 0;
         r.engine = ENGINE_WASM;
+    }
+
+    /// The verification rules of the devnet: a ticket costs 100 gUSD of free stake, a seat
+    /// at least 20 gUSD or twice the bounty.
+    function verifyParams() internal pure returns (VerifyParams memory) {
+        return VerifyParams({
+            poolFloor: 100e6,
+            seatFloor: 20e6,
+            seatBps: 20_000,
+            minVerifiedBounty: 1e6,
+            minRevealWindow: 30,
+            minPool: 3
+        });
+    }
+
+    /// The admin offers verified jobs under the current policy (`verifyParams`).
+    function enableVerification() internal {
+        vm.prank(admin);
+        IVerification(address(market)).setVerifyParams(verifyParams());
+        sync();
     }
 
     function spec() internal pure returns (bytes memory) {
@@ -457,8 +482,27 @@ abstract contract Base is Test {
                 fields: (uint256(uint8(JobStatus.Open)) << 248) | (uint256(terms.bounty()) << 48)
                     | (uint256(p.feeBps) << 32) | p.challengeWindow
             });
-            replayEscrow += terms.bounty();
+            replayEscrow += terms.escrow();
             lastJob = jobId;
+        } else if (t == IVerificationEvents.VerifiedJobPosted.selector) {
+            // After `JobPosted`: the verified state replaces the two-word one.
+            uint64 jobId = uint64(uint256(log.topics[1]));
+            (, uint96 seatStake, uint40 commitEnd) = abi.decode(log.data, (VerifyPolicy, uint96, uint40));
+            JobState memory s = jobs[jobId].state;
+            if (commitEnd != 0) s.moved(JobStatus.Committing, 0, 0, 0, commitEnd);
+            jobs[jobId].state = s;
+            verified[jobId] = VerifiedState({
+                terms: s.terms,
+                fields: s.fields,
+                seats: 0,
+                draw: (uint256(commitEnd) << 48) | (uint256(seatStake) << 88),
+                result: bytes32(0)
+            });
+        } else if (t == IVerificationEvents.DrawArmed.selector) {
+            uint64 jobId = uint64(uint256(log.topics[1]));
+            (uint40 drawBlock, uint8 round) = abi.decode(log.data, (uint40, uint8));
+            VerifiedState storage v = verified[jobId];
+            v.draw = (v.draw & ~uint256(type(uint48).max)) | (uint256(round) << 40) | drawBlock;
         } else if (t == IJobMarket.MarketParamsUpdated.selector) {
             (MarketParams memory p, uint32 version) = abi.decode(log.data, (MarketParams, uint32));
             policies[version] = JobPolicy({

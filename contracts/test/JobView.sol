@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 pragma solidity ^0.8.24;
 
-import {JobState, JobStatus, JobTerms} from "../src/types/Types.sol";
+import {JobState, JobStatus, JobTerms, VerifiedState} from "../src/types/Types.sol";
 
 /// @notice What tests read of the packed `JobTerms` and `JobState` (memory copies of
 /// `JobCodec`'s readers, plus the writer a consumer's fold needs).
@@ -20,6 +20,22 @@ library JobView {
 
     function maxRuntime(JobTerms memory t) internal pure returns (uint32) {
         return uint32(t.limits >> 136);
+    }
+
+    function tier(JobTerms memory t) internal pure returns (uint8) {
+        return uint8(t.limits >> 248);
+    }
+
+    function size(JobTerms memory t) internal pure returns (uint8) {
+        return uint8(t.limits >> 240);
+    }
+
+    function quorum(JobTerms memory t) internal pure returns (uint8) {
+        return uint8(t.limits >> 232);
+    }
+
+    function revealWindow(JobTerms memory t) internal pure returns (uint16) {
+        return uint16(t.limits >> 216);
     }
 
     function policy(JobTerms memory t) internal pure returns (uint32) {
@@ -57,5 +73,36 @@ library JobView {
     {
         s.fields = (uint256(uint8(status_)) << 248) | (uint256(faults_) << 240) | (uint256(barred_) << 232)
             | (uint256(uint48(nodeId_)) << 184) | (uint256(until_) << 144) | (s.fields & ((1 << 144) - 1));
+    }
+
+    // ---------------------------------------------------------------- verified state
+
+    function status(VerifiedState memory s) internal pure returns (JobStatus) {
+        return JobStatus(uint8(s.fields >> 248));
+    }
+
+    function until(VerifiedState memory s) internal pure returns (uint40) {
+        return uint40(s.fields >> 144);
+    }
+
+    function drawBlock(VerifiedState memory s) internal pure returns (uint40) {
+        return uint40(s.draw);
+    }
+
+    function rounds(VerifiedState memory s) internal pure returns (uint8) {
+        return uint8(s.draw >> 40);
+    }
+
+    function commitEnd(VerifiedState memory s) internal pure returns (uint40) {
+        return uint40(s.draw >> 48);
+    }
+
+    function seatStake(VerifiedState memory s) internal pure returns (uint96) {
+        return uint96(s.draw >> 88);
+    }
+
+    /// The escrow a verified job's posting takes: n bounties replicated, one refereed.
+    function escrow(JobTerms memory t) internal pure returns (uint256) {
+        return tier(t) == 1 ? uint256(bounty(t)) * size(t) : bounty(t);
     }
 }

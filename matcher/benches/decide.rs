@@ -92,6 +92,7 @@ fn market() -> View {
                     priority: 1 + rng.below(10) as u8,
                     engine: 0,
                 },
+                verification: gantry_protocol::market::Verification::NONE,
             };
             (id, JobView::open(id, terms, (id, 0)))
         })

@@ -297,7 +297,10 @@ impl State {
             | R::EIP712DomainChanged(_)
             | R::RoleAdminChanged(_)
             | R::RoleGranted(_)
-            | R::RoleRevoked(_) => {}
+            | R::RoleRevoked(_)
+            // The verification pool does not decide a tier-none placement.
+            | R::PoolJoined(_)
+            | R::PoolLeft(_) => {}
         }
     }
 
@@ -307,6 +310,10 @@ impl State {
         let job_id = match &event {
             M::JobPosted(e) => {
                 match market::Job::posted(&e.terms, &view.policies) {
+                    // A verified job runs in the `Verification` extension: no assignment,
+                    // claim or keeper call of the market applies to it (its provider and
+                    // seats are placed by its own rules), so neither service tracks it.
+                    Ok(job) if job.terms.verification.is_verified() => {}
                     Ok(job) => {
                         view.jobs.insert(
                             e.jobId,
@@ -382,7 +389,11 @@ impl State {
             | M::RoleAdminChanged(_)
             | M::RoleGranted(_)
             | M::RoleRevoked(_)
-            | M::EIP712DomainChanged(_) => return,
+            | M::EIP712DomainChanged(_)
+            // Verified jobs are not tracked (see `JobPosted`), nor their rules.
+            | M::VerifiedJobPosted(_)
+            | M::DrawArmed(_)
+            | M::VerifyParamsSet(_) => return,
         };
         let Some(job) = view.jobs.get_mut(&job_id) else {
             return;
@@ -550,6 +561,7 @@ mod tests {
             },
             deadline: 10_000,
             policy: 1,
+            verification: gantry_protocol::market::Verification::NONE,
         }
     }
 

@@ -157,6 +157,7 @@ pub(crate) mod fixtures {
             deadline,
             policy: 1,
             requirements,
+            verification: gantry_protocol::market::Verification::NONE,
         };
         JobView::open(id, terms, (id, 0))
     }

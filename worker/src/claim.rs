@@ -258,6 +258,8 @@ pub fn claimable(
     now: u64,
 ) -> bool {
     job.state.status == JobStatus::Open
+        // A verified job is not the market's to claim (its own rules place it).
+        && !job.terms.verification.is_verified()
         && U256::from(job.terms.bounty) >= min_payment
         && job.terms.fits(now)
         && eligibility::capable(&job.terms.requirements, &Capabilities::from(node))
@@ -279,6 +281,7 @@ mod tests {
             requirements,
             deadline,
             policy: 1,
+            verification: gantry_protocol::market::Verification::NONE,
         };
         Job {
             state: State::posted(&terms, &Policy::default()),
@@ -319,6 +322,33 @@ mod tests {
         let mut assigned = job;
         assigned.state.status = JobStatus::Assigned;
         assert!(!claimable(&assigned, &node, U256::ZERO, 1_000));
+    }
+
+    #[test]
+    fn a_verified_job_is_never_claimed() {
+        // An Open refereed job: the market's `claim` would refuse its five-word state.
+        let mut job = open_job(
+            Requirements {
+                max_runtime: 600,
+                engine: 1,
+                ..Requirements::default()
+            },
+            100,
+            10_000,
+        );
+        let node = NodeRegistry::NodeCapabilities {
+            engines: gantry_protocol::eligibility::Engines::WASM.0,
+            cpuCores: 1,
+            ..Default::default()
+        };
+        assert!(claimable(&job, &node, U256::ZERO, 1_000));
+        job.terms.verification = gantry_protocol::market::Verification {
+            tier: gantry_protocol::market::Verification::REFEREED,
+            size: 3,
+            quorum: 0,
+            reveal_window: 60,
+        };
+        assert!(!claimable(&job, &node, U256::ZERO, 1_000));
     }
 
     #[test]

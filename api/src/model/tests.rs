@@ -179,6 +179,7 @@ fn terms() -> Terms {
         },
         deadline: 100_000,
         policy: 1,
+        verification: gantry_protocol::market::Verification::NONE,
     }
 }
 

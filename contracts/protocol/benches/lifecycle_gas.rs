@@ -29,7 +29,7 @@ use alloy::rpc::types::TransactionReceipt;
 use alloy::signers::SignerSync;
 use alloy::signers::local::PrivateKeySigner;
 use alloy::sol_types::SolEventInterface;
-use gantry_protocol::bindings::{GantryTestToken, JobMarket, NodeRegistry};
+use gantry_protocol::bindings::{GantryTestToken, JobMarket, NodeRegistry, Verification};
 use gantry_protocol::market::{Job, Policies, Policy};
 
 type Result<T> = std::result::Result<T, Box<dyn std::error::Error>>;
@@ -296,6 +296,7 @@ async fn deploy() -> Result<Chain> {
     let admin = provider_with(&anvil, admin_signer.clone());
     let token = GantryTestToken::deploy(admin.clone()).await?;
     let registry = NodeRegistry::deploy(admin.clone(), *token.address()).await?;
+    let verification = Verification::deploy(admin.clone(), *token.address()).await?;
     let params = JobMarket::MarketParams {
         challengeWindow: CHALLENGE_WINDOW,
         ..gantry_protocol::market::dev_params(admin_signer.address())
@@ -306,6 +307,7 @@ async fn deploy() -> Result<Chain> {
         admin_signer.address(),
         params.clone(),
         *registry.address(),
+        *verification.address(),
     )
     .await?;
     let mut chain = Chain {

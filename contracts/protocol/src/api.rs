@@ -182,6 +182,40 @@ pub struct JobRow {
     /// GPU-seconds its attempts ran on nodes (assignment to submission, reclaim or
     /// rejection, times `gpus`).
     pub gpu_seconds: u64,
+    /// A verified job's policy and draw; none for a tier-none job.
+    #[serde(default)]
+    pub verification: Option<VerificationRow>,
+}
+
+/// A verified job's policy (its terms) and the further words of its state
+/// (`VerifiedState`), as the market keeps them.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[serde(rename_all = "camelCase")]
+pub struct VerificationRow {
+    /// `replicated` or `refereed`.
+    pub tier: String,
+    /// Replicated: n, the nodes that run the job; refereed: r, the referees of a dispute.
+    pub size: u64,
+    /// Replicated: k, the equal reveals that decide; refereed: 0.
+    pub quorum: u64,
+    /// Seconds from the end of the commit phase to the end of the reveal phase.
+    pub reveal_window: u64,
+    /// What the submitter escrowed: n bounties replicated, one refereed.
+    pub escrow: String,
+    /// What each seat locks of its node's stake.
+    pub seat_stake: String,
+    /// A replicated job's end of the commit phase; none for a refereed job before a
+    /// dispute.
+    pub commit_end: Option<u64>,
+    /// The first block the next draw round may be drawn in; none while no round is armed.
+    pub draw_block: Option<u64>,
+    /// Draw rounds used.
+    pub rounds: u64,
+    /// The seats' node ids, packed (`VerifiedState.seats`, 0x-hex).
+    pub seats: String,
+    /// A refereed provider's result hash (`VerifiedState.result`), once submitted.
+    pub result: Option<String>,
 }
 
 /// A market policy version: the rules of the jobs posted under it (`JobPolicy`).
@@ -431,6 +465,9 @@ pub struct NodeRow {
     /// The engines it runs (`docker`, `wasm`).
     #[serde(default)]
     pub engines: Vec<String>,
+    /// Whether it is in the verification pool, which verified jobs' seats are drawn from.
+    #[serde(default)]
+    pub in_pool: bool,
     pub metadata_uri: String,
     /// Its stake, as the market holds it (after slashes and withdrawals).
     pub stake: String,

@@ -20,6 +20,14 @@ pub mod node_registry {
     );
 }
 
+pub mod verification {
+    alloy::sol!(
+        #[sol(rpc, all_derives, extra_derives(serde::Serialize, serde::Deserialize))]
+        Verification,
+        "artifacts/Verification.json"
+    );
+}
+
 alloy::sol!(
     #[sol(rpc, all_derives)]
     GantryTestToken,
@@ -46,3 +54,4 @@ alloy::sol! {
 
 pub use job_market::JobMarket;
 pub use node_registry::NodeRegistry;
+pub use verification::Verification;

@@ -131,6 +131,7 @@ impl From<&GantryEvent> for DecodedEvent {
 macro_rules! market_admin_events {
     () => {
         $crate::bindings::JobMarket::JobMarketEvents::MarketParamsUpdated(_)
+            | $crate::bindings::JobMarket::JobMarketEvents::VerifyParamsSet(_)
             | $crate::bindings::JobMarket::JobMarketEvents::PausedSet(_)
             | $crate::bindings::JobMarket::JobMarketEvents::TreasuryWithdrawn(_)
             | $crate::bindings::JobMarket::JobMarketEvents::EIP712DomainChanged(_)
@@ -268,30 +269,11 @@ impl From<NodeRegistry::NodeRegistryEvents> for GantryEvent {
 impl GantryEvent {
     /// The job this event is about, if any.
     pub fn job_id(&self) -> Option<u64> {
-        use JobMarket::JobMarketEvents as M;
-        let GantryEvent::Market(event) = self else {
-            return None;
-        };
         // (An unreadable log names no job: its data could not be read.)
-        Some(match event {
-            M::JobPosted(e) => e.jobId,
-            M::JobAssigned(e) => e.jobId,
-            M::ResultSubmitted(e) => e.jobId,
-            M::JobDisputed(e) => e.jobId,
-            M::DisputeResolved(e) => e.jobId,
-            M::JobCompleted(e) => e.jobId,
-            M::JobReclaimed(e) => e.jobId,
-            M::JobRejected(e) => e.jobId,
-            M::JobRequeued(e) => e.jobId,
-            M::JobFailed(e) => e.jobId,
-            M::JobCancelled(e) => e.jobId,
-            M::JobExpired(e) => e.jobId,
-            M::NodeSlashed(_)
-            | M::NodeMarkedInactive(_)
-            | M::Deposited(_)
-            | M::Withdrawn(_)
-            | crate::market_admin_events!() => return None,
-        })
+        match self {
+            GantryEvent::Market(event) => market_job_id(event),
+            _ => None,
+        }
     }
 
     /// The subject key: `JobAssigned` by its node (a node's assignments are one subject
@@ -346,6 +328,8 @@ impl GantryEvent {
                 | M::JobRequeued(_)
                 | M::JobFailed(_)
                 | M::JobCancelled(_)
+                | M::VerifiedJobPosted(_)
+                | M::DrawArmed(_)
                 | M::Deposited(_)
                 | M::Withdrawn(_)
                 | crate::market_admin_events!() => None,
@@ -364,6 +348,8 @@ impl GantryEvent {
                 R::NodeSlashed(e) => Some(e.nodeId),
                 R::NodeEarningsWithdrawn(e) => Some(e.nodeId),
                 R::FeesSwept(e) => Some(e.nodeId),
+                R::PoolJoined(e) => Some(e.nodeId),
+                R::PoolLeft(e) => Some(e.nodeId),
                 R::EIP712DomainChanged(_)
                 | R::RoleAdminChanged(_)
                 | R::RoleGranted(_)
@@ -371,6 +357,32 @@ impl GantryEvent {
             },
         }
     }
+}
+
+/// The job a market event is about, if any.
+pub fn market_job_id(event: &JobMarket::JobMarketEvents) -> Option<u64> {
+    use JobMarket::JobMarketEvents as M;
+    Some(match event {
+        M::JobPosted(e) => e.jobId,
+        M::JobAssigned(e) => e.jobId,
+        M::ResultSubmitted(e) => e.jobId,
+        M::JobDisputed(e) => e.jobId,
+        M::DisputeResolved(e) => e.jobId,
+        M::JobCompleted(e) => e.jobId,
+        M::JobReclaimed(e) => e.jobId,
+        M::JobRejected(e) => e.jobId,
+        M::JobRequeued(e) => e.jobId,
+        M::JobFailed(e) => e.jobId,
+        M::JobCancelled(e) => e.jobId,
+        M::JobExpired(e) => e.jobId,
+        M::VerifiedJobPosted(e) => e.jobId,
+        M::DrawArmed(e) => e.jobId,
+        M::NodeSlashed(_)
+        | M::NodeMarkedInactive(_)
+        | M::Deposited(_)
+        | M::Withdrawn(_)
+        | crate::market_admin_events!() => return None,
+    })
 }
 
 /// The Solidity name of event `E`, e.g. `JobPosted`: what subjects and the API's timeline

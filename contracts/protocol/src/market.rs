@@ -13,7 +13,7 @@ use std::collections::BTreeMap;
 use alloy::primitives::{Address, B256, U256, keccak256};
 use alloy::sol_types::SolValue;
 
-use crate::bindings::JobMarket;
+use crate::bindings::{JobMarket, Verification as VerificationContract};
 use crate::eligibility::Requirements;
 use crate::status::JobStatus;
 
@@ -28,6 +28,41 @@ pub struct Terms {
     pub deadline: u64,
     /// The market's policy version in force at posting.
     pub policy: u32,
+    /// A verified job's policy; [`Verification::NONE`] for a tier-none job.
+    pub verification: Verification,
+}
+
+/// A job's verification policy (`VerifyPolicy`), kept in its terms (`limits`' high 40 bits:
+/// tier 8 @248 | size 8 @240 | quorum 8 @232 | revealWindow 16 @216); all zero for tier none.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+pub struct Verification {
+    /// [`Verification::NONE_TIER`], [`Verification::REPLICATED`] or [`Verification::REFEREED`].
+    pub tier: u8,
+    /// Replicated: n, the nodes that run the job; refereed: r, the referees of a dispute.
+    pub size: u8,
+    /// Replicated: k, the equal reveals that decide; refereed: 0.
+    pub quorum: u8,
+    /// Seconds from the end of the commit phase to the end of the reveal phase.
+    pub reveal_window: u16,
+}
+
+impl Verification {
+    pub const NONE_TIER: u8 = 0;
+    pub const REPLICATED: u8 = 1;
+    pub const REFEREED: u8 = 2;
+    /// Tier none: the optimistic challenge window (every job posted with `postJob`).
+    pub const NONE: Self = Self {
+        tier: 0,
+        size: 0,
+        quorum: 0,
+        reveal_window: 0,
+    };
+
+    /// Whether the job is verified (served by the `Verification` extension: no
+    /// `JobMarket` call, assignment or claim, applies to it).
+    pub const fn is_verified(&self) -> bool {
+        self.tier != Self::NONE_TIER
+    }
 }
 
 fn bits(word: U256, shift: usize, width: usize) -> u128 {
@@ -36,6 +71,15 @@ fn bits(word: U256, shift: usize, width: usize) -> u128 {
 }
 
 impl Terms {
+    /// What posting escrowed: n bounties for a replicated job, the bounty otherwise.
+    pub fn escrow(&self) -> u128 {
+        if self.verification.tier == Verification::REPLICATED {
+            self.bounty * u128::from(self.verification.size)
+        } else {
+            self.bounty
+        }
+    }
+
     /// The five words the market takes and emits.
     pub fn pack(&self) -> JobMarket::JobTerms {
         let r = &self.requirements;
@@ -47,7 +91,11 @@ impl Terms {
             | (U256::from(r.min_cpu_cores) << 72)
             | (U256::from(r.min_ram_mib) << 40)
             | (U256::from(r.priority) << 32)
-            | U256::from(self.policy);
+            | U256::from(self.policy)
+            | (U256::from(self.verification.tier) << 248)
+            | (U256::from(self.verification.size) << 240)
+            | (U256::from(self.verification.quorum) << 232)
+            | (U256::from(self.verification.reveal_window) << 216);
         JobMarket::JobTerms {
             party: (U256::from_be_slice(self.submitter.as_slice()) << 96) | U256::from(self.bounty),
             specHash: self.spec_hash,
@@ -78,6 +126,12 @@ impl Terms {
             },
             deadline: bits(l, 168, 40) as u64,
             policy: bits(l, 0, 32) as u32,
+            verification: Verification {
+                tier: bits(l, 248, 8) as u8,
+                size: bits(l, 240, 8) as u8,
+                quorum: bits(l, 232, 8) as u8,
+                reveal_window: bits(l, 216, 16) as u16,
+            },
         }
     }
 
@@ -133,6 +187,21 @@ pub fn dev_params(treasury: alloy::primitives::Address) -> JobMarket::MarketPara
     }
 }
 
+/// The dev network's verification rules (`setVerifyParams`): a pool ticket costs 100 gUSD
+/// of free stake, a seat at least 20 gUSD or twice the bounty; verified bounties from
+/// 1 gUSD; reveal windows from 30 s; a replicated draw needs three members.
+pub fn dev_verify_params() -> VerificationContract::VerifyParams {
+    use alloy::primitives::aliases::U96;
+    VerificationContract::VerifyParams {
+        poolFloor: U96::from(100_000_000u64),
+        seatFloor: U96::from(20_000_000u64),
+        seatBps: 20_000,
+        minVerifiedBounty: U96::from(1_000_000u64),
+        minRevealWindow: 30,
+        minPool: 3,
+    }
+}
+
 impl From<&JobMarket::MarketParams> for Policy {
     fn from(p: &JobMarket::MarketParams) -> Self {
         Self {
@@ -185,6 +254,52 @@ pub struct State {
     pub bounty: u128,
     pub fee_bps: u16,
     pub challenge_window: u32,
+    /// A verified job's further words (`VerifiedState`: its state is those five words,
+    /// the two above and these three); `None` for a tier-none job.
+    pub verified: Option<Verified>,
+}
+
+/// The words a verified job's state adds to a tier-none job's (`VerifiedState`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+pub struct Verified {
+    /// Seat i's node id at bits [48i, 48i + 47]; 0: empty.
+    pub seats: U256,
+    pub draw: Draw,
+    /// Refereed: the provider's result hash once submitted.
+    pub result: B256,
+}
+
+/// A verified job's `draw` word: drawBlock 40 @0 | rounds 8 @40 | commitEnd 40 @48 |
+/// seatStake 96 @88.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+pub struct Draw {
+    /// The first block the next round may be drawn in; 0: no round armed.
+    pub draw_block: u64,
+    /// Rounds drawn so far.
+    pub rounds: u8,
+    /// A replicated job's end of the commit phase (chain time); 0 for a refereed job
+    /// before a dispute.
+    pub commit_end: u64,
+    /// What each seat locks of its node's stake.
+    pub seat_stake: u128,
+}
+
+impl Draw {
+    pub fn pack(&self) -> U256 {
+        U256::from(self.draw_block)
+            | (U256::from(self.rounds) << 40)
+            | (U256::from(self.commit_end) << 48)
+            | (U256::from(self.seat_stake) << 88)
+    }
+
+    pub fn unpack(word: U256) -> Self {
+        Self {
+            draw_block: bits(word, 0, 40) as u64,
+            rounds: bits(word, 40, 8) as u8,
+            commit_end: bits(word, 48, 40) as u64,
+            seat_stake: bits(word, 88, 96),
+        }
+    }
 }
 
 /// Why an event could not be folded into a state.
@@ -207,6 +322,7 @@ impl State {
             bounty: terms.bounty,
             fee_bps: policy.fee_bps,
             challenge_window: policy.challenge_window,
+            verified: None,
         }
     }
 
@@ -239,12 +355,30 @@ impl State {
             bounty: bits(f, 48, 96),
             fee_bps: bits(f, 32, 16) as u16,
             challenge_window: bits(f, 0, 32) as u32,
+            verified: None,
         })
     }
 
-    /// keccak256(abi.encode(JobState)): the word the market stores for the job.
+    /// The five words a verified job's calls take; `None` for a tier-none job.
+    pub fn pack_verified(&self) -> Option<VerificationContract::VerifiedState> {
+        let verified = self.verified?;
+        let two = self.pack();
+        Some(VerificationContract::VerifiedState {
+            terms: two.terms,
+            fields: two.fields,
+            seats: verified.seats,
+            draw: verified.draw.pack(),
+            result: verified.result,
+        })
+    }
+
+    /// The word the market stores for the job: keccak256(abi.encode(JobState)), or of the
+    /// `VerifiedState` for a verified job.
     pub fn hash(&self) -> B256 {
-        keccak256(self.pack().abi_encode())
+        match self.pack_verified() {
+            Some(verified) => keccak256(verified.abi_encode()),
+            None => keccak256(self.pack().abi_encode()),
+        }
     }
 
     /// The state after one of the job's events, as the market moved it.
@@ -275,6 +409,27 @@ impl State {
             M::JobFailed(_) => self.settle(JobStatus::Failed),
             M::JobCancelled(_) => self.settle(JobStatus::Cancelled),
             M::JobExpired(_) => self.settle(JobStatus::Expired),
+            M::VerifiedJobPosted(e) => {
+                let commit_end = e.commitEnd.to::<u64>();
+                if commit_end != 0 {
+                    self.status = JobStatus::Committing;
+                    self.until = commit_end;
+                }
+                self.verified = Some(Verified {
+                    draw: Draw {
+                        commit_end,
+                        seat_stake: e.seatStake.to::<u128>(),
+                        ..Draw::default()
+                    },
+                    ..Verified::default()
+                });
+            }
+            M::DrawArmed(e) => {
+                if let Some(verified) = self.verified.as_mut() {
+                    verified.draw.draw_block = e.drawBlock.to::<u64>();
+                    verified.draw.rounds = e.round;
+                }
+            }
             // Their state change (if any) comes with the events above.
             M::JobPosted(_)
             | M::JobReclaimed(_)
@@ -350,6 +505,7 @@ mod tests {
             (0u128..(1 << 96), any::<u32>(), any::<u8>(), any::<u8>()),
             0u64..(1 << 40),
             any::<u32>(),
+            (any::<u8>(), any::<u8>(), any::<u8>(), any::<u16>()),
         )
             .prop_map(
                 |(
@@ -361,6 +517,7 @@ mod tests {
                     (price, runtime, priority, engine),
                     deadline,
                     policy,
+                    (tier, size, quorum, reveal_window),
                 )| Terms {
                     submitter: Address::from(who),
                     bounty,
@@ -378,6 +535,12 @@ mod tests {
                     },
                     deadline,
                     policy,
+                    verification: Verification {
+                        tier,
+                        size,
+                        quorum,
+                        reveal_window,
+                    },
                 },
             )
     }
@@ -390,13 +553,14 @@ mod tests {
 
         #[test]
         fn states_pack_and_unpack_to_themselves(
-            status in 1u8..=8, faults: u8, barred: u8, node in 0u64..(1 << 48),
+            status in 1u8..=11, faults: u8, barred: u8, node in 0u64..(1 << 48),
             until in 0u64..(1 << 40), bounty in 0u128..(1 << 96), fee: u16, window: u32, terms: [u8; 32],
         ) {
             let state = State {
                 terms: B256::from(terms),
                 status: JobStatus::try_from(status).unwrap(),
                 faults, barred, node_id: node, until, bounty, fee_bps: fee, challenge_window: window,
+                verified: None,
             };
             prop_assert_eq!(State::unpack(&state.pack()), Some(state));
         }
@@ -415,6 +579,7 @@ mod tests {
             },
             deadline: 1_750_086_400,
             policy: 1,
+            verification: Verification::NONE,
         };
         let mut policies = Policies::default();
         policies.insert(
@@ -449,6 +614,7 @@ mod tests {
             },
             deadline: 10_000,
             policy: 1,
+            verification: Verification::NONE,
         };
         let mut state = State::posted(&terms, &Policy::default());
         assert_eq!(state.stop_by(&terms, 60, 30), None, "not assigned");

@@ -100,6 +100,12 @@ status_enum!(
         Failed = 6 => "failed",
         Cancelled = 7 => "cancelled",
         Expired = 8 => "expired",
+        /// A verified job's seats are drawn and commit their results.
+        Committing = 9 => "committing",
+        /// A verified job's commitments are opened.
+        Revealing = 10 => "revealing",
+        /// A refereed dispute the referees did not settle: the arbiter decides.
+        Arbitrating = 11 => "arbitrating",
     }
 );
 
@@ -164,7 +170,7 @@ mod tests {
             assert_eq!(NodeStatus::try_from(i as u8), Ok(*status));
             assert_eq!(status.to_string().parse::<NodeStatus>(), Ok(*status));
         }
-        assert_eq!(JobStatus::try_from(9).unwrap_err().value, 9);
+        assert_eq!(JobStatus::try_from(12).unwrap_err().value, 12);
         assert!("running".parse::<JobStatus>().is_err());
     }
 

@@ -48,6 +48,11 @@ interface INodeRegistry {
     event NodeEarningsWithdrawn(uint64 indexed nodeId, address indexed operator, uint96 amount);
     /// @notice The fees the node's paid jobs owed went to the treasury's balance.
     event FeesSwept(uint64 indexed nodeId, uint96 amount);
+    /// @notice The node joined the verification pool at 1-based position `index` (Active,
+    /// serving WASM, free stake at least the policy's `poolFloor`).
+    event PoolJoined(uint64 indexed nodeId, uint32 index);
+    /// @notice The node left the verification pool (the last member took its place).
+    event PoolLeft(uint64 indexed nodeId);
 
     // ---------------------------------------------------------------- errors
 
@@ -122,10 +127,22 @@ interface INodeRegistry {
     /// reclaimable, with the slash, even after a later heartbeat).
     function markInactive(uint64 nodeId) external;
 
+    /// @notice Brings each node's membership of the verification pool up to date: a node
+    /// that meets the rule (Active, serving WASM, free stake at least `poolFloor`) joins, one
+    /// that does not leaves. Nodes join only through this (a worker serving verified jobs
+    /// sends it for its own node); `beginExit`, `markInactive` and `updateCapabilities`
+    /// take a node out at once, and this catches what jobs change (a slash, a dispute's
+    /// hold) and a new floor. Anyone; unknown ids revert.
+    function syncPool(uint64[] calldata nodeIds) external;
+
     // ---------------------------------------------------------------- views
 
     function getNode(uint64 nodeId) external view returns (NodeInfo memory);
     function nodeCount() external view returns (uint64);
+    /// @notice How many nodes the verification pool holds.
+    function poolSize() external view returns (uint256);
+    /// @notice The pool's member at 0-based position `index`.
+    function poolAt(uint256 index) external view returns (uint64);
     /// @notice The nonce the agent's next consent must carry.
     function agentNonce(address agent) external view returns (uint256);
     /// @notice The EIP-712 digest an agent signs to consent to serve `operator`.

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 pragma solidity ^0.8.24;
 
-import {JobRequirements, JobState, JobStatus, JobTerms} from "./Types.sol";
+import {JobRequirements, JobState, JobStatus, JobTerms, VerifiedState, VerifyPolicy} from "./Types.sol";
 
 /// @title JobCodec
 /// @notice Reads and writes the packed words of `JobTerms` and `JobState`. The layouts are
@@ -69,6 +69,32 @@ library JobCodec {
         return uint32(t.limits);
     }
 
+    // The verification policy, in `limits`' high 40 bits (zero for tier none): tier 8 @248 |
+    // size 8 @240 | quorum 8 @232 | revealWindow 16 @216.
+
+    /// @dev `t` with verification policy `v`.
+    function verified(JobTerms memory t, VerifyPolicy calldata v) internal pure returns (JobTerms memory) {
+        t.limits |= (uint256(v.tier) << 248) | (uint256(v.size) << 240) | (uint256(v.quorum) << 232)
+            | (uint256(v.revealWindow) << 216);
+        return t;
+    }
+
+    function tier(JobTerms calldata t) internal pure returns (uint8) {
+        return uint8(t.limits >> 248);
+    }
+
+    function size(JobTerms calldata t) internal pure returns (uint8) {
+        return uint8(t.limits >> 240);
+    }
+
+    function quorum(JobTerms calldata t) internal pure returns (uint8) {
+        return uint8(t.limits >> 232);
+    }
+
+    function revealWindow(JobTerms calldata t) internal pure returns (uint16) {
+        return uint16(t.limits >> 216);
+    }
+
     // ---------------------------------------------------------------- state
 
     /// @dev The `fields` of a newly posted (Open) job.
@@ -118,5 +144,46 @@ library JobCodec {
 
     function challengeWindow(JobState calldata s) internal pure returns (uint32) {
         return uint32(s.fields);
+    }
+
+    // ---------------------------------------------------------------- verified state
+
+    /// @dev The `draw` word: drawBlock 40 @0 | rounds 8 @40 | commitEnd 40 @48 | seatStake 96 @88.
+    function draw(uint40 drawBlock_, uint8 rounds_, uint40 commitEnd_, uint96 seatStake_)
+        internal
+        pure
+        returns (uint256)
+    {
+        return uint256(drawBlock_) | (uint256(rounds_) << 40) | (uint256(commitEnd_) << 48)
+            | (uint256(seatStake_) << 88);
+    }
+
+    function status(VerifiedState calldata s) internal pure returns (JobStatus) {
+        return JobStatus(uint8(s.fields >> 248));
+    }
+
+    function drawBlock(VerifiedState calldata s) internal pure returns (uint40) {
+        return uint40(s.draw);
+    }
+
+    function rounds(VerifiedState calldata s) internal pure returns (uint8) {
+        return uint8(s.draw >> 40);
+    }
+
+    function commitEnd(VerifiedState calldata s) internal pure returns (uint40) {
+        return uint40(s.draw >> 48);
+    }
+
+    function seatStake(VerifiedState calldata s) internal pure returns (uint96) {
+        return uint96(s.draw >> 88);
+    }
+
+    /// @dev The node in seat `i` (0: empty).
+    function seat(VerifiedState calldata s, uint256 i) internal pure returns (uint64) {
+        return uint64(uint48(s.seats >> (48 * i)));
+    }
+
+    function bounty(VerifiedState calldata s) internal pure returns (uint96) {
+        return uint96(s.fields >> 48);
     }
 }

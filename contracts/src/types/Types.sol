@@ -9,6 +9,14 @@ uint8 constant ENGINE_DOCKER = 0;
 uint8 constant ENGINE_WASM = 1;
 uint8 constant ENGINE_COUNT = 2;
 
+// A job's verification tier (`Verification.tier`, in its terms): `VERIFY_NONE` is the
+// optimistic challenge window of `IJobMarket`; the other two are `IVerification`'s:
+// replicated execution with commit-reveal, and a provider whose disputed result is
+// re-executed by drawn referees.
+uint8 constant VERIFY_NONE = 0;
+uint8 constant VERIFY_REPLICATED = 1;
+uint8 constant VERIFY_REFEREED = 2;
+
 /// @notice What a node offers. Set at registration, changeable by the operator; the market
 /// keeps what it checks in the node's first slot (the model as a 6-byte tag).
 struct NodeCapabilities {
@@ -87,6 +95,68 @@ struct JobPolicy {
     uint8 maxAttempts;
 }
 
+/// @notice A verified job's policy, posted with it and kept in its terms (`limits`' high
+/// 40 bits).
+struct VerifyPolicy {
+    /// `VERIFY_REPLICATED` or `VERIFY_REFEREED`.
+    uint8 tier;
+    /// Replicated: n, the nodes that run the job (3..5). Refereed: r, the referees a
+    /// dispute draws (3 or 5).
+    uint8 size;
+    /// Replicated: k, the reveals of one digest that decide (2k > n, k <= n - 1).
+    /// Refereed: 0 (the majority of r decides).
+    uint8 quorum;
+    /// Seconds between the end of the commit phase and the end of the reveal phase; at
+    /// least the policy's `minRevealWindow`.
+    uint16 revealWindow;
+}
+
+/// @notice The verification rules of a market policy version (`IVerification.verifyParams`).
+/// All amounts in token units.
+struct VerifyParams {
+    /// Free stake (stake - locked) a node needs to be in the verification pool: the price
+    /// of one ticket in the draw. Zero: verified jobs are not offered.
+    uint96 poolFloor;
+    /// Smallest seat stake (<= poolFloor).
+    uint96 seatFloor;
+    /// A seat stake is at least this multiple of the bounty, basis points.
+    uint32 seatBps;
+    /// Smallest bounty of a verified job.
+    uint96 minVerifiedBounty;
+    /// Smallest reveal window, seconds: well above finality and congestion.
+    uint32 minRevealWindow;
+    /// A draw from a smaller pool seats nobody.
+    uint16 minPool;
+}
+
+/// @notice A verified job's mutable state (five words; a tier-none job's `JobState` is two,
+/// so no `JobMarket` call can act on a verified job: its hash never matches).
+struct VerifiedState {
+    /// keccak256(abi.encode(JobTerms)).
+    bytes32 terms;
+    /// `JobState.fields`' layout (status, faults, barred, nodeId, until, bounty, feeBps,
+    /// challengeWindow). `until`: the end of the commit phase while Committing.
+    uint256 fields;
+    /// Seat i's node id at bits [48i, 48i + 47], i < 5; 0: the seat is empty.
+    uint256 seats;
+    /// drawBlock 40 @0 | rounds 8 @40 | commitEnd 40 @48 | seatStake 96 @88.
+    uint256 draw;
+    /// Refereed: the provider's result hash once submitted; otherwise 0.
+    bytes32 result;
+}
+
+/// @notice One seat of a verified job (`_seats[job][i]` holds its hash; 0: empty).
+struct Seat {
+    /// phase 8 @248 (1 Seated, 2 Committed, 3 Revealed) | nodeId 48 @200 | seatedAt 40 @160
+    /// | until 40 @120.
+    uint256 fields;
+    /// keccak256(abi.encode(chainid, market, jobId, seat, nodeId, digest, salt)); 0 until
+    /// committed.
+    bytes32 seal;
+    /// The revealed result digest; 0 until revealed.
+    bytes32 digest;
+}
+
 /// @notice A job's mutable state. The market stores only its hash (one word per job);
 /// every call that changes a job passes the current state, which any consumer folds from
 /// the job's events (`gantry_protocol::market::State`). A stale state is refused.
@@ -119,6 +189,9 @@ enum NodeStatus {
 ///   Assigned -> Open (requeued after a reject or a reclaim) or Failed (out of attempts or time),
 ///   Submitted -> Disputed -> Completed | Failed,
 ///   Open -> Cancelled | Expired.
+/// A verified job (`IVerification`) also passes through Committing (seats drawn, results
+/// committed), Revealing (commitments opened) and Arbitrating (a refereed dispute the
+/// referees did not settle).
 /// Completed, Failed, Cancelled and Expired are terminal: the bounty has been paid or refunded
 /// and the job's storage word is cleared.
 enum JobStatus {
@@ -130,7 +203,10 @@ enum JobStatus {
     Completed,
     Failed,
     Cancelled,
-    Expired
+    Expired,
+    Committing,
+    Revealing,
+    Arbitrating
 }
 
 /// @notice How a job's bounty reached the provider.
@@ -208,6 +284,8 @@ struct NodeInfo {
     uint8 engines;
     uint40 inactiveSince;
     uint40 unbondingEndsAt;
+    /// The node's 1-based position in the verification pool; 0: not a member.
+    uint32 poolIndex;
 }
 
 /// @notice One assignment of a batch.

@@ -4,6 +4,7 @@ pragma solidity ^0.8.24;
 import {AttackBase} from "./AttackBase.sol";
 import {JobMarket} from "../../src/JobMarket.sol";
 import {NodeRegistry} from "../../src/NodeRegistry.sol";
+import {Verification} from "../../src/Verification.sol";
 import {INodeRegistry} from "../../src/interfaces/INodeRegistry.sol";
 
 /// @notice An operator tries to bind someone else's agent key to its own node (so that the
@@ -216,7 +217,7 @@ contract AgentHijack is AttackBase {
     }
 
     function deployOtherMarket() internal returns (JobMarket other) {
-        other = new JobMarket(token, admin, marketParams(), new NodeRegistry(token));
+        other = new JobMarket(token, admin, marketParams(), new NodeRegistry(token), new Verification(token));
         vm.prank(operator);
         token.approve(address(other), type(uint256).max);
     }

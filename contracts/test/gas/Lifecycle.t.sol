@@ -47,4 +47,61 @@ contract GasTest is Base {
         vm.warp(jobs[jobId].state.until());
         market.finalize(jobId, jobs[jobId].state);
     }
+
+    // ---------------------------------------------------------------- node calls
+
+    /// A node call in a transaction of its own: the market, its extension and the token
+    /// cold.
+    function _cold() internal {
+        vm.cool(address(market));
+        vm.cool(market.nodeRegistry());
+        vm.cool(address(token));
+    }
+
+    function test_gas_register() public {
+        vm.pauseGasMetering();
+        address nodeAgent = vm.addr(AGENT_KEY);
+        bytes memory consent = signConsent(operator, AGENT_KEY, block.timestamp + 1 hours);
+        _cold();
+        vm.resumeGasMetering();
+        vm.prank(operator);
+        nodes.register(h100Node(), "ipfs://node", STAKE, nodeAgent, block.timestamp + 1 hours, consent);
+    }
+
+    function test_gas_heartbeat() public {
+        vm.pauseGasMetering();
+        uint64 nodeId = registerNode();
+        vm.warp(block.timestamp + 30);
+        _cold();
+        vm.resumeGasMetering();
+        vm.prank(agent);
+        nodes.heartbeat(nodeId);
+    }
+
+    function test_gas_topUpStake() public {
+        vm.pauseGasMetering();
+        uint64 nodeId = registerNode();
+        _cold();
+        vm.resumeGasMetering();
+        vm.prank(operator);
+        nodes.topUpStake(nodeId, 1e6);
+    }
+
+    function test_gas_markInactive() public {
+        vm.pauseGasMetering();
+        uint64 nodeId = registerNode();
+        _cold();
+        vm.resumeGasMetering();
+        vm.prank(agent);
+        nodes.markInactive(nodeId);
+    }
+
+    function test_gas_beginExit() public {
+        vm.pauseGasMetering();
+        uint64 nodeId = registerNode();
+        _cold();
+        vm.resumeGasMetering();
+        vm.prank(operator);
+        nodes.beginExit(nodeId);
+    }
 }

@@ -7,7 +7,7 @@ import {MarketHandler} from "./handlers/MarketHandler.sol";
 import {JobMarket} from "../../src/JobMarket.sol";
 import {GantryTestToken} from "../../src/dev/GantryTestToken.sol";
 import {INodeRegistry} from "../../src/interfaces/INodeRegistry.sol";
-import {JobState, JobStatus, JobTerms, NodeInfo} from "../../src/types/Types.sol";
+import {ENGINE_WASM, JobState, JobStatus, JobTerms, NodeInfo, NodeStatus} from "../../src/types/Types.sol";
 
 /// @notice Random sequences of calls by every participant (`MarketHandler`); after each one
 /// the market's books hold: conservation, the events replay to the balances, every job's
@@ -38,7 +38,7 @@ contract MarketInvariants is Test {
     }
 
     function actionSelectors() internal pure returns (bytes4[] memory s) {
-        s = new bytes4[](30);
+        s = new bytes4[](32);
         s[0] = MarketHandler.post.selector;
         s[1] = MarketHandler.deposit.selector;
         s[2] = MarketHandler.cancel.selector;
@@ -69,6 +69,8 @@ contract MarketInvariants is Test {
         s[27] = MarketHandler.advance.selector;
         s[28] = MarketHandler.replay.selector;
         s[29] = MarketHandler.forbidden.selector;
+        s[30] = MarketHandler.syncPool.selector;
+        s[31] = MarketHandler.setVerifyParams.selector;
     }
 
     // ---------------------------------------------------------------- the handler reaches everything
@@ -113,6 +115,9 @@ contract MarketInvariants is Test {
             handler.warp(3 days, true);
         }
         handler.withdrawStake(3);
+        handler.setVerifyParams(0);
+        handler.syncPool(2);
+        assertGt(nodes.poolSize(), 0, "the CPU node joined the pool");
         bytes4[] memory actions = actionSelectors();
         for (uint256 i; i < actions.length; ++i) {
             assertGt(handler.calls(actions[i]), 0, vm.toString(abi.encodePacked(actions[i])));
@@ -219,6 +224,26 @@ contract MarketInvariants is Test {
         }
     }
 
+    /// The verification pool holds each member once, at the position its record names, and
+    /// only nodes that serve WASM and are not leaving: exiting nodes, nodes marked inactive
+    /// and nodes that stopped serving WASM left at once; a slash or a dispute's hold may
+    /// leave a member under the rule until `syncPool`, never out of place.
+    function invariant_thePoolIsConsistent() public view {
+        uint256 size = nodes.poolSize();
+        uint256 members;
+        for (uint256 i; i < handler.nodeCount(); ++i) {
+            uint64 id = handler.nodeAt(i);
+            NodeInfo memory n = nodes.getNode(id);
+            if (n.poolIndex == 0) continue;
+            ++members;
+            assertLe(n.poolIndex, size, "a member's position is in the pool");
+            assertEq(nodes.poolAt(n.poolIndex - 1), id, "a member is where its record says");
+            assertTrue((n.engines >> ENGINE_WASM) & 1 == 1, "a member serves WASM");
+            assertTrue(n.status == NodeStatus.Active || n.status == NodeStatus.Inactive, "a member is not leaving");
+        }
+        assertEq(members, size, "every position holds a member");
+    }
+
     function checkAll() internal view {
         invariant_conservation();
         invariant_theEventsReplayToTheBalances();
@@ -227,5 +252,6 @@ contract MarketInvariants is Test {
         invariant_nodesMoveOnlyByTheRules();
         invariant_lockedWithinTheStake();
         invariant_faultsPayOnlyTheTreasury();
+        invariant_thePoolIsConsistent();
     }
 }

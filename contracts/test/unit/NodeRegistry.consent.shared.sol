@@ -5,6 +5,7 @@ import {ConsentWallet, NodeRegistryUnitTest} from "./NodeRegistry.base.sol";
 import {INodeRegistry} from "../../src/interfaces/INodeRegistry.sol";
 import {JobMarket} from "../../src/JobMarket.sol";
 import {NodeRegistry} from "../../src/NodeRegistry.sol";
+import {Verification} from "../../src/Verification.sol";
 
 /// @notice What `register` and `setAgent` share: the agent's consent. It is the agent's own
 /// call, or its EIP-712 `AgentConsent(operator, agent, nonce, deadline)` signature with its
@@ -148,7 +149,7 @@ abstract contract NodeRegistryConsentShared is NodeRegistryUnitTest {
     }
 
     function test_Consent_RevertWhen_SignedForAnotherMarket() external {
-        JobMarket other = new JobMarket(token, admin, marketParams(), new NodeRegistry(token));
+        JobMarket other = new JobMarket(token, admin, marketParams(), new NodeRegistry(token), new Verification(token));
         address a = consentAgent();
         uint256 deadline = block.timestamp + 1 hours;
         bytes32 digest = INodeRegistry(address(other)).consentDigest(operator, a, nodes.agentNonce(a), deadline);

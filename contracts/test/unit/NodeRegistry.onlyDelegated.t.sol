@@ -91,6 +91,11 @@ contract NodeRegistryOnlyDelegatedTest is NodeRegistryNodeTest {
 
     /// Questionable (see the report): the views are not guarded; they read the extension's
     /// own empty storage, and `nodeCount` underflows there (its next id is 0, not 1).
+    function test_OnlyDelegated_SyncPool() external {
+        expectOnlyThroughMarket();
+        extension.syncPool(new uint64[](1));
+    }
+
     function test_OnlyDelegated_ViewsReadTheExtensionsEmptyStorage() external {
         assertEq(extension.getNode(nodeId).operator, address(0));
         assertEq(extension.agentNonce(agent), 0);

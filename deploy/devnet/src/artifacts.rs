@@ -14,6 +14,7 @@ use serde_json::{Value, json};
 pub const ARTIFACT_CONTRACTS: &[(&str, &str)] = &[
     ("JobMarket.sol", "JobMarket"),
     ("NodeRegistry.sol", "NodeRegistry"),
+    ("Verification.sol", "Verification"),
     ("GantryTestToken.sol", "GantryTestToken"),
     ("EventBatcher.sol", "EventBatcher"),
 ];

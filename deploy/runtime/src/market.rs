@@ -14,6 +14,7 @@ use alloy::providers::Provider;
 use alloy::rpc::types::{Filter, Log};
 use alloy::sol_types::{SolEvent, SolEventInterface};
 use gantry_protocol::bindings::JobMarket;
+use gantry_protocol::events::market_job_id;
 use gantry_protocol::market::{FoldError, Job, Policies, Policy};
 
 /// Why a job could not be read.
@@ -167,27 +168,11 @@ fn fold(job_id: u64, logs: &[Log], policies: &Policies) -> Result<Job, ReadJobEr
                     Job::posted(&e.terms, policies).map_err(|e| ReadJobError::Fold(job_id, e))?,
                 );
             }
-            (_, Some(job)) if event_job(&event.data) == Some(job_id) => {
+            (_, Some(job)) if market_job_id(&event.data) == Some(job_id) => {
                 job.state.apply(&event.data)
             }
             _ => {}
         }
     }
     job.ok_or(ReadJobError::NotPosted(job_id))
-}
-
-/// The job an event is about, for the events that change a job's state.
-fn event_job(event: &JobMarket::JobMarketEvents) -> Option<u64> {
-    use JobMarket::JobMarketEvents as M;
-    Some(match event {
-        M::JobAssigned(e) => e.jobId,
-        M::ResultSubmitted(e) => e.jobId,
-        M::JobDisputed(e) => e.jobId,
-        M::JobRequeued(e) => e.jobId,
-        M::JobCompleted(e) => e.jobId,
-        M::JobFailed(e) => e.jobId,
-        M::JobCancelled(e) => e.jobId,
-        M::JobExpired(e) => e.jobId,
-        _ => return None,
-    })
 }

@@ -6,7 +6,7 @@ use alloy::primitives::{Address, U256};
 use alloy::providers::{DynProvider, Provider, ProviderBuilder};
 use alloy::signers::local::PrivateKeySigner;
 use gantry_protocol::bindings::{
-    GantryTestToken, job_market::JobMarket, node_registry::NodeRegistry,
+    GantryTestToken, job_market::JobMarket, node_registry::NodeRegistry, verification::Verification,
 };
 use gantry_protocol::deployment::Deployment;
 
@@ -16,6 +16,8 @@ use crate::{DevnetError, Tools};
 #[derive(Debug, Clone)]
 pub struct DeployParams {
     pub market: JobMarket::MarketParams,
+    /// The verification rules set at deployment (`setVerifyParams`).
+    pub verify: Verification::VerifyParams,
     /// Accounts granted MATCHER, ARBITER and PAUSER (the deployer is admin).
     pub matcher: Address,
     pub arbiter: Address,
@@ -28,6 +30,7 @@ impl DeployParams {
     pub fn dev(admin: Address) -> Self {
         Self {
             market: gantry_protocol::market::dev_params(admin),
+            verify: gantry_protocol::market::dev_verify_params(),
             matcher: admin,
             arbiter: admin,
             pauser: admin,
@@ -60,15 +63,26 @@ pub async fn deploy(
     let registry = NodeRegistry::deploy(provider.clone(), *token.address())
         .await
         .map_err(contract("deploy NodeRegistry"))?;
+    let verification = Verification::deploy(provider.clone(), *token.address())
+        .await
+        .map_err(contract("deploy Verification"))?;
     let market = JobMarket::deploy(
         provider.clone(),
         *token.address(),
         admin,
         params.market,
         *registry.address(),
+        *verification.address(),
     )
     .await
     .map_err(contract("deploy JobMarket"))?;
+    // Verified jobs are served at the market's address.
+    let verify = Verification::new(*market.address(), provider.clone());
+    confirm_receipt(
+        "setVerifyParams",
+        verify.setVerifyParams(params.verify).send().await,
+    )
+    .await?;
 
     let roles = || contract("reading the roles");
     let grants = [

@@ -161,6 +161,7 @@ pub fn batcher_terms() -> EventBatcher::JobTerms {
         requirements: Requirements::from(&h100_requirements()),
         deadline: crate::FAR_DEADLINE,
         policy: 1,
+        verification: gantry_protocol::market::Verification::NONE,
     }
     .pack();
     EventBatcher::JobTerms {

@@ -109,6 +109,7 @@ mod tests {
             },
             deadline: until + 10_000,
             policy: 1,
+            verification: gantry_protocol::market::Verification::NONE,
         };
         let mut state = State::posted(&terms, &Policy::default());
         state.apply(&JobMarket::JobMarketEvents::JobAssigned(

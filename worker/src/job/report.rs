@@ -98,7 +98,7 @@ enum Sent {
     Mined,
     /// The job had moved on before the answer landed (our own earlier try whose receipt
     /// was lost, a reclaim, a reorg): this is where it is now.
-    MovedOn(State),
+    MovedOn(Box<State>),
 }
 
 impl Ctx {
@@ -227,7 +227,7 @@ impl Ctx {
             })
             .await?;
             if !self.is_ours(&current, held.assignment.until) {
-                return Ok(Sent::MovedOn(current.state));
+                return Ok(Sent::MovedOn(Box::new(current.state)));
             }
             tracing::warn!("the held state was stale; sending again with the chain's");
             held.job = current;

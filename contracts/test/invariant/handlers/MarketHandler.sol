@@ -5,7 +5,8 @@ import {Base} from "../../Base.t.sol";
 import {JobView} from "../../JobView.sol";
 import {JobMarket} from "../../../src/JobMarket.sol";
 import {ENGINE_DOCKER, ENGINE_WASM, JobPolicy, JobRequirements, JobState, JobStatus, JobTerms} from "../../../src/types/Types.sol";
-import {MarketParams, NodeCapabilities, NodeInfo, NodeStatus} from "../../../src/types/Types.sol";
+import {MarketParams, NodeCapabilities, NodeInfo, NodeStatus, VerifyParams} from "../../../src/types/Types.sol";
+import {IVerification} from "../../../src/interfaces/IVerification.sol";
 
 /// @notice Drives random sequences of calls by every participant (submitters, the matcher,
 /// agents, operators, keepers, the arbiter, the admin), with bounded inputs. Each action
@@ -60,6 +61,7 @@ contract MarketHandler is Base {
 
     constructor() {
         setUp();
+        enableVerification();
         theMarket = market;
         now_ = block.timestamp;
         submitters.push(submitter);
@@ -418,6 +420,28 @@ contract MarketHandler is Base {
         earningsOut[nodeId] += n.earnings;
         feesSwept[nodeId] += n.feesOwed;
         sweptTotal += n.feesOwed;
+        _did();
+    }
+
+    /// Anyone brings a node's pool membership up to date.
+    function syncPool(uint256 nodeSeed) external step {
+        uint64[] memory ids = new uint64[](1);
+        ids[0] = nodeIds[nodeSeed % nodeIds.length];
+        vm.prank(stranger);
+        nodes.syncPool(ids);
+        NodeInfo memory n = node(ids[0]);
+        bool rule = n.status == NodeStatus.Active && (n.engines >> ENGINE_WASM) & 1 == 1
+            && n.stake - n.lockedStake >= IVerification(address(market)).poolFloor();
+        assertEq(n.poolIndex != 0, rule, "after syncPool, a member exactly when it meets the rule");
+        _did();
+    }
+
+    /// The admin moves the pool's floor (members are caught up by `syncPool`).
+    function setVerifyParams(uint256 seed) external step {
+        VerifyParams memory p = verifyParams();
+        p.poolFloor = uint96(_bound(seed, p.seatFloor, 2 * STAKE));
+        vm.prank(admin);
+        IVerification(address(market)).setVerifyParams(p);
         _did();
     }
 

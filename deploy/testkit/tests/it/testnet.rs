@@ -36,3 +36,108 @@ async fn a_test_net_starts_what_it_is_asked_for_and_nothing_else() {
     let nats = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| net.nats().url()));
     assert!(nats.is_err(), "no NATS unless asked for");
 }
+
+/// The deployment offers verified jobs (its rules set, `dev_verify_params`), and the
+/// shared fold reads a verified job as the market stores it: its five-word state hashes to
+/// the market's word (`job` checks that), Committing until the end of its commit phase.
+/// No call of the market's own reaches it.
+#[tokio::test]
+async fn a_verified_job_folds_to_the_markets_word_and_no_market_call_reaches_it() {
+    use alloy::primitives::{U256, aliases::U96};
+    use gantry_protocol::bindings::{NodeRegistry, Verification};
+    use gantry_protocol::eligibility::Engines;
+    use gantry_protocol::market::Verification as Policy;
+    use gantry_testkit::{GUSD, confirm_receipt};
+
+    let net = TestNet::builder()
+        .start()
+        .await
+        .expect("the test net starts");
+    let wasm = NodeRegistry::NodeCapabilities {
+        cpuCores: 4,
+        ramMiB: 8_192,
+        maxConcurrentJobs: 1,
+        engines: Engines::WASM.0,
+        ..Default::default()
+    };
+    let mut nodes = Vec::new();
+    for account in &NODES[1..] {
+        nodes.push(net.register_own_node(*account, wasm.clone()).await);
+    }
+    confirm_receipt(
+        "syncPool",
+        net.registry(KEEPER).syncPool(nodes.clone()).send().await,
+    )
+    .await
+    .expect("anyone syncs the pool");
+    assert_eq!(
+        net.registry(KEEPER).poolSize().call().await.unwrap(),
+        U256::from(3)
+    );
+
+    net.fund_submitter().await;
+    let verification = Verification::new(net.devnet.deployment.market, net.provider(SUBMITTER));
+    let requirements = Verification::JobRequirements {
+        minCpuCores: 1,
+        minRamMiB: 64,
+        maxRuntime: 600,
+        priority: 5,
+        engine: 1,
+        ..Default::default()
+    };
+    let policy = Verification::VerifyPolicy {
+        tier: Policy::REPLICATED,
+        size: 3,
+        quorum: 2,
+        revealWindow: 60,
+    };
+    let deadline = net.now().await + 3_600;
+    let receipt = confirm_receipt(
+        "postVerifiedJob",
+        verification
+            .postVerifiedJob(
+                requirements,
+                policy,
+                U96::from(5 * GUSD),
+                alloy::primitives::aliases::U40::from(deadline),
+                br#"{"v":2,"engine":"wasm"}"#.to_vec().into(),
+            )
+            .send()
+            .await,
+    )
+    .await
+    .expect("posted");
+    let posted = receipt
+        .decoded_log::<gantry_protocol::bindings::JobMarket::JobPosted>()
+        .expect("JobPosted");
+    let job = net.job(posted.jobId).await;
+    assert_eq!(job.state.status, JobStatus::Committing);
+    assert_eq!(
+        job.state.until,
+        deadline - 60,
+        "until: the end of the commit phase"
+    );
+    assert_eq!(job.terms.verification.size, 3);
+    assert_eq!(job.terms.escrow(), 15 * u128::from(GUSD));
+    let verified = job.state.verified.expect("a verified job's words");
+    assert_eq!(verified.draw.seat_stake, u128::from(20 * GUSD));
+    assert!(verified.draw.draw_block > 0, "the first draw is armed");
+
+    // The market's own calls take a two-word state, which never hashes to a verified
+    // job's word.
+    let Err(stale) = net
+        .market(SUBMITTER)
+        .cancel(posted.jobId, job.terms.pack(), job.state.pack())
+        .call()
+        .await
+    else {
+        panic!("a market call on a verified job went through");
+    };
+    assert!(
+        matches!(
+            stale.as_decoded_interface_error::<gantry_protocol::bindings::JobMarket::JobMarketErrors>(),
+            Some(gantry_protocol::bindings::JobMarket::JobMarketErrors::JobMarket_StaleState(_))
+        ),
+        "{stale}"
+    );
+}

@@ -1,0 +1,242 @@
+// SPDX-License-Identifier: Apache-2.0
+pragma solidity ^0.8.24;
+
+import {IERC20} from "@openzeppelin/contracts/token/ERC20/IERC20.sol";
+import {SafeERC20} from "@openzeppelin/contracts/token/ERC20/utils/SafeERC20.sol";
+
+import {MarketStorage} from "./MarketStorage.sol";
+import {IJobMarket} from "./interfaces/IJobMarket.sol";
+import {IVerification} from "./interfaces/IVerification.sol";
+import {JobCodec} from "./types/JobCodec.sol";
+import {
+    ENGINE_WASM,
+    JobRequirements,
+    JobStatus,
+    JobTerms,
+    VERIFY_REFEREED,
+    VERIFY_REPLICATED,
+    VerifiedState,
+    VerifyParams,
+    VerifyPolicy
+} from "./types/Types.sol";
+
+/// @title Verification
+/// @notice Verified jobs (`IVerification`): runs only inside the JobMarket, which forwards
+/// their calls to it with `delegatecall`, as it does the node calls to `NodeRegistry`. Its
+/// own address holds nothing and refuses calls.
+contract Verification is IVerification, MarketStorage {
+    using SafeERC20 for IERC20;
+    using JobCodec for JobTerms;
+    using JobCodec for VerifiedState;
+
+    /// @dev Blocks between arming a draw and the first block it may be drawn in: the
+    /// draw's seed is that block's `prevrandao`, unknown when the round is armed.
+    uint40 internal constant DRAW_DELAY = 2;
+    /// @dev Time a replicated job's deadline leaves for its first draw, seconds.
+    uint32 internal constant DRAW_SLACK = 10 minutes;
+    /// @dev Draw rounds a job may use (the first and its refills).
+    uint8 internal constant MAX_ROUNDS = 8;
+    uint8 internal constant MAX_SEATS = 5;
+
+    address private immutable _self = address(this);
+
+    /// @dev Only the market's delegatecall is served (see `NodeRegistry.onlyDelegated`).
+    modifier onlyDelegated() {
+        if (address(this) == _self) revert Verification_OnlyThroughMarket();
+        _;
+    }
+
+    constructor(IERC20 token_) MarketStorage(token_) {}
+
+    // ================================================================ admin
+
+    /// @inheritdoc IVerification
+    function setVerifyParams(VerifyParams calldata p) external onlyDelegated onlyRole(DEFAULT_ADMIN_ROLE) {
+        if (
+            p.seatFloor == 0 || p.seatFloor > p.poolFloor || p.seatBps == 0 || p.minVerifiedBounty == 0
+                || p.minRevealWindow == 0 || p.minPool < 3
+        ) revert Verification_InvalidParams();
+        uint32 version = _config.policy;
+        _verify[version] = p;
+        _poolFloor = p.poolFloor;
+        emit VerifyParamsSet(version, p);
+    }
+
+    // ================================================================ submitter
+
+    /// @inheritdoc IVerification
+    function postVerifiedJob(
+        JobRequirements calldata requirements,
+        VerifyPolicy calldata policy,
+        uint96 bounty,
+        uint40 deadline,
+        bytes calldata spec
+    ) external nonReentrant onlyDelegated returns (uint64 jobId) {
+        Config memory c = _config;
+        uint96 seatStake = _checkPosting(c, requirements, policy, bounty, spec.length);
+        (uint256 fields, uint256 draw, uint256 escrow) =
+            _opening(c, requirements.maxRuntime, policy, bounty, deadline, seatStake);
+        jobId = c.nextJobId;
+        _config.nextJobId = c.nextJobId + 1;
+        // Credits first, as `postJob`.
+        uint256 credit = _credits[msg.sender];
+        uint256 fromCredits = credit >= escrow ? escrow : credit;
+        if (fromCredits != 0) _credits[msg.sender] = credit - fromCredits;
+        _record(jobId, requirements, policy, bounty, deadline, spec, fields, draw, uint96(fromCredits));
+
+        if (fromCredits < escrow) token.safeTransferFrom(msg.sender, address(this), escrow - fromCredits);
+    }
+
+    /// @inheritdoc IVerification
+    function cancelVerified(uint64 jobId, JobTerms calldata terms, VerifiedState calldata state)
+        external
+        onlyDelegated
+    {
+        _checkState(jobId, terms, state);
+        if (msg.sender != terms.submitter()) revert IJobMarket.JobMarket_NotSubmitter(jobId, msg.sender);
+        if (terms.tier() != VERIFY_REFEREED || state.status() != JobStatus.Open) {
+            revert Verification_NotCancellable(jobId);
+        }
+        uint96 refund = terms.bounty();
+        delete _jobs[jobId];
+        _credits[msg.sender] += refund;
+        emit IJobMarket.JobCancelled(jobId, refund);
+    }
+
+    /// @inheritdoc IVerification
+    function expireVerified(uint64 jobId, JobTerms calldata terms, VerifiedState calldata state)
+        external
+        onlyDelegated
+    {
+        _checkState(jobId, terms, state);
+        uint256 runEnd = block.timestamp + terms.maxRuntime();
+        uint96 refund;
+        if (terms.tier() == VERIFY_REPLICATED) {
+            // No seat filled, and none can be: a draw needs a run to fit before the commit
+            // phase ends, and rounds left.
+            bool drawable = runEnd <= state.commitEnd() && state.rounds() < MAX_ROUNDS;
+            if (state.status() != JobStatus.Committing || state.seats != 0 || drawable) {
+                revert Verification_NotExpired(jobId);
+            }
+            refund = terms.bounty() * terms.size();
+        } else {
+            if (state.status() != JobStatus.Open || runEnd <= terms.deadline()) revert Verification_NotExpired(jobId);
+            refund = terms.bounty();
+        }
+        delete _jobs[jobId];
+        _credits[terms.submitter()] += refund;
+        emit IJobMarket.JobExpired(jobId, refund);
+    }
+
+    // ================================================================ views
+
+    /// @inheritdoc IVerification
+    function verifyParams(uint32 policyVersion) external view returns (VerifyParams memory) {
+        return _verify[policyVersion];
+    }
+
+    /// @inheritdoc IVerification
+    function poolFloor() external view returns (uint96) {
+        return _poolFloor;
+    }
+
+    // ================================================================ internal
+
+    /// @dev Every rule of posting but the deadline's; returns the seat stake.
+    function _checkPosting(
+        Config memory c,
+        JobRequirements calldata requirements,
+        VerifyPolicy calldata policy,
+        uint96 bounty,
+        uint256 specLength
+    ) internal view returns (uint96 seatStake) {
+        if (c.paused) revert IJobMarket.JobMarket_Paused();
+        VerifyParams memory p = _verify[c.policy];
+        if (p.poolFloor == 0) revert Verification_NotOffered(c.policy);
+        _checkRequirements(requirements);
+        if (requirements.engine != ENGINE_WASM) revert Verification_EngineNotVerifiable(requirements.engine);
+        _checkSpec(specLength);
+        _checkPolicy(policy, p.minRevealWindow);
+        if (bounty < p.minVerifiedBounty) revert Verification_BountyTooSmall(bounty, p.minVerifiedBounty);
+        uint256 scaled = (uint256(bounty) * p.seatBps) / BPS;
+        seatStake = scaled > p.seatFloor ? uint96(scaled) : p.seatFloor;
+        // Any member of the pool can take a seat.
+        if (scaled > p.poolFloor) revert Verification_SeatStakeOverFloor(uint96(scaled), p.poolFloor);
+        if (policy.tier == VERIFY_REPLICATED && _pool.length < p.minPool) {
+            revert Verification_PoolTooSmall(_pool.length, p.minPool);
+        }
+    }
+
+    /// @dev The new job's `fields` and `draw` words and its escrow. Replicated: Committing
+    /// until the commit phase ends (deadline - W), the first draw armed, n bounties
+    /// escrowed. Refereed: Open, one bounty.
+    function _opening(
+        Config memory c,
+        uint32 maxRuntime,
+        VerifyPolicy calldata policy,
+        uint96 bounty,
+        uint40 deadline,
+        uint96 seatStake
+    ) internal view returns (uint256 fields, uint256 draw, uint256 escrow) {
+        fields = JobCodec.opened(bounty, c.feeBps, c.challengeWindow);
+        if (policy.tier == VERIFY_REPLICATED) {
+            uint256 earliest = block.timestamp + DRAW_SLACK + maxRuntime + policy.revealWindow;
+            uint256 latest = block.timestamp + 2 * uint256(MAX_RUNTIME) + policy.revealWindow;
+            if (deadline < earliest || deadline > latest) {
+                revert Verification_DeadlineOutOfRange(deadline, earliest, latest);
+            }
+            uint40 commitEnd = deadline - policy.revealWindow;
+            fields = JobCodec.next(fields, JobStatus.Committing, 0, 0, 0, commitEnd);
+            draw = JobCodec.draw(uint40(block.number) + DRAW_DELAY, 0, commitEnd, seatStake);
+            escrow = uint256(bounty) * policy.size;
+        } else {
+            uint256 earliest = block.timestamp + maxRuntime;
+            if (deadline < earliest) revert IJobMarket.JobMarket_DeadlineTooSoon(deadline, earliest);
+            draw = JobCodec.draw(0, 0, 0, seatStake);
+            escrow = bounty;
+        }
+    }
+
+    /// @dev Stores the new job's state and emits its posting.
+    function _record(
+        uint64 jobId,
+        JobRequirements calldata requirements,
+        VerifyPolicy calldata policy,
+        uint96 bounty,
+        uint40 deadline,
+        bytes calldata spec,
+        uint256 fields,
+        uint256 draw,
+        uint96 fromCredits
+    ) internal {
+        JobTerms memory terms = JobCodec.pack(
+                msg.sender, bounty, keccak256(spec), requirements, deadline, _config.policy
+            ).verified(policy);
+        _jobs[jobId] = keccak256(abi.encode(VerifiedState(keccak256(abi.encode(terms)), fields, 0, draw, 0)));
+        emit IJobMarket.JobPosted(jobId, msg.sender, terms, fromCredits, spec);
+        uint40 drawBlock = uint40(draw);
+        emit VerifiedJobPosted(jobId, policy, uint96(draw >> 88), uint40(draw >> 48));
+        if (drawBlock != 0) emit DrawArmed(jobId, drawBlock, 0);
+    }
+
+    /// @dev Replicated: 3 <= n <= 5, 2k > n (one digest at most reaches k), k <= n - 1 (one
+    /// seat never vetoes). Refereed: r odd, 3 or 5, no quorum. Both: the reveal window at
+    /// least the policy's floor.
+    function _checkPolicy(VerifyPolicy calldata policy, uint32 minRevealWindow) internal pure {
+        uint8 n = policy.size;
+        uint8 k = policy.quorum;
+        bool valid = policy.tier == VERIFY_REPLICATED
+            ? n >= 3 && n <= MAX_SEATS && 2 * uint16(k) > n && k < n
+            : policy.tier == VERIFY_REFEREED && (n == 3 || n == 5) && k == 0;
+        if (!valid) revert Verification_InvalidPolicy();
+        if (policy.revealWindow < minRevealWindow) {
+            revert Verification_RevealWindowTooShort(policy.revealWindow, minRevealWindow);
+        }
+    }
+
+    /// @dev `state` is the job's (its hash is the job's word) and `terms` its terms.
+    function _checkState(uint64 jobId, JobTerms calldata terms, VerifiedState calldata state) internal view {
+        if (_jobs[jobId] != keccak256(abi.encode(state))) revert IJobMarket.JobMarket_StaleState(jobId);
+        if (keccak256(abi.encode(terms)) != state.terms) revert IJobMarket.JobMarket_WrongTerms(jobId);
+    }
+}

@@ -1,0 +1,101 @@
+// SPDX-License-Identifier: Apache-2.0
+pragma solidity ^0.8.24;
+
+import {Base} from "../Base.t.sol";
+import {JobView} from "../JobView.sol";
+import {IVerification} from "../../src/interfaces/IVerification.sol";
+import {
+    JobRequirements,
+    JobState,
+    JobTerms,
+    NodeCapabilities,
+    VERIFY_REFEREED,
+    VERIFY_REPLICATED,
+    VerifiedState,
+    VerifyPolicy
+} from "../../src/types/Types.sol";
+
+/// @notice Shared fixtures of the verified jobs' unit tests (`Verification.<part>.t.sol`):
+/// verification offered under the devnet's rules (`Base.verifyParams`), CPU nodes of
+/// distinct operators serving WASM, and verified jobs posted and folded like any other.
+abstract contract VerificationUnitTest is Base {
+    using JobView for JobTerms;
+    using JobView for JobState;
+
+    IVerification internal verification;
+    uint16 internal constant W = 60;
+
+    function setUp() public virtual override {
+        super.setUp();
+        verification = IVerification(address(market));
+        enableVerification();
+    }
+
+    // ---------------------------------------------------------------- nodes
+
+    /// A CPU box running WASM only.
+    function wasmNode() internal pure returns (NodeCapabilities memory) {
+        return NodeCapabilities(bytes32(0), 0, 0, 16, 65_536, 0, 2, WASM_ONLY);
+    }
+
+    /// Registers the `i`th WASM node, of its own operator, with `stake`; it is not in the
+    /// pool until synced.
+    function registerWasmNode(uint256 i, uint96 stake) internal returns (uint64) {
+        address owner = makeAddr(string.concat("wasm operator ", vm.toString(i)));
+        fund(owner, 10_000e6);
+        return registerNode(owner, 0xC0000 + i, wasmNode(), stake);
+    }
+
+    /// Anyone syncs `id`'s pool membership.
+    function syncPool(uint64 id) internal {
+        uint64[] memory ids = new uint64[](1);
+        ids[0] = id;
+        vm.prank(stranger);
+        nodes.syncPool(ids);
+        sync();
+    }
+
+    /// `n` WASM nodes of `n` operators, each in the pool.
+    function pool(uint256 n) internal returns (uint64[] memory ids) {
+        ids = new uint64[](n);
+        for (uint256 i; i < n; ++i) {
+            ids[i] = registerWasmNode(i, STAKE);
+        }
+        vm.prank(stranger);
+        nodes.syncPool(ids);
+        sync();
+    }
+
+    // ---------------------------------------------------------------- jobs
+
+    function replicated(uint8 n, uint8 k) internal pure returns (VerifyPolicy memory) {
+        return VerifyPolicy({tier: VERIFY_REPLICATED, size: n, quorum: k, revealWindow: W});
+    }
+
+    function refereed(uint8 r) internal pure returns (VerifyPolicy memory) {
+        return VerifyPolicy({tier: VERIFY_REFEREED, size: r, quorum: 0, revealWindow: W});
+    }
+
+    /// A deadline that leaves a replicated job its first draw, one run and the reveals.
+    function replicatedDeadline() internal view returns (uint40) {
+        return uint40(block.timestamp + 10 minutes + RUNTIME + W + 1 hours);
+    }
+
+    function postVerified(VerifyPolicy memory policy, uint96 bounty, uint40 deadline) internal returns (uint64 jobId) {
+        vm.prank(submitter);
+        jobId = verification.postVerifiedJob(wasmJob(), policy, bounty, deadline, spec());
+        sync();
+    }
+
+    function postReplicated() internal returns (uint64) {
+        return postVerified(replicated(3, 2), BOUNTY, replicatedDeadline());
+    }
+
+    function postRefereed() internal returns (uint64) {
+        return postVerified(refereed(3), BOUNTY, uint40(block.timestamp + 1 days));
+    }
+
+    function terms(uint64 jobId) internal view returns (JobTerms memory) {
+        return jobs[jobId].terms;
+    }
+}

@@ -1,0 +1,81 @@
+// SPDX-License-Identifier: Apache-2.0
+pragma solidity ^0.8.24;
+
+import {VerificationUnitTest} from "./Verification.base.sol";
+import {JobMarket} from "../../src/JobMarket.sol";
+import {NodeRegistry} from "../../src/NodeRegistry.sol";
+import {Verification} from "../../src/Verification.sol";
+import {GantryTestToken} from "../../src/dev/GantryTestToken.sol";
+import {IJobMarket} from "../../src/interfaces/IJobMarket.sol";
+import {IVerification, IVerificationEvents} from "../../src/interfaces/IVerification.sol";
+import {JobTerms, VerifiedState} from "../../src/types/Types.sol";
+
+/// @notice The market's fallback sends exactly `IVerification`'s calls to the
+/// `Verification` extension (its selectors are literals there) and everything else to the
+/// registry; the extension's own address runs nothing that writes.
+contract VerificationRouterTest is VerificationUnitTest {
+    /// The routed list is the whole interface: a function added to `IVerification` changes
+    /// its id and fails this until the router (and this list) name it.
+    function test_theRoutedSelectors_areTheWholeInterface() public pure {
+        bytes4[6] memory routed = [
+            IVerification.postVerifiedJob.selector,
+            IVerification.cancelVerified.selector,
+            IVerification.expireVerified.selector,
+            IVerification.setVerifyParams.selector,
+            IVerification.verifyParams.selector,
+            IVerification.poolFloor.selector
+        ];
+        bytes4 id;
+        for (uint256 i; i < routed.length; ++i) {
+            id ^= routed[i];
+        }
+        assertEq(id, type(IVerification).interfaceId);
+        // The router's literals, as `JobMarket` spells them.
+        assertEq(routed[0], bytes4(0x5251167e));
+        assertEq(routed[1], bytes4(0x21987453));
+        assertEq(routed[2], bytes4(0x1b3cddf4));
+        assertEq(routed[3], bytes4(0x2b21d8ad));
+        assertEq(routed[4], bytes4(0x6260cb30));
+        assertEq(routed[5], bytes4(0xc0639dac));
+    }
+
+    /// Each call reaches the extension: its answers and its own errors come back (the
+    /// registry has none of these functions and would revert without data).
+    function test_everyVerificationCall_isServedByTheExtension() public {
+        assertEq(verification.poolFloor(), verifyParams().poolFloor);
+        assertEq(verification.verifyParams(1).minPool, verifyParams().minPool);
+        vm.prank(admin);
+        verification.setVerifyParams(verifyParams());
+        uint64 id = postRefereed();
+        JobTerms memory t = terms(id);
+        VerifiedState memory v = verified[id];
+        vm.expectRevert(abi.encodeWithSelector(IVerificationEvents.Verification_NotExpired.selector, id));
+        verification.expireVerified(id, t, v);
+        vm.prank(submitter);
+        verification.cancelVerified(id, t, v);
+    }
+
+    function test_theExtensionRefusesDirectCalls() public {
+        Verification extension = Verification(market.verification());
+        assertTrue(address(extension) != address(market));
+        VerifiedState memory none;
+        JobTerms memory noTerms;
+        vm.expectRevert(IVerificationEvents.Verification_OnlyThroughMarket.selector);
+        extension.postVerifiedJob(wasmJob(), refereed(3), BOUNTY, uint40(block.timestamp + 1 days), spec());
+        vm.expectRevert(IVerificationEvents.Verification_OnlyThroughMarket.selector);
+        extension.cancelVerified(1, noTerms, none);
+        vm.expectRevert(IVerificationEvents.Verification_OnlyThroughMarket.selector);
+        extension.expireVerified(1, noTerms, none);
+        vm.expectRevert(IVerificationEvents.Verification_OnlyThroughMarket.selector);
+        vm.prank(admin);
+        extension.setVerifyParams(verifyParams());
+    }
+
+    /// A market wired to an extension of another token is refused at deployment.
+    function test_aMarketWithAForeignExtension_isRefused() public {
+        Verification foreign = new Verification(new GantryTestToken());
+        NodeRegistry registry = NodeRegistry(market.nodeRegistry());
+        vm.expectRevert(IJobMarket.JobMarket_RegistryMismatch.selector);
+        new JobMarket(token, admin, marketParams(), registry, foreign);
+    }
+}
