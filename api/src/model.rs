@@ -101,7 +101,9 @@ pub fn touches(event: &GantryEvent, job: Option<&JobRow>) -> Touches {
             M::JobRequeued(_)
             | M::VerifiedJobPosted(_)
             | M::DrawArmed(_)
+            | M::Drawn(_)
             | gantry_protocol::market_admin_events!() => (None, None),
+            M::SeatDrawn(e) => (Some(e.nodeId), None),
         },
         GantryEvent::Registry(_) => (event.node_id(), None),
         GantryEvent::Unreadable(_) => (None, None),
@@ -288,7 +290,7 @@ pub fn apply_job(
             slashed_on_attempt(&mut job, e.nodeId, e.amount, treasury);
         }
         // Their state change is the shared fold's (below).
-        M::VerifiedJobPosted(_) | M::DrawArmed(_) => {}
+        M::VerifiedJobPosted(_) | M::DrawArmed(_) | M::SeatDrawn(_) | M::Drawn(_) => {}
         M::JobPosted(_)
         | M::NodeMarkedInactive(_)
         | M::Deposited(_)
@@ -665,6 +667,9 @@ fn apply_market_to_node(
             free_slot(node);
             node.failed_jobs += 1;
         }
+        // A seat's stake is held like a dispute's exposure (released at the job's
+        // decision, which later commits fold).
+        M::SeatDrawn(e) => node.locked_stake = plus(&node.locked_stake, u96(e.locked)),
         M::JobDisputed(e) => {
             node.locked_stake = plus(&node.locked_stake, u96(e.exposure));
             node.disputes.push(HeldStake {
@@ -700,6 +705,7 @@ fn apply_market_to_node(
         | M::Withdrawn(_)
         | M::VerifiedJobPosted(_)
         | M::DrawArmed(_)
+        | M::Drawn(_)
         | gantry_protocol::market_admin_events!() => return false,
     }
     true
@@ -789,6 +795,8 @@ pub fn apply_account(
         | M::NodeMarkedInactive(_)
         | M::VerifiedJobPosted(_)
         | M::DrawArmed(_)
+        | M::SeatDrawn(_)
+        | M::Drawn(_)
         | gantry_protocol::market_admin_events!() => return row,
     }
     row.updated_block = event.block_number;

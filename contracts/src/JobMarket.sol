@@ -57,6 +57,7 @@ contract JobMarket is IJobMarket, IVerificationEvents, MarketStorage {
     uint256 internal constant SET_VERIFY_PARAMS = 0x2b21d8ad;
     uint256 internal constant VERIFY_PARAMS = 0x6260cb30;
     uint256 internal constant POOL_FLOOR = 0xc0639dac;
+    uint256 internal constant DRAW = 0x9c081ff9;
 
     /// @notice The extension serving the node calls (`INodeRegistry`) at this address.
     address public immutable nodeRegistry;
@@ -100,7 +101,7 @@ contract JobMarket is IJobMarket, IVerificationEvents, MarketStorage {
                     or(eq(sig, POST_VERIFIED_JOB), eq(sig, CANCEL_VERIFIED)),
                     or(eq(sig, EXPIRE_VERIFIED), eq(sig, SET_VERIFY_PARAMS))
                 ),
-                or(eq(sig, VERIFY_PARAMS), eq(sig, POOL_FLOOR))
+                or(or(eq(sig, VERIFY_PARAMS), eq(sig, POOL_FLOOR)), eq(sig, DRAW))
             ) { target := verification_ }
             calldatacopy(0, 0, calldatasize())
             let ok := delegatecall(gas(), target, 0, calldatasize(), 0, 0)

@@ -13,6 +13,7 @@ import {
     JobRequirements,
     JobStatus,
     JobTerms,
+    Seat,
     VERIFY_REFEREED,
     VERIFY_REPLICATED,
     VerifiedState,
@@ -37,6 +38,10 @@ contract Verification is IVerification, MarketStorage {
     /// @dev Draw rounds a job may use (the first and its refills).
     uint8 internal constant MAX_ROUNDS = 8;
     uint8 internal constant MAX_SEATS = 5;
+    /// @dev Pool samples a round draws at most (each one a node, seated unless skipped).
+    uint256 internal constant MAX_SAMPLES = 32;
+    /// @dev A seat's phases (`Seat.fields`).
+    uint8 internal constant SEATED = 1;
 
     address private immutable _self = address(this);
 
@@ -74,7 +79,7 @@ contract Verification is IVerification, MarketStorage {
     ) external nonReentrant onlyDelegated returns (uint64 jobId) {
         Config memory c = _config;
         uint96 seatStake = _checkPosting(c, requirements, policy, bounty, spec.length);
-        (uint256 fields, uint256 draw, uint256 escrow) =
+        (uint256 fields, uint256 drawWord, uint256 escrow) =
             _opening(c, requirements.maxRuntime, policy, bounty, deadline, seatStake);
         jobId = c.nextJobId;
         _config.nextJobId = c.nextJobId + 1;
@@ -82,7 +87,7 @@ contract Verification is IVerification, MarketStorage {
         uint256 credit = _credits[msg.sender];
         uint256 fromCredits = credit >= escrow ? escrow : credit;
         if (fromCredits != 0) _credits[msg.sender] = credit - fromCredits;
-        _record(jobId, requirements, policy, bounty, deadline, spec, fields, draw, uint96(fromCredits));
+        _record(jobId, requirements, policy, bounty, deadline, spec, fields, drawWord, uint96(fromCredits));
 
         if (fromCredits < escrow) token.safeTransferFrom(msg.sender, address(this), escrow - fromCredits);
     }
@@ -126,6 +131,27 @@ contract Verification is IVerification, MarketStorage {
         delete _jobs[jobId];
         _credits[terms.submitter()] += refund;
         emit IJobMarket.JobExpired(jobId, refund);
+    }
+
+    // ================================================================ anyone
+
+    /// @inheritdoc IVerification
+    function draw(uint64 jobId, JobTerms calldata terms, VerifiedState calldata state) external onlyDelegated {
+        _checkState(jobId, terms, state);
+        if (state.status() != JobStatus.Committing) {
+            revert IJobMarket.JobMarket_WrongStatus(jobId, state.status());
+        }
+        uint40 drawBlock = state.drawBlock();
+        if (drawBlock == 0 || block.number < drawBlock) revert Verification_NotArmed(jobId, drawBlock);
+        uint8 round = state.rounds();
+        uint40 until = uint40(block.timestamp) + terms.maxRuntime();
+        if (until > state.commitEnd() || round >= MAX_ROUNDS) revert Verification_CannotDraw(jobId);
+
+        uint256 seats = _drawSeats(jobId, terms, state, round, until);
+        // Disarmed and counted: this round is never drawn again.
+        uint256 drawn = JobCodec.draw(0, round + 1, state.commitEnd(), state.seatStake());
+        _jobs[jobId] = keccak256(abi.encode(VerifiedState(state.terms, state.fields, seats, drawn, state.result)));
+        emit Drawn(jobId, round, seats);
     }
 
     // ================================================================ views
@@ -177,7 +203,7 @@ contract Verification is IVerification, MarketStorage {
         uint96 bounty,
         uint40 deadline,
         uint96 seatStake
-    ) internal view returns (uint256 fields, uint256 draw, uint256 escrow) {
+    ) internal view returns (uint256 fields, uint256 drawWord, uint256 escrow) {
         fields = JobCodec.opened(bounty, c.feeBps, c.challengeWindow);
         if (policy.tier == VERIFY_REPLICATED) {
             uint256 earliest = block.timestamp + DRAW_SLACK + maxRuntime + policy.revealWindow;
@@ -187,12 +213,12 @@ contract Verification is IVerification, MarketStorage {
             }
             uint40 commitEnd = deadline - policy.revealWindow;
             fields = JobCodec.next(fields, JobStatus.Committing, 0, 0, 0, commitEnd);
-            draw = JobCodec.draw(uint40(block.number) + DRAW_DELAY, 0, commitEnd, seatStake);
+            drawWord = JobCodec.draw(uint40(block.number) + DRAW_DELAY, 0, commitEnd, seatStake);
             escrow = uint256(bounty) * policy.size;
         } else {
             uint256 earliest = block.timestamp + maxRuntime;
             if (deadline < earliest) revert IJobMarket.JobMarket_DeadlineTooSoon(deadline, earliest);
-            draw = JobCodec.draw(0, 0, 0, seatStake);
+            drawWord = JobCodec.draw(0, 0, 0, seatStake);
             escrow = bounty;
         }
     }
@@ -206,16 +232,16 @@ contract Verification is IVerification, MarketStorage {
         uint40 deadline,
         bytes calldata spec,
         uint256 fields,
-        uint256 draw,
+        uint256 drawWord,
         uint96 fromCredits
     ) internal {
         JobTerms memory terms = JobCodec.pack(
                 msg.sender, bounty, keccak256(spec), requirements, deadline, _config.policy
             ).verified(policy);
-        _jobs[jobId] = keccak256(abi.encode(VerifiedState(keccak256(abi.encode(terms)), fields, 0, draw, 0)));
+        _jobs[jobId] = keccak256(abi.encode(VerifiedState(keccak256(abi.encode(terms)), fields, 0, drawWord, 0)));
         emit IJobMarket.JobPosted(jobId, msg.sender, terms, fromCredits, spec);
-        uint40 drawBlock = uint40(draw);
-        emit VerifiedJobPosted(jobId, policy, uint96(draw >> 88), uint40(draw >> 48));
+        uint40 drawBlock = uint40(drawWord);
+        emit VerifiedJobPosted(jobId, policy, uint96(drawWord >> 88), uint40(drawWord >> 48));
         if (drawBlock != 0) emit DrawArmed(jobId, drawBlock, 0);
     }
 
@@ -231,6 +257,95 @@ contract Verification is IVerification, MarketStorage {
         if (!valid) revert Verification_InvalidPolicy();
         if (policy.revealWindow < minRevealWindow) {
             revert Verification_RevealWindowTooShort(policy.revealWindow, minRevealWindow);
+        }
+    }
+
+    /// @dev A round being drawn.
+    struct Round {
+        uint64 jobId;
+        uint256 n;
+        uint256 length;
+        bytes32 seed;
+        address submitter;
+        uint40 until;
+        uint96 seatStake;
+        /// The seat word so far.
+        uint256 seats;
+        /// The operators of the filled seats: one seat per operator.
+        address[MAX_SEATS] operators;
+    }
+
+    /// @dev Fills the empty seats of round `round` from the pool as it stood when this block
+    /// began; returns the seat word after it.
+    function _drawSeats(uint64 jobId, JobTerms calldata terms, VerifiedState calldata state, uint8 round, uint40 until)
+        internal
+        returns (uint256)
+    {
+        Round memory r;
+        r.seats = state.seats;
+        r.n = terms.size();
+        r.length = _poolLengthAtBlockStart();
+        if (r.length == 0 || r.length < _verify[terms.policy()].minPool) return r.seats;
+        r.jobId = jobId;
+        r.until = until;
+        r.seatStake = state.seatStake();
+        r.submitter = terms.submitter();
+        r.seed = keccak256(abi.encode(block.prevrandao, block.chainid, jobId, round));
+        for (uint256 i; i < r.n; ++i) {
+            uint64 id = state.seat(i);
+            if (id != 0) r.operators[i] = _nodes[id].operator;
+        }
+        uint256 next = _nextEmpty(r.seats, r.n, 0);
+        for (uint256 j; j < MAX_SAMPLES && next < r.n; ++j) {
+            if (_trySeat(r, next, j)) next = _nextEmpty(r.seats, r.n, next + 1);
+        }
+        return r.seats;
+    }
+
+    /// @dev Sample `j` of the round: seats its node in seat `i` if it may take one.
+    function _trySeat(Round memory r, uint256 i, uint256 j) internal returns (bool) {
+        uint64 nodeId = _poolAtBlockStart(uint256(keccak256(abi.encode(r.seed, j))) % r.length);
+        NodeRecord storage node = _nodes[nodeId];
+        if (!_seatable(r, nodeId, node)) return false;
+        r.operators[i] = node.operator;
+        r.seats |= uint256(nodeId) << (48 * i);
+        _seat(r.jobId, i, nodeId, node, r.until, r.seatStake);
+        return true;
+    }
+
+    /// @dev Whether a drawn node may take a seat: not seated already, not of a seated
+    /// node's operator, neither operated nor served by the submitter, not barred from the
+    /// job. Whatever else it did since the block began (left, exited, went Inactive), it is
+    /// seated, and answers for the seat like any other.
+    function _seatable(Round memory r, uint64 nodeId, NodeRecord storage node) internal view returns (bool) {
+        address operator = node.operator;
+        if (operator == r.submitter || node.agent == r.submitter || _barred[r.jobId][nodeId]) return false;
+        for (uint256 i; i < r.n; ++i) {
+            if (uint64(uint48(r.seats >> (48 * i))) == nodeId || r.operators[i] == operator) return false;
+        }
+        return true;
+    }
+
+    /// @dev Seats `nodeId` in seat `i`: locks the seat stake (or all its free stake, if
+    /// less), writes the seat's word, and takes the node out of the pool if its free stake
+    /// fell under the floor.
+    function _seat(uint64 jobId, uint256 i, uint64 nodeId, NodeRecord storage node, uint40 until, uint96 seatStake)
+        internal
+    {
+        uint96 free = node.stake - node.locked;
+        uint96 locked = free < seatStake ? free : seatStake;
+        node.locked += locked;
+        _seats[jobId][i] = keccak256(
+            abi.encode(Seat(JobCodec.seatFields(SEATED, nodeId, uint40(block.timestamp), until, locked), 0, 0))
+        );
+        emit SeatDrawn(jobId, nodeId, uint8(i), until, locked);
+        _poolSync(nodeId, node);
+    }
+
+    /// @dev The first empty seat at or after `from` (n if none).
+    function _nextEmpty(uint256 seats, uint256 n, uint256 from) internal pure returns (uint256 i) {
+        for (i = from; i < n; ++i) {
+            if (uint48(seats >> (48 * i)) == 0) return i;
         }
     }
 

@@ -12,7 +12,7 @@ import {INodeRegistry} from "../src/interfaces/INodeRegistry.sol";
 import {JobView} from "./JobView.sol";
 import {Assignment, JobPolicy, JobRequirements, JobState, JobStatus, JobTerms} from "../src/types/Types.sol";
 import {ENGINE_COUNT, ENGINE_DOCKER, ENGINE_WASM, MarketParams, NodeCapabilities, NodeInfo} from "../src/types/Types.sol";
-import {VerifiedState, VerifyParams, VerifyPolicy} from "../src/types/Types.sol";
+import {Seat, VerifiedState, VerifyParams, VerifyPolicy} from "../src/types/Types.sol";
 import {IVerification, IVerificationEvents} from "../src/interfaces/IVerification.sol";
 
 /// @notice Deploys the market as `make dev` does and offers the steps of a job's life.
@@ -76,6 +76,8 @@ abstract contract Base is Test {
     mapping(uint64 jobId => Job) internal jobs;
     /// Verified jobs' states, as the events tell them (their terms are in `jobs`).
     mapping(uint64 jobId => VerifiedState) internal verified;
+    /// Verified jobs' seats, as the events tell them.
+    mapping(uint64 jobId => mapping(uint256 seat => Seat)) internal seatOf;
     mapping(uint32 version => JobPolicy) internal policies;
     mapping(uint64 nodeId => NodeCapabilities) internal capsOf;
     mapping(uint64 nodeId => address) internal agentOf;
@@ -503,6 +505,17 @@ abstract contract Base is Test {
             (uint40 drawBlock, uint8 round) = abi.decode(log.data, (uint40, uint8));
             VerifiedState storage v = verified[jobId];
             v.draw = (v.draw & ~uint256(type(uint48).max)) | (uint256(round) << 40) | drawBlock;
+        } else if (t == IVerificationEvents.SeatDrawn.selector) {
+            (uint8 seat, uint40 until, uint96 locked) = abi.decode(log.data, (uint8, uint40, uint96));
+            uint256 fields = (uint256(1) << 248) | (uint256(uint48(uint256(log.topics[2]))) << 200)
+                | (uint256(block.timestamp) << 160) | (uint256(until) << 120) | locked;
+            seatOf[uint64(uint256(log.topics[1]))][seat] = Seat(fields, 0, 0);
+        } else if (t == IVerificationEvents.Drawn.selector) {
+            uint64 jobId = uint64(uint256(log.topics[1]));
+            (uint8 round, uint256 seats) = abi.decode(log.data, (uint8, uint256));
+            VerifiedState storage v = verified[jobId];
+            v.seats = seats;
+            v.draw = (v.draw & ~uint256(type(uint48).max)) | (uint256(round + 1) << 40);
         } else if (t == IJobMarket.MarketParamsUpdated.selector) {
             (MarketParams memory p, uint32 version) = abi.decode(log.data, (MarketParams, uint32));
             policies[version] = JobPolicy({

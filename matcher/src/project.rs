@@ -393,6 +393,8 @@ impl State {
             // Verified jobs are not tracked (see `JobPosted`), nor their rules.
             | M::VerifiedJobPosted(_)
             | M::DrawArmed(_)
+            | M::SeatDrawn(_)
+            | M::Drawn(_)
             | M::VerifyParamsSet(_) => return,
         };
         let Some(job) = view.jobs.get_mut(&job_id) else {

@@ -284,6 +284,8 @@ impl GantryEvent {
         use NodeRegistry::NodeRegistryEvents as R;
         let id = match self {
             GantryEvent::Market(M::JobAssigned(e)) => Some(e.nodeId),
+            // A node's seats are one subject filter too.
+            GantryEvent::Market(M::SeatDrawn(e)) => Some(e.nodeId),
             GantryEvent::Market(M::NodeSlashed(e)) => Some(e.jobId),
             GantryEvent::Registry(R::NodeSlashed(e)) => Some(e.jobId),
             _ => self.job_id().or_else(|| self.node_id()),
@@ -322,6 +324,7 @@ impl GantryEvent {
                 M::JobRejected(e) => Some(e.nodeId),
                 M::NodeSlashed(e) => Some(e.nodeId),
                 M::NodeMarkedInactive(e) => Some(e.nodeId),
+                M::SeatDrawn(e) => Some(e.nodeId),
                 M::JobPosted(_)
                 | M::ResultSubmitted(_)
                 | M::JobExpired(_)
@@ -330,6 +333,7 @@ impl GantryEvent {
                 | M::JobCancelled(_)
                 | M::VerifiedJobPosted(_)
                 | M::DrawArmed(_)
+                | M::Drawn(_)
                 | M::Deposited(_)
                 | M::Withdrawn(_)
                 | crate::market_admin_events!() => None,
@@ -377,6 +381,8 @@ pub fn market_job_id(event: &JobMarket::JobMarketEvents) -> Option<u64> {
         M::JobExpired(e) => e.jobId,
         M::VerifiedJobPosted(e) => e.jobId,
         M::DrawArmed(e) => e.jobId,
+        M::SeatDrawn(e) => e.jobId,
+        M::Drawn(e) => e.jobId,
         M::NodeSlashed(_)
         | M::NodeMarkedInactive(_)
         | M::Deposited(_)

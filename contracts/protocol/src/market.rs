@@ -269,6 +269,19 @@ pub struct Verified {
     pub result: B256,
 }
 
+/// The same five words, as the `Verification` extension's binding types them.
+impl From<JobMarket::JobTerms> for VerificationContract::JobTerms {
+    fn from(t: JobMarket::JobTerms) -> Self {
+        Self {
+            party: t.party,
+            specHash: t.specHash,
+            gpuModel: t.gpuModel,
+            limits: t.limits,
+            maxPricePerGpuHour: t.maxPricePerGpuHour,
+        }
+    }
+}
+
 /// A verified job's `draw` word: drawBlock 40 @0 | rounds 8 @40 | commitEnd 40 @48 |
 /// seatStake 96 @88.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
@@ -430,6 +443,15 @@ impl State {
                     verified.draw.rounds = e.round;
                 }
             }
+            M::Drawn(e) => {
+                if let Some(verified) = self.verified.as_mut() {
+                    verified.seats = e.seats;
+                    verified.draw.draw_block = 0;
+                    verified.draw.rounds = e.round.saturating_add(1);
+                }
+            }
+            // A seat is a word of its own, not the job's.
+            M::SeatDrawn(_) => {}
             // Their state change (if any) comes with the events above.
             M::JobPosted(_)
             | M::JobReclaimed(_)

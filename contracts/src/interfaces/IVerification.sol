@@ -15,6 +15,13 @@ interface IVerificationEvents {
     /// @notice The job's next draw round (`round`, from 0) may be drawn from block
     /// `drawBlock` on.
     event DrawArmed(uint64 indexed jobId, uint40 drawBlock, uint8 round);
+    /// @notice Round `round` of the job's draw seated node `nodeId` in seat `seat`: it must
+    /// run the job and commit its result by `until`; `locked` of its stake is held until
+    /// the job is decided (what a fault of this seat costs, at most).
+    event SeatDrawn(uint64 indexed jobId, uint64 indexed nodeId, uint8 seat, uint40 until, uint96 locked);
+    /// @notice Round `round` was drawn (nobody may draw it again); `seats` is the job's seat
+    /// word after it (seat i's node id at bits [48i, 48i + 47]).
+    event Drawn(uint64 indexed jobId, uint8 round, uint256 seats);
     /// @notice The admin set the verification rules of policy version `policyVersion`.
     event VerifyParamsSet(uint32 indexed policyVersion, VerifyParams params);
 
@@ -34,6 +41,11 @@ interface IVerificationEvents {
     error Verification_DeadlineOutOfRange(uint40 deadline, uint256 earliest, uint256 latest);
     error Verification_NotCancellable(uint64 jobId);
     error Verification_NotExpired(uint64 jobId);
+    /// @notice No round is armed, or its first block is still to come.
+    error Verification_NotArmed(uint64 jobId, uint40 drawBlock);
+    /// @notice A seat drawn now could not finish a run before the commit phase ends, or
+    /// the job used all its rounds.
+    error Verification_CannotDraw(uint64 jobId);
 }
 
 /// @title Gantry verified jobs
@@ -85,6 +97,17 @@ interface IVerification is IVerificationEvents {
     /// job with no seat filled when no seat can be drawn any more (too late for a run before
     /// the commit phase ends, or out of rounds).
     function expireVerified(uint64 jobId, JobTerms calldata terms, VerifiedState calldata state) external;
+
+    // ---------------------------------------------------------------- anyone
+
+    /// @notice Draws the job's armed round, from its first block on: seats drawn nodes of
+    /// the verification pool as it stood when this block began, uniformly by the block's
+    /// `prevrandao`, in the empty seats, skipping a node already seated, one of a seated
+    /// node's operator, one the submitter operates or serves, and one barred from the job;
+    /// at most `MAX_SAMPLES` samples; nobody when the pool is under the policy's `minPool`.
+    /// Each seat locks the seat stake (or the node's free stake, if less). A round is drawn
+    /// once. Anyone (the keeper sends it for the first eligible block).
+    function draw(uint64 jobId, JobTerms calldata terms, VerifiedState calldata state) external;
 
     // ---------------------------------------------------------------- views
 

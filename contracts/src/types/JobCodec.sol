@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 pragma solidity ^0.8.24;
 
-import {JobRequirements, JobState, JobStatus, JobTerms, VerifiedState, VerifyPolicy} from "./Types.sol";
+import {JobRequirements, JobState, JobStatus, JobTerms, Seat, VerifiedState, VerifyPolicy} from "./Types.sol";
 
 /// @title JobCodec
 /// @notice Reads and writes the packed words of `JobTerms` and `JobState`. The layouts are
@@ -22,9 +22,9 @@ library JobCodec {
             party: (uint256(uint160(submitter_)) << 96) | bounty_,
             specHash: specHash_,
             gpuModel: r.gpuModel,
-            limits: (uint256(r.engine) << 208) | (uint256(deadline_) << 168) | (uint256(r.maxRuntime) << 136) | (uint256(r.minGpuCount) << 120)
-                | (uint256(r.minVramMiB) << 88) | (uint256(r.minCpuCores) << 72) | (uint256(r.minRamMiB) << 40)
-                | (uint256(r.priority) << 32) | policy_,
+            limits: (uint256(r.engine) << 208) | (uint256(deadline_) << 168) | (uint256(r.maxRuntime) << 136)
+                | (uint256(r.minGpuCount) << 120) | (uint256(r.minVramMiB) << 88) | (uint256(r.minCpuCores) << 72)
+                | (uint256(r.minRamMiB) << 40) | (uint256(r.priority) << 32) | policy_,
             maxPricePerGpuHour: r.maxPricePerGpuHour
         });
     }
@@ -154,8 +154,8 @@ library JobCodec {
         pure
         returns (uint256)
     {
-        return uint256(drawBlock_) | (uint256(rounds_) << 40) | (uint256(commitEnd_) << 48)
-            | (uint256(seatStake_) << 88);
+        return
+            uint256(drawBlock_) | (uint256(rounds_) << 40) | (uint256(commitEnd_) << 48) | (uint256(seatStake_) << 88);
     }
 
     function status(VerifiedState calldata s) internal pure returns (JobStatus) {
@@ -185,5 +185,38 @@ library JobCodec {
 
     function bounty(VerifiedState calldata s) internal pure returns (uint96) {
         return uint96(s.fields >> 48);
+    }
+
+    // ---------------------------------------------------------------- seats
+
+    /// @dev A seat's `fields`, by bits: phase 248..255, nodeId 200..247, seatedAt 160..199,
+    /// until 120..159, locked 0..95.
+    function seatFields(uint8 phase_, uint64 nodeId_, uint40 seatedAt_, uint40 until_, uint96 locked_)
+        internal
+        pure
+        returns (uint256)
+    {
+        return (uint256(phase_) << 248) | (uint256(uint48(nodeId_)) << 200) | (uint256(seatedAt_) << 160)
+            | (uint256(until_) << 120) | locked_;
+    }
+
+    function phase(Seat calldata s) internal pure returns (uint8) {
+        return uint8(s.fields >> 248);
+    }
+
+    function nodeId(Seat calldata s) internal pure returns (uint64) {
+        return uint64(uint48(s.fields >> 200));
+    }
+
+    function seatedAt(Seat calldata s) internal pure returns (uint40) {
+        return uint40(s.fields >> 160);
+    }
+
+    function until(Seat calldata s) internal pure returns (uint40) {
+        return uint40(s.fields >> 120);
+    }
+
+    function locked(Seat calldata s) internal pure returns (uint96) {
+        return uint96(s.fields);
     }
 }

@@ -148,7 +148,8 @@ struct VerifiedState {
 /// @notice One seat of a verified job (`_seats[job][i]` holds its hash; 0: empty).
 struct Seat {
     /// phase 8 @248 (1 Seated, 2 Committed, 3 Revealed) | nodeId 48 @200 | seatedAt 40 @160
-    /// | until 40 @120.
+    /// | until 40 @120 | locked 96 @0 (the seat stake locked from the node; less than the
+    /// job's seat stake only when the node's free stake was short when it was seated).
     uint256 fields;
     /// keccak256(abi.encode(chainid, market, jobId, seat, nodeId, digest, salt)); 0 until
     /// committed.

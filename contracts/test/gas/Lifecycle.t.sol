@@ -3,7 +3,8 @@ pragma solidity ^0.8.24;
 
 import {Base} from "../Base.t.sol";
 import {JobView} from "../JobView.sol";
-import {JobState} from "../../src/types/Types.sol";
+import {IVerification} from "../../src/interfaces/IVerification.sol";
+import {JobState, JobTerms, VERIFY_REPLICATED, VerifiedState, VerifyPolicy} from "../../src/types/Types.sol";
 
 /// The `test_gas_*` figures of `.gas-snapshot` (`forge snapshot --check` in `make test`):
 /// execution gas of one job's calls, the contracts cooled and the fold unmetered between
@@ -103,5 +104,38 @@ contract GasTest is Base {
         vm.resumeGasMetering();
         vm.prank(operator);
         nodes.beginExit(nodeId);
+    }
+
+    // ---------------------------------------------------------------- verified jobs
+
+    /// A 3/2 replicated job's first draw from a pool of five: three seats filled, three
+    /// seat stakes locked (its cost depends on the seed: this one's samples).
+    function test_gas_draw3of5() public {
+        vm.pauseGasMetering();
+        enableVerification();
+        uint64[] memory ids = new uint64[](5);
+        for (uint256 i; i < 5; ++i) {
+            address owner = makeAddr(string.concat("wasm operator ", vm.toString(i)));
+            fund(owner, 10_000e6);
+            ids[i] = registerNode(owner, 0xC0000 + i, cpuNode(), STAKE);
+        }
+        nodes.syncPool(ids);
+        vm.prank(submitter);
+        uint64 jobId = IVerification(address(market)).postVerifiedJob(
+            wasmJob(),
+            VerifyPolicy({tier: VERIFY_REPLICATED, size: 3, quorum: 2, revealWindow: 60}),
+            BOUNTY,
+            uint40(block.timestamp + 10 minutes + RUNTIME + 60 + 1 hours),
+            spec()
+        );
+        sync();
+        vm.roll(block.number + 2);
+        vm.prevrandao(bytes32(uint256(1)));
+        JobTerms memory terms = jobs[jobId].terms;
+        VerifiedState memory state = verified[jobId];
+        _cold();
+        vm.cool(market.verification());
+        vm.resumeGasMetering();
+        IVerification(address(market)).draw(jobId, terms, state);
     }
 }

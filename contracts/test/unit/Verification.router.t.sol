@@ -8,7 +8,7 @@ import {Verification} from "../../src/Verification.sol";
 import {GantryTestToken} from "../../src/dev/GantryTestToken.sol";
 import {IJobMarket} from "../../src/interfaces/IJobMarket.sol";
 import {IVerification, IVerificationEvents} from "../../src/interfaces/IVerification.sol";
-import {JobTerms, VerifiedState} from "../../src/types/Types.sol";
+import {JobStatus, JobTerms, VerifiedState} from "../../src/types/Types.sol";
 
 /// @notice The market's fallback sends exactly `IVerification`'s calls to the
 /// `Verification` extension (its selectors are literals there) and everything else to the
@@ -17,13 +17,14 @@ contract VerificationRouterTest is VerificationUnitTest {
     /// The routed list is the whole interface: a function added to `IVerification` changes
     /// its id and fails this until the router (and this list) name it.
     function test_theRoutedSelectors_areTheWholeInterface() public pure {
-        bytes4[6] memory routed = [
+        bytes4[7] memory routed = [
             IVerification.postVerifiedJob.selector,
             IVerification.cancelVerified.selector,
             IVerification.expireVerified.selector,
             IVerification.setVerifyParams.selector,
             IVerification.verifyParams.selector,
-            IVerification.poolFloor.selector
+            IVerification.poolFloor.selector,
+            IVerification.draw.selector
         ];
         bytes4 id;
         for (uint256 i; i < routed.length; ++i) {
@@ -37,6 +38,7 @@ contract VerificationRouterTest is VerificationUnitTest {
         assertEq(routed[3], bytes4(0x2b21d8ad));
         assertEq(routed[4], bytes4(0x6260cb30));
         assertEq(routed[5], bytes4(0xc0639dac));
+        assertEq(routed[6], bytes4(0x9c081ff9));
     }
 
     /// Each call reaches the extension: its answers and its own errors come back (the
@@ -51,6 +53,8 @@ contract VerificationRouterTest is VerificationUnitTest {
         VerifiedState memory v = verified[id];
         vm.expectRevert(abi.encodeWithSelector(IVerificationEvents.Verification_NotExpired.selector, id));
         verification.expireVerified(id, t, v);
+        vm.expectRevert(abi.encodeWithSelector(IJobMarket.JobMarket_WrongStatus.selector, id, JobStatus.Open));
+        verification.draw(id, t, v);
         vm.prank(submitter);
         verification.cancelVerified(id, t, v);
     }

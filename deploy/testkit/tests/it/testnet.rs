@@ -123,11 +123,46 @@ async fn a_verified_job_folds_to_the_markets_word_and_no_market_call_reaches_it(
     assert_eq!(verified.draw.seat_stake, u128::from(20 * GUSD));
     assert!(verified.draw.draw_block > 0, "the first draw is armed");
 
+    // Anyone draws the round from its block: three seats, of the three members, each
+    // locking its seat stake; the fold follows (`job` checks the hash again).
+    use alloy::providers::Provider;
+    net.provider(KEEPER)
+        .raw_request::<_, ()>("anvil_mine".into(), (U256::from(2),))
+        .await
+        .expect("anvil mines");
+    confirm_receipt(
+        "draw",
+        Verification::new(net.devnet.deployment.market, net.provider(KEEPER))
+            .draw(
+                posted.jobId,
+                job.terms.pack().into(),
+                job.state.pack_verified().unwrap(),
+            )
+            // What a draw costs depends on its block's seed (how many samples it takes):
+            // an estimate made under another seed can fall short.
+            .gas(1_000_000)
+            .send()
+            .await,
+    )
+    .await
+    .expect("drawn");
+    let drawn = net.job(posted.jobId).await;
+    let seats = drawn.state.verified.expect("verified").seats;
+    let mut seated: Vec<u64> = (0..3)
+        .map(|i: usize| ((seats >> (48 * i)) & U256::from((1u64 << 48) - 1)).to::<u64>())
+        .collect();
+    seated.sort_unstable();
+    assert_eq!(seated, nodes, "the three members hold the three seats");
+    assert_eq!(drawn.state.verified.unwrap().draw.rounds, 1);
+    for node in &nodes {
+        assert_eq!(net.node(*node).await.lockedStake, U96::from(20 * GUSD));
+    }
+
     // The market's own calls take a two-word state, which never hashes to a verified
     // job's word.
     let Err(stale) = net
         .market(SUBMITTER)
-        .cancel(posted.jobId, job.terms.pack(), job.state.pack())
+        .cancel(posted.jobId, drawn.terms.pack(), drawn.state.pack())
         .call()
         .await
     else {
