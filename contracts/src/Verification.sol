@@ -119,11 +119,11 @@ contract Verification is IVerification, MarketStorage {
         if (terms.tier() == VERIFY_REPLICATED) {
             // No seat filled, and none can be: a draw needs a run to fit before the commit
             // phase ends, and rounds left.
-            bool drawable = runEnd <= state.commitEnd() && state.rounds() < MAX_ROUNDS;
+            bool drawable = state.drawBlock() != 0 && runEnd <= state.commitEnd() && state.rounds() < MAX_ROUNDS;
             if (state.status() != JobStatus.Committing || state.seats != 0 || drawable) {
                 revert Verification_NotExpired(jobId);
             }
-            refund = terms.bounty() * terms.size();
+            refund = uint96(uint256(terms.bounty()) * terms.size());
         } else {
             if (state.status() != JobStatus.Open || runEnd <= terms.deadline()) revert Verification_NotExpired(jobId);
             refund = terms.bounty();
@@ -148,10 +148,16 @@ contract Verification is IVerification, MarketStorage {
         if (until > state.commitEnd() || round >= MAX_ROUNDS) revert Verification_CannotDraw(jobId);
 
         uint256 seats = _drawSeats(jobId, terms, state, round, until);
-        // Disarmed and counted: this round is never drawn again.
-        uint256 drawn = JobCodec.draw(0, round + 1, state.commitEnd(), state.seatStake());
+        // Counted: this round is never drawn again. Seats left empty arm the next round
+        // while one could still fill them in time.
+        uint40 next;
+        if (_nextEmpty(seats, terms.size(), 0) < terms.size() && round + 1 < MAX_ROUNDS) {
+            next = uint40(block.number) + DRAW_DELAY;
+        }
+        uint256 drawn = JobCodec.draw(next, round + 1, state.commitEnd(), state.seatStake());
         _jobs[jobId] = keccak256(abi.encode(VerifiedState(state.terms, state.fields, seats, drawn, state.result)));
         emit Drawn(jobId, round, seats);
+        if (next != 0) emit DrawArmed(jobId, next, round + 1);
     }
 
     // ================================================================ views
@@ -215,6 +221,8 @@ contract Verification is IVerification, MarketStorage {
             fields = JobCodec.next(fields, JobStatus.Committing, 0, 0, 0, commitEnd);
             drawWord = JobCodec.draw(uint40(block.number) + DRAW_DELAY, 0, commitEnd, seatStake);
             escrow = uint256(bounty) * policy.size;
+            // The escrow travels in 96-bit amounts (events, credits' refunds).
+            if (escrow > type(uint96).max) revert Verification_BountyTooLarge(bounty);
         } else {
             uint256 earliest = block.timestamp + maxRuntime;
             if (deadline < earliest) revert IJobMarket.JobMarket_DeadlineTooSoon(deadline, earliest);
@@ -313,11 +321,13 @@ contract Verification is IVerification, MarketStorage {
         return true;
     }
 
-    /// @dev Whether a drawn node may take a seat: not seated already, not of a seated
-    /// node's operator, neither operated nor served by the submitter, not barred from the
-    /// job. Whatever else it did since the block began (left, exited, went Inactive), it is
+    /// @dev Whether a drawn node may take a seat: its free stake covers the seat stake (a
+    /// seat is only as good as what it locks), not seated already, not of a seated node's
+    /// operator, neither operated nor served by the submitter, not barred from the job.
+    /// Whatever else it did since the block began (left, exited, went Inactive), it is
     /// seated, and answers for the seat like any other.
     function _seatable(Round memory r, uint64 nodeId, NodeRecord storage node) internal view returns (bool) {
+        if (node.stake - node.locked < r.seatStake) return false;
         address operator = node.operator;
         if (operator == r.submitter || node.agent == r.submitter || _barred[r.jobId][nodeId]) return false;
         for (uint256 i; i < r.n; ++i) {
@@ -326,19 +336,16 @@ contract Verification is IVerification, MarketStorage {
         return true;
     }
 
-    /// @dev Seats `nodeId` in seat `i`: locks the seat stake (or all its free stake, if
-    /// less), writes the seat's word, and takes the node out of the pool if its free stake
-    /// fell under the floor.
+    /// @dev Seats `nodeId` in seat `i`: locks the seat stake, writes the seat's word, and
+    /// takes the node out of the pool if its free stake fell under the floor.
     function _seat(uint64 jobId, uint256 i, uint64 nodeId, NodeRecord storage node, uint40 until, uint96 seatStake)
         internal
     {
-        uint96 free = node.stake - node.locked;
-        uint96 locked = free < seatStake ? free : seatStake;
-        node.locked += locked;
+        node.locked += seatStake;
         _seats[jobId][i] = keccak256(
-            abi.encode(Seat(JobCodec.seatFields(SEATED, nodeId, uint40(block.timestamp), until, locked), 0, 0))
+            abi.encode(Seat(JobCodec.seatFields(SEATED, nodeId, uint40(block.timestamp), until, seatStake), 0, 0))
         );
-        emit SeatDrawn(jobId, nodeId, uint8(i), until, locked);
+        emit SeatDrawn(jobId, nodeId, uint8(i), until, seatStake);
         _poolSync(nodeId, node);
     }
 

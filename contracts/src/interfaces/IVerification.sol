@@ -36,6 +36,7 @@ interface IVerificationEvents {
     error Verification_InvalidPolicy();
     error Verification_RevealWindowTooShort(uint16 revealWindow, uint32 min);
     error Verification_BountyTooSmall(uint96 bounty, uint96 min);
+    error Verification_BountyTooLarge(uint96 bounty);
     error Verification_SeatStakeOverFloor(uint96 seatStake, uint96 poolFloor);
     error Verification_PoolTooSmall(uint256 size, uint16 min);
     error Verification_DeadlineOutOfRange(uint40 deadline, uint256 earliest, uint256 latest);
@@ -102,11 +103,13 @@ interface IVerification is IVerificationEvents {
 
     /// @notice Draws the job's armed round, from its first block on: seats drawn nodes of
     /// the verification pool as it stood when this block began, uniformly by the block's
-    /// `prevrandao`, in the empty seats, skipping a node already seated, one of a seated
-    /// node's operator, one the submitter operates or serves, and one barred from the job;
-    /// at most `MAX_SAMPLES` samples; nobody when the pool is under the policy's `minPool`.
-    /// Each seat locks the seat stake (or the node's free stake, if less). A round is drawn
-    /// once. Anyone (the keeper sends it for the first eligible block).
+    /// `prevrandao`, in the empty seats, skipping a node whose free stake does not cover
+    /// the seat stake, one already seated, one of a seated node's operator, one the
+    /// submitter operates or serves, and one barred from the job; at most `MAX_SAMPLES`
+    /// samples; nobody when the pool is under the policy's `minPool`. Each seat locks the
+    /// seat stake. A round is drawn once; seats left empty arm the next round (from
+    /// `DRAW_DELAY` blocks on) while a run could still end before the commit phase does and
+    /// rounds are left. Anyone (the keeper sends it for the first eligible block).
     function draw(uint64 jobId, JobTerms calldata terms, VerifiedState calldata state) external;
 
     // ---------------------------------------------------------------- views

@@ -163,8 +163,10 @@ contract VerificationDrawTest is VerificationUnitTest {
         assertEq(node(members[1]).lockedStake, verified[id].seatStake());
     }
 
-    /// Under the policy's `minPool` as the block began, a round seats nobody (and is used).
-    function test_aPoolUnderTheMinimum_seatsNobody() public {
+    /// Under the policy's `minPool` as the block began, a round seats nobody; it is used,
+    /// and the next one is armed while rounds are left. With none left and no seat filled,
+    /// anyone expires the job and its escrow goes back.
+    function test_aPoolUnderTheMinimum_seatsNobody_rearms_andEndsInAnExpiry() public {
         uint64[] memory members = pool(3);
         uint64 id = postReplicated();
         beginExit(members[0]);
@@ -172,7 +174,52 @@ contract VerificationDrawTest is VerificationUnitTest {
         draw(id);
         assertEq(verified[id].seats, 0);
         assertEq(verified[id].rounds(), 1);
+        assertEq(verified[id].drawBlock(), block.number + 2, "the next round is armed");
         assertEq(node(members[1]).lockedStake, 0);
+        vm.expectRevert(abi.encodeWithSelector(IVerificationEvents.Verification_NotExpired.selector, id));
+        verification.expireVerified(id, terms(id), verified[id]);
+        for (uint256 round = 1; round < 8; ++round) {
+            vm.roll(block.number + 2);
+            draw(id);
+        }
+        assertEq(verified[id].rounds(), 8);
+        assertEq(verified[id].drawBlock(), 0, "out of rounds");
+        uint256 credits = market.creditOf(submitter);
+        vm.prank(stranger);
+        verification.expireVerified(id, terms(id), verified[id]);
+        sync();
+        assertEq(market.creditOf(submitter) - credits, 3 * BOUNTY);
+        assertReplay();
+    }
+
+    /// A seat locks the whole seat stake, always: a member whose free stake no longer
+    /// covers it (here, seated for another job in the same block) is skipped, so no seat
+    /// is ever held for less than what its fault must cost.
+    function test_aMemberWhoseFreeStakeIsShort_isSkipped_andEverySeatLocksTheWholeStake() public {
+        uint96 seatStake = 2 * BOUNTY;
+        uint64[] memory members = new uint64[](6);
+        for (uint256 i; i < members.length; ++i) {
+            members[i] = registerWasmNode(i, seatStake + seatStake / 2); // room for one seat
+        }
+        vm.prank(stranger);
+        nodes.syncPool(members);
+        uint64 a = postReplicated();
+        uint64 b = postReplicated();
+        vm.roll(block.number + 2);
+        vm.prevrandao(bytes32(uint256(11)));
+        draw(a);
+        draw(b);
+        for (uint256 i; i < members.length; ++i) {
+            uint96 locked = node(members[i]).lockedStake;
+            assertTrue(locked == 0 || locked == seatStake, "one whole seat stake, never a part");
+            assertLe(locked, node(members[i]).stake);
+        }
+        for (uint256 i; i < 3; ++i) {
+            for (uint256 k; k < 3; ++k) {
+                uint64 seatA = seatNode(a, i);
+                assertTrue(seatA == 0 || seatA != seatNode(b, k), "no node holds seats of both");
+            }
+        }
     }
 
     /// Only a Committing job is drawn.

@@ -89,7 +89,9 @@ contract VerificationPostTest is VerificationUnitTest {
 
     function test_postVerifiedJob_refusesANonWasmEngine() public {
         JobRequirements memory r = h100Job();
-        vm.expectRevert(abi.encodeWithSelector(IVerificationEvents.Verification_EngineNotVerifiable.selector, ENGINE_DOCKER));
+        vm.expectRevert(
+            abi.encodeWithSelector(IVerificationEvents.Verification_EngineNotVerifiable.selector, ENGINE_DOCKER)
+        );
         vm.prank(submitter);
         verification.postVerifiedJob(r, refereed(3), BOUNTY, uint40(block.timestamp + 1 days), spec());
     }
@@ -162,6 +164,20 @@ contract VerificationPostTest is VerificationUnitTest {
         );
         vm.prank(submitter);
         verification.postVerifiedJob(wasmJob(), refereed(3), tooBig, deadline, spec());
+    }
+
+    /// An escrow that 96 bits cannot hold is refused (under rules that would allow its
+    /// seat stake).
+    function test_postReplicated_refusesAnEscrowOver96Bits() public {
+        pool(3);
+        VerifyParams memory p = verifyParams();
+        (p.poolFloor, p.seatBps) = (type(uint96).max, 1);
+        vm.prank(admin);
+        verification.setVerifyParams(p);
+        uint96 huge = type(uint96).max / 2;
+        vm.expectRevert(abi.encodeWithSelector(IVerificationEvents.Verification_BountyTooLarge.selector, huge));
+        vm.prank(submitter);
+        verification.postVerifiedJob(wasmJob(), replicated(3, 2), huge, replicatedDeadline(), spec());
     }
 
     function test_postReplicated_refusesASmallPool() public {
