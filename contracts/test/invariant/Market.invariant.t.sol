@@ -38,7 +38,7 @@ contract MarketInvariants is Test {
     }
 
     function actionSelectors() internal pure returns (bytes4[] memory s) {
-        s = new bytes4[](32);
+        s = new bytes4[](35);
         s[0] = MarketHandler.post.selector;
         s[1] = MarketHandler.deposit.selector;
         s[2] = MarketHandler.cancel.selector;
@@ -71,6 +71,9 @@ contract MarketInvariants is Test {
         s[29] = MarketHandler.forbidden.selector;
         s[30] = MarketHandler.syncPool.selector;
         s[31] = MarketHandler.setVerifyParams.selector;
+        s[32] = MarketHandler.postVerified.selector;
+        s[33] = MarketHandler.drawVerified.selector;
+        s[34] = MarketHandler.expireVerified.selector;
     }
 
     // ---------------------------------------------------------------- the handler reaches everything
@@ -118,6 +121,23 @@ contract MarketInvariants is Test {
         handler.setVerifyParams(0);
         handler.syncPool(2);
         assertGt(nodes.poolSize(), 0, "the CPU node joined the pool");
+        // Verified jobs: a refereed one (the pool is small), expired once no attempt fits;
+        // then two more WASM nodes, a replicated one, drawn.
+        handler.postVerified(0, 5e6, 0);
+        handler.warp(3 days, true);
+        handler.expireVerified(0);
+        handler.registerNode(2);
+        handler.registerNode(2);
+        for (uint256 i; i < handler.nodeCount(); ++i) {
+            handler.syncPool(i);
+        }
+        handler.postVerified(1, 5e6, 0);
+        handler.drawVerified(0);
+        uint256 seated;
+        for (uint256 i; i < handler.nodeCount(); ++i) {
+            if (handler.seatLockedOf(handler.nodeAt(i)) != 0) ++seated;
+        }
+        assertEq(seated, 3, "the draw seated three nodes");
         bytes4[] memory actions = actionSelectors();
         for (uint256 i; i < actions.length; ++i) {
             assertGt(handler.calls(actions[i]), 0, vm.toString(abi.encodePacked(actions[i])));
@@ -143,6 +163,10 @@ contract MarketInvariants is Test {
             (uint64 id,,) = handler.jobAt(i);
             owed += handler.escrowOf(id);
         }
+        for (uint256 i; i < handler.verifiedCount(); ++i) {
+            (uint64 id,,) = handler.verifiedAt(i);
+            owed += handler.verifiedEscrowOf(id);
+        }
         assertEq(token.balanceOf(address(market)), owed, "the market holds exactly what it owes");
     }
 
@@ -161,6 +185,10 @@ contract MarketInvariants is Test {
             if (uint8(status) >= uint8(JobStatus.Completed)) assertEq(stored, bytes32(0), "settled: 0");
             else assertEq(stored, keccak256(abi.encode(state)), "live: the folded state");
         }
+        for (uint256 i; i < handler.verifiedCount(); ++i) {
+            (uint64 id,, bytes32 folded) = handler.verifiedAt(i);
+            assertEq(market.jobHash(id), folded, "a verified job: its folded five words, 0 once settled");
+        }
         assertEq(handler.accepted(), 0, "a stale, forged or settled state was accepted");
     }
 
@@ -176,6 +204,10 @@ contract MarketInvariants is Test {
             for (uint256 j; j < handler.jobCount(); ++j) {
                 (uint64 id, JobTerms memory terms,) = handler.jobAt(j);
                 if (address(uint160(terms.party >> 96)) == s) escrow += handler.escrowOf(id);
+            }
+            for (uint256 j; j < handler.verifiedCount(); ++j) {
+                (uint64 id, JobTerms memory terms,) = handler.verifiedAt(j);
+                if (address(uint160(terms.party >> 96)) == s) escrow += handler.verifiedEscrowOf(id);
             }
             assertEq(holds + escrow + handler.spentOf(s), handler.initialOf(s), "every unit accounted for");
         }
@@ -204,8 +236,9 @@ contract MarketInvariants is Test {
             uint64 id = handler.nodeAt(i);
             NodeInfo memory n = nodes.getNode(id);
             assertLe(n.lockedStake, n.stake, "held within the stake");
-            assertEq(n.lockedStake, handler.lockedOf(id), "held: the open disputes' exposures");
-            assertEq(n.lockedStake, handler.heldFor(id), "held: as the fold's disputes say");
+            uint256 seats = handler.seatLockedOf(id);
+            assertEq(n.lockedStake, handler.lockedOf(id) + seats, "held: the disputes' exposures and the seats' stakes");
+            assertEq(n.lockedStake - seats, handler.heldFor(id), "held: as the fold's disputes say");
         }
     }
 

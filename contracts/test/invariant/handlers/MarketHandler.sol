@@ -4,8 +4,17 @@ pragma solidity ^0.8.24;
 import {Base} from "../../Base.t.sol";
 import {JobView} from "../../JobView.sol";
 import {JobMarket} from "../../../src/JobMarket.sol";
-import {ENGINE_DOCKER, ENGINE_WASM, JobPolicy, JobRequirements, JobState, JobStatus, JobTerms} from "../../../src/types/Types.sol";
+import {
+    ENGINE_DOCKER,
+    ENGINE_WASM,
+    JobPolicy,
+    JobRequirements,
+    JobState,
+    JobStatus,
+    JobTerms
+} from "../../../src/types/Types.sol";
 import {MarketParams, NodeCapabilities, NodeInfo, NodeStatus, VerifyParams} from "../../../src/types/Types.sol";
+import {VERIFY_REFEREED, VERIFY_REPLICATED, VerifiedState, VerifyPolicy} from "../../../src/types/Types.sol";
 import {IVerification} from "../../../src/interfaces/IVerification.sol";
 
 /// @notice Drives random sequences of calls by every participant (submitters, the matcher,
@@ -22,6 +31,7 @@ import {IVerification} from "../../../src/interfaces/IVerification.sol";
 contract MarketHandler is Base {
     using JobView for JobTerms;
     using JobView for JobState;
+    using JobView for VerifiedState;
 
     uint256 internal constant MAX_JOBS = 48;
     uint256 internal constant MAX_NODES = 8;
@@ -30,6 +40,8 @@ contract MarketHandler is Base {
     JobMarket public theMarket;
     address[] internal submitters;
     uint64[] internal jobIds;
+    /// Verified jobs (`IVerification`), kept apart: no `JobMarket` call applies to them.
+    uint64[] internal verifiedIds;
     uint64[] internal nodeIds;
     /// Time, kept here and set at the start of every action.
     uint256 public now_;
@@ -49,6 +61,8 @@ contract MarketHandler is Base {
     mapping(uint64 nodeId => uint256) public feesSwept;
     mapping(uint64 nodeId => uint256) public lockedOf;
     mapping(uint64 jobId => uint96) public exposureOf;
+    /// Stake locked by the node's seats on verified jobs.
+    mapping(uint64 nodeId => uint256) public seatLockedOf;
     uint256 public slashedTotal;
     uint256 public sweptTotal;
     uint256 public treasuryOut;
@@ -146,6 +160,23 @@ contract MarketHandler is Base {
         uint256 held = jobs[jobId].state.bounty();
         if (s == JobStatus.Disputed) held += _bond(jobId);
         return held;
+    }
+
+    function verifiedCount() external view returns (uint256) {
+        return verifiedIds.length;
+    }
+
+    /// A verified job: its terms and the hash of its state as the fold tells it (0 once
+    /// settled).
+    function verifiedAt(uint256 i) external view returns (uint64 id, JobTerms memory terms, bytes32 folded) {
+        id = verifiedIds[i];
+        terms = jobs[id].terms;
+        folded = _verifiedLive(id) ? keccak256(abi.encode(verified[id])) : bytes32(0);
+    }
+
+    /// What a live verified job holds in escrow: n bounties replicated, one refereed.
+    function verifiedEscrowOf(uint64 jobId) public view returns (uint256) {
+        return _verifiedLive(jobId) ? jobs[jobId].terms.escrow() : 0;
     }
 
     /// Exposure held for the node's Disputed jobs, from the fold.
@@ -352,6 +383,73 @@ contract MarketHandler is Base {
         market.setParams(p);
         sync();
         _did();
+    }
+
+    // ================================================================ actions: verified jobs
+
+    /// A replicated 3/2 job when the pool can seat it, else a refereed one; under the
+    /// current policy's verification rules (none after a new policy: nothing to post).
+    function postVerified(uint256 who, uint96 bounty, uint32 slack) external step {
+        if (jobIds.length + verifiedIds.length >= MAX_JOBS) return;
+        VerifyParams memory p = IVerification(address(market)).verifyParams(market.policyVersion());
+        if (p.poolFloor == 0) return;
+        bounty = uint96(_bound(bounty, p.minVerifiedBounty, p.poolFloor * 10_000 / p.seatBps));
+        bool replicate = nodes.poolSize() >= p.minPool;
+        VerifyPolicy memory policy = replicate
+            ? VerifyPolicy({tier: VERIFY_REPLICATED, size: 3, quorum: 2, revealWindow: 60})
+            : VerifyPolicy({tier: VERIFY_REFEREED, size: 3, quorum: 0, revealWindow: 60});
+        uint40 deadline = uint40(now_ + 10 minutes + RUNTIME + 60 + _bound(slack, 0, 6 hours));
+        address s = submitters[who % submitters.length];
+        vm.prank(s);
+        uint64 id = IVerification(address(market)).postVerifiedJob(wasmJobOf(), policy, bounty, deadline, spec());
+        sync();
+        verifiedIds.push(id);
+        _did();
+    }
+
+    /// Anyone draws a replicated job's armed round (the chain moved to its block).
+    function drawVerified(uint256 seed) external step {
+        uint256 n = verifiedIds.length;
+        for (uint256 k; k < n; ++k) {
+            uint64 id = verifiedIds[(seed % n + k) % n];
+            VerifiedState memory v = verified[id];
+            if (!_verifiedLive(id) || v.status() != JobStatus.Committing || v.drawBlock() == 0) continue;
+            if (now_ + jobs[id].terms.maxRuntime() > v.commitEnd()) continue;
+            if (block.number < v.drawBlock()) vm.roll(v.drawBlock());
+            vm.prevrandao(bytes32(seed));
+            uint256 before = v.seats;
+            vm.prank(stranger);
+            IVerification(address(market)).draw(id, jobs[id].terms, v);
+            sync();
+            uint256 after_ = verified[id].seats;
+            for (uint256 i; i < 3; ++i) {
+                uint64 nodeId = uint64(uint48(after_ >> (48 * i)));
+                if (nodeId != 0 && uint48(before >> (48 * i)) == 0) seatLockedOf[nodeId] += v.seatStake();
+            }
+            _did();
+            return;
+        }
+    }
+
+    /// Anyone expires a verified job nothing can run any more.
+    function expireVerified(uint256 seed) external step {
+        uint256 n = verifiedIds.length;
+        for (uint256 k; k < n; ++k) {
+            uint64 id = verifiedIds[(seed % n + k) % n];
+            if (!_verifiedLive(id)) continue;
+            VerifiedState memory v = verified[id];
+            JobTerms memory t = jobs[id].terms;
+            bool expirable = t.tier() == VERIFY_REPLICATED
+                ? v.status() == JobStatus.Committing && v.seats == 0
+                    && (v.drawBlock() == 0 || now_ + t.maxRuntime() > v.commitEnd() || v.rounds() >= 8)
+                : v.status() == JobStatus.Open && now_ + t.maxRuntime() > t.deadline();
+            if (!expirable) continue;
+            vm.prank(stranger);
+            IVerification(address(market)).expireVerified(id, t, v);
+            sync();
+            _did();
+            return;
+        }
     }
 
     // ================================================================ actions: operators
@@ -875,6 +973,17 @@ contract MarketHandler is Base {
         if (kind == 2) return JobRequirements(bytes32(0), 0, 0, 4, 8_000, 3e6, 0, 1, ENGINE_DOCKER);
         if (kind == 3) return JobRequirements(bytes32(0), 1, 1, 1, 1, 1e6, 0, 10, ENGINE_DOCKER);
         return JobRequirements(bytes32(0), 0, 0, 2, 1_000, 0, 0, 3, ENGINE_WASM);
+    }
+
+    function _verifiedLive(uint64 id) internal view returns (bool) {
+        JobStatus s = jobs[id].state.status();
+        return s != JobStatus.None && s != JobStatus.Completed && s != JobStatus.Failed && s != JobStatus.Cancelled
+            && s != JobStatus.Expired;
+    }
+
+    function wasmJobOf() internal pure returns (JobRequirements memory r) {
+        r = _requirements(4);
+        r.maxRuntime = RUNTIME;
     }
 
     function _did() internal {
