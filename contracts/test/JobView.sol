@@ -42,6 +42,12 @@ library JobView {
         return uint32(t.limits);
     }
 
+    /// Completed, Failed, Cancelled or Expired: the market cleared the job's word. (The
+    /// verified statuses come after these four in the enum: no ordering test.)
+    function isSettled(JobStatus s) internal pure returns (bool) {
+        return s == JobStatus.Completed || s == JobStatus.Failed || s == JobStatus.Cancelled || s == JobStatus.Expired;
+    }
+
     function status(JobState memory s) internal pure returns (JobStatus) {
         return JobStatus(uint8(s.fields >> 248));
     }

@@ -269,6 +269,13 @@ pub struct Verified {
     pub result: B256,
 }
 
+impl Verified {
+    /// The node in seat `i` (0: empty), as `JobCodec.seat` reads it.
+    pub fn seat(&self, i: usize) -> u64 {
+        bits(self.seats, 48 * i, 48) as u64
+    }
+}
+
 /// The same five words, as the `Verification` extension's binding types them.
 impl From<JobMarket::JobTerms> for VerificationContract::JobTerms {
     fn from(t: JobMarket::JobTerms) -> Self {

@@ -4,6 +4,7 @@ pragma solidity ^0.8.24;
 import {Test} from "forge-std/Test.sol";
 
 import {MarketHandler} from "./handlers/MarketHandler.sol";
+import {JobView} from "../JobView.sol";
 import {JobMarket} from "../../src/JobMarket.sol";
 import {GantryTestToken} from "../../src/dev/GantryTestToken.sol";
 import {INodeRegistry} from "../../src/interfaces/INodeRegistry.sol";
@@ -182,7 +183,7 @@ contract MarketInvariants is Test {
             (uint64 id,, JobState memory state) = handler.jobAt(i);
             JobStatus status = JobStatus(uint8(state.fields >> 248));
             bytes32 stored = market.jobHash(id);
-            if (uint8(status) >= uint8(JobStatus.Completed)) assertEq(stored, bytes32(0), "settled: 0");
+            if (JobView.isSettled(status)) assertEq(stored, bytes32(0), "settled: 0");
             else assertEq(stored, keccak256(abi.encode(state)), "live: the folded state");
         }
         for (uint256 i; i < handler.verifiedCount(); ++i) {

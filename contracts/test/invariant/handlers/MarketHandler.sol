@@ -156,7 +156,7 @@ contract MarketHandler is Base {
     /// What a live job holds in escrow: its bounty, and its bond while disputed.
     function escrowOf(uint64 jobId) public view returns (uint256) {
         JobStatus s = jobs[jobId].state.status();
-        if (s == JobStatus.None || uint8(s) >= uint8(JobStatus.Completed)) return 0;
+        if (s == JobStatus.None || JobView.isSettled(s)) return 0;
         uint256 held = jobs[jobId].state.bounty();
         if (s == JobStatus.Disputed) held += _bond(jobId);
         return held;
@@ -171,12 +171,12 @@ contract MarketHandler is Base {
     function verifiedAt(uint256 i) external view returns (uint64 id, JobTerms memory terms, bytes32 folded) {
         id = verifiedIds[i];
         terms = jobs[id].terms;
-        folded = _verifiedLive(id) ? keccak256(abi.encode(verified[id])) : bytes32(0);
+        folded = _isLive(id) ? keccak256(abi.encode(verified[id])) : bytes32(0);
     }
 
     /// What a live verified job holds in escrow: n bounties replicated, one refereed.
     function verifiedEscrowOf(uint64 jobId) public view returns (uint256) {
-        return _verifiedLive(jobId) ? jobs[jobId].terms.escrow() : 0;
+        return _isLive(jobId) ? jobs[jobId].terms.escrow() : 0;
     }
 
     /// Exposure held for the node's Disputed jobs, from the fold.
@@ -413,7 +413,7 @@ contract MarketHandler is Base {
         for (uint256 k; k < n; ++k) {
             uint64 id = verifiedIds[(seed % n + k) % n];
             VerifiedState memory v = verified[id];
-            if (!_verifiedLive(id) || v.status() != JobStatus.Committing || v.drawBlock() == 0) continue;
+            if (!_isLive(id) || v.status() != JobStatus.Committing || v.drawBlock() == 0) continue;
             if (now_ + jobs[id].terms.maxRuntime() > v.commitEnd()) continue;
             if (block.number < v.drawBlock()) vm.roll(v.drawBlock());
             vm.prevrandao(bytes32(seed));
@@ -436,7 +436,7 @@ contract MarketHandler is Base {
         uint256 n = verifiedIds.length;
         for (uint256 k; k < n; ++k) {
             uint64 id = verifiedIds[(seed % n + k) % n];
-            if (!_verifiedLive(id)) continue;
+            if (!_isLive(id)) continue;
             VerifiedState memory v = verified[id];
             JobTerms memory t = jobs[id].terms;
             bool expirable = t.tier() == VERIFY_REPLICATED
@@ -775,7 +775,7 @@ contract MarketHandler is Base {
 
     function _isLive(uint64 id) internal view returns (bool) {
         JobStatus s = jobs[id].state.status();
-        return s != JobStatus.None && uint8(s) < uint8(JobStatus.Completed);
+        return s != JobStatus.None && !JobView.isSettled(s);
     }
 
     function _isOpen(uint64 id) internal view returns (bool) {
@@ -973,12 +973,6 @@ contract MarketHandler is Base {
         if (kind == 2) return JobRequirements(bytes32(0), 0, 0, 4, 8_000, 3e6, 0, 1, ENGINE_DOCKER);
         if (kind == 3) return JobRequirements(bytes32(0), 1, 1, 1, 1, 1e6, 0, 10, ENGINE_DOCKER);
         return JobRequirements(bytes32(0), 0, 0, 2, 1_000, 0, 0, 3, ENGINE_WASM);
-    }
-
-    function _verifiedLive(uint64 id) internal view returns (bool) {
-        JobStatus s = jobs[id].state.status();
-        return s != JobStatus.None && s != JobStatus.Completed && s != JobStatus.Failed && s != JobStatus.Cancelled
-            && s != JobStatus.Expired;
     }
 
     function wasmJobOf() internal pure returns (JobRequirements memory r) {

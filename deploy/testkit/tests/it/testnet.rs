@@ -147,10 +147,8 @@ async fn a_verified_job_folds_to_the_markets_word_and_no_market_call_reaches_it(
     .await
     .expect("drawn");
     let drawn = net.job(posted.jobId).await;
-    let seats = drawn.state.verified.expect("verified").seats;
-    let mut seated: Vec<u64> = (0..3)
-        .map(|i: usize| ((seats >> (48 * i)) & U256::from((1u64 << 48) - 1)).to::<u64>())
-        .collect();
+    let verified = drawn.state.verified.expect("verified");
+    let mut seated: Vec<u64> = (0..3).map(|i| verified.seat(i)).collect();
     seated.sort_unstable();
     assert_eq!(seated, nodes, "the three members hold the three seats");
     assert_eq!(drawn.state.verified.unwrap().draw.rounds, 1);
