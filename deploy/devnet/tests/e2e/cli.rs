@@ -141,9 +141,26 @@ async fn a_job_through_the_cli_from_submission_to_the_provider_s_withdrawal() {
     )
     .await;
     let d = network.devnet.deployment;
-    assert_eq!(
-        network.devnet.job(job).await.unwrap().state.status,
-        JobStatus::Open
+    // Posted by the submitter as an Open job: its `JobPosted` is on chain. (Its status read
+    // now may already be Assigned: the network's matcher places it while the CLI waits for
+    // its confirmations.)
+    let posted = network
+        .devnet
+        .market(SUBMITTER)
+        .JobPosted_filter()
+        .topic1(U256::from(job))
+        .from_block(0)
+        .query()
+        .await
+        .unwrap();
+    assert_eq!(posted.len(), 1, "one JobPosted for job {job}");
+    assert_eq!(posted[0].0.submitter, network.devnet.address(SUBMITTER));
+    assert!(
+        matches!(
+            network.devnet.job(job).await.unwrap().state.status,
+            JobStatus::Open | JobStatus::Assigned
+        ),
+        "job {job} is open or already placed"
     );
 
     // Watch it to the end: one JSON object per change.
