@@ -102,8 +102,15 @@ pub fn touches(event: &GantryEvent, job: Option<&JobRow>) -> Touches {
             | M::VerifiedJobPosted(_)
             | M::DrawArmed(_)
             | M::Drawn(_)
+            | M::RevealsOpened(_)
             | gantry_protocol::market_admin_events!() => (None, None),
             M::SeatDrawn(e) => (Some(e.nodeId), None),
+            M::SealCommitted(e) => (Some(e.nodeId), None),
+            M::ResultRevealed(e) => (Some(e.nodeId), None),
+            M::SeatFreed(e) => (Some(e.nodeId), None),
+            M::SeatReleased(e) => (Some(e.nodeId), None),
+            M::ReplicaPaid(e) => (Some(e.nodeId), None),
+            M::JobVerified(_) => (None, submitter),
         },
         GantryEvent::Registry(_) => (event.node_id(), None),
         GantryEvent::Unreadable(_) => (None, None),
@@ -289,8 +296,21 @@ pub fn apply_job(
             charged(&mut job, e.nodeId, e.amount, at);
             slashed_on_attempt(&mut job, e.nodeId, e.amount, treasury);
         }
-        // Their state change is the shared fold's (below).
-        M::VerifiedJobPosted(_) | M::DrawArmed(_) | M::SeatDrawn(_) | M::Drawn(_) => {}
+        M::JobVerified(e) => {
+            job.refund = Some(e.refund.to_string());
+            job.completion = Some(Completion::Verified);
+        }
+        // Their state change is the shared fold's (below); seats are not yet projected.
+        M::VerifiedJobPosted(_)
+        | M::DrawArmed(_)
+        | M::SeatDrawn(_)
+        | M::Drawn(_)
+        | M::SealCommitted(_)
+        | M::SeatFreed(_)
+        | M::RevealsOpened(_)
+        | M::ResultRevealed(_)
+        | M::SeatReleased(_)
+        | M::ReplicaPaid(_) => {}
         M::JobPosted(_)
         | M::NodeMarkedInactive(_)
         | M::Deposited(_)
@@ -667,9 +687,16 @@ fn apply_market_to_node(
             free_slot(node);
             node.failed_jobs += 1;
         }
-        // A seat's stake is held like a dispute's exposure (released at the job's
-        // decision, which later commits fold).
+        // A seat's stake is held like a dispute's exposure, until the seat is freed or
+        // the job decided (a slash follows as `NodeSlashed`).
         M::SeatDrawn(e) => node.locked_stake = plus(&node.locked_stake, u96(e.locked)),
+        M::SeatFreed(e) => node.locked_stake = minus(&node.locked_stake, u96(e.unlocked)),
+        M::SeatReleased(e) => node.locked_stake = minus(&node.locked_stake, u96(e.unlocked)),
+        M::ReplicaPaid(e) => {
+            node.completed_jobs += 1;
+            node.earnings = plus(&node.earnings, u96(e.payout));
+            node.fees_owed = plus(&node.fees_owed, u96(e.fee));
+        }
         M::JobDisputed(e) => {
             node.locked_stake = plus(&node.locked_stake, u96(e.exposure));
             node.disputes.push(HeldStake {
@@ -706,6 +733,10 @@ fn apply_market_to_node(
         | M::VerifiedJobPosted(_)
         | M::DrawArmed(_)
         | M::Drawn(_)
+        | M::SealCommitted(_)
+        | M::RevealsOpened(_)
+        | M::ResultRevealed(_)
+        | M::JobVerified(_)
         | gantry_protocol::market_admin_events!() => return false,
     }
     true
@@ -778,6 +809,7 @@ pub fn apply_account(
         M::JobFailed(e) => refunded(&mut row, e.refund),
         M::JobCancelled(e) => refunded(&mut row, e.refund),
         M::JobExpired(e) => refunded(&mut row, e.refund),
+        M::JobVerified(e) => refunded(&mut row, e.refund),
         // Paid from its tokens, not its credits.
         M::JobDisputed(e) => row.bonds_posted = plus(&row.bonds_posted, u96(e.bond)),
         M::DisputeResolved(e) => credited(
@@ -797,6 +829,12 @@ pub fn apply_account(
         | M::DrawArmed(_)
         | M::SeatDrawn(_)
         | M::Drawn(_)
+        | M::SealCommitted(_)
+        | M::SeatFreed(_)
+        | M::RevealsOpened(_)
+        | M::ResultRevealed(_)
+        | M::SeatReleased(_)
+        | M::ReplicaPaid(_)
         | gantry_protocol::market_admin_events!() => return row,
     }
     row.updated_block = event.block_number;

@@ -58,6 +58,14 @@ contract JobMarket is IJobMarket, IVerificationEvents, MarketStorage {
     uint256 internal constant VERIFY_PARAMS = 0x6260cb30;
     uint256 internal constant POOL_FLOOR = 0xc0639dac;
     uint256 internal constant DRAW = 0x9c081ff9;
+    uint256 internal constant COMMIT_SEAT = 0x79f4de50;
+    uint256 internal constant REJECT_SEAT = 0xf4af8a1d;
+    uint256 internal constant RECLAIM_SEAT = 0x75b85119;
+    uint256 internal constant OPEN_REVEALS = 0x6d42b2b7;
+    uint256 internal constant REVEAL_SEAT = 0x7bc93dcc;
+    uint256 internal constant DECIDE = 0x6b842ed2;
+    /// `INodeRegistry.heartbeat`, routed to the registry first.
+    uint256 internal constant HEARTBEAT = 0x9bf6fa57;
 
     /// @notice The extension serving the node calls (`INodeRegistry`) at this address.
     address public immutable nodeRegistry;
@@ -96,13 +104,25 @@ contract JobMarket is IJobMarket, IVerificationEvents, MarketStorage {
         address verification_ = verification;
         assembly ("memory-safe") {
             let sig := shr(224, calldataload(0))
-            if or(
-                or(
-                    or(eq(sig, POST_VERIFIED_JOB), eq(sig, CANCEL_VERIFIED)),
-                    or(eq(sig, EXPIRE_VERIFIED), eq(sig, SET_VERIFY_PARAMS))
-                ),
-                or(or(eq(sig, VERIFY_PARAMS), eq(sig, POOL_FLOOR)), eq(sig, DRAW))
-            ) { target := verification_ }
+            // The heartbeat, every node's most frequent call, skips the list.
+            if iszero(eq(sig, HEARTBEAT)) {
+                if or(
+                    or(
+                        or(
+                            or(eq(sig, POST_VERIFIED_JOB), eq(sig, CANCEL_VERIFIED)),
+                            or(eq(sig, EXPIRE_VERIFIED), eq(sig, SET_VERIFY_PARAMS))
+                        ),
+                        or(or(eq(sig, VERIFY_PARAMS), eq(sig, POOL_FLOOR)), or(eq(sig, DRAW), eq(sig, COMMIT_SEAT)))
+                    ),
+                    or(
+                        or(
+                            or(eq(sig, REJECT_SEAT), eq(sig, RECLAIM_SEAT)),
+                            or(eq(sig, OPEN_REVEALS), eq(sig, REVEAL_SEAT))
+                        ),
+                        eq(sig, DECIDE)
+                    )
+                ) { target := verification_ }
+            }
             calldatacopy(0, 0, calldatasize())
             let ok := delegatecall(gas(), target, 0, calldatasize(), 0, 0)
             returndatacopy(0, 0, returndatasize())

@@ -11,6 +11,7 @@ import {JobCodec} from "./types/JobCodec.sol";
 import {
     ENGINE_WASM,
     JobRequirements,
+    FailureKind,
     JobStatus,
     JobTerms,
     Seat,
@@ -29,6 +30,7 @@ contract Verification is IVerification, MarketStorage {
     using SafeERC20 for IERC20;
     using JobCodec for JobTerms;
     using JobCodec for VerifiedState;
+    using JobCodec for Seat;
 
     /// @dev Blocks between arming a draw and the first block it may be drawn in: the
     /// draw's seed is that block's `prevrandao`, unknown when the round is armed.
@@ -42,6 +44,11 @@ contract Verification is IVerification, MarketStorage {
     uint256 internal constant MAX_SAMPLES = 32;
     /// @dev A seat's phases (`Seat.fields`).
     uint8 internal constant SEATED = 1;
+    uint8 internal constant COMMITTED = 2;
+    uint8 internal constant REVEALED = 3;
+    /// @dev A seat given back this soon after it was drawn costs nothing (at most a tenth
+    /// of the runtime), as `JobMarket.REJECT_GRACE`.
+    uint256 internal constant REJECT_GRACE = 30;
 
     address private immutable _self = address(this);
 
@@ -158,6 +165,133 @@ contract Verification is IVerification, MarketStorage {
         _jobs[jobId] = keccak256(abi.encode(VerifiedState(state.terms, state.fields, seats, drawn, state.result)));
         emit Drawn(jobId, round, seats);
         if (next != 0) emit DrawArmed(jobId, next, round + 1);
+    }
+
+    // ================================================================ seats
+
+    /// @inheritdoc IVerification
+    function commitSeat(uint64 jobId, uint8 seat, Seat calldata s, bytes32 seal) external onlyDelegated {
+        _checkSeat(jobId, seat, s, SEATED);
+        (uint64 nodeId, NodeRecord storage node) = _seatNode(jobId, seat, s);
+        _checkRunning(jobId, seat, s, node);
+        if (seal == 0) revert Verification_EmptySeal();
+        _seats[jobId][seat] = keccak256(abi.encode(Seat(JobCodec.withPhase(s.fields, COMMITTED), seal, 0)));
+        emit SealCommitted(jobId, nodeId, seat, seal);
+    }
+
+    /// @inheritdoc IVerification
+    function rejectSeat(
+        uint64 jobId,
+        JobTerms calldata terms,
+        VerifiedState calldata state,
+        uint8 seat,
+        Seat calldata s,
+        string calldata reason
+    ) external onlyDelegated {
+        _checkText(bytes(reason).length);
+        _checkCommitPhase(jobId, terms, state);
+        _checkSeat(jobId, seat, s, SEATED);
+        (, NodeRecord storage node) = _seatNode(jobId, seat, s);
+        _checkRunning(jobId, seat, s, node);
+        // The grace, then the share of the seat stake that the time held past it is of the
+        // rest of the runtime (`JobMarket._rejectCharge`'s rule on the seat's lock).
+        uint256 maxRuntime = terms.maxRuntime();
+        uint256 grace = maxRuntime / 10 < REJECT_GRACE ? maxRuntime / 10 : REJECT_GRACE;
+        uint256 held = block.timestamp - s.seatedAt();
+        uint96 charged = held <= grace ? 0 : uint96((uint256(s.locked()) * (held - grace)) / (maxRuntime - grace));
+        _free(jobId, terms, state, seat, s, false, charged);
+    }
+
+    /// @inheritdoc IVerification
+    function reclaimSeat(uint64 jobId, JobTerms calldata terms, VerifiedState calldata state, uint8 seat, Seat calldata s)
+        external
+        onlyDelegated
+    {
+        _checkCommitPhase(jobId, terms, state);
+        _checkSeat(jobId, seat, s, SEATED);
+        if (_nodes[s.nodeId()].inactiveSince < s.seatedAt()) revert Verification_NotReclaimable(jobId, seat);
+        _free(jobId, terms, state, seat, s, true, s.locked());
+    }
+
+    /// @inheritdoc IVerification
+    function openReveals(uint64 jobId, JobTerms calldata terms, VerifiedState calldata state, Seat[] calldata seats)
+        external
+        onlyDelegated
+    {
+        _checkCommitPhase(jobId, terms, state);
+        uint256 n = terms.size();
+        _checkSeats(jobId, seats, n);
+        uint256 filled;
+        for (uint256 i; i < n; ++i) {
+            if (seats[i].fields == 0) continue;
+            if (seats[i].phase() != COMMITTED) revert Verification_NotCommitted(jobId, i);
+            ++filled;
+        }
+        if (filled == 0) revert Verification_NoSeatFilled(jobId);
+        if (filled < n && block.timestamp + terms.maxRuntime() <= state.commitEnd() && state.rounds() < MAX_ROUNDS) {
+            revert Verification_SeatsCanStillFill(jobId);
+        }
+        uint40 revealBy = uint40(block.timestamp) + terms.revealWindow();
+        uint256 fields = JobCodec.next(state.fields, JobStatus.Revealing, state.faults(), state.barred(), 0, revealBy);
+        _jobs[jobId] = keccak256(abi.encode(VerifiedState(state.terms, fields, state.seats, state.draw, state.result)));
+        emit RevealsOpened(jobId, revealBy);
+    }
+
+    /// @inheritdoc IVerification
+    function revealSeat(
+        uint64 jobId,
+        JobTerms calldata terms,
+        VerifiedState calldata state,
+        uint8 seat,
+        Seat calldata s,
+        bytes32 digest,
+        bytes32 salt
+    ) external onlyDelegated {
+        _checkState(jobId, terms, state);
+        uint40 revealBy = _revealBy(jobId, terms, state);
+        if (block.timestamp > revealBy) revert Verification_RevealClosed(jobId, revealBy);
+        _checkSeat(jobId, seat, s, COMMITTED);
+        (uint64 nodeId,) = _seatNode(jobId, seat, s);
+        if (digest == 0) revert Verification_EmptyDigest();
+        if (keccak256(abi.encode(block.chainid, address(this), jobId, seat, nodeId, digest, salt)) != s.seal) {
+            revert Verification_SealMismatch(jobId, seat);
+        }
+        _seats[jobId][seat] = keccak256(abi.encode(Seat(JobCodec.withPhase(s.fields, REVEALED), s.seal, digest)));
+        emit ResultRevealed(jobId, nodeId, seat, digest);
+    }
+
+    /// @inheritdoc IVerification
+    function decide(uint64 jobId, JobTerms calldata terms, VerifiedState calldata state, Seat[] calldata seats)
+        external
+        onlyDelegated
+    {
+        _checkState(jobId, terms, state);
+        uint40 revealBy = _revealBy(jobId, terms, state);
+        uint256 n = terms.size();
+        _checkSeats(jobId, seats, n);
+        Tally memory t = _tally(seats, n, terms.quorum());
+        if (block.timestamp <= revealBy && t.revealed < t.filled) revert Verification_NotDecidable(jobId, revealBy);
+
+        uint96 bounty = state.bounty();
+        uint96 fee = uint96((uint256(bounty) * state.feeBps()) / BPS);
+        uint256 paid;
+        for (uint256 i; i < n; ++i) {
+            if (seats[i].fields == 0) continue;
+            bool revealed = seats[i].phase() == REVEALED;
+            // Paid: with the quorum, the seats that revealed its digest; without, each
+            // revealer another revealer matched. Slashed (unless nobody committed, the
+            // backstop): with the quorum, every other seat; without, the seats that did not
+            // reveal (a lone digest cannot be told a lie).
+            bool pays = revealed && (t.quorum ? seats[i].digest == t.digest : _matched(seats, n, i));
+            bool slashes = t.committed && (t.quorum ? !pays : !revealed);
+            _settleSeat(jobId, i, seats[i], pays ? bounty - fee : 0, pays ? fee : 0, slashes);
+            if (pays) ++paid;
+        }
+        uint96 refund = uint96(uint256(bounty) * (n - paid));
+        delete _jobs[jobId];
+        _credits[terms.submitter()] += refund;
+        if (t.quorum) emit JobVerified(jobId, t.digest, t.agreed, refund);
+        else emit IJobMarket.JobFailed(jobId, FailureKind.NoQuorum, refund);
     }
 
     // ================================================================ views
@@ -354,6 +488,174 @@ contract Verification is IVerification, MarketStorage {
         for (i = from; i < n; ++i) {
             if (uint48(seats >> (48 * i)) == 0) return i;
         }
+    }
+
+    /// @dev How a replicated job's seats revealed: `agreed` seats revealed `digest`, the
+    /// most common digest; `quorum` when they are at least k.
+    struct Tally {
+        uint256 filled;
+        uint256 revealed;
+        bool committed;
+        bytes32 digest;
+        uint8 agreed;
+        bool quorum;
+    }
+
+    function _tally(Seat[] calldata seats, uint256 n, uint8 k) internal pure returns (Tally memory t) {
+        for (uint256 i; i < n; ++i) {
+            if (seats[i].fields == 0) continue;
+            ++t.filled;
+            uint8 phase = seats[i].phase();
+            if (phase >= COMMITTED) t.committed = true;
+            if (phase != REVEALED) continue;
+            ++t.revealed;
+            uint8 same;
+            for (uint256 j; j < n; ++j) {
+                if (seats[j].fields != 0 && seats[j].phase() == REVEALED && seats[j].digest == seats[i].digest) ++same;
+            }
+            if (same > t.agreed) (t.agreed, t.digest) = (same, seats[i].digest);
+        }
+        // 2k > n: at most one digest reaches k.
+        t.quorum = t.agreed >= k;
+    }
+
+    /// @dev Whether revealed seat `i`'s digest is another revealed seat's too.
+    function _matched(Seat[] calldata seats, uint256 n, uint256 i) internal pure returns (bool) {
+        for (uint256 j; j < n; ++j) {
+            if (j != i && seats[j].fields != 0 && seats[j].phase() == REVEALED && seats[j].digest == seats[i].digest) {
+                return true;
+            }
+        }
+        return false;
+    }
+
+    /// @dev Ends a decided job's seat: releases its lock, pays it, slashes its seat stake,
+    /// deletes its word.
+    function _settleSeat(uint64 jobId, uint256 i, Seat calldata s, uint96 payout, uint96 fee, bool slashes)
+        internal
+    {
+        uint64 nodeId = s.nodeId();
+        NodeRecord storage node = _nodes[nodeId];
+        uint96 locked = s.locked();
+        node.locked -= locked;
+        delete _seats[jobId][i];
+        emit SeatReleased(jobId, nodeId, uint8(i), locked);
+        if (payout != 0 || fee != 0) {
+            node.earnings += payout;
+            node.feesOwed += fee;
+            emit ReplicaPaid(jobId, nodeId, payout, fee);
+        }
+        if (slashes) _slash(node, nodeId, jobId, locked);
+        _poolSync(nodeId, node);
+    }
+
+    /// @dev Empties seat `seat` before the reveals: releases its lock, slashes `charged` of
+    /// it, bars the node, and arms a draw for the seat while a run could still end before
+    /// the commit phase does.
+    function _free(
+        uint64 jobId,
+        JobTerms calldata terms,
+        VerifiedState calldata state,
+        uint8 seat,
+        Seat calldata s,
+        bool fault,
+        uint96 charged
+    ) internal {
+        uint64 nodeId = s.nodeId();
+        NodeRecord storage node = _nodes[nodeId];
+        node.locked -= s.locked();
+        delete _seats[jobId][seat];
+        _barred[jobId][nodeId] = true;
+        emit SeatFreed(jobId, nodeId, seat, fault, s.locked(), charged);
+        _slash(node, nodeId, jobId, charged);
+        _poolSync(nodeId, node);
+        _emptied(jobId, terms, state, seat, fault);
+    }
+
+    /// @dev The job's word after seat `seat` was emptied, with a draw armed for it if none
+    /// is and one could still fill it.
+    function _emptied(uint64 jobId, JobTerms calldata terms, VerifiedState calldata state, uint8 seat, bool fault)
+        internal
+    {
+        uint8 barred = state.barred() == type(uint8).max ? state.barred() : state.barred() + 1;
+        uint8 faults = state.faults();
+        if (fault && faults < type(uint8).max) ++faults;
+        uint256 fields = JobCodec.next(state.fields, JobStatus.Committing, faults, barred, 0, state.commitEnd());
+        uint256 seats = state.seats & ~(uint256(type(uint48).max) << (48 * uint256(seat)));
+        uint256 drawWord = state.draw;
+        uint8 round = state.rounds();
+        if (
+            state.drawBlock() == 0 && round < MAX_ROUNDS
+                && block.timestamp + terms.maxRuntime() <= state.commitEnd()
+        ) {
+            uint40 next = uint40(block.number) + DRAW_DELAY;
+            drawWord = JobCodec.draw(next, round, state.commitEnd(), state.seatStake());
+            emit DrawArmed(jobId, next, round);
+        }
+        _jobs[jobId] = keccak256(abi.encode(VerifiedState(state.terms, fields, seats, drawWord, state.result)));
+    }
+
+    /// @dev `s` is seat `seat`'s stored word, in phase `phase`.
+    function _checkSeat(uint64 jobId, uint256 seat, Seat calldata s, uint8 phase) internal view {
+        if (seat >= MAX_SEATS || _seats[jobId][seat] != keccak256(abi.encode(s))) {
+            revert Verification_SeatMismatch(jobId, seat);
+        }
+        if (s.phase() != phase) revert Verification_WrongPhase(jobId, seat, s.phase());
+    }
+
+    /// @dev The seat's node; the caller is its agent.
+    function _seatNode(uint64 jobId, uint256 seat, Seat calldata s)
+        internal
+        view
+        returns (uint64 nodeId, NodeRecord storage node)
+    {
+        nodeId = s.nodeId();
+        node = _nodes[nodeId];
+        if (msg.sender != node.agent) revert Verification_NotSeatAgent(jobId, seat, msg.sender);
+    }
+
+    /// @dev The seat's run is not over and its node was not marked Inactive since it was
+    /// seated (that seat is reclaimed, with the slash).
+    function _checkRunning(uint64 jobId, uint256 seat, Seat calldata s, NodeRecord storage node) internal view {
+        if (block.timestamp > s.until()) revert Verification_SeatTimedOut(jobId, seat, s.until());
+        if (node.inactiveSince >= s.seatedAt()) revert Verification_MustBeReclaimed(jobId, seat);
+    }
+
+    /// @dev The job is the caller's state, Committing, and its commit phase not over.
+    function _checkCommitPhase(uint64 jobId, JobTerms calldata terms, VerifiedState calldata state) internal view {
+        _checkState(jobId, terms, state);
+        if (state.status() != JobStatus.Committing || block.timestamp > state.commitEnd()) {
+            revert Verification_CommitPhaseOver(jobId, state.commitEnd());
+        }
+    }
+
+    /// @dev `seats` is every seat's word, in order: entry i hashes to seat i's stored word
+    /// (an empty seat: the zero entry against a zero word). A seat word and the job's
+    /// `seats` entry are written together, so the entry's node is the word's.
+    function _checkSeats(uint64 jobId, Seat[] calldata seats, uint256 n) internal view {
+        if (seats.length != n) revert Verification_SeatMismatch(jobId, seats.length);
+        for (uint256 i; i < n; ++i) {
+            bytes32 word = _seats[jobId][i];
+            bool matches = word == 0
+                ? seats[i].fields == 0 && seats[i].seal == 0 && seats[i].digest == 0
+                : word == keccak256(abi.encode(seats[i]));
+            if (!matches) revert Verification_SeatMismatch(jobId, i);
+        }
+    }
+
+    /// @dev The end of the job's reveal phase; reverts before it begins (Revealing: until
+    /// its `until`; Committing past the commit phase's end: until that plus the window).
+    function _revealBy(uint64 jobId, JobTerms calldata terms, VerifiedState calldata state)
+        internal
+        view
+        returns (uint40)
+    {
+        JobStatus status = state.status();
+        if (status == JobStatus.Revealing) return state.until();
+        if (status == JobStatus.Committing && block.timestamp > state.commitEnd()) {
+            return state.commitEnd() + terms.revealWindow();
+        }
+        revert Verification_RevealNotOpen(jobId);
     }
 
     /// @dev `state` is the job's (its hash is the job's word) and `terms` its terms.

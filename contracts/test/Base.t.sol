@@ -516,6 +516,42 @@ abstract contract Base is Test {
             VerifiedState storage v = verified[jobId];
             v.seats = seats;
             v.draw = (v.draw & ~uint256(type(uint48).max)) | (uint256(round + 1) << 40);
+        } else if (t == IVerificationEvents.SealCommitted.selector) {
+            (uint8 seat, bytes32 seal) = abi.decode(log.data, (uint8, bytes32));
+            Seat storage st = seatOf[uint64(uint256(log.topics[1]))][seat];
+            st.fields = withPhase(st.fields, 2);
+            st.seal = seal;
+        } else if (t == IVerificationEvents.ResultRevealed.selector) {
+            (uint8 seat, bytes32 digest) = abi.decode(log.data, (uint8, bytes32));
+            Seat storage st = seatOf[uint64(uint256(log.topics[1]))][seat];
+            st.fields = withPhase(st.fields, 3);
+            st.digest = digest;
+        } else if (t == IVerificationEvents.SeatFreed.selector) {
+            uint64 jobId = uint64(uint256(log.topics[1]));
+            (uint8 seat, bool fault,,) = abi.decode(log.data, (uint8, bool, uint96, uint96));
+            delete seatOf[jobId][seat];
+            VerifiedState storage v = verified[jobId];
+            v.seats &= ~(uint256(type(uint48).max) << (48 * uint256(seat)));
+            uint256 faults = uint8(v.fields >> 240) + (fault ? 1 : 0);
+            uint256 barred = uint8(v.fields >> 232) + 1;
+            v.fields = (v.fields & ~(uint256(type(uint16).max) << 232)) | (faults << 240) | (barred << 232);
+        } else if (t == IVerificationEvents.RevealsOpened.selector) {
+            VerifiedState storage v = verified[uint64(uint256(log.topics[1]))];
+            uint40 revealBy = abi.decode(log.data, (uint40));
+            v.fields = (v.fields & ~(uint256(type(uint8).max) << 248) & ~(uint256(type(uint40).max) << 144))
+                | (uint256(uint8(JobStatus.Revealing)) << 248) | (uint256(revealBy) << 144);
+        } else if (t == IVerificationEvents.SeatReleased.selector) {
+            (uint8 seat,) = abi.decode(log.data, (uint8, uint96));
+            delete seatOf[uint64(uint256(log.topics[1]))][seat];
+        } else if (t == IVerificationEvents.ReplicaPaid.selector) {
+            (uint96 payout, uint96 fee) = abi.decode(log.data, (uint96, uint96));
+            replayEarnings[uint64(uint256(log.topics[2]))] += payout;
+            replayFeesOwed[uint64(uint256(log.topics[2]))] += fee;
+            replayEscrow -= uint256(payout) + fee;
+        } else if (t == IVerificationEvents.JobVerified.selector) {
+            uint64 jobId = uint64(uint256(log.topics[1]));
+            (,, uint96 refund) = abi.decode(log.data, (bytes32, uint8, uint96));
+            settleRefund(jobId, refund, JobStatus.Completed);
         } else if (t == IJobMarket.MarketParamsUpdated.selector) {
             (MarketParams memory p, uint32 version) = abi.decode(log.data, (MarketParams, uint32));
             policies[version] = JobPolicy({
@@ -619,6 +655,15 @@ abstract contract Base is Test {
         JobState memory s = jobs[jobId].state;
         s.moved(final_, s.faults(), s.barred(), s.nodeId(), 0);
         jobs[jobId].state = s;
+        VerifiedState storage v = verified[jobId];
+        if (v.terms != 0) {
+            v.fields = (v.fields & ~(uint256(type(uint8).max) << 248)) | (uint256(uint8(final_)) << 248);
+        }
+    }
+
+    /// A seat's `fields` in phase `phase` (1 Seated, 2 Committed, 3 Revealed).
+    function withPhase(uint256 fields, uint8 phase) internal pure returns (uint256) {
+        return (uint256(phase) << 248) | (fields & ((1 << 248) - 1));
     }
 
     /// The replayed balances equal the market's, and the market holds exactly what it owes.

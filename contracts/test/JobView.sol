@@ -87,6 +87,14 @@ library JobView {
         return JobStatus(uint8(s.fields >> 248));
     }
 
+    function faults(VerifiedState memory s) internal pure returns (uint8) {
+        return uint8(s.fields >> 240);
+    }
+
+    function barred(VerifiedState memory s) internal pure returns (uint8) {
+        return uint8(s.fields >> 232);
+    }
+
     function until(VerifiedState memory s) internal pure returns (uint40) {
         return uint40(s.fields >> 144);
     }

@@ -395,6 +395,13 @@ impl State {
             | M::DrawArmed(_)
             | M::SeatDrawn(_)
             | M::Drawn(_)
+            | M::SealCommitted(_)
+            | M::SeatFreed(_)
+            | M::RevealsOpened(_)
+            | M::ResultRevealed(_)
+            | M::SeatReleased(_)
+            | M::ReplicaPaid(_)
+            | M::JobVerified(_)
             | M::VerifyParamsSet(_) => return,
         };
         let Some(job) = view.jobs.get_mut(&job_id) else {

@@ -31,11 +31,13 @@ const COMPLETION = {
   finalized: 'challenge window closed',
   disputeWon: 'dispute won by the provider',
   disputeLapsed: 'dispute lapsed: the result stands',
+  verified: 'verified: a quorum of replicas agreed',
 };
 const FAILURE = {
   outOfAttempts: 'out of attempts',
   pastDeadline: 'no attempt fits before the deadline',
   disputeLost: 'dispute lost by the provider',
+  noQuorum: 'no quorum: the replicas did not agree',
 };
 const CHARGE = {
   reject: 'gave the job back',

@@ -400,6 +400,9 @@ pub enum Completion {
     DisputeWon,
     /// The arbiter did not decide in time: the result stands.
     DisputeLapsed,
+    /// A replicated job's quorum revealed one digest (`JobVerified`): the seats that
+    /// revealed it were paid (not a `CompletionKind`: no `JobCompleted` is emitted).
+    Verified,
 }
 
 /// Why a job ended without paying a node (`FailureKind`).
@@ -410,6 +413,8 @@ pub enum Failure {
     OutOfAttempts,
     PastDeadline,
     DisputeLost,
+    /// A replicated job's reveals reached no quorum.
+    NoQuorum,
 }
 
 impl Completion {
@@ -430,9 +435,14 @@ impl Completion {
 impl Failure {
     /// `FailureKind` by its value in the contract; `None` for a value it does not define.
     pub fn from_kind(kind: u8) -> Option<Self> {
-        [Self::OutOfAttempts, Self::PastDeadline, Self::DisputeLost]
-            .get(usize::from(kind))
-            .copied()
+        [
+            Self::OutOfAttempts,
+            Self::PastDeadline,
+            Self::DisputeLost,
+            Self::NoQuorum,
+        ]
+        .get(usize::from(kind))
+        .copied()
     }
 }
 
@@ -980,7 +990,8 @@ mod tests {
         assert_eq!(Completion::from_kind(3), Some(Completion::DisputeLapsed));
         assert_eq!(Completion::from_kind(4), None);
         assert_eq!(Failure::from_kind(2), Some(Failure::DisputeLost));
-        assert_eq!(Failure::from_kind(3), None);
+        assert_eq!(Failure::from_kind(3), Some(Failure::NoQuorum));
+        assert_eq!(Failure::from_kind(4), None);
         assert_eq!(
             ChargeCause::of_reclaim(1),
             Some(ChargeCause::RuntimeExceeded)

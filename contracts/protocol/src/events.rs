@@ -325,6 +325,11 @@ impl GantryEvent {
                 M::NodeSlashed(e) => Some(e.nodeId),
                 M::NodeMarkedInactive(e) => Some(e.nodeId),
                 M::SeatDrawn(e) => Some(e.nodeId),
+                M::SealCommitted(e) => Some(e.nodeId),
+                M::SeatFreed(e) => Some(e.nodeId),
+                M::ResultRevealed(e) => Some(e.nodeId),
+                M::SeatReleased(e) => Some(e.nodeId),
+                M::ReplicaPaid(e) => Some(e.nodeId),
                 M::JobPosted(_)
                 | M::ResultSubmitted(_)
                 | M::JobExpired(_)
@@ -334,6 +339,8 @@ impl GantryEvent {
                 | M::VerifiedJobPosted(_)
                 | M::DrawArmed(_)
                 | M::Drawn(_)
+                | M::RevealsOpened(_)
+                | M::JobVerified(_)
                 | M::Deposited(_)
                 | M::Withdrawn(_)
                 | crate::market_admin_events!() => None,
@@ -383,6 +390,13 @@ pub fn market_job_id(event: &JobMarket::JobMarketEvents) -> Option<u64> {
         M::DrawArmed(e) => e.jobId,
         M::SeatDrawn(e) => e.jobId,
         M::Drawn(e) => e.jobId,
+        M::SealCommitted(e) => e.jobId,
+        M::SeatFreed(e) => e.jobId,
+        M::RevealsOpened(e) => e.jobId,
+        M::ResultRevealed(e) => e.jobId,
+        M::SeatReleased(e) => e.jobId,
+        M::ReplicaPaid(e) => e.jobId,
+        M::JobVerified(e) => e.jobId,
         M::NodeSlashed(_)
         | M::NodeMarkedInactive(_)
         | M::Deposited(_)

@@ -322,6 +322,107 @@ impl Draw {
     }
 }
 
+/// One seat of a verified job (`Seat`, unpacked): the market keeps its hash
+/// (`_seats[job][seat]`), and `commitSeat`, `rejectSeat`, `reclaimSeat`, `revealSeat`,
+/// `openReveals` and `decide` take it. Folded from the seat's events with [`Seat::drawn`]
+/// and [`Seat::apply`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+pub struct Seat {
+    /// [`Seat::SEATED`], [`Seat::COMMITTED`] or [`Seat::REVEALED`].
+    pub phase: u8,
+    pub node_id: u64,
+    /// When the seat was drawn (chain time).
+    pub seated_at: u64,
+    /// The end of the seat's run: its commit is due by then.
+    pub until: u64,
+    /// What the seat holds of its node's stake.
+    pub locked: u128,
+    /// keccak256 of the committed result ([`seal`]); zero until committed.
+    pub seal: B256,
+    /// The revealed digest; zero until revealed.
+    pub digest: B256,
+}
+
+impl Seat {
+    pub const SEATED: u8 = 1;
+    pub const COMMITTED: u8 = 2;
+    pub const REVEALED: u8 = 3;
+
+    /// The seat `SeatDrawn` announced, for a job of `terms` (the seat was drawn its max
+    /// runtime before `until`).
+    pub fn drawn(event: &JobMarket::SeatDrawn, terms: &Terms) -> Self {
+        let until = event.until.to::<u64>();
+        Self {
+            phase: Self::SEATED,
+            node_id: event.nodeId,
+            seated_at: until.saturating_sub(u64::from(terms.requirements.max_runtime)),
+            until,
+            locked: event.locked.to::<u128>(),
+            seal: B256::ZERO,
+            digest: B256::ZERO,
+        }
+    }
+
+    /// The seat after one of its job's events that names it; other events leave it.
+    pub fn apply(&mut self, event: &JobMarket::JobMarketEvents) {
+        use JobMarket::JobMarketEvents as M;
+        match event {
+            M::SealCommitted(e) if e.nodeId == self.node_id => {
+                self.phase = Self::COMMITTED;
+                self.seal = e.seal;
+            }
+            M::ResultRevealed(e) if e.nodeId == self.node_id => {
+                self.phase = Self::REVEALED;
+                self.digest = e.digest;
+            }
+            _ => {}
+        }
+    }
+
+    /// The three words the market takes (all zero for an empty seat: `Seat::default()`).
+    pub fn pack(&self) -> VerificationContract::Seat {
+        if self.phase == 0 {
+            return VerificationContract::Seat::default();
+        }
+        let fields = (U256::from(self.phase) << 248)
+            | (U256::from(self.node_id & ((1 << 48) - 1)) << 200)
+            | (U256::from(self.seated_at) << 160)
+            | (U256::from(self.until) << 120)
+            | U256::from(self.locked);
+        VerificationContract::Seat {
+            fields,
+            seal: self.seal,
+            digest: self.digest,
+        }
+    }
+}
+
+/// A seat's seal of its result's `digest`: keccak256(abi.encode(chainid, market, jobId,
+/// seat, nodeId, digest, salt)), as `revealSeat` checks it. The node id defeats a copied
+/// seal; the chain and the market's address a replay elsewhere.
+pub fn seal(
+    chain_id: u64,
+    market: Address,
+    job: u64,
+    seat: u8,
+    node: u64,
+    digest: B256,
+    salt: B256,
+) -> B256 {
+    keccak256(
+        (
+            U256::from(chain_id),
+            market,
+            U256::from(job),
+            U256::from(seat),
+            U256::from(node),
+            digest,
+            salt,
+        )
+            .abi_encode(),
+    )
+}
+
 /// Why an event could not be folded into a state.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum FoldError {
@@ -457,8 +558,27 @@ impl State {
                     verified.draw.rounds = e.round.saturating_add(1);
                 }
             }
-            // A seat is a word of its own, not the job's.
-            M::SeatDrawn(_) => {}
+            M::SeatFreed(e) => {
+                self.barred = self.barred.saturating_add(1);
+                if e.fault {
+                    self.faults = self.faults.saturating_add(1);
+                }
+                if let Some(verified) = self.verified.as_mut() {
+                    verified.seats &= !(U256::from((1u64 << 48) - 1) << (48 * usize::from(e.seat)));
+                }
+            }
+            M::RevealsOpened(e) => {
+                self.status = JobStatus::Revealing;
+                self.until = e.revealBy.to::<u64>();
+            }
+            M::JobVerified(_) => self.settle(JobStatus::Completed),
+            // A seat is a word of its own, not the job's ([`Seat::apply`]); pay is the
+            // node's.
+            M::SeatDrawn(_)
+            | M::SealCommitted(_)
+            | M::ResultRevealed(_)
+            | M::SeatReleased(_)
+            | M::ReplicaPaid(_) => {}
             // Their state change (if any) comes with the events above.
             M::JobPosted(_)
             | M::JobReclaimed(_)

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 pragma solidity ^0.8.24;
 
-import {JobRequirements, JobTerms, VerifiedState, VerifyParams, VerifyPolicy} from "../types/Types.sol";
+import {JobRequirements, JobTerms, Seat, VerifiedState, VerifyParams, VerifyPolicy} from "../types/Types.sol";
 
 /// @title What verified jobs emit and revert with: declared apart so that `JobMarket`, at
 /// whose address they happen, carries them in its ABI (its consumers decode them as market
@@ -22,6 +22,29 @@ interface IVerificationEvents {
     /// @notice Round `round` was drawn (nobody may draw it again); `seats` is the job's seat
     /// word after it (seat i's node id at bits [48i, 48i + 47]).
     event Drawn(uint64 indexed jobId, uint8 round, uint256 seats);
+    /// @notice The node in seat `seat` committed the seal of its result: keccak256(abi.encode(
+    /// chainid, market, jobId, seat, nodeId, digest, salt)), opened by `revealSeat`.
+    event SealCommitted(uint64 indexed jobId, uint64 indexed nodeId, uint8 seat, bytes32 seal);
+    /// @notice Seat `seat` was emptied before the reveals: given back by its node (`fault`
+    /// false, `rejectSeat`) or reclaimed from a node marked Inactive (`fault` true,
+    /// `reclaimSeat`). `unlocked` of the node's stake is no longer held; `charged` of it
+    /// was slashed (also in `NodeSlashed`). The node is barred from the job.
+    event SeatFreed(
+        uint64 indexed jobId, uint64 indexed nodeId, uint8 seat, bool fault, uint96 unlocked, uint96 charged
+    );
+    /// @notice Every filled seat committed: the reveal phase runs until `revealBy`.
+    event RevealsOpened(uint64 indexed jobId, uint40 revealBy);
+    /// @notice The node in seat `seat` opened its seal: its result's digest is `digest`.
+    event ResultRevealed(uint64 indexed jobId, uint64 indexed nodeId, uint8 seat, bytes32 digest);
+    /// @notice The job was decided and seat `seat`'s lock ended: `unlocked` of the node's
+    /// stake is free again (less any slash, in `NodeSlashed`, which follows).
+    event SeatReleased(uint64 indexed jobId, uint64 indexed nodeId, uint8 seat, uint96 unlocked);
+    /// @notice A replica's pay: `payout` to the node's earnings, `fee` owed to the treasury
+    /// (together the bounty).
+    event ReplicaPaid(uint64 indexed jobId, uint64 indexed nodeId, uint96 payout, uint96 fee);
+    /// @notice The replicated job is Completed: `agreed` seats revealed `digest` (at least
+    /// the quorum); `refund` (the unpaid seats' bounties) was credited to the submitter.
+    event JobVerified(uint64 indexed jobId, bytes32 digest, uint8 agreed, uint96 refund);
     /// @notice The admin set the verification rules of policy version `policyVersion`.
     event VerifyParamsSet(uint32 indexed policyVersion, VerifyParams params);
 
@@ -47,6 +70,34 @@ interface IVerificationEvents {
     /// @notice A seat drawn now could not finish a run before the commit phase ends, or
     /// the job used all its rounds.
     error Verification_CannotDraw(uint64 jobId);
+    /// @notice The seat passed is not the seat's stored word (or the seat is empty).
+    error Verification_SeatMismatch(uint64 jobId, uint256 seat);
+    /// @notice The seat is not in the phase the call needs (1 Seated, 2 Committed, 3 Revealed).
+    error Verification_WrongPhase(uint64 jobId, uint256 seat, uint8 phase);
+    error Verification_NotSeatAgent(uint64 jobId, uint256 seat, address caller);
+    /// @notice The seat's run ended at `until` without a commit: it is counted absent.
+    error Verification_SeatTimedOut(uint64 jobId, uint256 seat, uint40 until);
+    /// @notice The seat's node was marked Inactive after it was seated: `reclaimSeat`.
+    error Verification_MustBeReclaimed(uint64 jobId, uint256 seat);
+    /// @notice The seat's node was not marked Inactive since it was seated.
+    error Verification_NotReclaimable(uint64 jobId, uint256 seat);
+    /// @notice The commit phase ended at `commitEnd`, or the job left it.
+    error Verification_CommitPhaseOver(uint64 jobId, uint40 commitEnd);
+    error Verification_EmptySeal();
+    error Verification_EmptyDigest();
+    /// @notice A filled seat has not committed.
+    error Verification_NotCommitted(uint64 jobId, uint256 seat);
+    /// @notice An empty seat can still be drawn and run before the commit phase ends.
+    error Verification_SeatsCanStillFill(uint64 jobId);
+    error Verification_NoSeatFilled(uint64 jobId);
+    /// @notice The reveal phase has not begun.
+    error Verification_RevealNotOpen(uint64 jobId);
+    /// @notice The reveal phase ended at `revealBy`.
+    error Verification_RevealClosed(uint64 jobId, uint40 revealBy);
+    /// @notice digest and salt do not open the seat's seal.
+    error Verification_SealMismatch(uint64 jobId, uint256 seat);
+    /// @notice The reveal phase runs until `revealBy` and a filled seat has not revealed.
+    error Verification_NotDecidable(uint64 jobId, uint40 revealBy);
 }
 
 /// @title Gantry verified jobs
@@ -111,6 +162,67 @@ interface IVerification is IVerificationEvents {
     /// `DRAW_DELAY` blocks on) while a run could still end before the commit phase does and
     /// rounds are left. Anyone (the keeper sends it for the first eligible block).
     function draw(uint64 jobId, JobTerms calldata terms, VerifiedState calldata state) external;
+
+    // ---------------------------------------------------------------- seats
+
+    /// @notice The agent of seat `seat`'s node commits the seal of its result (see
+    /// `SealCommitted`): the seat is Seated, its run time (`until`) not over, and its node
+    /// not marked Inactive since it was seated. Reads only the seat's word, so the seats of
+    /// a job commit in one block without racing each other.
+    function commitSeat(uint64 jobId, uint8 seat, Seat calldata s, bytes32 seal) external;
+
+    /// @notice The agent of seat `seat`'s node gives the seat back (as `commitSeat` may be
+    /// sent, and in the commit phase): free within the grace (30 s, at most a tenth of the
+    /// runtime), later the share of the seat stake that the time past it is of the rest of
+    /// the runtime; the rest of the lock is released. The node is barred from the job; the
+    /// seat is empty and a draw is armed if a run could still end before the commit phase
+    /// does.
+    function rejectSeat(
+        uint64 jobId,
+        JobTerms calldata terms,
+        VerifiedState calldata state,
+        uint8 seat,
+        Seat calldata s,
+        string calldata reason
+    ) external;
+
+    /// @notice Anyone empties a Seated seat whose node was marked Inactive since it was
+    /// seated, in the commit phase: the whole seat stake is slashed, the node barred, the
+    /// seat redrawn as `rejectSeat`'s.
+    function reclaimSeat(uint64 jobId, JobTerms calldata terms, VerifiedState calldata state, uint8 seat, Seat calldata s)
+        external;
+
+    /// @notice Anyone starts the reveal phase before the commit phase ends, once every
+    /// filled seat (at least one) has committed and the empty ones cannot be filled (all n
+    /// filled, or no run could end before the commit phase does, or no rounds left): the
+    /// job is Revealing until now + its reveal window. `seats`: every seat's word, n entries
+    /// in order (an empty seat: all zeros).
+    function openReveals(uint64 jobId, JobTerms calldata terms, VerifiedState calldata state, Seat[] calldata seats)
+        external;
+
+    /// @notice The agent of seat `seat`'s node (now: it may have changed since the commit)
+    /// opens its seal with the result's `digest` (not zero) and `salt`, in the reveal phase:
+    /// Revealing, or Committing past the commit phase's end (then until it plus the reveal
+    /// window).
+    function revealSeat(
+        uint64 jobId,
+        JobTerms calldata terms,
+        VerifiedState calldata state,
+        uint8 seat,
+        Seat calldata s,
+        bytes32 digest,
+        bytes32 salt
+    ) external;
+
+    /// @notice Anyone decides the job once the reveal phase is over, or in it once every
+    /// filled seat revealed. If k seats revealed one digest: Completed (`JobVerified`),
+    /// those seats paid, every other filled seat slashed its seat stake. Otherwise Failed
+    /// (`NoQuorum`): each revealer whose digest another revealer matched is paid, the seats
+    /// that did not reveal are slashed, a lone digest neither. No seat is slashed when no
+    /// filled seat committed. Every lock is released, every seat word and the job's word
+    /// deleted, the unpaid bounties credited to the submitter. `seats` as `openReveals`.
+    function decide(uint64 jobId, JobTerms calldata terms, VerifiedState calldata state, Seat[] calldata seats)
+        external;
 
     // ---------------------------------------------------------------- views
 

@@ -183,8 +183,24 @@ library JobCodec {
         return uint64(uint48(s.seats >> (48 * i)));
     }
 
+    function faults(VerifiedState calldata s) internal pure returns (uint8) {
+        return uint8(s.fields >> 240);
+    }
+
+    function barred(VerifiedState calldata s) internal pure returns (uint8) {
+        return uint8(s.fields >> 232);
+    }
+
+    function until(VerifiedState calldata s) internal pure returns (uint40) {
+        return uint40(s.fields >> 144);
+    }
+
     function bounty(VerifiedState calldata s) internal pure returns (uint96) {
         return uint96(s.fields >> 48);
+    }
+
+    function feeBps(VerifiedState calldata s) internal pure returns (uint16) {
+        return uint16(s.fields >> 32);
     }
 
     // ---------------------------------------------------------------- seats
@@ -198,6 +214,11 @@ library JobCodec {
     {
         return (uint256(phase_) << 248) | (uint256(uint48(nodeId_)) << 200) | (uint256(seatedAt_) << 160)
             | (uint256(until_) << 120) | locked_;
+    }
+
+    /// @dev A seat's `fields` moved to phase `phase_` (the rest is fixed when it is drawn).
+    function withPhase(uint256 fields, uint8 phase_) internal pure returns (uint256) {
+        return (uint256(phase_) << 248) | (fields & ((1 << 248) - 1));
     }
 
     function phase(Seat calldata s) internal pure returns (uint8) {

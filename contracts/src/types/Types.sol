@@ -148,8 +148,8 @@ struct VerifiedState {
 /// @notice One seat of a verified job (`_seats[job][i]` holds its hash; 0: empty).
 struct Seat {
     /// phase 8 @248 (1 Seated, 2 Committed, 3 Revealed) | nodeId 48 @200 | seatedAt 40 @160
-    /// | until 40 @120 | locked 96 @0 (the seat stake locked from the node; less than the
-    /// job's seat stake only when the node's free stake was short when it was seated).
+    /// | until 40 @120 | locked 96 @0 (the seat stake locked from the node: the job's seat
+    /// stake, held until the seat is freed or the job decided).
     uint256 fields;
     /// keccak256(abi.encode(chainid, market, jobId, seat, nodeId, digest, salt)); 0 until
     /// committed.
@@ -226,7 +226,10 @@ enum CompletionKind {
 enum FailureKind {
     OutOfAttempts,
     PastDeadline,
-    DisputeLost
+    DisputeLost,
+    /// A replicated job's reveals did not reach its quorum (`IVerification.decide`): seats
+    /// whose digest matched another's were paid, the rest of the escrow refunded.
+    NoQuorum
 }
 
 /// @notice Why an assignment was taken back from a node (always the node's fault).

@@ -7,8 +7,10 @@ import {IVerification} from "../../src/interfaces/IVerification.sol";
 import {
     JobRequirements,
     JobState,
+    JobStatus,
     JobTerms,
     NodeCapabilities,
+    Seat,
     VERIFY_REFEREED,
     VERIFY_REPLICATED,
     VerifiedState,
@@ -21,6 +23,7 @@ import {
 abstract contract VerificationUnitTest is Base {
     using JobView for JobTerms;
     using JobView for JobState;
+    using JobView for VerifiedState;
 
     IVerification internal verification;
     uint16 internal constant W = 60;
@@ -97,5 +100,91 @@ abstract contract VerificationUnitTest is Base {
 
     function terms(uint64 jobId) internal view returns (JobTerms memory) {
         return jobs[jobId].terms;
+    }
+
+    // ---------------------------------------------------------------- seats
+
+    /// Anyone draws the job's armed round, from its first block, with `seed`.
+    function drawWith(uint64 jobId, uint256 seed) internal {
+        vm.roll(verified[jobId].drawBlock());
+        vm.prevrandao(bytes32(seed));
+        vm.prank(stranger);
+        verification.draw(jobId, terms(jobId), verified[jobId]);
+        sync();
+    }
+
+    /// A replicated n/k job posted to a pool of exactly n members and drawn: every member
+    /// seated.
+    function seatedJob(uint8 n, uint8 k) internal returns (uint64 jobId) {
+        pool(n);
+        jobId = postVerified(replicated(n, k), BOUNTY, replicatedDeadline());
+        drawWith(jobId, 1);
+        for (uint256 i; i < n; ++i) {
+            require(seatNode(jobId, i) != 0, "every member seated");
+        }
+    }
+
+    function seatNode(uint64 jobId, uint256 i) internal view returns (uint64) {
+        return uint64(uint48(verified[jobId].seats >> (48 * i)));
+    }
+
+    /// The seal of `digest` for seat `i`, as the market computes it.
+    function sealOf(uint64 jobId, uint256 i, uint64 nodeId, bytes32 digest, bytes32 salt)
+        internal
+        view
+        returns (bytes32)
+    {
+        return keccak256(abi.encode(block.chainid, address(market), jobId, uint8(i), nodeId, digest, salt));
+    }
+
+    function saltOf(uint64 jobId, uint256 i) internal pure returns (bytes32) {
+        return keccak256(abi.encode("salt", jobId, i));
+    }
+
+    /// Seat i's agent commits `digest` (with the seat's salt).
+    function commit(uint64 jobId, uint256 i, bytes32 digest) internal {
+        uint64 nodeId = seatNode(jobId, i);
+        vm.prank(agentOf[nodeId]);
+        verification.commitSeat(jobId, uint8(i), seatOf[jobId][i], sealOf(jobId, i, nodeId, digest, saltOf(jobId, i)));
+        sync();
+    }
+
+    function commitAll(uint64 jobId, bytes32 digest) internal {
+        for (uint256 i; i < jobs[jobId].terms.size(); ++i) {
+            commit(jobId, i, digest);
+        }
+    }
+
+    function reveal(uint64 jobId, uint256 i, bytes32 digest) internal {
+        vm.prank(agentOf[seatNode(jobId, i)]);
+        verification.revealSeat(jobId, terms(jobId), verified[jobId], uint8(i), seatOf[jobId][i], digest, saltOf(jobId, i));
+        sync();
+    }
+
+    /// Every seat's word, as `openReveals` and `decide` take them.
+    function seatList(uint64 jobId) internal view returns (Seat[] memory list) {
+        list = new Seat[](jobs[jobId].terms.size());
+        for (uint256 i; i < list.length; ++i) {
+            list[i] = seatOf[jobId][i];
+        }
+    }
+
+    function openReveals(uint64 jobId) internal {
+        vm.prank(stranger);
+        verification.openReveals(jobId, terms(jobId), verified[jobId], seatList(jobId));
+        sync();
+    }
+
+    function decide(uint64 jobId) internal {
+        vm.prank(stranger);
+        verification.decide(jobId, terms(jobId), verified[jobId], seatList(jobId));
+        sync();
+    }
+
+    /// Past the end of the job's reveal phase.
+    function pastReveals(uint64 jobId) internal {
+        VerifiedState memory v = verified[jobId];
+        uint256 revealBy = v.status() == JobStatus.Revealing ? v.until() : v.commitEnd() + W;
+        vm.warp(revealBy + 1);
     }
 }

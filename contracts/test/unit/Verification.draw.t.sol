@@ -20,10 +20,6 @@ contract VerificationDrawTest is VerificationUnitTest {
         sync();
     }
 
-    function seatNode(uint64 id, uint256 i) internal view returns (uint64) {
-        return uint64(uint48(verified[id].seats >> (48 * i)));
-    }
-
     function test_draw_seatsNNodesOfNOperators_andLocksEachSeatStake() public {
         uint64[] memory members = pool(5);
         uint64 id = postReplicated();

@@ -7,6 +7,7 @@ import {NodeRegistry} from "../../src/NodeRegistry.sol";
 import {Verification} from "../../src/Verification.sol";
 import {GantryTestToken} from "../../src/dev/GantryTestToken.sol";
 import {IJobMarket} from "../../src/interfaces/IJobMarket.sol";
+import {INodeRegistry} from "../../src/interfaces/INodeRegistry.sol";
 import {IVerification, IVerificationEvents} from "../../src/interfaces/IVerification.sol";
 import {JobStatus, JobTerms, VerifiedState} from "../../src/types/Types.sol";
 
@@ -17,14 +18,20 @@ contract VerificationRouterTest is VerificationUnitTest {
     /// The routed list is the whole interface: a function added to `IVerification` changes
     /// its id and fails this until the router (and this list) name it.
     function test_theRoutedSelectors_areTheWholeInterface() public pure {
-        bytes4[7] memory routed = [
+        bytes4[13] memory routed = [
             IVerification.postVerifiedJob.selector,
             IVerification.cancelVerified.selector,
             IVerification.expireVerified.selector,
             IVerification.setVerifyParams.selector,
             IVerification.verifyParams.selector,
             IVerification.poolFloor.selector,
-            IVerification.draw.selector
+            IVerification.draw.selector,
+            IVerification.commitSeat.selector,
+            IVerification.rejectSeat.selector,
+            IVerification.reclaimSeat.selector,
+            IVerification.openReveals.selector,
+            IVerification.revealSeat.selector,
+            IVerification.decide.selector
         ];
         bytes4 id;
         for (uint256 i; i < routed.length; ++i) {
@@ -39,6 +46,14 @@ contract VerificationRouterTest is VerificationUnitTest {
         assertEq(routed[4], bytes4(0x6260cb30));
         assertEq(routed[5], bytes4(0xc0639dac));
         assertEq(routed[6], bytes4(0x9c081ff9));
+        assertEq(routed[7], bytes4(0x79f4de50));
+        assertEq(routed[8], bytes4(0xf4af8a1d));
+        assertEq(routed[9], bytes4(0x75b85119));
+        assertEq(routed[10], bytes4(0x6d42b2b7));
+        assertEq(routed[11], bytes4(0x7bc93dcc));
+        assertEq(routed[12], bytes4(0x6b842ed2));
+        // The heartbeat skips the list: its literal is the registry's.
+        assertEq(INodeRegistry.heartbeat.selector, bytes4(0x9bf6fa57));
     }
 
     /// Each call reaches the extension: its answers and its own errors come back (the

@@ -154,6 +154,7 @@ pub fn describe(detail: &JobDetail, money: &Money) -> String {
             Some(Completion::Finalized) => ", after the challenge window",
             Some(Completion::DisputeWon) => ", the dispute decided for it",
             Some(Completion::DisputeLapsed) => ", the dispute lapsed",
+            Some(Completion::Verified) => ", verified by a quorum of replicas",
             None => "",
         };
         fact(

@@ -40,7 +40,9 @@ async fn a_test_net_starts_what_it_is_asked_for_and_nothing_else() {
 /// The deployment offers verified jobs (its rules set, `dev_verify_params`), and the
 /// shared fold reads a verified job as the market stores it: its five-word state hashes to
 /// the market's word (`job` checks that), Committing until the end of its commit phase.
-/// No call of the market's own reaches it.
+/// No call of the market's own reaches it. Its seats, folded by `market::Seat` from their
+/// events, and seals made by `market::seal` are what the market takes: the three seats
+/// commit, reveal one digest and are paid.
 #[tokio::test]
 async fn a_verified_job_folds_to_the_markets_word_and_no_market_call_reaches_it() {
     use alloy::primitives::{U256, aliases::U96};
@@ -173,4 +175,130 @@ async fn a_verified_job_folds_to_the_markets_word_and_no_market_call_reaches_it(
         ),
         "{stale}"
     );
+
+    // Each seat's agent commits the seal of one digest; the seats, folded from their
+    // events, open the reveals; each reveals; anyone decides.
+    use gantry_protocol::bindings::JobMarket::JobMarketEvents as M;
+    use gantry_protocol::market::{Seat, seal};
+    let chain_id = net.provider(KEEPER).get_chain_id().await.unwrap();
+    let market = net.devnet.deployment.market;
+    let digest = alloy::primitives::keccak256("the module's output");
+    let agent_of = |node: u64| NODES[1 + nodes.iter().position(|n| *n == node).unwrap()];
+    let mut seats = vec![Seat::default(); 3];
+    let drawn_logs = net
+        .provider(KEEPER)
+        .get_logs(
+            &alloy::rpc::types::Filter::new()
+                .address(market)
+                .event_signature(<gantry_protocol::bindings::JobMarket::SeatDrawn as alloy::sol_types::SolEvent>::SIGNATURE_HASH),
+        )
+        .await
+        .unwrap();
+    for log in &drawn_logs {
+        let e = log
+            .log_decode::<gantry_protocol::bindings::JobMarket::SeatDrawn>()
+            .unwrap()
+            .inner
+            .data;
+        seats[usize::from(e.seat)] = Seat::drawn(&e, &drawn.terms);
+    }
+    let salt = |i: usize| alloy::primitives::keccak256(format!("salt {i}"));
+    let terms: Verification::JobTerms = drawn.terms.pack().into();
+    for (i, seat) in seats.iter_mut().enumerate() {
+        let node = seat.node_id;
+        let sealed = seal(
+            chain_id,
+            market,
+            posted.jobId,
+            i as u8,
+            node,
+            digest,
+            salt(i),
+        );
+        let receipt = confirm_receipt(
+            "commitSeat",
+            Verification::new(market, net.provider(agent_of(node)))
+                .commitSeat(posted.jobId, i as u8, seat.pack(), sealed)
+                .send()
+                .await,
+        )
+        .await
+        .expect("the seat's agent commits");
+        for log in receipt.inner.logs() {
+            if let Ok(event) =
+                log.log_decode::<gantry_protocol::bindings::JobMarket::SealCommitted>()
+            {
+                seat.apply(&M::SealCommitted(event.inner.data));
+            }
+        }
+        assert_eq!(seat.phase, Seat::COMMITTED);
+    }
+    let list = |seats: &[Seat]| seats.iter().map(Seat::pack).collect::<Vec<_>>();
+    confirm_receipt(
+        "openReveals",
+        Verification::new(market, net.provider(KEEPER))
+            .openReveals(
+                posted.jobId,
+                terms.clone(),
+                drawn.state.pack_verified().unwrap(),
+                list(&seats),
+            )
+            .send()
+            .await,
+    )
+    .await
+    .expect("every seat committed: the reveals open");
+    let revealing = net.job(posted.jobId).await;
+    assert_eq!(revealing.state.status, JobStatus::Revealing);
+    for (i, seat) in seats.iter_mut().enumerate() {
+        let receipt = confirm_receipt(
+            "revealSeat",
+            Verification::new(market, net.provider(agent_of(seat.node_id)))
+                .revealSeat(
+                    posted.jobId,
+                    terms.clone(),
+                    revealing.state.pack_verified().unwrap(),
+                    i as u8,
+                    seat.pack(),
+                    digest,
+                    salt(i),
+                )
+                .send()
+                .await,
+        )
+        .await
+        .expect("the seal opens");
+        for log in receipt.inner.logs() {
+            if let Ok(event) =
+                log.log_decode::<gantry_protocol::bindings::JobMarket::ResultRevealed>()
+            {
+                seat.apply(&M::ResultRevealed(event.inner.data));
+            }
+        }
+    }
+    confirm_receipt(
+        "decide",
+        Verification::new(market, net.provider(KEEPER))
+            .decide(
+                posted.jobId,
+                terms,
+                revealing.state.pack_verified().unwrap(),
+                list(&seats),
+            )
+            .send()
+            .await,
+    )
+    .await
+    .expect("every seat revealed: decided");
+    let decided = net.job(posted.jobId).await;
+    assert_eq!(decided.state.status, JobStatus::Completed);
+    for node in &nodes {
+        let info = net.node(*node).await;
+        assert_eq!(info.lockedStake, U96::ZERO, "the seat's lock is released");
+        assert_eq!(
+            info.earnings,
+            U96::from(5 * GUSD - 5 * GUSD / 40),
+            "paid, less the fee"
+        );
+    }
 }
