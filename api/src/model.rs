@@ -108,6 +108,7 @@ pub fn touches(event: &GantryEvent, job: Option<&JobRow>) -> Touches {
             M::SealCommitted(e) => (Some(e.nodeId), None),
             M::ResultRevealed(e) => (Some(e.nodeId), None),
             M::SeatFreed(e) => (Some(e.nodeId), None),
+            M::SeatVacated(e) => (Some(e.nodeId), None),
             M::SeatReleased(e) => (Some(e.nodeId), None),
             M::ReplicaPaid(e) => (Some(e.nodeId), None),
             M::JobVerified(_) => (None, submitter),
@@ -307,6 +308,7 @@ pub fn apply_job(
         | M::Drawn(_)
         | M::SealCommitted(_)
         | M::SeatFreed(_)
+        | M::SeatVacated(_)
         | M::RevealsOpened(_)
         | M::ResultRevealed(_)
         | M::SeatReleased(_)
@@ -734,6 +736,7 @@ fn apply_market_to_node(
         | M::DrawArmed(_)
         | M::Drawn(_)
         | M::SealCommitted(_)
+        | M::SeatVacated(_)
         | M::RevealsOpened(_)
         | M::ResultRevealed(_)
         | M::JobVerified(_)
@@ -831,6 +834,7 @@ pub fn apply_account(
         | M::Drawn(_)
         | M::SealCommitted(_)
         | M::SeatFreed(_)
+        | M::SeatVacated(_)
         | M::RevealsOpened(_)
         | M::ResultRevealed(_)
         | M::SeatReleased(_)

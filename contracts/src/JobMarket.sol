@@ -59,7 +59,7 @@ contract JobMarket is IJobMarket, IVerificationEvents, MarketStorage {
     uint256 internal constant POOL_FLOOR = 0xc0639dac;
     uint256 internal constant DRAW = 0x9c081ff9;
     uint256 internal constant COMMIT_SEAT = 0x79f4de50;
-    uint256 internal constant REJECT_SEAT = 0xf4af8a1d;
+    uint256 internal constant REJECT_SEAT = 0xbc144078;
     uint256 internal constant RECLAIM_SEAT = 0x75b85119;
     uint256 internal constant OPEN_REVEALS = 0x6d42b2b7;
     uint256 internal constant REVEAL_SEAT = 0x7bc93dcc;

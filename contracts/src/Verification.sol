@@ -46,6 +46,8 @@ contract Verification is IVerification, MarketStorage {
     uint8 internal constant SEATED = 1;
     uint8 internal constant COMMITTED = 2;
     uint8 internal constant REVEALED = 3;
+    /// @dev Given back by its node (`rejectSeat`), its lock released, until vacated.
+    uint8 internal constant DECLINED = 4;
     /// @dev A seat given back this soon after it was drawn costs nothing (at most a tenth
     /// of the runtime), as `JobMarket.REJECT_GRACE`.
     uint256 internal constant REJECT_GRACE = 30;
@@ -171,35 +173,33 @@ contract Verification is IVerification, MarketStorage {
 
     /// @inheritdoc IVerification
     function commitSeat(uint64 jobId, uint8 seat, Seat calldata s, bytes32 seal) external onlyDelegated {
-        _checkSeat(jobId, seat, s, SEATED);
-        (uint64 nodeId, NodeRecord storage node) = _seatNode(jobId, seat, s);
-        _checkRunning(jobId, seat, s, node);
+        (uint64 nodeId,) = _runningSeat(jobId, seat, s);
         if (seal == 0) revert Verification_EmptySeal();
         _seats[jobId][seat] = keccak256(abi.encode(Seat(JobCodec.withPhase(s.fields, COMMITTED), seal, 0)));
         emit SealCommitted(jobId, nodeId, seat, seal);
     }
 
     /// @inheritdoc IVerification
-    function rejectSeat(
-        uint64 jobId,
-        JobTerms calldata terms,
-        VerifiedState calldata state,
-        uint8 seat,
-        Seat calldata s,
-        string calldata reason
-    ) external onlyDelegated {
-        _checkText(bytes(reason).length);
-        _checkCommitPhase(jobId, terms, state);
-        _checkSeat(jobId, seat, s, SEATED);
-        (, NodeRecord storage node) = _seatNode(jobId, seat, s);
-        _checkRunning(jobId, seat, s, node);
+    function rejectSeat(uint64 jobId, uint8 seat, Seat calldata s) external onlyDelegated {
+        (uint64 nodeId, NodeRecord storage node) = _runningSeat(jobId, seat, s);
         // The grace, then the share of the seat stake that the time held past it is of the
-        // rest of the runtime (`JobMarket._rejectCharge`'s rule on the seat's lock).
-        uint256 maxRuntime = terms.maxRuntime();
-        uint256 grace = maxRuntime / 10 < REJECT_GRACE ? maxRuntime / 10 : REJECT_GRACE;
+        // rest of the run (`JobMarket._rejectCharge`'s rule on the seat's lock). The seat's
+        // run is the job's max runtime.
+        uint256 run = s.until() - s.seatedAt();
+        uint256 grace = run / 10 < REJECT_GRACE ? run / 10 : REJECT_GRACE;
         uint256 held = block.timestamp - s.seatedAt();
-        uint96 charged = held <= grace ? 0 : uint96((uint256(s.locked()) * (held - grace)) / (maxRuntime - grace));
-        _free(jobId, terms, state, seat, s, false, charged);
+        uint96 locked = s.locked();
+        uint96 charged = held <= grace ? 0 : uint96((uint256(locked) * (held - grace)) / (run - grace));
+        // Only the seat's word: declines of one job's seats never race each other. The
+        // seat is vacated (and redrawn) by `reclaimSeat`.
+        _seats[jobId][seat] = keccak256(
+            abi.encode(Seat(JobCodec.withPhase(s.fields, DECLINED) & ~uint256(type(uint96).max), 0, 0))
+        );
+        _barred[jobId][nodeId] = true;
+        node.locked -= locked;
+        emit SeatFreed(jobId, nodeId, seat, false, locked, charged);
+        _slash(node, nodeId, jobId, charged);
+        _poolSync(nodeId, node);
     }
 
     /// @inheritdoc IVerification
@@ -208,9 +208,22 @@ contract Verification is IVerification, MarketStorage {
         onlyDelegated
     {
         _checkCommitPhase(jobId, terms, state);
-        _checkSeat(jobId, seat, s, SEATED);
-        if (_nodes[s.nodeId()].inactiveSince < s.seatedAt()) revert Verification_NotReclaimable(jobId, seat);
-        _free(jobId, terms, state, seat, s, true, s.locked());
+        _checkSeat(jobId, seat, s);
+        uint64 nodeId = s.nodeId();
+        bool fault = s.phase() != DECLINED;
+        if (fault) {
+            NodeRecord storage node = _nodes[nodeId];
+            if (s.phase() != SEATED || node.inactiveSince < s.seatedAt()) revert Verification_NotReclaimable(jobId, seat);
+            uint96 locked = s.locked();
+            _barred[jobId][nodeId] = true;
+            node.locked -= locked;
+            emit SeatFreed(jobId, nodeId, seat, true, locked, locked);
+            _slash(node, nodeId, jobId, locked);
+            _poolSync(nodeId, node);
+        }
+        delete _seats[jobId][seat];
+        emit SeatVacated(jobId, nodeId, seat, fault);
+        _vacated(jobId, terms, state, seat, fault);
     }
 
     /// @inheritdoc IVerification
@@ -221,14 +234,22 @@ contract Verification is IVerification, MarketStorage {
         _checkCommitPhase(jobId, terms, state);
         uint256 n = terms.size();
         _checkSeats(jobId, seats, n);
-        uint256 filled;
+        uint256 committed;
+        uint256 empty;
         for (uint256 i; i < n; ++i) {
-            if (seats[i].fields == 0) continue;
-            if (seats[i].phase() != COMMITTED) revert Verification_NotCommitted(jobId, i);
-            ++filled;
+            uint8 phase = seats[i].phase();
+            if (phase == 0 || phase == DECLINED) {
+                ++empty;
+            } else if (phase == SEATED) {
+                // A seat whose run ended without a commit is absent; one still running may
+                // commit.
+                if (block.timestamp <= seats[i].until()) revert Verification_NotCommitted(jobId, i);
+            } else {
+                ++committed;
+            }
         }
-        if (filled == 0) revert Verification_NoSeatFilled(jobId);
-        if (filled < n && block.timestamp + terms.maxRuntime() <= state.commitEnd() && state.rounds() < MAX_ROUNDS) {
+        if (committed == 0) revert Verification_NothingCommitted(jobId);
+        if (empty != 0 && block.timestamp + terms.maxRuntime() <= state.commitEnd() && state.rounds() < MAX_ROUNDS) {
             revert Verification_SeatsCanStillFill(jobId);
         }
         uint40 revealBy = uint40(block.timestamp) + terms.revealWindow();
@@ -250,7 +271,8 @@ contract Verification is IVerification, MarketStorage {
         _checkState(jobId, terms, state);
         uint40 revealBy = _revealBy(jobId, terms, state);
         if (block.timestamp > revealBy) revert Verification_RevealClosed(jobId, revealBy);
-        _checkSeat(jobId, seat, s, COMMITTED);
+        _checkSeat(jobId, seat, s);
+        _checkPhase(jobId, seat, s, COMMITTED);
         (uint64 nodeId,) = _seatNode(jobId, seat, s);
         if (digest == 0) revert Verification_EmptyDigest();
         if (keccak256(abi.encode(block.chainid, address(this), jobId, seat, nodeId, digest, salt)) != s.seal) {
@@ -266,24 +288,30 @@ contract Verification is IVerification, MarketStorage {
         onlyDelegated
     {
         _checkState(jobId, terms, state);
+        // The refereed tier decides by its own rules (design 18, §2.6).
+        if (terms.tier() != VERIFY_REPLICATED) revert Verification_InvalidPolicy();
         uint40 revealBy = _revealBy(jobId, terms, state);
         uint256 n = terms.size();
         _checkSeats(jobId, seats, n);
         Tally memory t = _tally(seats, n, terms.quorum());
-        if (block.timestamp <= revealBy && t.revealed < t.filled) revert Verification_NotDecidable(jobId, revealBy);
+        // No seat was ever filled: `expireVerified` ends it.
+        if (t.filled == 0) revert Verification_NoSeatFilled(jobId);
+        if (block.timestamp <= revealBy && t.unrevealed != 0) revert Verification_NotDecidable(jobId, revealBy);
 
         uint96 bounty = state.bounty();
         uint96 fee = uint96((uint256(bounty) * state.feeBps()) / BPS);
         uint256 paid;
         for (uint256 i; i < n; ++i) {
-            if (seats[i].fields == 0) continue;
-            bool revealed = seats[i].phase() == REVEALED;
+            uint8 phase = seats[i].phase();
+            // A declined seat's lock ended with its decline.
+            if (phase == 0 || phase == DECLINED) continue;
             // Paid: with the quorum, the seats that revealed its digest; without, each
-            // revealer another revealer matched. Slashed (unless nobody committed, the
-            // backstop): with the quorum, every other seat; without, the seats that did not
-            // reveal (a lone digest cannot be told a lie).
-            bool pays = revealed && (t.quorum ? seats[i].digest == t.digest : _matched(seats, n, i));
-            bool slashes = t.committed && (t.quorum ? !pays : !revealed);
+            // revealer another revealer matched. Slashed: with the quorum, every other
+            // seat; without, a seat that committed and did not reveal, and one that never
+            // committed only if two seats agreed (the job ran): a lone digest cannot be
+            // told a lie, and a job nobody showed to run slashes nobody who could not run it.
+            bool pays = phase == REVEALED && (t.quorum ? seats[i].digest == t.digest : _matched(seats, n, i));
+            bool slashes = !pays && (t.quorum || phase == COMMITTED || (phase == SEATED && t.agreed >= 2));
             _settleSeat(jobId, i, seats[i], pays ? bounty - fee : 0, pays ? fee : 0, slashes);
             if (pays) ++paid;
         }
@@ -491,11 +519,11 @@ contract Verification is IVerification, MarketStorage {
     }
 
     /// @dev How a replicated job's seats revealed: `agreed` seats revealed `digest`, the
-    /// most common digest; `quorum` when they are at least k.
+    /// most common digest; `quorum` when they are at least k. `filled`: seat words;
+    /// `unrevealed`: seats committed and not revealed.
     struct Tally {
         uint256 filled;
-        uint256 revealed;
-        bool committed;
+        uint256 unrevealed;
         bytes32 digest;
         uint8 agreed;
         bool quorum;
@@ -503,15 +531,14 @@ contract Verification is IVerification, MarketStorage {
 
     function _tally(Seat[] calldata seats, uint256 n, uint8 k) internal pure returns (Tally memory t) {
         for (uint256 i; i < n; ++i) {
-            if (seats[i].fields == 0) continue;
-            ++t.filled;
             uint8 phase = seats[i].phase();
-            if (phase >= COMMITTED) t.committed = true;
+            if (phase == 0) continue;
+            ++t.filled;
+            if (phase == COMMITTED) ++t.unrevealed;
             if (phase != REVEALED) continue;
-            ++t.revealed;
             uint8 same;
             for (uint256 j; j < n; ++j) {
-                if (seats[j].fields != 0 && seats[j].phase() == REVEALED && seats[j].digest == seats[i].digest) ++same;
+                if (seats[j].phase() == REVEALED && seats[j].digest == seats[i].digest) ++same;
             }
             if (same > t.agreed) (t.agreed, t.digest) = (same, seats[i].digest);
         }
@@ -522,7 +549,7 @@ contract Verification is IVerification, MarketStorage {
     /// @dev Whether revealed seat `i`'s digest is another revealed seat's too.
     function _matched(Seat[] calldata seats, uint256 n, uint256 i) internal pure returns (bool) {
         for (uint256 j; j < n; ++j) {
-            if (j != i && seats[j].fields != 0 && seats[j].phase() == REVEALED && seats[j].digest == seats[i].digest) {
+            if (j != i && seats[j].phase() == REVEALED && seats[j].digest == seats[i].digest) {
                 return true;
             }
         }
@@ -549,32 +576,9 @@ contract Verification is IVerification, MarketStorage {
         _poolSync(nodeId, node);
     }
 
-    /// @dev Empties seat `seat` before the reveals: releases its lock, slashes `charged` of
-    /// it, bars the node, and arms a draw for the seat while a run could still end before
-    /// the commit phase does.
-    function _free(
-        uint64 jobId,
-        JobTerms calldata terms,
-        VerifiedState calldata state,
-        uint8 seat,
-        Seat calldata s,
-        bool fault,
-        uint96 charged
-    ) internal {
-        uint64 nodeId = s.nodeId();
-        NodeRecord storage node = _nodes[nodeId];
-        node.locked -= s.locked();
-        delete _seats[jobId][seat];
-        _barred[jobId][nodeId] = true;
-        emit SeatFreed(jobId, nodeId, seat, fault, s.locked(), charged);
-        _slash(node, nodeId, jobId, charged);
-        _poolSync(nodeId, node);
-        _emptied(jobId, terms, state, seat, fault);
-    }
-
-    /// @dev The job's word after seat `seat` was emptied, with a draw armed for it if none
+    /// @dev The job's word after seat `seat` was vacated, with a draw armed for it if none
     /// is and one could still fill it.
-    function _emptied(uint64 jobId, JobTerms calldata terms, VerifiedState calldata state, uint8 seat, bool fault)
+    function _vacated(uint64 jobId, JobTerms calldata terms, VerifiedState calldata state, uint8 seat, bool fault)
         internal
     {
         uint8 barred = state.barred() == type(uint8).max ? state.barred() : state.barred() + 1;
@@ -595,12 +599,30 @@ contract Verification is IVerification, MarketStorage {
         _jobs[jobId] = keccak256(abi.encode(VerifiedState(state.terms, fields, seats, drawWord, state.result)));
     }
 
-    /// @dev `s` is seat `seat`'s stored word, in phase `phase`.
-    function _checkSeat(uint64 jobId, uint256 seat, Seat calldata s, uint8 phase) internal view {
+    /// @dev `s` is seat `seat`'s stored word (not empty).
+    function _checkSeat(uint64 jobId, uint256 seat, Seat calldata s) internal view {
         if (seat >= MAX_SEATS || _seats[jobId][seat] != keccak256(abi.encode(s))) {
             revert Verification_SeatMismatch(jobId, seat);
         }
+    }
+
+    function _checkPhase(uint64 jobId, uint256 seat, Seat calldata s, uint8 phase) internal pure {
         if (s.phase() != phase) revert Verification_WrongPhase(jobId, seat, s.phase());
+    }
+
+    /// @dev A Seated seat whose run is on, sent by its node's agent: its run is not over,
+    /// and its node was not marked Inactive since it was seated (that seat is reclaimed,
+    /// with the slash). Returns the node.
+    function _runningSeat(uint64 jobId, uint256 seat, Seat calldata s)
+        internal
+        view
+        returns (uint64 nodeId, NodeRecord storage node)
+    {
+        _checkSeat(jobId, seat, s);
+        _checkPhase(jobId, seat, s, SEATED);
+        (nodeId, node) = _seatNode(jobId, seat, s);
+        if (block.timestamp > s.until()) revert Verification_SeatTimedOut(jobId, seat, s.until());
+        if (node.inactiveSince >= s.seatedAt()) revert Verification_MustBeReclaimed(jobId, seat);
     }
 
     /// @dev The seat's node; the caller is its agent.
@@ -612,13 +634,6 @@ contract Verification is IVerification, MarketStorage {
         nodeId = s.nodeId();
         node = _nodes[nodeId];
         if (msg.sender != node.agent) revert Verification_NotSeatAgent(jobId, seat, msg.sender);
-    }
-
-    /// @dev The seat's run is not over and its node was not marked Inactive since it was
-    /// seated (that seat is reclaimed, with the slash).
-    function _checkRunning(uint64 jobId, uint256 seat, Seat calldata s, NodeRecord storage node) internal view {
-        if (block.timestamp > s.until()) revert Verification_SeatTimedOut(jobId, seat, s.until());
-        if (node.inactiveSince >= s.seatedAt()) revert Verification_MustBeReclaimed(jobId, seat);
     }
 
     /// @dev The job is the caller's state, Committing, and its commit phase not over.

@@ -527,8 +527,13 @@ abstract contract Base is Test {
             st.fields = withPhase(st.fields, 3);
             st.digest = digest;
         } else if (t == IVerificationEvents.SeatFreed.selector) {
-            uint64 jobId = uint64(uint256(log.topics[1]));
+            // A decline leaves the seat Declined, its lock gone (a reclaim vacates it next).
             (uint8 seat, bool fault,,) = abi.decode(log.data, (uint8, bool, uint96, uint96));
+            Seat storage st = seatOf[uint64(uint256(log.topics[1]))][seat];
+            if (!fault) st.fields = withPhase(st.fields, 4) & ~uint256(type(uint96).max);
+        } else if (t == IVerificationEvents.SeatVacated.selector) {
+            uint64 jobId = uint64(uint256(log.topics[1]));
+            (uint8 seat, bool fault) = abi.decode(log.data, (uint8, bool));
             delete seatOf[jobId][seat];
             VerifiedState storage v = verified[jobId];
             v.seats &= ~(uint256(type(uint48).max) << (48 * uint256(seat)));
@@ -661,7 +666,7 @@ abstract contract Base is Test {
         }
     }
 
-    /// A seat's `fields` in phase `phase` (1 Seated, 2 Committed, 3 Revealed).
+    /// A seat's `fields` in phase `phase` (1 Seated, 2 Committed, 3 Revealed, 4 Declined).
     function withPhase(uint256 fields, uint8 phase) internal pure returns (uint256) {
         return (uint256(phase) << 248) | (fields & ((1 << 248) - 1));
     }

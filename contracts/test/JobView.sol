@@ -99,6 +99,10 @@ library JobView {
         return uint40(s.fields >> 144);
     }
 
+    function bounty(VerifiedState memory s) internal pure returns (uint96) {
+        return uint96(s.fields >> 48);
+    }
+
     function drawBlock(VerifiedState memory s) internal pure returns (uint40) {
         return uint40(s.draw);
     }

@@ -397,6 +397,7 @@ impl State {
             | M::Drawn(_)
             | M::SealCommitted(_)
             | M::SeatFreed(_)
+            | M::SeatVacated(_)
             | M::RevealsOpened(_)
             | M::ResultRevealed(_)
             | M::SeatReleased(_)

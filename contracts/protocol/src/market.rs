@@ -324,18 +324,18 @@ impl Draw {
 
 /// One seat of a verified job (`Seat`, unpacked): the market keeps its hash
 /// (`_seats[job][seat]`), and `commitSeat`, `rejectSeat`, `reclaimSeat`, `revealSeat`,
-/// `openReveals` and `decide` take it. Folded from the seat's events with [`Seat::drawn`]
-/// and [`Seat::apply`].
+/// `openReveals` and `decide` take it. A job's seats are folded together by [`Seats`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
 pub struct Seat {
-    /// [`Seat::SEATED`], [`Seat::COMMITTED`] or [`Seat::REVEALED`].
+    /// 0 (empty), [`Seat::SEATED`], [`Seat::COMMITTED`], [`Seat::REVEALED`] or
+    /// [`Seat::DECLINED`].
     pub phase: u8,
     pub node_id: u64,
     /// When the seat was drawn (chain time).
     pub seated_at: u64,
     /// The end of the seat's run: its commit is due by then.
     pub until: u64,
-    /// What the seat holds of its node's stake.
+    /// What the seat holds of its node's stake (0 once Declined).
     pub locked: u128,
     /// keccak256 of the committed result ([`seal`]); zero until committed.
     pub seal: B256,
@@ -347,6 +347,8 @@ impl Seat {
     pub const SEATED: u8 = 1;
     pub const COMMITTED: u8 = 2;
     pub const REVEALED: u8 = 3;
+    /// Given back by its node (`rejectSeat`): its lock released, until vacated.
+    pub const DECLINED: u8 = 4;
 
     /// The seat `SeatDrawn` announced, for a job of `terms` (the seat was drawn its max
     /// runtime before `until`).
@@ -360,22 +362,6 @@ impl Seat {
             locked: event.locked.to::<u128>(),
             seal: B256::ZERO,
             digest: B256::ZERO,
-        }
-    }
-
-    /// The seat after one of its job's events that names it; other events leave it.
-    pub fn apply(&mut self, event: &JobMarket::JobMarketEvents) {
-        use JobMarket::JobMarketEvents as M;
-        match event {
-            M::SealCommitted(e) if e.nodeId == self.node_id => {
-                self.phase = Self::COMMITTED;
-                self.seal = e.seal;
-            }
-            M::ResultRevealed(e) if e.nodeId == self.node_id => {
-                self.phase = Self::REVEALED;
-                self.digest = e.digest;
-            }
-            _ => {}
         }
     }
 
@@ -394,6 +380,48 @@ impl Seat {
             seal: self.seal,
             digest: self.digest,
         }
+    }
+}
+
+/// A verified job's seats (at most five), folded from its events as the market writes
+/// their words: [`Seats::apply`] for each of the job's events, [`Seats::list`] for the
+/// full list `openReveals` and `decide` take.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+pub struct Seats(pub [Seat; 5]);
+
+impl Seats {
+    /// The seats after one of the job's events (of a job with `terms`).
+    pub fn apply(&mut self, terms: &Terms, event: &JobMarket::JobMarketEvents) {
+        use JobMarket::JobMarketEvents as M;
+        let seat = |i: u8| usize::from(i).min(4);
+        match event {
+            M::SeatDrawn(e) => self.0[seat(e.seat)] = Seat::drawn(e, terms),
+            M::SealCommitted(e) => {
+                let s = &mut self.0[seat(e.seat)];
+                s.phase = Seat::COMMITTED;
+                s.seal = e.seal;
+            }
+            M::ResultRevealed(e) => {
+                let s = &mut self.0[seat(e.seat)];
+                s.phase = Seat::REVEALED;
+                s.digest = e.digest;
+            }
+            // A decline leaves the seat Declined, its lock gone; a reclaim's lock ends
+            // here and its `SeatVacated` follows.
+            M::SeatFreed(e) if !e.fault => {
+                let s = &mut self.0[seat(e.seat)];
+                s.phase = Seat::DECLINED;
+                s.locked = 0;
+            }
+            M::SeatVacated(e) => self.0[seat(e.seat)] = Seat::default(),
+            M::SeatReleased(e) => self.0[seat(e.seat)] = Seat::default(),
+            _ => {}
+        }
+    }
+
+    /// The first `n` seats' words, in order (an empty seat: zeros).
+    pub fn list(&self, n: usize) -> Vec<VerificationContract::Seat> {
+        self.0.iter().take(n).map(Seat::pack).collect()
     }
 }
 
@@ -558,7 +586,7 @@ impl State {
                     verified.draw.rounds = e.round.saturating_add(1);
                 }
             }
-            M::SeatFreed(e) => {
+            M::SeatVacated(e) => {
                 self.barred = self.barred.saturating_add(1);
                 if e.fault {
                     self.faults = self.faults.saturating_add(1);
@@ -575,6 +603,7 @@ impl State {
             // A seat is a word of its own, not the job's ([`Seat::apply`]); pay is the
             // node's.
             M::SeatDrawn(_)
+            | M::SeatFreed(_)
             | M::SealCommitted(_)
             | M::ResultRevealed(_)
             | M::SeatReleased(_)
@@ -780,5 +809,66 @@ mod tests {
         assert_eq!(state.stop_by(&terms, 600, 30), Some(2_600));
         // A spec whose timeout is the whole runtime stops early enough to answer.
         assert_eq!(state.stop_by(&terms, 3_600, 30), Some(5_570));
+    }
+
+    /// A seat through its life as the market writes its word: drawn, committed, declined
+    /// (its lock gone, the word the contract's `withPhase(fields, 4)` with `locked` cleared),
+    /// vacated (empty: the zero entry the lists carry).
+    #[test]
+    fn seats_fold_as_the_market_writes_their_words() {
+        use JobMarket::JobMarketEvents as M;
+        use alloy::primitives::aliases::{U40, U96};
+        let terms = Terms {
+            submitter: Address::ZERO,
+            bounty: 1,
+            spec_hash: B256::ZERO,
+            requirements: Requirements {
+                max_runtime: 600,
+                ..Requirements::default()
+            },
+            deadline: 10_000,
+            policy: 1,
+            verification: Verification::NONE,
+        };
+        let mut seats = Seats::default();
+        seats.apply(
+            &terms,
+            &M::SeatDrawn(JobMarket::SeatDrawn {
+                jobId: 1,
+                nodeId: 7,
+                seat: 1,
+                until: U40::from(1_600u64),
+                locked: U96::from(20u64),
+            }),
+        );
+        let drawn = seats.0[1];
+        assert_eq!((drawn.seated_at, drawn.locked), (1_000, 20));
+        let word = drawn.pack().fields;
+        seats.apply(
+            &terms,
+            &M::SeatFreed(JobMarket::SeatFreed {
+                jobId: 1,
+                nodeId: 7,
+                seat: 1,
+                fault: false,
+                unlocked: U96::from(20u64),
+                charged: U96::ZERO,
+            }),
+        );
+        let locked_bits: U256 = (U256::from(1u8) << 96usize) - U256::from(1u8);
+        let declined = (U256::from(Seat::DECLINED) << 248)
+            | (word & ((U256::from(1u8) << 248usize) - U256::from(1u8)) & !locked_bits);
+        assert_eq!(seats.0[1].pack().fields, declined);
+        assert_eq!(seats.list(3)[0], VerificationContract::Seat::default());
+        seats.apply(
+            &terms,
+            &M::SeatVacated(JobMarket::SeatVacated {
+                jobId: 1,
+                nodeId: 7,
+                seat: 1,
+                fault: false,
+            }),
+        );
+        assert_eq!(seats.0[1], Seat::default());
     }
 }

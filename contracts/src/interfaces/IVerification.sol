@@ -25,14 +25,19 @@ interface IVerificationEvents {
     /// @notice The node in seat `seat` committed the seal of its result: keccak256(abi.encode(
     /// chainid, market, jobId, seat, nodeId, digest, salt)), opened by `revealSeat`.
     event SealCommitted(uint64 indexed jobId, uint64 indexed nodeId, uint8 seat, bytes32 seal);
-    /// @notice Seat `seat` was emptied before the reveals: given back by its node (`fault`
-    /// false, `rejectSeat`) or reclaimed from a node marked Inactive (`fault` true,
-    /// `reclaimSeat`). `unlocked` of the node's stake is no longer held; `charged` of it
-    /// was slashed (also in `NodeSlashed`). The node is barred from the job.
+    /// @notice Seat `seat`'s lock ended before the decision: its node gave it back (`fault`
+    /// false, `rejectSeat`: the seat is Declined until vacated) or it was reclaimed from a
+    /// node marked Inactive (`fault` true, `reclaimSeat`). `unlocked` of the node's stake is
+    /// no longer held; `charged` of it was slashed (also in `NodeSlashed`). The node is
+    /// barred from the job.
     event SeatFreed(
         uint64 indexed jobId, uint64 indexed nodeId, uint8 seat, bool fault, uint96 unlocked, uint96 charged
     );
-    /// @notice Every filled seat committed: the reveal phase runs until `revealBy`.
+    /// @notice Seat `seat` is empty again (`reclaimSeat`): the job's seat word lost node
+    /// `nodeId`, its barred count grew by one (and its faults, when `fault`); a draw may
+    /// refill it.
+    event SeatVacated(uint64 indexed jobId, uint64 indexed nodeId, uint8 seat, bool fault);
+    /// @notice The seats committed: the reveal phase runs until `revealBy`.
     event RevealsOpened(uint64 indexed jobId, uint40 revealBy);
     /// @notice The node in seat `seat` opened its seal: its result's digest is `digest`.
     event ResultRevealed(uint64 indexed jobId, uint64 indexed nodeId, uint8 seat, bytes32 digest);
@@ -72,14 +77,15 @@ interface IVerificationEvents {
     error Verification_CannotDraw(uint64 jobId);
     /// @notice The seat passed is not the seat's stored word (or the seat is empty).
     error Verification_SeatMismatch(uint64 jobId, uint256 seat);
-    /// @notice The seat is not in the phase the call needs (1 Seated, 2 Committed, 3 Revealed).
+    /// @notice The seat is not in the phase the call needs (1 Seated, 2 Committed, 3
+    /// Revealed, 4 Declined).
     error Verification_WrongPhase(uint64 jobId, uint256 seat, uint8 phase);
     error Verification_NotSeatAgent(uint64 jobId, uint256 seat, address caller);
     /// @notice The seat's run ended at `until` without a commit: it is counted absent.
     error Verification_SeatTimedOut(uint64 jobId, uint256 seat, uint40 until);
     /// @notice The seat's node was marked Inactive after it was seated: `reclaimSeat`.
     error Verification_MustBeReclaimed(uint64 jobId, uint256 seat);
-    /// @notice The seat's node was not marked Inactive since it was seated.
+    /// @notice The seat is neither Declined nor Seated with its node marked Inactive since.
     error Verification_NotReclaimable(uint64 jobId, uint256 seat);
     /// @notice The commit phase ended at `commitEnd`, or the job left it.
     error Verification_CommitPhaseOver(uint64 jobId, uint40 commitEnd);
@@ -90,6 +96,7 @@ interface IVerificationEvents {
     /// @notice An empty seat can still be drawn and run before the commit phase ends.
     error Verification_SeatsCanStillFill(uint64 jobId);
     error Verification_NoSeatFilled(uint64 jobId);
+    error Verification_NothingCommitted(uint64 jobId);
     /// @notice The reveal phase has not begun.
     error Verification_RevealNotOpen(uint64 jobId);
     /// @notice The reveal phase ended at `revealBy`.
@@ -171,27 +178,26 @@ interface IVerification is IVerificationEvents {
     /// a job commit in one block without racing each other.
     function commitSeat(uint64 jobId, uint8 seat, Seat calldata s, bytes32 seal) external;
 
-    /// @notice The agent of seat `seat`'s node gives the seat back (as `commitSeat` may be
-    /// sent, and in the commit phase): free within the grace (30 s, at most a tenth of the
-    /// runtime), later the share of the seat stake that the time past it is of the rest of
-    /// the runtime; the rest of the lock is released. The node is barred from the job; the
-    /// seat is empty and a draw is armed if a run could still end before the commit phase
-    /// does.
-    function rejectSeat(
-        uint64 jobId,
-        JobTerms calldata terms,
-        VerifiedState calldata state,
-        uint8 seat,
-        Seat calldata s,
-        string calldata reason
-    ) external;
+    /// @notice The agent of seat `seat`'s node gives the seat back (when `commitSeat` may
+    /// be sent): free within the grace (30 s, at most a tenth of the runtime), later the
+    /// share of the seat stake that the time past it is of the rest of the run; the rest of
+    /// the lock is released and the node barred from the job. Like `commitSeat` it writes
+    /// only the seat's word (Declined), so the seats of a job decline in one block without
+    /// racing each other and none pays for another's timing; `reclaimSeat` vacates it.
+    function rejectSeat(uint64 jobId, uint8 seat, Seat calldata s) external;
 
-    /// @notice Anyone empties a Seated seat whose node was marked Inactive since it was
-    /// seated, in the commit phase: the whole seat stake is slashed, the node barred, the
-    /// seat redrawn as `rejectSeat`'s.
+    /// @notice Anyone vacates a seat in the commit phase: a Declined one (nothing more to
+    /// charge), or a Seated one whose node was marked Inactive since it was seated (its
+    /// whole seat stake slashed, the node barred). The seat is empty in the job's word and
+    /// a draw is armed for it while a run could still end before the commit phase does.
     function reclaimSeat(uint64 jobId, JobTerms calldata terms, VerifiedState calldata state, uint8 seat, Seat calldata s)
         external;
 
+    /// @notice Anyone starts the reveal phase before the commit phase ends, once a seat
+    /// committed, every other filled seat committed or ran out of time without it (absent),
+    /// and the empty or Declined ones cannot be filled (no run could end before the commit
+    /// phase does, or no rounds left): the job is Revealing until now + its reveal window.
+    /// `seats`: every seat's word, n entries in order (an empty seat: all zeros).
     /// @notice Anyone starts the reveal phase before the commit phase ends, once every
     /// filled seat (at least one) has committed and the empty ones cannot be filled (all n
     /// filled, or no run could end before the commit phase does, or no rounds left): the
@@ -214,13 +220,15 @@ interface IVerification is IVerificationEvents {
         bytes32 salt
     ) external;
 
-    /// @notice Anyone decides the job once the reveal phase is over, or in it once every
-    /// filled seat revealed. If k seats revealed one digest: Completed (`JobVerified`),
-    /// those seats paid, every other filled seat slashed its seat stake. Otherwise Failed
-    /// (`NoQuorum`): each revealer whose digest another revealer matched is paid, the seats
-    /// that did not reveal are slashed, a lone digest neither. No seat is slashed when no
-    /// filled seat committed. Every lock is released, every seat word and the job's word
-    /// deleted, the unpaid bounties credited to the submitter. `seats` as `openReveals`.
+    /// @notice Anyone decides a replicated job once the reveal phase is over, or in it once
+    /// no committed seat is left to reveal. If k seats revealed one digest: Completed
+    /// (`JobVerified`), those seats paid, every other seat slashed its seat stake.
+    /// Otherwise Failed (`NoQuorum`): each revealer whose digest another revealer matched
+    /// is paid; a seat that committed and did not reveal is slashed, and one that never
+    /// committed only if two seats agreed (the job was shown to run); a lone digest is
+    /// neither. Declined seats are neither. Every lock is released, every seat word and the
+    /// job's word deleted, the unpaid bounties credited to the submitter. `seats` as
+    /// `openReveals`. A job no seat was ever drawn for ends by `expireVerified`.
     function decide(uint64 jobId, JobTerms calldata terms, VerifiedState calldata state, Seat[] calldata seats)
         external;
 

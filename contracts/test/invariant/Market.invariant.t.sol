@@ -39,7 +39,7 @@ contract MarketInvariants is Test {
     }
 
     function actionSelectors() internal pure returns (bytes4[] memory s) {
-        s = new bytes4[](35);
+        s = new bytes4[](41);
         s[0] = MarketHandler.post.selector;
         s[1] = MarketHandler.deposit.selector;
         s[2] = MarketHandler.cancel.selector;
@@ -75,6 +75,12 @@ contract MarketInvariants is Test {
         s[32] = MarketHandler.postVerified.selector;
         s[33] = MarketHandler.drawVerified.selector;
         s[34] = MarketHandler.expireVerified.selector;
+        s[35] = MarketHandler.commitSeat.selector;
+        s[36] = MarketHandler.rejectSeat.selector;
+        s[37] = MarketHandler.reclaimSeat.selector;
+        s[38] = MarketHandler.openReveals.selector;
+        s[39] = MarketHandler.revealSeat.selector;
+        s[40] = MarketHandler.decideVerified.selector;
     }
 
     // ---------------------------------------------------------------- the handler reaches everything
@@ -134,11 +140,36 @@ contract MarketInvariants is Test {
         }
         handler.postVerified(1, 5e6, 0);
         handler.drawVerified(0);
+        uint256 seats = handler.verifiedSeats(handler.verifiedCount() - 1);
         uint256 seated;
-        for (uint256 i; i < handler.nodeCount(); ++i) {
-            if (handler.seatLockedOf(handler.nodeAt(i)) != 0) ++seated;
+        for (uint256 i; i < 3; ++i) {
+            if (uint48(seats >> (48 * i)) != 0) ++seated;
         }
         assertEq(seated, 3, "the draw seated three nodes");
+        // The seats commit (the first one a lie), reveal and are decided: two paid, the
+        // liar slashed.
+        handler.commitSeat(0, 0);
+        handler.commitSeat(0, 1);
+        handler.commitSeat(0, 1);
+        handler.openReveals(0);
+        for (uint256 i; i < 3; ++i) {
+            handler.revealSeat(0);
+        }
+        handler.decideVerified(0);
+        // Another job: one seat given back, one reclaimed from a node gone silent.
+        handler.registerNode(2);
+        handler.registerNode(2);
+        for (uint256 i; i < handler.nodeCount(); ++i) {
+            handler.syncPool(i);
+        }
+        handler.postVerified(2, 5e6, 0);
+        handler.drawVerified(1);
+        handler.rejectSeat(0);
+        handler.warp(10 minutes, false);
+        for (uint256 i; i < handler.nodeCount(); ++i) {
+            handler.markInactive(i, false);
+        }
+        handler.reclaimSeat(0);
         bytes4[] memory actions = actionSelectors();
         for (uint256 i; i < actions.length; ++i) {
             assertGt(handler.calls(actions[i]), 0, vm.toString(abi.encodePacked(actions[i])));

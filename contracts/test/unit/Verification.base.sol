@@ -161,6 +161,20 @@ abstract contract VerificationUnitTest is Base {
         sync();
     }
 
+    /// Seat i's agent gives it back (it stays Declined until vacated).
+    function decline(uint64 jobId, uint256 i) internal {
+        vm.prank(agentOf[seatNode(jobId, i)]);
+        verification.rejectSeat(jobId, uint8(i), seatOf[jobId][i]);
+        sync();
+    }
+
+    /// Anyone vacates seat i (Declined, or its node marked Inactive since seated).
+    function vacate(uint64 jobId, uint256 i) internal {
+        vm.prank(stranger);
+        verification.reclaimSeat(jobId, terms(jobId), verified[jobId], uint8(i), seatOf[jobId][i]);
+        sync();
+    }
+
     /// Every seat's word, as `openReveals` and `decide` take them.
     function seatList(uint64 jobId) internal view returns (Seat[] memory list) {
         list = new Seat[](jobs[jobId].terms.size());

@@ -191,9 +191,10 @@ contract VerificationReplicatedTest is VerificationUnitTest {
         assertEnded(id, seated);
     }
 
-    /// Every pattern of what five seats do (commit or not, reveal X, Y, Z or nothing):
-    /// the money is conserved, a lone digest is never slashed, nobody is slashed when
-    /// nobody committed, and a paid seat is never slashed.
+    /// Every pattern of what five seats do (nothing, commit only, or reveal X, Y or Z):
+    /// the money is conserved, paid seats are never slashed, a lone digest without a
+    /// quorum is never slashed, a seat that committed and did not reveal always is, and
+    /// one that never committed only beside a quorum or two agreeing seats.
     function testFuzz_everyRevealPattern_conservesAndSlashesByTheTable(uint256 pattern) public {
         uint64 id = seatedJob(5, 3);
         uint64[] memory seated = seatedNodes(id);
@@ -211,23 +212,28 @@ contract VerificationReplicatedTest is VerificationUnitTest {
         uint256 credits = market.creditOf(submitter);
         decide(id);
         uint256 paid;
-        bool anyCommitted;
+        uint256 agreed; // the most reveals of one digest
         for (uint256 i; i < 5; ++i) {
-            anyCommitted = anyCommitted || acts[i] != 0;
             if (node(seated[i]).earnings != 0) ++paid;
+            if (acts[i] < 2) continue;
+            uint256 same;
+            for (uint256 j; j < 5; ++j) {
+                if (acts[j] == acts[i]) ++same;
+            }
+            if (same > agreed) agreed = same;
         }
         for (uint256 i; i < 5; ++i) {
             bool slashed = node(seated[i]).stake < STAKE;
-            if (!anyCommitted) assertFalse(slashed, "backstop");
             if (node(seated[i]).earnings != 0) assertFalse(slashed, "a paid seat is never slashed");
-            if (acts[i] >= 2) {
+            if (acts[i] == 0) assertEq(slashed, agreed >= 2, "never committed: slashed beside two agreeing seats");
+            if (acts[i] == 1) assertTrue(slashed, "committed and did not reveal");
+            if (acts[i] >= 2 && agreed < 3) {
                 uint256 same;
                 for (uint256 j; j < 5; ++j) {
                     if (acts[j] == acts[i]) ++same;
                 }
-                if (same == 1 && paid < 3) assertFalse(slashed, "a lone digest without a quorum");
-            } else if (anyCommitted) {
-                assertTrue(slashed, "a seat that did not reveal");
+                assertEq(slashed, false, "a revealer without a quorum");
+                assertEq(node(seated[i]).earnings != 0, same >= 2, "paid when matched");
             }
         }
         assertEq(market.creditOf(submitter) - credits, uint256(BOUNTY) * (5 - paid), "paid + refunded = n bounties");
@@ -268,19 +274,23 @@ contract VerificationReplicatedTest is VerificationUnitTest {
 
     // ---------------------------------------------------------------- reject, reclaim
 
-    function test_rejectSeat_withinTheGrace_isFree_barsTheNode_andArmsARedraw() public {
+    function test_rejectSeat_withinTheGrace_isFree_barsTheNode_andTheVacatedSeatIsRedrawn() public {
         uint64 id = seatedJob(3, 2);
         uint64 rejecter = seatNode(id, 1);
         uint96 seatStake = verified[id].seatStake();
+        bytes32 word = market.jobHash(id);
         vm.warp(block.timestamp + 30);
-        vm.prank(agentOf[rejecter]);
-        verification.rejectSeat(id, terms(id), verified[id], 1, seatOf[id][1], "not my profile");
-        sync();
+        decline(id, 1);
         assertEq(node(rejecter).stake, STAKE, "free within the grace");
         assertEq(node(rejecter).lockedStake, 0);
         assertGt(node(rejecter).poolIndex, 0, "back in the pool");
+        assertEq(market.jobHash(id), word, "a decline writes only its seat's word");
+        assertEq(seatOf[id][1].fields >> 248, 4, "Declined");
+        // Anyone vacates it: the seat is empty and a draw is armed for it.
+        vacate(id, 1);
         assertEq(seatNode(id, 1), 0, "the seat is empty");
         assertEq(verified[id].barred(), 1);
+        assertEq(verified[id].faults(), 0);
         assertEq(market.jobHash(id), keccak256(abi.encode(verified[id])), "the fold is the market's state");
         assertGt(verified[id].drawBlock(), 0, "a draw is armed for the seat");
         // The pool's only free member is the rejecter: barred, it is never drawn again.
@@ -294,18 +304,55 @@ contract VerificationReplicatedTest is VerificationUnitTest {
         assertReplay();
     }
 
+    /// Every seat of a job the nodes cannot run declines in the same block: none races
+    /// another (each writes its own word), so none is charged for another's timing.
+    function test_allSeatsDeclineInOneBlock_eachFree() public {
+        uint64 id = seatedJob(5, 3);
+        vm.warp(block.timestamp + 30);
+        for (uint256 i; i < 5; ++i) {
+            decline(id, i);
+        }
+        for (uint256 i; i < 5; ++i) {
+            assertEq(node(seatNode(id, i)).stake, STAKE, "free");
+            assertEq(node(seatNode(id, i)).lockedStake, 0);
+        }
+        // Vacated (each vacate re-reads the job's word), then nothing fills them: the
+        // submitter gets everything back.
+        for (uint256 i; i < 5; ++i) {
+            vacate(id, i);
+        }
+        assertEq(verified[id].seats, 0);
+        vm.warp(verified[id].commitEnd() - RUNTIME + 1);
+        uint256 credits = market.creditOf(submitter);
+        vm.prank(stranger);
+        verification.expireVerified(id, terms(id), verified[id]);
+        sync();
+        assertEq(market.creditOf(submitter), credits + 5 * BOUNTY);
+        assertReplay();
+    }
+
     function test_rejectSeat_afterTheGrace_chargesTheProratedSeatStake() public {
         uint64 id = seatedJob(3, 2);
         uint64 rejecter = seatNode(id, 0);
         uint96 seatStake = verified[id].seatStake();
         vm.warp(block.timestamp + RUNTIME / 2);
-        vm.prank(agentOf[rejecter]);
-        verification.rejectSeat(id, terms(id), verified[id], 0, seatOf[id][0], "gave up");
-        sync();
+        decline(id, 0);
         uint256 charged = rejectCharge(seatStake, RUNTIME / 2, RUNTIME);
         assertGt(charged, 0);
         assertEq(node(rejecter).stake, STAKE - charged);
         assertEq(node(rejecter).lockedStake, 0);
+        // Once declined, nothing more: not again, not a commit, not a slash at the decision.
+        vm.prank(agentOf[rejecter]);
+        vm.expectRevert(abi.encodeWithSelector(IVerificationEvents.Verification_WrongPhase.selector, id, 0, 4));
+        verification.rejectSeat(id, 0, seatOf[id][0]);
+        commit(id, 1, X);
+        commit(id, 2, X);
+        vm.warp(verified[id].commitEnd() + 1);
+        reveal(id, 1, X);
+        reveal(id, 2, X);
+        decide(id);
+        assertEq(node(rejecter).stake, STAKE - charged, "a declined seat is not slashed again");
+        assertEq(node(rejecter).earnings, 0);
         assertReplay();
     }
 
@@ -322,7 +369,7 @@ contract VerificationReplicatedTest is VerificationUnitTest {
         sync();
         vm.prank(agentOf[absent]);
         vm.expectRevert(abi.encodeWithSelector(IVerificationEvents.Verification_MustBeReclaimed.selector, id, 2));
-        verification.rejectSeat(id, terms(id), verified[id], 2, seatOf[id][2], "too late");
+        verification.rejectSeat(id, 2, seatOf[id][2]);
         vm.prank(agentOf[absent]);
         vm.expectRevert(abi.encodeWithSelector(IVerificationEvents.Verification_MustBeReclaimed.selector, id, 2));
         verification.commitSeat(id, 2, seatOf[id][2], X);
@@ -332,9 +379,7 @@ contract VerificationReplicatedTest is VerificationUnitTest {
         verification.reclaimSeat(id, terms(id), verified[id], 0, seatOf[id][0]);
 
         uint96 seatStake = verified[id].seatStake();
-        vm.prank(stranger);
-        verification.reclaimSeat(id, terms(id), verified[id], 2, seatOf[id][2]);
-        sync();
+        vacate(id, 2);
         assertEq(node(absent).stake, STAKE - seatStake, "the seat stake is slashed");
         assertEq(node(absent).lockedStake, 0);
         assertEq(verified[id].faults(), 1);
@@ -419,10 +464,8 @@ contract VerificationReplicatedTest is VerificationUnitTest {
         vm.prank(stranger);
         vm.expectRevert(abi.encodeWithSelector(IVerificationEvents.Verification_NotCommitted.selector, id, 2));
         verification.openReveals(id, terms(id), verified[id], seatList(id));
-        vm.prank(agentOf[seatNode(id, 2)]);
-        verification.rejectSeat(id, terms(id), verified[id], 2, seatOf[id][2], "no");
-        sync();
-        // Seat 2 is empty and can still be drawn.
+        decline(id, 2);
+        // Seat 2 is Declined and can still be vacated and redrawn.
         vm.prank(stranger);
         vm.expectRevert(abi.encodeWithSelector(IVerificationEvents.Verification_SeatsCanStillFill.selector, id));
         verification.openReveals(id, terms(id), verified[id], seatList(id));
@@ -476,9 +519,83 @@ contract VerificationReplicatedTest is VerificationUnitTest {
         verification.openReveals(id, terms(id), verified[id], seatList(id));
         vm.expectRevert(over);
         verification.reclaimSeat(id, terms(id), verified[id], 1, seatOf[id][1]);
+        // Seat 1's run ended before the commit phase did: no decline either.
         vm.prank(agentOf[seatNode(id, 1)]);
-        vm.expectRevert(over);
-        verification.rejectSeat(id, terms(id), verified[id], 1, seatOf[id][1], "late");
+        vm.expectRevert(
+            abi.encodeWithSelector(
+                IVerificationEvents.Verification_SeatTimedOut.selector, id, 1, uint40(seatOf[id][1].fields >> 120)
+            )
+        );
+        verification.rejectSeat(id, 1, seatOf[id][1]);
+    }
+
+    /// A seat that keeps its node alive but never commits does not hold the others'
+    /// reveals back past its run: once its run is over it counts as absent.
+    function test_aSeatPastItsRun_doesNotBlockTheReveals() public {
+        uint64 id = seatedJob(3, 2);
+        uint64 idle = seatNode(id, 2);
+        commit(id, 0, X);
+        commit(id, 1, X);
+        vm.prank(stranger);
+        vm.expectRevert(abi.encodeWithSelector(IVerificationEvents.Verification_NotCommitted.selector, id, 2));
+        verification.openReveals(id, terms(id), verified[id], seatList(id));
+        vm.warp(uint40(seatOf[id][2].fields >> 120) + 1);
+        openReveals(id);
+        reveal(id, 0, X);
+        reveal(id, 1, X);
+        decide(id); // early: no committed seat left to reveal
+        assertEq(node(idle).stake, STAKE - verified[id].seatStake(), "absent beside a quorum: slashed");
+        assertReplay();
+    }
+
+    /// The backstop cannot be switched off by a seat of the submitter's: a Sybil that
+    /// commits and reveals junk on a job no honest seat could finish in time does not get
+    /// the honest seats slashed (no two seats agreed: the job was never shown to run).
+    function test_aSybilCommit_doesNotLetTheSubmitterSlashSeatsThatCouldNotRun() public {
+        uint64 id = seatedJob(3, 2);
+        uint64[] memory seated = seatedNodes(id);
+        commit(id, 0, Z); // the submitter's Sybil
+        vm.warp(verified[id].commitEnd() + 1);
+        reveal(id, 0, Z);
+        pastReveals(id);
+        uint256 credits = market.creditOf(submitter);
+        decide(id);
+        for (uint256 i; i < 3; ++i) {
+            assertEq(node(seated[i]).stake, STAKE, "nobody slashed");
+        }
+        assertEq(market.creditOf(submitter), credits + 3 * BOUNTY);
+        assertEnded(id, seated);
+    }
+
+    /// Two seats that agree below the quorum show the job runs: a seat that never
+    /// committed beside them is slashed (5/3: X, X, and three absent).
+    function test_twoAgreeingSeats_belowTheQuorum_slashTheAbsent() public {
+        uint64 id = seatedJob(5, 3);
+        uint64[] memory seated = seatedNodes(id);
+        commit(id, 0, X);
+        commit(id, 1, X);
+        vm.warp(verified[id].commitEnd() + 1);
+        reveal(id, 0, X);
+        reveal(id, 1, X);
+        decide(id); // early: no committed seat left to reveal
+        for (uint256 i = 2; i < 5; ++i) {
+            assertEq(node(seated[i]).stake, STAKE - verified[id].seatStake(), "absent");
+        }
+        assertEq(node(seated[0]).earnings, BOUNTY - fee());
+        assertEnded(id, seated);
+    }
+
+    /// `decide` is the replicated tier's; a job no seat was ever drawn for ends by
+    /// `expireVerified`, not by a decision.
+    function test_decide_onlyAReplicatedJobWithSeats() public {
+        pool(3);
+        uint64 refereedJob = postRefereed();
+        vm.expectRevert(IVerificationEvents.Verification_InvalidPolicy.selector);
+        verification.decide(refereedJob, terms(refereedJob), verified[refereedJob], new Seat[](3));
+        uint64 id = postReplicated();
+        vm.warp(verified[id].commitEnd() + 1);
+        vm.expectRevert(abi.encodeWithSelector(IVerificationEvents.Verification_NoSeatFilled.selector, id));
+        verification.decide(id, terms(id), verified[id], seatList(id));
     }
 
     /// Seated nodes that began their exit can take out only their free stake while the

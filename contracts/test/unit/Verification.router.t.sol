@@ -47,7 +47,7 @@ contract VerificationRouterTest is VerificationUnitTest {
         assertEq(routed[5], bytes4(0xc0639dac));
         assertEq(routed[6], bytes4(0x9c081ff9));
         assertEq(routed[7], bytes4(0x79f4de50));
-        assertEq(routed[8], bytes4(0xf4af8a1d));
+        assertEq(routed[8], bytes4(0xbc144078));
         assertEq(routed[9], bytes4(0x75b85119));
         assertEq(routed[10], bytes4(0x6d42b2b7));
         assertEq(routed[11], bytes4(0x7bc93dcc));

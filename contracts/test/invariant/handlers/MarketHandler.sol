@@ -14,7 +14,7 @@ import {
     JobTerms
 } from "../../../src/types/Types.sol";
 import {MarketParams, NodeCapabilities, NodeInfo, NodeStatus, VerifyParams} from "../../../src/types/Types.sol";
-import {VERIFY_REFEREED, VERIFY_REPLICATED, VerifiedState, VerifyPolicy} from "../../../src/types/Types.sol";
+import {Seat, VERIFY_REFEREED, VERIFY_REPLICATED, VerifiedState, VerifyPolicy} from "../../../src/types/Types.sol";
 import {IVerification} from "../../../src/interfaces/IVerification.sol";
 
 /// @notice Drives random sequences of calls by every participant (submitters, the matcher,
@@ -107,6 +107,20 @@ contract MarketHandler is Base {
         }
         _dispute(jobIds[0]);
         _dispute(jobIds[1]);
+        // And replicated jobs in the commit phase: with a fourth node (WASM) the pool holds
+        // three members of three operators, seated in both; one job's seats committed.
+        _register(2);
+        vm.prank(stranger);
+        nodes.syncPool(nodeIds);
+        sync();
+        VerifyParams memory p = verifyParams();
+        for (uint256 i; i < 2; ++i) {
+            _postVerified(i, 5e6, 0, p);
+            _draw(verifiedIds[i], i);
+        }
+        for (uint256 i; i < 3; ++i) {
+            if (_seatNodeOf(verifiedIds[1], i) != 0) _commit(verifiedIds[1], i, i == 0);
+        }
     }
 
     modifier step() {
@@ -172,6 +186,11 @@ contract MarketHandler is Base {
         id = verifiedIds[i];
         terms = jobs[id].terms;
         folded = _isLive(id) ? keccak256(abi.encode(verified[id])) : bytes32(0);
+    }
+
+    /// The seat word (node ids) of verified job `i`, as folded.
+    function verifiedSeats(uint256 i) external view returns (uint256) {
+        return verified[verifiedIds[i]].seats;
     }
 
     /// What a live verified job holds in escrow: n bounties replicated, one refereed.
@@ -393,7 +412,11 @@ contract MarketHandler is Base {
         if (jobIds.length + verifiedIds.length >= MAX_JOBS) return;
         VerifyParams memory p = IVerification(address(market)).verifyParams(market.policyVersion());
         if (p.poolFloor == 0) return;
-        bounty = uint96(_bound(bounty, p.minVerifiedBounty, p.poolFloor * 10_000 / p.seatBps));
+        _postVerified(who, uint96(_bound(bounty, p.minVerifiedBounty, p.poolFloor * 10_000 / p.seatBps)), slack, p);
+        _did();
+    }
+
+    function _postVerified(uint256 who, uint96 bounty, uint32 slack, VerifyParams memory p) internal {
         bool replicate = nodes.poolSize() >= p.minPool;
         VerifyPolicy memory policy = replicate
             ? VerifyPolicy({tier: VERIFY_REPLICATED, size: 3, quorum: 2, revealWindow: 60})
@@ -404,7 +427,6 @@ contract MarketHandler is Base {
         uint64 id = IVerification(address(market)).postVerifiedJob(wasmJobOf(), policy, bounty, deadline, spec());
         sync();
         verifiedIds.push(id);
-        _did();
     }
 
     /// Anyone draws a replicated job's armed round (the chain moved to its block).
@@ -415,19 +437,23 @@ contract MarketHandler is Base {
             VerifiedState memory v = verified[id];
             if (!_isLive(id) || v.status() != JobStatus.Committing || v.drawBlock() == 0) continue;
             if (now_ + jobs[id].terms.maxRuntime() > v.commitEnd()) continue;
-            if (block.number < v.drawBlock()) vm.roll(v.drawBlock());
-            vm.prevrandao(bytes32(seed));
-            uint256 before = v.seats;
-            vm.prank(stranger);
-            IVerification(address(market)).draw(id, jobs[id].terms, v);
-            sync();
-            uint256 after_ = verified[id].seats;
-            for (uint256 i; i < 3; ++i) {
-                uint64 nodeId = uint64(uint48(after_ >> (48 * i)));
-                if (nodeId != 0 && uint48(before >> (48 * i)) == 0) seatLockedOf[nodeId] += v.seatStake();
-            }
+            _draw(id, seed);
             _did();
             return;
+        }
+    }
+
+    function _draw(uint64 id, uint256 seed) internal {
+        VerifiedState memory v = verified[id];
+        if (block.number < v.drawBlock()) vm.roll(v.drawBlock());
+        vm.prevrandao(bytes32(seed));
+        vm.prank(stranger);
+        IVerification(address(market)).draw(id, jobs[id].terms, v);
+        sync();
+        uint256 after_ = verified[id].seats;
+        for (uint256 i; i < 3; ++i) {
+            uint64 nodeId = uint64(uint48(after_ >> (48 * i)));
+            if (nodeId != 0 && uint48(v.seats >> (48 * i)) == 0) seatLockedOf[nodeId] += v.seatStake();
         }
     }
 
@@ -450,6 +476,274 @@ contract MarketHandler is Base {
             _did();
             return;
         }
+    }
+
+    // ================================================================ actions: seats
+
+    /// The digest each seat's node committed (the job's result, or a lie).
+    mapping(uint64 jobId => mapping(uint256 seat => bytes32)) internal committed;
+
+    /// A seated node's agent commits its result's seal (one in four lies).
+    function commitSeat(uint256 seed, uint256 lie) external step {
+        (bool found, uint64 id, uint256 i) = _findSeat(seed, _isCommittable);
+        if (!found) return;
+        _commit(id, i, lie % 4 == 0);
+        _did();
+    }
+
+    function _commit(uint64 id, uint256 i, bool lie) internal {
+        uint64 nodeId = _seatNodeOf(id, i);
+        bytes32 digest = lie ? keccak256(abi.encode("a lie", id, i)) : keccak256(abi.encode("result", id));
+        committed[id][i] = digest;
+        vm.prank(agentOf[nodeId]);
+        IVerification(address(market)).commitSeat(id, uint8(i), seatOf[id][i], _seal(id, i, nodeId, digest));
+        sync();
+        assertEq(seatOf[id][i].fields >> 248, 2, "committed");
+    }
+
+    /// A seated node's agent gives its seat back: charged by the grace rule on its lock;
+    /// only its seat's word changes.
+    function rejectSeat(uint256 seed) external step {
+        (bool found, uint64 id, uint256 i) = _findSeat(seed, _isCommittable);
+        if (!found) return;
+        Seat memory st = seatOf[id][i];
+        uint64 nodeId = _seatNodeOf(id, i);
+        uint256 run = uint40(st.fields >> 120) - uint40(st.fields >> 160);
+        uint256 charge = rejectCharge(uint96(st.fields), now_ - uint40(st.fields >> 160), run);
+        bytes32 word = market.jobHash(id);
+        vm.prank(agentOf[nodeId]);
+        IVerification(address(market)).rejectSeat(id, uint8(i), st);
+        sync();
+        seatLockedOf[nodeId] -= uint96(st.fields);
+        _slashed(nodeId, charge);
+        assertTrue(market.isBarred(id, nodeId), "barred");
+        assertEq(market.jobHash(id), word, "the job's word is untouched");
+        _did();
+    }
+
+    /// Anyone vacates a Declined seat, or reclaims one whose node was marked Inactive
+    /// since it was seated (its seat stake slashed).
+    function reclaimSeat(uint256 seed) external step {
+        (bool found, uint64 id, uint256 i) = _findSeat(seed, _isSeatReclaimable);
+        if (!found) return;
+        Seat memory st = seatOf[id][i];
+        uint64 nodeId = _seatNodeOf(id, i);
+        vm.prank(stranger);
+        IVerification(address(market)).reclaimSeat(id, jobs[id].terms, verified[id], uint8(i), st);
+        sync();
+        if (st.fields >> 248 == 1) {
+            seatLockedOf[nodeId] -= uint96(st.fields);
+            _slashed(nodeId, uint96(st.fields));
+        }
+        assertTrue(market.isBarred(id, nodeId), "barred");
+        assertEq(_seatNodeOf(id, i), 0, "vacated");
+        _did();
+    }
+
+    /// Anyone opens the reveals of a job whose filled seats all committed and whose empty
+    /// seats cannot fill.
+    function openReveals(uint256 seed) external step {
+        uint256 n = verifiedIds.length;
+        for (uint256 k; k < n; ++k) {
+            uint64 id = verifiedIds[(seed % n + k) % n];
+            if (!_isOpenable(id)) continue;
+            vm.prank(stranger);
+            IVerification(address(market)).openReveals(id, jobs[id].terms, verified[id], _seatList(id));
+            sync();
+            assertEq(uint8(verified[id].status()), uint8(JobStatus.Revealing));
+            _did();
+            return;
+        }
+    }
+
+    /// A committed seat's agent reveals in the reveal phase; first, the attacker's try
+    /// with another digest, which must be refused.
+    function revealSeat(uint256 seed) external step {
+        (bool found, uint64 id, uint256 i) = _findSeat(seed, _isRevealable);
+        if (!found) return;
+        uint64 nodeId = _seatNodeOf(id, i);
+        bytes memory lie = abi.encodeCall(
+            IVerification.revealSeat,
+            (id, jobs[id].terms, verified[id], uint8(i), seatOf[id][i], keccak256("other"), _salt(id, i, nodeId))
+        );
+        if (_accepted(agentOf[nodeId], lie)) ++accepted;
+        vm.prank(agentOf[nodeId]);
+        IVerification(address(market)).revealSeat(
+            id, jobs[id].terms, verified[id], uint8(i), seatOf[id][i], committed[id][i], _salt(id, i, nodeId)
+        );
+        sync();
+        _did();
+    }
+
+    /// Anyone decides a job whose reveal phase ended (or whose filled seats all revealed):
+    /// the model pays and slashes each seat by the table (design 18, §2.5).
+    function decideVerified(uint256 seed) external step {
+        uint256 n = verifiedIds.length;
+        for (uint256 k; k < n; ++k) {
+            uint64 id = verifiedIds[(seed % n + k) % n];
+            if (!_isDecidable(id)) continue;
+            Seat[] memory list = _seatList(id);
+            _expectDecision(id, list);
+            vm.prank(stranger);
+            IVerification(address(market)).decide(id, jobs[id].terms, verified[id], list);
+            sync();
+            assertEq(market.jobHash(id), bytes32(0), "decided");
+            _did();
+            return;
+        }
+    }
+
+    /// How a job is decided, as the model reads its seats.
+    struct Decision {
+        bytes32 top;
+        uint256 agreed;
+        bool quorum;
+        uint256 bounty;
+        uint256 fee;
+        address submitter;
+    }
+
+    /// The model's side of a decision: who is paid, who slashed, every lock released.
+    function _expectDecision(uint64 id, Seat[] memory list) internal {
+        Decision memory d;
+        (d.top, d.agreed) = _tally(list);
+        d.quorum = d.agreed >= jobs[id].terms.quorum();
+        d.bounty = verified[id].bounty();
+        d.fee = d.bounty * uint16(verified[id].fields >> 32) / ONE_BPS;
+        d.submitter = jobs[id].terms.submitter();
+        for (uint256 i; i < list.length; ++i) {
+            uint256 phase = list[i].fields >> 248;
+            if (phase != 0 && phase != 4) _expectSeat(d, list, list[i]);
+        }
+    }
+
+    /// Paid: with the quorum its digest's seats, without it each matched revealer.
+    /// Slashed otherwise: with the quorum every seat; without, a seat that committed and did
+    /// not reveal, and one that never committed beside two agreeing seats.
+    function _expectSeat(Decision memory d, Seat[] memory list, Seat memory st) internal {
+        uint64 nodeId = uint64(uint48(st.fields >> 200));
+        uint256 phase = st.fields >> 248;
+        bool pays = phase == 3 && (d.quorum ? st.digest == d.top : _sameDigests(list, st.digest) > 1);
+        seatLockedOf[nodeId] -= uint96(st.fields);
+        if (pays) {
+            earnedOf[nodeId] += d.bounty - d.fee;
+            feesAccrued[nodeId] += d.fee;
+            spentOf[d.submitter] += d.bounty;
+        } else if (d.quorum || phase == 2 || (phase == 1 && d.agreed >= 2)) {
+            _slashed(nodeId, uint96(st.fields));
+        }
+    }
+
+    function _tally(Seat[] memory list) internal pure returns (bytes32 top, uint256 agreed) {
+        for (uint256 i; i < list.length; ++i) {
+            if (list[i].fields >> 248 != 3) continue;
+            uint256 same = _sameDigests(list, list[i].digest);
+            if (same > agreed) (top, agreed) = (list[i].digest, same);
+        }
+    }
+
+    function _sameDigests(Seat[] memory list, bytes32 digest) internal pure returns (uint256 same) {
+        for (uint256 j; j < list.length; ++j) {
+            if (list[j].fields >> 248 == 3 && list[j].digest == digest) ++same;
+        }
+    }
+
+    function _seatList(uint64 id) internal view returns (Seat[] memory list) {
+        list = new Seat[](jobs[id].terms.size());
+        for (uint256 i; i < list.length; ++i) {
+            list[i] = seatOf[id][i];
+        }
+    }
+
+    function _seatNodeOf(uint64 id, uint256 i) internal view returns (uint64) {
+        return uint64(uint48(verified[id].seats >> (48 * i)));
+    }
+
+    function _salt(uint64 id, uint256 i, uint64 nodeId) internal pure returns (bytes32) {
+        return keccak256(abi.encode("salt", id, i, nodeId));
+    }
+
+    function _seal(uint64 id, uint256 i, uint64 nodeId, bytes32 digest) internal view returns (bytes32) {
+        return keccak256(abi.encode(block.chainid, address(market), id, uint8(i), nodeId, digest, _salt(id, i, nodeId)));
+    }
+
+    /// The first seat, over the live verified jobs from `seed` on, that `pred` holds for.
+    function _findSeat(uint256 seed, function(uint64, uint256) internal view returns (bool) pred)
+        internal
+        view
+        returns (bool, uint64, uint256)
+    {
+        uint256 n = verifiedIds.length;
+        for (uint256 k; k < n; ++k) {
+            uint64 id = verifiedIds[(seed % n + k) % n];
+            if (!_isLive(id) || jobs[id].terms.tier() != VERIFY_REPLICATED) continue;
+            for (uint256 j; j < 3; ++j) {
+                uint256 i = (seed / n + j) % 3;
+                if (_seatNodeOf(id, i) != 0 && pred(id, i)) return (true, id, i);
+            }
+        }
+        return (false, 0, 0);
+    }
+
+    /// Seated, its run not over, its node not marked Inactive since it was seated.
+    function _isCommittable(uint64 id, uint256 i) internal view returns (bool) {
+        uint256 f = seatOf[id][i].fields;
+        return f >> 248 == 1 && now_ <= uint40(f >> 120) && node(_seatNodeOf(id, i)).inactiveSince < uint40(f >> 160);
+    }
+
+    function _inCommitPhase(uint64 id) internal view returns (bool) {
+        return verified[id].status() == JobStatus.Committing && now_ <= verified[id].commitEnd();
+    }
+
+    function _isSeatReclaimable(uint64 id, uint256 i) internal view returns (bool) {
+        uint256 f = seatOf[id][i].fields;
+        if (!_inCommitPhase(id)) return false;
+        return f >> 248 == 4 || (f >> 248 == 1 && node(_seatNodeOf(id, i)).inactiveSince >= uint40(f >> 160));
+    }
+
+    /// A seat committed; every other is committed, past its run, empty or Declined; the
+    /// empty ones cannot fill.
+    function _isOpenable(uint64 id) internal view returns (bool) {
+        if (!_isLive(id) || jobs[id].terms.tier() != VERIFY_REPLICATED || !_inCommitPhase(id)) return false;
+        uint256 committedSeats;
+        uint256 empty;
+        for (uint256 i; i < 3; ++i) {
+            uint256 f = seatOf[id][i].fields;
+            if (f == 0 || f >> 248 == 4) ++empty;
+            else if (f >> 248 == 1 && now_ <= uint40(f >> 120)) return false;
+            else if (f >> 248 != 1) ++committedSeats;
+        }
+        VerifiedState memory v = verified[id];
+        return committedSeats != 0
+            && (empty == 0 || now_ + jobs[id].terms.maxRuntime() > v.commitEnd() || v.rounds() >= 8);
+    }
+
+    /// The end of the reveal phase, or 0 before it.
+    function _revealBy(uint64 id) internal view returns (uint256) {
+        VerifiedState memory v = verified[id];
+        if (v.status() == JobStatus.Revealing) return v.until();
+        if (v.status() == JobStatus.Committing && now_ > v.commitEnd()) return v.commitEnd() + jobs[id].terms.revealWindow();
+        return 0;
+    }
+
+    function _isRevealable(uint64 id, uint256 i) internal view returns (bool) {
+        return seatOf[id][i].fields >> 248 == 2 && now_ <= _revealBy(id);
+    }
+
+    /// In the reveal phase: after it, or once no committed seat is left to reveal; and a
+    /// seat word to decide.
+    function _isDecidable(uint64 id) internal view returns (bool) {
+        if (!_isLive(id) || jobs[id].terms.tier() != VERIFY_REPLICATED) return false;
+        uint256 revealBy = _revealBy(id);
+        if (revealBy == 0) return false;
+        bool pending;
+        bool filled;
+        for (uint256 i; i < 3; ++i) {
+            uint256 f = seatOf[id][i].fields;
+            if (f != 0) filled = true;
+            if (f >> 248 == 2) pending = true;
+        }
+        return filled && (now_ > revealBy || !pending);
     }
 
     // ================================================================ actions: operators

@@ -176,64 +176,59 @@ async fn a_verified_job_folds_to_the_markets_word_and_no_market_call_reaches_it(
         "{stale}"
     );
 
-    // Each seat's agent commits the seal of one digest; the seats, folded from their
-    // events, open the reveals; each reveals; anyone decides.
-    use gantry_protocol::bindings::JobMarket::JobMarketEvents as M;
-    use gantry_protocol::market::{Seat, seal};
+    // Each seat's agent commits the seal of one digest; the seats, folded from the job's
+    // events by `market::Seats`, open the reveals; each reveals; anyone decides.
+    use alloy::sol_types::SolEventInterface;
+    use gantry_protocol::bindings::JobMarket::JobMarketEvents;
+    use gantry_protocol::market::{Seat, Seats, seal};
     let chain_id = net.provider(KEEPER).get_chain_id().await.unwrap();
     let market = net.devnet.deployment.market;
     let digest = alloy::primitives::keccak256("the module's output");
     let agent_of = |node: u64| NODES[1 + nodes.iter().position(|n| *n == node).unwrap()];
-    let mut seats = vec![Seat::default(); 3];
-    let drawn_logs = net
-        .provider(KEEPER)
-        .get_logs(
-            &alloy::rpc::types::Filter::new()
-                .address(market)
-                .event_signature(<gantry_protocol::bindings::JobMarket::SeatDrawn as alloy::sol_types::SolEvent>::SIGNATURE_HASH),
-        )
-        .await
-        .unwrap();
-    for log in &drawn_logs {
-        let e = log
-            .log_decode::<gantry_protocol::bindings::JobMarket::SeatDrawn>()
-            .unwrap()
-            .inner
-            .data;
-        seats[usize::from(e.seat)] = Seat::drawn(&e, &drawn.terms);
-    }
+    let seats_now = || async {
+        let logs = net
+            .provider(KEEPER)
+            .get_logs(
+                &alloy::rpc::types::Filter::new()
+                    .address(market)
+                    .topic1(alloy::primitives::B256::from(U256::from(posted.jobId)))
+                    .from_block(0),
+            )
+            .await
+            .unwrap();
+        let mut seats = Seats::default();
+        for log in &logs {
+            if let Ok(event) = JobMarketEvents::decode_log(&log.inner) {
+                seats.apply(&drawn.terms, &event.data);
+            }
+        }
+        seats
+    };
     let salt = |i: usize| alloy::primitives::keccak256(format!("salt {i}"));
     let terms: Verification::JobTerms = drawn.terms.pack().into();
-    for (i, seat) in seats.iter_mut().enumerate() {
-        let node = seat.node_id;
+    for (i, seat) in seats_now().await.0.iter().take(3).enumerate() {
+        assert_eq!(seat.phase, Seat::SEATED);
         let sealed = seal(
             chain_id,
             market,
             posted.jobId,
             i as u8,
-            node,
+            seat.node_id,
             digest,
             salt(i),
         );
-        let receipt = confirm_receipt(
+        confirm_receipt(
             "commitSeat",
-            Verification::new(market, net.provider(agent_of(node)))
+            Verification::new(market, net.provider(agent_of(seat.node_id)))
                 .commitSeat(posted.jobId, i as u8, seat.pack(), sealed)
                 .send()
                 .await,
         )
         .await
         .expect("the seat's agent commits");
-        for log in receipt.inner.logs() {
-            if let Ok(event) =
-                log.log_decode::<gantry_protocol::bindings::JobMarket::SealCommitted>()
-            {
-                seat.apply(&M::SealCommitted(event.inner.data));
-            }
-        }
-        assert_eq!(seat.phase, Seat::COMMITTED);
     }
-    let list = |seats: &[Seat]| seats.iter().map(Seat::pack).collect::<Vec<_>>();
+    let seats = seats_now().await;
+    assert!(seats.0[..3].iter().all(|s| s.phase == Seat::COMMITTED));
     confirm_receipt(
         "openReveals",
         Verification::new(market, net.provider(KEEPER))
@@ -241,7 +236,7 @@ async fn a_verified_job_folds_to_the_markets_word_and_no_market_call_reaches_it(
                 posted.jobId,
                 terms.clone(),
                 drawn.state.pack_verified().unwrap(),
-                list(&seats),
+                seats.list(3),
             )
             .send()
             .await,
@@ -250,8 +245,8 @@ async fn a_verified_job_folds_to_the_markets_word_and_no_market_call_reaches_it(
     .expect("every seat committed: the reveals open");
     let revealing = net.job(posted.jobId).await;
     assert_eq!(revealing.state.status, JobStatus::Revealing);
-    for (i, seat) in seats.iter_mut().enumerate() {
-        let receipt = confirm_receipt(
+    for (i, seat) in seats.0.iter().take(3).enumerate() {
+        confirm_receipt(
             "revealSeat",
             Verification::new(market, net.provider(agent_of(seat.node_id)))
                 .revealSeat(
@@ -268,13 +263,6 @@ async fn a_verified_job_folds_to_the_markets_word_and_no_market_call_reaches_it(
         )
         .await
         .expect("the seal opens");
-        for log in receipt.inner.logs() {
-            if let Ok(event) =
-                log.log_decode::<gantry_protocol::bindings::JobMarket::ResultRevealed>()
-            {
-                seat.apply(&M::ResultRevealed(event.inner.data));
-            }
-        }
     }
     confirm_receipt(
         "decide",
@@ -283,7 +271,7 @@ async fn a_verified_job_folds_to_the_markets_word_and_no_market_call_reaches_it(
                 posted.jobId,
                 terms,
                 revealing.state.pack_verified().unwrap(),
-                list(&seats),
+                seats_now().await.list(3),
             )
             .send()
             .await,
