@@ -30,7 +30,7 @@ use alloy::signers::SignerSync;
 use alloy::signers::local::PrivateKeySigner;
 use alloy::sol_types::SolEventInterface;
 use gantry_protocol::bindings::{GantryTestToken, JobMarket, NodeRegistry, Verification};
-use gantry_protocol::market::{Job, Policies, Policy};
+use gantry_protocol::market::{Job, Policies, Policy, Seat, Seats};
 
 type Result<T> = std::result::Result<T, Box<dyn std::error::Error>>;
 
@@ -49,6 +49,8 @@ struct Chain {
     token: Address,
     policies: Policies,
     jobs: std::collections::HashMap<u64, Job>,
+    /// Verified jobs' seats, folded from their events.
+    seats: std::collections::HashMap<u64, Seats>,
 }
 
 impl Chain {
@@ -85,14 +87,16 @@ impl Chain {
                 self.jobs
                     .insert(e.jobId, Job::posted(&e.terms, &self.policies)?);
             }
-            let job_id = match &event {
-                JobMarket::JobMarketEvents::JobAssigned(e) => Some(e.jobId),
-                JobMarket::JobMarketEvents::ResultSubmitted(e) => Some(e.jobId),
-                JobMarket::JobMarketEvents::JobCompleted(e) => Some(e.jobId),
-                _ => None,
-            };
+            if let JobMarket::JobMarketEvents::JobPosted(_) = &event {
+                continue;
+            }
+            let job_id = gantry_protocol::events::market_job_id(&event);
             if let Some(job) = job_id.and_then(|id| self.jobs.get_mut(&id)) {
                 job.state.apply(&event);
+                self.seats
+                    .entry(job_id.unwrap_or_default())
+                    .or_default()
+                    .apply(&job.terms, &event);
             }
         }
         Ok(())
@@ -315,6 +319,7 @@ async fn deploy() -> Result<Chain> {
         token: *token.address(),
         policies: Policies::default(),
         jobs: Default::default(),
+        seats: Default::default(),
         anvil,
     };
     chain.policies.insert(1, Policy::from(&params));
@@ -352,6 +357,141 @@ impl Chain {
         let sent = market.deposit(U256::from(amount)).send().await;
         self.send("deposit", sent).await?;
         Ok(())
+    }
+}
+
+impl Chain {
+    fn verification(&self, index: usize) -> Verification::VerificationInstance<DynProvider> {
+        Verification::new(self.market, self.provider(index))
+    }
+
+    /// One replicated 3/2 job from post to decision on the pool `nodes` (served by
+    /// `agents`), every seat revealing one digest: each receipt's gas, by call.
+    async fn replicated(
+        &mut self,
+        nodes: &[u64],
+        agents: &[PrivateKeySigner],
+    ) -> Result<Vec<(&'static str, u64)>> {
+        let mut gas = Vec::new();
+        let deadline = U40::from(self.now().await? + 86_400);
+        let job = self.market(3).jobCount().call().await? + 1;
+        let policy = Verification::VerifyPolicy {
+            tier: gantry_protocol::market::Verification::REPLICATED,
+            size: 3,
+            quorum: 2,
+            revealWindow: 60,
+        };
+        let mut wasm = requirements();
+        (wasm.gpuModel, wasm.minGpuCount, wasm.minVramMiB) = (B256::ZERO, 0, 0);
+        wasm.engine = gantry_protocol::spec::Engine::Wasm.code();
+        let wasm = Verification::JobRequirements {
+            gpuModel: wasm.gpuModel,
+            minGpuCount: wasm.minGpuCount,
+            minVramMiB: wasm.minVramMiB,
+            minCpuCores: wasm.minCpuCores,
+            minRamMiB: wasm.minRamMiB,
+            maxPricePerGpuHour: wasm.maxPricePerGpuHour,
+            maxRuntime: wasm.maxRuntime,
+            priority: wasm.priority,
+            engine: wasm.engine,
+        };
+        let sent = self
+            .verification(3)
+            .postVerifiedJob(
+                wasm,
+                policy,
+                U96::from(5_000_000u64),
+                deadline,
+                SPEC.as_bytes().to_vec().into(),
+            )
+            .send()
+            .await;
+        gas.push(("postVerifiedJob", self.send("postVerifiedJob", sent).await?));
+        let _: serde_json::Value = self
+            .provider(0)
+            .raw_request("anvil_mine".into(), (U256::from(2),))
+            .await?;
+        let j = self.jobs[&job];
+        // A draw's gas depends on its block's seed: sent with a bound, not an estimate.
+        let sent = self
+            .verification(7)
+            .draw(
+                job,
+                j.terms.pack().into(),
+                j.state.pack_verified().ok_or("not verified")?,
+            )
+            .gas(1_000_000)
+            .send()
+            .await;
+        gas.push(("draw", self.send("draw", sent).await?));
+        let chain_id = self.provider(0).get_chain_id().await?;
+        let digest = keccak256("the module's output");
+        let agent_of = |node: u64| &agents[nodes.iter().position(|n| *n == node).unwrap_or(0)];
+        for i in 0..3u8 {
+            let seat = self.seats[&job].0[usize::from(i)];
+            if seat.phase != Seat::SEATED {
+                return Err(format!("seat {i} not filled").into());
+            }
+            let sealed = gantry_protocol::market::seal(
+                chain_id,
+                self.market,
+                job,
+                i,
+                seat.node_id,
+                digest,
+                keccak256([i]),
+            );
+            let sent = Verification::new(self.market, self.provider_of(agent_of(seat.node_id)))
+                .commitSeat(job, i, seat.pack(), sealed)
+                .send()
+                .await;
+            gas.push(("commitSeat", self.send("commitSeat", sent).await?));
+        }
+        let j = self.jobs[&job];
+        let sent = self
+            .verification(7)
+            .openReveals(
+                job,
+                j.terms.pack().into(),
+                j.state.pack_verified().ok_or("state")?,
+                self.seats[&job].list(3),
+            )
+            .send()
+            .await;
+        gas.push(("openReveals", self.send("openReveals", sent).await?));
+        for i in 0..3u8 {
+            let j = self.jobs[&job];
+            let seat = self.seats[&job].0[usize::from(i)];
+            let sent = Verification::new(self.market, self.provider_of(agent_of(seat.node_id)))
+                .revealSeat(
+                    job,
+                    j.terms.pack().into(),
+                    j.state.pack_verified().ok_or("state")?,
+                    i,
+                    seat.pack(),
+                    digest,
+                    keccak256([i]),
+                )
+                .send()
+                .await;
+            gas.push(("revealSeat", self.send("revealSeat", sent).await?));
+        }
+        let j = self.jobs[&job];
+        let sent = self
+            .verification(7)
+            .decide(
+                job,
+                j.terms.pack().into(),
+                j.state.pack_verified().ok_or("state")?,
+                self.seats[&job].list(3),
+            )
+            .send()
+            .await;
+        gas.push(("decide", self.send("decide", sent).await?));
+        if self.jobs[&job].state.status != gantry_protocol::status::JobStatus::Completed {
+            return Err("the replicated job was not verified".into());
+        }
+        Ok(gas)
     }
 }
 
@@ -438,6 +578,47 @@ async fn main() -> Result<()> {
     println!(
         "     batched: 10 × postJob + assignBatch {assign} + 10 × submitResult + finalizeBatch {finalize} = {total}, {batched_per_job} per job"
     );
+
+    // A replicated 3/2 job (design 18): the pool is three nodes of three operators, all
+    // seated; every seat commits, reveals one digest and is paid.
+    let admin = chain.verification(0);
+    let sent = admin
+        .setVerifyParams(gantry_protocol::market::dev_verify_params())
+        .send()
+        .await;
+    chain.send("setVerifyParams", sent).await?;
+    let (mut pool, mut agents) = (Vec::new(), Vec::new());
+    for i in 0..3u8 {
+        let operator = PrivateKeySigner::from_bytes(&B256::from([0x20 + i; 32]))?;
+        let agent = PrivateKeySigner::from_bytes(&B256::from([0x30 + i; 32]))?;
+        for account in [operator.address(), agent.address()] {
+            let _: serde_json::Value = chain
+                .provider(0)
+                .raw_request(
+                    "anvil_setBalance".into(),
+                    (account, U256::from(10u128.pow(20))),
+                )
+                .await?;
+        }
+        pool.push(chain.register(&operator, &agent).await?);
+        agents.push(agent);
+    }
+    let sent = NodeRegistry::new(chain.market, chain.provider(7))
+        .syncPool(pool.clone())
+        .send()
+        .await;
+    chain.send("syncPool", sent).await?;
+    let replicated = chain.replicated(&pool, &agents).await?;
+    let replicated_total: u64 = replicated.iter().map(|(_, gas)| gas).sum();
+    println!(
+        "  replicated: {} = {replicated_total} ({} per execution)",
+        replicated
+            .iter()
+            .map(|(call, gas)| format!("{call} {gas}"))
+            .collect::<Vec<_>>()
+            .join(" + "),
+        replicated_total / 3
+    );
     println!(
         "{}",
         serde_json::json!({
@@ -446,6 +627,7 @@ async fn main() -> Result<()> {
             "in_use": in_use,
             "batched_per_job": batched_per_job,
             "in_use_posting_by_pull": by_pull,
+            "replicated_3_2": replicated_total,
         })
     );
     Ok(())
