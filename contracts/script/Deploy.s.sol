@@ -8,6 +8,7 @@ import {IERC20} from "@openzeppelin/contracts/token/ERC20/IERC20.sol";
 
 import {JobMarket} from "../src/JobMarket.sol";
 import {NodeRegistry} from "../src/NodeRegistry.sol";
+import {Referees} from "../src/Referees.sol";
 import {Verification} from "../src/Verification.sol";
 import {MarketParams} from "../src/types/Types.sol";
 
@@ -44,6 +45,7 @@ contract Deploy is Script {
         TimelockController timelock;
         NodeRegistry registry;
         Verification verification;
+        Referees referees;
         JobMarket market;
     }
 
@@ -109,7 +111,8 @@ contract Deploy is Script {
         d.timelock = new TimelockController(config.timelockDelay, admins, admins, address(0));
         d.registry = new NodeRegistry(config.token);
         d.verification = new Verification(config.token);
-        d.market = new JobMarket(config.token, deployer, config.market, d.registry, d.verification);
+        d.referees = new Referees(config.token);
+        d.market = new JobMarket(config.token, deployer, config.market, d.registry, d.verification, d.referees);
         d.market.grantRole(d.market.MATCHER_ROLE(), config.matcher);
         d.market.grantRole(d.market.ARBITER_ROLE(), config.arbiter);
         d.market.grantRole(d.market.PAUSER_ROLE(), config.pauser);

@@ -8,6 +8,7 @@ import {SafeERC20} from "@openzeppelin/contracts/token/ERC20/utils/SafeERC20.sol
 import {MarketStorage} from "./MarketStorage.sol";
 import {JobCodec} from "./types/JobCodec.sol";
 import {NodeRegistry} from "./NodeRegistry.sol";
+import {Referees} from "./Referees.sol";
 import {Verification} from "./Verification.sol";
 import {IJobMarket} from "./interfaces/IJobMarket.sol";
 import {IVerificationEvents} from "./interfaces/IVerification.sol";
@@ -52,7 +53,6 @@ contract JobMarket is IJobMarket, IVerificationEvents, MarketStorage {
 
     // `IVerification`'s selectors, routed to `verification` by the fallback.
     uint256 internal constant POST_VERIFIED_JOB = 0x5251167e;
-    uint256 internal constant CANCEL_VERIFIED = 0x21987453;
     uint256 internal constant EXPIRE_VERIFIED = 0x1b3cddf4;
     uint256 internal constant SET_VERIFY_PARAMS = 0x2b21d8ad;
     uint256 internal constant VERIFY_PARAMS = 0x6260cb30;
@@ -64,6 +64,8 @@ contract JobMarket is IJobMarket, IVerificationEvents, MarketStorage {
     uint256 internal constant OPEN_REVEALS = 0x6d42b2b7;
     uint256 internal constant REVEAL_SEAT = 0x7bc93dcc;
     uint256 internal constant DECIDE = 0x6b842ed2;
+    // `IReferees`' selectors, routed to `referees`.
+    uint256 internal constant CANCEL_VERIFIED = 0x21987453;
     /// `INodeRegistry.heartbeat`, routed to the registry first.
     uint256 internal constant HEARTBEAT = 0x9bf6fa57;
 
@@ -71,6 +73,8 @@ contract JobMarket is IJobMarket, IVerificationEvents, MarketStorage {
     address public immutable nodeRegistry;
     /// @notice The extension serving verified jobs (`IVerification`) at this address.
     address public immutable verification;
+    /// @notice The extension serving the refereed tier's calls (`IReferees`) at this address.
+    address public immutable referees;
 
     /// @param admin Holds DEFAULT_ADMIN_ROLE: a TimelockController in production, so that
     /// parameter changes and role grants wait out its delay.
@@ -79,49 +83,51 @@ contract JobMarket is IJobMarket, IVerificationEvents, MarketStorage {
         address admin,
         MarketParams memory params_,
         NodeRegistry nodeRegistry_,
-        Verification verification_
+        Verification verification_,
+        Referees referees_
     ) MarketStorage(token_) {
         if (address(token_) == address(0) || admin == address(0)) {
             revert JobMarket_ZeroAddress();
         }
-        if (address(nodeRegistry_.token()) != address(token_) || address(verification_.token()) != address(token_)) {
-            revert JobMarket_RegistryMismatch();
-        }
+        if (
+            address(nodeRegistry_.token()) != address(token_) || address(verification_.token()) != address(token_)
+                || address(referees_.token()) != address(token_)
+        ) revert JobMarket_RegistryMismatch();
         nodeRegistry = address(nodeRegistry_);
         verification = address(verification_);
+        referees = address(referees_);
         _grantRole(DEFAULT_ADMIN_ROLE, admin);
         _config.nextJobId = 1;
         _nodeParams.nextNodeId = 1;
         _setParams(params_);
     }
 
-    /// @notice Serves the node calls and the verified jobs: runs `NodeRegistry` or
-    /// `Verification` on this contract's storage. The `IVerification` selectors are listed
-    /// here as literals (a unit test checks them against the interface); every other call
-    /// goes to the registry.
+    /// @notice Serves the node calls and the verified jobs: runs `NodeRegistry`,
+    /// `Verification` or `Referees` on this contract's storage. The `IVerification` and
+    /// `IReferees` selectors are listed here as literals (a unit test checks them against
+    /// the interfaces); every other call goes to the registry.
     fallback() external {
         address target = nodeRegistry;
         address verification_ = verification;
+        address referees_ = referees;
         assembly ("memory-safe") {
             let sig := shr(224, calldataload(0))
-            // The heartbeat, every node's most frequent call, skips the list.
+            // The heartbeat, every node's most frequent call, skips the lists.
             if iszero(eq(sig, HEARTBEAT)) {
                 if or(
                     or(
                         or(
-                            or(eq(sig, POST_VERIFIED_JOB), eq(sig, CANCEL_VERIFIED)),
-                            or(eq(sig, EXPIRE_VERIFIED), eq(sig, SET_VERIFY_PARAMS))
+                            or(eq(sig, POST_VERIFIED_JOB), eq(sig, EXPIRE_VERIFIED)),
+                            or(eq(sig, SET_VERIFY_PARAMS), eq(sig, VERIFY_PARAMS))
                         ),
-                        or(or(eq(sig, VERIFY_PARAMS), eq(sig, POOL_FLOOR)), or(eq(sig, DRAW), eq(sig, COMMIT_SEAT)))
+                        or(or(eq(sig, POOL_FLOOR), eq(sig, DRAW)), or(eq(sig, COMMIT_SEAT), eq(sig, REJECT_SEAT)))
                     ),
                     or(
-                        or(
-                            or(eq(sig, REJECT_SEAT), eq(sig, RECLAIM_SEAT)),
-                            or(eq(sig, OPEN_REVEALS), eq(sig, REVEAL_SEAT))
-                        ),
-                        eq(sig, DECIDE)
+                        or(eq(sig, RECLAIM_SEAT), eq(sig, OPEN_REVEALS)),
+                        or(eq(sig, REVEAL_SEAT), eq(sig, DECIDE))
                     )
                 ) { target := verification_ }
+                if eq(sig, CANCEL_VERIFIED) { target := referees_ }
             }
             calldatacopy(0, 0, calldatasize())
             let ok := delegatecall(gas(), target, 0, calldatasize(), 0, 0)

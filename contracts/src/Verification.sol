@@ -4,7 +4,7 @@ pragma solidity ^0.8.24;
 import {IERC20} from "@openzeppelin/contracts/token/ERC20/IERC20.sol";
 import {SafeERC20} from "@openzeppelin/contracts/token/ERC20/utils/SafeERC20.sol";
 
-import {MarketStorage} from "./MarketStorage.sol";
+import {VerificationBase} from "./VerificationBase.sol";
 import {IJobMarket} from "./interfaces/IJobMarket.sol";
 import {IVerification} from "./interfaces/IVerification.sol";
 import {JobCodec} from "./types/JobCodec.sol";
@@ -26,7 +26,7 @@ import {
 /// @notice Verified jobs (`IVerification`): runs only inside the JobMarket, which forwards
 /// their calls to it with `delegatecall`, as it does the node calls to `NodeRegistry`. Its
 /// own address holds nothing and refuses calls.
-contract Verification is IVerification, MarketStorage {
+contract Verification is IVerification, VerificationBase {
     using SafeERC20 for IERC20;
     using JobCodec for JobTerms;
     using JobCodec for VerifiedState;
@@ -52,15 +52,7 @@ contract Verification is IVerification, MarketStorage {
     /// of the runtime), as `JobMarket.REJECT_GRACE`.
     uint256 internal constant REJECT_GRACE = 30;
 
-    address private immutable _self = address(this);
-
-    /// @dev Only the market's delegatecall is served (see `NodeRegistry.onlyDelegated`).
-    modifier onlyDelegated() {
-        if (address(this) == _self) revert Verification_OnlyThroughMarket();
-        _;
-    }
-
-    constructor(IERC20 token_) MarketStorage(token_) {}
+    constructor(IERC20 token_) VerificationBase(token_) {}
 
     // ================================================================ admin
 
@@ -99,22 +91,6 @@ contract Verification is IVerification, MarketStorage {
         _record(jobId, requirements, policy, bounty, deadline, spec, fields, drawWord, uint96(fromCredits));
 
         if (fromCredits < escrow) token.safeTransferFrom(msg.sender, address(this), escrow - fromCredits);
-    }
-
-    /// @inheritdoc IVerification
-    function cancelVerified(uint64 jobId, JobTerms calldata terms, VerifiedState calldata state)
-        external
-        onlyDelegated
-    {
-        _checkState(jobId, terms, state);
-        if (msg.sender != terms.submitter()) revert IJobMarket.JobMarket_NotSubmitter(jobId, msg.sender);
-        if (terms.tier() != VERIFY_REFEREED || state.status() != JobStatus.Open) {
-            revert Verification_NotCancellable(jobId);
-        }
-        uint96 refund = terms.bounty();
-        delete _jobs[jobId];
-        _credits[msg.sender] += refund;
-        emit IJobMarket.JobCancelled(jobId, refund);
     }
 
     /// @inheritdoc IVerification
@@ -671,11 +647,5 @@ contract Verification is IVerification, MarketStorage {
             return state.commitEnd() + terms.revealWindow();
         }
         revert Verification_RevealNotOpen(jobId);
-    }
-
-    /// @dev `state` is the job's (its hash is the job's word) and `terms` its terms.
-    function _checkState(uint64 jobId, JobTerms calldata terms, VerifiedState calldata state) internal view {
-        if (_jobs[jobId] != keccak256(abi.encode(state))) revert IJobMarket.JobMarket_StaleState(jobId);
-        if (keccak256(abi.encode(terms)) != state.terms) revert IJobMarket.JobMarket_WrongTerms(jobId);
     }
 }

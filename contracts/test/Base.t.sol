@@ -5,6 +5,7 @@ import {Test, Vm} from "forge-std/Test.sol";
 
 import {JobMarket} from "../src/JobMarket.sol";
 import {NodeRegistry} from "../src/NodeRegistry.sol";
+import {Referees} from "../src/Referees.sol";
 import {Verification} from "../src/Verification.sol";
 import {GantryTestToken} from "../src/dev/GantryTestToken.sol";
 import {IJobMarket} from "../src/interfaces/IJobMarket.sol";
@@ -99,7 +100,7 @@ abstract contract Base is Test {
         vm.recordLogs();
         token = new GantryTestToken();
         NodeRegistry registry = new NodeRegistry(token);
-        market = new JobMarket(token, admin, marketParams(), registry, new Verification(token));
+        market = new JobMarket(token, admin, marketParams(), registry, new Verification(token), new Referees(token));
         nodes = INodeRegistry(address(market));
         vm.startPrank(admin);
         market.grantRole(market.MATCHER_ROLE(), matcher);

@@ -29,7 +29,7 @@ use alloy::rpc::types::TransactionReceipt;
 use alloy::signers::SignerSync;
 use alloy::signers::local::PrivateKeySigner;
 use alloy::sol_types::SolEventInterface;
-use gantry_protocol::bindings::{GantryTestToken, JobMarket, NodeRegistry, Verification};
+use gantry_protocol::bindings::{GantryTestToken, JobMarket, NodeRegistry, Referees, Verification};
 use gantry_protocol::market::{Job, Policies, Policy, Seat, Seats};
 
 type Result<T> = std::result::Result<T, Box<dyn std::error::Error>>;
@@ -301,6 +301,7 @@ async fn deploy() -> Result<Chain> {
     let token = GantryTestToken::deploy(admin.clone()).await?;
     let registry = NodeRegistry::deploy(admin.clone(), *token.address()).await?;
     let verification = Verification::deploy(admin.clone(), *token.address()).await?;
+    let referees = Referees::deploy(admin.clone(), *token.address()).await?;
     let params = JobMarket::MarketParams {
         challengeWindow: CHALLENGE_WINDOW,
         ..gantry_protocol::market::dev_params(admin_signer.address())
@@ -312,6 +313,7 @@ async fn deploy() -> Result<Chain> {
         params.clone(),
         *registry.address(),
         *verification.address(),
+        *referees.address(),
     )
     .await?;
     let mut chain = Chain {

@@ -28,6 +28,14 @@ pub mod verification {
     );
 }
 
+pub mod referees {
+    alloy::sol!(
+        #[sol(rpc, all_derives, extra_derives(serde::Serialize, serde::Deserialize))]
+        Referees,
+        "artifacts/Referees.json"
+    );
+}
+
 alloy::sol!(
     #[sol(rpc, all_derives)]
     GantryTestToken,
@@ -54,4 +62,5 @@ alloy::sol! {
 
 pub use job_market::JobMarket;
 pub use node_registry::NodeRegistry;
+pub use referees::Referees;
 pub use verification::Verification;

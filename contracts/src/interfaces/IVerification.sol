@@ -113,7 +113,8 @@ interface IVerificationEvents {
 /// from the verification pool, run the job, commit a seal of their result, reveal it; k
 /// equal reveals decide) and **refereed** (one provider runs it; a dispute draws referees
 /// who re-execute it). Deterministic WASM jobs only. Served at the market's address, like
-/// `INodeRegistry`, by the `Verification` extension.
+/// `INodeRegistry`, by the `Verification` extension; the refereed tier's own calls are
+/// `IReferees`', served by the `Referees` extension.
 ///
 /// A verified job's state is a `VerifiedState` (five words): no `IJobMarket` call can act
 /// on it. Its terms carry the policy (`VerifyPolicy`, `limits`' high bits). Posting emits
@@ -145,11 +146,6 @@ interface IVerification is IVerificationEvents {
         uint40 deadline,
         bytes calldata spec
     ) external returns (uint64 jobId);
-
-    /// @notice The submitter cancels its Open refereed job; the bounty is credited back. A
-    /// replicated job cannot be cancelled: a submitter that could would cancel and re-post
-    /// until a draw pleased it. It ends by its decision or `expireVerified`.
-    function cancelVerified(uint64 jobId, JobTerms calldata terms, VerifiedState calldata state) external;
 
     /// @notice Anyone ends a verified job that can no longer run, crediting its escrow back to
     /// the submitter: an Open refereed job no attempt fits before its deadline; a replicated
@@ -238,4 +234,14 @@ interface IVerification is IVerificationEvents {
     function verifyParams(uint32 policyVersion) external view returns (VerifyParams memory);
     /// @notice The free stake a node needs to be in the verification pool (0: no pool).
     function poolFloor() external view returns (uint96);
+}
+
+/// @title Gantry verified jobs, the refereed tier
+/// @notice A refereed job's own calls (design 18, §2.6), served at the market's address by
+/// the `Referees` extension (the drawn referees use `IVerification`'s seat calls).
+interface IReferees is IVerificationEvents {
+    /// @notice The submitter cancels its Open refereed job; the bounty is credited back. A
+    /// replicated job cannot be cancelled: a submitter that could would cancel and re-post
+    /// until a draw pleased it. It ends by its decision or `expireVerified`.
+    function cancelVerified(uint64 jobId, JobTerms calldata terms, VerifiedState calldata state) external;
 }

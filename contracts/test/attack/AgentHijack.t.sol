@@ -4,6 +4,7 @@ pragma solidity ^0.8.24;
 import {AttackBase} from "./AttackBase.sol";
 import {JobMarket} from "../../src/JobMarket.sol";
 import {NodeRegistry} from "../../src/NodeRegistry.sol";
+import {Referees} from "../../src/Referees.sol";
 import {Verification} from "../../src/Verification.sol";
 import {INodeRegistry} from "../../src/interfaces/INodeRegistry.sol";
 
@@ -217,7 +218,7 @@ contract AgentHijack is AttackBase {
     }
 
     function deployOtherMarket() internal returns (JobMarket other) {
-        other = new JobMarket(token, admin, marketParams(), new NodeRegistry(token), new Verification(token));
+        other = new JobMarket(token, admin, marketParams(), new NodeRegistry(token), new Verification(token), new Referees(token));
         vm.prank(operator);
         token.approve(address(other), type(uint256).max);
     }

@@ -5,6 +5,7 @@ import {ConsentWallet, NodeRegistryUnitTest} from "./NodeRegistry.base.sol";
 import {INodeRegistry} from "../../src/interfaces/INodeRegistry.sol";
 import {JobMarket} from "../../src/JobMarket.sol";
 import {NodeRegistry} from "../../src/NodeRegistry.sol";
+import {Referees} from "../../src/Referees.sol";
 import {Verification} from "../../src/Verification.sol";
 
 /// @notice What `register` and `setAgent` share: the agent's consent. It is the agent's own
@@ -149,7 +150,7 @@ abstract contract NodeRegistryConsentShared is NodeRegistryUnitTest {
     }
 
     function test_Consent_RevertWhen_SignedForAnotherMarket() external {
-        JobMarket other = new JobMarket(token, admin, marketParams(), new NodeRegistry(token), new Verification(token));
+        JobMarket other = new JobMarket(token, admin, marketParams(), new NodeRegistry(token), new Verification(token), new Referees(token));
         address a = consentAgent();
         uint256 deadline = block.timestamp + 1 hours;
         bytes32 digest = INodeRegistry(address(other)).consentDigest(operator, a, nodes.agentNonce(a), deadline);

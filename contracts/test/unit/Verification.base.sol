@@ -3,7 +3,7 @@ pragma solidity ^0.8.24;
 
 import {Base} from "../Base.t.sol";
 import {JobView} from "../JobView.sol";
-import {IVerification} from "../../src/interfaces/IVerification.sol";
+import {IReferees, IVerification} from "../../src/interfaces/IVerification.sol";
 import {
     JobRequirements,
     JobState,
@@ -26,11 +26,13 @@ abstract contract VerificationUnitTest is Base {
     using JobView for VerifiedState;
 
     IVerification internal verification;
+    IReferees internal referees;
     uint16 internal constant W = 60;
 
     function setUp() public virtual override {
         super.setUp();
         verification = IVerification(address(market));
+        referees = IReferees(address(market));
         enableVerification();
     }
 

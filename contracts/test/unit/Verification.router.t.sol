@@ -4,11 +4,12 @@ pragma solidity ^0.8.24;
 import {VerificationUnitTest} from "./Verification.base.sol";
 import {JobMarket} from "../../src/JobMarket.sol";
 import {NodeRegistry} from "../../src/NodeRegistry.sol";
+import {Referees} from "../../src/Referees.sol";
 import {Verification} from "../../src/Verification.sol";
 import {GantryTestToken} from "../../src/dev/GantryTestToken.sol";
 import {IJobMarket} from "../../src/interfaces/IJobMarket.sol";
 import {INodeRegistry} from "../../src/interfaces/INodeRegistry.sol";
-import {IVerification, IVerificationEvents} from "../../src/interfaces/IVerification.sol";
+import {IReferees, IVerification, IVerificationEvents} from "../../src/interfaces/IVerification.sol";
 import {JobStatus, JobTerms, VerifiedState} from "../../src/types/Types.sol";
 
 /// @notice The market's fallback sends exactly `IVerification`'s calls to the
@@ -18,9 +19,8 @@ contract VerificationRouterTest is VerificationUnitTest {
     /// The routed list is the whole interface: a function added to `IVerification` changes
     /// its id and fails this until the router (and this list) name it.
     function test_theRoutedSelectors_areTheWholeInterface() public pure {
-        bytes4[13] memory routed = [
+        bytes4[12] memory routed = [
             IVerification.postVerifiedJob.selector,
-            IVerification.cancelVerified.selector,
             IVerification.expireVerified.selector,
             IVerification.setVerifyParams.selector,
             IVerification.verifyParams.selector,
@@ -39,19 +39,26 @@ contract VerificationRouterTest is VerificationUnitTest {
         }
         assertEq(id, type(IVerification).interfaceId);
         // The router's literals, as `JobMarket` spells them.
-        assertEq(routed[0], bytes4(0x5251167e));
-        assertEq(routed[1], bytes4(0x21987453));
-        assertEq(routed[2], bytes4(0x1b3cddf4));
-        assertEq(routed[3], bytes4(0x2b21d8ad));
-        assertEq(routed[4], bytes4(0x6260cb30));
-        assertEq(routed[5], bytes4(0xc0639dac));
-        assertEq(routed[6], bytes4(0x9c081ff9));
-        assertEq(routed[7], bytes4(0x79f4de50));
-        assertEq(routed[8], bytes4(0xbc144078));
-        assertEq(routed[9], bytes4(0x75b85119));
-        assertEq(routed[10], bytes4(0x6d42b2b7));
-        assertEq(routed[11], bytes4(0x7bc93dcc));
-        assertEq(routed[12], bytes4(0x6b842ed2));
+        bytes4[12] memory literals = [
+            bytes4(0x5251167e),
+            0x1b3cddf4,
+            0x2b21d8ad,
+            0x6260cb30,
+            0xc0639dac,
+            0x9c081ff9,
+            0x79f4de50,
+            0xbc144078,
+            0x75b85119,
+            0x6d42b2b7,
+            0x7bc93dcc,
+            0x6b842ed2
+        ];
+        for (uint256 i; i < routed.length; ++i) {
+            assertEq(routed[i], literals[i]);
+        }
+        // The refereed tier's, to `Referees`.
+        assertEq(IReferees.cancelVerified.selector, type(IReferees).interfaceId);
+        assertEq(IReferees.cancelVerified.selector, bytes4(0x21987453));
         // The heartbeat skips the list: its literal is the registry's.
         assertEq(INodeRegistry.heartbeat.selector, bytes4(0x9bf6fa57));
     }
@@ -71,7 +78,7 @@ contract VerificationRouterTest is VerificationUnitTest {
         vm.expectRevert(abi.encodeWithSelector(IJobMarket.JobMarket_WrongStatus.selector, id, JobStatus.Open));
         verification.draw(id, t, v);
         vm.prank(submitter);
-        verification.cancelVerified(id, t, v);
+        IReferees(address(market)).cancelVerified(id, t, v);
     }
 
     function test_theExtensionRefusesDirectCalls() public {
@@ -81,8 +88,9 @@ contract VerificationRouterTest is VerificationUnitTest {
         JobTerms memory noTerms;
         vm.expectRevert(IVerificationEvents.Verification_OnlyThroughMarket.selector);
         extension.postVerifiedJob(wasmJob(), refereed(3), BOUNTY, uint40(block.timestamp + 1 days), spec());
+        Referees refereesExtension = Referees(market.referees());
         vm.expectRevert(IVerificationEvents.Verification_OnlyThroughMarket.selector);
-        extension.cancelVerified(1, noTerms, none);
+        refereesExtension.cancelVerified(1, noTerms, none);
         vm.expectRevert(IVerificationEvents.Verification_OnlyThroughMarket.selector);
         extension.expireVerified(1, noTerms, none);
         vm.expectRevert(IVerificationEvents.Verification_OnlyThroughMarket.selector);
@@ -90,11 +98,16 @@ contract VerificationRouterTest is VerificationUnitTest {
         extension.setVerifyParams(verifyParams());
     }
 
-    /// A market wired to an extension of another token is refused at deployment.
+    /// A market wired to an extension of another token (either) is refused at deployment.
     function test_aMarketWithAForeignExtension_isRefused() public {
         Verification foreign = new Verification(new GantryTestToken());
         NodeRegistry registry = NodeRegistry(market.nodeRegistry());
+        Referees referees = Referees(market.referees());
         vm.expectRevert(IJobMarket.JobMarket_RegistryMismatch.selector);
-        new JobMarket(token, admin, marketParams(), registry, foreign);
+        new JobMarket(token, admin, marketParams(), registry, foreign, referees);
+        Verification ours = Verification(market.verification());
+        Referees foreignReferees = new Referees(new GantryTestToken());
+        vm.expectRevert(IJobMarket.JobMarket_RegistryMismatch.selector);
+        new JobMarket(token, admin, marketParams(), registry, ours, foreignReferees);
     }
 }

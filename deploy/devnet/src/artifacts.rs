@@ -15,6 +15,7 @@ pub const ARTIFACT_CONTRACTS: &[(&str, &str)] = &[
     ("JobMarket.sol", "JobMarket"),
     ("NodeRegistry.sol", "NodeRegistry"),
     ("Verification.sol", "Verification"),
+    ("Referees.sol", "Referees"),
     ("GantryTestToken.sol", "GantryTestToken"),
     ("EventBatcher.sol", "EventBatcher"),
 ];

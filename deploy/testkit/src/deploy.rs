@@ -6,7 +6,7 @@ use alloy::primitives::{Address, U256};
 use alloy::providers::{DynProvider, Provider, ProviderBuilder};
 use alloy::signers::local::PrivateKeySigner;
 use gantry_protocol::bindings::{
-    GantryTestToken, job_market::JobMarket, node_registry::NodeRegistry, verification::Verification,
+    GantryTestToken, job_market::JobMarket, node_registry::NodeRegistry, referees::Referees, verification::Verification,
 };
 use gantry_protocol::deployment::Deployment;
 
@@ -66,6 +66,9 @@ pub async fn deploy(
     let verification = Verification::deploy(provider.clone(), *token.address())
         .await
         .map_err(contract("deploy Verification"))?;
+    let referees = Referees::deploy(provider.clone(), *token.address())
+        .await
+        .map_err(contract("deploy Referees"))?;
     let market = JobMarket::deploy(
         provider.clone(),
         *token.address(),
@@ -73,6 +76,7 @@ pub async fn deploy(
         params.market,
         *registry.address(),
         *verification.address(),
+        *referees.address(),
     )
     .await
     .map_err(contract("deploy JobMarket"))?;
