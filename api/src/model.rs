@@ -109,6 +109,8 @@ pub fn touches(event: &GantryEvent, job: Option<&JobRow>) -> Touches {
             M::ResultRevealed(e) => (Some(e.nodeId), None),
             M::SeatFreed(e) => (Some(e.nodeId), None),
             M::SeatVacated(e) => (Some(e.nodeId), None),
+            M::HoldLocked(e) => (Some(e.nodeId), None),
+            M::HoldReleased(e) => (Some(e.nodeId), None),
             M::SeatReleased(e) => (Some(e.nodeId), None),
             M::ReplicaPaid(e) => (Some(e.nodeId), None),
             M::JobVerified(_) => (None, submitter),
@@ -309,6 +311,8 @@ pub fn apply_job(
         | M::SealCommitted(_)
         | M::SeatFreed(_)
         | M::SeatVacated(_)
+        | M::HoldLocked(_)
+        | M::HoldReleased(_)
         | M::RevealsOpened(_)
         | M::ResultRevealed(_)
         | M::SeatReleased(_)
@@ -694,6 +698,9 @@ fn apply_market_to_node(
         M::SeatDrawn(e) => node.locked_stake = plus(&node.locked_stake, u96(e.locked)),
         M::SeatFreed(e) => node.locked_stake = minus(&node.locked_stake, u96(e.unlocked)),
         M::SeatReleased(e) => node.locked_stake = minus(&node.locked_stake, u96(e.unlocked)),
+        // A refereed provider's hold, likewise.
+        M::HoldLocked(e) => node.locked_stake = plus(&node.locked_stake, u96(e.amount)),
+        M::HoldReleased(e) => node.locked_stake = minus(&node.locked_stake, u96(e.amount)),
         M::ReplicaPaid(e) => {
             node.completed_jobs += 1;
             node.earnings = plus(&node.earnings, u96(e.payout));
@@ -835,6 +842,8 @@ pub fn apply_account(
         | M::SealCommitted(_)
         | M::SeatFreed(_)
         | M::SeatVacated(_)
+        | M::HoldLocked(_)
+        | M::HoldReleased(_)
         | M::RevealsOpened(_)
         | M::ResultRevealed(_)
         | M::SeatReleased(_)

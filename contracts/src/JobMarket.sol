@@ -46,10 +46,6 @@ contract JobMarket is IJobMarket, IVerificationEvents, MarketStorage {
     /// @notice A job's dispute bond is at least this share of its bounty (and at least the
     /// market's `disputeBond`).
     uint16 public constant MIN_BOND_BPS = 1_000;
-    /// @notice A reject this soon after the assignment, seconds, is free: the time a node
-    /// needs to see an assignment and answer it (a job it cannot run, one beyond its slots
-    /// that replicated matchers raced to give it). At most a tenth of the job's max runtime.
-    uint32 public constant REJECT_GRACE = 30;
 
     // `IVerification`'s selectors, routed to `verification` by the fallback.
     uint256 internal constant POST_VERIFIED_JOB = 0x5251167e;
@@ -66,6 +62,13 @@ contract JobMarket is IJobMarket, IVerificationEvents, MarketStorage {
     uint256 internal constant DECIDE = 0x6b842ed2;
     // `IReferees`' selectors, routed to `referees`.
     uint256 internal constant CANCEL_VERIFIED = 0x21987453;
+    uint256 internal constant ASSIGN_REFEREED = 0x45dc9994;
+    uint256 internal constant CLAIM_REFEREED = 0xe722b90a;
+    uint256 internal constant SUBMIT_REFEREED_RESULT = 0xec243e5b;
+    uint256 internal constant REJECT_REFEREED = 0x5352a63f;
+    uint256 internal constant RECLAIM_REFEREED = 0x5f1a9e0c;
+    uint256 internal constant ACCEPT_VERIFIED = 0xaa09a815;
+    uint256 internal constant FINALIZE_VERIFIED = 0x833b2e20;
     /// `INodeRegistry.heartbeat`, routed to the registry first.
     uint256 internal constant HEARTBEAT = 0x9bf6fa57;
 
@@ -127,7 +130,16 @@ contract JobMarket is IJobMarket, IVerificationEvents, MarketStorage {
                         or(eq(sig, REVEAL_SEAT), eq(sig, DECIDE))
                     )
                 ) { target := verification_ }
-                if eq(sig, CANCEL_VERIFIED) { target := referees_ }
+                if or(
+                    or(
+                        or(eq(sig, CANCEL_VERIFIED), eq(sig, ASSIGN_REFEREED)),
+                        or(eq(sig, CLAIM_REFEREED), eq(sig, SUBMIT_REFEREED_RESULT))
+                    ),
+                    or(
+                        or(eq(sig, REJECT_REFEREED), eq(sig, RECLAIM_REFEREED)),
+                        or(eq(sig, ACCEPT_VERIFIED), eq(sig, FINALIZE_VERIFIED))
+                    )
+                ) { target := referees_ }
             }
             calldatacopy(0, 0, calldatasize())
             let ok := delegatecall(gas(), target, 0, calldatasize(), 0, 0)
@@ -623,24 +635,6 @@ contract JobMarket is IJobMarket, IVerificationEvents, MarketStorage {
     function _checkSubmitter(uint64 jobId, JobTerms calldata terms, JobState calldata state) internal view {
         _checkTerms(jobId, terms, state);
         if (msg.sender != terms.submitter()) revert JobMarket_NotSubmitter(jobId, msg.sender);
-    }
-
-    /// @dev The contract's eligibility rule; `gantry_protocol::eligibility` mirrors it.
-    function _checkEligible(JobTerms calldata required, NodeHot memory offered) internal pure {
-        uint8 engine = required.engine();
-        if ((offered.engines >> engine) & 1 == 0) revert JobMarket_EngineNotServed(engine);
-        bytes32 model = required.gpuModel;
-        if (model != bytes32(0) && _modelTag(model) != offered.gpuModel) revert JobMarket_GpuModelMismatch(model);
-        uint16 gpus = required.minGpuCount();
-        if (offered.gpuCount < gpus) revert JobMarket_InsufficientGpus(gpus, offered.gpuCount);
-        uint32 vram = required.minVramMiB();
-        if (offered.vramMiB < vram) revert JobMarket_InsufficientVram(vram, offered.vramMiB);
-        uint16 cpus = required.minCpuCores();
-        if (offered.cpuCores < cpus) revert JobMarket_InsufficientCpu(cpus, offered.cpuCores);
-        uint32 ram = required.minRamMiB();
-        if (offered.ramMiB < ram) revert JobMarket_InsufficientRam(ram, offered.ramMiB);
-        uint256 maxPrice = required.maxPricePerGpuHour;
-        if (offered.pricePerGpuHour > maxPrice) revert JobMarket_PriceTooHigh(maxPrice, offered.pricePerGpuHour);
     }
 
     function _setParams(MarketParams memory p) internal {

@@ -8,11 +8,13 @@ import {ReentrancyGuardTransient} from "@openzeppelin/contracts/utils/Reentrancy
 
 import {IJobMarket} from "./interfaces/IJobMarket.sol";
 import {INodeRegistry} from "./interfaces/INodeRegistry.sol";
+import {JobCodec} from "./types/JobCodec.sol";
 import {
     ENGINE_COUNT,
     ENGINE_WASM,
     JobPolicy,
     JobRequirements,
+    JobTerms,
     NodeCapabilities,
     NodeStatus,
     VerifyParams
@@ -25,6 +27,8 @@ import {
 /// and declare no storage of their own, so all see the same layout. Slots are packed for
 /// the job's path: see each struct.
 abstract contract MarketStorage is AccessControl, EIP712, ReentrancyGuardTransient {
+    using JobCodec for JobTerms;
+
     bytes32 public constant MATCHER_ROLE = keccak256("MATCHER_ROLE");
     bytes32 public constant ARBITER_ROLE = keccak256("ARBITER_ROLE");
     bytes32 public constant PAUSER_ROLE = keccak256("PAUSER_ROLE");
@@ -35,6 +39,10 @@ abstract contract MarketStorage is AccessControl, EIP712, ReentrancyGuardTransie
     /// @notice Largest job spec accepted, bytes. It is emitted in full in JobPosted.
     uint256 public constant MAX_SPEC_BYTES = 16_384;
     uint8 internal constant MAX_PRIORITY = 10;
+    /// @notice A reject this soon after the assignment, seconds, is free: the time a node
+    /// needs to see an assignment and answer it (a job it cannot run, one beyond its slots
+    /// that replicated matchers raced to give it). At most a tenth of the job's max runtime.
+    uint32 public constant REJECT_GRACE = 30;
     /// @notice Longest max runtime a job may ask for, seconds.
     uint32 public constant MAX_RUNTIME = 7 days;
 
@@ -245,6 +253,26 @@ abstract contract MarketStorage is AccessControl, EIP712, ReentrancyGuardTransie
     function _checkSpec(uint256 length) internal pure {
         if (length == 0) revert IJobMarket.JobMarket_EmptySpec();
         if (length > MAX_SPEC_BYTES) revert IJobMarket.JobMarket_SpecTooLarge(length, MAX_SPEC_BYTES);
+    }
+
+    /// @dev The contract's eligibility rule (`gantry_protocol::eligibility` mirrors it): the
+    /// node offers the job's engine, GPU model and count, memory, CPU and RAM, at a price
+    /// within the job's.
+    function _checkEligible(JobTerms calldata required, NodeHot memory offered) internal pure {
+        uint8 engine = required.engine();
+        if ((offered.engines >> engine) & 1 == 0) revert IJobMarket.JobMarket_EngineNotServed(engine);
+        bytes32 model = required.gpuModel;
+        if (model != bytes32(0) && _modelTag(model) != offered.gpuModel) revert IJobMarket.JobMarket_GpuModelMismatch(model);
+        uint16 gpus = required.minGpuCount();
+        if (offered.gpuCount < gpus) revert IJobMarket.JobMarket_InsufficientGpus(gpus, offered.gpuCount);
+        uint32 vram = required.minVramMiB();
+        if (offered.vramMiB < vram) revert IJobMarket.JobMarket_InsufficientVram(vram, offered.vramMiB);
+        uint16 cpus = required.minCpuCores();
+        if (offered.cpuCores < cpus) revert IJobMarket.JobMarket_InsufficientCpu(cpus, offered.cpuCores);
+        uint32 ram = required.minRamMiB();
+        if (offered.ramMiB < ram) revert IJobMarket.JobMarket_InsufficientRam(ram, offered.ramMiB);
+        uint256 maxPrice = required.maxPricePerGpuHour;
+        if (offered.pricePerGpuHour > maxPrice) revert IJobMarket.JobMarket_PriceTooHigh(maxPrice, offered.pricePerGpuHour);
     }
 
     function _whenNotPaused() internal view {

@@ -7,7 +7,16 @@ import {VerificationBase} from "./VerificationBase.sol";
 import {IJobMarket} from "./interfaces/IJobMarket.sol";
 import {IReferees} from "./interfaces/IVerification.sol";
 import {JobCodec} from "./types/JobCodec.sol";
-import {JobStatus, JobTerms, VERIFY_REFEREED, VerifiedState} from "./types/Types.sol";
+import {
+    CompletionKind,
+    FailureKind,
+    JobStatus,
+    JobTerms,
+    NodeStatus,
+    ReclaimKind,
+    VERIFY_REFEREED,
+    VerifiedState
+} from "./types/Types.sol";
 
 /// @title Referees
 /// @notice The refereed tier of verified jobs (`IReferees`, design 18, §2.6): runs only
@@ -34,4 +43,216 @@ contract Referees is IReferees, VerificationBase {
         emit IJobMarket.JobCancelled(jobId, refund);
     }
 
+
+    // ================================================================ the provider
+
+    /// @inheritdoc IReferees
+    function assignRefereed(uint64 jobId, uint64 nodeId, JobTerms calldata terms, VerifiedState calldata state)
+        external
+        onlyDelegated
+        onlyRole(MATCHER_ROLE)
+    {
+        _place(jobId, nodeId, terms, state, false);
+    }
+
+    /// @inheritdoc IReferees
+    function claimRefereed(uint64 jobId, uint64 nodeId, JobTerms calldata terms, VerifiedState calldata state)
+        external
+        onlyDelegated
+    {
+        _place(jobId, nodeId, terms, state, true);
+    }
+
+    /// @inheritdoc IReferees
+    function submitRefereedResult(
+        uint64 jobId,
+        JobTerms calldata terms,
+        VerifiedState calldata state,
+        bytes32 resultHash,
+        string calldata resultURI
+    ) external onlyDelegated {
+        _checkRefereed(jobId, terms, state, JobStatus.Assigned);
+        _checkText(bytes(resultURI).length);
+        if (block.timestamp > state.until()) revert IJobMarket.JobMarket_RuntimeOver(jobId, state.until());
+        uint64 nodeId = state.nodeId();
+        if (msg.sender != _nodes[nodeId].agent) revert IJobMarket.JobMarket_NotAssignedAgent(jobId, msg.sender);
+        if (resultHash == 0) revert Verification_EmptyDigest();
+        uint40 endsAt = uint40(block.timestamp) + state.challengeWindow();
+        uint256 fields = JobCodec.next(state.fields, JobStatus.Submitted, state.faults(), state.barred(), nodeId, endsAt);
+        _jobs[jobId] = keccak256(abi.encode(VerifiedState(state.terms, fields, state.seats, state.draw, resultHash)));
+        emit IJobMarket.ResultSubmitted(jobId, resultHash, resultURI, endsAt);
+    }
+
+    /// @inheritdoc IReferees
+    function rejectRefereed(uint64 jobId, JobTerms calldata terms, VerifiedState calldata state, string calldata reason)
+        external
+        onlyDelegated
+    {
+        _checkRefereed(jobId, terms, state, JobStatus.Assigned);
+        _checkText(bytes(reason).length);
+        uint64 nodeId = state.nodeId();
+        NodeRecord storage node = _nodes[nodeId];
+        if (msg.sender != node.agent) revert IJobMarket.JobMarket_NotAssignedAgent(jobId, msg.sender);
+        uint256 run = terms.maxRuntime();
+        uint256 assignedAt = state.until() - run;
+        // A node at fault (gone Inactive during the attempt, or past its runtime) cannot
+        // walk away with a reject: that job is reclaimed, with the slash.
+        if (block.timestamp > state.until() || node.inactiveSince >= assignedAt) {
+            revert IJobMarket.JobMarket_MustBeReclaimed(jobId);
+        }
+        // The grace, then the share of the seat stake that the time held past it is of the
+        // rest of the runtime (`JobMarket._rejectCharge`'s rule on the seat stake).
+        uint256 grace = run / 10 < REJECT_GRACE ? run / 10 : REJECT_GRACE;
+        uint256 held = block.timestamp - assignedAt;
+        uint96 charge = held <= grace ? 0 : uint96((uint256(state.seatStake()) * (held - grace)) / (run - grace));
+        emit IJobMarket.JobRejected(jobId, nodeId, reason);
+        _release(jobId, terms, state, nodeId, node, charge);
+        _requeueOrFail(jobId, terms, state, false);
+    }
+
+    /// @inheritdoc IReferees
+    function reclaimRefereed(uint64 jobId, JobTerms calldata terms, VerifiedState calldata state)
+        external
+        onlyDelegated
+    {
+        _checkRefereed(jobId, terms, state, JobStatus.Assigned);
+        uint64 nodeId = state.nodeId();
+        NodeRecord storage node = _nodes[nodeId];
+        ReclaimKind kind;
+        if (node.inactiveSince >= state.until() - terms.maxRuntime()) {
+            kind = ReclaimKind.NodeInactive;
+        } else if (block.timestamp > state.until()) {
+            kind = ReclaimKind.RuntimeExceeded;
+        } else {
+            revert IJobMarket.JobMarket_NotReclaimable(jobId);
+        }
+        emit IJobMarket.JobReclaimed(jobId, nodeId, kind, msg.sender);
+        _release(jobId, terms, state, nodeId, node, state.seatStake());
+        _requeueOrFail(jobId, terms, state, true);
+    }
+
+    /// @inheritdoc IReferees
+    function acceptVerified(uint64 jobId, JobTerms calldata terms, VerifiedState calldata state)
+        external
+        onlyDelegated
+    {
+        _checkRefereed(jobId, terms, state, JobStatus.Submitted);
+        if (msg.sender != terms.submitter()) revert IJobMarket.JobMarket_NotSubmitter(jobId, msg.sender);
+        _pay(jobId, terms, state, CompletionKind.Accepted);
+    }
+
+    /// @inheritdoc IReferees
+    function finalizeVerified(uint64 jobId, JobTerms calldata terms, VerifiedState calldata state)
+        external
+        onlyDelegated
+    {
+        _checkRefereed(jobId, terms, state, JobStatus.Submitted);
+        if (block.timestamp < state.until()) revert IJobMarket.JobMarket_ChallengeWindowOpen(jobId, state.until());
+        _pay(jobId, terms, state, CompletionKind.Finalized);
+    }
+
+    // ================================================================ internal
+
+    /// @dev Gives an Open refereed job to `nodeId` (eligible, Active, not barred, the run
+    /// fits before the deadline) and locks its hold: the seat stake, which a fault of the
+    /// provider costs, and r bounties, which repay the referees of a dispute it loses.
+    function _place(uint64 jobId, uint64 nodeId, JobTerms calldata terms, VerifiedState calldata state, bool claimed)
+        internal
+    {
+        _checkRefereed(jobId, terms, state, JobStatus.Open);
+        uint40 until = uint40(block.timestamp) + terms.maxRuntime();
+        if (until > terms.deadline()) revert IJobMarket.JobMarket_DoesNotFit(jobId, until, terms.deadline());
+        if (state.barred() != 0 && _barred[jobId][nodeId]) revert IJobMarket.JobMarket_Barred(jobId, nodeId);
+        NodeRecord storage node = _nodes[nodeId];
+        NodeHot memory hot = node.hot;
+        if (hot.status != NodeStatus.Active) revert IJobMarket.JobMarket_NodeNotActive(nodeId, hot.status);
+        if (claimed && msg.sender != node.agent) revert IJobMarket.JobMarket_NotNodeAgent(nodeId, msg.sender);
+        _checkEligible(terms, hot);
+        // Reserved, not just checked. The node keeps the minimum stake free, so its tier-none
+        // faults still cost it (no node locks its stake away on jobs it posted itself), and
+        // a pool member placed by the matcher keeps the pool's floor free: no role can take
+        // a member out of a draw by placing a job on it.
+        uint256 hold = _hold(terms, state);
+        uint256 keep = _nodeParams.minStake;
+        if (!claimed && node.poolIndex != 0 && _poolFloor > keep) keep = _poolFloor;
+        uint96 free = node.stake - node.locked;
+        if (free < hold + keep) revert Verification_InsufficientCollateral(nodeId, hold + keep, free);
+        node.locked += uint96(hold);
+        uint256 fields = JobCodec.next(state.fields, JobStatus.Assigned, state.faults(), state.barred(), nodeId, until);
+        _jobs[jobId] = keccak256(abi.encode(VerifiedState(state.terms, fields, state.seats, state.draw, state.result)));
+        emit IJobMarket.JobAssigned(jobId, nodeId, claimed, until);
+        emit HoldLocked(jobId, nodeId, uint96(hold));
+        _poolSync(nodeId, node);
+    }
+
+    /// @dev The provider's hold: the seat stake and r bounties.
+    function _hold(JobTerms calldata terms, VerifiedState calldata state) internal pure returns (uint256) {
+        return uint256(state.seatStake()) + uint256(terms.bounty()) * terms.size();
+    }
+
+    /// @dev Ends the provider's hold, slashing `charge` of it.
+    function _release(
+        uint64 jobId,
+        JobTerms calldata terms,
+        VerifiedState calldata state,
+        uint64 nodeId,
+        NodeRecord storage node,
+        uint96 charge
+    ) internal {
+        uint96 hold = uint96(_hold(terms, state));
+        node.locked -= hold;
+        emit HoldReleased(jobId, nodeId, hold);
+        _slash(node, nodeId, jobId, charge);
+        _poolSync(nodeId, node);
+    }
+
+    /// @dev Pays a Submitted refereed job's bounty to its provider (the fee owed to the
+    /// treasury) and ends its hold; the job is settled.
+    function _pay(uint64 jobId, JobTerms calldata terms, VerifiedState calldata state, CompletionKind kind)
+        internal
+    {
+        uint96 bounty = state.bounty();
+        uint96 fee = uint96((uint256(bounty) * state.feeBps()) / BPS);
+        uint64 nodeId = state.nodeId();
+        NodeRecord storage node = _nodes[nodeId];
+        delete _jobs[jobId];
+        node.earnings += bounty - fee;
+        node.feesOwed += fee;
+        emit IJobMarket.JobCompleted(jobId, nodeId, bounty - fee, fee, kind);
+        _release(jobId, terms, state, nodeId, node, 0);
+    }
+
+    /// @dev After a reject or a reclaim: the node is barred from the job; the job is Open
+    /// again, or Failed and refunded when out of attempts or when no attempt can fit
+    /// (`JobMarket._requeueOrFail`'s rule).
+    function _requeueOrFail(uint64 jobId, JobTerms calldata terms, VerifiedState calldata state, bool fault) internal {
+        _barred[jobId][state.nodeId()] = true;
+        uint8 barred = state.barred() == type(uint8).max ? state.barred() : state.barred() + 1;
+        uint8 faults = fault ? state.faults() + 1 : state.faults();
+        FailureKind kind;
+        if (faults >= _policies[terms.policy()].maxAttempts || barred == type(uint8).max) {
+            kind = FailureKind.OutOfAttempts;
+        } else if (block.timestamp + terms.maxRuntime() > terms.deadline()) {
+            kind = FailureKind.PastDeadline;
+        } else {
+            uint256 fields = JobCodec.next(state.fields, JobStatus.Open, faults, barred, 0, 0);
+            _jobs[jobId] =
+                keccak256(abi.encode(VerifiedState(state.terms, fields, state.seats, state.draw, state.result)));
+            emit IJobMarket.JobRequeued(jobId, faults, barred);
+            return;
+        }
+        delete _jobs[jobId];
+        _credits[terms.submitter()] += state.bounty();
+        emit IJobMarket.JobFailed(jobId, kind, state.bounty());
+    }
+
+    /// @dev The job is the caller's state, refereed, and in `status`.
+    function _checkRefereed(uint64 jobId, JobTerms calldata terms, VerifiedState calldata state, JobStatus status)
+        internal
+        view
+    {
+        _checkState(jobId, terms, state);
+        if (terms.tier() != VERIFY_REFEREED) revert Verification_InvalidPolicy();
+        if (state.status() != status) revert IJobMarket.JobMarket_WrongStatus(jobId, state.status());
+    }
 }

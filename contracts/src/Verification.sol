@@ -48,9 +48,6 @@ contract Verification is IVerification, VerificationBase {
     uint8 internal constant REVEALED = 3;
     /// @dev Given back by its node (`rejectSeat`), its lock released, until vacated.
     uint8 internal constant DECLINED = 4;
-    /// @dev A seat given back this soon after it was drawn costs nothing (at most a tenth
-    /// of the runtime), as `JobMarket.REJECT_GRACE`.
-    uint256 internal constant REJECT_GRACE = 30;
 
     constructor(IERC20 token_) VerificationBase(token_) {}
 
@@ -325,6 +322,9 @@ contract Verification is IVerification, VerificationBase {
         if (p.poolFloor == 0) revert Verification_NotOffered(c.policy);
         _checkRequirements(requirements);
         if (requirements.engine != ENGINE_WASM) revert Verification_EngineNotVerifiable(requirements.engine);
+        if (requirements.maxRuntime < MIN_VERIFIED_RUNTIME) {
+            revert Verification_RuntimeTooShort(requirements.maxRuntime, MIN_VERIFIED_RUNTIME);
+        }
         _checkSpec(specLength);
         _checkPolicy(policy, p.minRevealWindow);
         if (bounty < p.minVerifiedBounty) revert Verification_BountyTooSmall(bounty, p.minVerifiedBounty);
@@ -364,6 +364,10 @@ contract Verification is IVerification, VerificationBase {
         } else {
             uint256 earliest = block.timestamp + maxRuntime;
             if (deadline < earliest) revert IJobMarket.JobMarket_DeadlineTooSoon(deadline, earliest);
+            // The provider's hold (the seat stake and r bounties) travels in 96 bits too.
+            if (uint256(seatStake) + uint256(bounty) * policy.size > type(uint96).max) {
+                revert Verification_BountyTooLarge(bounty);
+            }
             drawWord = JobCodec.draw(0, 0, 0, seatStake);
             escrow = bounty;
         }

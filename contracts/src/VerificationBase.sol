@@ -15,6 +15,10 @@ import {JobTerms, VerifiedState} from "./types/Types.sol";
 /// addresses hold nothing and refuse calls. Two contracts because one would not fit
 /// the 24,576-byte limit (design 18, §5).
 abstract contract VerificationBase is IVerificationEvents, MarketStorage {
+    /// @dev A verified job's shortest max runtime: ten graces, so that a seat or a
+    /// refereed provider always has the whole `REJECT_GRACE` to refuse a job it cannot run.
+    uint32 internal constant MIN_VERIFIED_RUNTIME = 10 * REJECT_GRACE;
+
     address private immutable _self = address(this);
 
     /// @dev Only the market's delegatecall is served (see `NodeRegistry.onlyDelegated`).

@@ -573,11 +573,16 @@ abstract contract Base is Test {
             (, uint40 until) = abi.decode(log.data, (bool, uint40));
             s.moved(JobStatus.Assigned, s.faults(), s.barred(), uint64(uint256(log.topics[2])), until);
             jobs[uint64(uint256(log.topics[1]))].state = s;
+            movedVerified(uint64(uint256(log.topics[1])), s);
         } else if (t == IJobMarket.ResultSubmitted.selector) {
             JobState memory s = jobs[uint64(uint256(log.topics[1]))].state;
-            (,, uint40 until) = abi.decode(log.data, (bytes32, string, uint40));
+            (bytes32 resultHash,, uint40 until) = abi.decode(log.data, (bytes32, string, uint40));
             s.moved(JobStatus.Submitted, s.faults(), s.barred(), s.nodeId(), until);
             jobs[uint64(uint256(log.topics[1]))].state = s;
+            movedVerified(uint64(uint256(log.topics[1])), s);
+            if (verified[uint64(uint256(log.topics[1]))].terms != 0) {
+                verified[uint64(uint256(log.topics[1]))].result = resultHash;
+            }
         } else if (t == IJobMarket.JobDisputed.selector) {
             JobState memory s = jobs[uint64(uint256(log.topics[1]))].state;
             (uint96 bond,, uint40 until) = abi.decode(log.data, (uint96, uint96, uint40));
@@ -602,6 +607,7 @@ abstract contract Base is Test {
             (uint8 faults, uint8 barred) = abi.decode(log.data, (uint8, uint8));
             s.moved(JobStatus.Open, faults, barred, 0, 0);
             jobs[uint64(uint256(log.topics[1]))].state = s;
+            movedVerified(uint64(uint256(log.topics[1])), s);
         } else if (t == IJobMarket.JobFailed.selector) {
             uint64 jobId = uint64(uint256(log.topics[1]));
             (, uint96 refund) = abi.decode(log.data, (uint8, uint96));
@@ -665,6 +671,11 @@ abstract contract Base is Test {
         if (v.terms != 0) {
             v.fields = (v.fields & ~(uint256(type(uint8).max) << 248)) | (uint256(uint8(final_)) << 248);
         }
+    }
+
+    /// A refereed job moves as a tier-none job does (the same `fields`).
+    function movedVerified(uint64 jobId, JobState memory s) internal {
+        if (verified[jobId].terms != 0) verified[jobId].fields = s.fields;
     }
 
     /// A seat's `fields` in phase `phase` (1 Seated, 2 Committed, 3 Revealed, 4 Declined).

@@ -99,6 +99,10 @@ library JobView {
         return uint40(s.fields >> 144);
     }
 
+    function nodeId(VerifiedState memory s) internal pure returns (uint64) {
+        return uint64(uint48(s.fields >> 184));
+    }
+
     function bounty(VerifiedState memory s) internal pure returns (uint96) {
         return uint96(s.fields >> 48);
     }

@@ -398,6 +398,8 @@ impl State {
             | M::SealCommitted(_)
             | M::SeatFreed(_)
             | M::SeatVacated(_)
+            | M::HoldLocked(_)
+            | M::HoldReleased(_)
             | M::RevealsOpened(_)
             | M::ResultRevealed(_)
             | M::SeatReleased(_)

@@ -13,7 +13,9 @@ use std::collections::BTreeMap;
 use alloy::primitives::{Address, B256, U256, keccak256};
 use alloy::sol_types::SolValue;
 
-use crate::bindings::{JobMarket, Verification as VerificationContract};
+use crate::bindings::{
+    JobMarket, Referees as RefereesContract, Verification as VerificationContract,
+};
 use crate::eligibility::Requirements;
 use crate::status::JobStatus;
 
@@ -289,6 +291,31 @@ impl From<JobMarket::JobTerms> for VerificationContract::JobTerms {
     }
 }
 
+/// The same five words, as the `Referees` extension's binding types them.
+impl From<JobMarket::JobTerms> for RefereesContract::JobTerms {
+    fn from(t: JobMarket::JobTerms) -> Self {
+        Self {
+            party: t.party,
+            specHash: t.specHash,
+            gpuModel: t.gpuModel,
+            limits: t.limits,
+            maxPricePerGpuHour: t.maxPricePerGpuHour,
+        }
+    }
+}
+
+impl From<VerificationContract::VerifiedState> for RefereesContract::VerifiedState {
+    fn from(s: VerificationContract::VerifiedState) -> Self {
+        Self {
+            terms: s.terms,
+            fields: s.fields,
+            seats: s.seats,
+            draw: s.draw,
+            result: s.result,
+        }
+    }
+}
+
 /// A verified job's `draw` word: drawBlock 40 @0 | rounds 8 @40 | commitEnd 40 @48 |
 /// seatStake 96 @88.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
@@ -542,6 +569,10 @@ impl State {
             M::ResultSubmitted(e) => {
                 self.status = JobStatus::Submitted;
                 self.until = e.until.to::<u64>();
+                // A refereed job keeps the result's hash in its state.
+                if let Some(verified) = self.verified.as_mut() {
+                    verified.result = e.resultHash;
+                }
             }
             M::JobDisputed(e) => {
                 self.status = JobStatus::Disputed;
@@ -603,6 +634,8 @@ impl State {
             // A seat is a word of its own, not the job's ([`Seat::apply`]); pay is the
             // node's.
             M::SeatDrawn(_)
+            | M::HoldLocked(_)
+            | M::HoldReleased(_)
             | M::SeatFreed(_)
             | M::SealCommitted(_)
             | M::ResultRevealed(_)

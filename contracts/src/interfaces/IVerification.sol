@@ -50,6 +50,12 @@ interface IVerificationEvents {
     /// @notice The replicated job is Completed: `agreed` seats revealed `digest` (at least
     /// the quorum); `refund` (the unpaid seats' bounties) was credited to the submitter.
     event JobVerified(uint64 indexed jobId, bytes32 digest, uint8 agreed, uint96 refund);
+    /// @notice A refereed job's provider holds `amount` of its stake while it has the job:
+    /// the seat stake (what its fault costs) and r bounties (what repays the referees of
+    /// a dispute it loses).
+    event HoldLocked(uint64 indexed jobId, uint64 indexed nodeId, uint96 amount);
+    /// @notice The provider's hold ended (less any slash, in `NodeSlashed`, which follows).
+    event HoldReleased(uint64 indexed jobId, uint64 indexed nodeId, uint96 amount);
     /// @notice The admin set the verification rules of policy version `policyVersion`.
     event VerifyParamsSet(uint32 indexed policyVersion, VerifyParams params);
 
@@ -97,6 +103,11 @@ interface IVerificationEvents {
     error Verification_SeatsCanStillFill(uint64 jobId);
     error Verification_NoSeatFilled(uint64 jobId);
     error Verification_NothingCommitted(uint64 jobId);
+    /// @notice The node's free stake does not cover a refereed job's hold and what it must
+    /// keep free beside it (`needed`).
+    error Verification_InsufficientCollateral(uint64 nodeId, uint256 needed, uint96 free);
+    /// @notice A verified job runs at least ten `REJECT_GRACE`s.
+    error Verification_RuntimeTooShort(uint32 maxRuntime, uint32 min);
     /// @notice The reveal phase has not begun.
     error Verification_RevealNotOpen(uint64 jobId);
     /// @notice The reveal phase ended at `revealBy`.
@@ -132,13 +143,14 @@ interface IVerification is IVerificationEvents {
     // ---------------------------------------------------------------- submitter
 
     /// @notice Posts a verified job and escrows its pay (n × bounty replicated, the bounty
-    /// refereed): from the caller's credits first, the rest pulled. WASM only; the policy
-    /// within the rules (replicated: 3 <= n <= 5, 2k > n, k <= n - 1; refereed: r = 3 or 5;
+    /// refereed): from the caller's credits first, the rest pulled. WASM only, a max runtime
+    /// of at least ten `REJECT_GRACE`s (300 s); the policy within the rules (replicated: 3 <= n <= 5, 2k > n, k <= n - 1; refereed: r = 3 or 5;
     /// reveal window at least `minRevealWindow`); bounty at least `minVerifiedBounty`; the
     /// seat stake, max(seatFloor, seatBps × bounty), at most the pool's floor. Replicated:
     /// the pool holds at least `minPool` nodes, and now + DRAW_SLACK + maxRuntime + W <=
     /// deadline <= now + 2 × MAX_RUNTIME + W; its first draw is armed. Refereed: deadline >=
-    /// now + maxRuntime; the job is Open for a provider.
+    /// now + maxRuntime, the provider's hold (seat stake + r × bounty) within 96 bits; the
+    /// job is Open for a provider.
     function postVerifiedJob(
         JobRequirements calldata requirements,
         VerifyPolicy calldata verification,
@@ -244,4 +256,45 @@ interface IReferees is IVerificationEvents {
     /// replicated job cannot be cancelled: a submitter that could would cancel and re-post
     /// until a draw pleased it. It ends by its decision or `expireVerified`.
     function cancelVerified(uint64 jobId, JobTerms calldata terms, VerifiedState calldata state) external;
+
+    /// @notice The matcher gives an Open refereed job to an eligible Active node not barred
+    /// from it, when a run fits before the deadline (as `IJobMarket.assign`), and locks the
+    /// node's hold: the seat stake and r bounties (`HoldLocked`). Refused unless the node's
+    /// free stake covers the hold and, beside it, the minimum stake (and, for a member of the
+    /// verification pool, the pool's floor: no role takes a member out of a draw). MATCHER_ROLE.
+    function assignRefereed(uint64 jobId, uint64 nodeId, JobTerms calldata terms, VerifiedState calldata state)
+        external;
+
+    /// @notice `assignRefereed` by the node's own agent (claim mode); a pool member may
+    /// claim a hold that takes it out of the pool.
+    function claimRefereed(uint64 jobId, uint64 nodeId, JobTerms calldata terms, VerifiedState calldata state)
+        external;
+
+    /// @notice The provider's agent submits the result's hash (not zero) before its runtime
+    /// ends; the challenge window runs from now (as `IJobMarket.submitResult`).
+    function submitRefereedResult(
+        uint64 jobId,
+        JobTerms calldata terms,
+        VerifiedState calldata state,
+        bytes32 resultHash,
+        string calldata resultURI
+    ) external;
+
+    /// @notice The provider's agent gives the job back (as `IJobMarket.reject`): free within
+    /// the grace, later the prorated share of the seat stake; the hold is released, the node
+    /// barred, the job requeued or failed.
+    function rejectRefereed(uint64 jobId, JobTerms calldata terms, VerifiedState calldata state, string calldata reason)
+        external;
+
+    /// @notice Anyone takes the job back from a provider marked Inactive during the attempt
+    /// or past its runtime (as `IJobMarket.reclaim`): the seat stake is slashed, the rest of
+    /// the hold released, the node barred, the job requeued or failed.
+    function reclaimRefereed(uint64 jobId, JobTerms calldata terms, VerifiedState calldata state) external;
+
+    /// @notice The submitter accepts the result: the provider is paid, its hold released.
+    function acceptVerified(uint64 jobId, JobTerms calldata terms, VerifiedState calldata state) external;
+
+    /// @notice Anyone pays the provider once the challenge window ended without a dispute;
+    /// its hold is released.
+    function finalizeVerified(uint64 jobId, JobTerms calldata terms, VerifiedState calldata state) external;
 }

@@ -199,6 +199,14 @@ library JobCodec {
         return uint96(s.fields >> 48);
     }
 
+    function nodeId(VerifiedState calldata s) internal pure returns (uint64) {
+        return uint64(uint48(s.fields >> 184));
+    }
+
+    function challengeWindow(VerifiedState calldata s) internal pure returns (uint32) {
+        return uint32(s.fields);
+    }
+
     function feeBps(VerifiedState calldata s) internal pure returns (uint16) {
         return uint16(s.fields >> 32);
     }

@@ -39,7 +39,7 @@ contract MarketInvariants is Test {
     }
 
     function actionSelectors() internal pure returns (bytes4[] memory s) {
-        s = new bytes4[](41);
+        s = new bytes4[](45);
         s[0] = MarketHandler.post.selector;
         s[1] = MarketHandler.deposit.selector;
         s[2] = MarketHandler.cancel.selector;
@@ -81,6 +81,10 @@ contract MarketInvariants is Test {
         s[38] = MarketHandler.openReveals.selector;
         s[39] = MarketHandler.revealSeat.selector;
         s[40] = MarketHandler.decideVerified.selector;
+        s[41] = MarketHandler.placeRefereed.selector;
+        s[42] = MarketHandler.submitRefereed.selector;
+        s[43] = MarketHandler.settleRefereed.selector;
+        s[44] = MarketHandler.faultRefereed.selector;
     }
 
     // ---------------------------------------------------------------- the handler reaches everything
@@ -138,7 +142,7 @@ contract MarketInvariants is Test {
         for (uint256 i; i < handler.nodeCount(); ++i) {
             handler.syncPool(i);
         }
-        handler.postVerified(1, 5e6, 0);
+        handler.postVerified(1, 5e6, 1);
         handler.drawVerified(0);
         uint256 seats = handler.verifiedSeats(handler.verifiedCount() - 1);
         uint256 seated;
@@ -162,7 +166,7 @@ contract MarketInvariants is Test {
         for (uint256 i; i < handler.nodeCount(); ++i) {
             handler.syncPool(i);
         }
-        handler.postVerified(2, 5e6, 0);
+        handler.postVerified(2, 5e6, 1);
         handler.drawVerified(1);
         handler.rejectSeat(0);
         handler.warp(10 minutes, false);
@@ -170,6 +174,17 @@ contract MarketInvariants is Test {
             handler.markInactive(i, false);
         }
         handler.reclaimSeat(0);
+        // Refereed jobs: one placed, answered and paid; one placed and given back.
+        for (uint256 i; i < handler.nodeCount(); ++i) {
+            handler.heartbeat(i);
+        }
+        handler.postVerified(0, 5e6, 3);
+        handler.placeRefereed(0, 0, false);
+        handler.submitRefereed(0);
+        handler.settleRefereed(0);
+        handler.postVerified(1, 5e6, 3);
+        handler.placeRefereed(0, 1, true);
+        handler.faultRefereed(0);
         bytes4[] memory actions = actionSelectors();
         for (uint256 i; i < actions.length; ++i) {
             assertGt(handler.calls(actions[i]), 0, vm.toString(abi.encodePacked(actions[i])));
@@ -268,8 +283,12 @@ contract MarketInvariants is Test {
             uint64 id = handler.nodeAt(i);
             NodeInfo memory n = nodes.getNode(id);
             assertLe(n.lockedStake, n.stake, "held within the stake");
-            uint256 seats = handler.seatLockedOf(id);
-            assertEq(n.lockedStake, handler.lockedOf(id) + seats, "held: the disputes' exposures and the seats' stakes");
+            uint256 seats = handler.seatLockedOf(id) + handler.holdOf(id);
+            assertEq(
+                n.lockedStake,
+                handler.lockedOf(id) + seats,
+                "held: the disputes' exposures, the seats' stakes and the refereed providers' holds"
+            );
             assertEq(n.lockedStake - seats, handler.heldFor(id), "held: as the fold's disputes say");
         }
     }

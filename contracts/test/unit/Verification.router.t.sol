@@ -57,8 +57,25 @@ contract VerificationRouterTest is VerificationUnitTest {
             assertEq(routed[i], literals[i]);
         }
         // The refereed tier's, to `Referees`.
-        assertEq(IReferees.cancelVerified.selector, type(IReferees).interfaceId);
-        assertEq(IReferees.cancelVerified.selector, bytes4(0x21987453));
+        bytes4[8] memory refereed = [
+            IReferees.cancelVerified.selector,
+            IReferees.assignRefereed.selector,
+            IReferees.claimRefereed.selector,
+            IReferees.submitRefereedResult.selector,
+            IReferees.rejectRefereed.selector,
+            IReferees.reclaimRefereed.selector,
+            IReferees.acceptVerified.selector,
+            IReferees.finalizeVerified.selector
+        ];
+        bytes4[8] memory refereedLiterals = [
+            bytes4(0x21987453), 0x45dc9994, 0xe722b90a, 0xec243e5b, 0x5352a63f, 0x5f1a9e0c, 0xaa09a815, 0x833b2e20
+        ];
+        bytes4 refereedId;
+        for (uint256 i; i < refereed.length; ++i) {
+            refereedId ^= refereed[i];
+            assertEq(refereed[i], refereedLiterals[i]);
+        }
+        assertEq(refereedId, type(IReferees).interfaceId);
         // The heartbeat skips the list: its literal is the registry's.
         assertEq(INodeRegistry.heartbeat.selector, bytes4(0x9bf6fa57));
     }

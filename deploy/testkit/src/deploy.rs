@@ -6,7 +6,8 @@ use alloy::primitives::{Address, U256};
 use alloy::providers::{DynProvider, Provider, ProviderBuilder};
 use alloy::signers::local::PrivateKeySigner;
 use gantry_protocol::bindings::{
-    GantryTestToken, job_market::JobMarket, node_registry::NodeRegistry, referees::Referees, verification::Verification,
+    GantryTestToken, job_market::JobMarket, node_registry::NodeRegistry, referees::Referees,
+    verification::Verification,
 };
 use gantry_protocol::deployment::Deployment;
 

@@ -15,7 +15,7 @@ import {
 } from "../../../src/types/Types.sol";
 import {MarketParams, NodeCapabilities, NodeInfo, NodeStatus, VerifyParams} from "../../../src/types/Types.sol";
 import {Seat, VERIFY_REFEREED, VERIFY_REPLICATED, VerifiedState, VerifyPolicy} from "../../../src/types/Types.sol";
-import {IVerification} from "../../../src/interfaces/IVerification.sol";
+import {IReferees, IVerification} from "../../../src/interfaces/IVerification.sol";
 
 /// @notice Drives random sequences of calls by every participant (submitters, the matcher,
 /// agents, operators, keepers, the arbiter, the admin), with bounded inputs. Each action
@@ -63,6 +63,8 @@ contract MarketHandler is Base {
     mapping(uint64 jobId => uint96) public exposureOf;
     /// Stake locked by the node's seats on verified jobs.
     mapping(uint64 nodeId => uint256) public seatLockedOf;
+    /// Stake held by the node as a refereed job's provider.
+    mapping(uint64 nodeId => uint256) public holdOf;
     uint256 public slashedTotal;
     uint256 public sweptTotal;
     uint256 public treasuryOut;
@@ -115,7 +117,7 @@ contract MarketHandler is Base {
         sync();
         VerifyParams memory p = verifyParams();
         for (uint256 i; i < 2; ++i) {
-            _postVerified(i, 5e6, 0, p);
+            _postVerified(i, 5e6, 1, p);
             _draw(verifiedIds[i], i);
         }
         for (uint256 i; i < 3; ++i) {
@@ -406,7 +408,7 @@ contract MarketHandler is Base {
 
     // ================================================================ actions: verified jobs
 
-    /// A replicated 3/2 job when the pool can seat it, else a refereed one; under the
+    /// A replicated 3/2 job when the pool can seat it (one in three not), else a refereed one; under the
     /// current policy's verification rules (none after a new policy: nothing to post).
     function postVerified(uint256 who, uint96 bounty, uint32 slack) external step {
         if (jobIds.length + verifiedIds.length >= MAX_JOBS) return;
@@ -417,7 +419,8 @@ contract MarketHandler is Base {
     }
 
     function _postVerified(uint256 who, uint96 bounty, uint32 slack, VerifyParams memory p) internal {
-        bool replicate = nodes.poolSize() >= p.minPool;
+        // Replicated when the pool can seat it, but one in three refereed anyway.
+        bool replicate = nodes.poolSize() >= p.minPool && slack % 3 != 0;
         VerifyPolicy memory policy = replicate
             ? VerifyPolicy({tier: VERIFY_REPLICATED, size: 3, quorum: 2, revealWindow: 60})
             : VerifyPolicy({tier: VERIFY_REFEREED, size: 3, quorum: 0, revealWindow: 60});
@@ -744,6 +747,109 @@ contract MarketHandler is Base {
             if (f >> 248 == 2) pending = true;
         }
         return filled && (now_ > revealBy || !pending);
+    }
+
+    // ================================================================ actions: refereed jobs
+
+    /// The matcher places an Open refereed job on an eligible node that can hold it (or
+    /// the node's agent claims it).
+    function placeRefereed(uint256 seed, uint256 nodeSeed, bool claimed) external step {
+        (bool found, uint64 id) = _findVerified(seed, JobStatus.Open);
+        if (!found || now_ + jobs[id].terms.maxRuntime() > jobs[id].terms.deadline()) return;
+        (bool any, uint64 nodeId) = _nodeFor(id, nodeSeed);
+        if (!any) return;
+        NodeInfo memory n = node(nodeId);
+        // The hold, and beside it the minimum stake (a pool member placed by the matcher:
+        // the pool's floor) kept free.
+        uint256 hold = _holdOf(id);
+        uint256 keep = MIN_STAKE;
+        uint256 floor = IVerification(address(market)).poolFloor();
+        if (!claimed && n.poolIndex != 0 && floor > keep) keep = floor;
+        if (n.stake - n.lockedStake < hold + keep) return;
+        if (claimed) vm.prank(agentOf[nodeId]);
+        else vm.prank(matcher);
+        if (claimed) IReferees(address(market)).claimRefereed(id, nodeId, jobs[id].terms, verified[id]);
+        else IReferees(address(market)).assignRefereed(id, nodeId, jobs[id].terms, verified[id]);
+        sync();
+        holdOf[nodeId] += hold;
+        _did();
+    }
+
+    /// The provider answers in time.
+    function submitRefereed(uint256 seed) external step {
+        (bool found, uint64 id) = _findVerified(seed, JobStatus.Assigned);
+        if (!found || now_ > verified[id].until()) return;
+        vm.prank(agentOf[verified[id].nodeId()]);
+        IReferees(address(market)).submitRefereedResult(
+            id, jobs[id].terms, verified[id], keccak256(abi.encode(id)), "gantry://r"
+        );
+        sync();
+        _did();
+    }
+
+    /// The submitter accepts, or anyone finalizes after the challenge window.
+    function settleRefereed(uint256 seed) external step {
+        (bool found, uint64 id) = _findVerified(seed, JobStatus.Submitted);
+        if (!found) return;
+        uint64 nodeId = verified[id].nodeId();
+        uint256 hold = _holdOf(id);
+        uint256 bounty = verified[id].bounty();
+        uint256 fee = bounty * uint16(verified[id].fields >> 32) / ONE_BPS;
+        if (now_ >= verified[id].until()) {
+            vm.prank(stranger);
+            IReferees(address(market)).finalizeVerified(id, jobs[id].terms, verified[id]);
+        } else {
+            vm.prank(jobs[id].terms.submitter());
+            IReferees(address(market)).acceptVerified(id, jobs[id].terms, verified[id]);
+        }
+        sync();
+        holdOf[nodeId] -= hold;
+        earnedOf[nodeId] += bounty - fee;
+        feesAccrued[nodeId] += fee;
+        spentOf[jobs[id].terms.submitter()] += bounty;
+        _did();
+    }
+
+    /// The provider gives the job back (charged by the grace rule on the seat stake), or
+    /// anyone reclaims it from a provider at fault (the seat stake slashed).
+    function faultRefereed(uint256 seed) external step {
+        (bool found, uint64 id) = _findVerified(seed, JobStatus.Assigned);
+        if (!found) return;
+        uint64 nodeId = verified[id].nodeId();
+        uint256 run = jobs[id].terms.maxRuntime();
+        uint256 assignedAt = verified[id].until() - run;
+        uint256 hold = _holdOf(id);
+        uint96 seatStake = verified[id].seatStake();
+        if (now_ > verified[id].until() || node(nodeId).inactiveSince >= assignedAt) {
+            vm.prank(stranger);
+            IReferees(address(market)).reclaimRefereed(id, jobs[id].terms, verified[id]);
+            _slashed(nodeId, seatStake);
+        } else {
+            uint256 charge = rejectCharge(seatStake, now_ - assignedAt, run);
+            vm.prank(agentOf[nodeId]);
+            IReferees(address(market)).rejectRefereed(id, jobs[id].terms, verified[id], "no");
+            _slashed(nodeId, charge);
+        }
+        sync();
+        holdOf[nodeId] -= hold;
+        assertTrue(market.isBarred(id, nodeId), "barred");
+        _did();
+    }
+
+    function _holdOf(uint64 id) internal view returns (uint256) {
+        return uint256(verified[id].seatStake()) + uint256(verified[id].bounty()) * jobs[id].terms.size();
+    }
+
+    /// The first live refereed job at or after `seed` in `status`.
+    function _findVerified(uint256 seed, JobStatus status) internal view returns (bool, uint64) {
+        uint256 n = verifiedIds.length;
+        for (uint256 k; k < n; ++k) {
+            uint64 id = verifiedIds[(seed % n + k) % n];
+            if (_isLive(id) && jobs[id].terms.tier() == VERIFY_REFEREED && verified[id].status() == status) {
+                return (true, id);
+            }
+        }
+        return (false, 0);
     }
 
     // ================================================================ actions: operators

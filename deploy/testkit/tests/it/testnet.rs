@@ -290,3 +290,121 @@ async fn a_verified_job_folds_to_the_markets_word_and_no_market_call_reaches_it(
         );
     }
 }
+
+/// A refereed job's undisputed life on anvil, every call taking the state the shared fold
+/// made of the job's events (`job` checks its hash): placed by the matcher with the
+/// provider's hold locked, answered (the fold keeps the result's hash), accepted, paid.
+#[tokio::test]
+async fn a_refereed_job_is_placed_answered_and_paid_through_the_shared_fold() {
+    use alloy::primitives::aliases::U96;
+    use gantry_protocol::bindings::{NodeRegistry, Referees, Verification};
+    use gantry_protocol::eligibility::Engines;
+    use gantry_protocol::market::Verification as Policy;
+    use gantry_testkit::accounts::MATCHER;
+    use gantry_testkit::{GUSD, confirm_receipt};
+
+    let net = TestNet::builder()
+        .start()
+        .await
+        .expect("the test net starts");
+    let wasm = NodeRegistry::NodeCapabilities {
+        cpuCores: 4,
+        ramMiB: 8_192,
+        maxConcurrentJobs: 1,
+        engines: Engines::WASM.0,
+        ..Default::default()
+    };
+    let provider = net.register_own_node(NODES[1], wasm).await;
+    net.fund_submitter().await;
+    let market = net.devnet.deployment.market;
+    let requirements = Verification::JobRequirements {
+        minCpuCores: 1,
+        minRamMiB: 64,
+        maxRuntime: 600,
+        priority: 5,
+        engine: 1,
+        ..Default::default()
+    };
+    let policy = Verification::VerifyPolicy {
+        tier: Policy::REFEREED,
+        size: 3,
+        quorum: 0,
+        revealWindow: 60,
+    };
+    let receipt = confirm_receipt(
+        "postVerifiedJob",
+        Verification::new(market, net.provider(SUBMITTER))
+            .postVerifiedJob(
+                requirements,
+                policy,
+                U96::from(5 * GUSD),
+                alloy::primitives::aliases::U40::from(net.now().await + 3_600),
+                br#"{"v":2,"engine":"wasm"}"#.to_vec().into(),
+            )
+            .send()
+            .await,
+    )
+    .await
+    .expect("posted");
+    let id = receipt
+        .decoded_log::<gantry_protocol::bindings::JobMarket::JobPosted>()
+        .expect("JobPosted")
+        .jobId;
+    let job = net.job(id).await;
+    assert_eq!(job.state.status, JobStatus::Open);
+    let terms: Referees::JobTerms = job.terms.pack().into();
+    let state = |s: Verification::VerifiedState| Referees::VerifiedState::from(s);
+
+    confirm_receipt(
+        "assignRefereed",
+        Referees::new(market, net.provider(MATCHER))
+            .assignRefereed(
+                id,
+                provider,
+                terms.clone(),
+                state(job.state.pack_verified().unwrap()),
+            )
+            .send()
+            .await,
+    )
+    .await
+    .expect("the matcher places it");
+    let assigned = net.job(id).await;
+    assert_eq!(assigned.state.status, JobStatus::Assigned);
+    // The hold: the seat stake (20 gUSD, the devnet's floor) and three bounties.
+    assert_eq!(net.node(provider).await.lockedStake, U96::from(35 * GUSD));
+
+    let result = alloy::primitives::keccak256("the module's output");
+    confirm_receipt(
+        "submitRefereedResult",
+        Referees::new(market, net.provider(NODES[1]))
+            .submitRefereedResult(
+                id,
+                terms.clone(),
+                state(assigned.state.pack_verified().unwrap()),
+                result,
+                "gantry://results/1".into(),
+            )
+            .send()
+            .await,
+    )
+    .await
+    .expect("the provider answers");
+    let submitted = net.job(id).await;
+    assert_eq!(submitted.state.status, JobStatus::Submitted);
+    assert_eq!(submitted.state.verified.unwrap().result, result);
+
+    confirm_receipt(
+        "acceptVerified",
+        Referees::new(market, net.provider(SUBMITTER))
+            .acceptVerified(id, terms, state(submitted.state.pack_verified().unwrap()))
+            .send()
+            .await,
+    )
+    .await
+    .expect("the submitter accepts");
+    assert_eq!(net.job(id).await.state.status, JobStatus::Completed);
+    let info = net.node(provider).await;
+    assert_eq!(info.lockedStake, U96::ZERO, "the hold is released");
+    assert_eq!(info.earnings, U96::from(5 * GUSD - 5 * GUSD / 40));
+}
