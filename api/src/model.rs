@@ -111,6 +111,9 @@ pub fn touches(event: &GantryEvent, job: Option<&JobRow>) -> Touches {
             M::SeatVacated(e) => (Some(e.nodeId), None),
             M::HoldLocked(e) => (Some(e.nodeId), None),
             M::HoldReleased(e) => (Some(e.nodeId), None),
+            M::HoldForfeited(e) => (Some(e.nodeId), submitter),
+            M::RefereesRequested(e) => (Some(e.nodeId), submitter),
+            M::RefereesDecided(e) => (Some(e.nodeId), submitter),
             M::SeatReleased(e) => (Some(e.nodeId), None),
             M::ReplicaPaid(e) => (Some(e.nodeId), None),
             M::JobVerified(_) => (None, submitter),
@@ -313,6 +316,9 @@ pub fn apply_job(
         | M::SeatVacated(_)
         | M::HoldLocked(_)
         | M::HoldReleased(_)
+        | M::HoldForfeited(_)
+        | M::RefereesRequested(_)
+        | M::RefereesDecided(_)
         | M::RevealsOpened(_)
         | M::ResultRevealed(_)
         | M::SeatReleased(_)
@@ -437,6 +443,7 @@ fn verified_of(row: &VerificationRow) -> Option<Verified> {
             rounds: u8::try_from(row.rounds).unwrap_or(u8::MAX),
             commit_end: row.commit_end.unwrap_or(0),
             seat_stake: row.seat_stake.parse().unwrap_or(0),
+            paid: u8::try_from(row.paid_referees).unwrap_or(u8::MAX),
         },
         result: row
             .result
@@ -453,6 +460,7 @@ fn set_verified(row: &mut VerificationRow, verified: &Verified) {
     row.commit_end = (draw.commit_end != 0).then_some(draw.commit_end);
     row.draw_block = (draw.draw_block != 0).then_some(draw.draw_block);
     row.rounds = u64::from(draw.rounds);
+    row.paid_referees = u64::from(draw.paid);
     row.seats = format!("{:#x}", verified.seats);
     row.result = (verified.result != B256::ZERO).then(|| hex(verified.result));
 }
@@ -701,6 +709,10 @@ fn apply_market_to_node(
         // A refereed provider's hold, likewise.
         M::HoldLocked(e) => node.locked_stake = plus(&node.locked_stake, u96(e.amount)),
         M::HoldReleased(e) => node.locked_stake = minus(&node.locked_stake, u96(e.amount)),
+        // An overturned provider repays the referees out of its stake (to the submitter).
+        M::HoldForfeited(e) => node.stake = minus(&node.stake, u96(e.amount)),
+        // An upheld provider wins the bond.
+        M::RefereesDecided(e) => node.earnings = plus(&node.earnings, u96(e.toProvider)),
         M::ReplicaPaid(e) => {
             node.completed_jobs += 1;
             node.earnings = plus(&node.earnings, u96(e.payout));
@@ -744,6 +756,7 @@ fn apply_market_to_node(
         | M::Drawn(_)
         | M::SealCommitted(_)
         | M::SeatVacated(_)
+        | M::RefereesRequested(_)
         | M::RevealsOpened(_)
         | M::ResultRevealed(_)
         | M::JobVerified(_)
@@ -822,6 +835,17 @@ pub fn apply_account(
         M::JobVerified(e) => refunded(&mut row, e.refund),
         // Paid from its tokens, not its credits.
         M::JobDisputed(e) => row.bonds_posted = plus(&row.bonds_posted, u96(e.bond)),
+        // A refereed dispute's bond and prepay, from its credits first.
+        M::RefereesRequested(e) => {
+            row.bonds_posted = plus(&row.bonds_posted, u96(e.bond) + u96(e.prepay));
+            moved(&mut row.credits, &mut row.from_credits, u96(e.fromCredits));
+        }
+        M::RefereesDecided(e) => credited(
+            &mut row.credits,
+            &mut row.bonds_returned,
+            u96(e.toSubmitter),
+        ),
+        M::HoldForfeited(e) => refunded(&mut row, e.amount),
         M::DisputeResolved(e) => credited(
             &mut row.credits,
             &mut row.bonds_returned,

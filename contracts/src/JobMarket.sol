@@ -43,9 +43,6 @@ contract JobMarket is IJobMarket, IVerificationEvents, MarketStorage {
     /// at least `MAX_RUNTIME + MAX_CHALLENGE_WINDOW`: a node that began its exit keeps its
     /// stake until every attempt it was given and every challenge of its results is over.
     uint32 public constant MAX_CHALLENGE_WINDOW = 3 days;
-    /// @notice A job's dispute bond is at least this share of its bounty (and at least the
-    /// market's `disputeBond`).
-    uint16 public constant MIN_BOND_BPS = 1_000;
 
     // `IVerification`'s selectors, routed to `verification` by the fallback.
     uint256 internal constant POST_VERIFIED_JOB = 0x5251167e;
@@ -60,8 +57,9 @@ contract JobMarket is IJobMarket, IVerificationEvents, MarketStorage {
     uint256 internal constant OPEN_REVEALS = 0x6d42b2b7;
     uint256 internal constant REVEAL_SEAT = 0x7bc93dcc;
     uint256 internal constant DECIDE = 0x6b842ed2;
-    // `IReferees`' selectors, routed to `referees`.
     uint256 internal constant CANCEL_VERIFIED = 0x21987453;
+    // `IReferees`' selectors, routed to `referees`.
+    uint256 internal constant REQUEST_REFEREES = 0xfff72ab5;
     uint256 internal constant ASSIGN_REFEREED = 0x45dc9994;
     uint256 internal constant CLAIM_REFEREED = 0xe722b90a;
     uint256 internal constant SUBMIT_REFEREED_RESULT = 0xec243e5b;
@@ -69,6 +67,9 @@ contract JobMarket is IJobMarket, IVerificationEvents, MarketStorage {
     uint256 internal constant RECLAIM_REFEREED = 0x5f1a9e0c;
     uint256 internal constant ACCEPT_VERIFIED = 0xaa09a815;
     uint256 internal constant FINALIZE_VERIFIED = 0x833b2e20;
+    uint256 internal constant DECIDE_REFEREES = 0xd223ce35;
+    uint256 internal constant RESOLVE_VERIFIED = 0x415b2171;
+    uint256 internal constant SETTLE_VERIFIED = 0x27425206;
     /// `INodeRegistry.heartbeat`, routed to the registry first.
     uint256 internal constant HEARTBEAT = 0x9bf6fa57;
 
@@ -127,17 +128,23 @@ contract JobMarket is IJobMarket, IVerificationEvents, MarketStorage {
                     ),
                     or(
                         or(eq(sig, RECLAIM_SEAT), eq(sig, OPEN_REVEALS)),
-                        or(eq(sig, REVEAL_SEAT), eq(sig, DECIDE))
+                        or(or(eq(sig, REVEAL_SEAT), eq(sig, DECIDE)), eq(sig, CANCEL_VERIFIED))
                     )
                 ) { target := verification_ }
                 if or(
                     or(
-                        or(eq(sig, CANCEL_VERIFIED), eq(sig, ASSIGN_REFEREED)),
+                        or(eq(sig, FINALIZE_VERIFIED), eq(sig, ASSIGN_REFEREED)),
                         or(eq(sig, CLAIM_REFEREED), eq(sig, SUBMIT_REFEREED_RESULT))
                     ),
                     or(
-                        or(eq(sig, REJECT_REFEREED), eq(sig, RECLAIM_REFEREED)),
-                        or(eq(sig, ACCEPT_VERIFIED), eq(sig, FINALIZE_VERIFIED))
+                        or(
+                            or(eq(sig, REJECT_REFEREED), eq(sig, RECLAIM_REFEREED)),
+                            eq(sig, ACCEPT_VERIFIED)
+                        ),
+                        or(
+                            or(eq(sig, REQUEST_REFEREES), eq(sig, DECIDE_REFEREES)),
+                            or(eq(sig, RESOLVE_VERIFIED), eq(sig, SETTLE_VERIFIED))
+                        )
                     )
                 ) { target := referees_ }
             }
@@ -573,12 +580,6 @@ contract JobMarket is IJobMarket, IVerificationEvents, MarketStorage {
         if (held <= grace) return 0;
         uint256 slash = _slashable(node, _policies[terms.policy()].slashBps);
         return uint96((slash * (held - grace)) / (maxRuntime - grace));
-    }
-
-    /// @dev A job's dispute bond: the policy's floor, or a share of the bounty if larger.
-    function _bond(JobPolicy memory policy_, uint96 bounty) internal pure returns (uint96) {
-        uint96 share = uint96((uint256(bounty) * MIN_BOND_BPS) / BPS);
-        return share > policy_.disputeBond ? share : policy_.disputeBond;
     }
 
     /// @dev Ends a dispute's hold on its node's stake; returns what was held.

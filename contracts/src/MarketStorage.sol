@@ -39,6 +39,9 @@ abstract contract MarketStorage is AccessControl, EIP712, ReentrancyGuardTransie
     /// @notice Largest job spec accepted, bytes. It is emitted in full in JobPosted.
     uint256 public constant MAX_SPEC_BYTES = 16_384;
     uint8 internal constant MAX_PRIORITY = 10;
+    /// @notice A job's dispute bond is at least this share of its bounty (and at least the
+    /// market's `disputeBond`).
+    uint16 public constant MIN_BOND_BPS = 1_000;
     /// @notice A reject this soon after the assignment, seconds, is free: the time a node
     /// needs to see an assignment and answer it (a job it cannot run, one beyond its slots
     /// that replicated matchers raced to give it). At most a tenth of the job's max runtime.
@@ -160,6 +163,12 @@ abstract contract MarketStorage is AccessControl, EIP712, ReentrancyGuardTransie
     /// @dev `bps` of the node's stake that is not held for disputes.
     function _slashable(NodeRecord storage node, uint256 bps) internal view returns (uint96) {
         return uint96((uint256(node.stake - node.locked) * bps) / BPS);
+    }
+
+    /// @dev A job's dispute bond: the policy's floor, or a share of the bounty if larger.
+    function _bond(JobPolicy memory policy_, uint96 bounty) internal pure returns (uint96) {
+        uint96 share = uint96((uint256(bounty) * MIN_BOND_BPS) / BPS);
+        return share > policy_.disputeBond ? share : policy_.disputeBond;
     }
 
     // ---------------------------------------------------------------- the pool

@@ -2,6 +2,7 @@
 pragma solidity ^0.8.24;
 
 import {IERC20} from "@openzeppelin/contracts/token/ERC20/IERC20.sol";
+import {SafeERC20} from "@openzeppelin/contracts/token/ERC20/utils/SafeERC20.sol";
 
 import {VerificationBase} from "./VerificationBase.sol";
 import {IJobMarket} from "./interfaces/IJobMarket.sol";
@@ -10,10 +11,12 @@ import {JobCodec} from "./types/JobCodec.sol";
 import {
     CompletionKind,
     FailureKind,
+    JobPolicy,
     JobStatus,
     JobTerms,
     NodeStatus,
     ReclaimKind,
+    Seat,
     VERIFY_REFEREED,
     VerifiedState
 } from "./types/Types.sol";
@@ -22,27 +25,17 @@ import {
 /// @notice The refereed tier of verified jobs (`IReferees`, design 18, §2.6): runs only
 /// inside the JobMarket, which forwards its calls with `delegatecall`.
 contract Referees is IReferees, VerificationBase {
+    using SafeERC20 for IERC20;
     using JobCodec for JobTerms;
     using JobCodec for VerifiedState;
+    using JobCodec for Seat;
+
+    /// @dev `RefereesDecided`'s outcomes.
+    uint8 internal constant UPHELD = 0;
+    uint8 internal constant OVERTURNED = 1;
+    uint8 internal constant NO_MAJORITY = 2;
 
     constructor(IERC20 token_) VerificationBase(token_) {}
-
-    /// @inheritdoc IReferees
-    function cancelVerified(uint64 jobId, JobTerms calldata terms, VerifiedState calldata state)
-        external
-        onlyDelegated
-    {
-        _checkState(jobId, terms, state);
-        if (msg.sender != terms.submitter()) revert IJobMarket.JobMarket_NotSubmitter(jobId, msg.sender);
-        if (terms.tier() != VERIFY_REFEREED || state.status() != JobStatus.Open) {
-            revert Verification_NotCancellable(jobId);
-        }
-        uint96 refund = terms.bounty();
-        delete _jobs[jobId];
-        _credits[msg.sender] += refund;
-        emit IJobMarket.JobCancelled(jobId, refund);
-    }
-
 
     // ================================================================ the provider
 
@@ -149,6 +142,198 @@ contract Referees is IReferees, VerificationBase {
         _checkRefereed(jobId, terms, state, JobStatus.Submitted);
         if (block.timestamp < state.until()) revert IJobMarket.JobMarket_ChallengeWindowOpen(jobId, state.until());
         _pay(jobId, terms, state, CompletionKind.Finalized);
+    }
+
+    // ================================================================ disputes
+
+    /// @inheritdoc IReferees
+    function requestReferees(uint64 jobId, JobTerms calldata terms, VerifiedState calldata state)
+        external
+        nonReentrant
+        onlyDelegated
+    {
+        _checkRefereed(jobId, terms, state, JobStatus.Submitted);
+        if (msg.sender != terms.submitter()) revert IJobMarket.JobMarket_NotSubmitter(jobId, msg.sender);
+        if (block.timestamp >= state.until()) revert IJobMarket.JobMarket_ChallengeWindowClosed(jobId, state.until());
+        JobPolicy memory policy_ = _policies[terms.policy()];
+        uint96 bond = _bond(policy_, terms.bounty());
+        // Within the hold (checked at posting to fit 96 bits).
+        uint96 prepay = uint96(uint256(terms.bounty()) * terms.size());
+        uint40 commitEnd = uint40(block.timestamp) + policy_.disputePeriod + terms.maxRuntime();
+        uint40 drawBlock = uint40(block.number) + DRAW_DELAY;
+        uint64 provider = state.nodeId();
+        uint256 fields =
+            JobCodec.next(state.fields, JobStatus.Committing, state.faults(), state.barred(), provider, commitEnd);
+        uint256 drawWord = JobCodec.draw(drawBlock, 0, commitEnd, state.seatStake());
+        _jobs[jobId] = keccak256(abi.encode(VerifiedState(state.terms, fields, 0, drawWord, state.result)));
+        // Credits first, as posting.
+        uint256 escrow = uint256(bond) + prepay;
+        uint256 credit = _credits[msg.sender];
+        uint256 fromCredits = credit >= escrow ? escrow : credit;
+        if (fromCredits != 0) _credits[msg.sender] = credit - fromCredits;
+        emit RefereesRequested(jobId, provider, bond, prepay, uint96(fromCredits), commitEnd);
+        emit DrawArmed(jobId, drawBlock, 0);
+        if (fromCredits < escrow) token.safeTransferFrom(msg.sender, address(this), escrow - fromCredits);
+    }
+
+    /// @dev A dispute's amounts, as its decision moves them.
+    struct Dispute {
+        uint64 provider;
+        address submitter;
+        uint96 bounty;
+        uint96 fee;
+        uint96 bond;
+        /// Referees paid from the prepay.
+        uint256 paid;
+    }
+
+    /// @inheritdoc IReferees
+    function decideReferees(uint64 jobId, JobTerms calldata terms, VerifiedState calldata state, Seat[] calldata seats)
+        external
+        onlyDelegated
+    {
+        _checkState(jobId, terms, state);
+        if (terms.tier() != VERIFY_REFEREED) revert Verification_InvalidPolicy();
+        uint40 revealBy = _revealBy(jobId, terms, state);
+        uint256 r = terms.size();
+        _checkSeats(jobId, seats, r);
+        // A majority counted against r: empty seats do not agree.
+        Tally memory t = _tally(seats, r, uint8((r + 1) / 2));
+        if (block.timestamp <= revealBy && t.unrevealed != 0) revert Verification_NotDecidable(jobId, revealBy);
+
+        Dispute memory d = _dispute(terms, state);
+        for (uint256 i; i < r; ++i) {
+            uint8 phase = seats[i].phase();
+            if (phase == 0) continue;
+            // A declined seat's lock ended with its decline; its word goes with the job.
+            if (phase == DECLINED) {
+                delete _seats[jobId][i];
+                continue;
+            }
+            // As `decide` does, by the majority: referees always paid from the prepay.
+            bool pays = phase == REVEALED && (t.quorum ? seats[i].digest == t.digest : _matched(seats, r, i));
+            bool slashes = !pays && (t.quorum || phase == COMMITTED || (phase == SEATED && t.agreed >= 2));
+            _settleSeat(jobId, i, seats[i], pays ? d.bounty - d.fee : 0, pays ? d.fee : 0, slashes);
+            if (pays) ++d.paid;
+        }
+        uint96 unpaid = uint96(uint256(d.bounty) * (r - d.paid));
+        if (!t.quorum) {
+            _toArbiter(jobId, terms, state, d, unpaid, t.digest);
+        } else if (t.digest == state.result) {
+            emit RefereesDecided(jobId, d.provider, UPHELD, t.digest, uint8(d.paid), unpaid, d.bond, 0);
+            _forProvider(jobId, terms, state, d, unpaid, CompletionKind.RefereesUpheld);
+        } else {
+            emit RefereesDecided(jobId, d.provider, OVERTURNED, t.digest, uint8(d.paid), unpaid + d.bond, 0, 0);
+            _againstProvider(jobId, terms, state, d, unpaid + d.bond, FailureKind.RefereesOverturned);
+        }
+    }
+
+    /// @inheritdoc IReferees
+    function resolveVerified(uint64 jobId, JobTerms calldata terms, VerifiedState calldata state, bool providerWins)
+        external
+        onlyDelegated
+        onlyRole(ARBITER_ROLE)
+    {
+        _checkRefereed(jobId, terms, state, JobStatus.Arbitrating);
+        if (block.timestamp >= state.until()) revert IJobMarket.JobMarket_DisputeLapsed(jobId, state.until());
+        Dispute memory d = _dispute(terms, state);
+        d.paid = state.paidReferees();
+        if (providerWins) {
+            emit IJobMarket.DisputeResolved(jobId, d.provider, true, false, 0, d.bond, msg.sender);
+            _forProvider(jobId, terms, state, d, 0, CompletionKind.DisputeWon);
+        } else {
+            emit IJobMarket.DisputeResolved(jobId, d.provider, false, false, d.bond, 0, msg.sender);
+            _againstProvider(jobId, terms, state, d, d.bond, FailureKind.DisputeLost);
+        }
+    }
+
+    /// @inheritdoc IReferees
+    function settleVerified(uint64 jobId, JobTerms calldata terms, VerifiedState calldata state)
+        external
+        onlyDelegated
+    {
+        _checkRefereed(jobId, terms, state, JobStatus.Arbitrating);
+        if (block.timestamp < state.until()) revert IJobMarket.JobMarket_DisputeOpen(jobId, state.until());
+        Dispute memory d = _dispute(terms, state);
+        emit IJobMarket.DisputeResolved(jobId, d.provider, true, true, d.bond, 0, msg.sender);
+        // The result stands; the bond goes back.
+        d.bond = 0;
+        _forProvider(jobId, terms, state, d, _bond(_policies[terms.policy()], d.bounty), CompletionKind.DisputeLapsed);
+    }
+
+    /// @dev No majority, or no panel: the arbiter decides (Arbitrating for the dispute
+    /// period, the hold kept, the referees paid counted in the draw word); the prepay not
+    /// paid goes back.
+    function _toArbiter(
+        uint64 jobId,
+        JobTerms calldata terms,
+        VerifiedState calldata state,
+        Dispute memory d,
+        uint96 unpaid,
+        bytes32 digest
+    ) internal {
+        uint40 until = uint40(block.timestamp) + _policies[terms.policy()].disputePeriod;
+        uint256 fields =
+            JobCodec.next(state.fields, JobStatus.Arbitrating, state.faults(), state.barred(), d.provider, until);
+        uint256 drawWord = JobCodec.draw(0, state.rounds(), state.commitEnd(), state.seatStake()) | (d.paid << 184);
+        _jobs[jobId] = keccak256(abi.encode(VerifiedState(state.terms, fields, 0, drawWord, state.result)));
+        _credits[d.submitter] += unpaid;
+        emit RefereesDecided(jobId, d.provider, NO_MAJORITY, digest, uint8(d.paid), unpaid, 0, until);
+    }
+
+    /// @dev The dispute's parties and amounts.
+    function _dispute(JobTerms calldata terms, VerifiedState calldata state) internal view returns (Dispute memory d) {
+        d.provider = state.nodeId();
+        d.submitter = terms.submitter();
+        d.bounty = state.bounty();
+        d.fee = uint96((uint256(d.bounty) * state.feeBps()) / BPS);
+        d.bond = _bond(_policies[terms.policy()], d.bounty);
+    }
+
+    /// @dev The result stands: the provider is paid the bounty and `d.bond`, its hold
+    /// released; `toSubmitter` of the escrow goes back to the submitter.
+    function _forProvider(
+        uint64 jobId,
+        JobTerms calldata terms,
+        VerifiedState calldata state,
+        Dispute memory d,
+        uint96 toSubmitter,
+        CompletionKind kind
+    ) internal {
+        delete _jobs[jobId];
+        _credits[d.submitter] += toSubmitter;
+        NodeRecord storage node = _nodes[d.provider];
+        node.earnings += d.bounty - d.fee + d.bond;
+        node.feesOwed += d.fee;
+        emit IJobMarket.JobCompleted(jobId, d.provider, d.bounty - d.fee, d.fee, kind);
+        _release(jobId, terms, state, d.provider, node, 0);
+    }
+
+    /// @dev The result falls: the provider's seat stake is slashed and, out of its hold, it
+    /// repays the referees paid; the submitter gets back the bounty, `toSubmitter` of the
+    /// escrow and that repayment: all it put in.
+    function _againstProvider(
+        uint64 jobId,
+        JobTerms calldata terms,
+        VerifiedState calldata state,
+        Dispute memory d,
+        uint96 toSubmitter,
+        FailureKind kind
+    ) internal {
+        delete _jobs[jobId];
+        uint96 repaid = uint96(uint256(d.bounty) * d.paid);
+        _credits[d.submitter] += uint256(toSubmitter) + d.bounty + repaid;
+        NodeRecord storage node = _nodes[d.provider];
+        uint96 hold = uint96(_hold(terms, state));
+        node.locked -= hold;
+        emit HoldReleased(jobId, d.provider, hold);
+        if (repaid != 0) {
+            node.stake -= repaid;
+            emit HoldForfeited(jobId, d.provider, repaid);
+        }
+        _slash(node, d.provider, jobId, state.seatStake());
+        _poolSync(d.provider, node);
+        emit IJobMarket.JobFailed(jobId, kind, d.bounty);
     }
 
     // ================================================================ internal

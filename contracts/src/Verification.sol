@@ -10,8 +10,9 @@ import {IVerification} from "./interfaces/IVerification.sol";
 import {JobCodec} from "./types/JobCodec.sol";
 import {
     ENGINE_WASM,
-    JobRequirements,
     FailureKind,
+    JobPolicy,
+    JobRequirements,
     JobStatus,
     JobTerms,
     Seat,
@@ -32,22 +33,10 @@ contract Verification is IVerification, VerificationBase {
     using JobCodec for VerifiedState;
     using JobCodec for Seat;
 
-    /// @dev Blocks between arming a draw and the first block it may be drawn in: the
-    /// draw's seed is that block's `prevrandao`, unknown when the round is armed.
-    uint40 internal constant DRAW_DELAY = 2;
     /// @dev Time a replicated job's deadline leaves for its first draw, seconds.
     uint32 internal constant DRAW_SLACK = 10 minutes;
-    /// @dev Draw rounds a job may use (the first and its refills).
-    uint8 internal constant MAX_ROUNDS = 8;
-    uint8 internal constant MAX_SEATS = 5;
     /// @dev Pool samples a round draws at most (each one a node, seated unless skipped).
     uint256 internal constant MAX_SAMPLES = 32;
-    /// @dev A seat's phases (`Seat.fields`).
-    uint8 internal constant SEATED = 1;
-    uint8 internal constant COMMITTED = 2;
-    uint8 internal constant REVEALED = 3;
-    /// @dev Given back by its node (`rejectSeat`), its lock released, until vacated.
-    uint8 internal constant DECLINED = 4;
 
     constructor(IERC20 token_) VerificationBase(token_) {}
 
@@ -88,6 +77,22 @@ contract Verification is IVerification, VerificationBase {
         _record(jobId, requirements, policy, bounty, deadline, spec, fields, drawWord, uint96(fromCredits));
 
         if (fromCredits < escrow) token.safeTransferFrom(msg.sender, address(this), escrow - fromCredits);
+    }
+
+    /// @inheritdoc IVerification
+    function cancelVerified(uint64 jobId, JobTerms calldata terms, VerifiedState calldata state)
+        external
+        onlyDelegated
+    {
+        _checkState(jobId, terms, state);
+        if (msg.sender != terms.submitter()) revert IJobMarket.JobMarket_NotSubmitter(jobId, msg.sender);
+        if (terms.tier() != VERIFY_REFEREED || state.status() != JobStatus.Open) {
+            revert Verification_NotCancellable(jobId);
+        }
+        uint96 refund = terms.bounty();
+        delete _jobs[jobId];
+        _credits[msg.sender] += refund;
+        emit IJobMarket.JobCancelled(jobId, refund);
     }
 
     /// @inheritdoc IVerification
@@ -165,9 +170,8 @@ contract Verification is IVerification, VerificationBase {
         uint96 charged = held <= grace ? 0 : uint96((uint256(locked) * (held - grace)) / (run - grace));
         // Only the seat's word: declines of one job's seats never race each other. The
         // seat is vacated (and redrawn) by `reclaimSeat`.
-        _seats[jobId][seat] = keccak256(
-            abi.encode(Seat(JobCodec.withPhase(s.fields, DECLINED) & ~uint256(type(uint96).max), 0, 0))
-        );
+        _seats[jobId][seat] =
+            keccak256(abi.encode(Seat(JobCodec.withPhase(s.fields, DECLINED) & ~uint256(type(uint96).max), 0, 0)));
         _barred[jobId][nodeId] = true;
         node.locked -= locked;
         emit SeatFreed(jobId, nodeId, seat, false, locked, charged);
@@ -176,17 +180,22 @@ contract Verification is IVerification, VerificationBase {
     }
 
     /// @inheritdoc IVerification
-    function reclaimSeat(uint64 jobId, JobTerms calldata terms, VerifiedState calldata state, uint8 seat, Seat calldata s)
-        external
-        onlyDelegated
-    {
+    function reclaimSeat(
+        uint64 jobId,
+        JobTerms calldata terms,
+        VerifiedState calldata state,
+        uint8 seat,
+        Seat calldata s
+    ) external onlyDelegated {
         _checkCommitPhase(jobId, terms, state);
         _checkSeat(jobId, seat, s);
         uint64 nodeId = s.nodeId();
         bool fault = s.phase() != DECLINED;
         if (fault) {
             NodeRecord storage node = _nodes[nodeId];
-            if (s.phase() != SEATED || node.inactiveSince < s.seatedAt()) revert Verification_NotReclaimable(jobId, seat);
+            if (s.phase() != SEATED || node.inactiveSince < s.seatedAt()) {
+                revert Verification_NotReclaimable(jobId, seat);
+            }
             uint96 locked = s.locked();
             _barred[jobId][nodeId] = true;
             node.locked -= locked;
@@ -226,7 +235,8 @@ contract Verification is IVerification, VerificationBase {
             revert Verification_SeatsCanStillFill(jobId);
         }
         uint40 revealBy = uint40(block.timestamp) + terms.revealWindow();
-        uint256 fields = JobCodec.next(state.fields, JobStatus.Revealing, state.faults(), state.barred(), 0, revealBy);
+        uint256 fields =
+            JobCodec.next(state.fields, JobStatus.Revealing, state.faults(), state.barred(), state.nodeId(), revealBy);
         _jobs[jobId] = keccak256(abi.encode(VerifiedState(state.terms, fields, state.seats, state.draw, state.result)));
         emit RevealsOpened(jobId, revealBy);
     }
@@ -276,8 +286,12 @@ contract Verification is IVerification, VerificationBase {
         uint256 paid;
         for (uint256 i; i < n; ++i) {
             uint8 phase = seats[i].phase();
-            // A declined seat's lock ended with its decline.
-            if (phase == 0 || phase == DECLINED) continue;
+            if (phase == 0) continue;
+            // A declined seat's lock ended with its decline; its word goes with the job.
+            if (phase == DECLINED) {
+                delete _seats[jobId][i];
+                continue;
+            }
             // Paid: with the quorum, the seats that revealed its digest; without, each
             // revealer another revealer matched. Slashed: with the quorum, every other
             // seat; without, a seat that committed and did not reveal, and one that never
@@ -417,6 +431,11 @@ contract Verification is IVerification, VerificationBase {
         uint256 length;
         bytes32 seed;
         address submitter;
+        /// A refereed dispute's provider, its operator and its agent (0 otherwise): never a
+        /// referee.
+        uint64 provider;
+        address providerOperator;
+        address providerAgent;
         uint40 until;
         uint96 seatStake;
         /// The seat word so far.
@@ -440,6 +459,10 @@ contract Verification is IVerification, VerificationBase {
         r.until = until;
         r.seatStake = state.seatStake();
         r.submitter = terms.submitter();
+        r.provider = state.nodeId();
+        if (r.provider != 0) {
+            (r.providerOperator, r.providerAgent) = (_nodes[r.provider].operator, _nodes[r.provider].agent);
+        }
         r.seed = keccak256(abi.encode(block.prevrandao, block.chainid, jobId, round));
         for (uint256 i; i < r.n; ++i) {
             uint64 id = state.seat(i);
@@ -465,13 +488,16 @@ contract Verification is IVerification, VerificationBase {
 
     /// @dev Whether a drawn node may take a seat: its free stake covers the seat stake (a
     /// seat is only as good as what it locks), not seated already, not of a seated node's
-    /// operator, neither operated nor served by the submitter, not barred from the job.
+    /// operator, neither operated nor served by the submitter, not barred from the job, and
+    /// neither a refereed dispute's provider nor of its operator.
     /// Whatever else it did since the block began (left, exited, went Inactive), it is
     /// seated, and answers for the seat like any other.
     function _seatable(Round memory r, uint64 nodeId, NodeRecord storage node) internal view returns (bool) {
         if (node.stake - node.locked < r.seatStake) return false;
         address operator = node.operator;
         if (operator == r.submitter || node.agent == r.submitter || _barred[r.jobId][nodeId]) return false;
+        if (nodeId == r.provider || operator == r.providerOperator) return false;
+        if (r.provider != 0 && (node.agent == r.providerAgent || operator == r.providerAgent)) return false;
         for (uint256 i; i < r.n; ++i) {
             if (uint64(uint48(r.seats >> (48 * i))) == nodeId || r.operators[i] == operator) return false;
         }
@@ -498,64 +524,6 @@ contract Verification is IVerification, VerificationBase {
         }
     }
 
-    /// @dev How a replicated job's seats revealed: `agreed` seats revealed `digest`, the
-    /// most common digest; `quorum` when they are at least k. `filled`: seat words;
-    /// `unrevealed`: seats committed and not revealed.
-    struct Tally {
-        uint256 filled;
-        uint256 unrevealed;
-        bytes32 digest;
-        uint8 agreed;
-        bool quorum;
-    }
-
-    function _tally(Seat[] calldata seats, uint256 n, uint8 k) internal pure returns (Tally memory t) {
-        for (uint256 i; i < n; ++i) {
-            uint8 phase = seats[i].phase();
-            if (phase == 0) continue;
-            ++t.filled;
-            if (phase == COMMITTED) ++t.unrevealed;
-            if (phase != REVEALED) continue;
-            uint8 same;
-            for (uint256 j; j < n; ++j) {
-                if (seats[j].phase() == REVEALED && seats[j].digest == seats[i].digest) ++same;
-            }
-            if (same > t.agreed) (t.agreed, t.digest) = (same, seats[i].digest);
-        }
-        // 2k > n: at most one digest reaches k.
-        t.quorum = t.agreed >= k;
-    }
-
-    /// @dev Whether revealed seat `i`'s digest is another revealed seat's too.
-    function _matched(Seat[] calldata seats, uint256 n, uint256 i) internal pure returns (bool) {
-        for (uint256 j; j < n; ++j) {
-            if (j != i && seats[j].phase() == REVEALED && seats[j].digest == seats[i].digest) {
-                return true;
-            }
-        }
-        return false;
-    }
-
-    /// @dev Ends a decided job's seat: releases its lock, pays it, slashes its seat stake,
-    /// deletes its word.
-    function _settleSeat(uint64 jobId, uint256 i, Seat calldata s, uint96 payout, uint96 fee, bool slashes)
-        internal
-    {
-        uint64 nodeId = s.nodeId();
-        NodeRecord storage node = _nodes[nodeId];
-        uint96 locked = s.locked();
-        node.locked -= locked;
-        delete _seats[jobId][i];
-        emit SeatReleased(jobId, nodeId, uint8(i), locked);
-        if (payout != 0 || fee != 0) {
-            node.earnings += payout;
-            node.feesOwed += fee;
-            emit ReplicaPaid(jobId, nodeId, payout, fee);
-        }
-        if (slashes) _slash(node, nodeId, jobId, locked);
-        _poolSync(nodeId, node);
-    }
-
     /// @dev The job's word after seat `seat` was vacated, with a draw armed for it if none
     /// is and one could still fill it.
     function _vacated(uint64 jobId, JobTerms calldata terms, VerifiedState calldata state, uint8 seat, bool fault)
@@ -564,14 +532,13 @@ contract Verification is IVerification, VerificationBase {
         uint8 barred = state.barred() == type(uint8).max ? state.barred() : state.barred() + 1;
         uint8 faults = state.faults();
         if (fault && faults < type(uint8).max) ++faults;
-        uint256 fields = JobCodec.next(state.fields, JobStatus.Committing, faults, barred, 0, state.commitEnd());
+        // (A refereed dispute's job keeps its provider's id.)
+        uint256 fields =
+            JobCodec.next(state.fields, JobStatus.Committing, faults, barred, state.nodeId(), state.commitEnd());
         uint256 seats = state.seats & ~(uint256(type(uint48).max) << (48 * uint256(seat)));
         uint256 drawWord = state.draw;
         uint8 round = state.rounds();
-        if (
-            state.drawBlock() == 0 && round < MAX_ROUNDS
-                && block.timestamp + terms.maxRuntime() <= state.commitEnd()
-        ) {
+        if (state.drawBlock() == 0 && round < MAX_ROUNDS && block.timestamp + terms.maxRuntime() <= state.commitEnd()) {
             uint40 next = uint40(block.number) + DRAW_DELAY;
             drawWord = JobCodec.draw(next, round, state.commitEnd(), state.seatStake());
             emit DrawArmed(jobId, next, round);
@@ -622,34 +589,5 @@ contract Verification is IVerification, VerificationBase {
         if (state.status() != JobStatus.Committing || block.timestamp > state.commitEnd()) {
             revert Verification_CommitPhaseOver(jobId, state.commitEnd());
         }
-    }
-
-    /// @dev `seats` is every seat's word, in order: entry i hashes to seat i's stored word
-    /// (an empty seat: the zero entry against a zero word). A seat word and the job's
-    /// `seats` entry are written together, so the entry's node is the word's.
-    function _checkSeats(uint64 jobId, Seat[] calldata seats, uint256 n) internal view {
-        if (seats.length != n) revert Verification_SeatMismatch(jobId, seats.length);
-        for (uint256 i; i < n; ++i) {
-            bytes32 word = _seats[jobId][i];
-            bool matches = word == 0
-                ? seats[i].fields == 0 && seats[i].seal == 0 && seats[i].digest == 0
-                : word == keccak256(abi.encode(seats[i]));
-            if (!matches) revert Verification_SeatMismatch(jobId, i);
-        }
-    }
-
-    /// @dev The end of the job's reveal phase; reverts before it begins (Revealing: until
-    /// its `until`; Committing past the commit phase's end: until that plus the window).
-    function _revealBy(uint64 jobId, JobTerms calldata terms, VerifiedState calldata state)
-        internal
-        view
-        returns (uint40)
-    {
-        JobStatus status = state.status();
-        if (status == JobStatus.Revealing) return state.until();
-        if (status == JobStatus.Committing && block.timestamp > state.commitEnd()) {
-            return state.commitEnd() + terms.revealWindow();
-        }
-        revert Verification_RevealNotOpen(jobId);
     }
 }

@@ -558,6 +558,36 @@ abstract contract Base is Test {
             uint64 jobId = uint64(uint256(log.topics[1]));
             (,, uint96 refund) = abi.decode(log.data, (bytes32, uint8, uint96));
             settleRefund(jobId, refund, JobStatus.Completed);
+        } else if (t == IVerificationEvents.RefereesRequested.selector) {
+            uint64 jobId = uint64(uint256(log.topics[1]));
+            (uint96 bond, uint96 prepay, uint96 fromCredits, uint40 commitEnd) =
+                abi.decode(log.data, (uint96, uint96, uint96, uint40));
+            VerifiedState storage v = verified[jobId];
+            v.fields = (v.fields & ~(uint256(type(uint8).max) << 248) & ~(uint256(type(uint40).max) << 144))
+                | (uint256(uint8(JobStatus.Committing)) << 248) | (uint256(commitEnd) << 144);
+            v.seats = 0;
+            v.draw = (uint256(commitEnd) << 48) | (v.draw & (uint256(type(uint96).max) << 88));
+            replayCredits[jobs[jobId].terms.submitter()] -= fromCredits;
+            replayEscrow += uint256(bond) + prepay;
+        } else if (t == IVerificationEvents.RefereesDecided.selector) {
+            uint64 jobId = uint64(uint256(log.topics[1]));
+            (uint8 outcome,, uint8 paid, uint96 toSubmitter, uint96 toProvider, uint40 until) =
+                abi.decode(log.data, (uint8, bytes32, uint8, uint96, uint96, uint40));
+            replayCredits[jobs[jobId].terms.submitter()] += toSubmitter;
+            replayEarnings[uint64(uint256(log.topics[2]))] += toProvider;
+            replayEscrow -= uint256(toSubmitter) + toProvider;
+            if (outcome == 2) {
+                VerifiedState storage v = verified[jobId];
+                v.fields = (v.fields & ~(uint256(type(uint8).max) << 248) & ~(uint256(type(uint40).max) << 144))
+                    | (uint256(uint8(JobStatus.Arbitrating)) << 248) | (uint256(until) << 144);
+                v.seats = 0;
+                v.draw = (v.draw & ~uint256(type(uint40).max)) | (uint256(paid) << 184);
+            }
+        } else if (t == IVerificationEvents.HoldForfeited.selector) {
+            uint64 jobId = uint64(uint256(log.topics[1]));
+            uint96 amount = abi.decode(log.data, (uint96));
+            replayStake[uint64(uint256(log.topics[2]))] -= amount;
+            replayCredits[jobs[jobId].terms.submitter()] += amount;
         } else if (t == IJobMarket.MarketParamsUpdated.selector) {
             (MarketParams memory p, uint32 version) = abi.decode(log.data, (MarketParams, uint32));
             policies[version] = JobPolicy({

@@ -32,12 +32,14 @@ const COMPLETION = {
   disputeWon: 'dispute won by the provider',
   disputeLapsed: 'dispute lapsed: the result stands',
   verified: 'verified: a quorum of replicas agreed',
+  refereesUpheld: 'upheld by the referees',
 };
 const FAILURE = {
   outOfAttempts: 'out of attempts',
   pastDeadline: 'no attempt fits before the deadline',
   disputeLost: 'dispute lost by the provider',
   noQuorum: 'no quorum: the replicas did not agree',
+  refereesOverturned: 'overturned by the referees',
 };
 const CHARGE = {
   reject: 'gave the job back',

@@ -216,6 +216,9 @@ pub struct VerificationRow {
     pub seats: String,
     /// A refereed provider's result hash (`VerifiedState.result`), once submitted.
     pub result: Option<String>,
+    /// A refereed job with the arbiter: the referees paid from the prepay.
+    #[serde(default)]
+    pub paid_referees: u64,
 }
 
 /// A market policy version: the rules of the jobs posted under it (`JobPolicy`).
@@ -400,6 +403,8 @@ pub enum Completion {
     DisputeWon,
     /// The arbiter did not decide in time: the result stands.
     DisputeLapsed,
+    /// A refereed job's referees upheld the provider's result by a majority.
+    RefereesUpheld,
     /// A replicated job's quorum revealed one digest (`JobVerified`): the seats that
     /// revealed it were paid (not a `CompletionKind`: no `JobCompleted` is emitted).
     Verified,
@@ -415,6 +420,8 @@ pub enum Failure {
     DisputeLost,
     /// A replicated job's reveals reached no quorum.
     NoQuorum,
+    /// A refereed job's referees overturned the provider's result by a majority.
+    RefereesOverturned,
 }
 
 impl Completion {
@@ -426,6 +433,7 @@ impl Completion {
             Self::Finalized,
             Self::DisputeWon,
             Self::DisputeLapsed,
+            Self::RefereesUpheld,
         ]
         .get(usize::from(kind))
         .copied()
@@ -440,6 +448,7 @@ impl Failure {
             Self::PastDeadline,
             Self::DisputeLost,
             Self::NoQuorum,
+            Self::RefereesOverturned,
         ]
         .get(usize::from(kind))
         .copied()
@@ -988,10 +997,12 @@ mod tests {
     #[test]
     fn contract_kinds_read_as_names_and_unknown_values_as_none() {
         assert_eq!(Completion::from_kind(3), Some(Completion::DisputeLapsed));
-        assert_eq!(Completion::from_kind(4), None);
+        assert_eq!(Completion::from_kind(4), Some(Completion::RefereesUpheld));
+        assert_eq!(Completion::from_kind(5), None);
         assert_eq!(Failure::from_kind(2), Some(Failure::DisputeLost));
         assert_eq!(Failure::from_kind(3), Some(Failure::NoQuorum));
-        assert_eq!(Failure::from_kind(4), None);
+        assert_eq!(Failure::from_kind(4), Some(Failure::RefereesOverturned));
+        assert_eq!(Failure::from_kind(5), None);
         assert_eq!(
             ChargeCause::of_reclaim(1),
             Some(ChargeCause::RuntimeExceeded)

@@ -317,7 +317,7 @@ impl From<VerificationContract::VerifiedState> for RefereesContract::VerifiedSta
 }
 
 /// A verified job's `draw` word: drawBlock 40 @0 | rounds 8 @40 | commitEnd 40 @48 |
-/// seatStake 96 @88.
+/// seatStake 96 @88 | paid 8 @184.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
 pub struct Draw {
     /// The first block the next round may be drawn in; 0: no round armed.
@@ -329,6 +329,8 @@ pub struct Draw {
     pub commit_end: u64,
     /// What each seat locks of its node's stake.
     pub seat_stake: u128,
+    /// Arbitrating: the referees paid from the prepay (a lost arbitration repays them).
+    pub paid: u8,
 }
 
 impl Draw {
@@ -337,6 +339,7 @@ impl Draw {
             | (U256::from(self.rounds) << 40)
             | (U256::from(self.commit_end) << 48)
             | (U256::from(self.seat_stake) << 88)
+            | (U256::from(self.paid) << 184)
     }
 
     pub fn unpack(word: U256) -> Self {
@@ -345,6 +348,7 @@ impl Draw {
             rounds: bits(word, 40, 8) as u8,
             commit_end: bits(word, 48, 40) as u64,
             seat_stake: bits(word, 88, 96),
+            paid: bits(word, 184, 8) as u8,
         }
     }
 }
@@ -631,9 +635,36 @@ impl State {
                 self.until = e.revealBy.to::<u64>();
             }
             M::JobVerified(_) => self.settle(JobStatus::Completed),
+            // A refereed dispute: referees are drawn for the provider (kept in `node_id`).
+            M::RefereesRequested(e) => {
+                self.status = JobStatus::Committing;
+                self.until = e.commitEnd.to::<u64>();
+                if let Some(verified) = self.verified.as_mut() {
+                    verified.seats = U256::ZERO;
+                    verified.draw = Draw {
+                        commit_end: e.commitEnd.to::<u64>(),
+                        seat_stake: verified.draw.seat_stake,
+                        ..Draw::default()
+                    };
+                }
+            }
+            // Upheld or overturned settle with their `JobCompleted` or `JobFailed`; without
+            // a majority the arbiter has it.
+            M::RefereesDecided(e) => {
+                if e.outcome == 2 {
+                    self.status = JobStatus::Arbitrating;
+                    self.until = e.until.to::<u64>();
+                    if let Some(verified) = self.verified.as_mut() {
+                        verified.seats = U256::ZERO;
+                        verified.draw.draw_block = 0;
+                        verified.draw.paid = e.paid;
+                    }
+                }
+            }
             // A seat is a word of its own, not the job's ([`Seat::apply`]); pay is the
             // node's.
             M::SeatDrawn(_)
+            | M::HoldForfeited(_)
             | M::HoldLocked(_)
             | M::HoldReleased(_)
             | M::SeatFreed(_)

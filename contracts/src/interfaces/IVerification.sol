@@ -56,6 +56,32 @@ interface IVerificationEvents {
     event HoldLocked(uint64 indexed jobId, uint64 indexed nodeId, uint96 amount);
     /// @notice The provider's hold ended (less any slash, in `NodeSlashed`, which follows).
     event HoldReleased(uint64 indexed jobId, uint64 indexed nodeId, uint96 amount);
+    /// @notice The submitter of refereed job `jobId` disputed provider `nodeId`'s result:
+    /// it escrowed `bond` (the market's dispute bond) and `prepay` (r bounties, the referees'
+    /// pay), `fromCredits` of it from its credits; referees are drawn and commit by
+    /// `commitEnd`.
+    event RefereesRequested(
+        uint64 indexed jobId, uint64 indexed nodeId, uint96 bond, uint96 prepay, uint96 fromCredits, uint40 commitEnd
+    );
+    /// @notice The referees decided: `outcome` 0 upheld (a majority revealed the provider's
+    /// result), 1 overturned (a majority revealed another, `digest`), 2 no majority (the job
+    /// goes to the arbiter until `until`). `paid` referees were paid from the prepay;
+    /// `toSubmitter` of the escrow was credited to the submitter (the prepay not paid out,
+    /// and, overturned, the bond), `toProvider` to the provider's earnings (upheld, the
+    /// bond); the bounty moves in `JobCompleted` or `JobFailed`.
+    event RefereesDecided(
+        uint64 indexed jobId,
+        uint64 indexed nodeId,
+        uint8 outcome,
+        bytes32 digest,
+        uint8 paid,
+        uint96 toSubmitter,
+        uint96 toProvider,
+        uint40 until
+    );
+    /// @notice `amount` of provider `nodeId`'s stake (out of its hold) was credited to the
+    /// submitter: the referees' pay, repaid by a provider whose result was overturned.
+    event HoldForfeited(uint64 indexed jobId, uint64 indexed nodeId, uint96 amount);
     /// @notice The admin set the verification rules of policy version `policyVersion`.
     event VerifyParamsSet(uint32 indexed policyVersion, VerifyParams params);
 
@@ -159,11 +185,18 @@ interface IVerification is IVerificationEvents {
         bytes calldata spec
     ) external returns (uint64 jobId);
 
+    /// @notice The submitter cancels its Open refereed job; the bounty is credited back. A
+    /// replicated job cannot be cancelled: a submitter that could would cancel and re-post
+    /// until a draw pleased it. It ends by its decision or `expireVerified`.
+    function cancelVerified(uint64 jobId, JobTerms calldata terms, VerifiedState calldata state) external;
+
     /// @notice Anyone ends a verified job that can no longer run, crediting its escrow back to
     /// the submitter: an Open refereed job no attempt fits before its deadline; a replicated
     /// job with no seat filled when no seat can be drawn any more (too late for a run before
     /// the commit phase ends, or out of rounds).
     function expireVerified(uint64 jobId, JobTerms calldata terms, VerifiedState calldata state) external;
+
+
 
     // ---------------------------------------------------------------- anyone
 
@@ -252,10 +285,6 @@ interface IVerification is IVerificationEvents {
 /// @notice A refereed job's own calls (design 18, §2.6), served at the market's address by
 /// the `Referees` extension (the drawn referees use `IVerification`'s seat calls).
 interface IReferees is IVerificationEvents {
-    /// @notice The submitter cancels its Open refereed job; the bounty is credited back. A
-    /// replicated job cannot be cancelled: a submitter that could would cancel and re-post
-    /// until a draw pleased it. It ends by its decision or `expireVerified`.
-    function cancelVerified(uint64 jobId, JobTerms calldata terms, VerifiedState calldata state) external;
 
     /// @notice The matcher gives an Open refereed job to an eligible Active node not barred
     /// from it, when a run fits before the deadline (as `IJobMarket.assign`), and locks the
@@ -297,4 +326,32 @@ interface IReferees is IVerificationEvents {
     /// @notice Anyone pays the provider once the challenge window ended without a dispute;
     /// its hold is released.
     function finalizeVerified(uint64 jobId, JobTerms calldata terms, VerifiedState calldata state) external;
+
+    /// @notice The submitter disputes the provider's result within the challenge window:
+    /// it escrows the market's dispute bond and r bounties (the referees' pay), from its
+    /// credits first, the rest pulled. The job is Committing until now + the dispute period
+    /// + its max runtime, and a draw of r referees is armed (never the provider, nor a node
+    /// of its operator). The referees commit, reveal and are decided by `decideReferees`.
+    function requestReferees(uint64 jobId, JobTerms calldata terms, VerifiedState calldata state) external;
+
+    /// @notice Anyone decides a refereed dispute once the referees' reveal phase is over,
+    /// or in it once no committed referee is left to reveal. A majority of r ((r + 1) / 2
+    /// reveals of one digest) **upholds** the provider's result (the provider is paid the
+    /// bounty and the bond, its hold released; the submitter gets back the prepay not paid
+    /// to referees) or **overturns** it (the provider's seat stake is slashed and it repays
+    /// the paid referees out of its hold; the submitter gets back all it put in). Without a
+    /// majority, or with no referee, the job goes to the arbiter (Arbitrating, the provider's
+    /// hold kept). Referees are paid and slashed as `decide`'s seats are, by that majority.
+    /// `seats`: every referee seat's word, r entries in order.
+    function decideReferees(uint64 jobId, JobTerms calldata terms, VerifiedState calldata state, Seat[] calldata seats)
+        external;
+
+    /// @notice The arbiter decides an Arbitrating job before its deadline: for the provider
+    /// as upheld, against it as overturned (repaying the referees paid). ARBITER_ROLE.
+    function resolveVerified(uint64 jobId, JobTerms calldata terms, VerifiedState calldata state, bool providerWins)
+        external;
+
+    /// @notice Anyone settles an Arbitrating job the arbiter did not decide in time: the
+    /// result stands (the provider is paid, its hold released), the bond goes back.
+    function settleVerified(uint64 jobId, JobTerms calldata terms, VerifiedState calldata state) external;
 }

@@ -178,6 +178,11 @@ library JobCodec {
         return uint96(s.draw >> 88);
     }
 
+    /// @dev Arbitrating: the referees paid from the prepay.
+    function paidReferees(VerifiedState calldata s) internal pure returns (uint8) {
+        return uint8(s.draw >> 184);
+    }
+
     /// @dev The node in seat `i` (0: empty).
     function seat(VerifiedState calldata s, uint256 i) internal pure returns (uint64) {
         return uint64(uint48(s.seats >> (48 * i)));

@@ -139,7 +139,8 @@ struct VerifiedState {
     uint256 fields;
     /// Seat i's node id at bits [48i, 48i + 47], i < 5; 0: the seat is empty.
     uint256 seats;
-    /// drawBlock 40 @0 | rounds 8 @40 | commitEnd 40 @48 | seatStake 96 @88.
+    /// drawBlock 40 @0 | rounds 8 @40 | commitEnd 40 @48 | seatStake 96 @88 | paid 8 @184
+    /// (Arbitrating: the referees paid from the prepay, whom a lost arbitration repays).
     uint256 draw;
     /// Refereed: the provider's result hash once submitted; otherwise 0.
     bytes32 result;
@@ -219,7 +220,10 @@ enum CompletionKind {
     /// The arbiter decided for the provider; the bond went to the provider.
     DisputeWon,
     /// The arbiter did not decide in time: the result stands, the bond went back.
-    DisputeLapsed
+    DisputeLapsed,
+    /// A refereed job's referees revealed the provider's result by a majority: the bond
+    /// went to the provider.
+    RefereesUpheld
 }
 
 /// @notice Why a job ended without payment to a provider.
@@ -229,7 +233,10 @@ enum FailureKind {
     DisputeLost,
     /// A replicated job's reveals did not reach its quorum (`IVerification.decide`): seats
     /// whose digest matched another's were paid, the rest of the escrow refunded.
-    NoQuorum
+    NoQuorum,
+    /// A refereed job's referees revealed another result by a majority: the provider's
+    /// seat stake was slashed, the submitter got back all it put in.
+    RefereesOverturned
 }
 
 /// @notice Why an assignment was taken back from a node (always the node's fault).

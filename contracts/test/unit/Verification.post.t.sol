@@ -297,10 +297,10 @@ contract VerificationPostTest is VerificationUnitTest {
         uint64 id = postRefereed();
         vm.expectRevert(abi.encodeWithSelector(IJobMarket.JobMarket_NotSubmitter.selector, id, stranger));
         vm.prank(stranger);
-        referees.cancelVerified(id, terms(id), verified[id]);
+        verification.cancelVerified(id, terms(id), verified[id]);
         uint256 credits = market.creditOf(submitter);
         vm.prank(submitter);
-        referees.cancelVerified(id, terms(id), verified[id]);
+        verification.cancelVerified(id, terms(id), verified[id]);
         sync();
         assertEq(market.creditOf(submitter) - credits, BOUNTY);
         assertEq(market.jobHash(id), bytes32(0));
@@ -313,7 +313,7 @@ contract VerificationPostTest is VerificationUnitTest {
         uint64 id = postReplicated();
         vm.expectRevert(abi.encodeWithSelector(IVerificationEvents.Verification_NotCancellable.selector, id));
         vm.prank(submitter);
-        referees.cancelVerified(id, terms(id), verified[id]);
+        verification.cancelVerified(id, terms(id), verified[id]);
     }
 
     function test_expireVerified_replicated_onlyOnceNoSeatCanBeDrawn() public {
@@ -352,11 +352,11 @@ contract VerificationPostTest is VerificationUnitTest {
         forged.seats = 1;
         vm.expectRevert(abi.encodeWithSelector(IJobMarket.JobMarket_StaleState.selector, id));
         vm.prank(submitter);
-        referees.cancelVerified(id, terms(id), forged);
+        verification.cancelVerified(id, terms(id), forged);
         JobTerms memory other = terms(id);
         other.party += 1;
         vm.expectRevert(abi.encodeWithSelector(IJobMarket.JobMarket_WrongTerms.selector, id));
         vm.prank(submitter);
-        referees.cancelVerified(id, other, verified[id]);
+        verification.cancelVerified(id, other, verified[id]);
     }
 }

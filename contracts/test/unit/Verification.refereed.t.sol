@@ -131,9 +131,15 @@ contract VerificationRefereedTest is VerificationUnitTest {
         vm.prank(submitter);
         vm.expectRevert(abi.encodeWithSelector(IVerificationEvents.Verification_RuntimeTooShort.selector, 299, 300));
         verification.postVerifiedJob(r, refereed(3), BOUNTY, uint40(block.timestamp + 1 days), spec());
+        // Rules that let a seat stake stay under the floor for a huge bounty (1 bps of it):
+        // its hold, the seat stake and five bounties, would pass 96 bits.
+        VerifyParams memory p = verifyParams();
+        (p.seatBps, p.poolFloor) = (1, type(uint96).max / 2);
+        vm.prank(admin);
+        verification.setVerifyParams(p);
         uint96 huge = type(uint96).max / 4;
         vm.prank(submitter);
-        vm.expectRevert();
+        vm.expectRevert(abi.encodeWithSelector(IVerificationEvents.Verification_BountyTooLarge.selector, huge));
         verification.postVerifiedJob(wasmJob(), refereed(5), huge, uint40(block.timestamp + 1 days), spec());
     }
 

@@ -352,6 +352,9 @@ contract VerificationReplicatedTest is VerificationUnitTest {
         reveal(id, 2, X);
         decide(id);
         assertEq(node(rejecter).stake, STAKE - charged, "a declined seat is not slashed again");
+        vm.prank(agentOf[rejecter]);
+        vm.expectRevert(abi.encodeWithSelector(IVerificationEvents.Verification_SeatMismatch.selector, id, 0));
+        verification.commitSeat(id, 0, seatOf[id][0], X); // its word went with the job
         assertEq(node(rejecter).earnings, 0);
         assertReplay();
     }

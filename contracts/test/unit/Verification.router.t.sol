@@ -19,7 +19,7 @@ contract VerificationRouterTest is VerificationUnitTest {
     /// The routed list is the whole interface: a function added to `IVerification` changes
     /// its id and fails this until the router (and this list) name it.
     function test_theRoutedSelectors_areTheWholeInterface() public pure {
-        bytes4[12] memory routed = [
+        bytes4[13] memory routed = [
             IVerification.postVerifiedJob.selector,
             IVerification.expireVerified.selector,
             IVerification.setVerifyParams.selector,
@@ -31,7 +31,8 @@ contract VerificationRouterTest is VerificationUnitTest {
             IVerification.reclaimSeat.selector,
             IVerification.openReveals.selector,
             IVerification.revealSeat.selector,
-            IVerification.decide.selector
+            IVerification.decide.selector,
+            IVerification.cancelVerified.selector
         ];
         bytes4 id;
         for (uint256 i; i < routed.length; ++i) {
@@ -39,7 +40,7 @@ contract VerificationRouterTest is VerificationUnitTest {
         }
         assertEq(id, type(IVerification).interfaceId);
         // The router's literals, as `JobMarket` spells them.
-        bytes4[12] memory literals = [
+        bytes4[13] memory literals = [
             bytes4(0x5251167e),
             0x1b3cddf4,
             0x2b21d8ad,
@@ -51,24 +52,38 @@ contract VerificationRouterTest is VerificationUnitTest {
             0x75b85119,
             0x6d42b2b7,
             0x7bc93dcc,
-            0x6b842ed2
+            0x6b842ed2,
+            0x21987453
         ];
         for (uint256 i; i < routed.length; ++i) {
             assertEq(routed[i], literals[i]);
         }
         // The refereed tier's, to `Referees`.
-        bytes4[8] memory refereed = [
-            IReferees.cancelVerified.selector,
+        bytes4[11] memory refereed = [
+            IReferees.requestReferees.selector,
             IReferees.assignRefereed.selector,
             IReferees.claimRefereed.selector,
             IReferees.submitRefereedResult.selector,
             IReferees.rejectRefereed.selector,
             IReferees.reclaimRefereed.selector,
             IReferees.acceptVerified.selector,
-            IReferees.finalizeVerified.selector
+            IReferees.finalizeVerified.selector,
+            IReferees.decideReferees.selector,
+            IReferees.resolveVerified.selector,
+            IReferees.settleVerified.selector
         ];
-        bytes4[8] memory refereedLiterals = [
-            bytes4(0x21987453), 0x45dc9994, 0xe722b90a, 0xec243e5b, 0x5352a63f, 0x5f1a9e0c, 0xaa09a815, 0x833b2e20
+        bytes4[11] memory refereedLiterals = [
+            bytes4(0xfff72ab5),
+            0x45dc9994,
+            0xe722b90a,
+            0xec243e5b,
+            0x5352a63f,
+            0x5f1a9e0c,
+            0xaa09a815,
+            0x833b2e20,
+            0xd223ce35,
+            0x415b2171,
+            0x27425206
         ];
         bytes4 refereedId;
         for (uint256 i; i < refereed.length; ++i) {
@@ -95,7 +110,7 @@ contract VerificationRouterTest is VerificationUnitTest {
         vm.expectRevert(abi.encodeWithSelector(IJobMarket.JobMarket_WrongStatus.selector, id, JobStatus.Open));
         verification.draw(id, t, v);
         vm.prank(submitter);
-        IReferees(address(market)).cancelVerified(id, t, v);
+        verification.cancelVerified(id, t, v);
     }
 
     function test_theExtensionRefusesDirectCalls() public {
@@ -105,9 +120,11 @@ contract VerificationRouterTest is VerificationUnitTest {
         JobTerms memory noTerms;
         vm.expectRevert(IVerificationEvents.Verification_OnlyThroughMarket.selector);
         extension.postVerifiedJob(wasmJob(), refereed(3), BOUNTY, uint40(block.timestamp + 1 days), spec());
+        vm.expectRevert(IVerificationEvents.Verification_OnlyThroughMarket.selector);
+        extension.cancelVerified(1, noTerms, none);
         Referees refereesExtension = Referees(market.referees());
         vm.expectRevert(IVerificationEvents.Verification_OnlyThroughMarket.selector);
-        refereesExtension.cancelVerified(1, noTerms, none);
+        refereesExtension.settleVerified(1, noTerms, none);
         vm.expectRevert(IVerificationEvents.Verification_OnlyThroughMarket.selector);
         extension.expireVerified(1, noTerms, none);
         vm.expectRevert(IVerificationEvents.Verification_OnlyThroughMarket.selector);

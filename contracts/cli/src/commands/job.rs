@@ -155,6 +155,7 @@ pub fn describe(detail: &JobDetail, money: &Money) -> String {
             Some(Completion::DisputeWon) => ", the dispute decided for it",
             Some(Completion::DisputeLapsed) => ", the dispute lapsed",
             Some(Completion::Verified) => ", verified by a quorum of replicas",
+            Some(Completion::RefereesUpheld) => ", upheld by the referees",
             None => "",
         };
         fact(

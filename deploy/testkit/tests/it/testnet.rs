@@ -297,59 +297,12 @@ async fn a_verified_job_folds_to_the_markets_word_and_no_market_call_reaches_it(
 #[tokio::test]
 async fn a_refereed_job_is_placed_answered_and_paid_through_the_shared_fold() {
     use alloy::primitives::aliases::U96;
-    use gantry_protocol::bindings::{NodeRegistry, Referees, Verification};
-    use gantry_protocol::eligibility::Engines;
-    use gantry_protocol::market::Verification as Policy;
+    use gantry_protocol::bindings::{Referees, Verification};
     use gantry_testkit::accounts::MATCHER;
     use gantry_testkit::{GUSD, confirm_receipt};
 
-    let net = TestNet::builder()
-        .start()
-        .await
-        .expect("the test net starts");
-    let wasm = NodeRegistry::NodeCapabilities {
-        cpuCores: 4,
-        ramMiB: 8_192,
-        maxConcurrentJobs: 1,
-        engines: Engines::WASM.0,
-        ..Default::default()
-    };
-    let provider = net.register_own_node(NODES[1], wasm).await;
-    net.fund_submitter().await;
+    let (net, provider, id) = refereed_job().await;
     let market = net.devnet.deployment.market;
-    let requirements = Verification::JobRequirements {
-        minCpuCores: 1,
-        minRamMiB: 64,
-        maxRuntime: 600,
-        priority: 5,
-        engine: 1,
-        ..Default::default()
-    };
-    let policy = Verification::VerifyPolicy {
-        tier: Policy::REFEREED,
-        size: 3,
-        quorum: 0,
-        revealWindow: 60,
-    };
-    let receipt = confirm_receipt(
-        "postVerifiedJob",
-        Verification::new(market, net.provider(SUBMITTER))
-            .postVerifiedJob(
-                requirements,
-                policy,
-                U96::from(5 * GUSD),
-                alloy::primitives::aliases::U40::from(net.now().await + 3_600),
-                br#"{"v":2,"engine":"wasm"}"#.to_vec().into(),
-            )
-            .send()
-            .await,
-    )
-    .await
-    .expect("posted");
-    let id = receipt
-        .decoded_log::<gantry_protocol::bindings::JobMarket::JobPosted>()
-        .expect("JobPosted")
-        .jobId;
     let job = net.job(id).await;
     assert_eq!(job.state.status, JobStatus::Open);
     let terms: Referees::JobTerms = job.terms.pack().into();
@@ -407,4 +360,166 @@ async fn a_refereed_job_is_placed_answered_and_paid_through_the_shared_fold() {
     let info = net.node(provider).await;
     assert_eq!(info.lockedStake, U96::ZERO, "the hold is released");
     assert_eq!(info.earnings, U96::from(5 * GUSD - 5 * GUSD / 40));
+}
+
+/// A refereed dispute no referee can be drawn for (the pool is too small) goes to the
+/// arbiter, and when the arbiter lapses the result stands: each step takes the state the
+/// shared fold made (`RefereesRequested`, `RefereesDecided`), checked against the market's
+/// word.
+#[tokio::test]
+async fn a_refereed_dispute_without_a_panel_goes_to_the_arbiter_and_lapses() {
+    use alloy::primitives::aliases::U96;
+    use gantry_protocol::bindings::Referees;
+    use gantry_testkit::accounts::MATCHER;
+    use gantry_testkit::{GUSD, confirm_receipt};
+
+    let (net, provider, id) = refereed_job().await;
+    let market = net.devnet.deployment.market;
+    let referees = |account: usize| Referees::new(market, net.provider(account));
+    let state = |job: &gantry_protocol::market::Job| {
+        Referees::VerifiedState::from(job.state.pack_verified().unwrap())
+    };
+    let job = net.job(id).await;
+    let terms: Referees::JobTerms = job.terms.pack().into();
+    confirm_receipt(
+        "assignRefereed",
+        referees(MATCHER)
+            .assignRefereed(id, provider, terms.clone(), state(&job))
+            .send()
+            .await,
+    )
+    .await
+    .expect("placed");
+    let job = net.job(id).await;
+    confirm_receipt(
+        "submitRefereedResult",
+        referees(NODES[1])
+            .submitRefereedResult(
+                id,
+                terms.clone(),
+                state(&job),
+                alloy::primitives::keccak256("a result"),
+                "gantry://results/1".into(),
+            )
+            .send()
+            .await,
+    )
+    .await
+    .expect("answered");
+    let job = net.job(id).await;
+    confirm_receipt(
+        "requestReferees",
+        referees(SUBMITTER)
+            .requestReferees(id, terms.clone(), state(&job))
+            .send()
+            .await,
+    )
+    .await
+    .expect("disputed");
+    let disputed = net.job(id).await;
+    assert_eq!(disputed.state.status, JobStatus::Committing);
+    assert_eq!(disputed.state.node_id, provider, "the provider stays named");
+    // No referee can be drawn (the pool is under its minimum): once the reveal phase is
+    // over, anyone sends it to the arbiter.
+    let verified = disputed.state.verified.unwrap();
+    net.advance(verified.draw.commit_end - net.now().await + 61)
+        .await;
+    confirm_receipt(
+        "decideReferees",
+        referees(KEEPER)
+            .decideReferees(
+                id,
+                terms.clone(),
+                state(&disputed),
+                vec![Referees::Seat::default(); 3],
+            )
+            .send()
+            .await,
+    )
+    .await
+    .expect("decided");
+    let arbitrating = net.job(id).await;
+    assert_eq!(arbitrating.state.status, JobStatus::Arbitrating);
+    assert_eq!(
+        net.node(provider).await.lockedStake,
+        U96::from(35 * GUSD),
+        "the hold kept for the arbiter"
+    );
+    net.advance(arbitrating.state.until - net.now().await).await;
+    confirm_receipt(
+        "settleVerified",
+        referees(KEEPER)
+            .settleVerified(id, terms, state(&arbitrating))
+            .send()
+            .await,
+    )
+    .await
+    .expect("the arbiter lapsed");
+    assert_eq!(net.job(id).await.state.status, JobStatus::Completed);
+    let info = net.node(provider).await;
+    assert_eq!(info.lockedStake, U96::ZERO);
+    assert_eq!(
+        info.earnings,
+        U96::from(5 * GUSD - 5 * GUSD / 40),
+        "the result stands"
+    );
+}
+
+/// A test net with one WASM node of `NODES[1]`'s and an Open refereed 3-job of the
+/// submitter's on it (5 gUSD, 600 s, an hour to run): (net, node, job).
+async fn refereed_job() -> (TestNet, u64, u64) {
+    use alloy::primitives::aliases::U96;
+    use gantry_protocol::bindings::{NodeRegistry, Verification};
+    use gantry_protocol::eligibility::Engines;
+    use gantry_protocol::market::Verification as Policy;
+    use gantry_testkit::{GUSD, confirm_receipt};
+
+    let net = TestNet::builder()
+        .start()
+        .await
+        .expect("the test net starts");
+    let wasm = NodeRegistry::NodeCapabilities {
+        cpuCores: 4,
+        ramMiB: 8_192,
+        maxConcurrentJobs: 1,
+        engines: Engines::WASM.0,
+        ..Default::default()
+    };
+    let provider = net.register_own_node(NODES[1], wasm).await;
+    net.fund_submitter().await;
+    let market = net.devnet.deployment.market;
+    let requirements = Verification::JobRequirements {
+        minCpuCores: 1,
+        minRamMiB: 64,
+        maxRuntime: 600,
+        priority: 5,
+        engine: 1,
+        ..Default::default()
+    };
+    let policy = Verification::VerifyPolicy {
+        tier: Policy::REFEREED,
+        size: 3,
+        quorum: 0,
+        revealWindow: 60,
+    };
+    let receipt = confirm_receipt(
+        "postVerifiedJob",
+        Verification::new(market, net.provider(SUBMITTER))
+            .postVerifiedJob(
+                requirements,
+                policy,
+                U96::from(5 * GUSD),
+                alloy::primitives::aliases::U40::from(net.now().await + 3_600),
+                br#"{"v":2,"engine":"wasm"}"#.to_vec().into(),
+            )
+            .send()
+            .await,
+    )
+    .await
+    .expect("posted");
+    let id = receipt
+        .decoded_log::<gantry_protocol::bindings::JobMarket::JobPosted>()
+        .expect("JobPosted")
+        .jobId;
+    (net, provider, id)
 }
