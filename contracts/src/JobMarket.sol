@@ -137,10 +137,7 @@ contract JobMarket is IJobMarket, IVerificationEvents, MarketStorage {
                         or(eq(sig, CLAIM_REFEREED), eq(sig, SUBMIT_REFEREED_RESULT))
                     ),
                     or(
-                        or(
-                            or(eq(sig, REJECT_REFEREED), eq(sig, RECLAIM_REFEREED)),
-                            eq(sig, ACCEPT_VERIFIED)
-                        ),
+                        or(or(eq(sig, REJECT_REFEREED), eq(sig, RECLAIM_REFEREED)), eq(sig, ACCEPT_VERIFIED)),
                         or(
                             or(eq(sig, REQUEST_REFEREES), eq(sig, DECIDE_REFEREES)),
                             or(eq(sig, RESOLVE_VERIFIED), eq(sig, SETTLE_VERIFIED))

@@ -271,7 +271,9 @@ abstract contract MarketStorage is AccessControl, EIP712, ReentrancyGuardTransie
         uint8 engine = required.engine();
         if ((offered.engines >> engine) & 1 == 0) revert IJobMarket.JobMarket_EngineNotServed(engine);
         bytes32 model = required.gpuModel;
-        if (model != bytes32(0) && _modelTag(model) != offered.gpuModel) revert IJobMarket.JobMarket_GpuModelMismatch(model);
+        if (model != bytes32(0) && _modelTag(model) != offered.gpuModel) {
+            revert IJobMarket.JobMarket_GpuModelMismatch(model);
+        }
         uint16 gpus = required.minGpuCount();
         if (offered.gpuCount < gpus) revert IJobMarket.JobMarket_InsufficientGpus(gpus, offered.gpuCount);
         uint32 vram = required.minVramMiB();
@@ -281,7 +283,9 @@ abstract contract MarketStorage is AccessControl, EIP712, ReentrancyGuardTransie
         uint32 ram = required.minRamMiB();
         if (offered.ramMiB < ram) revert IJobMarket.JobMarket_InsufficientRam(ram, offered.ramMiB);
         uint256 maxPrice = required.maxPricePerGpuHour;
-        if (offered.pricePerGpuHour > maxPrice) revert IJobMarket.JobMarket_PriceTooHigh(maxPrice, offered.pricePerGpuHour);
+        if (offered.pricePerGpuHour > maxPrice) {
+            revert IJobMarket.JobMarket_PriceTooHigh(maxPrice, offered.pricePerGpuHour);
+        }
     }
 
     function _whenNotPaused() internal view {

@@ -71,7 +71,8 @@ contract Referees is IReferees, VerificationBase {
         if (msg.sender != _nodes[nodeId].agent) revert IJobMarket.JobMarket_NotAssignedAgent(jobId, msg.sender);
         if (resultHash == 0) revert Verification_EmptyDigest();
         uint40 endsAt = uint40(block.timestamp) + state.challengeWindow();
-        uint256 fields = JobCodec.next(state.fields, JobStatus.Submitted, state.faults(), state.barred(), nodeId, endsAt);
+        uint256 fields =
+            JobCodec.next(state.fields, JobStatus.Submitted, state.faults(), state.barred(), nodeId, endsAt);
         _jobs[jobId] = keccak256(abi.encode(VerifiedState(state.terms, fields, state.seats, state.draw, resultHash)));
         emit IJobMarket.ResultSubmitted(jobId, resultHash, resultURI, endsAt);
     }
@@ -393,9 +394,7 @@ contract Referees is IReferees, VerificationBase {
 
     /// @dev Pays a Submitted refereed job's bounty to its provider (the fee owed to the
     /// treasury) and ends its hold; the job is settled.
-    function _pay(uint64 jobId, JobTerms calldata terms, VerifiedState calldata state, CompletionKind kind)
-        internal
-    {
+    function _pay(uint64 jobId, JobTerms calldata terms, VerifiedState calldata state, CompletionKind kind) internal {
         uint96 bounty = state.bounty();
         uint96 fee = uint96((uint256(bounty) * state.feeBps()) / BPS);
         uint64 nodeId = state.nodeId();

@@ -93,9 +93,7 @@ abstract contract VerificationBase is IVerificationEvents, MarketStorage {
 
     /// @dev Ends a decided job's seat: releases its lock, pays it, slashes its seat stake,
     /// deletes its word.
-    function _settleSeat(uint64 jobId, uint256 i, Seat calldata s, uint96 payout, uint96 fee, bool slashes)
-        internal
-    {
+    function _settleSeat(uint64 jobId, uint256 i, Seat calldata s, uint96 payout, uint96 fee, bool slashes) internal {
         uint64 nodeId = s.nodeId();
         NodeRecord storage node = _nodes[nodeId];
         uint96 locked = s.locked();

@@ -12,7 +12,14 @@ import {IJobMarket} from "../src/interfaces/IJobMarket.sol";
 import {INodeRegistry} from "../src/interfaces/INodeRegistry.sol";
 import {JobView} from "./JobView.sol";
 import {Assignment, JobPolicy, JobRequirements, JobState, JobStatus, JobTerms} from "../src/types/Types.sol";
-import {ENGINE_COUNT, ENGINE_DOCKER, ENGINE_WASM, MarketParams, NodeCapabilities, NodeInfo} from "../src/types/Types.sol";
+import {
+    ENGINE_COUNT,
+    ENGINE_DOCKER,
+    ENGINE_WASM,
+    MarketParams,
+    NodeCapabilities,
+    NodeInfo
+} from "../src/types/Types.sol";
 import {Seat, VerifiedState, VerifyParams, VerifyPolicy} from "../src/types/Types.sol";
 import {IVerification, IVerificationEvents} from "../src/interfaces/IVerification.sol";
 
@@ -180,12 +187,7 @@ abstract contract Base is Test {
     /// at least 20 gUSD or twice the bounty.
     function verifyParams() internal pure returns (VerifyParams memory) {
         return VerifyParams({
-            poolFloor: 100e6,
-            seatFloor: 20e6,
-            seatBps: 20_000,
-            minVerifiedBounty: 1e6,
-            minRevealWindow: 30,
-            minPool: 3
+            poolFloor: 100e6, seatFloor: 20e6, seatBps: 20_000, minVerifiedBounty: 1e6, minRevealWindow: 30, minPool: 3
         });
     }
 

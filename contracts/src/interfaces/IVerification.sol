@@ -196,8 +196,6 @@ interface IVerification is IVerificationEvents {
     /// the commit phase ends, or out of rounds).
     function expireVerified(uint64 jobId, JobTerms calldata terms, VerifiedState calldata state) external;
 
-
-
     // ---------------------------------------------------------------- anyone
 
     /// @notice Draws the job's armed round, from its first block on: seats drawn nodes of
@@ -231,8 +229,13 @@ interface IVerification is IVerificationEvents {
     /// charge), or a Seated one whose node was marked Inactive since it was seated (its
     /// whole seat stake slashed, the node barred). The seat is empty in the job's word and
     /// a draw is armed for it while a run could still end before the commit phase does.
-    function reclaimSeat(uint64 jobId, JobTerms calldata terms, VerifiedState calldata state, uint8 seat, Seat calldata s)
-        external;
+    function reclaimSeat(
+        uint64 jobId,
+        JobTerms calldata terms,
+        VerifiedState calldata state,
+        uint8 seat,
+        Seat calldata s
+    ) external;
 
     /// @notice Anyone starts the reveal phase before the commit phase ends, once a seat
     /// committed, every other filled seat committed or ran out of time without it (absent),
@@ -270,8 +273,7 @@ interface IVerification is IVerificationEvents {
     /// neither. Declined seats are neither. Every lock is released, every seat word and the
     /// job's word deleted, the unpaid bounties credited to the submitter. `seats` as
     /// `openReveals`. A job no seat was ever drawn for ends by `expireVerified`.
-    function decide(uint64 jobId, JobTerms calldata terms, VerifiedState calldata state, Seat[] calldata seats)
-        external;
+    function decide(uint64 jobId, JobTerms calldata terms, VerifiedState calldata state, Seat[] calldata seats) external;
 
     // ---------------------------------------------------------------- views
 
@@ -285,19 +287,16 @@ interface IVerification is IVerificationEvents {
 /// @notice A refereed job's own calls (design 18, §2.6), served at the market's address by
 /// the `Referees` extension (the drawn referees use `IVerification`'s seat calls).
 interface IReferees is IVerificationEvents {
-
     /// @notice The matcher gives an Open refereed job to an eligible Active node not barred
     /// from it, when a run fits before the deadline (as `IJobMarket.assign`), and locks the
     /// node's hold: the seat stake and r bounties (`HoldLocked`). Refused unless the node's
     /// free stake covers the hold and, beside it, the minimum stake (and, for a member of the
     /// verification pool, the pool's floor: no role takes a member out of a draw). MATCHER_ROLE.
-    function assignRefereed(uint64 jobId, uint64 nodeId, JobTerms calldata terms, VerifiedState calldata state)
-        external;
+    function assignRefereed(uint64 jobId, uint64 nodeId, JobTerms calldata terms, VerifiedState calldata state) external;
 
     /// @notice `assignRefereed` by the node's own agent (claim mode); a pool member may
     /// claim a hold that takes it out of the pool.
-    function claimRefereed(uint64 jobId, uint64 nodeId, JobTerms calldata terms, VerifiedState calldata state)
-        external;
+    function claimRefereed(uint64 jobId, uint64 nodeId, JobTerms calldata terms, VerifiedState calldata state) external;
 
     /// @notice The provider's agent submits the result's hash (not zero) before its runtime
     /// ends; the challenge window runs from now (as `IJobMarket.submitResult`).

@@ -218,7 +218,9 @@ contract AgentHijack is AttackBase {
     }
 
     function deployOtherMarket() internal returns (JobMarket other) {
-        other = new JobMarket(token, admin, marketParams(), new NodeRegistry(token), new Verification(token), new Referees(token));
+        other = new JobMarket(
+            token, admin, marketParams(), new NodeRegistry(token), new Verification(token), new Referees(token)
+        );
         vm.prank(operator);
         token.approve(address(other), type(uint256).max);
     }

@@ -121,13 +121,14 @@ contract GasTest is Base {
         }
         nodes.syncPool(ids);
         vm.prank(submitter);
-        uint64 jobId = IVerification(address(market)).postVerifiedJob(
-            wasmJob(),
-            VerifyPolicy({tier: VERIFY_REPLICATED, size: 3, quorum: 2, revealWindow: 60}),
-            BOUNTY,
-            uint40(block.timestamp + 10 minutes + RUNTIME + 60 + 1 hours),
-            spec()
-        );
+        uint64 jobId = IVerification(address(market))
+            .postVerifiedJob(
+                wasmJob(),
+                VerifyPolicy({tier: VERIFY_REPLICATED, size: 3, quorum: 2, revealWindow: 60}),
+                BOUNTY,
+                uint40(block.timestamp + 10 minutes + RUNTIME + 60 + 1 hours),
+                spec()
+            );
         sync();
         vm.roll(block.number + 2);
         vm.prevrandao(bytes32(uint256(1)));

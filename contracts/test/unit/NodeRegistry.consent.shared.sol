@@ -150,7 +150,9 @@ abstract contract NodeRegistryConsentShared is NodeRegistryUnitTest {
     }
 
     function test_Consent_RevertWhen_SignedForAnotherMarket() external {
-        JobMarket other = new JobMarket(token, admin, marketParams(), new NodeRegistry(token), new Verification(token), new Referees(token));
+        JobMarket other = new JobMarket(
+            token, admin, marketParams(), new NodeRegistry(token), new Verification(token), new Referees(token)
+        );
         address a = consentAgent();
         uint256 deadline = block.timestamp + 1 hours;
         bytes32 digest = INodeRegistry(address(other)).consentDigest(operator, a, nodes.agentNonce(a), deadline);

@@ -8,7 +8,13 @@ import {JobView} from "../JobView.sol";
 import {IJobMarket} from "../../src/interfaces/IJobMarket.sol";
 import {INodeRegistry} from "../../src/interfaces/INodeRegistry.sol";
 import {
-    ENGINE_DOCKER, JobRequirements, JobState, JobStatus, NodeCapabilities, NodeInfo, NodeStatus
+    ENGINE_DOCKER,
+    JobRequirements,
+    JobState,
+    JobStatus,
+    NodeCapabilities,
+    NodeInfo,
+    NodeStatus
 } from "../../src/types/Types.sol";
 
 contract NodeRegistryUpdateCapabilitiesTest is NodeRegistryNodeTest, NodeRegistryCapabilitiesShared {

@@ -159,7 +159,9 @@ abstract contract VerificationUnitTest is Base {
 
     function reveal(uint64 jobId, uint256 i, bytes32 digest) internal {
         vm.prank(agentOf[seatNode(jobId, i)]);
-        verification.revealSeat(jobId, terms(jobId), verified[jobId], uint8(i), seatOf[jobId][i], digest, saltOf(jobId, i));
+        verification.revealSeat(
+            jobId, terms(jobId), verified[jobId], uint8(i), seatOf[jobId][i], digest, saltOf(jobId, i)
+        );
         sync();
     }
 

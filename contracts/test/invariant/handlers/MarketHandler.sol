@@ -571,9 +571,10 @@ contract MarketHandler is Base {
         );
         if (_accepted(agentOf[nodeId], lie)) ++accepted;
         vm.prank(agentOf[nodeId]);
-        IVerification(address(market)).revealSeat(
-            id, jobs[id].terms, verified[id], uint8(i), seatOf[id][i], committed[id][i], _salt(id, i, nodeId)
-        );
+        IVerification(address(market))
+            .revealSeat(
+                id, jobs[id].terms, verified[id], uint8(i), seatOf[id][i], committed[id][i], _salt(id, i, nodeId)
+            );
         sync();
         _did();
     }
@@ -717,15 +718,17 @@ contract MarketHandler is Base {
             else if (f >> 248 != 1) ++committedSeats;
         }
         VerifiedState memory v = verified[id];
-        return committedSeats != 0
-            && (empty == 0 || now_ + jobs[id].terms.maxRuntime() > v.commitEnd() || v.rounds() >= 8);
+        return
+            committedSeats != 0 && (empty == 0 || now_ + jobs[id].terms.maxRuntime() > v.commitEnd() || v.rounds() >= 8);
     }
 
     /// The end of the reveal phase, or 0 before it.
     function _revealBy(uint64 id) internal view returns (uint256) {
         VerifiedState memory v = verified[id];
         if (v.status() == JobStatus.Revealing) return v.until();
-        if (v.status() == JobStatus.Committing && now_ > v.commitEnd()) return v.commitEnd() + jobs[id].terms.revealWindow();
+        if (v.status() == JobStatus.Committing && now_ > v.commitEnd()) {
+            return v.commitEnd() + jobs[id].terms.revealWindow();
+        }
         return 0;
     }
 
@@ -780,9 +783,8 @@ contract MarketHandler is Base {
         (bool found, uint64 id) = _findVerified(seed, JobStatus.Assigned);
         if (!found || now_ > verified[id].until()) return;
         vm.prank(agentOf[verified[id].nodeId()]);
-        IReferees(address(market)).submitRefereedResult(
-            id, jobs[id].terms, verified[id], keccak256(abi.encode(id)), "gantry://r"
-        );
+        IReferees(address(market))
+            .submitRefereedResult(id, jobs[id].terms, verified[id], keccak256(abi.encode(id)), "gantry://r");
         sync();
         _did();
     }
