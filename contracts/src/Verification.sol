@@ -378,8 +378,10 @@ contract Verification is IVerification, VerificationBase {
         } else {
             uint256 earliest = block.timestamp + maxRuntime;
             if (deadline < earliest) revert IJobMarket.JobMarket_DeadlineTooSoon(deadline, earliest);
-            // The provider's hold (the seat stake and r bounties) travels in 96 bits too.
-            if (uint256(seatStake) + uint256(bounty) * policy.size > type(uint96).max) {
+            // The provider's hold (the seat stake and r bounties), and with a dispute's bond
+            // every sum a decision makes, travel in 96 bits too.
+            uint256 bond = _bond(_policies[c.policy], bounty);
+            if (uint256(seatStake) + uint256(bounty) * policy.size + bond > type(uint96).max) {
                 revert Verification_BountyTooLarge(bounty);
             }
             drawWord = JobCodec.draw(0, 0, 0, seatStake);

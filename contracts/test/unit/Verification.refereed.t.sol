@@ -124,7 +124,8 @@ contract VerificationRefereedTest is VerificationUnitTest {
     }
 
     /// Verified jobs run at least ten graces (a seat or a provider always has the whole
-    /// grace to refuse a job), and a refereed job's hold fits 96 bits.
+    /// grace to refuse a job), and a refereed job's hold, with a dispute's bond, fits 96
+    /// bits.
     function test_post_refusesARuntimeShorterThanTenGraces_andAnUnholdableBounty() public {
         JobRequirements memory r = wasmJob();
         r.maxRuntime = 299;
@@ -141,6 +142,13 @@ contract VerificationRefereedTest is VerificationUnitTest {
         vm.prank(submitter);
         vm.expectRevert(abi.encodeWithSelector(IVerificationEvents.Verification_BountyTooLarge.selector, huge));
         verification.postVerifiedJob(wasmJob(), refereed(5), huge, uint40(block.timestamp + 1 days), spec());
+        // A hold that fits, but not with a dispute's bond (a tenth of the bounty) beside it:
+        // a decision's sums would overflow, and the job could never be decided.
+        uint96 large = uint96(uint256(type(uint96).max) * 100 / 505);
+        assertLe(uint256(large) * 5 + large / 10_000, type(uint96).max, "the hold alone fits");
+        vm.prank(submitter);
+        vm.expectRevert(abi.encodeWithSelector(IVerificationEvents.Verification_BountyTooLarge.selector, large));
+        verification.postVerifiedJob(wasmJob(), refereed(5), large, uint40(block.timestamp + 1 days), spec());
     }
 
     /// The job's requirements hold as for any job: an engine the node does not run, a
