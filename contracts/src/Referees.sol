@@ -203,20 +203,8 @@ contract Referees is IReferees, VerificationBase {
         if (block.timestamp <= revealBy && t.unrevealed != 0) revert Verification_NotDecidable(jobId, revealBy);
 
         Dispute memory d = _dispute(terms, state);
-        for (uint256 i; i < r; ++i) {
-            uint8 phase = seats[i].phase();
-            if (phase == 0) continue;
-            // A declined seat's lock ended with its decline; its word goes with the job.
-            if (phase == DECLINED) {
-                delete _seats[jobId][i];
-                continue;
-            }
-            // As `decide` does, by the majority: referees always paid from the prepay.
-            bool pays = phase == REVEALED && (t.quorum ? seats[i].digest == t.digest : _matched(seats, r, i));
-            bool slashes = !pays && (t.quorum || phase == COMMITTED || (phase == SEATED && t.agreed >= 2));
-            _settleSeat(jobId, i, seats[i], pays ? d.bounty - d.fee : 0, pays ? d.fee : 0, slashes);
-            if (pays) ++d.paid;
-        }
+        // As `decide`'s seats, by the majority: referees are always paid from the prepay.
+        d.paid = _settleSeats(jobId, seats, r, t, d.bounty, d.fee);
         uint96 unpaid = uint96(uint256(d.bounty) * (r - d.paid));
         if (!t.quorum) {
             _toArbiter(jobId, terms, state, d, unpaid, t.digest);

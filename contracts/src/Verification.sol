@@ -283,25 +283,7 @@ contract Verification is IVerification, VerificationBase {
 
         uint96 bounty = state.bounty();
         uint96 fee = uint96((uint256(bounty) * state.feeBps()) / BPS);
-        uint256 paid;
-        for (uint256 i; i < n; ++i) {
-            uint8 phase = seats[i].phase();
-            if (phase == 0) continue;
-            // A declined seat's lock ended with its decline; its word goes with the job.
-            if (phase == DECLINED) {
-                delete _seats[jobId][i];
-                continue;
-            }
-            // Paid: with the quorum, the seats that revealed its digest; without, each
-            // revealer another revealer matched. Slashed: with the quorum, every other
-            // seat; without, a seat that committed and did not reveal, and one that never
-            // committed only if two seats agreed (the job ran): a lone digest cannot be
-            // told a lie, and a job nobody showed to run slashes nobody who could not run it.
-            bool pays = phase == REVEALED && (t.quorum ? seats[i].digest == t.digest : _matched(seats, n, i));
-            bool slashes = !pays && (t.quorum || phase == COMMITTED || (phase == SEATED && t.agreed >= 2));
-            _settleSeat(jobId, i, seats[i], pays ? bounty - fee : 0, pays ? fee : 0, slashes);
-            if (pays) ++paid;
-        }
+        uint256 paid = _settleSeats(jobId, seats, n, t, bounty, fee);
         uint96 refund = uint96(uint256(bounty) * (n - paid));
         delete _jobs[jobId];
         _credits[terms.submitter()] += refund;

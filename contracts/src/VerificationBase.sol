@@ -91,6 +91,32 @@ abstract contract VerificationBase is IVerificationEvents, MarketStorage {
         return false;
     }
 
+    /// @dev Ends every seat of a decided job by the tally `t`; returns how many were paid
+    /// (`bounty` - `fee` each, the fee owed to the treasury). Paid: with the quorum, the
+    /// seats that revealed its digest; without, each revealer another revealer matched.
+    /// Slashed: with the quorum, every other seat; without, a seat that committed and did
+    /// not reveal, and one that never committed only if two seats agreed (the job ran): a
+    /// lone digest cannot be told a lie, and a job nobody showed to run slashes nobody who
+    /// could not run it. A declined seat's lock ended with its decline; its word goes with
+    /// the job.
+    function _settleSeats(uint64 jobId, Seat[] calldata seats, uint256 n, Tally memory t, uint96 bounty, uint96 fee)
+        internal
+        returns (uint256 paid)
+    {
+        for (uint256 i; i < n; ++i) {
+            uint8 phase = seats[i].phase();
+            if (phase == 0) continue;
+            if (phase == DECLINED) {
+                delete _seats[jobId][i];
+                continue;
+            }
+            bool pays = phase == REVEALED && (t.quorum ? seats[i].digest == t.digest : _matched(seats, n, i));
+            bool slashes = !pays && (t.quorum || phase == COMMITTED || (phase == SEATED && t.agreed >= 2));
+            _settleSeat(jobId, i, seats[i], pays ? bounty - fee : 0, pays ? fee : 0, slashes);
+            if (pays) ++paid;
+        }
+    }
+
     /// @dev Ends a decided job's seat: releases its lock, pays it, slashes its seat stake,
     /// deletes its word.
     function _settleSeat(uint64 jobId, uint256 i, Seat calldata s, uint96 payout, uint96 fee, bool slashes) internal {
