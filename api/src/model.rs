@@ -107,6 +107,7 @@ pub fn touches(event: &GantryEvent, job: Option<&JobRow>) -> Touches {
             M::SeatDrawn(e) => (Some(e.nodeId), None),
             M::SealCommitted(e) => (Some(e.nodeId), None),
             M::ResultRevealed(e) => (Some(e.nodeId), None),
+            M::ProviderRevealed(e) => (Some(e.nodeId), None),
             M::SeatFreed(e) => (Some(e.nodeId), None),
             M::SeatVacated(e) => (Some(e.nodeId), None),
             M::HoldLocked(e) => (Some(e.nodeId), None),
@@ -321,6 +322,7 @@ pub fn apply_job(
         | M::RefereesDecided(_)
         | M::RevealsOpened(_)
         | M::ResultRevealed(_)
+        | M::ProviderRevealed(_)
         | M::SeatReleased(_)
         | M::ReplicaPaid(_) => {}
         M::JobPosted(_)
@@ -759,6 +761,7 @@ fn apply_market_to_node(
         | M::RefereesRequested(_)
         | M::RevealsOpened(_)
         | M::ResultRevealed(_)
+        | M::ProviderRevealed(_)
         | M::JobVerified(_)
         | gantry_protocol::market_admin_events!() => return false,
     }
@@ -870,6 +873,7 @@ pub fn apply_account(
         | M::HoldReleased(_)
         | M::RevealsOpened(_)
         | M::ResultRevealed(_)
+        | M::ProviderRevealed(_)
         | M::SeatReleased(_)
         | M::ReplicaPaid(_)
         | gantry_protocol::market_admin_events!() => return row,

@@ -7,9 +7,6 @@ import {SafeERC20} from "@openzeppelin/contracts/token/ERC20/utils/SafeERC20.sol
 
 import {MarketStorage} from "./MarketStorage.sol";
 import {JobCodec} from "./types/JobCodec.sol";
-import {NodeRegistry} from "./NodeRegistry.sol";
-import {Referees} from "./Referees.sol";
-import {Verification} from "./Verification.sol";
 import {IJobMarket} from "./interfaces/IJobMarket.sol";
 import {IVerificationEvents} from "./interfaces/IVerification.sol";
 import {
@@ -70,6 +67,7 @@ contract JobMarket is IJobMarket, IVerificationEvents, MarketStorage {
     uint256 internal constant DECIDE_REFEREES = 0xd223ce35;
     uint256 internal constant RESOLVE_VERIFIED = 0x415b2171;
     uint256 internal constant SETTLE_VERIFIED = 0x27425206;
+    uint256 internal constant REVEAL_REFEREED = 0x68bf9d94;
     /// `INodeRegistry.heartbeat`, routed to the registry first.
     uint256 internal constant HEARTBEAT = 0x9bf6fa57;
 
@@ -86,9 +84,9 @@ contract JobMarket is IJobMarket, IVerificationEvents, MarketStorage {
         IERC20 token_,
         address admin,
         MarketParams memory params_,
-        NodeRegistry nodeRegistry_,
-        Verification verification_,
-        Referees referees_
+        MarketStorage nodeRegistry_,
+        MarketStorage verification_,
+        MarketStorage referees_
     ) MarketStorage(token_) {
         if (address(token_) == address(0) || admin == address(0)) {
             revert JobMarket_ZeroAddress();
@@ -139,7 +137,7 @@ contract JobMarket is IJobMarket, IVerificationEvents, MarketStorage {
                     or(
                         or(or(eq(sig, REJECT_REFEREED), eq(sig, RECLAIM_REFEREED)), eq(sig, ACCEPT_VERIFIED)),
                         or(
-                            or(eq(sig, REQUEST_REFEREES), eq(sig, DECIDE_REFEREES)),
+                            or(or(eq(sig, REQUEST_REFEREES), eq(sig, DECIDE_REFEREES)), eq(sig, REVEAL_REFEREED)),
                             or(eq(sig, RESOLVE_VERIFIED), eq(sig, SETTLE_VERIFIED))
                         )
                     )

@@ -34,6 +34,15 @@ contract Referees is IReferees, VerificationBase {
     uint8 internal constant UPHELD = 0;
     uint8 internal constant OVERTURNED = 1;
     uint8 internal constant NO_MAJORITY = 2;
+    /// @dev Overturned because the provider never opened its seal.
+    uint8 internal constant NOT_SHOWN = 3;
+
+    /// @dev The seat number in the provider's seal, and the `_seats` slot of its revealed
+    /// digest during a dispute.
+    uint8 internal constant PROVIDER_SEAT = type(uint8).max;
+    /// @dev A dispute's least time to draw its panel (its first round waits `DRAW_DELAY`
+    /// blocks) beside the referees' runtime, whatever the market's dispute period.
+    uint40 internal constant MIN_DRAW_TIME = 5 minutes;
 
     constructor(IERC20 token_) VerificationBase(token_) {}
 
@@ -61,7 +70,7 @@ contract Referees is IReferees, VerificationBase {
         uint64 jobId,
         JobTerms calldata terms,
         VerifiedState calldata state,
-        bytes32 resultHash,
+        bytes32 seal,
         string calldata resultURI
     ) external onlyDelegated {
         _checkRefereed(jobId, terms, state, JobStatus.Assigned);
@@ -69,12 +78,12 @@ contract Referees is IReferees, VerificationBase {
         if (block.timestamp > state.until()) revert IJobMarket.JobMarket_RuntimeOver(jobId, state.until());
         uint64 nodeId = state.nodeId();
         if (msg.sender != _nodes[nodeId].agent) revert IJobMarket.JobMarket_NotAssignedAgent(jobId, msg.sender);
-        if (resultHash == 0) revert Verification_EmptyDigest();
+        if (seal == 0) revert Verification_EmptySeal();
         uint40 endsAt = uint40(block.timestamp) + state.challengeWindow();
         uint256 fields =
             JobCodec.next(state.fields, JobStatus.Submitted, state.faults(), state.barred(), nodeId, endsAt);
-        _jobs[jobId] = keccak256(abi.encode(VerifiedState(state.terms, fields, state.seats, state.draw, resultHash)));
-        emit IJobMarket.ResultSubmitted(jobId, resultHash, resultURI, endsAt);
+        _jobs[jobId] = keccak256(abi.encode(VerifiedState(state.terms, fields, state.seats, state.draw, seal)));
+        emit IJobMarket.ResultSubmitted(jobId, seal, resultURI, endsAt);
     }
 
     /// @inheritdoc IReferees
@@ -160,7 +169,8 @@ contract Referees is IReferees, VerificationBase {
         uint96 bond = _bond(policy_, terms.bounty());
         // Within the hold (checked at posting to fit 96 bits).
         uint96 prepay = uint96(uint256(terms.bounty()) * terms.size());
-        uint40 commitEnd = uint40(block.timestamp) + policy_.disputePeriod + terms.maxRuntime();
+        uint40 drawTime = policy_.disputePeriod < MIN_DRAW_TIME ? MIN_DRAW_TIME : policy_.disputePeriod;
+        uint40 commitEnd = uint40(block.timestamp) + drawTime + terms.maxRuntime();
         uint40 drawBlock = uint40(block.number) + DRAW_DELAY;
         uint64 provider = state.nodeId();
         uint256 fields =
@@ -175,6 +185,32 @@ contract Referees is IReferees, VerificationBase {
         emit RefereesRequested(jobId, provider, bond, prepay, uint96(fromCredits), commitEnd);
         emit DrawArmed(jobId, drawBlock, 0);
         if (fromCredits < escrow) token.safeTransferFrom(msg.sender, address(this), escrow - fromCredits);
+    }
+
+    /// @inheritdoc IReferees
+    function revealRefereed(
+        uint64 jobId,
+        JobTerms calldata terms,
+        VerifiedState calldata state,
+        bytes32 digest,
+        bytes32 salt
+    ) external onlyDelegated {
+        _checkState(jobId, terms, state);
+        if (terms.tier() != VERIFY_REFEREED) revert Verification_InvalidPolicy();
+        uint40 revealBy = _revealBy(jobId, terms, state);
+        if (block.timestamp > revealBy) revert Verification_RevealClosed(jobId, revealBy);
+        if (_seats[jobId][PROVIDER_SEAT] != 0) revert Verification_WrongPhase(jobId, PROVIDER_SEAT, REVEALED);
+        uint64 provider = state.nodeId();
+        if (digest == 0) revert Verification_EmptyDigest();
+        if (
+            keccak256(abi.encode(block.chainid, address(this), jobId, PROVIDER_SEAT, provider, digest, salt))
+                != state.result
+        ) {
+            revert Verification_SealMismatch(jobId, PROVIDER_SEAT);
+        }
+        // Its own word: the referees' reveals and `openReveals` never race it.
+        _seats[jobId][PROVIDER_SEAT] = digest;
+        emit ProviderRevealed(jobId, provider, digest);
     }
 
     /// @dev A dispute's amounts, as its decision moves them.
@@ -200,19 +236,25 @@ contract Referees is IReferees, VerificationBase {
         _checkSeats(jobId, seats, r);
         // A majority counted against r: empty seats do not agree.
         Tally memory t = _tally(seats, r, uint8((r + 1) / 2));
-        if (block.timestamp <= revealBy && t.unrevealed != 0) revert Verification_NotDecidable(jobId, revealBy);
+        bytes32 shown = _seats[jobId][PROVIDER_SEAT];
+        if (block.timestamp <= revealBy && (t.unrevealed != 0 || shown == 0)) {
+            revert Verification_NotDecidable(jobId, revealBy);
+        }
+        if (shown != 0) delete _seats[jobId][PROVIDER_SEAT];
 
         Dispute memory d = _dispute(terms, state);
         // As `decide`'s seats, by the majority: referees are always paid from the prepay.
         d.paid = _settleSeats(jobId, seats, r, t, d.bounty, d.fee);
         uint96 unpaid = uint96(uint256(d.bounty) * (r - d.paid));
-        if (!t.quorum) {
+        // A provider that never showed its result loses, whatever the referees found.
+        if (shown != 0 && !t.quorum) {
             _toArbiter(jobId, terms, state, d, unpaid, t.digest);
-        } else if (t.digest == state.result) {
+        } else if (shown != 0 && t.digest == shown) {
             emit RefereesDecided(jobId, d.provider, UPHELD, t.digest, uint8(d.paid), unpaid, d.bond, 0);
             _forProvider(jobId, terms, state, d, unpaid, CompletionKind.RefereesUpheld);
         } else {
-            emit RefereesDecided(jobId, d.provider, OVERTURNED, t.digest, uint8(d.paid), unpaid + d.bond, 0, 0);
+            uint8 outcome = shown == 0 ? NOT_SHOWN : OVERTURNED;
+            emit RefereesDecided(jobId, d.provider, outcome, t.digest, uint8(d.paid), unpaid + d.bond, 0, 0);
             _againstProvider(jobId, terms, state, d, unpaid + d.bond, FailureKind.RefereesOverturned);
         }
     }

@@ -405,6 +405,7 @@ impl State {
             | M::RefereesDecided(_)
             | M::RevealsOpened(_)
             | M::ResultRevealed(_)
+            | M::ProviderRevealed(_)
             | M::SeatReleased(_)
             | M::ReplicaPaid(_)
             | M::JobVerified(_)

@@ -145,6 +145,8 @@ pub struct JobRow {
     /// What the job waits for, by status: assigned, the attempt's end; submitted, the
     /// challenge window's end; disputed, the arbiter's deadline; otherwise none.
     pub until: Option<u64>,
+    /// The answer's `resultHash`: the result's hash, or, for a refereed job, the seal of
+    /// its digest (the digest itself is revealed only in a dispute).
     pub result_hash: Option<String>,
     pub result_uri: Option<String>,
     /// The submitter's dispute of the result, if any.

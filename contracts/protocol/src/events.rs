@@ -334,6 +334,7 @@ impl GantryEvent {
                 M::RefereesDecided(e) => Some(e.nodeId),
                 M::HoldReleased(e) => Some(e.nodeId),
                 M::ResultRevealed(e) => Some(e.nodeId),
+                M::ProviderRevealed(e) => Some(e.nodeId),
                 M::SeatReleased(e) => Some(e.nodeId),
                 M::ReplicaPaid(e) => Some(e.nodeId),
                 M::JobPosted(_)
@@ -406,6 +407,7 @@ pub fn market_job_id(event: &JobMarket::JobMarketEvents) -> Option<u64> {
         M::HoldReleased(e) => e.jobId,
         M::RevealsOpened(e) => e.jobId,
         M::ResultRevealed(e) => e.jobId,
+        M::ProviderRevealed(e) => e.jobId,
         M::SeatReleased(e) => e.jobId,
         M::ReplicaPaid(e) => e.jobId,
         M::JobVerified(e) => e.jobId,

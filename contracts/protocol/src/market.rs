@@ -267,7 +267,8 @@ pub struct Verified {
     /// Seat i's node id at bits [48i, 48i + 47]; 0: empty.
     pub seats: U256,
     pub draw: Draw,
-    /// Refereed: the provider's result hash once submitted.
+    /// Refereed: the seal of the provider's result once submitted (its digest is revealed
+    /// only in a dispute, `ProviderRevealed`).
     pub result: B256,
 }
 
@@ -424,28 +425,39 @@ impl Seats {
     /// The seats after one of the job's events (of a job with `terms`).
     pub fn apply(&mut self, terms: &Terms, event: &JobMarket::JobMarketEvents) {
         use JobMarket::JobMarketEvents as M;
-        let seat = |i: u8| usize::from(i).min(4);
+        // The market names seats 0..5 only (`revealSeat` and the rest refuse any other);
+        // an event naming another is not a seat's and is skipped, never folded into one.
+        let Some(i) = (match event {
+            M::SeatDrawn(e) => Some(e.seat),
+            M::SealCommitted(e) => Some(e.seat),
+            M::ResultRevealed(e) => Some(e.seat),
+            M::SeatFreed(e) => Some(e.seat),
+            M::SeatVacated(e) => Some(e.seat),
+            M::SeatReleased(e) => Some(e.seat),
+            _ => None,
+        }) else {
+            return;
+        };
+        let Some(s) = self.0.get_mut(usize::from(i)) else {
+            return;
+        };
         match event {
-            M::SeatDrawn(e) => self.0[seat(e.seat)] = Seat::drawn(e, terms),
+            M::SeatDrawn(e) => *s = Seat::drawn(e, terms),
             M::SealCommitted(e) => {
-                let s = &mut self.0[seat(e.seat)];
                 s.phase = Seat::COMMITTED;
                 s.seal = e.seal;
             }
             M::ResultRevealed(e) => {
-                let s = &mut self.0[seat(e.seat)];
                 s.phase = Seat::REVEALED;
                 s.digest = e.digest;
             }
             // A decline leaves the seat Declined, its lock gone; a reclaim's lock ends
             // here and its `SeatVacated` follows.
             M::SeatFreed(e) if !e.fault => {
-                let s = &mut self.0[seat(e.seat)];
                 s.phase = Seat::DECLINED;
                 s.locked = 0;
             }
-            M::SeatVacated(e) => self.0[seat(e.seat)] = Seat::default(),
-            M::SeatReleased(e) => self.0[seat(e.seat)] = Seat::default(),
+            M::SeatVacated(_) | M::SeatReleased(_) => *s = Seat::default(),
             _ => {}
         }
     }
@@ -455,6 +467,10 @@ impl Seats {
         self.0.iter().take(n).map(Seat::pack).collect()
     }
 }
+
+/// The seat number in a refereed provider's seal (`submitRefereedResult`,
+/// `revealRefereed`): no seat's (seats are 0..5).
+pub const PROVIDER_SEAT: u8 = u8::MAX;
 
 /// A seat's seal of its result's `digest`: keccak256(abi.encode(chainid, market, jobId,
 /// seat, nodeId, digest, salt)), as `revealSeat` checks it. The node id defeats a copied
@@ -573,7 +589,7 @@ impl State {
             M::ResultSubmitted(e) => {
                 self.status = JobStatus::Submitted;
                 self.until = e.until.to::<u64>();
-                // A refereed job keeps the result's hash in its state.
+                // A refereed job keeps the result's seal in its state.
                 if let Some(verified) = self.verified.as_mut() {
                     verified.result = e.resultHash;
                 }
@@ -661,9 +677,10 @@ impl State {
                     }
                 }
             }
-            // A seat is a word of its own, not the job's ([`Seat::apply`]); pay is the
-            // node's.
+            // A seat is a word of its own, not the job's ([`Seat::apply`]), as is the
+            // provider's revealed digest; pay is the node's.
             M::SeatDrawn(_)
+            | M::ProviderRevealed(_)
             | M::HoldForfeited(_)
             | M::HoldLocked(_)
             | M::HoldReleased(_)
@@ -934,5 +951,18 @@ mod tests {
             }),
         );
         assert_eq!(seats.0[1], Seat::default());
+        // A seat number the market never gives a seat (the provider's, 255) changes none:
+        // a forged or misread event cannot corrupt the list `decide` takes.
+        let before = seats;
+        seats.apply(
+            &terms,
+            &M::ResultRevealed(JobMarket::ResultRevealed {
+                jobId: 1,
+                nodeId: 7,
+                seat: PROVIDER_SEAT,
+                digest: B256::repeat_byte(1),
+            }),
+        );
+        assert_eq!(seats, before);
     }
 }

@@ -54,6 +54,9 @@ interface IVerificationEvents {
     /// the seat stake (what its fault costs) and r bounties (what repays the referees of
     /// a dispute it loses).
     event HoldLocked(uint64 indexed jobId, uint64 indexed nodeId, uint96 amount);
+    /// @notice A disputed refereed job's provider opened the seal it submitted as its
+    /// result: the result's digest is `digest` (after the referees' commit phase).
+    event ProviderRevealed(uint64 indexed jobId, uint64 indexed nodeId, bytes32 digest);
     /// @notice The provider's hold ended (less any slash, in `NodeSlashed`, which follows).
     event HoldReleased(uint64 indexed jobId, uint64 indexed nodeId, uint96 amount);
     /// @notice The submitter of refereed job `jobId` disputed provider `nodeId`'s result:
@@ -65,7 +68,8 @@ interface IVerificationEvents {
     );
     /// @notice The referees decided: `outcome` 0 upheld (a majority revealed the provider's
     /// result), 1 overturned (a majority revealed another, `digest`), 2 no majority (the job
-    /// goes to the arbiter until `until`). `paid` referees were paid from the prepay;
+    /// goes to the arbiter until `until`), 3 overturned because the provider never opened its
+    /// seal (`digest`: the referees' most common one, if any). `paid` referees were paid from the prepay;
     /// `toSubmitter` of the escrow was credited to the submitter (the prepay not paid out,
     /// and, overturned, the bond), `toProvider` to the provider's earnings (upheld, the
     /// bond); the bounty moves in `JobCompleted` or `JobFailed`.
@@ -298,14 +302,30 @@ interface IReferees is IVerificationEvents {
     /// claim a hold that takes it out of the pool.
     function claimRefereed(uint64 jobId, uint64 nodeId, JobTerms calldata terms, VerifiedState calldata state) external;
 
-    /// @notice The provider's agent submits the result's hash (not zero) before its runtime
-    /// ends; the challenge window runs from now (as `IJobMarket.submitResult`).
+    /// @notice The provider's agent submits its result, sealed (not zero), before its runtime
+    /// ends; the challenge window runs from now (as `IJobMarket.submitResult`). The seal is
+    /// keccak256(abi.encode(chainid, market, jobId, PROVIDER_SEAT (255), nodeId, digest,
+    /// salt)), as a seat's: the digest stays unknown to the referees a dispute draws until
+    /// they committed (`revealRefereed`). The outputs and the salt go to the submitter
+    /// only, off-chain; `resultURI` says where.
     function submitRefereedResult(
         uint64 jobId,
         JobTerms calldata terms,
         VerifiedState calldata state,
-        bytes32 resultHash,
+        bytes32 seal,
         string calldata resultURI
+    ) external;
+
+    /// @notice Anyone opens a disputed job's provider seal in the referees' reveal phase
+    /// (never earlier): `digest` and `salt` must open `state.result`. The provider's worker
+    /// sends it; the submitter, which received the salt with the outputs, may too. A
+    /// provider whose seal is not opened by the end of the reveal phase loses the dispute.
+    function revealRefereed(
+        uint64 jobId,
+        JobTerms calldata terms,
+        VerifiedState calldata state,
+        bytes32 digest,
+        bytes32 salt
     ) external;
 
     /// @notice The provider's agent gives the job back (as `IJobMarket.reject`): free within
@@ -329,18 +349,20 @@ interface IReferees is IVerificationEvents {
     /// @notice The submitter disputes the provider's result within the challenge window:
     /// it escrows the market's dispute bond and r bounties (the referees' pay), from its
     /// credits first, the rest pulled. The job is Committing until now + the dispute period
-    /// + its max runtime, and a draw of r referees is armed (never the provider, nor a node
-    /// of its operator). The referees commit, reveal and are decided by `decideReferees`.
+    /// (at least 5 minutes, so that a panel can be drawn) + its max runtime, and a draw of r
+    /// referees is armed (never the provider, nor a node of its operator, nor one its agent
+    /// serves). The referees commit, reveal and are decided by `decideReferees`.
     function requestReferees(uint64 jobId, JobTerms calldata terms, VerifiedState calldata state) external;
 
     /// @notice Anyone decides a refereed dispute once the referees' reveal phase is over,
-    /// or in it once no committed referee is left to reveal. A majority of r ((r + 1) / 2
-    /// reveals of one digest) **upholds** the provider's result (the provider is paid the
-    /// bounty and the bond, its hold released; the submitter gets back the prepay not paid
-    /// to referees) or **overturns** it (the provider's seat stake is slashed and it repays
-    /// the paid referees out of its hold; the submitter gets back all it put in). Without a
-    /// majority, or with no referee, the job goes to the arbiter (Arbitrating, the provider's
-    /// hold kept). Referees are paid and slashed as `decide`'s seats are, by that majority.
+    /// or in it once the provider and every committed referee revealed. A provider that did
+    /// not reveal loses (**overturned**). A majority of r ((r + 1) / 2 reveals of one digest)
+    /// **upholds** the provider's revealed result (the provider is paid the bounty and the
+    /// bond, its hold released; the submitter gets back the prepay not paid to referees) or
+    /// **overturns** it (the provider's seat stake is slashed and it repays the paid
+    /// referees out of its hold; the submitter gets back all it put in). Without a majority,
+    /// or with no referee, the job goes to the arbiter (Arbitrating, the provider's hold
+    /// kept). Referees are paid and slashed as `decide`'s seats are, by that majority.
     /// `seats`: every referee seat's word, r entries in order.
     function decideReferees(uint64 jobId, JobTerms calldata terms, VerifiedState calldata state, Seat[] calldata seats)
         external;

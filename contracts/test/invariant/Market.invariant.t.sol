@@ -39,7 +39,7 @@ contract MarketInvariants is Test {
     }
 
     function actionSelectors() internal pure returns (bytes4[] memory s) {
-        s = new bytes4[](45);
+        s = new bytes4[](49);
         s[0] = MarketHandler.post.selector;
         s[1] = MarketHandler.deposit.selector;
         s[2] = MarketHandler.cancel.selector;
@@ -85,6 +85,10 @@ contract MarketInvariants is Test {
         s[42] = MarketHandler.submitRefereed.selector;
         s[43] = MarketHandler.settleRefereed.selector;
         s[44] = MarketHandler.faultRefereed.selector;
+        s[45] = MarketHandler.disputeRefereed.selector;
+        s[46] = MarketHandler.revealProvider.selector;
+        s[47] = MarketHandler.decideDispute.selector;
+        s[48] = MarketHandler.arbitrateRefereed.selector;
     }
 
     // ---------------------------------------------------------------- the handler reaches everything
@@ -180,16 +184,39 @@ contract MarketInvariants is Test {
         }
         handler.postVerified(0, 5e6, 3);
         handler.placeRefereed(0, 0, false);
-        handler.submitRefereed(0);
+        handler.submitRefereed(0, 1);
         handler.settleRefereed(0);
         handler.postVerified(1, 5e6, 3);
         handler.placeRefereed(0, 1, true);
         handler.faultRefereed(0);
+        // Another dispute: the bond and the prepay escrowed, the panel drawn; no referee
+        // commits, the provider opens its seal, and without a majority the arbiter decides.
+        handler.postVerified(2, 5e6, 3);
+        handler.placeRefereed(0, 2, false);
+        handler.submitRefereed(0, 1);
+        handler.disputeRefereed(0);
+        handler.drawVerified(0);
+        warpTo(handler.lastDisputeCommitEnd() + 1);
+        handler.revealProvider(0);
+        // The dispute the handler started with first: its provider never revealed, and lost.
+        handler.decideDispute(0);
+        handler.decideDispute(0);
+        handler.arbitrateRefereed(0, true);
         bytes4[] memory actions = actionSelectors();
         for (uint256 i; i < actions.length; ++i) {
             assertGt(handler.calls(actions[i]), 0, vm.toString(abi.encodePacked(actions[i])));
         }
         checkAll();
+    }
+
+    /// Moves the handler's clock to `t`, by the steps its `warp` allows.
+    function warpTo(uint256 t) internal {
+        while (handler.now_() < t) {
+            uint256 left = t - handler.now_();
+            if (left >= 2 days) handler.warp(2 days, true);
+            else if (left > 30 minutes) handler.warp(30 minutes, false);
+            else handler.warp(left, false);
+        }
     }
 
     // ---------------------------------------------------------------- invariants
@@ -269,7 +296,9 @@ contract MarketInvariants is Test {
             NodeInfo memory n = nodes.getNode(id);
             assertLe(n.stake, handler.stakeIn(id) - handler.stakeOut(id), "a stake never grows by itself");
             assertEq(
-                n.stake, handler.stakeIn(id) - handler.stakeOut(id) - handler.slashedOf(id), "the stake, by the rules"
+                n.stake,
+                handler.stakeIn(id) - handler.stakeOut(id) - handler.slashedOf(id) - handler.forfeitedOf(id),
+                "the stake, by the rules"
             );
             assertEq(n.earnings + handler.earningsOut(id), handler.earnedOf(id), "earnings, by the rules");
             assertEq(n.feesOwed + handler.feesSwept(id), handler.feesAccrued(id), "fees, by the rules");

@@ -5,7 +5,7 @@ import {VerificationUnitTest} from "./Verification.base.sol";
 import {JobView} from "../JobView.sol";
 import {IJobMarket} from "../../src/interfaces/IJobMarket.sol";
 import {IVerificationEvents} from "../../src/interfaces/IVerification.sol";
-import {FailureKind, JobStatus, JobTerms, Seat, VerifiedState} from "../../src/types/Types.sol";
+import {FailureKind, JobStatus, JobTerms, MarketParams, Seat, VerifiedState} from "../../src/types/Types.sol";
 
 /// @notice A refereed job's dispute (design 18, §2.6): the submitter escrows the bond and r
 /// bounties, r referees (never the provider nor its operator) re-execute the job, commit and
@@ -20,6 +20,8 @@ contract VerificationDisputesTest is VerificationUnitTest {
     bytes32 internal constant X = keccak256("another result");
     bytes32 internal constant Y = keccak256("a third result");
     uint96 internal constant B = 5e6;
+    /// The seat number in the provider's seal.
+    uint8 internal constant PROVIDER_SEAT = 255;
 
     uint64 internal provider;
 
@@ -42,7 +44,25 @@ contract VerificationDisputesTest is VerificationUnitTest {
         sync();
         if (!answer) return id;
         vm.prank(agentOf[provider]);
-        referees.submitRefereedResult(id, terms(id), verified[id], R, "gantry://results/1");
+        referees.submitRefereedResult(id, terms(id), verified[id], providerSeal(id, R), "gantry://results/1");
+        sync();
+    }
+
+    /// The provider's seal of `digest`, as its worker makes it.
+    function providerSeal(uint64 id, bytes32 digest) internal view returns (bytes32) {
+        return sealOf(id, PROVIDER_SEAT, provider, digest, saltOf(id, PROVIDER_SEAT));
+    }
+
+    /// The market's storage slot of `_seats[id][PROVIDER_SEAT]` (`_seats` is slot 18, as
+    /// `forge inspect JobMarket storageLayout` shows).
+    function providerSlot(uint64 id) internal pure returns (bytes32) {
+        return keccak256(abi.encode(uint256(PROVIDER_SEAT), keccak256(abi.encode(uint256(id), uint256(18)))));
+    }
+
+    /// The provider opens its seal (in the reveal phase).
+    function revealProvider(uint64 id, bytes32 digest) internal {
+        vm.prank(agentOf[provider]);
+        referees.revealRefereed(id, terms(id), verified[id], digest, saltOf(id, PROVIDER_SEAT));
         sync();
     }
 
@@ -66,12 +86,13 @@ contract VerificationDisputesTest is VerificationUnitTest {
     }
 
     /// Every referee commits `digests[i]` (zero: not at all), the reveals open when the
-    /// commit phase ends, each committed one reveals.
+    /// commit phase ends, the provider and each committed referee reveal.
     function referee(uint64 id, bytes32[] memory digests) internal {
         for (uint256 i; i < digests.length; ++i) {
             if (digests[i] != 0) commit(id, i, digests[i]);
         }
         vm.warp(verified[id].commitEnd() + 1);
+        revealProvider(id, R);
         for (uint256 i; i < digests.length; ++i) {
             if (digests[i] != 0) reveal(id, i, digests[i]);
         }
@@ -90,7 +111,7 @@ contract VerificationDisputesTest is VerificationUnitTest {
         vm.expectRevert(abi.encodeWithSelector(IJobMarket.JobMarket_WrongStatus.selector, id, JobStatus.Assigned));
         referees.requestReferees(id, terms(id), verified[id]);
         vm.prank(agentOf[provider]);
-        referees.submitRefereedResult(id, terms(id), verified[id], R, "");
+        referees.submitRefereedResult(id, terms(id), verified[id], providerSeal(id, R), "");
         sync();
         vm.prank(stranger);
         vm.expectRevert(abi.encodeWithSelector(IJobMarket.JobMarket_NotSubmitter.selector, id, stranger));
@@ -134,7 +155,7 @@ contract VerificationDisputesTest is VerificationUnitTest {
         referees.assignRefereed(id, provider, terms(id), verified[id]);
         sync();
         vm.prank(agentOf[provider]);
-        referees.submitRefereedResult(id, terms(id), verified[id], R, "");
+        referees.submitRefereedResult(id, terms(id), verified[id], providerSeal(id, R), "");
         sync();
         vm.prank(submitter);
         referees.requestReferees(id, terms(id), verified[id]);
@@ -240,6 +261,8 @@ contract VerificationDisputesTest is VerificationUnitTest {
     /// no referee is slashed.
     function test_noPanel_neverPaysTheProviderByDefault_andSlashesNoReferee() public {
         uint64 id = disputed(3);
+        vm.warp(verified[id].commitEnd() + 1);
+        revealProvider(id, R);
         pastReveals(id);
         decideReferees(id);
         assertEq(uint8(verified[id].status()), uint8(JobStatus.Arbitrating), "not paid by default");
@@ -264,5 +287,130 @@ contract VerificationDisputesTest is VerificationUnitTest {
         verification.decide(id, terms(id), verified[id], list);
         decideReferees(id);
         assertEq(uint8(verified[id].status()), uint8(JobStatus.Completed));
+    }
+
+    // ---------------------------------------------------------------- the provider's seal
+
+    /// The provider's result is a seal until the referees committed: what a lazy referee
+    /// can read on chain (the seal) is no digest of the job, and a referee that copies it
+    /// is slashed; the provider's own reveal waits for the reveal phase.
+    function test_theProvidersDigest_staysSealed_untilTheRefereesCommitted() public {
+        uint64 id = disputed(3);
+        bytes32 onChain = verified[id].result;
+        assertEq(onChain, providerSeal(id, R), "the job holds the seal");
+        assertTrue(onChain != R, "not the digest");
+        vm.prank(agentOf[provider]);
+        vm.expectRevert(abi.encodeWithSelector(IVerificationEvents.Verification_RevealNotOpen.selector, id));
+        referees.revealRefereed(id, terms(id), verified[id], R, saltOf(id, PROVIDER_SEAT));
+        uint64 copier = seatNode(id, 2);
+        referee(id, three(R, R, onChain));
+        decideReferees(id);
+        assertEq(uint8(verified[id].status()), uint8(JobStatus.Completed), "upheld");
+        assertEq(node(copier).stake, STAKE - verified[id].seatStake(), "the copier is slashed");
+        assertEq(node(copier).earnings, 0);
+        assertReplay();
+    }
+
+    /// A provider that does not open its seal loses, even when every referee found the
+    /// digest it sealed: it never showed which result it stood by. The referees are paid
+    /// (out of its hold, in the end); the submitter gets back all it put in.
+    function test_aProviderThatDoesNotReveal_losesTheDispute() public {
+        uint64 id = disputed(3);
+        for (uint256 i; i < 3; ++i) {
+            commit(id, i, R);
+        }
+        vm.warp(verified[id].commitEnd() + 1);
+        for (uint256 i; i < 3; ++i) {
+            reveal(id, i, R);
+        }
+        uint40 revealBy = verified[id].commitEnd() + W;
+        vm.prank(stranger);
+        vm.expectRevert(abi.encodeWithSelector(IVerificationEvents.Verification_NotDecidable.selector, id, revealBy));
+        referees.decideReferees(id, terms(id), verified[id], seatList(id));
+        pastReveals(id);
+        uint256 credits = market.creditOf(submitter);
+        uint96 seatStake = verified[id].seatStake();
+        vm.expectEmit(address(market));
+        emit IVerificationEvents.RefereesDecided(id, provider, 3, R, 3, bond(), 0, 0);
+        vm.expectEmit(address(market));
+        emit IJobMarket.JobFailed(id, FailureKind.RefereesOverturned, B);
+        decideReferees(id);
+        assertEq(market.creditOf(submitter) - credits, B + bond() + 3 * B, "all it put in");
+        assertEq(node(provider).stake, STAKE - seatStake - 3 * B, "the seat stake and the referees' pay");
+        assertEq(node(provider).lockedStake, 0);
+        for (uint256 i; i < 3; ++i) {
+            assertEq(node(seatNode(id, i)).earnings, B - fee(), "every referee paid");
+        }
+        assertReplay();
+    }
+
+    /// Only the sealed digest with its salt opens the seal, once, within the reveal phase;
+    /// whoever holds them may send it (the submitter received the salt with the outputs).
+    function test_revealRefereed_opensOnlyTheSeal_once_withinThePhase() public {
+        uint64 id = disputed(3);
+        vm.warp(verified[id].commitEnd() + 1);
+        bytes32 salt = saltOf(id, PROVIDER_SEAT);
+        vm.prank(agentOf[provider]);
+        vm.expectRevert(
+            abi.encodeWithSelector(IVerificationEvents.Verification_SealMismatch.selector, id, PROVIDER_SEAT)
+        );
+        referees.revealRefereed(id, terms(id), verified[id], X, salt);
+        vm.prank(agentOf[provider]);
+        vm.expectRevert(
+            abi.encodeWithSelector(IVerificationEvents.Verification_SealMismatch.selector, id, PROVIDER_SEAT)
+        );
+        referees.revealRefereed(id, terms(id), verified[id], R, keccak256("a guessed salt"));
+        vm.prank(agentOf[provider]);
+        vm.expectRevert(IVerificationEvents.Verification_EmptyDigest.selector);
+        referees.revealRefereed(id, terms(id), verified[id], bytes32(0), salt);
+        vm.expectEmit(address(market));
+        emit IVerificationEvents.ProviderRevealed(id, provider, R);
+        vm.prank(submitter);
+        referees.revealRefereed(id, terms(id), verified[id], R, salt);
+        vm.prank(agentOf[provider]);
+        vm.expectRevert(
+            abi.encodeWithSelector(IVerificationEvents.Verification_WrongPhase.selector, id, PROVIDER_SEAT, 3)
+        );
+        referees.revealRefereed(id, terms(id), verified[id], R, salt);
+    }
+
+    function test_revealRefereed_afterThePhase_isRefused() public {
+        uint64 id = disputed(3);
+        pastReveals(id);
+        uint40 revealBy = verified[id].commitEnd() + W;
+        vm.prank(agentOf[provider]);
+        vm.expectRevert(abi.encodeWithSelector(IVerificationEvents.Verification_RevealClosed.selector, id, revealBy));
+        referees.revealRefereed(id, terms(id), verified[id], R, saltOf(id, PROVIDER_SEAT));
+    }
+
+    /// With everyone revealed the dispute is decided at once, and the provider's reveal
+    /// slot is cleared with it.
+    function test_decideReferees_onceAllRevealed_clearsTheProvidersSlot() public {
+        uint64 id = disputed(3);
+        referee(id, three(R, R, R));
+        assertEq(vm.load(address(market), providerSlot(id)), R, "the provider's digest, stored");
+        decideReferees(id);
+        assertEq(uint8(verified[id].status()), uint8(JobStatus.Completed));
+        assertEq(vm.load(address(market), providerSlot(id)), bytes32(0), "nothing left behind");
+    }
+
+    /// A market whose dispute period is one second still gives a dispute time to draw its
+    /// panel: the commit phase is at least five minutes beside the referees' runtime.
+    function test_aShortDisputePeriod_stillLeavesTimeToDrawThePanel() public {
+        MarketParams memory p = marketParams();
+        p.disputePeriod = 1;
+        setParams(p);
+        vm.prank(admin);
+        verification.setVerifyParams(verifyParams());
+        uint64 id = placed(3, true);
+        vm.prank(submitter);
+        referees.requestReferees(id, terms(id), verified[id]);
+        sync();
+        assertEq(verified[id].commitEnd(), block.timestamp + 5 minutes + terms(id).maxRuntime());
+        vm.warp(block.timestamp + 24);
+        drawWith(id, 7);
+        for (uint256 i; i < 3; ++i) {
+            assertTrue(seatNode(id, i) != 0, "every referee seated");
+        }
     }
 }

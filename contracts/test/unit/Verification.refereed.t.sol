@@ -235,7 +235,7 @@ contract VerificationRefereedTest is VerificationUnitTest {
         vm.expectRevert(abi.encodeWithSelector(IJobMarket.JobMarket_NotAssignedAgent.selector, id, stranger));
         referees.submitRefereedResult(id, terms(id), verified[id], keccak256("x"), "");
         vm.prank(agentOf[provider]);
-        vm.expectRevert(IVerificationEvents.Verification_EmptyDigest.selector);
+        vm.expectRevert(IVerificationEvents.Verification_EmptySeal.selector);
         referees.submitRefereedResult(id, terms(id), verified[id], bytes32(0), "");
         vm.warp(verified[id].until() + 1);
         vm.prank(agentOf[provider]);

@@ -59,7 +59,7 @@ contract VerificationRouterTest is VerificationUnitTest {
             assertEq(routed[i], literals[i]);
         }
         // The refereed tier's, to `Referees`.
-        bytes4[11] memory refereed = [
+        bytes4[12] memory refereed = [
             IReferees.requestReferees.selector,
             IReferees.assignRefereed.selector,
             IReferees.claimRefereed.selector,
@@ -70,9 +70,10 @@ contract VerificationRouterTest is VerificationUnitTest {
             IReferees.finalizeVerified.selector,
             IReferees.decideReferees.selector,
             IReferees.resolveVerified.selector,
-            IReferees.settleVerified.selector
+            IReferees.settleVerified.selector,
+            IReferees.revealRefereed.selector
         ];
-        bytes4[11] memory refereedLiterals = [
+        bytes4[12] memory refereedLiterals = [
             bytes4(0xfff72ab5),
             0x45dc9994,
             0xe722b90a,
@@ -83,7 +84,8 @@ contract VerificationRouterTest is VerificationUnitTest {
             0x833b2e20,
             0xd223ce35,
             0x415b2171,
-            0x27425206
+            0x27425206,
+            0x68bf9d94
         ];
         bytes4 refereedId;
         for (uint256 i; i < refereed.length; ++i) {

@@ -123,6 +123,37 @@ contract MarketHandler is Base {
         for (uint256 i; i < 3; ++i) {
             if (_seatNodeOf(verifiedIds[1], i) != 0) _commit(verifiedIds[1], i, i == 0);
         }
+        _disputedAtStart(p);
+    }
+
+    /// A refereed job claimed, answered and disputed, its panel drawn from the pool (a fifth
+    /// node joins it) less its provider, each referee committed (one a lie): random runs
+    /// go on to open the reveals, reveal and decide.
+    function _disputedAtStart(VerifyParams memory p) internal {
+        _register(2);
+        vm.prank(stranger);
+        nodes.syncPool(nodeIds);
+        sync();
+        _postVerified(2, 5e6, 0, p);
+        uint64 id = verifiedIds[verifiedIds.length - 1];
+        (, uint64 provider) = _nodeFor(id, 0);
+        vm.prank(agentOf[provider]);
+        IReferees(address(market)).claimRefereed(id, provider, jobs[id].terms, verified[id]);
+        sync();
+        holdOf[provider] += _holdOf(id);
+        sealedBy[id] = keccak256(abi.encode("result", id));
+        vm.prank(agentOf[provider]);
+        IReferees(address(market))
+            .submitRefereedResult(id, jobs[id].terms, verified[id], _seal(id, PROVIDER, provider, sealedBy[id]), "");
+        sync();
+        vm.prank(jobs[id].terms.submitter());
+        IReferees(address(market)).requestReferees(id, jobs[id].terms, verified[id]);
+        sync();
+        disputeEscrow[id] = uint256(_bond(id)) + uint256(verified[id].bounty()) * jobs[id].terms.size();
+        _draw(id, 7);
+        for (uint256 i; i < 3; ++i) {
+            if (_seatNodeOf(id, i) != 0) _commit(id, i, i == 2);
+        }
     }
 
     modifier step() {
@@ -190,14 +221,20 @@ contract MarketHandler is Base {
         folded = _isLive(id) ? keccak256(abi.encode(verified[id])) : bytes32(0);
     }
 
+    /// The end of the last dispute's commit phase, as folded.
+    function lastDisputeCommitEnd() external view returns (uint256) {
+        return verified[lastDispute].commitEnd();
+    }
+
     /// The seat word (node ids) of verified job `i`, as folded.
     function verifiedSeats(uint256 i) external view returns (uint256) {
         return verified[verifiedIds[i]].seats;
     }
 
-    /// What a live verified job holds in escrow: n bounties replicated, one refereed.
+    /// What a live verified job holds in escrow: n bounties replicated, one refereed (and,
+    /// disputed, the bond and the referees' prepay not paid out yet).
     function verifiedEscrowOf(uint64 jobId) public view returns (uint256) {
-        return _isLive(jobId) ? jobs[jobId].terms.escrow() : 0;
+        return _isLive(jobId) ? jobs[jobId].terms.escrow() + disputeEscrow[jobId] : 0;
     }
 
     /// Exposure held for the node's Disputed jobs, from the fold.
@@ -624,10 +661,10 @@ contract MarketHandler is Base {
     /// Paid: with the quorum its digest's seats, without it each matched revealer.
     /// Slashed otherwise: with the quorum every seat; without, a seat that committed and did
     /// not reveal, and one that never committed beside two agreeing seats.
-    function _expectSeat(Decision memory d, Seat[] memory list, Seat memory st) internal {
+    function _expectSeat(Decision memory d, Seat[] memory list, Seat memory st) internal returns (bool pays) {
         uint64 nodeId = uint64(uint48(st.fields >> 200));
         uint256 phase = st.fields >> 248;
-        bool pays = phase == 3 && (d.quorum ? st.digest == d.top : _sameDigests(list, st.digest) > 1);
+        pays = phase == 3 && (d.quorum ? st.digest == d.top : _sameDigests(list, st.digest) > 1);
         seatLockedOf[nodeId] -= uint96(st.fields);
         if (pays) {
             earnedOf[nodeId] += d.bounty - d.fee;
@@ -680,7 +717,7 @@ contract MarketHandler is Base {
         uint256 n = verifiedIds.length;
         for (uint256 k; k < n; ++k) {
             uint64 id = verifiedIds[(seed % n + k) % n];
-            if (!_isLive(id) || jobs[id].terms.tier() != VERIFY_REPLICATED) continue;
+            if (!_isLive(id)) continue;
             for (uint256 j; j < 3; ++j) {
                 uint256 i = (seed / n + j) % 3;
                 if (_seatNodeOf(id, i) != 0 && pred(id, i)) return (true, id, i);
@@ -708,7 +745,7 @@ contract MarketHandler is Base {
     /// A seat committed; every other is committed, past its run, empty or Declined; the
     /// empty ones cannot fill.
     function _isOpenable(uint64 id) internal view returns (bool) {
-        if (!_isLive(id) || jobs[id].terms.tier() != VERIFY_REPLICATED || !_inCommitPhase(id)) return false;
+        if (!_isLive(id) || !_inCommitPhase(id)) return false;
         uint256 committedSeats;
         uint256 empty;
         for (uint256 i; i < 3; ++i) {
@@ -778,13 +815,17 @@ contract MarketHandler is Base {
         _did();
     }
 
-    /// The provider answers in time.
-    function submitRefereed(uint256 seed) external step {
+    /// The provider answers in time with the seal of its result (one in four lies).
+    function submitRefereed(uint256 seed, uint256 lie) external step {
         (bool found, uint64 id) = _findVerified(seed, JobStatus.Assigned);
         if (!found || now_ > verified[id].until()) return;
-        vm.prank(agentOf[verified[id].nodeId()]);
+        uint64 nodeId = verified[id].nodeId();
+        bytes32 digest =
+            lie % 4 == 0 ? keccak256(abi.encode("a lie", id, PROVIDER)) : keccak256(abi.encode("result", id));
+        sealedBy[id] = digest;
+        vm.prank(agentOf[nodeId]);
         IReferees(address(market))
-            .submitRefereedResult(id, jobs[id].terms, verified[id], keccak256(abi.encode(id)), "gantry://r");
+            .submitRefereedResult(id, jobs[id].terms, verified[id], _seal(id, PROVIDER, nodeId, digest), "gantry://r");
         sync();
         _did();
     }
@@ -836,6 +877,156 @@ contract MarketHandler is Base {
         holdOf[nodeId] -= hold;
         assertTrue(market.isBarred(id, nodeId), "barred");
         _did();
+    }
+
+    // ================================================================ actions: refereed disputes
+
+    /// The seat number of a provider's seal.
+    uint8 internal constant PROVIDER = type(uint8).max;
+    /// The digest each refereed provider sealed (its job's result, or a lie), and whether
+    /// it was opened in its dispute.
+    mapping(uint64 jobId => bytes32) internal sealedBy;
+    mapping(uint64 jobId => bool) internal shown;
+    /// A disputed job's escrow beside its bounty: the bond, and the referees' prepay until
+    /// the decision pays it out or gives it back.
+    mapping(uint64 jobId => uint256) internal disputeEscrow;
+    /// The referees an Arbitrating job paid from its prepay.
+    mapping(uint64 jobId => uint256) internal refereesPaid;
+    uint64 internal lastDispute;
+    /// Stake a refereed provider repaid its submitter: the referees' pay of a dispute it lost.
+    mapping(uint64 nodeId => uint256) public forfeitedOf;
+
+    /// The submitter disputes an answer within the challenge window: it escrows the bond
+    /// and r bounties, exactly.
+    function disputeRefereed(uint256 seed) external step {
+        (bool found, uint64 id) = _findVerified(seed, JobStatus.Submitted);
+        if (!found || now_ >= verified[id].until()) return;
+        address s = jobs[id].terms.submitter();
+        uint256 escrow = uint256(_bond(id)) + uint256(verified[id].bounty()) * jobs[id].terms.size();
+        uint256 before = token.balanceOf(s) + market.creditOf(s);
+        vm.prank(s);
+        IReferees(address(market)).requestReferees(id, jobs[id].terms, verified[id]);
+        sync();
+        assertEq(before - token.balanceOf(s) - market.creditOf(s), escrow, "the bond and the prepay");
+        disputeEscrow[id] = escrow;
+        lastDispute = id;
+        _did();
+    }
+
+    /// In its dispute's reveal phase the provider opens its seal; first, the attacker's
+    /// try with another digest, which must be refused.
+    function revealProvider(uint256 seed) external step {
+        uint256 n = verifiedIds.length;
+        for (uint256 k; k < n; ++k) {
+            uint64 id = verifiedIds[(seed % n + k) % n];
+            if (!_isLive(id) || jobs[id].terms.tier() != VERIFY_REFEREED || shown[id]) continue;
+            uint256 revealBy = _revealBy(id);
+            if (revealBy == 0 || now_ > revealBy) continue;
+            uint64 nodeId = verified[id].nodeId();
+            bytes32 salt = _salt(id, PROVIDER, nodeId);
+            bytes memory lie =
+                abi.encodeCall(IReferees.revealRefereed, (id, jobs[id].terms, verified[id], keccak256("other"), salt));
+            if (_accepted(agentOf[nodeId], lie)) ++accepted;
+            vm.prank(agentOf[nodeId]);
+            IReferees(address(market)).revealRefereed(id, jobs[id].terms, verified[id], sealedBy[id], salt);
+            sync();
+            shown[id] = true;
+            _did();
+            return;
+        }
+    }
+
+    /// Anyone decides a dispute whose reveal phase ended, or in which the provider and every
+    /// committed referee revealed: the model pays and slashes the referees as a replicated
+    /// job's seats (a majority of 2 of 3), then the provider by the table (design 18, §2.6).
+    function decideDispute(uint256 seed) external step {
+        uint256 n = verifiedIds.length;
+        for (uint256 k; k < n; ++k) {
+            uint64 id = verifiedIds[(seed % n + k) % n];
+            if (!_isLive(id) || jobs[id].terms.tier() != VERIFY_REFEREED) continue;
+            uint256 revealBy = _revealBy(id);
+            if (revealBy == 0 || (now_ <= revealBy && (!shown[id] || _pendingReveal(id)))) continue;
+            Seat[] memory list = _seatList(id);
+            bool arbitrating = _expectDispute(id, list);
+            vm.prank(stranger);
+            IReferees(address(market)).decideReferees(id, jobs[id].terms, verified[id], list);
+            sync();
+            if (arbitrating) assertEq(uint8(verified[id].status()), uint8(JobStatus.Arbitrating), "to the arbiter");
+            else assertEq(market.jobHash(id), bytes32(0), "decided");
+            _did();
+            return;
+        }
+    }
+
+    /// The arbiter decides an Arbitrating dispute in time, or anyone settles it after (the
+    /// result stands, the bond goes back).
+    function arbitrateRefereed(uint256 seed, bool providerWins) external step {
+        (bool found, uint64 id) = _findVerified(seed, JobStatus.Arbitrating);
+        if (!found) return;
+        bool lapsed = now_ >= verified[id].until();
+        _endDispute(id, lapsed || providerWins, refereesPaid[id], lapsed);
+        if (lapsed) {
+            vm.prank(stranger);
+            IReferees(address(market)).settleVerified(id, jobs[id].terms, verified[id]);
+        } else {
+            vm.prank(arbiter);
+            IReferees(address(market)).resolveVerified(id, jobs[id].terms, verified[id], providerWins);
+        }
+        sync();
+        assertEq(market.jobHash(id), bytes32(0), "settled");
+        _did();
+    }
+
+    function _pendingReveal(uint64 id) internal view returns (bool) {
+        for (uint256 i; i < 3; ++i) {
+            if (seatOf[id][i].fields >> 248 == 2) return true;
+        }
+        return false;
+    }
+
+    /// The model's side of a dispute's decision; true when it goes to the arbiter.
+    function _expectDispute(uint64 id, Seat[] memory list) internal returns (bool) {
+        Decision memory d;
+        (d.top, d.agreed) = _tally(list);
+        d.quorum = d.agreed >= (jobs[id].terms.size() + 1) / 2;
+        d.bounty = verified[id].bounty();
+        d.fee = d.bounty * uint16(verified[id].fields >> 32) / ONE_BPS;
+        d.submitter = jobs[id].terms.submitter();
+        uint256 paid;
+        for (uint256 i; i < list.length; ++i) {
+            uint256 phase = list[i].fields >> 248;
+            if (phase != 0 && phase != 4 && _expectSeat(d, list, list[i])) ++paid;
+        }
+        // Paid referees from the prepay (counted spent by `_expectSeat`), the rest back.
+        disputeEscrow[id] -= d.bounty * list.length;
+        if (shown[id] && !d.quorum) {
+            refereesPaid[id] = paid;
+            return true;
+        }
+        _endDispute(id, shown[id] && d.top == sealedBy[id], paid, false);
+        return false;
+    }
+
+    /// A dispute's end: for the provider (the bounty, and the bond unless the arbiter
+    /// lapsed, when it goes back) or against it (its seat stake slashed, the `paid`
+    /// referees repaid to the submitter out of its stake, the bond back).
+    function _endDispute(uint64 id, bool forProvider, uint256 paid, bool lapsed) internal {
+        uint64 p = verified[id].nodeId();
+        uint256 bounty = verified[id].bounty();
+        uint256 fee = bounty * uint16(verified[id].fields >> 32) / ONE_BPS;
+        address s = jobs[id].terms.submitter();
+        holdOf[p] -= _holdOf(id);
+        if (forProvider) {
+            uint256 bond = lapsed ? 0 : _bond(id);
+            earnedOf[p] += bounty - fee + bond;
+            feesAccrued[p] += fee;
+            spentOf[s] += bounty + bond;
+        } else {
+            _slashed(p, verified[id].seatStake());
+            forfeitedOf[p] += paid * bounty;
+            spentOf[s] -= paid * bounty;
+        }
+        disputeEscrow[id] = 0;
     }
 
     function _holdOf(uint64 id) internal view returns (uint256) {

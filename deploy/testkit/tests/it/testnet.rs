@@ -293,10 +293,12 @@ async fn a_verified_job_folds_to_the_markets_word_and_no_market_call_reaches_it(
 
 /// A refereed job's undisputed life on anvil, every call taking the state the shared fold
 /// made of the job's events (`job` checks its hash): placed by the matcher with the
-/// provider's hold locked, answered (the fold keeps the result's hash), accepted, paid.
+/// provider's hold locked, answered with the result's seal (the fold keeps it), accepted,
+/// paid.
 #[tokio::test]
 async fn a_refereed_job_is_placed_answered_and_paid_through_the_shared_fold() {
     use alloy::primitives::aliases::U96;
+    use alloy::providers::Provider;
     use gantry_protocol::bindings::{Referees, Verification};
     use gantry_testkit::accounts::MATCHER;
     use gantry_testkit::{GUSD, confirm_receipt};
@@ -327,7 +329,18 @@ async fn a_refereed_job_is_placed_answered_and_paid_through_the_shared_fold() {
     // The hold: the seat stake (20 gUSD, the devnet's floor) and three bounties.
     assert_eq!(net.node(provider).await.lockedStake, U96::from(35 * GUSD));
 
-    let result = alloy::primitives::keccak256("the module's output");
+    // The digest stays off the chain until a dispute's referees committed: the provider
+    // submits its seal (`market::seal`, the provider's seat number).
+    let chain_id = net.provider(KEEPER).get_chain_id().await.unwrap();
+    let sealed = gantry_protocol::market::seal(
+        chain_id,
+        market,
+        id,
+        gantry_protocol::market::PROVIDER_SEAT,
+        provider,
+        alloy::primitives::keccak256("the module's output"),
+        alloy::primitives::keccak256("the provider's salt"),
+    );
     confirm_receipt(
         "submitRefereedResult",
         Referees::new(market, net.provider(NODES[1]))
@@ -335,7 +348,7 @@ async fn a_refereed_job_is_placed_answered_and_paid_through_the_shared_fold() {
                 id,
                 terms.clone(),
                 state(assigned.state.pack_verified().unwrap()),
-                result,
+                sealed,
                 "gantry://results/1".into(),
             )
             .send()
@@ -345,7 +358,7 @@ async fn a_refereed_job_is_placed_answered_and_paid_through_the_shared_fold() {
     .expect("the provider answers");
     let submitted = net.job(id).await;
     assert_eq!(submitted.state.status, JobStatus::Submitted);
-    assert_eq!(submitted.state.verified.unwrap().result, result);
+    assert_eq!(submitted.state.verified.unwrap().result, sealed);
 
     confirm_receipt(
         "acceptVerified",
@@ -363,12 +376,13 @@ async fn a_refereed_job_is_placed_answered_and_paid_through_the_shared_fold() {
 }
 
 /// A refereed dispute no referee can be drawn for (the pool is too small) goes to the
-/// arbiter, and when the arbiter lapses the result stands: each step takes the state the
-/// shared fold made (`RefereesRequested`, `RefereesDecided`), checked against the market's
-/// word.
+/// arbiter once the provider opened its seal, and when the arbiter lapses the result
+/// stands: each step takes the state the shared fold made (`RefereesRequested`,
+/// `RefereesDecided`), checked against the market's word.
 #[tokio::test]
 async fn a_refereed_dispute_without_a_panel_goes_to_the_arbiter_and_lapses() {
     use alloy::primitives::aliases::U96;
+    use alloy::providers::Provider;
     use gantry_protocol::bindings::Referees;
     use gantry_testkit::accounts::MATCHER;
     use gantry_testkit::{GUSD, confirm_receipt};
@@ -391,6 +405,20 @@ async fn a_refereed_dispute_without_a_panel_goes_to_the_arbiter_and_lapses() {
     .await
     .expect("placed");
     let job = net.job(id).await;
+    let chain_id = net.provider(KEEPER).get_chain_id().await.unwrap();
+    let (digest, salt) = (
+        alloy::primitives::keccak256("a result"),
+        alloy::primitives::keccak256("a salt"),
+    );
+    let sealed = gantry_protocol::market::seal(
+        chain_id,
+        market,
+        id,
+        gantry_protocol::market::PROVIDER_SEAT,
+        provider,
+        digest,
+        salt,
+    );
     confirm_receipt(
         "submitRefereedResult",
         referees(NODES[1])
@@ -398,7 +426,7 @@ async fn a_refereed_dispute_without_a_panel_goes_to_the_arbiter_and_lapses() {
                 id,
                 terms.clone(),
                 state(&job),
-                alloy::primitives::keccak256("a result"),
+                sealed,
                 "gantry://results/1".into(),
             )
             .send()
@@ -419,11 +447,25 @@ async fn a_refereed_dispute_without_a_panel_goes_to_the_arbiter_and_lapses() {
     let disputed = net.job(id).await;
     assert_eq!(disputed.state.status, JobStatus::Committing);
     assert_eq!(disputed.state.node_id, provider, "the provider stays named");
-    // No referee can be drawn (the pool is under its minimum): once the reveal phase is
-    // over, anyone sends it to the arbiter.
+    // No referee can be drawn (the pool is under its minimum). In the reveal phase the
+    // provider opens its seal; then anyone sends the dispute to the arbiter.
     let verified = disputed.state.verified.unwrap();
-    net.advance(verified.draw.commit_end - net.now().await + 61)
+    net.advance(verified.draw.commit_end - net.now().await + 1)
         .await;
+    confirm_receipt(
+        "revealRefereed",
+        referees(NODES[1])
+            .revealRefereed(id, terms.clone(), state(&disputed), digest, salt)
+            .send()
+            .await,
+    )
+    .await
+    .expect("the provider reveals");
+    assert_eq!(
+        net.job(id).await.state,
+        disputed.state,
+        "the provider's reveal is not the job's word"
+    );
     confirm_receipt(
         "decideReferees",
         referees(KEEPER)
