@@ -3,6 +3,8 @@
 //!
 //! ```text
 //!  View (chain time = newest committed block) ──▶ due() ──▶ MarkInactive | Reclaim | Expire | Finalize | SettleDispute
+//!                                                            verified jobs: Draw | ReclaimSeat | OpenReveals | Decide
+//!                                                            | ExpireVerified | ReclaimRefereed | FinalizeVerified | SettleVerified
 //!                                                  Keeper: each action at most once per condition
 //! ```
 //!
@@ -15,7 +17,9 @@ use std::collections::{HashMap, HashSet};
 
 use gantry_protocol::status::JobStatus;
 
-use crate::view::{NodeStatus, View};
+use gantry_protocol::market::Seat;
+
+use crate::view::{NodeStatus, VerifiedView, View};
 
 /// A call the keeper makes. The job's terms and state go with the call (the view has
 /// them); the action names only what it acts on.
@@ -32,6 +36,29 @@ pub enum Action {
     Finalize { job: u64 },
     /// `settleDispute`: the arbiter let a dispute's period pass; the result stands.
     SettleDispute { job: u64 },
+    // Verified jobs (design 18): every call permissionless, so the keeper is not
+    // safety-critical; if it stops, anyone can send them.
+    /// `draw`: a verified job's armed round, from its draw block on, while a seat's run
+    /// still fits before the commit phase ends.
+    Draw { job: u64 },
+    /// `reclaimSeat`: in the commit phase, a seat its node gave back (Declined: vacated
+    /// and redrawn), or one whose node was marked Inactive since it was seated (slashed).
+    ReclaimSeat { job: u64, seat: u8 },
+    /// `openReveals`: every filled seat committed or ran out of time, one committed, and
+    /// the empty ones cannot fill.
+    OpenReveals { job: u64 },
+    /// `decide` (replicated) or `decideReferees` (a refereed dispute): the reveal phase is
+    /// over, or nothing is left to reveal in it.
+    Decide { job: u64 },
+    /// `expireVerified`: a replicated job no seat can be drawn for, or an Open refereed
+    /// job whose deadline no attempt can meet; refunded.
+    ExpireVerified { job: u64 },
+    /// `reclaimRefereed`: as `Reclaim`, for a refereed job's provider.
+    ReclaimRefereed { job: u64, node: u64 },
+    /// `finalizeVerified`: a refereed result's challenge window closed undisputed.
+    FinalizeVerified { job: u64 },
+    /// `settleVerified`: the arbiter let a refereed dispute's period pass.
+    SettleVerified { job: u64 },
 }
 
 impl Action {
@@ -43,6 +70,14 @@ impl Action {
             Self::Expire { .. } => "expire",
             Self::Finalize { .. } => "finalize",
             Self::SettleDispute { .. } => "settle_dispute",
+            Self::Draw { .. } => "draw",
+            Self::ReclaimSeat { .. } => "reclaim_seat",
+            Self::OpenReveals { .. } => "open_reveals",
+            Self::Decide { .. } => "decide",
+            Self::ExpireVerified { .. } => "expire_verified",
+            Self::ReclaimRefereed { .. } => "reclaim_refereed",
+            Self::FinalizeVerified { .. } => "finalize_verified",
+            Self::SettleVerified { .. } => "settle_verified",
         }
     }
 
@@ -53,10 +88,21 @@ impl Action {
             Self::Reclaim { job, .. }
             | Self::Expire { job }
             | Self::Finalize { job }
-            | Self::SettleDispute { job } => Some(job),
+            | Self::SettleDispute { job }
+            | Self::Draw { job }
+            | Self::ReclaimSeat { job, .. }
+            | Self::OpenReveals { job }
+            | Self::Decide { job }
+            | Self::ExpireVerified { job }
+            | Self::ReclaimRefereed { job, .. }
+            | Self::FinalizeVerified { job }
+            | Self::SettleVerified { job } => Some(job),
         }
     }
 }
+
+/// Draw rounds a verified job may use (`VerificationBase.MAX_ROUNDS`).
+pub const MAX_ROUNDS: u8 = 8;
 
 /// Every action the chain accepts at the view's time, in a stable order.
 pub fn due(view: &View) -> Vec<Action> {
@@ -90,8 +136,98 @@ pub fn due(view: &View) -> Vec<Action> {
         };
         actions.extend(action);
     }
+    for job in view.verified.values() {
+        verified_due(view, job, &mut actions);
+    }
     actions.sort_unstable();
     actions
+}
+
+/// A verified job's due actions, as `Verification` and `Referees` check them.
+fn verified_due(view: &View, job: &VerifiedView, actions: &mut Vec<Action>) {
+    let (now, id, state) = (view.now, job.id, &job.state);
+    let verified = job.verified();
+    let run = u64::from(job.terms.requirements.max_runtime);
+    let commit_end = verified.draw.commit_end;
+    let seats = &job.seats.0[..job.size().min(job.seats.0.len())];
+    // A seat's run still fits before the commit phase ends, with rounds left.
+    let can_fill = now + run <= commit_end && verified.draw.rounds < MAX_ROUNDS;
+    let can_draw = verified.draw.draw_block != 0 && can_fill;
+    match state.status {
+        JobStatus::Open if job.is_refereed() && !job.terms.fits(now) => {
+            actions.push(Action::ExpireVerified { job: id });
+        }
+        JobStatus::Assigned if job.is_refereed() => {
+            let assigned_at = state.until.saturating_sub(run);
+            let went_inactive = view
+                .nodes
+                .get(&state.node_id)
+                .is_some_and(|node| node.inactive_since != 0 && node.inactive_since >= assigned_at);
+            if went_inactive || now > state.until {
+                actions.push(Action::ReclaimRefereed {
+                    job: id,
+                    node: state.node_id,
+                });
+            }
+        }
+        JobStatus::Submitted if job.is_refereed() && now >= state.until => {
+            actions.push(Action::FinalizeVerified { job: id });
+        }
+        JobStatus::Arbitrating if now >= state.until => {
+            actions.push(Action::SettleVerified { job: id });
+        }
+        // No seat filled and none can be drawn: refunded (never a refereed dispute's).
+        JobStatus::Committing if !job.is_refereed() && verified.seats.is_zero() && !can_draw => {
+            actions.push(Action::ExpireVerified { job: id });
+        }
+        JobStatus::Committing if now <= commit_end => {
+            // A transaction sent now lands in the next block at the earliest.
+            if can_draw && view.block + 1 >= verified.draw.draw_block {
+                actions.push(Action::Draw { job: id });
+            }
+            for (i, seat) in seats.iter().enumerate() {
+                let gone_inactive = seat.phase == Seat::SEATED
+                    && view.nodes.get(&seat.node_id).is_some_and(|node| {
+                        node.inactive_since != 0 && node.inactive_since >= seat.seated_at
+                    });
+                if seat.phase == Seat::DECLINED || gone_inactive {
+                    let seat = u8::try_from(i).unwrap_or(u8::MAX);
+                    actions.push(Action::ReclaimSeat { job: id, seat });
+                }
+            }
+            let committed = seats
+                .iter()
+                .any(|s| matches!(s.phase, Seat::COMMITTED | Seat::REVEALED));
+            let running = seats
+                .iter()
+                .any(|s| s.phase == Seat::SEATED && now <= s.until);
+            let empty = seats
+                .iter()
+                .any(|s| s.phase == 0 || s.phase == Seat::DECLINED);
+            if committed && !running && !(empty && can_fill) {
+                actions.push(Action::OpenReveals { job: id });
+            }
+        }
+        _ => {}
+    }
+    // The reveal phase: decided once it is over, or once nothing is left to reveal (and,
+    // in a dispute, the provider revealed). A replicated job with no seat filled is
+    // expired instead (`decide` refuses it).
+    let reveal_by = match state.status {
+        JobStatus::Revealing => Some(state.until),
+        JobStatus::Committing if now > commit_end => {
+            Some(commit_end + u64::from(job.terms.verification.reveal_window))
+        }
+        _ => None,
+    };
+    if let Some(reveal_by) = reveal_by {
+        let filled = seats.iter().any(|s| s.phase != 0);
+        let pending = seats.iter().any(|s| s.phase == Seat::COMMITTED);
+        let shown = !job.is_refereed() || job.provider_revealed;
+        if (job.is_refereed() || filled) && (now > reveal_by || (!pending && shown)) {
+            actions.push(Action::Decide { job: id });
+        }
+    }
 }
 
 /// Remembers which actions it already handed out, so a condition that stays true for many
@@ -304,6 +440,210 @@ mod tests {
         assert_eq!(keeper.next(&v), []);
     }
 
+    // ---------------------------------------------------------------- verified jobs
+
+    use gantry_protocol::market::{Draw, Seats, Verification, Verified};
+
+    /// A verified job (3 seats, 600 s runs, 60 s reveal window) in `status` until `until`,
+    /// its commit phase ending at 5 000 and its round `draw_block` armed (0: none).
+    fn verified_job(
+        id: u64,
+        tier: u8,
+        status: JobStatus,
+        until: u64,
+        draw_block: u64,
+    ) -> VerifiedView {
+        let mut terms = open_job(id, 9_999).terms;
+        terms.requirements.max_runtime = 600;
+        terms.verification = Verification {
+            tier,
+            size: 3,
+            quorum: if tier == Verification::REPLICATED {
+                2
+            } else {
+                0
+            },
+            reveal_window: 60,
+        };
+        let mut state = open_job(id, 9_999).state;
+        state.status = status;
+        state.until = until;
+        state.verified = Some(Verified {
+            draw: Draw {
+                draw_block,
+                commit_end: 5_000,
+                ..Draw::default()
+            },
+            ..Verified::default()
+        });
+        VerifiedView {
+            id,
+            terms,
+            state,
+            seats: Seats::default(),
+            provider_revealed: false,
+        }
+    }
+
+    /// Seat `i` of `job` held by `node` in `phase`, drawn at `seated_at`.
+    fn seat(job: &mut VerifiedView, i: usize, node: u64, phase: u8, seated_at: u64) {
+        job.seats.0[i] = Seat {
+            phase,
+            node_id: node,
+            seated_at,
+            until: seated_at + 600,
+            locked: 20,
+            ..Seat::default()
+        };
+        if let Some(v) = job.state.verified.as_mut() {
+            v.seats |= alloy::primitives::U256::from(node) << (48 * i);
+        }
+    }
+
+    fn with_verified(mut v: View, job: VerifiedView) -> View {
+        v.verified.insert(job.id, job);
+        v
+    }
+
+    #[test]
+    fn a_round_is_drawn_from_the_block_before_its_own_while_a_run_fits() {
+        let job = verified_job(
+            1,
+            Verification::REPLICATED,
+            JobStatus::Committing,
+            5_000,
+            12,
+        );
+        let mut v = with_verified(view(1_000), job);
+        v.block = 10;
+        assert_eq!(due(&v), [], "two blocks early");
+        v.block = 11;
+        assert_eq!(due(&v), [Action::Draw { job: 1 }], "lands in block 12");
+        v.now = 4_401;
+        assert_eq!(
+            due(&v),
+            [Action::ExpireVerified { job: 1 }],
+            "no run fits before the commit phase ends, no seat filled: expired"
+        );
+    }
+
+    #[test]
+    fn declined_seats_and_seats_of_nodes_gone_inactive_are_reclaimed_in_the_commit_phase() {
+        let mut job = verified_job(1, Verification::REPLICATED, JobStatus::Committing, 5_000, 0);
+        seat(&mut job, 0, 7, Seat::DECLINED, 1_000);
+        seat(&mut job, 1, 8, Seat::SEATED, 1_000);
+        seat(&mut job, 2, 9, Seat::SEATED, 1_000);
+        let mut v = with_verified(view(1_200), job);
+        let mut eight = node(8, 1_200, NodeStatus::Inactive);
+        eight.inactive_since = 1_100; // since it was seated: its fault
+        let mut nine = node(9, 1_200, NodeStatus::Active);
+        nine.inactive_since = 900; // before: not this seat's
+        v.nodes.insert(8, eight);
+        v.nodes.insert(9, nine);
+        assert_eq!(
+            due(&v),
+            [
+                Action::ReclaimSeat { job: 1, seat: 0 },
+                Action::ReclaimSeat { job: 1, seat: 1 },
+            ]
+        );
+        v.now = 5_001;
+        assert!(
+            !due(&v)
+                .iter()
+                .any(|a| matches!(a, Action::ReclaimSeat { .. })),
+            "not after the commit phase"
+        );
+    }
+
+    #[test]
+    fn reveals_open_once_no_seat_runs_and_no_empty_seat_can_fill() {
+        let mut job = verified_job(1, Verification::REPLICATED, JobStatus::Committing, 5_000, 0);
+        seat(&mut job, 0, 7, Seat::COMMITTED, 1_000);
+        seat(&mut job, 1, 8, Seat::SEATED, 1_000);
+        seat(&mut job, 2, 9, Seat::COMMITTED, 1_000);
+        let mut v = with_verified(view(1_500), job.clone());
+        assert_eq!(due(&v), [], "seat 1 still runs");
+        v.now = 1_601;
+        assert_eq!(
+            due(&v),
+            [Action::OpenReveals { job: 1 }],
+            "seat 1's run is over: absent"
+        );
+        // An empty seat that a later round could still fill holds the reveals.
+        job.seats.0[1] = Seat::default();
+        let mut v = with_verified(view(1_500), job);
+        assert_eq!(due(&v), []);
+        v.now = 4_401;
+        assert_eq!(
+            due(&v),
+            [Action::OpenReveals { job: 1 }],
+            "no run fits any more"
+        );
+    }
+
+    #[test]
+    fn a_replicated_job_is_decided_when_its_reveals_are_in_or_the_phase_is_over() {
+        let mut job = verified_job(1, Verification::REPLICATED, JobStatus::Revealing, 2_000, 0);
+        seat(&mut job, 0, 7, Seat::REVEALED, 1_000);
+        seat(&mut job, 1, 8, Seat::COMMITTED, 1_000);
+        seat(&mut job, 2, 9, Seat::REVEALED, 1_000);
+        let mut v = with_verified(view(1_900), job.clone());
+        assert_eq!(due(&v), [], "seat 1 may still reveal");
+        v.now = 2_001;
+        assert_eq!(due(&v), [Action::Decide { job: 1 }]);
+        job.seats.0[1].phase = Seat::REVEALED;
+        let v = with_verified(view(1_900), job);
+        assert_eq!(due(&v), [Action::Decide { job: 1 }], "every seat revealed");
+    }
+
+    #[test]
+    fn a_dispute_waits_for_the_providers_reveal_until_the_phase_ends() {
+        // Committing past its commit phase: the reveal phase runs to 5 060.
+        let mut job = verified_job(1, Verification::REFEREED, JobStatus::Committing, 5_000, 0);
+        seat(&mut job, 0, 7, Seat::REVEALED, 4_000);
+        let mut v = with_verified(view(5_010), job.clone());
+        assert_eq!(due(&v), [], "the provider has not revealed");
+        v.now = 5_061;
+        assert_eq!(due(&v), [Action::Decide { job: 1 }], "it loses");
+        job.provider_revealed = true;
+        let v = with_verified(view(5_010), job);
+        assert_eq!(due(&v), [Action::Decide { job: 1 }]);
+    }
+
+    #[test]
+    fn a_refereed_provider_is_reclaimed_paid_or_settled_as_a_tier_none_one() {
+        let mut v = view(1_000);
+        v.nodes.insert(3, node(3, 1_000, NodeStatus::Active));
+        let mut assigned = verified_job(1, Verification::REFEREED, JobStatus::Assigned, 999, 0);
+        assigned.state.node_id = 3;
+        v = with_verified(v, assigned);
+        v = with_verified(
+            v,
+            verified_job(2, Verification::REFEREED, JobStatus::Submitted, 1_000, 0),
+        );
+        v = with_verified(
+            v,
+            verified_job(3, Verification::REFEREED, JobStatus::Arbitrating, 1_000, 0),
+        );
+        v = with_verified(
+            v,
+            verified_job(4, Verification::REFEREED, JobStatus::Submitted, 1_001, 0),
+        );
+        let mut open = verified_job(5, Verification::REFEREED, JobStatus::Open, 0, 0);
+        open.terms.deadline = 1_599;
+        v = with_verified(v, open);
+        assert_eq!(
+            due(&v),
+            [
+                Action::ExpireVerified { job: 5 },
+                Action::ReclaimRefereed { job: 1, node: 3 },
+                Action::FinalizeVerified { job: 2 },
+                Action::SettleVerified { job: 3 },
+            ]
+        );
+    }
+
     proptest! {
         /// Whatever the view, a job gets at most one action, and every action's condition
         /// holds in the contract's terms.
@@ -360,6 +700,7 @@ mod tests {
                         let j = &v.jobs[&job];
                         prop_assert!(j.state.status == JobStatus::Disputed && now >= j.state.until);
                     }
+                    other => prop_assert!(false, "no verified job, yet {:?}", other),
                 }
             }
         }

@@ -15,7 +15,7 @@ use crate::feed::Feed;
 use crate::liveness::{Action, Keeper};
 use crate::project::Applied;
 use crate::project::Projection;
-use crate::sender::{Call, MAX_BATCH, Outcome, Report, Sender};
+use crate::sender::{Call, MAX_BATCH, Outcome, Report, Sender, VerifiedCall};
 use crate::view::{JobView, View};
 use crate::{Started, lease, metrics, start};
 
@@ -156,10 +156,18 @@ fn calls(view: &View, due: Vec<Action>, alone: &HashSet<u64>) -> Vec<(Call, Vec<
     let mut calls: Vec<(Call, Vec<Action>)> = single
         .into_iter()
         .map(|action| {
-            (
-                Call::Keep(action, with(&action).map(Box::new)),
-                vec![action],
-            )
+            let verified = action.job().and_then(|job| view.verified.get(&job));
+            let call = match verified {
+                Some(job) => Call::Verified(
+                    action,
+                    Box::new(VerifiedCall {
+                        job: job.market(),
+                        seats: job.seats,
+                    }),
+                ),
+                None => Call::Keep(action, with(&action).map(Box::new)),
+            };
+            (call, vec![action])
         })
         .collect();
     for chunk in batched.chunks(MAX_BATCH) {
@@ -175,7 +183,7 @@ fn calls(view: &View, due: Vec<Action>, alone: &HashSet<u64>) -> Vec<(Call, Vec<
 /// Takes a sent call's outcome; returns whether the keeper should look again.
 fn on_report(keeper: &mut Keeper, alone: &mut HashSet<u64>, report: Report) -> bool {
     let actions: Vec<Action> = match &report.call {
-        Call::Keep(action, _) => vec![*action],
+        Call::Keep(action, _) | Call::Verified(action, _) => vec![*action],
         Call::Finalize(batch) => batch
             .iter()
             .map(|(job, _)| Action::Finalize { job: *job })

@@ -18,7 +18,7 @@ use gantry_protocol::market::{self, Policy};
 use gantry_protocol::spec::JobSpec;
 use gantry_protocol::status::{JobStatus, NodeStatus};
 
-use crate::view::{Capabilities, JobView, NodeView, View};
+use crate::view::{Capabilities, JobView, NodeView, VerifiedView, View};
 
 /// Why the stream could not be applied.
 #[derive(Debug, thiserror::Error, PartialEq, Eq)]
@@ -306,14 +306,30 @@ impl State {
 
     fn apply_market(&mut self, event: JobMarketEvents, envelope: &EventEnvelope) {
         use JobMarketEvents as M;
+        if let Some(job_id) = gantry_protocol::events::market_job_id(&event)
+            && self.view.verified.contains_key(&job_id)
+        {
+            self.apply_verified(job_id, &event);
+            return;
+        }
         let view = &mut self.view;
         let job_id = match &event {
             M::JobPosted(e) => {
                 match market::Job::posted(&e.terms, &view.policies) {
-                    // A verified job runs in the `Verification` extension: no assignment,
-                    // claim or keeper call of the market applies to it (its provider and
-                    // seats are placed by its own rules), so neither service tracks it.
-                    Ok(job) if job.terms.verification.is_verified() => {}
+                    // A verified job runs in the `Verification` and `Referees` extensions:
+                    // no tier-none call applies to it; the keeper follows it apart.
+                    Ok(job) if job.terms.verification.is_verified() => {
+                        view.verified.insert(
+                            e.jobId,
+                            VerifiedView {
+                                id: e.jobId,
+                                terms: job.terms,
+                                state: job.state,
+                                seats: market::Seats::default(),
+                                provider_revealed: false,
+                            },
+                        );
+                    }
                     Ok(job) => {
                         view.jobs.insert(
                             e.jobId,
@@ -390,7 +406,7 @@ impl State {
             | M::RoleGranted(_)
             | M::RoleRevoked(_)
             | M::EIP712DomainChanged(_)
-            // Verified jobs are not tracked (see `JobPosted`), nor their rules.
+            // Verified jobs' own events (`apply_verified`), and their rules.
             | M::VerifiedJobPosted(_)
             | M::DrawArmed(_)
             | M::SeatDrawn(_)
@@ -425,6 +441,52 @@ impl State {
         }
         if after.status.is_settled() {
             view.jobs.remove(&job_id);
+        }
+    }
+}
+
+impl State {
+    /// One of a verified job's events: its words and seats as the market wrote them; a
+    /// refereed provider takes a slot of its node from assignment to answer, as a
+    /// tier-none job's does.
+    fn apply_verified(&mut self, job_id: u64, event: &JobMarketEvents) {
+        use JobMarketEvents as M;
+        let view = &mut self.view;
+        let Some(job) = view.verified.get_mut(&job_id) else {
+            return;
+        };
+        let before = job.state;
+        job.state.apply(event);
+        job.seats.apply(&job.terms, event);
+        match event {
+            M::ProviderRevealed(_) => job.provider_revealed = true,
+            // The decision deletes the provider's revealed digest.
+            M::RefereesDecided(_) => job.provider_revealed = false,
+            _ => {}
+        }
+        let after = job.state;
+        if after.status.is_settled() {
+            view.verified.remove(&job_id);
+        }
+        let (node, counted) = match event {
+            M::JobCompleted(e) => (e.nodeId, Some(true)),
+            M::JobReclaimed(e) => (e.nodeId, Some(false)),
+            M::DisputeResolved(e) if !e.providerWon => (e.nodeId, Some(false)),
+            _ => (0, None),
+        };
+        if let Some(completed) = counted
+            && let Some(node) = view.nodes.get_mut(&node)
+        {
+            if completed {
+                node.completed_jobs += 1;
+            } else {
+                node.failed_jobs += 1;
+            }
+        }
+        if after.status == JobStatus::Assigned && before.status != JobStatus::Assigned {
+            node_slots(view, after.node_id, 1);
+        } else if before.status == JobStatus::Assigned && after.status != JobStatus::Assigned {
+            node_slots(view, before.node_id, -1);
         }
     }
 }

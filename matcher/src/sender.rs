@@ -66,6 +66,15 @@ pub enum Call {
     /// Any other keeper action, with its job's terms and state (`None` only for
     /// `markInactive`, which names a node).
     Keep(Action, Option<Box<market::Job>>),
+    /// A verified job's keeper action (`Verification`, `Referees`, at the market's address).
+    Verified(Action, Box<VerifiedCall>),
+}
+
+/// What a verified job's call takes: its terms, its five words and its seats.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct VerifiedCall {
+    pub job: market::Job,
+    pub seats: market::Seats,
 }
 
 impl Call {
@@ -75,7 +84,7 @@ impl Call {
             Self::Assign(_) => "assign",
             Self::Finalize(batch) if batch.len() > 1 => "finalize_batch",
             Self::Finalize(_) => "finalize",
-            Self::Keep(action, _) => action.kind(),
+            Self::Keep(action, _) | Self::Verified(action, _) => action.kind(),
         }
     }
 
@@ -86,6 +95,11 @@ impl Call {
             Self::Finalize(batch) => 60_000 + 60_000 * batch.len() as u64,
             Self::Keep(Action::MarkInactive { .. }, _) => 200_000,
             Self::Keep(..) => 300_000,
+            // A round samples the pool until its seats fill or its samples run out
+            // (`draw3of5`: 167k); a decision settles up to five seats.
+            Self::Verified(Action::Draw { .. }, _) => 1_000_000,
+            Self::Verified(Action::Decide { .. }, _) => 600_000,
+            Self::Verified(..) => 400_000,
         }
     }
 }
@@ -670,6 +684,12 @@ impl Worker {
                 }
                 .abi_encode(),
             ),
+            Call::Keep(action, Some(_)) => {
+                return Err(format!(
+                    "{action:?} is a verified job's: it goes as Call::Verified"
+                ));
+            }
+            Call::Verified(action, with) => (market, verified_input(action, with)?),
         };
         Ok((to, input))
     }
@@ -732,4 +752,88 @@ fn kind(call: Option<&Call>) -> &'static str {
 enum BroadcastError {
     NonceTooLow,
     Other(String),
+}
+
+/// The calldata of a verified job's keeper action: the extensions take the job's terms,
+/// its five words and, to open or decide, every seat's word in order.
+fn verified_input(action: &Action, with: &VerifiedCall) -> Result<Vec<u8>, String> {
+    use gantry_protocol::bindings::{Referees, Verification};
+    let job = &with.job;
+    let terms: Verification::JobTerms = job.terms.pack().into();
+    let refereed_terms: Referees::JobTerms = job.terms.pack().into();
+    let state = job
+        .state
+        .pack_verified()
+        .ok_or_else(|| format!("{action:?}: the job's state has no verified words"))?;
+    let refereed_state = Referees::VerifiedState::from(state.clone());
+    let seats = with.seats.list(usize::from(job.terms.verification.size));
+    Ok(match *action {
+        Action::Draw { job } => Verification::drawCall {
+            jobId: job,
+            terms,
+            state,
+        }
+        .abi_encode(),
+        Action::ReclaimSeat { job, seat } => Verification::reclaimSeatCall {
+            jobId: job,
+            terms,
+            state,
+            seat,
+            s: seats
+                .get(usize::from(seat))
+                .cloned()
+                .ok_or_else(|| format!("{action:?}: no such seat"))?,
+        }
+        .abi_encode(),
+        Action::OpenReveals { job } => Verification::openRevealsCall {
+            jobId: job,
+            terms,
+            state,
+            seats,
+        }
+        .abi_encode(),
+        Action::Decide { job } if job_is_refereed(with) => Referees::decideRefereesCall {
+            jobId: job,
+            terms: refereed_terms,
+            state: refereed_state,
+            seats: seats.into_iter().map(Referees::Seat::from).collect(),
+        }
+        .abi_encode(),
+        Action::Decide { job } => Verification::decideCall {
+            jobId: job,
+            terms,
+            state,
+            seats,
+        }
+        .abi_encode(),
+        Action::ExpireVerified { job } => Verification::expireVerifiedCall {
+            jobId: job,
+            terms,
+            state,
+        }
+        .abi_encode(),
+        Action::ReclaimRefereed { job, .. } => Referees::reclaimRefereedCall {
+            jobId: job,
+            terms: refereed_terms,
+            state: refereed_state,
+        }
+        .abi_encode(),
+        Action::FinalizeVerified { job } => Referees::finalizeVerifiedCall {
+            jobId: job,
+            terms: refereed_terms,
+            state: refereed_state,
+        }
+        .abi_encode(),
+        Action::SettleVerified { job } => Referees::settleVerifiedCall {
+            jobId: job,
+            terms: refereed_terms,
+            state: refereed_state,
+        }
+        .abi_encode(),
+        other => return Err(format!("{other:?} is not a verified job's action")),
+    })
+}
+
+fn job_is_refereed(with: &VerifiedCall) -> bool {
+    with.job.terms.verification.tier == market::Verification::REFEREED
 }

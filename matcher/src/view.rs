@@ -3,7 +3,7 @@
 use std::collections::{BTreeMap, BTreeSet};
 
 use alloy::primitives::Address;
-use gantry_protocol::market::{self, Policies, State, Terms};
+use gantry_protocol::market::{self, Policies, Seats, State, Terms, Verified};
 use gantry_protocol::status::JobStatus;
 
 pub use gantry_protocol::eligibility::{Capabilities, Requirements};
@@ -108,11 +108,52 @@ impl JobView {
     }
 }
 
+/// A verified job that is not settled (design 18): run by the market's `Verification`
+/// and `Referees` extensions, never by the tier-none planner. The keeper drives its draws,
+/// phases and decision ([`crate::liveness`]); its seats are folded as the market writes
+/// their words.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct VerifiedView {
+    pub id: u64,
+    pub terms: Terms,
+    /// Its five words (`state.verified` is always set).
+    pub state: State,
+    pub seats: Seats,
+    /// Refereed, in a dispute: the provider opened its seal (`ProviderRevealed`).
+    pub provider_revealed: bool,
+}
+
+impl VerifiedView {
+    /// Terms and state, as a call on the job takes them.
+    pub fn market(&self) -> market::Job {
+        market::Job {
+            terms: self.terms,
+            state: self.state,
+        }
+    }
+
+    /// The verified words (draw, seats, result).
+    pub fn verified(&self) -> Verified {
+        self.state.verified.unwrap_or_default()
+    }
+
+    pub fn is_refereed(&self) -> bool {
+        self.terms.verification.tier == market::Verification::REFEREED
+    }
+
+    /// Its seats: n replicas, or r referees.
+    pub fn size(&self) -> usize {
+        usize::from(self.terms.verification.size)
+    }
+}
+
 /// Nodes and unsettled jobs, plus the parameters the market checks against.
 #[derive(Debug, Clone, Default)]
 pub struct View {
     pub nodes: BTreeMap<u64, NodeView>,
     pub jobs: BTreeMap<u64, JobView>,
+    /// Unsettled verified jobs, kept apart: no tier-none call applies to them.
+    pub verified: BTreeMap<u64, VerifiedView>,
     /// Every policy version the market announced.
     pub policies: Policies,
     /// Seconds without a heartbeat after which a node may be marked inactive.

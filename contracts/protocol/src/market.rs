@@ -317,6 +317,16 @@ impl From<VerificationContract::VerifiedState> for RefereesContract::VerifiedSta
     }
 }
 
+impl From<VerificationContract::Seat> for RefereesContract::Seat {
+    fn from(s: VerificationContract::Seat) -> Self {
+        Self {
+            fields: s.fields,
+            seal: s.seal,
+            digest: s.digest,
+        }
+    }
+}
+
 /// A verified job's `draw` word: drawBlock 40 @0 | rounds 8 @40 | commitEnd 40 @48 |
 /// seatStake 96 @88 | paid 8 @184.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]

@@ -502,6 +502,31 @@ impl TestNet {
             .unwrap_or_else(|e| panic!("reading job {id}: {e}"))
     }
 
+    /// Verified job `id`'s seats, folded (`market::Seats`) from its logs as the market
+    /// wrote their words.
+    pub async fn seats(&self, id: u64) -> gantry_protocol::market::Seats {
+        use alloy::providers::Provider;
+        use alloy::sol_types::SolEventInterface;
+        let terms = self.job(id).await.terms;
+        let logs = self
+            .provider(ADMIN)
+            .get_logs(
+                &alloy::rpc::types::Filter::new()
+                    .address(self.devnet.deployment.market)
+                    .topic1(B256::from(U256::from(id)))
+                    .from_block(self.devnet.deployment.start_block),
+            )
+            .await
+            .unwrap_or_else(|e| panic!("reading job {id}'s logs: {e}"));
+        let mut seats = gantry_protocol::market::Seats::default();
+        for log in &logs {
+            if let Ok(event) = JobMarket::JobMarketEvents::decode_log(&log.inner) {
+                seats.apply(&terms, &event.data);
+            }
+        }
+        seats
+    }
+
     /// Assigns job `id` to `node`, sending as account `matcher` (which holds the matcher
     /// role) with the job's current terms and state.
     pub async fn assign(&self, matcher: usize, id: u64, node: u64) {

@@ -178,32 +178,12 @@ async fn a_verified_job_folds_to_the_markets_word_and_no_market_call_reaches_it(
 
     // Each seat's agent commits the seal of one digest; the seats, folded from the job's
     // events by `market::Seats`, open the reveals; each reveals; anyone decides.
-    use alloy::sol_types::SolEventInterface;
-    use gantry_protocol::bindings::JobMarket::JobMarketEvents;
-    use gantry_protocol::market::{Seat, Seats, seal};
+    use gantry_protocol::market::{Seat, seal};
     let chain_id = net.provider(KEEPER).get_chain_id().await.unwrap();
     let market = net.devnet.deployment.market;
     let digest = alloy::primitives::keccak256("the module's output");
     let agent_of = |node: u64| NODES[1 + nodes.iter().position(|n| *n == node).unwrap()];
-    let seats_now = || async {
-        let logs = net
-            .provider(KEEPER)
-            .get_logs(
-                &alloy::rpc::types::Filter::new()
-                    .address(market)
-                    .topic1(alloy::primitives::B256::from(U256::from(posted.jobId)))
-                    .from_block(0),
-            )
-            .await
-            .unwrap();
-        let mut seats = Seats::default();
-        for log in &logs {
-            if let Ok(event) = JobMarketEvents::decode_log(&log.inner) {
-                seats.apply(&drawn.terms, &event.data);
-            }
-        }
-        seats
-    };
+    let seats_now = || net.seats(posted.jobId);
     let salt = |i: usize| alloy::primitives::keccak256(format!("salt {i}"));
     let terms: Verification::JobTerms = drawn.terms.pack().into();
     for (i, seat) in seats_now().await.0.iter().take(3).enumerate() {
@@ -564,4 +544,157 @@ async fn refereed_job() -> (TestNet, u64, u64) {
         .expect("JobPosted")
         .jobId;
     (net, provider, id)
+}
+
+/// The keeper the net started (the liveness service) drives a replicated 3/2 job by itself:
+/// it draws the armed round once the chain reaches its block, opens the reveals once the
+/// seats committed, and decides once they revealed. The seats' agents only commit and
+/// reveal, as workers do; nobody else sends a call.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn verification_the_keeper_draws_opens_the_reveals_and_decides() {
+    use alloy::primitives::{U256, aliases::U96};
+    use alloy::providers::Provider;
+    use gantry_protocol::bindings::Verification;
+    use gantry_protocol::market::seal;
+    use gantry_testkit::{GUSD, confirm_receipt};
+
+    let net = TestNet::builder()
+        .indexer()
+        .keeper(KEEPER)
+        .start()
+        .await
+        .expect("the test net starts");
+    let nodes = wasm_pool(&net).await;
+    let id = post_replicated(&net).await;
+    net.provider(KEEPER)
+        .raw_request::<_, ()>("anvil_mine".into(), (U256::from(2),))
+        .await
+        .expect("anvil mines");
+    net.wait_until("the keeper drew the seats", || async {
+        net.job(id)
+            .await
+            .state
+            .verified
+            .is_some_and(|v| (0..3).all(|i| v.seat(i) != 0))
+    })
+    .await;
+
+    let chain_id = net.provider(KEEPER).get_chain_id().await.unwrap();
+    let market = net.devnet.deployment.market;
+    let digest = alloy::primitives::keccak256("the module's output");
+    let agent_of = |node: u64| NODES[1 + nodes.iter().position(|n| *n == node).unwrap()];
+    let salt = |i: usize| alloy::primitives::keccak256(format!("salt {i}"));
+    let seats = net.seats(id).await;
+    for (i, seat) in seats.0.iter().take(3).enumerate() {
+        let sealed = seal(chain_id, market, id, i as u8, seat.node_id, digest, salt(i));
+        confirm_receipt(
+            "commitSeat",
+            Verification::new(market, net.provider(agent_of(seat.node_id)))
+                .commitSeat(id, i as u8, seat.pack(), sealed)
+                .send()
+                .await,
+        )
+        .await
+        .expect("the seat's agent commits");
+    }
+    net.wait_for_status(id, JobStatus::Revealing).await;
+
+    let revealing = net.job(id).await;
+    let seats = net.seats(id).await;
+    for (i, seat) in seats.0.iter().take(3).enumerate() {
+        confirm_receipt(
+            "revealSeat",
+            Verification::new(market, net.provider(agent_of(seat.node_id)))
+                .revealSeat(
+                    id,
+                    revealing.terms.pack().into(),
+                    revealing.state.pack_verified().unwrap(),
+                    i as u8,
+                    seat.pack(),
+                    digest,
+                    salt(i),
+                )
+                .send()
+                .await,
+        )
+        .await
+        .expect("the seal opens");
+    }
+    net.wait_for_status(id, JobStatus::Completed).await;
+    for node in &nodes {
+        let info = net.node(*node).await;
+        assert_eq!(info.lockedStake, U96::ZERO, "the seat's lock is released");
+        assert_eq!(info.earnings, U96::from(5 * GUSD - 5 * GUSD / 40), "paid");
+    }
+}
+
+/// Three WASM nodes of `NODES[1..]`'s operators, synced into the verification pool (its
+/// whole membership): their ids.
+async fn wasm_pool(net: &TestNet) -> Vec<u64> {
+    use gantry_protocol::bindings::NodeRegistry;
+    use gantry_protocol::eligibility::Engines;
+    use gantry_testkit::confirm_receipt;
+
+    let wasm = NodeRegistry::NodeCapabilities {
+        cpuCores: 4,
+        ramMiB: 8_192,
+        maxConcurrentJobs: 1,
+        engines: Engines::WASM.0,
+        ..Default::default()
+    };
+    let mut nodes = Vec::new();
+    for account in &NODES[1..] {
+        nodes.push(net.register_own_node(*account, wasm.clone()).await);
+    }
+    confirm_receipt(
+        "syncPool",
+        net.registry(KEEPER).syncPool(nodes.clone()).send().await,
+    )
+    .await
+    .expect("anyone syncs the pool");
+    nodes
+}
+
+/// A replicated 3/2 job of the submitter's (5 gUSD a seat, 600 s to run, an hour to its
+/// deadline, a 60 s reveal window): its id.
+async fn post_replicated(net: &TestNet) -> u64 {
+    use alloy::primitives::aliases::{U40, U96};
+    use gantry_protocol::bindings::Verification;
+    use gantry_protocol::market::Verification as Policy;
+    use gantry_testkit::{GUSD, confirm_receipt};
+
+    net.fund_submitter().await;
+    let requirements = Verification::JobRequirements {
+        minCpuCores: 1,
+        minRamMiB: 64,
+        maxRuntime: 600,
+        priority: 5,
+        engine: 1,
+        ..Default::default()
+    };
+    let policy = Verification::VerifyPolicy {
+        tier: Policy::REPLICATED,
+        size: 3,
+        quorum: 2,
+        revealWindow: 60,
+    };
+    let receipt = confirm_receipt(
+        "postVerifiedJob",
+        Verification::new(net.devnet.deployment.market, net.provider(SUBMITTER))
+            .postVerifiedJob(
+                requirements,
+                policy,
+                U96::from(5 * GUSD),
+                U40::from(net.now().await + 3_600),
+                br#"{"v":2,"engine":"wasm"}"#.to_vec().into(),
+            )
+            .send()
+            .await,
+    )
+    .await
+    .expect("posted");
+    receipt
+        .decoded_log::<gantry_protocol::bindings::JobMarket::JobPosted>()
+        .expect("JobPosted")
+        .jobId
 }
