@@ -46,77 +46,24 @@ async fn a_test_net_starts_what_it_is_asked_for_and_nothing_else() {
 #[tokio::test]
 async fn a_verified_job_folds_to_the_markets_word_and_no_market_call_reaches_it() {
     use alloy::primitives::{U256, aliases::U96};
-    use gantry_protocol::bindings::{NodeRegistry, Verification};
-    use gantry_protocol::eligibility::Engines;
-    use gantry_protocol::market::Verification as Policy;
+    use gantry_protocol::bindings::Verification;
     use gantry_testkit::{GUSD, confirm_receipt};
 
     let net = TestNet::builder()
         .start()
         .await
         .expect("the test net starts");
-    let wasm = NodeRegistry::NodeCapabilities {
-        cpuCores: 4,
-        ramMiB: 8_192,
-        maxConcurrentJobs: 1,
-        engines: Engines::WASM.0,
-        ..Default::default()
-    };
-    let mut nodes = Vec::new();
-    for account in &NODES[1..] {
-        nodes.push(net.register_own_node(*account, wasm.clone()).await);
-    }
-    confirm_receipt(
-        "syncPool",
-        net.registry(KEEPER).syncPool(nodes.clone()).send().await,
-    )
-    .await
-    .expect("anyone syncs the pool");
+    let nodes = wasm_pool(&net).await;
     assert_eq!(
         net.registry(KEEPER).poolSize().call().await.unwrap(),
         U256::from(3)
     );
-
-    net.fund_submitter().await;
-    let verification = Verification::new(net.devnet.deployment.market, net.provider(SUBMITTER));
-    let requirements = Verification::JobRequirements {
-        minCpuCores: 1,
-        minRamMiB: 64,
-        maxRuntime: 600,
-        priority: 5,
-        engine: 1,
-        ..Default::default()
-    };
-    let policy = Verification::VerifyPolicy {
-        tier: Policy::REPLICATED,
-        size: 3,
-        quorum: 2,
-        revealWindow: 60,
-    };
-    let deadline = net.now().await + 3_600;
-    let receipt = confirm_receipt(
-        "postVerifiedJob",
-        verification
-            .postVerifiedJob(
-                requirements,
-                policy,
-                U96::from(5 * GUSD),
-                alloy::primitives::aliases::U40::from(deadline),
-                br#"{"v":2,"engine":"wasm"}"#.to_vec().into(),
-            )
-            .send()
-            .await,
-    )
-    .await
-    .expect("posted");
-    let posted = receipt
-        .decoded_log::<gantry_protocol::bindings::JobMarket::JobPosted>()
-        .expect("JobPosted");
-    let job = net.job(posted.jobId).await;
+    let id = post_replicated(&net).await;
+    let job = net.job(id).await;
     assert_eq!(job.state.status, JobStatus::Committing);
     assert_eq!(
         job.state.until,
-        deadline - 60,
+        job.terms.deadline - 60,
         "until: the end of the commit phase"
     );
     assert_eq!(job.terms.verification.size, 3);
@@ -136,7 +83,7 @@ async fn a_verified_job_folds_to_the_markets_word_and_no_market_call_reaches_it(
         "draw",
         Verification::new(net.devnet.deployment.market, net.provider(KEEPER))
             .draw(
-                posted.jobId,
+                id,
                 job.terms.pack().into(),
                 job.state.pack_verified().unwrap(),
             )
@@ -148,7 +95,7 @@ async fn a_verified_job_folds_to_the_markets_word_and_no_market_call_reaches_it(
     )
     .await
     .expect("drawn");
-    let drawn = net.job(posted.jobId).await;
+    let drawn = net.job(id).await;
     let verified = drawn.state.verified.expect("verified");
     let mut seated: Vec<u64> = (0..3).map(|i| verified.seat(i)).collect();
     seated.sort_unstable();
@@ -162,7 +109,7 @@ async fn a_verified_job_folds_to_the_markets_word_and_no_market_call_reaches_it(
     // job's word.
     let Err(stale) = net
         .market(SUBMITTER)
-        .cancel(posted.jobId, drawn.terms.pack(), drawn.state.pack())
+        .cancel(id, drawn.terms.pack(), drawn.state.pack())
         .call()
         .await
     else {
@@ -183,24 +130,16 @@ async fn a_verified_job_folds_to_the_markets_word_and_no_market_call_reaches_it(
     let market = net.devnet.deployment.market;
     let digest = alloy::primitives::keccak256("the module's output");
     let agent_of = |node: u64| NODES[1 + nodes.iter().position(|n| *n == node).unwrap()];
-    let seats_now = || net.seats(posted.jobId);
+    let seats_now = || net.seats(id);
     let salt = |i: usize| alloy::primitives::keccak256(format!("salt {i}"));
     let terms: Verification::JobTerms = drawn.terms.pack().into();
     for (i, seat) in seats_now().await.0.iter().take(3).enumerate() {
         assert_eq!(seat.phase, Seat::SEATED);
-        let sealed = seal(
-            chain_id,
-            market,
-            posted.jobId,
-            i as u8,
-            seat.node_id,
-            digest,
-            salt(i),
-        );
+        let sealed = seal(chain_id, market, id, i as u8, seat.node_id, digest, salt(i));
         confirm_receipt(
             "commitSeat",
             Verification::new(market, net.provider(agent_of(seat.node_id)))
-                .commitSeat(posted.jobId, i as u8, seat.pack(), sealed)
+                .commitSeat(id, i as u8, seat.pack(), sealed)
                 .send()
                 .await,
         )
@@ -213,7 +152,7 @@ async fn a_verified_job_folds_to_the_markets_word_and_no_market_call_reaches_it(
         "openReveals",
         Verification::new(market, net.provider(KEEPER))
             .openReveals(
-                posted.jobId,
+                id,
                 terms.clone(),
                 drawn.state.pack_verified().unwrap(),
                 seats.list(3),
@@ -223,14 +162,14 @@ async fn a_verified_job_folds_to_the_markets_word_and_no_market_call_reaches_it(
     )
     .await
     .expect("every seat committed: the reveals open");
-    let revealing = net.job(posted.jobId).await;
+    let revealing = net.job(id).await;
     assert_eq!(revealing.state.status, JobStatus::Revealing);
     for (i, seat) in seats.0.iter().take(3).enumerate() {
         confirm_receipt(
             "revealSeat",
             Verification::new(market, net.provider(agent_of(seat.node_id)))
                 .revealSeat(
-                    posted.jobId,
+                    id,
                     terms.clone(),
                     revealing.state.pack_verified().unwrap(),
                     i as u8,
@@ -248,7 +187,7 @@ async fn a_verified_job_folds_to_the_markets_word_and_no_market_call_reaches_it(
         "decide",
         Verification::new(market, net.provider(KEEPER))
             .decide(
-                posted.jobId,
+                id,
                 terms,
                 revealing.state.pack_verified().unwrap(),
                 seats_now().await.list(3),
@@ -258,7 +197,7 @@ async fn a_verified_job_folds_to_the_markets_word_and_no_market_call_reaches_it(
     )
     .await
     .expect("every seat revealed: decided");
-    let decided = net.job(posted.jobId).await;
+    let decided = net.job(id).await;
     assert_eq!(decided.state.status, JobStatus::Completed);
     for node in &nodes {
         let info = net.node(*node).await;
