@@ -19,7 +19,8 @@ use alloy::primitives::aliases::U96;
 use alloy::primitives::{Address, B256, U256};
 use gantry_protocol::api::{
     AccountRow, AttemptFault, AttemptOutcome, AttemptRow, ChargeCause, ChargeRow, Completion,
-    DisputeOutcome, DisputeRow, Failure, HeldStake, JobPolicy, JobRow, NodeRow, VerificationRow,
+    DisputeOutcome, DisputeRow, Failure, HeldStake, JobPolicy, JobRow, NodeRow, RefereesRow,
+    SeatRow, VerificationRow,
 };
 use gantry_protocol::bindings::JobMarket::{self, JobMarketEvents as M};
 use gantry_protocol::bindings::NodeRegistry::{self, NodeRegistryEvents as R};
@@ -171,8 +172,10 @@ pub fn apply_job(
         // dispute (the event before it in the transaction) announced.
         GantryEvent::Registry(R::NodeSlashed(e)) => {
             let mut job = row?;
-            charged(&mut job, e.nodeId, e.amount, at);
-            slashed_on_attempt(&mut job, e.nodeId, e.amount, treasury);
+            if !slashed_seat(&mut job, e.nodeId, &e.amount.to_string()) {
+                charged(&mut job, e.nodeId, e.amount, at);
+                slashed_on_attempt(&mut job, e.nodeId, e.amount, treasury);
+            }
             touched(&mut job, block, at);
             return Some(job);
         }
@@ -300,31 +303,42 @@ pub fn apply_job(
         M::JobExpired(e) => job.refund = Some(e.refund.to_string()),
         // The registry's slash, read as the market's (the same event in both ABIs).
         M::NodeSlashed(e) => {
-            charged(&mut job, e.nodeId, e.amount, at);
-            slashed_on_attempt(&mut job, e.nodeId, e.amount, treasury);
+            if !slashed_seat(&mut job, e.nodeId, &e.amount.to_string()) {
+                charged(&mut job, e.nodeId, e.amount, at);
+                slashed_on_attempt(&mut job, e.nodeId, e.amount, treasury);
+            }
         }
         M::JobVerified(e) => {
             job.refund = Some(e.refund.to_string());
             job.completion = Some(Completion::Verified);
+            if let Some(row) = job.verification.as_mut() {
+                row.verified_digest = Some(hex(e.digest));
+                row.agreed = Some(u64::from(e.agreed));
+            }
         }
-        // Their state change is the shared fold's (below); seats are not yet projected.
+        // Seats and the referees' dispute; the job's words are the shared fold's (below).
+        M::SeatDrawn(_)
+        | M::SealCommitted(_)
+        | M::ResultRevealed(_)
+        | M::SeatFreed(_)
+        | M::SeatReleased(_)
+        | M::ReplicaPaid(_)
+        | M::RefereesRequested(_)
+        | M::RefereesDecided(_)
+        | M::ProviderRevealed(_) => {
+            let max_runtime = job.max_runtime;
+            if let Some(row) = job.verification.as_mut() {
+                seat_event(row, market, max_runtime, at);
+            }
+        }
         M::VerifiedJobPosted(_)
         | M::DrawArmed(_)
-        | M::SeatDrawn(_)
         | M::Drawn(_)
-        | M::SealCommitted(_)
-        | M::SeatFreed(_)
         | M::SeatVacated(_)
         | M::HoldLocked(_)
         | M::HoldReleased(_)
         | M::HoldForfeited(_)
-        | M::RefereesRequested(_)
-        | M::RefereesDecided(_)
-        | M::RevealsOpened(_)
-        | M::ResultRevealed(_)
-        | M::ProviderRevealed(_)
-        | M::SeatReleased(_)
-        | M::ReplicaPaid(_) => {}
+        | M::RevealsOpened(_) => {}
         M::JobPosted(_)
         | M::NodeMarkedInactive(_)
         | M::Deposited(_)
@@ -343,6 +357,128 @@ pub fn apply_job(
     job.state_hash = state_hash(&job, &state);
     touched(&mut job, block, at);
     Some(job)
+}
+
+/// A verified job's seat or dispute event, into its row: each seat's holder gets a row
+/// when drawn, which its commit, reveal, decline, reclaim and the decision fill in.
+fn seat_event(row: &mut VerificationRow, event: &M, max_runtime: u64, at: u64) {
+    let role = if row.tier == "refereed" {
+        "referee"
+    } else {
+        "replica"
+    };
+    match event {
+        M::SeatDrawn(e) => {
+            let until = e.until.to::<u64>();
+            row.seat_rows.push(SeatRow {
+                seat: u64::from(e.seat),
+                node_id: e.nodeId,
+                role: role.into(),
+                seated_at: until.saturating_sub(max_runtime),
+                until,
+                locked: e.locked.to_string(),
+                outcome: "seated".into(),
+                ..SeatRow::default()
+            });
+        }
+        M::SealCommitted(e) => {
+            if let Some(seat) = live(row, e.seat) {
+                seat.committed_at = Some(at);
+                seat.seal = Some(hex(e.seal));
+                seat.outcome = "committed".into();
+            }
+        }
+        M::ResultRevealed(e) => {
+            if let Some(seat) = live(row, e.seat) {
+                seat.revealed_at = Some(at);
+                seat.digest = Some(hex(e.digest));
+                seat.outcome = "revealed".into();
+            }
+        }
+        M::SeatFreed(e) => {
+            if let Some(seat) = live(row, e.seat) {
+                seat.outcome = if e.fault { "reclaimed" } else { "declined" }.into();
+                seat.charged = Some(e.charged.to_string());
+            }
+        }
+        // The decision: released, then paid (`ReplicaPaid`) or slashed (`NodeSlashed`,
+        // `slashed_seat`); a seat neither is `unpaid`.
+        M::SeatReleased(e) => {
+            if let Some(seat) = live(row, e.seat) {
+                seat.outcome = "unpaid".into();
+            }
+        }
+        M::ReplicaPaid(e) => {
+            if let Some(seat) = decided_seat(row, e.nodeId) {
+                seat.outcome = "paid".into();
+                seat.payout = Some(e.payout.to_string());
+            }
+        }
+        M::RefereesRequested(e) => {
+            row.referees = Some(RefereesRow {
+                bond: e.bond.to_string(),
+                prepay: e.prepay.to_string(),
+                requested_at: at,
+                commit_end: e.commitEnd.to::<u64>(),
+                ..RefereesRow::default()
+            });
+        }
+        M::ProviderRevealed(e) => {
+            if let Some(referees) = row.referees.as_mut() {
+                referees.provider_digest = Some(hex(e.digest));
+            }
+        }
+        M::RefereesDecided(e) => {
+            if let Some(referees) = row.referees.as_mut() {
+                referees.outcome = Some(
+                    match e.outcome {
+                        0 => "upheld",
+                        1 => "overturned",
+                        2 => "arbiter",
+                        3 => "notRevealed",
+                        _ => "unknown",
+                    }
+                    .into(),
+                );
+                referees.digest = (!e.digest.is_zero()).then(|| hex(e.digest));
+                referees.paid = u64::from(e.paid);
+                referees.to_submitter = Some(e.toSubmitter.to_string());
+                referees.to_provider = Some(e.toProvider.to_string());
+            }
+        }
+        _ => {}
+    }
+}
+
+/// The live holder of seat `seat` (the last row drawn into it).
+fn live(row: &mut VerificationRow, seat: u8) -> Option<&mut SeatRow> {
+    row.seat_rows
+        .iter_mut()
+        .rev()
+        .find(|s| s.seat == u64::from(seat))
+}
+
+/// The seat node `node` held until the decision now under way (released, not yet paid or
+/// slashed).
+fn decided_seat(row: &mut VerificationRow, node: u64) -> Option<&mut SeatRow> {
+    row.seat_rows.iter_mut().rev().find(|s| {
+        s.node_id == node && s.outcome == "unpaid" && s.payout.is_none() && s.charged.is_none()
+    })
+}
+
+/// A slash of node `node` in a verified job's decision: its released seat's (not one of
+/// the job's attempts' charges). Whether it was one.
+fn slashed_seat(job: &mut JobRow, node: u64, amount: &str) -> bool {
+    let Some(seat) = job
+        .verification
+        .as_mut()
+        .and_then(|row| decided_seat(row, node))
+    else {
+        return false;
+    };
+    seat.outcome = "slashed".into();
+    seat.charged = Some(amount.to_owned());
+    true
 }
 
 /// The row of a job just posted.

@@ -1,5 +1,6 @@
 // `#/jobs/<id>`: one job — overview (terms, policy, what it waits for), progress, why it
-// is pending, its dispute (bond, exposure, deadline, outcome), result and money (payout,
+// is pending, a verified job's seats (who committed, revealed, agreed; a refereed job's
+// dispute), its dispute (bond, exposure, deadline, outcome), result and money (payout,
 // fee, refund, and where the nodes' slashes went), each attempt (its node, how it ended,
 // whose fault, why, the slash and the treasury it went to), the nodes barred from it and
 // what they were charged, progress/loss/GPU charts, live logs, timeline and spec.
@@ -17,8 +18,11 @@ const MAX_LOG_LINES = 2000;
 const MAX_REPORTS = 5000;
 const AMOUNT_FIELDS = new Set([
   'bounty', 'payout', 'fee', 'refund', 'bond', 'amount', 'stake', 'exposure', 'fromCredits',
-  'bondToSubmitter', 'bondToProvider',
+  'bondToSubmitter', 'bondToProvider', 'locked', 'unlocked', 'seatStake', 'charged', 'prepay',
+  'toSubmitter', 'toProvider',
 ]);
+/** Event fields that are chain times (besides `…At`). */
+const TIME_FIELDS = new Set(['deadline', 'until', 'commitEnd', 'revealBy']);
 /** The contract's kinds (`CompletionKind`, `FailureKind`, `ReclaimKind`) by event, in words. */
 const KINDS = {
   JobCompleted: ['accepted', 'finalized', 'dispute won', 'dispute lapsed'],
@@ -86,6 +90,7 @@ export function mount(root, id) {
       <div class="card" data-part="result" hidden></div>
       <div class="card" data-part="charges" hidden></div>
     </div>
+    <div class="card" data-part="verification" hidden></div>
     <div class="card" data-part="attempts" hidden></div>
     <div class="grid thirds" data-part="charts" hidden>
       <div class="card"><h2>Progress</h2><div data-part="progress-chart"></div></div>
@@ -112,7 +117,10 @@ export function mount(root, id) {
     const pending = pendingCard(job);
     part('pending').hidden = !pending;
     part('pending').innerHTML = pending ?? '';
-    const cards = [['dispute', disputeCard], ['result', resultCard], ['charges', chargesCard], ['attempts', attemptsCard]];
+    const cards = [
+      ['dispute', disputeCard], ['verification', verificationCard], ['result', resultCard],
+      ['charges', chargesCard], ['attempts', attemptsCard],
+    ];
     for (const [name, card] of cards) {
       const shown = card(job);
       part(name).hidden = !shown;
@@ -226,7 +234,8 @@ function requirements(text) {
   const r = parseJson(text);
   if (!r) return [text];
   const n = (v) => Number(big(v));
-  const out = [`${n(r.minGpuCount) || 1}× ${bytes32Text(r.gpuModel) || 'any GPU'}`];
+  const model = bytes32Text(r.gpuModel);
+  const out = [n(r.minGpuCount) || model ? `${n(r.minGpuCount) || 1}× ${model || 'any GPU'}` : 'no GPU'];
   if (n(r.minVramMiB)) out.push(`≥ ${mib(n(r.minVramMiB))} VRAM`);
   if (n(r.minCpuCores)) out.push(`≥ ${n(r.minCpuCores)} CPU cores`);
   if (n(r.minRamMiB)) out.push(`≥ ${mib(n(r.minRamMiB))} RAM`);
@@ -273,6 +282,46 @@ function pendingCard(job) {
         <td class="num">${typeof b.score === 'number' ? b.score.toFixed(2) : b.score}</td>
         <td>${b.failed?.length ? b.failed.join(', ') : html`<span class="muted">nothing</span>`}</td></tr>`)}
     </tbody></table>` : ''}`;
+}
+
+/** A seat's end (`SeatRow.outcome`), in words. */
+const SEAT = {
+  seated: 'running', committed: 'committed', revealed: 'revealed', declined: 'gave it back',
+  reclaimed: 'reclaimed: node inactive', paid: 'paid', unpaid: 'released, unpaid', slashed: 'slashed',
+};
+/** The referees' decision (`RefereesRow.outcome`), in words. */
+const REFEREES = {
+  upheld: "upheld: the referees found the provider's result",
+  overturned: 'overturned: the referees found another result',
+  notRevealed: 'overturned: the provider never opened its sealed result',
+  arbiter: 'no majority: the arbiter decides',
+};
+
+/** A verified job: its policy, each seat (who committed, revealed, agreed, how it ended), the digest a quorum agreed on, a refereed job's dispute. */
+function verificationCard(job) {
+  const v = job.verification;
+  if (!v) return null;
+  const policy = v.tier === 'replicated'
+    ? `replicated ${v.size}/${v.quorum}: ${v.size} nodes of ${v.size} operators run it, ${v.quorum} equal results decide`
+    : `refereed: a dispute is settled by ${v.size} referees re-running it`;
+  const digest = (d) => (d ? html`<code title="${d}">${short(d)}</code>` : none);
+  const r = v.referees;
+  const rows = v.seatRows ?? [];
+  return html`<h2>Verification</h2><dl>
+    <dt>Policy</dt><dd data-part="policy">${policy}; reveal window ${duration(v.revealWindow)}; each seat locks ${money(v.seatStake)}</dd>
+    ${v.verifiedDigest ? html`<dt>Verified</dt><dd data-part="verified">${v.agreed} seats agreed on ${digest(v.verifiedDigest)}</dd>` : ''}
+    ${r ? html`<dt>Dispute</dt><dd data-part="referees">bond ${money(r.bond)}, referees prepaid ${money(r.prepay)}, commit by ${dateTime(r.commitEnd)};
+      ${r.outcome ? (REFEREES[r.outcome] ?? r.outcome) : html`<span class="muted">open</span>`}${r.providerDigest ? html`; provider revealed ${digest(r.providerDigest)}` : ''}</dd>` : ''}
+  </dl>
+  ${rows.length ? html`<table class="compact" data-part="seats"><thead><tr><th>Seat</th><th>Node</th><th>Role</th>
+    <th>Committed</th><th>Revealed</th><th>Digest</th><th>Outcome</th><th class="num">Paid / charged</th></tr></thead><tbody>
+    ${rows.map((s) => html`<tr data-seat="${s.seat}" data-seat-node="${s.nodeId}" data-seat-outcome="${s.outcome}">
+      <td>${s.seat}</td><td><a href="#/nodes/${s.nodeId}">node ${s.nodeId}</a></td><td>${s.role}</td>
+      <td>${s.committedAt ? ago(s.committedAt) : none}</td><td>${s.revealedAt ? ago(s.revealedAt) : none}</td>
+      <td>${digest(s.digest)}${s.digest && v.verifiedDigest ? (s.digest === v.verifiedDigest ? ' ✓' : ' ✗') : ''}</td>
+      <td>${SEAT[s.outcome] ?? s.outcome}</td>
+      <td class="num">${s.payout ? money(s.payout) : s.charged && big(s.charged) ? html`<span class="err">${money(s.charged)}</span>` : none}</td></tr>`)}
+  </tbody></table>` : html`<p class="muted" data-part="seats">No seat drawn yet.</p>`}`;
 }
 
 /** The submitter's dispute: its bond, the node's stake held, the arbiter's deadline, the outcome. */
@@ -322,6 +371,14 @@ function resultCard(job) {
 
 /** What a refund is and is not: the bounty (all of it or a part), not the nodes' slashes, which went to the treasury. */
 function refundSentence(job) {
+  const v = job.verification;
+  if (v?.tier === 'replicated') {
+    const seats = (v.seatRows ?? []).filter((s) => s.outcome === 'slashed');
+    const slashed = seats.reduce((sum, s) => sum + big(s.charged), 0n);
+    const unpaid = Number(big(job.refund) / (big(job.bounty) || 1n));
+    const what = `the bounty of the ${unpaid} seat${unpaid === 1 ? '' : 's'} not paid, of ${money(v.escrow)} escrowed`;
+    return slashed ? `${what}; the slashed seats' stakes (${money(slashed)}) went to the treasury, not to the submitter` : what;
+  }
   const whole = job.refund === job.bounty ? 'the whole bounty' : `of the bounty of ${money(job.bounty)}`;
   const attempts = job.attemptRows ?? [];
   const slashed = attempts.reduce((sum, a) => sum + big(a.slashed), 0n);
@@ -376,7 +433,7 @@ function timelineEntry(entry) {
 /** An event's field in words: amounts in the token, instants as dates, kinds by name, long hex shortened. */
 function eventField(name, value, event) {
   if (AMOUNT_FIELDS.has(name)) return money(value);
-  if (name.endsWith('At') || name === 'deadline' || name === 'until') return dateTime(Number(big(value)));
+  if (name.endsWith('At') || TIME_FIELDS.has(name)) return dateTime(Number(big(value)));
   if (name === 'kind' && KINDS[event]?.[Number(value)]) return KINDS[event][Number(value)];
   if (typeof value === 'string' && value.startsWith('0x') && value.length > 14) {
     return html`<code title="${value}">${short(value)}</code>`;

@@ -837,3 +837,141 @@ fn an_exit_unbonds_then_withdraws_the_stake_and_the_earnings_sweep_the_fees() {
         ("0", "500000000")
     );
 }
+
+/// A replicated 3/2 job's seats, as the API shows them: who was seated, committed,
+/// revealed and agreed; the one that gave its seat back, the liar slashed, the two that
+/// agreed paid; the digest the quorum revealed.
+#[test]
+fn a_replicated_job_shows_who_committed_revealed_and_agreed() {
+    let mut verified_terms = terms();
+    verified_terms.requirements.engine = 1;
+    verified_terms.verification = gantry_protocol::market::Verification {
+        tier: gantry_protocol::market::Verification::REPLICATED,
+        size: 3,
+        quorum: 2,
+        reveal_window: 60,
+    };
+    let posted = M::JobPosted {
+        terms: verified_terms.pack(),
+        ..posted(0)
+    };
+    let seat = |seat: u8, node: u64, until: u64| M::SeatDrawn {
+        jobId: 1,
+        nodeId: node,
+        seat,
+        until: U40::from(until),
+        locked: U96::from(20u64),
+    };
+    let (truth, lie) = (B256::repeat_byte(0xaa), B256::repeat_byte(0xbb));
+    let mut chain = Chain::new();
+    chain.at(5, posted);
+    let t = chain.time + 10;
+    chain
+        .at(10, seat(0, 7, t + 600))
+        .then(seat(1, 8, t + 600))
+        .then(seat(2, 9, t + 600));
+    // Node 9 gives its seat back; node 10 is drawn into it.
+    chain.at(
+        5,
+        M::SeatFreed {
+            jobId: 1,
+            nodeId: 9,
+            seat: 2,
+            fault: false,
+            unlocked: U96::from(20u64),
+            charged: U96::ZERO,
+        },
+    );
+    let later = chain.time + 20;
+    chain.at(20, seat(2, 10, later + 600));
+    for (seat, node) in [(0u8, 7u64), (1, 8), (2, 10)] {
+        chain.at(
+            30,
+            M::SealCommitted {
+                jobId: 1,
+                nodeId: node,
+                seat,
+                seal: B256::repeat_byte(seat + 1),
+            },
+        );
+    }
+    for (seat, node, digest) in [(0u8, 7u64, truth), (1, 8, lie), (2, 10, truth)] {
+        chain.at(
+            30,
+            M::ResultRevealed {
+                jobId: 1,
+                nodeId: node,
+                seat,
+                digest,
+            },
+        );
+    }
+    let released = |seat: u8, node: u64| M::SeatReleased {
+        jobId: 1,
+        nodeId: node,
+        seat,
+        unlocked: U96::from(20u64),
+    };
+    let paid = |node: u64| M::ReplicaPaid {
+        jobId: 1,
+        nodeId: node,
+        payout: U96::from(48_750_000u64),
+        fee: U96::from(1_250_000u64),
+    };
+    chain
+        .at(10, released(0, 7))
+        .then(paid(7))
+        .then(released(1, 8))
+        .then(R::NodeSlashed {
+            nodeId: 8,
+            jobId: 1,
+            amount: U96::from(20u64),
+            stake: U96::from(480u64),
+        })
+        .then(released(2, 10))
+        .then(paid(10))
+        .then(M::JobVerified {
+            jobId: 1,
+            digest: truth,
+            agreed: 2,
+            refund: U96::from(BOUNTY),
+        });
+
+    let row = chain.job();
+    assert_eq!(row.status, JobStatus::Completed);
+    assert_eq!(row.completion, Some(Completion::Verified));
+    let v = row.verification.expect("a verified job's row");
+    assert_eq!(v.verified_digest, Some(format!("{truth:#x}")));
+    assert_eq!(v.agreed, Some(2));
+    let seats: Vec<(u64, u64, &str, Option<String>)> = v
+        .seat_rows
+        .iter()
+        .map(|s| (s.seat, s.node_id, s.outcome.as_str(), s.digest.clone()))
+        .collect();
+    assert_eq!(
+        seats,
+        [
+            (0, 7, "paid", Some(format!("{truth:#x}"))),
+            (1, 8, "slashed", Some(format!("{lie:#x}"))),
+            (2, 9, "declined", None),
+            (2, 10, "paid", Some(format!("{truth:#x}"))),
+        ]
+    );
+    let eight = &v.seat_rows[1];
+    assert_eq!(
+        eight.charged.as_deref(),
+        Some("20"),
+        "the liar's seat stake"
+    );
+    assert_eq!(eight.role, "replica");
+    assert!(eight.committed_at.is_some() && eight.revealed_at > eight.committed_at);
+    assert_eq!(v.seat_rows[0].payout.as_deref(), Some("48750000"));
+    assert_eq!(
+        v.seat_rows[0].seated_at, t,
+        "drawn its max runtime before its until"
+    );
+    assert!(
+        row.charges.is_empty(),
+        "a seat's slash is not an attempt's charge"
+    );
+}

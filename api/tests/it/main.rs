@@ -48,6 +48,10 @@
 //!   (bond, exposure, deadline), job 5's refund (the bounty; the slash went to the
 //!   treasury), charge and attempt (the dispute lost, slashed), the submitter's credits and
 //!   their flows, the network's money; screenshots in `target/tmp/dashboard/`.
+//! - `verification`: a replicated 3/2 job decided with one liar, on a chain of its own:
+//!   `/v1/jobs/{id}` and the dashboard's verification card show each seat's node,
+//!   commit, reveal and digest, the two paid and the liar slashed, and the digest the
+//!   quorum agreed on.
 
 mod crash;
 mod dashboard;
@@ -56,3 +60,4 @@ mod http;
 mod live;
 mod projection;
 mod stall;
+mod verification;

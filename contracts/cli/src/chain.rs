@@ -14,7 +14,7 @@ use alloy::rpc::types::TransactionReceipt;
 use alloy::signers::Signer;
 use alloy::signers::local::PrivateKeySigner;
 use alloy::sol_types::{Eip712Domain, SolCall, SolEvent, SolStruct};
-use gantry_protocol::bindings::{GantryTestToken, JobMarket, NodeRegistry, Permit};
+use gantry_protocol::bindings::{GantryTestToken, JobMarket, NodeRegistry, Permit, Verification};
 use gantry_protocol::market;
 use gantry_protocol::status::JobStatus;
 use gantry_runtime::args::{KeyError, KeySources, load_signer};
@@ -131,6 +131,8 @@ pub struct Chain {
     signer: Option<PrivateKeySigner>,
     pub chain_id: u64,
     pub market: JobMarket::JobMarketInstance<DynProvider>,
+    /// Verified jobs' calls, served at the market's address.
+    pub verification: Verification::VerificationInstance<DynProvider>,
     pub registry: NodeRegistry::NodeRegistryInstance<DynProvider>,
     pub token: GantryTestToken::GantryTestTokenInstance<DynProvider>,
     start_block: u64,
@@ -177,6 +179,7 @@ impl Chain {
         Ok(Self {
             signer,
             chain_id,
+            verification: Verification::new(contracts.market, provider.clone()),
             market,
             registry: NodeRegistry::new(registry, provider.clone()),
             token: GantryTestToken::new(token, provider.clone()),
@@ -223,6 +226,13 @@ impl Chain {
 
     pub async fn allowance(&self, owner: Address, spender: Address) -> Result<U256> {
         view("allowance", self.token.allowance(owner, spender)).await
+    }
+
+    /// The verification rules of the market's current policy (all zero where it offers
+    /// no verified jobs).
+    pub async fn verify_params(&self) -> Result<Verification::VerifyParams> {
+        let version = view("policyVersion", self.market.policyVersion()).await?;
+        view("verifyParams", self.verification.verifyParams(version)).await
     }
 
     pub async fn credit(&self, account: Address) -> Result<U256> {

@@ -222,6 +222,15 @@ pub struct SubmitArgs {
     /// --memory; no wall clock, seeded randomness, fuel instead of time).
     #[arg(long, requires = "memory")]
     pub deterministic: bool,
+    /// How the result is verified: `none` (the challenge window), `replicated:N/K` (N
+    /// nodes of N operators run the job, K equal results decide; N bounties escrowed) or
+    /// `refereed:R` (one node runs it; a dispute is settled by R referees re-running it).
+    /// Verified jobs run deterministic WASM only (--wasm, --memory, --deterministic).
+    #[arg(long, default_value = "none")]
+    pub verify: String,
+    /// A verified job's reveal window, e.g. 1h (default: the market's minimum).
+    #[arg(long)]
+    pub reveal_window: Option<String>,
     /// Training or inference (built spec).
     #[arg(long, value_enum, default_value_t = Kind::Training, conflicts_with = "spec")]
     pub kind: Kind,

@@ -98,6 +98,58 @@ pub fn format_mib(mib: u64) -> String {
     }
 }
 
+/// A verification policy as `--verify` takes it: `none`, `replicated:N/K` (K of N nodes
+/// agree: 2K > N, K < N, N at most 5) or `refereed:R` (R referees, odd, at most 5). The
+/// reveal window is left 0, for the caller to set.
+pub fn parse_verify(text: &str) -> Result<gantry_protocol::market::Verification, String> {
+    use gantry_protocol::market::Verification;
+    let shape = "none, replicated:N/K (e.g. replicated:3/2) or refereed:R (e.g. refereed:3)";
+    let number = |s: &str| {
+        s.trim()
+            .parse::<u8>()
+            .map_err(|_| format!("{text:?}: {s:?} is not a number ({shape})"))
+    };
+    let text_lower = text.trim().to_ascii_lowercase();
+    if text_lower == "none" {
+        return Ok(Verification::NONE);
+    }
+    let (tier, rest) = text_lower
+        .split_once(':')
+        .ok_or_else(|| format!("{text:?}: expected {shape}"))?;
+    match tier {
+        "replicated" => {
+            let (n, k) = rest
+                .split_once('/')
+                .ok_or_else(|| format!("{text:?}: expected replicated:N/K"))?;
+            let (n, k) = (number(n)?, number(k)?);
+            if !(2..=5).contains(&n) || k >= n || 2 * u16::from(k) <= u16::from(n) {
+                return Err(format!(
+                    "{text:?}: K must be a majority of N and less than N, N at most 5                      (3/2, 4/3, 5/3, 5/4)"
+                ));
+            }
+            Ok(Verification {
+                tier: Verification::REPLICATED,
+                size: n,
+                quorum: k,
+                reveal_window: 0,
+            })
+        }
+        "refereed" => {
+            let r = number(rest)?;
+            if r % 2 == 0 || r > 5 {
+                return Err(format!("{text:?}: R must be odd and at most 5 (1, 3, 5)"));
+            }
+            Ok(Verification {
+                tier: Verification::REFEREED,
+                size: r,
+                quorum: 0,
+                reveal_window: 0,
+            })
+        }
+        _ => Err(format!("{text:?}: expected {shape}")),
+    }
+}
+
 /// A duration ("4h", "90m", "1h 30m", "2days") in whole seconds, at least one.
 pub fn parse_duration_secs(text: &str) -> Result<u64, String> {
     let duration = humantime::parse_duration(text.trim())
@@ -256,6 +308,28 @@ pub fn resolve_gpu(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn verify_policies_parse_and_bad_ones_say_why() {
+        use gantry_protocol::market::Verification;
+        assert_eq!(parse_verify("none").unwrap(), Verification::NONE);
+        let v = parse_verify("replicated:3/2").unwrap();
+        assert_eq!((v.tier, v.size, v.quorum), (Verification::REPLICATED, 3, 2));
+        let v = parse_verify("Refereed:5").unwrap();
+        assert_eq!((v.tier, v.size, v.quorum), (Verification::REFEREED, 5, 0));
+        for (bad, why) in [
+            ("replicated:3/3", "majority"),
+            ("replicated:4/2", "majority"),
+            ("replicated:6/4", "at most 5"),
+            ("replicated:3", "replicated:N/K"),
+            ("refereed:2", "odd"),
+            ("refereed:x", "not a number"),
+            ("quorum:3", "expected"),
+        ] {
+            let error = parse_verify(bad).unwrap_err();
+            assert!(error.contains(why), "{bad}: {error}");
+        }
+    }
 
     #[test]
     fn amounts_parse_exactly_and_print_back() {

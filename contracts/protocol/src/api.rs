@@ -221,6 +221,75 @@ pub struct VerificationRow {
     /// A refereed job with the arbiter: the referees paid from the prepay.
     #[serde(default)]
     pub paid_referees: u64,
+    /// Every seat as its nodes held it, in the order they were drawn (a seat refilled
+    /// after a decline or a reclaim has a row per holder): who committed, revealed and
+    /// agreed.
+    #[serde(default)]
+    pub seat_rows: Vec<SeatRow>,
+    /// Replicated, decided with a quorum: the digest the quorum revealed, and how many
+    /// seats revealed it (`JobVerified`).
+    #[serde(default)]
+    pub verified_digest: Option<String>,
+    #[serde(default)]
+    pub agreed: Option<u64>,
+    /// Refereed, disputed: the dispute and the referees' decision.
+    #[serde(default)]
+    pub referees: Option<RefereesRow>,
+}
+
+/// One holder of one seat of a verified job (a replica, or a referee of a dispute).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[serde(rename_all = "camelCase")]
+pub struct SeatRow {
+    /// The seat's number (0 to n − 1).
+    pub seat: u64,
+    pub node_id: u64,
+    /// `replica` or `referee`.
+    pub role: String,
+    pub seated_at: u64,
+    /// Its commit is due by then.
+    pub until: u64,
+    /// What it locked of its node's stake.
+    pub locked: String,
+    pub committed_at: Option<u64>,
+    /// The committed seal (its digest stays hidden until revealed).
+    pub seal: Option<String>,
+    pub revealed_at: Option<u64>,
+    pub digest: Option<String>,
+    /// `seated`, `committed`, `revealed` (not decided yet), `declined` (given back),
+    /// `reclaimed` (its node went inactive), `paid`, `unpaid` (released, neither paid nor
+    /// slashed) or `slashed`.
+    pub outcome: String,
+    /// Paid: its pay, less the fee.
+    pub payout: Option<String>,
+    /// Declined or reclaimed: what it was charged; decided: what it was slashed.
+    pub charged: Option<String>,
+}
+
+/// A refereed job's dispute (`RefereesRequested`) and the referees' decision
+/// (`RefereesDecided`).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[serde(rename_all = "camelCase")]
+pub struct RefereesRow {
+    /// The dispute bond and the referees' prepaid pay, escrowed by the submitter.
+    pub bond: String,
+    pub prepay: String,
+    pub requested_at: u64,
+    /// The referees commit by then.
+    pub commit_end: u64,
+    /// The provider's digest, once it opened its seal.
+    pub provider_digest: Option<String>,
+    /// `upheld`, `overturned`, `notRevealed` (the provider never opened its seal: it
+    /// lost) or `arbiter` (no majority); none while undecided.
+    pub outcome: Option<String>,
+    /// The digest the most referees revealed.
+    pub digest: Option<String>,
+    /// Referees paid from the prepay.
+    pub paid: u64,
+    pub to_submitter: Option<String>,
+    pub to_provider: Option<String>,
 }
 
 /// A market policy version: the rules of the jobs posted under it (`JobPolicy`).

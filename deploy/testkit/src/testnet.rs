@@ -36,7 +36,7 @@ use gantry_protocol::names;
 use gantry_protocol::status::JobStatus;
 use tokio_util::sync::CancellationToken;
 
-use crate::accounts::{ADMIN, SUBMITTER};
+use crate::accounts::{ADMIN, OTHER, SUBMITTER};
 use crate::{
     DeployParams, Deployment, Devnet, Dockerd, GUSD, JobPost, NatsServer, PATIENCE, Postgres,
     confirm_receipt, import_busybox, wait, worker_config,
@@ -483,6 +483,183 @@ impl TestNet {
     ) -> u64 {
         self.register_node(account, self.address(account), capabilities, 500 * GUSD)
             .await
+    }
+
+    /// Three WASM nodes, one of each of `NODES[1..]`'s operators (each its own agent),
+    /// synced into the verification pool (its whole membership): their ids, in the order
+    /// of the accounts.
+    pub async fn wasm_pool(&self) -> Vec<u64> {
+        let wasm = NodeRegistry::NodeCapabilities {
+            cpuCores: 4,
+            ramMiB: 8_192,
+            maxConcurrentJobs: 1,
+            engines: gantry_protocol::eligibility::Engines::WASM.0,
+            ..Default::default()
+        };
+        let mut nodes = Vec::new();
+        for account in &crate::accounts::NODES[1..] {
+            nodes.push(self.register_own_node(*account, wasm.clone()).await);
+        }
+        confirm_receipt(
+            "syncPool",
+            self.registry(OTHER).syncPool(nodes.clone()).send().await,
+        )
+        .await
+        .unwrap_or_else(|e| panic!("syncing the pool: {e}"));
+        nodes
+    }
+
+    /// A replicated 3/2 job posted by the submitter (as [`post_verified`](Self::post_verified)).
+    pub async fn post_replicated(&self) -> u64 {
+        self.post_verified(gantry_protocol::market::Verification::REPLICATED, 3, 2)
+            .await
+    }
+
+    /// A verified job of `tier` (n or r = `size`, k = `quorum`) posted by the submitter
+    /// (funded: 5 gUSD a seat, 600 s to run, an hour to its deadline, a 60 s reveal
+    /// window): its id.
+    pub async fn post_verified(&self, tier: u8, size: u8, quorum: u8) -> u64 {
+        use alloy::primitives::aliases::{U40, U96};
+        use gantry_protocol::bindings::Verification;
+
+        self.fund_submitter().await;
+        let requirements = Verification::JobRequirements {
+            minCpuCores: 1,
+            minRamMiB: 64,
+            maxRuntime: 600,
+            priority: 5,
+            engine: 1,
+            ..Default::default()
+        };
+        let policy = Verification::VerifyPolicy {
+            tier,
+            size,
+            quorum,
+            revealWindow: 60,
+        };
+        let receipt = confirm_receipt(
+            "postVerifiedJob",
+            Verification::new(self.devnet.deployment.market, self.provider(SUBMITTER))
+                .postVerifiedJob(
+                    requirements,
+                    policy,
+                    U96::from(5 * GUSD),
+                    U40::from(self.now().await + 3_600),
+                    br#"{"v":2,"engine":"wasm"}"#.to_vec().into(),
+                )
+                .send()
+                .await,
+        )
+        .await
+        .unwrap_or_else(|e| panic!("posting a verified job: {e}"));
+        receipt
+            .decoded_log::<JobMarket::JobPosted>()
+            .expect("JobPosted")
+            .jobId
+    }
+
+    /// Runs replicated job `id` on the pool's nodes `nodes` (`wasm_pool`'s) to its
+    /// decision, as their workers and a keeper would: the round drawn, each seat's agent
+    /// committing and revealing `digest(node)`, the reveals opened and the job decided.
+    pub async fn decide_replicated(&self, id: u64, nodes: &[u64], digest: impl Fn(u64) -> B256) {
+        use alloy::providers::Provider;
+        use gantry_protocol::bindings::Verification;
+        use gantry_protocol::market::seal;
+
+        let market = self.devnet.deployment.market;
+        let verification = |account: usize| Verification::new(market, self.provider(account));
+        let agent_of = |node: u64| {
+            crate::accounts::NODES[1 + nodes.iter().position(|n| *n == node).expect("a pool node")]
+        };
+        let salt = |i: usize| alloy::primitives::keccak256(format!("salt {i}"));
+        self.provider(OTHER)
+            .raw_request::<_, ()>("anvil_mine".into(), (U256::from(2),))
+            .await
+            .expect("anvil mines");
+        let job = self.job(id).await;
+        confirm_receipt(
+            "draw",
+            verification(OTHER)
+                .draw(
+                    id,
+                    job.terms.pack().into(),
+                    job.state.pack_verified().expect("verified"),
+                )
+                .gas(1_000_000)
+                .send()
+                .await,
+        )
+        .await
+        .unwrap_or_else(|e| panic!("drawing job {id}: {e}"));
+        for (i, seat) in self.seats(id).await.0.iter().take(3).enumerate() {
+            let sealed = seal(
+                self.chain_id(),
+                market,
+                id,
+                i as u8,
+                seat.node_id,
+                digest(seat.node_id),
+                salt(i),
+            );
+            confirm_receipt(
+                "commitSeat",
+                verification(agent_of(seat.node_id))
+                    .commitSeat(id, i as u8, seat.pack(), sealed)
+                    .send()
+                    .await,
+            )
+            .await
+            .unwrap_or_else(|e| panic!("committing seat {i}: {e}"));
+        }
+        let job = self.job(id).await;
+        confirm_receipt(
+            "openReveals",
+            verification(OTHER)
+                .openReveals(
+                    id,
+                    job.terms.pack().into(),
+                    job.state.pack_verified().expect("verified"),
+                    self.seats(id).await.list(3),
+                )
+                .send()
+                .await,
+        )
+        .await
+        .unwrap_or_else(|e| panic!("opening job {id}'s reveals: {e}"));
+        let job = self.job(id).await;
+        for (i, seat) in self.seats(id).await.0.iter().take(3).enumerate() {
+            confirm_receipt(
+                "revealSeat",
+                verification(agent_of(seat.node_id))
+                    .revealSeat(
+                        id,
+                        job.terms.pack().into(),
+                        job.state.pack_verified().expect("verified"),
+                        i as u8,
+                        seat.pack(),
+                        digest(seat.node_id),
+                        salt(i),
+                    )
+                    .send()
+                    .await,
+            )
+            .await
+            .unwrap_or_else(|e| panic!("revealing seat {i}: {e}"));
+        }
+        confirm_receipt(
+            "decide",
+            verification(OTHER)
+                .decide(
+                    id,
+                    job.terms.pack().into(),
+                    job.state.pack_verified().expect("verified"),
+                    self.seats(id).await.list(3),
+                )
+                .send()
+                .await,
+        )
+        .await
+        .unwrap_or_else(|e| panic!("deciding job {id}: {e}"));
     }
 
     /// Posts `job` as `account`, funded for it; returns the job id.

@@ -1,4 +1,5 @@
-//! `gantry job submit`: a spec (file or flags) and requirements (flags) into `postJob`.
+//! `gantry job submit`: a spec (file or flags) and requirements (flags) into `postJob`
+//! (`postVerifiedJob` with `--verify`).
 //! Everything that can be checked without the chain is checked first; then the balance,
 //! so that "bounty … exceeds your token balance …" comes before any transaction. The
 //! bounty moves with an EIP-2612 permit (`postJobWithPermit`: one transaction, nothing
@@ -66,6 +67,19 @@ pub async fn submit(ctx: &Context, args: &SubmitArgs) -> Result<()> {
     let min_ram_mib = size("ram", &args.ram)?;
     let deadline =
         Deadline::parse(&args.deadline).map_err(|e| CliError::usage(format!("--deadline: {e}")))?;
+    let mut verify =
+        units::parse_verify(&args.verify).map_err(|e| CliError::usage(format!("--verify: {e}")))?;
+    if verify.is_verified() && !spec.wasm.as_ref().is_some_and(|w| w.deterministic) {
+        return Err(CliError::usage(
+            "--verify: verified jobs run deterministic WASM only (--wasm … --memory … \
+             --deterministic, or a spec file saying so): every node must compute the same result",
+        ));
+    }
+    if args.reveal_window.is_some() && !verify.is_verified() {
+        return Err(CliError::usage(
+            "--reveal-window: only a verified job (--verify) has a reveal window",
+        ));
+    }
 
     // The GPU model: an id as given, or a name resolved against what nodes offer.
     let gpu_model = match (&args.gpu_model, args.gpu.as_deref()) {
@@ -152,6 +166,48 @@ pub async fn submit(ctx: &Context, args: &SubmitArgs) -> Result<()> {
         engine: spec.engine.code(),
     };
     let money = Money(Some(token.clone()));
+    // A verified job: the market's rules for it, and what it escrows (n bounties
+    // replicated, one refereed).
+    let mut escrow = U256::from(bounty);
+    if verify.is_verified() {
+        let rules = chain.verify_params().await?;
+        if rules.poolFloor.is_zero() {
+            return Err(CliError::usage(
+                "--verify: this market offers no verified jobs (no verification rules for its policy)",
+            ));
+        }
+        let window = match &args.reveal_window {
+            Some(text) => units::parse_duration_secs(text)
+                .map_err(|e| CliError::usage(format!("--reveal-window: {e}")))?,
+            None => u64::from(rules.minRevealWindow),
+        };
+        if window < u64::from(rules.minRevealWindow) {
+            return Err(CliError::usage(format!(
+                "--reveal-window: at least {} s (the market's minimum)",
+                rules.minRevealWindow
+            )));
+        }
+        verify.reveal_window = u16::try_from(window)
+            .map_err(|_| CliError::usage("--reveal-window: at most 65535 s"))?;
+        if verify.tier == gantry_protocol::market::Verification::REPLICATED {
+            escrow = U256::from(bounty) * U256::from(verify.size);
+        }
+    }
+    let verified_line = || match verify.tier {
+        gantry_protocol::market::Verification::REPLICATED => format!(
+            "replicated {}/{}: {} nodes run it, {} equal results decide; escrow {} ({} × the bounty)",
+            verify.size,
+            verify.quorum,
+            verify.size,
+            verify.quorum,
+            money.show(escrow),
+            verify.size
+        ),
+        _ => format!(
+            "refereed by {}: a dispute escrows the bond and {} bounties for the referees",
+            verify.size, verify.size
+        ),
+    };
 
     if args.dry_run {
         if ctx.json() {
@@ -161,6 +217,8 @@ pub async fn submit(ctx: &Context, args: &SubmitArgs) -> Result<()> {
                 "deadline": deadline,
                 "spec": serde_json::from_slice::<serde_json::Value>(&spec_bytes).expect("a spec is JSON"),
                 "specHash": JobSpec::hash_bytes(&spec_bytes),
+                "verify": verify_json(&verify),
+                "escrow": escrow.to_string(),
             }));
         } else {
             println!("would post (nothing sent):");
@@ -171,6 +229,9 @@ pub async fn submit(ctx: &Context, args: &SubmitArgs) -> Result<()> {
                 output::requirements(&requirements, &money)
             );
             println!("  spec      {}", String::from_utf8_lossy(&spec_bytes));
+            if verify.is_verified() {
+                println!("  verified  {}", verified_line());
+            }
             if let (Some(Module::File { bytes, .. }), Some(wasm)) = (&module, &spec.wasm) {
                 println!(
                     "  module    {} bytes, would be uploaded to {}",
@@ -191,11 +252,25 @@ pub async fn submit(ctx: &Context, args: &SubmitArgs) -> Result<()> {
     // The market spends the submitter's credits first and pulls only the rest.
     let account = chain.account()?;
     let credits = chain.credit(account).await?;
-    let pulled = U256::from(bounty).saturating_sub(credits);
+    let pulled = escrow.saturating_sub(credits);
     if !pulled.is_zero() {
         chain.ensure_balance(account, pulled, "bounty").await?;
     }
     let market = *chain.market.address();
+    if verify.is_verified() {
+        return post_verified(
+            ctx,
+            chain,
+            args,
+            requirements,
+            &verify,
+            (bounty, deadline, spec_bytes),
+            pulled,
+            &money,
+            verified_line(),
+        )
+        .await;
+    }
     let allowance = chain.allowance(account, market).await?;
     // The permit's value is the whole bounty (the market permits that much), so a job
     // partly paid from credits approves exactly what is pulled instead.
@@ -249,13 +324,7 @@ pub async fn submit(ctx: &Context, args: &SubmitArgs) -> Result<()> {
     };
     // The id is printed only once the posting is as safe as asked, and read from the
     // receipt as the chain then has it (a reorganisation may renumber the job).
-    let confirmations = args
-        .confirmations
-        .unwrap_or(if chain.chain_id == chain::DEV_CHAIN_ID {
-            1
-        } else {
-            2
-        });
+    let confirmations = confirmations(args, chain);
     let receipt = chain.confirmed("postJob", receipt, confirmations).await?;
     let posted: JobMarket::JobPosted = chain::logged(&receipt)?;
     let tx = receipt.transaction_hash;
@@ -492,6 +561,107 @@ fn parse_input(text: &str) -> Result<InputSpec> {
         path,
         max_bytes: None,
     })
+}
+
+/// Blocks a posting waits for: `--confirmations`, else 1 on the dev chain and 2 elsewhere.
+fn confirmations(args: &SubmitArgs, chain: &chain::Chain) -> u64 {
+    args.confirmations
+        .unwrap_or(if chain.chain_id == chain::DEV_CHAIN_ID {
+            1
+        } else {
+            2
+        })
+}
+
+/// `--verify`'s policy, as the JSON output shows it.
+fn verify_json(verify: &gantry_protocol::market::Verification) -> serde_json::Value {
+    use gantry_protocol::market::Verification;
+    match verify.tier {
+        Verification::REPLICATED => serde_json::json!({
+            "tier": "replicated", "size": verify.size, "quorum": verify.quorum,
+            "revealWindow": verify.reveal_window,
+        }),
+        Verification::REFEREED => serde_json::json!({
+            "tier": "refereed", "size": verify.size, "revealWindow": verify.reveal_window,
+        }),
+        _ => serde_json::json!({ "tier": "none" }),
+    }
+}
+
+/// Posts a verified job (`postVerifiedJob`): the escrow is pulled with an approval (no
+/// permit variant), after the submitter's credits.
+#[allow(clippy::too_many_arguments)]
+async fn post_verified(
+    ctx: &Context,
+    chain: &chain::Chain,
+    args: &SubmitArgs,
+    requirements: JobMarket::JobRequirements,
+    verify: &gantry_protocol::market::Verification,
+    (bounty, deadline, spec_bytes): (U96, u64, Vec<u8>),
+    pulled: U256,
+    money: &Money,
+    described: String,
+) -> Result<()> {
+    use gantry_protocol::bindings::Verification;
+    let market = *chain.market.address();
+    if !pulled.is_zero() {
+        chain.approve_if_short(market, pulled).await?;
+    }
+    let r = requirements;
+    let requirements = Verification::JobRequirements {
+        gpuModel: r.gpuModel,
+        minGpuCount: r.minGpuCount,
+        minVramMiB: r.minVramMiB,
+        minCpuCores: r.minCpuCores,
+        minRamMiB: r.minRamMiB,
+        maxPricePerGpuHour: r.maxPricePerGpuHour,
+        maxRuntime: r.maxRuntime,
+        priority: r.priority,
+        engine: r.engine,
+    };
+    let policy = Verification::VerifyPolicy {
+        tier: verify.tier,
+        size: verify.size,
+        quorum: verify.quorum,
+        revealWindow: verify.reveal_window,
+    };
+    let receipt = chain
+        .send(
+            "postVerifiedJob",
+            chain.verification.postVerifiedJob(
+                requirements,
+                policy,
+                bounty,
+                U40::from(deadline),
+                spec_bytes.into(),
+            ),
+        )
+        .await?;
+    let confirmations = confirmations(args, chain);
+    let receipt = chain
+        .confirmed("postVerifiedJob", receipt, confirmations)
+        .await?;
+    let posted: JobMarket::JobPosted = chain::logged(&receipt)?;
+    let tx = receipt.transaction_hash;
+    let json = serde_json::json!({
+        "jobId": posted.jobId,
+        "tx": tx,
+        "fromCredits": posted.fromCredits.to_string(),
+        "block": receipt.block_number,
+        "confirmations": confirmations,
+        "verify": verify_json(verify),
+    });
+    ctx.say(json, || {
+        format!(
+            "job {} posted: bounty {}, {described}; result due by {} (tx {tx})\n\
+             follow it with `gantry job watch {}`",
+            posted.jobId,
+            money.show(bounty),
+            units::format_time(deadline),
+            posted.jobId
+        )
+    });
+    Ok(())
 }
 
 #[cfg(test)]

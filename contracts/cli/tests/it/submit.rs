@@ -376,3 +376,68 @@ async fn a_posting_dropped_before_it_is_mined_is_refused_at_once() {
     let market = JobMarket::new(net.devnet.deployment.market, admin.clone());
     assert_eq!(market.jobCount().call().await.unwrap(), 0, "nothing posted");
 }
+
+/// `--verify replicated:3/2` posts a verified job: its policy in the terms (the reveal
+/// window the market's minimum), three bounties escrowed; a job that is not deterministic
+/// WASM, or a policy the market would refuse, is refused before anything is sent.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn verification_submit_posts_a_replicated_job_escrowing_n_bounties() {
+    use gantry_protocol::market::Verification;
+
+    let net = Net::start().await;
+    net.wasm_pool().await;
+    net.mint(SUBMITTER, 100).await;
+    let gantry = net.gantry(SUBMITTER);
+    let nonce = net.nonce(SUBMITTER).await;
+    let module = "https://modules.example.org/m.wasm#sha256=3f1c6a0e5b7d9f2a4c6e8b0d2f4a6c8e0b2d4f6a8c0e2b4d6f8a0c2e4b6d8f0a";
+    let wasm = ["--wasm", module, "--memory", "64MiB"];
+    for (flags, message) in [
+        (
+            vec!["--verify", "replicated:3/2"],
+            "--verify: verified jobs run deterministic WASM only",
+        ),
+        (
+            vec!["--deterministic", "--verify", "replicated:3/3"],
+            "--verify: \"replicated:3/3\": K must be a majority of N and less than N",
+        ),
+        (
+            vec!["--deterministic", "--reveal-window", "1h"],
+            "--reveal-window: only a verified job (--verify) has a reveal window",
+        ),
+    ] {
+        let mut args = vec!["job", "submit", "--bounty", "5"];
+        args.extend(wasm);
+        args.extend(flags);
+        gantry.run(&args).await.failed(2, message);
+    }
+    assert_eq!(net.nonce(SUBMITTER).await, nonce, "nothing was sent");
+
+    let before = net.balance(SUBMITTER).await;
+    let mut args = vec!["job", "submit", "--bounty", "5", "--deadline", "2h"];
+    args.extend(wasm);
+    args.extend(["--deterministic", "--verify", "replicated:3/2", "--json"]);
+    let out = gantry.run(&args).await.ok();
+    let printed = out.json();
+    assert_eq!(printed["verify"]["tier"], "replicated");
+    let job_id = printed["jobId"].as_u64().expect("the job id");
+    let job = net.job(job_id).await;
+    let rules = gantry_protocol::market::dev_verify_params();
+    assert_eq!(
+        job.terms.verification,
+        Verification {
+            tier: Verification::REPLICATED,
+            size: 3,
+            quorum: 2,
+            reveal_window: u16::try_from(rules.minRevealWindow).unwrap(),
+        }
+    );
+    assert_eq!(
+        before - net.balance(SUBMITTER).await,
+        U256::from(15 * gantry_testkit::GUSD),
+        "three bounties escrowed"
+    );
+    assert_eq!(
+        job.state.status,
+        gantry_protocol::status::JobStatus::Committing
+    );
+}

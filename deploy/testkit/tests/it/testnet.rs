@@ -53,12 +53,12 @@ async fn a_verified_job_folds_to_the_markets_word_and_no_market_call_reaches_it(
         .start()
         .await
         .expect("the test net starts");
-    let nodes = wasm_pool(&net).await;
+    let nodes = net.wasm_pool().await;
     assert_eq!(
         net.registry(KEEPER).poolSize().call().await.unwrap(),
         U256::from(3)
     );
-    let id = post_replicated(&net).await;
+    let id = net.post_replicated().await;
     let job = net.job(id).await;
     assert_eq!(job.state.status, JobStatus::Committing);
     assert_eq!(
@@ -429,11 +429,9 @@ async fn a_refereed_dispute_without_a_panel_goes_to_the_arbiter_and_lapses() {
 /// A test net with one WASM node of `NODES[1]`'s and an Open refereed 3-job of the
 /// submitter's on it (5 gUSD, 600 s, an hour to run): (net, node, job).
 async fn refereed_job() -> (TestNet, u64, u64) {
-    use alloy::primitives::aliases::U96;
-    use gantry_protocol::bindings::{NodeRegistry, Verification};
+    use gantry_protocol::bindings::NodeRegistry;
     use gantry_protocol::eligibility::Engines;
     use gantry_protocol::market::Verification as Policy;
-    use gantry_testkit::{GUSD, confirm_receipt};
 
     let net = TestNet::builder()
         .start()
@@ -447,41 +445,7 @@ async fn refereed_job() -> (TestNet, u64, u64) {
         ..Default::default()
     };
     let provider = net.register_own_node(NODES[1], wasm).await;
-    net.fund_submitter().await;
-    let market = net.devnet.deployment.market;
-    let requirements = Verification::JobRequirements {
-        minCpuCores: 1,
-        minRamMiB: 64,
-        maxRuntime: 600,
-        priority: 5,
-        engine: 1,
-        ..Default::default()
-    };
-    let policy = Verification::VerifyPolicy {
-        tier: Policy::REFEREED,
-        size: 3,
-        quorum: 0,
-        revealWindow: 60,
-    };
-    let receipt = confirm_receipt(
-        "postVerifiedJob",
-        Verification::new(market, net.provider(SUBMITTER))
-            .postVerifiedJob(
-                requirements,
-                policy,
-                U96::from(5 * GUSD),
-                alloy::primitives::aliases::U40::from(net.now().await + 3_600),
-                br#"{"v":2,"engine":"wasm"}"#.to_vec().into(),
-            )
-            .send()
-            .await,
-    )
-    .await
-    .expect("posted");
-    let id = receipt
-        .decoded_log::<gantry_protocol::bindings::JobMarket::JobPosted>()
-        .expect("JobPosted")
-        .jobId;
+    let id = net.post_verified(Policy::REFEREED, 3, 0).await;
     (net, provider, id)
 }
 
@@ -503,8 +467,8 @@ async fn verification_the_keeper_draws_opens_the_reveals_and_decides() {
         .start()
         .await
         .expect("the test net starts");
-    let nodes = wasm_pool(&net).await;
-    let id = post_replicated(&net).await;
+    let nodes = net.wasm_pool().await;
+    let id = net.post_replicated().await;
     net.provider(KEEPER)
         .raw_request::<_, ()>("anvil_mine".into(), (U256::from(2),))
         .await
@@ -565,75 +529,4 @@ async fn verification_the_keeper_draws_opens_the_reveals_and_decides() {
         assert_eq!(info.lockedStake, U96::ZERO, "the seat's lock is released");
         assert_eq!(info.earnings, U96::from(5 * GUSD - 5 * GUSD / 40), "paid");
     }
-}
-
-/// Three WASM nodes of `NODES[1..]`'s operators, synced into the verification pool (its
-/// whole membership): their ids.
-async fn wasm_pool(net: &TestNet) -> Vec<u64> {
-    use gantry_protocol::bindings::NodeRegistry;
-    use gantry_protocol::eligibility::Engines;
-    use gantry_testkit::confirm_receipt;
-
-    let wasm = NodeRegistry::NodeCapabilities {
-        cpuCores: 4,
-        ramMiB: 8_192,
-        maxConcurrentJobs: 1,
-        engines: Engines::WASM.0,
-        ..Default::default()
-    };
-    let mut nodes = Vec::new();
-    for account in &NODES[1..] {
-        nodes.push(net.register_own_node(*account, wasm.clone()).await);
-    }
-    confirm_receipt(
-        "syncPool",
-        net.registry(KEEPER).syncPool(nodes.clone()).send().await,
-    )
-    .await
-    .expect("anyone syncs the pool");
-    nodes
-}
-
-/// A replicated 3/2 job of the submitter's (5 gUSD a seat, 600 s to run, an hour to its
-/// deadline, a 60 s reveal window): its id.
-async fn post_replicated(net: &TestNet) -> u64 {
-    use alloy::primitives::aliases::{U40, U96};
-    use gantry_protocol::bindings::Verification;
-    use gantry_protocol::market::Verification as Policy;
-    use gantry_testkit::{GUSD, confirm_receipt};
-
-    net.fund_submitter().await;
-    let requirements = Verification::JobRequirements {
-        minCpuCores: 1,
-        minRamMiB: 64,
-        maxRuntime: 600,
-        priority: 5,
-        engine: 1,
-        ..Default::default()
-    };
-    let policy = Verification::VerifyPolicy {
-        tier: Policy::REPLICATED,
-        size: 3,
-        quorum: 2,
-        revealWindow: 60,
-    };
-    let receipt = confirm_receipt(
-        "postVerifiedJob",
-        Verification::new(net.devnet.deployment.market, net.provider(SUBMITTER))
-            .postVerifiedJob(
-                requirements,
-                policy,
-                U96::from(5 * GUSD),
-                U40::from(net.now().await + 3_600),
-                br#"{"v":2,"engine":"wasm"}"#.to_vec().into(),
-            )
-            .send()
-            .await,
-    )
-    .await
-    .expect("posted");
-    receipt
-        .decoded_log::<gantry_protocol::bindings::JobMarket::JobPosted>()
-        .expect("JobPosted")
-        .jobId
 }
