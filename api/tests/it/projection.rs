@@ -562,6 +562,28 @@ async fn replicas_sharing_one_postgres_apply_each_block_once_and_all_feed_live()
             .expect("each replica reaches the head")
             .unwrap();
     }
+    // Each replica's live feed has every job, whoever wrote it: a block the other replica
+    // applied reaches this one's feed by the database's notification, which may come
+    // after its progress reached the head, so each feed is waited on before the stop.
+    let expected: std::collections::BTreeSet<u64> = (JOB_PAID..=JOB_DISPUTE_LOST).collect();
+    for (_, feed, _, _) in &mut replicas {
+        let mut jobs = std::collections::BTreeSet::new();
+        let _ = tokio::time::timeout(Duration::from_secs(30), async {
+            while jobs != expected {
+                match feed.recv().await {
+                    Ok(event) => {
+                        if let gantry_api::live::LiveEvent::Job(row) = &*event {
+                            jobs.insert(row.job_id);
+                        }
+                    }
+                    Err(tokio::sync::broadcast::error::RecvError::Lagged(_)) => {}
+                    Err(tokio::sync::broadcast::error::RecvError::Closed) => break,
+                }
+            }
+        })
+        .await;
+        assert_eq!(jobs, expected, "each replica's feed has every job");
+    }
     stop.cancel();
     let dir = tempfile::tempdir().unwrap();
     let alone = project_to_head(
@@ -578,7 +600,7 @@ async fn replicas_sharing_one_postgres_apply_each_block_once_and_all_feed_live()
                 .unwrap()
         }
     };
-    for (store, mut feed, _, task) in replicas {
+    for (store, _, _, task) in replicas {
         task.await.unwrap().expect("no replica fails");
         assert_matches_chain(&chain, &store).await;
         assert_eq!(
@@ -590,13 +612,5 @@ async fn replicas_sharing_one_postgres_apply_each_block_once_and_all_feed_live()
             store.all_jobs().await.unwrap(),
             alone.all_jobs().await.unwrap()
         );
-        // Each replica's live feed has every job, whoever wrote it.
-        let mut jobs = std::collections::BTreeSet::new();
-        while let Ok(event) = feed.try_recv() {
-            if let gantry_api::live::LiveEvent::Job(row) = &*event {
-                jobs.insert(row.job_id);
-            }
-        }
-        assert_eq!(jobs, (JOB_PAID..=JOB_DISPUTE_LOST).collect());
     }
 }
