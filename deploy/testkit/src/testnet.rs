@@ -558,6 +558,64 @@ impl TestNet {
             .jobId
     }
 
+    /// A refereed 3-job of the submitter's, placed by the matcher on a WASM node of
+    /// `NODES[1]`'s and answered with the seal of `digest` (salt: keccak256("salt")):
+    /// (node, job). Its challenge window is open.
+    pub async fn answered_refereed(&self, digest: B256) -> (u64, u64) {
+        use gantry_protocol::bindings::Referees;
+        use gantry_protocol::market::{PROVIDER_SEAT, Verification, seal};
+
+        let wasm = NodeRegistry::NodeCapabilities {
+            cpuCores: 4,
+            ramMiB: 8_192,
+            maxConcurrentJobs: 1,
+            engines: gantry_protocol::eligibility::Engines::WASM.0,
+            ..Default::default()
+        };
+        let provider_account = crate::accounts::NODES[1];
+        let node = self.register_own_node(provider_account, wasm).await;
+        let id = self.post_verified(Verification::REFEREED, 3, 0).await;
+        let market = self.devnet.deployment.market;
+        let job = self.job(id).await;
+        let state =
+            |job: &Job| Referees::VerifiedState::from(job.state.pack_verified().expect("verified"));
+        confirm_receipt(
+            "assignRefereed",
+            Referees::new(market, self.provider(crate::accounts::MATCHER))
+                .assignRefereed(id, node, job.terms.pack().into(), state(&job))
+                .send()
+                .await,
+        )
+        .await
+        .unwrap_or_else(|e| panic!("placing job {id}: {e}"));
+        let job = self.job(id).await;
+        let sealed = seal(
+            self.chain_id(),
+            market,
+            id,
+            PROVIDER_SEAT,
+            node,
+            digest,
+            alloy::primitives::keccak256("salt"),
+        );
+        confirm_receipt(
+            "submitRefereedResult",
+            Referees::new(market, self.provider(provider_account))
+                .submitRefereedResult(
+                    id,
+                    job.terms.pack().into(),
+                    state(&job),
+                    sealed,
+                    "gantry://results/r".into(),
+                )
+                .send()
+                .await,
+        )
+        .await
+        .unwrap_or_else(|e| panic!("answering job {id}: {e}"));
+        (node, id)
+    }
+
     /// Runs replicated job `id` on the pool's nodes `nodes` (`wasm_pool`'s) to its
     /// decision, as their workers and a keeper would: the round drawn, each seat's agent
     /// committing and revealing `digest(node)`, the reveals opened and the job decided.

@@ -570,6 +570,9 @@ pub async fn dispute(ctx: &Context, job_id: u64) -> Result<()> {
     .await?;
     let policy = chain.policy(job.terms.policy).await?;
     let bond = U256::from(policy.bond(job.terms.bounty));
+    if job.terms.verification.tier == gantry_protocol::market::Verification::REFEREED {
+        return dispute_refereed(ctx, chain, job_id, &job, bond).await;
+    }
     chain
         .ensure_balance(account, bond, "the dispute bond")
         .await?;
@@ -588,6 +591,59 @@ pub async fn dispute(ctx: &Context, job_id: u64) -> Result<()> {
         format!(
             "job {job_id} disputed with a bond of {}: the arbiter decides; the winner gets the bond",
             token.show(bond)
+        )
+    })
+    .await
+}
+
+/// Disputes a refereed job: the bond and the referees' pay (r bounties) are escrowed, from
+/// the submitter's credits first; r referees re-run the job and decide by majority (the
+/// keeper draws them). The arbiter decides only when they do not.
+async fn dispute_refereed(
+    ctx: &Context,
+    chain: &crate::chain::Chain,
+    id: u64,
+    job: &gantry_protocol::market::Job,
+    bond: U256,
+) -> Result<()> {
+    use gantry_protocol::bindings::Referees;
+    let account = chain.account()?;
+    let r = job.terms.verification.size;
+    let prepay = U256::from(job.terms.bounty) * U256::from(r);
+    let escrow = bond + prepay;
+    let pulled = escrow.saturating_sub(chain.credit(account).await?);
+    if !pulled.is_zero() {
+        chain
+            .ensure_balance(account, pulled, "the dispute bond and the referees' pay")
+            .await?;
+        chain
+            .approve_if_short(*chain.market.address(), pulled)
+            .await?;
+    }
+    let referees = Referees::new(
+        *chain.market.address(),
+        chain.verification.provider().clone(),
+    );
+    let state = job
+        .state
+        .pack_verified()
+        .ok_or_else(|| CliError::Refused(format!("job {id} has no verified state")))?;
+    let receipt = chain
+        .send(
+            "requestReferees",
+            referees.requestReferees(id, job.terms.pack().into(), state.into()),
+        )
+        .await?;
+    let json = serde_json::json!({
+        "jobId": id, "tx": receipt.transaction_hash, "bond": bond.to_string(),
+        "prepay": prepay.to_string(), "referees": r,
+    });
+    ctx.say_in_tokens(json, |token| {
+        format!(
+            "job {id} disputed: bond {} and {} for {r} referees escrowed; they re-run it and a \
+             majority decides (the loser pays them and the bond; without a majority the arbiter)",
+            token.show(bond),
+            token.show(prepay)
         )
     })
     .await

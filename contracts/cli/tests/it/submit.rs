@@ -441,3 +441,39 @@ async fn verification_submit_posts_a_replicated_job_escrowing_n_bounties() {
         gantry_protocol::status::JobStatus::Committing
     );
 }
+
+/// `gantry job dispute` on a refereed job escrows the bond and the referees' pay (three
+/// bounties) and starts the referees' commit phase; nothing goes to the arbiter.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn verification_dispute_of_a_refereed_job_escrows_the_bond_and_the_referees_pay() {
+    use gantry_protocol::status::JobStatus;
+
+    let net = Net::start().await;
+    let (_, id) = net
+        .answered_refereed(alloy::primitives::keccak256("the output"))
+        .await;
+    let before = net.balance(SUBMITTER).await;
+    let out = net
+        .gantry(SUBMITTER)
+        .run(&["job", "dispute", &id.to_string(), "--json"])
+        .await
+        .ok();
+    let printed = out.json();
+    assert_eq!(printed["referees"], 3);
+    let bond = printed["bond"].as_str().unwrap().parse::<U256>().unwrap();
+    assert_eq!(
+        printed["prepay"].as_str().unwrap(),
+        (15 * gantry_testkit::GUSD).to_string()
+    );
+    assert_eq!(
+        before - net.balance(SUBMITTER).await,
+        bond + U256::from(15 * gantry_testkit::GUSD),
+        "the bond and three bounties escrowed"
+    );
+    let job = net.job(id).await;
+    assert_eq!(
+        job.state.status,
+        JobStatus::Committing,
+        "the referees' commit phase"
+    );
+}
