@@ -153,6 +153,74 @@ impl Default for GpuMonitor {
     }
 }
 
+/// `gantry-worker inventory`: prints this machine's inventory as JSON (what the node
+/// registers, and the device request a job on all its GPUs gets), then `sample_secs` of
+/// GPU telemetry over every GPU, a line each half second.
+pub async fn print(work_dir: &Path, sample_secs: u64) -> anyhow::Result<()> {
+    let inventory = Inventory::detect(work_dir);
+    let model = inventory.gpu_model();
+    let uuids: Vec<String> = inventory.gpus.iter().map(|g| g.uuid.clone()).collect();
+    let plan = crate::sandbox::RunPlan {
+        name: "inventory".into(),
+        image: "any".into(),
+        command: Vec::new(),
+        env: Vec::new(),
+        image_user: None,
+        inputs_dir: work_dir.into(),
+        outputs_dir: work_dir.into(),
+        checkpoints_dir: work_dir.into(),
+        tmp_dir: work_dir.into(),
+        memory_bytes: 0,
+        cpu_threads: inventory.cpu_cores,
+        pids_limit: 0,
+        max_log_bytes: 0,
+        gpu_uuids: uuids,
+        labels: Vec::new(),
+    };
+    let device_requests = crate::sandbox::container_body(&plan)
+        .host_config
+        .and_then(|h| h.device_requests);
+    let gpus: Vec<serde_json::Value> = inventory
+        .gpus
+        .iter()
+        .map(|g| serde_json::json!({"index": g.index, "uuid": g.uuid, "name": g.name, "vramMiB": g.vram_mib}))
+        .collect();
+    let report = serde_json::json!({
+        "gpus": gpus,
+        "driver": inventory.driver_version,
+        "cuda": inventory.cuda_version,
+        "nvmlUnavailable": inventory.nvml_unavailable,
+        "registers": {
+            "gpuModel": String::from_utf8_lossy(model.as_slice()).trim_end_matches('\0'),
+            "gpuModelHex": format!("{model:#x}"),
+            "gpuCount": inventory.gpus.len(),
+            "vramMiB": inventory.min_vram_mib(),
+            "cpuCores": inventory.cpu_cores,
+            "ramMiB": inventory.ram_mib,
+        },
+        "freeDiskMiB": inventory.free_disk_mib,
+        "deviceRequests": device_requests,
+    });
+    println!("{}", serde_json::to_string_pretty(&report)?);
+    let monitor = GpuMonitor::new();
+    let indices: Vec<u32> = inventory.gpus.iter().map(|g| g.index).collect();
+    let started = std::time::Instant::now();
+    let mut tick = tokio::time::interval(std::time::Duration::from_millis(500));
+    while started.elapsed().as_secs() < sample_secs {
+        tick.tick().await;
+        let sample = monitor.sample(&indices);
+        println!(
+            "{}",
+            serde_json::json!({
+                "t": started.elapsed().as_secs_f64(),
+                "utilization": sample.map(|s| s.utilization),
+                "memoryUsedMiB": sample.map(|s| s.memory_used_mib),
+            })
+        );
+    }
+    Ok(())
+}
+
 /// "NVIDIA H100 80GB HBM3" → bytes32 "NVIDIA-H100-80GB-HBM3" (at most 32 bytes).
 pub fn model_id(name: &str) -> B256 {
     let normalized: String = name.split_whitespace().collect::<Vec<_>>().join("-");

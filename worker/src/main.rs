@@ -3,6 +3,7 @@
 //!
 //! ```text
 //! gantry-worker --config /etc/gantry/worker.toml      # GANTRY_AGENT_KEY or agent_key_file
+//! gantry-worker inventory [--sample-secs 10]         # what this machine would register
 //! ```
 
 use std::path::PathBuf;
@@ -28,6 +29,18 @@ struct Cli {
 
 #[derive(Debug, Subcommand)]
 enum Command {
+    /// Prints, as JSON, what the worker finds on this machine and would register as the
+    /// node's hardware (GPUs through NVML, CPU cores, RAM, free disk), the device request
+    /// a job on all its GPUs would get, then `--sample-secs` of GPU telemetry (one line
+    /// every half second, as a running job's reports sample it). Needs no config, chain or
+    /// Docker.
+    Inventory {
+        /// The directory whose file system's free space counts.
+        #[arg(long, default_value = ".")]
+        work_dir: PathBuf,
+        #[arg(long, default_value_t = 0)]
+        sample_secs: u64,
+    },
     /// Internal: started by the worker; when the worker's end of stdin closes (it exited,
     /// even by SIGKILL) unmounts the jobs' disk spaces and removes the node's containers,
     /// so none outlives its worker.
@@ -62,6 +75,13 @@ async fn async_main(cli: Cli) -> anyhow::Result<()> {
     }) = cli.command
     {
         return gantry_worker::docker::reap_when_orphaned(&docker_socket, node, &work_dir).await;
+    }
+    if let Some(Command::Inventory {
+        work_dir,
+        sample_secs,
+    }) = cli.command
+    {
+        return gantry_worker::inventory::print(&work_dir, sample_secs).await;
     }
     let Some(path) = cli.config else {
         anyhow::bail!("--config <file> (or GANTRY_WORKER_CONFIG) is required");

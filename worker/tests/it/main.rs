@@ -58,6 +58,8 @@
 //!   chain; a module that traps is answered with its failure report (no slash) and the
 //!   worker takes the next job; a deterministic job run by two nodes gives the same
 //!   result (fixed clocks, seeded randomness), and run free another.
+//! - `inventory`: `gantry-worker inventory` prints what the node would register and
+//!   samples GPU telemetry; on this machine, without NVML, it says why there are no GPUs.
 
 mod capacity;
 mod claim;
@@ -65,6 +67,7 @@ mod clock;
 mod engine;
 mod harness;
 mod hostile;
+mod inventory;
 mod liveness;
 mod operator;
 mod outage;
