@@ -21,7 +21,7 @@ use alloy::rpc::types::{Log, TransactionReceipt};
 use alloy::signers::local::PrivateKeySigner;
 use alloy::sol_types::SolEventInterface;
 use gantry_protocol::api::TokenInfo;
-use gantry_protocol::bindings::{GantryTestToken, JobMarket, NodeRegistry};
+use gantry_protocol::bindings::{GantryTestToken, JobMarket, NodeRegistry, Referees};
 use gantry_protocol::events::GantryEvent;
 use gantry_protocol::market::Job;
 use gantry_protocol::status::NodeStatus;
@@ -503,6 +503,14 @@ impl Chain {
         job: &mut Job,
         reason: String,
     ) -> Result<(), ChainError> {
+        // A refereed job placed on this node is given back by the tier's own call (its
+        // state is five words, which `reject` refuses).
+        if let Some(state) = job.state.pack_verified() {
+            let referees = Referees::new(*self.market.address(), self.provider.clone());
+            let call =
+                referees.rejectRefereed(job_id, job.terms.pack().into(), state.into(), reason);
+            return self.send_moving("rejectRefereed", call, job_id, job).await;
+        }
         let call = self
             .market
             .reject(job_id, job.terms.pack(), job.state.pack(), reason);

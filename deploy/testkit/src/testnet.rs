@@ -517,7 +517,7 @@ impl TestNet {
 
     /// A verified job of `tier` (n or r = `size`, k = `quorum`) posted by the submitter
     /// (funded: 5 gUSD a seat, 600 s to run, an hour to its deadline, a 60 s reveal
-    /// window): its id.
+    /// window, any node price): its id.
     pub async fn post_verified(&self, tier: u8, size: u8, quorum: u8) -> u64 {
         use alloy::primitives::aliases::{U40, U96};
         use gantry_protocol::bindings::Verification;
@@ -529,6 +529,7 @@ impl TestNet {
             maxRuntime: 600,
             priority: 5,
             engine: 1,
+            maxPricePerGpuHour: U96::MAX,
             ..Default::default()
         };
         let policy = Verification::VerifyPolicy {

@@ -57,7 +57,9 @@
 //!   reads its input, prints progress and writes its result, whose SHA-256 is the one on
 //!   chain; a module that traps is answered with its failure report (no slash) and the
 //!   worker takes the next job; a deterministic job run by two nodes gives the same
-//!   result (fixed clocks, seeded randomness), and run free another.
+//!   result (fixed clocks, seeded randomness), and run free another; a refereed job a
+//!   matcher places on the node is given back at once and free (`rejectRefereed`: this
+//!   worker does not serve verified jobs yet).
 //! - `inventory`: `gantry-worker inventory` prints what the node would register and
 //!   samples GPU telemetry; on this machine, without NVML, it says why there are no GPUs.
 

@@ -171,3 +171,50 @@ async fn a_deterministic_wasm_job_gives_the_same_result_on_two_workers() {
     );
     assert!(third.stop().success());
 }
+
+/// A refereed job placed on the node (by a matcher holding the role) is given back at once
+/// and free: this worker cannot yet seal its result, and answering it as a tier-none job
+/// would be refused and end in a reclaim, with a slash.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_refereed_job_placed_on_the_node_is_given_back_at_once_and_free() {
+    use gantry_protocol::bindings::Referees;
+    use gantry_protocol::market::Verification;
+    use gantry_testkit::accounts::MATCHER;
+
+    let net = Net::start(|p| p).await;
+    let worker = net.spawn_worker(NODES[0], WASM_ONLY).await;
+    let job = net.post_verified(Verification::REFEREED, 3, 0).await;
+    let open = net.job(job).await;
+    gantry_testkit::confirm_receipt(
+        "assignRefereed",
+        Referees::new(net.devnet.deployment.market, net.provider(MATCHER))
+            .assignRefereed(
+                job,
+                worker.node_id,
+                open.terms.pack().into(),
+                open.state.pack_verified().unwrap().into(),
+            )
+            .send()
+            .await,
+    )
+    .await
+    .expect("the matcher places it");
+    let rejection = net.given_back(job, worker.node_id).await;
+    assert!(
+        rejection.reason.contains("does not serve verified"),
+        "{}",
+        rejection.reason
+    );
+    assert_eq!(rejection.charge, 0, "free within the grace");
+    let after = net.job(job).await;
+    assert_eq!(
+        after.state.status,
+        JobStatus::Open,
+        "requeued for another node"
+    );
+    assert_eq!(
+        net.node(worker.node_id).await.lockedStake.to::<u64>(),
+        0,
+        "the hold released"
+    );
+}
