@@ -21,7 +21,7 @@ use alloy::rpc::types::{Log, TransactionReceipt};
 use alloy::signers::local::PrivateKeySigner;
 use alloy::sol_types::SolEventInterface;
 use gantry_protocol::api::TokenInfo;
-use gantry_protocol::bindings::{GantryTestToken, JobMarket, NodeRegistry, Referees};
+use gantry_protocol::bindings::{GantryTestToken, JobMarket, NodeRegistry, Referees, Verification};
 use gantry_protocol::events::GantryEvent;
 use gantry_protocol::market::Job;
 use gantry_protocol::status::NodeStatus;
@@ -418,6 +418,88 @@ impl Chain {
             job_id,
         )
         .await?)
+    }
+
+    /// Verified job `job_id`'s seats, folded from its logs.
+    pub async fn read_seats(
+        &self,
+        job_id: u64,
+        terms: &gantry_protocol::market::Terms,
+    ) -> Result<gantry_protocol::market::Seats, ChainError> {
+        Ok(gantry_runtime::market::read_seats(
+            &self.provider,
+            *self.market.address(),
+            self.start_block,
+            job_id,
+            terms,
+        )
+        .await?)
+    }
+
+    /// The market's address (the extensions' calls are served there).
+    pub fn market_address(&self) -> Address {
+        *self.market.address()
+    }
+
+    /// Commits `seal` for seat `seat` (its word `s`, Seated) of job `job_id`.
+    pub async fn commit_seat(
+        &self,
+        job_id: u64,
+        seat: u8,
+        s: &gantry_protocol::market::Seat,
+        seal: B256,
+    ) -> Result<(), ChainError> {
+        let verification = Verification::new(self.market_address(), self.provider.clone());
+        self.send(
+            "commitSeat",
+            verification.commitSeat(job_id, seat, s.pack(), seal),
+        )
+        .await
+        .map(drop)
+    }
+
+    /// Gives seat `seat` (its word `s`, Seated) of job `job_id` back: free within the
+    /// grace.
+    pub async fn reject_seat(
+        &self,
+        job_id: u64,
+        seat: u8,
+        s: &gantry_protocol::market::Seat,
+    ) -> Result<(), ChainError> {
+        let verification = Verification::new(self.market_address(), self.provider.clone());
+        self.send(
+            "rejectSeat",
+            verification.rejectSeat(job_id, seat, s.pack()),
+        )
+        .await
+        .map(drop)
+    }
+
+    /// Opens seat `seat`'s seal (its word `s`, Committed) of `job`, in its reveal phase.
+    pub async fn reveal_seat(
+        &self,
+        job_id: u64,
+        job: &Job,
+        seat: u8,
+        s: &gantry_protocol::market::Seat,
+        digest: B256,
+        salt: B256,
+    ) -> Result<(), ChainError> {
+        let state = job.state.pack_verified().ok_or(ChainError::Reverted {
+            call: "revealSeat",
+            reason: format!("job {job_id} is not a verified job"),
+        })?;
+        let verification = Verification::new(self.market_address(), self.provider.clone());
+        let call = verification.revealSeat(
+            job_id,
+            job.terms.pack().into(),
+            state,
+            seat,
+            s.pack(),
+            digest,
+            salt,
+        );
+        self.send("revealSeat", call).await.map(drop)
     }
 
     /// The hash the market stores for the job (0 once settled): equal to a held state's

@@ -127,6 +127,18 @@ pub struct Config {
     pub s3: Option<S3>,
     #[serde(default)]
     pub jobs: Jobs,
+    /// Test hooks (`[test]`): accepted by debug builds only, refused by a release build.
+    #[serde(default)]
+    pub test: TestHooks,
+}
+
+/// The `[test]` section: behaviours the end-to-end tests need of a worker that a
+/// provider's never has. A release build refuses the section.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct TestHooks {
+    /// Seal a digest other than the seat's outcome (a lying replica).
+    pub corrupt_digest: bool,
 }
 
 /// The `[node]` section: how the node appears on-chain.
@@ -318,6 +330,9 @@ impl Config {
     }
 
     fn validate(&self) -> Result<(), ConfigError> {
+        if self.test != TestHooks::default() && !cfg!(debug_assertions) {
+            return Err(value("test", "test hooks exist in debug builds only"));
+        }
         for host in &self.allow_input_hosts {
             crate::fetch::check_allowed_host(host)
                 .map_err(|why| value("allow_input_hosts", &format!("{host:?}: {why}")))?;

@@ -44,6 +44,7 @@ pub mod metrics;
 mod node;
 pub mod objects;
 pub mod sandbox;
+pub mod seats;
 pub mod service;
 mod shutdown;
 pub mod space;

@@ -115,6 +115,7 @@ pub(crate) async fn start(
         results: stores.results,
         checkpoints: stores.checkpoints,
         settings: config.jobs.clone(),
+        test: config.test.clone(),
         limits: NodeLimits {
             gpus: detected.gpuCount,
             cpu_cores: inventory.cpu_cores,

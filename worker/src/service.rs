@@ -76,6 +76,24 @@ pub async fn run(
         tokio::spawn(claimer.run(shutdown.clone()))
     });
 
+    // Verified jobs' seats (WASM only): their own loop, one seat at a time. A seat's
+    // message stays unacknowledged until it is revealed, so one cut short by a shutdown
+    // is taken up again by the next run, from its seal record.
+    let seats = ctx.wasm.is_some().then(|| {
+        let seats = crate::seats::Seats {
+            ctx: ctx.clone(),
+            store: crate::seats::SealStore::new(&ctx.work_dir),
+            slots: Arc::new(Semaphore::new(1)),
+            tasks: tokio_util::task::TaskTracker::new(),
+        };
+        let stop = shutdown.clone();
+        tokio::spawn(async move {
+            if let Err(e) = seats.run(stop).await {
+                tracing::error!(error = %e, "the seats loop ended: this node serves no seats");
+            }
+        })
+    });
+    let _seats = seats.map(AbortOnDrop);
     let assignments = Assignments {
         ctx: ctx.clone(),
         health,
@@ -140,4 +158,13 @@ fn spawn_liveness(
         done.clone(),
     ));
     (heartbeat, health_task)
+}
+
+/// A task aborted when this is dropped (the seats loop, when the worker ends).
+struct AbortOnDrop(tokio::task::JoinHandle<()>);
+
+impl Drop for AbortOnDrop {
+    fn drop(&mut self) {
+        self.0.abort();
+    }
 }

@@ -18,7 +18,7 @@
 //!
 //! object stores  gantry_<chain>_results (<job>-<attempt>), gantry_<chain>_checkpoints (<job>)
 //! KV             gantry_<chain>_pending (matcher's explanations), gantry_{indexer,liveness}_lease
-//! consumers      gantry_<chain>_matcher, gantry_<chain>_worker_<node>,
+//! consumers      gantry_<chain>_matcher, gantry_<chain>_worker_<node>, gantry_<chain>_seats_<node>,
 //!                gantry_<chain>_claim_<node>_<event>
 //! ```
 
@@ -50,6 +50,16 @@ pub fn assignments_of(chain_id: u64, node_id: u64) -> String {
     event(
         chain_id,
         event_name::<JobMarket::JobAssigned>(),
+        &node_id.to_string(),
+    )
+}
+
+/// The filter a worker uses for the seats its node is drawn into (`SeatDrawn`, keyed by
+/// node).
+pub fn seats_of(chain_id: u64, node_id: u64) -> String {
+    event(
+        chain_id,
+        event_name::<JobMarket::SeatDrawn>(),
         &node_id.to_string(),
     )
 }
@@ -131,6 +141,11 @@ pub fn checkpoints_bucket(chain_id: u64) -> String {
 /// The durable consumer through which node `node_id`'s worker pulls its assignments.
 pub fn worker_consumer(chain_id: u64, node_id: u64) -> String {
     format!("gantry_{chain_id}_worker_{node_id}")
+}
+
+/// Node `node_id`'s durable consumer of the seats it is drawn into.
+pub fn seat_consumer(chain_id: u64, node_id: u64) -> String {
+    format!("gantry_{chain_id}_seats_{node_id}")
 }
 
 /// The contract events a worker in claim mode watches for jobs to claim.

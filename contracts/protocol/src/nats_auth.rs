@@ -220,6 +220,11 @@ fn worker(chain_id: u64, node: u64) -> User {
         &names::worker_consumer(chain_id, node),
         Some(&names::assignments_of(chain_id, node)),
     ));
+    publish.extend(durable(
+        &stream,
+        &names::seat_consumer(chain_id, node),
+        Some(&names::seats_of(chain_id, node)),
+    ));
     for event in names::CLAIM_EVENTS {
         publish.extend(durable(
             &stream,

@@ -100,6 +100,22 @@ pub fn assignment_consumer(chain_id: u64, node_id: u64) -> consumer::pull::Confi
     }
 }
 
+/// Node `node_id`'s durable consumer of the verified jobs' seats it is drawn into
+/// (`SeatDrawn` keyed by its node). A seat's message stays unacknowledged until its seal is
+/// committed and revealed, so a restarted worker takes it up again.
+pub fn seat_consumer(chain_id: u64, node_id: u64) -> consumer::pull::Config {
+    consumer::pull::Config {
+        durable_name: Some(names::seat_consumer(chain_id, node_id)),
+        description: Some(format!("verified seats of node {node_id}")),
+        filter_subject: names::seats_of(chain_id, node_id),
+        deliver_policy: consumer::DeliverPolicy::All,
+        ack_policy: consumer::AckPolicy::Explicit,
+        ack_wait: ASSIGNMENT_ACK_WAIT,
+        max_deliver: -1,
+        ..Default::default()
+    }
+}
+
 /// How long a claim-mode worker that is away keeps its claim consumers' positions.
 pub const CLAIM_CONSUMER_INACTIVE: Duration = Duration::from_secs(7 * 24 * 3600);
 

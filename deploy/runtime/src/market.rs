@@ -154,6 +154,35 @@ pub async fn read_result<P: Provider>(
         .map(|e| (e.resultHash, e.resultURI.clone())))
 }
 
+/// Verified job `job_id`'s seats (terms `terms`), folded from its logs as the market
+/// writes their words ([`Seats::apply`](gantry_protocol::market::Seats::apply)). The
+/// market keeps only their hashes, so this fold is checked by the call that takes it.
+pub async fn read_seats<P: Provider>(
+    provider: &P,
+    market: Address,
+    from_block: u64,
+    job_id: u64,
+    terms: &gantry_protocol::market::Terms,
+) -> Result<gantry_protocol::market::Seats, ReadJobError> {
+    let filter = Filter::new()
+        .address(market)
+        .topic1(B256::from(U256::from(job_id)))
+        .from_block(from_block);
+    let logs = provider
+        .get_logs(&filter)
+        .await
+        .map_err(ReadJobError::Rpc)?;
+    let mut seats = gantry_protocol::market::Seats::default();
+    for log in &logs {
+        if let Ok(event) = JobMarket::JobMarketEvents::decode_log(&log.inner)
+            && market_job_id(&event.data) == Some(job_id)
+        {
+            seats.apply(terms, &event.data);
+        }
+    }
+    Ok(seats)
+}
+
 /// Folds the market's logs whose first topic is `job_id` (other events share that topic
 /// position with a node id: they are skipped).
 fn fold(job_id: u64, logs: &[Log], policies: &Policies) -> Result<Job, ReadJobError> {

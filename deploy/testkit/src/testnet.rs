@@ -519,6 +519,12 @@ impl TestNet {
     /// (funded: 5 gUSD a seat, 600 s to run, an hour to its deadline, a 60 s reveal
     /// window, any node price): its id.
     pub async fn post_verified(&self, tier: u8, size: u8, quorum: u8) -> u64 {
+        self.post_verified_spec(tier, size, quorum, br#"{"v":2,"engine":"wasm"}"#.to_vec())
+            .await
+    }
+
+    /// [`post_verified`](Self::post_verified) with the spec `spec` (posted as given).
+    pub async fn post_verified_spec(&self, tier: u8, size: u8, quorum: u8, spec: Vec<u8>) -> u64 {
         use alloy::primitives::aliases::{U40, U96};
         use gantry_protocol::bindings::Verification;
 
@@ -546,7 +552,7 @@ impl TestNet {
                     policy,
                     U96::from(5 * GUSD),
                     U40::from(self.now().await + 3_600),
-                    br#"{"v":2,"engine":"wasm"}"#.to_vec().into(),
+                    spec.into(),
                 )
                 .send()
                 .await,

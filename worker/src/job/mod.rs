@@ -28,6 +28,7 @@ pub mod clock;
 mod dirs;
 mod report;
 mod run;
+pub mod seat;
 mod stages;
 mod watch;
 
@@ -84,6 +85,8 @@ pub struct Ctx {
     pub results: jetstream::object_store::ObjectStore,
     pub checkpoints: jetstream::object_store::ObjectStore,
     pub settings: Jobs,
+    /// Test hooks (debug builds only).
+    pub test: crate::config::TestHooks,
     pub limits: NodeLimits,
     pub gpus: Mutex<GpuPool>,
     pub monitor: GpuMonitor,
@@ -424,7 +427,7 @@ impl Ctx {
     }
 
     /// The chain's time as best this machine can tell ([`clock::chain_now`]).
-    async fn chain_now(&self) -> Result<u64, Failure> {
+    pub(crate) async fn chain_now(&self) -> Result<u64, Failure> {
         let newest = retry("read the chain's time", || async {
             self.chain.now().await.map_err(chain_failure)
         })

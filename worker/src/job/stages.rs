@@ -377,7 +377,7 @@ impl Ctx {
             .ok_or_else(|| Failure::job("this node does not run Docker jobs"))
     }
 
-    fn wasm(&self) -> Result<&WasmEngine, Failure> {
+    pub(super) fn wasm(&self) -> Result<&WasmEngine, Failure> {
         self.wasm
             .as_ref()
             .ok_or_else(|| Failure::job("this node does not run WASM jobs"))
@@ -385,7 +385,7 @@ impl Ctx {
 
     /// A WASM job's module, through the fetcher and its content-addressed cache (the
     /// spec's hash is required and checked).
-    async fn fetch_module(&self, spec: &JobSpec) -> Result<std::path::PathBuf, Failure> {
+    pub(super) async fn fetch_module(&self, spec: &JobSpec) -> Result<std::path::PathBuf, Failure> {
         let wasm = spec
             .wasm
             .as_ref()
@@ -408,7 +408,7 @@ impl Ctx {
         Ok(fetched.path)
     }
 
-    async fn stage_inputs(&self, spec: &JobSpec, dirs: &JobDirs) -> Result<(), Failure> {
+    pub(super) async fn stage_inputs(&self, spec: &JobSpec, dirs: &JobDirs) -> Result<(), Failure> {
         for input in &spec.inputs {
             // The fetcher retried transient errors already. An input that stays
             // unreachable is refused as the job's: a dead host in a spec must not get

@@ -59,7 +59,11 @@
 //!   worker takes the next job; a deterministic job run by two nodes gives the same
 //!   result (fixed clocks, seeded randomness), and run free another; a refereed job a
 //!   matcher places on the node is given back at once and free (`rejectRefereed`: this
-//!   worker does not serve verified jobs yet).
+//!   worker does not serve verified jobs yet); a replicated 3/2 job on three workers of
+//!   three operators with the keeper: each runs its seat, commits and reveals, all three
+//!   are paid (`verification_replicated_3_2_on_three_workers_pays_all_three`); with one
+//!   worker lying (the `[test] corrupt_digest` hook) the two honest ones are paid and the
+//!   liar slashed its seat stake (`verification_a_lying_worker_is_slashed_and_the_job_still_completes`).
 //! - `inventory`: `gantry-worker inventory` prints what the node would register and
 //!   samples GPU telemetry; on this machine, without NVML, it says why there are no GPUs.
 

@@ -218,3 +218,91 @@ async fn a_refereed_job_placed_on_the_node_is_given_back_at_once_and_free() {
         "the hold released"
     );
 }
+
+/// Design 18's replicated tier end to end on three workers of three operators (the whole
+/// pool, so all three are seated) and the keeper: each worker runs the deterministic job
+/// for its seat, commits its seal and reveals it once the keeper opened the reveals; the
+/// keeper decides; all three agree and are paid, their seat stakes released.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn verification_replicated_3_2_on_three_workers_pays_all_three() {
+    use gantry_protocol::market::Verification;
+    use gantry_testkit::accounts::OTHER;
+
+    let net = Net::start(|p| p).await;
+    let mut workers = Vec::new();
+    for account in &NODES[1..] {
+        workers.push(net.spawn_worker(*account, WASM_ONLY).await);
+    }
+    let nodes: Vec<u64> = workers.iter().map(|w| w.node_id).collect();
+    gantry_testkit::confirm_receipt(
+        "syncPool",
+        net.registry(OTHER).syncPool(nodes.clone()).send().await,
+    )
+    .await
+    .expect("the three nodes join the pool");
+    let spec = wasm_spec(&net, "observer.wat", OBSERVER, true).await;
+    let job = net
+        .post_verified_spec(Verification::REPLICATED, 3, 2, spec.to_posted().unwrap())
+        .await;
+    net.wait_for_status(job, JobStatus::Completed).await;
+    for node in &nodes {
+        let info = net.node(*node).await;
+        assert_eq!(
+            info.lockedStake.to::<u64>(),
+            0,
+            "node {node}'s seat released"
+        );
+        assert!(info.earnings.to::<u64>() > 0, "node {node} paid");
+    }
+    for worker in workers {
+        assert!(worker.stop().success());
+    }
+}
+
+/// One of the three workers lies (the debug builds' test hook seals another digest): the
+/// two honest ones reach the quorum and are paid, the liar is slashed its seat stake and
+/// paid nothing, and the job completes with the honest result.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn verification_a_lying_worker_is_slashed_and_the_job_still_completes() {
+    use gantry_protocol::market::Verification;
+    use gantry_testkit::accounts::OTHER;
+
+    let net = Net::start(|p| p).await;
+    let honest = [
+        net.spawn_worker(NODES[1], WASM_ONLY).await,
+        net.spawn_worker(NODES[2], WASM_ONLY).await,
+    ];
+    let liar = net
+        .spawn_worker(
+            NODES[3],
+            &format!("{WASM_ONLY}\n\n[test]\ncorrupt_digest = true"),
+        )
+        .await;
+    let nodes = vec![honest[0].node_id, honest[1].node_id, liar.node_id];
+    gantry_testkit::confirm_receipt("syncPool", net.registry(OTHER).syncPool(nodes).send().await)
+        .await
+        .expect("the three nodes join the pool");
+    let stake_before = net.node(liar.node_id).await.stake;
+    let spec = wasm_spec(&net, "observer.wat", OBSERVER, true).await;
+    let job = net
+        .post_verified_spec(Verification::REPLICATED, 3, 2, spec.to_posted().unwrap())
+        .await;
+    net.wait_for_status(job, JobStatus::Completed).await;
+    let seat_stake = net.job(job).await.state.verified.unwrap().draw.seat_stake;
+    for worker in &honest {
+        let info = net.node(worker.node_id).await;
+        assert!(info.earnings.to::<u64>() > 0, "an honest replica is paid");
+        assert_eq!(info.stake, stake_before, "and not slashed");
+    }
+    let info = net.node(liar.node_id).await;
+    assert_eq!(info.earnings.to::<u64>(), 0, "the liar is not paid");
+    assert_eq!(
+        stake_before.to::<u128>() - info.stake.to::<u128>(),
+        seat_stake,
+        "the liar loses its seat stake"
+    );
+    assert_eq!(info.lockedStake.to::<u64>(), 0);
+    for worker in honest.into_iter().chain([liar]) {
+        assert!(worker.stop().success());
+    }
+}

@@ -1,0 +1,128 @@
+//! A verified job's seat run on this node (design 18, §1 and §6): the spec admitted as
+//! deterministic WASM only, its inputs and module fetched as an assignment's, the module
+//! run on the deterministic engine, and its outcome packed as a canonical tar: `/outputs`
+//! as the module left it and `.gantry/outcome` (`v1 exit <code>` or `v1 trap <reason>`).
+//! The tar's SHA-256 is the digest the seat seals. Nothing is published: no logs, no
+//! progress, no result (a seat's outputs are withheld until the decision).
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use alloy::primitives::B256;
+use gantry_protocol::market::Job;
+use tokio::sync::mpsc;
+use tokio_util::sync::CancellationToken;
+
+use super::Ctx;
+use super::dirs::JobDirs;
+use crate::admit::admit;
+use crate::archive;
+use crate::docker::Ending;
+use crate::fault::Failure;
+use crate::wasm::{Determinism, WasmPlan};
+
+/// Where a verified outcome records how the run ended, inside its tar.
+pub const OUTCOME_FILE: &str = ".gantry/outcome";
+
+/// A seat's run: its canonical tar (kept for the upload after the decision) and digest.
+#[derive(Debug, Clone)]
+pub struct SeatRun {
+    pub digest: B256,
+    pub tar: PathBuf,
+}
+
+impl Ctx {
+    /// Runs `job` (verified, deterministic WASM) for a seat in `dir`, within `timeout`;
+    /// the tar is moved to `keep`. `Err` of the job's class: the spec is not one a seat
+    /// runs (given back, free); of the node's: this node could not run it.
+    pub async fn run_seat(
+        &self,
+        job_id: u64,
+        job: &Job,
+        dir: &Path,
+        keep: &Path,
+        timeout: Duration,
+    ) -> Result<SeatRun, Failure> {
+        let spec_bytes = self.spec_bytes(job_id, job.terms.spec_hash).await?;
+        let admitted = admit(
+            &spec_bytes,
+            &job.terms.requirements,
+            &self.limits,
+            &self.settings,
+        )?;
+        let spec = &admitted.spec;
+        let wasm_spec = spec
+            .wasm
+            .as_ref()
+            .filter(|w| w.deterministic)
+            .ok_or_else(|| {
+                Failure::job("a verified seat runs deterministic WASM only: given back")
+            })?;
+        let engine = self.wasm()?;
+        let dirs = JobDirs::create(dir, &self.spaces).await?;
+        let (module, ()) =
+            tokio::try_join!(self.fetch_module(spec), self.stage_inputs(spec, &dirs))?;
+        let plan = WasmPlan {
+            module_path: module,
+            sha256: wasm_spec.module.sha256.to_ascii_lowercase(),
+            entry: wasm_spec.entry().to_owned(),
+            args: spec.command.clone(),
+            env: spec.env.clone().into_iter().collect(),
+            inputs_dir: dirs.inputs.clone(),
+            outputs_dir: dirs.outputs.clone(),
+            checkpoints_dir: dirs.checkpoints.clone(),
+            tmp_dir: dirs.tmp.clone(),
+            memory_bytes: u64::try_from(admitted.memory_bytes).unwrap_or(0),
+            max_log_bytes: self.settings.max_log_bytes,
+            deterministic: Some(Determinism::of(&job.terms.spec_hash.0, spec.timeout_secs)),
+        };
+        // Its output lines go nowhere: a seat publishes nothing before the decision.
+        let (lines, mut drained) = mpsc::channel(64);
+        let drain = tokio::spawn(async move { while drained.recv().await.is_some() {} });
+        let ending = Ending {
+            timeout,
+            stop: CancellationToken::new(),
+            grace: || Duration::ZERO,
+        };
+        let ran = engine.run(&plan, ending, lines, |_| {}).await;
+        drain.abort();
+        let ran = ran?;
+        if ran.timed_out {
+            // Fuel decides a deterministic run's end; the wall clock stopping it means
+            // this node is too slow for the job: not a result any node would agree on.
+            return Err(Failure::node(
+                "the run reached the seat's time before its fuel: this node is too slow for it",
+            ));
+        }
+        let outcome = match (&ran.reason, ran.exit_code) {
+            (Some(reason), _) => format!("v1 trap {reason}\n"),
+            (None, code) => format!("v1 exit {code}\n"),
+        };
+        let outcome_path = dirs.outputs.join(OUTCOME_FILE);
+        if let Some(parent) = outcome_path.parent() {
+            tokio::fs::create_dir_all(parent)
+                .await
+                .map_err(|e| Failure::node(format!("the outcome: {e}")))?;
+        }
+        tokio::fs::write(&outcome_path, outcome)
+            .await
+            .map_err(|e| Failure::node(format!("the outcome: {e}")))?;
+        let tar = dirs.root.join("verified.tar");
+        let (outputs, into, limit) = (dirs.outputs.clone(), tar.clone(), admitted.output_limit);
+        let packed = tokio::task::spawn_blocking(move || archive::pack(outputs, &into, limit))
+            .await
+            .map_err(|e| Failure::node(format!("packing the outcome: {e}")))??;
+        if let Some(parent) = keep.parent() {
+            tokio::fs::create_dir_all(parent)
+                .await
+                .map_err(|e| Failure::node(format!("keeping the outcome: {e}")))?;
+        }
+        tokio::fs::rename(&tar, keep)
+            .await
+            .map_err(|e| Failure::node(format!("keeping the outcome: {e}")))?;
+        Ok(SeatRun {
+            digest: B256::from(packed.sha256),
+            tar: keep.to_owned(),
+        })
+    }
+}
