@@ -223,15 +223,7 @@ async fn serve(
     }
     let mut record = store.load(job_id, seat).await?;
     if record.is_none() {
-        let job = ctx.chain.read_job(job_id).await.map_err(transient)?;
-        let seats = ctx
-            .chain
-            .read_seats(job_id, &job.terms)
-            .await
-            .map_err(transient)?;
-        let Some(s) = seats.0.get(usize::from(seat)).copied() else {
-            return Ok(());
-        };
+        let (job, s) = seat_of(ctx, job_id, seat, None).await?;
         if job.state.status != JobStatus::Committing
             || s.node_id != ctx.node_id
             || s.phase != Seat::SEATED
@@ -291,13 +283,7 @@ async fn serve(
     }
     let mut record = record.expect("sealed above or before");
     if !record.committed {
-        let job = ctx.chain.read_job(job_id).await.map_err(transient)?;
-        let seats = ctx
-            .chain
-            .read_seats(job_id, &job.terms)
-            .await
-            .map_err(transient)?;
-        let s = seats.0.get(usize::from(seat)).copied().unwrap_or_default();
+        let (_, s) = seat_of(ctx, job_id, seat, None).await?;
         if s.node_id == ctx.node_id && s.phase == Seat::SEATED {
             ctx.chain
                 .commit_seat(job_id, seat, &s, record.seal)
@@ -322,12 +308,7 @@ async fn serve(
             _ => return Ok(()),
         };
         if open {
-            let seats = ctx
-                .chain
-                .read_seats(job_id, &job.terms)
-                .await
-                .map_err(transient)?;
-            let s = seats.0.get(usize::from(seat)).copied().unwrap_or_default();
+            let (job, s) = seat_of(ctx, job_id, seat, Some(job)).await?;
             if s.node_id == ctx.node_id && s.phase == Seat::COMMITTED {
                 ctx.chain
                     .reveal_seat(job_id, &job, seat, &s, record.digest, record.salt)
@@ -339,6 +320,27 @@ async fn serve(
         }
         tokio::time::sleep(REVEAL_POLL).await;
     }
+}
+
+/// The job (read now, unless given) and seat `seat`'s word as its logs fold it (empty when
+/// there is no such seat).
+async fn seat_of(
+    ctx: &Ctx,
+    job_id: u64,
+    seat: u8,
+    job: Option<market::Job>,
+) -> Result<(market::Job, Seat), Failure> {
+    let job = match job {
+        Some(job) => job,
+        None => ctx.chain.read_job(job_id).await.map_err(transient)?,
+    };
+    let seats = ctx
+        .chain
+        .read_seats(job_id, &job.terms)
+        .await
+        .map_err(transient)?;
+    let s = seats.0.get(usize::from(seat)).copied().unwrap_or_default();
+    Ok((job, s))
 }
 
 fn transient(error: crate::chain::ChainError) -> Failure {
