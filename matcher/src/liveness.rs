@@ -180,20 +180,23 @@ fn verified_due(view: &View, job: &VerifiedView, actions: &mut Vec<Action>) {
         JobStatus::Committing if !job.is_refereed() && verified.seats.is_zero() && !can_draw => {
             actions.push(Action::ExpireVerified { job: id });
         }
+        // Each of these changes the job's word, so a second one sent from the same view
+        // would be stale: one per view, the next from the view its block makes.
         JobStatus::Committing if now <= commit_end => {
-            // A transaction sent now lands in the next block at the earliest.
-            if can_draw && view.block + 1 >= verified.draw.draw_block {
-                actions.push(Action::Draw { job: id });
-            }
+            let mut next = None;
             for (i, seat) in seats.iter().enumerate() {
                 let gone_inactive = seat.phase == Seat::SEATED
                     && view.nodes.get(&seat.node_id).is_some_and(|node| {
                         node.inactive_since != 0 && node.inactive_since >= seat.seated_at
                     });
-                if seat.phase == Seat::DECLINED || gone_inactive {
+                if next.is_none() && (seat.phase == Seat::DECLINED || gone_inactive) {
                     let seat = u8::try_from(i).unwrap_or(u8::MAX);
-                    actions.push(Action::ReclaimSeat { job: id, seat });
+                    next = Some(Action::ReclaimSeat { job: id, seat });
                 }
+            }
+            // A transaction sent now lands in the next block at the earliest.
+            if next.is_none() && can_draw && view.block + 1 >= verified.draw.draw_block {
+                next = Some(Action::Draw { job: id });
             }
             let committed = seats
                 .iter()
@@ -204,9 +207,10 @@ fn verified_due(view: &View, job: &VerifiedView, actions: &mut Vec<Action>) {
             let empty = seats
                 .iter()
                 .any(|s| s.phase == 0 || s.phase == Seat::DECLINED);
-            if committed && !running && !(empty && can_fill) {
-                actions.push(Action::OpenReveals { job: id });
+            if next.is_none() && committed && !running && !(empty && can_fill) {
+                next = Some(Action::OpenReveals { job: id });
             }
+            actions.extend(next);
         }
         _ => {}
     }
@@ -540,12 +544,13 @@ mod tests {
         nine.inactive_since = 900; // before: not this seat's
         v.nodes.insert(8, eight);
         v.nodes.insert(9, nine);
+        // One per view: each reclaim changes the job's word.
+        assert_eq!(due(&v), [Action::ReclaimSeat { job: 1, seat: 0 }]);
+        v.verified.get_mut(&1).unwrap().seats.0[0] = Seat::default();
         assert_eq!(
             due(&v),
-            [
-                Action::ReclaimSeat { job: 1, seat: 0 },
-                Action::ReclaimSeat { job: 1, seat: 1 },
-            ]
+            [Action::ReclaimSeat { job: 1, seat: 1 }],
+            "the next, from the next view"
         );
         v.now = 5_001;
         assert!(

@@ -40,6 +40,12 @@ use crate::job::Ctx;
 const REVEAL_POLL: Duration = Duration::from_secs(1);
 /// How often a seat's message is kept alive while its task works.
 const KEEP_ALIVE: Duration = Duration::from_secs(10);
+/// How long a seat waits for the seats' slot: half the market's `REJECT_GRACE` (30 s), so
+/// that giving it back is still free.
+const SLOT_WAIT: Duration = Duration::from_secs(15);
+/// The seal records' directory under the work directory: the one entry a start does not
+/// empty (a committed seat's record must survive a restart, or it cannot be revealed).
+pub const SEALS_DIR: &str = "seals";
 
 /// What a seat's node keeps of its seal until it is revealed: written with fsync before
 /// `commitSeat`, so a worker that dies after committing can still reveal.
@@ -64,7 +70,7 @@ pub struct SealStore {
 impl SealStore {
     pub fn new(work_dir: &std::path::Path) -> Self {
         Self {
-            dir: work_dir.join("seals"),
+            dir: work_dir.join(SEALS_DIR),
         }
     }
 
@@ -75,6 +81,13 @@ impl SealStore {
     /// Where seat `seat` of `job` keeps its outcome's tar.
     pub fn tar(&self, job: u64, seat: u8) -> PathBuf {
         self.dir.join(format!("{job}-s{seat}.tar"))
+    }
+
+    /// Forgets seat `seat` of `job` (revealed, or no longer this node's): its record and
+    /// its outcome's tar.
+    pub async fn remove(&self, job: u64, seat: u8) {
+        let _ = tokio::fs::remove_file(self.path(job, seat)).await;
+        let _ = tokio::fs::remove_file(self.tar(job, seat)).await;
     }
 
     pub async fn load(&self, job: u64, seat: u8) -> Result<Option<SealRecord>, Failure> {
@@ -144,7 +157,8 @@ impl Seats {
             .messages()
             .await
             .map_err(|e| WorkerError::nats(format!("consumer {name}"), e))?;
-        let mut taken = std::collections::HashSet::new();
+        // The seats whose task runs (a redelivery of one is left to that task).
+        let taken = Arc::new(std::sync::Mutex::new(std::collections::HashSet::new()));
         loop {
             let message = tokio::select! {
                 () = shutdown.cancelled() => break,
@@ -164,10 +178,12 @@ impl Seats {
                 continue;
             };
             // A redelivery of a seat whose task runs: that task acknowledges it.
-            if !taken.insert((drawn.jobId, drawn.seat, drawn.until.to::<u64>())) {
+            let key = (drawn.jobId, drawn.seat, drawn.until.to::<u64>());
+            if !taken.lock().expect("the taken set").insert(key) {
                 continue;
             }
             let (ctx, store, slots) = (self.ctx.clone(), self.store.clone(), self.slots.clone());
+            let (taken, stopping) = (taken.clone(), shutdown.clone());
             self.tasks.spawn(async move {
                 let message = Arc::new(message);
                 let alive = {
@@ -179,8 +195,10 @@ impl Seats {
                         }
                     })
                 };
-                let done = serve(&ctx, &store, &slots, &drawn, block).await;
+                let done = serve(&ctx, &store, &slots, &drawn, block, &stopping).await;
                 alive.abort();
+                // Done here: a redelivery is this seat's next try.
+                taken.lock().expect("the taken set").remove(&key);
                 match done {
                     Ok(()) => {
                         let _ = message.ack().await;
@@ -204,8 +222,9 @@ fn parse(payload: &[u8]) -> Option<(JobMarket::SeatDrawn, u64)> {
     Some((drawn, envelope.block_number))
 }
 
-/// One seat, from its draw to its reveal. `Err`: a transient failure (the chain or the
-/// disk): the message comes back and the seat is taken up again where the store says.
+/// One seat, from its draw to its reveal. `Err`: a transient failure (the chain, the disk)
+/// or a stop after the commit: the message comes back and the seat is taken up again
+/// where its seal record says.
 #[tracing::instrument(skip_all, fields(job_id = drawn.jobId, seat = drawn.seat))]
 async fn serve(
     ctx: &Ctx,
@@ -213,36 +232,56 @@ async fn serve(
     slots: &Semaphore,
     drawn: &JobMarket::SeatDrawn,
     block: u64,
+    stopping: &CancellationToken,
 ) -> Result<(), Failure> {
     let (job_id, seat) = (drawn.jobId, drawn.seat);
     if drawn.nodeId != ctx.node_id {
         return Ok(());
     }
     while ctx.chain.block_number().await.map_err(transient)? < block {
-        tokio::time::sleep(REVEAL_POLL).await;
+        pause(stopping).await?;
     }
     let mut record = store.load(job_id, seat).await?;
     if record.is_none() {
         let (job, s) = seat_of(ctx, job_id, seat, None).await?;
-        if job.state.status != JobStatus::Committing
-            || s.node_id != ctx.node_id
-            || s.phase != Seat::SEATED
-        {
-            tracing::info!(status = ?job.state.status, phase = s.phase, "the seat is no longer this node's to run");
+        if job.state.status != JobStatus::Committing || s.node_id != ctx.node_id {
+            tracing::info!(status = ?job.state.status, "the seat is no longer this node's");
             return Ok(());
         }
-        let _slot = slots
-            .acquire()
-            .await
-            .map_err(|_| Failure::node("the seats' slots closed"))?;
-        let now = ctx.chain_now().await?;
-        let timeout = Duration::from_secs(s.until.saturating_sub(now))
-            .saturating_sub(ctx.settings.answer_margin);
+        if s.phase != Seat::SEATED {
+            // Committed, and its record lost: it cannot be revealed (the seat will be
+            // slashed as a non-revealer). Nothing this node can do any more.
+            tracing::error!(
+                phase = s.phase,
+                "a seat of this node is committed but its seal record is gone"
+            );
+            return Ok(());
+        }
+        // One seat runs at a time; one that cannot start within the grace is given back,
+        // free.
+        let slot = tokio::time::timeout(SLOT_WAIT, slots.acquire()).await;
+        let Ok(Ok(_slot)) = slot else {
+            tracing::warn!("no free slot for the seat within the grace: giving it back");
+            ctx.chain
+                .reject_seat(job_id, seat, &s)
+                .await
+                .map_err(transient)?;
+            return Ok(());
+        };
+        let stop_by = s.until.saturating_sub(ctx.settings.answer_margin.as_secs());
         let dir = ctx.work_dir.join(format!("seat-{job_id}-{seat}"));
-        match ctx
-            .run_seat(job_id, &job, &dir, &store.tar(job_id, seat), timeout)
-            .await
-        {
+        let ran = ctx
+            .run_seat(
+                job_id,
+                &job,
+                &dir,
+                &store.tar(job_id, seat),
+                stop_by,
+                stopping.child_token(),
+            )
+            .await;
+        let _ = tokio::fs::remove_dir_all(&dir).await;
+        match ran {
             Ok(mut run) => {
                 if ctx.test.corrupt_digest {
                     // The test hook's lying replica: a digest no honest node computes.
@@ -268,7 +307,8 @@ async fn serve(
                     committed: false,
                 };
                 store.save(&made).await?;
-                tracing::info!(digest = %run.digest, "sealed the seat's outcome");
+                // The seal, never the digest, before the reveal: logs may be shipped.
+                tracing::info!(seal = %seal, "sealed the seat's outcome");
                 record = Some(made);
             }
             Err(failure) => {
@@ -284,31 +324,52 @@ async fn serve(
     let mut record = record.expect("sealed above or before");
     if !record.committed {
         let (_, s) = seat_of(ctx, job_id, seat, None).await?;
-        if s.node_id == ctx.node_id && s.phase == Seat::SEATED {
+        if s.node_id != ctx.node_id || s.phase == 0 {
+            store.remove(job_id, seat).await;
+            return Ok(());
+        }
+        if s.phase == Seat::SEATED {
+            if ctx.chain.now().await.map_err(transient)? > s.until {
+                tracing::error!(
+                    until = s.until,
+                    "the seat's run ended before its commit: it cannot commit any more"
+                );
+                store.remove(job_id, seat).await;
+                return Ok(());
+            }
             ctx.chain
                 .commit_seat(job_id, seat, &s, record.seal)
                 .await
                 .map_err(transient)?;
             tracing::info!(seal = %record.seal, "committed");
-        } else if s.node_id != ctx.node_id || s.phase == 0 {
-            return Ok(());
         }
         record.committed = true;
         store.save(&record).await?;
     }
-    // Never earlier than the reveal phase: a reveal sent before it is refused, and its
-    // calldata would show the digest and the salt to everyone.
+    // Never earlier than the reveal phase by the chain's own blocks: a reveal sent before
+    // it is refused, and even its gas estimate would show the digest and the salt.
+    let mut job = ctx.chain.read_job(job_id).await.map_err(transient)?;
     loop {
-        let job = ctx.chain.read_job(job_id).await.map_err(transient)?;
-        let verified = job.state.verified.unwrap_or_default();
         let open = match job.state.status {
             JobStatus::Revealing => true,
-            JobStatus::Committing => ctx.chain_now().await? > verified.draw.commit_end,
+            JobStatus::Committing => {
+                let commit_end = job.state.verified.unwrap_or_default().draw.commit_end;
+                ctx.chain.now().await.map_err(transient)? > commit_end
+            }
             // Decided, expired or gone: nothing left to reveal.
-            _ => return Ok(()),
+            _ => {
+                store.remove(job_id, seat).await;
+                return Ok(());
+            }
         };
         if open {
             let (job, s) = seat_of(ctx, job_id, seat, Some(job)).await?;
+            if s.node_id == ctx.node_id && s.phase == Seat::SEATED {
+                // The logs read lag the commit: read again.
+                return Err(Failure::transient(
+                    "the seat's commit is not in the logs yet",
+                ));
+            }
             if s.node_id == ctx.node_id && s.phase == Seat::COMMITTED {
                 ctx.chain
                     .reveal_seat(job_id, &job, seat, &s, record.digest, record.salt)
@@ -316,9 +377,25 @@ async fn serve(
                     .map_err(transient)?;
                 tracing::info!(digest = %record.digest, "revealed");
             }
+            store.remove(job_id, seat).await;
             return Ok(());
         }
-        tokio::time::sleep(REVEAL_POLL).await;
+        pause(stopping).await?;
+        // The market's word for the job changes with the phase: read the job again only
+        // when it did.
+        let hash = ctx.chain.job_hash(job_id).await.map_err(transient)?;
+        if hash != job.state.hash() {
+            job = ctx.chain.read_job(job_id).await.map_err(transient)?;
+        }
+    }
+}
+
+/// One poll's pause; a stop ends it with an error, so the seat's message comes back to the
+/// next run.
+async fn pause(stopping: &CancellationToken) -> Result<(), Failure> {
+    tokio::select! {
+        () = tokio::time::sleep(REVEAL_POLL) => Ok(()),
+        () = stopping.cancelled() => Err(Failure::transient("the worker is stopping")),
     }
 }
 

@@ -79,17 +79,21 @@ pub async fn run(
     // Verified jobs' seats (WASM only): their own loop, one seat at a time. A seat's
     // message stays unacknowledged until it is revealed, so one cut short by a shutdown
     // is taken up again by the next run, from its seal record.
+    let seat_tasks = tokio_util::task::TaskTracker::new();
     let seats = ctx.wasm.is_some().then(|| {
         let seats = crate::seats::Seats {
             ctx: ctx.clone(),
             store: crate::seats::SealStore::new(&ctx.work_dir),
             slots: Arc::new(Semaphore::new(1)),
-            tasks: tokio_util::task::TaskTracker::new(),
+            tasks: seat_tasks.clone(),
         };
         let stop = shutdown.clone();
         tokio::spawn(async move {
-            if let Err(e) = seats.run(stop).await {
-                tracing::error!(error = %e, "the seats loop ended: this node serves no seats");
+            if let Err(e) = seats.run(stop.clone()).await {
+                // A node in the pool that serves no seats would be drawn and slashed:
+                // the worker stops (and its supervisor starts it again).
+                tracing::error!(error = %e, "the seats loop ended: stopping the worker");
+                stop.cancel();
             }
         })
     });
@@ -127,6 +131,15 @@ pub async fn run(
         assignments,
         close_assignments,
     };
+    // The seats first: one not committed yet is given back, one committed leaves its
+    // record for the next run; none is left Seated on a node about to be marked inactive.
+    seat_tasks.close();
+    if tokio::time::timeout(config.jobs.shutdown_grace, seat_tasks.wait())
+        .await
+        .is_err()
+    {
+        tracing::warn!("seats still running at the end of the shutdown grace");
+    }
     shutdown::drain(&ctx, &running, background, config.jobs.shutdown_grace).await
 }
 

@@ -341,6 +341,9 @@ pub fn unmount_in(dir: &Path) {
 pub async fn clear(work_dir: &Path) -> io::Result<()> {
     let mut entries = tokio::fs::read_dir(work_dir).await?;
     while let Some(entry) = entries.next_entry().await? {
+        if entry.file_name() == crate::seats::SEALS_DIR {
+            continue;
+        }
         let path = entry.path();
         unmount_in(&path);
         if entry.file_type().await?.is_dir() {

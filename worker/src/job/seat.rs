@@ -32,8 +32,8 @@ pub struct SeatRun {
 }
 
 impl Ctx {
-    /// Runs `job` (verified, deterministic WASM) for a seat in `dir`, within `timeout`;
-    /// the tar is moved to `keep`. `Err` of the job's class: the spec is not one a seat
+    /// Runs `job` (verified, deterministic WASM) for a seat in `dir`, stopping by chain
+    /// time `stop_by` (or when `stop` fires); the tar is moved to `keep`. `Err` of the job's class: the spec is not one a seat
     /// runs (given back, free); of the node's: this node could not run it.
     pub async fn run_seat(
         &self,
@@ -41,7 +41,8 @@ impl Ctx {
         job: &Job,
         dir: &Path,
         keep: &Path,
-        timeout: Duration,
+        stop_by: u64,
+        stop: CancellationToken,
     ) -> Result<SeatRun, Failure> {
         let spec_bytes = self.spec_bytes(job_id, job.terms.spec_hash).await?;
         let admitted = admit(
@@ -79,14 +80,19 @@ impl Ctx {
         // Its output lines go nowhere: a seat publishes nothing before the decision.
         let (lines, mut drained) = mpsc::channel(64);
         let drain = tokio::spawn(async move { while drained.recv().await.is_some() {} });
+        // The seat's time counts from its draw: what the fetch took is gone.
+        let timeout = Duration::from_secs(stop_by.saturating_sub(self.chain_now().await?));
         let ending = Ending {
             timeout,
-            stop: CancellationToken::new(),
+            stop: stop.clone(),
             grace: || Duration::ZERO,
         };
         let ran = engine.run(&plan, ending, lines, |_| {}).await;
         drain.abort();
         let ran = ran?;
+        if stop.is_cancelled() {
+            return Err(Failure::node("the worker is stopping"));
+        }
         if ran.timed_out {
             // Fuel decides a deterministic run's end; the wall clock stopping it means
             // this node is too slow for the job: not a result any node would agree on.

@@ -64,6 +64,8 @@
 //!   are paid (`verification_replicated_3_2_on_three_workers_pays_all_three`); with one
 //!   worker lying (the `[test] corrupt_digest` hook) the two honest ones are paid and the
 //!   liar slashed its seat stake (`verification_a_lying_worker_is_slashed_and_the_job_still_completes`).
+//!   A worker killed after its commit and started again still reveals from its seal record
+//!   (`verification_a_worker_restarted_after_its_commit_still_reveals`).
 //! - `inventory`: `gantry-worker inventory` prints what the node would register and
 //!   samples GPU telemetry; on this machine, without NVML, it says why there are no GPUs.
 

@@ -306,3 +306,114 @@ async fn verification_a_lying_worker_is_slashed_and_the_job_still_completes() {
         assert!(worker.stop().success());
     }
 }
+
+/// A worker killed after committing its seat, and started again, still reveals it: its
+/// seal record survives the start (the one directory a start does not empty) and the
+/// seat's message, never acknowledged, comes back to it. (Without the record the seat
+/// would stay committed and be slashed as a non-revealer.) No keeper: the test draws,
+/// opens the reveals and decides itself, so the phases wait for the restart.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn verification_a_worker_restarted_after_its_commit_still_reveals() {
+    use alloy::providers::Provider;
+    use gantry_protocol::bindings::Verification;
+    use gantry_protocol::market::{Seat, Verification as Policy};
+    use gantry_testkit::accounts::OTHER;
+
+    let net = Net::start_with(|p| p, crate::harness::Services::NO_KEEPER).await;
+    let mut workers = Vec::new();
+    for account in &NODES[1..] {
+        workers.push(net.spawn_worker(*account, WASM_ONLY).await);
+    }
+    let nodes: Vec<u64> = workers.iter().map(|w| w.node_id).collect();
+    let market = net.devnet.deployment.market;
+    let anyone = Verification::new(market, net.provider(OTHER));
+    gantry_testkit::confirm_receipt(
+        "syncPool",
+        net.registry(OTHER).syncPool(nodes.clone()).send().await,
+    )
+    .await
+    .expect("the pool");
+    let spec = wasm_spec(&net, "observer.wat", OBSERVER, true).await;
+    let job = net
+        .post_verified_spec(Policy::REPLICATED, 3, 2, spec.to_posted().unwrap())
+        .await;
+    net.provider(OTHER)
+        .raw_request::<_, ()>("anvil_mine".into(), (alloy::primitives::U256::from(2),))
+        .await
+        .unwrap();
+    let posted = net.job(job).await;
+    gantry_testkit::confirm_receipt(
+        "draw",
+        anyone
+            .draw(
+                job,
+                posted.terms.pack().into(),
+                posted.state.pack_verified().unwrap(),
+            )
+            .gas(1_000_000)
+            .send()
+            .await,
+    )
+    .await
+    .expect("drawn");
+
+    net.wait_until("every seat committed", || {
+        all_seats(&net, job, Seat::COMMITTED)
+    })
+    .await;
+
+    // The first worker dies (SIGKILL) and comes back.
+    let first = workers.remove(0);
+    first.kill();
+    workers.insert(0, net.spawn_worker(NODES[1], WASM_ONLY).await);
+
+    let committed = net.job(job).await;
+    gantry_testkit::confirm_receipt(
+        "openReveals",
+        anyone
+            .openReveals(
+                job,
+                committed.terms.pack().into(),
+                committed.state.pack_verified().unwrap(),
+                net.seats(job).await.list(3),
+            )
+            .send()
+            .await,
+    )
+    .await
+    .expect("the reveals open");
+    net.wait_until("every seat revealed, the restarted one too", || {
+        all_seats(&net, job, Seat::REVEALED)
+    })
+    .await;
+    let revealing = net.job(job).await;
+    gantry_testkit::confirm_receipt(
+        "decide",
+        anyone
+            .decide(
+                job,
+                revealing.terms.pack().into(),
+                revealing.state.pack_verified().unwrap(),
+                net.seats(job).await.list(3),
+            )
+            .send()
+            .await,
+    )
+    .await
+    .expect("decided");
+    assert_eq!(net.job(job).await.state.status, JobStatus::Completed);
+    for node in &nodes {
+        assert!(
+            net.node(*node).await.earnings.to::<u64>() > 0,
+            "node {node} paid"
+        );
+    }
+    for worker in workers {
+        assert!(worker.stop().success());
+    }
+}
+
+/// Whether the job's three seats are all in `phase`.
+async fn all_seats(net: &Net, job: u64, phase: u8) -> bool {
+    net.seats(job).await.0[..3].iter().all(|s| s.phase == phase)
+}
