@@ -436,6 +436,17 @@ impl Chain {
         .await?)
     }
 
+    /// The digest job `job_id`'s quorum agreed on, once decided.
+    pub async fn verified_digest(&self, job_id: u64) -> Result<Option<B256>, ChainError> {
+        Ok(gantry_runtime::market::read_verified(
+            &self.provider,
+            *self.market.address(),
+            self.start_block,
+            job_id,
+        )
+        .await?)
+    }
+
     /// The market's address (the extensions' calls are served there).
     pub fn market_address(&self) -> Address {
         *self.market.address()

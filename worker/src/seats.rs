@@ -59,6 +59,9 @@ pub struct SealRecord {
     /// The canonical outcome's tar (for the upload after the decision).
     pub tar: PathBuf,
     pub committed: bool,
+    /// Revealed: what is left is the upload after the decision.
+    #[serde(default)]
+    pub revealed: bool,
 }
 
 /// The seal records, one file each under `<work_dir>/seals/`.
@@ -305,6 +308,7 @@ async fn serve(
                     seal,
                     tar: run.tar,
                     committed: false,
+                    revealed: false,
                 };
                 store.save(&made).await?;
                 // The seal, never the digest, before the reveal: logs may be shipped.
@@ -349,6 +353,9 @@ async fn serve(
     // Never earlier than the reveal phase by the chain's own blocks: a reveal sent before
     // it is refused, and even its gas estimate would show the digest and the salt.
     let mut job = ctx.chain.read_job(job_id).await.map_err(transient)?;
+    if record.revealed {
+        return upload_after_decision(ctx, store, &record, job, stopping).await;
+    }
     loop {
         let open = match job.state.status {
             JobStatus::Revealing => true,
@@ -376,9 +383,13 @@ async fn serve(
                     .await
                     .map_err(transient)?;
                 tracing::info!(digest = %record.digest, "revealed");
+            } else if s.phase != Seat::REVEALED || s.node_id != ctx.node_id {
+                store.remove(job_id, seat).await;
+                return Ok(());
             }
-            store.remove(job_id, seat).await;
-            return Ok(());
+            record.revealed = true;
+            store.save(&record).await?;
+            return upload_after_decision(ctx, store, &record, job, stopping).await;
         }
         pause(stopping).await?;
         // The market's word for the job changes with the phase: read the job again only
@@ -388,6 +399,42 @@ async fn serve(
             job = ctx.chain.read_job(job_id).await.map_err(transient)?;
         }
     }
+}
+
+/// After the reveal: waits for the decision and, when the quorum agreed on this seat's
+/// digest, uploads the outcome's tar as the job's verified result (every agreeing seat
+/// uploads the same bytes under one key), then forgets the seat. Before the decision
+/// nothing is uploaded: another seat could copy it.
+async fn upload_after_decision(
+    ctx: &Ctx,
+    store: &SealStore,
+    record: &SealRecord,
+    mut job: market::Job,
+    stopping: &CancellationToken,
+) -> Result<(), Failure> {
+    let job_id = record.job;
+    while !job.state.status.is_settled() {
+        pause(stopping).await?;
+        let hash = ctx.chain.job_hash(job_id).await.map_err(transient)?;
+        if hash != job.state.hash() {
+            job = ctx.chain.read_job(job_id).await.map_err(transient)?;
+        }
+    }
+    if ctx.chain.verified_digest(job_id).await.map_err(transient)? == Some(record.digest) {
+        let size = tokio::fs::metadata(&record.tar)
+            .await
+            .map_err(|e| Failure::node(format!("the outcome's tar: {e}")))?
+            .len();
+        let packed = crate::archive::Packed {
+            path: record.tar.clone(),
+            sha256: record.digest.0,
+            size,
+        };
+        crate::objects::upload(&ctx.results, &names::verified_result_key(job_id), &packed).await?;
+        tracing::info!("uploaded the verified result");
+    }
+    store.remove(job_id, record.seat).await;
+    Ok(())
 }
 
 /// One poll's pause; a stop ends it with an error, so the seat's message comes back to the
@@ -441,6 +488,7 @@ mod tests {
             seal: B256::repeat_byte(3),
             tar: store.tar(7, 1),
             committed: false,
+            revealed: false,
         };
         store.save(&record).await.unwrap();
         // Another store over the same directory: a restarted worker.

@@ -284,6 +284,27 @@ impl Chain {
         .map_err(|e| CliError::Unavailable(format!("reading job {job_id}'s result: {e}")))
     }
 
+    /// A replicated job's verified result, once decided with a quorum: the digest it
+    /// agreed on and where its paid seats uploaded the outcome.
+    pub async fn verified_result(&self, job_id: u64) -> Result<Option<(B256, String)>> {
+        let digest = gantry_runtime::market::read_verified(
+            &self.provider,
+            *self.market.address(),
+            self.start_block,
+            job_id,
+        )
+        .await
+        .map_err(|e| {
+            CliError::Unavailable(format!("reading job {job_id}'s verified result: {e}"))
+        })?;
+        Ok(digest.map(|d| {
+            (
+                d,
+                gantry_protocol::names::verified_result_uri(self.chain_id, job_id),
+            )
+        }))
+    }
+
     /// The rules of policy `version` (the ones a job posted under keeps).
     pub async fn policy(&self, version: u32) -> Result<market::Policy> {
         let p = view("policy", self.market.policy(version)).await?;

@@ -127,7 +127,21 @@ pub fn jobs_stream_subjects(chain_id: u64) -> String {
 }
 
 /// The object store bucket of results: key `<job>-<attempt>`, a tar of the job's outputs;
-/// `resultURI` is `nats://<bucket>/<key>`.
+/// `resultURI` is `nats://<bucket>/<key>`. A verified job's result, uploaded by its paid
+/// seats after the decision, is [`verified_result_key`].
+pub fn verified_result_key(job_id: u64) -> String {
+    format!("{job_id}-verified")
+}
+
+/// The URI of a verified job's result in the results bucket of chain `chain_id`.
+pub fn verified_result_uri(chain_id: u64, job_id: u64) -> String {
+    format!(
+        "nats://{}/{}",
+        results_bucket(chain_id),
+        verified_result_key(job_id)
+    )
+}
+
 pub fn results_bucket(chain_id: u64) -> String {
     format!("gantry_{chain_id}_results")
 }

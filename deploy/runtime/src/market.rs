@@ -154,6 +154,31 @@ pub async fn read_result<P: Provider>(
         .map(|e| (e.resultHash, e.resultURI.clone())))
 }
 
+/// The digest a replicated job's quorum agreed on (its `JobVerified`), or `None` before
+/// one (or when the job failed without a quorum).
+pub async fn read_verified<P: Provider>(
+    provider: &P,
+    market: Address,
+    from_block: u64,
+    job_id: u64,
+) -> Result<Option<B256>, ReadJobError> {
+    let filter = Filter::new()
+        .address(market)
+        .event_signature(JobMarket::JobVerified::SIGNATURE_HASH)
+        .topic1(B256::from(U256::from(job_id)))
+        .from_block(from_block);
+    let logs = provider
+        .get_logs(&filter)
+        .await
+        .map_err(ReadJobError::Rpc)?;
+    Ok(logs
+        .iter()
+        .filter_map(|log| JobMarket::JobVerified::decode_log(&log.inner).ok())
+        .filter(|e| e.jobId == job_id)
+        .last()
+        .map(|e| e.digest))
+}
+
 /// Verified job `job_id`'s seats (terms `terms`), folded from its logs as the market
 /// writes their words ([`Seats::apply`](gantry_protocol::market::Seats::apply)). The
 /// market keeps only their hashes, so this fold is checked by the call that takes it.

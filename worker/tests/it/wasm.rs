@@ -254,6 +254,49 @@ async fn verification_replicated_3_2_on_three_workers_pays_all_three() {
         );
         assert!(info.earnings.to::<u64>() > 0, "node {node} paid");
     }
+    // After the decision the paid seats upload the outcome the quorum agreed on: its
+    // SHA-256 is the digest on chain, and it holds the module's outputs and the outcome.
+    let digest = gantry_runtime::market::read_verified(
+        &net.devnet.admin,
+        net.devnet.deployment.market,
+        net.devnet.deployment.start_block,
+        job,
+    )
+    .await
+    .unwrap()
+    .expect("JobVerified");
+    let key = gantry_protocol::names::verified_result_key(job);
+    let bucket = gantry_protocol::names::results_bucket(net.chain_id());
+    net.wait_until("the verified result uploaded", || async {
+        let store = net
+            .jetstream()
+            .await
+            .get_object_store(&bucket)
+            .await
+            .unwrap();
+        store.info(&key).await.is_ok()
+    })
+    .await;
+    let tar = net
+        .download(&gantry_protocol::names::verified_result_uri(
+            net.chain_id(),
+            job,
+        ))
+        .await;
+    assert_eq!(
+        <[u8; 32]>::from(Sha256::digest(&tar)),
+        digest.0,
+        "the agreed digest"
+    );
+    let mut outcome = String::new();
+    let mut archive = tar::Archive::new(tar.as_slice());
+    for entry in archive.entries().unwrap() {
+        let mut entry = entry.unwrap();
+        if entry.path().unwrap().ends_with(".gantry/outcome") {
+            std::io::Read::read_to_string(&mut entry, &mut outcome).unwrap();
+        }
+    }
+    assert_eq!(outcome, "v1 exit 0\n");
     for worker in workers {
         assert!(worker.stop().success());
     }

@@ -435,7 +435,13 @@ pub async fn result(ctx: &Context, args: &ResultArgs) -> Result<()> {
     // The hash and URI from the chain (its ResultSubmitted event): what the provider
     // committed to.
     let chain = ctx.chain().await?;
-    let Some((result_hash, committed_uri)) = chain.result(args.id).await? else {
+    // A replicated job has no provider's answer: its result is the outcome its quorum
+    // agreed on, uploaded by the paid seats after the decision.
+    let answered = match chain.result(args.id).await? {
+        Some(answer) => Some(answer),
+        None => chain.verified_result(args.id).await?,
+    };
+    let Some((result_hash, committed_uri)) = answered else {
         let status = chain.job(args.id).await?.state.status;
         return Err(CliError::NotFound(format!(
             "job {} has no result (it is {})",

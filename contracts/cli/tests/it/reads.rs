@@ -361,3 +361,50 @@ async fn give_back_then_reclaim(net: &Net, job: u64, second: u64) {
         .await
         .unwrap();
 }
+
+/// `gantry job result` of a replicated job: the outcome its quorum agreed on, fetched
+/// from where its paid seats upload it after the decision, and checked against the digest
+/// on chain (a replicated job has no provider's `ResultSubmitted`).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn verification_result_of_a_replicated_job_is_the_outcome_its_quorum_agreed_on() {
+    let (net, _api) = Net::start_with_api().await;
+    let nodes = net.wasm_pool().await;
+    let job = net.post_replicated().await;
+    let tar = result_tar();
+    let digest = B256::from(<[u8; 32]>::from(Sha256::digest(&tar)));
+    net.decide_replicated(job, &nodes, |_| digest).await;
+    // As the paid seats do once the job is decided.
+    let store = net
+        .jetstream()
+        .await
+        .create_object_store(async_nats::jetstream::object_store::Config {
+            bucket: names::results_bucket(net.chain_id()),
+            ..Default::default()
+        })
+        .await
+        .unwrap();
+    store
+        .put(names::verified_result_key(job).as_str(), &mut &tar[..])
+        .await
+        .unwrap();
+    let out_dir = net.dir().join("verified");
+    let fetched = net
+        .gantry(SUBMITTER)
+        .run(&[
+            "job",
+            "result",
+            &job.to_string(),
+            "-o",
+            &out_dir.display().to_string(),
+            "--json",
+        ])
+        .await
+        .ok()
+        .json();
+    assert_eq!(fetched["sha256"], format!("{digest}"));
+    assert_eq!(fetched["files"], 2);
+    assert_eq!(
+        std::fs::read_to_string(out_dir.join("metrics.json")).unwrap(),
+        r#"{"loss":0.21}"#
+    );
+}
