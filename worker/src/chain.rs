@@ -557,6 +557,14 @@ impl Chain {
             .map(drop)
     }
 
+    /// Asks the registry to bring the node into the verification pool (or out of it) by
+    /// its rule: anyone may; a node that does not meet the rule stays out.
+    pub async fn sync_pool(&self, node_id: u64) -> Result<(), ChainError> {
+        self.send("syncPool", self.registry.syncPool(vec![node_id]))
+            .await
+            .map(drop)
+    }
+
     /// Takes the node offline (the agent may, at any time): no new work is assigned to it
     /// until its next heartbeat. Every job assigned to it before is reclaimable from then
     /// on (and can no longer be rejected): the worker answers the jobs it holds first.

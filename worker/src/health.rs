@@ -150,7 +150,14 @@ pub(crate) struct NodeFacts {
     pub(crate) agent: Address,
     pub(crate) stake: U256,
     pub(crate) min_stake: U256,
+    /// Its place in the verification pool (0: not a member).
+    pub(crate) pool_index: u64,
 }
+
+/// How long a node that serves seats and is out of the verification pool waits between
+/// two tries to join it (a try costs a transaction; a node under the pool's floor stays
+/// out until topped up).
+const POOL_RETRY: Duration = Duration::from_secs(600);
 
 /// Why the node takes no new work, if it does not: `problem` is the node fault (if
 /// any), `facts` the node as read after the heartbeat (`None`: not readable), `agent`
@@ -205,9 +212,11 @@ pub(crate) async fn heartbeat_loop(
     interval: Duration,
     health: Arc<Health>,
     holds_jobs: impl Fn() -> bool,
+    serves_seats: bool,
     done: CancellationToken,
 ) {
     let mut tick = tokio::time::interval(interval);
+    let mut pool_tried: Option<std::time::Instant> = None;
     tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     let not_ready = NotReady::new();
     let mut last: Option<NoWork> = None;
@@ -236,6 +245,20 @@ pub(crate) async fn heartbeat_loop(
             }
         };
         let facts = node_facts(&chain, node_id).await;
+        // A node that serves seats joins the verification pool (at start, and again after
+        // an inactivity took it out): anyone may ask, and nobody else has a reason to.
+        if serves_seats
+            && let Some(f) = &facts
+            && f.status == NodeStatus::Active
+            && f.pool_index == 0
+            && pool_tried.is_none_or(|at| at.elapsed() >= POOL_RETRY)
+        {
+            pool_tried = Some(std::time::Instant::now());
+            match chain.sync_pool(node_id).await {
+                Ok(()) => tracing::info!(node_id, "asked to join the verification pool"),
+                Err(e) => tracing::warn!(node_id, error = %e, "joining the verification pool"),
+            }
+        }
         if let Some(facts) = facts {
             metrics::stake_below_minimum(facts.stake < facts.min_stake);
         }
@@ -268,6 +291,7 @@ async fn node_facts(chain: &Chain, node_id: u64) -> Option<NodeFacts> {
         agent: node.agent,
         stake: U256::from(node.stake),
         min_stake,
+        pool_index: u64::from(node.poolIndex),
     })
 }
 
@@ -342,6 +366,7 @@ mod tests {
             agent: AGENT,
             stake: U256::from(stake),
             min_stake: U256::from(100),
+            pool_index: 0,
         })
     }
 

@@ -162,6 +162,7 @@ fn spawn_liveness(
         config.jobs.heartbeat_interval,
         health.clone(),
         holds_jobs,
+        ctx.wasm.is_some(),
         done.clone(),
     ));
     let health_task = tokio::spawn(health::health_loop(

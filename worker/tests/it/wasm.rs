@@ -226,7 +226,6 @@ async fn a_refereed_job_placed_on_the_node_is_given_back_at_once_and_free() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn verification_replicated_3_2_on_three_workers_pays_all_three() {
     use gantry_protocol::market::Verification;
-    use gantry_testkit::accounts::OTHER;
 
     let net = Net::start(|p| p).await;
     let mut workers = Vec::new();
@@ -234,12 +233,7 @@ async fn verification_replicated_3_2_on_three_workers_pays_all_three() {
         workers.push(net.spawn_worker(*account, WASM_ONLY).await);
     }
     let nodes: Vec<u64> = workers.iter().map(|w| w.node_id).collect();
-    gantry_testkit::confirm_receipt(
-        "syncPool",
-        net.registry(OTHER).syncPool(nodes.clone()).send().await,
-    )
-    .await
-    .expect("the three nodes join the pool");
+    joined_the_pool(&net, 3).await;
     let spec = wasm_spec(&net, "observer.wat", OBSERVER, true).await;
     let job = net
         .post_verified_spec(Verification::REPLICATED, 3, 2, spec.to_posted().unwrap())
@@ -308,7 +302,6 @@ async fn verification_replicated_3_2_on_three_workers_pays_all_three() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn verification_a_lying_worker_is_slashed_and_the_job_still_completes() {
     use gantry_protocol::market::Verification;
-    use gantry_testkit::accounts::OTHER;
 
     let net = Net::start(|p| p).await;
     let honest = [
@@ -321,10 +314,7 @@ async fn verification_a_lying_worker_is_slashed_and_the_job_still_completes() {
             &format!("{WASM_ONLY}\n\n[test]\ncorrupt_digest = true"),
         )
         .await;
-    let nodes = vec![honest[0].node_id, honest[1].node_id, liar.node_id];
-    gantry_testkit::confirm_receipt("syncPool", net.registry(OTHER).syncPool(nodes).send().await)
-        .await
-        .expect("the three nodes join the pool");
+    joined_the_pool(&net, 3).await;
     let stake_before = net.node(liar.node_id).await.stake;
     let spec = wasm_spec(&net, "observer.wat", OBSERVER, true).await;
     let job = net
@@ -370,12 +360,7 @@ async fn verification_a_worker_restarted_after_its_commit_still_reveals() {
     let nodes: Vec<u64> = workers.iter().map(|w| w.node_id).collect();
     let market = net.devnet.deployment.market;
     let anyone = Verification::new(market, net.provider(OTHER));
-    gantry_testkit::confirm_receipt(
-        "syncPool",
-        net.registry(OTHER).syncPool(nodes.clone()).send().await,
-    )
-    .await
-    .expect("the pool");
+    joined_the_pool(&net, 3).await;
     let spec = wasm_spec(&net, "observer.wat", OBSERVER, true).await;
     let job = net
         .post_verified_spec(Policy::REPLICATED, 3, 2, spec.to_posted().unwrap())
@@ -459,4 +444,20 @@ async fn verification_a_worker_restarted_after_its_commit_still_reveals() {
 /// Whether the job's three seats are all in `phase`.
 async fn all_seats(net: &Net, job: u64, phase: u8) -> bool {
     net.seats(job).await.0[..3].iter().all(|s| s.phase == phase)
+}
+
+/// Waits until the verification pool holds `members` nodes: workers that serve WASM join
+/// it by themselves (their heartbeat loop sends `syncPool`).
+async fn joined_the_pool(net: &Net, members: u64) {
+    net.wait_until(
+        &format!("{members} nodes in the verification pool"),
+        || async {
+            net.registry(gantry_testkit::accounts::OTHER)
+                .poolSize()
+                .call()
+                .await
+                .is_ok_and(|size| size >= alloy::primitives::U256::from(members))
+        },
+    )
+    .await;
 }
