@@ -383,20 +383,7 @@ impl Chain {
             quorum: 2,
             revealWindow: 60,
         };
-        let mut wasm = requirements();
-        (wasm.gpuModel, wasm.minGpuCount, wasm.minVramMiB) = (B256::ZERO, 0, 0);
-        wasm.engine = gantry_protocol::spec::Engine::Wasm.code();
-        let wasm = Verification::JobRequirements {
-            gpuModel: wasm.gpuModel,
-            minGpuCount: wasm.minGpuCount,
-            minVramMiB: wasm.minVramMiB,
-            minCpuCores: wasm.minCpuCores,
-            minRamMiB: wasm.minRamMiB,
-            maxPricePerGpuHour: wasm.maxPricePerGpuHour,
-            maxRuntime: wasm.maxRuntime,
-            priority: wasm.priority,
-            engine: wasm.engine,
-        };
+        let wasm = wasm_requirements();
         let sent = self
             .verification(3)
             .postVerifiedJob(
@@ -495,6 +482,258 @@ impl Chain {
         }
         Ok(gas)
     }
+}
+
+impl Chain {
+    fn referees(&self, index: usize) -> Referees::RefereesInstance<DynProvider> {
+        Referees::new(self.market, self.provider(index))
+    }
+
+    /// A refereed 3-job posted and placed on `provider` (its agent `agent`), answered with
+    /// the seal of `digest`: its id, and the gas of each call.
+    async fn refereed_answered(
+        &mut self,
+        provider: u64,
+        agent: &PrivateKeySigner,
+        digest: B256,
+    ) -> Result<(u64, Vec<(&'static str, u64)>)> {
+        let mut gas = Vec::new();
+        let deadline = U40::from(self.now().await? + 86_400);
+        let job = self.market(3).jobCount().call().await? + 1;
+        let policy = Verification::VerifyPolicy {
+            tier: gantry_protocol::market::Verification::REFEREED,
+            size: 3,
+            quorum: 0,
+            revealWindow: 60,
+        };
+        let sent = self
+            .verification(3)
+            .postVerifiedJob(
+                wasm_requirements(),
+                policy,
+                U96::from(5_000_000u64),
+                deadline,
+                SPEC.as_bytes().to_vec().into(),
+            )
+            .send()
+            .await;
+        gas.push(("postVerifiedJob", self.send("postVerifiedJob", sent).await?));
+        let j = self.jobs[&job];
+        let sent = self
+            .referees(0)
+            .assignRefereed(
+                job,
+                provider,
+                j.terms.pack().into(),
+                j.state.pack_verified().ok_or("state")?.into(),
+            )
+            .send()
+            .await;
+        gas.push(("assignRefereed", self.send("assignRefereed", sent).await?));
+        let j = self.jobs[&job];
+        let chain_id = self.provider(0).get_chain_id().await?;
+        let sealed = gantry_protocol::market::seal(
+            chain_id,
+            self.market,
+            job,
+            gantry_protocol::market::PROVIDER_SEAT,
+            provider,
+            digest,
+            keccak256("provider salt"),
+        );
+        let sent = Referees::new(self.market, self.provider_of(agent))
+            .submitRefereedResult(
+                job,
+                j.terms.pack().into(),
+                j.state.pack_verified().ok_or("state")?.into(),
+                sealed,
+                "nats://r".into(),
+            )
+            .send()
+            .await;
+        gas.push((
+            "submitRefereedResult",
+            self.send("submitRefereedResult", sent).await?,
+        ));
+        Ok((job, gas))
+    }
+
+    /// A refereed job's undisputed life: posted, placed, answered, finalized after the
+    /// challenge window.
+    async fn refereed(
+        &mut self,
+        provider: u64,
+        agent: &PrivateKeySigner,
+    ) -> Result<Vec<(&'static str, u64)>> {
+        let (job, mut gas) = self
+            .refereed_answered(provider, agent, keccak256("output"))
+            .await?;
+        self.advance(u64::from(CHALLENGE_WINDOW)).await?;
+        let j = self.jobs[&job];
+        let sent = self
+            .referees(7)
+            .finalizeVerified(
+                job,
+                j.terms.pack().into(),
+                j.state.pack_verified().ok_or("state")?.into(),
+            )
+            .send()
+            .await;
+        gas.push((
+            "finalizeVerified",
+            self.send("finalizeVerified", sent).await?,
+        ));
+        Ok(gas)
+    }
+
+    /// A refereed job disputed and upheld: the three pool nodes referee it, each reveals the
+    /// provider's digest. The dispute's calls' gas (after the answer).
+    async fn refereed_dispute(
+        &mut self,
+        provider: u64,
+        agent: &PrivateKeySigner,
+        nodes: &[u64],
+        agents: &[PrivateKeySigner],
+    ) -> Result<Vec<(&'static str, u64)>> {
+        let digest = keccak256("the module's output");
+        let (job, _) = self.refereed_answered(provider, agent, digest).await?;
+        let mut gas = Vec::new();
+        let j = self.jobs[&job];
+        let sent = self
+            .referees(3)
+            .requestReferees(
+                job,
+                j.terms.pack().into(),
+                j.state.pack_verified().ok_or("state")?.into(),
+            )
+            .send()
+            .await;
+        gas.push(("requestReferees", self.send("requestReferees", sent).await?));
+        let _: serde_json::Value = self
+            .provider(0)
+            .raw_request("anvil_mine".into(), (U256::from(2),))
+            .await?;
+        let j = self.jobs[&job];
+        let sent = self
+            .verification(7)
+            .draw(
+                job,
+                j.terms.pack().into(),
+                j.state.pack_verified().ok_or("state")?,
+            )
+            .gas(1_000_000)
+            .send()
+            .await;
+        gas.push(("draw", self.send("draw", sent).await?));
+        let chain_id = self.provider(0).get_chain_id().await?;
+        let agent_of = |node: u64| &agents[nodes.iter().position(|n| *n == node).unwrap_or(0)];
+        for i in 0..3u8 {
+            let seat = self.seats[&job].0[usize::from(i)];
+            let sealed = gantry_protocol::market::seal(
+                chain_id,
+                self.market,
+                job,
+                i,
+                seat.node_id,
+                digest,
+                keccak256([i]),
+            );
+            let sent = Verification::new(self.market, self.provider_of(agent_of(seat.node_id)))
+                .commitSeat(job, i, seat.pack(), sealed)
+                .send()
+                .await;
+            gas.push(("commitSeat", self.send("commitSeat", sent).await?));
+        }
+        let j = self.jobs[&job];
+        let sent = self
+            .verification(7)
+            .openReveals(
+                job,
+                j.terms.pack().into(),
+                j.state.pack_verified().ok_or("state")?,
+                self.seats[&job].list(3),
+            )
+            .send()
+            .await;
+        gas.push(("openReveals", self.send("openReveals", sent).await?));
+        let j = self.jobs[&job];
+        let sent = Referees::new(self.market, self.provider_of(agent))
+            .revealRefereed(
+                job,
+                j.terms.pack().into(),
+                j.state.pack_verified().ok_or("state")?.into(),
+                digest,
+                keccak256("provider salt"),
+            )
+            .send()
+            .await;
+        gas.push(("revealRefereed", self.send("revealRefereed", sent).await?));
+        for i in 0..3u8 {
+            let j = self.jobs[&job];
+            let seat = self.seats[&job].0[usize::from(i)];
+            let sent = Verification::new(self.market, self.provider_of(agent_of(seat.node_id)))
+                .revealSeat(
+                    job,
+                    j.terms.pack().into(),
+                    j.state.pack_verified().ok_or("state")?,
+                    i,
+                    seat.pack(),
+                    digest,
+                    keccak256([i]),
+                )
+                .send()
+                .await;
+            gas.push(("revealSeat", self.send("revealSeat", sent).await?));
+        }
+        let j = self.jobs[&job];
+        let list: Vec<Referees::Seat> = self.seats[&job]
+            .list(3)
+            .into_iter()
+            .map(Referees::Seat::from)
+            .collect();
+        let sent = self
+            .referees(7)
+            .decideReferees(
+                job,
+                j.terms.pack().into(),
+                j.state.pack_verified().ok_or("state")?.into(),
+                list,
+            )
+            .send()
+            .await;
+        gas.push(("decideReferees", self.send("decideReferees", sent).await?));
+        if self.jobs[&job].state.status != gantry_protocol::status::JobStatus::Completed {
+            return Err("the dispute was not upheld".into());
+        }
+        Ok(gas)
+    }
+}
+
+/// The WASM requirements a verified job posts with.
+fn wasm_requirements() -> Verification::JobRequirements {
+    let r = requirements();
+    Verification::JobRequirements {
+        gpuModel: B256::ZERO,
+        minGpuCount: 0,
+        minVramMiB: 0,
+        minCpuCores: r.minCpuCores,
+        minRamMiB: r.minRamMiB,
+        maxPricePerGpuHour: r.maxPricePerGpuHour,
+        maxRuntime: r.maxRuntime,
+        priority: r.priority,
+        engine: gantry_protocol::spec::Engine::Wasm.code(),
+    }
+}
+
+fn sum_of(gas: &[(&'static str, u64)]) -> u64 {
+    gas.iter().map(|(_, g)| g).sum()
+}
+
+fn listed(gas: &[(&'static str, u64)]) -> String {
+    gas.iter()
+        .map(|(call, gas)| format!("{call} {gas}"))
+        .collect::<Vec<_>>()
+        .join(" + ")
 }
 
 fn show(what: &str, gas: [u64; 4]) -> u64 {
@@ -621,6 +860,35 @@ async fn main() -> Result<()> {
             .join(" + "),
         replicated_total / 3
     );
+    // A refereed job (design 18, §2.6) on a fourth node of a fourth operator: undisputed
+    // (the provider's hold locked and released), then disputed and upheld by the pool's
+    // three nodes as referees.
+    let operator = PrivateKeySigner::from_bytes(&B256::from([0x23; 32]))?;
+    let provider_agent = PrivateKeySigner::from_bytes(&B256::from([0x33; 32]))?;
+    for account in [operator.address(), provider_agent.address()] {
+        let _: serde_json::Value = chain
+            .provider(0)
+            .raw_request(
+                "anvil_setBalance".into(),
+                (account, U256::from(10u128.pow(20))),
+            )
+            .await?;
+    }
+    let provider = chain.register(&operator, &provider_agent).await?;
+    let undisputed = chain.refereed(provider, &provider_agent).await?;
+    println!(
+        "  refereed, undisputed: {} = {}",
+        listed(&undisputed),
+        sum_of(&undisputed)
+    );
+    let dispute = chain
+        .refereed_dispute(provider, &provider_agent, &pool, &agents)
+        .await?;
+    println!(
+        "  refereed dispute (upheld), beside the above: {} = {}",
+        listed(&dispute),
+        sum_of(&dispute)
+    );
     println!(
         "{}",
         serde_json::json!({
@@ -630,6 +898,8 @@ async fn main() -> Result<()> {
             "batched_per_job": batched_per_job,
             "in_use_posting_by_pull": by_pull,
             "replicated_3_2": replicated_total,
+            "refereed_undisputed": sum_of(&undisputed),
+            "refereed_dispute_upheld": sum_of(&dispute),
         })
     );
     Ok(())
