@@ -38,6 +38,8 @@ use crate::job::Ctx;
 
 /// How often a seat's task asks the chain whether its reveal phase began.
 const REVEAL_POLL: Duration = Duration::from_secs(1);
+/// After its reveal, how many polls apart a seat checks that its reveal is still on chain.
+const RECHECK: u32 = 15;
 /// How often a seat's message is kept alive while its task works.
 const KEEP_ALIVE: Duration = Duration::from_secs(10);
 /// How long a seat waits for the seats' slot: half the market's `REJECT_GRACE` (30 s), so
@@ -326,7 +328,9 @@ async fn serve(
         }
     }
     let mut record = record.expect("sealed above or before");
-    if !record.committed {
+    // Committed, and the commit final (`finality_depth` blocks over it): one a
+    // reorganisation took away is sent again while the seat's run lasts.
+    while !record.committed {
         let (_, s) = seat_of(ctx, job_id, seat, None).await?;
         if s.node_id != ctx.node_id || s.phase == 0 {
             store.remove(job_id, seat).await;
@@ -347,6 +351,12 @@ async fn serve(
                 .map_err(transient)?;
             tracing::info!(seal = %record.seal, "committed");
         }
+        blocks_over(ctx, ctx.settings.finality_depth, stopping).await?;
+        let (_, s) = seat_of(ctx, job_id, seat, None).await?;
+        if s.node_id == ctx.node_id && s.phase == Seat::SEATED {
+            tracing::warn!("the commit was reorganised away: committing again");
+            continue;
+        }
         record.committed = true;
         store.save(&record).await?;
     }
@@ -356,6 +366,7 @@ async fn serve(
     if record.revealed {
         return upload_after_decision(ctx, store, &record, job, stopping).await;
     }
+    let mut final_open = false;
     loop {
         let open = match job.state.status {
             JobStatus::Revealing => true,
@@ -369,12 +380,24 @@ async fn serve(
                 return Ok(());
             }
         };
+        if open && !final_open {
+            // The reveal phase final too: `finality_depth` blocks over it, then looked at
+            // again (a reorganisation could take the phase back, and a reveal sent in it
+            // would show the digest and the salt to everyone).
+            blocks_over(ctx, ctx.settings.finality_depth, stopping).await?;
+            final_open = true;
+            job = ctx.chain.read_job(job_id).await.map_err(transient)?;
+            continue;
+        }
         if open {
             let (job, s) = seat_of(ctx, job_id, seat, Some(job)).await?;
             if s.node_id == ctx.node_id && s.phase == Seat::SEATED {
-                // The logs read lag the commit: read again.
+                // The commit is gone from the chain (or the logs read lag it): the record
+                // says so, and the seat is taken up again from the commit.
+                record.committed = false;
+                store.save(&record).await?;
                 return Err(Failure::transient(
-                    "the seat's commit is not in the logs yet",
+                    "the seat's commit is not on the chain read",
                 ));
             }
             if s.node_id == ctx.node_id && s.phase == Seat::COMMITTED {
@@ -413,11 +436,25 @@ async fn upload_after_decision(
     stopping: &CancellationToken,
 ) -> Result<(), Failure> {
     let job_id = record.job;
+    let mut polls = 0u32;
     while !job.state.status.is_settled() {
         pause(stopping).await?;
+        polls += 1;
         let hash = ctx.chain.job_hash(job_id).await.map_err(transient)?;
         if hash != job.state.hash() {
             job = ctx.chain.read_job(job_id).await.map_err(transient)?;
+        }
+        // A reveal a reorganisation took away is sent again while the phase lasts (looked
+        // at every `RECHECK` polls: the seats are read from the logs).
+        if job.state.status == JobStatus::Revealing && polls.is_multiple_of(RECHECK) {
+            let (_, s) = seat_of(ctx, job_id, record.seat, Some(job)).await?;
+            if s.node_id == ctx.node_id && s.phase == Seat::COMMITTED {
+                tracing::warn!("the reveal was reorganised away: revealing again");
+                ctx.chain
+                    .reveal_seat(job_id, &job, record.seat, &s, record.digest, record.salt)
+                    .await
+                    .map_err(transient)?;
+            }
         }
     }
     if ctx.chain.verified_digest(job_id).await.map_err(transient)? == Some(record.digest) {
@@ -434,6 +471,15 @@ async fn upload_after_decision(
         tracing::info!("uploaded the verified result");
     }
     store.remove(job_id, record.seat).await;
+    Ok(())
+}
+
+/// Waits until the chain is `depth` blocks past its newest block now.
+async fn blocks_over(ctx: &Ctx, depth: u64, stopping: &CancellationToken) -> Result<(), Failure> {
+    let target = ctx.chain.block_number().await.map_err(transient)? + depth;
+    while ctx.chain.block_number().await.map_err(transient)? < target {
+        pause(stopping).await?;
+    }
     Ok(())
 }
 
