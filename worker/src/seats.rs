@@ -380,6 +380,8 @@ async fn serve(
                 return Ok(());
             }
         };
+        // A phase a reorganisation took back must hold `finality_depth` blocks again.
+        final_open &= open;
         if open && !final_open {
             // The reveal phase final too: `finality_depth` blocks over it, then looked at
             // again (a reorganisation could take the phase back, and a reveal sent in it
