@@ -137,21 +137,12 @@ pub async fn read_result<P: Provider>(
     from_block: u64,
     job_id: u64,
 ) -> Result<Option<(B256, String)>, ReadJobError> {
-    let filter = Filter::new()
-        .address(market)
-        .event_signature(JobMarket::ResultSubmitted::SIGNATURE_HASH)
-        .topic1(B256::from(U256::from(job_id)))
-        .from_block(from_block);
-    let logs = provider
-        .get_logs(&filter)
-        .await
-        .map_err(ReadJobError::Rpc)?;
-    Ok(logs
-        .iter()
-        .filter_map(|log| JobMarket::ResultSubmitted::decode_log(&log.inner).ok())
-        .filter(|e| e.jobId == job_id)
-        .last()
-        .map(|e| (e.resultHash, e.resultURI.clone())))
+    let last =
+        last_of_job::<JobMarket::ResultSubmitted, _>(provider, market, from_block, job_id, |e| {
+            e.jobId
+        })
+        .await?;
+    Ok(last.map(|e| (e.resultHash, e.resultURI)))
 }
 
 /// The digest a replicated job's quorum agreed on (its `JobVerified`), or `None` before
@@ -162,9 +153,23 @@ pub async fn read_verified<P: Provider>(
     from_block: u64,
     job_id: u64,
 ) -> Result<Option<B256>, ReadJobError> {
+    let last =
+        last_of_job::<JobMarket::JobVerified, _>(provider, market, from_block, job_id, |e| e.jobId)
+            .await?;
+    Ok(last.map(|e| e.digest))
+}
+
+/// Job `job_id`'s latest event `E` (`job_of` reads its job id), if any.
+async fn last_of_job<E: SolEvent, P: Provider>(
+    provider: &P,
+    market: Address,
+    from_block: u64,
+    job_id: u64,
+    job_of: fn(&E) -> u64,
+) -> Result<Option<E>, ReadJobError> {
     let filter = Filter::new()
         .address(market)
-        .event_signature(JobMarket::JobVerified::SIGNATURE_HASH)
+        .event_signature(E::SIGNATURE_HASH)
         .topic1(B256::from(U256::from(job_id)))
         .from_block(from_block);
     let logs = provider
@@ -173,10 +178,10 @@ pub async fn read_verified<P: Provider>(
         .map_err(ReadJobError::Rpc)?;
     Ok(logs
         .iter()
-        .filter_map(|log| JobMarket::JobVerified::decode_log(&log.inner).ok())
-        .filter(|e| e.jobId == job_id)
-        .last()
-        .map(|e| e.digest))
+        .filter_map(|log| E::decode_log(&log.inner).ok())
+        .map(|log| log.data)
+        .filter(|e| job_of(e) == job_id)
+        .last())
 }
 
 /// Verified job `job_id`'s seats (terms `terms`), folded from its logs as the market
