@@ -629,14 +629,8 @@ impl TestNet {
     pub async fn decide_replicated(&self, id: u64, nodes: &[u64], digest: impl Fn(u64) -> B256) {
         use alloy::providers::Provider;
         use gantry_protocol::bindings::Verification;
-        use gantry_protocol::market::seal;
 
-        let market = self.devnet.deployment.market;
-        let verification = |account: usize| Verification::new(market, self.provider(account));
-        let agent_of = |node: u64| {
-            crate::accounts::NODES[1 + nodes.iter().position(|n| *n == node).expect("a pool node")]
-        };
-        let salt = |i: usize| alloy::primitives::keccak256(format!("salt {i}"));
+        let verification = Verification::new(self.devnet.deployment.market, self.provider(OTHER));
         self.provider(OTHER)
             .raw_request::<_, ()>("anvil_mine".into(), (U256::from(2),))
             .await
@@ -644,7 +638,7 @@ impl TestNet {
         let job = self.job(id).await;
         confirm_receipt(
             "draw",
-            verification(OTHER)
+            verification
                 .draw(
                     id,
                     job.terms.pack().into(),
@@ -656,30 +650,11 @@ impl TestNet {
         )
         .await
         .unwrap_or_else(|e| panic!("drawing job {id}: {e}"));
-        for (i, seat) in self.seats(id).await.0.iter().take(3).enumerate() {
-            let sealed = seal(
-                self.chain_id(),
-                market,
-                id,
-                i as u8,
-                seat.node_id,
-                digest(seat.node_id),
-                salt(i),
-            );
-            confirm_receipt(
-                "commitSeat",
-                verification(agent_of(seat.node_id))
-                    .commitSeat(id, i as u8, seat.pack(), sealed)
-                    .send()
-                    .await,
-            )
-            .await
-            .unwrap_or_else(|e| panic!("committing seat {i}: {e}"));
-        }
+        self.commit_seats(id, nodes, &digest).await;
         let job = self.job(id).await;
         confirm_receipt(
             "openReveals",
-            verification(OTHER)
+            verification
                 .openReveals(
                     id,
                     job.terms.pack().into(),
@@ -691,29 +666,11 @@ impl TestNet {
         )
         .await
         .unwrap_or_else(|e| panic!("opening job {id}'s reveals: {e}"));
+        self.reveal_seats(id, nodes, &digest).await;
         let job = self.job(id).await;
-        for (i, seat) in self.seats(id).await.0.iter().take(3).enumerate() {
-            confirm_receipt(
-                "revealSeat",
-                verification(agent_of(seat.node_id))
-                    .revealSeat(
-                        id,
-                        job.terms.pack().into(),
-                        job.state.pack_verified().expect("verified"),
-                        i as u8,
-                        seat.pack(),
-                        digest(seat.node_id),
-                        salt(i),
-                    )
-                    .send()
-                    .await,
-            )
-            .await
-            .unwrap_or_else(|e| panic!("revealing seat {i}: {e}"));
-        }
         confirm_receipt(
             "decide",
-            verification(OTHER)
+            verification
                 .decide(
                     id,
                     job.terms.pack().into(),
@@ -725,6 +682,70 @@ impl TestNet {
         )
         .await
         .unwrap_or_else(|e| panic!("deciding job {id}: {e}"));
+    }
+
+    /// The account serving pool node `node` (`wasm_pool`'s `nodes`: `NODES[1..]` in order).
+    fn pool_agent(nodes: &[u64], node: u64) -> usize {
+        crate::accounts::NODES[1 + nodes.iter().position(|n| *n == node).expect("a pool node")]
+    }
+
+    /// The salt seat `seat` seals its digest with in these helpers.
+    fn seat_salt(seat: u8) -> B256 {
+        alloy::primitives::keccak256(format!("salt {seat}"))
+    }
+
+    /// Each of job `id`'s three seats commits, as its node's agent (`wasm_pool`'s `nodes`),
+    /// the seal of `digest(node)`.
+    pub async fn commit_seats(&self, id: u64, nodes: &[u64], digest: impl Fn(u64) -> B256) {
+        use gantry_protocol::bindings::Verification;
+        let market = self.devnet.deployment.market;
+        for (i, seat) in (0u8..).zip(self.seats(id).await.0.iter().take(3)) {
+            let sealed = gantry_protocol::market::seal(
+                self.chain_id(),
+                market,
+                id,
+                i,
+                seat.node_id,
+                digest(seat.node_id),
+                Self::seat_salt(i),
+            );
+            confirm_receipt(
+                "commitSeat",
+                Verification::new(market, self.provider(Self::pool_agent(nodes, seat.node_id)))
+                    .commitSeat(id, i, seat.pack(), sealed)
+                    .send()
+                    .await,
+            )
+            .await
+            .unwrap_or_else(|e| panic!("committing seat {i}: {e}"));
+        }
+    }
+
+    /// Each of job `id`'s three seats (committed by [`commit_seats`](Self::commit_seats))
+    /// opens its seal of `digest(node)`, in the reveal phase.
+    pub async fn reveal_seats(&self, id: u64, nodes: &[u64], digest: impl Fn(u64) -> B256) {
+        use gantry_protocol::bindings::Verification;
+        let market = self.devnet.deployment.market;
+        let job = self.job(id).await;
+        for (i, seat) in (0u8..).zip(self.seats(id).await.0.iter().take(3)) {
+            confirm_receipt(
+                "revealSeat",
+                Verification::new(market, self.provider(Self::pool_agent(nodes, seat.node_id)))
+                    .revealSeat(
+                        id,
+                        job.terms.pack().into(),
+                        job.state.pack_verified().expect("verified"),
+                        i,
+                        seat.pack(),
+                        digest(seat.node_id),
+                        Self::seat_salt(i),
+                    )
+                    .send()
+                    .await,
+            )
+            .await
+            .unwrap_or_else(|e| panic!("revealing seat {i}: {e}"));
+        }
     }
 
     /// Posts `job` as `account`, funded for it; returns the job id.

@@ -125,28 +125,14 @@ async fn a_verified_job_folds_to_the_markets_word_and_no_market_call_reaches_it(
 
     // Each seat's agent commits the seal of one digest; the seats, folded from the job's
     // events by `market::Seats`, open the reveals; each reveals; anyone decides.
-    use gantry_protocol::market::{Seat, seal};
-    let chain_id = net.provider(KEEPER).get_chain_id().await.unwrap();
+    use gantry_protocol::market::Seat;
     let market = net.devnet.deployment.market;
-    let digest = alloy::primitives::keccak256("the module's output");
-    let agent_of = |node: u64| NODES[1 + nodes.iter().position(|n| *n == node).unwrap()];
-    let seats_now = || net.seats(id);
-    let salt = |i: usize| alloy::primitives::keccak256(format!("salt {i}"));
+    let digest = |_| alloy::primitives::keccak256("the module's output");
     let terms: Verification::JobTerms = drawn.terms.pack().into();
-    for (i, seat) in seats_now().await.0.iter().take(3).enumerate() {
-        assert_eq!(seat.phase, Seat::SEATED);
-        let sealed = seal(chain_id, market, id, i as u8, seat.node_id, digest, salt(i));
-        confirm_receipt(
-            "commitSeat",
-            Verification::new(market, net.provider(agent_of(seat.node_id)))
-                .commitSeat(id, i as u8, seat.pack(), sealed)
-                .send()
-                .await,
-        )
-        .await
-        .expect("the seat's agent commits");
-    }
-    let seats = seats_now().await;
+    let seats = net.seats(id).await;
+    assert!(seats.0[..3].iter().all(|s| s.phase == Seat::SEATED));
+    net.commit_seats(id, &nodes, digest).await;
+    let seats = net.seats(id).await;
     assert!(seats.0[..3].iter().all(|s| s.phase == Seat::COMMITTED));
     confirm_receipt(
         "openReveals",
@@ -164,25 +150,7 @@ async fn a_verified_job_folds_to_the_markets_word_and_no_market_call_reaches_it(
     .expect("every seat committed: the reveals open");
     let revealing = net.job(id).await;
     assert_eq!(revealing.state.status, JobStatus::Revealing);
-    for (i, seat) in seats.0.iter().take(3).enumerate() {
-        confirm_receipt(
-            "revealSeat",
-            Verification::new(market, net.provider(agent_of(seat.node_id)))
-                .revealSeat(
-                    id,
-                    terms.clone(),
-                    revealing.state.pack_verified().unwrap(),
-                    i as u8,
-                    seat.pack(),
-                    digest,
-                    salt(i),
-                )
-                .send()
-                .await,
-        )
-        .await
-        .expect("the seal opens");
-    }
+    net.reveal_seats(id, &nodes, digest).await;
     confirm_receipt(
         "decide",
         Verification::new(market, net.provider(KEEPER))
@@ -190,7 +158,7 @@ async fn a_verified_job_folds_to_the_markets_word_and_no_market_call_reaches_it(
                 id,
                 terms,
                 revealing.state.pack_verified().unwrap(),
-                seats_now().await.list(3),
+                net.seats(id).await.list(3),
             )
             .send()
             .await,
@@ -457,9 +425,7 @@ async fn refereed_job() -> (TestNet, u64, u64) {
 async fn verification_the_keeper_draws_opens_the_reveals_and_decides() {
     use alloy::primitives::{U256, aliases::U96};
     use alloy::providers::Provider;
-    use gantry_protocol::bindings::Verification;
-    use gantry_protocol::market::seal;
-    use gantry_testkit::{GUSD, confirm_receipt};
+    use gantry_testkit::GUSD;
 
     let net = TestNet::builder()
         .indexer()
@@ -482,47 +448,10 @@ async fn verification_the_keeper_draws_opens_the_reveals_and_decides() {
     })
     .await;
 
-    let chain_id = net.provider(KEEPER).get_chain_id().await.unwrap();
-    let market = net.devnet.deployment.market;
-    let digest = alloy::primitives::keccak256("the module's output");
-    let agent_of = |node: u64| NODES[1 + nodes.iter().position(|n| *n == node).unwrap()];
-    let salt = |i: usize| alloy::primitives::keccak256(format!("salt {i}"));
-    let seats = net.seats(id).await;
-    for (i, seat) in seats.0.iter().take(3).enumerate() {
-        let sealed = seal(chain_id, market, id, i as u8, seat.node_id, digest, salt(i));
-        confirm_receipt(
-            "commitSeat",
-            Verification::new(market, net.provider(agent_of(seat.node_id)))
-                .commitSeat(id, i as u8, seat.pack(), sealed)
-                .send()
-                .await,
-        )
-        .await
-        .expect("the seat's agent commits");
-    }
+    let digest = |_| alloy::primitives::keccak256("the module's output");
+    net.commit_seats(id, &nodes, digest).await;
     net.wait_for_status(id, JobStatus::Revealing).await;
-
-    let revealing = net.job(id).await;
-    let seats = net.seats(id).await;
-    for (i, seat) in seats.0.iter().take(3).enumerate() {
-        confirm_receipt(
-            "revealSeat",
-            Verification::new(market, net.provider(agent_of(seat.node_id)))
-                .revealSeat(
-                    id,
-                    revealing.terms.pack().into(),
-                    revealing.state.pack_verified().unwrap(),
-                    i as u8,
-                    seat.pack(),
-                    digest,
-                    salt(i),
-                )
-                .send()
-                .await,
-        )
-        .await
-        .expect("the seal opens");
-    }
+    net.reveal_seats(id, &nodes, digest).await;
     net.wait_for_status(id, JobStatus::Completed).await;
     for node in &nodes {
         let info = net.node(*node).await;
