@@ -413,29 +413,8 @@ impl Chain {
             .send()
             .await;
         gas.push(("draw", self.send("draw", sent).await?));
-        let chain_id = self.provider(0).get_chain_id().await?;
         let digest = keccak256("the module's output");
-        let agent_of = |node: u64| &agents[nodes.iter().position(|n| *n == node).unwrap_or(0)];
-        for i in 0..3u8 {
-            let seat = self.seats[&job].0[usize::from(i)];
-            if seat.phase != Seat::SEATED {
-                return Err(format!("seat {i} not filled").into());
-            }
-            let sealed = gantry_protocol::market::seal(
-                chain_id,
-                self.market,
-                job,
-                i,
-                seat.node_id,
-                digest,
-                keccak256([i]),
-            );
-            let sent = Verification::new(self.market, self.provider_of(agent_of(seat.node_id)))
-                .commitSeat(job, i, seat.pack(), sealed)
-                .send()
-                .await;
-            gas.push(("commitSeat", self.send("commitSeat", sent).await?));
-        }
+        gas.extend(self.commit_all(job, digest, nodes, agents).await?);
         let j = self.jobs[&job];
         let sent = self
             .verification(7)
@@ -448,23 +427,7 @@ impl Chain {
             .send()
             .await;
         gas.push(("openReveals", self.send("openReveals", sent).await?));
-        for i in 0..3u8 {
-            let j = self.jobs[&job];
-            let seat = self.seats[&job].0[usize::from(i)];
-            let sent = Verification::new(self.market, self.provider_of(agent_of(seat.node_id)))
-                .revealSeat(
-                    job,
-                    j.terms.pack().into(),
-                    j.state.pack_verified().ok_or("state")?,
-                    i,
-                    seat.pack(),
-                    digest,
-                    keccak256([i]),
-                )
-                .send()
-                .await;
-            gas.push(("revealSeat", self.send("revealSeat", sent).await?));
-        }
+        gas.extend(self.reveal_all(job, digest, nodes, agents).await?);
         let j = self.jobs[&job];
         let sent = self
             .verification(7)
@@ -485,6 +448,71 @@ impl Chain {
 }
 
 impl Chain {
+    /// Each of job `job`'s three seats, filled from the pool `nodes` (served by `agents`),
+    /// commits the seal of `digest`: each receipt's gas.
+    async fn commit_all(
+        &mut self,
+        job: u64,
+        digest: B256,
+        nodes: &[u64],
+        agents: &[PrivateKeySigner],
+    ) -> Result<Vec<(&'static str, u64)>> {
+        let chain_id = self.provider(0).get_chain_id().await?;
+        let mut gas = Vec::new();
+        for i in 0..3u8 {
+            let seat = self.seats[&job].0[usize::from(i)];
+            if seat.phase != Seat::SEATED {
+                return Err(format!("seat {i} not filled").into());
+            }
+            let sealed = gantry_protocol::market::seal(
+                chain_id,
+                self.market,
+                job,
+                i,
+                seat.node_id,
+                digest,
+                keccak256([i]),
+            );
+            let agent = pool_agent(nodes, agents, seat.node_id);
+            let sent = Verification::new(self.market, self.provider_of(agent))
+                .commitSeat(job, i, seat.pack(), sealed)
+                .send()
+                .await;
+            gas.push(("commitSeat", self.send("commitSeat", sent).await?));
+        }
+        Ok(gas)
+    }
+
+    /// Each of job `job`'s three seats opens its seal of `digest` ([`commit_all`]'s).
+    async fn reveal_all(
+        &mut self,
+        job: u64,
+        digest: B256,
+        nodes: &[u64],
+        agents: &[PrivateKeySigner],
+    ) -> Result<Vec<(&'static str, u64)>> {
+        let mut gas = Vec::new();
+        for i in 0..3u8 {
+            let j = self.jobs[&job];
+            let seat = self.seats[&job].0[usize::from(i)];
+            let agent = pool_agent(nodes, agents, seat.node_id);
+            let sent = Verification::new(self.market, self.provider_of(agent))
+                .revealSeat(
+                    job,
+                    j.terms.pack().into(),
+                    j.state.pack_verified().ok_or("state")?,
+                    i,
+                    seat.pack(),
+                    digest,
+                    keccak256([i]),
+                )
+                .send()
+                .await;
+            gas.push(("revealSeat", self.send("revealSeat", sent).await?));
+        }
+        Ok(gas)
+    }
+
     fn referees(&self, index: usize) -> Referees::RefereesInstance<DynProvider> {
         Referees::new(self.market, self.provider(index))
     }
@@ -625,25 +653,7 @@ impl Chain {
             .send()
             .await;
         gas.push(("draw", self.send("draw", sent).await?));
-        let chain_id = self.provider(0).get_chain_id().await?;
-        let agent_of = |node: u64| &agents[nodes.iter().position(|n| *n == node).unwrap_or(0)];
-        for i in 0..3u8 {
-            let seat = self.seats[&job].0[usize::from(i)];
-            let sealed = gantry_protocol::market::seal(
-                chain_id,
-                self.market,
-                job,
-                i,
-                seat.node_id,
-                digest,
-                keccak256([i]),
-            );
-            let sent = Verification::new(self.market, self.provider_of(agent_of(seat.node_id)))
-                .commitSeat(job, i, seat.pack(), sealed)
-                .send()
-                .await;
-            gas.push(("commitSeat", self.send("commitSeat", sent).await?));
-        }
+        gas.extend(self.commit_all(job, digest, nodes, agents).await?);
         let j = self.jobs[&job];
         let sent = self
             .verification(7)
@@ -668,23 +678,7 @@ impl Chain {
             .send()
             .await;
         gas.push(("revealRefereed", self.send("revealRefereed", sent).await?));
-        for i in 0..3u8 {
-            let j = self.jobs[&job];
-            let seat = self.seats[&job].0[usize::from(i)];
-            let sent = Verification::new(self.market, self.provider_of(agent_of(seat.node_id)))
-                .revealSeat(
-                    job,
-                    j.terms.pack().into(),
-                    j.state.pack_verified().ok_or("state")?,
-                    i,
-                    seat.pack(),
-                    digest,
-                    keccak256([i]),
-                )
-                .send()
-                .await;
-            gas.push(("revealSeat", self.send("revealSeat", sent).await?));
-        }
+        gas.extend(self.reveal_all(job, digest, nodes, agents).await?);
         let j = self.jobs[&job];
         let list: Vec<Referees::Seat> = self.seats[&job]
             .list(3)
@@ -707,6 +701,15 @@ impl Chain {
         }
         Ok(gas)
     }
+}
+
+/// The agent serving pool node `node` (`nodes[i]` is served by `agents[i]`).
+fn pool_agent<'a>(
+    nodes: &[u64],
+    agents: &'a [PrivateKeySigner],
+    node: u64,
+) -> &'a PrivateKeySigner {
+    &agents[nodes.iter().position(|n| *n == node).unwrap_or(0)]
 }
 
 /// The WASM requirements a verified job posts with.
