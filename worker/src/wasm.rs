@@ -18,10 +18,16 @@
 //! built), the wall clock fixed at [`FIXED_WALL_CLOCK`], the monotonic clock advancing
 //! [`MONOTONIC_STEP_NS`] per read, the random sources seeded from the job
 //! ([`Determinism::seed`]) and `poll_oneoff` (sleeping) refused with `ENOTSUP`. The
-//! memory limit is the spec's. Not deterministic even so: a run stopped by the wall clock
-//! (a node too slow for the job's time gives a timeout, never another result), the
+//! memory limit is the spec's. Fuel also pays for work one operator or host call can ask
+//! for: bulk memory operations one unit per byte, `memory.grow` per page, every host call
+//! [`VERIFIED_HOST_CALL_FUEL`] and the byte-moving ones (`fd_read`, `fd_write`, `fd_pread`,
+//! `fd_pwrite`, `fd_readdir`, `random_get`) one unit per byte they may move, so that no
+//! module outruns its fuel on the wall clock by re-reading its inputs or looping on
+//! system calls. [`WasmEngine::verified_rate`] measures this node against the adversarial
+//! probe (design 18's fit rule). Not deterministic even so: a run stopped by the wall
+//! clock (a node too slow for the job's time gives a timeout, never another result), the
 //! depth at which the stack overflows (it depends on the wasmtime build), file
-//! timestamps and directory order the module reads back from `/inputs`.
+//! timestamps, inode numbers and directory order the module reads back from `/inputs`.
 //!
 //! Compiled modules are kept in memory by SHA-256 (and mode), [`MODULE_CACHE`] at most.
 
@@ -45,10 +51,15 @@ use crate::fault::Failure;
 
 /// How often the engines' epoch advances: the resolution of a WASM job's timeout and stop.
 pub const TICK: Duration = Duration::from_millis(50);
-/// Fuel a deterministic run gets per second of its `timeoutSecs` (one unit is about one
-/// WebAssembly instruction): a protocol constant, so that every node stops it at the same
-/// instruction.
-pub const FUEL_PER_SECOND: u64 = 500_000_000;
+/// Fuel a deterministic run gets per second of its `timeoutSecs`: a protocol constant, so
+/// that every node stops it at the same instruction.
+pub use gantry_protocol::spec::FUEL_PER_SECOND;
+/// What a deterministic run's host calls cost beside their bytes (the protocol's).
+use gantry_protocol::spec::VERIFIED_HOST_CALL_FUEL;
+/// Fuel `memory.grow` costs per 64 KiB page (at most what the engine's cost table holds).
+const GROW_FUEL_PER_PAGE: u8 = u8::MAX;
+/// WASI preview 1's module name.
+const P1: &str = "wasi_snapshot_preview1";
 /// The wall clock a deterministic run reads: 2026-01-01T00:00:00Z.
 pub const FIXED_WALL_CLOCK: Duration = Duration::from_secs(1_767_225_600);
 /// How far a deterministic run's monotonic clock advances per read, nanoseconds.
@@ -112,6 +123,7 @@ pub struct WasmEngine {
     deterministic: Mode,
     modules: Mutex<Modules>,
     ticking: Arc<AtomicBool>,
+    verified_rate: tokio::sync::OnceCell<u64>,
 }
 
 impl std::fmt::Debug for WasmEngine {
@@ -120,9 +132,13 @@ impl std::fmt::Debug for WasmEngine {
     }
 }
 
+#[derive(Clone)]
 struct Mode {
     engine: Engine,
+    /// What a module links against (in deterministic mode, [`shadow`]'s calls shadow
+    /// WASI's).
     linker: Linker<JobState>,
+    deterministic: bool,
 }
 
 #[derive(Default)]
@@ -161,6 +177,7 @@ impl WasmEngine {
             deterministic,
             modules: Mutex::new(Modules::default()),
             ticking,
+            verified_rate: tokio::sync::OnceCell::new(),
         })
     }
 
@@ -186,8 +203,7 @@ impl WasmEngine {
         let deadline = Instant::now() + ending.timeout;
         let (running_tx, running_rx) = oneshot::channel();
         let run = {
-            let engine = mode.engine.clone();
-            let linker = mode.linker.clone();
+            let mode = mode.clone();
             let plan = plan.clone();
             let stop = stop.clone();
             tokio::task::spawn_blocking(move || {
@@ -198,7 +214,7 @@ impl WasmEngine {
                     deadline,
                     running: running_tx,
                 };
-                call(&engine, &linker, &module, &plan, run)
+                call(&mode, &module, &plan, run)
             })
         };
         // The stop token ends the run at the next tick; a module gets no grace (it has
@@ -262,6 +278,98 @@ impl WasmEngine {
     }
 }
 
+impl WasmEngine {
+    /// This node's deterministic speed against an adversarial module: fuel per CPU second of
+    /// a dependent chain of random loads over `memory_bytes` of linear memory (every load
+    /// waits for the one before it, and misses the caches once the memory outgrows them).
+    /// Runs `fuel` units on this thread.
+    pub fn fuel_rate(&self, memory_bytes: u64, fuel: u64) -> Result<u64, Failure> {
+        probe(&self.deterministic.engine, memory_bytes, fuel)
+    }
+
+    /// This node's fuel rate for verified seats ([`fuel_rate`](Self::fuel_rate) over
+    /// [`PROBE_MEMORY`], measured once, off the async threads, when first asked).
+    pub async fn verified_rate(&self) -> Result<u64, Failure> {
+        let engine = self.deterministic.engine.clone();
+        self.verified_rate
+            .get_or_try_init(|| async move {
+                let rate =
+                    tokio::task::spawn_blocking(move || probe(&engine, PROBE_MEMORY, PROBE_FUEL))
+                        .await
+                        .map_err(|e| Failure::node(format!("wasm: the probe's thread: {e}")))??;
+                tracing::info!(
+                    fuel_per_second = rate,
+                    least = gantry_protocol::spec::VERIFIED_NODE_FUEL_RATE,
+                    "measured this node's deterministic speed"
+                );
+                Ok(rate)
+            })
+            .await
+            .copied()
+    }
+}
+
+/// Linear memory the verified probe chases over: far beyond any cache.
+pub const PROBE_MEMORY: u64 = 256 << 20;
+/// Fuel the verified probe runs (about a third of a second here).
+pub const PROBE_FUEL: u64 = 50_000_000;
+
+/// Fuel per second of a dependent chain of random loads over `memory_bytes`, `fuel` units
+/// long, on `engine` (deterministic), on this thread.
+fn probe(engine: &Engine, memory_bytes: u64, fuel: u64) -> Result<u64, Failure> {
+    let pages = memory_bytes.div_ceil(65_536).max(1);
+    let mask = (pages * 65_536 - 1) & !7;
+    let wat = format!(
+        r#"(module
+  (memory {pages})
+  (func (export "_start") (local $x i64) (local $v i64) (local $p i32)
+    ;; every page its own (untouched pages all read the one zero page)
+    (loop $touch
+      (i64.store (local.get $p) (i64.const 1))
+      (local.set $p (i32.add (local.get $p) (i32.const 4096)))
+      (br_if $touch (i32.lt_u (local.get $p) (i32.const {mask}))))
+    (local.set $x (i64.const 88172645463325252))
+    (loop $chase
+      (local.set $x (i64.xor (local.get $x) (i64.shl (local.get $x) (i64.const 13))))
+      (local.set $x (i64.xor (local.get $x) (i64.shr_u (local.get $x) (i64.const 7))))
+      (local.set $x (i64.xor (local.get $x) (i64.shl (local.get $x) (i64.const 17))))
+      (local.set $v (i64.load (i32.and (i32.wrap_i64 (i64.xor (local.get $x) (local.get $v))) (i32.const {mask}))))
+      (br $chase))))"#
+    );
+    let module = Module::new(engine, wat)
+        .map_err(|e| Failure::node(format!("wasm: the probe: {}", one_line(&e))))?;
+    let mut store = Store::new(engine, ());
+    store
+        .set_fuel(fuel)
+        .map_err(|e| Failure::node(format!("wasm: fuel: {}", one_line(&e))))?;
+    store.set_epoch_deadline(1 << 40);
+    let instance = wasmtime::Instance::new(&mut store, &module, &[])
+        .map_err(|e| Failure::node(format!("wasm: the probe: {}", one_line(&e))))?;
+    let start = instance
+        .get_typed_func::<(), ()>(&mut store, "_start")
+        .map_err(|e| Failure::node(format!("wasm: the probe: {}", one_line(&e))))?;
+    // The thread's own CPU time: the node's speed, not how busy its neighbours are.
+    let cpu = || {
+        let t = rustix::time::clock_gettime(rustix::time::ClockId::ThreadCPUTime);
+        Duration::new(
+            u64::try_from(t.tv_sec).unwrap_or(0),
+            u32::try_from(t.tv_nsec).unwrap_or(0),
+        )
+    };
+    let began = cpu();
+    let ended = start.call(&mut store, ());
+    if !matches!(
+        ended.as_ref().map_err(|e| e.downcast_ref::<Trap>()),
+        Err(Some(Trap::OutOfFuel))
+    ) {
+        return Err(Failure::node(format!(
+            "wasm: the probe ended before its fuel: {ended:?}"
+        )));
+    }
+    let elapsed = cpu().saturating_sub(began).as_secs_f64().max(1e-9);
+    Ok((fuel as f64 / elapsed) as u64)
+}
+
 impl Drop for WasmEngine {
     fn drop(&mut self) {
         self.ticking.store(false, Ordering::Relaxed);
@@ -273,8 +381,13 @@ impl Mode {
         let mut config = Config::new();
         config.epoch_interruption(true);
         if deterministic {
+            // Work a module can ask for in one operator is charged by its size, so
+            // that no loop outruns its fuel on the wall clock.
+            let mut cost = wasmtime::OperatorCost::new();
+            cost.variable.memory_grow_per_page = GROW_FUEL_PER_PAGE;
             config
                 .consume_fuel(true)
+                .operator_cost(cost)
                 .cranelift_nan_canonicalization(true)
                 .relaxed_simd_deterministic(true);
         }
@@ -283,19 +396,147 @@ impl Mode {
         let mut linker = Linker::new(&engine);
         wasmtime_wasi::p1::add_to_linker_sync(&mut linker, |state: &mut JobState| &mut state.wasi)
             .map_err(|e| Failure::node(format!("wasm: linking WASI: {}", one_line(&e))))?;
-        if deterministic {
-            // No sleeping on the host's clock: a deterministic run's time is its fuel.
-            linker.allow_shadowing(true);
-            linker
-                .func_wrap(
-                    "wasi_snapshot_preview1",
-                    "poll_oneoff",
-                    |_in: i32, _out: i32, _subscriptions: i32, _events: i32| -> i32 { ENOTSUP },
-                )
-                .map_err(|e| Failure::node(format!("wasm: linking: {}", one_line(&e))))?;
+        if !deterministic {
+            return Ok(Self {
+                engine,
+                linker,
+                deterministic,
+            });
         }
-        Ok(Self { engine, linker })
+        let link = |e: wasmtime::Error| Failure::node(format!("wasm: linking: {}", one_line(&e)));
+        linker.allow_shadowing(true);
+        // No sleeping on the host's clock: a deterministic run's time is its fuel.
+        linker
+            .func_wrap(
+                P1,
+                "poll_oneoff",
+                |_in: i32, _out: i32, _subscriptions: i32, _events: i32| -> i32 { ENOTSUP },
+            )
+            .map_err(link)?;
+        shadow(&mut linker).map_err(link)?;
+        Ok(Self {
+            engine,
+            linker,
+            deterministic,
+        })
     }
+}
+
+/// The deterministic mode's shadows of WASI's calls whose work grows with their
+/// arguments: each charges one unit of fuel per byte it may move (and per byte of its
+/// list of buffers) before WASI's own call runs, so that reading an input again and again
+/// costs fuel as a loop over memory would. The stat calls zero what differs between
+/// nodes (device, inode, times) in what they return.
+fn shadow(linker: &mut Linker<JobState>) -> wasmtime::Result<()> {
+    use wasmtime_wasi::p1::wasi_snapshot_preview1 as p1;
+    use wasmtime_wasi::runtime::in_tokio;
+    type C<'a> = wasmtime::Caller<'a, JobState>;
+    linker.func_wrap(
+        P1,
+        "fd_read",
+        |mut c: C<'_>, fd: i32, iovs: i32, n: i32, out: i32| {
+            charge_buffers(&mut c, iovs, n)?;
+            with_wasi(&mut c, |w, m| in_tokio(p1::fd_read(w, m, fd, iovs, n, out)))
+        },
+    )?;
+    linker.func_wrap(
+        P1,
+        "fd_write",
+        |mut c: C<'_>, fd: i32, iovs: i32, n: i32, out: i32| {
+            charge_buffers(&mut c, iovs, n)?;
+            with_wasi(&mut c, |w, m| {
+                in_tokio(p1::fd_write(w, m, fd, iovs, n, out))
+            })
+        },
+    )?;
+    linker.func_wrap(
+        P1,
+        "fd_pread",
+        |mut c: C<'_>, fd: i32, iovs: i32, n: i32, at: i64, out: i32| {
+            charge_buffers(&mut c, iovs, n)?;
+            with_wasi(&mut c, |w, m| {
+                in_tokio(p1::fd_pread(w, m, fd, iovs, n, at, out))
+            })
+        },
+    )?;
+    linker.func_wrap(
+        P1,
+        "fd_pwrite",
+        |mut c: C<'_>, fd: i32, iovs: i32, n: i32, at: i64, out: i32| {
+            charge_buffers(&mut c, iovs, n)?;
+            with_wasi(&mut c, |w, m| {
+                in_tokio(p1::fd_pwrite(w, m, fd, iovs, n, at, out))
+            })
+        },
+    )?;
+    linker.func_wrap(
+        P1,
+        "fd_readdir",
+        |mut c: C<'_>, fd: i32, buf: i32, len: i32, cookie: i64, used: i32| {
+            charge(&mut c, u64::from(len as u32))?;
+            with_wasi(&mut c, |w, m| {
+                in_tokio(p1::fd_readdir(w, m, fd, buf, len, cookie, used))
+            })
+        },
+    )?;
+    linker.func_wrap(P1, "random_get", |mut c: C<'_>, buf: i32, len: i32| {
+        charge(&mut c, u64::from(len as u32))?;
+        with_wasi(&mut c, |w, m| p1::random_get(w, m, buf, len))
+    })?;
+    Ok(())
+}
+
+/// Runs one of WASI's calls on the module's memory, as WASI's own linking does.
+fn with_wasi(
+    caller: &mut wasmtime::Caller<'_, JobState>,
+    call: impl FnOnce(&mut WasiP1Ctx, &mut wiggle::GuestMemory<'_>) -> wasmtime::Result<i32>,
+) -> wasmtime::Result<i32> {
+    let Some(wasmtime::Extern::Memory(memory)) = caller.get_export("memory") else {
+        return Err(wasmtime::Error::msg("missing required memory export"));
+    };
+    let (bytes, state) = memory.data_and_store_mut(&mut *caller);
+    call(&mut state.wasi, &mut wiggle::GuestMemory::Unshared(bytes))
+}
+
+/// Takes `fuel` from the run's, or ends it as out of fuel.
+fn charge(store: &mut impl wasmtime::AsContextMut, fuel: u64) -> wasmtime::Result<()> {
+    let mut store = store.as_context_mut();
+    let left = store.get_fuel()?;
+    if left < fuel {
+        store.set_fuel(0)?;
+        return Err(Trap::OutOfFuel.into());
+    }
+    store.set_fuel(left - fuel)
+}
+
+/// Charges a call's list of `count` buffers at `list`: its own bytes, then the bytes of
+/// every buffer it names (what the call may move). A list out of bounds costs its size
+/// only: WASI refuses it.
+fn charge_buffers(
+    caller: &mut wasmtime::Caller<'_, JobState>,
+    list: i32,
+    count: i32,
+) -> wasmtime::Result<()> {
+    let count = u64::from(count as u32);
+    charge(caller, count.saturating_mul(8))?;
+    let Some(memory) = caller
+        .get_export("memory")
+        .and_then(wasmtime::Extern::into_memory)
+    else {
+        return Ok(());
+    };
+    let data = memory.data(&*caller);
+    let start = u64::from(list as u32);
+    let mut bytes = 0u64;
+    for i in 0..count {
+        let at = usize::try_from(start + i * 8).unwrap_or(usize::MAX);
+        let Some(entry) = data.get(at..at.saturating_add(8)) else {
+            break;
+        };
+        let len = u32::from_le_bytes(entry[4..8].try_into().expect("four bytes"));
+        bytes = bytes.saturating_add(u64::from(len));
+    }
+    charge(caller, bytes)
 }
 
 /// WASI's `ENOTSUP`.
@@ -391,13 +632,7 @@ enum Ended {
 /// Instantiates the module and calls its entry, on a blocking thread (WASI's host calls
 /// block on the runtime from there). Errors are the module's: it could not be linked or
 /// its entry is missing.
-fn call(
-    engine: &Engine,
-    linker: &Linker<JobState>,
-    module: &Module,
-    plan: &WasmPlan,
-    run: Run,
-) -> Result<Ended, Failure> {
+fn call(mode: &Mode, module: &Module, plan: &WasmPlan, run: Run) -> Result<Ended, Failure> {
     let Run {
         wasi,
         printed,
@@ -406,6 +641,7 @@ fn call(
         running,
     } = run;
     let memory = usize::try_from(plan.memory_bytes).unwrap_or(usize::MAX);
+    let (engine, linker) = (&mode.engine, &mode.linker);
     let mut store = Store::new(
         engine,
         JobState {
@@ -414,10 +650,17 @@ fn call(
         },
     );
     store.limiter(|state| &mut state.limiter);
-    if let Some(determinism) = plan.deterministic {
+    if let Some(determinism) = plan.deterministic.filter(|_| mode.deterministic) {
         store
             .set_fuel(determinism.fuel)
             .map_err(|e| Failure::node(format!("wasm: fuel: {}", one_line(&e))))?;
+        // Every host call costs its fixed fuel (its bytes are charged by its shadow).
+        store.call_hook(|mut store, hook| {
+            if matches!(hook, wasmtime::CallHook::CallingHost) {
+                charge(&mut store, VERIFIED_HOST_CALL_FUEL)?;
+            }
+            Ok(())
+        });
     }
     store.set_epoch_deadline(1);
     store.epoch_deadline_callback(move |_| {
@@ -1063,6 +1306,77 @@ mod tests {
         let free = observe(&a, false).await;
         assert_ne!(free[24..40], seen[24..40]);
         assert!(u64::from_le_bytes(free[0..8].try_into().unwrap()) > word(0));
+    }
+
+    /// A host call that moves bytes pays a unit of fuel per byte it may move (and
+    /// its fixed cost): a run that re-reads its inputs in a loop runs out of fuel as a
+    /// loop over its memory would, never outrunning its fuel on the wall clock.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_deterministic_run_pays_fuel_for_the_bytes_its_host_calls_move() {
+        let engine = WasmEngine::new().unwrap();
+        let reads = r#"(module
+          (import "wasi_snapshot_preview1" "random_get" (func $random (param i32 i32) (result i32)))
+          (import "wasi_snapshot_preview1" "fd_read" (func $read (param i32 i32 i32 i32) (result i32)))
+          (memory (export "memory") 32)
+          (func (export "_start")
+            (drop (call $random (i32.const 1024) (i32.const 1000000)))
+            ;; stdin (closed) into one buffer of 1,000,000 bytes: nothing read, all charged
+            (i32.store (i32.const 0) (i32.const 1024))
+            (i32.store (i32.const 4) (i32.const 1000000))
+            (drop (call $read (i32.const 0) (i32.const 0) (i32.const 1) (i32.const 8)))))"#;
+        let with_fuel = |fuel| {
+            let mut run = job(reads, true);
+            run.plan.deterministic = Some(Determinism { fuel, seed: 1 });
+            run
+        };
+        let enough = with_fuel(2_100_000);
+        let (outcome, _) = run(&engine, &enough.plan, Duration::from_secs(30)).await;
+        let outcome = outcome.unwrap();
+        assert_eq!((outcome.exit_code, outcome.reason), (0, None));
+        let short = with_fuel(1_990_000);
+        let (outcome, _) = run(&engine, &short.plan, Duration::from_secs(30)).await;
+        let reason = outcome.unwrap().reason.unwrap();
+        assert!(reason.contains("ran out of fuel"), "{reason}");
+        // The probe a node measures itself with runs, and says something.
+        assert!(engine.fuel_rate(1 << 20, 10_000_000).unwrap() > 0);
+    }
+
+    /// The metered calls are WASI's own once paid for: a deterministic run reads its
+    /// input through them as a free-running one does.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_deterministic_run_reads_its_inputs_through_the_metered_calls() {
+        let engine = WasmEngine::new().unwrap();
+        let read = r#"(module
+          (import "wasi_snapshot_preview1" "path_open" (func $open (param i32 i32 i32 i32 i32 i64 i64 i32 i32) (result i32)))
+          (import "wasi_snapshot_preview1" "fd_pread" (func $pread (param i32 i32 i32 i64 i32) (result i32)))
+          (import "wasi_snapshot_preview1" "fd_read" (func $read (param i32 i32 i32 i32) (result i32)))
+          (import "wasi_snapshot_preview1" "proc_exit" (func $exit (param i32)))
+          (memory (export "memory") 1)
+          (data (i32.const 0) "data")
+          (func (export "_start")
+            (if (call $open (i32.const 3) (i32.const 0) (i32.const 0) (i32.const 4) (i32.const 0) (i64.const 6) (i64.const 0) (i32.const 0) (i32.const 16))
+              (then (call $exit (i32.const 10))))
+            ;; one buffer of 64 bytes at 128
+            (i32.store (i32.const 32) (i32.const 128))
+            (i32.store (i32.const 36) (i32.const 64))
+            (if (call $read (i32.load (i32.const 16)) (i32.const 32) (i32.const 1) (i32.const 40))
+              (then (call $exit (i32.const 11))))
+            (if (i32.ne (i32.load (i32.const 40)) (i32.const 5)) (then (call $exit (i32.const 12))))
+            (if (i32.ne (i32.load8_u (i32.const 132)) (i32.const 53)) (then (call $exit (i32.const 13))))
+            (if (call $pread (i32.load (i32.const 16)) (i32.const 32) (i32.const 1) (i64.const 3) (i32.const 40))
+              (then (call $exit (i32.const 14))))
+            (if (i32.ne (i32.load (i32.const 40)) (i32.const 2)) (then (call $exit (i32.const 15))))))"#;
+        for deterministic in [true, false] {
+            let run_ = job(read, deterministic);
+            std::fs::write(run_.plan.inputs_dir.join("data"), b"12345").unwrap();
+            let (outcome, _) = run(&engine, &run_.plan, Duration::from_secs(30)).await;
+            let outcome = outcome.unwrap();
+            assert_eq!(
+                (outcome.exit_code, outcome.reason),
+                (0, None),
+                "deterministic {deterministic}"
+            );
+        }
     }
 
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -66,6 +66,36 @@ pub fn runtime_for(timeout_secs: u64) -> u64 {
     timeout_secs.saturating_add(SETUP_ALLOWANCE_SECS)
 }
 
+/// Fuel a deterministic WASM run gets per second of its `timeoutSecs` (a unit is about one
+/// WebAssembly instruction; bulk memory operations cost one per byte, host calls
+/// [`VERIFIED_HOST_CALL_FUEL`] and one per byte they move): every node stops the run at the
+/// same instruction. A nominal rate: the wall clock a run takes is the node's.
+pub const FUEL_PER_SECOND: u64 = 500_000_000;
+/// The slowest node that takes verified seats, fuel per CPU second on the adversarial
+/// probe (a dependent chain of random loads over 256 MiB, which misses every cache): a
+/// node that measures less declines every seat, at no cost. This machine (2 shared cores
+/// of a cloud VM) measures 159 M alone, 105–112 M with three probes at once (they share
+/// the caches and the memory bus), and 130 M over 1 GiB alone.
+pub const VERIFIED_NODE_FUEL_RATE: u64 = 60_000_000;
+/// The rate the fit rule counts on: half the slowest node's, for what the probe does not
+/// reach (larger memories, the node's other jobs).
+pub const VERIFIED_FUEL_RATE: u64 = VERIFIED_NODE_FUEL_RATE / 2;
+/// What a verified run's time leaves for staging, compiling and packing, beyond what
+/// its declared bytes take, seconds.
+pub const VERIFIED_RUN_MARGIN_SECS: u64 = 60;
+/// The download rate the fit rule counts on for a verified run's module and inputs.
+pub const VERIFIED_FETCH_BYTES_PER_SEC: u64 = 16 << 20;
+/// The size counted for an input that declares no `maxBytes`.
+pub const VERIFIED_UNDECLARED_INPUT_BYTES: u64 = 1 << 30;
+/// Linear memory the fit rule counts one second of first-touch page faults for.
+pub const VERIFIED_MEMORY_BYTES_PER_SEC: u64 = 256 << 20;
+/// Fuel every host call of a deterministic run costs, beside one unit per byte it moves:
+/// a loop of system calls must not outrun its fuel on the wall clock.
+pub const VERIFIED_HOST_CALL_FUEL: u64 = 10_000;
+/// Output a verified run may print before it ends as `log-limit`, bytes: a protocol
+/// constant, so that a node's own log limit never decides a result.
+pub const VERIFIED_MAX_LOG_BYTES: u64 = 1 << 20;
+
 /// URI schemes an input may use.
 pub const INPUT_SCHEMES: [&str; 6] = [
     "https://", "http://", "ipfs://", "nats://", "s3://", "file://",
@@ -470,6 +500,64 @@ impl JobSpec {
         Ok(())
     }
 
+    /// Design 18's fit rule: whether every node that takes verified seats finishes this
+    /// job's deterministic run, fuel and all, within a seat's `max_runtime` seconds. Its
+    /// fuel ([`FUEL_PER_SECOND`] × `timeoutSecs`) must fit [`VERIFIED_FUEL_RATE`] × what is
+    /// left of the run after [`VERIFIED_RUN_MARGIN_SECS`], the declared bytes' download
+    /// and the memory's first touch. Every node computes the same answer: a job that does
+    /// not fit is declined by all, free, and refunded; one that fits is finished by any
+    /// node at least [`VERIFIED_NODE_FUEL_RATE`] fast, so the wall clock never decides a
+    /// verified result. `Err` says why it does not fit.
+    pub fn verified_fit(&self, max_runtime: u64) -> Result<(), String> {
+        let least = self.verified_runtime()?;
+        if max_runtime >= least {
+            return Ok(());
+        }
+        let margin = self.verified_margin();
+        Err(format!(
+            "timeoutSecs {} does not fit a verified seat of maxRuntime {max_runtime} s: it \
+             needs {least} s ({margin} s to stage its declared bytes and memory, then its fuel \
+             at the {} M a second a verified run counts on, against the {} M a second its \
+             timeout buys)",
+            self.timeout_secs,
+            VERIFIED_FUEL_RATE / 1_000_000,
+            FUEL_PER_SECOND / 1_000_000,
+        ))
+    }
+
+    /// The shortest seat (`maxRuntime`, seconds) this job fits ([`JobSpec::verified_fit`]);
+    /// `Err` for a job no seat runs.
+    pub fn verified_runtime(&self) -> Result<u64, String> {
+        if !self.wasm.as_ref().is_some_and(|w| w.deterministic) {
+            return Err("a verified job runs deterministic WASM only".into());
+        }
+        let fuel = self.timeout_secs.saturating_mul(FUEL_PER_SECOND);
+        Ok(self
+            .verified_margin()
+            .saturating_add(fuel.div_ceil(VERIFIED_FUEL_RATE)))
+    }
+
+    /// What a verified seat's run leaves before the fuel: [`VERIFIED_RUN_MARGIN_SECS`],
+    /// the declared bytes' download and the memory's first touch, seconds.
+    fn verified_margin(&self) -> u64 {
+        let module = self.wasm.as_ref().map_or(MAX_WASM_MODULE_BYTES, |w| {
+            w.module.max_bytes.unwrap_or(MAX_WASM_MODULE_BYTES)
+        });
+        let bytes = self
+            .inputs
+            .iter()
+            .map(|input| input.max_bytes.unwrap_or(VERIFIED_UNDECLARED_INPUT_BYTES))
+            .fold(module, u64::saturating_add);
+        let memory_mib = self
+            .wasm
+            .as_ref()
+            .and_then(|w| w.memory_mib)
+            .unwrap_or(MAX_WASM_MEMORY_MIB);
+        VERIFIED_RUN_MARGIN_SECS
+            .saturating_add(bytes.div_ceil(VERIFIED_FETCH_BYTES_PER_SEC))
+            .saturating_add((u64::from(memory_mib) << 20).div_ceil(VERIFIED_MEMORY_BYTES_PER_SEC))
+    }
+
     /// The bytes to post, refused if the spec is invalid or they are over the market's
     /// limit. (The limit applies to the bytes posted, which [`JobSpec::from_slice`]
     /// measures as they are: a spec is never measured by a re-serialisation of it.)
@@ -807,5 +895,21 @@ mod tests {
             JobSpec::from_slice(&big),
             Err(SpecError::TooLarge(MAX_SPEC_BYTES + 1))
         );
+    }
+
+    #[test]
+    fn a_verified_job_fits_only_a_seat_whose_runtime_holds_its_fuel_at_the_verified_rate() {
+        let spec = wasm_example();
+        // 60 s, the 1 GiB input and the 32 MiB module at 16 MiB/s (64 + 2 s), 256 MiB of
+        // memory (1 s); then 3600 s of fuel at a tenth of its nominal rate.
+        let least = 60 + 64 + 2 + 1 + 3600 * FUEL_PER_SECOND / VERIFIED_FUEL_RATE;
+        assert_eq!(spec.verified_fit(least), Ok(()));
+        let short = spec.verified_fit(least - 1).unwrap_err();
+        assert!(short.contains("127 s to stage"), "{short}");
+        assert_eq!(spec.verified_runtime(), Ok(least));
+        let mut free = spec.clone();
+        free.wasm.as_mut().unwrap().deterministic = false;
+        assert!(free.verified_fit(u64::MAX).is_err(), "not deterministic");
+        assert!(example().verified_fit(u64::MAX).is_err(), "Docker");
     }
 }

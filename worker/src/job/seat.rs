@@ -10,6 +10,7 @@ use std::time::Duration;
 
 use alloy::primitives::B256;
 use gantry_protocol::market::Job;
+use gantry_protocol::spec::{VERIFIED_MAX_LOG_BYTES, VERIFIED_NODE_FUEL_RATE};
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
@@ -59,7 +60,22 @@ impl Ctx {
             .ok_or_else(|| {
                 Failure::job("a verified seat runs deterministic WASM only: given back")
             })?;
+        // The fit rule (design 18, §1): a job whose fuel no conforming node finishes in a
+        // seat's run is declined by every node, free; and a node slower than the
+        // conforming ones declines every seat, free. So the wall clock never decides a
+        // verified result, and an honest node never holds a seat it cannot finish.
+        spec.verified_fit(u64::from(job.terms.requirements.max_runtime))
+            .map_err(|why| Failure::job(format!("{why}: given back")))?;
         let engine = self.wasm()?;
+        let rate = engine.verified_rate().await?;
+        if rate < VERIFIED_NODE_FUEL_RATE {
+            return Err(Failure::node(format!(
+                "this node runs {} M of fuel a second, below the {} M a verified seat \
+                 counts on: it declines verified seats",
+                rate / 1_000_000,
+                VERIFIED_NODE_FUEL_RATE / 1_000_000
+            )));
+        }
         let dirs = JobDirs::create(dir, &self.spaces).await?;
         let (module, ()) =
             tokio::try_join!(self.fetch_module(spec), self.stage_inputs(spec, &dirs))?;
@@ -74,7 +90,8 @@ impl Ctx {
             checkpoints_dir: dirs.checkpoints.clone(),
             tmp_dir: dirs.tmp.clone(),
             memory_bytes: u64::try_from(admitted.memory_bytes).unwrap_or(0),
-            max_log_bytes: self.settings.max_log_bytes,
+            // The protocol's, never the node's: a node's log limit must not decide a result.
+            max_log_bytes: VERIFIED_MAX_LOG_BYTES,
             deterministic: Some(Determinism::of(&job.terms.spec_hash.0, spec.timeout_secs)),
         };
         // Its output lines go nowhere: a seat publishes nothing before the decision.
@@ -100,9 +117,14 @@ impl Ctx {
                 "the run reached the seat's time before its fuel: this node is too slow for it",
             ));
         }
-        let outcome = match (&ran.reason, ran.exit_code) {
-            (Some(reason), _) => format!("v1 trap {reason}\n"),
-            (None, code) => format!("v1 exit {code}\n"),
+        let outcome = if ran.flooded.is_some() {
+            "v1 trap log-limit\n".to_owned()
+        } else if ran.oom_killed {
+            "v1 trap out-of-memory\n".to_owned()
+        } else if let Some(reason) = &ran.reason {
+            format!("v1 trap {reason}\n")
+        } else {
+            format!("v1 exit {}\n", ran.exit_code)
         };
         let outcome_path = dirs.outputs.join(OUTCOME_FILE);
         if let Some(parent) = outcome_path.parent() {

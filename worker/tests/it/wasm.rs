@@ -441,6 +441,66 @@ async fn verification_a_worker_restarted_after_its_commit_still_reveals() {
     }
 }
 
+/// The fit rule: a verified job whose fuel no conforming node finishes within a seat's run
+/// (here 300 s of fuel in a 600 s seat) is declined by every seat within the grace, free:
+/// no honest node starts a run the wall clock would end and then pays for giving it back.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn verification_a_job_no_seat_can_finish_is_declined_by_every_seat_free() {
+    use alloy::providers::Provider;
+    use gantry_protocol::bindings::Verification;
+    use gantry_protocol::market::{Seat, Verification as Policy};
+    use gantry_testkit::accounts::OTHER;
+
+    let net = Net::start_with(|p| p, crate::harness::Services::NO_KEEPER).await;
+    let mut workers = Vec::new();
+    for account in &NODES[1..] {
+        workers.push(net.spawn_worker(*account, WASM_ONLY).await);
+    }
+    joined_the_pool(&net, 3).await;
+    let mut stakes = Vec::new();
+    for worker in &workers {
+        stakes.push(net.node(worker.node_id).await.stake);
+    }
+    let mut spec = wasm_spec(&net, "observer.wat", OBSERVER, true).await;
+    spec.timeout_secs = 300;
+    let why = spec.verified_fit(600).unwrap_err();
+    let job = net
+        .post_verified_spec(Policy::REPLICATED, 3, 2, spec.to_posted().unwrap())
+        .await;
+    net.provider(OTHER)
+        .raw_request::<_, ()>("anvil_mine".into(), (alloy::primitives::U256::from(2),))
+        .await
+        .unwrap();
+    let posted = net.job(job).await;
+    gantry_testkit::confirm_receipt(
+        "draw",
+        Verification::new(net.devnet.deployment.market, net.provider(OTHER))
+            .draw(
+                job,
+                posted.terms.pack().into(),
+                posted.state.pack_verified().unwrap(),
+            )
+            .gas(1_000_000)
+            .send()
+            .await,
+    )
+    .await
+    .expect("drawn");
+    net.wait_until("every seat declined", || {
+        all_seats(&net, job, Seat::DECLINED)
+    })
+    .await;
+    for (worker, stake) in workers.iter().zip(stakes) {
+        let info = net.node(worker.node_id).await;
+        assert_eq!(info.stake, stake, "node {} charged nothing", worker.node_id);
+        assert_eq!(info.lockedStake.to::<u64>(), 0, "its seat stake released");
+    }
+    assert!(why.contains("does not fit"), "{why}");
+    for worker in workers {
+        assert!(worker.stop().success());
+    }
+}
+
 /// Whether the job's three seats are all in `phase`.
 async fn all_seats(net: &Net, job: u64, phase: u8) -> bool {
     net.seats(job).await.0[..3].iter().all(|s| s.phase == phase)

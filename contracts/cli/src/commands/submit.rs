@@ -54,7 +54,6 @@ pub async fn submit(ctx: &Context, args: &SubmitArgs) -> Result<()> {
     let spec_bytes = spec
         .to_posted()
         .map_err(|e| CliError::usage(format!("the job spec: {e}")))?;
-    let max_runtime = max_runtime(args, &spec, from_file)?;
     let size = |flag: &str, value: &Option<String>| -> Result<u32> {
         value
             .as_deref()
@@ -75,6 +74,7 @@ pub async fn submit(ctx: &Context, args: &SubmitArgs) -> Result<()> {
              --deterministic, or a spec file saying so): every node must compute the same result",
         ));
     }
+    let max_runtime = max_runtime(args, &spec, from_file, verify.is_verified())?;
     if args.reveal_window.is_some() && !verify.is_verified() {
         return Err(CliError::usage(
             "--reveal-window: only a verified job (--verify) has a reveal window",
@@ -355,14 +355,33 @@ pub async fn submit(ctx: &Context, args: &SubmitArgs) -> Result<()> {
 
 /// A spec file (or stdin for `-`), validated as the worker will.
 /// The attempt's `maxRuntime`: the spec's timeout plus the setup allowance, or a spec
-/// file's `--duration` if it leaves at least that.
-fn max_runtime(args: &SubmitArgs, spec: &JobSpec, from_file: bool) -> Result<u32> {
-    let least = runtime_for(spec.timeout_secs);
+/// file's `--duration` if it leaves at least that. A verified job's seats need more (design
+/// 18's fit rule: its fuel at the rate every seat is sure of, and at least
+/// [`MIN_VERIFIED_RUNTIME`]); a shorter one is declined by every node.
+fn max_runtime(args: &SubmitArgs, spec: &JobSpec, from_file: bool, verified: bool) -> Result<u32> {
+    let least = if verified {
+        spec.verified_runtime()
+            .map_err(|e| CliError::usage(format!("--verify: {e}")))?
+            .max(MIN_VERIFIED_RUNTIME)
+    } else {
+        runtime_for(spec.timeout_secs)
+    };
     let runtime = match (&args.duration, from_file) {
         (Some(text), true) => units::parse_duration_secs(text)
             .map_err(|e| CliError::usage(format!("--duration: {e}")))?,
         _ => least,
     };
+    if runtime < least && verified {
+        let why = spec
+            .verified_fit(runtime)
+            .err()
+            .unwrap_or_else(|| format!("a verified job runs at least {MIN_VERIFIED_RUNTIME} s"));
+        return Err(CliError::usage(format!(
+            "--duration {}: {why}: give at least {}",
+            units::format_secs(runtime),
+            units::format_secs(least)
+        )));
+    }
     if runtime < least {
         return Err(CliError::usage(format!(
             "--duration {} leaves the job less than its timeoutSecs ({}) plus {} to fetch its \
@@ -376,6 +395,10 @@ fn max_runtime(args: &SubmitArgs, spec: &JobSpec, from_file: bool) -> Result<u32
     u32::try_from(runtime)
         .map_err(|_| CliError::usage("--duration: longer than the contract's ~136 years"))
 }
+
+/// The shortest run the market takes for a verified job (`VerificationBase`'s
+/// `MIN_VERIFIED_RUNTIME`: ten reject graces).
+const MIN_VERIFIED_RUNTIME: u64 = 300;
 
 fn read_spec(path: &std::path::Path) -> Result<JobSpec> {
     let bytes = if path.as_os_str() == "-" {

@@ -413,8 +413,11 @@ async fn verification_submit_posts_a_replicated_job_escrowing_n_bounties() {
     assert_eq!(net.nonce(SUBMITTER).await, nonce, "nothing was sent");
 
     let before = net.balance(SUBMITTER).await;
+    // A minute of fuel: its seats run 60 + 2 + 1 s of staging, then the minute's fuel at
+    // the verified rate (design 18's fit rule), not the minute plus two.
     let mut args = vec!["job", "submit", "--bounty", "5", "--deadline", "2h"];
     args.extend(wasm);
+    args.extend(["--duration", "1m"]);
     args.extend(["--deterministic", "--verify", "replicated:3/2", "--json"]);
     let out = gantry.run(&args).await.ok();
     let printed = out.json();
@@ -422,6 +425,12 @@ async fn verification_submit_posts_a_replicated_job_escrowing_n_bounties() {
     let job_id = printed["jobId"].as_u64().expect("the job id");
     let job = net.job(job_id).await;
     let rules = gantry_protocol::market::dev_verify_params();
+    let fuel_secs = 60 * gantry_protocol::spec::FUEL_PER_SECOND
+        / gantry_protocol::spec::VERIFIED_FUEL_RATE;
+    assert_eq!(
+        u64::from(job.terms.requirements.max_runtime),
+        60 + 2 + 1 + fuel_secs
+    );
     assert_eq!(
         job.terms.verification,
         Verification {
