@@ -596,6 +596,56 @@ impl Chain {
         self.send_moving("submitResult", call, job_id, job).await
     }
 
+    /// Submits the seal of the Assigned refereed `job`'s result (design 18, §2.6) and
+    /// where its outcome lies; `job` is moved on to Submitted.
+    pub async fn submit_refereed_result(
+        &self,
+        job_id: u64,
+        job: &mut Job,
+        seal: B256,
+        uri: String,
+    ) -> Result<(), ChainError> {
+        let state = job.state.pack_verified().ok_or(ChainError::Reverted {
+            call: "submitRefereedResult",
+            reason: format!("job {job_id} is not a verified job"),
+        })?;
+        let referees = Referees::new(*self.market.address(), self.provider.clone());
+        let call =
+            referees.submitRefereedResult(job_id, job.terms.pack().into(), state.into(), seal, uri);
+        self.send_moving("submitRefereedResult", call, job_id, job)
+            .await
+    }
+
+    /// Opens the provider's seal of the disputed refereed `job` (its reveal phase).
+    pub async fn reveal_refereed(
+        &self,
+        job_id: u64,
+        job: &Job,
+        digest: B256,
+        salt: B256,
+    ) -> Result<(), ChainError> {
+        let state = job.state.pack_verified().ok_or(ChainError::Reverted {
+            call: "revealRefereed",
+            reason: format!("job {job_id} is not a verified job"),
+        })?;
+        let referees = Referees::new(*self.market.address(), self.provider.clone());
+        let call =
+            referees.revealRefereed(job_id, job.terms.pack().into(), state.into(), digest, salt);
+        self.send("revealRefereed", call).await.map(drop)
+    }
+
+    /// The digest the provider of refereed job `job_id` revealed (`ProviderRevealed`), if
+    /// it was.
+    pub async fn provider_revealed(&self, job_id: u64) -> Result<Option<B256>, ChainError> {
+        Ok(gantry_runtime::market::read_provider_revealed(
+            &self.provider,
+            *self.market.address(),
+            self.start_block,
+            job_id,
+        )
+        .await?)
+    }
+
     /// Gives the Assigned `job` back with `reason`; `job` is moved on (Open again, or
     /// Failed). The node is barred from the job and charged for the time it held it.
     pub async fn reject(

@@ -88,6 +88,17 @@ pub(crate) async fn start(
         return Ok(None);
     };
     let stores = Stores::open(&nats, &js, config).await?;
+    // The node's bucket of sealed results: written (never read) by the refereed jobs it
+    // provides.
+    if config.jobs.engines.contains(&Engine::Wasm) {
+        objects::bucket(
+            &js,
+            &names::verified_bucket(config.chain_id, node_id),
+            config.nats_replicas,
+        )
+        .await
+        .map_err(WorkerError::Node)?;
+    }
     let fetcher = Fetcher::new(fetch_config(config), Some(js.clone()))
         .map_err(|e| WorkerError::Node(Failure::from(&e)))?;
     // Each slot's disk space, made now, before the first job arrives.
@@ -240,6 +251,7 @@ impl Stores {
         };
         let results = bucket(names::results_bucket(config.chain_id)).await?;
         let checkpoints = bucket(names::checkpoints_bucket(config.chain_id)).await?;
+
         Ok(Self {
             jobs_js,
             results,

@@ -24,7 +24,7 @@ use async_nats::jetstream;
 use futures::StreamExt;
 use gantry_protocol::bindings::JobMarket;
 use gantry_protocol::envelope::EventEnvelope;
-use gantry_protocol::market::{self, Seat};
+use gantry_protocol::market::{self, PROVIDER_SEAT, Seat};
 use gantry_protocol::status::JobStatus;
 use gantry_protocol::{names, storage};
 use serde::{Deserialize, Serialize};
@@ -45,6 +45,8 @@ const KEEP_ALIVE: Duration = Duration::from_secs(10);
 /// How long a seat waits for the seats' slot: half the market's `REJECT_GRACE` (30 s), so
 /// that giving it back is still free.
 const SLOT_WAIT: Duration = Duration::from_secs(15);
+/// How often the seats loop looks for provided refereed jobs no task watches.
+const PROVIDED_SCAN: Duration = Duration::from_secs(2);
 /// The seal records' directory under the work directory: the one entry a start does not
 /// empty (a committed seat's record must survive a restart, or it cannot be revealed).
 pub const SEALS_DIR: &str = "seals";
@@ -95,6 +97,32 @@ impl SealStore {
         let _ = tokio::fs::remove_file(self.tar(job, seat)).await;
     }
 
+    /// The records of the refereed jobs this node provided and submitted (seat
+    /// [`PROVIDER_SEAT`], committed): the ones whose disputes the seats loop watches.
+    pub async fn provided(&self) -> Vec<SealRecord> {
+        let suffix = format!("-s{PROVIDER_SEAT}.json");
+        let Ok(mut entries) = tokio::fs::read_dir(&self.dir).await else {
+            return Vec::new();
+        };
+        let mut records = Vec::new();
+        while let Ok(Some(entry)) = entries.next_entry().await {
+            let name = entry.file_name();
+            let Some(job) = name
+                .to_str()
+                .and_then(|n| n.strip_suffix(&suffix))
+                .and_then(|n| n.parse::<u64>().ok())
+            else {
+                continue;
+            };
+            if let Ok(Some(record)) = self.load(job, PROVIDER_SEAT).await
+                && record.committed
+            {
+                records.push(record);
+            }
+        }
+        records
+    }
+
     pub async fn load(&self, job: u64, seat: u8) -> Result<Option<SealRecord>, Failure> {
         match tokio::fs::read(self.path(job, seat)).await {
             Ok(bytes) => serde_json::from_slice(&bytes)
@@ -130,7 +158,7 @@ impl SealStore {
 }
 
 /// 32 bytes from the operating system's random source.
-fn os_random() -> Result<B256, Failure> {
+pub(crate) fn os_random() -> Result<B256, Failure> {
     let mut salt = [0u8; 32];
     std::fs::File::open("/dev/urandom")
         .and_then(|mut f| f.read_exact(&mut salt))
@@ -164,9 +192,16 @@ impl Seats {
             .map_err(|e| WorkerError::nats(format!("consumer {name}"), e))?;
         // The seats whose task runs (a redelivery of one is left to that task).
         let taken = Arc::new(std::sync::Mutex::new(std::collections::HashSet::new()));
+        // The refereed jobs provided here whose dispute a task watches.
+        let watched = Arc::new(std::sync::Mutex::new(std::collections::HashSet::new()));
+        let mut scan = tokio::time::interval(PROVIDED_SCAN);
         loop {
             let message = tokio::select! {
                 () = shutdown.cancelled() => break,
+                _ = scan.tick() => {
+                    self.watch_provided(&watched, &shutdown).await;
+                    continue;
+                }
                 message = messages.next() => message,
             };
             let message = match message {
@@ -218,6 +253,121 @@ impl Seats {
             });
         }
         Ok(())
+    }
+}
+
+impl Seats {
+    /// Starts a task for each provided refereed job no task watches yet.
+    async fn watch_provided(
+        &self,
+        watched: &Arc<std::sync::Mutex<std::collections::HashSet<u64>>>,
+        shutdown: &CancellationToken,
+    ) {
+        for record in self.store.provided().await {
+            if !watched.lock().expect("the watched set").insert(record.job) {
+                continue;
+            }
+            let (ctx, store, watched) = (self.ctx.clone(), self.store.clone(), watched.clone());
+            let stopping = shutdown.clone();
+            self.tasks.spawn(async move {
+                let job_id = record.job;
+                if let Err(failure) = provided(&ctx, &store, record, &stopping).await {
+                    tracing::warn!(job_id, error = %failure, "a provided job's watch: will try again");
+                }
+                watched.lock().expect("the watched set").remove(&job_id);
+            });
+        }
+    }
+}
+
+/// A refereed job this node provided, from its submission to its end: nothing to do
+/// unless its submitter disputes it; then the provider's seal is opened once the dispute's
+/// reveal phase is final (never earlier: even a reverted reveal shows the digest and the
+/// salt), and the opening checked to stay on chain. A provider that never opens its seal
+/// loses the dispute. `Err`: transient; the next scan takes the record up again.
+#[tracing::instrument(skip_all, fields(job_id = record.job))]
+async fn provided(
+    ctx: &Ctx,
+    store: &SealStore,
+    record: SealRecord,
+    stopping: &CancellationToken,
+) -> Result<(), Failure> {
+    let job_id = record.job;
+    let mut job = ctx.chain.read_job(job_id).await.map_err(transient)?;
+    let mut final_open = false;
+    loop {
+        let open = match job.state.status {
+            // The challenge window: the submitter may still dispute.
+            JobStatus::Submitted if job.state.node_id == ctx.node_id => false,
+            // The submission a reorganisation took away: sent again while the run lasts.
+            JobStatus::Assigned if job.state.node_id == ctx.node_id => {
+                if ctx.chain.now().await.map_err(transient)? <= job.state.until {
+                    tracing::warn!("the submission was reorganised away: submitting again");
+                    let uri = names::provider_result_uri(ctx.chain_id, ctx.node_id, job_id);
+                    ctx.chain
+                        .submit_refereed_result(job_id, &mut job, record.seal, uri)
+                        .await
+                        .map_err(transient)?;
+                }
+                false
+            }
+            JobStatus::Committing | JobStatus::Revealing if job.state.node_id == ctx.node_id => {
+                reveal_phase(ctx, &job).await?
+            }
+            // Accepted, finalized, decided, at the arbiter, or not this node's any more:
+            // the seal has nothing left to do.
+            _ => {
+                tracing::info!(status = ?job.state.status, "the provided job needs its seal no more");
+                store.remove(job_id, PROVIDER_SEAT).await;
+                return Ok(());
+            }
+        };
+        // A phase a reorganisation took back must hold `finality_depth` blocks again.
+        final_open &= open;
+        if open && !final_open {
+            blocks_over(ctx, ctx.settings.finality_depth, stopping).await?;
+            final_open = true;
+            job = ctx.chain.read_job(job_id).await.map_err(transient)?;
+            continue;
+        }
+        if open {
+            match ctx
+                .chain
+                .provider_revealed(job_id)
+                .await
+                .map_err(transient)?
+            {
+                // Opened (by this node, or by the submitter, who holds the salt too): the
+                // opening must stay on chain; looked at again after `finality_depth` blocks.
+                Some(_) => {}
+                None => {
+                    ctx.chain
+                        .reveal_refereed(job_id, &job, record.digest, record.salt)
+                        .await
+                        .map_err(transient)?;
+                    tracing::info!(digest = %record.digest, "opened the provider's seal");
+                }
+            }
+            blocks_over(ctx, ctx.settings.finality_depth, stopping).await?;
+            if ctx
+                .chain
+                .provider_revealed(job_id)
+                .await
+                .map_err(transient)?
+                .is_some()
+            {
+                store.remove(job_id, PROVIDER_SEAT).await;
+                return Ok(());
+            }
+            tracing::warn!("the opening was reorganised away: opening again");
+            job = ctx.chain.read_job(job_id).await.map_err(transient)?;
+            continue;
+        }
+        pause(stopping).await?;
+        let hash = ctx.chain.job_hash(job_id).await.map_err(transient)?;
+        if hash != job.state.hash() {
+            job = ctx.chain.read_job(job_id).await.map_err(transient)?;
+        }
     }
 }
 
@@ -287,34 +437,11 @@ async fn serve(
             .await;
         let _ = tokio::fs::remove_dir_all(&dir).await;
         match ran {
-            Ok(mut run) => {
-                if ctx.test.corrupt_digest {
-                    // The test hook's lying replica: a digest no honest node computes.
-                    run.digest = alloy::primitives::keccak256(run.digest);
-                }
-                let salt = os_random()?;
-                let seal = market::seal(
-                    ctx.chain_id,
-                    ctx.chain.market_address(),
-                    job_id,
-                    seat,
-                    ctx.node_id,
-                    run.digest,
-                    salt,
-                );
-                let made = SealRecord {
-                    job: job_id,
-                    seat,
-                    digest: run.digest,
-                    salt,
-                    seal,
-                    tar: run.tar,
-                    committed: false,
-                    revealed: false,
-                };
+            Ok(run) => {
+                let made = ctx.seal(job_id, seat, run)?;
                 store.save(&made).await?;
                 // The seal, never the digest, before the reveal: logs may be shipped.
-                tracing::info!(seal = %seal, "sealed the seat's outcome");
+                tracing::info!(seal = %made.seal, "sealed the seat's outcome");
                 record = Some(made);
             }
             Err(failure) => {
@@ -369,11 +496,7 @@ async fn serve(
     let mut final_open = false;
     loop {
         let open = match job.state.status {
-            JobStatus::Revealing => true,
-            JobStatus::Committing => {
-                let commit_end = job.state.verified.unwrap_or_default().draw.commit_end;
-                ctx.chain.now().await.map_err(transient)? > commit_end
-            }
+            JobStatus::Revealing | JobStatus::Committing => reveal_phase(ctx, &job).await?,
             // Decided, expired or gone: nothing left to reveal.
             _ => {
                 store.remove(job_id, seat).await;
@@ -474,6 +597,16 @@ async fn upload_after_decision(
     }
     store.remove(job_id, record.seat).await;
     Ok(())
+}
+
+/// Whether verified `job` (Committing or Revealing) is in its reveal phase by the chain's
+/// newest block: Revealing, or Committing past its commit phase's end.
+async fn reveal_phase(ctx: &Ctx, job: &market::Job) -> Result<bool, Failure> {
+    if job.state.status == JobStatus::Revealing {
+        return Ok(true);
+    }
+    let commit_end = job.state.verified.unwrap_or_default().draw.commit_end;
+    Ok(ctx.chain.now().await.map_err(transient)? > commit_end)
 }
 
 /// Waits until the chain is `depth` blocks past its newest block now.

@@ -146,6 +146,46 @@ pub fn results_bucket(chain_id: u64) -> String {
     format!("gantry_{chain_id}_results")
 }
 
+/// Node `node_id`'s bucket of sealed results (design 18, §6): a refereed job's provider
+/// puts its outcome's tar there ([`provider_result_key`]) and what opens its seal
+/// ([`provider_seal_key`]), for the submitter alone. The node may write it and nothing
+/// else may; no worker may read it (a referee that read the provider's result could
+/// commit it without running the job); the submitters' reader may.
+pub fn verified_bucket(chain_id: u64, node_id: u64) -> String {
+    format!("gantry_{chain_id}_verified_{node_id}")
+}
+
+/// The key of a refereed job's outcome (its canonical tar) in its provider's
+/// [`verified_bucket`].
+pub fn provider_result_key(job_id: u64) -> String {
+    format!("{job_id}-p")
+}
+
+/// The key of what opens a refereed provider's seal (JSON [`ProviderSeal`]) in its
+/// [`verified_bucket`].
+pub fn provider_seal_key(job_id: u64) -> String {
+    format!("{job_id}-p.seal")
+}
+
+/// The `resultURI` a refereed provider submits: its outcome's tar in its own bucket.
+pub fn provider_result_uri(chain_id: u64, node_id: u64, job_id: u64) -> String {
+    format!(
+        "nats://{}/{}",
+        verified_bucket(chain_id, node_id),
+        provider_result_key(job_id)
+    )
+}
+
+/// What a refereed provider puts beside its outcome for the submitter: the digest it
+/// sealed (the tar's SHA-256) and the salt, so that the submitter can check the seal on
+/// chain against the tar, and open it in a dispute itself.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct ProviderSeal {
+    pub node: u64,
+    pub digest: alloy::primitives::B256,
+    pub salt: alloy::primitives::B256,
+}
+
 /// The object store bucket of checkpoints: key `<job>`, a tar of `/checkpoints`, replaced
 /// at every upload and restored when the job resumes on another node.
 pub fn checkpoints_bucket(chain_id: u64) -> String {

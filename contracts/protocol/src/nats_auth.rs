@@ -76,8 +76,9 @@ pub fn users(chain_id: u64, nodes: &[u64]) -> Vec<User> {
         ),
         service(
             "reader",
-            "Submitters fetching their results (the gantry CLI): read the results bucket only.",
-            object_store(false, &names::results_bucket(chain_id)),
+            "Submitters fetching their results (the gantry CLI): read the results bucket and \
+             the nodes' buckets of sealed results only.",
+            reader(chain_id, nodes),
         ),
     ];
     users.extend(nodes.iter().map(|node| worker(chain_id, *node)));
@@ -117,6 +118,28 @@ fn durable(stream: &str, name: &str, filter: Option<&str>) -> Vec<String> {
         format!("{API}.CONSUMER.INFO.{stream}.{name}"),
         format!("{API}.CONSUMER.MSG.NEXT.{stream}.{name}"),
         format!("$JS.ACK.{stream}.{name}.>"),
+    ])
+}
+
+/// The submitters' reader: the results bucket and every node's bucket of sealed results.
+fn reader(chain_id: u64, nodes: &[u64]) -> Vec<String> {
+    let mut subjects = object_store(false, &names::results_bucket(chain_id));
+    for node in nodes {
+        subjects.extend(object_store(
+            false,
+            &names::verified_bucket(chain_id, *node),
+        ));
+    }
+    subjects
+}
+
+/// Writing the object store `bucket` (creating it, putting objects) without reading it:
+/// no metadata, no chunk, no consumer, no purge.
+fn write_only_object_store(bucket: &str) -> Vec<String> {
+    strings([
+        format!("{API}.STREAM.INFO.OBJ_{bucket}"),
+        format!("{API}.STREAM.CREATE.OBJ_{bucket}"),
+        format!("$O.{bucket}.>"),
     ])
 }
 
@@ -242,6 +265,9 @@ fn worker(chain_id: u64, node: u64) -> User {
     publish.extend(object_store(true, &names::results_bucket(chain_id)));
     publish.extend(object_store(true, &names::checkpoints_bucket(chain_id)));
     publish.extend(object_store(false, &names::inputs_bucket(chain_id)));
+    publish.extend(write_only_object_store(&names::verified_bucket(
+        chain_id, node,
+    )));
     User {
         name: format!("worker-{node}"),
         password_env: format!("GANTRY_NATS_WORKER_{node}_PASSWORD"),
@@ -364,8 +390,45 @@ mod tests {
             assert_eq!(writes_chain, user.name == "indexer", "{}", user.name);
         }
         let reader = publish_of(&users, "reader");
-        assert!(reader.iter().all(|s| s.contains("OBJ_gantry_7_results")));
+        assert!(
+            reader.iter().all(
+                |s| s.contains("OBJ_gantry_7_results") || s.contains("OBJ_gantry_7_verified_1")
+            )
+        );
         assert!(!reader.iter().any(|s| s.starts_with("$O.")), "no puts");
+    }
+
+    /// Design 18, §6: a worker writes its own bucket of sealed results and reads none
+    /// (a referee that read the provider's result, or its metadata with the digest, could
+    /// commit it without running the job); no worker writes another's.
+    #[test]
+    fn a_worker_writes_its_own_sealed_results_and_reads_none() {
+        let users = users(7, &[3, 4]);
+        let three = publish_of(&users, "worker-3");
+        assert!(three.contains(&"$O.gantry_7_verified_3.>".to_owned()));
+        assert!(
+            !three.iter().any(|s| s.contains("verified_4")),
+            "not another's"
+        );
+        for read in [
+            "DIRECT.GET",
+            "CONSUMER.CREATE",
+            "STREAM.MSG.GET",
+            "STREAM.PURGE",
+        ] {
+            assert!(
+                !three
+                    .iter()
+                    .any(|s| s.contains("verified") && s.contains(read)),
+                "{read}"
+            );
+        }
+        let reader = publish_of(&users, "reader");
+        for node in [3, 4] {
+            assert!(reader.contains(&format!(
+                "$JS.API.DIRECT.GET.OBJ_gantry_7_verified_{node}.>"
+            )));
+        }
     }
 
     #[test]

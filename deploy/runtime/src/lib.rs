@@ -6,7 +6,8 @@
 //! - [`args`]: the flags every service shares (chain, NATS, signing key, instance), declared
 //!   once;
 //! - [`backoff`]: the one retry policy (backon), cancellable;
-//! - [`nats`]: connecting with a URL's credentials, waiting for another service's stream;
+//! - [`nats`]: connecting with a URL's credentials, waiting for another service's stream,
+//!   putting an object into a bucket the writer may not read;
 //! - [`chain_stream`]: reading a chain's stream in order, decoded, and reporting a reader
 //!   stalled on a damaged block (log, metrics, readiness);
 //! - [`health`]: the listener on the metrics address: `/metrics`, `/healthz`, `/readyz`;

@@ -159,6 +159,22 @@ pub async fn read_verified<P: Provider>(
     Ok(last.map(|e| e.digest))
 }
 
+/// The digest refereed job `job_id`'s provider revealed in its dispute
+/// (`ProviderRevealed`), or `None` before.
+pub async fn read_provider_revealed<P: Provider>(
+    provider: &P,
+    market: Address,
+    from_block: u64,
+    job_id: u64,
+) -> Result<Option<B256>, ReadJobError> {
+    let last =
+        last_of_job::<JobMarket::ProviderRevealed, _>(provider, market, from_block, job_id, |e| {
+            e.jobId
+        })
+        .await?;
+    Ok(last.map(|e| e.digest))
+}
+
 /// Job `job_id`'s latest event `E` (`job_of` reads its job id), if any.
 async fn last_of_job<E: SolEvent, P: Provider>(
     provider: &P,

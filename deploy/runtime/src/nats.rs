@@ -95,3 +95,106 @@ pub async fn wait_for_stream(
         }
     }
 }
+
+/// Object chunks [`put_write_only`] publishes, bytes (the object store's default).
+const CHUNK_BYTES: usize = 128 * 1024;
+
+/// What [`put_write_only`] stored: its size and SHA-256.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Put {
+    pub size: u64,
+    pub sha256: [u8; 32],
+}
+
+/// Puts `reader`'s bytes into the object store `bucket` as `key`, as
+/// [`ObjectStore::put`](jetstream::object_store::ObjectStore::put) would, but without
+/// reading the bucket: `put` first asks for the key's metadata, which a user allowed to
+/// write a bucket and not to read it (a worker and the verified results) is refused, and the
+/// request then waits out its timeout. The chunks go to `$O.<bucket>.C.<nuid>`, the
+/// metadata to `$O.<bucket>.M.<key, base64url>` rolling up any earlier version (whose
+/// chunks stay until the bucket's limits drop them); every publish is acknowledged.
+pub async fn put_write_only(
+    js: &jetstream::Context,
+    bucket: &str,
+    key: &str,
+    mut reader: impl tokio::io::AsyncRead + Unpin,
+) -> Result<Put, NatsError> {
+    use base64::Engine as _;
+    use jetstream::object_store::{ObjectInfo, ObjectOptions};
+    use sha2::Digest as _;
+    use tokio::io::AsyncReadExt as _;
+
+    let nuid = nuid::next().to_string();
+    let chunk_subject = format!("$O.{bucket}.C.{nuid}");
+    let mut sha = sha2::Sha256::new();
+    let (mut size, mut chunks) = (0usize, 0usize);
+    let mut buffer = vec![0u8; CHUNK_BYTES];
+    loop {
+        // A whole chunk unless the bytes end first.
+        let mut filled = 0;
+        while filled < CHUNK_BYTES {
+            let read = reader
+                .read(&mut buffer[filled..])
+                .await
+                .map_err(|e| NatsError::new("reading the object's bytes", e))?;
+            if read == 0 {
+                break;
+            }
+            filled += read;
+        }
+        if filled == 0 {
+            break;
+        }
+        sha.update(&buffer[..filled]);
+        js.publish(
+            chunk_subject.clone(),
+            bytes::Bytes::copy_from_slice(&buffer[..filled]),
+        )
+        .await
+        .map_err(|e| NatsError::new("publishing an object chunk", e))?
+        .await
+        .map_err(|e| NatsError::new("an object chunk's acknowledgement", e))?;
+        size += filled;
+        chunks += 1;
+        if filled < CHUNK_BYTES {
+            break;
+        }
+    }
+    let sha256: [u8; 32] = sha.finalize().into();
+    let info = ObjectInfo {
+        name: key.to_owned(),
+        description: None,
+        metadata: Default::default(),
+        headers: None,
+        options: Some(ObjectOptions {
+            link: None,
+            max_chunk_size: Some(CHUNK_BYTES),
+        }),
+        bucket: bucket.to_owned(),
+        nuid,
+        size,
+        chunks,
+        modified: None,
+        digest: Some(format!(
+            "SHA-256={}",
+            base64::engine::general_purpose::URL_SAFE.encode(sha256)
+        )),
+        deleted: false,
+    };
+    let mut headers = async_nats::HeaderMap::new();
+    headers.insert("Nats-Rollup", "sub");
+    let meta = serde_json::to_vec(&info).map_err(|e| NatsError::new("the object's metadata", e))?;
+    let subject = format!(
+        "$O.{bucket}.M.{}",
+        base64::engine::general_purpose::URL_SAFE.encode(key)
+    );
+    js.publish_with_headers(subject, headers, meta.into())
+        .await
+        .map_err(|e| NatsError::new("publishing the object's metadata", e))?
+        .await
+        .map_err(|e| NatsError::new("the object's metadata's acknowledgement", e))?;
+    Ok(Put {
+        size: size as u64,
+        sha256,
+    })
+}

@@ -569,6 +569,16 @@ impl TestNet {
     /// `NODES[1]`'s and answered with the seal of `digest` (salt: keccak256("salt")):
     /// (node, job). Its challenge window is open.
     pub async fn answered_refereed(&self, digest: B256) -> (u64, u64) {
+        self.answered_refereed_at(digest, |_| "gantry://results/r".into())
+            .await
+    }
+
+    /// [`answered_refereed`](Self::answered_refereed) with the result URI `uri(node)`.
+    pub async fn answered_refereed_at(
+        &self,
+        digest: B256,
+        uri: impl Fn(u64) -> String,
+    ) -> (u64, u64) {
         use gantry_protocol::bindings::Referees;
         use gantry_protocol::market::{PROVIDER_SEAT, Verification, seal};
 
@@ -608,13 +618,7 @@ impl TestNet {
         confirm_receipt(
             "submitRefereedResult",
             Referees::new(market, self.provider(provider_account))
-                .submitRefereedResult(
-                    id,
-                    job.terms.pack().into(),
-                    state(&job),
-                    sealed,
-                    "gantry://results/r".into(),
-                )
+                .submitRefereedResult(id, job.terms.pack().into(), state(&job), sealed, uri(node))
                 .send()
                 .await,
         )

@@ -26,6 +26,7 @@
 
 pub mod clock;
 mod dirs;
+mod provide;
 mod report;
 mod run;
 pub mod seat;

@@ -20,6 +20,7 @@ use crate::admit::admit;
 use crate::archive;
 use crate::docker::Ending;
 use crate::fault::Failure;
+use crate::seats::{SealRecord, os_random};
 use crate::wasm::{Determinism, WasmPlan};
 
 /// Where a verified outcome records how the run ended, inside its tar.
@@ -151,6 +152,36 @@ impl Ctx {
         Ok(SeatRun {
             digest: B256::from(packed.sha256),
             tar: keep.to_owned(),
+        })
+    }
+
+    /// The seal record of `run`, the outcome of seat `seat` of `job_id` (or of its
+    /// provider's, `PROVIDER_SEAT`): 32 bytes of OS randomness as its salt, not yet saved,
+    /// committed or revealed.
+    pub fn seal(&self, job_id: u64, seat: u8, mut run: SeatRun) -> Result<SealRecord, Failure> {
+        if self.test.corrupt_digest {
+            // The test hook's liar: a digest no honest node computes.
+            run.digest = alloy::primitives::keccak256(run.digest);
+        }
+        let salt = os_random()?;
+        let seal = gantry_protocol::market::seal(
+            self.chain_id,
+            self.chain.market_address(),
+            job_id,
+            seat,
+            self.node_id,
+            run.digest,
+            salt,
+        );
+        Ok(SealRecord {
+            job: job_id,
+            seat,
+            digest: run.digest,
+            salt,
+            seal,
+            tar: run.tar,
+            committed: false,
+            revealed: false,
         })
     }
 }

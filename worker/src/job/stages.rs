@@ -299,12 +299,11 @@ impl Ctx {
     /// The spec, checked against the hash in the job's terms, the protocol and this node.
     async fn validate(&self, held: &Held) -> Result<Admitted, Failure> {
         let terms = &held.job.terms;
-        // A refereed job's provider seals its result and opens it in a dispute: this
-        // worker cannot yet, so it gives the job back at once (free within the grace)
-        // rather than answer it with a call the market refuses and be reclaimed.
+        // A verified job is never answered as a tier-none one (the market refuses it): a
+        // refereed one is provided by `provide`, and seats never come as assignments.
         if terms.verification.is_verified() {
             return Err(Failure::job(
-                "this worker does not serve verified (refereed) jobs yet: given back at once",
+                "a verified job is not answered by the tier-none pipeline: given back at once",
             ));
         }
         let spec_bytes = self.spec_bytes(held.job_id(), terms.spec_hash).await?;

@@ -172,18 +172,22 @@ async fn a_deterministic_wasm_job_gives_the_same_result_on_two_workers() {
     assert!(third.stop().success());
 }
 
-/// A refereed job placed on the node (by a matcher holding the role) is given back at once
-/// and free: this worker cannot yet seal its result, and answering it as a tier-none job
-/// would be refused and end in a reclaim, with a slash.
+/// A refereed job its provider could not finish (its fuel does not fit the run: the fit
+/// rule) is given back at once and free, the hold released and the job requeued: the
+/// provider never starts a run the wall clock would end and pays for.
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
-async fn a_refereed_job_placed_on_the_node_is_given_back_at_once_and_free() {
+async fn a_refereed_job_its_provider_cannot_finish_is_given_back_at_once_and_free() {
     use gantry_protocol::bindings::Referees;
     use gantry_protocol::market::Verification;
     use gantry_testkit::accounts::MATCHER;
 
     let net = Net::start(|p| p).await;
     let worker = net.spawn_worker(NODES[0], WASM_ONLY).await;
-    let job = net.post_verified(Verification::REFEREED, 3, 0).await;
+    let mut spec = wasm_spec(&net, "observer.wat", OBSERVER, true).await;
+    spec.timeout_secs = 300;
+    let job = net
+        .post_verified_spec(Verification::REFEREED, 3, 0, spec.to_posted().unwrap())
+        .await;
     let open = net.job(job).await;
     gantry_testkit::confirm_receipt(
         "assignRefereed",
@@ -201,7 +205,7 @@ async fn a_refereed_job_placed_on_the_node_is_given_back_at_once_and_free() {
     .expect("the matcher places it");
     let rejection = net.given_back(job, worker.node_id).await;
     assert!(
-        rejection.reason.contains("does not serve verified"),
+        rejection.reason.contains("does not fit a verified seat"),
         "{}",
         rejection.reason
     );
@@ -498,6 +502,213 @@ async fn verification_a_job_no_seat_can_finish_is_declined_by_every_seat_free() 
     assert!(why.contains("does not fit"), "{why}");
     for worker in workers {
         assert!(worker.stop().success());
+    }
+}
+
+/// A refereed job of the submitter's, provided by a worker of `NODES[0]` (lying when
+/// `lying`: the debug builds' hook seals another digest) and disputed by its submitter;
+/// referees from the three other workers (four operators: the pool less the provider is the
+/// panel), drawn, opened and decided by the keeper. Returns (the job, the provider's
+/// node, its stake before, the referees' nodes) once the job is settled.
+async fn refereed_dispute(net: &Net, lying: bool) -> (u64, u64, u128, Vec<u64>) {
+    use gantry_protocol::bindings::Referees;
+    use gantry_protocol::market::Verification;
+    use gantry_testkit::accounts::{MATCHER, SUBMITTER};
+
+    let hook = if lying {
+        "\n\n[test]\ncorrupt_digest = true"
+    } else {
+        ""
+    };
+    let provider = net
+        .spawn_worker(NODES[0], &format!("{WASM_ONLY}{hook}"))
+        .await;
+    let mut referees = Vec::new();
+    for account in &NODES[1..] {
+        referees.push(net.spawn_worker(*account, WASM_ONLY).await);
+    }
+    joined_the_pool(net, 4).await;
+    let stake = net.node(provider.node_id).await.stake.to::<u128>();
+    let spec = wasm_spec(net, "observer.wat", OBSERVER, true).await;
+    let job = net
+        .post_verified_spec(Verification::REFEREED, 3, 0, spec.to_posted().unwrap())
+        .await;
+    let market = net.devnet.deployment.market;
+    let open = net.job(job).await;
+    gantry_testkit::confirm_receipt(
+        "assignRefereed",
+        Referees::new(market, net.provider(MATCHER))
+            .assignRefereed(
+                job,
+                provider.node_id,
+                open.terms.pack().into(),
+                open.state.pack_verified().unwrap().into(),
+            )
+            .send()
+            .await,
+    )
+    .await
+    .expect("the matcher places it");
+    net.wait_for_status(job, JobStatus::Submitted).await;
+
+    // What the provider put for the submitter opens the seal on chain: the tar's SHA-256
+    // is the digest sealed (unless it lied), with the salt beside it.
+    let bucket = gantry_protocol::names::verified_bucket(net.chain_id(), provider.node_id);
+    let store = net
+        .jetstream()
+        .await
+        .get_object_store(&bucket)
+        .await
+        .unwrap();
+    let read = |key: String| {
+        let store = store.clone();
+        async move {
+            let mut bytes = Vec::new();
+            let mut object = store.get(&key).await.unwrap();
+            tokio::io::AsyncReadExt::read_to_end(&mut object, &mut bytes)
+                .await
+                .unwrap();
+            bytes
+        }
+    };
+    let tar = read(gantry_protocol::names::provider_result_key(job)).await;
+    let opening: gantry_protocol::names::ProviderSeal =
+        serde_json::from_slice(&read(gantry_protocol::names::provider_seal_key(job)).await)
+            .unwrap();
+    let submitted = net.job(job).await;
+    let sealed = gantry_protocol::market::seal(
+        net.chain_id(),
+        market,
+        job,
+        gantry_protocol::market::PROVIDER_SEAT,
+        provider.node_id,
+        opening.digest,
+        opening.salt,
+    );
+    assert_eq!(
+        submitted.state.verified.unwrap().result,
+        sealed,
+        "the seal opens"
+    );
+    assert_eq!(
+        <[u8; 32]>::from(Sha256::digest(&tar)) == opening.digest.0,
+        !lying,
+        "the tar is the digest sealed unless the provider lied"
+    );
+
+    // The submitter disputes: the bond and the referees' pay escrowed, the keeper draws.
+    gantry_testkit::confirm_receipt(
+        "requestReferees",
+        Referees::new(market, net.provider(SUBMITTER))
+            .requestReferees(
+                job,
+                submitted.terms.pack().into(),
+                submitted.state.pack_verified().unwrap().into(),
+            )
+            .send()
+            .await,
+    )
+    .await
+    .expect("disputed");
+    net.wait_until("the dispute decided", || async {
+        net.job(job).await.state.status.is_settled()
+    })
+    .await;
+    // Decided by the referees (no arbiter), with the provider's seal opened: the provider
+    // stood by the digest it sealed, and the referees found theirs.
+    let decided = referees_decided(net, job).await;
+    assert_eq!(decided.outcome, if lying { 1 } else { 0 }, "{decided:?}");
+    let revealed = gantry_runtime::market::read_provider_revealed(
+        &net.devnet.admin,
+        market,
+        net.devnet.deployment.start_block,
+        job,
+    )
+    .await
+    .unwrap()
+    .expect("the provider's worker opened its seal");
+    assert_eq!(revealed, opening.digest);
+    assert_eq!(
+        decided.digest.0,
+        <[u8; 32]>::from(Sha256::digest(&tar)),
+        "the referees' majority is the honest outcome"
+    );
+    let referee_nodes = referees.iter().map(|w| w.node_id).collect();
+    let provider_node = provider.node_id;
+    for worker in referees.into_iter().chain([provider]) {
+        assert!(worker.stop().success());
+    }
+    (job, provider_node, stake, referee_nodes)
+}
+
+/// Job `job`'s `RefereesDecided`.
+async fn referees_decided(
+    net: &Net,
+    job: u64,
+) -> gantry_protocol::bindings::JobMarket::RefereesDecided {
+    use alloy::providers::Provider;
+    use alloy::sol_types::SolEvent;
+    use gantry_protocol::bindings::JobMarket::RefereesDecided;
+
+    let filter = alloy::rpc::types::Filter::new()
+        .address(net.devnet.deployment.market)
+        .event_signature(RefereesDecided::SIGNATURE_HASH)
+        .topic1(alloy::primitives::B256::from(
+            alloy::primitives::U256::from(job),
+        ))
+        .from_block(0);
+    let logs = net.devnet.admin.get_logs(&filter).await.unwrap();
+    let log = logs.last().expect("RefereesDecided");
+    RefereesDecided::decode_log(&log.inner).unwrap().data
+}
+
+/// Design 18, §2.6: a provider that sealed a wrong result is overturned by three referees
+/// that re-ran the job, without the arbiter: the job fails, the provider loses its seat
+/// stake and is not paid, the referees are paid from the submitter's prepay (which the
+/// provider's hold repays).
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn verification_referees_overturn_a_lying_provider() {
+    let net = Net::start(|p| p).await;
+    let (job, provider, stake, referees) = refereed_dispute(&net, true).await;
+    let settled = net.job(job).await;
+    assert_eq!(settled.state.status, JobStatus::Failed, "overturned");
+    let info = net.node(provider).await;
+    assert!(
+        info.stake.to::<u128>() < stake,
+        "the lying provider is slashed"
+    );
+    assert_eq!(info.earnings.to::<u64>(), 0, "and not paid");
+    assert_eq!(info.lockedStake.to::<u64>(), 0, "its hold released");
+    for node in referees {
+        assert!(
+            net.node(node).await.earnings.to::<u64>() > 0,
+            "referee {node} paid"
+        );
+    }
+}
+
+/// Design 18, §2.6: a dispute of an honest provider's result is upheld by the referees:
+/// the provider is paid and keeps its stake, the referees are paid, the submitter loses
+/// its bond. No arbiter.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn verification_referees_uphold_a_frivolous_dispute() {
+    let net = Net::start(|p| p).await;
+    let (job, provider, stake, referees) = refereed_dispute(&net, false).await;
+    let settled = net.job(job).await;
+    assert_eq!(settled.state.status, JobStatus::Completed, "upheld");
+    let info = net.node(provider).await;
+    assert_eq!(
+        info.stake.to::<u128>(),
+        stake,
+        "the honest provider keeps its stake"
+    );
+    assert!(info.earnings.to::<u64>() > 0, "and is paid");
+    assert_eq!(info.lockedStake.to::<u64>(), 0, "its hold released");
+    for node in referees {
+        assert!(
+            net.node(node).await.earnings.to::<u64>() > 0,
+            "referee {node} paid"
+        );
     }
 }
 

@@ -459,7 +459,15 @@ pub async fn result(ctx: &Context, args: &ResultArgs) -> Result<()> {
         u64::from(limit) << 20,
     )
     .await?;
-    results::verify(&downloaded, result_hash)?;
+    // A refereed job's answer is a seal (design 18, §2.6): what opens it lies beside the
+    // outcome; the outcome must be the digest it opens to.
+    let expected = match &source {
+        Source::Nats { bucket, .. } if is_refereed(chain, args.id).await? => {
+            open_provider_seal(ctx, chain, args.id, bucket, result_hash).await?
+        }
+        _ => result_hash,
+    };
+    results::verify(&downloaded, expected)?;
     let (bytes, sha256) = (downloaded.bytes, downloaded.sha256);
     let dir = args.output.clone();
     let unpacked = tokio::task::spawn_blocking(move || {
@@ -488,6 +496,52 @@ pub async fn result(ctx: &Context, args: &ResultArgs) -> Result<()> {
         );
     }
     Ok(())
+}
+
+async fn is_refereed(chain: &Chain, id: u64) -> Result<bool> {
+    Ok(chain.job(id).await?.terms.verification.tier
+        == gantry_protocol::market::Verification::REFEREED)
+}
+
+/// The digest refereed job `id`'s provider sealed as `seal`, from what it put beside its
+/// outcome in `bucket` (its own bucket of sealed results), checked against the seal on
+/// chain. A provider whose opening does not open its seal cannot open it in a dispute
+/// either, and loses it.
+async fn open_provider_seal(
+    ctx: &Context,
+    chain: &Chain,
+    id: u64,
+    bucket: &str,
+    seal: alloy::primitives::B256,
+) -> Result<alloy::primitives::B256> {
+    use gantry_protocol::names::{ProviderSeal, provider_seal_key};
+    let scratch = tempfile::tempdir().map_err(|e| CliError::io("a temporary directory", e))?;
+    let source = Source::Nats {
+        bucket: bucket.to_owned(),
+        key: provider_seal_key(id),
+    };
+    let downloaded = results::download(&source, &ctx.global.nats_url, scratch.path(), 4096).await?;
+    let bytes = std::fs::read(downloaded.file.path())
+        .map_err(|e| CliError::io(downloaded.file.path().display(), e))?;
+    let opening: ProviderSeal = serde_json::from_slice(&bytes)
+        .map_err(|e| CliError::Unverified(format!("job {id}'s seal opening is not one: {e}")))?;
+    let sealed = gantry_protocol::market::seal(
+        chain.chain_id,
+        *chain.market.address(),
+        id,
+        gantry_protocol::market::PROVIDER_SEAT,
+        opening.node,
+        opening.digest,
+        opening.salt,
+    );
+    if sealed != seal {
+        return Err(CliError::Unverified(format!(
+            "job {id}: what its provider put beside the result does not open the seal it \
+             submitted: dispute it (`gantry job dispute {id}`) — the provider cannot open its \
+             seal either, and loses"
+        )));
+    }
+    Ok(opening.digest)
 }
 
 pub async fn cancel(ctx: &Context, job_id: u64) -> Result<()> {

@@ -408,3 +408,63 @@ async fn verification_result_of_a_replicated_job_is_the_outcome_its_quorum_agree
         r#"{"loss":0.21}"#
     );
 }
+
+/// `gantry job result` of a refereed job: the provider's answer is a seal; the CLI fetches
+/// the outcome and what opens the seal from the provider's bucket of sealed results, checks
+/// that it opens the seal on chain and that the outcome is the digest sealed, and unpacks
+/// it. An opening that does not open the seal is refused, with the advice to dispute.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn verification_result_of_a_refereed_job_is_the_outcome_its_provider_sealed() {
+    use gantry_protocol::names::{self, ProviderSeal};
+
+    let (net, _api) = Net::start_with_api().await;
+    let chain_id = net.chain_id();
+    let tar = result_tar();
+    let digest = B256::from(<[u8; 32]>::from(Sha256::digest(&tar)));
+    let (node, job) = net
+        .answered_refereed_at(digest, |node| names::provider_result_uri(chain_id, node, 1))
+        .await;
+    assert_eq!(job, 1, "the URI above names job 1");
+    let bucket = names::verified_bucket(chain_id, node);
+    let js = net.jetstream().await;
+    js.create_object_store(async_nats::jetstream::object_store::Config {
+        bucket: bucket.clone(),
+        ..Default::default()
+    })
+    .await
+    .unwrap();
+    let put = |key: String, bytes: Vec<u8>| {
+        let (js, bucket) = (js.clone(), bucket.clone());
+        async move {
+            gantry_runtime::nats::put_write_only(&js, &bucket, &key, bytes.as_slice())
+                .await
+                .unwrap();
+        }
+    };
+    put(names::provider_result_key(job), tar.clone()).await;
+    let opening = |salt| serde_json::to_vec(&ProviderSeal { node, digest, salt }).unwrap();
+    // The testkit's provider salts with keccak256("salt").
+    put(
+        names::provider_seal_key(job),
+        opening(alloy::primitives::keccak256("salt")),
+    )
+    .await;
+    let gantry = net.gantry(SUBMITTER);
+    let out_dir = net.dir().join("refereed");
+    let out = out_dir.display().to_string();
+    let fetched = gantry
+        .run(&["job", "result", &job.to_string(), "-o", &out, "--json"])
+        .await
+        .ok()
+        .json();
+    assert_eq!(fetched["sha256"], format!("{digest}"));
+    assert_eq!(fetched["files"], 2);
+
+    // Another salt: the opening does not open the seal.
+    put(names::provider_seal_key(job), opening(B256::repeat_byte(9))).await;
+    let elsewhere = net.dir().join("refereed-unopened").display().to_string();
+    gantry
+        .run(&["job", "result", &job.to_string(), "-o", &elsewhere])
+        .await
+        .failed(6, "does not open the seal it submitted: dispute it");
+}

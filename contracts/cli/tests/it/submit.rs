@@ -425,8 +425,8 @@ async fn verification_submit_posts_a_replicated_job_escrowing_n_bounties() {
     let job_id = printed["jobId"].as_u64().expect("the job id");
     let job = net.job(job_id).await;
     let rules = gantry_protocol::market::dev_verify_params();
-    let fuel_secs = 60 * gantry_protocol::spec::FUEL_PER_SECOND
-        / gantry_protocol::spec::VERIFIED_FUEL_RATE;
+    let fuel_secs =
+        60 * gantry_protocol::spec::FUEL_PER_SECOND / gantry_protocol::spec::VERIFIED_FUEL_RATE;
     assert_eq!(
         u64::from(job.terms.requirements.max_runtime),
         60 + 2 + 1 + fuel_secs

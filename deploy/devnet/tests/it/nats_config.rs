@@ -687,6 +687,75 @@ async fn chain_stream_once_healthy(
 }
 
 /// One user's connection, recording the permission violations the server reports on it.
+/// Design 18, §6: a refereed provider puts its sealed outcome and the seal's opening into
+/// its own bucket of sealed results and reads nothing back; a referee (any other worker)
+/// can neither read that bucket (nor its metadata, which names the digest) nor write it;
+/// the submitters' reader reads both objects whole.
+#[tokio::test(flavor = "multi_thread")]
+async fn verification_a_referee_cannot_read_the_providers_result() {
+    let config = NatsConfig::render("nats-server.conf", CHAIN, &[1, 2]).expect("render");
+    let server = ConfiguredNats::start(&config).expect("nats-server starts with the config");
+    let sealed = names::verified_bucket(CHAIN, 1);
+    // Several chunks: the put is the one a provider makes.
+    let tar: Vec<u8> = (0..400_000u32).map(|i| (i % 253) as u8).collect();
+    let opening = br#"{"node":1,"digest":"0x01","salt":"0x02"}"#.to_vec();
+
+    let provider = Session::open(&server, &config, "worker-1").await;
+    object_bucket(&provider.js, &sealed, 1).await;
+    for (key, bytes) in [
+        (names::provider_result_key(7), &tar),
+        (names::provider_seal_key(7), &opening),
+    ] {
+        let put =
+            gantry_runtime::nats::put_write_only(&provider.js, &sealed, &key, bytes.as_slice())
+                .await
+                .unwrap_or_else(|e| panic!("the provider puts {key}: {e}"));
+        assert_eq!(put.size, bytes.len() as u64);
+    }
+    provider.assert_no_refusals("putting a sealed result").await;
+    // Not even the provider reads it back (its metadata carries the digest).
+    let own = provider
+        .refusing_js
+        .get_object_store(&sealed)
+        .await
+        .expect("the bucket's info");
+    provider
+        .refused_call_prefix(
+            own.get(names::provider_result_key(7)),
+            format!("$JS.API.DIRECT.GET.OBJ_{sealed}"),
+        )
+        .await;
+
+    // A referee: nothing of the provider's bucket, its info included, and no write.
+    let referee = Session::open(&server, &config, "worker-2").await;
+    referee
+        .refused_call(
+            referee.refusing_js.get_object_store(&sealed),
+            format!("$JS.API.STREAM.INFO.OBJ_{sealed}"),
+        )
+        .await;
+    referee
+        .refused_call_prefix(
+            gantry_runtime::nats::put_write_only(
+                &referee.refusing_js,
+                &sealed,
+                &names::provider_result_key(7),
+                [0u8; 3].as_slice(),
+            ),
+            format!("$O.{sealed}.C."),
+        )
+        .await;
+
+    // The submitter reads both, whole.
+    let reader = Session::open(&server, &config, "reader").await;
+    assert!(read_object(&reader.js, &sealed, &names::provider_result_key(7)).await == tar);
+    assert_eq!(
+        read_object(&reader.js, &sealed, &names::provider_seal_key(7)).await,
+        opening
+    );
+    reader.assert_no_refusals("reading a sealed result").await;
+}
+
 struct Session {
     client: Client,
     js: jetstream::Context,
