@@ -21,13 +21,14 @@
 //! memory limit is the spec's. Fuel also pays for work one operator or host call can ask
 //! for: bulk memory operations one unit per byte, `memory.grow` per page, every host call
 //! [`VERIFIED_HOST_CALL_FUEL`] and the byte-moving ones (`fd_read`, `fd_write`, `fd_pread`,
-//! `fd_pwrite`, `fd_readdir`, `random_get`) one unit per byte they may move, so that no
-//! module outruns its fuel on the wall clock by re-reading its inputs or looping on
-//! system calls. [`WasmEngine::verified_rate`] measures this node against the adversarial
-//! probe (design 18's fit rule). Not deterministic even so: a run stopped by the wall
-//! clock (a node too slow for the job's time gives a timeout, never another result), the
-//! depth at which the stack overflows (it depends on the wasmtime build), file
-//! timestamps, inode numbers and directory order the module reads back from `/inputs`.
+//! `fd_pwrite`, `random_get`) one unit per byte they may move, so that no module outruns
+//! its fuel on the wall clock by re-reading its inputs or looping on system calls; a
+//! file's status reads device, inode and times as 0; listing a directory is refused
+//! (`ENOTSUP`: its order is the node's file system's) and flushing does nothing.
+//! [`WasmEngine::verified_rate`] measures this node against the adversarial probe (design
+//! 18's fit rule). Not deterministic even so: a run stopped by the wall clock (a node too
+//! slow for the job's time gives a timeout, never another result), the depth at which the
+//! stack overflows (it depends on the wasmtime build).
 //!
 //! Compiled modules are kept in memory by SHA-256 (and mode), [`MODULE_CACHE`] at most.
 
@@ -43,6 +44,7 @@ use tokio::sync::{mpsc, oneshot};
 use wasmtime::{Config, Engine, Linker, Module, Store, Trap, UpdateDeadline};
 use wasmtime_wasi::cli::{IsTerminal, StdoutStream};
 use wasmtime_wasi::p1::WasiP1Ctx;
+use wasmtime_wasi::p1::wasi_snapshot_preview1::WasiSnapshotPreview1;
 use wasmtime_wasi::p2::{OutputStream, Pollable, StreamError, StreamResult};
 use wasmtime_wasi::{FsPerms, I32Exit, WasiCtxBuilder};
 
@@ -469,14 +471,36 @@ fn shadow(linker: &mut Linker<JobState>) -> wasmtime::Result<()> {
             })
         },
     )?;
+    // No listing: the order and the inode numbers are the node's file system's, and
+    // each call reads the whole directory whatever its buffer. A verified job's inputs
+    // are named by its spec.
     linker.func_wrap(
         P1,
         "fd_readdir",
-        |mut c: C<'_>, fd: i32, buf: i32, len: i32, cookie: i64, used: i32| {
+        |_fd: i32, _buf: i32, _len: i32, _cookie: i64, _used: i32| -> i32 { ENOTSUP },
+    )?;
+    // Nothing to flush: the run's files are packed by the node, not kept.
+    linker.func_wrap(P1, "fd_sync", |_fd: i32| -> i32 { 0 })?;
+    linker.func_wrap(P1, "fd_datasync", |_fd: i32| -> i32 { 0 })?;
+    linker.func_wrap(P1, "fd_filestat_get", |mut c: C<'_>, fd: i32, buf: i32| {
+        let errno = with_wasi(&mut c, |w, m| in_tokio(p1::fd_filestat_get(w, m, fd, buf)))?;
+        if errno == 0 {
+            zero_node_stat(&mut c, buf);
+        }
+        Ok(errno)
+    })?;
+    linker.func_wrap(
+        P1,
+        "path_filestat_get",
+        |mut c: C<'_>, fd: i32, flags: i32, path: i32, len: i32, buf: i32| {
             charge(&mut c, u64::from(len as u32))?;
-            with_wasi(&mut c, |w, m| {
-                in_tokio(p1::fd_readdir(w, m, fd, buf, len, cookie, used))
-            })
+            let errno = with_wasi(&mut c, |w, m| {
+                in_tokio(p1::path_filestat_get(w, m, fd, flags, path, len, buf))
+            })?;
+            if errno == 0 {
+                zero_node_stat(&mut c, buf);
+            }
+            Ok(errno)
         },
     )?;
     linker.func_wrap(P1, "random_get", |mut c: C<'_>, buf: i32, len: i32| {
@@ -495,7 +519,40 @@ fn with_wasi(
         return Err(wasmtime::Error::msg("missing required memory export"));
     };
     let (bytes, state) = memory.data_and_store_mut(&mut *caller);
+    // What WASI's own linking sets before each call: the bytes the call may take from the
+    // module (its buffers, paid in fuel above; the store's own figure is the deterministic
+    // mode's smaller cap for the calls that are not shadowed).
+    WasiSnapshotPreview1::set_hostcall_fuel(&mut state.wasi, SHADOWED_CALL_BYTES);
     call(&mut state.wasi, &mut wiggle::GuestMemory::Unshared(bytes))
+}
+
+/// Bytes one shadowed call may take from the module (wasmtime's default per call).
+const SHADOWED_CALL_BYTES: usize = 128 << 20;
+/// Bytes any other host call of a deterministic run may take from the module (its path
+/// strings): a call's host work is then bounded by what its flat fuel pays for.
+const UNSHADOWED_CALL_BYTES: usize = 64 << 10;
+
+/// A `filestat`'s bytes that say which node staged the file and when: `dev`, `ino`
+/// (0..16), `atim`, `mtim`, `ctim` (40..64). Zeroed in deterministic runs.
+const NODE_STAT_BYTES: [std::ops::Range<usize>; 2] = [0..16, 40..64];
+
+/// Zeroes the node-dependent fields of the `filestat` at `buf` in the module's memory.
+fn zero_node_stat(caller: &mut wasmtime::Caller<'_, JobState>, buf: i32) {
+    let Some(memory) = caller
+        .get_export("memory")
+        .and_then(wasmtime::Extern::into_memory)
+    else {
+        return;
+    };
+    let start = buf as u32 as usize;
+    if let Some(stat) = memory
+        .data_mut(&mut *caller)
+        .get_mut(start..start.saturating_add(64))
+    {
+        for range in NODE_STAT_BYTES {
+            stat[range].fill(0);
+        }
+    }
 }
 
 /// Takes `fuel` from the run's, or ends it as out of fuel.
@@ -654,6 +711,7 @@ fn call(mode: &Mode, module: &Module, plan: &WasmPlan, run: Run) -> Result<Ended
         store
             .set_fuel(determinism.fuel)
             .map_err(|e| Failure::node(format!("wasm: fuel: {}", one_line(&e))))?;
+        store.set_hostcall_fuel(UNSHADOWED_CALL_BYTES);
         // Every host call costs its fixed fuel (its bytes are charged by its shadow).
         store.call_hook(|mut store, hook| {
             if matches!(hook, wasmtime::CallHook::CallingHost) {
@@ -1317,13 +1375,15 @@ mod tests {
         let reads = r#"(module
           (import "wasi_snapshot_preview1" "random_get" (func $random (param i32 i32) (result i32)))
           (import "wasi_snapshot_preview1" "fd_read" (func $read (param i32 i32 i32 i32) (result i32)))
+          (import "wasi_snapshot_preview1" "proc_exit" (func $exit (param i32)))
           (memory (export "memory") 32)
           (func (export "_start")
-            (drop (call $random (i32.const 1024) (i32.const 1000000)))
+            (if (call $random (i32.const 1024) (i32.const 1000000)) (then (call $exit (i32.const 7))))
             ;; stdin (closed) into one buffer of 1,000,000 bytes: nothing read, all charged
             (i32.store (i32.const 0) (i32.const 1024))
             (i32.store (i32.const 4) (i32.const 1000000))
-            (drop (call $read (i32.const 0) (i32.const 0) (i32.const 1) (i32.const 8)))))"#;
+            (if (call $read (i32.const 0) (i32.const 0) (i32.const 1) (i32.const 8))
+              (then (call $exit (i32.const 8))))))"#;
         let with_fuel = |fuel| {
             let mut run = job(reads, true);
             run.plan.deterministic = Some(Determinism { fuel, seed: 1 });
@@ -1339,6 +1399,43 @@ mod tests {
         assert!(reason.contains("ran out of fuel"), "{reason}");
         // The probe a node measures itself with runs, and says something.
         assert!(engine.fuel_rate(1 << 20, 10_000_000).unwrap() > 0);
+    }
+
+    /// What a file's status says about the node (device, inode, times) reads as 0 in a
+    /// deterministic run, and a directory cannot be listed (its order is the node's file
+    /// system's): each node staged the inputs at its own time, on its own disk.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_deterministic_run_reads_no_node_in_its_files() {
+        let engine = WasmEngine::new().unwrap();
+        let stat = r#"(module
+          (import "wasi_snapshot_preview1" "path_filestat_get" (func $stat (param i32 i32 i32 i32 i32) (result i32)))
+          (import "wasi_snapshot_preview1" "fd_readdir" (func $readdir (param i32 i32 i32 i64 i32) (result i32)))
+          (import "wasi_snapshot_preview1" "proc_exit" (func $exit (param i32)))
+          (memory (export "memory") 1)
+          (data (i32.const 0) "data")
+          (func (export "_start") (local $e i32)
+            (local.set $e (call $stat (i32.const 3) (i32.const 0) (i32.const 0) (i32.const 4) (i32.const 64)))
+            (if (local.get $e) (then (call $exit (i32.const 10))))
+            ;; size (at 96) is the file's: 5 bytes
+            (if (i64.ne (i64.load (i32.const 96)) (i64.const 5)) (then (call $exit (i32.const 11))))
+            (if (i64.ne (i64.or (i64.or (i64.load (i32.const 64)) (i64.load (i32.const 72)))
+                                (i64.or (i64.load (i32.const 104))
+                                        (i64.or (i64.load (i32.const 112)) (i64.load (i32.const 120)))))
+                        (i64.const 0))
+              (then (call $exit (i32.const 12))))
+            ;; listing /inputs: refused (ENOTSUP, 58)
+            (call $exit (call $readdir (i32.const 3) (i32.const 256) (i32.const 512) (i64.const 0) (i32.const 8)))))"#;
+        for (deterministic, code) in [(true, 58), (false, 12)] {
+            let run_ = job(stat, deterministic);
+            std::fs::write(run_.plan.inputs_dir.join("data"), b"12345").unwrap();
+            let (outcome, _) = run(&engine, &run_.plan, Duration::from_secs(30)).await;
+            let outcome = outcome.unwrap();
+            assert_eq!(
+                (outcome.exit_code, outcome.reason),
+                (code, None),
+                "deterministic {deterministic}"
+            );
+        }
     }
 
     /// The metered calls are WASI's own once paid for: a deterministic run reads its
