@@ -89,16 +89,22 @@ pub(crate) async fn start(
     };
     let stores = Stores::open(&nats, &js, config).await?;
     // The node's bucket of sealed results: written (never read) by the refereed jobs it
-    // provides.
-    if config.jobs.engines.contains(&Engine::Wasm) {
-        objects::bucket(
+    // provides. The operator creates it where workers may not (`gantry-devnet
+    // nats-buckets`); without it the node gives refereed jobs back, free.
+    let sealed_results = config.jobs.engines.contains(&Engine::Wasm)
+        && match objects::bucket(
             &js,
             &names::verified_bucket(config.chain_id, node_id),
             config.nats_replicas,
         )
         .await
-        .map_err(WorkerError::Node)?;
-    }
+        {
+            Ok(_) => true,
+            Err(e) => {
+                tracing::warn!(error = %e, "no bucket of sealed results: this node gives refereed jobs back");
+                false
+            }
+        };
     let fetcher = Fetcher::new(fetch_config(config), Some(js.clone()))
         .map_err(|e| WorkerError::Node(Failure::from(&e)))?;
     // Each slot's disk space, made now, before the first job arrives.
@@ -136,6 +142,7 @@ pub(crate) async fn start(
         monitor: GpuMonitor::new(),
         work_dir: config.work_dir.clone(),
         spaces,
+        sealed_results,
         started: hooks.started.take(),
     };
     Ok(Some(Node {

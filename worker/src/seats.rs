@@ -66,6 +66,9 @@ pub struct SealRecord {
     /// Revealed: what is left is the upload after the decision.
     #[serde(default)]
     pub revealed: bool,
+    /// A refereed provider's outcome and opening are in its bucket of sealed results.
+    #[serde(default)]
+    pub put: bool,
 }
 
 /// The seal records, one file each under `<work_dir>/seals/`.
@@ -97,8 +100,8 @@ impl SealStore {
         let _ = tokio::fs::remove_file(self.tar(job, seat)).await;
     }
 
-    /// The records of the refereed jobs this node provided and submitted (seat
-    /// [`PROVIDER_SEAT`], committed): the ones whose disputes the seats loop watches.
+    /// The records of the refereed jobs this node provided (seat [`PROVIDER_SEAT`]): the
+    /// ones whose disputes the seats loop watches.
     pub async fn provided(&self) -> Vec<SealRecord> {
         let suffix = format!("-s{PROVIDER_SEAT}.json");
         let Ok(mut entries) = tokio::fs::read_dir(&self.dir).await else {
@@ -114,9 +117,7 @@ impl SealStore {
             else {
                 continue;
             };
-            if let Ok(Some(record)) = self.load(job, PROVIDER_SEAT).await
-                && record.committed
-            {
+            if let Ok(Some(record)) = self.load(job, PROVIDER_SEAT).await {
                 records.push(record);
             }
         }
@@ -296,12 +297,21 @@ async fn provided(
     let mut job = ctx.chain.read_job(job_id).await.map_err(transient)?;
     let mut final_open = false;
     loop {
+        let ours = job.state.node_id == ctx.node_id;
+        // The chain, not the record, says whether this seal was submitted: a submission
+        // mined while the worker died (or its receipt was lost) is watched all the same.
+        let sealed = ours && job.state.verified.is_some_and(|v| v.result == record.seal);
         let open = match job.state.status {
             // The challenge window: the submitter may still dispute.
-            JobStatus::Submitted if job.state.node_id == ctx.node_id => false,
-            // The submission a reorganisation took away: sent again while the run lasts.
-            JobStatus::Assigned if job.state.node_id == ctx.node_id => {
-                if ctx.chain.now().await.map_err(transient)? <= job.state.until {
+            JobStatus::Submitted if sealed => false,
+            JobStatus::Committing | JobStatus::Revealing if sealed => {
+                reveal_phase(ctx, &job).await?
+            }
+            // Not submitted yet (the assignment's task is on it), or submitted and taken
+            // away by a reorganisation: sent again while the run lasts.
+            JobStatus::Assigned if ours => {
+                if record.committed && ctx.chain.now().await.map_err(transient)? <= job.state.until
+                {
                     tracing::warn!("the submission was reorganised away: submitting again");
                     let uri = names::provider_result_uri(ctx.chain_id, ctx.node_id, job_id);
                     ctx.chain
@@ -311,12 +321,15 @@ async fn provided(
                 }
                 false
             }
-            JobStatus::Committing | JobStatus::Revealing if job.state.node_id == ctx.node_id => {
-                reveal_phase(ctx, &job).await?
-            }
             // Accepted, finalized, decided, at the arbiter, or not this node's any more:
-            // the seal has nothing left to do.
+            // once that is final, the seal has nothing left to do.
             _ => {
+                blocks_over(ctx, ctx.settings.finality_depth, stopping).await?;
+                let again = ctx.chain.read_job(job_id).await.map_err(transient)?;
+                if again.state.hash() != job.state.hash() {
+                    job = again;
+                    continue;
+                }
                 tracing::info!(status = ?job.state.status, "the provided job needs its seal no more");
                 store.remove(job_id, PROVIDER_SEAT).await;
                 return Ok(());
@@ -670,6 +683,7 @@ mod tests {
             tar: store.tar(7, 1),
             committed: false,
             revealed: false,
+            put: false,
         };
         store.save(&record).await.unwrap();
         // Another store over the same directory: a restarted worker.

@@ -116,6 +116,10 @@ pub struct WasmPlan {
     /// Output (stdout and stderr) the module may print before it is stopped, bytes.
     pub max_log_bytes: u64,
     pub deterministic: Option<Determinism>,
+    /// The most the module may ask to write to its files, bytes (a deterministic run's:
+    /// asking for more ends it with [`WRITE_LIMIT`], on every node alike, before a node's
+    /// disk could fill); `None`: only the space's size bounds it.
+    pub write_limit: Option<u64>,
 }
 
 /// The embedded runtime: two engines (free-running and deterministic), their linkers and
@@ -153,6 +157,34 @@ struct Modules {
 struct JobState {
     wasi: WasiP1Ctx,
     limiter: MemoryLimiter,
+    /// Bytes asked to be written to files so far, and the most (the plan's `write_limit`).
+    writes: Option<(u64, u64)>,
+}
+
+/// How a deterministic run that asked to write more than its `write_limit` ends.
+pub const WRITE_LIMIT: &str = "write limit exceeded";
+
+#[derive(Debug, thiserror::Error)]
+#[error("{WRITE_LIMIT}")]
+struct WriteLimitExceeded;
+
+/// Counts a write of `bytes` to `fd` against the run's write limit (stdout and stderr are
+/// the log's, bounded by it).
+fn count_write(
+    caller: &mut wasmtime::Caller<'_, JobState>,
+    fd: i32,
+    bytes: u64,
+) -> wasmtime::Result<()> {
+    if fd <= 2 {
+        return Ok(());
+    }
+    if let Some((written, limit)) = caller.data_mut().writes.as_mut() {
+        *written = written.saturating_add(bytes);
+        if *written > *limit {
+            return Err(wasmtime::Error::new(WriteLimitExceeded));
+        }
+    }
+    Ok(())
 }
 
 impl WasmEngine {
@@ -237,6 +269,32 @@ impl WasmEngine {
         let ended = ended.map_err(|e| Failure::node(format!("wasm: the run's thread: {e}")))?;
         let elapsed = began.elapsed();
         Ok(outcome(ended?, ending.stop.is_cancelled(), plan, elapsed))
+    }
+
+    /// Compiles `plan`'s module (kept for its run) and checks that it links here and has
+    /// its entry: what a module could fail at is found before its inputs are staged, so
+    /// a seat declines it within the grace instead of after it.
+    pub async fn check(&self, plan: &WasmPlan) -> Result<(), Failure> {
+        let module = self.module(plan).await?;
+        let mode = if plan.deterministic.is_some() {
+            &self.deterministic
+        } else {
+            &self.free
+        };
+        mode.linker
+            .instantiate_pre(&module)
+            .map_err(|e| Failure::job(format!("the module cannot run here: {}", one_line(&e))))?;
+        match module.get_export(&plan.entry) {
+            Some(wasmtime::ExternType::Func(f))
+                if f.params().len() == 0 && f.results().len() == 0 =>
+            {
+                Ok(())
+            }
+            _ => Err(Failure::job(format!(
+                "the module has no entry point {:?} taking and returning nothing",
+                plan.entry
+            ))),
+        }
     }
 
     /// The compiled module, from memory or compiled now (off the async threads).
@@ -445,7 +503,8 @@ fn shadow(linker: &mut Linker<JobState>) -> wasmtime::Result<()> {
         P1,
         "fd_write",
         |mut c: C<'_>, fd: i32, iovs: i32, n: i32, out: i32| {
-            charge_buffers(&mut c, iovs, n)?;
+            let bytes = charge_buffers(&mut c, iovs, n)?;
+            count_write(&mut c, fd, bytes)?;
             with_wasi(&mut c, |w, m| {
                 in_tokio(p1::fd_write(w, m, fd, iovs, n, out))
             })
@@ -465,7 +524,8 @@ fn shadow(linker: &mut Linker<JobState>) -> wasmtime::Result<()> {
         P1,
         "fd_pwrite",
         |mut c: C<'_>, fd: i32, iovs: i32, n: i32, at: i64, out: i32| {
-            charge_buffers(&mut c, iovs, n)?;
+            let bytes = charge_buffers(&mut c, iovs, n)?;
+            count_write(&mut c, fd, bytes)?;
             with_wasi(&mut c, |w, m| {
                 in_tokio(p1::fd_pwrite(w, m, fd, iovs, n, at, out))
             })
@@ -567,20 +627,20 @@ fn charge(store: &mut impl wasmtime::AsContextMut, fuel: u64) -> wasmtime::Resul
 }
 
 /// Charges a call's list of `count` buffers at `list`: its own bytes, then the bytes of
-/// every buffer it names (what the call may move). A list out of bounds costs its size
-/// only: WASI refuses it.
+/// every buffer it names (what the call may move), which it returns. A list out of bounds
+/// costs its size only: WASI refuses it.
 fn charge_buffers(
     caller: &mut wasmtime::Caller<'_, JobState>,
     list: i32,
     count: i32,
-) -> wasmtime::Result<()> {
+) -> wasmtime::Result<u64> {
     let count = u64::from(count as u32);
     charge(caller, count.saturating_mul(8))?;
     let Some(memory) = caller
         .get_export("memory")
         .and_then(wasmtime::Extern::into_memory)
     else {
-        return Ok(());
+        return Ok(0);
     };
     let data = memory.data(&*caller);
     let start = u64::from(list as u32);
@@ -593,7 +653,8 @@ fn charge_buffers(
         let len = u32::from_le_bytes(entry[4..8].try_into().expect("four bytes"));
         bytes = bytes.saturating_add(u64::from(len));
     }
-    charge(caller, bytes)
+    charge(caller, bytes)?;
+    Ok(bytes)
 }
 
 /// WASI's `ENOTSUP`.
@@ -704,6 +765,7 @@ fn call(mode: &Mode, module: &Module, plan: &WasmPlan, run: Run) -> Result<Ended
         JobState {
             wasi,
             limiter: MemoryLimiter { limit: memory },
+            writes: plan.write_limit.map(|limit| (0, limit)),
         },
     );
     store.limiter(|state| &mut state.limiter);
@@ -756,6 +818,9 @@ fn ended(error: &wasmtime::Error, flooded: bool) -> Ended {
     }
     if let Some(exit) = error.downcast_ref::<I32Exit>() {
         return Ended::Exited(exit.0);
+    }
+    if error.downcast_ref::<WriteLimitExceeded>().is_some() {
+        return Ended::Trapped(WRITE_LIMIT.into());
     }
     if error.downcast_ref::<MemoryLimitExceeded>().is_some() {
         return Ended::OutOfMemory;
@@ -1086,6 +1151,7 @@ mod tests {
             memory_bytes: 16 << 20,
             max_log_bytes: 1 << 20,
             deterministic: deterministic.then(|| Determinism::of(&[7; 32], 10)),
+            write_limit: None,
         };
         Job { _dir: dir, plan }
     }
@@ -1435,6 +1501,32 @@ mod tests {
                 (code, None),
                 "deterministic {deterministic}"
             );
+        }
+    }
+
+    /// A deterministic run that asks to write more to its files than its write limit ends
+    /// with [`WRITE_LIMIT`], counted on what it asks (the same on every node), before any
+    /// node's disk could fill; its log (stdout, stderr) is not counted.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_deterministic_run_that_asks_to_write_too_much_ends_at_its_write_limit() {
+        let engine = WasmEngine::new().unwrap();
+        let writes = r#"(module
+          (import "wasi_snapshot_preview1" "fd_write" (func $write (param i32 i32 i32 i32) (result i32)))
+          (memory (export "memory") 1)
+          (func (export "_start")
+            (i32.store (i32.const 0) (i32.const 64))
+            (i32.store (i32.const 4) (i32.const 2000))
+            ;; 2,000 bytes to stdout (the log), then to a file descriptor
+            (drop (call $write (i32.const 1) (i32.const 0) (i32.const 1) (i32.const 8)))
+            (drop (call $write (i32.const 4) (i32.const 0) (i32.const 1) (i32.const 8)))))"#;
+        for (limit, reason) in [
+            (1_000, Some(format!("trapped: {WRITE_LIMIT}"))),
+            (5_000, None),
+        ] {
+            let mut run_ = job(writes, true);
+            run_.plan.write_limit = Some(limit);
+            let (outcome, _) = run(&engine, &run_.plan, Duration::from_secs(30)).await;
+            assert_eq!(outcome.unwrap().reason, reason, "limit {limit}");
         }
     }
 

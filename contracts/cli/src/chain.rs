@@ -284,6 +284,18 @@ impl Chain {
         .map_err(|e| CliError::Unavailable(format!("reading job {job_id}'s result: {e}")))
     }
 
+    /// The node job `job_id` was last assigned to: a refereed job's provider.
+    pub async fn provider_of(&self, job_id: u64) -> Result<Option<u64>> {
+        gantry_runtime::market::read_last_assigned(
+            &self.provider,
+            *self.market.address(),
+            self.start_block,
+            job_id,
+        )
+        .await
+        .map_err(|e| CliError::Unavailable(format!("reading job {job_id}'s provider: {e}")))
+    }
+
     /// A replicated job's verified result, once decided with a quorum: the digest it
     /// agreed on and where its paid seats uploaded the outcome.
     pub async fn verified_result(&self, job_id: u64) -> Result<Option<(B256, String)>> {

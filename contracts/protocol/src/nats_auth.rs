@@ -133,12 +133,14 @@ fn reader(chain_id: u64, nodes: &[u64]) -> Vec<String> {
     subjects
 }
 
-/// Writing the object store `bucket` (creating it, putting objects) without reading it:
-/// no metadata, no chunk, no consumer, no purge.
+/// Putting objects into the object store `bucket` without reading it (no metadata, no
+/// chunk, no consumer, no purge) and without creating it: a stream's creator sets its
+/// whole config, and one that sources another node's bucket and republishes it to the
+/// creator's inbox would read that bucket. The operator creates it (`gantry-devnet
+/// nats-buckets`, with [`storage::object_store`]'s config).
 fn write_only_object_store(bucket: &str) -> Vec<String> {
     strings([
         format!("{API}.STREAM.INFO.OBJ_{bucket}"),
-        format!("{API}.STREAM.CREATE.OBJ_{bucket}"),
         format!("$O.{bucket}.>"),
     ])
 }

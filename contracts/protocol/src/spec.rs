@@ -80,9 +80,10 @@ pub const VERIFIED_NODE_FUEL_RATE: u64 = 60_000_000;
 /// The rate the fit rule counts on: half the slowest node's, for what the probe does not
 /// reach (larger memories, the node's other jobs).
 pub const VERIFIED_FUEL_RATE: u64 = VERIFIED_NODE_FUEL_RATE / 2;
-/// What a verified run's time leaves for staging, compiling and packing, beyond what
-/// its declared bytes take, seconds.
-pub const VERIFIED_RUN_MARGIN_SECS: u64 = 60;
+/// What a verified run's time leaves beyond its fuel and its declared bytes' download,
+/// seconds: a minute to stage, compile and pack, and the minute the worker keeps to
+/// answer before the seat's run ends (its default `answer_margin`).
+pub const VERIFIED_RUN_MARGIN_SECS: u64 = 120;
 /// The download rate the fit rule counts on for a verified run's module and inputs.
 pub const VERIFIED_FETCH_BYTES_PER_SEC: u64 = 16 << 20;
 /// The size counted for an input that declares no `maxBytes`.
@@ -92,6 +93,10 @@ pub const VERIFIED_MEMORY_BYTES_PER_SEC: u64 = 256 << 20;
 /// Fuel every host call of a deterministic run costs, beside one unit per byte it moves:
 /// a loop of system calls must not outrun its fuel on the wall clock.
 pub const VERIFIED_HOST_CALL_FUEL: u64 = 10_000;
+/// The most a verified run writes to its files (`/outputs`, `/tmp`, `/checkpoints`), and
+/// so the most its outcome holds, unless its spec's `outputs.maxBytes` says less: a run
+/// that asks to write more ends as `write-limit` on every node, never as a node's full disk.
+pub const VERIFIED_OUTPUT_BYTES: u64 = 1 << 30;
 /// Output a verified run may print before it ends as `log-limit`, bytes: a protocol
 /// constant, so that a node's own log limit never decides a result.
 pub const VERIFIED_MAX_LOG_BYTES: u64 = 1 << 20;
@@ -528,13 +533,37 @@ impl JobSpec {
     /// The shortest seat (`maxRuntime`, seconds) this job fits ([`JobSpec::verified_fit`]);
     /// `Err` for a job no seat runs.
     pub fn verified_runtime(&self) -> Result<u64, String> {
-        if !self.wasm.as_ref().is_some_and(|w| w.deterministic) {
+        let Some(wasm) = self.wasm.as_ref().filter(|w| w.deterministic) else {
             return Err("a verified job runs deterministic WASM only".into());
+        };
+        // Every node fetches the same bytes from the same place (design 18, §1): a
+        // submitter serving nodes differently could make honest ones disagree.
+        if !wasm.module.uri.starts_with("nats://") {
+            return Err("a verified job's module comes from the network's nats:// inputs".into());
+        }
+        if let Some(input) = self.inputs.iter().find(|input| {
+            !input.uri.starts_with("nats://") || input.sha256.is_none() || input.max_bytes.is_none()
+        }) {
+            return Err(format!(
+                "a verified job's inputs come from the network's nats:// inputs, each with its \
+                 sha256 and maxBytes: {} does not",
+                input.path
+            ));
         }
         let fuel = self.timeout_secs.saturating_mul(FUEL_PER_SECOND);
         Ok(self
             .verified_margin()
             .saturating_add(fuel.div_ceil(VERIFIED_FUEL_RATE)))
+    }
+
+    /// The most a verified run of this spec writes to its files ([`VERIFIED_OUTPUT_BYTES`]
+    /// or its `outputs.maxBytes`, whichever is less).
+    pub fn verified_output_bytes(&self) -> u64 {
+        self.outputs
+            .max_bytes
+            .map_or(VERIFIED_OUTPUT_BYTES, |most| {
+                most.min(VERIFIED_OUTPUT_BYTES)
+            })
     }
 
     /// What a verified seat's run leaves before the fuel: [`VERIFIED_RUN_MARGIN_SECS`],
@@ -899,17 +928,32 @@ mod tests {
 
     #[test]
     fn a_verified_job_fits_only_a_seat_whose_runtime_holds_its_fuel_at_the_verified_rate() {
-        let spec = wasm_example();
-        // 60 s, the 1 GiB input and the 32 MiB module at 16 MiB/s (64 + 2 s), 256 MiB of
-        // memory (1 s); then 3600 s of fuel at a tenth of its nominal rate.
-        let least = 60 + 64 + 2 + 1 + 3600 * FUEL_PER_SECOND / VERIFIED_FUEL_RATE;
+        let mut spec = wasm_example();
+        spec.wasm.as_mut().unwrap().module.uri = "nats://gantry_1_inputs/train.wasm".into();
+        spec.inputs[0].uri = "nats://gantry_1_inputs/x.tar".into();
+        // 120 s, the 1 GiB input and the 32 MiB module at 16 MiB/s (64 + 2 s), 256 MiB of
+        // memory (1 s); then 3600 s of fuel at the verified rate.
+        let least = 120 + 64 + 2 + 1 + 3600 * FUEL_PER_SECOND / VERIFIED_FUEL_RATE;
         assert_eq!(spec.verified_fit(least), Ok(()));
         let short = spec.verified_fit(least - 1).unwrap_err();
-        assert!(short.contains("127 s to stage"), "{short}");
+        assert!(short.contains("187 s to stage"), "{short}");
         assert_eq!(spec.verified_runtime(), Ok(least));
         let mut free = spec.clone();
         free.wasm.as_mut().unwrap().deterministic = false;
         assert!(free.verified_fit(u64::MAX).is_err(), "not deterministic");
         assert!(example().verified_fit(u64::MAX).is_err(), "Docker");
+        // Every node must fetch the same bytes: nats:// only, hashed and sized.
+        for broken in [
+            |s: &mut JobSpec| s.inputs[0].uri = "https://data.example.org/x.tar".into(),
+            |s: &mut JobSpec| s.inputs[0].sha256 = None,
+            |s: &mut JobSpec| s.inputs[0].max_bytes = None,
+            |s: &mut JobSpec| s.wasm.as_mut().unwrap().module.uri = "ipfs://bafy/m.wasm".into(),
+        ] {
+            let mut unfit = spec.clone();
+            broken(&mut unfit);
+            let why = unfit.verified_fit(u64::MAX).unwrap_err();
+            assert!(why.contains("nats://"), "{why}");
+        }
+        assert_eq!(spec.verified_output_bytes(), VERIFIED_OUTPUT_BYTES);
     }
 }

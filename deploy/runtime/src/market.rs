@@ -175,6 +175,19 @@ pub async fn read_provider_revealed<P: Provider>(
     Ok(last.map(|e| e.digest))
 }
 
+/// The node job `job_id` was last assigned to (its latest `JobAssigned`), if any.
+pub async fn read_last_assigned<P: Provider>(
+    provider: &P,
+    market: Address,
+    from_block: u64,
+    job_id: u64,
+) -> Result<Option<u64>, ReadJobError> {
+    let last =
+        last_of_job::<JobMarket::JobAssigned, _>(provider, market, from_block, job_id, |e| e.jobId)
+            .await?;
+    Ok(last.map(|e| e.nodeId))
+}
+
 /// Job `job_id`'s latest event `E` (`job_of` reads its job id), if any.
 async fn last_of_job<E: SolEvent, P: Provider>(
     provider: &P,

@@ -94,6 +94,8 @@ pub struct Ctx {
     pub work_dir: PathBuf,
     /// The job slots' disk spaces.
     pub spaces: Arc<SpacePool>,
+    /// The node's bucket of sealed results is there: it can provide refereed jobs.
+    pub sealed_results: bool,
     /// Notified when a job's container is running, with the time since its assignment
     /// message arrived and its steps (for tests and the start benchmarks).
     pub started: Option<mpsc::UnboundedSender<Started>>,

@@ -4,7 +4,7 @@
 //! `submitRefereedResult`, the outcome's tar and what opens the seal put into the node's
 //! own bucket of sealed results (the submitter reads it, no worker can), then the seal
 //! submitted. What may follow (a dispute, the reveal) is the seats loop's, from the record
-//! ([`crate::seats`]): it outlives this assignment's task.
+//! and the chain ([`crate::seats`]): it outlives this assignment's task.
 //!
 //! ```text
 //!  JobAssigned (refereed) ──▶ run_seat ──▶ salt, seal ──▶ record (fsync)
@@ -26,6 +26,14 @@ impl Ctx {
     /// or the job given back.
     pub(super) async fn provide(&self, held: &mut Held, stop: &Stop) -> Outcome {
         let job_id = held.job_id();
+        if !self.sealed_results {
+            let why = Failure::job(
+                "this node has no bucket of sealed results to give the submitter the outcome \
+                 (its operator creates it: gantry-devnet nats-buckets): given back",
+            );
+            let report = Report::new(self.node_id, job_id, held.attempt);
+            return self.give_back(held, GiveBack::Job(why), report).await;
+        }
         let store = SealStore::new(&self.work_dir);
         let record = match store.load(job_id, PROVIDER_SEAT).await {
             Ok(record) => record,
@@ -39,8 +47,15 @@ impl Ctx {
                 Err(outcome) => return outcome,
             },
         };
-        if let Err(failure) = self.put_sealed(job_id, &record).await {
-            return Outcome::Unreported(failure);
+        if !record.put {
+            if let Err(failure) = self.put_sealed(job_id, &record).await {
+                return Outcome::Unreported(failure);
+            }
+            // Put once: a retry does not pile copies up in the bucket.
+            record.put = true;
+            if let Err(failure) = store.save(&record).await {
+                return Outcome::Unreported(failure);
+            }
         }
         let uri = names::provider_result_uri(self.chain_id, self.node_id, job_id);
         if let Err(e) = self
@@ -51,11 +66,11 @@ impl Ctx {
             return Outcome::Unreported(Failure::transient(e.to_string()));
         }
         tracing::info!(seal = %record.seal, "submitted the sealed result");
+        // The seats loop watches the job from here (from the chain: a record that could
+        // not be marked is watched all the same).
         record.committed = true;
         if let Err(failure) = store.save(&record).await {
-            // The seats loop watches committed records only: this one is watched again once
-            // saved; until then a dispute would find the provider silent.
-            tracing::error!(error = %failure, "the seal record could not be marked submitted");
+            tracing::warn!(error = %failure, "the seal record could not be marked submitted");
         }
         Outcome::Submitted {
             result_hash: record.seal,

@@ -67,10 +67,24 @@ impl Ctx {
         // verified result, and an honest node never holds a seat it cannot finish.
         spec.verified_fit(u64::from(job.terms.requirements.max_runtime))
             .map_err(|why| Failure::job(format!("{why}: given back")))?;
+        // What the run may write, the spec's or the protocol's, never the node's: a node
+        // that cannot keep that much (the run's writes, then the outcome's tar) declines.
+        let written = spec.verified_output_bytes();
+        if written > self.settings.max_output_bytes
+            || written.saturating_mul(2) > self.settings.space_room()
+        {
+            return Err(Failure::job(format!(
+                "this node keeps at most {} bytes of output in a {}-byte space; the job may \
+                 write {written}: given back",
+                self.settings.max_output_bytes,
+                self.settings.space_room()
+            )));
+        }
         let engine = self.wasm()?;
         let rate = engine.verified_rate().await?;
         if rate < VERIFIED_NODE_FUEL_RATE {
-            return Err(Failure::node(format!(
+            // Declined, not failed: the node stays healthy for every other job.
+            return Err(Failure::job(format!(
                 "this node runs {} M of fuel a second, below the {} M a verified seat \
                  counts on: it declines verified seats",
                 rate / 1_000_000,
@@ -78,8 +92,9 @@ impl Ctx {
             )));
         }
         let dirs = JobDirs::create(dir, &self.spaces).await?;
-        let (module, ()) =
-            tokio::try_join!(self.fetch_module(spec), self.stage_inputs(spec, &dirs))?;
+        // The module first, compiled and linked: what it could fail at is found within the
+        // grace, before the inputs take their time.
+        let module = self.fetch_module(spec).await?;
         let plan = WasmPlan {
             module_path: module,
             sha256: wasm_spec.module.sha256.to_ascii_lowercase(),
@@ -93,8 +108,13 @@ impl Ctx {
             memory_bytes: u64::try_from(admitted.memory_bytes).unwrap_or(0),
             // The protocol's, never the node's: a node's log limit must not decide a result.
             max_log_bytes: VERIFIED_MAX_LOG_BYTES,
+            // Nor its disk: asking to write more than the spec's output ends the run alike
+            // on every node, long before a node's space could fill.
+            write_limit: Some(written),
             deterministic: Some(Determinism::of(&job.terms.spec_hash.0, spec.timeout_secs)),
         };
+        engine.check(&plan).await?;
+        self.stage_inputs(spec, &dirs).await?;
         // Its output lines go nowhere: a seat publishes nothing before the decision.
         let (lines, mut drained) = mpsc::channel(64);
         let drain = tokio::spawn(async move { while drained.recv().await.is_some() {} });
@@ -137,7 +157,7 @@ impl Ctx {
             .await
             .map_err(|e| Failure::node(format!("the outcome: {e}")))?;
         let tar = dirs.root.join("verified.tar");
-        let (outputs, into, limit) = (dirs.outputs.clone(), tar.clone(), admitted.output_limit);
+        let (outputs, into, limit) = (dirs.outputs.clone(), tar.clone(), written);
         let packed = tokio::task::spawn_blocking(move || archive::pack(outputs, &into, limit))
             .await
             .map_err(|e| Failure::node(format!("packing the outcome: {e}")))??;
@@ -182,6 +202,7 @@ impl Ctx {
             tar: run.tar,
             committed: false,
             revealed: false,
+            put: false,
         })
     }
 }

@@ -645,6 +645,7 @@ impl Ctx {
             tmp_dir: dirs.tmp.clone(),
             memory_bytes: u64::try_from(admitted.memory_bytes).unwrap_or(0),
             max_log_bytes: self.settings.max_log_bytes,
+            write_limit: None,
             deterministic: wasm
                 .deterministic
                 .then(|| Determinism::of(&held.job.terms.spec_hash.0, spec.timeout_secs)),

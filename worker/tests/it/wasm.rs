@@ -43,6 +43,16 @@ async fn wasm_spec(net: &Net, name: &str, module: &str, deterministic: bool) -> 
     }
 }
 
+/// The observer module as the verified tests post it: deterministic, with 20 s of fuel,
+/// which a 600 s seat fits (design 18's fit rule), writing at most 1 MiB.
+async fn verified_spec(net: &Net) -> JobSpec {
+    let mut spec = wasm_spec(net, "observer.wat", OBSERVER, true).await;
+    spec.timeout_secs = 20;
+    // What it may write: the test workers keep less than the protocol's default.
+    spec.outputs.max_bytes = Some(1 << 20);
+    spec
+}
+
 fn text_files(files: &BTreeMap<String, Vec<u8>>) -> BTreeMap<&str, String> {
     files
         .iter()
@@ -238,7 +248,7 @@ async fn verification_replicated_3_2_on_three_workers_pays_all_three() {
     }
     let nodes: Vec<u64> = workers.iter().map(|w| w.node_id).collect();
     joined_the_pool(&net, 3).await;
-    let spec = wasm_spec(&net, "observer.wat", OBSERVER, true).await;
+    let spec = verified_spec(&net).await;
     let job = net
         .post_verified_spec(Verification::REPLICATED, 3, 2, spec.to_posted().unwrap())
         .await;
@@ -320,7 +330,7 @@ async fn verification_a_lying_worker_is_slashed_and_the_job_still_completes() {
         .await;
     joined_the_pool(&net, 3).await;
     let stake_before = net.node(liar.node_id).await.stake;
-    let spec = wasm_spec(&net, "observer.wat", OBSERVER, true).await;
+    let spec = verified_spec(&net).await;
     let job = net
         .post_verified_spec(Verification::REPLICATED, 3, 2, spec.to_posted().unwrap())
         .await;
@@ -365,7 +375,7 @@ async fn verification_a_worker_restarted_after_its_commit_still_reveals() {
     let market = net.devnet.deployment.market;
     let anyone = Verification::new(market, net.provider(OTHER));
     joined_the_pool(&net, 3).await;
-    let spec = wasm_spec(&net, "observer.wat", OBSERVER, true).await;
+    let spec = verified_spec(&net).await;
     let job = net
         .post_verified_spec(Policy::REPLICATED, 3, 2, spec.to_posted().unwrap())
         .await;
@@ -529,7 +539,7 @@ async fn refereed_dispute(net: &Net, lying: bool) -> (u64, u64, u128, Vec<u64>) 
     }
     joined_the_pool(net, 4).await;
     let stake = net.node(provider.node_id).await.stake.to::<u128>();
-    let spec = wasm_spec(net, "observer.wat", OBSERVER, true).await;
+    let spec = verified_spec(net).await;
     let job = net
         .post_verified_spec(Verification::REFEREED, 3, 0, spec.to_posted().unwrap())
         .await;

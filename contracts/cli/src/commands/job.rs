@@ -449,7 +449,19 @@ pub async fn result(ctx: &Context, args: &ResultArgs) -> Result<()> {
             status.as_str()
         )));
     };
-    let uri = args.uri.clone().unwrap_or(committed_uri);
+    // A refereed job's answer is a seal (design 18, §2.6): the outcome and what opens the
+    // seal lie in the provider's own bucket of sealed results, whatever URI it gave; the
+    // outcome must be the digest the seal opens to.
+    let (expected, uri) = if is_refereed(chain, args.id).await? {
+        let provider = chain.provider_of(args.id).await?.ok_or_else(|| {
+            CliError::NotFound(format!("job {} was never placed on a provider", args.id))
+        })?;
+        let digest = open_provider_seal(ctx, chain, args.id, provider, result_hash).await?;
+        let own = gantry_protocol::names::provider_result_uri(chain.chain_id, provider, args.id);
+        (digest, args.uri.clone().unwrap_or(own))
+    } else {
+        (result_hash, args.uri.clone().unwrap_or(committed_uri))
+    };
     let source = Source::parse(&uri)?;
     std::fs::create_dir_all(&args.output).map_err(|e| CliError::io(args.output.display(), e))?;
     let downloaded = results::download(
@@ -459,14 +471,6 @@ pub async fn result(ctx: &Context, args: &ResultArgs) -> Result<()> {
         u64::from(limit) << 20,
     )
     .await?;
-    // A refereed job's answer is a seal (design 18, §2.6): what opens it lies beside the
-    // outcome; the outcome must be the digest it opens to.
-    let expected = match &source {
-        Source::Nats { bucket, .. } if is_refereed(chain, args.id).await? => {
-            open_provider_seal(ctx, chain, args.id, bucket, result_hash).await?
-        }
-        _ => result_hash,
-    };
     results::verify(&downloaded, expected)?;
     let (bytes, sha256) = (downloaded.bytes, downloaded.sha256);
     let dir = args.output.clone();
@@ -503,21 +507,21 @@ async fn is_refereed(chain: &Chain, id: u64) -> Result<bool> {
         == gantry_protocol::market::Verification::REFEREED)
 }
 
-/// The digest refereed job `id`'s provider sealed as `seal`, from what it put beside its
-/// outcome in `bucket` (its own bucket of sealed results), checked against the seal on
-/// chain. A provider whose opening does not open its seal cannot open it in a dispute
-/// either, and loses it.
+/// The digest refereed job `id`'s provider (node `provider`, as the chain placed it)
+/// sealed as `seal`, from what it put beside its outcome in its own bucket of sealed
+/// results, checked against the seal on chain for that node. A provider whose opening does
+/// not open its seal cannot open it in a dispute either, and loses it.
 async fn open_provider_seal(
     ctx: &Context,
     chain: &Chain,
     id: u64,
-    bucket: &str,
+    provider: u64,
     seal: alloy::primitives::B256,
 ) -> Result<alloy::primitives::B256> {
-    use gantry_protocol::names::{ProviderSeal, provider_seal_key};
+    use gantry_protocol::names::{ProviderSeal, provider_seal_key, verified_bucket};
     let scratch = tempfile::tempdir().map_err(|e| CliError::io("a temporary directory", e))?;
     let source = Source::Nats {
-        bucket: bucket.to_owned(),
+        bucket: verified_bucket(chain.chain_id, provider),
         key: provider_seal_key(id),
     };
     let downloaded = results::download(&source, &ctx.global.nats_url, scratch.path(), 4096).await?;
@@ -530,7 +534,7 @@ async fn open_provider_seal(
         *chain.market.address(),
         id,
         gantry_protocol::market::PROVIDER_SEAT,
-        opening.node,
+        provider,
         opening.digest,
         opening.salt,
     );

@@ -389,8 +389,12 @@ async fn verification_submit_posts_a_replicated_job_escrowing_n_bounties() {
     net.mint(SUBMITTER, 100).await;
     let gantry = net.gantry(SUBMITTER);
     let nonce = net.nonce(SUBMITTER).await;
-    let module = "https://modules.example.org/m.wasm#sha256=3f1c6a0e5b7d9f2a4c6e8b0d2f4a6c8e0b2d4f6a8c0e2b4d6f8a0c2e4b6d8f0a";
-    let wasm = ["--wasm", module, "--memory", "64MiB"];
+    // Every node must fetch the same bytes: a verified job's module is a nats:// input.
+    let module = format!(
+        "nats://{}/m.wasm#sha256=3f1c6a0e5b7d9f2a4c6e8b0d2f4a6c8e0b2d4f6a8c0e2b4d6f8a0c2e4b6d8f0a",
+        gantry_protocol::names::inputs_bucket(net.chain_id())
+    );
+    let wasm = ["--wasm", module.as_str(), "--memory", "64MiB"];
     for (flags, message) in [
         (
             vec!["--verify", "replicated:3/2"],
@@ -410,11 +414,31 @@ async fn verification_submit_posts_a_replicated_job_escrowing_n_bounties() {
         args.extend(flags);
         gantry.run(&args).await.failed(2, message);
     }
+    gantry
+        .run(&[
+            "job",
+            "submit",
+            "--bounty",
+            "5",
+            "--wasm",
+            "https://modules.example.org/m.wasm#sha256=3f1c6a0e5b7d9f2a4c6e8b0d2f4a6c8e0b2d4f6a8c0e2b4d6f8a0c2e4b6d8f0a",
+            "--memory",
+            "64MiB",
+            "--deterministic",
+            "--verify",
+            "replicated:3/2",
+        ])
+        .await
+        .failed(
+            2,
+            "--verify: a verified job's module comes from the network's nats:// inputs",
+        );
     assert_eq!(net.nonce(SUBMITTER).await, nonce, "nothing was sent");
 
     let before = net.balance(SUBMITTER).await;
-    // A minute of fuel: its seats run 60 + 2 + 1 s of staging, then the minute's fuel at
-    // the verified rate (design 18's fit rule), not the minute plus two.
+    // A minute of fuel: its seats keep 120 + 2 + 1 s beside it (margins, the module's
+    // download, the memory's first touch), then the minute's fuel at the verified rate
+    // (design 18's fit rule), not the minute plus two.
     let mut args = vec!["job", "submit", "--bounty", "5", "--deadline", "2h"];
     args.extend(wasm);
     args.extend(["--duration", "1m"]);
@@ -429,7 +453,7 @@ async fn verification_submit_posts_a_replicated_job_escrowing_n_bounties() {
         60 * gantry_protocol::spec::FUEL_PER_SECOND / gantry_protocol::spec::VERIFIED_FUEL_RATE;
     assert_eq!(
         u64::from(job.terms.requirements.max_runtime),
-        60 + 2 + 1 + fuel_secs
+        120 + 2 + 1 + fuel_secs
     );
     assert_eq!(
         job.terms.verification,

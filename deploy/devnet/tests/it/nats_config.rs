@@ -688,7 +688,8 @@ async fn chain_stream_once_healthy(
 
 /// One user's connection, recording the permission violations the server reports on it.
 /// Design 18, §6: a refereed provider puts its sealed outcome and the seal's opening into
-/// its own bucket of sealed results and reads nothing back; a referee (any other worker)
+/// its own bucket of sealed results (which the operator creates: not the provider) and
+/// reads nothing back; a referee (any other worker)
 /// can neither read that bucket (nor its metadata, which names the digest) nor write it;
 /// the submitters' reader reads both objects whole.
 #[tokio::test(flavor = "multi_thread")]
@@ -700,8 +701,19 @@ async fn verification_a_referee_cannot_read_the_providers_result() {
     let tar: Vec<u8> = (0..400_000u32).map(|i| (i % 253) as u8).collect();
     let opening = br#"{"node":1,"digest":"0x01","salt":"0x02"}"#.to_vec();
 
+    // The provider may not create its bucket (a creator sets the whole stream config: one
+    // sourcing another node's bucket and republishing it would read it); the operator does.
     let provider = Session::open(&server, &config, "worker-1").await;
-    object_bucket(&provider.js, &sealed, 1).await;
+    provider
+        .refused_call(
+            provider
+                .refusing_js
+                .create_object_store(storage::object_store(&sealed, 1)),
+            format!("$JS.API.STREAM.CREATE.OBJ_{sealed}"),
+        )
+        .await;
+    let admin = Session::open(&server, &config, "admin").await;
+    object_bucket(&admin.js, &sealed, 1).await;
     for (key, bytes) in [
         (names::provider_result_key(7), &tar),
         (names::provider_seal_key(7), &opening),
