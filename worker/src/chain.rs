@@ -576,6 +576,14 @@ impl Chain {
 
     /// Claims the Open `job` for the node; `job` is moved on to its assignment.
     pub async fn claim(&self, job_id: u64, node_id: u64, job: &mut Job) -> Result<(), ChainError> {
+        // A refereed job is claimed by the tier's own call (its state is five words, which
+        // `claim` refuses); it locks the provider's hold.
+        if let Some(state) = job.state.pack_verified() {
+            let referees = Referees::new(*self.market.address(), self.provider.clone());
+            let call =
+                referees.claimRefereed(job_id, node_id, job.terms.pack().into(), state.into());
+            return self.send_moving("claimRefereed", call, job_id, job).await;
+        }
         let call = self
             .market
             .claim(job_id, node_id, job.terms.pack(), job.state.pack());

@@ -115,7 +115,7 @@ impl Claimer {
     #[instrument(name = "claim", skip_all, fields(job_id))]
     async fn consider_job(&self, job_id: u64, message: &jetstream::Message) {
         let ack = match self.chain_view(job_id).await {
-            Ok(Some(job)) if kind_accepted(&self.ctx, job_id, &job).await => {
+            Ok(Some(job)) if worth_claiming(&self.ctx, job_id, &job).await => {
                 self.claim(job_id, job).await
             }
             // Not open, not a fit, barred, or not worth it: nothing to do, now or later (a
@@ -234,19 +234,26 @@ impl Claimed {
     }
 }
 
-/// Whether the job's kind (training, inference) is one the provider takes.
-async fn kind_accepted(ctx: &Ctx, job_id: u64, job: &Job) -> bool {
+/// Whether the job's spec is one the provider takes: its kind (training, inference), and
+/// for a refereed job a verified run this node can provide (the fit rule, and the node's
+/// bucket of sealed results there for the submitter).
+async fn worth_claiming(ctx: &Ctx, job_id: u64, job: &Job) -> bool {
     let Ok(bytes) = ctx.spec_bytes(job_id, job.terms.spec_hash).await else {
         return false;
     };
-    match JobSpec::from_slice(&bytes) {
-        Ok(spec) => match spec.kind {
-            JobKind::Training => ctx.settings.accept_training,
-            JobKind::Inference => ctx.settings.accept_inference,
-        },
-        // A broken spec is not worth a claim (and a reject).
-        Err(_) => false,
-    }
+    // A broken spec is not worth a claim (and a reject).
+    let Ok(spec) = JobSpec::from_slice(&bytes) else {
+        return false;
+    };
+    let kind = match spec.kind {
+        JobKind::Training => ctx.settings.accept_training,
+        JobKind::Inference => ctx.settings.accept_inference,
+    };
+    kind && (!job.terms.verification.is_verified()
+        || (ctx.sealed_results
+            && spec
+                .verified_fit(u64::from(job.terms.requirements.max_runtime))
+                .is_ok()))
 }
 
 /// Whether an Open job fits the node, pays enough and has room for an attempt started at
@@ -258,8 +265,9 @@ pub fn claimable(
     now: u64,
 ) -> bool {
     job.state.status == JobStatus::Open
-        // A verified job is not the market's to claim (its own rules place it).
-        && !job.terms.verification.is_verified()
+        // A replicated job's seats are drawn, never claimed; a refereed job's provider
+        // claims it through the tier's own call (`claimRefereed`).
+        && job.terms.verification.tier != gantry_protocol::market::Verification::REPLICATED
         && U256::from(job.terms.bounty) >= min_payment
         && job.terms.fits(now)
         && eligibility::capable(&job.terms.requirements, &Capabilities::from(node))
@@ -325,8 +333,7 @@ mod tests {
     }
 
     #[test]
-    fn a_verified_job_is_never_claimed() {
-        // An Open refereed job: the market's `claim` would refuse its five-word state.
+    fn a_refereed_job_is_claimed_and_a_replicated_one_never() {
         let mut job = open_job(
             Requirements {
                 max_runtime: 600,
@@ -348,7 +355,13 @@ mod tests {
             quorum: 0,
             reveal_window: 60,
         };
-        assert!(!claimable(&job, &node, U256::ZERO, 1_000));
+        assert!(claimable(&job, &node, U256::ZERO, 1_000), "claimRefereed");
+        job.terms.verification.tier = gantry_protocol::market::Verification::REPLICATED;
+        job.terms.verification.quorum = 2;
+        assert!(
+            !claimable(&job, &node, U256::ZERO, 1_000),
+            "seats are drawn"
+        );
     }
 
     #[test]

@@ -651,6 +651,54 @@ async fn refereed_dispute(net: &Net, lying: bool) -> (u64, u64, u128, Vec<u64>) 
     (job, provider_node, stake, referee_nodes)
 }
 
+/// Permissionless providers: a worker in claim mode takes a refereed job no matcher placed
+/// (`claimRefereed`, its hold locked), runs, seals and submits it; the submitter accepts
+/// the result it can check (the opening opens the seal), the provider is paid and its hold
+/// released.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn verification_a_provider_in_claim_mode_takes_a_refereed_job_and_is_paid() {
+    use gantry_protocol::bindings::Referees;
+    use gantry_protocol::market::Verification;
+    use gantry_testkit::accounts::SUBMITTER;
+
+    let net = Net::start(|p| p).await;
+    let provider = net
+        .spawn_worker(NODES[0], &format!("{WASM_ONLY}\nauto_accept = true"))
+        .await;
+    let spec = verified_spec(&net).await;
+    let job = net
+        .post_verified_spec(Verification::REFEREED, 3, 0, spec.to_posted().unwrap())
+        .await;
+    net.wait_for_status(job, JobStatus::Submitted).await;
+    let submitted = net.job(job).await;
+    assert_eq!(
+        submitted.state.node_id, provider.node_id,
+        "claimed by the provider"
+    );
+    assert!(
+        net.node(provider.node_id).await.lockedStake.to::<u128>() > 0,
+        "its hold locked"
+    );
+    gantry_testkit::confirm_receipt(
+        "acceptVerified",
+        Referees::new(net.devnet.deployment.market, net.provider(SUBMITTER))
+            .acceptVerified(
+                job,
+                submitted.terms.pack().into(),
+                submitted.state.pack_verified().unwrap().into(),
+            )
+            .send()
+            .await,
+    )
+    .await
+    .expect("accepted");
+    assert_eq!(net.job(job).await.state.status, JobStatus::Completed);
+    let info = net.node(provider.node_id).await;
+    assert!(info.earnings.to::<u64>() > 0, "the provider is paid");
+    assert_eq!(info.lockedStake.to::<u64>(), 0, "its hold released");
+    assert!(provider.stop().success());
+}
+
 /// Job `job`'s `RefereesDecided`.
 async fn referees_decided(
     net: &Net,
