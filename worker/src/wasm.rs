@@ -26,9 +26,10 @@
 //! file's status reads device, inode and times as 0; listing a directory is refused
 //! (`ENOTSUP`: its order is the node's file system's) and flushing does nothing.
 //! [`WasmEngine::verified_rate`] measures this node against the adversarial probe (design
-//! 18's fit rule). Not deterministic even so: a run stopped by the wall clock (a node too
-//! slow for the job's time gives a timeout, never another result), the depth at which the
-//! stack overflows (it depends on the wasmtime build).
+//! 18's fit rule). The stack is the protocol's `VERIFIED_STACK_BYTES`. Not deterministic
+//! even so: a run stopped by the wall clock (a node too slow for the job's time gives a
+//! timeout, never another result), and across wasmtime builds the depth at which the stack
+//! overflows (frame sizes are the compiler's).
 //!
 //! Compiled modules are kept in memory by SHA-256 (and mode), [`MODULE_CACHE`] at most.
 
@@ -447,6 +448,7 @@ impl Mode {
             cost.variable.memory_grow_per_page = GROW_FUEL_PER_PAGE;
             config
                 .consume_fuel(true)
+                .max_wasm_stack(gantry_protocol::spec::VERIFIED_STACK_BYTES)
                 .operator_cost(cost)
                 .cranelift_nan_canonicalization(true)
                 .relaxed_simd_deterministic(true);

@@ -97,6 +97,10 @@ pub const VERIFIED_HOST_CALL_FUEL: u64 = 10_000;
 /// so the most its outcome holds, unless its spec's `outputs.maxBytes` says less: a run
 /// that asks to write more ends as `write-limit` on every node, never as a node's full disk.
 pub const VERIFIED_OUTPUT_BYTES: u64 = 1 << 30;
+/// The WebAssembly stack a deterministic run gets, bytes: a protocol constant, so that the
+/// depth at which a recursion overflows is the same on every node of the same wasmtime
+/// build (frame sizes are the compiler's: the verified profile also names the build).
+pub const VERIFIED_STACK_BYTES: usize = 1 << 20;
 /// Output a verified run may print before it ends as `log-limit`, bytes: a protocol
 /// constant, so that a node's own log limit never decides a result.
 pub const VERIFIED_MAX_LOG_BYTES: u64 = 1 << 20;
