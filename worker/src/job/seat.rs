@@ -80,6 +80,28 @@ impl Ctx {
                 self.settings.space_room()
             )));
         }
+        // The reveal window must hold this node's wait for finality twice over (design
+        // 18, G1): it reveals only once the reveal phase is final, and a window shorter
+        // than that wait would make an honest node miss its reveal and be slashed.
+        let interval = self
+            .chain
+            .block_interval()
+            .await
+            .map_err(|e| Failure::transient(e.to_string()))?;
+        let wait = self
+            .settings
+            .finality_depth
+            .max(1)
+            .saturating_mul(interval)
+            .saturating_mul(2);
+        let window = u64::from(job.terms.verification.reveal_window);
+        if window < wait {
+            return Err(Failure::job(format!(
+                "the job's reveal window ({window} s) is shorter than twice this node's wait \
+                 for finality ({} blocks of ~{interval} s): given back",
+                self.settings.finality_depth.max(1)
+            )));
+        }
         let engine = self.wasm()?;
         let rate = engine.verified_rate().await?;
         if rate < VERIFIED_NODE_FUEL_RATE {

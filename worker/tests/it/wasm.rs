@@ -460,24 +460,41 @@ async fn verification_a_worker_restarted_after_its_commit_still_reveals() {
 /// no honest node starts a run the wall clock would end and then pays for giving it back.
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn verification_a_job_no_seat_can_finish_is_declined_by_every_seat_free() {
+    let net = Net::start_with(|p| p, crate::harness::Services::NO_KEEPER).await;
+    let mut spec = verified_spec(&net).await;
+    spec.timeout_secs = 300;
+    let why = spec.verified_fit(600).unwrap_err();
+    assert!(why.contains("does not fit"), "{why}");
+    declined_by_every_seat(&net, WASM_ONLY, &spec).await;
+}
+
+/// Design 18, G1: a seat whose reveal window is shorter than twice the node's wait for
+/// finality (here 40 blocks against a 60 s window) is declined within the grace, free: the
+/// node reveals only once the reveal phase is final, and would miss the window.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn verification_a_seat_whose_reveal_window_the_node_cannot_keep_is_declined_free() {
+    let net = Net::start_with(|p| p, crate::harness::Services::NO_KEEPER).await;
+    let spec = verified_spec(&net).await;
+    declined_by_every_seat(&net, &format!("{WASM_ONLY}\nfinality_depth = 40"), &spec).await;
+}
+
+/// Three workers (`jobs` their extra job settings) in the pool; a replicated 3/2 job of
+/// `spec` drawn onto them: every seat is declined, and no node is charged.
+async fn declined_by_every_seat(net: &Net, jobs: &str, spec: &JobSpec) {
     use alloy::providers::Provider;
     use gantry_protocol::bindings::Verification;
     use gantry_protocol::market::{Seat, Verification as Policy};
     use gantry_testkit::accounts::OTHER;
 
-    let net = Net::start_with(|p| p, crate::harness::Services::NO_KEEPER).await;
     let mut workers = Vec::new();
     for account in &NODES[1..] {
-        workers.push(net.spawn_worker(*account, WASM_ONLY).await);
+        workers.push(net.spawn_worker(*account, jobs).await);
     }
-    joined_the_pool(&net, 3).await;
+    joined_the_pool(net, 3).await;
     let mut stakes = Vec::new();
     for worker in &workers {
         stakes.push(net.node(worker.node_id).await.stake);
     }
-    let mut spec = wasm_spec(&net, "observer.wat", OBSERVER, true).await;
-    spec.timeout_secs = 300;
-    let why = spec.verified_fit(600).unwrap_err();
     let job = net
         .post_verified_spec(Policy::REPLICATED, 3, 2, spec.to_posted().unwrap())
         .await;
@@ -501,7 +518,7 @@ async fn verification_a_job_no_seat_can_finish_is_declined_by_every_seat_free() 
     .await
     .expect("drawn");
     net.wait_until("every seat declined", || {
-        all_seats(&net, job, Seat::DECLINED)
+        all_seats(net, job, Seat::DECLINED)
     })
     .await;
     for (worker, stake) in workers.iter().zip(stakes) {
@@ -509,7 +526,6 @@ async fn verification_a_job_no_seat_can_finish_is_declined_by_every_seat_free() 
         assert_eq!(info.stake, stake, "node {} charged nothing", worker.node_id);
         assert_eq!(info.lockedStake.to::<u64>(), 0, "its seat stake released");
     }
-    assert!(why.contains("does not fit"), "{why}");
     for worker in workers {
         assert!(worker.stop().success());
     }
