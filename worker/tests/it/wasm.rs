@@ -786,6 +786,134 @@ async fn verification_referees_uphold_a_frivolous_dispute() {
     }
 }
 
+/// The seat path under a reorganisation: the blocks from the first commit on are replaced
+/// (the commits gone from the chain); each worker sees its seat Seated again and commits
+/// again, from the seal it kept, and the job is decided with all three paid. No keeper:
+/// the test draws, opens the reveals and decides, so the phases wait for the recommits.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn verification_commits_a_reorganisation_took_away_are_sent_again() {
+    use alloy::providers::Provider;
+    use alloy::sol_types::SolEvent;
+    use gantry_protocol::bindings::JobMarket::SealCommitted;
+    use gantry_protocol::bindings::Verification;
+    use gantry_protocol::market::{Seat, Verification as Policy};
+    use gantry_testkit::accounts::OTHER;
+
+    let net = Net::start_with(|p| p, crate::harness::Services::NO_KEEPER).await;
+    let mut workers = Vec::new();
+    for account in &NODES[1..] {
+        workers.push(net.spawn_worker(*account, WASM_ONLY).await);
+    }
+    let nodes: Vec<u64> = workers.iter().map(|w| w.node_id).collect();
+    let market = net.devnet.deployment.market;
+    let anyone = Verification::new(market, net.provider(OTHER));
+    joined_the_pool(&net, 3).await;
+    let spec = verified_spec(&net).await;
+    let job = net
+        .post_verified_spec(Policy::REPLICATED, 3, 2, spec.to_posted().unwrap())
+        .await;
+    net.provider(OTHER)
+        .raw_request::<_, ()>("anvil_mine".into(), (alloy::primitives::U256::from(2),))
+        .await
+        .unwrap();
+    let posted = net.job(job).await;
+    gantry_testkit::confirm_receipt(
+        "draw",
+        anyone
+            .draw(
+                job,
+                posted.terms.pack().into(),
+                posted.state.pack_verified().unwrap(),
+            )
+            .gas(1_000_000)
+            .send()
+            .await,
+    )
+    .await
+    .expect("drawn");
+    net.wait_until("every seat committed", || {
+        all_seats(&net, job, Seat::COMMITTED)
+    })
+    .await;
+
+    let commits = || async {
+        net.devnet
+            .admin
+            .get_logs(
+                &alloy::rpc::types::Filter::new()
+                    .address(market)
+                    .event_signature(SealCommitted::SIGNATURE_HASH)
+                    .from_block(0),
+            )
+            .await
+            .unwrap()
+    };
+    let first = commits()
+        .await
+        .iter()
+        .filter_map(|log| log.block_number)
+        .min()
+        .expect("the commits' blocks");
+    let head = net.devnet.admin.get_block_number().await.unwrap();
+    net.devnet.reorg_from(first).await.expect("anvil_reorg");
+    net.wait_until("every seat committed again", || {
+        all_seats(&net, job, Seat::COMMITTED)
+    })
+    .await;
+    // The commits on chain now are all sent again: every one lies past the replaced blocks.
+    let again = commits().await;
+    assert_eq!(again.len(), 3, "one commit a seat");
+    assert!(
+        again.iter().all(|log| log.block_number > Some(head)),
+        "every commit on chain was sent after the reorganisation"
+    );
+
+    let committed = net.job(job).await;
+    gantry_testkit::confirm_receipt(
+        "openReveals",
+        anyone
+            .openReveals(
+                job,
+                committed.terms.pack().into(),
+                committed.state.pack_verified().unwrap(),
+                net.seats(job).await.list(3),
+            )
+            .send()
+            .await,
+    )
+    .await
+    .expect("the reveals open");
+    net.wait_until("every seat revealed", || {
+        all_seats(&net, job, Seat::REVEALED)
+    })
+    .await;
+    let revealing = net.job(job).await;
+    gantry_testkit::confirm_receipt(
+        "decide",
+        anyone
+            .decide(
+                job,
+                revealing.terms.pack().into(),
+                revealing.state.pack_verified().unwrap(),
+                net.seats(job).await.list(3),
+            )
+            .send()
+            .await,
+    )
+    .await
+    .expect("decided");
+    assert_eq!(net.job(job).await.state.status, JobStatus::Completed);
+    for node in &nodes {
+        assert!(
+            net.node(*node).await.earnings.to::<u64>() > 0,
+            "node {node} paid"
+        );
+    }
+    for worker in workers {
+        assert!(worker.stop().success());
+    }
+}
+
 /// Whether the job's three seats are all in `phase`.
 async fn all_seats(net: &Net, job: u64, phase: u8) -> bool {
     net.seats(job).await.0[..3].iter().all(|s| s.phase == phase)
