@@ -409,9 +409,14 @@ async fn get_job(
         .job_document(job_id)
         .await?
         .ok_or_else(|| ApiError::not_found(format!("job {job_id}")))?;
-    // The database built the document (a `JobDetail` with `pending: null`); only an open
-    // job's explanation is added here.
-    let pending = match (&state.nats, document.status == JobStatus::Open) {
+    // The database built the document (a `JobDetail` with `pending: null`); only a waiting
+    // job's explanation is added here: an open job's (the matcher's), or a verified job's
+    // in its draw, commit, reveal or arbitration (the keeper's).
+    let waiting = matches!(
+        document.status,
+        JobStatus::Open | JobStatus::Committing | JobStatus::Revealing | JobStatus::Arbitrating
+    );
+    let pending = match (&state.nats, waiting) {
         (Some(nats), true) => nats.pending(job_id).await,
         _ => None,
     };

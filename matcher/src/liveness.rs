@@ -283,6 +283,97 @@ impl Keeper {
     }
 }
 
+/// Why verified job `job` is waiting, for people (the dashboard and `gantry job status`
+/// show it as a pending job's explanation): what the market waits for next, and until
+/// when by the chain's time. `None` when it waits for nothing a person could follow
+/// (settled, or its provider running it).
+pub fn waiting(view: &View, job: &VerifiedView) -> Option<String> {
+    let verified = job.verified();
+    let n = job.size().min(job.seats.0.len());
+    let seats = &job.seats.0[..n];
+    let filled = seats
+        .iter()
+        .filter(|s| s.node_id != 0 && s.phase != Seat::DECLINED)
+        .count();
+    let committed = seats
+        .iter()
+        .filter(|s| matches!(s.phase, Seat::COMMITTED | Seat::REVEALED))
+        .count();
+    let revealed = seats.iter().filter(|s| s.phase == Seat::REVEALED).count();
+    let (role, tier) = if job.is_refereed() {
+        ("referee", "refereed")
+    } else {
+        ("replica", "replicated")
+    };
+    let run = u64::from(job.terms.requirements.max_runtime);
+    let commit_end = verified.draw.commit_end;
+    Some(match job.state.status {
+        JobStatus::Open if job.is_refereed() => {
+            let active: Vec<_> = view
+                .nodes
+                .values()
+                .filter(|node| node.status == NodeStatus::Active)
+                .collect();
+            let able = active
+                .iter()
+                .filter(|node| {
+                    gantry_protocol::eligibility::capable(
+                        &job.terms.requirements,
+                        &node.capabilities,
+                    )
+                })
+                .count();
+            format!(
+                "refereed: waiting for a provider: {able} of {} active nodes could provide it \
+                 (a worker in claim mode takes it with claimRefereed)",
+                active.len()
+            )
+        }
+        JobStatus::Committing if filled < n => {
+            let can_fill = view.now + run <= commit_end && verified.draw.rounds < MAX_ROUNDS;
+            if !can_fill {
+                format!(
+                    "{tier}: {filled} of {n} {role} seats filled, and no further round fits \
+                     before the commit phase ends at {commit_end}: it is decided with the seats \
+                     it has"
+                )
+            } else if verified.draw.draw_block != 0 {
+                format!(
+                    "{tier}: {filled} of {n} {role} seats filled; round {} draws at block {} \
+                     from the verification pool",
+                    verified.draw.rounds + 1,
+                    verified.draw.draw_block
+                )
+            } else {
+                format!("{tier}: {filled} of {n} {role} seats filled")
+            }
+        }
+        JobStatus::Committing => format!(
+            "{tier}: commit phase: {committed} of {n} {role}s committed; the reveals open at \
+             {commit_end} (chain time), or once every seat has committed"
+        ),
+        JobStatus::Revealing => format!(
+            "{tier}: reveal phase: {revealed} of {committed} commitments opened{}",
+            if job.is_refereed() && !job.provider_revealed {
+                "; the provider has not opened its seal"
+            } else {
+                ""
+            }
+        ),
+        JobStatus::Submitted if job.is_refereed() => format!(
+            "refereed: the submitter may dispute the provider's sealed result until {} (chain \
+             time); undisputed, it is paid then",
+            job.state.until
+        ),
+        JobStatus::Arbitrating => format!(
+            "refereed: the referees did not settle the dispute: the arbiter decides by {} \
+             (chain time), else the provider's result stands",
+            job.state.until
+        ),
+        _ => return None,
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use alloy::primitives::B256;
@@ -507,6 +598,50 @@ mod tests {
     fn with_verified(mut v: View, job: VerifiedView) -> View {
         v.verified.insert(job.id, job);
         v
+    }
+
+    #[test]
+    fn a_waiting_verified_job_is_explained_by_what_the_market_waits_for() {
+        let v = view(1_000);
+        let mut job = verified_job(
+            1,
+            Verification::REPLICATED,
+            JobStatus::Committing,
+            5_000,
+            12,
+        );
+        seat(&mut job, 0, 7, Seat::SEATED, 900);
+        assert_eq!(
+            waiting(&v, &job).unwrap(),
+            "replicated: 1 of 3 replica seats filled; round 1 draws at block 12 from the \
+             verification pool"
+        );
+        seat(&mut job, 1, 8, Seat::COMMITTED, 900);
+        seat(&mut job, 2, 9, Seat::SEATED, 900);
+        assert!(
+            waiting(&v, &job)
+                .unwrap()
+                .starts_with("replicated: commit phase: 1 of 3 replicas committed"),
+        );
+        let late = View {
+            now: 4_500,
+            ..v.clone()
+        };
+        seat(&mut job, 2, 0, 0, 0);
+        assert!(
+            waiting(&late, &job)
+                .unwrap()
+                .contains("no further round fits before the commit phase ends at 5000"),
+        );
+        job.state.status = JobStatus::Completed;
+        assert_eq!(waiting(&v, &job), None, "settled: nothing to explain");
+        let mut refereed = verified_job(2, Verification::REFEREED, JobStatus::Open, 0, 0);
+        refereed.terms.requirements.engine = 1;
+        assert!(
+            waiting(&v, &refereed)
+                .unwrap()
+                .starts_with("refereed: waiting for a provider: 0 of 0 active nodes"),
+        );
     }
 
     #[test]

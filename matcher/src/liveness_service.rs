@@ -1,18 +1,20 @@
 //! `gantry-liveness`'s loop: follow the stream into the view; while holding the keeper
-//! lease, send each due action once.
+//! lease, send each due action once, and say why each waiting verified job waits.
 
-use std::collections::HashSet;
+use std::collections::{BTreeMap, HashMap, HashSet};
 use std::convert::Infallible;
 use std::time::Duration;
 
 use anyhow::Context as _;
+use async_nats::jetstream::kv;
+use gantry_protocol::pending::{PENDING_VERSION, PendingExplanation};
 use gantry_runtime::tasks::Supervisor;
 use tokio::sync::watch;
 use tokio_util::sync::CancellationToken;
 
 use crate::config::LivenessConfig;
 use crate::feed::Feed;
-use crate::liveness::{Action, Keeper};
+use crate::liveness::{self, Action, Keeper};
 use crate::project::Applied;
 use crate::project::Projection;
 use crate::sender::{Call, MAX_BATCH, Outcome, Report, Sender, VerifiedCall};
@@ -43,6 +45,19 @@ pub async fn run(config: LivenessConfig, shutdown: CancellationToken) -> anyhow:
         sending.run(stop).await;
         Ok::<(), Infallible>(())
     });
+    // The verified jobs' explanations go where the matcher's go (the keeper is the one
+    // replica that follows them).
+    let bucket = gantry_protocol::names::pending_bucket(chain_id);
+    let explanations = match js.get_key_value(&bucket).await {
+        Ok(store) => store,
+        Err(_) => js
+            .create_key_value(gantry_protocol::storage::pending_bucket(
+                chain_id,
+                config.common.nats.nats_replicas,
+            ))
+            .await
+            .with_context(|| format!("creating the KV bucket {bucket}"))?,
+    };
     let (leading_tx, leading) = watch::channel(false);
     let stuck = sender.stuck_changes();
     tasks.spawn_critical(
@@ -60,7 +75,7 @@ pub async fn run(config: LivenessConfig, shutdown: CancellationToken) -> anyhow:
     );
     let stop = tasks.shutdown().clone();
     tasks.spawn_critical("keeping", async move {
-        let outcome = keep(feed, sender, leading, &stop).await;
+        let outcome = keep(feed, sender, leading, explanations, &stop).await;
         helpers.cancel();
         outcome
     });
@@ -73,8 +88,11 @@ async fn keep(
     mut feed: Feed,
     mut sender: Sender,
     mut leading: watch::Receiver<bool>,
+    explanations: kv::Store,
     shutdown: &CancellationToken,
 ) -> anyhow::Result<()> {
+    // The verified jobs' explanations this tenure wrote, as written.
+    let mut published = HashMap::new();
     let mut projection = Projection::default();
     let mut keeper = Keeper::default();
     // Jobs of a finalize batch that reverted: finalized alone from then on.
@@ -113,6 +131,7 @@ async fn keep(
                 // A new tenure starts from scratch: what the last leader sent may not have
                 // landed.
                 keeper = Keeper::default();
+                published.clear();
                 dirty = true;
             }
             Some(report) = sender.reports.recv() => {
@@ -137,6 +156,52 @@ async fn keep(
                     dirty = true;
                 }
             }
+            explain_verified(&explanations, view, &mut published).await;
+        }
+    }
+}
+
+/// Writes why each waiting verified job waits ([`liveness::waiting`]) where the API reads
+/// pending jobs' explanations, when it changed, and deletes those of jobs that wait no more.
+async fn explain_verified(store: &kv::Store, view: &View, published: &mut HashMap<u64, String>) {
+    let now: HashMap<u64, String> = view
+        .verified
+        .values()
+        .filter_map(|job| Some((job.id, liveness::waiting(view, job)?)))
+        .collect();
+    for (job, summary) in &now {
+        if published.get(job) == Some(summary) {
+            continue;
+        }
+        let pending = PendingExplanation {
+            v: PENDING_VERSION,
+            job_id: *job,
+            summary: summary.clone(),
+            nodes: view.nodes.len() as u64,
+            rejected: BTreeMap::new(),
+            best: Vec::new(),
+            block: view.block,
+        };
+        let payload = serde_json::to_vec(&pending).expect("explanations serialize");
+        match store.put(job.to_string(), payload.into()).await {
+            Ok(_) => {
+                tracing::debug!(job_id = job, summary = %summary, "verified job waiting");
+                published.insert(*job, summary.clone());
+            }
+            Err(e) => tracing::warn!(job_id = job, error = %e, "writing an explanation"),
+        }
+    }
+    let gone: Vec<u64> = published
+        .keys()
+        .filter(|job| !now.contains_key(job))
+        .copied()
+        .collect();
+    for job in gone {
+        match store.delete(job.to_string()).await {
+            Ok(()) => {
+                published.remove(&job);
+            }
+            Err(e) => tracing::warn!(job_id = job, error = %e, "deleting an explanation"),
         }
     }
 }

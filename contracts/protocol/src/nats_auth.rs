@@ -66,7 +66,8 @@ pub fn users(chain_id: u64, nodes: &[u64]) -> Vec<User> {
         ),
         service(
             "liveness",
-            "Reads the chain stream; one replica at a time holds the keeper lease.",
+            "Reads the chain stream; one replica at a time holds the keeper lease and writes \
+             why each waiting verified job waits.",
             liveness(chain_id),
         ),
         service(
@@ -202,6 +203,7 @@ fn matcher(chain_id: u64) -> Vec<String> {
 fn liveness(chain_id: u64) -> Vec<String> {
     let stream = names::stream_name(chain_id);
     let lease = names::LIVENESS_LEASE_BUCKET;
+    let pending = names::pending_bucket(chain_id);
     let mut subjects = strings([format!("{API}.INFO"), format!("{API}.STREAM.INFO.{stream}")]);
     subjects.extend(ordered_reader(&stream));
     subjects.extend(strings([
@@ -209,6 +211,10 @@ fn liveness(chain_id: u64) -> Vec<String> {
         format!("{API}.STREAM.CREATE.KV_{lease}"),
         format!("{API}.DIRECT.GET.KV_{lease}.>"),
         format!("$KV.{lease}.chain-{chain_id}"),
+        // Why each waiting verified job waits, beside the matcher's explanations.
+        format!("{API}.STREAM.INFO.KV_{pending}"),
+        format!("{API}.STREAM.CREATE.KV_{pending}"),
+        format!("$KV.{pending}.>"),
     ]));
     subjects
 }

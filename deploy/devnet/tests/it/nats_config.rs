@@ -515,6 +515,20 @@ async fn indexer_alone_writes_the_chain_and_each_service_keeps_to_its_own_state(
     );
     let feed = read_all_filtered(&liveness.js, &names::stream_name(CHAIN), events.len()).await;
     assert_eq!(feed, events);
+    // Why a waiting verified job waits, beside the matcher's explanations.
+    let keeper_explanations = liveness
+        .js
+        .get_key_value(&pending_bucket)
+        .await
+        .expect("the keeper opens the explanations bucket");
+    keeper_explanations
+        .put("9", r#"{"summary":"commit phase"}"#.into())
+        .await
+        .expect("the keeper writes an explanation");
+    keeper_explanations
+        .delete("9")
+        .await
+        .expect("and deletes it once decided");
     liveness.assert_no_refusals("the keeper's work").await;
 
     // The API: both streams from a checkpoint, an explanation, the stream's tail.

@@ -448,11 +448,58 @@ async fn verification_the_keeper_draws_opens_the_reveals_and_decides() {
     })
     .await;
 
+    // Why it waits, where the API reads pending jobs' explanations.
+    let explanations = net
+        .jetstream()
+        .await
+        .get_key_value(gantry_protocol::names::pending_bucket(net.chain_id()))
+        .await
+        .expect("the keeper made the explanations' bucket");
+    let explained = |prefix: &'static str| {
+        let explanations = explanations.clone();
+        move || {
+            let explanations = explanations.clone();
+            async move {
+                explanations
+                    .get(id.to_string())
+                    .await
+                    .ok()
+                    .flatten()
+                    .and_then(|bytes| {
+                        serde_json::from_slice::<gantry_protocol::pending::PendingExplanation>(
+                            &bytes,
+                        )
+                        .ok()
+                    })
+                    .is_some_and(|p| p.summary.starts_with(prefix))
+            }
+        }
+    };
+    net.wait_until(
+        "the keeper explains the commit phase",
+        explained("replicated: commit phase: 0 of 3 replicas committed"),
+    )
+    .await;
+
     let digest = |_| alloy::primitives::keccak256("the module's output");
     net.commit_seats(id, &nodes, digest).await;
     net.wait_for_status(id, JobStatus::Revealing).await;
+    net.wait_until(
+        "the keeper explains the reveal phase",
+        explained("replicated: reveal phase: 0 of 3 commitments opened"),
+    )
+    .await;
     net.reveal_seats(id, &nodes, digest).await;
     net.wait_for_status(id, JobStatus::Completed).await;
+    net.wait_until("the explanation is gone once decided", || async {
+        explanations
+            .get(id.to_string())
+            .await
+            .ok()
+            .flatten()
+            .is_none()
+    })
+    .await;
     for node in &nodes {
         let info = net.node(*node).await;
         assert_eq!(info.lockedStake, U96::ZERO, "the seat's lock is released");
