@@ -360,11 +360,6 @@ pub fn waiting(view: &View, job: &VerifiedView) -> Option<String> {
                 ""
             }
         ),
-        JobStatus::Submitted if job.is_refereed() => format!(
-            "refereed: the submitter may dispute the provider's sealed result until {} (chain \
-             time); undisputed, it is paid then",
-            job.state.until
-        ),
         JobStatus::Arbitrating => format!(
             "refereed: the referees did not settle the dispute: the arbiter decides by {} \
              (chain time), else the provider's result stands",

@@ -3,10 +3,10 @@
 
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::convert::Infallible;
+use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::Context as _;
-use async_nats::jetstream::kv;
 use gantry_protocol::pending::{PENDING_VERSION, PendingExplanation};
 use gantry_runtime::tasks::Supervisor;
 use tokio::sync::watch;
@@ -45,19 +45,16 @@ pub async fn run(config: LivenessConfig, shutdown: CancellationToken) -> anyhow:
         sending.run(stop).await;
         Ok::<(), Infallible>(())
     });
-    // The verified jobs' explanations go where the matcher's go (the keeper is the one
-    // replica that follows them).
-    let bucket = gantry_protocol::names::pending_bucket(chain_id);
-    let explanations = match js.get_key_value(&bucket).await {
-        Ok(store) => store,
-        Err(_) => js
-            .create_key_value(gantry_protocol::storage::pending_bucket(
-                chain_id,
-                config.common.nats.nats_replicas,
-            ))
-            .await
-            .with_context(|| format!("creating the KV bucket {bucket}"))?,
-    };
+    // Why each waiting verified job waits, written where the matcher's explanations go by
+    // a task of its own: the keeper's loop never waits on NATS for them.
+    let (explained_tx, explained) = watch::channel(Arc::new(HashMap::new()));
+    let writer_stop = helpers.clone();
+    let writer_js = js.clone();
+    let replicas = config.common.nats.nats_replicas;
+    tasks.spawn_critical("explaining verified jobs", async move {
+        write_explanations(writer_js, chain_id, replicas, explained, writer_stop).await;
+        Ok::<(), Infallible>(())
+    });
     let (leading_tx, leading) = watch::channel(false);
     let stuck = sender.stuck_changes();
     tasks.spawn_critical(
@@ -75,7 +72,7 @@ pub async fn run(config: LivenessConfig, shutdown: CancellationToken) -> anyhow:
     );
     let stop = tasks.shutdown().clone();
     tasks.spawn_critical("keeping", async move {
-        let outcome = keep(feed, sender, leading, explanations, &stop).await;
+        let outcome = keep(feed, sender, leading, explained_tx, &stop).await;
         helpers.cancel();
         outcome
     });
@@ -88,11 +85,9 @@ async fn keep(
     mut feed: Feed,
     mut sender: Sender,
     mut leading: watch::Receiver<bool>,
-    explanations: kv::Store,
+    explained: watch::Sender<Arc<HashMap<u64, String>>>,
     shutdown: &CancellationToken,
 ) -> anyhow::Result<()> {
-    // The verified jobs' explanations this tenure wrote, as written.
-    let mut published = HashMap::new();
     let mut projection = Projection::default();
     let mut keeper = Keeper::default();
     // Jobs of a finalize batch that reverted: finalized alone from then on.
@@ -131,7 +126,6 @@ async fn keep(
                 // A new tenure starts from scratch: what the last leader sent may not have
                 // landed.
                 keeper = Keeper::default();
-                published.clear();
                 dirty = true;
             }
             Some(report) = sender.reports.recv() => {
@@ -156,52 +150,101 @@ async fn keep(
                     dirty = true;
                 }
             }
-            explain_verified(&explanations, view, &mut published).await;
+            let waiting: HashMap<u64, String> = view
+                .verified
+                .values()
+                .filter_map(|job| Some((job.id, liveness::waiting(view, job)?)))
+                .collect();
+            explained.send_if_modified(|now| {
+                let changed = **now != waiting;
+                if changed {
+                    *now = Arc::new(waiting);
+                }
+                changed
+            });
         }
     }
 }
 
-/// Writes why each waiting verified job waits ([`liveness::waiting`]) where the API reads
-/// pending jobs' explanations, when it changed, and deletes those of jobs that wait no more.
-async fn explain_verified(store: &kv::Store, view: &View, published: &mut HashMap<u64, String>) {
-    let now: HashMap<u64, String> = view
-        .verified
-        .values()
-        .filter_map(|job| Some((job.id, liveness::waiting(view, job)?)))
-        .collect();
-    for (job, summary) in &now {
-        if published.get(job) == Some(summary) {
-            continue;
-        }
-        let pending = PendingExplanation {
-            v: PENDING_VERSION,
-            job_id: *job,
-            summary: summary.clone(),
-            nodes: view.nodes.len() as u64,
-            rejected: BTreeMap::new(),
-            best: Vec::new(),
-            block: view.block,
+/// How long one explanation's write may take before it is left for the next change.
+const EXPLANATION_WRITE: Duration = Duration::from_secs(2);
+
+/// Writes why each waiting verified job waits ([`liveness::waiting`], as the keeper's loop
+/// last computed it) where the API reads pending jobs' explanations, when it changed, and
+/// deletes those of jobs that wait no more; until `shutdown`. The bucket is opened (or
+/// made) with retries: without it the keeper keeps keeping, unexplained.
+async fn write_explanations(
+    js: async_nats::jetstream::Context,
+    chain_id: u64,
+    replicas: usize,
+    mut explained: watch::Receiver<Arc<HashMap<u64, String>>>,
+    shutdown: CancellationToken,
+) {
+    let bucket = gantry_protocol::names::pending_bucket(chain_id);
+    let store = loop {
+        let opened = match js.get_key_value(&bucket).await {
+            Ok(store) => Ok(store),
+            Err(_) => js
+                .create_key_value(gantry_protocol::storage::pending_bucket(chain_id, replicas))
+                .await
+                .map_err(|e| e.to_string()),
         };
-        let payload = serde_json::to_vec(&pending).expect("explanations serialize");
-        match store.put(job.to_string(), payload.into()).await {
-            Ok(_) => {
-                tracing::debug!(job_id = job, summary = %summary, "verified job waiting");
-                published.insert(*job, summary.clone());
-            }
-            Err(e) => tracing::warn!(job_id = job, error = %e, "writing an explanation"),
+        match opened {
+            Ok(store) => break store,
+            Err(e) => tracing::warn!(bucket, error = %e, "the explanations bucket: trying again"),
         }
-    }
-    let gone: Vec<u64> = published
-        .keys()
-        .filter(|job| !now.contains_key(job))
-        .copied()
-        .collect();
-    for job in gone {
-        match store.delete(job.to_string()).await {
-            Ok(()) => {
-                published.remove(&job);
+        tokio::select! {
+            () = shutdown.cancelled() => return,
+            () = tokio::time::sleep(Duration::from_secs(5)) => {}
+        }
+    };
+    let mut published: HashMap<u64, String> = HashMap::new();
+    loop {
+        let now = explained.borrow_and_update().clone();
+        for (job, summary) in now.iter() {
+            if published.get(job) == Some(summary) {
+                continue;
             }
-            Err(e) => tracing::warn!(job_id = job, error = %e, "deleting an explanation"),
+            let pending = PendingExplanation {
+                v: PENDING_VERSION,
+                job_id: *job,
+                summary: summary.clone(),
+                nodes: 0,
+                rejected: BTreeMap::new(),
+                best: Vec::new(),
+                block: 0,
+            };
+            let payload = serde_json::to_vec(&pending).expect("explanations serialize");
+            let put = store.put(job.to_string(), payload.into());
+            match tokio::time::timeout(EXPLANATION_WRITE, put).await {
+                Ok(Ok(_)) => {
+                    tracing::debug!(job_id = job, summary = %summary, "verified job waiting");
+                    published.insert(*job, summary.clone());
+                }
+                Ok(Err(e)) => tracing::warn!(job_id = job, error = %e, "writing an explanation"),
+                Err(_) => tracing::warn!(job_id = job, "writing an explanation: timed out"),
+            }
+        }
+        let gone: Vec<u64> = published
+            .keys()
+            .filter(|job| !now.contains_key(job))
+            .copied()
+            .collect();
+        for job in gone {
+            let delete = store.delete(job.to_string());
+            match tokio::time::timeout(EXPLANATION_WRITE, delete).await {
+                Ok(Ok(())) => {
+                    published.remove(&job);
+                }
+                Ok(Err(e)) => tracing::warn!(job_id = job, error = %e, "deleting an explanation"),
+                Err(_) => tracing::warn!(job_id = job, "deleting an explanation: timed out"),
+            }
+        }
+        // The next change, or a while for the writes that failed.
+        tokio::select! {
+            () = shutdown.cancelled() => return,
+            changed = explained.changed() => if changed.is_err() { return },
+            () = tokio::time::sleep(Duration::from_secs(10)) => {}
         }
     }
 }

@@ -551,8 +551,9 @@ impl Chain {
         Ok(block.header.timestamp)
     }
 
-    /// The chain's mean block interval over its last 64 blocks (fewer on a young chain),
-    /// seconds, at least 1.
+    /// The chain's mean block interval over its last 64 blocks (fewer on a young chain;
+    /// never the genesis block, whose time may be anything), seconds, rounded up, at least
+    /// 1: what the node's wait for finality takes, not less.
     pub async fn block_interval(&self) -> Result<u64, ChainError> {
         let block = |id: alloy::eips::BlockId| async move {
             self.provider
@@ -562,14 +563,18 @@ impl Chain {
                 .ok_or_else(|| ChainError::rpc("no such block"))
         };
         let newest = block(alloy::eips::BlockId::latest()).await?.header;
-        let span = newest.number.min(64);
+        let span = newest.number.saturating_sub(1).min(64);
         if span == 0 {
             return Ok(1);
         }
         let oldest = block(alloy::eips::BlockId::number(newest.number - span))
             .await?
             .header;
-        Ok((newest.timestamp.saturating_sub(oldest.timestamp) / span).max(1))
+        Ok(newest
+            .timestamp
+            .saturating_sub(oldest.timestamp)
+            .div_ceil(span)
+            .max(1))
     }
 
     pub async fn heartbeat(&self, node_id: u64) -> Result<(), ChainError> {

@@ -235,25 +235,25 @@ impl Claimed {
 }
 
 /// Whether the job's spec is one the provider takes: its kind (training, inference), and
-/// for a refereed job a verified run this node can provide (the fit rule, and the node's
-/// bucket of sealed results there for the submitter).
+/// for a refereed job everything a verified run is admitted on (`Ctx::admit_verified`:
+/// the profile, the fit rule, the output, the reveal window, the node's speed, the module
+/// compiled and linked) and the node's bucket of sealed results: all checked before the
+/// claim, since a claimed job given back after the grace is charged.
 async fn worth_claiming(ctx: &Ctx, job_id: u64, job: &Job) -> bool {
+    if job.terms.verification.is_verified() {
+        return ctx.sealed_results && ctx.admit_verified(job_id, job).await.is_ok();
+    }
     let Ok(bytes) = ctx.spec_bytes(job_id, job.terms.spec_hash).await else {
         return false;
     };
-    // A broken spec is not worth a claim (and a reject).
-    let Ok(spec) = JobSpec::from_slice(&bytes) else {
-        return false;
-    };
-    let kind = match spec.kind {
-        JobKind::Training => ctx.settings.accept_training,
-        JobKind::Inference => ctx.settings.accept_inference,
-    };
-    kind && (!job.terms.verification.is_verified()
-        || (ctx.sealed_results
-            && spec
-                .verified_fit(u64::from(job.terms.requirements.max_runtime))
-                .is_ok()))
+    match JobSpec::from_slice(&bytes) {
+        Ok(spec) => match spec.kind {
+            JobKind::Training => ctx.settings.accept_training,
+            JobKind::Inference => ctx.settings.accept_inference,
+        },
+        // A broken spec is not worth a claim (and a reject).
+        Err(_) => false,
+    }
 }
 
 /// Whether an Open job fits the node, pays enough and has room for an attempt started at
@@ -267,7 +267,11 @@ pub fn claimable(
     job.state.status == JobStatus::Open
         // A replicated job's seats are drawn, never claimed; a refereed job's provider
         // claims it through the tier's own call (`claimRefereed`).
-        && job.terms.verification.tier != gantry_protocol::market::Verification::REPLICATED
+        && matches!(
+            job.terms.verification.tier,
+            gantry_protocol::market::Verification::NONE_TIER
+                | gantry_protocol::market::Verification::REFEREED
+        )
         && U256::from(job.terms.bounty) >= min_payment
         && job.terms.fits(now)
         && eligibility::capable(&job.terms.requirements, &Capabilities::from(node))

@@ -61,6 +61,10 @@ pub use gantry_protocol::spec::FUEL_PER_SECOND;
 use gantry_protocol::spec::VERIFIED_HOST_CALL_FUEL;
 /// Fuel `memory.grow` costs per 64 KiB page (at most what the engine's cost table holds).
 const GROW_FUEL_PER_PAGE: u8 = u8::MAX;
+/// The target deterministic runs are compiled for, with no CPU feature inferred from the
+/// host: every node of one worker build makes the same code (verified seats are served
+/// only by builds for it).
+pub const DETERMINISTIC_TARGET: &str = "x86_64-unknown-linux-gnu";
 /// WASI preview 1's module name.
 const P1: &str = "wasi_snapshot_preview1";
 /// The wall clock a deterministic run reads: 2026-01-01T00:00:00Z.
@@ -452,6 +456,12 @@ impl Mode {
                 .operator_cost(cost)
                 .cranelift_nan_canonicalization(true)
                 .relaxed_simd_deterministic(true);
+            // The code, and so each frame's size and where a recursion overflows the
+            // stack, must not depend on the node's CPU: compiled for the architecture's
+            // baseline, never for the features this CPU happens to have.
+            config
+                .target(DETERMINISTIC_TARGET)
+                .map_err(|e| Failure::node(format!("wasm: the target: {}", one_line(&e))))?;
         }
         let engine = Engine::new(&config)
             .map_err(|e| Failure::node(format!("wasm: the engine: {}", one_line(&e))))?;
@@ -1530,6 +1540,23 @@ mod tests {
             let (outcome, _) = run(&engine, &run_.plan, Duration::from_secs(30)).await;
             assert_eq!(outcome.unwrap().reason, reason, "limit {limit}");
         }
+    }
+
+    /// Deterministic runs are compiled for the architecture's baseline (no CPU feature of
+    /// the node's): a module using SIMD still runs.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_deterministic_run_of_a_simd_module_runs_on_the_baseline_target() {
+        let engine = WasmEngine::new().unwrap();
+        let simd = r#"(module
+          (memory (export "memory") 1)
+          (func (export "_start")
+            (v128.store (i32.const 0)
+              (f32x4.mul (f32x4.splat (f32.const 1.5)) (f32x4.splat (f32.const 2.0))))
+            (if (f32.ne (f32.load (i32.const 12)) (f32.const 3.0)) (then unreachable))))"#;
+        let run_ = job(simd, true);
+        let (outcome, _) = run(&engine, &run_.plan, Duration::from_secs(30)).await;
+        let outcome = outcome.unwrap();
+        assert_eq!((outcome.exit_code, outcome.reason), (0, None));
     }
 
     /// The metered calls are WASI's own once paid for: a deterministic run reads its

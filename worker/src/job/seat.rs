@@ -16,7 +16,7 @@ use tokio_util::sync::CancellationToken;
 
 use super::Ctx;
 use super::dirs::JobDirs;
-use crate::admit::admit;
+use crate::admit::{Admitted, admit};
 use crate::archive;
 use crate::docker::Ending;
 use crate::fault::Failure;
@@ -34,18 +34,14 @@ pub struct SeatRun {
 }
 
 impl Ctx {
-    /// Runs `job` (verified, deterministic WASM) for a seat in `dir`, stopping by chain
-    /// time `stop_by` (or when `stop` fires); the tar is moved to `keep`. `Err` of the job's class: the spec is not one a seat
-    /// runs (given back, free); of the node's: this node could not run it.
-    pub async fn run_seat(
-        &self,
-        job_id: u64,
-        job: &Job,
-        dir: &Path,
-        keep: &Path,
-        stop_by: u64,
-        stop: CancellationToken,
-    ) -> Result<SeatRun, Failure> {
+    /// Whether this node takes a verified run of `job` (a seat's, a referee's or a
+    /// refereed provider's), before anything is staged: what the job asks (deterministic
+    /// WASM within the verified profile, a run that fits its seat, an output this node can
+    /// keep, a reveal window this node's wait for finality fits twice) and what the node is
+    /// (a build for the deterministic target, at least the verified speed, the module
+    /// compiled and linked). `Err`, of the job's class: declined, free within the grace,
+    /// the node healthy; transient: the chain did not answer.
+    pub async fn admit_verified(&self, job_id: u64, job: &Job) -> Result<Admitted, Failure> {
         let spec_bytes = self.spec_bytes(job_id, job.terms.spec_hash).await?;
         let admitted = admit(
             &spec_bytes,
@@ -61,6 +57,12 @@ impl Ctx {
             .ok_or_else(|| {
                 Failure::job("a verified seat runs deterministic WASM only: given back")
             })?;
+        if !cfg!(target_arch = "x86_64") {
+            return Err(Failure::job(
+                "verified runs are compiled for x86_64 (their code must be the same on every \
+                 node): this build declines them",
+            ));
+        }
         // The fit rule (design 18, §1): a job whose fuel no conforming node finishes in a
         // seat's run is declined by every node, free; and a node slower than the
         // conforming ones declines every seat, free. So the wall clock never decides a
@@ -113,9 +115,48 @@ impl Ctx {
                 VERIFIED_NODE_FUEL_RATE / 1_000_000
             )));
         }
+        // The module, compiled and linked (kept for the run): what it could fail at is
+        // found before anything else is staged.
+        let module = self.fetch_module(spec).await?;
+        engine
+            .check(&WasmPlan {
+                module_path: module,
+                sha256: wasm_spec.module.sha256.to_ascii_lowercase(),
+                entry: wasm_spec.entry().to_owned(),
+                args: Vec::new(),
+                env: Vec::new(),
+                inputs_dir: PathBuf::new(),
+                outputs_dir: PathBuf::new(),
+                checkpoints_dir: PathBuf::new(),
+                tmp_dir: PathBuf::new(),
+                memory_bytes: 0,
+                max_log_bytes: 0,
+                write_limit: None,
+                deterministic: Some(Determinism::of(&job.terms.spec_hash.0, spec.timeout_secs)),
+            })
+            .await?;
+        Ok(admitted)
+    }
+
+    /// Runs `job` (verified, deterministic WASM) for a seat in `dir`, stopping by chain
+    /// time `stop_by` (or when `stop` fires); the tar is moved to `keep`. `Err` of the job's class: the spec is not one a seat
+    /// runs (given back, free); of the node's: this node could not run it.
+    pub async fn run_seat(
+        &self,
+        job_id: u64,
+        job: &Job,
+        dir: &Path,
+        keep: &Path,
+        stop_by: u64,
+        stop: CancellationToken,
+    ) -> Result<SeatRun, Failure> {
+        let admitted = self.admit_verified(job_id, job).await?;
+        let spec = &admitted.spec;
+        let wasm_spec = spec.wasm.as_ref().expect("admitted as deterministic WASM");
+        let written = spec.verified_output_bytes();
+        let engine = self.wasm()?;
         let dirs = JobDirs::create(dir, &self.spaces).await?;
-        // The module first, compiled and linked: what it could fail at is found within the
-        // grace, before the inputs take their time.
+        // The module (fetched and compiled by the admission: from the cache now).
         let module = self.fetch_module(spec).await?;
         let plan = WasmPlan {
             module_path: module,
@@ -135,7 +176,6 @@ impl Ctx {
             write_limit: Some(written),
             deterministic: Some(Determinism::of(&job.terms.spec_hash.0, spec.timeout_secs)),
         };
-        engine.check(&plan).await?;
         self.stage_inputs(spec, &dirs).await?;
         // Its output lines go nowhere: a seat publishes nothing before the decision.
         let (lines, mut drained) = mpsc::channel(64);

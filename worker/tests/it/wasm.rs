@@ -715,6 +715,45 @@ async fn verification_a_provider_in_claim_mode_takes_a_refereed_job_and_is_paid(
     assert!(provider.stop().success());
 }
 
+/// Claim mode checks a refereed job as a verified run is admitted before it claims it (a
+/// claimed job given back after the grace is charged): a module that cannot link here is
+/// left unclaimed, while the next job, which can run, is claimed and answered.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn verification_claim_mode_leaves_a_refereed_job_it_could_not_run_unclaimed() {
+    use gantry_protocol::market::Verification;
+
+    let net = Net::start(|p| p).await;
+    let provider = net
+        .spawn_worker(NODES[0], &format!("{WASM_ONLY}\nauto_accept = true"))
+        .await;
+    let broken = r#"(module
+      (import "env" "not_here" (func))
+      (memory (export "memory") 1)
+      (func (export "_start")))"#;
+    let mut unlinkable = wasm_spec(&net, "unlinkable.wat", broken, true).await;
+    unlinkable.timeout_secs = 20;
+    unlinkable.outputs.max_bytes = Some(1 << 20);
+    let left = net
+        .post_verified_spec(
+            Verification::REFEREED,
+            3,
+            0,
+            unlinkable.to_posted().unwrap(),
+        )
+        .await;
+    let spec = verified_spec(&net).await;
+    let taken = net
+        .post_verified_spec(Verification::REFEREED, 3, 0, spec.to_posted().unwrap())
+        .await;
+    // Claim mode considers the jobs one at a time, in order: once the second is answered,
+    // the first was considered.
+    net.wait_for_status(taken, JobStatus::Submitted).await;
+    let info = net.job(left).await;
+    assert_eq!(info.state.status, JobStatus::Open, "never claimed");
+    assert_eq!(info.state.barred, 0, "nor given back");
+    assert!(provider.stop().success());
+}
+
 /// Job `job`'s `RefereesDecided`.
 async fn referees_decided(
     net: &Net,
@@ -802,7 +841,12 @@ async fn verification_commits_a_reorganisation_took_away_are_sent_again() {
     let net = Net::start_with(|p| p, crate::harness::Services::NO_KEEPER).await;
     let mut workers = Vec::new();
     for account in &NODES[1..] {
-        workers.push(net.spawn_worker(*account, WASM_ONLY).await);
+        // Deeper than the test's reorganisation: the commits are not final when it lands,
+        // as a node's finality_depth must be for the reorganisations it expects.
+        workers.push(
+            net.spawn_worker(*account, &format!("{WASM_ONLY}\nfinality_depth = 10"))
+                .await,
+        );
     }
     let nodes: Vec<u64> = workers.iter().map(|w| w.node_id).collect();
     let market = net.devnet.deployment.market;
