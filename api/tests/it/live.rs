@@ -338,6 +338,36 @@ async fn events_and_logs_stream_live_and_the_operational_endpoints_answer() {
     );
     assert!(text.contains("gantry_api_events_projected_total"));
 
+    // A verified job waits in its draw and its phases: the keeper's explanation shows as
+    // an open job's does.
+    chain.wasm_pool().await;
+    let verified = chain.post_replicated().await;
+    feed.until("job", |d| d["jobId"] == verified).await;
+    let waiting = PendingExplanation {
+        v: PENDING_VERSION,
+        job_id: verified,
+        summary: "replicated: 0 of 3 replica seats filled; round 1 draws at block 30 from \
+                  the verification pool"
+            .into(),
+        nodes: 0,
+        rejected: Default::default(),
+        best: vec![],
+        block: 0,
+    };
+    bucket
+        .put(
+            verified.to_string(),
+            serde_json::to_vec(&waiting).unwrap().into(),
+        )
+        .await
+        .unwrap();
+    let job: JobDetail = json(get(&format!("/v1/jobs/{verified}"))).await;
+    assert_eq!(
+        job.job.status,
+        gantry_protocol::status::JobStatus::Committing
+    );
+    assert_eq!(job.pending, Some(waiting));
+
     // Shutdown ends the open event stream, so the server stops.
     shutdown.cancel();
     while feed.next().await.is_some() {}

@@ -780,7 +780,9 @@ pub struct JobDetail {
     pub progress: Option<ProgressUpdate>,
     /// The workers' completion reports, by attempt.
     pub completions: Vec<CompletionReport>,
-    /// While the job is open: the matcher's explanation of why it is not placed.
+    /// While the job is open: the matcher's explanation of why it is not placed; while a
+    /// verified job is in its draw, commit, reveal or arbitration: the keeper's of what
+    /// it waits for.
     pub pending: Option<PendingExplanation>,
 }
 
