@@ -496,10 +496,7 @@ impl Chain {
         digest: B256,
         salt: B256,
     ) -> Result<(), ChainError> {
-        let state = job.state.pack_verified().ok_or(ChainError::Reverted {
-            call: "revealSeat",
-            reason: format!("job {job_id} is not a verified job"),
-        })?;
+        let state = verified_state("revealSeat", job_id, job)?;
         let verification = Verification::new(self.market_address(), self.provider.clone());
         let call = verification.revealSeat(
             job_id,
@@ -639,10 +636,7 @@ impl Chain {
         seal: B256,
         uri: String,
     ) -> Result<(), ChainError> {
-        let state = job.state.pack_verified().ok_or(ChainError::Reverted {
-            call: "submitRefereedResult",
-            reason: format!("job {job_id} is not a verified job"),
-        })?;
+        let state = verified_state("submitRefereedResult", job_id, job)?;
         let referees = Referees::new(*self.market.address(), self.provider.clone());
         let call =
             referees.submitRefereedResult(job_id, job.terms.pack().into(), state.into(), seal, uri);
@@ -658,10 +652,7 @@ impl Chain {
         digest: B256,
         salt: B256,
     ) -> Result<(), ChainError> {
-        let state = job.state.pack_verified().ok_or(ChainError::Reverted {
-            call: "revealRefereed",
-            reason: format!("job {job_id} is not a verified job"),
-        })?;
+        let state = verified_state("revealRefereed", job_id, job)?;
         let referees = Referees::new(*self.market.address(), self.provider.clone());
         let call =
             referees.revealRefereed(job_id, job.terms.pack().into(), state.into(), digest, salt);
@@ -760,6 +751,19 @@ impl Chain {
                 Unmined::Rpc { source, .. } => ChainError::rpc(source),
             })
     }
+}
+
+/// A verified job's five words, as the extensions' calls take them; `call` names the call
+/// refused for a tier-none job.
+fn verified_state(
+    call: &'static str,
+    job_id: u64,
+    job: &Job,
+) -> Result<Verification::VerifiedState, ChainError> {
+    job.state.pack_verified().ok_or(ChainError::Reverted {
+        call,
+        reason: format!("job {job_id} is not a verified job"),
+    })
 }
 
 /// Applies the events of `receipt` about job `job_id` to `job`, in log order.

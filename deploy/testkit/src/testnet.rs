@@ -631,10 +631,18 @@ impl TestNet {
     /// decision, as their workers and a keeper would: the round drawn, each seat's agent
     /// committing and revealing `digest(node)`, the reveals opened and the job decided.
     pub async fn decide_replicated(&self, id: u64, nodes: &[u64], digest: impl Fn(u64) -> B256) {
-        use alloy::providers::Provider;
-        use gantry_protocol::bindings::Verification;
+        self.draw(id).await;
+        self.commit_seats(id, nodes, &digest).await;
+        self.open_reveals(id).await;
+        self.reveal_seats(id, nodes, &digest).await;
+        self.decide(id).await;
+    }
 
-        let verification = Verification::new(self.devnet.deployment.market, self.provider(OTHER));
+    /// Draws verified job `id`'s armed round as anyone may (two blocks mined first, so
+    /// that its draw block is there).
+    pub async fn draw(&self, id: u64) {
+        use alloy::providers::Provider;
+
         self.provider(OTHER)
             .raw_request::<_, ()>("anvil_mine".into(), (U256::from(2),))
             .await
@@ -642,7 +650,7 @@ impl TestNet {
         let job = self.job(id).await;
         confirm_receipt(
             "draw",
-            verification
+            self.anyone_verification()
                 .draw(
                     id,
                     job.terms.pack().into(),
@@ -654,11 +662,14 @@ impl TestNet {
         )
         .await
         .unwrap_or_else(|e| panic!("drawing job {id}: {e}"));
-        self.commit_seats(id, nodes, &digest).await;
+    }
+
+    /// Opens replicated job `id`'s reveals as anyone may (its seats as they stand).
+    pub async fn open_reveals(&self, id: u64) {
         let job = self.job(id).await;
         confirm_receipt(
             "openReveals",
-            verification
+            self.anyone_verification()
                 .openReveals(
                     id,
                     job.terms.pack().into(),
@@ -670,11 +681,14 @@ impl TestNet {
         )
         .await
         .unwrap_or_else(|e| panic!("opening job {id}'s reveals: {e}"));
-        self.reveal_seats(id, nodes, &digest).await;
+    }
+
+    /// Decides replicated job `id` as anyone may (its seats as they stand).
+    pub async fn decide(&self, id: u64) {
         let job = self.job(id).await;
         confirm_receipt(
             "decide",
-            verification
+            self.anyone_verification()
                 .decide(
                     id,
                     job.terms.pack().into(),
@@ -686,6 +700,17 @@ impl TestNet {
         )
         .await
         .unwrap_or_else(|e| panic!("deciding job {id}: {e}"));
+    }
+
+    /// The `Verification` extension as anyone (`OTHER`) calls it: its calls are
+    /// permissionless.
+    fn anyone_verification(
+        &self,
+    ) -> gantry_protocol::bindings::Verification::VerificationInstance<DynProvider> {
+        gantry_protocol::bindings::Verification::new(
+            self.devnet.deployment.market,
+            self.provider(OTHER),
+        )
     }
 
     /// The account serving pool node `node` (`wasm_pool`'s `nodes`: `NODES[1..]` in order).

@@ -361,10 +361,7 @@ async fn verification_a_lying_worker_is_slashed_and_the_job_still_completes() {
 /// opens the reveals and decides itself, so the phases wait for the restart.
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn verification_a_worker_restarted_after_its_commit_still_reveals() {
-    use alloy::providers::Provider;
-    use gantry_protocol::bindings::Verification;
     use gantry_protocol::market::{Seat, Verification as Policy};
-    use gantry_testkit::accounts::OTHER;
 
     let net = Net::start_with(|p| p, crate::harness::Services::NO_KEEPER).await;
     let mut workers = Vec::new();
@@ -372,32 +369,12 @@ async fn verification_a_worker_restarted_after_its_commit_still_reveals() {
         workers.push(net.spawn_worker(*account, WASM_ONLY).await);
     }
     let nodes: Vec<u64> = workers.iter().map(|w| w.node_id).collect();
-    let market = net.devnet.deployment.market;
-    let anyone = Verification::new(market, net.provider(OTHER));
     joined_the_pool(&net, 3).await;
     let spec = verified_spec(&net).await;
     let job = net
         .post_verified_spec(Policy::REPLICATED, 3, 2, spec.to_posted().unwrap())
         .await;
-    net.provider(OTHER)
-        .raw_request::<_, ()>("anvil_mine".into(), (alloy::primitives::U256::from(2),))
-        .await
-        .unwrap();
-    let posted = net.job(job).await;
-    gantry_testkit::confirm_receipt(
-        "draw",
-        anyone
-            .draw(
-                job,
-                posted.terms.pack().into(),
-                posted.state.pack_verified().unwrap(),
-            )
-            .gas(1_000_000)
-            .send()
-            .await,
-    )
-    .await
-    .expect("drawn");
+    net.draw(job).await;
 
     net.wait_until("every seat committed", || {
         all_seats(&net, job, Seat::COMMITTED)
@@ -409,47 +386,13 @@ async fn verification_a_worker_restarted_after_its_commit_still_reveals() {
     first.kill();
     workers.insert(0, net.spawn_worker(NODES[1], WASM_ONLY).await);
 
-    let committed = net.job(job).await;
-    gantry_testkit::confirm_receipt(
-        "openReveals",
-        anyone
-            .openReveals(
-                job,
-                committed.terms.pack().into(),
-                committed.state.pack_verified().unwrap(),
-                net.seats(job).await.list(3),
-            )
-            .send()
-            .await,
+    open_reveals_and_decide(
+        &net,
+        job,
+        &nodes,
+        "every seat revealed, the restarted one too",
     )
-    .await
-    .expect("the reveals open");
-    net.wait_until("every seat revealed, the restarted one too", || {
-        all_seats(&net, job, Seat::REVEALED)
-    })
     .await;
-    let revealing = net.job(job).await;
-    gantry_testkit::confirm_receipt(
-        "decide",
-        anyone
-            .decide(
-                job,
-                revealing.terms.pack().into(),
-                revealing.state.pack_verified().unwrap(),
-                net.seats(job).await.list(3),
-            )
-            .send()
-            .await,
-    )
-    .await
-    .expect("decided");
-    assert_eq!(net.job(job).await.state.status, JobStatus::Completed);
-    for node in &nodes {
-        assert!(
-            net.node(*node).await.earnings.to::<u64>() > 0,
-            "node {node} paid"
-        );
-    }
     for worker in workers {
         assert!(worker.stop().success());
     }
@@ -481,10 +424,7 @@ async fn verification_a_seat_whose_reveal_window_the_node_cannot_keep_is_decline
 /// Three workers (`jobs` their extra job settings) in the pool; a replicated 3/2 job of
 /// `spec` drawn onto them: every seat is declined, and no node is charged.
 async fn declined_by_every_seat(net: &Net, jobs: &str, spec: &JobSpec) {
-    use alloy::providers::Provider;
-    use gantry_protocol::bindings::Verification;
     use gantry_protocol::market::{Seat, Verification as Policy};
-    use gantry_testkit::accounts::OTHER;
 
     let mut workers = Vec::new();
     for account in &NODES[1..] {
@@ -498,25 +438,7 @@ async fn declined_by_every_seat(net: &Net, jobs: &str, spec: &JobSpec) {
     let job = net
         .post_verified_spec(Policy::REPLICATED, 3, 2, spec.to_posted().unwrap())
         .await;
-    net.provider(OTHER)
-        .raw_request::<_, ()>("anvil_mine".into(), (alloy::primitives::U256::from(2),))
-        .await
-        .unwrap();
-    let posted = net.job(job).await;
-    gantry_testkit::confirm_receipt(
-        "draw",
-        Verification::new(net.devnet.deployment.market, net.provider(OTHER))
-            .draw(
-                job,
-                posted.terms.pack().into(),
-                posted.state.pack_verified().unwrap(),
-            )
-            .gas(1_000_000)
-            .send()
-            .await,
-    )
-    .await
-    .expect("drawn");
+    net.draw(job).await;
     net.wait_until("every seat declined", || {
         all_seats(net, job, Seat::DECLINED)
     })
@@ -834,9 +756,7 @@ async fn verification_commits_a_reorganisation_took_away_are_sent_again() {
     use alloy::providers::Provider;
     use alloy::sol_types::SolEvent;
     use gantry_protocol::bindings::JobMarket::SealCommitted;
-    use gantry_protocol::bindings::Verification;
     use gantry_protocol::market::{Seat, Verification as Policy};
-    use gantry_testkit::accounts::OTHER;
 
     let net = Net::start_with(|p| p, crate::harness::Services::NO_KEEPER).await;
     let mut workers = Vec::new();
@@ -850,31 +770,12 @@ async fn verification_commits_a_reorganisation_took_away_are_sent_again() {
     }
     let nodes: Vec<u64> = workers.iter().map(|w| w.node_id).collect();
     let market = net.devnet.deployment.market;
-    let anyone = Verification::new(market, net.provider(OTHER));
     joined_the_pool(&net, 3).await;
     let spec = verified_spec(&net).await;
     let job = net
         .post_verified_spec(Policy::REPLICATED, 3, 2, spec.to_posted().unwrap())
         .await;
-    net.provider(OTHER)
-        .raw_request::<_, ()>("anvil_mine".into(), (alloy::primitives::U256::from(2),))
-        .await
-        .unwrap();
-    let posted = net.job(job).await;
-    gantry_testkit::confirm_receipt(
-        "draw",
-        anyone
-            .draw(
-                job,
-                posted.terms.pack().into(),
-                posted.state.pack_verified().unwrap(),
-            )
-            .gas(1_000_000)
-            .send()
-            .await,
-    )
-    .await
-    .expect("drawn");
+    net.draw(job).await;
     net.wait_until("every seat committed", || {
         all_seats(&net, job, Seat::COMMITTED)
     })
@@ -912,49 +813,28 @@ async fn verification_commits_a_reorganisation_took_away_are_sent_again() {
         "every commit on chain was sent after the reorganisation"
     );
 
-    let committed = net.job(job).await;
-    gantry_testkit::confirm_receipt(
-        "openReveals",
-        anyone
-            .openReveals(
-                job,
-                committed.terms.pack().into(),
-                committed.state.pack_verified().unwrap(),
-                net.seats(job).await.list(3),
-            )
-            .send()
-            .await,
-    )
-    .await
-    .expect("the reveals open");
-    net.wait_until("every seat revealed", || {
-        all_seats(&net, job, Seat::REVEALED)
-    })
-    .await;
-    let revealing = net.job(job).await;
-    gantry_testkit::confirm_receipt(
-        "decide",
-        anyone
-            .decide(
-                job,
-                revealing.terms.pack().into(),
-                revealing.state.pack_verified().unwrap(),
-                net.seats(job).await.list(3),
-            )
-            .send()
-            .await,
-    )
-    .await
-    .expect("decided");
+    open_reveals_and_decide(&net, job, &nodes, "every seat revealed").await;
+    for worker in workers {
+        assert!(worker.stop().success());
+    }
+}
+
+/// Opens replicated job `job`'s reveals as anyone may, waits until every seat revealed
+/// (`revealed` says what that wait is), decides it, and checks it completed with every
+/// node of `nodes` paid.
+async fn open_reveals_and_decide(net: &Net, job: u64, nodes: &[u64], revealed: &str) {
+    use gantry_protocol::market::Seat;
+
+    net.open_reveals(job).await;
+    net.wait_until(revealed, || all_seats(net, job, Seat::REVEALED))
+        .await;
+    net.decide(job).await;
     assert_eq!(net.job(job).await.state.status, JobStatus::Completed);
-    for node in &nodes {
+    for node in nodes {
         assert!(
             net.node(*node).await.earnings.to::<u64>() > 0,
             "node {node} paid"
         );
-    }
-    for worker in workers {
-        assert!(worker.stop().success());
     }
 }
 
