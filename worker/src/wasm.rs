@@ -121,7 +121,7 @@ pub struct WasmPlan {
     /// Output (stdout and stderr) the module may print before it is stopped, bytes.
     pub max_log_bytes: u64,
     pub deterministic: Option<Determinism>,
-    /// The most the module may ask to write to its files, bytes (a deterministic run's:
+    /// The most the module may ask to write, to any descriptor, bytes (a deterministic run's:
     /// asking for more ends it with [`WRITE_LIMIT`], on every node alike, before a node's
     /// disk could fill); `None`: only the space's size bounds it.
     pub write_limit: Option<u64>,
@@ -173,16 +173,9 @@ pub const WRITE_LIMIT: &str = "write limit exceeded";
 #[error("{WRITE_LIMIT}")]
 struct WriteLimitExceeded;
 
-/// Counts a write of `bytes` to `fd` against the run's write limit (stdout and stderr are
-/// the log's, bounded by it).
-fn count_write(
-    caller: &mut wasmtime::Caller<'_, JobState>,
-    fd: i32,
-    bytes: u64,
-) -> wasmtime::Result<()> {
-    if fd <= 2 {
-        return Ok(());
-    }
+/// Counts a write of `bytes` against the run's write limit, whatever its descriptor: the
+/// number does not say what it is (`fd_renumber` can put a file where stdout was).
+fn count_write(caller: &mut wasmtime::Caller<'_, JobState>, bytes: u64) -> wasmtime::Result<()> {
     if let Some((written, limit)) = caller.data_mut().writes.as_mut() {
         *written = written.saturating_add(bytes);
         if *written > *limit {
@@ -516,7 +509,7 @@ fn shadow(linker: &mut Linker<JobState>) -> wasmtime::Result<()> {
         "fd_write",
         |mut c: C<'_>, fd: i32, iovs: i32, n: i32, out: i32| {
             let bytes = charge_buffers(&mut c, iovs, n)?;
-            count_write(&mut c, fd, bytes)?;
+            count_write(&mut c, bytes)?;
             with_wasi(&mut c, |w, m| {
                 in_tokio(p1::fd_write(w, m, fd, iovs, n, out))
             })
@@ -537,7 +530,7 @@ fn shadow(linker: &mut Linker<JobState>) -> wasmtime::Result<()> {
         "fd_pwrite",
         |mut c: C<'_>, fd: i32, iovs: i32, n: i32, at: i64, out: i32| {
             let bytes = charge_buffers(&mut c, iovs, n)?;
-            count_write(&mut c, fd, bytes)?;
+            count_write(&mut c, bytes)?;
             with_wasi(&mut c, |w, m| {
                 in_tokio(p1::fd_pwrite(w, m, fd, iovs, n, at, out))
             })
@@ -1516,9 +1509,9 @@ mod tests {
         }
     }
 
-    /// A deterministic run that asks to write more to its files than its write limit ends
-    /// with [`WRITE_LIMIT`], counted on what it asks (the same on every node), before any
-    /// node's disk could fill; its log (stdout, stderr) is not counted.
+    /// A deterministic run that asks to write more than its write limit ends with
+    /// [`WRITE_LIMIT`], counted on what it asks (the same on every node), before any node's
+    /// disk could fill; every descriptor counts (a file can be renumbered onto stdout).
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn a_deterministic_run_that_asks_to_write_too_much_ends_at_its_write_limit() {
         let engine = WasmEngine::new().unwrap();
@@ -1528,11 +1521,12 @@ mod tests {
           (func (export "_start")
             (i32.store (i32.const 0) (i32.const 64))
             (i32.store (i32.const 4) (i32.const 2000))
-            ;; 2,000 bytes to stdout (the log), then to a file descriptor
+            ;; 2,000 bytes to stdout (the log), then 2,000 to another descriptor: 4,000 asked
             (drop (call $write (i32.const 1) (i32.const 0) (i32.const 1) (i32.const 8)))
             (drop (call $write (i32.const 4) (i32.const 0) (i32.const 1) (i32.const 8)))))"#;
         for (limit, reason) in [
             (1_000, Some(format!("trapped: {WRITE_LIMIT}"))),
+            (3_000, Some(format!("trapped: {WRITE_LIMIT}"))),
             (5_000, None),
         ] {
             let mut run_ = job(writes, true);
