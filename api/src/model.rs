@@ -118,6 +118,7 @@ pub fn touches(event: &GantryEvent, job: Option<&JobRow>) -> Touches {
             M::RefereesDecided(e) => (Some(e.nodeId), submitter),
             M::SeatReleased(e) => (Some(e.nodeId), None),
             M::ReplicaPaid(e) => (Some(e.nodeId), None),
+            M::ReplicaForfeited(e) => (Some(e.nodeId), None),
             M::JobVerified(_) => (None, submitter),
         },
         GantryEvent::Registry(_) => (event.node_id(), None),
@@ -323,6 +324,7 @@ pub fn apply_job(
         | M::SeatFreed(_)
         | M::SeatReleased(_)
         | M::ReplicaPaid(_)
+        | M::ReplicaForfeited(_)
         | M::RefereesRequested(_)
         | M::RefereesDecided(_)
         | M::ProviderRevealed(_) => {
@@ -412,6 +414,13 @@ fn seat_event(row: &mut VerificationRow, event: &M, max_runtime: u64, at: u64) {
             if let Some(seat) = decided_seat(row, e.nodeId) {
                 seat.outcome = "paid".into();
                 seat.payout = Some(e.payout.to_string());
+            }
+        }
+        // A Docker job's seat that revealed apart from the quorum: not slashed, its share
+        // to the treasury.
+        M::ReplicaForfeited(e) => {
+            if let Some(seat) = decided_seat(row, e.nodeId) {
+                seat.outcome = "parted".into();
             }
         }
         M::RefereesRequested(e) => {
@@ -893,6 +902,7 @@ fn apply_market_to_node(
         | M::DrawArmed(_)
         | M::Drawn(_)
         | M::SealCommitted(_)
+        | M::ReplicaForfeited(_)
         | M::SeatVacated(_)
         | M::RefereesRequested(_)
         | M::RevealsOpened(_)
@@ -1012,6 +1022,7 @@ pub fn apply_account(
         | M::ProviderRevealed(_)
         | M::SeatReleased(_)
         | M::ReplicaPaid(_)
+        | M::ReplicaForfeited(_)
         | gantry_protocol::market_admin_events!() => return row,
     }
     row.updated_block = event.block_number;

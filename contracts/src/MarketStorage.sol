@@ -10,6 +10,7 @@ import {IJobMarket} from "./interfaces/IJobMarket.sol";
 import {INodeRegistry} from "./interfaces/INodeRegistry.sol";
 import {JobCodec} from "./types/JobCodec.sol";
 import {
+    DETERMINISTIC_DOCKER,
     ENGINE_COUNT,
     ENGINE_WASM,
     JobPolicy,
@@ -34,6 +35,9 @@ abstract contract MarketStorage is AccessControl, EIP712, ReentrancyGuardTransie
     bytes32 public constant PAUSER_ROLE = keccak256("PAUSER_ROLE");
 
     uint16 internal constant BPS = 10_000;
+    /// @dev The `engines` bits that can take a verified seat: WASM, and the deterministic
+    /// Docker sandbox.
+    uint8 internal constant VERIFIABLE = uint8(1 << ENGINE_WASM | 1 << DETERMINISTIC_DOCKER);
     /// @notice Longest metadata URI, result URI or reject reason, bytes.
     uint256 public constant MAX_TEXT_BYTES = 256;
     /// @notice Largest job spec accepted, bytes. It is emitted in full in JobPosted.
@@ -191,10 +195,10 @@ abstract contract MarketStorage is AccessControl, EIP712, ReentrancyGuardTransie
         if (index != 0) _poolLeave(nodeId, node, index);
     }
 
-    /// @dev Active, serving WASM, and free stake at least the pool's floor.
+    /// @dev Active, serving WASM or verified Docker, and free stake at least the pool's floor.
     function _poolRule(NodeRecord storage node) internal view returns (bool) {
         NodeHot memory hot = node.hot;
-        if (hot.status != NodeStatus.Active || (hot.engines >> ENGINE_WASM) & 1 == 0) return false;
+        if (hot.status != NodeStatus.Active || hot.engines & VERIFIABLE == 0) return false;
         uint96 floor = _poolFloor;
         return floor != 0 && node.stake - node.locked >= floor;
     }

@@ -7,7 +7,14 @@ import {SignatureChecker} from "@openzeppelin/contracts/utils/cryptography/Signa
 
 import {MarketStorage} from "./MarketStorage.sol";
 import {INodeRegistry} from "./interfaces/INodeRegistry.sol";
-import {ENGINE_COUNT, NodeCapabilities, NodeInfo, NodeStatus} from "./types/Types.sol";
+import {
+    DETERMINISTIC_DOCKER,
+    ENGINE_COUNT,
+    ENGINE_DOCKER,
+    NodeCapabilities,
+    NodeInfo,
+    NodeStatus
+} from "./types/Types.sol";
 
 /// @title NodeRegistry
 /// @notice The nodes of the market: stake, liveness, agent binding and earnings. It runs
@@ -286,13 +293,16 @@ contract NodeRegistry is INodeRegistry, MarketStorage {
 
     function _checkCapabilities(NodeCapabilities calldata capabilities) internal pure {
         // A GPU model needs GPUs with memory and the other way round; every node runs at
-        // least one job with at least one core, on at least one engine it knows.
+        // least one job with at least one core, on at least one engine it knows; the
+        // deterministic Docker bit only beside the Docker bit.
         bool hasModel = capabilities.gpuModel != bytes32(0);
         bool hasGpus = capabilities.gpuCount != 0;
+        uint8 engines = capabilities.engines & ~uint8(1 << DETERMINISTIC_DOCKER);
+        bool sandbox = engines != capabilities.engines;
         if (
             hasModel != hasGpus || (hasGpus && capabilities.vramMiB == 0) || capabilities.cpuCores == 0
-                || capabilities.maxConcurrentJobs == 0 || capabilities.engines == 0
-                || capabilities.engines >> ENGINE_COUNT != 0
+                || capabilities.maxConcurrentJobs == 0 || engines == 0 || engines >> ENGINE_COUNT != 0
+                || (sandbox && (engines >> ENGINE_DOCKER) & 1 == 0)
         ) revert NodeRegistry_InvalidCapabilities();
     }
 

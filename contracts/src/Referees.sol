@@ -244,7 +244,8 @@ contract Referees is IReferees, VerificationBase {
 
         Dispute memory d = _dispute(terms, state);
         // As `decide`'s seats, by the majority: referees are always paid from the prepay.
-        d.paid = _settleSeats(jobId, seats, r, t, d.bounty, d.fee);
+        _settleSeats(jobId, seats, r, t, d.bounty, d.fee);
+        d.paid = t.paid;
         uint96 unpaid = uint96(uint256(d.bounty) * (r - d.paid));
         // A provider that never showed its result loses, whatever the referees found.
         if (shown != 0 && !t.quorum) {

@@ -9,6 +9,8 @@ import {IJobMarket} from "./interfaces/IJobMarket.sol";
 import {IVerification} from "./interfaces/IVerification.sol";
 import {JobCodec} from "./types/JobCodec.sol";
 import {
+    DETERMINISTIC_DOCKER,
+    ENGINE_DOCKER,
     ENGINE_WASM,
     FailureKind,
     JobPolicy,
@@ -283,8 +285,9 @@ contract Verification is IVerification, VerificationBase {
 
         uint96 bounty = state.bounty();
         uint96 fee = uint96((uint256(bounty) * state.feeBps()) / BPS);
-        uint256 paid = _settleSeats(jobId, seats, n, t, bounty, fee);
-        uint96 refund = uint96(uint256(bounty) * (n - paid));
+        t.sandboxed = terms.engine() == ENGINE_DOCKER;
+        _settleSeats(jobId, seats, n, t, bounty, fee);
+        uint96 refund = uint96(uint256(bounty) * (n - t.paid - t.forfeited));
         delete _jobs[jobId];
         _credits[terms.submitter()] += refund;
         if (t.quorum) emit JobVerified(jobId, t.digest, t.agreed, refund);
@@ -317,7 +320,15 @@ contract Verification is IVerification, VerificationBase {
         VerifyParams memory p = _verify[c.policy];
         if (p.poolFloor == 0) revert Verification_NotOffered(c.policy);
         _checkRequirements(requirements);
-        if (requirements.engine != ENGINE_WASM) revert Verification_EngineNotVerifiable(requirements.engine);
+        // WASM, or a CPU Docker job replicated: a refereed verdict against a provider on a
+        // Docker job could not tell a lie from a job that is not deterministic (§1).
+        if (
+            requirements.engine != ENGINE_WASM
+                && (requirements.engine != ENGINE_DOCKER
+                    || policy.tier != VERIFY_REPLICATED
+                    || requirements.minGpuCount != 0
+                    || requirements.gpuModel != bytes32(0))
+        ) revert Verification_EngineNotVerifiable(requirements.engine);
         if (requirements.maxRuntime < MIN_VERIFIED_RUNTIME) {
             revert Verification_RuntimeTooShort(requirements.maxRuntime, MIN_VERIFIED_RUNTIME);
         }
@@ -422,6 +433,8 @@ contract Verification is IVerification, VerificationBase {
         address providerAgent;
         uint40 until;
         uint96 seatStake;
+        /// The `engines` bit a seated node must have: WASM, or the Docker sandbox's.
+        uint8 capability;
         /// The seat word so far.
         uint256 seats;
         /// The operators of the filled seats: one seat per operator.
@@ -442,6 +455,7 @@ contract Verification is IVerification, VerificationBase {
         r.jobId = jobId;
         r.until = until;
         r.seatStake = state.seatStake();
+        r.capability = terms.engine() == ENGINE_WASM ? ENGINE_WASM : DETERMINISTIC_DOCKER;
         r.submitter = terms.submitter();
         r.provider = state.nodeId();
         if (r.provider != 0) {
@@ -470,13 +484,15 @@ contract Verification is IVerification, VerificationBase {
         return true;
     }
 
-    /// @dev Whether a drawn node may take a seat: its free stake covers the seat stake (a
+    /// @dev Whether a drawn node may take a seat: it runs the job's engine verified (the
+    /// pool holds WASM and sandboxed Docker nodes), its free stake covers the seat stake (a
     /// seat is only as good as what it locks), not seated already, not of a seated node's
     /// operator, neither operated nor served by the submitter, not barred from the job, and
     /// neither a refereed dispute's provider nor of its operator.
     /// Whatever else it did since the block began (left, exited, went Inactive), it is
     /// seated, and answers for the seat like any other.
     function _seatable(Round memory r, uint64 nodeId, NodeRecord storage node) internal view returns (bool) {
+        if ((node.hot.engines >> r.capability) & 1 == 0) return false;
         if (node.stake - node.locked < r.seatStake) return false;
         address operator = node.operator;
         if (operator == r.submitter || node.agent == r.submitter || _barred[r.jobId][nodeId]) return false;

@@ -62,6 +62,11 @@ abstract contract VerificationBase is IVerificationEvents, MarketStorage {
         bytes32 digest;
         uint8 agreed;
         bool quorum;
+        /// Set by the caller before `_settleSeats`: a Docker job's (see there).
+        bool sandboxed;
+        /// Written by `_settleSeats`: seats paid, and seats whose share went to the treasury.
+        uint256 paid;
+        uint256 forfeited;
     }
 
     function _tally(Seat[] calldata seats, uint256 n, uint8 k) internal pure returns (Tally memory t) {
@@ -91,17 +96,20 @@ abstract contract VerificationBase is IVerificationEvents, MarketStorage {
         return false;
     }
 
-    /// @dev Ends every seat of a decided job by the tally `t`; returns how many were paid
-    /// (`bounty` - `fee` each, the fee owed to the treasury). Paid: with the quorum, the
-    /// seats that revealed its digest; without, each revealer another revealer matched.
-    /// Slashed: with the quorum, every other seat; without, a seat that committed and did
-    /// not reveal, and one that never committed only if two seats agreed (the job ran): a
-    /// lone digest cannot be told a lie, and a job nobody showed to run slashes nobody who
-    /// could not run it. A declined seat's lock ended with its decline; its word goes with
-    /// the job.
+    /// @dev Ends every seat of a decided job by the tally `t`; counts in `t` how many were
+    /// paid (`bounty` - `fee` each, the fee owed to the treasury) and how many forfeited
+    /// their share to the treasury. Paid: with the quorum, the seats that revealed its
+    /// digest; without, each revealer another revealer matched. Slashed: with the quorum,
+    /// every other seat; without, a seat that committed and did not reveal, and one that
+    /// never committed only if two seats agreed (the job ran): a lone digest cannot be told
+    /// a lie, and a job nobody showed to run slashes nobody who could not run it. A
+    /// declined seat's lock ended with its decline; its word goes with the job.
+    /// `t.sandboxed` (a Docker job, deterministic by its submitter's word only): a seat
+    /// that revealed another digest than the quorum's is not slashed, since a job that is
+    /// not deterministic, or a different CPU, can part honest nodes; its share goes to the
+    /// treasury, so that nobody gains by parting them (design 18, §1).
     function _settleSeats(uint64 jobId, Seat[] calldata seats, uint256 n, Tally memory t, uint96 bounty, uint96 fee)
         internal
-        returns (uint256 paid)
     {
         for (uint256 i; i < n; ++i) {
             uint8 phase = seats[i].phase();
@@ -111,9 +119,16 @@ abstract contract VerificationBase is IVerificationEvents, MarketStorage {
                 continue;
             }
             bool pays = phase == REVEALED && (t.quorum ? seats[i].digest == t.digest : _matched(seats, n, i));
+            if (t.sandboxed && t.quorum && phase == REVEALED && !pays) {
+                ++t.forfeited;
+                _settleSeat(jobId, i, seats[i], 0, 0, false);
+                _treasury.balance += bounty;
+                emit ReplicaForfeited(jobId, seats[i].nodeId(), bounty);
+                continue;
+            }
             bool slashes = !pays && (t.quorum || phase == COMMITTED || (phase == SEATED && t.agreed >= 2));
             _settleSeat(jobId, i, seats[i], pays ? bounty - fee : 0, pays ? fee : 0, slashes);
-            if (pays) ++paid;
+            if (pays) ++t.paid;
         }
     }
 

@@ -556,6 +556,10 @@ abstract contract Base is Test {
             replayEarnings[uint64(uint256(log.topics[2]))] += payout;
             replayFeesOwed[uint64(uint256(log.topics[2]))] += fee;
             replayEscrow -= uint256(payout) + fee;
+        } else if (t == IVerificationEvents.ReplicaForfeited.selector) {
+            uint96 forfeited = abi.decode(log.data, (uint96));
+            replayTreasury += forfeited;
+            replayEscrow -= forfeited;
         } else if (t == IVerificationEvents.JobVerified.selector) {
             uint64 jobId = uint64(uint256(log.topics[1]));
             (,, uint96 refund) = abi.decode(log.data, (bytes32, uint8, uint96));

@@ -424,6 +424,7 @@ impl State {
             | M::ProviderRevealed(_)
             | M::SeatReleased(_)
             | M::ReplicaPaid(_)
+            | M::ReplicaForfeited(_)
             | M::JobVerified(_)
             | M::VerifyParamsSet(_) => return,
         };

@@ -288,6 +288,7 @@ function pendingCard(job) {
 const SEAT = {
   seated: 'running', committed: 'committed', revealed: 'revealed', declined: 'gave it back',
   reclaimed: 'reclaimed: node inactive', paid: 'paid', unpaid: 'released, unpaid', slashed: 'slashed',
+  parted: 'revealed another result: not paid, not slashed (Docker)',
 };
 /** The referees' decision (`RefereesRow.outcome`), in words. */
 const REFEREES = {
@@ -376,7 +377,9 @@ function refundSentence(job) {
     const seats = (v.seatRows ?? []).filter((s) => s.outcome === 'slashed');
     const slashed = seats.reduce((sum, s) => sum + big(s.charged), 0n);
     const unpaid = Number(big(job.refund) / (big(job.bounty) || 1n));
-    const what = `the bounty of the ${unpaid} seat${unpaid === 1 ? '' : 's'} not paid, of ${money(v.escrow)} escrowed`;
+    const parted = (v.seatRows ?? []).filter((s) => s.outcome === 'parted').length;
+    let what = `the bounty of the ${unpaid} seat${unpaid === 1 ? '' : 's'} not paid, of ${money(v.escrow)} escrowed`;
+    if (parted) what += `; the bounty of the ${parted} seat${parted === 1 ? '' : 's'} that revealed another result went to the treasury`;
     return slashed ? `${what}; the slashed seats' stakes (${money(slashed)}) went to the treasury, not to the submitter` : what;
   }
   const whole = job.refund === job.bounty ? 'the whole bounty' : `of the bounty of ${money(job.bounty)}`;

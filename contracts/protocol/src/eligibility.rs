@@ -128,6 +128,20 @@ impl Engines {
     pub const WASM: Engines = Engines(1 << Engine::Wasm.code());
     /// Every engine this build knows.
     pub const ALL: Engines = Engines(Engines::DOCKER.0 | Engines::WASM.0);
+    /// Not an engine: the node's opt-in (`DETERMINISTIC_DOCKER`, bit 7, only beside Docker)
+    /// to seats of replicated CPU Docker jobs, run in the worker's deterministic sandbox.
+    pub const DETERMINISTIC_DOCKER: Engines = Engines(1 << 7);
+
+    /// Whether the node takes verified Docker seats ([`Engines::DETERMINISTIC_DOCKER`]).
+    pub fn sandboxed(self) -> bool {
+        self.0 & Engines::DETERMINISTIC_DOCKER.0 != 0
+    }
+
+    /// Whether the node may join the verification pool: it takes WASM or Docker seats
+    /// (the contract's `VERIFIABLE`).
+    pub fn verifiable(self) -> bool {
+        self.contains(Engine::Wasm) || self.sandboxed()
+    }
 
     /// Whether the set holds the engine of on-chain code `code` (`false` past the byte).
     pub fn has_code(self, code: u8) -> bool {

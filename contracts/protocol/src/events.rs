@@ -337,6 +337,7 @@ impl GantryEvent {
                 M::ProviderRevealed(e) => Some(e.nodeId),
                 M::SeatReleased(e) => Some(e.nodeId),
                 M::ReplicaPaid(e) => Some(e.nodeId),
+                M::ReplicaForfeited(e) => Some(e.nodeId),
                 M::JobPosted(_)
                 | M::ResultSubmitted(_)
                 | M::JobExpired(_)
@@ -410,6 +411,7 @@ pub fn market_job_id(event: &JobMarket::JobMarketEvents) -> Option<u64> {
         M::ProviderRevealed(e) => e.jobId,
         M::SeatReleased(e) => e.jobId,
         M::ReplicaPaid(e) => e.jobId,
+        M::ReplicaForfeited(e) => e.jobId,
         M::JobVerified(e) => e.jobId,
         M::NodeSlashed(_)
         | M::NodeMarkedInactive(_)

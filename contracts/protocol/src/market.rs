@@ -698,7 +698,8 @@ impl State {
             | M::SealCommitted(_)
             | M::ResultRevealed(_)
             | M::SeatReleased(_)
-            | M::ReplicaPaid(_) => {}
+            | M::ReplicaPaid(_)
+            | M::ReplicaForfeited(_) => {}
             // Their state change (if any) comes with the events above.
             M::JobPosted(_)
             | M::JobReclaimed(_)

@@ -105,6 +105,12 @@ pub const VERIFIED_STACK_BYTES: usize = 1 << 20;
 /// constant, so that a node's own log limit never decides a result.
 pub const VERIFIED_MAX_LOG_BYTES: u64 = 1 << 20;
 
+/// A verified Docker run's memory when its requirements name none (`minRamMiB` 0), MiB:
+/// a protocol constant, so that a node's default never decides where a run runs out.
+pub const VERIFIED_DOCKER_MEMORY_MIB: u32 = 2048;
+/// A verified Docker run's process limit: a protocol constant, as its memory.
+pub const VERIFIED_DOCKER_PIDS_LIMIT: i64 = 1024;
+
 /// URI schemes an input may use.
 pub const INPUT_SCHEMES: [&str; 6] = [
     "https://", "http://", "ipfs://", "nats://", "s3://", "file://",
@@ -146,6 +152,20 @@ pub struct JobSpec {
     /// The module and how to run it; WASM jobs only.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub wasm: Option<WasmSpec>,
+}
+
+/// Whether `image` names its bytes: `name@sha256:<64 hex>` (a registry's manifest digest)
+/// or `sha256:<64 hex>` (an image id, the hash of its configuration). A tag can name
+/// other bytes on another node, or tomorrow.
+pub fn is_pinned_image(image: &str) -> bool {
+    let digest = match image.split_once('@') {
+        Some((name, digest)) if !name.is_empty() => digest,
+        Some(_) => return false,
+        None => image,
+    };
+    digest
+        .strip_prefix("sha256:")
+        .is_some_and(|hex| hex.len() == 64 && hex.bytes().all(|b| b.is_ascii_hexdigit()))
 }
 
 /// What runs a job.
@@ -523,6 +543,13 @@ impl JobSpec {
             return Ok(());
         }
         let margin = self.verified_margin();
+        if self.engine == Engine::Docker {
+            return Err(format!(
+                "timeoutSecs {} does not fit a verified seat of maxRuntime {max_runtime} s: it \
+                 needs {least} s ({margin} s to stage its declared bytes, then its timeout)",
+                self.timeout_secs,
+            ));
+        }
         Err(format!(
             "timeoutSecs {} does not fit a verified seat of maxRuntime {max_runtime} s: it \
              needs {least} s ({margin} s to stage its declared bytes and memory, then its fuel \
@@ -535,16 +562,36 @@ impl JobSpec {
     }
 
     /// The shortest seat (`maxRuntime`, seconds) this job fits ([`JobSpec::verified_fit`]);
-    /// `Err` for a job no seat runs.
+    /// `Err` for a job no seat runs. Deterministic WASM, or a Docker job (deterministic by
+    /// its submitter's word: the worker's sandbox removes what it can, design 18, §1)
+    /// whose image is pinned by digest.
     pub fn verified_runtime(&self) -> Result<u64, String> {
-        let Some(wasm) = self.wasm.as_ref().filter(|w| w.deterministic) else {
-            return Err("a verified job runs deterministic WASM only".into());
+        let fuel = match self.engine {
+            Engine::Wasm => {
+                let Some(wasm) = self.wasm.as_ref().filter(|w| w.deterministic) else {
+                    return Err("a verified WASM job runs in deterministic mode".into());
+                };
+                // Every node fetches the same bytes from the same place (design 18, §1):
+                // a submitter serving nodes differently could make honest ones disagree.
+                if !wasm.module.uri.starts_with("nats://") {
+                    return Err(
+                        "a verified job's module comes from the network's nats:// inputs".into(),
+                    );
+                }
+                Some(self.timeout_secs.saturating_mul(FUEL_PER_SECOND))
+            }
+            Engine::Docker => {
+                if !is_pinned_image(&self.image) {
+                    return Err(format!(
+                        "a verified Docker job names its image by digest (name@sha256:<64 hex> \
+                         or sha256:<64 hex>), so that every node runs the same bytes: {:?} \
+                         does not",
+                        self.image
+                    ));
+                }
+                None
+            }
         };
-        // Every node fetches the same bytes from the same place (design 18, §1): a
-        // submitter serving nodes differently could make honest ones disagree.
-        if !wasm.module.uri.starts_with("nats://") {
-            return Err("a verified job's module comes from the network's nats:// inputs".into());
-        }
         if let Some(input) = self.inputs.iter().find(|input| {
             !input.uri.starts_with("nats://") || input.sha256.is_none() || input.max_bytes.is_none()
         }) {
@@ -554,10 +601,12 @@ impl JobSpec {
                 input.path
             ));
         }
-        let fuel = self.timeout_secs.saturating_mul(FUEL_PER_SECOND);
-        Ok(self
-            .verified_margin()
-            .saturating_add(fuel.div_ceil(VERIFIED_FUEL_RATE)))
+        let run = match fuel {
+            Some(fuel) => fuel.div_ceil(VERIFIED_FUEL_RATE),
+            // A container's own clock: its timeout.
+            None => self.timeout_secs,
+        };
+        Ok(self.verified_margin().saturating_add(run))
     }
 
     /// The most a verified run of this spec writes to its files ([`VERIFIED_OUTPUT_BYTES`]
@@ -573,19 +622,22 @@ impl JobSpec {
     /// What a verified seat's run leaves before the fuel: [`VERIFIED_RUN_MARGIN_SECS`],
     /// the declared bytes' download and the memory's first touch, seconds.
     fn verified_margin(&self) -> u64 {
-        let module = self.wasm.as_ref().map_or(MAX_WASM_MODULE_BYTES, |w| {
-            w.module.max_bytes.unwrap_or(MAX_WASM_MODULE_BYTES)
-        });
+        let (module, memory_mib) = match (&self.engine, self.wasm.as_ref()) {
+            (Engine::Wasm, wasm) => (
+                wasm.and_then(|w| w.module.max_bytes)
+                    .unwrap_or(MAX_WASM_MODULE_BYTES),
+                wasm.and_then(|w| w.memory_mib)
+                    .unwrap_or(MAX_WASM_MEMORY_MIB),
+            ),
+            // A container's image is the node's to have (pulled at admission, within the
+            // grace), and its memory is not touched ahead.
+            (Engine::Docker, _) => (0, 0),
+        };
         let bytes = self
             .inputs
             .iter()
             .map(|input| input.max_bytes.unwrap_or(VERIFIED_UNDECLARED_INPUT_BYTES))
             .fold(module, u64::saturating_add);
-        let memory_mib = self
-            .wasm
-            .as_ref()
-            .and_then(|w| w.memory_mib)
-            .unwrap_or(MAX_WASM_MEMORY_MIB);
         VERIFIED_RUN_MARGIN_SECS
             .saturating_add(bytes.div_ceil(VERIFIED_FETCH_BYTES_PER_SEC))
             .saturating_add((u64::from(memory_mib) << 20).div_ceil(VERIFIED_MEMORY_BYTES_PER_SEC))
@@ -945,7 +997,6 @@ mod tests {
         let mut free = spec.clone();
         free.wasm.as_mut().unwrap().deterministic = false;
         assert!(free.verified_fit(u64::MAX).is_err(), "not deterministic");
-        assert!(example().verified_fit(u64::MAX).is_err(), "Docker");
         // Every node must fetch the same bytes: nats:// only, hashed and sized.
         for broken in [
             |s: &mut JobSpec| s.inputs[0].uri = "https://data.example.org/x.tar".into(),
@@ -959,5 +1010,38 @@ mod tests {
             assert!(why.contains("nats://"), "{why}");
         }
         assert_eq!(spec.verified_output_bytes(), VERIFIED_OUTPUT_BYTES);
+    }
+
+    /// A Docker job is verified by its submitter's word that it is deterministic: its
+    /// image pinned by digest, its inputs as a WASM job's, and its own timeout as the run.
+    #[test]
+    fn a_verified_docker_job_names_its_image_by_digest_and_fits_its_timeout() {
+        let mut spec = example();
+        spec.inputs[0].uri = "nats://gantry_1_inputs/x.tar".into();
+        // 120 s and the 1 GiB input at 16 MiB/s (64 s); then the 3600 s timeout.
+        let least = 120 + 64 + 3600;
+        assert_eq!(spec.verified_runtime(), Ok(least));
+        assert_eq!(spec.verified_fit(least), Ok(()));
+        let short = spec.verified_fit(least - 1).unwrap_err();
+        assert!(short.contains("184 s to stage"), "{short}");
+        let mut by_id = spec.clone();
+        by_id.image = format!("sha256:{}", "0a".repeat(32));
+        assert_eq!(by_id.verified_runtime(), Ok(least));
+        for tagged in [
+            "ghcr.io/acme/train:1",
+            "ghcr.io/acme/train",
+            "@sha256:0a0a",
+            "sha256:0a",
+            &format!("acme@sha256:{}", "zz".repeat(32)),
+            &format!("acme@sha512:{}", "0a".repeat(32)),
+        ] {
+            let mut unpinned = spec.clone();
+            unpinned.image = tagged.into();
+            let why = unpinned.verified_runtime().unwrap_err();
+            assert!(why.contains("by digest"), "{tagged}: {why}");
+        }
+        let mut fetched = spec.clone();
+        fetched.inputs[0].uri = "https://data.example.org/x.tar".into();
+        assert!(fetched.verified_runtime().unwrap_err().contains("nats://"));
     }
 }

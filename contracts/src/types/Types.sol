@@ -8,6 +8,11 @@ pragma solidity ^0.8.24;
 uint8 constant ENGINE_DOCKER = 0;
 uint8 constant ENGINE_WASM = 1;
 uint8 constant ENGINE_COUNT = 2;
+// A node's opt-in to verified Docker jobs, bit `1 << DETERMINISTIC_DOCKER` of its `engines`
+// beside the Docker bit: it runs a replicated job's CPU container in the worker's
+// deterministic sandbox (design 18, §1). Seats of a replicated Docker job are drawn only
+// from such nodes. Not an engine: no job names it.
+uint8 constant DETERMINISTIC_DOCKER = 7;
 
 // A job's verification tier (`Verification.tier`, in its terms): `VERIFY_NONE` is the
 // optimistic challenge window of `IJobMarket`; the other two are `IVerification`'s:
@@ -33,7 +38,8 @@ struct NodeCapabilities {
     /// How many jobs the node runs at once (1..255).
     uint8 maxConcurrentJobs;
     /// The engines the node runs, a set: bit `1 << engine` (`ENGINE_DOCKER`,
-    /// `ENGINE_WASM`); at least one.
+    /// `ENGINE_WASM`); at least one. Bit `1 << DETERMINISTIC_DOCKER`, beside the Docker
+    /// bit, opts into verified Docker seats.
     uint8 engines;
 }
 

@@ -3,7 +3,7 @@ pragma solidity ^0.8.24;
 
 import {NodeRegistryUnitTest} from "./NodeRegistry.base.sol";
 import {INodeRegistry} from "../../src/interfaces/INodeRegistry.sol";
-import {ENGINE_COUNT, NodeCapabilities} from "../../src/types/Types.sol";
+import {DETERMINISTIC_DOCKER, ENGINE_COUNT, ENGINE_DOCKER, NodeCapabilities} from "../../src/types/Types.sol";
 
 /// @notice What `register` and `updateCapabilities` share: the rules of valid capabilities
 /// and the metadata URI's length. Each entry point's test contract says how it submits them
@@ -17,7 +17,8 @@ abstract contract NodeRegistryCapabilitiesShared is NodeRegistryUnitTest {
         NoCpuCores,
         NoJobSlots,
         NoEngine,
-        UnknownEngine
+        UnknownEngine,
+        SandboxWithoutDocker
     }
 
     /// Submits `caps` and `metadataURI` through the entry point under test, as the operator.
@@ -35,6 +36,7 @@ abstract contract NodeRegistryCapabilitiesShared is NodeRegistryUnitTest {
         if (row == Broken.NoJobSlots) caps.maxConcurrentJobs = 0;
         if (row == Broken.NoEngine) caps.engines = 0;
         if (row == Broken.UnknownEngine) caps.engines |= uint8(1) << ENGINE_COUNT;
+        if (row == Broken.SandboxWithoutDocker) caps.engines = WASM_ONLY | uint8(1) << DETERMINISTIC_DOCKER;
     }
 
     function expectRefused(Broken row) internal {
@@ -74,6 +76,18 @@ abstract contract NodeRegistryCapabilitiesShared is NodeRegistryUnitTest {
         expectRefused(Broken.UnknownEngine);
     }
 
+    /// The deterministic Docker sandbox is a way to run Docker: a node without Docker
+    /// cannot offer it (it would sit in the verification pool for jobs it cannot run).
+    function test_Capabilities_RevertWhen_SandboxWithoutDocker() external {
+        expectRefused(Broken.SandboxWithoutDocker);
+    }
+
+    function test_Capabilities_AcceptsADockerNodeWithTheSandbox() external {
+        NodeCapabilities memory caps = cpuOnlyNode();
+        caps.engines = uint8(1 << ENGINE_DOCKER | 1 << DETERMINISTIC_DOCKER);
+        submitCapabilities(caps, META);
+    }
+
     function test_Capabilities_AcceptsAWasmOnlyNodeWithoutDocker() external {
         NodeCapabilities memory caps = cpuOnlyNode();
         caps.engines = WASM_ONLY;
@@ -89,10 +103,17 @@ abstract contract NodeRegistryCapabilitiesShared is NodeRegistryUnitTest {
     function testFuzz_Capabilities_ValidExactlyWhenConsistent(NodeCapabilities memory caps) external {
         bool hasGpus = caps.gpuCount != 0;
         bool valid = (caps.gpuModel != bytes32(0)) == hasGpus && (!hasGpus || caps.vramMiB != 0) && caps.cpuCores != 0
-            && caps.maxConcurrentJobs != 0 && caps.engines != 0 && caps.engines >> ENGINE_COUNT == 0;
+            && caps.maxConcurrentJobs != 0 && engineSetValid(caps.engines);
         if (!valid) vm.expectRevert(INodeRegistry.NodeRegistry_InvalidCapabilities.selector);
         submitCapabilities(caps, META);
         if (!valid) assertNothingStored();
+    }
+
+    /// At least one known engine; the sandbox bit only beside Docker's.
+    function engineSetValid(uint8 engines) internal pure returns (bool) {
+        uint8 sandbox = uint8(1) << DETERMINISTIC_DOCKER;
+        uint8 known = engines & ~sandbox;
+        return known != 0 && known >> ENGINE_COUNT == 0 && (engines & sandbox == 0 || (known >> ENGINE_DOCKER) & 1 == 1);
     }
 
     function test_Capabilities_AcceptsAMetadataURIOfTheLongestLength() external {
