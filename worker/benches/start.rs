@@ -132,6 +132,7 @@ async fn bare_create_start(
         max_log_bytes: 1 << 20,
         gpu_uuids: vec![],
         labels: vec![],
+        deterministic: false,
     };
     let began = Instant::now();
     docker

@@ -53,6 +53,7 @@
 //! shutdown_grace = "30s"          # running jobs may finish this long on shutdown
 //! answer_margin = "60s"           # a job stops this long before its attempt ends on chain
 //! finality_depth = 3              # blocks over a submitted result before the job is done
+//! verified_docker = false         # take seats of replicated CPU Docker jobs (design 18, §1)
 //! ```
 //!
 //! Every key can be overridden by `GANTRY_WORKER_<KEY>`, and `[jobs]` keys by
@@ -204,6 +205,12 @@ pub struct Jobs {
     pub max_concurrent: u8,
     /// Claim mode: also claim open jobs the node fits, not only wait for the matcher.
     pub auto_accept: bool,
+    /// Take seats of replicated CPU Docker jobs, deterministic by their submitters' word,
+    /// in the deterministic sandbox (design 18, §1): registered as the node's
+    /// `DETERMINISTIC_DOCKER` bit, needs `docker` among the engines. A seat that reveals
+    /// another result than the quorum's is not paid (not slashed either): a job that is
+    /// not deterministic after all costs the node its run.
+    pub verified_docker: bool,
     /// Smallest bounty claimed in claim mode, in token base units (a decimal string).
     #[serde(deserialize_with = "decimal_u256")]
     pub auto_accept_min_payment: U256,
@@ -259,6 +266,7 @@ impl Default for Jobs {
             engines: vec![Engine::Docker, Engine::Wasm],
             max_concurrent: 1,
             auto_accept: false,
+            verified_docker: false,
             auto_accept_min_payment: U256::ZERO,
             accept_training: true,
             accept_inference: true,
@@ -342,6 +350,12 @@ impl Config {
         let jobs = &self.jobs;
         if jobs.engines.is_empty() {
             return Err(value("jobs.engines", "name at least one of docker, wasm"));
+        }
+        if jobs.verified_docker && !jobs.engines.contains(&Engine::Docker) {
+            return Err(value(
+                "jobs.verified_docker",
+                "verified Docker seats run on Docker: add docker to jobs.engines",
+            ));
         }
         if jobs.max_concurrent == 0 {
             return Err(value("jobs.max_concurrent", "must be at least 1"));

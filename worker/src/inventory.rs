@@ -176,6 +176,7 @@ pub async fn print(work_dir: &Path, sample_secs: u64) -> anyhow::Result<()> {
         max_log_bytes: 0,
         gpu_uuids: uuids,
         labels: Vec::new(),
+        deterministic: false,
     };
     let device_requests = crate::sandbox::container_body(&plan)
         .host_config

@@ -189,7 +189,12 @@ fn capabilities(config: &Config, inventory: &Inventory) -> NodeRegistry::NodeCap
         ramMiB: inventory.ram_mib,
         pricePerGpuHour: U96::saturating_from(config.node.price_per_gpu_hour),
         maxConcurrentJobs: config.jobs.max_concurrent,
-        engines: config.jobs.engines.iter().copied().collect::<Engines>().0,
+        engines: config.jobs.engines.iter().copied().collect::<Engines>().0
+            | if config.jobs.verified_docker {
+                Engines::DETERMINISTIC_DOCKER.0
+            } else {
+                0
+            },
     }
 }
 

@@ -35,6 +35,10 @@ pub struct RunPlan {
     /// NVML UUIDs of the GPUs the job gets; empty for a CPU job.
     pub gpu_uuids: Vec<String>,
     pub labels: Vec<(String, String)>,
+    /// A verified seat's run (design 18, §1): a fixed host name (Docker's default is the
+    /// container's random id) and one fixed CPU, so that what a deterministic program
+    /// sees of its machine is the same on every node.
+    pub deterministic: bool,
 }
 
 /// The user to run as: the image's, unless it is empty or root.
@@ -79,6 +83,7 @@ pub fn container_body(plan: &RunPlan) -> ContainerCreateBody {
         memory: Some(plan.memory_bytes),
         memory_swap: Some(plan.memory_bytes),
         nano_cpus: Some(i64::from(plan.cpu_threads) * 1_000_000_000),
+        cpuset_cpus: plan.deterministic.then(|| "0".into()),
         pids_limit: Some(plan.pids_limit),
         device_requests,
         // Docker keeps no log of its own: the worker reads the output through the attach
@@ -95,6 +100,7 @@ pub fn container_body(plan: &RunPlan) -> ContainerCreateBody {
         cmd: (!plan.command.is_empty()).then(|| plan.command.clone()),
         env: Some(plan.env.iter().map(|(k, v)| format!("{k}={v}")).collect()),
         user: Some(run_as(plan.image_user.as_deref())),
+        hostname: plan.deterministic.then(|| "gantry".into()),
         working_dir: Some(OUTPUTS_DIR.into()),
         labels: Some(plan.labels.iter().cloned().collect()),
         network_disabled: Some(true),
@@ -128,6 +134,7 @@ mod tests {
             max_log_bytes: 1 << 20,
             gpu_uuids: vec![],
             labels: vec![(NODE_LABEL.into(), "3".into())],
+            deterministic: false,
         }
     }
 

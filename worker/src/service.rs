@@ -76,11 +76,11 @@ pub async fn run(
         tokio::spawn(claimer.run(shutdown.clone()))
     });
 
-    // Verified jobs' seats (WASM only): their own loop, one seat at a time. A seat's
-    // message stays unacknowledged until it is revealed, so one cut short by a shutdown
-    // is taken up again by the next run, from its seal record.
+    // Verified jobs' seats (WASM, and Docker where the node opted in): their own loop,
+    // one seat at a time. A seat's message stays unacknowledged until it is revealed, so
+    // one cut short by a shutdown is taken up again by the next run, from its seal record.
     let seat_tasks = tokio_util::task::TaskTracker::new();
-    let seats = ctx.wasm.is_some().then(|| {
+    let seats = ctx.serves_seats().then(|| {
         let seats = crate::seats::Seats {
             ctx: ctx.clone(),
             store: crate::seats::SealStore::new(&ctx.work_dir),
@@ -162,7 +162,7 @@ fn spawn_liveness(
         config.jobs.heartbeat_interval,
         health.clone(),
         holds_jobs,
-        ctx.wasm.is_some(),
+        ctx.serves_seats(),
         done.clone(),
     ));
     let health_task = tokio::spawn(health::health_loop(

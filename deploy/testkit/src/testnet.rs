@@ -523,18 +523,21 @@ impl TestNet {
             .await
     }
 
-    /// [`post_verified`](Self::post_verified) with the spec `spec` (posted as given).
+    /// [`post_verified`](Self::post_verified) with the spec `spec` (posted as given), for
+    /// the engine it names (WASM when it cannot be read).
     pub async fn post_verified_spec(&self, tier: u8, size: u8, quorum: u8, spec: Vec<u8>) -> u64 {
         use alloy::primitives::aliases::{U40, U96};
         use gantry_protocol::bindings::Verification;
+        use gantry_protocol::spec::{Engine, JobSpec};
 
         self.fund_submitter().await;
+        let engine = JobSpec::from_slice(&spec).map_or(Engine::Wasm, |s| s.engine);
         let requirements = Verification::JobRequirements {
             minCpuCores: 1,
             minRamMiB: 64,
             maxRuntime: 600,
             priority: 5,
-            engine: 1,
+            engine: engine.code(),
             maxPricePerGpuHour: U96::MAX,
             ..Default::default()
         };

@@ -1,16 +1,21 @@
 //! A verified job's seat run on this node (design 18, §1 and §6): the spec admitted as
-//! deterministic WASM only, its inputs and module fetched as an assignment's, the module
-//! run on the deterministic engine, and its outcome packed as a canonical tar: `/outputs`
-//! as the module left it and `.gantry/outcome` (`v1 exit <code>` or `v1 trap <reason>`).
-//! The tar's SHA-256 is the digest the seat seals. Nothing is published: no logs, no
-//! progress, no result (a seat's outputs are withheld until the decision).
+//! deterministic WASM, or as a CPU Docker job deterministic by its submitter's word on a
+//! node that opted into the deterministic sandbox; its inputs (and module or image)
+//! fetched as an assignment's; run on the deterministic engine or in the sandbox; and its
+//! outcome packed as a canonical tar: `/outputs` as the run left it and `.gantry/outcome`
+//! (`v1 exit <code>`, `v1 trap <reason>` or, for a container, `v1 timeout`). The tar's
+//! SHA-256 is the digest the seat seals. Nothing is published: no logs, no progress, no
+//! result (a seat's outputs are withheld until the decision).
 
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use alloy::primitives::B256;
 use gantry_protocol::market::Job;
-use gantry_protocol::spec::{VERIFIED_MAX_LOG_BYTES, VERIFIED_NODE_FUEL_RATE};
+use gantry_protocol::spec::{
+    Engine, VERIFIED_DOCKER_MEMORY_MIB, VERIFIED_DOCKER_PIDS_LIMIT, VERIFIED_MAX_LOG_BYTES,
+    VERIFIED_NODE_FUEL_RATE,
+};
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
@@ -18,8 +23,8 @@ use super::Ctx;
 use super::dirs::JobDirs;
 use crate::admit::{Admitted, admit};
 use crate::archive;
-use crate::docker::Ending;
-use crate::fault::Failure;
+use crate::docker::{Ending, JOB_LABEL, NODE_LABEL, RunOutcome, RunPlan};
+use crate::fault::{Failure, FaultClass};
 use crate::seats::{SealRecord, os_random};
 use crate::wasm::{Determinism, WasmPlan};
 
@@ -34,39 +39,54 @@ pub struct SeatRun {
 }
 
 impl Ctx {
+    /// Whether this node takes verified seats: it runs WASM, or Docker in the
+    /// deterministic sandbox (its pool membership's rule, `Engines::verifiable`).
+    pub fn serves_seats(&self) -> bool {
+        self.wasm.is_some() || (self.executor.is_some() && self.settings.verified_docker)
+    }
+
     /// Whether this node takes a verified run of `job` (a seat's, a referee's or a
     /// refereed provider's), before anything is staged: what the job asks (deterministic
-    /// WASM within the verified profile, a run that fits its seat, an output this node can
-    /// keep, a reveal window this node's wait for finality fits twice) and what the node is
-    /// (a build for the deterministic target, at least the verified speed, the module
-    /// compiled and linked). `Err`, of the job's class: declined, free within the grace,
-    /// the node healthy; transient: the chain did not answer.
+    /// WASM, or Docker on a node that opted in, within the verified profile; a run that
+    /// fits its seat, an output this node can keep, a reveal window this node's wait for
+    /// finality fits twice) and what the node is (WASM: a build for the deterministic
+    /// target, at least the verified speed, the module compiled and linked; Docker: the
+    /// image present or pulled). `Err`, of the job's class: declined, free within the
+    /// grace, the node healthy; transient: the chain did not answer.
     pub async fn admit_verified(&self, job_id: u64, job: &Job) -> Result<Admitted, Failure> {
         let spec_bytes = self.spec_bytes(job_id, job.terms.spec_hash).await?;
-        let admitted = admit(
+        let mut admitted = admit(
             &spec_bytes,
             &job.terms.requirements,
             &self.limits,
             &self.settings,
         )?;
         let spec = &admitted.spec;
-        let wasm_spec = spec
-            .wasm
-            .as_ref()
-            .filter(|w| w.deterministic)
-            .ok_or_else(|| {
-                Failure::job("a verified seat runs deterministic WASM only: given back")
-            })?;
-        if !cfg!(target_arch = "x86_64") {
-            return Err(Failure::job(
-                "verified runs are compiled for x86_64 (their code must be the same on every \
-                 node): this build declines them",
-            ));
+        match spec.engine {
+            Engine::Wasm if !spec.wasm.as_ref().is_some_and(|w| w.deterministic) => {
+                return Err(Failure::job(
+                    "a verified WASM job runs in deterministic mode only: given back",
+                ));
+            }
+            Engine::Docker if !self.settings.verified_docker => {
+                return Err(Failure::job(
+                    "this node does not take verified Docker seats (jobs.verified_docker): \
+                     given back",
+                ));
+            }
+            Engine::Wasm if !cfg!(target_arch = "x86_64") => {
+                return Err(Failure::job(
+                    "verified runs are compiled for x86_64 (their code must be the same on \
+                     every node): this build declines them",
+                ));
+            }
+            _ => {}
         }
         // The fit rule (design 18, §1): a job whose fuel no conforming node finishes in a
         // seat's run is declined by every node, free; and a node slower than the
         // conforming ones declines every seat, free. So the wall clock never decides a
-        // verified result, and an honest node never holds a seat it cannot finish.
+        // verified WASM result, and an honest node never holds a seat it cannot finish.
+        // A container's run is its own timeout, within the seat.
         spec.verified_fit(u64::from(job.terms.requirements.max_runtime))
             .map_err(|why| Failure::job(format!("{why}: given back")))?;
         // What the run may write, the spec's or the protocol's, never the node's: a node
@@ -104,6 +124,29 @@ impl Ctx {
                 self.settings.finality_depth.max(1)
             )));
         }
+        if spec.engine == Engine::Docker {
+            // The job's memory, never the node's default: where a run runs out of memory
+            // is part of its result.
+            let memory_mib = match job.terms.requirements.min_ram_mib {
+                0 => VERIFIED_DOCKER_MEMORY_MIB,
+                mib => mib,
+            };
+            if memory_mib > self.limits.ram_mib {
+                return Err(Failure::job(format!(
+                    "needs {memory_mib} MiB of memory; this node has {}: given back",
+                    self.limits.ram_mib
+                )));
+            }
+            admitted.memory_bytes = i64::from(memory_mib) << 20;
+            // The image, here before the run (pulled by its digest: the same bytes on
+            // every node); one that cannot be had is declined.
+            self.docker()?.ensure_image(&admitted.spec.image).await?;
+            return Ok(admitted);
+        }
+        let wasm_spec = spec
+            .wasm
+            .as_ref()
+            .expect("checked deterministic WASM above");
         let engine = self.wasm()?;
         let rate = engine.verified_rate().await?;
         if rate < VERIFIED_NODE_FUEL_RATE {
@@ -138,9 +181,10 @@ impl Ctx {
         Ok(admitted)
     }
 
-    /// Runs `job` (verified, deterministic WASM) for a seat in `dir`, stopping by chain
-    /// time `stop_by` (or when `stop` fires); the tar is moved to `keep`. `Err` of the job's class: the spec is not one a seat
-    /// runs (given back, free); of the node's: this node could not run it.
+    /// Runs `job` (verified) for a seat in `dir`, stopping by chain time `stop_by` (or
+    /// when `stop` fires); the tar is moved to `keep`. `Err` of the job's class: the spec
+    /// is not one a seat runs (given back, free); of the node's: this node could not run
+    /// it.
     pub async fn run_seat(
         &self,
         job_id: u64,
@@ -151,11 +195,62 @@ impl Ctx {
         stop: CancellationToken,
     ) -> Result<SeatRun, Failure> {
         let admitted = self.admit_verified(job_id, job).await?;
+        let written = admitted.spec.verified_output_bytes();
+        let dirs = JobDirs::create(dir, &self.spaces).await?;
+        let outcome = match admitted.spec.engine {
+            Engine::Wasm => {
+                self.run_wasm_seat(job, &admitted, &dirs, stop_by, &stop)
+                    .await?
+            }
+            Engine::Docker => {
+                self.run_docker_seat(job_id, &admitted, &dirs, stop_by, &stop)
+                    .await?
+            }
+        };
+        if stop.is_cancelled() {
+            return Err(Failure::node("the worker is stopping"));
+        }
+        let tar = dirs.root.join("verified.tar");
+        let packed = match pack_outcome(&dirs.outputs, &outcome, &tar, written).await {
+            // A container writes to its disk, not through a counted call: what it left
+            // past the limit ends it as `output-limit`, the outcome alone, on every node.
+            Err(e) if admitted.spec.engine == Engine::Docker && e.class == FaultClass::Job => {
+                tokio::fs::remove_dir_all(&dirs.outputs)
+                    .await
+                    .map_err(|e| Failure::node(format!("clearing the outputs: {e}")))?;
+                tokio::fs::create_dir_all(&dirs.outputs)
+                    .await
+                    .map_err(|e| Failure::node(format!("clearing the outputs: {e}")))?;
+                pack_outcome(&dirs.outputs, "v1 trap output-limit\n", &tar, written).await?
+            }
+            packed => packed?,
+        };
+        if let Some(parent) = keep.parent() {
+            tokio::fs::create_dir_all(parent)
+                .await
+                .map_err(|e| Failure::node(format!("keeping the outcome: {e}")))?;
+        }
+        tokio::fs::rename(&tar, keep)
+            .await
+            .map_err(|e| Failure::node(format!("keeping the outcome: {e}")))?;
+        Ok(SeatRun {
+            digest: B256::from(packed.sha256),
+            tar: keep.to_owned(),
+        })
+    }
+
+    /// A deterministic WASM seat's run: its outcome line.
+    async fn run_wasm_seat(
+        &self,
+        job: &Job,
+        admitted: &Admitted,
+        dirs: &JobDirs,
+        stop_by: u64,
+        stop: &CancellationToken,
+    ) -> Result<String, Failure> {
         let spec = &admitted.spec;
         let wasm_spec = spec.wasm.as_ref().expect("admitted as deterministic WASM");
-        let written = spec.verified_output_bytes();
         let engine = self.wasm()?;
-        let dirs = JobDirs::create(dir, &self.spaces).await?;
         // The module (fetched and compiled by the admission: from the cache now).
         let module = self.fetch_module(spec).await?;
         let plan = WasmPlan {
@@ -173,67 +268,85 @@ impl Ctx {
             max_log_bytes: VERIFIED_MAX_LOG_BYTES,
             // Nor its disk: asking to write more than the spec's output ends the run alike
             // on every node, long before a node's space could fill.
-            write_limit: Some(written),
+            write_limit: Some(spec.verified_output_bytes()),
             deterministic: Some(Determinism::of(&job.terms.spec_hash.0, spec.timeout_secs)),
         };
-        self.stage_inputs(spec, &dirs).await?;
-        // Its output lines go nowhere: a seat publishes nothing before the decision.
-        let (lines, mut drained) = mpsc::channel(64);
-        let drain = tokio::spawn(async move { while drained.recv().await.is_some() {} });
-        // The seat's time counts from its draw: what the fetch took is gone.
-        let timeout = Duration::from_secs(stop_by.saturating_sub(self.chain_now().await?));
-        let ending = Ending {
-            timeout,
-            stop: stop.clone(),
-            grace: || Duration::ZERO,
-        };
-        let ran = engine.run(&plan, ending, lines, |_| {}).await;
-        drain.abort();
-        let ran = ran?;
-        if stop.is_cancelled() {
-            return Err(Failure::node("the worker is stopping"));
-        }
-        if ran.timed_out {
+        self.stage_inputs(spec, dirs).await?;
+        let ran = drained(
+            |lines, ending| engine.run(&plan, ending, lines, |_| {}),
+            self,
+            stop_by,
+            stop,
+        )
+        .await?;
+        if ran.timed_out && !stop.is_cancelled() {
             // Fuel decides a deterministic run's end; the wall clock stopping it means
             // this node is too slow for the job: not a result any node would agree on.
             return Err(Failure::node(
                 "the run reached the seat's time before its fuel: this node is too slow for it",
             ));
         }
-        let outcome = if ran.flooded.is_some() {
-            "v1 trap log-limit\n".to_owned()
-        } else if ran.oom_killed {
-            "v1 trap out-of-memory\n".to_owned()
-        } else if let Some(reason) = &ran.reason {
-            format!("v1 trap {reason}\n")
-        } else {
-            format!("v1 exit {}\n", ran.exit_code)
+        Ok(outcome_line(&ran))
+    }
+
+    /// A verified Docker seat's run in the deterministic sandbox (design 18, §1): the
+    /// spec's environment only, a fixed host name, one CPU, the job's memory and the
+    /// protocol's process and log limits, no GPU, no network; its outcome line. A run the
+    /// clock stops (its own timeout, or the seat's end on a slow node) is `v1 timeout`:
+    /// committed like any result, since on a Docker job a seat apart from the quorum is
+    /// not slashed, and one that says nothing is.
+    async fn run_docker_seat(
+        &self,
+        job_id: u64,
+        admitted: &Admitted,
+        dirs: &JobDirs,
+        stop_by: u64,
+        stop: &CancellationToken,
+    ) -> Result<String, Failure> {
+        let spec = &admitted.spec;
+        let docker = self.docker()?;
+        let image_user = docker.ensure_image(&spec.image).await?;
+        self.stage_inputs(spec, dirs).await?;
+        let plan = RunPlan {
+            // Seats of one job on nodes sharing a Docker engine each get their own.
+            name: format!(
+                "gantry-{}-{job_id}-seat-{}-{stop_by}",
+                self.chain_id, self.node_id
+            ),
+            image: spec.image.clone(),
+            command: spec.command.clone(),
+            env: spec.env.clone().into_iter().collect(),
+            image_user,
+            inputs_dir: dirs.inputs.clone(),
+            outputs_dir: dirs.outputs.clone(),
+            checkpoints_dir: dirs.checkpoints.clone(),
+            tmp_dir: dirs.tmp.clone(),
+            memory_bytes: admitted.memory_bytes,
+            cpu_threads: 1,
+            pids_limit: VERIFIED_DOCKER_PIDS_LIMIT,
+            max_log_bytes: VERIFIED_MAX_LOG_BYTES,
+            gpu_uuids: Vec::new(),
+            labels: vec![
+                (NODE_LABEL.into(), self.node_id.to_string()),
+                (JOB_LABEL.into(), job_id.to_string()),
+            ],
+            deterministic: true,
         };
-        let outcome_path = dirs.outputs.join(OUTCOME_FILE);
-        if let Some(parent) = outcome_path.parent() {
-            tokio::fs::create_dir_all(parent)
-                .await
-                .map_err(|e| Failure::node(format!("the outcome: {e}")))?;
-        }
-        tokio::fs::write(&outcome_path, outcome)
-            .await
-            .map_err(|e| Failure::node(format!("the outcome: {e}")))?;
-        let tar = dirs.root.join("verified.tar");
-        let (outputs, into, limit) = (dirs.outputs.clone(), tar.clone(), written);
-        let packed = tokio::task::spawn_blocking(move || archive::pack(outputs, &into, limit))
-            .await
-            .map_err(|e| Failure::node(format!("packing the outcome: {e}")))??;
-        if let Some(parent) = keep.parent() {
-            tokio::fs::create_dir_all(parent)
-                .await
-                .map_err(|e| Failure::node(format!("keeping the outcome: {e}")))?;
-        }
-        tokio::fs::rename(&tar, keep)
-            .await
-            .map_err(|e| Failure::node(format!("keeping the outcome: {e}")))?;
-        Ok(SeatRun {
-            digest: B256::from(packed.sha256),
-            tar: keep.to_owned(),
+        let own = Duration::from_secs(spec.timeout_secs);
+        let ran = drained(
+            |lines, mut ending| {
+                ending.timeout = ending.timeout.min(own);
+                docker.run(&plan, ending, lines, |_| {})
+            },
+            self,
+            stop_by,
+            stop,
+        )
+        .await?;
+        Ok(if ran.timed_out {
+            "v1 timeout\n".to_owned()
+        } else {
+            outcome_line(&ran)
         })
     }
 
@@ -267,4 +380,66 @@ impl Ctx {
             put: false,
         })
     }
+}
+
+/// Runs `run` with its output lines drained (a seat publishes nothing before the
+/// decision) and an ending at chain time `stop_by` or when `stop` fires. The seat's time
+/// counts from its draw: what the fetch took is gone.
+async fn drained<F, Fut>(
+    run: F,
+    ctx: &Ctx,
+    stop_by: u64,
+    stop: &CancellationToken,
+) -> Result<RunOutcome, Failure>
+where
+    F: FnOnce(mpsc::Sender<crate::docker::OutputLine>, Ending<fn() -> Duration>) -> Fut,
+    Fut: std::future::Future<Output = Result<RunOutcome, Failure>>,
+{
+    let (lines, mut drain) = mpsc::channel(64);
+    let drainer = tokio::spawn(async move { while drain.recv().await.is_some() {} });
+    let timeout = Duration::from_secs(stop_by.saturating_sub(ctx.chain_now().await?));
+    let ending: Ending<fn() -> Duration> = Ending {
+        timeout,
+        stop: stop.clone(),
+        grace: || Duration::ZERO,
+    };
+    let ran = run(lines, ending).await;
+    drainer.abort();
+    ran
+}
+
+/// How a run ended, as its outcome entry says it.
+fn outcome_line(ran: &RunOutcome) -> String {
+    if ran.flooded.is_some() {
+        "v1 trap log-limit\n".to_owned()
+    } else if ran.oom_killed {
+        "v1 trap out-of-memory\n".to_owned()
+    } else if let Some(reason) = &ran.reason {
+        format!("v1 trap {reason}\n")
+    } else {
+        format!("v1 exit {}\n", ran.exit_code)
+    }
+}
+
+/// Writes `outcome` to the outputs' outcome entry and packs the outputs into `tar`, at
+/// most `limit` bytes.
+async fn pack_outcome(
+    outputs: &Path,
+    outcome: &str,
+    tar: &Path,
+    limit: u64,
+) -> Result<archive::Packed, Failure> {
+    let outcome_path = outputs.join(OUTCOME_FILE);
+    if let Some(parent) = outcome_path.parent() {
+        tokio::fs::create_dir_all(parent)
+            .await
+            .map_err(|e| Failure::node(format!("the outcome: {e}")))?;
+    }
+    tokio::fs::write(&outcome_path, outcome)
+        .await
+        .map_err(|e| Failure::node(format!("the outcome: {e}")))?;
+    let (outputs, into) = (outputs.to_owned(), tar.to_owned());
+    tokio::task::spawn_blocking(move || archive::pack(outputs, &into, limit))
+        .await
+        .map_err(|e| Failure::node(format!("packing the outcome: {e}")))?
 }

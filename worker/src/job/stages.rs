@@ -370,7 +370,7 @@ impl Ctx {
         })
     }
 
-    fn docker(&self) -> Result<&Executor, Failure> {
+    pub(super) fn docker(&self) -> Result<&Executor, Failure> {
         self.executor
             .as_ref()
             .ok_or_else(|| Failure::job("this node does not run Docker jobs"))
@@ -603,6 +603,7 @@ impl Ctx {
                 (NODE_LABEL.into(), self.node_id.to_string()),
                 (JOB_LABEL.into(), held.job_id().to_string()),
             ],
+            deterministic: false,
         }
     }
 

@@ -67,6 +67,7 @@ async fn the_clean_up_after_a_fault_never_removes_a_running_job_s_container() {
         max_log_bytes: 1 << 20,
         gpu_uuids: vec![],
         labels: vec![(NODE_LABEL.into(), NODE.to_string())],
+        deterministic: false,
     };
     for dir in [
         &plan.inputs_dir,

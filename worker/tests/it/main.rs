@@ -72,6 +72,7 @@
 mod capacity;
 mod claim;
 mod clock;
+mod docker_seats;
 mod engine;
 mod harness;
 mod hostile;

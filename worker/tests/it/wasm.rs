@@ -845,7 +845,7 @@ async fn all_seats(net: &Net, job: u64, phase: u8) -> bool {
 
 /// Waits until the verification pool holds `members` nodes: workers that serve WASM join
 /// it by themselves (their heartbeat loop sends `syncPool`).
-async fn joined_the_pool(net: &Net, members: u64) {
+pub(crate) async fn joined_the_pool(net: &Net, members: u64) {
     net.wait_until(
         &format!("{members} nodes in the verification pool"),
         || async {
