@@ -225,7 +225,9 @@ pub struct SubmitArgs {
     /// How the result is verified: `none` (the challenge window), `replicated:N/K` (N
     /// nodes of N operators run the job, K equal results decide; N bounties escrowed) or
     /// `refereed:R` (one node runs it; a dispute is settled by R referees re-running it).
-    /// Verified jobs run deterministic WASM only (--wasm, --memory, --deterministic).
+    /// Verified jobs run deterministic WASM (--wasm, --memory, --deterministic) or, replicated
+    /// only, a CPU Docker job with its image pinned by digest (run in the nodes'
+    /// deterministic sandbox; a seat apart from the quorum is unpaid, not slashed).
     #[arg(long, default_value = "none")]
     pub verify: String,
     /// A verified job's reveal window, e.g. 1h (default: the market's minimum).

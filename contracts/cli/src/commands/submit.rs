@@ -68,11 +68,8 @@ pub async fn submit(ctx: &Context, args: &SubmitArgs) -> Result<()> {
         Deadline::parse(&args.deadline).map_err(|e| CliError::usage(format!("--deadline: {e}")))?;
     let mut verify =
         units::parse_verify(&args.verify).map_err(|e| CliError::usage(format!("--verify: {e}")))?;
-    if verify.is_verified() && !spec.wasm.as_ref().is_some_and(|w| w.deterministic) {
-        return Err(CliError::usage(
-            "--verify: verified jobs run deterministic WASM only (--wasm … --memory … \
-             --deterministic, or a spec file saying so): every node must compute the same result",
-        ));
+    if verify.is_verified() {
+        check_verifiable(&spec, &verify, args)?;
     }
     let max_runtime = max_runtime(args, &spec, from_file, verify.is_verified())?;
     if args.reveal_window.is_some() && !verify.is_verified() {
@@ -351,6 +348,40 @@ pub async fn submit(ctx: &Context, args: &SubmitArgs) -> Result<()> {
         )
     });
     Ok(())
+}
+
+/// What a verified job may be (design 18, §1): deterministic WASM, or a CPU Docker job
+/// replicated (deterministic by the submitter's word; a seat apart from the quorum is not
+/// slashed). Refereed Docker and GPU jobs are refused on chain: said here first.
+fn check_verifiable(
+    spec: &JobSpec,
+    verify: &gantry_protocol::market::Verification,
+    args: &SubmitArgs,
+) -> Result<()> {
+    use gantry_protocol::market::Verification;
+    match spec.engine {
+        Engine::Wasm if spec.wasm.as_ref().is_some_and(|w| w.deterministic) => Ok(()),
+        Engine::Wasm => Err(CliError::usage(
+            "--verify: a verified WASM job runs deterministically (--memory … --deterministic, \
+             or a spec file saying so): every node must compute the same result",
+        )),
+        Engine::Docker if verify.tier != Verification::REPLICATED => Err(CliError::usage(
+            "--verify: a Docker job is verified by replication only (replicated:N/K): a \
+             referee could not tell a lying provider from a container that is not \
+             deterministic; for disputes by re-execution use --wasm … --deterministic",
+        )),
+        Engine::Docker
+            if args.gpu.as_deref().is_some_and(|g| g != "any")
+                || args.gpu_model.is_some()
+                || args.gpus.is_some_and(|n| n > 0) =>
+        {
+            Err(CliError::usage(
+                "--verify: a verified Docker job runs on the CPU, in the nodes' deterministic \
+                 sandbox: leave out --gpu and --gpus",
+            ))
+        }
+        Engine::Docker => Ok(()),
+    }
 }
 
 /// A spec file (or stdin for `-`), validated as the worker will.

@@ -398,7 +398,7 @@ async fn verification_submit_posts_a_replicated_job_escrowing_n_bounties() {
     for (flags, message) in [
         (
             vec!["--verify", "replicated:3/2"],
-            "--verify: verified jobs run deterministic WASM only",
+            "--verify: a verified WASM job runs deterministically",
         ),
         (
             vec!["--deterministic", "--verify", "replicated:3/3"],
@@ -433,6 +433,30 @@ async fn verification_submit_posts_a_replicated_job_escrowing_n_bounties() {
             2,
             "--verify: a verified job's module comes from the network's nats:// inputs",
         );
+    // A Docker job: replicated only, on the CPU, its image pinned by digest.
+    let pinned = format!("acme/train@sha256:{}", "9f".repeat(32));
+    for (image, flags, message) in [
+        (
+            "busybox:1",
+            vec!["--verify", "replicated:3/2"],
+            "--verify: a verified Docker job names its image by digest",
+        ),
+        (
+            pinned.as_str(),
+            vec!["--verify", "refereed:3"],
+            "--verify: a Docker job is verified by replication only",
+        ),
+        (
+            pinned.as_str(),
+            vec!["--verify", "replicated:3/2", "--gpus", "1"],
+            "--verify: a verified Docker job runs on the CPU",
+        ),
+    ] {
+        let mut args = vec!["job", "submit", "--bounty", "5", "--image", image];
+        args.extend(flags);
+        args.extend(["--", "true"]);
+        gantry.run(&args).await.failed(2, message);
+    }
     assert_eq!(net.nonce(SUBMITTER).await, nonce, "nothing was sent");
 
     let before = net.balance(SUBMITTER).await;
