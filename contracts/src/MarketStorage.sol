@@ -144,6 +144,16 @@ abstract contract MarketStorage is AccessControl, EIP712, ReentrancyGuardTransie
     uint256 internal _poolLengthPrev;
     /// @dev A verified job's seats: the hash of each `Seat` (0: empty).
     mapping(uint64 jobId => mapping(uint256 seat => bytes32)) internal _seats;
+    /// @dev Pool members that take WASM seats, and Docker seats (a member may take both):
+    /// a replicated job is posted only while its kind has `minPool` members. A member's
+    /// engines never change in the pool (`updateCapabilities` changing them takes it out
+    /// first), so leaving takes off what joining added.
+    PoolKinds internal _poolKinds;
+
+    struct PoolKinds {
+        uint32 wasm;
+        uint32 sandboxed;
+    }
 
     constructor(IERC20 token_) EIP712("Gantry", "2") {
         token = token_;
@@ -204,6 +214,7 @@ abstract contract MarketStorage is AccessControl, EIP712, ReentrancyGuardTransie
     }
 
     function _poolJoin(uint64 nodeId, NodeRecord storage node) internal {
+        _poolCount(node.hot.engines, true);
         uint256 length = _pool.length;
         // A position at or past the block's starting length is never drawn from: only the
         // length is saved.
@@ -215,6 +226,7 @@ abstract contract MarketStorage is AccessControl, EIP712, ReentrancyGuardTransie
 
     /// @dev Swap-and-pop: the last member takes the leaver's place.
     function _poolLeave(uint64 nodeId, NodeRecord storage node, uint32 index) internal {
+        _poolCount(node.hot.engines, false);
         uint256 last = _pool.length - 1;
         _poolSaveLength(last + 1);
         _poolSave(last, _pool[last]);
@@ -227,6 +239,16 @@ abstract contract MarketStorage is AccessControl, EIP712, ReentrancyGuardTransie
         _pool.pop();
         node.poolIndex = 0;
         emit INodeRegistry.PoolLeft(nodeId);
+    }
+
+    /// @dev Counts a member of `engines` in or out of its kinds (`_poolKinds`).
+    function _poolCount(uint8 engines, bool joins) internal {
+        PoolKinds memory kinds = _poolKinds;
+        if ((engines >> ENGINE_WASM) & 1 == 1) kinds.wasm = joins ? kinds.wasm + 1 : kinds.wasm - 1;
+        if ((engines >> DETERMINISTIC_DOCKER) & 1 == 1) {
+            kinds.sandboxed = joins ? kinds.sandboxed + 1 : kinds.sandboxed - 1;
+        }
+        _poolKinds = kinds;
     }
 
     /// @dev Keeps position `i`'s value as it was before its first write in this block.

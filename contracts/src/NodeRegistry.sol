@@ -83,6 +83,9 @@ contract NodeRegistry is INodeRegistry, MarketStorage {
         NodeRecord storage node = _operatorNode(nodeId);
         _checkCapabilities(capabilities);
         _checkText(bytes(metadataURI).length);
+        // Other seats it takes (WASM, sandboxed Docker): out of the pool first
+        // (`_poolKinds` counts it by the kinds it joined with); `syncPool` takes it back in.
+        if ((capabilities.engines ^ node.hot.engines) & VERIFIABLE != 0) _poolDrop(nodeId, node);
         _setCapabilities(node, node.hot.status, capabilities);
         emit NodeCapabilitiesUpdated(nodeId, capabilities, metadataURI);
         if (!_poolRule(node)) _poolDrop(nodeId, node);

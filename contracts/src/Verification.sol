@@ -339,8 +339,10 @@ contract Verification is IVerification, VerificationBase {
         seatStake = scaled > p.seatFloor ? uint96(scaled) : p.seatFloor;
         // Any member of the pool can take a seat.
         if (scaled > p.poolFloor) revert Verification_SeatStakeOverFloor(uint96(scaled), p.poolFloor);
-        if (policy.tier == VERIFY_REPLICATED && _pool.length < p.minPool) {
-            revert Verification_PoolTooSmall(_pool.length, p.minPool);
+        if (policy.tier == VERIFY_REPLICATED) {
+            // Members that can take its seats: WASM ones, or sandboxed Docker ones.
+            uint256 members = requirements.engine == ENGINE_WASM ? _poolKinds.wasm : _poolKinds.sandboxed;
+            if (members < p.minPool) revert Verification_PoolTooSmall(members, p.minPool);
         }
     }
 

@@ -105,9 +105,11 @@ abstract contract VerificationBase is IVerificationEvents, MarketStorage {
     /// a lie, and a job nobody showed to run slashes nobody who could not run it. A
     /// declined seat's lock ended with its decline; its word goes with the job.
     /// `t.sandboxed` (a Docker job, deterministic by its submitter's word only): a seat
-    /// that revealed another digest than the quorum's is not slashed, since a job that is
-    /// not deterministic, or a different CPU, can part honest nodes; its share goes to the
-    /// treasury, so that nobody gains by parting them (design 18, §1).
+    /// that revealed and is not paid (apart from the quorum, or alone without one) is not
+    /// slashed, since a job that is not deterministic, or a different CPU, can part honest
+    /// nodes; its share goes to the treasury, not back to the submitter, who could
+    /// otherwise part the seats on purpose and read its answer from the public digests for
+    /// free (design 18, §1).
     function _settleSeats(uint64 jobId, Seat[] calldata seats, uint256 n, Tally memory t, uint96 bounty, uint96 fee)
         internal
     {
@@ -119,7 +121,7 @@ abstract contract VerificationBase is IVerificationEvents, MarketStorage {
                 continue;
             }
             bool pays = phase == REVEALED && (t.quorum ? seats[i].digest == t.digest : _matched(seats, n, i));
-            if (t.sandboxed && t.quorum && phase == REVEALED && !pays) {
+            if (t.sandboxed && phase == REVEALED && !pays) {
                 ++t.forfeited;
                 _settleSeat(jobId, i, seats[i], 0, 0, false);
                 _treasury.balance += bounty;

@@ -53,6 +53,14 @@ impl<W: Write> Write for Sink<W> {
 pub enum Contents {
     Dir(PathBuf),
     Parts(Vec<(&'static str, PathBuf)>),
+    /// A directory's entries at the root, but the entry named `name` taken from `own`
+    /// (whatever the directory holds under that name is left out): a verified outcome,
+    /// whose `.gantry` is the worker's and never written into what the job controls.
+    Overlaid {
+        dir: PathBuf,
+        name: &'static str,
+        own: PathBuf,
+    },
 }
 
 impl From<PathBuf> for Contents {
@@ -98,6 +106,7 @@ pub fn pack(what: impl Into<Contents>, into: &Path, limit: u64) -> Result<Packed
         Contents::Parts(parts) => parts
             .iter()
             .try_for_each(|(name, path)| append(&mut builder, path, Path::new(name))),
+        Contents::Overlaid { dir, name, own } => append_overlaid(&mut builder, dir, name, own),
     };
     let result = appended.and_then(|()| builder.finish()).and_then(|()| {
         let sink = builder.into_inner()?;
@@ -122,6 +131,25 @@ pub fn pack(what: impl Into<Contents>, into: &Path, limit: u64) -> Result<Packed
             }
         }
     }
+}
+
+/// `dir`'s entries, sorted by name, with `own` in place of the entry `name`.
+fn append_overlaid<W: Write>(
+    builder: &mut tar::Builder<W>,
+    dir: &Path,
+    name: &str,
+    own: &Path,
+) -> io::Result<()> {
+    let mut entries: Vec<(std::ffi::OsString, PathBuf)> = std::fs::read_dir(dir)?
+        .map(|entry| entry.map(|e| (e.file_name(), e.path())))
+        .filter(|entry| entry.as_ref().map_or(true, |(n, _)| n != name))
+        .collect::<Result<_, _>>()?;
+    entries.push((name.into(), own.to_owned()));
+    entries.sort_by(|a, b| a.0.cmp(&b.0));
+    for (entry_name, path) in entries {
+        append(builder, &path, Path::new(&entry_name))?;
+    }
+    Ok(())
 }
 
 fn append_sorted<W: Write>(
@@ -246,5 +274,45 @@ mod tests {
         std::fs::create_dir(&out).unwrap();
         unpack(&tar_path, &out).unwrap();
         assert!(!dir.path().join("escaped").exists());
+    }
+
+    /// The overlaid entry replaces the directory's own of that name, whatever it is (a
+    /// file, a fifo, a link out of the tree), and the bytes are those of the directory
+    /// holding the overlay itself.
+    #[test]
+    fn an_overlaid_entry_replaces_the_directorys_own() {
+        let dir = tempfile::tempdir().unwrap();
+        let (job, own, plain) = (
+            dir.path().join("job"),
+            dir.path().join("own"),
+            dir.path().join("plain"),
+        );
+        for root in [&job, &plain] {
+            std::fs::create_dir_all(root).unwrap();
+            std::fs::write(root.join("a.txt"), b"a").unwrap();
+            std::fs::write(root.join("z.txt"), b"z").unwrap();
+        }
+        std::fs::create_dir_all(own.join(".gantry")).unwrap();
+        std::fs::write(own.join(".gantry/outcome"), b"v1 exit 0\n").unwrap();
+        std::fs::create_dir_all(plain.join(".gantry")).unwrap();
+        std::fs::write(plain.join(".gantry/outcome"), b"v1 exit 0\n").unwrap();
+        // What the job left under the reserved name: a link to a host file.
+        std::os::unix::fs::symlink("/etc/passwd", job.join(".gantry")).unwrap();
+        let overlaid = pack(
+            Contents::Overlaid {
+                dir: job.clone(),
+                name: ".gantry",
+                own: own.join(".gantry"),
+            },
+            &dir.path().join("o.tar"),
+            1 << 20,
+        )
+        .unwrap();
+        let expected = pack(&plain, &dir.path().join("p.tar"), 1 << 20).unwrap();
+        assert_eq!(overlaid.sha256, expected.sha256);
+        assert_eq!(
+            std::fs::read_link(job.join(".gantry")).unwrap(),
+            Path::new("/etc/passwd")
+        );
     }
 }

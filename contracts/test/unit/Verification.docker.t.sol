@@ -19,9 +19,9 @@ import {
 /// @notice Verified Docker jobs (design 18, §1): a CPU Docker job, deterministic by its
 /// submitter's word, replicated on nodes that opted into the deterministic sandbox. The
 /// chain cannot tell a lying seat from a job that is not deterministic (or a CPU that
-/// rounds otherwise), so a seat that reveals apart from the quorum is neither paid nor
-/// slashed and its share goes to the treasury: nobody is slashed for what the job did,
-/// and nobody gains from a job that parts honest nodes. Silence is still slashed.
+/// rounds otherwise), so a seat that reveals and is not paid is not slashed either, and
+/// its share goes to the treasury: nobody is slashed for what the job did, and nobody
+/// gains from a job that parts honest nodes. Silence is still slashed.
 contract VerificationDockerTest is VerificationUnitTest {
     using JobView for JobTerms;
     using JobView for VerifiedState;
@@ -183,8 +183,10 @@ contract VerificationDockerTest is VerificationUnitTest {
         assertReplay();
     }
 
-    /// Three digests: no quorum, as any replicated job: nobody paid or slashed, all back.
-    function test_threeDigests_refundAll_slashNobody() public {
+    /// Three digests: no quorum. Nobody is slashed or paid, and the revealers' bounties go
+    /// to the treasury, not back: a submitter that parts the seats on purpose (noise in
+    /// its outputs) and reads its answer from the public digests gets no free run.
+    function test_threeDigests_noQuorum_slashNobody_andTheRevealersSharesGoToTheTreasury() public {
         (uint64 id, uint64[] memory seated) = seatedDockerJob(3, 2);
         bytes32[3] memory digests = [X, Y, Z];
         for (uint256 i; i < 3; ++i) {
@@ -195,14 +197,86 @@ contract VerificationDockerTest is VerificationUnitTest {
             reveal(id, i, digests[i]);
         }
         uint256 credits = market.creditOf(submitter);
+        uint256 treasury = market.treasuryBalance();
         vm.expectEmit(address(market));
-        emit IJobMarket.JobFailed(id, FailureKind.NoQuorum, 3 * BOUNTY);
+        emit IJobMarket.JobFailed(id, FailureKind.NoQuorum, 0);
         decide(id);
         for (uint256 i; i < 3; ++i) {
             assertEq(node(seated[i]).stake, STAKE);
+            assertEq(node(seated[i]).earnings, 0);
         }
-        assertEq(market.creditOf(submitter), credits + 3 * BOUNTY);
+        assertEq(market.creditOf(submitter), credits, "nothing back");
+        assertEq(market.treasuryBalance(), treasury + 3 * BOUNTY);
         assertReplay();
+    }
+
+    /// A seat that committed and never revealed, beside two lone digests: no quorum; the
+    /// silent seat is slashed and its bounty refunded (it ran nothing anyone saw), the
+    /// revealers' bounties go to the treasury.
+    function test_noQuorum_theSilentSeatsBountyIsRefunded() public {
+        (uint64 id, uint64[] memory seated) = seatedDockerJob(3, 2);
+        commit(id, 0, X);
+        commit(id, 1, Y);
+        commit(id, 2, Z);
+        openReveals(id);
+        reveal(id, 0, X);
+        reveal(id, 1, Y);
+        pastReveals(id);
+        uint256 credits = market.creditOf(submitter);
+        decide(id);
+        assertEq(node(seated[2]).stake, STAKE - verified[id].seatStake(), "silence is slashed");
+        assertEq(node(seated[0]).stake, STAKE);
+        assertEq(market.creditOf(submitter), credits + BOUNTY);
+        assertReplay();
+    }
+
+    // ---------------------------------------------------------------- the pool's kinds
+
+    /// A replicated job is posted only while its kind has `minPool` members: WASM nodes
+    /// do not make a Docker job's pool, nor sandboxed nodes a WASM job's.
+    function test_eachKindNeedsItsOwnMinimumPool() public {
+        pool(3);
+        dockerNode(10, true);
+        dockerNode(11, true);
+        uint16 min = verifyParams().minPool;
+        vm.startPrank(submitter);
+        vm.expectRevert(abi.encodeWithSelector(IVerificationEvents.Verification_PoolTooSmall.selector, 2, min));
+        verification.postVerifiedJob(dockerJob(), replicated(3, 2), BOUNTY, replicatedDeadline(), spec());
+        vm.stopPrank();
+        dockerNode(12, true);
+        postDocker(3, 2);
+    }
+
+    function test_sandboxedNodesDoNotMakeAWasmJobsPool() public {
+        for (uint256 i; i < 3; ++i) {
+            dockerNode(i, true);
+        }
+        registerWasmNode(0, STAKE);
+        uint16 min = verifyParams().minPool;
+        vm.expectRevert(abi.encodeWithSelector(IVerificationEvents.Verification_PoolTooSmall.selector, 0, min));
+        vm.prank(submitter);
+        verification.postVerifiedJob(wasmJob(), replicated(3, 2), BOUNTY, replicatedDeadline(), spec());
+    }
+
+    /// A member whose engines change leaves the pool, and its kinds' counts with it: a
+    /// node cannot join as WASM and then count as a Docker member.
+    function test_changingEngines_leavesThePool_andTheCountsFollow() public {
+        uint64[] memory wasm = pool(3);
+        dockerNode(10, true);
+        dockerNode(11, true);
+        NodeCapabilities memory caps = wasmNode();
+        caps.engines = SANDBOXED;
+        vm.prank(node(wasm[0]).operator);
+        nodes.updateCapabilities(wasm[0], caps, "ipfs://node");
+        sync();
+        assertEq(node(wasm[0]).poolIndex, 0, "out until synced");
+        syncPool(wasm[0]);
+        // Now three sandboxed members, and two WASM ones.
+        postDocker(3, 2);
+        uint16 min = verifyParams().minPool;
+        vm.expectRevert(abi.encodeWithSelector(IVerificationEvents.Verification_PoolTooSmall.selector, 2, min));
+        vm.prank(submitter);
+        verification.postVerifiedJob(wasmJob(), replicated(3, 2), BOUNTY, replicatedDeadline(), spec());
     }
 
     /// Silence is the node's doing, on any engine: a seat that committed and did not

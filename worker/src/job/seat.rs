@@ -30,6 +30,10 @@ use crate::wasm::{Determinism, WasmPlan};
 
 /// Where a verified outcome records how the run ended, inside its tar.
 pub const OUTCOME_FILE: &str = ".gantry/outcome";
+/// How long a verified Docker seat's admission waits for its image: it must decline
+/// within the market's 30 s reject grace to go free, and a registry the submitter runs
+/// could trickle the bytes to chosen nodes. A node serving large images pulls them ahead.
+pub const SEAT_IMAGE_PULL: Duration = Duration::from_secs(10);
 
 /// A seat's run: its canonical tar (kept for the upload after the decision) and digest.
 #[derive(Debug, Clone)]
@@ -139,8 +143,17 @@ impl Ctx {
             }
             admitted.memory_bytes = i64::from(memory_mib) << 20;
             // The image, here before the run (pulled by its digest: the same bytes on
-            // every node); one that cannot be had is declined.
-            self.docker()?.ensure_image(&admitted.spec.image).await?;
+            // every node), within the grace; one that cannot be had by then is declined.
+            let docker = self.docker()?;
+            tokio::time::timeout(SEAT_IMAGE_PULL, docker.ensure_image(&admitted.spec.image))
+                .await
+                .map_err(|_| {
+                    Failure::job(format!(
+                        "the image did not arrive within {} s (a node pulls a verified seat's \
+                         image within the reject grace; pull large images ahead): given back",
+                        SEAT_IMAGE_PULL.as_secs()
+                    ))
+                })??;
             return Ok(admitted);
         }
         let wasm_spec = spec
@@ -211,17 +224,19 @@ impl Ctx {
             return Err(Failure::node("the worker is stopping"));
         }
         let tar = dirs.root.join("verified.tar");
-        let packed = match pack_outcome(&dirs.outputs, &outcome, &tar, written).await {
-            // A container writes to its disk, not through a counted call: what it left
-            // past the limit ends it as `output-limit`, the outcome alone, on every node.
-            Err(e) if admitted.spec.engine == Engine::Docker && e.class == FaultClass::Job => {
-                tokio::fs::remove_dir_all(&dirs.outputs)
-                    .await
-                    .map_err(|e| Failure::node(format!("clearing the outputs: {e}")))?;
-                tokio::fs::create_dir_all(&dirs.outputs)
-                    .await
-                    .map_err(|e| Failure::node(format!("clearing the outputs: {e}")))?;
-                pack_outcome(&dirs.outputs, "v1 trap output-limit\n", &tar, written).await?
+        let own = dirs.root.join("outcome");
+        let packed = match pack_outcome(Some(&dirs.outputs), &own, &outcome, &tar, written).await {
+            // A container writes to its disk, not through counted calls, and may leave
+            // there what cannot be packed: more than its output limit (on every node
+            // alike), or files the worker cannot read. Its outcome alone then says so, so
+            // that the seat still commits (silence is slashed; parting is not).
+            Err(e) if admitted.spec.engine == Engine::Docker => {
+                let why = match e.class {
+                    FaultClass::Job => "output-limit",
+                    _ => "output-unreadable",
+                };
+                tracing::info!(job_id, reason = %e, "the outputs could not be packed: sealed as {why}");
+                pack_outcome(None, &own, &format!("v1 trap {why}\n"), &tar, written).await?
             }
             packed => packed?,
         };
@@ -333,7 +348,7 @@ impl Ctx {
             deterministic: true,
         };
         let own = Duration::from_secs(spec.timeout_secs);
-        let ran = drained(
+        let ran = match drained(
             |lines, mut ending| {
                 ending.timeout = ending.timeout.min(own);
                 docker.run(&plan, ending, lines, |_| {})
@@ -342,7 +357,17 @@ impl Ctx {
             stop_by,
             stop,
         )
-        .await?;
+        .await
+        {
+            Ok(ran) => ran,
+            // The engine refused the container as the job made it (no such command or
+            // user): the job's doing, the same on every node, sealed as its result.
+            Err(e) if e.class == FaultClass::Job => {
+                tracing::info!(job_id, reason = %e, "the container was refused: sealed as such");
+                return Ok("v1 trap container-refused\n".to_owned());
+            }
+            Err(e) => return Err(e),
+        };
         Ok(if ran.timed_out {
             "v1 timeout\n".to_owned()
         } else {
@@ -421,25 +446,35 @@ fn outcome_line(ran: &RunOutcome) -> String {
     }
 }
 
-/// Writes `outcome` to the outputs' outcome entry and packs the outputs into `tar`, at
-/// most `limit` bytes.
+/// Packs `outputs` (none: nothing of them) with the outcome entry `.gantry/outcome`
+/// holding `outcome` into `tar`, at most `limit` bytes. The entry is written in `own`, a
+/// directory of the worker's, never into the outputs: what the job left under `.gantry`
+/// (a file, a fifo, a link to a host file) is not read, followed or packed.
 async fn pack_outcome(
-    outputs: &Path,
+    outputs: Option<&Path>,
+    own: &Path,
     outcome: &str,
     tar: &Path,
     limit: u64,
 ) -> Result<archive::Packed, Failure> {
-    let outcome_path = outputs.join(OUTCOME_FILE);
-    if let Some(parent) = outcome_path.parent() {
-        tokio::fs::create_dir_all(parent)
-            .await
-            .map_err(|e| Failure::node(format!("the outcome: {e}")))?;
-    }
-    tokio::fs::write(&outcome_path, outcome)
+    let gantry = own.join(".gantry");
+    let _ = tokio::fs::remove_dir_all(own).await;
+    tokio::fs::create_dir_all(&gantry)
         .await
         .map_err(|e| Failure::node(format!("the outcome: {e}")))?;
-    let (outputs, into) = (outputs.to_owned(), tar.to_owned());
-    tokio::task::spawn_blocking(move || archive::pack(outputs, &into, limit))
+    tokio::fs::write(gantry.join("outcome"), outcome)
+        .await
+        .map_err(|e| Failure::node(format!("the outcome: {e}")))?;
+    let contents = match outputs {
+        Some(dir) => archive::Contents::Overlaid {
+            dir: dir.to_owned(),
+            name: ".gantry",
+            own: gantry,
+        },
+        None => archive::Contents::Parts(vec![(".gantry", gantry)]),
+    };
+    let into = tar.to_owned();
+    tokio::task::spawn_blocking(move || archive::pack(contents, &into, limit))
         .await
         .map_err(|e| Failure::node(format!("packing the outcome: {e}")))?
 }

@@ -55,7 +55,9 @@ async fn docker_spec(net: &Net, script: &str) -> JobSpec {
 /// Three sandboxed workers of three operators (the whole pool) run a deterministic
 /// container for their seats: what it sees of its node (host name, CPU count,
 /// environment) is the same on each, so all three agree, are paid, and the agreed
-/// outcome holds the job's outputs.
+/// outcome holds the job's outputs. The container also leaves a fifo where the outcome
+/// entry goes (`.gantry`): the worker writes its outcome elsewhere and never opens it
+/// (a write into it would block the seat until it is slashed).
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn verification_a_docker_job_replicated_3_2_is_paid_to_all_three() {
     let net = Net::start(|p| p).await;
@@ -74,7 +76,8 @@ async fn verification_a_docker_job_replicated_3_2_is_paid_to_all_three() {
     let spec = docker_spec(
         &net,
         "sha256sum /inputs/data.txt > /outputs/sum.txt; \
-         echo \"$(hostname) $(nproc) $GREETING $(env | grep -c GANTRY)\" > /outputs/node.txt",
+         echo \"$(hostname) $(nproc) $GREETING $(env | grep -c GANTRY)\" > /outputs/node.txt; \
+         mkfifo /outputs/.gantry",
     )
     .await;
     let job = net
@@ -132,6 +135,11 @@ async fn verification_a_docker_job_replicated_3_2_is_paid_to_all_three() {
         "a fixed host name, one CPU, the spec's environment only"
     );
     assert!(files["sum.txt"].contains("/inputs/data.txt"), "{files:?}");
+    assert_eq!(
+        files.keys().collect::<Vec<_>>(),
+        [".gantry", ".gantry/outcome", "node.txt", "sum.txt"],
+        "the job's own .gantry is not packed"
+    );
     for worker in workers {
         assert!(worker.stop().success());
     }
@@ -140,7 +148,8 @@ async fn verification_a_docker_job_replicated_3_2_is_paid_to_all_three() {
 /// The attack the sandbox cannot stop: a submitter posts a "deterministic" job that
 /// reads randomness, hoping honest seats disagree and are slashed. Each seat reveals its
 /// own digest; there is no quorum; nobody is slashed or paid, every lock ends, and the
-/// submitter, refunded, gets no result.
+/// revealers' bounties go to the treasury: the submitter gets neither a result nor its
+/// money back (it could otherwise read an answer from the public digests for free).
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn verification_a_docker_job_that_is_not_deterministic_slashes_no_seat() {
     let net = Net::start(|p| p).await;
@@ -163,6 +172,17 @@ async fn verification_a_docker_job_that_is_not_deterministic_slashes_no_seat() {
     assert_eq!(digests.len(), 3, "every seat revealed its own digest");
     let failed = of_job(net.market(ADMIN).JobFailed_filter(), job).await;
     assert_eq!(failed.len(), 1, "no quorum");
+    assert_eq!(
+        failed[0].0.refund.to::<u64>(),
+        0,
+        "nothing back to the submitter"
+    );
+    let forfeited = of_job(net.market(ADMIN).ReplicaForfeited_filter(), job).await;
+    assert_eq!(
+        forfeited.len(),
+        3,
+        "every revealer's bounty to the treasury"
+    );
     for (worker, stake) in workers.iter().zip(stakes) {
         let info = net.node(worker.node_id).await;
         assert_eq!(info.stake, stake, "node {} not slashed", worker.node_id);
