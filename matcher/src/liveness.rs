@@ -308,27 +308,8 @@ pub fn waiting(view: &View, job: &VerifiedView) -> Option<String> {
     let run = u64::from(job.terms.requirements.max_runtime);
     let commit_end = verified.draw.commit_end;
     Some(match job.state.status {
-        JobStatus::Open if job.is_refereed() => {
-            let active: Vec<_> = view
-                .nodes
-                .values()
-                .filter(|node| node.status == NodeStatus::Active)
-                .collect();
-            let able = active
-                .iter()
-                .filter(|node| {
-                    gantry_protocol::eligibility::capable(
-                        &job.terms.requirements,
-                        &node.capabilities,
-                    )
-                })
-                .count();
-            format!(
-                "refereed: waiting for a provider: {able} of {} active nodes could provide it \
-                 (a worker in claim mode takes it with claimRefereed)",
-                active.len()
-            )
-        }
+        // Placed and explained by the matcher, as any open job.
+        JobStatus::Open => return None,
         JobStatus::Committing if filled < n => {
             let can_fill = view.now + run <= commit_end && verified.draw.rounds < MAX_ROUNDS;
             if !can_fill {
@@ -572,6 +553,7 @@ mod tests {
             state,
             seats: Seats::default(),
             provider_revealed: false,
+            placing: None,
         }
     }
 
@@ -630,13 +612,9 @@ mod tests {
         );
         job.state.status = JobStatus::Completed;
         assert_eq!(waiting(&v, &job), None, "settled: nothing to explain");
-        let mut refereed = verified_job(2, Verification::REFEREED, JobStatus::Open, 0, 0);
-        refereed.terms.requirements.engine = 1;
-        assert!(
-            waiting(&v, &refereed)
-                .unwrap()
-                .starts_with("refereed: waiting for a provider: 0 of 0 active nodes"),
-        );
+        // Waiting for a provider: the matcher's to place and explain, as any open job.
+        let refereed = verified_job(2, Verification::REFEREED, JobStatus::Open, 0, 0);
+        assert_eq!(waiting(&v, &refereed), None);
     }
 
     #[test]

@@ -318,7 +318,11 @@ impl State {
                 match market::Job::posted(&e.terms, &view.policies) {
                     // A verified job runs in the `Verification` and `Referees` extensions:
                     // no tier-none call applies to it; the keeper follows it apart.
+                    // A refereed job's provider is placed by the planner, as a tier-none
+                    // job's node is (`placing`).
                     Ok(job) if job.terms.verification.is_verified() => {
+                        let refereed =
+                            job.terms.verification.tier == market::Verification::REFEREED;
                         view.verified.insert(
                             e.jobId,
                             VerifiedView {
@@ -327,6 +331,16 @@ impl State {
                                 state: job.state,
                                 seats: market::Seats::default(),
                                 provider_revealed: false,
+                                placing: refereed.then(|| JobView {
+                                    id: e.jobId,
+                                    terms: job.terms,
+                                    state: job.state,
+                                    barred: BTreeSet::new(),
+                                    posted_at: (envelope.block_number, envelope.log_index),
+                                    spec_error: JobSpec::from_slice(&e.spec)
+                                        .err()
+                                        .map(|e| e.to_string()),
+                                }),
                             },
                         );
                     }
@@ -464,6 +478,19 @@ impl State {
             // The decision deletes the provider's revealed digest.
             M::RefereesDecided(_) => job.provider_revealed = false,
             _ => {}
+        }
+        if let Some(placing) = job.placing.as_mut() {
+            placing.state = job.state;
+            // A provider that gave it back or was reclaimed is barred, as on a tier-none job.
+            match event {
+                M::JobRejected(e) => {
+                    placing.barred.insert(e.nodeId);
+                }
+                M::JobReclaimed(e) => {
+                    placing.barred.insert(e.nodeId);
+                }
+                _ => {}
+            }
         }
         let after = job.state;
         if after.status.is_settled() {

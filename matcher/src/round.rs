@@ -150,9 +150,10 @@ impl Books {
                 _ => {}
             }
         }
+        // A refereed job's provider is placed with `assignRefereed`, which takes one job.
         let (alone, batched): (Vec<Assign>, Vec<Assign>) = assign
             .into_iter()
-            .partition(|a| self.alone.contains(&a.job));
+            .partition(|a| self.alone.contains(&a.job) || a.with.terms.verification.is_verified());
         let calls = alone
             .into_iter()
             .map(|a| vec![a])
@@ -303,6 +304,56 @@ mod tests {
             outcome,
             tx_hash: B256::ZERO,
         }
+    }
+
+    /// A refereed job waiting for a provider is planned as an open job (the planner's
+    /// rules, the node's slots) and sent alone (`assignRefereed` takes one job); once
+    /// placed, it is no longer open.
+    #[test]
+    fn a_refereed_job_is_placed_alone_beside_the_batches() {
+        use gantry_protocol::market::{Verification, Verified};
+
+        use crate::view::VerifiedView;
+
+        let mut v = view((1..=3).map(|id| job(id, 512)));
+        let mut refereed = job(9, 512);
+        refereed.terms.verification = Verification {
+            tier: Verification::REFEREED,
+            size: 3,
+            quorum: 0,
+            reveal_window: 60,
+        };
+        refereed.state.verified = Some(Verified::default());
+        v.verified.insert(
+            9,
+            VerifiedView {
+                id: 9,
+                terms: refereed.terms,
+                state: refereed.state,
+                seats: Default::default(),
+                provider_revealed: false,
+                placing: Some(refereed.clone()),
+            },
+        );
+        assert_eq!(v.open_jobs().count(), 4);
+        assert!(v.open_job(9).is_some());
+        let mut planner = Planner::new(Strategy::Score, Weights::default());
+        let books = Books::new(Duration::from_secs(30));
+        let round = books.plan(&mut planner, &v, |_| true);
+        let mut calls: Vec<Vec<u64>> = round
+            .calls
+            .iter()
+            .map(|call| call.iter().map(|a| a.job).collect())
+            .collect();
+        calls.sort();
+        assert_eq!(calls, [vec![1, 2, 3], vec![9]]);
+        let alone = round.calls.iter().find(|c| c[0].job == 9).unwrap();
+        assert_eq!(alone[0].with.state.verified, Some(Verified::default()));
+
+        // Placed: the view shows it assigned, and nobody plans it again.
+        let placing = v.verified.get_mut(&9).unwrap().placing.as_mut().unwrap();
+        placing.state.status = gantry_protocol::status::JobStatus::Assigned;
+        assert!(v.open_job(9).is_none());
     }
 
     #[test]

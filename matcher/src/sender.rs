@@ -597,6 +597,12 @@ impl Worker {
         let (to, input) = match call {
             Call::Assign(batch) => match batch.as_slice() {
                 [] => return Err("an empty assignment batch".into()),
+                [one] if one.with.terms.verification.is_verified() => {
+                    (market, assign_refereed(one)?)
+                }
+                many if many.iter().any(|a| a.with.terms.verification.is_verified()) => {
+                    return Err("a refereed job's provider is placed alone".into());
+                }
                 [one] => (
                     market,
                     JobMarket::assignCall {
@@ -832,6 +838,24 @@ fn verified_input(action: &Action, with: &VerifiedCall) -> Result<Vec<u8>, Strin
         .abi_encode(),
         other => return Err(format!("{other:?} is not a verified job's action")),
     })
+}
+
+/// `assignRefereed`: a refereed job's provider, with the job's five words.
+fn assign_refereed(one: &Assign) -> Result<Vec<u8>, String> {
+    use gantry_protocol::bindings::Referees;
+    let state = one.with.state.pack_verified().ok_or_else(|| {
+        format!(
+            "job {}: a refereed job's state has no verified words",
+            one.job
+        )
+    })?;
+    Ok(Referees::assignRefereedCall {
+        jobId: one.job,
+        nodeId: one.node,
+        terms: one.with.terms.pack().into(),
+        state: state.into(),
+    }
+    .abi_encode())
 }
 
 fn job_is_refereed(with: &VerifiedCall) -> bool {

@@ -121,6 +121,10 @@ pub struct VerifiedView {
     pub seats: Seats,
     /// Refereed, in a dispute: the provider opened its seal (`ProviderRevealed`).
     pub provider_revealed: bool,
+    /// A refereed job as the planner places its provider (`assignRefereed`), like a
+    /// tier-none job's node: its terms, its state (kept with the job's), the nodes it bars
+    /// and where it was posted. `None` for a replicated job: its seats are drawn.
+    pub placing: Option<JobView>,
 }
 
 impl VerifiedView {
@@ -164,14 +168,20 @@ pub struct View {
 }
 
 impl View {
-    /// Jobs waiting for a node.
+    /// Jobs waiting for a node: tier-none jobs, and refereed jobs waiting for a provider.
     pub fn open_jobs(&self) -> impl Iterator<Item = &JobView> {
-        self.jobs.values().filter(|job| job.is_open())
+        self.jobs
+            .values()
+            .chain(self.verified.values().filter_map(|v| v.placing.as_ref()))
+            .filter(|job| job.is_open())
     }
 
     /// The job, if it is waiting for a node.
     pub fn open_job(&self, id: u64) -> Option<&JobView> {
-        self.jobs.get(&id).filter(|job| job.is_open())
+        self.jobs
+            .get(&id)
+            .or_else(|| self.verified.get(&id).and_then(|v| v.placing.as_ref()))
+            .filter(|job| job.is_open())
     }
 }
 

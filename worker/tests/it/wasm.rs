@@ -11,7 +11,7 @@ use gantry_protocol::status::JobStatus;
 use gantry_testkit::accounts::NODES;
 use sha2::{Digest, Sha256};
 
-use crate::harness::{Net, wasm_job};
+use crate::harness::{Net, Services, wasm_job};
 
 const WASM_ONLY: &str = "engines = [\"wasm\"]";
 const DEMO: &str = include_str!("../../../deploy/demo/summary.wat");
@@ -191,7 +191,7 @@ async fn a_refereed_job_its_provider_cannot_finish_is_given_back_at_once_and_fre
     use gantry_protocol::market::Verification;
     use gantry_testkit::accounts::MATCHER;
 
-    let net = Net::start(|p| p).await;
+    let net = Net::start_with(|p| p, Services::NO_MATCHER).await;
     let worker = net.spawn_worker(NODES[0], WASM_ONLY).await;
     let mut spec = wasm_spec(&net, "observer.wat", OBSERVER, true).await;
     spec.timeout_secs = 300;
@@ -599,7 +599,7 @@ async fn verification_a_provider_in_claim_mode_takes_a_refereed_job_and_is_paid(
     use gantry_protocol::market::Verification;
     use gantry_testkit::accounts::SUBMITTER;
 
-    let net = Net::start(|p| p).await;
+    let net = Net::start_with(|p| p, Services::NO_MATCHER).await;
     let provider = net
         .spawn_worker(NODES[0], &format!("{WASM_ONLY}\nauto_accept = true"))
         .await;
@@ -637,6 +637,48 @@ async fn verification_a_provider_in_claim_mode_takes_a_refereed_job_and_is_paid(
     assert!(provider.stop().success());
 }
 
+/// The matcher places a refereed job's provider as it places any open job's node
+/// (`assignRefereed`, the provider's hold locked): a worker that is not in claim mode runs,
+/// seals and submits it, and is paid once its submitter accepts the result.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn verification_the_matcher_places_a_refereed_job_and_its_provider_is_paid() {
+    use gantry_protocol::bindings::Referees;
+    use gantry_protocol::market::Verification;
+    use gantry_testkit::accounts::{ADMIN, SUBMITTER};
+
+    let net = Net::start(|p| p).await;
+    let provider = net.spawn_worker(NODES[0], WASM_ONLY).await;
+    let spec = verified_spec(&net).await;
+    let job = net
+        .post_verified_spec(Verification::REFEREED, 3, 0, spec.to_posted().unwrap())
+        .await;
+    net.wait_for_status(job, JobStatus::Submitted).await;
+    let assigned = crate::scripts::of_job(net.market(ADMIN).JobAssigned_filter(), job).await;
+    assert_eq!(assigned.len(), 1);
+    assert_eq!(assigned[0].0.nodeId, provider.node_id);
+    assert!(!assigned[0].0.claimed, "placed by the matcher, not claimed");
+    let held = crate::scripts::of_job(net.market(ADMIN).HoldLocked_filter(), job).await;
+    assert_eq!(held.len(), 1, "the provider's hold locked");
+    let submitted = net.job(job).await;
+    gantry_testkit::confirm_receipt(
+        "acceptVerified",
+        Referees::new(net.devnet.deployment.market, net.provider(SUBMITTER))
+            .acceptVerified(
+                job,
+                submitted.terms.pack().into(),
+                submitted.state.pack_verified().unwrap().into(),
+            )
+            .send()
+            .await,
+    )
+    .await
+    .expect("accepted");
+    let info = net.node(provider.node_id).await;
+    assert!(info.earnings.to::<u64>() > 0, "the provider is paid");
+    assert_eq!(info.lockedStake.to::<u64>(), 0, "its hold released");
+    assert!(provider.stop().success());
+}
+
 /// Claim mode checks a refereed job as a verified run is admitted before it claims it (a
 /// claimed job given back after the grace is charged): a module that cannot link here is
 /// left unclaimed, while the next job, which can run, is claimed and answered.
@@ -644,7 +686,7 @@ async fn verification_a_provider_in_claim_mode_takes_a_refereed_job_and_is_paid(
 async fn verification_claim_mode_leaves_a_refereed_job_it_could_not_run_unclaimed() {
     use gantry_protocol::market::Verification;
 
-    let net = Net::start(|p| p).await;
+    let net = Net::start_with(|p| p, Services::NO_MATCHER).await;
     let provider = net
         .spawn_worker(NODES[0], &format!("{WASM_ONLY}\nauto_accept = true"))
         .await;
@@ -703,7 +745,7 @@ async fn referees_decided(
 /// provider's hold repays).
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn verification_referees_overturn_a_lying_provider() {
-    let net = Net::start(|p| p).await;
+    let net = Net::start_with(|p| p, Services::NO_MATCHER).await;
     let (job, provider, stake, referees) = refereed_dispute(&net, true).await;
     let settled = net.job(job).await;
     assert_eq!(settled.state.status, JobStatus::Failed, "overturned");
@@ -727,7 +769,7 @@ async fn verification_referees_overturn_a_lying_provider() {
 /// its bond. No arbiter.
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn verification_referees_uphold_a_frivolous_dispute() {
-    let net = Net::start(|p| p).await;
+    let net = Net::start_with(|p| p, Services::NO_MATCHER).await;
     let (job, provider, stake, referees) = refereed_dispute(&net, false).await;
     let settled = net.job(job).await;
     assert_eq!(settled.state.status, JobStatus::Completed, "upheld");
