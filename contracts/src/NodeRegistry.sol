@@ -244,6 +244,11 @@ contract NodeRegistry is INodeRegistry, MarketStorage {
     }
 
     /// @inheritdoc INodeRegistry
+    function poolKinds() external view returns (uint32 wasm, uint32 sandboxed) {
+        return (_poolKinds.wasm, _poolKinds.sandboxed);
+    }
+
+    /// @inheritdoc INodeRegistry
     function agentNonce(address agent) external view returns (uint256) {
         return _agentNonces[agent];
     }

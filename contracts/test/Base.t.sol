@@ -13,6 +13,7 @@ import {INodeRegistry} from "../src/interfaces/INodeRegistry.sol";
 import {JobView} from "./JobView.sol";
 import {Assignment, JobPolicy, JobRequirements, JobState, JobStatus, JobTerms} from "../src/types/Types.sol";
 import {
+    DETERMINISTIC_DOCKER,
     ENGINE_COUNT,
     ENGINE_DOCKER,
     ENGINE_WASM,
@@ -42,6 +43,8 @@ abstract contract Base is Test {
     uint8 internal constant DOCKER_ONLY = uint8(1) << ENGINE_DOCKER;
     uint8 internal constant WASM_ONLY = uint8(1) << ENGINE_WASM;
     uint8 internal constant DOCKER_AND_WASM = DOCKER_ONLY | WASM_ONLY;
+    /// Docker in the deterministic sandbox: takes verified Docker seats.
+    uint8 internal constant SANDBOXED = DOCKER_ONLY | uint8(1) << DETERMINISTIC_DOCKER;
     uint32 internal constant HEARTBEAT_TIMEOUT = 5 minutes;
     uint32 internal constant UNBONDING = 10 days;
     uint16 internal constant SLASH_BPS = 1_000; // 10%

@@ -22,6 +22,10 @@ library JobView {
         return uint32(t.limits >> 136);
     }
 
+    function engine(JobTerms memory t) internal pure returns (uint8) {
+        return uint8(t.limits >> 208);
+    }
+
     function tier(JobTerms memory t) internal pure returns (uint8) {
         return uint8(t.limits >> 248);
     }

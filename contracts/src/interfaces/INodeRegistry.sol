@@ -143,6 +143,9 @@ interface INodeRegistry {
     function poolSize() external view returns (uint256);
     /// @notice The pool's member at 0-based position `index`.
     function poolAt(uint256 index) external view returns (uint64);
+    /// @notice Pool members that take WASM seats, and that take Docker seats (a member may
+    /// take both): a replicated job is posted only while its kind has the minimum pool.
+    function poolKinds() external view returns (uint32 wasm, uint32 sandboxed);
     /// @notice The nonce the agent's next consent must carry.
     function agentNonce(address agent) external view returns (uint256);
     /// @notice The EIP-712 digest an agent signs to consent to serve `operator`.

@@ -8,7 +8,15 @@ import {JobView} from "../JobView.sol";
 import {JobMarket} from "../../src/JobMarket.sol";
 import {GantryTestToken} from "../../src/dev/GantryTestToken.sol";
 import {INodeRegistry} from "../../src/interfaces/INodeRegistry.sol";
-import {ENGINE_WASM, JobState, JobStatus, JobTerms, NodeInfo, NodeStatus} from "../../src/types/Types.sol";
+import {
+    DETERMINISTIC_DOCKER,
+    ENGINE_WASM,
+    JobState,
+    JobStatus,
+    JobTerms,
+    NodeInfo,
+    NodeStatus
+} from "../../src/types/Types.sol";
 
 /// @notice Random sequences of calls by every participant (`MarketHandler`); after each one
 /// the market's books hold: conservation, the events replay to the balances, every job's
@@ -95,6 +103,21 @@ contract MarketInvariants is Test {
 
     /// A handler whose actions always returned early would make every invariant hold
     /// vacuously: one scripted sequence makes every action act at least once.
+    /// The Docker job the handler starts with (verified job 3: seats committed, one of
+    /// them another result) reveals and is decided: the parted seat is neither paid nor
+    /// slashed, its bounty goes to the treasury, and every invariant holds.
+    function test_theHandler_decidesADockerJobWithAPartedSeat() public {
+        handler.openReveals(3);
+        for (uint256 i; i < 3; ++i) {
+            handler.revealSeat(3);
+        }
+        uint256 slashed = handler.slashedTotal();
+        handler.decideVerified(3);
+        assertEq(handler.forfeitedTotal(), 5e6, "the parted seat's bounty, to the treasury");
+        assertEq(handler.slashedTotal(), slashed, "nobody slashed");
+        checkAll();
+    }
+
     function test_theHandler_reachesEveryAction() public {
         // The handler starts with jobs 0-1 Disputed, 2-3 Submitted, 4-5 Assigned, 6-7 Open.
         handler.resolve(0, true); // job 0, for its provider
@@ -327,8 +350,8 @@ contract MarketInvariants is Test {
     function invariant_faultsPayOnlyTheTreasury() public view {
         assertEq(
             market.treasuryBalance() + handler.treasuryOut(),
-            handler.slashedTotal() + handler.sweptTotal(),
-            "slashes and fees, nothing else"
+            handler.slashedTotal() + handler.sweptTotal() + handler.forfeitedTotal(),
+            "slashes, fees and forfeited Docker shares, nothing else"
         );
         assertEq(token.balanceOf(handler.treasuryAccount()), handler.treasuryOut());
         address[4] memory others = handler.strangers();
@@ -344,6 +367,8 @@ contract MarketInvariants is Test {
     function invariant_thePoolIsConsistent() public view {
         uint256 size = nodes.poolSize();
         uint256 members;
+        uint256 wasmMembers;
+        uint256 sandboxedMembers;
         for (uint256 i; i < handler.nodeCount(); ++i) {
             uint64 id = handler.nodeAt(i);
             NodeInfo memory n = nodes.getNode(id);
@@ -351,10 +376,17 @@ contract MarketInvariants is Test {
             ++members;
             assertLe(n.poolIndex, size, "a member's position is in the pool");
             assertEq(nodes.poolAt(n.poolIndex - 1), id, "a member is where its record says");
-            assertTrue((n.engines >> ENGINE_WASM) & 1 == 1, "a member serves WASM");
+            bool wasm = (n.engines >> ENGINE_WASM) & 1 == 1;
+            bool sandboxed = (n.engines >> DETERMINISTIC_DOCKER) & 1 == 1;
+            assertTrue(wasm || sandboxed, "a member takes WASM or Docker seats");
+            if (wasm) ++wasmMembers;
+            if (sandboxed) ++sandboxedMembers;
             assertTrue(n.status == NodeStatus.Active || n.status == NodeStatus.Inactive, "a member is not leaving");
         }
         assertEq(members, size, "every position holds a member");
+        (uint32 wasmKind, uint32 sandboxedKind) = nodes.poolKinds();
+        assertEq(wasmKind, wasmMembers, "the WASM members counted");
+        assertEq(sandboxedKind, sandboxedMembers, "the Docker members counted");
     }
 
     function checkAll() internal view {

@@ -29,7 +29,6 @@ contract VerificationDockerTest is VerificationUnitTest {
     bytes32 internal constant X = keccak256("the result");
     bytes32 internal constant Y = keccak256("another result");
     bytes32 internal constant Z = keccak256("a third result");
-    uint8 internal constant SANDBOXED = uint8(1 << ENGINE_DOCKER | 1 << DETERMINISTIC_DOCKER);
 
     function fee() internal pure returns (uint96) {
         return BOUNTY * FEE_BPS / 10_000;

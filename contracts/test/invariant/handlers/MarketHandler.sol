@@ -5,6 +5,7 @@ import {Base} from "../../Base.t.sol";
 import {JobView} from "../../JobView.sol";
 import {JobMarket} from "../../../src/JobMarket.sol";
 import {
+    DETERMINISTIC_DOCKER,
     ENGINE_DOCKER,
     ENGINE_WASM,
     JobPolicy,
@@ -34,7 +35,7 @@ contract MarketHandler is Base {
     using JobView for VerifiedState;
 
     uint256 internal constant MAX_JOBS = 48;
-    uint256 internal constant MAX_NODES = 8;
+    uint256 internal constant MAX_NODES = 13;
     uint256 internal constant ONE_BPS = 10_000;
 
     JobMarket public theMarket;
@@ -66,6 +67,8 @@ contract MarketHandler is Base {
     /// Stake held by the node as a refereed job's provider.
     mapping(uint64 nodeId => uint256) public holdOf;
     uint256 public slashedTotal;
+    /// Bounties of Docker seats that revealed and were not paid, to the treasury.
+    uint256 public forfeitedTotal;
     uint256 public sweptTotal;
     uint256 public treasuryOut;
     /// The state each job had before its last transition (0 before the first).
@@ -124,6 +127,26 @@ contract MarketHandler is Base {
             if (_seatNodeOf(verifiedIds[1], i) != 0) _commit(verifiedIds[1], i, i == 0);
         }
         _disputedAtStart(p);
+        _dockerAtStart(p);
+    }
+
+    /// A replicated Docker job on three sandboxed nodes, seated, one seat committing
+    /// another result: random runs go on to reveal it (parted: not slashed, its bounty to
+    /// the treasury) and decide.
+    function _dockerAtStart(VerifyParams memory p) internal {
+        for (uint256 i; i < 3; ++i) {
+            _register(3);
+        }
+        vm.prank(stranger);
+        nodes.syncPool(nodeIds);
+        sync();
+        _postVerified(0, 5e6, 0x101, p);
+        uint64 id = verifiedIds[verifiedIds.length - 1];
+        require(jobs[id].terms.engine() == ENGINE_DOCKER, "a Docker job");
+        _draw(id, 3);
+        for (uint256 i; i < 3; ++i) {
+            if (_seatNodeOf(id, i) != 0) _commit(id, i, i == 1);
+        }
     }
 
     /// A refereed job claimed, answered and disputed, its panel drawn from the pool (a fifth
@@ -456,15 +479,19 @@ contract MarketHandler is Base {
     }
 
     function _postVerified(uint256 who, uint96 bounty, uint32 slack, VerifyParams memory p) internal {
-        // Replicated when the pool can seat it, but one in three refereed anyway.
-        bool replicate = nodes.poolSize() >= p.minPool && slack % 3 != 0;
+        // Replicated when the pool's kind can seat it (a Docker job one time in two), but
+        // one in three refereed anyway (WASM: a Docker job is never refereed).
+        JobRequirements memory r = (slack >> 8) % 2 == 1 ? dockerJobOf() : wasmJobOf();
+        if (_poolMembersFor(r.engine) < p.minPool) r = wasmJobOf();
+        bool replicate = _poolMembersFor(r.engine) >= p.minPool && slack % 3 != 0;
+        if (!replicate) r = wasmJobOf();
         VerifyPolicy memory policy = replicate
             ? VerifyPolicy({tier: VERIFY_REPLICATED, size: 3, quorum: 2, revealWindow: 60})
             : VerifyPolicy({tier: VERIFY_REFEREED, size: 3, quorum: 0, revealWindow: 60});
         uint40 deadline = uint40(now_ + 10 minutes + RUNTIME + 60 + _bound(slack, 0, 6 hours));
         address s = submitters[who % submitters.length];
         vm.prank(s);
-        uint64 id = IVerification(address(market)).postVerifiedJob(wasmJobOf(), policy, bounty, deadline, spec());
+        uint64 id = IVerification(address(market)).postVerifiedJob(r, policy, bounty, deadline, spec());
         sync();
         verifiedIds.push(id);
     }
@@ -642,6 +669,9 @@ contract MarketHandler is Base {
         uint256 bounty;
         uint256 fee;
         address submitter;
+        /// A Docker job: a revealer that is not paid is not slashed; its bounty goes to
+        /// the treasury.
+        bool sandboxed;
     }
 
     /// The model's side of a decision: who is paid, who slashed, every lock released.
@@ -652,6 +682,7 @@ contract MarketHandler is Base {
         d.bounty = verified[id].bounty();
         d.fee = d.bounty * uint16(verified[id].fields >> 32) / ONE_BPS;
         d.submitter = jobs[id].terms.submitter();
+        d.sandboxed = jobs[id].terms.engine() == ENGINE_DOCKER;
         for (uint256 i; i < list.length; ++i) {
             uint256 phase = list[i].fields >> 248;
             if (phase != 0 && phase != 4) _expectSeat(d, list, list[i]);
@@ -669,6 +700,9 @@ contract MarketHandler is Base {
         if (pays) {
             earnedOf[nodeId] += d.bounty - d.fee;
             feesAccrued[nodeId] += d.fee;
+            spentOf[d.submitter] += d.bounty;
+        } else if (d.sandboxed && phase == 3) {
+            forfeitedTotal += d.bounty;
             spentOf[d.submitter] += d.bounty;
         } else if (d.quorum || phase == 2 || (phase == 1 && d.agreed >= 2)) {
             _slashed(nodeId, uint96(st.fields));
@@ -1121,7 +1155,8 @@ contract MarketHandler is Base {
         vm.prank(stranger);
         nodes.syncPool(ids);
         NodeInfo memory n = node(ids[0]);
-        bool rule = n.status == NodeStatus.Active && (n.engines >> ENGINE_WASM) & 1 == 1
+        bool verifiable = (n.engines >> ENGINE_WASM) & 1 == 1 || (n.engines >> DETERMINISTIC_DOCKER) & 1 == 1;
+        bool rule = n.status == NodeStatus.Active && verifiable
             && n.stake - n.lockedStake >= IVerification(address(market)).poolFloor();
         assertEq(n.poolIndex != 0, rule, "after syncPool, a member exactly when it meets the rule");
         _did();
@@ -1550,12 +1585,13 @@ contract MarketHandler is Base {
     }
 
     /// An H100 box running both engines, an A100 box running Docker, a CPU-only box
-    /// running WASM (no Docker).
+    /// running WASM (no Docker), a CPU-only box running Docker in the deterministic sandbox.
     function _capabilities(uint256 kind) internal pure returns (NodeCapabilities memory c) {
-        kind %= 3;
+        kind %= 4;
         if (kind == 0) return h100Node();
         if (kind == 1) return NodeCapabilities(A100, 4, 40_960, 32, 256_000, 1e6, 4, DOCKER_ONLY);
-        return NodeCapabilities(bytes32(0), 0, 0, 16, 64_000, 0, 1, WASM_ONLY);
+        if (kind == 2) return NodeCapabilities(bytes32(0), 0, 0, 16, 64_000, 0, 1, WASM_ONLY);
+        return NodeCapabilities(bytes32(0), 0, 0, 16, 64_000, 0, 1, SANDBOXED);
     }
 
     /// An H100 job, any GPU with 30 GiB, a CPU job on Docker, a cheap GPU job, a WASM job.
@@ -1571,6 +1607,21 @@ contract MarketHandler is Base {
     function wasmJobOf() internal pure returns (JobRequirements memory r) {
         r = _requirements(4);
         r.maxRuntime = RUNTIME;
+    }
+
+    /// A CPU Docker job, verified by replication on sandboxed nodes.
+    function dockerJobOf() internal pure returns (JobRequirements memory r) {
+        r = wasmJobOf();
+        r.engine = ENGINE_DOCKER;
+    }
+
+    /// Pool members that take seats of `engine`'s jobs (the contract's `_poolKinds`).
+    function _poolMembersFor(uint8 engine) internal view returns (uint256 members) {
+        uint8 bit = engine == ENGINE_WASM ? ENGINE_WASM : DETERMINISTIC_DOCKER;
+        for (uint256 i; i < nodeIds.length; ++i) {
+            NodeInfo memory n = node(nodeIds[i]);
+            if (n.poolIndex != 0 && (n.engines >> bit) & 1 == 1) ++members;
+        }
     }
 
     function _did() internal {
