@@ -149,6 +149,9 @@ abstract contract MarketStorage is AccessControl, EIP712, ReentrancyGuardTransie
     /// engines never change in the pool (`updateCapabilities` changing them takes it out
     /// first), so leaving takes off what joining added.
     PoolKinds internal _poolKinds;
+    /// @dev `_poolKinds` at the start of the block it last changed in: `block << 64 | wasm
+    /// << 32 | sandboxed`; a draw counts the kinds as its block began, as it reads the pool.
+    uint256 internal _poolKindsPrev;
 
     struct PoolKinds {
         uint32 wasm;
@@ -244,11 +247,21 @@ abstract contract MarketStorage is AccessControl, EIP712, ReentrancyGuardTransie
     /// @dev Counts a member of `engines` in or out of its kinds (`_poolKinds`).
     function _poolCount(uint8 engines, bool joins) internal {
         PoolKinds memory kinds = _poolKinds;
+        if (_poolKindsPrev >> 64 != block.number) {
+            _poolKindsPrev = (block.number << 64) | (uint256(kinds.wasm) << 32) | kinds.sandboxed;
+        }
         if ((engines >> ENGINE_WASM) & 1 == 1) kinds.wasm = joins ? kinds.wasm + 1 : kinds.wasm - 1;
         if ((engines >> DETERMINISTIC_DOCKER) & 1 == 1) {
             kinds.sandboxed = joins ? kinds.sandboxed + 1 : kinds.sandboxed - 1;
         }
         _poolKinds = kinds;
+    }
+
+    /// @dev The members of each kind as this block began (`_poolKinds`).
+    function _poolKindsAtBlockStart() internal view returns (uint32 wasm, uint32 sandboxed) {
+        uint256 prev = _poolKindsPrev;
+        if (prev >> 64 == block.number) return (uint32(prev >> 32), uint32(prev));
+        return (_poolKinds.wasm, _poolKinds.sandboxed);
     }
 
     /// @dev Keeps position `i`'s value as it was before its first write in this block.

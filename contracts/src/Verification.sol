@@ -453,11 +453,14 @@ contract Verification is IVerification, VerificationBase {
         r.seats = state.seats;
         r.n = terms.size();
         r.length = _poolLengthAtBlockStart();
-        if (r.length == 0 || r.length < _verify[terms.policy()].minPool) return r.seats;
+        r.capability = terms.engine() == ENGINE_WASM ? ENGINE_WASM : DETERMINISTIC_DOCKER;
+        // The members that can take its seats, as posting counts them, as the block began.
+        (uint32 wasm, uint32 sandboxed) = _poolKindsAtBlockStart();
+        uint256 members = r.capability == ENGINE_WASM ? wasm : sandboxed;
+        if (r.length == 0 || members < _verify[terms.policy()].minPool) return r.seats;
         r.jobId = jobId;
         r.until = until;
         r.seatStake = state.seatStake();
-        r.capability = terms.engine() == ENGINE_WASM ? ENGINE_WASM : DETERMINISTIC_DOCKER;
         r.submitter = terms.submitter();
         r.provider = state.nodeId();
         if (r.provider != 0) {

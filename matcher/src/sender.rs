@@ -91,6 +91,15 @@ impl Call {
     /// Gas limit: the call's cold cost with a wide margin (unused gas is not paid).
     fn gas_limit(&self) -> u64 {
         match self {
+            // A refereed placement goes through the `Referees` extension (a delegatecall,
+            // so the market keeps 1/64 back): it needs ~180k of limit for ~90k of use.
+            Self::Assign(batch)
+                if batch
+                    .iter()
+                    .any(|a| a.with.terms.verification.is_verified()) =>
+            {
+                400_000
+            }
             Self::Assign(batch) => 60_000 + 100_000 * batch.len() as u64,
             Self::Finalize(batch) => 60_000 + 60_000 * batch.len() as u64,
             Self::Keep(Action::MarkInactive { .. }, _) => 200_000,
@@ -319,6 +328,12 @@ impl Worker {
     }
 
     async fn send_new(&mut self, call: Call) {
+        if let Some(why) = self.refused_in_simulation(&call).await {
+            tracing::info!(call = ?call, reason = %why, "refused when simulated; not sent");
+            self.report(call, Outcome::Reverted { block: 0 }, B256::ZERO)
+                .await;
+            return;
+        }
         let fees = match self.current_fees().await {
             Ok(fees) => fees,
             Err(e) => {
@@ -371,6 +386,39 @@ impl Worker {
         metrics::tx_sent(kind(entry.call.as_ref()));
         tracing::debug!(call = ?entry.call, nonce, tx = %hash, "transaction sent");
         self.in_flight.insert(nonce, entry);
+    }
+
+    /// Why the chain would refuse `call` now, for the calls simulated before they are
+    /// sent: a refereed job's placement, whose provider must hold free stake the view does
+    /// not follow (the hold; a pool member keeps the pool's floor free), so that a node
+    /// short of it costs an `eth_call`, not a mined revert. `None` to send (also when the
+    /// simulation could not be made: the chain decides).
+    async fn refused_in_simulation(&self, call: &Call) -> Option<String> {
+        let Call::Assign(batch) = call else {
+            return None;
+        };
+        if !batch
+            .iter()
+            .any(|a| a.with.terms.verification.is_verified())
+        {
+            return None;
+        }
+        let (to, input) = match self.target(call) {
+            Ok(target) => target,
+            Err(why) => return Some(why),
+        };
+        let request = TransactionRequest::default()
+            .with_from(self.from)
+            .with_to(to)
+            .with_input(input);
+        match self.provider.call(request).await {
+            Ok(_) => None,
+            Err(e) if e.as_error_resp().is_some() => Some(e.to_string()),
+            Err(e) => {
+                tracing::debug!(error = %e, "could not simulate; sending");
+                None
+            }
+        }
     }
 
     /// Whether the oldest transaction has waited past `stuck_after`; says so on a change.

@@ -241,7 +241,7 @@ impl Claimed {
 /// claim, since a claimed job given back after the grace is charged.
 async fn worth_claiming(ctx: &Ctx, job_id: u64, job: &Job) -> bool {
     if job.terms.verification.is_verified() {
-        return ctx.sealed_results && ctx.admit_verified(job_id, job).await.is_ok();
+        return ctx.sealed_results && ctx.admit_verified(job_id, job, None).await.is_ok();
     }
     let Ok(bytes) = ctx.spec_bytes(job_id, job.terms.spec_hash).await else {
         return false;

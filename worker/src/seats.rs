@@ -444,7 +444,10 @@ async fn serve(
                 &job,
                 &dir,
                 &store.tar(job_id, seat),
-                stop_by,
+                crate::job::SeatTime {
+                    seated_at: s.seated_at,
+                    stop_by,
+                },
                 stopping.child_token(),
             )
             .await;

@@ -246,6 +246,26 @@ contract VerificationDockerTest is VerificationUnitTest {
         postDocker(3, 2);
     }
 
+    /// The draw counts the job's kind too: a Docker job posted on three sandboxed members
+    /// seats nobody once one of them left (its round waits for the next), so that two
+    /// members never hold every seat.
+    function test_aDrawNeedsMinPoolMembersOfTheJobsKind() public {
+        pool(3);
+        uint64[3] memory docker;
+        for (uint256 i; i < 3; ++i) {
+            docker[i] = dockerNode(10 + i, true);
+        }
+        uint64 id = postDocker(3, 2);
+        // Left before the draw's block: the block counts two sandboxed members.
+        vm.prank(node(docker[0]).operator);
+        nodes.beginExit(docker[0]);
+        sync();
+        vm.roll(block.number + 1);
+        drawWith(id, 1);
+        assertEq(seatNode(id, 0), 0, "nobody seated");
+        assertGt(verified[id].drawBlock(), 0, "the next round armed");
+    }
+
     function test_sandboxedNodesDoNotMakeAWasmJobsPool() public {
         for (uint256 i; i < 3; ++i) {
             dockerNode(i, true);

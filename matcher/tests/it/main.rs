@@ -26,6 +26,7 @@ mod batching;
 mod harness;
 mod keeper;
 mod placement;
+mod refereed;
 mod reorg;
 mod replicas;
 mod sender;

@@ -52,6 +52,7 @@ use gantry_runtime::market::ReadJobError;
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
+pub use self::seat::SeatTime;
 pub use self::stages::{FAILED_OUTPUTS_DIR, FAILURE_FILE, FailureReport};
 pub use self::watch::eta;
 use crate::admit::NodeLimits;

@@ -94,7 +94,22 @@ impl Ctx {
         let token = CancellationToken::new();
         let keep = store.tar(job_id, PROVIDER_SEAT);
         let ran = {
-            let run = self.run_seat(job_id, &held.job, &dir, &keep, stop_by, token.clone());
+            // Its grace runs from the assignment (`until` less the job's max runtime).
+            let assigned_at = held
+                .assignment
+                .until
+                .saturating_sub(u64::from(held.job.terms.requirements.max_runtime));
+            let run = self.run_seat(
+                job_id,
+                &held.job,
+                &dir,
+                &keep,
+                super::SeatTime {
+                    seated_at: assigned_at,
+                    stop_by,
+                },
+                token.clone(),
+            );
             tokio::pin!(run);
             tokio::select! {
                 ran = &mut run => ran,

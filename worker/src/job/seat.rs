@@ -30,10 +30,23 @@ use crate::wasm::{Determinism, WasmPlan};
 
 /// Where a verified outcome records how the run ended, inside its tar.
 pub const OUTCOME_FILE: &str = ".gantry/outcome";
-/// How long a verified Docker seat's admission waits for its image: it must decline
-/// within the market's 30 s reject grace to go free, and a registry the submitter runs
+/// How long a verified Docker seat's admission waits for its image at most: it must
+/// decline within the market's reject grace to go free, and a registry the submitter runs
 /// could trickle the bytes to chosen nodes. A node serving large images pulls them ahead.
 pub const SEAT_IMAGE_PULL: Duration = Duration::from_secs(10);
+/// The market's `REJECT_GRACE`: a verified run given back this long after it was seated
+/// (or assigned) goes free.
+pub const REJECT_GRACE_SECS: u64 = 30;
+/// Kept from the grace for the give-back's transaction to be mined.
+pub const DECLINE_MARGIN_SECS: u64 = 8;
+
+/// A verified run's time, by the chain's clock: seated (or assigned) at, from which the
+/// reject grace runs, and the moment it must stop by.
+#[derive(Debug, Clone, Copy)]
+pub struct SeatTime {
+    pub seated_at: u64,
+    pub stop_by: u64,
+}
 
 /// A seat's run: its canonical tar (kept for the upload after the decision) and digest.
 #[derive(Debug, Clone)]
@@ -57,7 +70,16 @@ impl Ctx {
     /// target, at least the verified speed, the module compiled and linked; Docker: the
     /// image present or pulled). `Err`, of the job's class: declined, free within the
     /// grace, the node healthy; transient: the chain did not answer.
-    pub async fn admit_verified(&self, job_id: u64, job: &Job) -> Result<Admitted, Failure> {
+    ///
+    /// `seated_at`: the chain time the seat was drawn or the job assigned, from which the
+    /// grace runs (a Docker image is fetched only within what is left of it); `None` when
+    /// nothing is held yet (claim mode asking before it claims).
+    pub async fn admit_verified(
+        &self,
+        job_id: u64,
+        job: &Job,
+        seated_at: Option<u64>,
+    ) -> Result<Admitted, Failure> {
         let spec_bytes = self.spec_bytes(job_id, job.terms.spec_hash).await?;
         let mut admitted = admit(
             &spec_bytes,
@@ -145,13 +167,22 @@ impl Ctx {
             // The image, here before the run (pulled by its digest: the same bytes on
             // every node), within the grace; one that cannot be had by then is declined.
             let docker = self.docker()?;
-            tokio::time::timeout(SEAT_IMAGE_PULL, docker.ensure_image(&admitted.spec.image))
+            let budget = match seated_at {
+                Some(at) => {
+                    let by = at + REJECT_GRACE_SECS - DECLINE_MARGIN_SECS;
+                    let left = by.saturating_sub(self.chain_now().await?);
+                    SEAT_IMAGE_PULL.min(Duration::from_secs(left))
+                }
+                None => SEAT_IMAGE_PULL,
+            };
+            tokio::time::timeout(budget, docker.ensure_image(&admitted.spec.image))
                 .await
                 .map_err(|_| {
                     Failure::job(format!(
-                        "the image did not arrive within {} s (a node pulls a verified seat's \
-                         image within the reject grace; pull large images ahead): given back",
-                        SEAT_IMAGE_PULL.as_secs()
+                        "the image did not arrive within {} s (a node fetches a verified \
+                         seat's image within the reject grace; pull large images ahead): \
+                         given back",
+                        budget.as_secs()
                     ))
                 })??;
             return Ok(admitted);
@@ -194,8 +225,9 @@ impl Ctx {
         Ok(admitted)
     }
 
-    /// Runs `job` (verified) for a seat in `dir`, stopping by chain time `stop_by` (or
-    /// when `stop` fires); the tar is moved to `keep`. `Err` of the job's class: the spec
+    /// Runs `job` (verified) for a seat in `dir`, admitted within the grace from
+    /// `time.seated_at` and stopping by chain time `time.stop_by` (or when `stop` fires);
+    /// the tar is moved to `keep`. `Err` of the job's class: the spec
     /// is not one a seat runs (given back, free); of the node's: this node could not run
     /// it.
     pub async fn run_seat(
@@ -204,15 +236,16 @@ impl Ctx {
         job: &Job,
         dir: &Path,
         keep: &Path,
-        stop_by: u64,
+        time: SeatTime,
         stop: CancellationToken,
     ) -> Result<SeatRun, Failure> {
-        let admitted = self.admit_verified(job_id, job).await?;
+        let SeatTime { seated_at, stop_by } = time;
+        let admitted = self.admit_verified(job_id, job, Some(seated_at)).await?;
         let written = admitted.spec.verified_output_bytes();
         let dirs = JobDirs::create(dir, &self.spaces).await?;
         let outcome = match admitted.spec.engine {
             Engine::Wasm => {
-                self.run_wasm_seat(job, &admitted, &dirs, stop_by, &stop)
+                self.run_wasm_seat(job_id, job, &admitted, &dirs, stop_by, &stop)
                     .await?
             }
             Engine::Docker => {
@@ -230,7 +263,10 @@ impl Ctx {
             // there what cannot be packed: more than its output limit (on every node
             // alike), or files the worker cannot read. Its outcome alone then says so, so
             // that the seat still commits (silence is slashed; parting is not).
-            Err(e) if admitted.spec.engine == Engine::Docker => {
+            // A WASM run's writes are counted, but not the tar's framing nor what it
+            // creates: past the limit is the job's doing on every node alike, sealed too
+            // (a seat that gave it back now, after its run, would be charged).
+            Err(e) if admitted.spec.engine == Engine::Docker || e.class == FaultClass::Job => {
                 let why = match e.class {
                     FaultClass::Job => "output-limit",
                     _ => "output-unreadable",
@@ -257,6 +293,7 @@ impl Ctx {
     /// A deterministic WASM seat's run: its outcome line.
     async fn run_wasm_seat(
         &self,
+        job_id: u64,
         job: &Job,
         admitted: &Admitted,
         dirs: &JobDirs,
@@ -286,7 +323,9 @@ impl Ctx {
             write_limit: Some(spec.verified_output_bytes()),
             deterministic: Some(Determinism::of(&job.terms.spec_hash.0, spec.timeout_secs)),
         };
-        self.stage_inputs(spec, dirs).await?;
+        if let Some(outcome) = self.stage_verified_inputs(job_id, spec, dirs).await? {
+            return Ok(outcome);
+        }
         let ran = drained(
             |lines, ending| engine.run(&plan, ending, lines, |_| {}),
             self,
@@ -320,8 +359,13 @@ impl Ctx {
     ) -> Result<String, Failure> {
         let spec = &admitted.spec;
         let docker = self.docker()?;
-        let image_user = docker.ensure_image(&spec.image).await?;
-        self.stage_inputs(spec, dirs).await?;
+        // Here since the admission: only its configured user is read.
+        let image_user = tokio::time::timeout(SEAT_IMAGE_PULL, docker.ensure_image(&spec.image))
+            .await
+            .map_err(|_| Failure::node("the image admitted is gone"))??;
+        if let Some(outcome) = self.stage_verified_inputs(job_id, spec, dirs).await? {
+            return Ok(outcome);
+        }
         let plan = RunPlan {
             // Seats of one job on nodes sharing a Docker engine each get their own.
             name: format!(
@@ -361,18 +405,42 @@ impl Ctx {
         {
             Ok(ran) => ran,
             // The engine refused the container as the job made it (no such command or
-            // user): the job's doing, the same on every node, sealed as its result.
-            Err(e) if e.class == FaultClass::Job => {
-                tracing::info!(job_id, reason = %e, "the container was refused: sealed as such");
-                return Ok("v1 trap container-refused\n".to_owned());
+            // user), or failed it: sealed as its result. Parting costs a Docker seat
+            // nothing, while a seat given back after the grace is charged.
+            Err(e) => {
+                let why = match e.class {
+                    FaultClass::Job => "container-refused",
+                    _ => "container-failed",
+                };
+                tracing::info!(job_id, reason = %e, "the container did not run: sealed as {why}");
+                return Ok(format!("v1 trap {why}\n"));
             }
-            Err(e) => return Err(e),
         };
         Ok(if ran.timed_out {
             "v1 timeout\n".to_owned()
         } else {
             outcome_line(&ran)
         })
+    }
+
+    /// Stages a verified run's inputs; `Some(outcome)` when they cannot be had for the
+    /// job's own reason (a hash that does not match, an object missing or over its
+    /// declared size: the same on every node, which fetches the same bytes from the same
+    /// bucket), sealed as the run's result rather than given back after the grace.
+    async fn stage_verified_inputs(
+        &self,
+        job_id: u64,
+        spec: &gantry_protocol::spec::JobSpec,
+        dirs: &JobDirs,
+    ) -> Result<Option<String>, Failure> {
+        match self.stage_inputs(spec, dirs).await {
+            Ok(()) => Ok(None),
+            Err(e) if e.class == FaultClass::Job => {
+                tracing::info!(job_id, reason = %e, "the inputs could not be had: sealed as input-refused");
+                Ok(Some("v1 trap input-refused\n".to_owned()))
+            }
+            Err(e) => Err(e),
+        }
     }
 
     /// The seal record of `run`, the outcome of seat `seat` of `job_id` (or of its

@@ -102,24 +102,7 @@ async fn verification_a_docker_job_replicated_3_2_is_paid_to_all_three() {
     .await
     .unwrap()
     .expect("JobVerified");
-    let key = gantry_protocol::names::verified_result_key(job);
-    let bucket = gantry_protocol::names::results_bucket(net.chain_id());
-    net.wait_until("the verified result uploaded", || async {
-        let store = net
-            .jetstream()
-            .await
-            .get_object_store(&bucket)
-            .await
-            .unwrap();
-        store.info(&key).await.is_ok()
-    })
-    .await;
-    let tar = net
-        .download(&gantry_protocol::names::verified_result_uri(
-            net.chain_id(),
-            job,
-        ))
-        .await;
+    let tar = verified_result(&net, job).await;
     assert_eq!(<[u8; 32]>::from(Sha256::digest(&tar)), digest.0);
     let mut files = std::collections::BTreeMap::new();
     for entry in tar::Archive::new(tar.as_slice()).entries().unwrap() {
@@ -192,4 +175,64 @@ async fn verification_a_docker_job_that_is_not_deterministic_slashes_no_seat() {
     for worker in workers {
         assert!(worker.stop().success());
     }
+}
+
+/// A job whose input does not match its declared hash fails on every node alike, after
+/// the seats were taken: each seat seals `input-refused` (giving the seat back then would
+/// be charged, the grace long over), all three agree, and all three are paid for it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn verification_a_docker_job_whose_input_does_not_match_is_sealed_and_paid() {
+    let net = Net::start(|p| p).await;
+    let mut workers = Vec::new();
+    for account in &NODES[1..] {
+        workers.push(net.spawn_worker(*account, SANDBOXED).await);
+    }
+    joined_the_pool(&net, 3).await;
+    let mut spec = docker_spec(&net, "cat /inputs/data.txt > /outputs/copy").await;
+    spec.inputs[0].sha256 = Some("00".repeat(32));
+    let job = net
+        .post_verified_spec(Verification::REPLICATED, 3, 2, spec.to_posted().unwrap())
+        .await;
+    net.wait_for_status(job, JobStatus::Completed).await;
+    for worker in &workers {
+        let info = net.node(worker.node_id).await;
+        assert!(
+            info.earnings.to::<u64>() > 0,
+            "node {} paid",
+            worker.node_id
+        );
+    }
+    let tar = verified_result(&net, job).await;
+    let mut outcome = String::new();
+    for entry in tar::Archive::new(tar.as_slice()).entries().unwrap() {
+        let mut entry = entry.unwrap();
+        if entry.path().unwrap().ends_with(".gantry/outcome") {
+            std::io::Read::read_to_string(&mut entry, &mut outcome).unwrap();
+        }
+    }
+    assert_eq!(outcome, "v1 trap input-refused\n");
+    for worker in workers {
+        assert!(worker.stop().success());
+    }
+}
+
+/// The agreed outcome's tar, once an agreeing seat uploaded it after the decision.
+async fn verified_result(net: &Net, job: u64) -> Vec<u8> {
+    let key = gantry_protocol::names::verified_result_key(job);
+    let bucket = gantry_protocol::names::results_bucket(net.chain_id());
+    net.wait_until("the verified result uploaded", || async {
+        let store = net
+            .jetstream()
+            .await
+            .get_object_store(&bucket)
+            .await
+            .unwrap();
+        store.info(&key).await.is_ok()
+    })
+    .await;
+    net.download(&gantry_protocol::names::verified_result_uri(
+        net.chain_id(),
+        job,
+    ))
+    .await
 }
