@@ -259,8 +259,8 @@ pub struct SeatRow {
     pub digest: Option<String>,
     /// `seated`, `committed`, `revealed` (not decided yet), `declined` (given back),
     /// `reclaimed` (its node went inactive), `paid`, `unpaid` (released, neither paid nor
-    /// slashed), `parted` (a Docker job's seat that revealed another digest than the
-    /// quorum's: neither paid nor slashed, its share to the treasury) or `slashed`.
+    /// slashed), `parted` (a Docker job's seat that revealed and is not paid: neither paid
+    /// nor slashed, its share to the treasury) or `slashed`.
     pub outcome: String,
     /// Paid: its pay, less the fee.
     pub payout: Option<String>,

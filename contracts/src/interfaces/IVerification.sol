@@ -47,9 +47,10 @@ interface IVerificationEvents {
     /// @notice A replica's pay: `payout` to the node's earnings, `fee` owed to the treasury
     /// (together the bounty).
     event ReplicaPaid(uint64 indexed jobId, uint64 indexed nodeId, uint96 payout, uint96 fee);
-    /// @notice A replicated Docker job's seat revealed another digest than the quorum's:
-    /// neither paid nor slashed (a job deterministic by its submitter's word only can part
-    /// honest nodes); its share `forfeited` of the escrow went to the treasury.
+    /// @notice A replicated Docker job's seat revealed and is not paid (another digest than
+    /// the quorum's, or one no other seat matched without a quorum): not slashed either (a
+    /// job deterministic by its submitter's word only can part honest nodes); its share
+    /// `forfeited` of the escrow went to the treasury, not back to the submitter.
     event ReplicaForfeited(uint64 indexed jobId, uint64 indexed nodeId, uint96 forfeited);
     /// @notice The replicated job is Completed: `agreed` seats revealed `digest` (at least
     /// the quorum); `refund` (the unpaid seats' bounties) was credited to the submitter.
