@@ -316,48 +316,36 @@ impl State {
         let job_id = match &event {
             M::JobPosted(e) => {
                 match market::Job::posted(&e.terms, &view.policies) {
-                    // A verified job runs in the `Verification` and `Referees` extensions:
-                    // no tier-none call applies to it; the keeper follows it apart.
-                    // A refereed job's provider is placed by the planner, as a tier-none
-                    // job's node is (`placing`).
-                    Ok(job) if job.terms.verification.is_verified() => {
-                        let refereed =
-                            job.terms.verification.tier == market::Verification::REFEREED;
-                        view.verified.insert(
-                            e.jobId,
-                            VerifiedView {
-                                id: e.jobId,
-                                terms: job.terms,
-                                state: job.state,
-                                seats: market::Seats::default(),
-                                provider_revealed: false,
-                                placing: refereed.then(|| JobView {
+                    Ok(job) => {
+                        let open = || JobView {
+                            id: e.jobId,
+                            terms: job.terms,
+                            state: job.state,
+                            barred: BTreeSet::new(),
+                            posted_at: (envelope.block_number, envelope.log_index),
+                            spec_error: JobSpec::from_slice(&e.spec).err().map(|e| e.to_string()),
+                        };
+                        if job.terms.verification.is_verified() {
+                            // A verified job runs in the `Verification` and `Referees`
+                            // extensions: no tier-none call applies to it; the keeper follows
+                            // it apart. A refereed job's provider is placed by the planner,
+                            // as a tier-none job's node is (`placing`).
+                            let refereed =
+                                job.terms.verification.tier == market::Verification::REFEREED;
+                            view.verified.insert(
+                                e.jobId,
+                                VerifiedView {
                                     id: e.jobId,
                                     terms: job.terms,
                                     state: job.state,
-                                    barred: BTreeSet::new(),
-                                    posted_at: (envelope.block_number, envelope.log_index),
-                                    spec_error: JobSpec::from_slice(&e.spec)
-                                        .err()
-                                        .map(|e| e.to_string()),
-                                }),
-                            },
-                        );
-                    }
-                    Ok(job) => {
-                        view.jobs.insert(
-                            e.jobId,
-                            JobView {
-                                id: e.jobId,
-                                terms: job.terms,
-                                state: job.state,
-                                barred: BTreeSet::new(),
-                                posted_at: (envelope.block_number, envelope.log_index),
-                                spec_error: JobSpec::from_slice(&e.spec)
-                                    .err()
-                                    .map(|e| e.to_string()),
-                            },
-                        );
+                                    seats: market::Seats::default(),
+                                    provider_revealed: false,
+                                    placing: refereed.then(open),
+                                },
+                            );
+                        } else {
+                            view.jobs.insert(e.jobId, open());
+                        }
                     }
                     // The market refuses a posting under an unknown policy; a stream
                     // missing its MarketParamsUpdated is not one the matcher can act on.
