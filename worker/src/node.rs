@@ -46,7 +46,7 @@ pub(crate) async fn start(
     create_dirs(config).await?;
     let inventory = Inventory::detect(&config.work_dir);
     inventory.log();
-    let chain = Arc::new(connect_chain(config, signer).await?);
+    let chain = Arc::new(connect_chain(config, signer.clone()).await?);
     let detected = capabilities(config, &inventory);
     // A node registered with exactly the minimum would be made Inactive by its first
     // slash: the default leaves room.
@@ -82,7 +82,7 @@ pub(crate) async fn start(
         true => Some(WasmEngine::new().map_err(WorkerError::Node)?),
         false => None,
     };
-    let nats = connect_nats(&config.nats_url).await?;
+    let nats = connect_nats(config, node_id, signer, &inventory, detected.engines).await?;
     let js = jetstream::new(nats.clone());
     let Some(chain_stream) = wait_for_chain_stream(&js, config.chain_id, shutdown).await else {
         return Ok(None);
@@ -211,9 +211,51 @@ async fn start_docker(config: &Config, node_id: u64) -> Result<Executor, WorkerE
 }
 
 /// Connects to NATS, retrying in the background while the servers are down (a worker
-/// started during a NATS outage waits for it rather than exits).
-async fn connect_nats(url: &str) -> Result<async_nats::Client, WorkerError> {
-    gantry_runtime::nats::connect(url, true)
+/// started during a NATS outage waits for it rather than exits). Without credentials in
+/// `nats_url`, by the handshake: each connection sends a token signed by the agent key
+/// now, with the node's manifest (its engines, GPUs and newest cached inputs).
+async fn connect_nats(
+    config: &Config,
+    node_id: u64,
+    signer: PrivateKeySigner,
+    inventory: &Inventory,
+    engines: u8,
+) -> Result<async_nats::Client, WorkerError> {
+    use alloy::signers::SignerSync as _;
+    use gantry_protocol::handshake::{Gpu, Manifest, Token};
+    let (chain_id, market) = (config.chain_id, config.market);
+    let gpus: Vec<Gpu> = inventory
+        .gpus
+        .iter()
+        .map(|gpu| Gpu {
+            model: gpu.name.clone(),
+            vram_mib: gpu.vram_mib,
+        })
+        .collect();
+    let cache_dir = config.cache_dir.clone();
+    let token = move || {
+        let manifest = Manifest {
+            engines,
+            gpus: gpus.clone(),
+            cached_inputs: crate::fetch::newest_cached(
+                &cache_dir,
+                gantry_protocol::handshake::MAX_CACHED_INPUTS,
+            ),
+            worker: env!("CARGO_PKG_VERSION").to_owned(),
+        };
+        let now = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_secs());
+        let token = Token::unsigned(node_id, signer.address(), now, &manifest);
+        match signer.sign_hash_sync(&token.digest(chain_id, market)) {
+            Ok(signature) => token.signed(&signature).encode(),
+            Err(error) => {
+                tracing::error!(%error, "signing the handshake");
+                String::new()
+            }
+        }
+    };
+    gantry_runtime::nats::connect_node(&config.nats_url, node_id, token)
         .await
         .map_err(|e| WorkerError::nats(format!("connecting to {}", e.servers), e.source))
 }

@@ -44,6 +44,7 @@ pub mod deployment;
 pub mod eligibility;
 pub mod envelope;
 pub mod events;
+pub mod handshake;
 pub mod jobs;
 pub mod market;
 pub mod names;

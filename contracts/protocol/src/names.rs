@@ -89,6 +89,26 @@ pub fn pending_bucket(chain_id: u64) -> String {
     format!("gantry_{chain_id}_pending")
 }
 
+/// The KV bucket of the workers' capability manifests of chain `chain_id`, keyed by node
+/// id: what each node's worker said in its last handshake (`handshake::Manifest`), written
+/// by the auth service, read by the matcher.
+pub fn nodes_bucket(chain_id: u64) -> String {
+    format!("gantry_{chain_id}_nodes")
+}
+
+/// The KV bucket where the auth service records each handshake token it admitted (by its
+/// signature's hash) until the token's window has passed: a token is used once, whichever
+/// replica sees it.
+pub fn handshakes_bucket(chain_id: u64) -> String {
+    format!("gantry_{chain_id}_handshakes")
+}
+
+/// The NATS user name a node's worker has, whether from the server's configuration or
+/// from the handshake: its inbox prefix derives from it (`nats::inbox_prefix`).
+pub fn worker_user(node_id: u64) -> String {
+    format!("worker-{node_id}")
+}
+
 /// The name of the durable consumer through which matcher replicas share the open jobs.
 pub fn matcher_consumer(chain_id: u64) -> String {
     format!("gantry_{chain_id}_matcher")

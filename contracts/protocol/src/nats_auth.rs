@@ -13,10 +13,21 @@
 //!   liveness   GANTRY_NATS_LIVENESS_PASSWORD       read the chain stream, KV keeper lease
 //!   api        GANTRY_NATS_API_PASSWORD            read the chain and jobs streams, KV pending
 //!   reader     GANTRY_NATS_READER_PASSWORD         download results (submitters' `gantry` CLI)
-//!   worker-<N> GANTRY_NATS_WORKER_<N>_PASSWORD     node N's assignments and claim-mode consumers;
-//!                                                  write progress, logs, reports, results and
-//!                                                  checkpoints
+//!   auth       GANTRY_NATS_AUTH_PASSWORD           the auth service: record handshakes, keep the
+//!                                                  workers' manifests, make each node's bucket
+//!   callout    GANTRY_NATS_CALLOUT_PASSWORD        (account AUTH) answer the server's auth callout
+//!   worker-<N> GANTRY_NATS_WORKER_<N>_PASSWORD     (only for nodes listed) as a handshake's user
 //! ```
+//!
+//! Workers join without any of this (design 19): a client that is none of these users is
+//! sent to the auth callout, whose service (`gantry-auth`) checks the worker's handshake
+//! token and answers with a user JWT for account GANTRY carrying
+//! [`worker_permissions`]: node N's assignment and claim consumers, its reports, results and
+//! checkpoints, `nats://` inputs; signed by the issuer key whose public half the server
+//! reads from `$GANTRY_NATS_CALLOUT_ISSUER`. `allowed_accounts` names AUTH only, so the
+//! service users above log in locally and never reach the callout. Listing node ids gives
+//! those nodes config users as well (operators running their own workers with passwords)
+//! and lets the reader read their buckets of sealed results.
 //!
 //! `$JS.API.CONSUMER.CREATE.<stream>` alone is the endpoint of unnamed (ordered) consumers;
 //! with `.<name>[.<filter>]` after it, that of a named one, its only filter in the subject
@@ -34,13 +45,46 @@ use crate::nats::inbox_prefix;
 const API: &str = "$JS.API";
 
 /// One user: its name, the environment variable of its password, why it exists, and what
-/// it may publish (`None`: everything, the admin).
+/// it may publish (`None`: everything, the admin). Every user but the callout's is in
+/// account GANTRY and subscribes to its own inbox only.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct User {
     pub name: String,
     pub password_env: String,
     pub comment: String,
     pub publish: Option<Vec<String>>,
+}
+
+/// What a user may publish and subscribe to.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Permissions {
+    pub publish: Vec<String>,
+    pub subscribe: Vec<String>,
+}
+
+/// The account the auth callout's service connects to: nothing in it but the callout.
+pub const CALLOUT_ACCOUNT: &str = "AUTH";
+/// The account of the streams, the buckets, the services and the workers.
+pub const ACCOUNT: &str = "GANTRY";
+/// The callout service's user, in [`CALLOUT_ACCOUNT`].
+pub const CALLOUT_USER: &str = "callout";
+/// The variable of the server's environment holding the callout issuer's public key
+/// (`A…`): the server accepts user JWTs signed by it.
+pub const CALLOUT_ISSUER_ENV: &str = "GANTRY_NATS_CALLOUT_ISSUER";
+/// Where the server asks the callout (nats-server's fixed subject).
+pub const CALLOUT_SUBJECT: &str = "$SYS.REQ.USER.AUTH";
+/// How long the server waits for the callout's answer (and for any client's CONNECT),
+/// seconds.
+pub const CALLOUT_TIMEOUT_SECS: u64 = 2;
+
+/// Node `node`'s worker: what its user may publish (see [`worker`]) and subscribe to (its
+/// own inbox). The auth service grants exactly this to a handshake.
+pub fn worker_permissions(chain_id: u64, node: u64) -> Permissions {
+    let user = worker(chain_id, node);
+    Permissions {
+        publish: user.publish.expect("a worker's publish list"),
+        subscribe: vec![format!("{}.>", inbox_prefix(&user.name))],
+    }
 }
 
 /// The users of chain `chain_id`'s services and of the workers of `nodes`.
@@ -76,6 +120,12 @@ pub fn users(chain_id: u64, nodes: &[u64]) -> Vec<User> {
             api(chain_id),
         ),
         service(
+            "auth",
+            "The auth service (gantry-auth): records the handshakes it admits, keeps each \
+             worker's manifest, creates each node's bucket of sealed results (a worker may not).",
+            auth(chain_id),
+        ),
+        service(
             "reader",
             "Submitters fetching their results (the gantry CLI): read the results bucket and \
              the nodes' buckets of sealed results only.",
@@ -89,7 +139,7 @@ pub fn users(chain_id: u64, nodes: &[u64]) -> Vec<User> {
 fn service(name: &str, comment: &str, publish: Vec<String>) -> User {
     User {
         name: name.into(),
-        password_env: format!("GANTRY_NATS_{}_PASSWORD", name.to_uppercase()),
+        password_env: password_env(name),
         comment: comment.into(),
         publish: Some(publish),
     }
@@ -197,6 +247,12 @@ fn matcher(chain_id: u64) -> Vec<String> {
         format!("{API}.STREAM.CREATE.KV_{pending}"),
         format!("$KV.{pending}.>"),
     ]));
+    // The workers' manifests, read.
+    let nodes = names::nodes_bucket(chain_id);
+    subjects.extend(strings([
+        format!("{API}.STREAM.INFO.KV_{nodes}"),
+        format!("{API}.DIRECT.GET.KV_{nodes}.>"),
+    ]));
     subjects
 }
 
@@ -232,6 +288,27 @@ fn api(chain_id: u64) -> Vec<String> {
     subjects.extend(strings([
         format!("{API}.STREAM.INFO.KV_{pending}"),
         format!("{API}.DIRECT.GET.KV_{pending}.>"),
+    ]));
+    subjects
+}
+
+fn auth(chain_id: u64) -> Vec<String> {
+    let nodes = names::nodes_bucket(chain_id);
+    let handshakes = names::handshakes_bucket(chain_id);
+    let mut subjects = strings([format!("{API}.INFO")]);
+    for bucket in [&nodes, &handshakes] {
+        subjects.extend(strings([
+            format!("{API}.STREAM.INFO.KV_{bucket}"),
+            format!("{API}.STREAM.CREATE.KV_{bucket}"),
+            format!("{API}.DIRECT.GET.KV_{bucket}.>"),
+            format!("$KV.{bucket}.>"),
+        ]));
+    }
+    // Each node's bucket of sealed results, made at its first handshake: a stream name is
+    // one token, so no narrower grant names them all.
+    subjects.extend(strings([
+        format!("{API}.STREAM.INFO.*"),
+        format!("{API}.STREAM.CREATE.*"),
     ]));
     subjects
 }
@@ -277,8 +354,8 @@ fn worker(chain_id: u64, node: u64) -> User {
         chain_id, node,
     )));
     User {
-        name: format!("worker-{node}"),
-        password_env: format!("GANTRY_NATS_WORKER_{node}_PASSWORD"),
+        name: names::worker_user(node),
+        password_env: password_env(&names::worker_user(node)),
         comment: format!(
             "Node {node}'s worker: its assignments, its claim-mode consumers of {}, the {} spec \
              by subject, its reports, results and checkpoints, and nats:// inputs.",
@@ -293,15 +370,42 @@ fn worker(chain_id: u64, node: u64) -> User {
 pub fn render(chain_id: u64, nodes: &[u64]) -> String {
     let mut out = format!(
         "# Generated by `gantry-devnet nats-auth {chain_id}{}` from gantry_protocol::names;\n\
-         # do not edit, re-run it (and reload the servers: nats-server --signal reload).\n\n\
-         accounts {{\n  GANTRY {{\n    jetstream: enabled\n    users: [\n",
-        nodes.iter().map(|n| format!(" {n}")).collect::<String>()
+         # do not edit, re-run it (and reload the servers: nats-server --signal reload;\n\
+         # a change to the auth_callout block needs a restart).\n\n\
+         accounts {{\n  {CALLOUT_ACCOUNT} {{\n    users: [\n      \
+         # The auth service (gantry-auth) answering the callout; nothing else is here.\n      \
+         {{ user: {CALLOUT_USER}, password: ${}, permissions: {{\n          \
+         publish: {{ allow: [\"$SYS._INBOX.>\"] }}\n          \
+         subscribe: {{ allow: [\"{CALLOUT_SUBJECT}\", \"{}.>\"] }}\n      }} }}\n    ]\n  }}\n  \
+         {ACCOUNT} {{\n    jetstream: enabled\n    users: [\n",
+        nodes.iter().map(|n| format!(" {n}")).collect::<String>(),
+        password_env(CALLOUT_USER),
+        inbox_prefix(CALLOUT_USER),
     );
     for user in users(chain_id, nodes) {
         render_user(&mut out, &user);
     }
     out.push_str("    ]\n  }\n}\n");
+    let _ = write!(
+        out,
+        "\n# A client that is none of the users above is a worker: the auth service checks its\n\
+         # handshake and answers with a user of {ACCOUNT} scoped to its node.\n\
+         authorization {{\n  timeout: {CALLOUT_TIMEOUT_SECS}\n  auth_callout {{\n    \
+         issuer: ${CALLOUT_ISSUER_ENV}\n    account: {CALLOUT_ACCOUNT}\n    \
+         auth_users: [ {CALLOUT_USER} ]\n    \
+         # Not {ACCOUNT}: its users log in here and never reach the callout.\n    \
+         allowed_accounts: [ {CALLOUT_ACCOUNT} ]\n  }}\n}}\n"
+    );
     out
+}
+
+/// `GANTRY_NATS_<USER>_PASSWORD`: the variable of the server's environment holding `user`'s
+/// password.
+pub fn password_env(user: &str) -> String {
+    format!(
+        "GANTRY_NATS_{}_PASSWORD",
+        user.to_uppercase().replace('-', "_")
+    )
 }
 
 fn render_user(out: &mut String, user: &User) {

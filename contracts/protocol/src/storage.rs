@@ -159,6 +159,33 @@ pub fn pending_bucket(chain_id: u64, replicas: usize) -> kv::Config {
     }
 }
 
+/// The workers' manifests ([`names::nodes_bucket`]): the last one of each node.
+pub fn nodes_bucket(chain_id: u64, replicas: usize) -> kv::Config {
+    kv::Config {
+        bucket: names::nodes_bucket(chain_id),
+        description: "the capability manifest of each node's worker, from its last handshake"
+            .into(),
+        history: 1,
+        storage: stream::StorageType::File,
+        num_replicas: replicas,
+        ..Default::default()
+    }
+}
+
+/// The admitted handshake tokens ([`names::handshakes_bucket`]), each kept for `keep` (at
+/// least twice the tokens' clock window, so none is admitted again).
+pub fn handshakes_bucket(chain_id: u64, keep: Duration, replicas: usize) -> kv::Config {
+    kv::Config {
+        bucket: names::handshakes_bucket(chain_id),
+        description: "handshake tokens admitted, by signature hash, until their window ends".into(),
+        history: 1,
+        max_age: keep,
+        storage: stream::StorageType::File,
+        num_replicas: replicas,
+        ..Default::default()
+    }
+}
+
 /// A lease bucket (`INDEXER_LEASE_BUCKET` or `LIVENESS_LEASE_BUCKET`): entries expire after
 /// the lease's time to live, so a dead holder's lease lapses.
 pub fn lease_bucket(bucket: &str, ttl: Duration, replicas: usize) -> kv::Config {

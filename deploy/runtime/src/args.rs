@@ -87,6 +87,11 @@ impl Secret {
     pub fn new(value: impl Into<String>) -> Self {
         Self(value.into().trim().to_owned())
     }
+
+    /// The secret itself, for the one place that uses it.
+    pub fn expose(&self) -> &str {
+        &self.0
+    }
 }
 
 /// The signing key of an account that sends transactions: a flag (or its environment

@@ -4,7 +4,8 @@
 use std::time::Duration;
 
 use async_nats::jetstream;
-use gantry_protocol::nats::NatsAddress;
+use gantry_protocol::names;
+use gantry_protocol::nats::{NatsAddress, inbox_prefix};
 use tokio_util::sync::CancellationToken;
 
 /// A NATS operation that failed, with what was being done.
@@ -58,6 +59,59 @@ pub async fn connect(url: &str, retry: bool) -> Result<async_nats::Client, Conne
             servers: address.servers.clone(),
             source,
         })
+}
+
+/// The connect options of node `node`'s worker and the servers to give them. With
+/// credentials in `url` (a user the operator configured for the node), as any service's;
+/// without, by the handshake (design 19): every connection, the first and each one after
+/// the server closed it (the credentials it granted expired), sends a fresh token from
+/// `token` (`handshake::Token`, signed by the node's agent key). Replies come to the
+/// node's own inbox either way, the only one its user may read.
+pub fn node_options(
+    url: &str,
+    node: u64,
+    token: impl Fn() -> String + Send + Sync + 'static,
+) -> (String, async_nats::ConnectOptions) {
+    let address = NatsAddress::parse(url);
+    if address.credentials.is_some() {
+        return (address.servers.clone(), address.connect_options());
+    }
+    let token = std::sync::Arc::new(token);
+    let options = async_nats::ConnectOptions::with_auth_callback(move |_nonce| {
+        let token = token();
+        async move {
+            let mut auth = async_nats::Auth::new();
+            auth.token = Some(token);
+            Ok(auth)
+        }
+    })
+    .custom_inbox_prefix(inbox_prefix(&names::worker_user(node)));
+    (address.servers, options)
+}
+
+/// Connects node `node`'s worker ([`node_options`]), retrying in the background while the
+/// servers are down or refuse it: a refusal is logged with what to check.
+pub async fn connect_node(
+    url: &str,
+    node: u64,
+    token: impl Fn() -> String + Send + Sync + 'static,
+) -> Result<async_nats::Client, ConnectError> {
+    let (servers, options) = node_options(url, node, token);
+    options
+        .retry_on_initial_connect()
+        .event_callback(move |event| async move {
+            if let async_nats::Event::ServerError(error) = &event {
+                tracing::warn!(
+                    node,
+                    %error,
+                    "NATS refused this worker: the auth service's log says why (is the node \
+                     registered, not exited, its stake at least the minimum, and this key its agent?)"
+                );
+            }
+        })
+        .connect(&servers)
+        .await
+        .map_err(|source| ConnectError { servers, source })
 }
 
 /// How often to look for a stream that is not there yet.

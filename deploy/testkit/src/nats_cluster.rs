@@ -34,6 +34,8 @@ pub struct NatsConfig {
     _dir: tempfile::TempDir,
     file: PathBuf,
     users: Vec<String>,
+    /// The auth callout's issuer: the server accepts the users it signs.
+    issuer: nkeys::KeyPair,
 }
 
 impl NatsConfig {
@@ -47,15 +49,33 @@ impl NatsConfig {
             dir.path().join("auth.conf"),
             nats_auth::render(chain_id, worker_nodes),
         )?;
-        let users: Vec<String> = nats_auth::users(chain_id, worker_nodes)
+        let mut users: Vec<String> = nats_auth::users(chain_id, worker_nodes)
             .into_iter()
             .map(|user| user.name)
             .collect();
+        users.push(nats_auth::CALLOUT_USER.to_owned());
         Ok(Self {
             file: dir.path().join(file),
             _dir: dir,
             users,
+            issuer: nkeys::KeyPair::new_account(),
         })
+    }
+
+    /// The callout issuer's seed (`SA…`), for the auth service.
+    pub fn issuer_seed(&self) -> String {
+        self.issuer
+            .seed()
+            .expect("a generated key pair has its seed")
+    }
+
+    /// `nats://<user>:<password>@127.0.0.1:<port>` on `server`.
+    pub fn url_of(&self, server: &ConfiguredNats, user: &str) -> String {
+        format!(
+            "nats://{user}:{}@127.0.0.1:{}",
+            self.password(user),
+            server.port()
+        )
     }
 
     /// The rendered server config (its `auth.conf` beside it).
@@ -68,18 +88,19 @@ impl NatsConfig {
         format!("pw-{user}-test")
     }
 
-    /// `GANTRY_NATS_<USER>_PASSWORD` for every user: the server's environment.
+    /// `GANTRY_NATS_<USER>_PASSWORD` for every user and the callout issuer's public key:
+    /// the server's environment.
     fn env(&self) -> Vec<(String, String)> {
-        self.users
+        let mut env: Vec<(String, String)> = self
+            .users
             .iter()
-            .map(|user| {
-                let var = format!(
-                    "GANTRY_NATS_{}_PASSWORD",
-                    user.to_uppercase().replace('-', "_")
-                );
-                (var, self.password(user))
-            })
-            .collect()
+            .map(|user| (nats_auth::password_env(user), self.password(user)))
+            .collect();
+        env.push((
+            nats_auth::CALLOUT_ISSUER_ENV.to_owned(),
+            self.issuer.public_key(),
+        ));
+        env
     }
 }
 

@@ -6,6 +6,8 @@
 //!   TestNet::builder()
 //!     .deploy_params(f)    anvil + the market, deployed with f(DeployParams::dev)  (always)
 //!     .nats()              nats-server with JetStream
+//!     .handshake(ttl)      …instead, from deploy/nats/ with the users of nats_auth and
+//!                          gantry_auth answering the callout: workers join by handshake
 //!     .indexer()           gantry_indexer::run in this process (and nats)
 //!     .matcher(account)    gantry_matcher::run_matcher in this process (role granted)
 //!     .keeper(account)     gantry_matcher::run_liveness in this process
@@ -37,6 +39,7 @@ use gantry_protocol::status::JobStatus;
 use tokio_util::sync::CancellationToken;
 
 use crate::accounts::{ADMIN, OTHER, SUBMITTER};
+use crate::nats_cluster::{ConfiguredNats, NatsConfig};
 use crate::{
     DeployParams, Deployment, Devnet, Dockerd, GUSD, JobPost, NatsServer, PATIENCE, Postgres,
     confirm_receipt, import_busybox, wait, worker_config,
@@ -48,6 +51,8 @@ type Configure<T> = Box<dyn FnOnce(T) -> T + Send>;
 pub struct TestNetBuilder {
     deploy_params: Configure<DeployParams>,
     nats: bool,
+    /// With the production config and the auth service: credentials' time to live, s.
+    handshake: Option<u64>,
     indexer: Option<IndexerStart>,
     indexer_config: Configure<gantry_indexer::Config>,
     matcher: Option<usize>,
@@ -96,6 +101,15 @@ impl TestNetBuilder {
     pub fn nats(mut self) -> Self {
         self.nats = true;
         self
+    }
+
+    /// NATS as in production: the server run from `deploy/nats/nats-server.conf` with the
+    /// users `gantry_protocol::nats_auth` renders (no worker among them), each service
+    /// connecting as its own user, and `gantry_auth` answering the callout with
+    /// credentials that last `ttl_secs`: workers join by the handshake alone.
+    pub fn handshake(mut self, ttl_secs: u64) -> Self {
+        self.handshake = Some(ttl_secs);
+        self.nats()
     }
 
     /// The indexer, running in this process from the start (NATS too).
@@ -181,10 +195,26 @@ impl TestNetBuilder {
         let devnet = Devnet::start_with(self.deploy_params)
             .await
             .context("starting anvil and deploying the market")?;
-        let nats = if self.nats {
-            Some(NatsServer::start().context("starting nats-server")?)
-        } else {
-            None
+        let (nats, secured) = match (self.nats, self.handshake) {
+            (false, _) => (None, None),
+            (true, None) => (
+                Some(NatsServer::start().context("starting nats-server")?),
+                None,
+            ),
+            (true, Some(ttl)) => {
+                let config =
+                    NatsConfig::render("nats-server.conf", devnet.deployment.chain_id, &[])
+                        .context("rendering the NATS config")?;
+                let server = ConfiguredNats::start(&config).context("starting nats-server")?;
+                (
+                    None,
+                    Some(Secured {
+                        config,
+                        server,
+                        ttl,
+                    }),
+                )
+            }
         };
         let (dockerd, docker) = if self.docker {
             let (dockerd, docker) = start_docker(&self.images).await?;
@@ -204,12 +234,17 @@ impl TestNetBuilder {
                 .await
                 .with_context(|| format!("granting account {account} the matcher role"))?;
         }
-        let indexer_config = nats
-            .as_ref()
-            .map(|nats| (self.indexer_config)(devnet.indexer_config(nats.url())));
+        let indexer_url = match (&nats, &secured) {
+            (Some(nats), _) => Some(nats.url()),
+            (None, Some(secured)) => Some(secured.url_as("indexer")),
+            (None, None) => None,
+        };
+        let indexer_config =
+            indexer_url.map(|url| (self.indexer_config)(devnet.indexer_config(url)));
         let net = TestNet {
             devnet,
             nats,
+            secured,
             dockerd,
             docker,
             postgres,
@@ -218,6 +253,12 @@ impl TestNetBuilder {
             patience: self.patience,
             dir: tempfile::tempdir().context("creating a scratch folder")?,
         };
+        if let Some(secured) = &net.secured {
+            let auth = gantry_auth::bind(net.auth_config(secured))
+                .await
+                .context("starting the auth service")?;
+            tokio::spawn(auth.serve(net.shutdown()));
+        }
         if self.indexer == Some(IndexerStart::Now) {
             net.start_indexer();
         }
@@ -254,6 +295,8 @@ pub struct TestNet {
     /// The chain with the market deployed.
     pub devnet: Devnet,
     nats: Option<NatsServer>,
+    /// NATS as in production, when built with [`TestNetBuilder::handshake`].
+    secured: Option<Secured>,
     dockerd: Option<Dockerd>,
     docker: Option<bollard::Docker>,
     postgres: Option<Postgres>,
@@ -277,6 +320,7 @@ impl TestNet {
         TestNetBuilder {
             deploy_params: Box::new(|params| params),
             nats: false,
+            handshake: None,
             indexer: None,
             indexer_config: Box::new(|config| config),
             matcher: None,
@@ -290,11 +334,50 @@ impl TestNet {
         }
     }
 
-    /// The NATS server; panics if the net was built without [`TestNetBuilder::nats`].
+    /// The NATS server; panics if the net was built without [`TestNetBuilder::nats`] (or
+    /// with [`TestNetBuilder::handshake`]: [`Self::nats_url_as`]).
     pub fn nats(&self) -> &NatsServer {
         self.nats
             .as_ref()
-            .expect("the test net was started without .nats()")
+            .expect("the test net was started without .nats(), or with .handshake()")
+    }
+
+    /// NATS's URL as `user` (`indexer`, `matcher`, `admin`, …): with its password when
+    /// the net runs the production config, the plain URL otherwise.
+    pub fn nats_url_as(&self, user: &str) -> String {
+        match &self.secured {
+            Some(secured) => secured.url_as(user),
+            None => self.nats().url(),
+        }
+    }
+
+    /// NATS's URL without credentials: what a worker joining by the handshake is given.
+    pub fn nats_url(&self) -> String {
+        match &self.secured {
+            Some(secured) => secured.server.url(),
+            None => self.nats().url(),
+        }
+    }
+
+    /// The production NATS config and its server, when built with
+    /// [`TestNetBuilder::handshake`].
+    pub fn secured_nats(&self) -> Option<(&NatsConfig, &ConfiguredNats)> {
+        self.secured.as_ref().map(|s| (&s.config, &s.server))
+    }
+
+    /// The auth service's config for this chain and the production NATS: what
+    /// [`TestNetBuilder::handshake`] starts.
+    fn auth_config(&self, secured: &Secured) -> gantry_auth::Config {
+        gantry_auth::Config {
+            chain: self.devnet.chain_args(),
+            nats: gantry_runtime::args::NatsArgs::local(secured.url_as("auth")),
+            callout_url: secured.url_as(gantry_protocol::nats_auth::CALLOUT_USER),
+            issuer_seed: Some(Secret::new(secured.config.issuer_seed())),
+            issuer_seed_file: None,
+            ttl_secs: secured.ttl,
+            concurrency: 16,
+            instance: Default::default(),
+        }
     }
 
     pub fn nats_mut(&mut self) -> &mut NatsServer {
@@ -384,7 +467,7 @@ impl TestNet {
     /// A JetStream context on a fresh connection.
     pub async fn jetstream(&self) -> jetstream::Context {
         jetstream::new(
-            async_nats::connect(self.nats().url())
+            gantry_runtime::nats::connect(&self.nats_url_as("admin"), false)
                 .await
                 .expect("nats connects"),
         )
@@ -424,7 +507,7 @@ impl TestNet {
             Some(dockerd) => dockerd.socket().to_path_buf(),
             None => root.join("no-docker.sock"),
         };
-        worker_config(&self.devnet, &self.nats().url(), &socket, root)
+        worker_config(&self.devnet, &self.nats_url(), &socket, root)
     }
 
     /// Mints `amount` (base units) to `account` and lets `spender` take all of its tokens.
@@ -874,7 +957,7 @@ impl TestNet {
         F: FnMut() -> Fut,
         Fut: Future<Output = bool>,
     {
-        let client = async_nats::connect(self.nats().url())
+        let client = gantry_runtime::nats::connect(&self.nats_url_as("admin"), false)
             .await
             .expect("nats connects");
         let messages = client.subscribe(">").await.expect("nats subscribes");
@@ -894,7 +977,7 @@ impl TestNet {
     /// [`MatcherConfig::local`] with receipts polled every 20 ms (what
     /// [`TestNetBuilder::matcher`] starts, before its `matcher_config` changes).
     pub fn matcher_config(&self, account: usize) -> MatcherConfig {
-        MatcherConfig::local(self.service_config(account))
+        MatcherConfig::local(self.service_config(account, "matcher"))
     }
 
     /// The config of a liveness keeper on this chain and NATS paying from `account`:
@@ -903,21 +986,36 @@ impl TestNet {
     pub fn keeper_config(&self, account: usize) -> LivenessConfig {
         LivenessConfig {
             lease_ttl: std::time::Duration::from_secs(1),
-            ..LivenessConfig::local(self.service_config(account))
+            ..LivenessConfig::local(self.service_config(account, "liveness"))
         }
     }
 
-    /// What the matcher and the keeper share: this chain, NATS and the key of `account`,
-    /// receipts polled every 20 ms.
-    fn service_config(&self, account: usize) -> Common {
+    /// What the matcher and the keeper share: this chain, NATS as `user` and the key of
+    /// `account`, receipts polled every 20 ms.
+    fn service_config(&self, account: usize, user: &str) -> Common {
         Common {
             receipt_poll: std::time::Duration::from_millis(20),
             ..Common::local(
                 self.devnet.chain_args(),
-                self.nats().url(),
+                self.nats_url_as(user),
                 Secret::new(self.devnet.private_key(account)),
             )
         }
+    }
+}
+
+/// NATS as in production (see [`TestNetBuilder::handshake`]).
+#[derive(Debug)]
+struct Secured {
+    config: NatsConfig,
+    server: ConfiguredNats,
+    /// The auth service's credentials' time to live, seconds.
+    ttl: u64,
+}
+
+impl Secured {
+    fn url_as(&self, user: &str) -> String {
+        self.config.url_of(&self.server, user)
     }
 }
 

@@ -134,6 +134,28 @@ async fn copy_limited(
     Ok((size, hex::encode(hasher.finalize())))
 }
 
+/// The hashes of the `count` newest files in the cache (the handshake's manifest says
+/// what this node has at hand); none when the cache cannot be read.
+pub(crate) fn newest(cache_dir: &Path, count: usize) -> Vec<alloy::primitives::B256> {
+    let Ok(entries) = std::fs::read_dir(sha256_dir(cache_dir)) else {
+        return Vec::new();
+    };
+    let mut files: Vec<(std::time::SystemTime, alloy::primitives::B256)> = entries
+        .filter_map(Result::ok)
+        .filter_map(|entry| {
+            let hash = entry.file_name().to_str()?.parse().ok()?;
+            let modified = entry.metadata().ok()?.modified().ok()?;
+            Some((modified, hash))
+        })
+        .collect();
+    files.sort_by_key(|(modified, _)| std::cmp::Reverse(*modified));
+    files
+        .into_iter()
+        .take(count)
+        .map(|(_, hash)| hash)
+        .collect()
+}
+
 fn sha256_dir(cache_dir: &Path) -> PathBuf {
     cache_dir.join("sha256")
 }

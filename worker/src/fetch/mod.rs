@@ -42,6 +42,7 @@ use gantry_runtime::backoff::{self, Retryable as _};
 use tracing::{debug, info, instrument, warn};
 use url::Url;
 
+pub(crate) use self::cache::newest as newest_cached;
 pub use self::error::FetchError;
 use self::guard::AllowList;
 use self::source::{Source, normalize_hash, parse_source, scheme_of};

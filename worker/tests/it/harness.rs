@@ -94,6 +94,24 @@ impl Net {
         Self(net.start().await.expect("the test net starts"))
     }
 
+    /// Chain, NATS as in production (the users `nats_auth` renders, none for any node, and
+    /// the auth service answering the callout with credentials lasting `ttl_secs`), the
+    /// indexer, matcher and keeper as their own users; no Docker: workers join by the
+    /// handshake alone, for WASM jobs.
+    pub(crate) async fn start_handshake(
+        configure: impl FnOnce(DeployParams) -> DeployParams + Send + 'static,
+        ttl_secs: u64,
+    ) -> Self {
+        let net = TestNet::builder()
+            .deploy_params(configure)
+            .handshake(ttl_secs)
+            .matcher_role(SECOND_MATCHER)
+            .keeper(KEEPER)
+            .indexer()
+            .matcher(SECOND_MATCHER);
+        Self(net.start().await.expect("the test net starts"))
+    }
+
     /// The worker's config file for agent `account`, with `extra` TOML in `[jobs]`.
     fn worker_config_file(&self, account: usize, extra_jobs: &str, metrics: SocketAddr) -> PathBuf {
         let root = self.dir().join(format!("worker-{account}"));

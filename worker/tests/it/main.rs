@@ -66,6 +66,9 @@
 //!   liar slashed its seat stake (`verification_a_lying_worker_is_slashed_and_the_job_still_completes`).
 //!   A worker killed after its commit and started again still reveals from its seal record
 //!   (`verification_a_worker_restarted_after_its_commit_still_reveals`).
+//! - `handshake`: NATS as in production (no user for any node, the auth service answering
+//!   the callout): a worker joins with its agent key alone and runs a WASM job to its
+//!   submission; its manifest is kept where the matcher reads it.
 //! - `inventory`: `gantry-worker inventory` prints what the node would register and
 //!   samples GPU telemetry; on this machine, without NVML, it says why there are no GPUs.
 
@@ -74,6 +77,7 @@ mod claim;
 mod clock;
 mod docker_seats;
 mod engine;
+mod handshake;
 mod harness;
 mod hostile;
 mod inventory;

@@ -13,11 +13,11 @@ use sha2::{Digest, Sha256};
 
 use crate::harness::{Net, Services, wasm_job};
 
-const WASM_ONLY: &str = "engines = [\"wasm\"]";
-const DEMO: &str = include_str!("../../../deploy/demo/summary.wat");
+pub(crate) const WASM_ONLY: &str = "engines = [\"wasm\"]";
+pub(crate) const DEMO: &str = include_str!("../../../deploy/demo/summary.wat");
 
 /// A WASM spec running `module` (put in the inputs bucket as `name`).
-async fn wasm_spec(net: &Net, name: &str, module: &str, deterministic: bool) -> JobSpec {
+pub(crate) async fn wasm_spec(net: &Net, name: &str, module: &str, deterministic: bool) -> JobSpec {
     let uri = net.put_input(name, module.as_bytes()).await;
     JobSpec {
         version: 2,
