@@ -14,8 +14,12 @@
 //!   nats-server with the permissions `gantry_protocol::nats_auth` renders; what they
 //!   allow and refuse is described under "Tested here" in
 //!   `deploy/README.md`.
+//! - `handshake`: the same config with the auth service on a real chain, as an attacker
+//!   tries it: only a registered node's agent is let in, once per token, to its own
+//!   node's consumers, inbox and bucket; its access renews until the node exits.
 
 mod artifacts;
 mod eligibility;
+mod handshake;
 mod lifecycle;
 mod nats_config;

@@ -782,21 +782,20 @@ async fn verification_a_referee_cannot_read_the_providers_result() {
     reader.assert_no_refusals("reading a sealed result").await;
 }
 
-struct Session {
-    client: Client,
-    js: jetstream::Context,
+pub(crate) struct Session {
+    pub(crate) client: Client,
+    pub(crate) js: jetstream::Context,
     /// For calls that are expected to be refused: the server drops them, so they time out.
-    refusing_js: jetstream::Context,
+    pub(crate) refusing_js: jetstream::Context,
     violations: Mutex<mpsc::UnboundedReceiver<String>>,
 }
 
 impl Session {
-    async fn open(server: &ConfiguredNats, config: &NatsConfig, user: &str) -> Self {
+    pub(crate) async fn open(server: &ConfiguredNats, config: &NatsConfig, user: &str) -> Self {
         Self::open_url(&server.url(), config, user).await
     }
 
     async fn open_url(url: &str, config: &NatsConfig, user: &str) -> Self {
-        let (tx, rx) = mpsc::unbounded_channel();
         // As the services connect: the user and password in the URL, split off by
         // NatsAddress into connect options with the user's own inbox prefix.
         let address = NatsAddress::parse(&url.replacen(
@@ -804,8 +803,18 @@ impl Session {
             &format!("nats://{user}:{}@", config.password(user)),
             1,
         ));
-        let client = address
-            .connect_options()
+        Self::connect(&address.servers, address.connect_options())
+            .await
+            .unwrap_or_else(|e| panic!("{user} connects to {url}: {e}"))
+    }
+
+    /// Connects with `options` to `servers`, recording the permission violations.
+    pub(crate) async fn connect(
+        servers: &str,
+        options: async_nats::ConnectOptions,
+    ) -> Result<Self, async_nats::ConnectError> {
+        let (tx, rx) = mpsc::unbounded_channel();
+        let client = options
             .event_callback(move |event| {
                 let tx = tx.clone();
                 async move {
@@ -814,10 +823,9 @@ impl Session {
                     }
                 }
             })
-            .connect(&address.servers)
-            .await
-            .unwrap_or_else(|e| panic!("{user} connects to {url}: {e}"));
-        Self {
+            .connect(servers)
+            .await?;
+        Ok(Self {
             js: jetstream::new(client.clone()),
             refusing_js: jetstream::ContextBuilder::new()
                 .timeout(REFUSED_CALL_TIMEOUT)
@@ -825,15 +833,20 @@ impl Session {
                 .build(client.clone()),
             client,
             violations: Mutex::new(rx),
-        }
+        })
     }
 
     /// Waits for the server's "Permissions Violation for <kind> to <subject>".
-    async fn refused(&self, kind: &str, subject: &str) {
+    pub(crate) async fn refused(&self, kind: &str, subject: &str) {
         self.refused_matching(kind, |s| s == subject, subject).await;
     }
 
-    async fn refused_matching(&self, kind: &str, matches: impl Fn(&str) -> bool, what: &str) {
+    pub(crate) async fn refused_matching(
+        &self,
+        kind: &str,
+        matches: impl Fn(&str) -> bool,
+        what: &str,
+    ) {
         let prefix = format!("Permissions Violation for {kind} to ");
         let wait = async {
             let mut violations = self.violations.lock().await;
@@ -853,7 +866,7 @@ impl Session {
     }
 
     /// Runs `call`, which must fail, and waits for the refusal of its publish to `subject`.
-    async fn refused_call<T, E: std::fmt::Debug>(
+    pub(crate) async fn refused_call<T, E: std::fmt::Debug>(
         &self,
         call: impl std::future::Future<Output = Result<T, E>>,
         subject: String,
@@ -863,7 +876,7 @@ impl Session {
     }
 
     /// As [`Self::refused_call`], for a subject known by its prefix (object chunks).
-    async fn refused_call_prefix<T, E: std::fmt::Debug>(
+    pub(crate) async fn refused_call_prefix<T, E: std::fmt::Debug>(
         &self,
         call: impl std::future::Future<Output = Result<T, E>>,
         prefix: String,
@@ -876,7 +889,7 @@ impl Session {
     }
 
     /// Publishes `payload` to `subject` (core NATS) and waits for the refusal.
-    async fn refused_publish(&self, subject: &str, payload: &'static str) {
+    pub(crate) async fn refused_publish(&self, subject: &str, payload: &'static str) {
         self.client
             .publish(subject.to_owned(), payload.into())
             .await
@@ -885,7 +898,7 @@ impl Session {
     }
 
     /// Publishes to `subject` through JetStream, which must fail, and waits for the refusal.
-    async fn refused_stream_publish(&self, subject: &str) {
+    pub(crate) async fn refused_stream_publish(&self, subject: &str) {
         self.refused_call(
             async {
                 self.refusing_js
@@ -899,7 +912,7 @@ impl Session {
     }
 
     /// A stream handle whose calls give up after [`REFUSED_CALL_TIMEOUT`].
-    async fn refusing_stream(&self, name: &str) -> stream::Stream {
+    pub(crate) async fn refusing_stream(&self, name: &str) -> stream::Stream {
         self.refusing_js
             .get_stream(name)
             .await
@@ -907,7 +920,7 @@ impl Session {
     }
 
     /// Fails if the server refused anything on this connection so far.
-    async fn assert_no_refusals(&self, doing: &str) {
+    pub(crate) async fn assert_no_refusals(&self, doing: &str) {
         // A refusal comes back before the answer to a later ping.
         self.client.flush().await.expect("flush");
         let mut violations = self.violations.lock().await;
