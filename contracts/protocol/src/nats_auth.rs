@@ -543,6 +543,38 @@ mod tests {
         }
     }
 
+    /// Design 19: what the auth service grants a handshake is exactly what a configured
+    /// worker user of the same node may do, and its replies come to that node's inbox.
+    #[test]
+    fn a_handshake_gets_its_nodes_worker_permissions_and_inbox() {
+        let users = users(7, &[3]);
+        let granted = worker_permissions(7, 3);
+        assert_eq!(granted.publish, publish_of(&users, "worker-3"));
+        assert_eq!(granted.subscribe, vec!["_INBOX_worker-3.>".to_owned()]);
+        assert!(!granted.publish.iter().any(|s| s.contains("worker_4")));
+    }
+
+    /// The service users log in locally (their account is not among the callout's
+    /// `allowed_accounts`), everyone else goes to the callout; the callout's user may
+    /// only answer it.
+    #[test]
+    fn only_clients_that_are_no_configured_user_go_to_the_callout() {
+        let conf = render(7, &[]);
+        assert!(conf.contains("allowed_accounts: [ AUTH ]"), "{conf}");
+        assert!(conf.contains("issuer: $GANTRY_NATS_CALLOUT_ISSUER"));
+        assert!(conf.contains("auth_users: [ callout ]"));
+        assert!(conf.contains(
+            "user: callout, password: $GANTRY_NATS_CALLOUT_PASSWORD, permissions: {\n          \
+             publish: { allow: [\"$SYS._INBOX.>\"] }\n          \
+             subscribe: { allow: [\"$SYS.REQ.USER.AUTH\", \"_INBOX_callout.>\"] }"
+        ));
+        assert!(!conf.contains("worker-"), "no worker user unless listed");
+        let auth = publish_of(&users(7, &[]), "auth").to_vec();
+        assert!(auth.contains(&"$KV.gantry_7_handshakes.>".to_owned()));
+        assert!(auth.contains(&"$KV.gantry_7_nodes.>".to_owned()));
+        assert!(!auth.iter().any(|s| s.starts_with("$O.") || s.starts_with("gantry.")));
+    }
+
     #[test]
     fn the_config_names_every_user_with_its_password_variable_and_inbox() {
         let conf = render(31337, &[2]);

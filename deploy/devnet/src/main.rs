@@ -51,14 +51,19 @@ enum Command {
         engine: Engine,
     },
     /// Prints the NATS accounts, users and permissions of one chain (`auth.conf`, which
-    /// deploy/nats/nats-server.conf and cluster.conf include), with a user per worker node;
-    /// rendered from the protocol's names. Re-run it for a new node and reload the servers.
+    /// deploy/nats/nats-server.conf and cluster.conf include), rendered from the protocol's
+    /// names. Workers need no user: they join through the auth callout (gantry-auth).
     NatsAuth {
         /// The chain.
         chain_id: u64,
-        /// The worker nodes to give a user (`worker-<id>`).
+        /// Nodes whose workers also get a password user (`worker-<id>`), and whose buckets
+        /// of sealed results the reader may read.
         nodes: Vec<u64>,
     },
+    /// Prints a new auth callout issuer: the seed for gantry-auth
+    /// (`GANTRY_AUTH_ISSUER_SEED`) and its public key for the NATS servers
+    /// (`GANTRY_NATS_CALLOUT_ISSUER`), as `.env` lines.
+    NatsIssuer,
     /// Creates the buckets of sealed results of the worker nodes `nodes` (design 18, §6):
     /// workers may put into their own and create none, so the operator makes them, with
     /// the admin user's NATS URL, when it adds the nodes' users (`nats-auth`).
@@ -126,6 +131,19 @@ async fn main() -> anyhow::Result<()> {
         }
         Command::NatsAuth { chain_id, nodes } => {
             print!("{}", gantry_protocol::nats_auth::render(chain_id, &nodes));
+            Ok(())
+        }
+        Command::NatsIssuer => {
+            let issuer = nkeys::KeyPair::new_account();
+            println!(
+                "GANTRY_AUTH_ISSUER_SEED={}",
+                issuer.seed().context("a new key pair has its seed")?
+            );
+            println!(
+                "{}={}",
+                gantry_protocol::nats_auth::CALLOUT_ISSUER_ENV,
+                issuer.public_key()
+            );
             Ok(())
         }
         Command::NatsBuckets {
