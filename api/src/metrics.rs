@@ -20,6 +20,13 @@ pub fn reports_projected(count: usize) {
     counter!("gantry_api_reports_projected_total").increment(count as u64);
 }
 
+/// A worker's report not written (design 19, §2): `malformed` (not a report, or its
+/// payload names another job or node than its subject), `not_the_attempts_node` (the
+/// chain never assigned that attempt to the node whose subject it came on).
+pub fn report_dropped(reason: &'static str) {
+    counter!("gantry_api_reports_dropped_total", "reason" => reason).increment(1);
+}
+
 /// One request served, by route and status.
 pub fn request(route: String, status: &str, elapsed: Duration) {
     histogram!("gantry_api_http_request_seconds", "route" => route.clone())

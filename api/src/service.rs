@@ -53,6 +53,7 @@ pub async fn start(config: Config, shutdown: CancellationToken) -> anyhow::Resul
             config.chain_id,
             store.clone(),
             reports_tx,
+            progress.clone(),
             live.clone(),
             shutdown.clone(),
         ),

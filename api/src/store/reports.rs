@@ -15,6 +15,38 @@ pub const LOG_LINES_KEPT: i64 = 10_000;
 pub const PROGRESS_SAMPLES_KEPT: i64 = 2_000;
 
 impl Store {
+    /// The node the chain projection says holds (or held) attempt `attempt` of job
+    /// `job_id`: whose reports on that attempt are taken (design 19, §2). `None` when the
+    /// projection knows no such attempt (yet).
+    pub async fn attempt_node(&self, job_id: u64, attempt: u8) -> Result<Option<u64>, StoreError> {
+        let row = sqlx::query("SELECT body FROM jobs WHERE job_id = $1")
+            .bind(bigint(job_id)?)
+            .fetch_optional(self.pool())
+            .await?;
+        let Some(row) = row else {
+            return Ok(None);
+        };
+        let body: String = row.get(0);
+        #[derive(serde::Deserialize)]
+        #[serde(rename_all = "camelCase")]
+        struct Attempts {
+            #[serde(default)]
+            attempt_rows: Vec<Held>,
+        }
+        #[derive(serde::Deserialize)]
+        #[serde(rename_all = "camelCase")]
+        struct Held {
+            attempt: u64,
+            node_id: u64,
+        }
+        let attempts: Attempts = serde_json::from_str(&body)?;
+        Ok(attempts
+            .attempt_rows
+            .iter()
+            .find(|held| held.attempt == u64::from(attempt))
+            .map(|held| held.node_id))
+    }
+
     /// Writes a batch of reports (with their stream sequences) and the new checkpoint in
     /// one transaction, then trims the logs of the jobs it touched.
     pub async fn apply_reports(&self, batch: &[(u64, Report)], seq: u64) -> Result<(), StoreError> {

@@ -167,11 +167,11 @@ async fn publish_epoch(chain: &TestNet, epoch: u32) -> u64 {
     let mut last = 0;
     for (subject, payload) in [
         (
-            names::logs_subject(chain_id, RUNNING_JOB),
+            names::logs_subject(chain_id, NODE, RUNNING_JOB),
             serde_json::to_vec(&line).unwrap(),
         ),
         (
-            names::progress_subject(chain_id, RUNNING_JOB),
+            names::progress_subject(chain_id, NODE, RUNNING_JOB),
             serde_json::to_vec(&update).unwrap(),
         ),
     ] {

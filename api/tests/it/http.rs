@@ -30,7 +30,7 @@ pub(crate) fn worker_reports(chain_id: u64) -> Vec<(String, Vec<u8>)> {
     let mut out = Vec::new();
     for i in 1..=3u32 {
         let line = stdout_line(1, 1, format!("line {i}"), u64::from(i));
-        out.push(report(names::logs_subject(chain_id, 1), &line));
+        out.push(report(names::logs_subject(chain_id, 1, 1), &line));
         let update = ProgressUpdate {
             v: 1,
             job_id: 1,
@@ -46,12 +46,12 @@ pub(crate) fn worker_reports(chain_id: u64) -> Vec<(String, Vec<u8>)> {
             eta_secs: None,
             at_ms: u64::from(i),
         };
-        out.push(report(names::progress_subject(chain_id, 1), &update));
+        out.push(report(names::progress_subject(chain_id, 1, 1), &update));
     }
     // A hostile worker's line from beyond any clock (beyond SQL's BIGINT): skipped, and
     // the projection goes on (the logs below end at "line 3").
     let far = stdout_line(1, 1, "from the far future", u64::MAX);
-    out.push(report(names::logs_subject(chain_id, 1), &far));
+    out.push(report(names::logs_subject(chain_id, 1, 1), &far));
     let completion = CompletionReport {
         v: 1,
         job_id: 1,
@@ -67,7 +67,10 @@ pub(crate) fn worker_reports(chain_id: u64) -> Vec<(String, Vec<u8>)> {
         error: None,
         at_ms: 4,
     };
-    out.push(report(names::completion_subject(chain_id, 1), &completion));
+    out.push(report(
+        names::completion_subject(chain_id, 1, 1),
+        &completion,
+    ));
     // Job 4's node answered with the worker's failure report as its result: the job
     // failed by itself.
     let failed = CompletionReport {
@@ -78,10 +81,20 @@ pub(crate) fn worker_reports(chain_id: u64) -> Vec<(String, Vec<u8>)> {
         ..completion
     };
     out.push(report(
-        names::completion_subject(chain_id, JOB_DISPUTED),
+        names::completion_subject(chain_id, NODE_DISPUTED, JOB_DISPUTED),
         &failed,
     ));
     out
+}
+
+/// The chain projection's progress, as far as it goes (the store is projected to the
+/// chain's head before the reports are).
+pub(crate) fn caught_up() -> tokio::sync::watch::Receiver<gantry_api::project::Progress> {
+    let progress = gantry_api::project::Progress {
+        checkpoint: u64::MAX,
+        ..Default::default()
+    };
+    tokio::sync::watch::channel(progress).1
 }
 
 /// Why job 4 failed, as its worker's failure report says.
@@ -157,6 +170,7 @@ async fn the_read_api_answers_and_refuses_bad_input_by_name() {
         chain_id,
         store.clone(),
         tx,
+        caught_up(),
         gantry_api::live::Live::default(),
         stop.clone(),
     ));

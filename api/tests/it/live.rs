@@ -20,8 +20,8 @@ use reqwest::StatusCode;
 use tokio_util::sync::CancellationToken;
 
 use crate::harness::{
-    Api, JOB_DISPUTE_LOST, JOB_PAID, JOB_REJECTED, chain_with_market, now_ms, post_job, sqlite,
-    stdout_line,
+    Api, JOB_DISPUTE_LOST, JOB_PAID, JOB_REJECTED, NODE_DISPUTED, chain_with_market, now_ms,
+    post_job, sqlite, stdout_line,
 };
 
 const WAIT: Duration = Duration::from_secs(30);
@@ -81,9 +81,10 @@ impl Sse {
     }
 }
 
-/// A line of a job's second attempt, printed now.
+/// A line of job 3's first attempt, which node 1 held (a report on an attempt the chain
+/// never gave the node is dropped: `forged`).
 fn log_line(job_id: u64, line: &str) -> LogLine {
-    stdout_line(job_id, 2, line, now_ms())
+    stdout_line(job_id, 1, line, now_ms())
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -95,7 +96,7 @@ async fn events_and_logs_stream_live_and_the_operational_endpoints_answer() {
     // A line stored before anyone follows job 3 (requeued open after its rejection).
     let stored_seq = chain
         .publish(
-            names::logs_subject(chain_id, JOB_REJECTED),
+            names::logs_subject(chain_id, 1, JOB_REJECTED),
             serde_json::to_vec(&log_line(JOB_REJECTED, "stored")).unwrap(),
         )
         .await;
@@ -124,7 +125,7 @@ async fn events_and_logs_stream_live_and_the_operational_endpoints_answer() {
         v: 1,
         job_id: JOB_REJECTED,
         node_id: 1,
-        attempt: 2,
+        attempt: 1,
         progress: Some(0.5),
         epoch: Some(5),
         epochs: Some(10),
@@ -137,13 +138,13 @@ async fn events_and_logs_stream_live_and_the_operational_endpoints_answer() {
     };
     chain
         .publish(
-            names::progress_subject(chain_id, JOB_REJECTED),
+            names::progress_subject(chain_id, 1, JOB_REJECTED),
             serde_json::to_vec(&update).unwrap(),
         )
         .await;
     chain
         .publish(
-            names::logs_subject(chain_id, JOB_REJECTED),
+            names::logs_subject(chain_id, 1, JOB_REJECTED),
             serde_json::to_vec(&log_line(JOB_REJECTED, "live")).unwrap(),
         )
         .await;
@@ -379,4 +380,122 @@ async fn json<T: serde::de::DeserializeOwned>(
     response: impl Future<Output = reqwest::Result<reqwest::Response>>,
 ) -> T {
     response.await.unwrap().json().await.unwrap()
+}
+
+/// Design 19, §2: a report comes on its node's subject, and only the node the chain gave
+/// that attempt is heard. Node 2 (registered, a worker with NATS access) reports on job 3,
+/// whose first attempt node 1 held, and on a job that does not exist: nothing of it
+/// reaches the store, the feed or the job's log stream; node 1's reports, sent after,
+/// do; the drops are counted.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn handshake_a_forged_progress_report_for_another_nodes_job_never_reaches_the_api() {
+    let chain = chain_with_market().await;
+    let chain_id = chain.chain_id();
+    chain.create_jobs_stream().await;
+    let dir = tempfile::tempdir().unwrap();
+    let shutdown = CancellationToken::new();
+    let api = Api::start(&chain, &sqlite(dir.path()), &shutdown, Some(metrics())).await;
+    let stored = chain
+        .publish(
+            names::logs_subject(chain_id, 1, JOB_REJECTED),
+            serde_json::to_vec(&log_line(JOB_REJECTED, "stored")).unwrap(),
+        )
+        .await;
+    api.caught_up(&chain, stored).await;
+    let base = api.base.clone();
+    let mut feed = Sse::open(&format!("{base}/v1/events")).await;
+    let mut logs = Sse::open(&format!("{base}/v1/jobs/{JOB_REJECTED}/logs?follow=true")).await;
+    let tail = logs.next().await.unwrap();
+    assert_eq!(
+        serde_json::from_str::<LogLine>(&tail.data).unwrap().line,
+        "stored"
+    );
+
+    let update = |node_id: u64, job_id: u64, epoch: u32| ProgressUpdate {
+        v: 1,
+        job_id,
+        node_id,
+        attempt: 1,
+        progress: Some(f64::from(epoch) / 10.0),
+        epoch: Some(epoch),
+        epochs: Some(10),
+        metrics: Default::default(),
+        gpu_utilization: None,
+        gpu_memory_used_mib: None,
+        elapsed_secs: 1,
+        eta_secs: None,
+        at_ms: now_ms(),
+    };
+    let forged = [
+        (
+            names::progress_subject(chain_id, NODE_DISPUTED, JOB_REJECTED),
+            serde_json::to_vec(&update(NODE_DISPUTED, JOB_REJECTED, 9)).unwrap(),
+        ),
+        (
+            names::logs_subject(chain_id, NODE_DISPUTED, JOB_REJECTED),
+            serde_json::to_vec(&log_line(JOB_REJECTED, "forged")).unwrap(),
+        ),
+        (
+            names::progress_subject(chain_id, NODE_DISPUTED, 99),
+            serde_json::to_vec(&update(NODE_DISPUTED, 99, 9)).unwrap(),
+        ),
+        // Node 1's payload on node 2's subject: not node 1's report.
+        (
+            names::progress_subject(chain_id, NODE_DISPUTED, JOB_REJECTED),
+            serde_json::to_vec(&update(1, JOB_REJECTED, 8)).unwrap(),
+        ),
+    ];
+    for (subject, payload) in forged {
+        chain.publish(subject, payload).await;
+    }
+    chain
+        .publish(
+            names::progress_subject(chain_id, 1, JOB_REJECTED),
+            serde_json::to_vec(&update(1, JOB_REJECTED, 5)).unwrap(),
+        )
+        .await;
+    let last = chain
+        .publish(
+            names::logs_subject(chain_id, 1, JOB_REJECTED),
+            serde_json::to_vec(&log_line(JOB_REJECTED, "genuine")).unwrap(),
+        )
+        .await;
+    api.caught_up(&chain, last).await;
+
+    let first = feed.until("progress", |_| true).await;
+    assert_eq!(
+        (first["jobId"].as_u64(), first["epoch"].as_u64()),
+        (Some(JOB_REJECTED), Some(5))
+    );
+    let line = logs.next().await.unwrap();
+    assert_eq!(
+        serde_json::from_str::<LogLine>(&line.data).unwrap().line,
+        "genuine"
+    );
+    let samples: Vec<ProgressUpdate> =
+        reqwest::get(format!("{base}/v1/jobs/{JOB_REJECTED}/progress"))
+            .await
+            .unwrap()
+            .json()
+            .await
+            .unwrap();
+    assert_eq!(samples.len(), 1, "{samples:?}");
+    assert_eq!(samples[0].node_id, 1);
+    let text = reqwest::get(format!("{base}/metrics"))
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    let dropped = |reason: &str| -> u64 {
+        let key = format!("gantry_api_reports_dropped_total{{reason=\"{reason}\"}} ");
+        text.lines()
+            .find_map(|line| line.strip_prefix(&key))
+            .and_then(|n| n.trim().parse().ok())
+            .unwrap_or(0)
+    };
+    assert!(dropped("not_the_attempts_node") >= 3, "{text}");
+    assert!(dropped("malformed") >= 1, "{text}");
+    shutdown.cancel();
+    api.stopped().await;
 }

@@ -358,6 +358,7 @@ async fn postgres_projection_equals_the_chain_and_the_sqlite_one() {
     let batch: Vec<(u64, gantry_api::reports::Report)> = reports
         .iter()
         .filter_map(|(subject, payload)| gantry_api::reports::Report::decode(subject, payload))
+        .map(|(_node, report)| report)
         .enumerate()
         .map(|(i, report)| (i as u64 + 1, report))
         .collect();

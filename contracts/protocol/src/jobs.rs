@@ -149,13 +149,24 @@ pub enum JobReport {
 }
 
 impl JobReport {
-    /// Decodes a message by its subject (`gantry.jobs.<chain>.{progress,logs,done}.<job>`,
-    /// see [`crate::names::progress_subject`] and its siblings); `None` for anything else,
-    /// a payload that does not parse, or one with an integer beyond `i64` (what SQL's
-    /// BIGINT and other languages' JSON readers hold): a worker's bad report is skipped,
-    /// never fatal to the reader.
-    pub fn decode(subject: &str, payload: &[u8]) -> Option<Self> {
-        let kind = subject.strip_prefix("gantry.jobs.")?.split('.').nth(1)?;
+    /// Decodes a message by its subject (`gantry.jobs.<chain>.{progress,logs,done}.<node>.<job>`,
+    /// see [`crate::names::progress_subject`] and its siblings) into the node whose subject
+    /// it came on and the report; `None` for anything else, a payload that does not parse,
+    /// one whose job or node differs from its subject's, or one with an integer beyond
+    /// `i64` (what SQL's BIGINT and other languages' JSON readers hold): a worker's bad
+    /// report is skipped, never fatal to the reader.
+    pub fn decode(subject: &str, payload: &[u8]) -> Option<(u64, Self)> {
+        let mut tokens = subject.strip_prefix("gantry.jobs.")?.split('.');
+        let (Some(_chain), Some(kind), Some(node), Some(job), None) = (
+            tokens.next(),
+            tokens.next(),
+            tokens.next(),
+            tokens.next(),
+            tokens.next(),
+        ) else {
+            return None;
+        };
+        let (node, job): (u64, u64) = (node.parse().ok()?, job.parse().ok()?);
         let report = match kind {
             "progress" => serde_json::from_slice(payload)
                 .ok()
@@ -164,7 +175,29 @@ impl JobReport {
             "done" => serde_json::from_slice(payload).ok().map(JobReport::Done),
             _ => None,
         }?;
-        report.integers_fit().then_some(report)
+        let node_matches = match &report {
+            JobReport::Progress(p) => p.node_id == node,
+            JobReport::Done(d) => d.node_id == node,
+            JobReport::Log(_) => true,
+        };
+        (node_matches && report.job_id() == job && report.integers_fit()).then_some((node, report))
+    }
+
+    pub fn job_id(&self) -> u64 {
+        match self {
+            JobReport::Progress(p) => p.job_id,
+            JobReport::Log(l) => l.job_id,
+            JobReport::Done(d) => d.job_id,
+        }
+    }
+
+    /// The attempt of the job the report is about (1 for the first assignment).
+    pub fn attempt(&self) -> u8 {
+        match self {
+            JobReport::Progress(p) => p.attempt,
+            JobReport::Log(l) => l.attempt,
+            JobReport::Done(d) => d.attempt,
+        }
     }
 
     /// Whether every integer of the report is at most `i64::MAX`.
@@ -234,9 +267,9 @@ mod tests {
         let chain_stream = crate::names::stream_subjects(31337);
         let prefix = chain_stream.trim_end_matches('>');
         for subject in [
-            names::progress_subject(31337, 7),
-            names::logs_subject(31337, 7),
-            names::completion_subject(31337, 7),
+            names::progress_subject(31337, 3, 7),
+            names::logs_subject(31337, 3, 7),
+            names::completion_subject(31337, 3, 7),
         ] {
             assert!(subject.starts_with("gantry.jobs.31337."), "{subject}");
             assert!(
@@ -258,17 +291,47 @@ mod tests {
         };
         let payload = serde_json::to_vec(&line).unwrap();
         assert!(matches!(
-            JobReport::decode(&names::logs_subject(31337, 7), &payload),
-            Some(JobReport::Log(l)) if l == line
+            JobReport::decode(&names::logs_subject(31337, 3, 7), &payload),
+            Some((3, JobReport::Log(l))) if l == line
         ));
-        assert!(JobReport::decode(&names::progress_subject(31337, 7), &payload).is_none());
+        assert!(JobReport::decode(&names::progress_subject(31337, 3, 7), &payload).is_none());
+        // Another job's subject, or none of a node.
+        assert!(JobReport::decode(&names::logs_subject(31337, 3, 8), &payload).is_none());
+        assert!(JobReport::decode("gantry.jobs.31337.logs.7", &payload).is_none());
         // An integer beyond i64 (no clock reads that far) is a bad report, skipped.
         let far = serde_json::to_vec(&LogLine {
             at_ms: u64::MAX,
             ..serde_json::from_slice(&payload).unwrap()
         })
         .unwrap();
-        assert!(JobReport::decode(&names::logs_subject(31337, 7), &far).is_none());
+        assert!(JobReport::decode(&names::logs_subject(31337, 3, 7), &far).is_none());
         assert!(JobReport::decode("gantry.31337.ev.JobPosted.7", &payload).is_none());
+    }
+
+    /// Design 19, §2: a report whose payload names another node than its subject is not
+    /// one (the subject is what the permissions hold a worker to).
+    #[test]
+    fn a_report_naming_another_node_than_its_subject_is_dropped() {
+        let update = ProgressUpdate {
+            v: JOBS_VERSION,
+            job_id: 7,
+            node_id: 4,
+            attempt: 1,
+            progress: Some(0.5),
+            epoch: None,
+            epochs: None,
+            metrics: BTreeMap::new(),
+            gpu_utilization: None,
+            gpu_memory_used_mib: None,
+            elapsed_secs: 1,
+            eta_secs: None,
+            at_ms: 1,
+        };
+        let payload = serde_json::to_vec(&update).unwrap();
+        assert!(JobReport::decode(&names::progress_subject(31337, 3, 7), &payload).is_none());
+        assert!(matches!(
+            JobReport::decode(&names::progress_subject(31337, 4, 7), &payload),
+            Some((4, JobReport::Progress(_)))
+        ));
     }
 }

@@ -14,7 +14,7 @@
 //!   gantry.<chain>.final                  finality watermark
 //!
 //! stream  GANTRY_JOBS_<chain>         subjects gantry.jobs.<chain>.>
-//!   gantry.jobs.<chain>.{progress,logs,done}.<job>   what workers report about a job
+//!   gantry.jobs.<chain>.{progress,logs,done}.<node>.<job>   what node's worker reports about a job
 //!
 //! object stores  gantry_<chain>_results (<job>-<attempt>), gantry_<chain>_checkpoints (<job>)
 //! KV             gantry_<chain>_pending (matcher's explanations), gantry_{indexer,liveness}_lease
@@ -123,16 +123,23 @@ pub fn message_id(chain_id: u64, sequence: u64) -> String {
 
 // Worker reports, results and checkpoints: outside the chain stream.
 
-pub fn progress_subject(chain_id: u64, job_id: u64) -> String {
-    format!("gantry.jobs.{chain_id}.progress.{job_id}")
+/// Node `node_id`'s progress on job `job_id`. The node is in every report's subject so that
+/// the permissions hold a worker to its own (design 19, §2): [`reports_of`].
+pub fn progress_subject(chain_id: u64, node_id: u64, job_id: u64) -> String {
+    format!("gantry.jobs.{chain_id}.progress.{node_id}.{job_id}")
 }
 
-pub fn logs_subject(chain_id: u64, job_id: u64) -> String {
-    format!("gantry.jobs.{chain_id}.logs.{job_id}")
+pub fn logs_subject(chain_id: u64, node_id: u64, job_id: u64) -> String {
+    format!("gantry.jobs.{chain_id}.logs.{node_id}.{job_id}")
 }
 
-pub fn completion_subject(chain_id: u64, job_id: u64) -> String {
-    format!("gantry.jobs.{chain_id}.done.{job_id}")
+pub fn completion_subject(chain_id: u64, node_id: u64, job_id: u64) -> String {
+    format!("gantry.jobs.{chain_id}.done.{node_id}.{job_id}")
+}
+
+/// Every report subject of node `node_id`: what its worker may publish.
+pub fn reports_of(chain_id: u64, node_id: u64) -> [String; 3] {
+    ["progress", "logs", "done"].map(|kind| format!("gantry.jobs.{chain_id}.{kind}.{node_id}.*"))
 }
 
 /// The JetStream stream holding chain `chain_id`'s progress, logs and completion reports

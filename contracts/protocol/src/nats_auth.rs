@@ -340,10 +340,8 @@ fn worker(chain_id: u64, node: u64) -> User {
             Some(&names::event_filter(chain_id, event)),
         ));
     }
+    publish.extend(names::reports_of(chain_id, node));
     publish.extend(strings([
-        names::progress_subject(chain_id, 0).replace(".0", ".*"),
-        names::logs_subject(chain_id, 0).replace(".0", ".*"),
-        names::completion_subject(chain_id, 0).replace(".0", ".*"),
         format!("{API}.STREAM.INFO.{jobs}"),
         format!("{API}.STREAM.CREATE.{jobs}"),
     ]));
@@ -477,7 +475,12 @@ mod tests {
             )
         );
         assert!(three.contains(&"$JS.API.CONSUMER.CREATE.GANTRY_7.gantry_7_claim_3_JobPosted.gantry.7.ev.JobPosted.*".to_owned()));
-        assert!(three.contains(&"gantry.jobs.7.progress.*".to_owned()));
+        assert!(three.contains(&"gantry.jobs.7.progress.3.*".to_owned()));
+        assert!(
+            !three
+                .iter()
+                .any(|s| s.starts_with("gantry.jobs.7.") && !s.contains(".3."))
+        );
         assert!(three.contains(&"$O.gantry_7_results.>".to_owned()));
         assert!(
             !three
@@ -572,7 +575,11 @@ mod tests {
         let auth = publish_of(&users(7, &[]), "auth").to_vec();
         assert!(auth.contains(&"$KV.gantry_7_handshakes.>".to_owned()));
         assert!(auth.contains(&"$KV.gantry_7_nodes.>".to_owned()));
-        assert!(!auth.iter().any(|s| s.starts_with("$O.") || s.starts_with("gantry.")));
+        assert!(
+            !auth
+                .iter()
+                .any(|s| s.starts_with("$O.") || s.starts_with("gantry."))
+        );
     }
 
     #[test]

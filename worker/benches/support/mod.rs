@@ -115,7 +115,7 @@ where
 {
     let client = async_nats::connect(net.nats().url()).await.unwrap();
     let mut done = client
-        .subscribe(format!("gantry.jobs.{}.done.*", net.chain_id()))
+        .subscribe(format!("gantry.jobs.{}.done.>", net.chain_id()))
         .await
         .unwrap();
     let mut measured = Measured {

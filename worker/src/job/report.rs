@@ -292,7 +292,7 @@ impl Ctx {
     /// Publishes the completion report on the jobs stream; one that still cannot be
     /// published after the retries is logged and dropped.
     async fn publish_report(&self, report: CompletionReport) {
-        let subject = names::completion_subject(self.chain_id, report.job_id);
+        let subject = names::completion_subject(self.chain_id, report.node_id, report.job_id);
         let payload = serde_json::to_vec(&report).expect("reports serialize");
         let published = retry("publish the completion report", || async {
             self.jobs_js

@@ -47,15 +47,15 @@ async fn a_job_runs_reports_and_gets_paid() {
     let client = async_nats::connect(net.nats().url()).await.unwrap();
     let chain = net.chain_id();
     let mut progress = client
-        .subscribe(format!("gantry.jobs.{chain}.progress.*"))
+        .subscribe(format!("gantry.jobs.{chain}.progress.>"))
         .await
         .unwrap();
     let mut logs = client
-        .subscribe(format!("gantry.jobs.{chain}.logs.*"))
+        .subscribe(format!("gantry.jobs.{chain}.logs.>"))
         .await
         .unwrap();
     let mut done = client
-        .subscribe(format!("gantry.jobs.{chain}.done.*"))
+        .subscribe(format!("gantry.jobs.{chain}.done.>"))
         .await
         .unwrap();
 
@@ -121,7 +121,7 @@ async fn a_job_runs_reports_and_gets_paid() {
         .unwrap();
     assert_eq!(
         message.subject.as_str(),
-        names::completion_subject(chain, job)
+        names::completion_subject(chain, worker.node_id, job)
     );
     let report: CompletionReport = serde_json::from_slice(&message.payload).unwrap();
     assert_eq!(report.status, CompletionStatus::Submitted);

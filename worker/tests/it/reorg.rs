@@ -26,7 +26,7 @@ async fn a_reorged_away_assignment_is_dropped() {
         .await;
     let client = async_nats::connect(net.nats().url()).await.unwrap();
     let mut progress = client
-        .subscribe(format!("gantry.jobs.{}.progress.*", net.chain_id()))
+        .subscribe(format!("gantry.jobs.{}.progress.>", net.chain_id()))
         .await
         .unwrap();
     let job = net

@@ -92,7 +92,7 @@ pub(crate) async fn progress_subscription(
 ) -> (async_nats::Client, async_nats::Subscriber) {
     let client = async_nats::connect(net.nats().url()).await.unwrap();
     let progress = client
-        .subscribe(format!("gantry.jobs.{}.progress.*", net.chain_id()))
+        .subscribe(format!("gantry.jobs.{}.progress.>", net.chain_id()))
         .await
         .unwrap();
     (client, progress)

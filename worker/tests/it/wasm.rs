@@ -76,7 +76,7 @@ async fn a_wasm_job_runs_on_a_worker_without_docker_and_a_trapping_one_is_its_ow
     });
     let client = async_nats::connect(net.nats().url()).await.unwrap();
     let mut progress = client
-        .subscribe(format!("gantry.jobs.{}.progress.*", net.chain_id()))
+        .subscribe(format!("gantry.jobs.{}.progress.>", net.chain_id()))
         .await
         .unwrap();
 

@@ -124,7 +124,7 @@ async fn a_job_followed_through_the_api_and_its_result_verified() {
         at_ms: now_ms(),
     };
     net.publish(
-        names::progress_subject(chain_id, job),
+        names::progress_subject(chain_id, 1, job),
         serde_json::to_vec(&update).unwrap(),
     )
     .await;
@@ -134,13 +134,13 @@ async fn a_job_followed_through_the_api_and_its_result_verified() {
     assert_eq!(progressed["etaSecs"], 90);
     assert_eq!(progressed["progress"], 0.4);
     net.publish(
-        names::logs_subject(chain_id, job),
+        names::logs_subject(chain_id, 1, job),
         log_line(job, "line one"),
     )
     .await;
     let seq = net
         .publish(
-            names::logs_subject(chain_id, job),
+            names::logs_subject(chain_id, 1, job),
             log_line(job, "line two"),
         )
         .await;
@@ -199,7 +199,7 @@ async fn a_job_followed_through_the_api_and_its_result_verified() {
     let mut follow = gantry.spawn(&["job", "logs", &id, "--follow", "--tail", "1"]);
     assert_eq!(follow.line().await, "line two");
     net.publish(
-        names::logs_subject(chain_id, job),
+        names::logs_subject(chain_id, 1, job),
         log_line(job, "line three"),
     )
     .await;

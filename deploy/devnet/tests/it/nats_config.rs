@@ -141,8 +141,8 @@ async fn a_worker_reaches_its_own_assignments_and_reports_and_nothing_of_other_n
     // Progress and log lines go out as plain publishes, the completion report through
     // JetStream (as job.rs sends them).
     for subject in [
-        names::progress_subject(CHAIN, 7),
-        names::logs_subject(CHAIN, 7),
+        names::progress_subject(CHAIN, 1, 7),
+        names::logs_subject(CHAIN, 1, 7),
     ] {
         worker
             .client
@@ -150,13 +150,24 @@ async fn a_worker_reaches_its_own_assignments_and_reports_and_nothing_of_other_n
             .await
             .expect("publish");
     }
-    publish_acked(&worker.js, names::completion_subject(CHAIN, 7), "done").await;
+    publish_acked(&worker.js, names::completion_subject(CHAIN, 1, 7), "done").await;
     assigned
         .double_ack()
         .await
         .expect("the assignment acknowledged");
     worker.client.flush().await.expect("flush");
     worker.assert_no_refusals("a worker's own work").await;
+    // Design 19, §2: not on another node's report subjects (the API would take a
+    // report on node 2's subject as node 2's).
+    for subject in [
+        names::progress_subject(CHAIN, 2, 8),
+        names::logs_subject(CHAIN, 2, 8),
+    ] {
+        worker.refused_publish(&subject, "{}").await;
+    }
+    worker
+        .refused_stream_publish(&names::completion_subject(CHAIN, 2, 8))
+        .await;
 
     // A submitter downloads the result, and can write nothing.
     let reader = Session::open(&server, &config, "reader").await;
@@ -181,9 +192,9 @@ async fn a_worker_reaches_its_own_assignments_and_reports_and_nothing_of_other_n
     assert_eq!(
         reports,
         vec![
-            names::progress_subject(CHAIN, 7),
-            names::logs_subject(CHAIN, 7),
-            names::completion_subject(CHAIN, 7)
+            names::progress_subject(CHAIN, 1, 7),
+            names::logs_subject(CHAIN, 1, 7),
+            names::completion_subject(CHAIN, 1, 7)
         ]
     );
 
@@ -539,11 +550,11 @@ async fn indexer_alone_writes_the_chain_and_each_service_keeps_to_its_own_state(
         .get_or_create_stream(storage::jobs_stream(CHAIN, 1))
         .await
         .expect("jobs stream");
-    publish_acked(&worker.js, names::completion_subject(CHAIN, 7), "done").await;
+    publish_acked(&worker.js, names::completion_subject(CHAIN, 1, 7), "done").await;
     let projected = read_all(&api.js, &names::stream_name(CHAIN), events.len()).await;
     assert_eq!(projected, events);
     let reports = read_all(&api.js, &names::jobs_stream_name(CHAIN), 1).await;
-    assert_eq!(reports, vec![names::completion_subject(CHAIN, 7)]);
+    assert_eq!(reports, vec![names::completion_subject(CHAIN, 1, 7)]);
     let pending = api
         .js
         .get_key_value(&pending_bucket)
@@ -580,7 +591,7 @@ async fn indexer_alone_writes_the_chain_and_each_service_keeps_to_its_own_state(
         format!("$KV.{pending_bucket}.9"),
     )
     .await;
-    api.refused_publish(&names::progress_subject(CHAIN, 7), "{}")
+    api.refused_publish(&names::progress_subject(CHAIN, 1, 7), "{}")
         .await;
     let refusing_lease = liveness
         .refusing_js
@@ -594,7 +605,7 @@ async fn indexer_alone_writes_the_chain_and_each_service_keeps_to_its_own_state(
         .refused("Publish", "$JS.API.STREAM.INFO.KV_gantry_indexer_lease")
         .await;
     indexer
-        .refused_publish(&names::progress_subject(CHAIN, 7), "{}")
+        .refused_publish(&names::progress_subject(CHAIN, 1, 7), "{}")
         .await;
 
     assert_eq!(

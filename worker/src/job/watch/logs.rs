@@ -33,7 +33,7 @@ impl<'a> LogForwarder<'a> {
             ctx,
             job_id: held.job_id(),
             attempt: held.attempt,
-            subject: names::logs_subject(ctx.chain_id, held.job_id()),
+            subject: names::logs_subject(ctx.chain_id, ctx.node_id, held.job_id()),
             limiter: RateLimiter::direct(Quota::per_second(LOG_RATE).allow_burst(LOG_BURST)),
             dropped: 0,
         }

@@ -41,7 +41,7 @@ impl<'a> ProgressReporter<'a> {
             job_id: held.job_id(),
             attempt: held.attempt,
             timeout,
-            subject: names::progress_subject(ctx.chain_id, held.job_id()),
+            subject: names::progress_subject(ctx.chain_id, ctx.node_id, held.job_id()),
             sampler,
             started: Instant::now(),
             progress: ProgressLine::default(),
