@@ -221,8 +221,7 @@ async fn connect_nats(
     inventory: &Inventory,
     engines: u8,
 ) -> Result<async_nats::Client, WorkerError> {
-    use alloy::signers::SignerSync as _;
-    use gantry_protocol::handshake::{Gpu, Manifest, Token};
+    use gantry_protocol::handshake::{Gpu, Manifest};
     let (chain_id, market) = (config.chain_id, config.market);
     let gpus: Vec<Gpu> = inventory
         .gpus
@@ -243,17 +242,7 @@ async fn connect_nats(
             ),
             worker: env!("CARGO_PKG_VERSION").to_owned(),
         };
-        let now = std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map_or(0, |d| d.as_secs());
-        let token = Token::unsigned(node_id, signer.address(), now, &manifest);
-        match signer.sign_hash_sync(&token.digest(chain_id, market)) {
-            Ok(signature) => token.signed(&signature).encode(),
-            Err(error) => {
-                tracing::error!(%error, "signing the handshake");
-                String::new()
-            }
-        }
+        gantry_runtime::nats::handshake_token(&signer, chain_id, market, node_id, &manifest)
     };
     gantry_runtime::nats::connect_node(&config.nats_url, node_id, token)
         .await

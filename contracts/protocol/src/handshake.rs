@@ -13,7 +13,9 @@
 //! The token is the EIP-712 message [`NodeHandshake`] (the market's domain, so it is valid
 //! on one chain and one market only) signed by the agent key, with the capability
 //! [`Manifest`] whose hash it signs. A token is good for [`CLOCK_WINDOW_SECS`] either side
-//! of its `issuedAt`, and once: the service records each signature it admits.
+//! of its `issuedAt`, and once: the service records the digest of each token it admits
+//! (not the signature's bytes, which could be re-encoded into as many keys: another `v`,
+//! the high-s twin; and only the canonical encoding is taken anyway).
 //!
 //! Who is admitted ([`admit`]): the node's registered agent, while the node is accountable
 //! for what it does with the access: registered and not exited, its stake at least the
@@ -21,7 +23,7 @@
 //! come back; an Exiting one so that it can finish the jobs it holds while its stake
 //! unbonds; a node slashed below the minimum, or one that has withdrawn its stake, is not.
 
-use alloy::primitives::{Address, B256, Signature, U256, keccak256};
+use alloy::primitives::{Address, B128, B256, Signature, U256, keccak256};
 use alloy::sol;
 use alloy::sol_types::SolStruct;
 use serde::{Deserialize, Serialize};
@@ -30,11 +32,13 @@ use crate::consent::domain;
 use crate::status::NodeStatus;
 
 sol! {
-    /// What the agent signs: the node it speaks for, when, and the manifest's hash.
+    /// What the agent signs: the node it speaks for, when, a fresh nonce (two tokens of
+    /// one second differ), and the manifest's hash.
     struct NodeHandshake {
         uint64 node;
         address agent;
         uint64 issuedAt;
+        bytes16 nonce;
         bytes32 manifest;
     }
 }
@@ -106,6 +110,8 @@ pub struct Token {
     pub node: u64,
     pub agent: Address,
     pub issued_at: u64,
+    /// Random, chosen by the worker for each token.
+    pub nonce: B128,
     /// The manifest's JSON, exactly as hashed and signed.
     pub manifest: String,
     /// The agent's signature of [`Token::digest`], 65 bytes, hex.
@@ -113,14 +119,21 @@ pub struct Token {
 }
 
 impl Token {
-    /// A token for `node`, its agent `agent`, issued at `issued_at` (unix seconds), not
-    /// signed yet: sign [`Self::digest`] and give it to [`Self::signed`].
-    pub fn unsigned(node: u64, agent: Address, issued_at: u64, manifest: &Manifest) -> Self {
+    /// A token for `node`, its agent `agent`, issued at `issued_at` (unix seconds) with a
+    /// random `nonce`, not signed yet: sign [`Self::digest`] and give it to [`Self::signed`].
+    pub fn unsigned(
+        node: u64,
+        agent: Address,
+        issued_at: u64,
+        nonce: B128,
+        manifest: &Manifest,
+    ) -> Self {
         Self {
             v: VERSION,
             node,
             agent,
             issued_at,
+            nonce,
             manifest: serde_json::to_string(&manifest.clone().bounded())
                 .expect("a manifest serializes"),
             signature: String::new(),
@@ -133,13 +146,16 @@ impl Token {
             node: self.node,
             agent: self.agent,
             issuedAt: self.issued_at,
+            nonce: self.nonce,
             manifest: keccak256(self.manifest.as_bytes()),
         }
         .eip712_signing_hash(&domain(chain_id, market))
     }
 
+    /// The token with `signature` in its one accepted encoding (`r ‖ s ‖ v`, `v` 27 or
+    /// 28, low `s`).
     pub fn signed(mut self, signature: &Signature) -> Self {
-        self.signature = alloy::hex::encode_prefixed(signature.as_bytes());
+        self.signature = alloy::hex::encode_prefixed(signature.normalized_s().as_bytes());
         self
     }
 
@@ -173,10 +189,20 @@ impl Token {
         manifest.check()?;
         let bytes = alloy::hex::decode(&self.signature)
             .map_err(|_| Refusal::Malformed("the signature is not hex"))?;
+        // One encoding per signature: 65 bytes, `v` 27 or 28, `s` in the lower half.
+        if bytes.len() != 65 || !matches!(bytes[64], 27 | 28) {
+            return Err(Refusal::Malformed(
+                "the signature is not r ‖ s ‖ v (27 or 28)",
+            ));
+        }
         let signature = Signature::from_raw(&bytes)
-            .map_err(|_| Refusal::Malformed("the signature is not 65 bytes"))?;
+            .map_err(|_| Refusal::Malformed("the signature is not one"))?;
+        if signature.normalize_s().is_some() {
+            return Err(Refusal::Malformed("the signature's s is in the upper half"));
+        }
+        let digest = self.digest(chain_id, market);
         let signer = signature
-            .recover_address_from_prehash(&self.digest(chain_id, market))
+            .recover_address_from_prehash(&digest)
             .map_err(|_| Refusal::BadSignature)?;
         if signer != self.agent {
             return Err(Refusal::BadSignature);
@@ -185,7 +211,7 @@ impl Token {
             node: self.node,
             agent: self.agent,
             manifest,
-            signature: keccak256(&bytes),
+            once: digest,
         })
     }
 }
@@ -196,8 +222,9 @@ pub struct Verified {
     pub node: u64,
     pub agent: Address,
     pub manifest: Manifest,
-    /// The signature's hash: the key the service records it under, once.
-    pub signature: B256,
+    /// What the agent signed (the token's EIP-712 digest): the key the service records
+    /// it under, once.
+    pub once: B256,
 }
 
 /// What the registry says of the node, read when the token arrives.
@@ -293,7 +320,7 @@ mod tests {
 
     fn token(node: u64, issued_at: u64) -> Token {
         let (agent, _) = sign(B256::ZERO);
-        let token = Token::unsigned(node, agent, issued_at, &manifest());
+        let token = Token::unsigned(node, agent, issued_at, B128::repeat_byte(1), &manifest());
         let (_, signature) = sign(token.digest(31337, MARKET));
         token.signed(&signature)
     }
@@ -334,6 +361,12 @@ mod tests {
             token.verify(31337, Address::ZERO, 1_000),
             Err(Refusal::BadSignature)
         );
+        let mut other_nonce = token.clone();
+        other_nonce.nonce = B128::repeat_byte(2);
+        assert_eq!(
+            other_nonce.verify(31337, MARKET, 1_000),
+            Err(Refusal::BadSignature)
+        );
         let mut other_node = token.clone();
         other_node.node = 4;
         assert_eq!(
@@ -352,6 +385,39 @@ mod tests {
             claimed.verify(31337, MARKET, 1_000),
             Err(Refusal::BadSignature)
         );
+    }
+
+    /// A signature has one accepted encoding: the same token re-encoded (another `v`, the
+    /// high-s twin) is refused, so it cannot pass as a new token; and whatever the
+    /// encoding, the key it is used once under is the digest.
+    #[test]
+    fn a_signature_has_one_encoding_and_a_token_one_key() {
+        let token = token(3, 1_000);
+        let verified = token.verify(31337, MARKET, 1_000).unwrap();
+        assert_eq!(verified.once, token.digest(31337, MARKET));
+        let bytes = alloy::hex::decode(&token.signature).unwrap();
+        let mut other_v = bytes.clone();
+        other_v[64] -= 27;
+        let signature = Signature::from_raw(&bytes).unwrap();
+        let high_s = Signature::new(
+            signature.r(),
+            U256::from_be_bytes(alloy::primitives::hex!(
+                "fffffffffffffffffffffffffffffffebaaedce6af48a03bbfd25e8cd0364141"
+            )) - signature.s(),
+            !signature.v(),
+        );
+        for encoding in [other_v, high_s.as_bytes().to_vec()] {
+            let mut forged = token.clone();
+            forged.signature = alloy::hex::encode_prefixed(&encoding);
+            assert!(
+                matches!(
+                    forged.verify(31337, MARKET, 1_000),
+                    Err(Refusal::Malformed(_))
+                ),
+                "{}",
+                forged.signature
+            );
+        }
     }
 
     #[test]
@@ -394,7 +460,7 @@ mod tests {
             100
         ];
         let (agent, _) = sign(B256::ZERO);
-        let token = Token::unsigned(1, agent, 1, &manifest);
+        let token = Token::unsigned(1, agent, 1, B128::ZERO, &manifest);
         let (_, signature) = sign(token.digest(31337, MARKET));
         let text = token.signed(&signature).encode();
         assert!(text.len() <= MAX_TOKEN_BYTES, "{}", text.len());

@@ -18,7 +18,7 @@ pub struct Config {
     #[command(flatten)]
     pub nats: NatsArgs,
     /// NATS as the callout's user of account AUTH (`nats://callout:…@host:4222`).
-    #[arg(long, env = "GANTRY_CALLOUT_URL")]
+    #[arg(long, env = "GANTRY_CALLOUT_URL", hide_env_values = true)]
     pub callout_url: String,
     /// The issuer's seed (`SA…`), whose public key the servers' `auth_callout.issuer`
     /// names (prefer the environment variable or --issuer-seed-file).

@@ -44,12 +44,15 @@ pub struct Request {
     pub auth_token: Option<String>,
     /// The client's address, for logs.
     pub host: Option<String>,
+    /// When the server stops waiting for the answer (unix seconds), if it says.
+    pub expires: Option<u64>,
 }
 
 #[derive(Deserialize)]
 struct RequestClaims {
     iss: String,
     aud: String,
+    exp: Option<u64>,
     nats: RequestBody,
 }
 
@@ -106,6 +109,7 @@ pub fn read_request(token: &[u8]) -> Result<Request, JwtError> {
         server_id: read.nats.server_id.id,
         auth_token: read.nats.connect_opts.auth_token,
         host: read.nats.client_info.host,
+        expires: read.exp,
     })
 }
 
@@ -231,6 +235,7 @@ mod tests {
             server_id: "NSRV".into(),
             auth_token: None,
             host: None,
+            expires: None,
         };
         let permissions = Permissions {
             publish: vec!["a.>".into()],

@@ -5,15 +5,18 @@
 //!  nats-server ── $SYS.REQ.USER.AUTH (account AUTH, queue group) ──▶ handle
 //!     jwt::read_request (the server's signature)
 //!     handshake::Token::decode, verify (pure: version, window, manifest, EIP-712 signer)
-//!     KV gantry_<chain>_handshakes  create(signature hash)  ── once, whichever replica
-//!     chain: NodeRegistry.getNode, JobMarket.params ──▶ handshake::admit (pure)
+//!     chain: NodeRegistry.getNode, JobMarket.params (cached) ──▶ handshake::admit (pure)
+//!     KV gantry_<chain>_handshakes  create(token digest)  ── once, whichever replica
 //!     the node's bucket of sealed results (made once), KV gantry_<chain>_nodes ← manifest
 //!  ◀── jwt::response(jwt::user(worker-<N>, nats_auth::worker_permissions, exp = now + ttl))
 //! ```
 //!
 //! Stateless: every replica answers any request from the chain and NATS alone; several
 //! run side by side in one queue group. A request it cannot check (the chain or NATS does
-//! not answer) is refused, never admitted unchecked. The credentials expire after
+//! not answer within [`ANSWER_WITHIN`]) is refused, never admitted unchecked; one the
+//! server no longer waits for is not worked on; past `--concurrency` requests at once,
+//! the rest are refused as busy at once (the worker connects again) rather than queued
+//! behind a slow chain. The server is told only the refusal's reason. The credentials expire after
 //! `--ttl-secs`: the server then disconnects the worker, which signs a new token, so a node
 //! that exits or is slashed below the minimum stake is out at the next renewal.
 //!
@@ -48,6 +51,10 @@ pub use config::Config;
 
 /// The queue group every replica answers in: each request reaches one.
 pub const QUEUE_GROUP: &str = "gantry-auth";
+/// A request is answered within this, or refused (the server waits 2 s).
+pub const ANSWER_WITHIN: Duration = Duration::from_millis(1_500);
+/// The market's minimum stake is read again after this long.
+const MIN_STAKE_KEPT: Duration = Duration::from_secs(30);
 
 /// Why a request is refused: the handshake's own reasons, or the service's.
 #[derive(Debug, thiserror::Error)]
@@ -58,6 +65,8 @@ enum Refused {
     NoToken,
     #[error("cannot check it now: {0}")]
     Unavailable(String),
+    #[error("busy")]
+    Busy,
 }
 
 impl Refused {
@@ -66,6 +75,7 @@ impl Refused {
             Self::Handshake(refusal) => refusal.reason(),
             Self::NoToken => "no_token",
             Self::Unavailable(_) => "unavailable",
+            Self::Busy => "busy",
         }
     }
 }
@@ -146,6 +156,7 @@ pub async fn bind(config: Config) -> anyhow::Result<Bound> {
         nodes,
         callout: callout.clone(),
         prepared: Mutex::default(),
+        min_stake: Mutex::default(),
         replicas,
     });
     Ok(Bound {
@@ -169,14 +180,16 @@ impl Bound {
             let Some(message) = message else {
                 break Err(anyhow::anyhow!("the callout subscription ended"));
             };
-            let Ok(slot) = slots.clone().acquire_owned().await else {
-                break Ok(());
-            };
             let service = self.service.clone();
-            tasks.spawn(async move {
-                service.answer(message).await;
-                drop(slot);
-            });
+            match slots.clone().try_acquire_owned() {
+                Ok(slot) => {
+                    tasks.spawn(async move {
+                        service.answer(message).await;
+                        drop(slot);
+                    });
+                }
+                Err(_) => service.refuse_busy(message).await,
+            }
         };
         tasks.close();
         tasks.wait().await;
@@ -198,6 +211,8 @@ struct Service {
     callout: async_nats::Client,
     /// Nodes whose bucket of sealed results this replica has made (or found).
     prepared: Mutex<HashSet<u64>>,
+    /// The market's minimum stake and when it was read.
+    min_stake: Mutex<Option<(U256, Instant)>>,
     replicas: usize,
 }
 
@@ -218,7 +233,15 @@ impl Service {
             }
         };
         let now = unix_now();
-        let answer = match self.decide(&request, now).await {
+        if request.expires.is_some_and(|expires| expires < now) {
+            // The server gave up on it: the client has been refused already.
+            metrics::refused("late");
+            return;
+        }
+        let decided = tokio::time::timeout(ANSWER_WITHIN, self.decide(&request, now))
+            .await
+            .unwrap_or_else(|_| Err(Refused::Unavailable("no answer in time".into())));
+        let answer = match decided {
             Ok((node, user)) => {
                 tracing::info!(node, host = request.host.as_deref(), "worker admitted");
                 metrics::admitted();
@@ -232,7 +255,7 @@ impl Service {
                     "worker refused"
                 );
                 metrics::refused(refused.reason());
-                Err(refused.to_string())
+                Err(refused.reason().to_owned())
             }
         };
         let response = jwt::response(&self.issuer, &request, now, answer);
@@ -242,13 +265,31 @@ impl Service {
         metrics::answered(started.elapsed());
     }
 
-    /// The user JWT for `request`'s worker, or why there is none.
+    /// Refuses `message`'s request at once, without reading the chain: every slot is
+    /// taken.
+    async fn refuse_busy(&self, message: async_nats::Message) {
+        let (Some(reply), Ok(request)) = (message.reply, jwt::read_request(&message.payload))
+        else {
+            return;
+        };
+        metrics::refused(Refused::Busy.reason());
+        let response = jwt::response(
+            &self.issuer,
+            &request,
+            unix_now(),
+            Err(Refused::Busy.reason().to_owned()),
+        );
+        let _ = self.callout.publish(reply, response.into()).await;
+    }
+
+    /// The user JWT for `request`'s worker, or why there is none. The registry is asked
+    /// before the token is recorded: a stranger's token costs one chain read, no write.
     async fn decide(&self, request: &jwt::Request, now: u64) -> Result<(u64, String), Refused> {
         let text = request.auth_token.as_deref().ok_or(Refused::NoToken)?;
         let verified = Token::decode(text)?.verify(self.chain_id, self.market_address, now)?;
-        self.use_once(&verified).await?;
         let registered = self.registered(verified.node).await?;
         handshake::admit(&verified, &registered)?;
+        self.use_once(&verified).await?;
         self.prepare(verified.node).await?;
         self.keep_manifest(&verified, now).await;
         let node = verified.node;
@@ -258,14 +299,14 @@ impl Service {
             &names::worker_user(node),
             &worker_permissions(self.chain_id, node),
             now,
-            now + self.ttl.as_secs(),
+            now + lifetime(self.ttl.as_secs(), verified.once),
         );
         Ok((node, user))
     }
 
-    /// Records the token's signature; refused if some replica recorded it before.
+    /// Records the token's digest; refused if some replica recorded it before.
     async fn use_once(&self, verified: &Verified) -> Result<(), Refused> {
-        let key = alloy::hex::encode(verified.signature);
+        let key = alloy::hex::encode(verified.once);
         match self.handshakes.create(&key, bytes::Bytes::new()).await {
             Ok(_) => Ok(()),
             Err(error) if error.kind() == kv::CreateErrorKind::AlreadyExists => {
@@ -282,7 +323,7 @@ impl Service {
         let unavailable = |what: &str, error: alloy::contract::Error| {
             Refused::Unavailable(format!("reading {what}: {error}"))
         };
-        let (info, params) = tokio::try_join!(
+        let (info, min_stake) = tokio::try_join!(
             async {
                 self.registry
                     .getNode(node)
@@ -291,11 +332,21 @@ impl Service {
                     .map_err(|e| unavailable("the node", e))
             },
             async {
-                self.market
+                let kept = *self.min_stake.lock().expect("not poisoned");
+                if let Some((min_stake, at)) = kept
+                    && at.elapsed() < MIN_STAKE_KEPT
+                {
+                    return Ok(min_stake);
+                }
+                let params = self
+                    .market
                     .params()
                     .call()
                     .await
-                    .map_err(|e| unavailable("the market's parameters", e))
+                    .map_err(|e| unavailable("the market's parameters", e))?;
+                let min_stake = U256::from(params.minStake);
+                *self.min_stake.lock().expect("not poisoned") = Some((min_stake, Instant::now()));
+                Ok(min_stake)
             },
         )?;
         let status = NodeStatus::try_from(info.status)
@@ -304,7 +355,7 @@ impl Service {
             agent: info.agent,
             status,
             stake: U256::from(info.stake),
-            min_stake: U256::from(params.minStake),
+            min_stake,
         })
     }
 
@@ -345,8 +396,30 @@ impl Service {
     }
 }
 
+/// How long a user lasts: `ttl` seconds less up to a tenth, by the token (so that workers
+/// admitted together do not all renew together).
+fn lifetime(ttl: u64, token: alloy::primitives::B256) -> u64 {
+    let spread = ttl / 10;
+    let jitter = u64::from_be_bytes(token.0[..8].try_into().expect("8 bytes"));
+    ttl - jitter.checked_rem(spread + 1).unwrap_or(0)
+}
+
 fn unix_now() -> u64 {
     SystemTime::now()
         .duration_since(UNIX_EPOCH)
         .map_or(0, |d| d.as_secs())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_users_lifetime_is_the_ttl_less_up_to_a_tenth() {
+        for byte in 0..=255u8 {
+            let life = lifetime(300, alloy::primitives::B256::repeat_byte(byte));
+            assert!((270..=300).contains(&life), "{life}");
+        }
+        assert_eq!(lifetime(2, alloy::primitives::B256::repeat_byte(7)), 2);
+    }
 }

@@ -89,6 +89,35 @@ pub fn node_options(
     (address.servers, options)
 }
 
+/// A fresh handshake token for node `node` (design 19): issued now with a random nonce,
+/// carrying `manifest`, signed by the agent key `signer` for `chain_id`'s market `market`.
+pub fn handshake_token(
+    signer: &alloy::signers::local::PrivateKeySigner,
+    chain_id: u64,
+    market: alloy::primitives::Address,
+    node: u64,
+    manifest: &gantry_protocol::handshake::Manifest,
+) -> String {
+    use alloy::signers::SignerSync as _;
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs());
+    let token = gantry_protocol::handshake::Token::unsigned(
+        node,
+        signer.address(),
+        now,
+        alloy::primitives::B128::from(rand::random::<[u8; 16]>()),
+        manifest,
+    );
+    match signer.sign_hash_sync(&token.digest(chain_id, market)) {
+        Ok(signature) => token.signed(&signature).encode(),
+        Err(error) => {
+            tracing::error!(%error, "signing the handshake");
+            String::new()
+        }
+    }
+}
+
 /// Connects node `node`'s worker ([`node_options`]), retrying in the background while the
 /// servers are down or refuse it: a refusal is logged with what to check.
 pub async fn connect_node(

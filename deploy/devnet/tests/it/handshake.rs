@@ -5,7 +5,7 @@
 
 use std::time::Duration;
 
-use alloy::primitives::Address;
+use alloy::primitives::{Address, B128};
 use alloy::signers::SignerSync as _;
 use alloy::signers::local::PrivateKeySigner;
 use async_nats::ConnectErrorKind;
@@ -52,7 +52,13 @@ fn token(
     node: u64,
     issued_at: u64,
 ) -> String {
-    let token = Token::unsigned(node, agent, issued_at, &Manifest::default());
+    let token = Token::unsigned(
+        node,
+        agent,
+        issued_at,
+        B128::from(rand::random::<[u8; 16]>()),
+        &Manifest::default(),
+    );
     let digest = token.digest(net.chain_id(), net.deployment().market);
     token
         .signed(&signer.sign_hash_sync(&digest).unwrap())
@@ -77,11 +83,7 @@ async fn join_as(
 ) -> Result<Session, async_nats::ConnectError> {
     let (chain_id, market) = (net.chain_id(), net.deployment().market);
     join(net, node, move || {
-        let token = Token::unsigned(node, signer.address(), now(), &Manifest::default());
-        let digest = token.digest(chain_id, market);
-        token
-            .signed(&signer.sign_hash_sync(&digest).unwrap())
-            .encode()
+        gantry_runtime::nats::handshake_token(&signer, chain_id, market, node, &Manifest::default())
     })
     .await
 }
@@ -120,6 +122,16 @@ async fn handshake_only_a_registered_nodes_agent_is_let_in_once_per_token() {
         join(&net, node, move || again.clone()).await,
         "a replayed token",
     );
+    // The same token with its signature re-encoded (`v` as 0 or 1): still that token.
+    let mut reencoded: Token = serde_json::from_str(&used).unwrap();
+    let mut bytes = alloy::hex::decode(&reencoded.signature).unwrap();
+    bytes[64] -= 27;
+    reencoded.signature = alloy::hex::encode_prefixed(bytes);
+    let reencoded = reencoded.encode();
+    refused(
+        join(&net, node, move || reencoded.clone()).await,
+        "a used token with its signature re-encoded",
+    );
 
     let (claimed, honest) = (
         token(&net, &stranger, agent.address(), node, now()),
@@ -149,7 +161,13 @@ async fn handshake_only_a_registered_nodes_agent_is_let_in_once_per_token() {
     );
     // Signed in another chain's domain.
     let elsewhere = {
-        let token = Token::unsigned(node, agent.address(), now(), &Manifest::default());
+        let token = Token::unsigned(
+            node,
+            agent.address(),
+            now(),
+            B128::from(rand::random::<[u8; 16]>()),
+            &Manifest::default(),
+        );
         let digest = token.digest(net.chain_id() + 1, net.deployment().market);
         token
             .signed(&agent.sign_hash_sync(&digest).unwrap())
@@ -259,11 +277,13 @@ async fn handshake_access_is_renewed_until_the_node_exits() {
         let (chain_id, market) = (net.chain_id(), net.deployment().market);
         let signer = agent.clone();
         gantry_runtime::nats::node_options(&net.nats_url(), node, move || {
-            let token = Token::unsigned(node, signer.address(), now(), &Manifest::default());
-            let digest = token.digest(chain_id, market);
-            token
-                .signed(&signer.sign_hash_sync(&digest).unwrap())
-                .encode()
+            gantry_runtime::nats::handshake_token(
+                &signer,
+                chain_id,
+                market,
+                node,
+                &Manifest::default(),
+            )
         })
     };
     let client = options
