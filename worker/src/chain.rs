@@ -163,6 +163,8 @@ pub struct Chain {
     registry: NodeRegistry::NodeRegistryInstance<DynProvider>,
     token: Address,
     agent: Address,
+    /// The agent's key, for what the worker signs off chain (its checkpoints).
+    signer: PrivateKeySigner,
     /// The block the market was deployed in: its logs are read from there.
     start_block: u64,
     /// One transaction at a time, so nonces stay in order.
@@ -189,7 +191,7 @@ impl Chain {
             .with_gas_estimation()
             .with_simple_nonce_management()
             .fetch_chain_id()
-            .wallet(EthereumWallet::from(signer))
+            .wallet(EthereumWallet::from(signer.clone()))
             .connect_http(rpc_url)
             .erased();
         let actual = provider.get_chain_id().await.map_err(ChainError::rpc)?;
@@ -205,6 +207,7 @@ impl Chain {
             provider,
             token,
             agent,
+            signer,
             start_block,
             sending: Mutex::new(()),
         })
@@ -441,6 +444,23 @@ impl Chain {
         Ok(gantry_runtime::market::read_verified(
             &self.provider,
             *self.market.address(),
+            self.start_block,
+            job_id,
+        )
+        .await?)
+    }
+
+    /// The agent's signature of `digest` (an EIP-712 digest the protocol built).
+    pub fn sign(&self, digest: &B256) -> Result<alloy::primitives::Signature, ChainError> {
+        use alloy::signers::SignerSync as _;
+        self.signer.sign_hash_sync(digest).map_err(ChainError::rpc)
+    }
+
+    /// The node of each of job `job_id`'s attempts so far (attempt `i + 1`'s is `[i]`).
+    pub async fn assignments(&self, job_id: u64) -> Result<Vec<u64>, ChainError> {
+        Ok(gantry_runtime::market::read_assignments(
+            &self.provider,
+            self.market_address(),
             self.start_block,
             job_id,
         )

@@ -79,6 +79,14 @@ pub fn checkpoint_uploaded() {
     counter!("gantry_worker_checkpoints_total").increment(1);
 }
 
+/// A checkpoint found and not restored (design 19, §2): `unsigned`, `not_signed` (not its
+/// node's agent's over those bytes: tampered or forged), `not_held` (an attempt its node
+/// did not hold), `foreign` (metadata naming another node's chunks), `damaged` (not the
+/// bytes its metadata names), `too_large`.
+pub fn checkpoint_refused(reason: &'static str) {
+    counter!("gantry_worker_checkpoints_refused_total", "reason" => reason).increment(1);
+}
+
 /// Log lines a job printed over the rate limit, not forwarded.
 pub fn log_lines_dropped(count: u64) {
     counter!("gantry_worker_log_lines_dropped_total").increment(count);

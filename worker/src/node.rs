@@ -273,7 +273,7 @@ async fn wait_for_chain_stream(
 struct Stores {
     jobs_js: jetstream::Context,
     results: jetstream::object_store::ObjectStore,
-    checkpoints: jetstream::object_store::ObjectStore,
+    checkpoints: String,
 }
 
 impl Stores {
@@ -293,7 +293,10 @@ impl Stores {
                 .map_err(WorkerError::Node)
         };
         let results = bucket(names::results_bucket(config.chain_id)).await?;
-        let checkpoints = bucket(names::checkpoints_bucket(config.chain_id)).await?;
+        let checkpoints = names::checkpoints_bucket(config.chain_id);
+        gantry_runtime::objects::open(js, &checkpoints, config.nats_replicas)
+            .await
+            .map_err(|e| WorkerError::nats("the checkpoints bucket", e))?;
 
         Ok(Self {
             jobs_js,

@@ -39,6 +39,7 @@
 pub mod api;
 pub mod bindings;
 pub mod chain_stream;
+pub mod checkpoint;
 pub mod consent;
 pub mod deployment;
 pub mod eligibility;

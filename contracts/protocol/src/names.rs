@@ -213,10 +213,20 @@ pub struct ProviderSeal {
     pub salt: alloy::primitives::B256,
 }
 
-/// The object store bucket of checkpoints: key `<job>`, a tar of `/checkpoints`, replaced
-/// at every upload and restored when the job resumes on another node.
+/// The node-scoped bucket of checkpoints (`gantry_runtime::objects`): node N's key `<job>`
+/// is a tar of `/checkpoints` as N last uploaded it, signed (`crate::checkpoint`), and
+/// restored when the job resumes on another node.
 pub fn checkpoints_bucket(chain_id: u64) -> String {
     format!("gantry_{chain_id}_checkpoints")
+}
+
+/// What node `node_id` may write of a node-scoped bucket (design 19, §2.1): its chunks and
+/// its metadata, under its id (`gantry_runtime::objects`).
+pub fn node_objects(bucket: &str, node_id: u64) -> [String; 2] {
+    [
+        format!("$O.{bucket}.C.{node_id}.>"),
+        format!("$O.{bucket}.M.{node_id}.>"),
+    ]
 }
 
 /// The durable consumer through which node `node_id`'s worker pulls its assignments.

@@ -196,6 +196,15 @@ fn write_only_object_store(bucket: &str) -> Vec<String> {
     ])
 }
 
+/// Reading node-scoped objects of `bucket` (`gantry_runtime::objects`: every node's) and
+/// writing node `node`'s own (`$O.<bucket>.{C,M}.<node>.…`), nothing else: no purge, no
+/// stream made or changed (design 19, §2.1).
+fn scoped_object_store(bucket: &str, node: u64) -> Vec<String> {
+    let mut subjects = object_store(false, bucket);
+    subjects.extend(names::node_objects(bucket, node));
+    subjects
+}
+
 /// Reading (get) or also writing (put, replace: a put purges the old chunks) the object
 /// store `bucket`.
 fn object_store(write: bool, bucket: &str) -> Vec<String> {
@@ -305,10 +314,16 @@ fn auth(chain_id: u64) -> Vec<String> {
         ]));
     }
     // Each node's bucket of sealed results, made at its first handshake: a stream name is
-    // one token, so no narrower grant names them all.
+    // one token, so no narrower grant names them all. And the streams every worker
+    // writes, made at start with the network's settings (the checkpoints bucket's
+    // rollups turned off if an older one allowed them).
     subjects.extend(strings([
         format!("{API}.STREAM.INFO.*"),
         format!("{API}.STREAM.CREATE.*"),
+        format!(
+            "{API}.STREAM.UPDATE.OBJ_{}",
+            names::checkpoints_bucket(chain_id)
+        ),
     ]));
     subjects
 }
@@ -341,12 +356,14 @@ fn worker(chain_id: u64, node: u64) -> User {
         ));
     }
     publish.extend(names::reports_of(chain_id, node));
-    publish.extend(strings([
-        format!("{API}.STREAM.INFO.{jobs}"),
-        format!("{API}.STREAM.CREATE.{jobs}"),
-    ]));
+    // The jobs stream and the checkpoints bucket are made by the auth service (with the
+    // network's settings: a worker that made them would choose them for everyone).
+    publish.push(format!("{API}.STREAM.INFO.{jobs}"));
     publish.extend(object_store(true, &names::results_bucket(chain_id)));
-    publish.extend(object_store(true, &names::checkpoints_bucket(chain_id)));
+    publish.extend(scoped_object_store(
+        &names::checkpoints_bucket(chain_id),
+        node,
+    ));
     publish.extend(object_store(false, &names::inputs_bucket(chain_id)));
     publish.extend(write_only_object_store(&names::verified_bucket(
         chain_id, node,
@@ -482,6 +499,22 @@ mod tests {
                 .any(|s| s.starts_with("gantry.jobs.7.") && !s.contains(".3."))
         );
         assert!(three.contains(&"$O.gantry_7_results.>".to_owned()));
+        // Checkpoints: its own, under its id; every node's read.
+        for own in [
+            "$O.gantry_7_checkpoints.C.3.>",
+            "$O.gantry_7_checkpoints.M.3.>",
+            "$JS.API.DIRECT.GET.OBJ_gantry_7_checkpoints.>",
+        ] {
+            assert!(three.contains(&own.to_owned()), "{own}");
+        }
+        assert!(!three.contains(&"$O.gantry_7_checkpoints.>".to_owned()));
+        assert!(
+            !three
+                .iter()
+                .any(|s| s.contains("PURGE.OBJ_gantry_7_checkpoints")
+                    || s.contains("STREAM.CREATE.OBJ_gantry_7_checkpoints")
+                    || s.contains("STREAM.CREATE.GANTRY_JOBS"))
+        );
         assert!(
             !three
                 .iter()

@@ -7,6 +7,8 @@
 //!     handshake::Token::decode, verify (pure: version, window, manifest, EIP-712 signer)
 //!     chain: NodeRegistry.getNode, JobMarket.params (cached) ──▶ handshake::admit (pure)
 //!     KV gantry_<chain>_handshakes  create(token digest)  ── once, whichever replica
+//!  (at start: the jobs stream, the results and checkpoints buckets, with the network's
+//!   settings: workers may write them and not make them)
 //!     the node's bucket of sealed results (made once), KV gantry_<chain>_nodes ← manifest
 //!  ◀── jwt::response(jwt::user(worker-<N>, nats_auth::worker_permissions, exp = now + ttl))
 //! ```
@@ -129,6 +131,25 @@ pub async fn bind(config: Config) -> anyhow::Result<Bound> {
         .create_key_value(storage::nodes_bucket(chain_id, replicas))
         .await
         .context("the nodes bucket")?;
+    // What every worker writes, with the network's settings (a worker may not make them).
+    js.get_or_create_stream(storage::jobs_stream(chain_id, replicas))
+        .await
+        .context("the jobs stream")?;
+    if js
+        .get_object_store(names::results_bucket(chain_id))
+        .await
+        .is_err()
+    {
+        js.create_object_store(storage::object_store(
+            &names::results_bucket(chain_id),
+            replicas,
+        ))
+        .await
+        .context("the results bucket")?;
+    }
+    gantry_runtime::objects::open(&js, &names::checkpoints_bucket(chain_id), replicas)
+        .await
+        .context("the checkpoints bucket")?;
     let callout = gantry_runtime::nats::connect(&config.callout_url, true).await?;
     let requests = callout
         .queue_subscribe(CALLOUT_SUBJECT, QUEUE_GROUP.into())

@@ -31,6 +31,7 @@ pub mod lease;
 pub mod market;
 pub mod metrics;
 pub mod nats;
+pub mod objects;
 pub mod sse;
 pub mod tasks;
 pub mod tx;

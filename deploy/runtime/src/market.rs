@@ -188,6 +188,31 @@ pub async fn read_last_assigned<P: Provider>(
     Ok(last.map(|e| e.nodeId))
 }
 
+/// The node of each of job `job_id`'s attempts so far, in order: attempt `i + 1` was
+/// assigned to `nodes[i]` (every attempt begins with a `JobAssigned`).
+pub async fn read_assignments<P: Provider>(
+    provider: &P,
+    market: Address,
+    from_block: u64,
+    job_id: u64,
+) -> Result<Vec<u64>, ReadJobError> {
+    let filter = Filter::new()
+        .address(market)
+        .event_signature(JobMarket::JobAssigned::SIGNATURE_HASH)
+        .topic1(B256::from(U256::from(job_id)))
+        .from_block(from_block);
+    let logs = provider
+        .get_logs(&filter)
+        .await
+        .map_err(ReadJobError::Rpc)?;
+    Ok(logs
+        .iter()
+        .filter_map(|log| JobMarket::JobAssigned::decode_log(&log.inner).ok())
+        .filter(|log| log.data.jobId == job_id)
+        .map(|log| log.data.nodeId)
+        .collect())
+}
+
 /// Job `job_id`'s latest event `E` (`job_of` reads its job id), if any.
 async fn last_of_job<E: SolEvent, P: Provider>(
     provider: &P,

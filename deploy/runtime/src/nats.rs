@@ -200,6 +200,39 @@ pub async fn put_write_only(
     js: &jetstream::Context,
     bucket: &str,
     key: &str,
+    reader: impl tokio::io::AsyncRead + Unpin,
+) -> Result<Put, NatsError> {
+    use base64::Engine as _;
+    let meta_subject = format!(
+        "$O.{bucket}.M.{}",
+        base64::engine::general_purpose::URL_SAFE.encode(key)
+    );
+    let nuid = nuid::next().to_string();
+    put_chunks(
+        js,
+        bucket,
+        &nuid,
+        key,
+        meta_subject,
+        Some("sub"),
+        Default::default(),
+        reader,
+    )
+    .await
+}
+
+/// Publishes `reader`'s bytes as chunks to `$O.<bucket>.C.<nuid>`, then their
+/// `ObjectInfo` (named `key`, with `metadata`) to `meta_subject`, with the `Nats-Rollup`
+/// header `rollup` if any.
+#[allow(clippy::too_many_arguments)]
+pub(crate) async fn put_chunks(
+    js: &jetstream::Context,
+    bucket: &str,
+    nuid: &str,
+    key: &str,
+    meta_subject: String,
+    rollup: Option<&str>,
+    metadata: std::collections::HashMap<String, String>,
     mut reader: impl tokio::io::AsyncRead + Unpin,
 ) -> Result<Put, NatsError> {
     use base64::Engine as _;
@@ -207,7 +240,6 @@ pub async fn put_write_only(
     use sha2::Digest as _;
     use tokio::io::AsyncReadExt as _;
 
-    let nuid = nuid::next().to_string();
     let chunk_subject = format!("$O.{bucket}.C.{nuid}");
     let mut sha = sha2::Sha256::new();
     let (mut size, mut chunks) = (0usize, 0usize);
@@ -247,14 +279,14 @@ pub async fn put_write_only(
     let info = ObjectInfo {
         name: key.to_owned(),
         description: None,
-        metadata: Default::default(),
+        metadata,
         headers: None,
         options: Some(ObjectOptions {
             link: None,
             max_chunk_size: Some(CHUNK_BYTES),
         }),
         bucket: bucket.to_owned(),
-        nuid,
+        nuid: nuid.to_owned(),
         size,
         chunks,
         modified: None,
@@ -265,13 +297,11 @@ pub async fn put_write_only(
         deleted: false,
     };
     let mut headers = async_nats::HeaderMap::new();
-    headers.insert("Nats-Rollup", "sub");
+    if let Some(rollup) = rollup {
+        headers.insert("Nats-Rollup", rollup);
+    }
     let meta = serde_json::to_vec(&info).map_err(|e| NatsError::new("the object's metadata", e))?;
-    let subject = format!(
-        "$O.{bucket}.M.{}",
-        base64::engine::general_purpose::URL_SAFE.encode(key)
-    );
-    js.publish_with_headers(subject, headers, meta.into())
+    js.publish_with_headers(meta_subject, headers, meta.into())
         .await
         .map_err(|e| NatsError::new("publishing the object's metadata", e))?
         .await

@@ -85,7 +85,8 @@ pub struct Ctx {
     pub chain_stream: jetstream::stream::Stream,
     pub jobs_js: jetstream::Context,
     pub results: jetstream::object_store::ObjectStore,
-    pub checkpoints: jetstream::object_store::ObjectStore,
+    /// The node-scoped bucket of checkpoints (`gantry_runtime::objects`), on `jobs_js`.
+    pub checkpoints: String,
     pub settings: Jobs,
     /// Test hooks (debug builds only).
     pub test: crate::config::TestHooks,

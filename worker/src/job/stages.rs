@@ -238,9 +238,7 @@ impl Ctx {
             Some(StopReason::Lost) => return Ok(Executed::Lost),
             Some(StopReason::Shutdown) if exit.stopped => {
                 // Keep what the job saved so the next node resumes from it.
-                let _ = self
-                    .upload_checkpoint(held.job_id(), &dirs, &mut None)
-                    .await;
+                let _ = self.upload_checkpoint(held, &dirs, &mut None).await;
                 return Err(GiveBack::ShuttingDown);
             }
             Some(StopReason::Deadline) if exit.stopped => true,
@@ -249,9 +247,7 @@ impl Ctx {
         let exit = RunOutcome { timed_out, ..exit };
         if rerun && timed_out {
             // What it saved goes to the next node.
-            let _ = self
-                .upload_checkpoint(held.job_id(), &dirs, &mut None)
-                .await;
+            let _ = self.upload_checkpoint(held, &dirs, &mut None).await;
             return Err(GiveBack::RunAgainOutOfTime);
         }
         let limit = Duration::from_secs(clock.stop_by - clock.assigned_at);
@@ -344,7 +340,7 @@ impl Ctx {
             staged
         };
         let checkpoint = async {
-            let restored = self.restore_checkpoint(held.job_id(), dirs).await;
+            let restored = self.restore_checkpoint(held, dirs).await;
             steps.part("download.checkpoint", started.elapsed());
             restored
         };
@@ -441,17 +437,109 @@ impl Ctx {
         Ok(())
     }
 
-    async fn restore_checkpoint(&self, job_id: u64, dirs: &JobDirs) -> Result<bool, Failure> {
-        let tar_path = dirs.root.join("restore.tar");
-        let key = job_id.to_string();
-        let limit = self.settings.max_output_bytes;
-        let found = retry("download the checkpoint", || {
-            objects::download(&self.checkpoints, &key, &tar_path, limit)
+    /// Restores the newest checkpoint an earlier attempt's node left that its agent signed
+    /// for an attempt it held (design 19, §2), trying each earlier attempt's node from the
+    /// last; one that is not (tampered, forged, another's) is skipped with a warning, and
+    /// with none the job starts from scratch. `true` when one was restored.
+    async fn restore_checkpoint(&self, held: &Held, dirs: &JobDirs) -> Result<bool, Failure> {
+        let job_id = held.job_id();
+        let holders = retry("read the job's attempts", || async {
+            self.chain
+                .assignments(job_id)
+                .await
+                .map_err(|e| Failure::transient(e.to_string()))
         })
         .await?;
-        if !found {
-            return Ok(false);
+        let earlier = &holders[..holders
+            .len()
+            .min(usize::from(held.attempt.saturating_sub(1)))];
+        let mut tried = Vec::new();
+        for node in earlier.iter().rev() {
+            if tried.contains(node) {
+                continue;
+            }
+            tried.push(*node);
+            let attempts: Vec<u8> = earlier
+                .iter()
+                .enumerate()
+                .filter(|(_, n)| *n == node)
+                .filter_map(|(i, _)| u8::try_from(i + 1).ok())
+                .collect();
+            match self.restore_from(job_id, *node, attempts, dirs).await? {
+                Restored::Yes(attempt) => {
+                    tracing::info!(from_node = node, attempt, "restored the latest checkpoint");
+                    return Ok(true);
+                }
+                Restored::None => {}
+                Restored::Refused(reason) => {
+                    metrics::checkpoint_refused(reason);
+                    tracing::warn!(from_node = node, reason, "a checkpoint not restored");
+                }
+            }
         }
+        Ok(false)
+    }
+
+    /// Node `node`'s checkpoint of `job_id`, restored into `/checkpoints` if its agent
+    /// signed it for one of `attempts`.
+    async fn restore_from(
+        &self,
+        job_id: u64,
+        node: u64,
+        attempts: Vec<u8>,
+        dirs: &JobDirs,
+    ) -> Result<Restored, Failure> {
+        use gantry_protocol::checkpoint::{Holder, check};
+        use gantry_runtime::objects::GetError;
+        let key = job_id.to_string();
+        let limit = self.settings.max_output_bytes;
+        let tar_path = dirs.root.join("restore.tar");
+        let object = match gantry_runtime::objects::get(
+            &self.jobs_js,
+            &self.checkpoints,
+            node,
+            &key,
+        )
+        .await
+        {
+            Ok(Some(object)) => object,
+            Ok(None) => return Ok(Restored::None),
+            Err(GetError::Foreign(_)) => return Ok(Restored::Refused("foreign")),
+            Err(e) => return Err(Failure::transient(format!("the checkpoint: {e}"))),
+        };
+        if object.info.size as u64 > limit {
+            return Ok(Restored::Refused("too_large"));
+        }
+        let metadata = object.info.metadata.clone();
+        let sha256 = match download_object(object, &tar_path).await {
+            Ok(sha256) => sha256,
+            Err(e) => {
+                let _ = tokio::fs::remove_file(&tar_path).await;
+                tracing::warn!(error = %e, "the checkpoint's bytes");
+                return Ok(Restored::Refused("damaged"));
+            }
+        };
+        let agent = self
+            .chain
+            .node(node)
+            .await
+            .map_err(|e| Failure::transient(e.to_string()))?
+            .agent;
+        let holder = Holder { agent, attempts };
+        let attempt = match check(
+            self.chain_id,
+            self.chain.market_address(),
+            job_id,
+            &metadata,
+            sha256,
+            &holder,
+        ) {
+            Ok(attempt) => attempt,
+            Err(refused) => {
+                let _ = tokio::fs::remove_file(&tar_path).await;
+                return Ok(Restored::Refused(refused.reason()));
+            }
+        };
         let into = dirs.checkpoints.clone();
         let from = tar_path.clone();
         tokio::task::spawn_blocking(move || archive::unpack(&from, &into))
@@ -459,8 +547,7 @@ impl Ctx {
             .map_err(|e| Failure::node(format!("restoring the checkpoint: {e}")))??;
         let _ = tokio::fs::remove_file(&tar_path).await;
         make_writable(&dirs.checkpoints).await?;
-        tracing::info!("restored the latest checkpoint");
-        Ok(true)
+        Ok(Restored::Yes(attempt))
     }
 
     /// Runs the container to its end (at the job's deadline at the latest) with the
@@ -807,4 +894,37 @@ fn result_dir(admitted: &Admitted, dirs: &JobDirs) -> std::path::PathBuf {
             .trim_start_matches(OUTPUTS_DIR)
             .trim_start_matches('/'),
     )
+}
+
+/// What [`Ctx::restore_from`] found.
+enum Restored {
+    /// Restored, taken in this attempt.
+    Yes(u8),
+    /// The node left no checkpoint of the job.
+    None,
+    /// It left one that may not be restored, for this reason.
+    Refused(&'static str),
+}
+
+/// Writes `object`'s bytes to `into`; their SHA-256 (the object's size and digest checked).
+async fn download_object(
+    object: gantry_runtime::objects::Object,
+    into: &std::path::Path,
+) -> std::io::Result<alloy::primitives::B256> {
+    use futures::StreamExt as _;
+    use sha2::Digest as _;
+    use tokio::io::AsyncWriteExt as _;
+    let mut file = tokio::fs::File::create(into).await?;
+    let mut sha = sha2::Sha256::new();
+    let mut bytes = std::pin::pin!(object.bytes());
+    while let Some(chunk) = bytes.next().await {
+        let chunk = chunk?;
+        sha.update(&chunk);
+        file.write_all(&chunk).await?;
+    }
+    file.flush().await?;
+    metrics::object_bytes("in", file.metadata().await?.len());
+    Ok(alloy::primitives::B256::from(<[u8; 32]>::from(
+        sha.finalize(),
+    )))
 }

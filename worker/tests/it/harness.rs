@@ -469,6 +469,23 @@ stake = "{stake}"
     }
 
     /// Downloads a `nats://bucket/key` object.
+    /// Node `node`'s checkpoint of `job`, whole and checked against its metadata.
+    pub(crate) async fn checkpoint_of(&self, node: u64, job: u64) -> Option<Vec<u8>> {
+        let js = self.jetstream().await;
+        let bucket = names::checkpoints_bucket(self.chain_id());
+        let object = gantry_runtime::objects::get(&js, &bucket, node, &job.to_string())
+            .await
+            .unwrap()?;
+        let chunks: Vec<_> = object.bytes().collect().await;
+        Some(
+            chunks
+                .into_iter()
+                .map(|chunk| chunk.expect("the checkpoint's bytes"))
+                .flat_map(|chunk| chunk.to_vec())
+                .collect(),
+        )
+    }
+
     pub(crate) async fn download(&self, uri: &str) -> Vec<u8> {
         use tokio::io::AsyncReadExt;
         let (bucket, key) = uri

@@ -32,6 +32,10 @@
 //!   job checkpointed and given back with `reject` while the node is active, for a small
 //!   charge, then the node marked inactive by its agent): in both the job resumes on a
 //!   second worker from its last checkpoint.
+//! - `checkpoint`: a checkpoint tampered with where it is kept (other bytes under the
+//!   first node's signed metadata) is refused at restore: the job starts again from
+//!   scratch on the second node, which is not slashed
+//!   (`checkpoint_a_tampered_checkpoint_is_refused_and_the_job_starts_again_unslashed`).
 //! - `shutdown`: SIGTERM with a running job that can finish: an assignment arriving
 //!   during the drain is given back at once, the running job finishes and is submitted,
 //!   and only then is the node marked inactive by its agent.
@@ -73,6 +77,7 @@
 //!   samples GPU telemetry; on this machine, without NVML, it says why there are no GPUs.
 
 mod capacity;
+mod checkpoint;
 mod claim;
 mod clock;
 mod docker_seats;

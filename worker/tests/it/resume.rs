@@ -40,42 +40,7 @@ async fn resumes_after(death: Death) {
     assert_eq!(net.job(job).await.state.node_id, first.node_id);
 
     // Wait for a checkpoint past epoch 2 to be uploaded, then kill the worker.
-    let js = net.jetstream().await;
-    let bucket = gantry_protocol::names::checkpoints_bucket(net.chain_id());
-    let checkpoints = loop {
-        match js.get_object_store(&bucket).await {
-            Ok(store) => break store,
-            Err(_) => {
-                net.wait_until("the checkpoint bucket exists", || async {
-                    js.get_object_store(&bucket).await.is_ok()
-                })
-                .await
-            }
-        }
-    };
-    let mut updates = checkpoints.watch().await.unwrap();
-    let reached = async {
-        while let Some(update) = updates.next().await {
-            let info = update.unwrap();
-            if info.name == job.to_string() && !info.deleted {
-                let bytes = net.download(&format!("nats://{bucket}/{job}")).await;
-                let mut archive = tar::Archive::new(&bytes[..]);
-                for entry in archive.entries().unwrap() {
-                    let mut entry = entry.unwrap();
-                    if entry.path().unwrap().to_str() == Some("epoch") {
-                        let mut text = String::new();
-                        std::io::Read::read_to_string(&mut entry, &mut text).unwrap();
-                        if text.trim().parse::<u32>().unwrap() >= 3 {
-                            return;
-                        }
-                    }
-                }
-            }
-        }
-    };
-    tokio::time::timeout(std::time::Duration::from_secs(60), reached)
-        .await
-        .expect("a checkpoint at epoch 3 or later");
+    wait_for_checkpoint(&net, first.node_id, job, 3).await;
     let first_node = first.node_id;
     let stake_before = net.node(first_node).await.stake.to::<u64>();
     let market = net.market(ADMIN);
@@ -135,19 +100,7 @@ async fn resumes_after(death: Death) {
     assert_eq!(info.state.node_id, second.node_id);
     assert_eq!(info.state.barred, 1, "the second attempt");
 
-    let uri = net.submitted_result(job).await.resultURI;
-    let tar = net.download(&uri).await;
-    let mut archive = tar::Archive::new(&tar[..]);
-    let mut started_at = None;
-    for entry in archive.entries().unwrap() {
-        let mut entry = entry.unwrap();
-        if entry.path().unwrap().to_str() == Some("started_at") {
-            let mut text = String::new();
-            std::io::Read::read_to_string(&mut entry, &mut text).unwrap();
-            started_at = Some(text.trim().parse::<u32>().unwrap());
-        }
-    }
-    let started_at = started_at.expect("the job wrote started_at");
+    let started_at = started_at(&net, job).await;
     assert!(
         started_at >= 3,
         "resumed from the checkpoint, not from scratch: {started_at}"
@@ -155,4 +108,61 @@ async fn resumes_after(death: Death) {
 
     net.wait_for_no_containers().await;
     assert!(second.stop().success());
+}
+
+/// Waits until node `node` has uploaded a checkpoint of `job` (run with
+/// [`checkpointing`]) at epoch `epoch` or later.
+pub(crate) async fn wait_for_checkpoint(net: &Net, node: u64, job: u64, epoch: u32) {
+    let js = net.jetstream().await;
+    let bucket = gantry_protocol::names::checkpoints_bucket(net.chain_id());
+    let checkpoints = loop {
+        match js.get_object_store(&bucket).await {
+            Ok(store) => break store,
+            Err(_) => {
+                net.wait_until("the checkpoint bucket exists", || async {
+                    js.get_object_store(&bucket).await.is_ok()
+                })
+                .await
+            }
+        }
+    };
+    // The bucket's metadata subjects, node-scoped: the standard watch reads them all.
+    let mut updates = checkpoints.watch().await.unwrap();
+    let reached = async {
+        while let Some(update) = updates.next().await {
+            let info = update.unwrap();
+            if info.name == job.to_string() && !info.deleted {
+                let bytes = net.checkpoint_of(node, job).await.expect("the checkpoint");
+                if epoch_of(&bytes).is_some_and(|at| at >= epoch) {
+                    return;
+                }
+            }
+        }
+    };
+    tokio::time::timeout(std::time::Duration::from_secs(60), reached)
+        .await
+        .expect("a checkpoint at the epoch");
+}
+
+/// The epoch a checkpoint tar of [`checkpointing`] holds.
+pub(crate) fn epoch_of(tar: &[u8]) -> Option<u32> {
+    let mut archive = tar::Archive::new(tar);
+    for entry in archive.entries().ok()? {
+        let mut entry = entry.ok()?;
+        if entry.path().ok()?.to_str() == Some("epoch") {
+            let mut text = String::new();
+            std::io::Read::read_to_string(&mut entry, &mut text).ok()?;
+            return text.trim().parse().ok();
+        }
+    }
+    None
+}
+
+/// What the finished job wrote to `/outputs/started_at`: the epoch it started from.
+pub(crate) async fn started_at(net: &Net, job: u64) -> u32 {
+    let files = net.result_files(job).await;
+    String::from_utf8_lossy(&files["started_at"])
+        .trim()
+        .parse()
+        .expect("the job wrote started_at")
 }

@@ -57,6 +57,19 @@ async fn a_worker_reaches_its_own_assignments_and_reports_and_nothing_of_other_n
         .await
         .expect("admin puts an input");
 
+    // The auth service makes what every worker writes, with the network's settings.
+    let auth = Session::open(&server, &config, "auth").await;
+    auth.js
+        .get_or_create_stream(storage::jobs_stream(CHAIN, 1))
+        .await
+        .expect("the auth service makes the jobs stream");
+    object_bucket(&auth.js, &names::results_bucket(CHAIN), 1).await;
+    let checkpoints = names::checkpoints_bucket(CHAIN);
+    gantry_runtime::objects::open(&auth.js, &checkpoints, 1)
+        .await
+        .expect("the auth service makes the checkpoints bucket");
+    auth.assert_no_refusals("making the shared streams").await;
+
     // Worker 1 does what gantry-worker's start-up and one job do.
     let worker = Session::open(&server, &config, "worker-1").await;
     let chain_stream = worker
@@ -68,9 +81,11 @@ async fn a_worker_reaches_its_own_assignments_and_reports_and_nothing_of_other_n
         .js
         .get_or_create_stream(storage::jobs_stream(CHAIN, 1))
         .await
-        .expect("worker creates the jobs stream");
+        .expect("worker opens the jobs stream");
     let results = object_bucket(&worker.js, &names::results_bucket(CHAIN), 1).await;
-    let checkpoints = object_bucket(&worker.js, &names::checkpoints_bucket(CHAIN), 1).await;
+    gantry_runtime::objects::open(&worker.js, &checkpoints, 1)
+        .await
+        .expect("worker opens the checkpoints bucket");
 
     let own = names::worker_consumer(CHAIN, 1);
     let assignments = chain_stream
@@ -112,22 +127,47 @@ async fn a_worker_reaches_its_own_assignments_and_reports_and_nothing_of_other_n
     let from_inputs = read_object(&worker.js, &inputs_bucket(), "data.bin").await;
     assert!(from_inputs == input, "the input read back whole");
 
+    // Checkpoints under its own id (design 19, §2.1); a later one is the one read.
     let checkpoint_v1 = vec![1u8; 200_000];
     let checkpoint_v2 = vec![2u8; 250_000];
-    checkpoints
-        .put("7", &mut checkpoint_v1.as_slice())
+    for version in [&checkpoint_v1, &checkpoint_v2] {
+        gantry_runtime::objects::put(
+            &worker.js,
+            &checkpoints,
+            1,
+            "7",
+            Default::default(),
+            version.as_slice(),
+        )
         .await
-        .expect("first checkpoint");
-    // A later checkpoint replaces the first (the old chunks are purged).
-    checkpoints
-        .put("7", &mut checkpoint_v2.as_slice())
-        .await
-        .expect("checkpoint replaced");
-    let restored = read_object(&worker.js, &names::checkpoints_bucket(CHAIN), "7").await;
+        .expect("a checkpoint");
+    }
+    let restored = scoped_object(&worker.js, &checkpoints, 1, "7").await;
     assert!(
         restored == checkpoint_v2,
         "the latest checkpoint is restored"
     );
+    // Not under node 2's id, nor where async-nats's own put writes, nor a purge or a
+    // rollup of the bucket.
+    worker
+        .refused_call_prefix(
+            gantry_runtime::objects::put(
+                &worker.refusing_js,
+                &checkpoints,
+                2,
+                "8",
+                Default::default(),
+                [0u8; 3].as_slice(),
+            ),
+            format!("$O.{checkpoints}.C.2."),
+        )
+        .await;
+    worker
+        .refused_stream_publish(&format!("$O.{checkpoints}.M.Nw=="))
+        .await;
+    worker
+        .refused_publish(&format!("$JS.API.STREAM.PURGE.OBJ_{checkpoints}"), "{}")
+        .await;
 
     // Large enough for the server to ask the reader for flow control.
     let result: Vec<u8> = (0..16_000_000u32).map(|i| (i % 251) as u8).collect();
@@ -544,12 +584,12 @@ async fn indexer_alone_writes_the_chain_and_each_service_keeps_to_its_own_state(
 
     // The API: both streams from a checkpoint, an explanation, the stream's tail.
     let api = Session::open(&server, &config, "api").await;
-    let worker = Session::open(&server, &config, "worker-1").await;
-    worker
-        .js
+    let auth = Session::open(&server, &config, "auth").await;
+    auth.js
         .get_or_create_stream(storage::jobs_stream(CHAIN, 1))
         .await
-        .expect("jobs stream");
+        .expect("the auth service makes the jobs stream");
+    let worker = Session::open(&server, &config, "worker-1").await;
     publish_acked(&worker.js, names::completion_subject(CHAIN, 1, 7), "done").await;
     let projected = read_all(&api.js, &names::stream_name(CHAIN), events.len()).await;
     assert_eq!(projected, events);
@@ -978,14 +1018,17 @@ async fn create_every_service_state(cluster: &NatsCluster, config: &NatsConfig, 
         stream_names.push(store.stream_name.clone());
         services.push((session, who));
     }
-    let worker = Session::open(node, config, "worker-1").await;
-    let jobs_stream = worker
+    // The auth service makes what every worker writes.
+    let auth = Session::open(node, config, "auth").await;
+    let jobs_stream = auth
         .js
         .get_or_create_stream(storage::jobs_stream(CHAIN, replicas))
         .await
-        .expect("the worker creates the jobs stream");
-    object_bucket(&worker.js, &names::results_bucket(CHAIN), replicas).await;
-    object_bucket(&worker.js, &names::checkpoints_bucket(CHAIN), replicas).await;
+        .expect("the auth service makes the jobs stream");
+    object_bucket(&auth.js, &names::results_bucket(CHAIN), replicas).await;
+    gantry_runtime::objects::open(&auth.js, &names::checkpoints_bucket(CHAIN), replicas)
+        .await
+        .expect("the auth service makes the checkpoints bucket");
 
     let admin = Session::open(node, config, "admin").await;
     stream_names.extend([
@@ -1002,7 +1045,7 @@ async fn create_every_service_state(cluster: &NatsCluster, config: &NatsConfig, 
         assert_eq!(stream.cached_info().config.num_replicas, replicas, "{name}");
         wait_for_replicas(&stream, replicas).await;
     }
-    services.push((worker, "the worker"));
+    services.push((auth, "the auth service"));
     for (session, who) in &services {
         session.assert_no_refusals(who).await;
     }
@@ -1050,6 +1093,19 @@ async fn open_chain_stream(js: &jetstream::Context, replicas: usize) -> stream::
 }
 
 /// An object store as `worker/src/store.rs::bucket` opens it: existing, else created.
+/// Node `node`'s object `key` of the node-scoped `bucket`, whole.
+async fn scoped_object(js: &jetstream::Context, bucket: &str, node: u64, key: &str) -> Vec<u8> {
+    let object = gantry_runtime::objects::get(js, bucket, node, key)
+        .await
+        .unwrap_or_else(|e| panic!("{bucket}/{node}/{key}: {e}"))
+        .unwrap_or_else(|| panic!("{bucket}/{node}/{key} is there"));
+    let chunks: Vec<_> = object.bytes().collect().await;
+    chunks
+        .into_iter()
+        .flat_map(|chunk| chunk.expect("the object's bytes").to_vec())
+        .collect()
+}
+
 async fn object_bucket(
     js: &jetstream::Context,
     bucket: &str,

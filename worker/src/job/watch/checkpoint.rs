@@ -1,29 +1,31 @@
 //! Checkpoint uploads: every `checkpoint_interval` the job's `/checkpoints` is packed and
-//! uploaded to the checkpoints bucket under the job id, when it changed, so that the
-//! next node to run the job resumes from it.
+//! uploaded to the checkpoints bucket as this node's object `<job>` (design 19, §2: under
+//! the node's id, signed by its agent over the job, the attempt and the tar's SHA-256),
+//! when it changed, so that the next node to run the job resumes from it.
 
 use tokio_util::sync::CancellationToken;
 
-use super::super::Ctx;
 use super::super::dirs::JobDirs;
+use super::super::{Ctx, Held};
 use super::ticker;
+use crate::archive::local;
 use crate::fault::Failure;
-use crate::{archive, metrics, objects};
+use crate::{archive, metrics};
 
 /// Uploads a running job's checkpoints on a timer.
 pub(super) struct CheckpointTicker<'a> {
     ctx: &'a Ctx,
-    job_id: u64,
+    held: &'a Held,
     dirs: &'a JobDirs,
     /// The hash of the last checkpoint uploaded.
     last: Option<[u8; 32]>,
 }
 
 impl<'a> CheckpointTicker<'a> {
-    pub(super) fn new(ctx: &'a Ctx, job_id: u64, dirs: &'a JobDirs) -> Self {
+    pub(super) fn new(ctx: &'a Ctx, held: &'a Held, dirs: &'a JobDirs) -> Self {
         Self {
             ctx,
-            job_id,
+            held,
             dirs,
             last: None,
         }
@@ -35,7 +37,7 @@ impl<'a> CheckpointTicker<'a> {
         loop {
             tokio::select! {
                 _ = tick.tick() => {
-                    let uploaded = self.ctx.upload_checkpoint(self.job_id, self.dirs, &mut self.last).await;
+                    let uploaded = self.ctx.upload_checkpoint(self.held, self.dirs, &mut self.last).await;
                     if let Err(f) = uploaded {
                         tracing::warn!(error = %f, "checkpoint not uploaded");
                     }
@@ -47,13 +49,14 @@ impl<'a> CheckpointTicker<'a> {
 }
 
 impl Ctx {
-    /// Packs `/checkpoints` and uploads it when it changed since `last`.
+    /// Packs `/checkpoints` and uploads it, signed, when it changed since `last`.
     pub(in crate::job) async fn upload_checkpoint(
         &self,
-        job_id: u64,
+        held: &Held,
         dirs: &JobDirs,
         last: &mut Option<[u8; 32]>,
     ) -> Result<(), Failure> {
+        let job_id = held.job_id();
         let is_empty = match tokio::fs::read_dir(&dirs.checkpoints).await {
             Ok(mut entries) => matches!(entries.next_entry().await, Ok(None)),
             Err(_) => true,
@@ -68,7 +71,31 @@ impl Ctx {
             .await
             .map_err(|e| Failure::node(format!("packing the checkpoint: {e}")))??;
         if *last != Some(packed.sha256) {
-            objects::upload(&self.checkpoints, &job_id.to_string(), &packed).await?;
+            let digest = gantry_protocol::checkpoint::digest(
+                self.chain_id,
+                self.chain.market_address(),
+                job_id,
+                held.attempt,
+                packed.sha256.into(),
+            );
+            let signature = self
+                .chain
+                .sign(&digest)
+                .map_err(|e| Failure::node(e.to_string()))?;
+            let file = tokio::fs::File::open(&packed.path)
+                .await
+                .map_err(|e| local(&packed.path, e))?;
+            gantry_runtime::objects::put(
+                &self.jobs_js,
+                &self.checkpoints,
+                self.node_id,
+                &job_id.to_string(),
+                gantry_protocol::checkpoint::metadata(held.attempt, &signature),
+                file,
+            )
+            .await
+            .map_err(|e| Failure::transient(format!("upload the checkpoint: {e}")))?;
+            metrics::object_bytes("out", packed.size);
             *last = Some(packed.sha256);
             metrics::checkpoint_uploaded();
             tracing::debug!(bytes = packed.size, "checkpoint uploaded");

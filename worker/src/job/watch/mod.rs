@@ -52,7 +52,6 @@ impl Watch<'_> {
     /// output forwarded; returns the GPU utilisation seen meanwhile.
     pub(super) async fn run(self, lines: mpsc::Receiver<OutputLine>) -> Telemetry {
         let ctx = self.ctx;
-        let job_id = self.held.job_id();
         // The container is gone and every line it printed was read.
         let done = CancellationToken::new();
         let (progress_tx, progress_rx) = mpsc::channel(PROGRESS_QUEUE);
@@ -67,7 +66,7 @@ impl Watch<'_> {
         // Progress estimates count the job's own time, from the assignment to its stop.
         let limit = Duration::from_secs(self.clock.stop_by - self.clock.assigned_at);
         let reporter = progress::ProgressReporter::new(ctx, self.held, limit, sampler);
-        let checkpoints = checkpoint::CheckpointTicker::new(ctx, job_id, self.dirs);
+        let checkpoints = checkpoint::CheckpointTicker::new(ctx, self.held, self.dirs);
         let ownership = ownership::OwnershipGuard::new(ctx, self.held, self.clock, self.stop);
         let ((), telemetry, (), ()) = tokio::join!(
             forward_logs,
