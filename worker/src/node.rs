@@ -88,13 +88,13 @@ pub(crate) async fn start(
         return Ok(None);
     };
     let stores = Stores::open(&nats, &js, config).await?;
-    // The node's bucket of sealed results: written (never read) by the refereed jobs it
-    // provides. The operator creates it where workers may not (`gantry-devnet
-    // nats-buckets`); without it the node gives refereed jobs back, free.
+    // The bucket of sealed results: written under the node's id (never read) by the
+    // refereed jobs it provides. The network's auth service makes it where workers may
+    // not; without it the node gives refereed jobs back, free.
     let sealed_results = config.jobs.engines.contains(&Engine::Wasm)
-        && match objects::bucket(
+        && match gantry_runtime::objects::open(
             &js,
-            &names::verified_bucket(config.chain_id, node_id),
+            &names::sealed_bucket(config.chain_id),
             config.nats_replicas,
         )
         .await

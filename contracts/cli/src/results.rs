@@ -24,7 +24,17 @@ pub struct Downloaded {
 /// Where a result lives.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Source {
-    Nats { bucket: String, key: String },
+    Nats {
+        bucket: String,
+        key: String,
+    },
+    /// Node `node`'s object `key` in a node-scoped bucket (`nats://<bucket>/<node>/<key>`:
+    /// the bucket of sealed results).
+    Scoped {
+        bucket: String,
+        node: u64,
+        key: String,
+    },
     Http(String),
 }
 
@@ -37,6 +47,22 @@ impl Source {
                 .ok_or_else(|| {
                     CliError::usage(format!("{uri}: a NATS result URI is nats://<bucket>/<key>"))
                 })?;
+            if gantry_protocol::names::is_node_scoped(bucket) {
+                let (node, key) = key
+                    .split_once('/')
+                    .and_then(|(node, key)| Some((node.parse().ok()?, key)))
+                    .filter(|(_, key)| !key.is_empty())
+                    .ok_or_else(|| {
+                        CliError::usage(format!(
+                            "{uri}: an object of {bucket} is nats://{bucket}/<node>/<key>"
+                        ))
+                    })?;
+                return Ok(Self::Scoped {
+                    bucket: bucket.into(),
+                    node,
+                    key: key.into(),
+                });
+            }
             return Ok(Self::Nats {
                 bucket: bucket.into(),
                 key: key.into(),
@@ -146,6 +172,26 @@ pub async fn download(
                     break;
                 }
                 sink.write(&buffer[..n])?;
+            }
+        }
+        Source::Scoped { bucket, node, key } => {
+            let js = jetstream(nats_url).await?;
+            let object = gantry_runtime::objects::get(&js, bucket, *node, key)
+                .await
+                .map_err(|e| {
+                    CliError::Unavailable(format!("downloading {bucket}/{node}/{key}: {e}"))
+                })?
+                .ok_or_else(|| {
+                    CliError::NotFound(format!(
+                        "no object {node}/{key} in the object store {bucket}"
+                    ))
+                })?;
+            let mut bytes = std::pin::pin!(object.bytes());
+            while let Some(chunk) = bytes.next().await {
+                let chunk = chunk.map_err(|e| {
+                    CliError::Unavailable(format!("downloading {bucket}/{node}/{key}: {e}"))
+                })?;
+                sink.write(&chunk)?;
             }
         }
         Source::Http(url) => {

@@ -173,32 +173,41 @@ pub fn results_bucket(chain_id: u64) -> String {
     format!("gantry_{chain_id}_results")
 }
 
-/// Node `node_id`'s bucket of sealed results (design 18, §6): a refereed job's provider
-/// puts its outcome's tar there ([`provider_result_key`]) and what opens its seal
-/// ([`provider_seal_key`]), for the submitter alone. The node may write it and nothing
-/// else may; no worker may read it (a referee that read the provider's result could
-/// commit it without running the job); the submitters' reader may.
-pub fn verified_bucket(chain_id: u64, node_id: u64) -> String {
-    format!("gantry_{chain_id}_verified_{node_id}")
+/// The node-scoped bucket of sealed results (design 18, §6; design 19, §2.1): a refereed
+/// job's provider puts its outcome's tar there under its own id
+/// ([`provider_result_key`]) with what opens its seal ([`provider_seal_key`]), for the
+/// submitter alone. Each node may write under its id and nothing else; no worker may read
+/// it (a referee that read the provider's result could commit it without running the
+/// job); the submitters' reader may.
+pub fn sealed_bucket(chain_id: u64) -> String {
+    format!("gantry_{chain_id}_sealed")
 }
 
-/// The key of a refereed job's outcome (its canonical tar) in its provider's
-/// [`verified_bucket`].
+/// Whether `bucket` is node-scoped (`gantry_runtime::objects`): its objects are named
+/// `<node>/<key>` in URIs.
+pub fn is_node_scoped(bucket: &str) -> bool {
+    bucket.starts_with("gantry_")
+        && (bucket.ends_with("_sealed") || bucket.ends_with("_checkpoints"))
+}
+
+/// The key of a refereed job's outcome (its canonical tar) under its provider's id in
+/// [`sealed_bucket`].
 pub fn provider_result_key(job_id: u64) -> String {
     format!("{job_id}-p")
 }
 
-/// The key of what opens a refereed provider's seal (JSON [`ProviderSeal`]) in its
-/// [`verified_bucket`].
+/// The key of what opens a refereed provider's seal (JSON [`ProviderSeal`]) under its
+/// provider's id in [`sealed_bucket`].
 pub fn provider_seal_key(job_id: u64) -> String {
     format!("{job_id}-p.seal")
 }
 
-/// The `resultURI` a refereed provider submits: its outcome's tar in its own bucket.
+/// The `resultURI` a refereed provider submits: its outcome's tar under its id in the
+/// bucket of sealed results (`nats://<bucket>/<node>/<key>`).
 pub fn provider_result_uri(chain_id: u64, node_id: u64, job_id: u64) -> String {
     format!(
-        "nats://{}/{}",
-        verified_bucket(chain_id, node_id),
+        "nats://{}/{node_id}/{}",
+        sealed_bucket(chain_id),
         provider_result_key(job_id)
     )
 }

@@ -129,7 +129,7 @@ pub fn users(chain_id: u64, nodes: &[u64]) -> Vec<User> {
             "reader",
             "Submitters fetching their results (the gantry CLI): read the results bucket and \
              the nodes' buckets of sealed results only.",
-            reader(chain_id, nodes),
+            reader(chain_id),
         ),
     ];
     users.extend(nodes.iter().map(|node| worker(chain_id, *node)));
@@ -172,28 +172,22 @@ fn durable(stream: &str, name: &str, filter: Option<&str>) -> Vec<String> {
     ])
 }
 
-/// The submitters' reader: the results bucket and every node's bucket of sealed results.
-fn reader(chain_id: u64, nodes: &[u64]) -> Vec<String> {
+/// The submitters' reader: the results bucket and the bucket of sealed results (every
+/// node's, node-scoped: one grant for all).
+fn reader(chain_id: u64) -> Vec<String> {
     let mut subjects = object_store(false, &names::results_bucket(chain_id));
-    for node in nodes {
-        subjects.extend(object_store(
-            false,
-            &names::verified_bucket(chain_id, *node),
-        ));
-    }
+    subjects.extend(object_store(false, &names::sealed_bucket(chain_id)));
     subjects
 }
 
-/// Putting objects into the object store `bucket` without reading it (no metadata, no
-/// chunk, no consumer, no purge) and without creating it: a stream's creator sets its
-/// whole config, and one that sources another node's bucket and republishes it to the
-/// creator's inbox would read that bucket. The operator creates it (`gantry-devnet
-/// nats-buckets`, with [`storage::object_store`]'s config).
-fn write_only_object_store(bucket: &str) -> Vec<String> {
-    strings([
-        format!("{API}.STREAM.INFO.OBJ_{bucket}"),
-        format!("$O.{bucket}.>"),
-    ])
+/// Putting node `node`'s objects into the node-scoped `bucket` without reading any (no
+/// metadata, no chunk, no consumer, no purge) and without creating it: a stream's creator
+/// sets its whole config, and one that sources the bucket and republishes it to the
+/// creator's inbox would read it. The auth service creates it.
+fn write_only_object_store(bucket: &str, node: u64) -> Vec<String> {
+    let mut subjects = vec![format!("{API}.STREAM.INFO.OBJ_{bucket}")];
+    subjects.extend(names::node_objects(bucket, node));
+    subjects
 }
 
 /// Reading node-scoped objects of `bucket` (`gantry_runtime::objects`: every node's) and
@@ -313,18 +307,27 @@ fn auth(chain_id: u64) -> Vec<String> {
             format!("$KV.{bucket}.>"),
         ]));
     }
-    // Each node's bucket of sealed results, made at its first handshake: a stream name is
-    // one token, so no narrower grant names them all. And the streams every worker
-    // writes, made at start with the network's settings (the checkpoints bucket's
-    // rollups turned off if an older one allowed them).
+    // What every worker writes, made at start with the network's settings (a worker that
+    // made them would choose them for everyone); the node-scoped buckets' rollups turned
+    // off if an older one allowed them.
+    let jobs = names::jobs_stream_name(chain_id);
     subjects.extend(strings([
-        format!("{API}.STREAM.INFO.*"),
-        format!("{API}.STREAM.CREATE.*"),
-        format!(
-            "{API}.STREAM.UPDATE.OBJ_{}",
-            names::checkpoints_bucket(chain_id)
-        ),
+        format!("{API}.STREAM.INFO.{jobs}"),
+        format!("{API}.STREAM.CREATE.{jobs}"),
     ]));
+    for bucket in [
+        names::results_bucket(chain_id),
+        names::checkpoints_bucket(chain_id),
+        names::sealed_bucket(chain_id),
+    ] {
+        subjects.extend(strings([
+            format!("{API}.STREAM.INFO.OBJ_{bucket}"),
+            format!("{API}.STREAM.CREATE.OBJ_{bucket}"),
+        ]));
+        if names::is_node_scoped(&bucket) {
+            subjects.push(format!("{API}.STREAM.UPDATE.OBJ_{bucket}"));
+        }
+    }
     subjects
 }
 
@@ -365,9 +368,10 @@ fn worker(chain_id: u64, node: u64) -> User {
         node,
     ));
     publish.extend(object_store(false, &names::inputs_bucket(chain_id)));
-    publish.extend(write_only_object_store(&names::verified_bucket(
-        chain_id, node,
-    )));
+    publish.extend(write_only_object_store(
+        &names::sealed_bucket(chain_id),
+        node,
+    ));
     User {
         name: names::worker_user(node),
         password_env: password_env(&names::worker_user(node)),
@@ -539,9 +543,9 @@ mod tests {
         }
         let reader = publish_of(&users, "reader");
         assert!(
-            reader.iter().all(
-                |s| s.contains("OBJ_gantry_7_results") || s.contains("OBJ_gantry_7_verified_1")
-            )
+            reader
+                .iter()
+                .all(|s| s.contains("OBJ_gantry_7_results") || s.contains("OBJ_gantry_7_sealed"))
         );
         assert!(!reader.iter().any(|s| s.starts_with("$O.")), "no puts");
     }
@@ -553,9 +557,12 @@ mod tests {
     fn a_worker_writes_its_own_sealed_results_and_reads_none() {
         let users = users(7, &[3, 4]);
         let three = publish_of(&users, "worker-3");
-        assert!(three.contains(&"$O.gantry_7_verified_3.>".to_owned()));
+        assert!(three.contains(&"$O.gantry_7_sealed.C.3.>".to_owned()));
+        assert!(three.contains(&"$O.gantry_7_sealed.M.3.>".to_owned()));
         assert!(
-            !three.iter().any(|s| s.contains("verified_4")),
+            !three
+                .iter()
+                .any(|s| s.contains("gantry_7_sealed.") && !s.contains(".3.")),
             "not another's"
         );
         for read in [
@@ -567,16 +574,12 @@ mod tests {
             assert!(
                 !three
                     .iter()
-                    .any(|s| s.contains("verified") && s.contains(read)),
+                    .any(|s| s.contains("sealed") && s.contains(read)),
                 "{read}"
             );
         }
         let reader = publish_of(&users, "reader");
-        for node in [3, 4] {
-            assert!(reader.contains(&format!(
-                "$JS.API.DIRECT.GET.OBJ_gantry_7_verified_{node}.>"
-            )));
-        }
+        assert!(reader.contains(&"$JS.API.DIRECT.GET.OBJ_gantry_7_sealed.>".to_owned()));
     }
 
     /// Design 19: what the auth service grants a handshake is exactly what a configured

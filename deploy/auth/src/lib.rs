@@ -7,9 +7,9 @@
 //!     handshake::Token::decode, verify (pure: version, window, manifest, EIP-712 signer)
 //!     chain: NodeRegistry.getNode, JobMarket.params (cached) ──▶ handshake::admit (pure)
 //!     KV gantry_<chain>_handshakes  create(token digest)  ── once, whichever replica
-//!  (at start: the jobs stream, the results and checkpoints buckets, with the network's
-//!   settings: workers may write them and not make them)
-//!     the node's bucket of sealed results (made once), KV gantry_<chain>_nodes ← manifest
+//!  (at start: the jobs stream, the results, checkpoints and sealed-results buckets, with
+//!   the network's settings: workers may write them and not make them)
+//!     KV gantry_<chain>_nodes ← manifest
 //!  ◀── jwt::response(jwt::user(worker-<N>, nats_auth::worker_permissions, exp = now + ttl))
 //! ```
 //!
@@ -30,7 +30,6 @@ pub mod config;
 pub mod jwt;
 pub mod metrics;
 
-use std::collections::HashSet;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
@@ -147,9 +146,14 @@ pub async fn bind(config: Config) -> anyhow::Result<Bound> {
         .await
         .context("the results bucket")?;
     }
-    gantry_runtime::objects::open(&js, &names::checkpoints_bucket(chain_id), replicas)
-        .await
-        .context("the checkpoints bucket")?;
+    for bucket in [
+        names::checkpoints_bucket(chain_id),
+        names::sealed_bucket(chain_id),
+    ] {
+        gantry_runtime::objects::open(&js, &bucket, replicas)
+            .await
+            .with_context(|| format!("the bucket {bucket}"))?;
+    }
     let callout = gantry_runtime::nats::connect(&config.callout_url, true).await?;
     let requests = callout
         .queue_subscribe(CALLOUT_SUBJECT, QUEUE_GROUP.into())
@@ -172,13 +176,10 @@ pub async fn bind(config: Config) -> anyhow::Result<Bound> {
         market_address: config.chain.market,
         registry: NodeRegistry::new(config.chain.registry, provider.clone()),
         market: JobMarket::new(config.chain.market, provider),
-        js,
         handshakes,
         nodes,
         callout: callout.clone(),
-        prepared: Mutex::default(),
         min_stake: Mutex::default(),
-        replicas,
     });
     Ok(Bound {
         service,
@@ -226,15 +227,11 @@ struct Service {
     market_address: alloy::primitives::Address,
     registry: NodeRegistry::NodeRegistryInstance<DynProvider>,
     market: JobMarket::JobMarketInstance<DynProvider>,
-    js: jetstream::Context,
     handshakes: kv::Store,
     nodes: kv::Store,
     callout: async_nats::Client,
-    /// Nodes whose bucket of sealed results this replica has made (or found).
-    prepared: Mutex<HashSet<u64>>,
     /// The market's minimum stake and when it was read.
     min_stake: Mutex<Option<(U256, Instant)>>,
-    replicas: usize,
 }
 
 impl Service {
@@ -311,7 +308,6 @@ impl Service {
         let registered = self.registered(verified.node).await?;
         handshake::admit(&verified, &registered)?;
         self.use_once(&verified).await?;
-        self.prepare(verified.node).await?;
         self.keep_manifest(&verified, now).await;
         let node = verified.node;
         let user = jwt::user(
@@ -378,24 +374,6 @@ impl Service {
             stake: U256::from(info.stake),
             min_stake,
         })
-    }
-
-    /// Makes the node's bucket of sealed results, which a worker may write and not make
-    /// (design 18, §6), once per replica.
-    async fn prepare(&self, node: u64) -> Result<(), Refused> {
-        if self.prepared.lock().expect("not poisoned").contains(&node) {
-            return Ok(());
-        }
-        let bucket = names::verified_bucket(self.chain_id, node);
-        let exists = self.js.get_object_store(&bucket).await.is_ok();
-        if !exists {
-            self.js
-                .create_object_store(storage::object_store(&bucket, self.replicas))
-                .await
-                .map_err(|e| Refused::Unavailable(format!("making {bucket}: {e}")))?;
-        }
-        self.prepared.lock().expect("not poisoned").insert(node);
-        Ok(())
     }
 
     /// Puts the worker's manifest where the matcher reads it. A failure is logged, not a

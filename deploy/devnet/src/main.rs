@@ -64,21 +64,6 @@ enum Command {
     /// (`GANTRY_AUTH_ISSUER_SEED`) and its public key for the NATS servers
     /// (`GANTRY_NATS_CALLOUT_ISSUER`), as `.env` lines.
     NatsIssuer,
-    /// Creates the buckets of sealed results of the worker nodes `nodes` (design 18, §6):
-    /// workers may put into their own and create none, so the operator makes them, with
-    /// the admin user's NATS URL, when it adds the nodes' users (`nats-auth`).
-    NatsBuckets {
-        /// The NATS server, with the admin user's credentials.
-        #[arg(long, env = "GANTRY_NATS_URL")]
-        nats_url: String,
-        /// Replicas of each bucket (3 on the three-node cluster).
-        #[arg(long, default_value_t = 1)]
-        replicas: usize,
-        /// The chain.
-        chain_id: u64,
-        /// The worker nodes.
-        nodes: Vec<u64>,
-    },
     /// The chaos suite: the whole network with replicas, jobs through the CLI and raw
     /// transactions, seeded faults (kills, stops, nats-server restarts, reorgs), then
     /// judged against the chain. Prints each run's faults, findings and a JSON line; fails
@@ -144,27 +129,6 @@ async fn main() -> anyhow::Result<()> {
                 gantry_protocol::nats_auth::CALLOUT_ISSUER_ENV,
                 issuer.public_key()
             );
-            Ok(())
-        }
-        Command::NatsBuckets {
-            nats_url,
-            replicas,
-            chain_id,
-            nodes,
-        } => {
-            let client = gantry_runtime::nats::connect(&nats_url, true).await?;
-            let js = async_nats::jetstream::new(client);
-            for node in nodes {
-                let bucket = gantry_protocol::names::verified_bucket(chain_id, node);
-                if js.get_object_store(&bucket).await.is_err() {
-                    js.create_object_store(gantry_protocol::storage::object_store(
-                        &bucket, replicas,
-                    ))
-                    .await
-                    .map_err(|e| anyhow::anyhow!("creating {bucket}: {e}"))?;
-                }
-                println!("{bucket}");
-            }
             Ok(())
         }
         Command::Chaos {

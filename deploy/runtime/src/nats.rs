@@ -179,46 +179,14 @@ pub async fn wait_for_stream(
     }
 }
 
-/// Object chunks [`put_write_only`] publishes, bytes (the object store's default).
+/// Object chunks [`crate::objects::put`] publishes, bytes (the object store's default).
 const CHUNK_BYTES: usize = 128 * 1024;
 
-/// What [`put_write_only`] stored: its size and SHA-256.
+/// What [`crate::objects::put`] stored: its size and SHA-256.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Put {
     pub size: u64,
     pub sha256: [u8; 32],
-}
-
-/// Puts `reader`'s bytes into the object store `bucket` as `key`, as
-/// [`ObjectStore::put`](jetstream::object_store::ObjectStore::put) would, but without
-/// reading the bucket: `put` first asks for the key's metadata, which a user allowed to
-/// write a bucket and not to read it (a worker and the verified results) is refused, and the
-/// request then waits out its timeout. The chunks go to `$O.<bucket>.C.<nuid>`, the
-/// metadata to `$O.<bucket>.M.<key, base64url>` rolling up any earlier version (whose
-/// chunks stay until the bucket's limits drop them); every publish is acknowledged.
-pub async fn put_write_only(
-    js: &jetstream::Context,
-    bucket: &str,
-    key: &str,
-    reader: impl tokio::io::AsyncRead + Unpin,
-) -> Result<Put, NatsError> {
-    use base64::Engine as _;
-    let meta_subject = format!(
-        "$O.{bucket}.M.{}",
-        base64::engine::general_purpose::URL_SAFE.encode(key)
-    );
-    let nuid = nuid::next().to_string();
-    put_chunks(
-        js,
-        bucket,
-        &nuid,
-        key,
-        meta_subject,
-        Some("sub"),
-        Default::default(),
-        reader,
-    )
-    .await
 }
 
 /// Publishes `reader`'s bytes as chunks to `$O.<bucket>.C.<nuid>`, then their

@@ -8,7 +8,7 @@
 //!
 //! ```text
 //!  JobAssigned (refereed) ──▶ run_seat ──▶ salt, seal ──▶ record (fsync)
-//!      ──▶ put <job>-p, <job>-p.seal into gantry_<chain>_verified_<node> ──▶ submitRefereedResult
+//!      ──▶ put <job>-p, <job>-p.seal under the node's id in gantry_<chain>_sealed ──▶ submitRefereedResult
 //!  not deterministic WASM, does not fit, node too slow ──▶ rejectRefereed (free within the grace)
 //! ```
 
@@ -28,8 +28,8 @@ impl Ctx {
         let job_id = held.job_id();
         if !self.sealed_results {
             let why = Failure::job(
-                "this node has no bucket of sealed results to give the submitter the outcome \
-                 (its operator creates it: gantry-devnet nats-buckets): given back",
+                "this node cannot reach the bucket of sealed results to give the submitter the \
+                 outcome (the network's auth service makes it): given back",
             );
             let report = Report::new(self.node_id, job_id, held.attempt);
             return self.give_back(held, GiveBack::Job(why), report).await;
@@ -139,18 +139,20 @@ impl Ctx {
         Ok(record)
     }
 
-    /// Puts the outcome's tar and what opens its seal into the node's bucket of sealed
-    /// results, for the submitter.
+    /// Puts the outcome's tar and what opens its seal into the bucket of sealed results,
+    /// under the node's id, for the submitter.
     async fn put_sealed(&self, job_id: u64, record: &SealRecord) -> Result<(), Failure> {
-        let bucket = names::verified_bucket(self.chain_id, self.node_id);
+        let bucket = names::sealed_bucket(self.chain_id);
         let tar = tokio::fs::File::open(&record.tar)
             .await
             .map_err(|e| Failure::node(format!("the outcome's tar: {e}")))?;
         let put = |e: gantry_runtime::nats::NatsError| Failure::transient(format!("{bucket}: {e}"));
-        gantry_runtime::nats::put_write_only(
+        gantry_runtime::objects::put(
             &self.jobs_js,
             &bucket,
+            self.node_id,
             &names::provider_result_key(job_id),
+            Default::default(),
             tar,
         )
         .await
@@ -161,10 +163,12 @@ impl Ctx {
             salt: record.salt,
         })
         .expect("a seal serializes");
-        gantry_runtime::nats::put_write_only(
+        gantry_runtime::objects::put(
             &self.jobs_js,
             &bucket,
+            self.node_id,
             &names::provider_seal_key(job_id),
+            Default::default(),
             opening.as_slice(),
         )
         .await

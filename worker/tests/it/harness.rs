@@ -471,9 +471,20 @@ stake = "{stake}"
     /// Downloads a `nats://bucket/key` object.
     /// Node `node`'s checkpoint of `job`, whole and checked against its metadata.
     pub(crate) async fn checkpoint_of(&self, node: u64, job: u64) -> Option<Vec<u8>> {
-        let js = self.jetstream().await;
         let bucket = names::checkpoints_bucket(self.chain_id());
-        let object = gantry_runtime::objects::get(&js, &bucket, node, &job.to_string())
+        self.scoped_object(&bucket, node, &job.to_string()).await
+    }
+
+    /// Node `node`'s object `key` of the node-scoped `bucket`, whole and checked against
+    /// its metadata.
+    pub(crate) async fn scoped_object(
+        &self,
+        bucket: &str,
+        node: u64,
+        key: &str,
+    ) -> Option<Vec<u8>> {
+        let js = self.jetstream().await;
+        let object = gantry_runtime::objects::get(&js, bucket, node, key)
             .await
             .unwrap()?;
         let chunks: Vec<_> = object.bytes().collect().await;
@@ -492,6 +503,13 @@ stake = "{stake}"
             .strip_prefix("nats://")
             .and_then(|rest| rest.split_once('/'))
             .expect("a nats:// URI");
+        if names::is_node_scoped(bucket) {
+            let (node, key) = key.split_once('/').expect("nats://<bucket>/<node>/<key>");
+            return self
+                .scoped_object(bucket, node.parse().expect("a node id"), key)
+                .await
+                .unwrap_or_else(|| panic!("{uri} is there"));
+        }
         let store = self
             .jetstream()
             .await

@@ -501,22 +501,14 @@ async fn refereed_dispute(net: &Net, lying: bool) -> (u64, u64, u128, Vec<u64>) 
 
     // What the provider put for the submitter opens the seal on chain: the tar's SHA-256
     // is the digest sealed (unless it lied), with the salt beside it.
-    let bucket = gantry_protocol::names::verified_bucket(net.chain_id(), provider.node_id);
-    let store = net
-        .jetstream()
-        .await
-        .get_object_store(&bucket)
-        .await
-        .unwrap();
+    let bucket = gantry_protocol::names::sealed_bucket(net.chain_id());
     let read = |key: String| {
-        let store = store.clone();
+        let bucket = &bucket;
+        let net = &net;
         async move {
-            let mut bytes = Vec::new();
-            let mut object = store.get(&key).await.unwrap();
-            tokio::io::AsyncReadExt::read_to_end(&mut object, &mut bytes)
+            net.scoped_object(bucket, provider.node_id, &key)
                 .await
-                .unwrap();
-            bytes
+                .expect("the provider's sealed object")
         }
     };
     let tar = read(gantry_protocol::names::provider_result_key(job)).await;

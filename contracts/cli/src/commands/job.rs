@@ -518,10 +518,11 @@ async fn open_provider_seal(
     provider: u64,
     seal: alloy::primitives::B256,
 ) -> Result<alloy::primitives::B256> {
-    use gantry_protocol::names::{ProviderSeal, provider_seal_key, verified_bucket};
+    use gantry_protocol::names::{ProviderSeal, provider_seal_key, sealed_bucket};
     let scratch = tempfile::tempdir().map_err(|e| CliError::io("a temporary directory", e))?;
-    let source = Source::Nats {
-        bucket: verified_bucket(chain.chain_id, provider),
+    let source = Source::Scoped {
+        bucket: sealed_bucket(chain.chain_id),
+        node: provider,
         key: provider_seal_key(id),
     };
     let downloaded = results::download(&source, &ctx.global.nats_url, scratch.path(), 4096).await?;

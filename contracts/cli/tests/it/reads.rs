@@ -430,20 +430,24 @@ async fn verification_result_of_a_refereed_job_is_the_outcome_its_provider_seale
             "https://results.example.invalid/fake.tar".into()
         })
         .await;
-    let bucket = names::verified_bucket(chain_id, node);
+    let bucket = names::sealed_bucket(chain_id);
     let js = net.jetstream().await;
-    js.create_object_store(async_nats::jetstream::object_store::Config {
-        bucket: bucket.clone(),
-        ..Default::default()
-    })
-    .await
-    .unwrap();
+    gantry_runtime::objects::open(&js, &bucket, 1)
+        .await
+        .unwrap();
     let put = |key: String, bytes: Vec<u8>| {
         let (js, bucket) = (js.clone(), bucket.clone());
         async move {
-            gantry_runtime::nats::put_write_only(&js, &bucket, &key, bytes.as_slice())
-                .await
-                .unwrap();
+            gantry_runtime::objects::put(
+                &js,
+                &bucket,
+                node,
+                &key,
+                Default::default(),
+                bytes.as_slice(),
+            )
+            .await
+            .unwrap();
         }
     };
     put(names::provider_result_key(job), tar.clone()).await;

@@ -221,10 +221,17 @@ async fn handshake_a_worker_is_refused_another_nodes_consumers_inbox_and_bucket(
         )
         .await
         .expect("its own assignment consumer");
-    let sealed = names::verified_bucket(chain, node);
-    gantry_runtime::nats::put_write_only(&worker.js, &sealed, "1-p", [1u8; 3].as_slice())
-        .await
-        .expect("its own bucket of sealed results, made by the auth service");
+    let sealed = names::sealed_bucket(chain);
+    gantry_runtime::objects::put(
+        &worker.js,
+        &sealed,
+        node,
+        "1-p",
+        Default::default(),
+        [1u8; 3].as_slice(),
+    )
+    .await
+    .expect("its own sealed results, in the bucket the auth service made");
     worker.assert_no_refusals("the worker's own work").await;
 
     let theirs = worker.refusing_stream(&names::stream_name(chain)).await;
@@ -244,13 +251,15 @@ async fn handshake_a_worker_is_refused_another_nodes_consumers_inbox_and_bucket(
     worker.refused("Subscription", &inbox).await;
     worker
         .refused_call_prefix(
-            gantry_runtime::nats::put_write_only(
+            gantry_runtime::objects::put(
                 &worker.refusing_js,
-                &names::verified_bucket(chain, other),
+                &sealed,
+                other,
                 "1-p",
+                Default::default(),
                 [0u8; 3].as_slice(),
             ),
-            format!("$O.{}.C.", names::verified_bucket(chain, other)),
+            format!("$O.{sealed}.C.{other}."),
         )
         .await;
     // Nor may it make a stream (one sourcing another's bucket would read it).

@@ -752,82 +752,98 @@ async fn chain_stream_once_healthy(
 }
 
 /// One user's connection, recording the permission violations the server reports on it.
-/// Design 18, §6: a refereed provider puts its sealed outcome and the seal's opening into
-/// its own bucket of sealed results (which the operator creates: not the provider) and
-/// reads nothing back; a referee (any other worker)
-/// can neither read that bucket (nor its metadata, which names the digest) nor write it;
-/// the submitters' reader reads both objects whole.
+/// Design 18, §6 and design 19, §2.1: a refereed provider puts its sealed outcome and
+/// the seal's opening under its own id in the bucket of sealed results (which the auth
+/// service makes: not a worker) and reads nothing back; a referee (any other worker) can
+/// neither read the provider's objects (nor their metadata, which names the digest) nor
+/// write under its id; the submitters' reader reads both objects whole, with one grant
+/// for every node.
 #[tokio::test(flavor = "multi_thread")]
 async fn verification_a_referee_cannot_read_the_providers_result() {
     let config = NatsConfig::render("nats-server.conf", CHAIN, &[1, 2]).expect("render");
     let server = ConfiguredNats::start(&config).expect("nats-server starts with the config");
-    let sealed = names::verified_bucket(CHAIN, 1);
+    let sealed = names::sealed_bucket(CHAIN);
     // Several chunks: the put is the one a provider makes.
     let tar: Vec<u8> = (0..400_000u32).map(|i| (i % 253) as u8).collect();
     let opening = br#"{"node":1,"digest":"0x01","salt":"0x02"}"#.to_vec();
 
-    // The provider may not create its bucket (a creator sets the whole stream config: one
-    // sourcing another node's bucket and republishing it would read it); the operator does.
+    // The provider may not create the bucket (a creator sets the whole stream config: one
+    // sourcing the bucket and republishing it would read it); the auth service does.
     let provider = Session::open(&server, &config, "worker-1").await;
     provider
         .refused_call(
             provider
                 .refusing_js
-                .create_object_store(storage::object_store(&sealed, 1)),
+                .create_stream(gantry_runtime::objects::stream_config(&sealed, 1)),
             format!("$JS.API.STREAM.CREATE.OBJ_{sealed}"),
         )
         .await;
-    let admin = Session::open(&server, &config, "admin").await;
-    object_bucket(&admin.js, &sealed, 1).await;
+    let auth = Session::open(&server, &config, "auth").await;
+    gantry_runtime::objects::open(&auth.js, &sealed, 1)
+        .await
+        .expect("the auth service makes the bucket");
     for (key, bytes) in [
         (names::provider_result_key(7), &tar),
         (names::provider_seal_key(7), &opening),
     ] {
-        let put =
-            gantry_runtime::nats::put_write_only(&provider.js, &sealed, &key, bytes.as_slice())
-                .await
-                .unwrap_or_else(|e| panic!("the provider puts {key}: {e}"));
+        let put = gantry_runtime::objects::put(
+            &provider.js,
+            &sealed,
+            1,
+            &key,
+            Default::default(),
+            bytes.as_slice(),
+        )
+        .await
+        .unwrap_or_else(|e| panic!("the provider puts {key}: {e}"));
         assert_eq!(put.size, bytes.len() as u64);
     }
     provider.assert_no_refusals("putting a sealed result").await;
     // Not even the provider reads it back (its metadata carries the digest).
-    let own = provider
-        .refusing_js
-        .get_object_store(&sealed)
-        .await
-        .expect("the bucket's info");
     provider
         .refused_call_prefix(
-            own.get(names::provider_result_key(7)),
+            gantry_runtime::objects::get(
+                &provider.refusing_js,
+                &sealed,
+                1,
+                &names::provider_result_key(7),
+            ),
             format!("$JS.API.DIRECT.GET.OBJ_{sealed}"),
         )
         .await;
 
-    // A referee: nothing of the provider's bucket, its info included, and no write.
+    // A referee: nothing of the provider's objects, and no write under its id.
     let referee = Session::open(&server, &config, "worker-2").await;
     referee
-        .refused_call(
-            referee.refusing_js.get_object_store(&sealed),
-            format!("$JS.API.STREAM.INFO.OBJ_{sealed}"),
+        .refused_call_prefix(
+            gantry_runtime::objects::get(
+                &referee.refusing_js,
+                &sealed,
+                1,
+                &names::provider_result_key(7),
+            ),
+            format!("$JS.API.DIRECT.GET.OBJ_{sealed}"),
         )
         .await;
     referee
         .refused_call_prefix(
-            gantry_runtime::nats::put_write_only(
+            gantry_runtime::objects::put(
                 &referee.refusing_js,
                 &sealed,
+                1,
                 &names::provider_result_key(7),
+                Default::default(),
                 [0u8; 3].as_slice(),
             ),
-            format!("$O.{sealed}.C."),
+            format!("$O.{sealed}.C.1."),
         )
         .await;
 
     // The submitter reads both, whole.
     let reader = Session::open(&server, &config, "reader").await;
-    assert!(read_object(&reader.js, &sealed, &names::provider_result_key(7)).await == tar);
+    assert!(scoped_object(&reader.js, &sealed, 1, &names::provider_result_key(7)).await == tar);
     assert_eq!(
-        read_object(&reader.js, &sealed, &names::provider_seal_key(7)).await,
+        scoped_object(&reader.js, &sealed, 1, &names::provider_seal_key(7)).await,
         opening
     );
     reader.assert_no_refusals("reading a sealed result").await;
