@@ -30,8 +30,6 @@ const BATCH: usize = 512;
 /// A report the chain projection cannot place waits this long at most for it to catch up
 /// (a stalled projection must not stall the reports for good).
 const CATCH_UP: Duration = Duration::from_secs(30);
-/// Confirmed (job, attempt) → node pairs kept; forgotten all at once past this.
-const HOLDERS_KEPT: usize = 100_000;
 
 pub use gantry_protocol::jobs::JobReport as Report;
 
@@ -66,7 +64,6 @@ pub async fn run(
         chain_stream: names::stream_name(chain_id),
         store: store.clone(),
         chain,
-        holders: HashMap::new(),
     };
     loop {
         // Wait for one message, then take what else is already there, up to a batch.
@@ -117,39 +114,51 @@ pub async fn run(
     }
 }
 
-/// Whose reports the projection takes: the node of the attempt each is about.
+/// Whether a report of node `node` is heard, the job's attempts being `nodes` (attempt
+/// `i + 1` held by `nodes[i]`): a completion report about an attempt the node held;
+/// progress and log lines about the job's current attempt, from its node only (an earlier
+/// holder may not write over the running attempt's progress or push its logs out).
+pub fn heard(nodes: &[u64], node: u64, report: &Report) -> bool {
+    let attempt = usize::from(report.attempt());
+    let holder = attempt.checked_sub(1).and_then(|i| nodes.get(i));
+    match report {
+        Report::Done(_) => holder == Some(&node),
+        Report::Progress(_) | Report::Log(_) => holder == Some(&node) && attempt == nodes.len(),
+    }
+}
+
+/// Whose reports the projection takes ([`heard`]).
 struct Gate {
     js: jetstream::Context,
     chain_stream: String,
     store: Store,
     chain: tokio::sync::watch::Receiver<crate::project::Progress>,
-    /// (job, attempt) → the node the projection says holds it, as confirmed.
-    holders: HashMap<(u64, u8), u64>,
 }
 
 impl Gate {
-    /// The reports of `read` (stream sequence, subject's node, report) whose node holds
-    /// the attempt they are about, in order; the rest are dropped and counted.
+    /// The reports of `read` (stream sequence, subject's node, report) that are heard, in
+    /// order; the rest are dropped and counted. The jobs' attempts are read once per batch
+    /// (none kept between batches: a retraction may give an attempt to another node).
     async fn admit(
         &mut self,
         read: Vec<(u64, u64, Report)>,
         shutdown: &CancellationToken,
     ) -> Result<Vec<(u64, Report)>, crate::project::ProjectError> {
-        let mut verdicts = Vec::with_capacity(read.len());
-        let mut doubtful = false;
-        for (_, node, report) in &read {
-            let held = self.holder(report.job_id(), report.attempt()).await?;
-            doubtful |= held != Some(*node);
-            verdicts.push(held == Some(*node));
-        }
-        if doubtful {
-            self.catch_up(shutdown).await?;
+        let mut attempts: HashMap<u64, Vec<u64>> = HashMap::new();
+        self.read_attempts(&read, &mut attempts, |_| true).await?;
+        let unplaced: Vec<u64> = read
+            .iter()
+            .filter(|(_, node, report)| !heard(&attempts[&report.job_id()], *node, report))
+            .map(|(_, _, report)| report.job_id())
+            .collect();
+        if !unplaced.is_empty() {
+            self.catch_up(shutdown).await;
+            self.read_attempts(&read, &mut attempts, |job| unplaced.contains(&job))
+                .await?;
         }
         let mut batch = Vec::with_capacity(read.len());
-        for ((seq, node, report), taken) in read.into_iter().zip(verdicts) {
-            let taken =
-                taken || self.holder(report.job_id(), report.attempt()).await? == Some(node);
-            if taken {
+        for (seq, node, report) in read {
+            if heard(&attempts[&report.job_id()], node, &report) {
                 batch.push((seq, report));
             } else {
                 tracing::debug!(
@@ -164,43 +173,80 @@ impl Gate {
         Ok(batch)
     }
 
-    /// The node the projection says holds `attempt` of `job`.
-    async fn holder(
-        &mut self,
-        job: u64,
-        attempt: u8,
-    ) -> Result<Option<u64>, crate::project::ProjectError> {
-        if let Some(node) = self.holders.get(&(job, attempt)) {
-            return Ok(Some(*node));
-        }
-        let node = self.store.attempt_node(job, attempt).await?;
-        if let Some(node) = node {
-            if self.holders.len() >= HOLDERS_KEPT {
-                self.holders.clear();
+    /// Reads the attempts of the jobs of `read` that `again` picks into `attempts`.
+    async fn read_attempts(
+        &self,
+        read: &[(u64, u64, Report)],
+        attempts: &mut HashMap<u64, Vec<u64>>,
+        again: impl Fn(u64) -> bool,
+    ) -> Result<(), crate::project::ProjectError> {
+        let mut done = std::collections::HashSet::new();
+        for (_, _, report) in read {
+            let job = report.job_id();
+            if (attempts.contains_key(&job) && !again(job)) || !done.insert(job) {
+                continue;
             }
-            self.holders.insert((job, attempt), node);
+            attempts.insert(job, self.store.attempt_nodes(job).await?);
         }
-        Ok(node)
+        Ok(())
     }
 
     /// Waits until the chain projection has stored the chain stream as far as it reaches
-    /// now (every assignment a worker could have seen), [`CATCH_UP`] at most.
-    async fn catch_up(
-        &mut self,
-        shutdown: &CancellationToken,
-    ) -> Result<(), crate::project::ProjectError> {
+    /// now (every assignment a worker could have seen), [`CATCH_UP`] at most; if the
+    /// stream's end cannot be read, [`CATCH_UP`] of the projection's progress.
+    async fn catch_up(&mut self, shutdown: &CancellationToken) {
         let end = match self.js.get_stream(&self.chain_stream).await {
-            Ok(mut stream) => match stream.info().await {
-                Ok(info) => info.state.last_sequence,
-                Err(e) => return Err(NatsError::new("the chain stream's info", e).into()),
-            },
-            Err(e) => return Err(NatsError::new("the chain stream", e).into()),
+            Ok(mut stream) => stream
+                .info()
+                .await
+                .map(|info| info.state.last_sequence)
+                .ok(),
+            Err(_) => None,
+        };
+        let Some(end) = end else {
+            tracing::warn!("the chain stream's end unread: reports wait for the projection");
+            tokio::select! {
+                () = shutdown.cancelled() => {}
+                () = tokio::time::sleep(CATCH_UP) => {}
+            }
+            return;
         };
         let wait = self.chain.wait_for(|progress| progress.checkpoint >= end);
         tokio::select! {
             () = shutdown.cancelled() => {}
             _ = tokio::time::timeout(CATCH_UP, wait) => {}
         }
-        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use gantry_protocol::jobs::{LogLine, LogStream};
+
+    fn log(attempt: u8) -> Report {
+        Report::Log(LogLine {
+            v: 1,
+            job_id: 7,
+            attempt,
+            stream: LogStream::Stdout,
+            line: "x".into(),
+            at_ms: 1,
+        })
+    }
+
+    #[test]
+    fn only_the_current_attempts_node_is_heard_on_progress_and_logs() {
+        // Node 3 held attempt 1, node 4 holds attempt 2.
+        let nodes = [3, 4];
+        assert!(heard(&nodes, 4, &log(2)));
+        assert!(
+            !heard(&nodes, 3, &log(1)),
+            "an earlier holder on the running job"
+        );
+        assert!(!heard(&nodes, 3, &log(2)), "another node's attempt");
+        assert!(!heard(&nodes, 5, &log(3)), "an attempt not begun");
+        assert!(!heard(&[], 3, &log(1)), "a job not known");
+        assert!(!heard(&nodes, 3, &log(0)));
     }
 }

@@ -15,16 +15,16 @@ pub const LOG_LINES_KEPT: i64 = 10_000;
 pub const PROGRESS_SAMPLES_KEPT: i64 = 2_000;
 
 impl Store {
-    /// The node the chain projection says holds (or held) attempt `attempt` of job
-    /// `job_id`: whose reports on that attempt are taken (design 19, §2). `None` when the
-    /// projection knows no such attempt (yet).
-    pub async fn attempt_node(&self, job_id: u64, attempt: u8) -> Result<Option<u64>, StoreError> {
+    /// The node of each attempt of job `job_id` the chain projection knows, in order
+    /// (attempt `i + 1`'s is `[i]`): whose reports are taken (design 19, §2). Empty for a
+    /// job it does not know (yet).
+    pub async fn attempt_nodes(&self, job_id: u64) -> Result<Vec<u64>, StoreError> {
         let row = sqlx::query("SELECT body FROM jobs WHERE job_id = $1")
             .bind(bigint(job_id)?)
             .fetch_optional(self.pool())
             .await?;
         let Some(row) = row else {
-            return Ok(None);
+            return Ok(Vec::new());
         };
         let body: String = row.get(0);
         #[derive(serde::Deserialize)]
@@ -39,12 +39,13 @@ impl Store {
             attempt: u64,
             node_id: u64,
         }
-        let attempts: Attempts = serde_json::from_str(&body)?;
+        let mut attempts: Attempts = serde_json::from_str(&body)?;
+        attempts.attempt_rows.sort_by_key(|held| held.attempt);
         Ok(attempts
             .attempt_rows
             .iter()
-            .find(|held| held.attempt == u64::from(attempt))
-            .map(|held| held.node_id))
+            .map(|held| held.node_id)
+            .collect())
     }
 
     /// Writes a batch of reports (with their stream sequences) and the new checkpoint in

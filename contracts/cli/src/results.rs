@@ -186,7 +186,7 @@ pub async fn download(
                         "no object {node}/{key} in the object store {bucket}"
                     ))
                 })?;
-            let mut bytes = std::pin::pin!(object.bytes());
+            let mut bytes = std::pin::pin!(object.bytes(u64::MAX));
             while let Some(chunk) = bytes.next().await {
                 let chunk = chunk.map_err(|e| {
                     CliError::Unavailable(format!("downloading {bucket}/{node}/{key}: {e}"))

@@ -166,7 +166,9 @@ impl JobReport {
         ) else {
             return None;
         };
-        let (node, job): (u64, u64) = (node.parse().ok()?, job.parse().ok()?);
+        // Canonical numbers only: `+7` or `07` would name job 7 on another subject.
+        let canonical = |token: &str| token.parse::<u64>().ok().filter(|n| n.to_string() == token);
+        let (node, job) = (canonical(node)?, canonical(job)?);
         let report = match kind {
             "progress" => serde_json::from_slice(payload)
                 .ok()
@@ -298,6 +300,9 @@ mod tests {
         // Another job's subject, or none of a node.
         assert!(JobReport::decode(&names::logs_subject(31337, 3, 8), &payload).is_none());
         assert!(JobReport::decode("gantry.jobs.31337.logs.7", &payload).is_none());
+        for odd in ["gantry.jobs.31337.logs.3.07", "gantry.jobs.31337.logs.+3.7"] {
+            assert!(JobReport::decode(odd, &payload).is_none(), "{odd}");
+        }
         // An integer beyond i64 (no clock reads that far) is a bad report, skipped.
         let far = serde_json::to_vec(&LogLine {
             at_ms: u64::MAX,

@@ -180,7 +180,7 @@ pub async fn wait_for_stream(
 }
 
 /// Object chunks [`crate::objects::put`] publishes, bytes (the object store's default).
-const CHUNK_BYTES: usize = 128 * 1024;
+pub(crate) const CHUNK_BYTES: usize = 128 * 1024;
 
 /// What [`crate::objects::put`] stored: its size and SHA-256.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

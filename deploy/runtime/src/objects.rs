@@ -10,9 +10,12 @@
 //!
 //! The bucket's stream refuses rollup headers (with them a writer could wipe the bucket
 //! from its own subject). A reader names the node and the key; the node is taken from the
-//! subject, never from the JSON, and metadata pointing at chunks outside its node is
-//! refused. async-nats's `ObjectStore::get` does not find these objects: [`get`] does,
-//! and checks the size and SHA-256 the metadata names.
+//! subject, never from the JSON, and metadata whose nuid is not the node's and one plain
+//! nuid is refused (anything else could name another node's chunks, or all of them). A
+//! writer may still lie in its own metadata: [`Object::bytes`] reads at most the chunks
+//! and bytes the metadata names and the caller's limit, gives up when a chunk is slow to
+//! come, and checks the SHA-256. async-nats's `ObjectStore::get` does not find these
+//! objects: [`get`] does.
 
 use std::collections::HashMap;
 
@@ -23,7 +26,11 @@ use bytes::Bytes;
 use futures::{Stream, StreamExt as _};
 use sha2::Digest as _;
 
-use crate::nats::{NatsError, Put};
+use crate::nats::{CHUNK_BYTES, NatsError, Put};
+
+/// A chunk not delivered within this is the end of the read (the stream holds every
+/// chunk already: a wait this long means it is not there).
+pub const CHUNK_WAIT: std::time::Duration = std::time::Duration::from_secs(30);
 
 /// The stream name of the object store `bucket`.
 pub fn stream_name(bucket: &str) -> String {
@@ -125,8 +132,15 @@ impl std::fmt::Debug for Object {
 pub enum GetError {
     #[error(transparent)]
     Nats(#[from] NatsError),
-    #[error("the metadata of {0} is not an object's, or names chunks of another node")]
+    #[error("the metadata of {0} is not an object's, or names chunks not its node's")]
     Foreign(String),
+}
+
+/// Whether `nuid` is `<node>.<one nuid>`: 22 letters and digits after the node, as
+/// [`put`] writes (no dot, no wildcard, nothing of another node).
+fn is_own_nuid(nuid: &str, node: u64) -> bool {
+    nuid.strip_prefix(&format!("{node}."))
+        .is_some_and(|own| own.len() == 22 && own.bytes().all(|b| b.is_ascii_alphanumeric()))
 }
 
 /// Node `node`'s object `key` in `bucket`; `None` when there is none (or it was deleted).
@@ -152,7 +166,8 @@ pub async fn get(
     if info.deleted {
         return Ok(None);
     }
-    if !info.nuid.starts_with(&format!("{node}.")) || info.bucket != bucket {
+    let chunks_for_size = info.size.div_ceil(CHUNK_BYTES);
+    if !is_own_nuid(&info.nuid, node) || info.bucket != bucket || info.chunks != chunks_for_size {
         return Err(GetError::Foreign(subject));
     }
     let chunks = stream
@@ -170,9 +185,16 @@ pub async fn get(
 }
 
 impl Object {
+    /// The SHA-256 the metadata names, if it names one.
+    pub fn sha256(&self) -> Option<[u8; 32]> {
+        let named = self.info.digest.as_deref()?.strip_prefix("SHA-256=")?;
+        URL_SAFE.decode(named).ok()?.try_into().ok()
+    }
+
     /// The object's bytes, chunk by chunk; the last item is an error if they are not the
-    /// size and SHA-256 the metadata names.
-    pub fn bytes(self) -> impl Stream<Item = std::io::Result<Bytes>> + Send {
+    /// size and SHA-256 the metadata names, or more than `limit` bytes, or a chunk does
+    /// not come within [`CHUNK_WAIT`].
+    pub fn bytes(self, limit: u64) -> impl Stream<Item = std::io::Result<Bytes>> + Send {
         struct Reading {
             chunks: push::Ordered,
             left: usize,
@@ -211,10 +233,26 @@ impl Object {
                     )
                 });
             }
-            match state.chunks.next().await {
+            let Ok(next) = tokio::time::timeout(CHUNK_WAIT, state.chunks.next()).await else {
+                state.done = true;
+                return Some((
+                    Err(std::io::Error::other("a chunk of the object did not come")),
+                    state,
+                ));
+            };
+            match next {
                 Some(Ok(message)) => {
                     state.left -= 1;
                     state.size += message.payload.len();
+                    if state.size > expected_size || state.size as u64 > limit {
+                        state.done = true;
+                        return Some((
+                            Err(std::io::Error::other(
+                                "the object is larger than its metadata says or than allowed",
+                            )),
+                            state,
+                        ));
+                    }
                     state.sha.update(&message.payload);
                     Some((Ok(message.payload.clone()), state))
                 }
@@ -231,5 +269,28 @@ impl Object {
                 }
             }
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_nuid_is_its_nodes_and_one_plain_nuid() {
+        let own = format!("3.{}", nuid::next());
+        assert!(is_own_nuid(&own, 3));
+        for other in [
+            format!("4.{}", nuid::next()),
+            "3.".to_owned(),
+            "3.>".to_owned(),
+            "3.*".to_owned(),
+            format!("3.{}.x", nuid::next()),
+            format!("3.{}", "a".repeat(21)),
+            format!("3.{} ", "a".repeat(21)),
+            format!("33.{}", nuid::next()),
+        ] {
+            assert!(!is_own_nuid(&other, 3), "{other}");
+        }
     }
 }

@@ -439,20 +439,30 @@ impl Ctx {
 
     /// Restores the newest checkpoint an earlier attempt's node left that its agent signed
     /// for an attempt it held (design 19, §2), trying each earlier attempt's node from the
-    /// last; one that is not (tampered, forged, another's) is skipped with a warning, and
-    /// with none the job starts from scratch. `true` when one was restored.
+    /// last; one that is not (tampered, forged, another's, not a tar, not there in time)
+    /// is skipped with a warning, and with none the job starts from scratch. Nothing a
+    /// checkpoint holds makes this a fault of the job or the node. `true` when one was
+    /// restored.
     async fn restore_checkpoint(&self, held: &Held, dirs: &JobDirs) -> Result<bool, Failure> {
+        if held.attempt <= 1 {
+            return Ok(false);
+        }
         let job_id = held.job_id();
-        let holders = retry("read the job's attempts", || async {
+        let holders = match retry("read the job's attempts", || async {
             self.chain
                 .assignments(job_id)
                 .await
                 .map_err(|e| Failure::transient(e.to_string()))
         })
-        .await?;
-        let earlier = &holders[..holders
-            .len()
-            .min(usize::from(held.attempt.saturating_sub(1)))];
+        .await
+        {
+            Ok(holders) => holders,
+            Err(failure) => {
+                tracing::warn!(error = %failure, "the job's earlier attempts unread: starting from scratch");
+                return Ok(false);
+            }
+        };
+        let earlier = &holders[..holders.len().min(usize::from(held.attempt - 1))];
         let mut tried = Vec::new();
         for node in earlier.iter().rev() {
             if tried.contains(node) {
@@ -465,15 +475,16 @@ impl Ctx {
                 .filter(|(_, n)| *n == node)
                 .filter_map(|(i, _)| u8::try_from(i + 1).ok())
                 .collect();
-            match self.restore_from(job_id, *node, attempts, dirs).await? {
-                Restored::Yes(attempt) => {
+            match self.restore_from(job_id, *node, attempts, dirs).await {
+                Ok(Some(attempt)) => {
                     tracing::info!(from_node = node, attempt, "restored the latest checkpoint");
                     return Ok(true);
                 }
-                Restored::None => {}
-                Restored::Refused(reason) => {
+                Ok(None) => {}
+                Err(reason) => {
                     metrics::checkpoint_refused(reason);
                     tracing::warn!(from_node = node, reason, "a checkpoint not restored");
+                    clear_dir(&dirs.checkpoints).await?;
                 }
             }
         }
@@ -481,73 +492,78 @@ impl Ctx {
     }
 
     /// Node `node`'s checkpoint of `job_id`, restored into `/checkpoints` if its agent
-    /// signed it for one of `attempts`.
+    /// signed it for one of `attempts`: the attempt it was taken in; `None` when the node
+    /// left none; else why not (and `/checkpoints` may hold part of it).
     async fn restore_from(
         &self,
         job_id: u64,
         node: u64,
         attempts: Vec<u8>,
         dirs: &JobDirs,
-    ) -> Result<Restored, Failure> {
+    ) -> Result<Option<u8>, &'static str> {
         use gantry_protocol::checkpoint::{Holder, check};
         use gantry_runtime::objects::GetError;
         let key = job_id.to_string();
         let limit = self.settings.max_output_bytes;
-        let tar_path = dirs.root.join("restore.tar");
-        let object = match gantry_runtime::objects::get(
-            &self.jobs_js,
-            &self.checkpoints,
-            node,
-            &key,
-        )
-        .await
-        {
-            Ok(Some(object)) => object,
-            Ok(None) => return Ok(Restored::None),
-            Err(GetError::Foreign(_)) => return Ok(Restored::Refused("foreign")),
-            Err(e) => return Err(Failure::transient(format!("the checkpoint: {e}"))),
+        let found = retry("read a checkpoint", || async {
+            match gantry_runtime::objects::get(&self.jobs_js, &self.checkpoints, node, &key).await {
+                Err(GetError::Nats(e)) => Err(Failure::transient(e.to_string())),
+                other => Ok(other),
+            }
+        })
+        .await;
+        let object = match found {
+            Ok(Ok(Some(object))) => object,
+            Ok(Ok(None)) => return Ok(None),
+            Ok(Err(_)) => return Err("foreign"),
+            Err(_) => return Err("unavailable"),
         };
         if object.info.size as u64 > limit {
-            return Ok(Restored::Refused("too_large"));
+            return Err("too_large");
         }
-        let metadata = object.info.metadata.clone();
-        let sha256 = match download_object(object, &tar_path).await {
-            Ok(sha256) => sha256,
-            Err(e) => {
-                let _ = tokio::fs::remove_file(&tar_path).await;
-                tracing::warn!(error = %e, "the checkpoint's bytes");
-                return Ok(Restored::Refused("damaged"));
-            }
-        };
-        let agent = self
-            .chain
-            .node(node)
-            .await
-            .map_err(|e| Failure::transient(e.to_string()))?
-            .agent;
-        let holder = Holder { agent, attempts };
-        let attempt = match check(
+        // The signature first: nothing unsigned is downloaded.
+        let sha256 = object.sha256().ok_or("unsigned")?;
+        let agent = retry("read the checkpoint's node", || async {
+            self.chain
+                .node(node)
+                .await
+                .map_err(|e| Failure::transient(e.to_string()))
+        })
+        .await
+        .map_err(|_| "unavailable")?
+        .agent;
+        let attempt = check(
             self.chain_id,
             self.chain.market_address(),
             job_id,
-            &metadata,
-            sha256,
-            &holder,
-        ) {
-            Ok(attempt) => attempt,
-            Err(refused) => {
-                let _ = tokio::fs::remove_file(&tar_path).await;
-                return Ok(Restored::Refused(refused.reason()));
-            }
-        };
+            &object.info.metadata,
+            sha256.into(),
+            &Holder { agent, attempts },
+        )
+        .map_err(|refused| refused.reason())?;
+        let tar_path = dirs.root.join("restore.tar");
+        let downloaded = download_object(object, &tar_path, limit).await;
+        if let Err(error) = downloaded {
+            let _ = tokio::fs::remove_file(&tar_path).await;
+            tracing::warn!(%error, "the checkpoint's bytes");
+            return Err("damaged");
+        }
         let into = dirs.checkpoints.clone();
         let from = tar_path.clone();
-        tokio::task::spawn_blocking(move || archive::unpack(&from, &into))
-            .await
-            .map_err(|e| Failure::node(format!("restoring the checkpoint: {e}")))??;
+        let unpacked = tokio::task::spawn_blocking(move || archive::unpack(&from, &into)).await;
         let _ = tokio::fs::remove_file(&tar_path).await;
-        make_writable(&dirs.checkpoints).await?;
-        Ok(Restored::Yes(attempt))
+        match unpacked {
+            Ok(Ok(())) => {}
+            Ok(Err(failure)) => {
+                tracing::warn!(error = %failure, "the checkpoint does not unpack");
+                return Err("not_a_tar");
+            }
+            Err(_) => return Err("not_a_tar"),
+        }
+        make_writable(&dirs.checkpoints)
+            .await
+            .map_err(|_| "not_a_tar")?;
+        Ok(Some(attempt))
     }
 
     /// Runs the container to its end (at the job's deadline at the latest) with the
@@ -896,27 +912,35 @@ fn result_dir(admitted: &Admitted, dirs: &JobDirs) -> std::path::PathBuf {
     )
 }
 
-/// What [`Ctx::restore_from`] found.
-enum Restored {
-    /// Restored, taken in this attempt.
-    Yes(u8),
-    /// The node left no checkpoint of the job.
-    None,
-    /// It left one that may not be restored, for this reason.
-    Refused(&'static str),
+/// Empties `dir` (a checkpoint that was refused after it began to unpack).
+async fn clear_dir(dir: &std::path::Path) -> Result<(), Failure> {
+    let mut entries = tokio::fs::read_dir(dir)
+        .await
+        .map_err(|e| Failure::node(format!("clearing {}: {e}", dir.display())))?;
+    while let Ok(Some(entry)) = entries.next_entry().await {
+        let path = entry.path();
+        let removed = match entry.file_type().await {
+            Ok(kind) if kind.is_dir() => tokio::fs::remove_dir_all(&path).await,
+            _ => tokio::fs::remove_file(&path).await,
+        };
+        removed.map_err(|e| Failure::node(format!("clearing {}: {e}", path.display())))?;
+    }
+    Ok(())
 }
 
-/// Writes `object`'s bytes to `into`; their SHA-256 (the object's size and digest checked).
+/// Writes `object`'s bytes to `into`, at most `limit`; their SHA-256 (the object's size
+/// and digest checked).
 async fn download_object(
     object: gantry_runtime::objects::Object,
     into: &std::path::Path,
+    limit: u64,
 ) -> std::io::Result<alloy::primitives::B256> {
     use futures::StreamExt as _;
     use sha2::Digest as _;
     use tokio::io::AsyncWriteExt as _;
     let mut file = tokio::fs::File::create(into).await?;
     let mut sha = sha2::Sha256::new();
-    let mut bytes = std::pin::pin!(object.bytes());
+    let mut bytes = std::pin::pin!(object.bytes(limit));
     while let Some(chunk) = bytes.next().await {
         let chunk = chunk?;
         sha.update(&chunk);

@@ -487,7 +487,7 @@ stake = "{stake}"
         let object = gantry_runtime::objects::get(&js, bucket, node, key)
             .await
             .unwrap()?;
-        let chunks: Vec<_> = object.bytes().collect().await;
+        let chunks: Vec<_> = object.bytes(u64::MAX).collect().await;
         Some(
             chunks
                 .into_iter()

@@ -1115,7 +1115,7 @@ async fn scoped_object(js: &jetstream::Context, bucket: &str, node: u64, key: &s
         .await
         .unwrap_or_else(|e| panic!("{bucket}/{node}/{key}: {e}"))
         .unwrap_or_else(|| panic!("{bucket}/{node}/{key} is there"));
-    let chunks: Vec<_> = object.bytes().collect().await;
+    let chunks: Vec<_> = object.bytes(u64::MAX).collect().await;
     chunks
         .into_iter()
         .flat_map(|chunk| chunk.expect("the object's bytes").to_vec())
@@ -1300,4 +1300,94 @@ async fn wait_for_replicas(stream: &stream::Stream, replicas: usize) -> String {
         );
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
+}
+
+/// Design 19, §2.1, as a node that held a job would try it on the next holder's resume:
+/// metadata under its own id that names chunks beyond its own object (a wildcard nuid,
+/// another node's), more chunks than its size, or fewer bytes than it says, is refused or
+/// ends the read with an error, never a wait without end.
+#[tokio::test(flavor = "multi_thread")]
+async fn checkpoint_a_holders_lying_metadata_is_refused_and_never_hangs_the_reader() {
+    use async_nats::jetstream::object_store::ObjectInfo;
+    let server = gantry_testkit::NatsServer::start().expect("nats-server starts");
+    let js = jetstream::new(async_nats::connect(server.url()).await.unwrap());
+    let bucket = names::checkpoints_bucket(CHAIN);
+    gantry_runtime::objects::open(&js, &bucket, 1)
+        .await
+        .unwrap();
+    let put = gantry_runtime::objects::put(
+        &js,
+        &bucket,
+        1,
+        "7",
+        Default::default(),
+        [5u8; 300_000].as_slice(),
+    )
+    .await
+    .unwrap();
+    assert_eq!(put.size, 300_000);
+    let honest = gantry_runtime::objects::get(&js, &bucket, 1, "7")
+        .await
+        .unwrap()
+        .unwrap();
+    let meta = |info: &ObjectInfo| serde_json::to_vec(info).unwrap();
+    // Key "9", base64url.
+    let subject = format!("$O.{bucket}.M.1.OQ==");
+    let lie = |change: &dyn Fn(&mut ObjectInfo)| {
+        let mut info = honest.info.clone();
+        change(&mut info);
+        meta(&info)
+    };
+    for (what, payload) in [
+        ("a wildcard nuid", lie(&|i| i.nuid = "1.>".into())),
+        (
+            "another node's nuid",
+            lie(&|i| i.nuid = i.nuid.replacen("1.", "2.", 1)),
+        ),
+        ("more chunks than its size", lie(&|i| i.chunks += 5)),
+    ] {
+        js.publish(subject.clone(), payload.into())
+            .await
+            .unwrap()
+            .await
+            .unwrap();
+        let got = gantry_runtime::objects::get(&js, &bucket, 1, "9").await;
+        assert!(
+            matches!(got, Err(gantry_runtime::objects::GetError::Foreign(_))),
+            "{what}: {got:?}"
+        );
+    }
+    // Fewer bytes than it says: the read ends with an error once the chunks run out.
+    js.publish(
+        subject.clone(),
+        lie(&|i| {
+            i.size += 1;
+        })
+        .into(),
+    )
+    .await
+    .unwrap()
+    .await
+    .unwrap();
+    let short = gantry_runtime::objects::get(&js, &bucket, 1, "9")
+        .await
+        .unwrap()
+        .unwrap();
+    let read: Vec<_> = tokio::time::timeout(
+        gantry_runtime::objects::CHUNK_WAIT * 2,
+        short.bytes(u64::MAX).collect(),
+    )
+    .await
+    .expect("the read ends");
+    assert!(
+        read.iter().any(Result::is_err),
+        "the short object is not taken whole"
+    );
+    // A limit below the object's size ends the read too.
+    let honest = gantry_runtime::objects::get(&js, &bucket, 1, "7")
+        .await
+        .unwrap()
+        .unwrap();
+    let limited: Vec<_> = honest.bytes(1_000).collect().await;
+    assert!(limited.iter().any(Result::is_err));
 }
