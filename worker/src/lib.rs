@@ -14,7 +14,7 @@
 //!   job: admit ──▶ clock: stop_by ──▶ fetch inputs ──▶ restore checkpoint (objects, archive)
 //!     ──▶ docker run (sandbox), job::watch beside it: logs, progress, GPU, checkpoints,
 //!         ownership (jobHash, the chain's time)
-//!     ──▶ archive::pack + objects::upload ──▶ submitResult ──▶ completion report
+//!     ──▶ archive::pack + gantry_runtime::objects::put (under the node's id) ──▶ submitResult ──▶ completion report
 //!         (the result, or the failure report of a job that failed by itself;
 //!          reject for a job that cannot start)
 //! ```
@@ -42,7 +42,6 @@ pub mod inventory;
 pub mod job;
 pub mod metrics;
 mod node;
-pub mod objects;
 pub mod sandbox;
 pub mod seats;
 pub mod service;

@@ -25,7 +25,7 @@ use crate::inventory::{GpuMonitor, Inventory};
 use crate::job::{Ctx, GpuPool};
 use crate::service::Hooks;
 use crate::wasm::WasmEngine;
-use crate::{metrics, objects, space};
+use crate::{metrics, space};
 use gantry_protocol::spec::Engine;
 
 /// The node, up: what every job shares, and its capabilities as the chain holds them
@@ -272,7 +272,7 @@ async fn wait_for_chain_stream(
 /// stores, each created when missing.
 struct Stores {
     jobs_js: jetstream::Context,
-    results: jetstream::object_store::ObjectStore,
+    results: String,
     checkpoints: String,
 }
 
@@ -287,12 +287,10 @@ impl Stores {
             .get_or_create_stream(storage::jobs_stream(config.chain_id, config.nats_replicas))
             .await
             .map_err(|e| WorkerError::nats("the jobs stream", e))?;
-        let bucket = |name: String| async move {
-            objects::bucket(js, &name, config.nats_replicas)
-                .await
-                .map_err(WorkerError::Node)
-        };
-        let results = bucket(names::results_bucket(config.chain_id)).await?;
+        let results = names::results_bucket(config.chain_id);
+        gantry_runtime::objects::open(js, &results, config.nats_replicas)
+            .await
+            .map_err(|e| WorkerError::nats("the results bucket", e))?;
         let checkpoints = names::checkpoints_bucket(config.chain_id);
         gantry_runtime::objects::open(js, &checkpoints, config.nats_replicas)
             .await

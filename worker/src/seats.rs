@@ -608,7 +608,8 @@ async fn upload_after_decision(
             sha256: record.digest.0,
             size,
         };
-        crate::objects::upload(&ctx.results, &names::verified_result_key(job_id), &packed).await?;
+        ctx.put_result(&names::verified_result_key(job_id), &packed)
+            .await?;
         tracing::info!("uploaded the verified result");
     }
     store.remove(job_id, record.seat).await;

@@ -297,8 +297,8 @@ impl Chain {
     }
 
     /// A replicated job's verified result, once decided with a quorum: the digest it
-    /// agreed on and where its paid seats uploaded the outcome.
-    pub async fn verified_result(&self, job_id: u64) -> Result<Option<(B256, String)>> {
+    /// agreed on and where each of its paid seats uploaded the outcome (under its own id).
+    pub async fn verified_result(&self, job_id: u64) -> Result<Option<(B256, Vec<String>)>> {
         let digest = gantry_runtime::market::read_verified(
             &self.provider,
             *self.market.address(),
@@ -309,12 +309,22 @@ impl Chain {
         .map_err(|e| {
             CliError::Unavailable(format!("reading job {job_id}'s verified result: {e}"))
         })?;
-        Ok(digest.map(|d| {
-            (
-                d,
-                gantry_protocol::names::verified_result_uri(self.chain_id, job_id),
-            )
-        }))
+        let Some(digest) = digest else {
+            return Ok(None);
+        };
+        let paid = gantry_runtime::market::read_paid_replicas(
+            &self.provider,
+            *self.market.address(),
+            self.start_block,
+            job_id,
+        )
+        .await
+        .map_err(|e| CliError::Unavailable(format!("reading job {job_id}'s paid seats: {e}")))?;
+        let uris = paid
+            .into_iter()
+            .map(|node| gantry_protocol::names::verified_result_uri(self.chain_id, node, job_id))
+            .collect();
+        Ok(Some((digest, uris)))
     }
 
     /// The rules of policy `version` (the ones a job posted under keeps).

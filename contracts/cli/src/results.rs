@@ -303,17 +303,32 @@ mod tests {
     #[test]
     fn result_uris() {
         assert_eq!(
-            Source::parse("nats://gantry_31337_results/7-1").unwrap(),
-            Source::Nats {
+            Source::parse("nats://gantry_31337_results/3/7-1").unwrap(),
+            Source::Scoped {
                 bucket: "gantry_31337_results".into(),
+                node: 3,
                 key: "7-1".into()
+            }
+        );
+        assert_eq!(
+            Source::parse("nats://gantry_31337_inputs/sets/a.bin").unwrap(),
+            Source::Nats {
+                bucket: "gantry_31337_inputs".into(),
+                key: "sets/a.bin".into()
             }
         );
         assert!(matches!(
             Source::parse("https://x/y.tar"),
             Ok(Source::Http(_))
         ));
-        for bad in ["nats://bucket", "nats:///key", "ipfs://cid", "s3://b/k"] {
+        for bad in [
+            "nats://bucket",
+            "nats:///key",
+            "ipfs://cid",
+            "s3://b/k",
+            "nats://gantry_31337_results/7-1",
+            "nats://gantry_31337_sealed/x/7-p",
+        ] {
             assert_eq!(Source::parse(bad).unwrap_err().exit_code(), 2, "{bad}");
         }
     }

@@ -153,20 +153,22 @@ pub fn jobs_stream_subjects(chain_id: u64) -> String {
     format!("gantry.jobs.{chain_id}.>")
 }
 
-/// The object store bucket of results: key `<job>-<attempt>`, a tar of the job's outputs;
-/// `resultURI` is `nats://<bucket>/<key>`. A verified job's result, uploaded by its paid
-/// seats after the decision, is [`verified_result_key`].
+/// The node-scoped bucket of results (design 19, §2.1) is [`results_bucket`]: node N's
+/// key `<job>-<attempt>` is a tar of the job's outputs, `resultURI`
+/// `nats://<bucket>/<N>/<key>` ([`result_uri`]). A verified job's result, uploaded by each
+/// paid seat after the decision, is its [`verified_result_key`].
 pub fn verified_result_key(job_id: u64) -> String {
     format!("{job_id}-verified")
 }
 
-/// The URI of a verified job's result in the results bucket of chain `chain_id`.
-pub fn verified_result_uri(chain_id: u64, job_id: u64) -> String {
-    format!(
-        "nats://{}/{}",
-        results_bucket(chain_id),
-        verified_result_key(job_id)
-    )
+/// Where paid seat `node_id` of verified job `job_id` uploaded the job's result.
+pub fn verified_result_uri(chain_id: u64, node_id: u64, job_id: u64) -> String {
+    result_uri(chain_id, node_id, &verified_result_key(job_id))
+}
+
+/// Node `node_id`'s result `key` in the results bucket of chain `chain_id`.
+pub fn result_uri(chain_id: u64, node_id: u64, key: &str) -> String {
+    format!("nats://{}/{node_id}/{key}", results_bucket(chain_id))
 }
 
 pub fn results_bucket(chain_id: u64) -> String {
@@ -187,7 +189,9 @@ pub fn sealed_bucket(chain_id: u64) -> String {
 /// `<node>/<key>` in URIs.
 pub fn is_node_scoped(bucket: &str) -> bool {
     bucket.starts_with("gantry_")
-        && (bucket.ends_with("_sealed") || bucket.ends_with("_checkpoints"))
+        && ["_sealed", "_checkpoints", "_results"]
+            .iter()
+            .any(|kind| bucket.ends_with(kind))
 }
 
 /// The key of a refereed job's outcome (its canonical tar) under its provider's id in

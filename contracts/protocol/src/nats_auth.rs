@@ -175,8 +175,8 @@ fn durable(stream: &str, name: &str, filter: Option<&str>) -> Vec<String> {
 /// The submitters' reader: the results bucket and the bucket of sealed results (every
 /// node's, node-scoped: one grant for all).
 fn reader(chain_id: u64) -> Vec<String> {
-    let mut subjects = object_store(false, &names::results_bucket(chain_id));
-    subjects.extend(object_store(false, &names::sealed_bucket(chain_id)));
+    let mut subjects = object_store(&names::results_bucket(chain_id));
+    subjects.extend(object_store(&names::sealed_bucket(chain_id)));
     subjects
 }
 
@@ -194,29 +194,21 @@ fn write_only_object_store(bucket: &str, node: u64) -> Vec<String> {
 /// writing node `node`'s own (`$O.<bucket>.{C,M}.<node>.…`), nothing else: no purge, no
 /// stream made or changed (design 19, §2.1).
 fn scoped_object_store(bucket: &str, node: u64) -> Vec<String> {
-    let mut subjects = object_store(false, bucket);
+    let mut subjects = object_store(bucket);
     subjects.extend(names::node_objects(bucket, node));
     subjects
 }
 
-/// Reading (get) or also writing (put, replace: a put purges the old chunks) the object
-/// store `bucket`.
-fn object_store(write: bool, bucket: &str) -> Vec<String> {
-    let mut subjects = strings([
+/// Reading (get) the object store `bucket`: an object's metadata by subject, its chunks
+/// through an ordered consumer with flow control.
+fn object_store(bucket: &str) -> Vec<String> {
+    strings([
         format!("{API}.STREAM.INFO.OBJ_{bucket}"),
         format!("{API}.DIRECT.GET.OBJ_{bucket}.>"),
         format!("{API}.CONSUMER.CREATE.OBJ_{bucket}"),
         format!("{API}.CONSUMER.DELETE.OBJ_{bucket}.*"),
         format!("$JS.FC.OBJ_{bucket}.>"),
-    ]);
-    if write {
-        subjects.extend(strings([
-            format!("{API}.STREAM.CREATE.OBJ_{bucket}"),
-            format!("{API}.STREAM.PURGE.OBJ_{bucket}"),
-            format!("$O.{bucket}.>"),
-        ]));
-    }
-    subjects
+    ])
 }
 
 fn indexer(chain_id: u64) -> Vec<String> {
@@ -362,12 +354,12 @@ fn worker(chain_id: u64, node: u64) -> User {
     // The jobs stream and the checkpoints bucket are made by the auth service (with the
     // network's settings: a worker that made them would choose them for everyone).
     publish.push(format!("{API}.STREAM.INFO.{jobs}"));
-    publish.extend(object_store(true, &names::results_bucket(chain_id)));
+    publish.extend(scoped_object_store(&names::results_bucket(chain_id), node));
     publish.extend(scoped_object_store(
         &names::checkpoints_bucket(chain_id),
         node,
     ));
-    publish.extend(object_store(false, &names::inputs_bucket(chain_id)));
+    publish.extend(object_store(&names::inputs_bucket(chain_id)));
     publish.extend(write_only_object_store(
         &names::sealed_bucket(chain_id),
         node,
@@ -502,7 +494,12 @@ mod tests {
                 .iter()
                 .any(|s| s.starts_with("gantry.jobs.7.") && !s.contains(".3."))
         );
-        assert!(three.contains(&"$O.gantry_7_results.>".to_owned()));
+        assert!(three.contains(&"$O.gantry_7_results.C.3.>".to_owned()));
+        assert!(
+            !three
+                .iter()
+                .any(|s| s == "$O.gantry_7_results.>" || s.contains("PURGE"))
+        );
         // Checkpoints: its own, under its id; every node's read.
         for own in [
             "$O.gantry_7_checkpoints.C.3.>",

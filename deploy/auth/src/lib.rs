@@ -7,7 +7,7 @@
 //!     handshake::Token::decode, verify (pure: version, window, manifest, EIP-712 signer)
 //!     chain: NodeRegistry.getNode, JobMarket.params (cached) ──▶ handshake::admit (pure)
 //!     KV gantry_<chain>_handshakes  create(token digest)  ── once, whichever replica
-//!  (at start: the jobs stream, the results, checkpoints and sealed-results buckets, with
+//!  (at start: the jobs stream, the node-scoped results, checkpoints and sealed-results buckets, with
 //!   the network's settings: workers may write them and not make them)
 //!     KV gantry_<chain>_nodes ← manifest
 //!  ◀── jwt::response(jwt::user(worker-<N>, nats_auth::worker_permissions, exp = now + ttl))
@@ -134,19 +134,8 @@ pub async fn bind(config: Config) -> anyhow::Result<Bound> {
     js.get_or_create_stream(storage::jobs_stream(chain_id, replicas))
         .await
         .context("the jobs stream")?;
-    if js
-        .get_object_store(names::results_bucket(chain_id))
-        .await
-        .is_err()
-    {
-        js.create_object_store(storage::object_store(
-            &names::results_bucket(chain_id),
-            replicas,
-        ))
-        .await
-        .context("the results bucket")?;
-    }
     for bucket in [
+        names::results_bucket(chain_id),
         names::checkpoints_bucket(chain_id),
         names::sealed_bucket(chain_id),
     ] {

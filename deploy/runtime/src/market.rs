@@ -213,6 +213,32 @@ pub async fn read_assignments<P: Provider>(
         .collect())
 }
 
+/// The nodes paid for verified job `job_id`'s seats (`ReplicaPaid`), in the order paid:
+/// the seats that upload the job's result.
+pub async fn read_paid_replicas<P: Provider>(
+    provider: &P,
+    market: Address,
+    from_block: u64,
+    job_id: u64,
+) -> Result<Vec<u64>, ReadJobError> {
+    use gantry_protocol::bindings::Verification;
+    let filter = Filter::new()
+        .address(market)
+        .event_signature(Verification::ReplicaPaid::SIGNATURE_HASH)
+        .topic1(B256::from(U256::from(job_id)))
+        .from_block(from_block);
+    let logs = provider
+        .get_logs(&filter)
+        .await
+        .map_err(ReadJobError::Rpc)?;
+    Ok(logs
+        .iter()
+        .filter_map(|log| Verification::ReplicaPaid::decode_log(&log.inner).ok())
+        .filter(|log| log.data.jobId == job_id)
+        .map(|log| log.data.nodeId)
+        .collect())
+}
+
 /// Job `job_id`'s latest event `E` (`job_of` reads its job id), if any.
 async fn last_of_job<E: SolEvent, P: Provider>(
     provider: &P,

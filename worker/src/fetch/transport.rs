@@ -80,6 +80,9 @@ impl Fetcher {
         if !self.nats_buckets.iter().any(|allowed| allowed == bucket) {
             return Err(FetchError::NatsBucket);
         }
+        if gantry_protocol::names::is_node_scoped(bucket) {
+            return open_scoped(context, bucket, key).await;
+        }
         let store = context.get_object_store(bucket).await.map_err(|err| {
             let missing = std::error::Error::source(&err)
                 .and_then(|source| source.downcast_ref::<GetStreamError>())
@@ -207,6 +210,33 @@ where
         Ok((read > 0).then(|| (buf.freeze(), reader)))
     })
     .boxed()
+}
+
+/// Node N's object of a node-scoped bucket (the results: `nats://<bucket>/<N>/<key>`).
+async fn open_scoped(
+    context: &async_nats::jetstream::Context,
+    bucket: &str,
+    key: &str,
+) -> Result<Body, FetchError> {
+    use futures::StreamExt as _;
+    let (node, key) = key
+        .split_once('/')
+        .and_then(|(node, key)| Some((node.parse::<u64>().ok()?, key)))
+        .filter(|(_, key)| !key.is_empty())
+        .ok_or(FetchError::UnsupportedUri(
+            "a result is nats://<bucket>/<node>/<key>",
+        ))?;
+    let object = gantry_runtime::objects::get(context, bucket, node, key)
+        .await
+        .map_err(|err| FetchError::Transfer(error_detail(&err)))?
+        .ok_or(FetchError::NotFound("nats object"))?;
+    Ok(Body {
+        declared_len: u64::try_from(object.info.size).ok(),
+        chunks: object
+            .bytes(u64::MAX)
+            .map(|chunk| chunk.map_err(|err| FetchError::Transfer(error_detail(&err))))
+            .boxed(),
+    })
 }
 
 #[cfg(test)]
@@ -422,12 +452,39 @@ mod tests {
         assert_eq!(fetched.size, data.len() as u64);
         assert_eq!(std::fs::read(&fetched.path).unwrap(), data);
 
+        // Another job's result, node 3's, in the node-scoped results bucket.
+        let results = names::results_bucket(CHAIN);
+        gantry_runtime::objects::open(&jetstream, &results, 1)
+            .await
+            .unwrap();
+        gantry_runtime::objects::put(
+            &jetstream,
+            &results,
+            3,
+            "7-1",
+            Default::default(),
+            data.as_slice(),
+        )
+        .await
+        .unwrap();
+        let fetched = fetcher
+            .fetch(&input(
+                &format!("nats://{results}/3/7-1"),
+                Some(&sha256_hex(&data)),
+                None,
+            ))
+            .await
+            .unwrap();
+        assert_eq!(std::fs::read(&fetched.path).unwrap(), data);
+        let err = fetcher
+            .fetch(&input(&format!("nats://{results}/7-1"), None, None))
+            .await
+            .unwrap_err();
+        assert!(matches!(err, FetchError::UnsupportedUri(_)), "{err:?}");
+
         for (uri, what) in [
             (format!("nats://{bucket}/sets/missing.bin"), "nats object"),
-            (
-                format!("nats://{}/7-1", names::results_bucket(CHAIN)),
-                "nats bucket",
-            ),
+            (format!("nats://{results}/4/7-1"), "nats object"),
         ] {
             let err = fetcher.fetch(&input(&uri, None, None)).await.unwrap_err();
             assert!(

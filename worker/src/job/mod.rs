@@ -84,7 +84,8 @@ pub struct Ctx {
     pub nats: async_nats::Client,
     pub chain_stream: jetstream::stream::Stream,
     pub jobs_js: jetstream::Context,
-    pub results: jetstream::object_store::ObjectStore,
+    /// The node-scoped bucket of results (`gantry_runtime::objects`), on `jobs_js`.
+    pub results: String,
     /// The node-scoped bucket of checkpoints (`gantry_runtime::objects`), on `jobs_js`.
     pub checkpoints: String,
     pub settings: Jobs,
@@ -473,6 +474,31 @@ impl Ctx {
 }
 
 /// Retries a step while its failure is transient; a failure that persists is the node's.
+impl Ctx {
+    /// Puts a packed file as this node's object `key` of the results bucket.
+    pub(crate) async fn put_result(
+        &self,
+        key: &str,
+        packed: &crate::archive::Packed,
+    ) -> Result<(), Failure> {
+        let file = tokio::fs::File::open(&packed.path)
+            .await
+            .map_err(|e| crate::archive::local(&packed.path, e))?;
+        gantry_runtime::objects::put(
+            &self.jobs_js,
+            &self.results,
+            self.node_id,
+            key,
+            Default::default(),
+            file,
+        )
+        .await
+        .map_err(|e| Failure::transient(format!("upload {key}: {e}")))?;
+        crate::metrics::object_bytes("out", packed.size);
+        Ok(())
+    }
+}
+
 async fn retry<T, F, Fut>(what: &str, step: F) -> Result<T, Failure>
 where
     F: FnMut() -> Fut,

@@ -29,7 +29,7 @@ use crate::docker::{Ending, Executor, JOB_LABEL, NODE_LABEL, RunOutcome, RunPlan
 use crate::fault::{Failure, FaultClass};
 use crate::inventory::Gpu;
 use crate::wasm::{Determinism, MAX_MODULE_BYTES, WasmEngine, WasmPlan};
-use crate::{archive, metrics, objects};
+use crate::{archive, metrics};
 
 /// How long a job stopped for a shutdown may take to exit after SIGTERM (to write a last
 /// checkpoint), at most: never past its own stop.
@@ -874,14 +874,11 @@ impl Ctx {
             .await
             .map_err(|e| Failure::node(format!("packing the result: {e}")))??;
         let key = format!("{}-{}", held.job_id(), held.attempt);
-        retry("upload the result", || {
-            objects::upload(&self.results, &key, &packed)
-        })
-        .await?;
+        retry("upload the result", || self.put_result(&key, &packed)).await?;
         metrics::stage_seconds("upload", started.elapsed());
         Ok(Uploaded {
             hash: B256::from(packed.sha256),
-            uri: format!("nats://{}/{key}", names::results_bucket(self.chain_id)),
+            uri: names::result_uri(self.chain_id, self.node_id, &key),
             size: packed.size,
         })
     }

@@ -218,21 +218,5 @@ async fn verification_a_docker_job_whose_input_does_not_match_is_sealed_and_paid
 
 /// The agreed outcome's tar, once an agreeing seat uploaded it after the decision.
 async fn verified_result(net: &Net, job: u64) -> Vec<u8> {
-    let key = gantry_protocol::names::verified_result_key(job);
-    let bucket = gantry_protocol::names::results_bucket(net.chain_id());
-    net.wait_until("the verified result uploaded", || async {
-        let store = net
-            .jetstream()
-            .await
-            .get_object_store(&bucket)
-            .await
-            .unwrap();
-        store.info(&key).await.is_ok()
-    })
-    .await;
-    net.download(&gantry_protocol::names::verified_result_uri(
-        net.chain_id(),
-        job,
-    ))
-    .await
+    net.verified_result(job).await
 }

@@ -469,6 +469,35 @@ stake = "{stake}"
     }
 
     /// Downloads a `nats://bucket/key` object.
+    /// Verified job `job`'s agreed outcome (its tar), once a paid seat uploaded it under
+    /// its own id after the decision.
+    pub(crate) async fn verified_result(&self, job: u64) -> Vec<u8> {
+        let bucket = names::results_bucket(self.chain_id());
+        let key = names::verified_result_key(job);
+        let paid = || async {
+            gantry_runtime::market::read_paid_replicas(
+                &self.devnet.admin,
+                self.devnet.deployment.market,
+                self.devnet.deployment.start_block,
+                job,
+            )
+            .await
+            .unwrap()
+        };
+        let found = std::sync::Mutex::new(None);
+        self.wait_until("the verified result uploaded", || async {
+            for node in paid().await {
+                if let Some(tar) = self.scoped_object(&bucket, node, &key).await {
+                    *found.lock().unwrap() = Some(tar);
+                    return true;
+                }
+            }
+            false
+        })
+        .await;
+        found.into_inner().unwrap().expect("the verified result")
+    }
+
     /// Node `node`'s checkpoint of `job`, whole and checked against its metadata.
     pub(crate) async fn checkpoint_of(&self, node: u64, job: u64) -> Option<Vec<u8>> {
         let bucket = names::checkpoints_bucket(self.chain_id());

@@ -273,24 +273,7 @@ async fn verification_replicated_3_2_on_three_workers_pays_all_three() {
     .await
     .unwrap()
     .expect("JobVerified");
-    let key = gantry_protocol::names::verified_result_key(job);
-    let bucket = gantry_protocol::names::results_bucket(net.chain_id());
-    net.wait_until("the verified result uploaded", || async {
-        let store = net
-            .jetstream()
-            .await
-            .get_object_store(&bucket)
-            .await
-            .unwrap();
-        store.info(&key).await.is_ok()
-    })
-    .await;
-    let tar = net
-        .download(&gantry_protocol::names::verified_result_uri(
-            net.chain_id(),
-            job,
-        ))
-        .await;
+    let tar = net.verified_result(job).await;
     assert_eq!(
         <[u8; 32]>::from(Sha256::digest(&tar)),
         digest.0,

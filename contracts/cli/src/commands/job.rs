@@ -438,10 +438,10 @@ pub async fn result(ctx: &Context, args: &ResultArgs) -> Result<()> {
     // A replicated job has no provider's answer: its result is the outcome its quorum
     // agreed on, uploaded by the paid seats after the decision.
     let answered = match chain.result(args.id).await? {
-        Some(answer) => Some(answer),
+        Some((hash, uri)) => Some((hash, vec![uri])),
         None => chain.verified_result(args.id).await?,
     };
-    let Some((result_hash, committed_uri)) = answered else {
+    let Some((result_hash, committed_uris)) = answered else {
         let status = chain.job(args.id).await?.state.status;
         return Err(CliError::NotFound(format!(
             "job {} has no result (it is {})",
@@ -452,26 +452,44 @@ pub async fn result(ctx: &Context, args: &ResultArgs) -> Result<()> {
     // A refereed job's answer is a seal (design 18, §2.6): the outcome and what opens the
     // seal lie in the provider's own bucket of sealed results, whatever URI it gave; the
     // outcome must be the digest the seal opens to.
-    let (expected, uri) = if is_refereed(chain, args.id).await? {
+    let (expected, uris) = if is_refereed(chain, args.id).await? {
         let provider = chain.provider_of(args.id).await?.ok_or_else(|| {
             CliError::NotFound(format!("job {} was never placed on a provider", args.id))
         })?;
         let digest = open_provider_seal(ctx, chain, args.id, provider, result_hash).await?;
         let own = gantry_protocol::names::provider_result_uri(chain.chain_id, provider, args.id);
-        (digest, args.uri.clone().unwrap_or(own))
+        (digest, vec![own])
     } else {
-        (result_hash, args.uri.clone().unwrap_or(committed_uri))
+        (result_hash, committed_uris)
     };
-    let source = Source::parse(&uri)?;
+    // `--uri` alone if given; else each place the result was put, until one holds it.
+    let uris = args.uri.clone().map_or(uris, |uri| vec![uri]);
     std::fs::create_dir_all(&args.output).map_err(|e| CliError::io(args.output.display(), e))?;
-    let downloaded = results::download(
-        &source,
-        &ctx.global.nats_url,
-        &args.output,
-        u64::from(limit) << 20,
-    )
-    .await?;
-    results::verify(&downloaded, expected)?;
+    let mut failed = None;
+    let mut found = None;
+    for uri in uris {
+        let source = Source::parse(&uri)?;
+        let fetched = results::download(
+            &source,
+            &ctx.global.nats_url,
+            &args.output,
+            u64::from(limit) << 20,
+        )
+        .await
+        .and_then(|downloaded| results::verify(&downloaded, expected).map(|()| downloaded));
+        match fetched {
+            Ok(downloaded) => {
+                found = Some((uri, downloaded));
+                break;
+            }
+            Err(error) => failed = Some(error),
+        }
+    }
+    let Some((uri, downloaded)) = found else {
+        return Err(failed.unwrap_or_else(|| {
+            CliError::NotFound(format!("job {} has no result uploaded yet", args.id))
+        }));
+    };
     let (bytes, sha256) = (downloaded.bytes, downloaded.sha256);
     let dir = args.output.clone();
     let unpacked = tokio::task::spawn_blocking(move || {

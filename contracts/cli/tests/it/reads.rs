@@ -209,18 +209,15 @@ async fn a_job_followed_through_the_api_and_its_result_verified() {
     let tar = result_tar();
     let hash = B256::from(<[u8; 32]>::from(Sha256::digest(&tar)));
     let bucket = names::results_bucket(chain_id);
-    let store = net
-        .jetstream()
-        .await
-        .create_object_store(async_nats::jetstream::object_store::Config {
-            bucket: bucket.clone(),
-            ..Default::default()
-        })
+    let js = net.jetstream().await;
+    gantry_runtime::objects::open(&js, &bucket, 1)
         .await
         .unwrap();
     let key = format!("{job}-1");
-    store.put(key.as_str(), &mut &tar[..]).await.unwrap();
-    net.submit_result(AGENT, job, hash, &format!("nats://{bucket}/{key}"))
+    gantry_runtime::objects::put(&js, &bucket, 1, &key, Default::default(), &tar[..])
+        .await
+        .unwrap();
+    net.submit_result(AGENT, job, hash, &names::result_uri(chain_id, 1, &key))
         .await;
     watch.until(|v| v["status"] == "submitted").await;
     api.caught_up(&net, 0).await;
@@ -255,7 +252,9 @@ async fn a_job_followed_through_the_api_and_its_result_verified() {
     // The same key with other bytes: refused, nothing unpacked, nothing left behind.
     let mut tampered = tar.clone();
     tampered[600] ^= 1;
-    store.put(key.as_str(), &mut &tampered[..]).await.unwrap();
+    gantry_runtime::objects::put(&js, &bucket, 1, &key, Default::default(), &tampered[..])
+        .await
+        .unwrap();
     let elsewhere = net.dir().join("tampered");
     gantry
         .run(&["job", "result", &id, "-o", &elsewhere.display().to_string()])
@@ -373,20 +372,23 @@ async fn verification_result_of_a_replicated_job_is_the_outcome_its_quorum_agree
     let tar = result_tar();
     let digest = B256::from(<[u8; 32]>::from(Sha256::digest(&tar)));
     net.decide_replicated(job, &nodes, |_| digest).await;
-    // As the paid seats do once the job is decided.
-    let store = net
-        .jetstream()
-        .await
-        .create_object_store(async_nats::jetstream::object_store::Config {
-            bucket: names::results_bucket(net.chain_id()),
-            ..Default::default()
-        })
+    // As a paid seat does once the job is decided, under its own id: the last one here
+    // (the CLI tries each paid seat's until one holds it).
+    let js = net.jetstream().await;
+    let bucket = names::results_bucket(net.chain_id());
+    gantry_runtime::objects::open(&js, &bucket, 1)
         .await
         .unwrap();
-    store
-        .put(names::verified_result_key(job).as_str(), &mut &tar[..])
-        .await
-        .unwrap();
+    gantry_runtime::objects::put(
+        &js,
+        &bucket,
+        *nodes.last().unwrap(),
+        &names::verified_result_key(job),
+        Default::default(),
+        &tar[..],
+    )
+    .await
+    .unwrap();
     let out_dir = net.dir().join("verified");
     let fetched = net
         .gantry(SUBMITTER)

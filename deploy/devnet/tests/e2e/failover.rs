@@ -112,15 +112,21 @@ async fn a_worker_killed_mid_job_is_slashed_and_the_job_resumes_on_the_other_fro
 
     // The result is what the chain says, and a model that fits the data.
     let (on_chain, _) = network.devnet.result(job).await.unwrap().expect("a result");
-    let results = js
-        .get_object_store(gantry_protocol::names::results_bucket(chain_id))
-        .await
-        .unwrap();
-    let mut object = results.get(format!("{job}-2")).await.unwrap();
-    let mut tar_bytes = Vec::new();
-    tokio::io::AsyncReadExt::read_to_end(&mut object, &mut tar_bytes)
-        .await
-        .unwrap();
+    let holder = network.devnet.job(job).await.unwrap().state.node_id;
+    let object = gantry_runtime::objects::get(
+        &js,
+        &gantry_protocol::names::results_bucket(chain_id),
+        holder,
+        &format!("{job}-2"),
+    )
+    .await
+    .unwrap()
+    .expect("the second attempt's result");
+    let chunks: Vec<_> = futures::StreamExt::collect(object.bytes(u64::MAX)).await;
+    let tar_bytes: Vec<u8> = chunks
+        .into_iter()
+        .flat_map(|chunk| chunk.unwrap().to_vec())
+        .collect();
     assert_eq!(B256::from_slice(&Sha256::digest(&tar_bytes)), on_chain);
     let model = model_in(&tar_bytes);
     let weights = model["weights"].as_array().unwrap();

@@ -63,11 +63,15 @@ async fn a_worker_reaches_its_own_assignments_and_reports_and_nothing_of_other_n
         .get_or_create_stream(storage::jobs_stream(CHAIN, 1))
         .await
         .expect("the auth service makes the jobs stream");
-    object_bucket(&auth.js, &names::results_bucket(CHAIN), 1).await;
-    let checkpoints = names::checkpoints_bucket(CHAIN);
-    gantry_runtime::objects::open(&auth.js, &checkpoints, 1)
-        .await
-        .expect("the auth service makes the checkpoints bucket");
+    let (results, checkpoints) = (
+        names::results_bucket(CHAIN),
+        names::checkpoints_bucket(CHAIN),
+    );
+    for bucket in [&results, &checkpoints] {
+        gantry_runtime::objects::open(&auth.js, bucket, 1)
+            .await
+            .expect("the auth service makes the bucket");
+    }
     auth.assert_no_refusals("making the shared streams").await;
 
     // Worker 1 does what gantry-worker's start-up and one job do.
@@ -82,10 +86,11 @@ async fn a_worker_reaches_its_own_assignments_and_reports_and_nothing_of_other_n
         .get_or_create_stream(storage::jobs_stream(CHAIN, 1))
         .await
         .expect("worker opens the jobs stream");
-    let results = object_bucket(&worker.js, &names::results_bucket(CHAIN), 1).await;
-    gantry_runtime::objects::open(&worker.js, &checkpoints, 1)
-        .await
-        .expect("worker opens the checkpoints bucket");
+    for bucket in [&results, &checkpoints] {
+        gantry_runtime::objects::open(&worker.js, bucket, 1)
+            .await
+            .expect("worker opens the bucket");
+    }
 
     let own = names::worker_consumer(CHAIN, 1);
     let assignments = chain_stream
@@ -171,12 +176,35 @@ async fn a_worker_reaches_its_own_assignments_and_reports_and_nothing_of_other_n
 
     // Large enough for the server to ask the reader for flow control.
     let result: Vec<u8> = (0..16_000_000u32).map(|i| (i % 251) as u8).collect();
-    results
-        .put("7-1", &mut result.as_slice())
-        .await
-        .expect("result uploaded");
-    let downloaded = read_object(&worker.js, &names::results_bucket(CHAIN), "7-1").await;
+    gantry_runtime::objects::put(
+        &worker.js,
+        &results,
+        1,
+        "7-1",
+        Default::default(),
+        result.as_slice(),
+    )
+    .await
+    .expect("result uploaded");
+    let downloaded = scoped_object(&worker.js, &results, 1, "7-1").await;
     assert!(downloaded == result, "the result downloads whole");
+    // Not under another node's id, nor purged, nor rolled up.
+    worker
+        .refused_call_prefix(
+            gantry_runtime::objects::put(
+                &worker.refusing_js,
+                &results,
+                2,
+                "8-1",
+                Default::default(),
+                [0u8; 3].as_slice(),
+            ),
+            format!("$O.{results}.C.2."),
+        )
+        .await;
+    worker
+        .refused_publish(&format!("$JS.API.STREAM.PURGE.OBJ_{results}"), "{}")
+        .await;
 
     // Progress and log lines go out as plain publishes, the completion report through
     // JetStream (as job.rs sends them).
@@ -211,18 +239,20 @@ async fn a_worker_reaches_its_own_assignments_and_reports_and_nothing_of_other_n
 
     // A submitter downloads the result, and can write nothing.
     let reader = Session::open(&server, &config, "reader").await;
-    let fetched = read_object(&reader.js, &names::results_bucket(CHAIN), "7-1").await;
+    let fetched = scoped_object(&reader.js, &results, 1, "7-1").await;
     assert!(fetched == result, "the submitter reads the result");
     reader.assert_no_refusals("downloading a result").await;
-    let refusing_results = reader
-        .refusing_js
-        .get_object_store(names::results_bucket(CHAIN))
-        .await
-        .expect("the results bucket is readable");
     reader
         .refused_call_prefix(
-            refusing_results.put("7-1", &mut [0u8].as_slice()),
-            format!("$O.{}.C.", names::results_bucket(CHAIN)),
+            gantry_runtime::objects::put(
+                &reader.refusing_js,
+                &results,
+                1,
+                "7-1",
+                Default::default(),
+                [0u8; 3].as_slice(),
+            ),
+            format!("$O.{results}.C.1."),
         )
         .await;
 
@@ -1041,16 +1071,22 @@ async fn create_every_service_state(cluster: &NatsCluster, config: &NatsConfig, 
         .get_or_create_stream(storage::jobs_stream(CHAIN, replicas))
         .await
         .expect("the auth service makes the jobs stream");
-    object_bucket(&auth.js, &names::results_bucket(CHAIN), replicas).await;
-    gantry_runtime::objects::open(&auth.js, &names::checkpoints_bucket(CHAIN), replicas)
-        .await
-        .expect("the auth service makes the checkpoints bucket");
+    for bucket in [
+        names::results_bucket(CHAIN),
+        names::checkpoints_bucket(CHAIN),
+        names::sealed_bucket(CHAIN),
+    ] {
+        gantry_runtime::objects::open(&auth.js, &bucket, replicas)
+            .await
+            .expect("the auth service makes the bucket");
+    }
 
     let admin = Session::open(node, config, "admin").await;
     stream_names.extend([
         jobs_stream.cached_info().config.name.clone(),
         format!("OBJ_{}", names::results_bucket(CHAIN)),
         format!("OBJ_{}", names::checkpoints_bucket(CHAIN)),
+        format!("OBJ_{}", names::sealed_bucket(CHAIN)),
     ]);
     for name in stream_names {
         let stream = admin
@@ -1120,19 +1156,6 @@ async fn scoped_object(js: &jetstream::Context, bucket: &str, node: u64, key: &s
         .into_iter()
         .flat_map(|chunk| chunk.expect("the object's bytes").to_vec())
         .collect()
-}
-
-async fn object_bucket(
-    js: &jetstream::Context,
-    bucket: &str,
-    replicas: usize,
-) -> object_store::ObjectStore {
-    if let Ok(store) = js.get_object_store(bucket).await {
-        return store;
-    }
-    js.create_object_store(storage::object_store(bucket, replicas))
-        .await
-        .unwrap_or_else(|e| panic!("object store {bucket}: {e}"))
 }
 
 fn inputs_bucket() -> String {
