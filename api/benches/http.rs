@@ -306,6 +306,7 @@ async fn serve(store: Store) -> SocketAddr {
         checkpoint: store.checkpoint().await.expect("checkpoint"),
         block: store.last_block().await.expect("last block"),
         read: 0,
+        idle: true,
         stalled: None,
     });
     let app = router(

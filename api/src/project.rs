@@ -42,6 +42,10 @@ pub struct Progress {
     /// Stream sequence read, applied or not (past the checkpoint while events wait for
     /// their commit, or while the projection is stalled).
     pub read: u64,
+    /// Whether everything read is applied (no events wait for their commit, no block is
+    /// missing): the store then holds the stream up to `read`, checkpointed or not (a
+    /// finality message past a quiet head moves no checkpoint).
+    pub idle: bool,
     /// Last block applied.
     pub block: u64,
     /// While the stream is damaged: the block the projection waits for (it applies
@@ -152,6 +156,7 @@ pub async fn run(
         report.settled(seq, assembler.stall());
         progress.send_modify(|p| {
             p.read = seq;
+            p.idle = assembler.is_idle();
             p.stalled = assembler.stall().map(|s| s.missing);
         });
     }

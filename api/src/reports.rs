@@ -191,9 +191,10 @@ impl Gate {
         Ok(())
     }
 
-    /// Waits until the chain projection has stored the chain stream as far as it reaches
-    /// now (every assignment a worker could have seen), [`CATCH_UP`] at most; if the
-    /// stream's end cannot be read, [`CATCH_UP`] of the projection's progress.
+    /// Waits until the chain projection holds the chain stream as far as it reaches now
+    /// (every assignment a worker could have seen): for as long as the projection moves (a
+    /// rebuild reads a long history), [`CATCH_UP`] at most without a move; if the stream's
+    /// end cannot be read, [`CATCH_UP`].
     async fn catch_up(&mut self, shutdown: &CancellationToken) {
         let end = match self.js.get_stream(&self.chain_stream).await {
             Ok(mut stream) => stream
@@ -211,10 +212,21 @@ impl Gate {
             }
             return;
         };
-        let wait = self.chain.wait_for(|progress| progress.checkpoint >= end);
-        tokio::select! {
-            () = shutdown.cancelled() => {}
-            _ = tokio::time::timeout(CATCH_UP, wait) => {}
+        let holds = |p: &crate::project::Progress| p.checkpoint >= end || (p.read >= end && p.idle);
+        loop {
+            let before = self.chain.borrow().read;
+            let held = tokio::select! {
+                () = shutdown.cancelled() => return,
+                waited = tokio::time::timeout(CATCH_UP, self.chain.wait_for(holds)) => waited.is_ok(),
+            };
+            match held {
+                true => return,
+                false if self.chain.borrow().read == before => {
+                    tracing::warn!(end, "the chain projection does not move: reports go on");
+                    return;
+                }
+                false => {}
+            }
         }
     }
 }

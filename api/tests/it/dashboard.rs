@@ -19,8 +19,8 @@ use tokio::io::{AsyncBufReadExt, AsyncReadExt, BufReader};
 use tokio_util::sync::CancellationToken;
 
 use crate::harness::{
-    Api, JOB_REJECTED, NODE_DISPUTED, chain_with_market, now_ms, post_job, register_h100, sqlite,
-    stdout_line,
+    Api, JOB_REJECTED, NODE_DISPUTED, chain_with_market, indexed, now_ms, post_job, register_h100,
+    sqlite, stdout_line,
 };
 
 /// Job 3, rejected in the lifecycle and requeued, runs its second attempt on node 3.
@@ -33,6 +33,7 @@ const EPOCHS: u32 = 10;
 async fn the_dashboard_shows_the_jobs_and_follows_them_live_in_chromium() {
     let chain = chain_with_market().await;
     run_job_3_on_a_third_node(&chain).await;
+    indexed(&chain).await;
     chain.create_jobs_stream().await;
     let mut reported = 0;
     for epoch in 1..=4 {

@@ -33,6 +33,30 @@ pub(crate) const NODE_DISPUTED: u64 = 2;
 /// Deposited by the submitter before posting the disputed jobs.
 pub(crate) const DEPOSIT: u64 = 5 * GUSD;
 
+/// Waits until the indexer has put the chain's head block into the chain stream. A
+/// worker reports on an assignment only after the stream brought it (and the API holds a
+/// report it cannot place only until its projection has read the stream as far as it
+/// then reached): tests that write reports by hand wait for this first.
+pub(crate) async fn indexed(chain: &TestNet) {
+    let head = alloy::providers::Provider::get_block_number(&chain.devnet.admin)
+        .await
+        .unwrap();
+    let js = chain.jetstream().await;
+    let commit = gantry_protocol::names::block_commit(chain.chain_id(), head);
+    let stream = gantry_protocol::names::stream_name(chain.chain_id());
+    chain
+        .wait_until("the indexer has the head block", || async {
+            match js.get_stream(&stream).await {
+                Ok(stream) => stream
+                    .get_last_raw_message_by_subject(&commit)
+                    .await
+                    .is_ok(),
+                Err(_) => false,
+            }
+        })
+        .await;
+}
+
 /// A chain and NATS with the indexer running, after the scripted lifecycle and
 /// [`disputes`]. The challenge window and the arbiter's time are an hour, so that a slow
 /// machine cannot close them mid-script.

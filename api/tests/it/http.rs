@@ -125,6 +125,7 @@ async fn serve(store: gantry_api::store::Store) -> String {
         checkpoint: store.checkpoint().await.unwrap(),
         block: store.last_block().await.unwrap(),
         read: 0,
+        idle: true,
         stalled: None,
     });
     let app = router(

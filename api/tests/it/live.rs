@@ -20,8 +20,8 @@ use reqwest::StatusCode;
 use tokio_util::sync::CancellationToken;
 
 use crate::harness::{
-    Api, JOB_DISPUTE_LOST, JOB_PAID, JOB_REJECTED, NODE_DISPUTED, chain_with_market, now_ms,
-    post_job, sqlite, stdout_line,
+    Api, JOB_DISPUTE_LOST, JOB_PAID, JOB_REJECTED, NODE_DISPUTED, chain_with_market, indexed,
+    now_ms, post_job, sqlite, stdout_line,
 };
 
 const WAIT: Duration = Duration::from_secs(30);
@@ -93,6 +93,7 @@ async fn events_and_logs_stream_live_and_the_operational_endpoints_answer() {
     let chain_id = chain.devnet.deployment.chain_id;
     let js = chain.jetstream().await;
     chain.create_jobs_stream().await;
+    indexed(&chain).await;
     // A line stored before anyone follows job 3 (requeued open after its rejection).
     let stored_seq = chain
         .publish(
@@ -392,6 +393,7 @@ async fn handshake_a_forged_progress_report_for_another_nodes_job_never_reaches_
     let chain = chain_with_market().await;
     let chain_id = chain.chain_id();
     chain.create_jobs_stream().await;
+    indexed(&chain).await;
     let dir = tempfile::tempdir().unwrap();
     let shutdown = CancellationToken::new();
     let api = Api::start(&chain, &sqlite(dir.path()), &shutdown, Some(metrics())).await;
