@@ -50,17 +50,19 @@ async fn a_worker_killed_mid_job_is_slashed_and_the_job_resumes_on_the_other_fro
     // Once its worker has stored a checkpoint past epoch 5, the worker dies.
     let js = async_nats::jetstream::new(async_nats::connect(network.nats.url()).await.unwrap());
     let chain_id = network.devnet.deployment.chain_id;
-    let checkpoints = js
-        .get_object_store(gantry_protocol::names::checkpoints_bucket(chain_id))
-        .await
-        .unwrap();
+    let checkpoints = gantry_protocol::names::checkpoints_bucket(chain_id);
     loop {
         let epoch = feed
             .until("progress", |name, data| {
                 (name == "progress" && data["jobId"] == job).then(|| data["epoch"].as_u64())
             })
             .await;
-        if epoch >= Some(5) && checkpoints.info(job.to_string()).await.is_ok() {
+        // Its checkpoint, under its node's id.
+        let stored = gantry_runtime::objects::get(&js, &checkpoints, first, &job.to_string())
+            .await
+            .unwrap()
+            .is_some();
+        if epoch >= Some(5) && stored {
             break;
         }
     }
