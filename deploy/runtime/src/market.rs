@@ -196,21 +196,10 @@ pub async fn read_assignments<P: Provider>(
     from_block: u64,
     job_id: u64,
 ) -> Result<Vec<u64>, ReadJobError> {
-    let filter = Filter::new()
-        .address(market)
-        .event_signature(JobMarket::JobAssigned::SIGNATURE_HASH)
-        .topic1(B256::from(U256::from(job_id)))
-        .from_block(from_block);
-    let logs = provider
-        .get_logs(&filter)
-        .await
-        .map_err(ReadJobError::Rpc)?;
-    Ok(logs
-        .iter()
-        .filter_map(|log| JobMarket::JobAssigned::decode_log(&log.inner).ok())
-        .filter(|log| log.data.jobId == job_id)
-        .map(|log| log.data.nodeId)
-        .collect())
+    let assigned =
+        of_job::<JobMarket::JobAssigned, _>(provider, market, from_block, job_id, |e| e.jobId)
+            .await?;
+    Ok(assigned.into_iter().map(|e| e.nodeId).collect())
 }
 
 /// The nodes paid for verified job `job_id`'s seats (`ReplicaPaid`), in the order paid:
@@ -222,21 +211,10 @@ pub async fn read_paid_replicas<P: Provider>(
     job_id: u64,
 ) -> Result<Vec<u64>, ReadJobError> {
     use gantry_protocol::bindings::Verification;
-    let filter = Filter::new()
-        .address(market)
-        .event_signature(Verification::ReplicaPaid::SIGNATURE_HASH)
-        .topic1(B256::from(U256::from(job_id)))
-        .from_block(from_block);
-    let logs = provider
-        .get_logs(&filter)
-        .await
-        .map_err(ReadJobError::Rpc)?;
-    Ok(logs
-        .iter()
-        .filter_map(|log| Verification::ReplicaPaid::decode_log(&log.inner).ok())
-        .filter(|log| log.data.jobId == job_id)
-        .map(|log| log.data.nodeId)
-        .collect())
+    let paid =
+        of_job::<Verification::ReplicaPaid, _>(provider, market, from_block, job_id, |e| e.jobId)
+            .await?;
+    Ok(paid.into_iter().map(|e| e.nodeId).collect())
 }
 
 /// Job `job_id`'s latest event `E` (`job_of` reads its job id), if any.
@@ -247,6 +225,19 @@ async fn last_of_job<E: SolEvent, P: Provider>(
     job_id: u64,
     job_of: fn(&E) -> u64,
 ) -> Result<Option<E>, ReadJobError> {
+    Ok(of_job(provider, market, from_block, job_id, job_of)
+        .await?
+        .pop())
+}
+
+/// Job `job_id`'s events `E` (`job_of` reads its job id), oldest first.
+async fn of_job<E: SolEvent, P: Provider>(
+    provider: &P,
+    market: Address,
+    from_block: u64,
+    job_id: u64,
+    job_of: fn(&E) -> u64,
+) -> Result<Vec<E>, ReadJobError> {
     let filter = Filter::new()
         .address(market)
         .event_signature(E::SIGNATURE_HASH)
@@ -261,7 +252,7 @@ async fn last_of_job<E: SolEvent, P: Provider>(
         .filter_map(|log| E::decode_log(&log.inner).ok())
         .map(|log| log.data)
         .filter(|e| job_of(e) == job_id)
-        .last())
+        .collect())
 }
 
 /// Verified job `job_id`'s seats (terms `terms`), folded from its logs as the market

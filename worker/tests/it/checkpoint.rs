@@ -6,22 +6,13 @@
 use gantry_protocol::status::JobStatus;
 use gantry_testkit::accounts::NODES;
 
-use crate::harness::{Net, cpu_job, shell};
-use crate::resume::{epoch_of, started_at, wait_for_checkpoint};
-use crate::scripts::checkpointing;
+use crate::harness::Net;
+use crate::resume::{checkpointed, epoch_of, started_at};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn checkpoint_a_tampered_checkpoint_is_refused_and_the_job_starts_again_unslashed() {
     let net = Net::start(|p| p).await;
-    net.fund_submitter().await;
-    let first = net
-        .spawn_worker(NODES[0], "shutdown_grace = \"300ms\"")
-        .await;
-    let job = net
-        .post(cpu_job(64), &shell(&checkpointing(50, true), 120))
-        .await;
-    net.wait_for_status(job, JobStatus::Assigned).await;
-    wait_for_checkpoint(&net, first.node_id, job, 3).await;
+    let (first, job) = checkpointed(&net).await;
     let first_node = first.node_id;
     // Stopped, the worker checkpoints and gives the job back.
     assert!(first.stop().success(), "a clean exit");

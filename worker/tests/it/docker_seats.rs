@@ -102,7 +102,7 @@ async fn verification_a_docker_job_replicated_3_2_is_paid_to_all_three() {
     .await
     .unwrap()
     .expect("JobVerified");
-    let tar = verified_result(&net, job).await;
+    let tar = net.verified_result(job).await;
     assert_eq!(<[u8; 32]>::from(Sha256::digest(&tar)), digest.0);
     let mut files = std::collections::BTreeMap::new();
     for entry in tar::Archive::new(tar.as_slice()).entries().unwrap() {
@@ -202,7 +202,7 @@ async fn verification_a_docker_job_whose_input_does_not_match_is_sealed_and_paid
             worker.node_id
         );
     }
-    let tar = verified_result(&net, job).await;
+    let tar = net.verified_result(job).await;
     let mut outcome = String::new();
     for entry in tar::Archive::new(tar.as_slice()).entries().unwrap() {
         let mut entry = entry.unwrap();
@@ -214,9 +214,4 @@ async fn verification_a_docker_job_whose_input_does_not_match_is_sealed_and_paid
     for worker in workers {
         assert!(worker.stop().success());
     }
-}
-
-/// The agreed outcome's tar, once an agreeing seat uploaded it after the decision.
-async fn verified_result(net: &Net, job: u64) -> Vec<u8> {
-    net.verified_result(job).await
 }

@@ -4,13 +4,11 @@
 
 use gantry_protocol::handshake::Manifest;
 use gantry_protocol::names;
-use gantry_protocol::spec::InputSpec;
 use gantry_protocol::status::JobStatus;
 use gantry_testkit::accounts::NODES;
-use sha2::{Digest, Sha256};
 
 use crate::harness::{Net, wasm_job};
-use crate::wasm::{DEMO, WASM_ONLY, wasm_spec};
+use crate::wasm::{WASM_ONLY, demo_spec};
 
 /// The worker registers its node on chain, connects with a token its agent key signed
 /// (no user of its own in the server's configuration, no operator step), takes its
@@ -22,14 +20,7 @@ async fn handshake_a_worker_joins_with_only_its_agent_key_and_runs_a_job() {
     net.fund_submitter().await;
     let worker = net.spawn_worker(NODES[0], WASM_ONLY).await;
 
-    let csv = b"x1,x2,y\n1,2,3\n4,5,6\n";
-    let mut spec = wasm_spec(&net, "summary.wat", DEMO, false).await;
-    spec.inputs.push(InputSpec {
-        uri: net.put_input("data.csv", csv).await,
-        sha256: Some(hex::encode(Sha256::digest(csv))),
-        path: "/inputs/data.csv".into(),
-        max_bytes: None,
-    });
+    let spec = demo_spec(&net).await;
     let job = net.post(wasm_job(64), &spec).await;
     net.wait_for_status(job, JobStatus::Submitted).await;
     assert_eq!(net.job(job).await.state.node_id, worker.node_id);

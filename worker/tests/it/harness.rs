@@ -468,7 +468,6 @@ stake = "{stake}"
         format!("nats://{bucket}/{name}")
     }
 
-    /// Downloads a `nats://bucket/key` object.
     /// Verified job `job`'s agreed outcome (its tar), once a paid seat uploaded it under
     /// its own id after the decision.
     pub(crate) async fn verified_result(&self, job: u64) -> Vec<u8> {
@@ -526,6 +525,8 @@ stake = "{stake}"
         )
     }
 
+    /// Downloads a `nats://bucket/key` object (`nats://bucket/node/key` in a node-scoped
+    /// bucket).
     pub(crate) async fn download(&self, uri: &str) -> Vec<u8> {
         use tokio::io::AsyncReadExt;
         let (bucket, key) = uri

@@ -9,7 +9,7 @@ use futures::StreamExt;
 use gantry_protocol::status::JobStatus;
 use gantry_testkit::accounts::{ADMIN, NODES};
 
-use crate::harness::{FULL_SLASH, Net, cpu_job, shell};
+use crate::harness::{FULL_SLASH, Net, RunningWorker, cpu_job, shell};
 use crate::scripts::{checkpointing, of_job};
 
 enum Death {
@@ -29,18 +29,8 @@ async fn a_stopped_worker_gives_its_job_back_and_it_resumes_elsewhere() {
 
 async fn resumes_after(death: Death) {
     let net = Net::start(|p| p).await;
-    net.fund_submitter().await;
-    let first = net
-        .spawn_worker(NODES[0], "shutdown_grace = \"300ms\"")
-        .await;
-    let job = net
-        .post(cpu_job(64), &shell(&checkpointing(50, true), 120))
-        .await;
-    net.wait_for_status(job, JobStatus::Assigned).await;
-    assert_eq!(net.job(job).await.state.node_id, first.node_id);
-
-    // Wait for a checkpoint past epoch 2 to be uploaded, then kill the worker.
-    wait_for_checkpoint(&net, first.node_id, job, 3).await;
+    // A checkpoint past epoch 2 uploaded; then the worker goes.
+    let (first, job) = checkpointed(&net).await;
     let first_node = first.node_id;
     let stake_before = net.node(first_node).await.stake.to::<u64>();
     let market = net.market(ADMIN);
@@ -108,6 +98,22 @@ async fn resumes_after(death: Death) {
 
     net.wait_for_no_containers().await;
     assert!(second.stop().success());
+}
+
+/// A worker (`NODES[0]`, 300 ms of shutdown grace) running a [`checkpointing`] job of 50
+/// epochs that has uploaded its checkpoint at epoch 3 or later; the worker and the job.
+pub(crate) async fn checkpointed(net: &Net) -> (RunningWorker, u64) {
+    net.fund_submitter().await;
+    let first = net
+        .spawn_worker(NODES[0], "shutdown_grace = \"300ms\"")
+        .await;
+    let job = net
+        .post(cpu_job(64), &shell(&checkpointing(50, true), 120))
+        .await;
+    net.wait_for_status(job, JobStatus::Assigned).await;
+    assert_eq!(net.job(job).await.state.node_id, first.node_id);
+    wait_for_checkpoint(net, first.node_id, job, 3).await;
+    (first, job)
 }
 
 /// Waits until node `node` has uploaded a checkpoint of `job` (run with

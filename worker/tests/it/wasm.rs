@@ -43,6 +43,20 @@ pub(crate) async fn wasm_spec(net: &Net, name: &str, module: &str, deterministic
     }
 }
 
+/// The demo module summarising a small CSV at `/inputs/data.csv` (both put in the inputs
+/// bucket): its `summary.json` starts `{"lines":3,"bytes":20,`.
+pub(crate) async fn demo_spec(net: &Net) -> JobSpec {
+    let csv = b"x1,x2,y\n1,2,3\n4,5,6\n";
+    let mut spec = wasm_spec(net, "summary.wat", DEMO, false).await;
+    spec.inputs.push(InputSpec {
+        uri: net.put_input("data.csv", csv).await,
+        sha256: Some(hex::encode(Sha256::digest(csv))),
+        path: "/inputs/data.csv".into(),
+        max_bytes: None,
+    });
+    spec
+}
+
 /// The observer module as the verified tests post it: deterministic, with 20 s of fuel,
 /// which a 600 s seat fits (design 18's fit rule), writing at most 1 MiB.
 async fn verified_spec(net: &Net) -> JobSpec {
@@ -66,14 +80,7 @@ async fn a_wasm_job_runs_on_a_worker_without_docker_and_a_trapping_one_is_its_ow
     net.fund_submitter().await;
     let worker = net.spawn_worker(NODES[0], WASM_ONLY).await;
 
-    let csv = b"x1,x2,y\n1,2,3\n4,5,6\n";
-    let mut spec = wasm_spec(&net, "summary.wat", DEMO, false).await;
-    spec.inputs.push(InputSpec {
-        uri: net.put_input("data.csv", csv).await,
-        sha256: Some(hex::encode(Sha256::digest(csv))),
-        path: "/inputs/data.csv".into(),
-        max_bytes: None,
-    });
+    let spec = demo_spec(&net).await;
     let client = async_nats::connect(net.nats().url()).await.unwrap();
     let mut progress = client
         .subscribe(format!("gantry.jobs.{}.progress.>", net.chain_id()))

@@ -13,7 +13,7 @@ use gantry_protocol::handshake::{Manifest, Token};
 use gantry_protocol::{names, storage};
 use gantry_testkit::accounts::{AGENT, NODES, OPERATOR, OTHER};
 use gantry_testkit::scenario::h100_node;
-use gantry_testkit::{GUSD, TestNet};
+use gantry_testkit::{GUSD, TestNet, confirm_receipt};
 use tokio::sync::mpsc;
 
 use crate::nats_config::Session;
@@ -323,21 +323,11 @@ async fn handshake_access_is_renewed_until_the_node_exits() {
 
     // The operator exits the node and withdraws its stake.
     let registry = net.registry(OPERATOR);
-    registry
-        .beginExit(node)
-        .send()
-        .await
-        .unwrap()
-        .get_receipt()
+    confirm_receipt("beginExit", registry.beginExit(node).send().await)
         .await
         .unwrap();
     net.advance(11 * 24 * 3600).await;
-    registry
-        .withdrawStake(node)
-        .send()
-        .await
-        .unwrap()
-        .get_receipt()
+    confirm_receipt("withdrawStake", registry.withdrawStake(node).send().await)
         .await
         .unwrap();
     assert_eq!(net.node(node).await.status, 4, "exited");
