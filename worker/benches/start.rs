@@ -58,6 +58,7 @@ async fn main() {
     // The submitter.
     net.fund_submitter().await;
     let spec = JobSpec {
+        encryption: None,
         version: 1,
         kind: Default::default(),
         image: IMAGE.into(),

@@ -58,6 +58,7 @@ async fn main() {
 
     net.fund_submitter().await;
     let spec = JobSpec {
+        encryption: None,
         version: 2,
         kind: Default::default(),
         engine: Engine::Wasm,

@@ -144,6 +144,7 @@ mod tests {
 
     fn spec() -> JobSpec {
         JobSpec {
+            encryption: None,
             version: 1,
             kind: JobKind::Training,
             image: "gantry/test:1".into(),

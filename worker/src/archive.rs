@@ -47,6 +47,55 @@ impl<W: Write> Write for Sink<W> {
     }
 }
 
+/// Why a file could not be encrypted or decrypted.
+#[derive(Debug, thiserror::Error)]
+pub enum SealError {
+    #[error("{0}")]
+    Io(#[from] io::Error),
+    #[error("{0}")]
+    Crypto(#[from] gantry_protocol::encryption::CryptoError),
+}
+
+/// `from` encrypted (age) to `to` into `into`: the ciphertext's size and SHA-256.
+pub fn seal(
+    to: &[gantry_protocol::encryption::AgeRecipient],
+    from: &Path,
+    into: &Path,
+) -> Result<Packed, SealError> {
+    let mut sink = Sink {
+        inner: BufWriter::new(File::create(into)?),
+        hasher: Sha256::new(),
+        written: 0,
+        limit: u64::MAX,
+    };
+    gantry_protocol::encryption::encrypt(to, io::BufReader::new(File::open(from)?), &mut sink)?;
+    sink.flush()?;
+    Ok(Packed {
+        path: into.to_owned(),
+        sha256: sink.hasher.finalize().into(),
+        size: sink.written,
+    })
+}
+
+/// `from` decrypted with `key` into `into` (a new private file, removed again when the
+/// ciphertext does not open: nothing half-decrypted is left).
+pub fn open_sealed(
+    key: &gantry_protocol::encryption::AgeIdentity,
+    from: &Path,
+    into: &Path,
+) -> Result<(), SealError> {
+    let opened = (|| {
+        let mut out = BufWriter::new(File::create(into)?);
+        gantry_protocol::encryption::decrypt(key, File::open(from)?, &mut out)?;
+        out.flush()?;
+        Ok::<_, SealError>(())
+    })();
+    if opened.is_err() {
+        let _ = std::fs::remove_file(into);
+    }
+    opened
+}
+
 /// What a tar holds: a directory's entries at its root, or parts — files or directories
 /// on disk, each under the name given, in that order (give them sorted by name).
 #[derive(Debug, Clone)]

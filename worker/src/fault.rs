@@ -2,7 +2,7 @@
 //!
 //! | class       | examples                                        | the worker              |
 //! |-------------|-------------------------------------------------|-------------------------|
-//! | `Job`       | before the start: bad spec or image, input hash mismatch; while it runs: non-zero exit, OOM, timeout, output too large | before the start, `reject`s it at once with the reason (free within the market's reject grace); once it ran, submits its failure report as the result (paid) |
+//! | `Job`       | before the start: bad spec or image, input hash mismatch; while it runs: non-zero exit, OOM, timeout, output too large | before the start, `reject`s it at once with the reason (free within the market's reject grace; found past it, after a long download, answered with its failure report instead); once it ran, submits its failure report as the result (paid) |
 //! | `Node`      | Docker engine down, disk full, cache unwritable  | `reject`s it at once and stops taking work until healthy |
 //! | `Transient` | network errors, RPC hiccups                      | retries with backoff; persisting, it becomes `Node` |
 

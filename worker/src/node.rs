@@ -131,6 +131,8 @@ pub(crate) async fn start(
         jobs_js: stores.jobs_js,
         results: stores.results,
         checkpoints: stores.checkpoints,
+        keys: tokio::sync::OnceCell::new(),
+        nats_replicas: config.nats_replicas,
         settings: config.jobs.clone(),
         test: config.test.clone(),
         limits: NodeLimits {
@@ -295,7 +297,6 @@ impl Stores {
         gantry_runtime::objects::open(js, &checkpoints, config.nats_replicas)
             .await
             .map_err(|e| WorkerError::nats("the checkpoints bucket", e))?;
-
         Ok(Self {
             jobs_js,
             results,

@@ -199,6 +199,41 @@ impl Chain {
         })
     }
 
+    /// The signing key itself, for what is signed off chain (the identity's message, key
+    /// releases), or why there is none.
+    pub fn wallet(&self) -> Result<&PrivateKeySigner> {
+        self.account()?;
+        Ok(self.signer.as_ref().expect("account() found the signer"))
+    }
+
+    /// The connection, for the runtime's readers (the job-key exchange).
+    pub fn provider(&self) -> &DynProvider {
+        &self.provider
+    }
+
+    /// Where the market's logs start.
+    pub fn start_block(&self) -> u64 {
+        self.start_block
+    }
+
+    /// The spec job `job_id` was posted with, as posted (its JobPosted event).
+    pub async fn posted_spec(&self, job_id: u64) -> Result<Bytes> {
+        let posted = gantry_runtime::market::of_job::<JobMarket::JobPosted, _>(
+            &self.provider,
+            *self.market.address(),
+            self.start_block,
+            job_id,
+            |e| e.jobId,
+        )
+        .await
+        .map_err(|e| CliError::Unavailable(format!("reading job {job_id}'s spec: {e}")))?;
+        posted
+            .into_iter()
+            .next()
+            .map(|posted| posted.spec)
+            .ok_or_else(|| CliError::NotFound(format!("job {job_id} does not exist")))
+    }
+
     /// The account a read is about: `given`, else the signer's.
     pub fn account_or(&self, given: Option<Address>) -> Result<Address> {
         match given {

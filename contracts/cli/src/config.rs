@@ -81,6 +81,14 @@ pub struct Global {
     /// The signing key (needed only by commands that send transactions).
     #[command(flatten)]
     pub key: KeyArgs,
+    /// Your age identity file (`gantry keys new`): it decrypts your encrypted jobs'
+    /// results and releases their job keys to the nodes that run them. Without it the
+    /// identity is derived from the signing key's signature (EIP-191) of a fixed message
+    /// naming the chain and the market: anyone who obtains that signature can read your
+    /// encrypted results, so sign that message only in the gantry CLI or the Gantry web
+    /// app, never for another site.
+    #[arg(long, env = "GANTRY_IDENTITY", global = true, value_name = "FILE")]
+    pub identity: Option<PathBuf>,
     /// Print JSON for scripts (errors too, on stderr).
     #[arg(long, global = true)]
     pub json: bool,
@@ -100,6 +108,32 @@ pub enum Command {
     Deposit(DepositArgs),
     /// Pay out your market credits to your wallet.
     Withdraw,
+    /// Your encryption identity (age X25519): its recipient, a new one, and the release of
+    /// your encrypted jobs' keys to the nodes that run them.
+    #[command(subcommand)]
+    Keys(KeysCommand),
+}
+
+#[derive(Debug, Subcommand)]
+pub enum KeysCommand {
+    /// Your recipient (age1…), to which `job submit --encrypt` has results encrypted, and
+    /// where your identity comes from (--identity, or derived from the signing key).
+    Show,
+    /// Write a new random identity to FILE (mode 0600; an existing file is never
+    /// overwritten), to pass as --identity. Keep a copy: results encrypted to it cannot be
+    /// read without it.
+    New(KeysNewArgs),
+    /// Release the job keys of all the signing key's encrypted jobs to the nodes assigned
+    /// them, as they ask, until Ctrl-C or SIGTERM: a line per key released or request
+    /// refused (another account's requests are skipped silently). `job watch` does the
+    /// same for the one job it follows.
+    Serve,
+}
+
+#[derive(Debug, Args)]
+pub struct KeysNewArgs {
+    /// Where to write the identity.
+    pub file: PathBuf,
 }
 
 #[derive(Debug, Args)]
@@ -246,6 +280,24 @@ pub struct SubmitArgs {
     /// The directory collected as the result (built spec).
     #[arg(long, default_value = "/outputs", conflicts_with = "spec")]
     pub output_path: String,
+    /// Encrypt the job's result (and failure report) to your identity's recipient
+    /// (--identity, else derived from the signing key; see `gantry keys show`), and give
+    /// the job a key of its own, derived from your identity, for its --secret-input files:
+    /// it is released to each node assigned the job by `gantry job watch <id>` or `gantry
+    /// keys serve`. Not with --verify (replicas and referees compare what they see).
+    #[arg(long)]
+    pub encrypt: bool,
+    /// Encrypt the result to this age recipient (age1…) instead of your own (implies
+    /// --encrypt; the job key is still derived from your identity).
+    #[arg(long, value_name = "AGE1…")]
+    pub recipient: Option<String>,
+    /// A local FILE for PATH (below /inputs; a relative one is put there), encrypted to
+    /// the job key and uploaded to the chain's inputs bucket through --nats-url under its
+    /// ciphertext's SHA-256 (repeatable; implies --encrypt). The node decrypts it once the
+    /// key is released to it; the job needs a maxRuntime of at least 5 min so that a node
+    /// whose key never comes gives it back for free.
+    #[arg(long = "secret-input", value_name = "PATH=FILE")]
+    pub secret_inputs: Vec<String>,
     /// Print what would be posted (requirements, spec, deadline) and send nothing.
     #[arg(long)]
     pub dry_run: bool,
@@ -518,6 +570,75 @@ mod tests {
         assert_eq!(args.agent.consent_deadline, Some(9));
         let cli = register(&["--agent-key", "0xfeedbeef"]).unwrap();
         assert!(!format!("{cli:?}").contains("feedbeef"));
+    }
+
+    #[test]
+    fn encrypted_submit_flags_and_the_identity_parse() {
+        let cli = Cli::try_parse_from([
+            "gantry",
+            "job",
+            "submit",
+            "--bounty",
+            "1",
+            "--image",
+            "busybox",
+            "--secret-input",
+            "data.tar=./data.tar",
+            "--secret-input",
+            "/inputs/key=key.pem",
+            "--recipient",
+            "age1someone",
+            "--identity",
+            "me.age",
+        ])
+        .unwrap();
+        assert_eq!(cli.global.identity.as_deref(), Some("me.age".as_ref()));
+        let Command::Job(JobCommand::Submit(args)) = cli.command else {
+            panic!("submit")
+        };
+        assert!(!args.encrypt, "implied by the command, not set by clap");
+        assert_eq!(
+            args.secret_inputs,
+            ["data.tar=./data.tar", "/inputs/key=key.pem"]
+        );
+        assert_eq!(args.recipient.as_deref(), Some("age1someone"));
+        // A spec file takes --encrypt and secret inputs too.
+        let cli = Cli::try_parse_from([
+            "gantry",
+            "job",
+            "submit",
+            "spec.json",
+            "--bounty",
+            "1",
+            "--encrypt",
+        ])
+        .unwrap();
+        let Command::Job(JobCommand::Submit(args)) = cli.command else {
+            panic!("submit")
+        };
+        assert!(args.encrypt);
+        // The keys commands.
+        let cli = Cli::try_parse_from(["gantry", "keys", "new", "me.age"]).unwrap();
+        let Command::Keys(KeysCommand::New(args)) = cli.command else {
+            panic!("keys new")
+        };
+        assert_eq!(args.file, PathBuf::from("me.age"));
+        assert!(Cli::try_parse_from(["gantry", "keys", "new"]).is_err());
+        let cli = Cli::try_parse_from(["gantry", "keys", "show", "--identity", "x"]).unwrap();
+        assert!(matches!(cli.command, Command::Keys(KeysCommand::Show)));
+        assert!(matches!(
+            Cli::try_parse_from(["gantry", "keys", "serve"])
+                .unwrap()
+                .command,
+            Command::Keys(KeysCommand::Serve)
+        ));
+    }
+
+    #[test]
+    fn encrypted_identity_help_says_whom_to_sign_for() {
+        let help = Cli::command().render_long_help().to_string();
+        assert!(help.contains("--identity"), "{help}");
+        assert!(help.contains("anyone who obtains that signature"), "{help}");
     }
 
     #[test]

@@ -7,7 +7,8 @@ use crate::api::Api;
 use crate::chain;
 use crate::chain::{Chain, Contracts};
 use crate::config::Global;
-use crate::error::Result;
+use crate::error::{CliError, Result};
+use crate::identity::{self, UserIdentity};
 use crate::output::{self, Money};
 use crate::revert::TokenInfo;
 
@@ -18,6 +19,7 @@ pub struct Context {
     pub global: Global,
     pub api: Api,
     chain: OnceCell<Chain>,
+    identity: OnceCell<UserIdentity>,
 }
 
 impl Context {
@@ -26,6 +28,7 @@ impl Context {
             api: Api::new(global.api_url.clone()),
             global,
             chain: OnceCell::new(),
+            identity: OnceCell::new(),
         }
     }
 
@@ -40,6 +43,27 @@ impl Context {
                 let contracts = Contracts::resolve(&self.global)?;
                 let signer = chain::signer(&self.global)?;
                 Chain::connect(&self.global.rpc_url, contracts, signer).await
+            })
+            .await
+    }
+
+    /// The user's age identity, made on first use: `--identity`'s file, else derived from
+    /// the signing key's signature for this chain's market (`crate::identity`).
+    pub async fn identity(&self) -> Result<&UserIdentity> {
+        self.identity
+            .get_or_try_init(|| async {
+                if let Some(path) = &self.global.identity {
+                    return identity::read_file(path);
+                }
+                let chain = self.chain().await?;
+                let wallet = chain.wallet().map_err(|_| {
+                    CliError::usage(
+                        "no identity: pass --identity FILE (GANTRY_IDENTITY; `gantry keys new` \
+                         makes one), or set GANTRY_PRIVATE_KEY (or --key-file) to derive it \
+                         from your wallet",
+                    )
+                })?;
+                identity::from_wallet(wallet, chain.chain_id, *chain.market.address())
             })
             .await
     }

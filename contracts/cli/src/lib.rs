@@ -10,7 +10,15 @@
 //!                                           indexer ─▶ NATS ─▶ gantry-api
 //!   gantry job status|list|logs|watch ◀──JSON, SSE─────────────────┘  (api.rs)
 //!   gantry job result ◀──nats://bucket/key──  NATS object store     (results.rs: sha256 == resultHash)
+//!   gantry keys serve, job watch ◀──requests── keys bucket ──releases──▶ nodes  (the job keys of
+//!        encrypted jobs, derived from the user's identity: identity.rs)
 //! ```
+//!
+//! An encrypted job (`job submit --encrypt`) has its result encrypted to the user's age
+//! identity (`--identity`, or derived from the wallet's signature) and its secret inputs
+//! to a job key that `job watch` or `keys serve` releases to the node assigned it;
+//! `job result` checks the ciphertext's hash (the URI's), decrypts, then checks the
+//! plaintext's (the chain's).
 //!
 //! `units` (amounts, sizes, durations, GPU model ids), `revert` (custom errors as
 //! sentences) and `output` (text and JSON) are pure; `commands` ties them to the IO.
@@ -21,6 +29,7 @@ pub mod commands;
 pub mod config;
 mod context;
 pub mod error;
+pub mod identity;
 pub mod output;
 pub mod results;
 pub mod revert;
@@ -28,13 +37,13 @@ pub mod units;
 
 pub use context::Context;
 
-use crate::config::{Cli, Command, JobCommand, NodeCommand};
+use crate::config::{Cli, Command, JobCommand, KeysCommand, NodeCommand};
 use crate::error::Result;
 
 /// Runs the command line's command.
 pub async fn run(cli: Cli) -> Result<()> {
     let ctx = Context::new(cli.global);
-    use commands::{account, job, node, submit, watch};
+    use commands::{account, job, keys, node, submit, watch};
     match cli.command {
         Command::Job(command) => match command {
             JobCommand::Submit(args) => submit::submit(&ctx, &args).await,
@@ -62,5 +71,10 @@ pub async fn run(cli: Cli) -> Result<()> {
         Command::Balance(args) => account::balance(&ctx, &args).await,
         Command::Deposit(args) => account::deposit(&ctx, &args).await,
         Command::Withdraw => account::withdraw(&ctx).await,
+        Command::Keys(command) => match command {
+            KeysCommand::Show => keys::show(&ctx).await,
+            KeysCommand::New(args) => keys::new(&ctx, &args),
+            KeysCommand::Serve => keys::serve(&ctx).await,
+        },
     }
 }

@@ -2,6 +2,10 @@
 //! while written, checked against the on-chain `resultHash`, and only then unpacked; an
 //! entry that would land outside the directory refuses the whole result before anything
 //! is written.
+//!
+//! An encrypted result (design 19, §3) is checked twice: the ciphertext against the hash
+//! its URI carries (`#ciphertext-sha256=`, which the node committed to with it), then,
+//! decrypted with the user's identity, the plaintext against the on-chain `resultHash`.
 
 use std::io::Write;
 use std::path::{Component, Path, PathBuf};
@@ -10,6 +14,8 @@ use alloy::primitives::B256;
 use futures::StreamExt;
 use sha2::{Digest, Sha256};
 use tokio::io::AsyncReadExt;
+
+use gantry_protocol::encryption::{self, AgeIdentity};
 
 use crate::error::{CliError, Result};
 
@@ -231,6 +237,79 @@ pub fn verify(downloaded: &Downloaded, expected: B256) -> Result<()> {
     Ok(())
 }
 
+/// Fails unless the downloaded ciphertext hashes to `expected` (its URI's fragment).
+pub fn verify_ciphertext(downloaded: &Downloaded, expected: B256) -> Result<()> {
+    if downloaded.sha256 != expected {
+        return Err(CliError::Unverified(format!(
+            "the download's SHA-256 is {}, the result URI's ciphertext-sha256 is {expected}: \
+             refusing it",
+            downloaded.sha256
+        )));
+    }
+    Ok(())
+}
+
+/// Fails unless the decrypted result hashes to `expected` (the on-chain resultHash).
+pub fn verify_plaintext(decrypted: &Downloaded, expected: B256) -> Result<()> {
+    if decrypted.sha256 != expected {
+        return Err(CliError::Unverified(format!(
+            "the decrypted result's SHA-256 is {}, the on-chain resultHash is {expected}: \
+             refusing it",
+            decrypted.sha256
+        )));
+    }
+    Ok(())
+}
+
+/// Decrypts the downloaded `sealed` with `identity` into a temporary file in `dir`, hashed
+/// while written. A ciphertext that is not for `identity`, or not whole, is refused.
+/// Blocking.
+pub fn decrypt(sealed: &Downloaded, identity: &AgeIdentity, dir: &Path) -> Result<Downloaded> {
+    let file = std::fs::File::open(sealed.file.path())
+        .map_err(|e| CliError::io(sealed.file.path().display(), e))?;
+    // The plaintext is shorter than its ciphertext: the download's limit holds it.
+    let mut sink = Sink::new(dir, sealed.bytes)?;
+    let mut writer = SinkWriter {
+        sink: &mut sink,
+        failed: None,
+    };
+    let decrypted = encryption::decrypt(identity, file, &mut writer);
+    if let Some(failed) = writer.failed {
+        return Err(failed);
+    }
+    decrypted.map_err(|e| {
+        CliError::Unverified(format!(
+            "the result does not decrypt with your identity ({}): {e}: refusing it",
+            identity.to_public()
+        ))
+    })?;
+    sink.finish()
+}
+
+/// A [`Sink`] as a writer, keeping its own error (the limit, the disk) apart from the
+/// cipher's.
+struct SinkWriter<'a> {
+    sink: &'a mut Sink,
+    failed: Option<CliError>,
+}
+
+impl std::io::Write for SinkWriter<'_> {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        match self.sink.write(buf) {
+            Ok(()) => Ok(buf.len()),
+            Err(error) => {
+                let message = error.to_string();
+                self.failed = Some(error);
+                Err(std::io::Error::other(message))
+            }
+        }
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
 /// What an unpack wrote.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Unpacked {
@@ -351,6 +430,47 @@ mod tests {
         header.set_cksum();
         builder.append(&header, &data[..]).unwrap();
         builder.finish().unwrap();
+    }
+
+    /// `bytes` as if downloaded into `dir`.
+    fn downloaded(dir: &Path, bytes: &[u8]) -> Downloaded {
+        let mut sink = Sink::new(dir, u64::MAX).unwrap();
+        sink.write(bytes).unwrap();
+        sink.finish().unwrap()
+    }
+
+    #[test]
+    fn encrypted_result_is_checked_as_ciphertext_then_decrypted_then_as_plaintext() {
+        let dir = tempfile::tempdir().unwrap();
+        let me = AgeIdentity::generate();
+        let plain = vec![5u8; 70_000];
+        let mut sealed = Vec::new();
+        encryption::encrypt(&[me.to_public()], &plain[..], &mut sealed).unwrap();
+        let download = downloaded(dir.path(), &sealed);
+        verify_ciphertext(&download, encryption::sha256(&sealed)).unwrap();
+        let error = verify_ciphertext(&download, encryption::sha256(&plain)).unwrap_err();
+        assert_eq!(error.exit_code(), crate::error::exit::UNVERIFIED);
+        assert!(error.to_string().contains("ciphertext-sha256"), "{error}");
+
+        let decrypted = decrypt(&download, &me, dir.path()).unwrap();
+        assert_eq!(decrypted.bytes, plain.len() as u64);
+        assert_eq!(std::fs::read(decrypted.file.path()).unwrap(), plain);
+        verify_plaintext(&decrypted, encryption::sha256(&plain)).unwrap();
+        let error = verify_plaintext(&decrypted, encryption::sha256(&sealed)).unwrap_err();
+        assert!(
+            error.to_string().contains("the decrypted result's SHA-256"),
+            "{error}"
+        );
+
+        // Another identity's, or a flipped byte: refused.
+        let error = decrypt(&download, &AgeIdentity::generate(), dir.path()).unwrap_err();
+        assert_eq!(error.exit_code(), crate::error::exit::UNVERIFIED);
+        assert!(error.to_string().contains("does not decrypt"), "{error}");
+        let mut tampered = sealed.clone();
+        let last = tampered.len() - 10;
+        tampered[last] ^= 1;
+        let error = decrypt(&downloaded(dir.path(), &tampered), &me, dir.path()).unwrap_err();
+        assert_eq!(error.exit_code(), crate::error::exit::UNVERIFIED);
     }
 
     #[test]

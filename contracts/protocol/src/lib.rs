@@ -21,6 +21,9 @@
 //! - [`deployment`]: the deployment file (where the contracts live).
 //! - [`eligibility`]: the one mirror of the contract's eligibility check, and the
 //!   [`eligibility::Constraint`]s a node can fail.
+//! - [`encryption`]: end-to-end encrypted payloads (age): identities, the job key's
+//!   exchange between a submitter and the node of an attempt, result URIs with the
+//!   ciphertext's hash.
 //! - [`pending`]: the matcher's explanation of why a job is still waiting.
 //! - [`nats_auth`]: every service's and worker's NATS permissions (`auth.conf`), from
 //!   [`names`].
@@ -43,6 +46,7 @@ pub mod checkpoint;
 pub mod consent;
 pub mod deployment;
 pub mod eligibility;
+pub mod encryption;
 pub mod envelope;
 pub mod events;
 pub mod handshake;

@@ -266,6 +266,22 @@ pub fn inputs_bucket(chain_id: u64) -> String {
     format!("gantry_{chain_id}_inputs")
 }
 
+/// The KV bucket of the job-key exchange (design 19, §3; `crate::encryption`): a node's
+/// [`key_request`]s, written by it only, and the submitters' [`key_release`]s to it.
+pub fn keys_bucket(chain_id: u64) -> String {
+    format!("gantry_{chain_id}_keys")
+}
+
+/// Node `node_id`'s request for the job key of `attempt` of `job_id`.
+pub fn key_request(node_id: u64, job_id: u64, attempt: u8) -> String {
+    format!("request.{node_id}.{job_id}.{attempt}")
+}
+
+/// A submitter's release of the job key of `attempt` of `job_id` to node `node_id`.
+pub fn key_release(node_id: u64, job_id: u64, attempt: u8) -> String {
+    format!("release.{node_id}.{job_id}.{attempt}")
+}
+
 // Leader leases.
 
 /// The KV bucket of the indexer's writer lease.

@@ -177,7 +177,23 @@ fn durable(stream: &str, name: &str, filter: Option<&str>) -> Vec<String> {
 fn reader(chain_id: u64) -> Vec<String> {
     let mut subjects = object_store(&names::results_bucket(chain_id));
     subjects.extend(object_store(&names::sealed_bucket(chain_id)));
+    // Releasing job keys (`gantry job watch`, `gantry keys serve`): the nodes' requests
+    // read, releases written (each signed by its job's submitter; a node skips the rest).
+    let keys = names::keys_bucket(chain_id);
+    subjects.extend(kv_watch(&keys));
+    subjects.push(format!("$KV.{keys}.release.>"));
     subjects
+}
+
+/// Reading and watching the KV bucket `bucket`: by key, and through ordered consumers.
+fn kv_watch(bucket: &str) -> Vec<String> {
+    strings([
+        format!("{API}.STREAM.INFO.KV_{bucket}"),
+        format!("{API}.DIRECT.GET.KV_{bucket}.>"),
+        format!("{API}.CONSUMER.CREATE.KV_{bucket}"),
+        format!("{API}.CONSUMER.DELETE.KV_{bucket}.*"),
+        format!("$JS.FC.KV_{bucket}.>"),
+    ])
 }
 
 /// Putting node `node`'s objects into the node-scoped `bucket` without reading any (no
@@ -291,6 +307,13 @@ fn auth(chain_id: u64) -> Vec<String> {
     let nodes = names::nodes_bucket(chain_id);
     let handshakes = names::handshakes_bucket(chain_id);
     let mut subjects = strings([format!("{API}.INFO")]);
+    let keys = names::keys_bucket(chain_id);
+    subjects.extend(strings([
+        format!("{API}.STREAM.INFO.KV_{keys}"),
+        format!("{API}.STREAM.CREATE.KV_{keys}"),
+        // Rollups off (`gantry_runtime::keys::open`).
+        format!("{API}.STREAM.UPDATE.KV_{keys}"),
+    ]));
     for bucket in [&nodes, &handshakes] {
         subjects.extend(strings([
             format!("{API}.STREAM.INFO.KV_{bucket}"),
@@ -360,6 +383,11 @@ fn worker(chain_id: u64, node: u64) -> User {
         node,
     ));
     publish.extend(object_store(&names::inputs_bucket(chain_id)));
+    // The job-key exchange: its own requests written, the releases to it read (sealed
+    // to the attempt's identity, which only it holds).
+    let keys = names::keys_bucket(chain_id);
+    publish.extend(kv_watch(&keys));
+    publish.push(format!("$KV.{keys}.request.{node}.>"));
     publish.extend(write_only_object_store(
         &names::sealed_bucket(chain_id),
         node,
@@ -539,12 +567,33 @@ mod tests {
             assert_eq!(writes_chain, user.name == "indexer", "{}", user.name);
         }
         let reader = publish_of(&users, "reader");
-        assert!(
-            reader
-                .iter()
-                .all(|s| s.contains("OBJ_gantry_7_results") || s.contains("OBJ_gantry_7_sealed"))
-        );
+        assert!(reader.iter().all(|s| s.contains("OBJ_gantry_7_results")
+            || s.contains("OBJ_gantry_7_sealed")
+            || s.contains("KV_gantry_7_keys")
+            || s == "$KV.gantry_7_keys.release.>"));
         assert!(!reader.iter().any(|s| s.starts_with("$O.")), "no puts");
+    }
+
+    /// Design 19, §3: a worker writes its own node's key requests only, a submitter (the
+    /// reader) releases only; both read the bucket (its secrets are sealed).
+    #[test]
+    fn encrypted_a_worker_asks_for_keys_in_its_own_name_and_submitters_only_release() {
+        let users = users(7, &[3]);
+        let three = publish_of(&users, "worker-3");
+        let writes = |user: &[String]| -> Vec<String> {
+            user.iter()
+                .filter(|s| s.starts_with("$KV.gantry_7_keys."))
+                .cloned()
+                .collect()
+        };
+        assert_eq!(writes(three), ["$KV.gantry_7_keys.request.3.>"]);
+        let reader = publish_of(&users, "reader");
+        assert_eq!(writes(reader), ["$KV.gantry_7_keys.release.>"]);
+        for user in users.iter().filter(|u| u.publish.is_some()) {
+            let creates = publish_of(&users, &user.name)
+                .contains(&"$JS.API.STREAM.CREATE.KV_gantry_7_keys".to_owned());
+            assert_eq!(creates, user.name == "auth", "{}", user.name);
+        }
     }
 
     /// Design 18, §6: a worker writes its own bucket of sealed results and reads none

@@ -34,8 +34,9 @@ use alloy::primitives::{B256, keccak256};
 use serde::{Deserialize, Serialize};
 
 /// The newest spec version this crate reads and writes. A Docker spec may still be
-/// written as version 1 (what it was before engines existed); a WASM spec needs 2.
-pub const SPEC_VERSION: u32 = 2;
+/// written as version 1 (what it was before engines existed); a WASM spec needs 2, an
+/// encrypted one 3.
+pub const SPEC_VERSION: u32 = 3;
 /// The oldest spec version this crate reads.
 pub const FIRST_SPEC_VERSION: u32 = 1;
 /// The entry point a WASM job runs unless its spec names another: WASI's command entry.
@@ -152,6 +153,39 @@ pub struct JobSpec {
     /// The module and how to run it; WASM jobs only.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub wasm: Option<WasmSpec>,
+    /// End-to-end encryption of the job's payloads (version 3; design 19, §3).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub encryption: Option<Encryption>,
+}
+
+/// Whom a job's payloads are encrypted to (`crate::encryption`): its result, failure
+/// report and checkpoints to the submitter's `recipient`; its `encrypted` inputs, and its
+/// checkpoints as well, to the job key, whose identity the submitter releases to each
+/// attempt's node after the assignment.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct Encryption {
+    /// The submitter's age recipient (`age1…`).
+    pub recipient: String,
+    /// The job key's recipient (`age1…`); required by encrypted inputs, and by a
+    /// checkpointed job that is to resume on another node.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub job_key: Option<String>,
+    /// The salt the submitter's tools derived the job key with (32 hex digits), so that
+    /// they release it from the submitter's identity alone.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub key_salt: Option<String>,
+}
+
+impl Encryption {
+    /// The submitter's recipient, and the job key's when there is one.
+    pub fn recipients(&self) -> Vec<crate::encryption::AgeRecipient> {
+        [Some(&self.recipient), self.job_key.as_ref()]
+            .into_iter()
+            .flatten()
+            .filter_map(|text| crate::encryption::recipient(text).ok())
+            .collect()
+    }
 }
 
 /// Whether `image` names its bytes: `name@sha256:<64 hex>` (a registry's manifest digest)
@@ -272,6 +306,7 @@ impl ModuleSpec {
     /// understands; it is never mounted.
     pub fn as_input(&self) -> InputSpec {
         InputSpec {
+            encrypted: false,
             uri: self.uri.clone(),
             sha256: Some(self.sha256.clone()),
             path: format!("{INPUTS_DIR}/.module.wasm"),
@@ -323,6 +358,11 @@ pub struct InputSpec {
     /// Largest size accepted, bytes; the download stops beyond it (default: the worker's).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub max_bytes: Option<u64>,
+    /// Encrypted to the job key (`encryption.jobKey`; version 3): `sha256` is the
+    /// ciphertext's; the node decrypts it into the job's directory once the key is
+    /// released to it.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub encrypted: bool,
 }
 
 /// Where a job's results are collected from.
@@ -454,6 +494,7 @@ impl JobSpec {
                 check_sha256("inputs.sha256", hash)?;
             }
         }
+        self.validate_encryption()?;
         if self
             .env
             .keys()
@@ -468,6 +509,62 @@ impl JobSpec {
             return invalid("env", "values may not contain a NUL byte");
         }
         Ok(())
+    }
+
+    fn validate_encryption(&self) -> Result<(), SpecError> {
+        let encrypted_inputs = self.inputs.iter().any(|i| i.encrypted);
+        let Some(encryption) = &self.encryption else {
+            if encrypted_inputs {
+                return invalid("inputs.encrypted", "an encrypted input needs `encryption`");
+            }
+            return Ok(());
+        };
+        if self.version < 3 {
+            return invalid("encryption", "needs spec version 3");
+        }
+        if crate::encryption::recipient(&encryption.recipient).is_err() {
+            return invalid(
+                "encryption.recipient",
+                "must be an age X25519 recipient (age1…)",
+            );
+        }
+        match &encryption.job_key {
+            Some(key) if crate::encryption::recipient(key).is_err() => {
+                return invalid(
+                    "encryption.jobKey",
+                    "must be an age X25519 recipient (age1…)",
+                );
+            }
+            None if encrypted_inputs => {
+                return invalid(
+                    "encryption.jobKey",
+                    "encrypted inputs need the job key's recipient",
+                );
+            }
+            _ => {}
+        }
+        if let Some(salt) = &encryption.key_salt
+            && (salt.len() != 32 || !salt.bytes().all(|b| b.is_ascii_hexdigit()))
+        {
+            return invalid("encryption.keySalt", "must be 32 hex digits");
+        }
+        if self
+            .inputs
+            .iter()
+            .any(|i| i.encrypted && i.sha256.is_none())
+        {
+            // The node keeps the ciphertext it checked, nothing unchecked reaches the job.
+            return invalid(
+                "inputs.sha256",
+                "an encrypted input names its ciphertext's SHA-256",
+            );
+        }
+        Ok(())
+    }
+
+    /// Whether a node needs the job key before the job starts: it has encrypted inputs.
+    pub fn needs_job_key(&self) -> bool {
+        self.inputs.iter().any(|i| i.encrypted)
     }
 
     fn validate_docker(&self) -> Result<(), SpecError> {
@@ -701,12 +798,14 @@ mod tests {
 
     fn example() -> JobSpec {
         JobSpec {
+            encryption: None,
             version: 1,
             kind: JobKind::Training,
             image: format!("ghcr.io/acme/train@sha256:{}", "9f".repeat(32)),
             command: vec!["python".into(), "train.py".into()],
             env: BTreeMap::from([("SEED".into(), "42".into())]),
             inputs: vec![InputSpec {
+                encrypted: false,
                 uri: "https://data.example.org/x.tar".into(),
                 sha256: Some("ab".repeat(32)),
                 path: "/inputs/x.tar".into(),

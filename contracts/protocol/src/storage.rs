@@ -186,6 +186,25 @@ pub fn handshakes_bucket(chain_id: u64, keep: Duration, replicas: usize) -> kv::
     }
 }
 
+/// The job-key exchange ([`names::keys_bucket`]): requests and releases kept a day (a
+/// key is needed when an attempt starts), each small, at most 256 MiB in all. A node and
+/// a submitter watch their keys from before they are written, so they see every entry;
+/// the history of 64 is for a watcher that starts late. (`gantry_runtime::keys::open`
+/// then turns rollups off and drops the oldest entries when full.)
+pub fn keys_bucket(chain_id: u64, replicas: usize) -> kv::Config {
+    kv::Config {
+        bucket: names::keys_bucket(chain_id),
+        description: "job keys asked for by nodes and released by submitters (design 19)".into(),
+        history: 64,
+        max_age: Duration::from_secs(24 * 3600),
+        max_value_size: crate::encryption::MAX_MESSAGE_BYTES as i32,
+        max_bytes: 256 << 20,
+        storage: stream::StorageType::File,
+        num_replicas: replicas,
+        ..Default::default()
+    }
+}
+
 /// A lease bucket (`INDEXER_LEASE_BUCKET` or `LIVENESS_LEASE_BUCKET`): entries expire after
 /// the lease's time to live, so a dead holder's lease lapses.
 pub fn lease_bucket(bucket: &str, ttl: Duration, replicas: usize) -> kv::Config {

@@ -134,6 +134,9 @@ pub async fn bind(config: Config) -> anyhow::Result<Bound> {
     js.get_or_create_stream(storage::jobs_stream(chain_id, replicas))
         .await
         .context("the jobs stream")?;
+    gantry_runtime::keys::open(&js, chain_id, replicas)
+        .await
+        .map_err(|e| anyhow::anyhow!("the keys bucket: {e}"))?;
     for bucket in [
         names::results_bucket(chain_id),
         names::checkpoints_bucket(chain_id),

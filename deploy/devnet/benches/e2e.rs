@@ -81,6 +81,7 @@ async fn main() -> anyhow::Result<()> {
         .await?;
     let market = JobMarket::new(d.market, network.devnet.provider(SUBMITTER));
     let docker_spec = JobSpec {
+        encryption: None,
         version: SPEC_VERSION,
         kind: JobKind::Inference,
         image: demo::BASE_IMAGE.into(),

@@ -408,6 +408,7 @@ fn describe(error: &alloy::contract::Error) -> String {
 /// A small job: sleeps `pause` seconds, then writes its result.
 fn job_spec(pause: u32) -> JobSpec {
     JobSpec {
+        encryption: None,
         version: SPEC_VERSION,
         kind: JobKind::Inference,
         image: demo::BASE_IMAGE.into(),

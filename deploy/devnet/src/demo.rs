@@ -186,12 +186,14 @@ impl Drop for DatasetServer {
 /// (checked against `sha256`), the model in `/outputs`.
 pub fn spec(dataset_url: &str, sha256: &str) -> JobSpec {
     JobSpec {
+        encryption: None,
         version: SPEC_VERSION,
         kind: JobKind::Training,
         image: DEMO_IMAGE.into(),
         command: vec!["sh".into(), "/app/train.sh".into()],
         env: [("EPOCHS".to_string(), EPOCHS.to_string())].into(),
         inputs: vec![InputSpec {
+            encrypted: false,
             uri: dataset_url.into(),
             sha256: Some(sha256.into()),
             path: "/inputs/data.csv".into(),

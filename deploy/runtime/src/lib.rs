@@ -12,6 +12,7 @@
 //!   stalled on a damaged block (log, metrics, readiness);
 //! - [`health`]: the listener on the metrics address: `/metrics`, `/healthz`, `/readyz`;
 //! - [`lease`]: a leader lease in a KV bucket;
+//! - [`keys`]: the job key's exchange between a node and the job's submitter (design 19);
 //! - [`market`]: a job's terms and state read back from the chain's logs;
 //! - [`sse`]: the events of a Server-Sent-Events body (the API's live feeds);
 //! - [`tasks`]: the service's tasks under one supervisor (a critical one that ends stops
@@ -27,6 +28,7 @@ pub mod args;
 pub mod backoff;
 pub mod chain_stream;
 pub mod health;
+pub mod keys;
 pub mod lease;
 pub mod market;
 pub mod metrics;

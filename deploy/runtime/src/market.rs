@@ -231,7 +231,7 @@ async fn last_of_job<E: SolEvent, P: Provider>(
 }
 
 /// Job `job_id`'s events `E` (`job_of` reads its job id), oldest first.
-async fn of_job<E: SolEvent, P: Provider>(
+pub async fn of_job<E: SolEvent, P: Provider>(
     provider: &P,
     market: Address,
     from_block: u64,

@@ -38,6 +38,7 @@ async fn a_refereed_job_is_placed_alone_on_a_node_that_can_hold_it() {
         .await;
     let roomy = net.register_own_node(NODES[1], wasm_node(16, 65_536)).await;
     let spec = JobSpec {
+        encryption: None,
         version: 2,
         kind: Default::default(),
         engine: Engine::Wasm,

@@ -179,6 +179,7 @@ pub(super) fn config(cache: &Path) -> FetchConfig {
 
 pub(super) fn input(uri: &str, sha256: Option<&str>, max_bytes: Option<u64>) -> InputSpec {
     InputSpec {
+        encrypted: false,
         uri: uri.into(),
         sha256: sha256.map(Into::into),
         path: "/inputs/data".into(),

@@ -30,7 +30,7 @@ mod provide;
 mod report;
 mod run;
 pub mod seat;
-mod stages;
+pub(crate) mod stages;
 mod watch;
 
 use std::path::PathBuf;
@@ -88,6 +88,10 @@ pub struct Ctx {
     pub results: String,
     /// The node-scoped bucket of checkpoints (`gantry_runtime::objects`), on `jobs_js`.
     pub checkpoints: String,
+    /// The job-key exchange (`gantry_runtime::keys`), opened when a job first needs it.
+    pub keys: tokio::sync::OnceCell<async_nats::jetstream::kv::Store>,
+    /// Replicas of what the worker makes where it may (`nats_replicas`).
+    pub nats_replicas: usize,
     pub settings: Jobs,
     /// Test hooks (debug builds only).
     pub test: crate::config::TestHooks,

@@ -88,6 +88,13 @@ impl Ctx {
             &self.settings,
         )?;
         let spec = &admitted.spec;
+        if spec.encryption.is_some() {
+            // Seats compare results and a referee re-runs them: an encrypted job's payloads
+            // are no one's but its node's (the CLI refuses to post it).
+            return Err(Failure::job(
+                "an encrypted job cannot be verified: given back",
+            ));
+        }
         match spec.engine {
             Engine::Wasm if !spec.wasm.as_ref().is_some_and(|w| w.deterministic) => {
                 return Err(Failure::job(
@@ -433,7 +440,7 @@ impl Ctx {
         spec: &gantry_protocol::spec::JobSpec,
         dirs: &JobDirs,
     ) -> Result<Option<String>, Failure> {
-        match self.stage_inputs(spec, dirs).await {
+        match self.stage_inputs(spec, dirs, None).await {
             Ok(()) => Ok(None),
             Err(e) if e.class == FaultClass::Job => {
                 tracing::info!(job_id, reason = %e, "the inputs could not be had: sealed as input-refused");

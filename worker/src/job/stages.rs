@@ -12,6 +12,7 @@ use std::sync::Mutex;
 use std::time::Duration;
 
 use alloy::primitives::B256;
+use gantry_protocol::encryption::{self, AgeIdentity, AgeRecipient};
 use gantry_protocol::names;
 use gantry_protocol::spec::{Engine, INPUTS_DIR, JobSpec, OUTPUTS_DIR};
 use serde::Serialize;
@@ -41,6 +42,17 @@ pub const FAILURE_FILE: &str = "gantry-failure.json";
 pub const FAILED_OUTPUTS_DIR: &str = "outputs";
 /// Room for the failure report in a failed job's result tar, bytes, beside its outputs.
 const REPORT_ROOM: u64 = 64 << 10;
+/// The least a node waits for a job key: a run again after a restart asks anew, with its
+/// new identity, and the submitter answers in moments.
+const MIN_KEY_WAIT: Duration = Duration::from_secs(5);
+/// How long before the end of the market's reject grace a give-back must be sent to be
+/// mined within it: past that, a job fault found before the start is answered with the
+/// failure report (paid), not a reject the node would pay for.
+const REJECT_MARGIN: u64 = 10;
+
+/// The job key, awaited by whichever part of the download needs it first (design 19, §3).
+type KeyFuture<'a> =
+    futures::future::Shared<futures::future::BoxFuture<'a, Result<Option<AgeIdentity>, Failure>>>;
 
 /// How the stages ended, when the job is not given back.
 pub(super) enum Executed {
@@ -72,6 +84,12 @@ struct Job<'a> {
     clock: Clock,
     /// `clock.stop_by` on this machine's timers.
     deadline: Instant,
+    /// How long from now the node waits for the job key, if it needs one: until
+    /// [`encryption::KEY_WAIT_SECS`] after the assignment (within the reject grace).
+    key_wait: Duration,
+    /// Until when a give-back is free (the reject grace less [`REJECT_MARGIN`]), on this
+    /// machine's timers.
+    free_by: Instant,
     stop: &'a Stop,
     steps: &'a Steps,
 }
@@ -112,6 +130,10 @@ enum Ran {
     Exited(RunOutcome),
     /// The job's time ran out while its inputs were still downloading.
     InputsLate,
+    /// The job could not start by its own fault (an input failing its hash, or not
+    /// decrypting, after a long download), found past the free reject grace: answered
+    /// with its failure report, paid, as a job that failed by itself.
+    Refused(Failure),
 }
 
 /// GPUs taken from the node's pool for one job; given back when dropped.
@@ -197,12 +219,25 @@ impl Ctx {
             .await
             .map_err(GiveBack::from_failure)?;
         steps.end("space");
+        let key_wait = Duration::from_secs(
+            (clock.assigned_at + encryption::KEY_WAIT_SECS).saturating_sub(now),
+        );
+        let max_runtime = u64::from(held.job.terms.requirements.max_runtime);
+        let grace = (max_runtime / 10).min(30);
+        let free_by = Instant::now()
+            + Duration::from_secs(
+                (clock.assigned_at + grace)
+                    .saturating_sub(REJECT_MARGIN)
+                    .saturating_sub(now),
+            );
         let job = Job {
             held,
             admitted: &admitted,
             dirs: &dirs,
             clock,
             deadline,
+            key_wait,
+            free_by,
             stop,
             steps: &steps,
         };
@@ -223,6 +258,7 @@ impl Ctx {
         // The slot and the GPUs are free again from here: the container is gone.
         let exit = match self.download_and_run(&job, report, slot).await? {
             Ran::Exited(exit) => exit,
+            Ran::Refused(failure) => return self.answer_failure(&job, failure, None).await,
             Ran::InputsLate if rerun => return Err(GiveBack::RunAgainOutOfTime),
             Ran::InputsLate => {
                 let failure = Failure::job(format!(
@@ -232,13 +268,21 @@ impl Ctx {
                 return self.answer_failure(&job, failure, None).await;
             }
         };
+        // The container is gone: an encrypted input's plaintext goes now, not when the
+        // answer is final (the key went with the download).
+        if admitted.spec.needs_job_key()
+            && let Err(failure) = clear_dir(&dirs.inputs).await
+        {
+            tracing::warn!(error = %failure, "the decrypted inputs stay until the job's directory goes");
+        }
         // A stop that came after the container had exited by itself changes nothing but
         // for a lost job, which is not ours to answer whatever it did.
         let timed_out = match stop.reason() {
             Some(StopReason::Lost) => return Ok(Executed::Lost),
             Some(StopReason::Shutdown) if exit.stopped => {
                 // Keep what the job saved so the next node resumes from it.
-                let _ = self.upload_checkpoint(held, &dirs, &mut None).await;
+                let seal = checkpoint_seal(&admitted.spec);
+                let _ = self.upload_checkpoint(held, &dirs, &seal, &mut None).await;
                 return Err(GiveBack::ShuttingDown);
             }
             Some(StopReason::Deadline) if exit.stopped => true,
@@ -247,7 +291,8 @@ impl Ctx {
         let exit = RunOutcome { timed_out, ..exit };
         if rerun && timed_out {
             // What it saved goes to the next node.
-            let _ = self.upload_checkpoint(held, &dirs, &mut None).await;
+            let seal = checkpoint_seal(&admitted.spec);
+            let _ = self.upload_checkpoint(held, &dirs, &seal, &mut None).await;
             return Err(GiveBack::RunAgainOutOfTime);
         }
         let limit = Duration::from_secs(clock.stop_by - clock.assigned_at);
@@ -275,11 +320,14 @@ impl Ctx {
         let gpus = self.take_gpus(job.admitted.gpus).map_err(GiveBack::Node)?;
         let downloading = tokio::time::timeout_at(
             job.deadline,
-            self.download(job.held, job.admitted, job.dirs, job.steps),
+            self.download(job.held, job.admitted, job.dirs, job.steps, job.key_wait),
         );
         let downloaded = tokio::select! {
             downloaded = downloading => match downloaded {
                 Ok(Ok(downloaded)) => downloaded,
+                Ok(Err(f)) if f.class == FaultClass::Job && Instant::now() > job.free_by => {
+                    return Ok(Ran::Refused(f));
+                }
                 Ok(Err(f)) => return Err(GiveBack::from_failure(f)),
                 Err(_) => return Ok(Ran::InputsLate),
             },
@@ -303,12 +351,87 @@ impl Ctx {
             ));
         }
         let spec_bytes = self.spec_bytes(held.job_id(), terms.spec_hash).await?;
-        admit(
+        let admitted = admit(
             &spec_bytes,
             &terms.requirements,
             &self.limits,
             &self.settings,
-        )
+        )?;
+        if admitted.spec.needs_job_key()
+            && u64::from(terms.requirements.max_runtime) < encryption::MIN_ENCRYPTED_RUNTIME_SECS
+        {
+            // Its reject grace is a tenth of the runtime: too short to wait for the key
+            // and still give the job back free.
+            return Err(Failure::job(format!(
+                "a job with encrypted inputs needs a maxRuntime of at least {} s",
+                encryption::MIN_ENCRYPTED_RUNTIME_SECS
+            )));
+        }
+        Ok(admitted)
+    }
+
+    /// The job key, when the job needs it: its encrypted inputs (without the key the job
+    /// cannot start: the submitter's fault, given back free within the reject grace), or
+    /// an earlier attempt's checkpoint to restore (without the key the job starts from
+    /// scratch). Asked for in the keys bucket, waited for `wait`.
+    async fn job_key(
+        &self,
+        held: &Held,
+        spec: &JobSpec,
+        wait: Duration,
+    ) -> Result<Option<AgeIdentity>, Failure> {
+        let Some(encryption) = &spec.encryption else {
+            return Ok(None);
+        };
+        let needed = spec.needs_job_key();
+        if !needed && (held.attempt <= 1 || encryption.job_key.is_none()) {
+            return Ok(None);
+        }
+        let without = |failure: Failure| {
+            if needed {
+                return Err(failure);
+            }
+            tracing::warn!(reason = %failure.reason, "no job key: the job starts from scratch");
+            Ok(None)
+        };
+        let opened = self
+            .keys
+            .get_or_try_init(|| {
+                gantry_runtime::keys::open(&self.jobs_js, self.chain_id, self.nats_replicas)
+            })
+            .await;
+        let store = match opened {
+            Ok(store) => store,
+            Err(e) => return without(Failure::node(format!("the keys bucket: {e}"))),
+        };
+        let wait = wait.max(MIN_KEY_WAIT);
+        let at = gantry_runtime::keys::Attempt {
+            chain_id: self.chain_id,
+            market: self.chain.market_address(),
+            job: held.job_id(),
+            attempt: held.attempt,
+            node: self.node_id,
+            submitter: held.job.terms.submitter,
+        };
+        let started = std::time::Instant::now();
+        let obtained = gantry_runtime::keys::obtain(store, &at, |d| self.chain.sign(d), wait).await;
+        metrics::stage_seconds("job_key", started.elapsed());
+        match obtained {
+            Ok(key) if encryption.job_key.as_deref() == Some(&key.to_public().to_string()) => {
+                tracing::info!(took = ?started.elapsed(), "the job key was released to this node");
+                Ok(Some(key))
+            }
+            Ok(_) => without(Failure::job(
+                "the key the submitter released is not the spec's job key",
+            )),
+            Err(gantry_runtime::keys::ObtainError::NotReleased(_)) => {
+                without(Failure::job(format!(
+                    "the submitter did not release the job key within {} s of the assignment",
+                    encryption::KEY_WAIT_SECS
+                )))
+            }
+            Err(e) => without(Failure::node(e.to_string())),
+        }
     }
 
     fn take_gpus(&self, count: u16) -> Result<GpuLease<'_>, Failure> {
@@ -332,15 +455,31 @@ impl Ctx {
         admitted: &Admitted,
         dirs: &JobDirs,
         steps: &Steps,
+        key_wait: Duration,
     ) -> Result<Downloaded, Failure> {
+        use futures::FutureExt as _;
         let started = std::time::Instant::now();
+        // The key is asked for at once and waited for beside the downloads; what it opens
+        // waits for it. It lives in memory only, and goes with this stage.
+        let job_key: KeyFuture<'_> = self
+            .job_key(held, &admitted.spec, key_wait)
+            .boxed()
+            .shared();
+        let (key, restore_key) = (job_key.clone(), job_key.clone());
         let inputs = async {
-            let staged = self.stage_inputs(&admitted.spec, dirs).await;
+            let staged = self.stage_inputs(&admitted.spec, dirs, Some(key)).await;
             steps.part("download.inputs", started.elapsed());
             staged
         };
         let checkpoint = async {
-            let restored = self.restore_checkpoint(held, dirs).await;
+            let sealed = admitted.spec.encryption.is_some();
+            let restored = if held.attempt <= 1 {
+                Ok(false)
+            } else {
+                let key = restore_key.await?;
+                self.restore_checkpoint(held, dirs, sealed, key.as_ref())
+                    .await
+            };
             steps.part("download.checkpoint", started.elapsed());
             restored
         };
@@ -356,7 +495,11 @@ impl Ctx {
             steps.part("download.runnable", started.elapsed());
             Ok::<_, Failure>(got)
         };
-        let ((), restored, (image_user, module)) = tokio::try_join!(inputs, checkpoint, runnable)?;
+        // Driven from the start, so the request goes out now, and a key that never comes
+        // ends the download at once.
+        let asked = async { job_key.await.map(drop) };
+        let ((), restored, (image_user, module), ()) =
+            tokio::try_join!(inputs, checkpoint, runnable, asked)?;
         steps.end("download");
         metrics::stage_seconds("download", started.elapsed());
         Ok(Downloaded {
@@ -403,7 +546,15 @@ impl Ctx {
         Ok(fetched.path)
     }
 
-    pub(super) async fn stage_inputs(&self, spec: &JobSpec, dirs: &JobDirs) -> Result<(), Failure> {
+    /// Each input into the job's inputs directory: a hard link to the cached bytes, or,
+    /// for an encrypted input, its plaintext decrypted with `job_key` (the ciphertext is
+    /// what the cache keeps and the spec's hash names).
+    pub(super) async fn stage_inputs(
+        &self,
+        spec: &JobSpec,
+        dirs: &JobDirs,
+        job_key: Option<KeyFuture<'_>>,
+    ) -> Result<(), Failure> {
         for input in &spec.inputs {
             // The fetcher retried transient errors already. An input that stays
             // unreachable is refused as the job's: a dead host in a spec must not get
@@ -427,6 +578,28 @@ impl Ctx {
                     .await
                     .map_err(|e| Failure::node(format!("inputs: {e}")))?;
             }
+            if input.encrypted {
+                let key = match &job_key {
+                    Some(key) => key.clone().await?,
+                    None => None,
+                }
+                .ok_or_else(|| Failure::job("an encrypted input, and no job key"))?;
+                let (from, into) = (fetched.path.clone(), target.clone());
+                let opened =
+                    tokio::task::spawn_blocking(move || archive::open_sealed(&key, &from, &into))
+                        .await
+                        .map_err(|e| Failure::node(format!("inputs: {e}")))?;
+                if let Err(e) = opened {
+                    return Err(match e {
+                        archive::SealError::Io(e) => Failure::node(format!("inputs: {e}")),
+                        archive::SealError::Crypto(e) => Failure::job(format!(
+                            "input {} does not decrypt with the job key: {e}",
+                            input.path
+                        )),
+                    });
+                }
+                continue;
+            }
             // A hard link shares the cached bytes; the mount is read-only.
             if tokio::fs::hard_link(&fetched.path, &target).await.is_err() {
                 tokio::fs::copy(&fetched.path, &target)
@@ -443,8 +616,19 @@ impl Ctx {
     /// is skipped with a warning, and with none the job starts from scratch. Nothing a
     /// checkpoint holds makes this a fault of the job or the node. `true` when one was
     /// restored.
-    async fn restore_checkpoint(&self, held: &Held, dirs: &JobDirs) -> Result<bool, Failure> {
+    /// An encrypted job's (`sealed`) checkpoints are decrypted with the job key; without
+    /// the key none is restored.
+    async fn restore_checkpoint(
+        &self,
+        held: &Held,
+        dirs: &JobDirs,
+        sealed: bool,
+        job_key: Option<&AgeIdentity>,
+    ) -> Result<bool, Failure> {
         if held.attempt <= 1 {
+            return Ok(false);
+        }
+        if sealed && job_key.is_none() {
             return Ok(false);
         }
         let job_id = held.job_id();
@@ -475,7 +659,10 @@ impl Ctx {
                 .filter(|(_, n)| *n == node)
                 .filter_map(|(i, _)| u8::try_from(i + 1).ok())
                 .collect();
-            match self.restore_from(job_id, *node, attempts, dirs).await {
+            match self
+                .restore_from(job_id, *node, attempts, dirs, job_key)
+                .await
+            {
                 Ok(Some(attempt)) => {
                     tracing::info!(from_node = node, attempt, "restored the latest checkpoint");
                     return Ok(true);
@@ -500,6 +687,7 @@ impl Ctx {
         node: u64,
         attempts: Vec<u8>,
         dirs: &JobDirs,
+        job_key: Option<&AgeIdentity>,
     ) -> Result<Option<u8>, &'static str> {
         use gantry_protocol::checkpoint::{Holder, check};
         use gantry_runtime::objects::GetError;
@@ -548,6 +736,23 @@ impl Ctx {
             tracing::warn!(%error, "the checkpoint's bytes");
             return Err("damaged");
         }
+        if let Some(key) = job_key {
+            let (key, from, into) = (
+                key.clone(),
+                tar_path.clone(),
+                dirs.root.join("restore.plain"),
+            );
+            let opened = tokio::task::spawn_blocking(move || {
+                archive::open_sealed(&key, &from, &into)?;
+                std::fs::rename(&into, &from).map_err(archive::SealError::Io)
+            })
+            .await;
+            if !matches!(opened, Ok(Ok(()))) {
+                let _ = tokio::fs::remove_file(&tar_path).await;
+                let _ = tokio::fs::remove_file(dirs.root.join("restore.plain")).await;
+                return Err("undecryptable");
+            }
+        }
         let into = dirs.checkpoints.clone();
         let from = tar_path.clone();
         let unpacked = tokio::task::spawn_blocking(move || archive::unpack(&from, &into)).await;
@@ -584,6 +789,7 @@ impl Ctx {
             deadline,
             stop,
             steps,
+            ..
         } = *job;
         let started = std::time::Instant::now();
         let (lines_tx, lines_rx) = mpsc::channel(1024);
@@ -596,6 +802,7 @@ impl Ctx {
             gpu_indices: gpus.iter().map(|g| g.index).collect(),
             stop: stop.clone(),
             running: running.clone(),
+            seal: checkpoint_seal(&admitted.spec),
         };
         let ending = Ending {
             timeout: deadline.saturating_duration_since(Instant::now()),
@@ -775,6 +982,7 @@ impl Ctx {
         }
         self.pack_and_upload(
             held,
+            &admitted.spec,
             result_dir,
             dirs.root.join("result.tar"),
             admitted.output_limit,
@@ -840,13 +1048,18 @@ impl Ctx {
         }
         // The outputs within the job's limit, and room for the report besides.
         let limit = admitted.output_limit.saturating_add(REPORT_ROOM);
-        let uploaded = match self.pack_and_upload(held, parts, tar.clone(), limit).await {
+        let spec = &admitted.spec;
+        let uploaded = match self
+            .pack_and_upload(held, spec, parts, tar.clone(), limit)
+            .await
+        {
             Err(f) if f.class == FaultClass::Job && has_outputs => {
                 // Too much output: the report alone.
                 tokio::fs::write(&report_file, write_report("overLimit"))
                     .await
                     .map_err(node)?;
-                self.pack_and_upload(held, vec![(FAILURE_FILE, report_file)], tar, REPORT_ROOM)
+                let report = vec![(FAILURE_FILE, report_file)];
+                self.pack_and_upload(held, spec, report, tar, REPORT_ROOM)
                     .await
             }
             other => other,
@@ -860,28 +1073,71 @@ impl Ctx {
         }
     }
 
-    /// Packs `what` (at most `limit` bytes) and uploads it as the attempt's result.
+    /// Packs `what` (at most `limit` bytes) and uploads it as the attempt's result: an
+    /// encrypted job's encrypted to its submitter, the chain committing to the plaintext's
+    /// hash and the URI carrying the ciphertext's (design 19, §3).
     async fn pack_and_upload(
         &self,
         held: &Held,
+        spec: &JobSpec,
         what: impl Into<archive::Contents>,
         tar: std::path::PathBuf,
         limit: u64,
     ) -> Result<Uploaded, Failure> {
         let started = std::time::Instant::now();
         let what = what.into();
-        let packed = tokio::task::spawn_blocking(move || archive::pack(what, &tar, limit))
+        let plain = tar.clone();
+        let packed = tokio::task::spawn_blocking(move || archive::pack(what, &plain, limit))
             .await
             .map_err(|e| Failure::node(format!("packing the result: {e}")))??;
         let key = format!("{}-{}", held.job_id(), held.attempt);
-        retry("upload the result", || self.put_result(&key, &packed)).await?;
+        let uri = names::result_uri(self.chain_id, self.node_id, &key);
+        let Some(encryption) = &spec.encryption else {
+            retry("upload the result", || self.put_result(&key, &packed)).await?;
+            metrics::stage_seconds("upload", started.elapsed());
+            return Ok(Uploaded {
+                hash: B256::from(packed.sha256),
+                uri,
+                size: packed.size,
+            });
+        };
+        let to = vec![
+            encryption::recipient(&encryption.recipient)
+                .map_err(|e| Failure::job(format!("encryption.recipient: {e}")))?,
+        ];
+        let sealed = seal(to, &packed, tar.with_extension("tar.age")).await?;
+        let _ = tokio::fs::remove_file(&packed.path).await;
+        retry("upload the result", || self.put_result(&key, &sealed)).await?;
+        let _ = tokio::fs::remove_file(&sealed.path).await;
         metrics::stage_seconds("upload", started.elapsed());
         Ok(Uploaded {
             hash: B256::from(packed.sha256),
-            uri: names::result_uri(self.chain_id, self.node_id, &key),
-            size: packed.size,
+            uri: encryption::with_ciphertext(&uri, B256::from(sealed.sha256)),
+            size: sealed.size,
         })
     }
+}
+
+/// Whom an encrypted job's checkpoints are encrypted to: its submitter and its job key
+/// (released to each attempt's node); none for a job in the clear.
+pub(super) fn checkpoint_seal(spec: &JobSpec) -> Vec<AgeRecipient> {
+    spec.encryption
+        .as_ref()
+        .map(gantry_protocol::spec::Encryption::recipients)
+        .unwrap_or_default()
+}
+
+/// `packed` encrypted to `to` into `into`: the ciphertext's size and hash.
+pub(super) async fn seal(
+    to: Vec<AgeRecipient>,
+    packed: &archive::Packed,
+    into: std::path::PathBuf,
+) -> Result<archive::Packed, Failure> {
+    let from = packed.path.clone();
+    tokio::task::spawn_blocking(move || archive::seal(&to, &from, &into))
+        .await
+        .map_err(|e| Failure::node(format!("encrypting: {e}")))?
+        .map_err(|e| Failure::node(format!("encrypting: {e}")))
 }
 
 /// A failed run's reason, saying so when the job had written its space full: what it

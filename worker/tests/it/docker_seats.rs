@@ -30,6 +30,7 @@ async fn docker_spec(net: &Net, script: &str) -> JobSpec {
         .expect("the image's id");
     let data = b"the same bytes on every node\n";
     JobSpec {
+        encryption: None,
         version: 2,
         kind: Default::default(),
         engine: Engine::Docker,
@@ -37,6 +38,7 @@ async fn docker_spec(net: &Net, script: &str) -> JobSpec {
         command: vec!["sh".into(), "-c".into(), script.into()],
         env: [("GREETING".to_owned(), "hello".to_owned())].into(),
         inputs: vec![InputSpec {
+            encrypted: false,
             uri: net.put_input("data.txt", data).await,
             sha256: Some(hex::encode(Sha256::digest(data))),
             path: "/inputs/data.txt".into(),

@@ -391,17 +391,7 @@ stake = "{stake}"
             <[u8; 32]>::from(<sha2::Sha256 as sha2::Digest>::digest(&tar)),
             "the result hash on chain is the SHA-256 of the uploaded tar"
         );
-        let mut files = BTreeMap::new();
-        for entry in tar::Archive::new(&tar[..]).entries().unwrap() {
-            let mut entry = entry.unwrap();
-            if entry.header().entry_type().is_file() {
-                let name = entry.path().unwrap().display().to_string();
-                let mut bytes = Vec::new();
-                entry.read_to_end(&mut bytes).unwrap();
-                files.insert(name, bytes);
-            }
-        }
-        files
+        tar_files(&tar)
     }
 
     /// The failure report in job `job`'s submitted result, if it failed by itself.
@@ -752,6 +742,7 @@ pub(crate) fn wasm_job(ram_mib: u32) -> JobMarket::JobRequirements {
 /// A spec running `script` with the busybox shell in the test image.
 pub(crate) fn shell(script: &str, timeout_secs: u64) -> JobSpec {
     JobSpec {
+        encryption: None,
         version: 1,
         kind: Default::default(),
         image: IMAGE.into(),
@@ -764,4 +755,19 @@ pub(crate) fn shell(script: &str, timeout_secs: u64) -> JobSpec {
         engine: gantry_protocol::spec::Engine::Docker,
         wasm: None,
     }
+}
+
+/// The files of a result tar, by path.
+pub(crate) fn tar_files(tar: &[u8]) -> BTreeMap<String, Vec<u8>> {
+    let mut files = BTreeMap::new();
+    for entry in tar::Archive::new(tar).entries().unwrap() {
+        let mut entry = entry.unwrap();
+        if entry.header().entry_type().is_file() {
+            let name = entry.path().unwrap().display().to_string();
+            let mut bytes = Vec::new();
+            entry.read_to_end(&mut bytes).unwrap();
+            files.insert(name, bytes);
+        }
+    }
+    files
 }

@@ -163,6 +163,7 @@ async fn hostile_jobs_are_contained_answered_in_time_and_never_cost_the_stake() 
     // time, and the attempt's, were it not on the job's clock.
     let mut spec = shell("cat /inputs/slow", 5);
     spec.inputs.push(InputSpec {
+        encrypted: false,
         uri: format!("http://{trickle}/slow"),
         sha256: None,
         path: "/inputs/slow".into(),
@@ -177,6 +178,7 @@ async fn hostile_jobs_are_contained_answered_in_time_and_never_cost_the_stake() 
     // Input hash mismatch.
     let mut spec = shell("cat /inputs/x", 30);
     spec.inputs.push(InputSpec {
+        encrypted: false,
         uri: input,
         sha256: Some("00".repeat(32)),
         path: "/inputs/x".into(),
@@ -206,6 +208,7 @@ async fn hostile_jobs_are_contained_answered_in_time_and_never_cost_the_stake() 
     ] {
         let mut spec = shell("cat /inputs/x", 30);
         spec.inputs.push(InputSpec {
+            encrypted: false,
             uri,
             sha256: None,
             path: "/inputs/x".into(),

@@ -73,6 +73,12 @@
 //! - `handshake`: NATS as in production (no user for any node, the auth service answering
 //!   the callout): a worker joins with its agent key alone and runs a WASM job to its
 //!   submission; its manifest is kept where the matcher reads it.
+//! - `encrypted` (design 19, §3): a job with an encrypted input and an encrypted result:
+//!   both are ciphertext in the store, the worker gets the job key from the submitter's
+//!   key server after its assignment, the submitter decrypts the result and both hashes
+//!   check, no plaintext is left on the node; a key never released (a stranger's forged
+//!   one skipped) gets the job given back free within the grace; an encrypted job's
+//!   checkpoints are ciphertext and resume on the next node once the key is released to it.
 //! - `inventory`: `gantry-worker inventory` prints what the node would register and
 //!   samples GPU telemetry; on this machine, without NVML, it says why there are no GPUs.
 
@@ -81,6 +87,7 @@ mod checkpoint;
 mod claim;
 mod clock;
 mod docker_seats;
+mod encrypted;
 mod engine;
 mod handshake;
 mod harness;

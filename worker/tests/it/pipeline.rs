@@ -38,6 +38,7 @@ async fn a_job_runs_reports_and_gets_paid() {
     let uri = net.put_input("train.csv", &csv).await;
     let mut spec = shell(SCRIPT, 60);
     spec.inputs.push(InputSpec {
+        encrypted: false,
         uri,
         sha256: Some(csv_hash.clone()),
         path: "/inputs/data/train.csv".into(),

@@ -20,6 +20,7 @@ pub(crate) const DEMO: &str = include_str!("../../../deploy/demo/summary.wat");
 pub(crate) async fn wasm_spec(net: &Net, name: &str, module: &str, deterministic: bool) -> JobSpec {
     let uri = net.put_input(name, module.as_bytes()).await;
     JobSpec {
+        encryption: None,
         version: 2,
         kind: Default::default(),
         engine: Engine::Wasm,
@@ -49,6 +50,7 @@ pub(crate) async fn demo_spec(net: &Net) -> JobSpec {
     let csv = b"x1,x2,y\n1,2,3\n4,5,6\n";
     let mut spec = wasm_spec(net, "summary.wat", DEMO, false).await;
     spec.inputs.push(InputSpec {
+        encrypted: false,
         uri: net.put_input("data.csv", csv).await,
         sha256: Some(hex::encode(Sha256::digest(csv))),
         path: "/inputs/data.csv".into(),

@@ -8,7 +8,9 @@ use gantry_protocol::api::{
     JobRow, JobSummary, Page,
 };
 use gantry_protocol::bindings::JobMarket;
+use gantry_protocol::encryption::{self, AgeIdentity};
 use gantry_protocol::jobs::LogLine;
+use gantry_protocol::spec::{Encryption, JobSpec};
 use gantry_protocol::status::JobStatus;
 
 use crate::Context;
@@ -462,30 +464,70 @@ pub async fn result(ctx: &Context, args: &ResultArgs) -> Result<()> {
     } else {
         (result_hash, committed_uris)
     };
+    // An encrypted result (design 19, §3): its URI carries the ciphertext's hash, which the
+    // node committed to with it; it is decrypted with the identity the spec names.
+    let committed_ciphertext = uris.iter().find_map(|uri| {
+        encryption::split_ciphertext(uri)
+            .ok()
+            .and_then(|(_, hash)| hash)
+    });
+    // A spec the worker could not read ran nothing: its result is a plain failure report.
+    let spec_encryption = JobSpec::from_slice(&chain.posted_spec(args.id).await?)
+        .ok()
+        .and_then(|spec| spec.encryption);
     // `--uri` alone if given; else each place the result was put, until one holds it.
     let uris = args.uri.clone().map_or(uris, |uri| vec![uri]);
+    let encrypted = spec_encryption.is_some()
+        || committed_ciphertext.is_some()
+        || uris
+            .iter()
+            .any(|uri| uri.contains(encryption::CIPHERTEXT_FRAGMENT));
+    let identity = if encrypted {
+        Some(result_identity(ctx, args.id, spec_encryption.as_ref()).await?)
+    } else {
+        None
+    };
     std::fs::create_dir_all(&args.output).map_err(|e| CliError::io(args.output.display(), e))?;
     let mut failed = None;
     let mut found = None;
     for uri in uris {
-        let source = Source::parse(&uri)?;
+        let (location, fragment) = encryption::split_ciphertext(&uri)
+            .map_err(|e| CliError::Unverified(format!("the result URI {uri}: {e}")))?;
+        let source = Source::parse(location)?;
         let fetched = results::download(
             &source,
             &ctx.global.nats_url,
             &args.output,
             u64::from(limit) << 20,
         )
-        .await
-        .and_then(|downloaded| results::verify(&downloaded, expected).map(|()| downloaded));
+        .await;
+        let fetched = match &identity {
+            None => fetched.and_then(|downloaded| {
+                results::verify(&downloaded, expected).map(|()| (downloaded, None))
+            }),
+            Some(identity) => match fetched {
+                Ok(sealed) => {
+                    open_sealed(
+                        sealed,
+                        fragment.or(committed_ciphertext),
+                        identity,
+                        &args.output,
+                        expected,
+                    )
+                    .await
+                }
+                Err(error) => Err(error),
+            },
+        };
         match fetched {
-            Ok(downloaded) => {
-                found = Some((uri, downloaded));
+            Ok((downloaded, sealed)) => {
+                found = Some((uri, downloaded, sealed));
                 break;
             }
             Err(error) => failed = Some(error),
         }
     }
-    let Some((uri, downloaded)) = found else {
+    let Some((uri, downloaded, sealed)) = found else {
         return Err(failed.unwrap_or_else(|| {
             CliError::NotFound(format!("job {} has no result uploaded yet", args.id))
         }));
@@ -500,7 +542,7 @@ pub async fn result(ctx: &Context, args: &ResultArgs) -> Result<()> {
     .await
     .map_err(|e| CliError::Other(format!("unpacking: {e}")))??;
     if ctx.json() {
-        output::json(&serde_json::json!({
+        let mut json = serde_json::json!({
             "jobId": args.id,
             "uri": uri,
             "bytes": bytes,
@@ -508,8 +550,27 @@ pub async fn result(ctx: &Context, args: &ResultArgs) -> Result<()> {
             "dir": args.output,
             "files": unpacked.files,
             "dirs": unpacked.dirs,
-        }));
+            "encrypted": sealed.is_some(),
+        });
+        if let Some(sealed) = &sealed {
+            json["ciphertextBytes"] = sealed.bytes.into();
+            json["ciphertextSha256"] = serde_json::json!(sealed.sha256);
+            json["ciphertextChecked"] = sealed.checked.into();
+        }
+        output::json(&json);
     } else {
+        if let Some(sealed) = &sealed {
+            let checked = if sealed.checked {
+                "matches the result URI"
+            } else {
+                "the URI names no ciphertext hash: not checked"
+            };
+            println!(
+                "job {} result: {} bytes encrypted, ciphertext sha256 {} ({checked}), decrypted \
+                 with your identity",
+                args.id, sealed.bytes, sealed.sha256
+            );
+        }
         println!(
             "job {} result: {bytes} bytes, sha256 {sha256} (matches the chain), {} files unpacked into {}",
             args.id,
@@ -518,6 +579,76 @@ pub async fn result(ctx: &Context, args: &ResultArgs) -> Result<()> {
         );
     }
     Ok(())
+}
+
+/// An encrypted result's ciphertext, as checked.
+#[derive(Debug, Clone, Copy)]
+struct SealedResult {
+    bytes: u64,
+    sha256: alloy::primitives::B256,
+    /// Whether it was checked against a hash its URI carried.
+    checked: bool,
+}
+
+/// The identity job `id`'s encrypted result is read with: the job's result key derived
+/// from the user's identity and the spec's salt (what `job submit --encrypt` encrypts
+/// results to), or the user's own; refused up front when the spec names a recipient that
+/// is neither.
+async fn result_identity(
+    ctx: &Context,
+    id: u64,
+    encryption: Option<&Encryption>,
+) -> Result<AgeIdentity> {
+    let user = ctx.identity().await?;
+    let Some(encryption) = encryption else {
+        return Ok(user.identity.clone());
+    };
+    if encryption.recipient == user.recipient().to_string() {
+        return Ok(user.identity.clone());
+    }
+    if let Some(salt) = encryption
+        .key_salt
+        .as_deref()
+        .and_then(|salt| alloy::hex::decode(salt).ok())
+    {
+        let derived = gantry_protocol::encryption::result_identity(&user.identity, &salt);
+        if derived.to_public().to_string() == encryption.recipient {
+            return Ok(derived);
+        }
+    }
+    Err(CliError::usage(format!(
+        "job {id}'s result is encrypted to {}, neither your identity ({}, {}) nor the job's \
+         result key derived from it: pass the identity it was posted with (--identity)",
+        encryption.recipient,
+        user.describe(),
+        user.recipient()
+    )))
+}
+
+/// The plaintext of the downloaded ciphertext `sealed`: its hash checked against
+/// `ciphertext` (its URI's) when there is one, decrypted with `identity` into `dir`, and
+/// the plaintext's hash checked against `expected` (the chain's).
+async fn open_sealed(
+    sealed: results::Downloaded,
+    ciphertext: Option<alloy::primitives::B256>,
+    identity: &AgeIdentity,
+    dir: &std::path::Path,
+    expected: alloy::primitives::B256,
+) -> Result<(results::Downloaded, Option<SealedResult>)> {
+    if let Some(hash) = ciphertext {
+        results::verify_ciphertext(&sealed, hash)?;
+    }
+    let seen = SealedResult {
+        bytes: sealed.bytes,
+        sha256: sealed.sha256,
+        checked: ciphertext.is_some(),
+    };
+    let (identity, dir) = (identity.clone(), dir.to_owned());
+    let decrypted = tokio::task::spawn_blocking(move || results::decrypt(&sealed, &identity, &dir))
+        .await
+        .map_err(|e| CliError::Other(format!("decrypting: {e}")))??;
+    results::verify_plaintext(&decrypted, expected)?;
+    Ok((decrypted, Some(seen)))
 }
 
 async fn is_refereed(chain: &Chain, id: u64) -> Result<bool> {

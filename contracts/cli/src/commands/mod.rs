@@ -3,6 +3,7 @@
 
 pub mod account;
 pub mod job;
+pub mod keys;
 pub mod node;
 pub mod submit;
 pub mod watch;

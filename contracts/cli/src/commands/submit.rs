@@ -4,23 +4,30 @@
 //! so that "bounty … exceeds your token balance …" comes before any transaction. The
 //! bounty moves with an EIP-2612 permit (`postJobWithPermit`: one transaction, nothing
 //! left approved) unless the market may already take it.
+//!
+//! `--encrypt` (design 19, §3) adds the spec's `encryption`: the result to the user's
+//! recipient, and a job key derived from the user's identity and a fresh salt, to which
+//! each `--secret-input` file is encrypted here and uploaded before the job is posted.
 
 use gantry_protocol::status::NodeStatus;
 use std::collections::BTreeMap;
+use std::path::PathBuf;
 
 use alloy::primitives::aliases::{U40, U96};
 use alloy::primitives::{B256, U256};
 use gantry_protocol::bindings::JobMarket;
+use gantry_protocol::encryption::{self, AgeRecipient, MIN_ENCRYPTED_RUNTIME_SECS};
 use gantry_protocol::names;
 use gantry_protocol::spec::{
-    Engine, INPUTS_DIR, InputSpec, JobKind, JobSpec, MAX_WASM_MODULE_BYTES, ModuleSpec, OutputSpec,
-    Resources, SETUP_ALLOWANCE_SECS, SPEC_VERSION, WasmSpec, runtime_for,
+    Encryption, Engine, INPUTS_DIR, InputSpec, JobKind, JobSpec, MAX_WASM_MODULE_BYTES, ModuleSpec,
+    OutputSpec, Resources, SETUP_ALLOWANCE_SECS, SPEC_VERSION, WasmSpec, runtime_for,
 };
 
 use crate::Context;
 use crate::chain;
 use crate::config::{Kind, SubmitArgs};
 use crate::error::{CliError, Result};
+use crate::identity::{self, Sealed};
 use crate::output::{self, Money};
 use crate::units::{self, Deadline, Offer};
 
@@ -30,6 +37,10 @@ const PERMIT_RESIGNS: u32 = 3;
 const PERMIT_VALIDITY: u64 = 3_600;
 /// A built spec's timeout when neither --duration nor a spec file says.
 const DEFAULT_DURATION: u64 = 3_600;
+/// The spec version that has `encryption` and encrypted inputs.
+const ENCRYPTED_SPEC_VERSION: u32 = 3;
+/// The bytes of a job key's salt (`keySalt`, hex).
+const KEY_SALT_BYTES: usize = 16;
 
 pub async fn submit(ctx: &Context, args: &SubmitArgs) -> Result<()> {
     // What needs neither chain nor API (a local module's place names the chain).
@@ -37,6 +48,19 @@ pub async fn submit(ctx: &Context, args: &SubmitArgs) -> Result<()> {
         Some(text) => Some(Module::parse(text)?),
         None => None,
     };
+    let secret_inputs = args
+        .secret_inputs
+        .iter()
+        .map(|text| SecretInput::parse(text))
+        .collect::<Result<Vec<_>>>()?;
+    let recipient = args
+        .recipient
+        .as_deref()
+        .map(|text| {
+            encryption::recipient(text).map_err(|e| CliError::usage(format!("--recipient: {e}")))
+        })
+        .transpose()?;
+    let encrypt = args.encrypt || recipient.is_some() || !secret_inputs.is_empty();
     let module_spec = match &module {
         Some(Module::File { sha256, .. }) => Some(ModuleSpec {
             uri: module_uri(ctx.chain().await?.chain_id, sha256),
@@ -46,14 +70,10 @@ pub async fn submit(ctx: &Context, args: &SubmitArgs) -> Result<()> {
         Some(Module::Uri(spec)) => Some(spec.clone()),
         None => None,
     };
-    let (spec, from_file) = match &args.spec {
+    let (mut spec, from_file) = match &args.spec {
         Some(path) => (read_spec(path)?, true),
         None => (build_spec(args, module_spec)?, false),
     };
-    // Posted in canonical form, measured as posted.
-    let spec_bytes = spec
-        .to_posted()
-        .map_err(|e| CliError::usage(format!("the job spec: {e}")))?;
     let size = |flag: &str, value: &Option<String>| -> Result<u32> {
         value
             .as_deref()
@@ -68,6 +88,7 @@ pub async fn submit(ctx: &Context, args: &SubmitArgs) -> Result<()> {
         Deadline::parse(&args.deadline).map_err(|e| CliError::usage(format!("--deadline: {e}")))?;
     let mut verify =
         units::parse_verify(&args.verify).map_err(|e| CliError::usage(format!("--verify: {e}")))?;
+    check_encryptable(&spec, encrypt, verify.is_verified())?;
     if verify.is_verified() {
         check_verifiable(&spec, &verify, args)?;
     }
@@ -77,6 +98,18 @@ pub async fn submit(ctx: &Context, args: &SubmitArgs) -> Result<()> {
             "--reveal-window: only a verified job (--verify) has a reveal window",
         ));
     }
+    let needs_key = !secret_inputs.is_empty() || spec.needs_job_key();
+    check_key_runtime(needs_key, max_runtime, from_file)?;
+    // The encryption, and the secret inputs encrypted (not yet uploaded).
+    let sealed_inputs = if encrypt {
+        encrypt_spec(ctx, &mut spec, recipient, secret_inputs).await?
+    } else {
+        Vec::new()
+    };
+    // Posted in canonical form, measured as posted.
+    let spec_bytes = spec
+        .to_posted()
+        .map_err(|e| CliError::usage(format!("the job spec: {e}")))?;
 
     // The GPU model: an id as given, or a name resolved against what nodes offer.
     let gpu_model = match (&args.gpu_model, args.gpu.as_deref()) {
@@ -236,13 +269,39 @@ pub async fn submit(ctx: &Context, args: &SubmitArgs) -> Result<()> {
                     wasm.module.uri
                 );
             }
+            for sealed in &sealed_inputs {
+                println!(
+                    "  secret    {}: {} bytes encrypted to the job key, would be uploaded to {}",
+                    sealed.path, sealed.sealed.bytes, sealed.uri
+                );
+            }
         }
         return Ok(());
     }
     if let (Some(Module::File { bytes, sha256 }), Some(wasm)) = (&module, &spec.wasm) {
-        upload_module(&ctx.global.nats_url, &wasm.module.uri, bytes, sha256).await?;
+        let what = format!("the module ({sha256})");
+        upload(
+            &ctx.global.nats_url,
+            &wasm.module.uri,
+            &mut &bytes[..],
+            &what,
+        )
+        .await?;
         if !ctx.json() {
             eprintln!("module uploaded: {}", wasm.module.uri);
+        }
+    }
+    for sealed in &sealed_inputs {
+        let what = format!("the secret input {}", sealed.path);
+        let mut file = tokio::fs::File::open(sealed.sealed.file.path())
+            .await
+            .map_err(|e| CliError::io(sealed.sealed.file.path().display(), e))?;
+        upload(&ctx.global.nats_url, &sealed.uri, &mut file, &what).await?;
+        if !ctx.json() {
+            eprintln!(
+                "secret input {} encrypted and uploaded: {}",
+                sealed.path, sealed.uri
+            );
         }
     }
 
@@ -325,22 +384,37 @@ pub async fn submit(ctx: &Context, args: &SubmitArgs) -> Result<()> {
     let receipt = chain.confirmed("postJob", receipt, confirmations).await?;
     let posted: JobMarket::JobPosted = chain::logged(&receipt)?;
     let tx = receipt.transaction_hash;
-    let json = serde_json::json!({
+    let mut json = serde_json::json!({
         "jobId": posted.jobId,
         "tx": tx,
         "fromCredits": posted.fromCredits.to_string(),
         "block": receipt.block_number,
         "confirmations": confirmations,
     });
+    if let Some(encryption) = &spec.encryption {
+        json["encryption"] = serde_json::json!({
+            "recipient": encryption.recipient,
+            "jobKey": encryption.job_key,
+            "needsKeyRelease": spec.needs_job_key(),
+        });
+    }
     ctx.say(json, || {
         let from_credits = if posted.fromCredits.is_zero() {
             String::new()
         } else {
             format!(" ({} from your credits)", money.show(posted.fromCredits))
         };
+        let encrypted = match &spec.encryption {
+            Some(encryption) => format!(
+                "\nits result is encrypted to {}{}",
+                encryption.recipient,
+                key_hint(&spec, posted.jobId)
+            ),
+            None => String::new(),
+        };
         format!(
             "job {} posted: bounty {}{from_credits}, result due by {} (tx {tx})\n\
-             follow it with `gantry job watch {}`",
+             follow it with `gantry job watch {}`{encrypted}",
             posted.jobId,
             money.show(bounty),
             units::format_time(deadline),
@@ -348,6 +422,118 @@ pub async fn submit(ctx: &Context, args: &SubmitArgs) -> Result<()> {
         )
     });
     Ok(())
+}
+
+/// What the user must do for a job whose inputs need the job key: keep something
+/// releasing it while the job is placed (a node waits only seconds for it).
+fn key_hint(spec: &JobSpec, job_id: u64) -> String {
+    if !spec.needs_job_key() {
+        return String::new();
+    }
+    format!(
+        "\nits encrypted inputs need the job key: it is released to the node assigned the job \
+         by `gantry job watch {job_id}` or `gantry keys serve`, keep one running (without it \
+         the node gives the job back)"
+    )
+}
+
+/// Refuses encryption where it cannot hold: a verified job's replicas and referees compare
+/// results (and a referee re-runs the job) that only the submitter could read; a spec file
+/// that already says whom it is encrypted to is not encrypted again.
+fn check_encryptable(spec: &JobSpec, encrypt: bool, verified: bool) -> Result<()> {
+    let flag = match (encrypt, &spec.encryption) {
+        (false, None) => return Ok(()),
+        (true, Some(_)) => {
+            return Err(CliError::usage(
+                "--encrypt: the spec file already has its `encryption`; leave out --encrypt, \
+                 --recipient and --secret-input, or take it out of the file",
+            ));
+        }
+        (true, None) => "--encrypt",
+        (false, Some(_)) => "the spec's encryption",
+    };
+    if verified {
+        return Err(CliError::usage(format!(
+            "{flag}: a verified job cannot be encrypted (its replicas and referees compare \
+             results only you could read): use --verify none"
+        )));
+    }
+    Ok(())
+}
+
+/// Refuses encrypted inputs on an attempt too short for a node whose key never comes to
+/// give the job back for free (its reject grace, a tenth of maxRuntime up to 30 s, must be
+/// whole: [`MIN_ENCRYPTED_RUNTIME_SECS`]).
+fn check_key_runtime(needs_key: bool, max_runtime: u32, from_file: bool) -> Result<()> {
+    if !needs_key || u64::from(max_runtime) >= MIN_ENCRYPTED_RUNTIME_SECS {
+        return Ok(());
+    }
+    // A built spec's --duration is its timeout, the attempt's maxRuntime adds the setup.
+    let least = if from_file {
+        MIN_ENCRYPTED_RUNTIME_SECS
+    } else {
+        MIN_ENCRYPTED_RUNTIME_SECS - SETUP_ALLOWANCE_SECS
+    };
+    Err(CliError::usage(format!(
+        "--secret-input: a job with encrypted inputs needs a maxRuntime of at least {} (so \
+         that a node whose key never comes gives it back for free), this one's is {}: give \
+         --duration {} or more",
+        units::format_secs(MIN_ENCRYPTED_RUNTIME_SECS),
+        units::format_secs(u64::from(max_runtime)),
+        units::format_secs(least)
+    )))
+}
+
+/// Adds the spec's `encryption` (the result to `recipient`, else to the job's result key
+/// derived from the user's identity; a job
+/// key derived from the user's identity and a fresh salt) and the secret inputs, each
+/// encrypted to the job key: what is to be uploaded.
+async fn encrypt_spec(
+    ctx: &Context,
+    spec: &mut JobSpec,
+    recipient: Option<AgeRecipient>,
+    secret_inputs: Vec<SecretInput>,
+) -> Result<Vec<SealedInput>> {
+    let identity = ctx.identity().await?;
+    let salt: [u8; KEY_SALT_BYTES] = rand::random();
+    // By default the job's own result key (derived, never released to a node): its secret
+    // opens this result only, what the user may show an arbiter in a dispute.
+    let recipient = recipient
+        .unwrap_or_else(|| encryption::result_identity(&identity.identity, &salt).to_public());
+    let job_key = encryption::job_identity(&identity.identity, &salt).to_public();
+    spec.version = spec.version.max(ENCRYPTED_SPEC_VERSION);
+    spec.encryption = Some(Encryption {
+        recipient: recipient.to_string(),
+        job_key: Some(job_key.to_string()),
+        key_salt: Some(alloy::hex::encode(salt)),
+    });
+    if secret_inputs.is_empty() {
+        return Ok(Vec::new());
+    }
+    let chain_id = ctx.chain().await?.chain_id;
+    let mut sealed_inputs = Vec::with_capacity(secret_inputs.len());
+    for input in secret_inputs {
+        let to = job_key.clone();
+        let file = input.file.clone();
+        let sealed = tokio::task::spawn_blocking(move || identity::seal_file(&file, &to))
+            .await
+            .map_err(|e| CliError::Other(format!("encrypting {}: {e}", input.file.display())))??;
+        let sha256 = alloy::hex::encode(sealed.sha256);
+        let uri = secret_input_uri(chain_id, &sha256);
+        spec.inputs.push(InputSpec {
+            uri: uri.clone(),
+            sha256: Some(sha256),
+            path: input.path.clone(),
+            max_bytes: None,
+            encrypted: true,
+        });
+        sealed_inputs.push(SealedInput {
+            path: input.path,
+            uri,
+            sealed,
+        });
+    }
+    Ok(sealed_inputs)
 }
 
 /// What a verified job may be (design 18, §1): deterministic WASM, or a CPU Docker job
@@ -513,6 +699,7 @@ fn build_spec(args: &SubmitArgs, module: Option<ModuleSpec>) -> Result<JobSpec> 
         timeout_secs,
         engine,
         wasm,
+        encryption: None,
     };
     Ok(spec)
 }
@@ -562,15 +749,73 @@ fn module_uri(chain_id: u64, sha256: &str) -> String {
     format!("nats://{}/wasm-{sha256}", names::inputs_bucket(chain_id))
 }
 
-/// Puts the module at `uri` (a [`module_uri`]).
-async fn upload_module(nats_url: &str, uri: &str, bytes: &[u8], sha256: &str) -> Result<()> {
+/// Where a secret input uploaded by this CLI lives: the chain's inputs bucket, under its
+/// ciphertext's digest (a fresh encryption each time: never another's object).
+fn secret_input_uri(chain_id: u64, sha256: &str) -> String {
+    format!(
+        "nats://{}/input-{sha256}{}",
+        names::inputs_bucket(chain_id),
+        encryption::AGE_SUFFIX
+    )
+}
+
+/// A `--secret-input PATH=FILE`.
+#[derive(Debug, PartialEq, Eq)]
+struct SecretInput {
+    /// Where the job sees it (below /inputs).
+    path: String,
+    /// The local file.
+    file: PathBuf,
+}
+
+impl SecretInput {
+    fn parse(text: &str) -> Result<Self> {
+        let (path, file) = text
+            .split_once('=')
+            .filter(|(path, file)| !path.is_empty() && !file.is_empty())
+            .ok_or_else(|| CliError::usage(format!("--secret-input {text}: write PATH=FILE")))?;
+        let metadata = std::fs::metadata(file)
+            .map_err(|e| CliError::usage(format!("--secret-input {text}: {file}: {e}")))?;
+        if !metadata.is_file() {
+            return Err(CliError::usage(format!(
+                "--secret-input {text}: {file} is not a file"
+            )));
+        }
+        let path = if path.starts_with('/') {
+            path.to_owned()
+        } else {
+            format!("{INPUTS_DIR}/{path}")
+        };
+        Ok(Self {
+            path,
+            file: PathBuf::from(file),
+        })
+    }
+}
+
+/// A secret input encrypted to the job key, and where it is uploaded.
+#[derive(Debug)]
+struct SealedInput {
+    path: String,
+    uri: String,
+    sealed: Sealed,
+}
+
+/// Puts `body` at `uri` (a [`module_uri`] or a [`secret_input_uri`]); `what` names it in
+/// an error.
+async fn upload(
+    nats_url: &str,
+    uri: &str,
+    body: &mut (impl tokio::io::AsyncRead + Unpin),
+    what: &str,
+) -> Result<()> {
     use async_nats::jetstream::object_store;
     let (bucket, key) = uri
         .strip_prefix("nats://")
         .and_then(|rest| rest.split_once('/'))
-        .expect("a module URI this CLI made");
-    let unavailable = |what: &str, e: &dyn std::fmt::Display| {
-        CliError::Unavailable(format!("uploading the module ({sha256}): {what}: {e}"))
+        .expect("an input URI this CLI made");
+    let unavailable = |step: &str, e: &dyn std::fmt::Display| {
+        CliError::Unavailable(format!("uploading {what}: {step}: {e}"))
     };
     let js = crate::results::jetstream(nats_url).await?;
     let store = match js.get_object_store(bucket).await {
@@ -587,9 +832,8 @@ async fn upload_module(nats_url: &str, uri: &str, bytes: &[u8], sha256: &str) ->
     // Put every time, over whatever is there: an object under this digest's name that
     // someone else wrote need not hold these bytes (the worker would refuse it, and the
     // job would fail on it).
-    let mut reader = bytes;
     store
-        .put(key, &mut reader)
+        .put(key, body)
         .await
         .map_err(|e| unavailable("writing it", &e))?;
     Ok(())
@@ -614,6 +858,7 @@ fn parse_input(text: &str) -> Result<InputSpec> {
         sha256,
         path,
         max_bytes: None,
+        encrypted: false,
     })
 }
 
@@ -749,6 +994,103 @@ mod tests {
             format!("nats://gantry_31337_inputs/wasm-{sha256}")
         );
         assert!(Module::parse("/no/such/module.wasm").is_err());
+    }
+
+    #[test]
+    fn encrypted_secret_inputs_are_local_files_put_below_inputs() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("data.tar");
+        std::fs::write(&file, b"secret").unwrap();
+        let file_text = file.display().to_string();
+        let input = SecretInput::parse(&format!("data.tar={file_text}")).unwrap();
+        assert_eq!(
+            input,
+            SecretInput {
+                path: "/inputs/data.tar".into(),
+                file: file.clone()
+            }
+        );
+        let input = SecretInput::parse(&format!("/inputs/x/y={file_text}")).unwrap();
+        assert_eq!(input.path, "/inputs/x/y");
+        for (text, message) in [
+            ("no-equals".to_owned(), "write PATH=FILE"),
+            (format!("={file_text}"), "write PATH=FILE"),
+            ("x=".to_owned(), "write PATH=FILE"),
+            ("x=/no/such/file".to_owned(), "/no/such/file"),
+            (format!("x={}", dir.path().display()), "is not a file"),
+        ] {
+            let error = SecretInput::parse(&text).unwrap_err();
+            assert_eq!(error.exit_code(), crate::error::exit::USAGE, "{text}");
+            assert!(error.to_string().contains(message), "{text}: {error}");
+        }
+        let sha = "ab".repeat(32);
+        assert_eq!(
+            secret_input_uri(31337, &sha),
+            format!("nats://gantry_31337_inputs/input-{sha}.age")
+        );
+    }
+
+    fn spec() -> JobSpec {
+        JobSpec::from_slice(
+            br#"{"version":3,"image":"busybox","command":["true"],"outputs":{},"timeoutSecs":60}"#,
+        )
+        .unwrap()
+    }
+
+    #[test]
+    fn encrypted_jobs_are_refused_when_verified_or_already_encrypted() {
+        let plain = spec();
+        check_encryptable(&plain, false, true).unwrap();
+        check_encryptable(&plain, true, false).unwrap();
+        let error = check_encryptable(&plain, true, true).unwrap_err();
+        assert_eq!(error.exit_code(), crate::error::exit::USAGE);
+        assert!(
+            error
+                .to_string()
+                .starts_with("--encrypt: a verified job cannot be encrypted"),
+            "{error}"
+        );
+        let mut encrypted = spec();
+        encrypted.encryption = Some(Encryption {
+            recipient: gantry_protocol::encryption::AgeIdentity::generate()
+                .to_public()
+                .to_string(),
+            job_key: None,
+            key_salt: None,
+        });
+        check_encryptable(&encrypted, false, false).unwrap();
+        let error = check_encryptable(&encrypted, false, true).unwrap_err();
+        assert!(
+            error
+                .to_string()
+                .starts_with("the spec's encryption: a verified job"),
+            "{error}"
+        );
+        let error = check_encryptable(&encrypted, true, false).unwrap_err();
+        assert!(
+            error.to_string().contains("already has its `encryption`"),
+            "{error}"
+        );
+    }
+
+    #[test]
+    fn encrypted_inputs_need_an_attempt_long_enough_to_give_back_for_free() {
+        check_key_runtime(false, 60, false).unwrap();
+        check_key_runtime(true, 300, false).unwrap();
+        check_key_runtime(true, 300, true).unwrap();
+        let error = check_key_runtime(true, 180, false).unwrap_err();
+        assert_eq!(error.exit_code(), crate::error::exit::USAGE);
+        assert_eq!(
+            error.to_string(),
+            "--secret-input: a job with encrypted inputs needs a maxRuntime of at least 5m (so \
+             that a node whose key never comes gives it back for free), this one's is 3m: give \
+             --duration 3m or more"
+        );
+        let error = check_key_runtime(true, 299, true).unwrap_err();
+        assert!(
+            error.to_string().ends_with("give --duration 5m or more"),
+            "{error}"
+        );
     }
 
     #[test]

@@ -2,13 +2,21 @@
 //! (`/v1/events?job=<id>`: its `job` rows and worker `progress`), shown as a progress bar, as
 //! lines, or as JSON lines, until the job settles. The feed is opened before the job is
 //! fetched so nothing falls between the two; `lagged`, `reorg` and a reconnect refetch.
+//!
+//! An encrypted job whose job key is derived from the user's identity has its key
+//! released to each node assigned it while it is watched (`gantry_runtime::keys`'s
+//! `Submitter::serve`, in a task): a line says when.
 
 use std::io::IsTerminal;
 use std::time::Duration;
 
 use gantry_protocol::api::{JobDetail, JobRow};
 use gantry_protocol::jobs::ProgressUpdate;
+use gantry_protocol::spec::JobSpec;
+use gantry_runtime::keys::{ReleaseError, Released};
 use indicatif::{ProgressBar, ProgressStyle};
+use tokio::sync::mpsc;
+use tokio_util::sync::{CancellationToken, DropGuard};
 
 use crate::Context;
 use crate::api::Api;
@@ -16,6 +24,7 @@ use gantry_protocol::api::LiveEventName;
 use gantry_protocol::status::JobStatus;
 
 use crate::api::{MAX_RECONNECTS, wait_to_reconnect};
+use crate::commands::keys;
 use crate::config::WatchArgs;
 use crate::error::{CliError, Result};
 use crate::output;
@@ -200,6 +209,33 @@ impl Display {
         }
     }
 
+    /// A line of what became of a request for the job's key.
+    fn key(&mut self, job_id: u64, answered: &Result<Released, ReleaseError>) {
+        let Some((mut json, line)) = keys::outcome(answered) else {
+            return;
+        };
+        let line = match answered {
+            Ok(_) => line,
+            Err(_) => format!("job {job_id}: {line}"),
+        };
+        match self {
+            Self::Json { .. } => {
+                json["jobId"] = job_id.into();
+                output::json(&json);
+            }
+            Self::Lines { .. } => println!("{line}"),
+            Self::Bar(bar) => bar.println(line),
+        }
+    }
+
+    /// A warning, beside what is shown.
+    fn warn(&mut self, message: &str) {
+        match self {
+            Self::Bar(bar) => bar.println(message),
+            _ => eprintln!("{message}"),
+        }
+    }
+
     fn finish(&mut self, state: &Watched) {
         self.show(state);
         if let Self::Bar(bar) = self {
@@ -242,6 +278,7 @@ pub async fn watch(ctx: &Context, args: &WatchArgs) -> Result<()> {
     };
     let mut state = Watched::from_detail(&detail);
     let mut display = Display::new(ctx.json(), args.id);
+    let mut key_server = KeyServer::start(ctx, &detail, &mut display).await;
     let mut failures = 0;
     loop {
         if let Some(outcome) = state.outcome(args.submitted) {
@@ -249,7 +286,26 @@ pub async fn watch(ctx: &Context, args: &WatchArgs) -> Result<()> {
             return outcome;
         }
         display.show(&state);
-        let Some(event) = feed.next().await else {
+        let next = tokio::select! {
+            event = feed.next() => event,
+            Some(heard) = KeyServer::next(&mut key_server) => {
+                match heard {
+                    Heard::Answered(answered) => display.key(args.id, &answered),
+                    Heard::Stopped(ended) => {
+                        key_server = None;
+                        if let Err(error) = ended {
+                            display.warn(&format!(
+                                "job {}: stopped releasing its key: {error} (`gantry keys serve` \
+                                 releases it)",
+                                args.id
+                            ));
+                        }
+                    }
+                }
+                continue;
+            }
+        };
+        let Some(event) = next else {
             // The API went away: reconnect, then refetch what may have been missed.
             feed = loop {
                 failures += 1;
@@ -289,6 +345,93 @@ pub async fn watch(ctx: &Context, args: &WatchArgs) -> Result<()> {
                 state = Watched::from_detail(&fetch().await?);
             }
             _ => {}
+        }
+    }
+}
+
+/// The release of the watched job's key to the nodes assigned it, in a task that stops
+/// when this is dropped.
+struct KeyServer {
+    heard: mpsc::UnboundedReceiver<Heard>,
+    _stop: DropGuard,
+}
+
+/// What the key's task says.
+enum Heard {
+    /// A request answered (or refused).
+    Answered(Result<Released, ReleaseError>),
+    /// It stopped: the keys bucket's watch ended.
+    Stopped(Result<(), ReleaseError>),
+}
+
+impl KeyServer {
+    /// Starts releasing the job's key if its spec names a job key derived from the user's
+    /// identity; a job whose inputs need the key and cannot have it released here is
+    /// warned about, any other is let be.
+    async fn start(ctx: &Context, detail: &JobDetail, display: &mut Display) -> Option<Self> {
+        let job_id = detail.job.job_id;
+        let spec = JobSpec::from_slice(detail.job.spec.as_bytes()).ok()?;
+        spec.encryption.as_ref()?.job_key.as_ref()?;
+        match Self::try_start(ctx, detail).await {
+            Ok(server) => Some(server),
+            Err(why) => {
+                if spec.needs_job_key() {
+                    display.warn(&format!(
+                        "job {job_id}: its encrypted inputs need the job key and this watch \
+                         cannot release it ({why}): run `gantry keys serve` with the job's \
+                         submitter key and identity, or the node assigned it gives it back"
+                    ));
+                }
+                None
+            }
+        }
+    }
+
+    async fn try_start(ctx: &Context, detail: &JobDetail) -> Result<Self> {
+        let job_id = detail.job.job_id;
+        let chain = ctx.chain().await?;
+        let account = chain.account()?;
+        if !detail
+            .job
+            .submitter
+            .eq_ignore_ascii_case(&account.to_string())
+        {
+            return Err(CliError::Refused(format!(
+                "it was posted by {}, not by {account}",
+                detail.job.submitter
+            )));
+        }
+        let identity = ctx.identity().await?;
+        let submitter = keys::submitter(chain, &identity.identity)?;
+        submitter
+            .job_key(job_id, detail.job.spec.as_bytes())
+            .map_err(|e| {
+                CliError::Refused(format!("{e}; your identity is {}", identity.describe()))
+            })?;
+        let store = keys::keys_store(ctx, chain).await?;
+        let stop = CancellationToken::new();
+        let (tell, heard) = mpsc::unbounded_channel();
+        let stopped = stop.clone();
+        tokio::spawn(async move {
+            let answered = tell.clone();
+            let ended = submitter
+                .serve(&store, Some(job_id), stopped, |outcome| {
+                    let _ = answered.send(Heard::Answered(outcome));
+                })
+                .await;
+            let _ = tell.send(Heard::Stopped(ended));
+        });
+        Ok(Self {
+            heard,
+            _stop: stop.drop_guard(),
+        })
+    }
+
+    /// What the task says next; never, without one.
+    async fn next(server: &mut Option<Self>) -> Option<Heard> {
+        match server {
+            Some(server) => server.heard.recv().await,
+            None => std::future::pending().await,
         }
     }
 }

@@ -185,6 +185,7 @@ impl Gantry {
             "GANTRY_REGISTRY",
             "GANTRY_TOKEN",
             "GANTRY_CHAIN_ID",
+            "GANTRY_IDENTITY",
         ] {
             command.env_remove(name);
         }
@@ -276,6 +277,17 @@ impl Running {
                 return value;
             }
         }
+    }
+
+    /// Sends the process SIGTERM (as a service manager stops it).
+    pub(crate) async fn terminate(&self) {
+        let pid = self.child.id().expect("the process runs").to_string();
+        let status = tokio::process::Command::new("kill")
+            .args(["-TERM", &pid])
+            .status()
+            .await
+            .unwrap();
+        assert!(status.success(), "kill -TERM {pid}");
     }
 
     /// The rest of stdout and the exit code.

@@ -33,7 +33,13 @@
 //!   and a follower that ends with the job, and a result uploaded to the object store and
 //!   submitted by the node's agent, unpacked when it matches and refused (exit 6, nothing
 //!   written) once its bytes are tampered with.
+//! - `encrypted`: an encrypted job without a worker (the test is the node): `--secret-input`
+//!   uploads only ciphertext, the spec names the wallet-derived recipient and job key;
+//!   `job watch` releases the key to the node's agent only, `job result` checks the
+//!   ciphertext's and the plaintext's hashes and decrypts, refusing a tampered ciphertext
+//!   and another identity; `keys serve` answers until SIGTERM; `keys new`/`show`.
 
+mod encrypted;
 mod harness;
 mod money;
 mod node;

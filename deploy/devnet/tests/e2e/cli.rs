@@ -90,12 +90,18 @@ async fn watch(network: &Network, job: u64) -> Vec<serde_json::Value> {
         .collect()
 }
 
-/// `gantry job result JOB -o OUT`: the result downloaded into `out`, the hash it reports
-/// the chain's.
-async fn download_result(network: &Network, job: u64, out: &std::path::Path) {
+/// `gantry job result JOB -o OUT` (as anvil account `key`, if given: its identity reads
+/// an encrypted result): the result downloaded into `out`, the hash it reports the
+/// chain's; its JSON answer.
+async fn download_result(
+    network: &Network,
+    key: Option<usize>,
+    job: u64,
+    out: &std::path::Path,
+) -> serde_json::Value {
     let result = ok(&gantry(
         network,
-        None,
+        key,
         &[
             "--json",
             "job",
@@ -110,6 +116,7 @@ async fn download_result(network: &Network, job: u64, out: &std::path::Path) {
     let (on_chain, _) = network.devnet.result(job).await.unwrap().expect("a result");
     let reported: B256 = result["sha256"].as_str().unwrap().parse().unwrap();
     assert_eq!(reported, on_chain);
+    result
 }
 
 /// Waits until the API shows an active node; returns its id.
@@ -207,7 +214,7 @@ async fn a_job_through_the_cli_from_submission_to_the_provider_s_withdrawal() {
 
     // The result: downloaded, its hash the chain's, a model that fits the data.
     let out = dir.path().join("out");
-    download_result(&network, job, &out).await;
+    download_result(&network, None, job, &out).await;
     let model: serde_json::Value =
         serde_json::from_slice(&std::fs::read(out.join("model.json")).unwrap()).unwrap();
     assert!(
@@ -341,7 +348,7 @@ async fn a_wasm_job_through_the_cli_from_a_local_module_to_its_payout() {
     );
 
     let out = dir.path().join("out");
-    download_result(&network, job, &out).await;
+    download_result(&network, None, job, &out).await;
     let summary: serde_json::Value =
         serde_json::from_slice(&std::fs::read(out.join("summary.json")).unwrap()).unwrap();
     let data = demo::dataset();
@@ -351,5 +358,126 @@ async fn a_wasm_job_through_the_cli_from_a_local_module_to_its_payout() {
         data.iter().filter(|b| **b == b'\n').count(),
         "{summary}"
     );
+    network.stop().await;
+}
+
+/// Design 19, §3, from `gantry job submit` to `gantry job result` on the dev network's
+/// worker: a secret input (`--secret-input`, encrypted by the CLI to the job key and
+/// uploaded as ciphertext), the key released by the submitter's `gantry job watch` once
+/// the job is assigned, the result encrypted to the submitter (its identity derived from
+/// its wallet): the store holds ciphertext only, and the submitter gets the plaintext with
+/// both hashes checked.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn encrypted_a_job_through_the_cli_from_a_secret_input_to_its_decrypted_result() {
+    use futures::StreamExt as _;
+    let dir = tempfile::tempdir().unwrap();
+    let network = network(dir.path(), 1).await;
+    active_node(&network).await;
+    let module = dir.path().join("summary.wat");
+    std::fs::write(&module, demo::WASM_MODULE).unwrap();
+    let data = demo::dataset();
+    let secret = dir.path().join("data.csv");
+    std::fs::write(&secret, &data).unwrap();
+    let secret_input = format!("data.csv={}", secret.display());
+    let job = submit(
+        &network,
+        &[
+            "--wasm",
+            module.to_str().unwrap(),
+            "--deterministic",
+            "--memory",
+            "16MiB",
+            "--secret-input",
+            &secret_input,
+            "--duration",
+            "5m",
+        ],
+    )
+    .await;
+
+    // The submitter's watch, started at once, releases the key to the node when it asks
+    // (within 15 s of the assignment); the job completes.
+    let changes = ok(&gantry(
+        &network,
+        Some(SUBMITTER),
+        &["--json", "job", "watch", &job.to_string()],
+    )
+    .await);
+    let changes: Vec<serde_json::Value> = changes
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert!(changes.iter().any(|c| c["released"] == true), "{changes:?}");
+    assert_eq!(
+        changes.last().unwrap()["status"],
+        "completed",
+        "{changes:?}"
+    );
+
+    // The spec on chain names the encrypted input by its ciphertext; the store holds that.
+    let detail = get(&network, &format!("/v1/jobs/{job}")).await;
+    let spec: gantry_protocol::spec::JobSpec =
+        serde_json::from_str(detail["spec"].as_str().unwrap()).unwrap();
+    let input = &spec.inputs[0];
+    assert!(input.encrypted && spec.encryption.is_some(), "{spec:?}");
+    let js = async_nats::jetstream::new(
+        gantry_runtime::nats::connect(&network.nats.url(), false)
+            .await
+            .unwrap(),
+    );
+    let (bucket, key) = input
+        .uri
+        .strip_prefix("nats://")
+        .and_then(|rest| rest.split_once('/'))
+        .unwrap();
+    let mut stored = Vec::new();
+    let mut object = js
+        .get_object_store(bucket)
+        .await
+        .unwrap()
+        .get(key)
+        .await
+        .unwrap();
+    tokio::io::AsyncReadExt::read_to_end(&mut object, &mut stored)
+        .await
+        .unwrap();
+    assert_ne!(stored, data);
+    assert!(!stored.windows(32).any(|w| w == &data[..32]), "ciphertext");
+
+    // The stored result is ciphertext; `job result` decrypts it and checks both hashes.
+    let (_, uri) = network.devnet.result(job).await.unwrap().expect("a result");
+    let (base, ciphertext) = gantry_protocol::encryption::split_ciphertext(&uri).unwrap();
+    assert!(ciphertext.is_some(), "{uri}");
+    let (bucket, rest) = base
+        .strip_prefix("nats://")
+        .and_then(|rest| rest.split_once('/'))
+        .unwrap();
+    let (node, key) = rest.split_once('/').unwrap();
+    let object = gantry_runtime::objects::get(&js, bucket, node.parse().unwrap(), key)
+        .await
+        .unwrap()
+        .expect("the stored result");
+    let sealed: Vec<u8> = object
+        .bytes(u64::MAX)
+        .collect::<Vec<_>>()
+        .await
+        .into_iter()
+        .flat_map(|chunk| chunk.unwrap().to_vec())
+        .collect();
+    assert!(
+        sealed.starts_with(b"age-encryption.org/v1\n"),
+        "age, not a tar"
+    );
+    assert_eq!(
+        Some(gantry_protocol::encryption::sha256(&sealed)),
+        ciphertext
+    );
+
+    let out = dir.path().join("out");
+    let result = download_result(&network, Some(SUBMITTER), job, &out).await;
+    assert_eq!(result["ciphertextChecked"], true, "{result}");
+    let summary: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(out.join("summary.json")).unwrap()).unwrap();
+    assert_eq!(summary["bytes"], data.len(), "{summary}");
     network.stop().await;
 }

@@ -111,6 +111,7 @@ async fn a_job_goes_from_post_to_paid_on_anvil() {
 
     // The submitter posts in one transaction: an EIP-2612 permit instead of an approval.
     let spec = JobSpec {
+        encryption: None,
         version: 1,
         kind: Default::default(),
         image:
@@ -124,6 +125,7 @@ async fn a_job_goes_from_post_to_paid_on_anvil() {
         ],
         env: [("SEED".to_string(), "42".to_string())].into(),
         inputs: vec![InputSpec {
+            encrypted: false,
             uri: "https://data.example.org/cifar10.tar".into(),
             sha256: Some("3f".repeat(32)),
             path: "/inputs/cifar10.tar".into(),

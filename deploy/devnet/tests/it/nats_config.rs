@@ -1414,3 +1414,122 @@ async fn checkpoint_a_holders_lying_metadata_is_refused_and_never_hangs_the_read
     let limited: Vec<_> = honest.bytes(1_000).collect().await;
     assert!(limited.iter().any(Result::is_err));
 }
+
+/// Design 19, §3: the job-key exchange on the production config. The auth service makes
+/// the keys bucket; a worker writes its own node's requests and reads the releases to it;
+/// a submitter (the reader) reads the requests and writes releases; neither may write the
+/// other's side, and a worker may not ask in another node's name.
+#[tokio::test(flavor = "multi_thread")]
+async fn encrypted_each_side_of_the_key_exchange_writes_only_its_own() {
+    let config = NatsConfig::render("nats-server.conf", CHAIN, &[1, 2]).expect("render");
+    let server = ConfiguredNats::start(&config).expect("nats-server starts with the config");
+    let bucket = names::keys_bucket(CHAIN);
+
+    let auth = Session::open(&server, &config, "auth").await;
+    gantry_runtime::keys::open(&auth.js, CHAIN, 1)
+        .await
+        .expect("the auth service makes the keys bucket");
+    auth.assert_no_refusals("making the keys bucket").await;
+
+    // A worker opens it as gantry-worker does and asks for job 7's key.
+    let worker = Session::open(&server, &config, "worker-1").await;
+    let keys = gantry_runtime::keys::open(&worker.js, CHAIN, 1)
+        .await
+        .expect("the worker opens the keys bucket");
+    let mut releases = keys
+        .watch_with_history(names::key_release(1, 7, 1))
+        .await
+        .expect("the worker watches the releases to it");
+    keys.put(names::key_request(1, 7, 1), "request".into())
+        .await
+        .expect("the worker asks in its own name");
+    worker.assert_no_refusals("asking for a job key").await;
+
+    // The submitter sees the request and answers it.
+    let reader = Session::open(&server, &config, "reader").await;
+    let submitter_keys = gantry_runtime::keys::open(&reader.js, CHAIN, 1)
+        .await
+        .expect("the reader opens the keys bucket");
+    let mut requests = submitter_keys
+        .watch_with_history("request.>")
+        .await
+        .expect("the reader watches the requests");
+    let request = tokio::time::timeout(REFUSAL_TIMEOUT, requests.next())
+        .await
+        .expect("the request arrives")
+        .expect("a watch entry")
+        .expect("an entry");
+    assert_eq!(request.key, names::key_request(1, 7, 1));
+    submitter_keys
+        .put(names::key_release(1, 7, 1), "release".into())
+        .await
+        .expect("the reader releases a key");
+    reader.assert_no_refusals("releasing a job key").await;
+    let release = tokio::time::timeout(REFUSAL_TIMEOUT, releases.next())
+        .await
+        .expect("the release arrives")
+        .expect("a watch entry")
+        .expect("an entry");
+    assert_eq!(release.value, "release");
+
+    // Nobody empties it: a rollup is refused by the stream, and the request is still there.
+    let mut rollup = HeaderMap::new();
+    rollup.insert("Nats-Rollup", "all");
+    let wiped = async {
+        reader
+            .js
+            .publish_with_headers(
+                format!("$KV.{bucket}.{}", names::key_release(1, 7, 1)),
+                rollup,
+                "wipe".into(),
+            )
+            .await?
+            .await
+    }
+    .await;
+    assert!(wiped.is_err(), "a rollup is refused");
+    let kept = submitter_keys
+        .get(names::key_request(1, 7, 1))
+        .await
+        .expect("a read")
+        .expect("the request is still there");
+    assert_eq!(kept, "request");
+
+    // Neither writes the other's side, nor a worker another node's requests.
+    for (session, subject) in [
+        (
+            &worker,
+            format!("$KV.{bucket}.{}", names::key_request(2, 8, 1)),
+        ),
+        (
+            &worker,
+            format!("$KV.{bucket}.{}", names::key_release(1, 7, 1)),
+        ),
+        (
+            &reader,
+            format!("$KV.{bucket}.{}", names::key_request(1, 7, 1)),
+        ),
+    ] {
+        session.refused_stream_publish(&subject).await;
+    }
+    // Nor does a worker make the bucket over (its settings are the network's): refused
+    // at its first call, the account's limits (and STREAM.CREATE is not granted either).
+    worker
+        .refused_call(
+            worker
+                .refusing_js
+                .create_key_value(storage::keys_bucket(CHAIN, 1)),
+            "$JS.API.INFO".to_owned(),
+        )
+        .await;
+    worker
+        .refused_call(
+            worker.refusing_js.create_stream(stream::Config {
+                name: format!("KV_{bucket}"),
+                subjects: vec![format!("$KV.{bucket}.>")],
+                ..Default::default()
+            }),
+            format!("$JS.API.STREAM.CREATE.KV_{bucket}"),
+        )
+        .await;
+}

@@ -3,6 +3,7 @@
 //! the node's id, signed by its agent over the job, the attempt and the tar's SHA-256),
 //! when it changed, so that the next node to run the job resumes from it.
 
+use gantry_protocol::encryption::AgeRecipient;
 use tokio_util::sync::CancellationToken;
 
 use super::super::dirs::JobDirs;
@@ -17,16 +18,23 @@ pub(super) struct CheckpointTicker<'a> {
     ctx: &'a Ctx,
     held: &'a Held,
     dirs: &'a JobDirs,
+    seal: &'a [AgeRecipient],
     /// The hash of the last checkpoint uploaded.
     last: Option<[u8; 32]>,
 }
 
 impl<'a> CheckpointTicker<'a> {
-    pub(super) fn new(ctx: &'a Ctx, held: &'a Held, dirs: &'a JobDirs) -> Self {
+    pub(super) fn new(
+        ctx: &'a Ctx,
+        held: &'a Held,
+        dirs: &'a JobDirs,
+        seal: &'a [AgeRecipient],
+    ) -> Self {
         Self {
             ctx,
             held,
             dirs,
+            seal,
             last: None,
         }
     }
@@ -37,7 +45,7 @@ impl<'a> CheckpointTicker<'a> {
         loop {
             tokio::select! {
                 _ = tick.tick() => {
-                    let uploaded = self.ctx.upload_checkpoint(self.held, self.dirs, &mut self.last).await;
+                    let uploaded = self.ctx.upload_checkpoint(self.held, self.dirs, self.seal, &mut self.last).await;
                     if let Err(f) = uploaded {
                         tracing::warn!(error = %f, "checkpoint not uploaded");
                     }
@@ -49,11 +57,13 @@ impl<'a> CheckpointTicker<'a> {
 }
 
 impl Ctx {
-    /// Packs `/checkpoints` and uploads it, signed, when it changed since `last`.
+    /// Packs `/checkpoints` and uploads it, signed, when it changed since `last`; an
+    /// encrypted job's encrypted to `seal` first (the signature is over what is uploaded).
     pub(in crate::job) async fn upload_checkpoint(
         &self,
         held: &Held,
         dirs: &JobDirs,
+        seal: &[AgeRecipient],
         last: &mut Option<[u8; 32]>,
     ) -> Result<(), Failure> {
         let job_id = held.job_id();
@@ -71,20 +81,28 @@ impl Ctx {
             .await
             .map_err(|e| Failure::node(format!("packing the checkpoint: {e}")))??;
         if *last != Some(packed.sha256) {
+            let plain_sha256 = packed.sha256;
+            let upload = if seal.is_empty() {
+                packed.clone()
+            } else {
+                let into = dirs.root.join("checkpoint.tar.age");
+                let sealed = crate::job::stages::seal(seal.to_vec(), &packed, into).await;
+                sealed?
+            };
             let digest = gantry_protocol::checkpoint::digest(
                 self.chain_id,
                 self.chain.market_address(),
                 job_id,
                 held.attempt,
-                packed.sha256.into(),
+                upload.sha256.into(),
             );
             let signature = self
                 .chain
                 .sign(&digest)
                 .map_err(|e| Failure::node(e.to_string()))?;
-            let file = tokio::fs::File::open(&packed.path)
+            let file = tokio::fs::File::open(&upload.path)
                 .await
-                .map_err(|e| local(&packed.path, e))?;
+                .map_err(|e| local(&upload.path, e))?;
             gantry_runtime::objects::put(
                 &self.jobs_js,
                 &self.checkpoints,
@@ -95,10 +113,13 @@ impl Ctx {
             )
             .await
             .map_err(|e| Failure::transient(format!("upload the checkpoint: {e}")))?;
-            metrics::object_bytes("out", packed.size);
-            *last = Some(packed.sha256);
+            metrics::object_bytes("out", upload.size);
+            *last = Some(plain_sha256);
             metrics::checkpoint_uploaded();
-            tracing::debug!(bytes = packed.size, "checkpoint uploaded");
+            tracing::debug!(bytes = upload.size, "checkpoint uploaded");
+            if upload.path != packed.path {
+                let _ = tokio::fs::remove_file(&upload.path).await;
+            }
         }
         let _ = tokio::fs::remove_file(&packed.path).await;
         Ok(())

@@ -1,5 +1,6 @@
 //! The container's output to NATS, one `LogLine` per line, within a rate limit; the
-//! progress lines among them go to the progress reporter too.
+//! progress lines among them go to the progress reporter too. An encrypted job's lines
+//! are not forwarded (the API serves logs to anyone): only its progress is.
 
 use std::num::NonZeroU32;
 
@@ -25,10 +26,12 @@ pub(super) struct LogForwarder<'a> {
     subject: String,
     limiter: DefaultDirectRateLimiter,
     dropped: u64,
+    /// An encrypted job's: no line leaves the node.
+    private: bool,
 }
 
 impl<'a> LogForwarder<'a> {
-    pub(super) fn new(ctx: &'a Ctx, held: &Held) -> Self {
+    pub(super) fn new(ctx: &'a Ctx, held: &Held, private: bool) -> Self {
         Self {
             ctx,
             job_id: held.job_id(),
@@ -36,6 +39,7 @@ impl<'a> LogForwarder<'a> {
             subject: names::logs_subject(ctx.chain_id, ctx.node_id, held.job_id()),
             limiter: RateLimiter::direct(Quota::per_second(LOG_RATE).allow_burst(LOG_BURST)),
             dropped: 0,
+            private,
         }
     }
 
@@ -50,7 +54,9 @@ impl<'a> LogForwarder<'a> {
             if let Some(parsed) = ProgressLine::parse(&line.line) {
                 let _ = progress.send(parsed).await;
             }
-            self.forward(line).await;
+            if !self.private {
+                self.forward(line).await;
+            }
         }
     }
 

@@ -45,6 +45,8 @@ pub(super) struct Watch<'a> {
     pub(super) stop: Stop,
     /// Cancelled once the container is gone.
     pub(super) running: CancellationToken,
+    /// Whom its checkpoints are encrypted to (none: in the clear).
+    pub(super) seal: Vec<gantry_protocol::encryption::AgeRecipient>,
 }
 
 impl Watch<'_> {
@@ -56,7 +58,7 @@ impl Watch<'_> {
         let done = CancellationToken::new();
         let (progress_tx, progress_rx) = mpsc::channel(PROGRESS_QUEUE);
         let forward_logs = async {
-            logs::LogForwarder::new(ctx, self.held)
+            logs::LogForwarder::new(ctx, self.held, !self.seal.is_empty())
                 .run(lines, progress_tx)
                 .await;
             self.running.cancelled().await;
@@ -66,7 +68,7 @@ impl Watch<'_> {
         // Progress estimates count the job's own time, from the assignment to its stop.
         let limit = Duration::from_secs(self.clock.stop_by - self.clock.assigned_at);
         let reporter = progress::ProgressReporter::new(ctx, self.held, limit, sampler);
-        let checkpoints = checkpoint::CheckpointTicker::new(ctx, self.held, self.dirs);
+        let checkpoints = checkpoint::CheckpointTicker::new(ctx, self.held, self.dirs, &self.seal);
         let ownership = ownership::OwnershipGuard::new(ctx, self.held, self.clock, self.stop);
         let ((), telemetry, (), ()) = tokio::join!(
             forward_logs,
