@@ -22,6 +22,10 @@ pub enum FaultClass {
 pub struct Failure {
     pub class: FaultClass,
     pub reason: String,
+    /// A job fault the node proved on bytes it holds (an input failing its hash, or not
+    /// decrypting with the key its submitter released): found after the free reject
+    /// grace it is answered with the failure report, paid, not a reject the node pays.
+    pub proven: bool,
 }
 
 /// Longest reason sent on-chain, bytes (the market takes texts up to 256).
@@ -52,6 +56,14 @@ impl Failure {
         Self::new(FaultClass::Transient, reason)
     }
 
+    /// A job fault shown by the bytes themselves (see [`Failure::proven`]).
+    pub fn proven(reason: impl Into<String>) -> Self {
+        Self {
+            proven: true,
+            ..Self::job(reason)
+        }
+    }
+
     /// Whether trying again may succeed: a transient failure.
     pub fn is_retryable(&self) -> bool {
         self.class == FaultClass::Transient
@@ -61,6 +73,7 @@ impl Failure {
         Self {
             class,
             reason: bounded(reason.into()),
+            proven: false,
         }
     }
 }

@@ -116,8 +116,9 @@ pub enum Command {
 
 #[derive(Debug, Subcommand)]
 pub enum KeysCommand {
-    /// Your recipient (age1…), to which `job submit --encrypt` has results encrypted, and
-    /// where your identity comes from (--identity, or derived from the signing key).
+    /// Your recipient (age1…), from which `job submit --encrypt` derives each job's result
+    /// key and job key, and where your identity comes from (--identity, or derived from the
+    /// signing key).
     Show,
     /// Write a new random identity to FILE (mode 0600; an existing file is never
     /// overwritten), to pass as --identity. Keep a copy: results encrypted to it cannot be
@@ -280,9 +281,11 @@ pub struct SubmitArgs {
     /// The directory collected as the result (built spec).
     #[arg(long, default_value = "/outputs", conflicts_with = "spec")]
     pub output_path: String,
-    /// Encrypt the job's result (and failure report) to your identity's recipient
-    /// (--identity, else derived from the signing key; see `gantry keys show`), and give
-    /// the job a key of its own, derived from your identity, for its --secret-input files:
+    /// Encrypt the job's result (and failure report) to a result key of the job's own,
+    /// derived from your identity (--identity, else derived from the signing key; see
+    /// `gantry keys show`) and never given to a node, whose secret opens that result only
+    /// (what you may show an arbiter); and give the job a key of its own, derived from your
+    /// identity too, for its --secret-input files and checkpoints:
     /// it is released to each node assigned the job by `gantry job watch <id>` or `gantry
     /// keys serve`. Not with --verify (replicas and referees compare what they see).
     #[arg(long)]

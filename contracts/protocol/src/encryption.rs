@@ -98,6 +98,9 @@ pub enum CryptoError {
     Decrypt(#[from] age::DecryptError),
     #[error("cannot encrypt: {0}")]
     Encrypt(#[from] age::EncryptError),
+    /// Writing the plaintext failed (the reader's disk, not the ciphertext).
+    #[error("writing the plaintext: {0}")]
+    Write(std::io::Error),
     #[error("{0}")]
     Io(#[from] std::io::Error),
 }
@@ -217,15 +220,41 @@ pub fn encrypt(
     Ok(())
 }
 
-/// Decrypts `from` with `identity` into `to`; the plaintext's length.
+/// The most an age header may take here, bytes: ~100 per recipient stanza. age reads a
+/// header line without a bound (a file without a newline is read whole into memory) and
+/// parses it again per line: a header must end (`\n--- `) within this.
+pub const MAX_HEADER_BYTES: usize = 16 << 10;
+
+/// Decrypts `from` with `identity` into `to`; the plaintext's length. A header that does
+/// not end within [`MAX_HEADER_BYTES`] is refused before age reads it; an error writing
+/// `to` is [`CryptoError::Write`] (the reader's, not the ciphertext's).
 pub fn decrypt(
     identity: &Identity,
-    from: impl Read,
+    mut from: impl Read,
     mut to: impl Write,
 ) -> Result<u64, CryptoError> {
-    let decryptor = age::Decryptor::new_buffered(std::io::BufReader::new(from))?;
+    let mut head = Vec::with_capacity(MAX_HEADER_BYTES);
+    (&mut from)
+        .take(MAX_HEADER_BYTES as u64)
+        .read_to_end(&mut head)?;
+    if !head.starts_with(b"age-encryption.org/v1\n") || !head.windows(5).any(|w| w == b"\n--- ") {
+        return Err(CryptoError::Malformed(format!(
+            "not an age file with a header within {MAX_HEADER_BYTES} bytes"
+        )));
+    }
+    let whole = std::io::BufReader::new(std::io::Cursor::new(head).chain(from));
+    let decryptor = age::Decryptor::new_buffered(whole)?;
     let mut reader = decryptor.decrypt(std::iter::once(identity as &dyn age::Identity))?;
-    Ok(std::io::copy(&mut reader, &mut to)?)
+    let mut buf = vec![0u8; 64 << 10];
+    let mut written = 0u64;
+    loop {
+        let n = reader.read(&mut buf)?;
+        if n == 0 {
+            return Ok(written);
+        }
+        to.write_all(&buf[..n]).map_err(CryptoError::Write)?;
+        written += n as u64;
+    }
 }
 
 /// An encrypted result's URI: `uri` with the ciphertext's SHA-256 in its fragment (the
@@ -568,6 +597,26 @@ mod tests {
             assert_eq!(out, plain);
         }
         assert!(decrypt(&stranger, &sealed[..], &mut Vec::new()).is_err());
+        // A header that never ends is refused before age reads it whole.
+        let endless = [b"age-encryption.org/v1\n".as_slice(), &[b'a'; 1 << 20]].concat();
+        assert!(matches!(
+            decrypt(&submitter, &endless[..], &mut Vec::new()),
+            Err(CryptoError::Malformed(_))
+        ));
+        // A write that fails is the writer's, not the ciphertext's.
+        struct Full;
+        impl Write for Full {
+            fn write(&mut self, _: &[u8]) -> std::io::Result<usize> {
+                Err(std::io::Error::other("no space left"))
+            }
+            fn flush(&mut self) -> std::io::Result<()> {
+                Ok(())
+            }
+        }
+        assert!(matches!(
+            decrypt(&submitter, &sealed[..], Full),
+            Err(CryptoError::Write(_))
+        ));
         // A flipped byte anywhere is refused.
         let mut tampered = sealed.clone();
         let middle = tampered.len() / 2;

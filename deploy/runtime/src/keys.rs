@@ -95,16 +95,25 @@ impl Attempt {
 }
 
 /// The job key of `at`, asked for with a fresh identity whose recipient the node's agent
-/// signs (`sign`), waited for until `until`. Releases that are not the submitter's, not
-/// this attempt's, or not sealed to this identity are skipped (with a warning); each one
-/// skipped is counted in `gantry_keys_refused_total{reason}`.
+/// signs (`sign`), all of it (the asking too) within `wait`. Releases that are not the
+/// submitter's, not this attempt's, or not sealed to this identity are skipped (with a
+/// warning); each one skipped is counted in `gantry_keys_refused_total{reason}`.
 pub async fn obtain<E: std::fmt::Display>(
     store: &kv::Store,
     at: &Attempt,
     sign: impl Fn(&B256) -> Result<Signature, E>,
     wait: Duration,
 ) -> Result<AgeIdentity, ObtainError> {
-    let until = tokio::time::Instant::now() + wait;
+    tokio::time::timeout(wait, obtain_within(store, at, sign))
+        .await
+        .unwrap_or(Err(ObtainError::NotReleased(wait)))
+}
+
+async fn obtain_within<E: std::fmt::Display>(
+    store: &kv::Store,
+    at: &Attempt,
+    sign: impl Fn(&B256) -> Result<Signature, E>,
+) -> Result<AgeIdentity, ObtainError> {
     let identity = AgeIdentity::generate();
     let request = Request::unsigned(at.job, at.attempt, at.node, &identity.to_public());
     let signature = sign(&request.digest(at.chain_id, at.market))
@@ -124,11 +133,10 @@ pub async fn obtain<E: std::fmt::Display>(
         .await
         .map_err(|e| nats(&e))?;
     loop {
-        let entry = match tokio::time::timeout_at(until, releases.next()).await {
-            Err(_) => return Err(ObtainError::NotReleased(wait)),
-            Ok(None) => return Err(ObtainError::Nats("the watch ended".into())),
-            Ok(Some(Err(e))) => return Err(nats(&e)),
-            Ok(Some(Ok(entry))) => entry,
+        let entry = match releases.next().await {
+            None => return Err(ObtainError::Nats("the watch ended".into())),
+            Some(Err(e)) => return Err(nats(&e)),
+            Some(Ok(entry)) => entry,
         };
         if entry.operation != kv::Operation::Put {
             continue;
@@ -189,10 +197,17 @@ impl<P> std::fmt::Debug for Submitter<P> {
 pub enum ReleaseError {
     #[error("job {0} is not this account's")]
     NotOurs(u64),
+    /// No `JobPosted` for it (yet, for this endpoint): silent, and not remembered.
+    #[error("job {0} was not posted")]
+    NotPosted(u64),
     #[error("job {0} has no job key derived from this identity (spec: {1})")]
     NoJobKey(u64, String),
     #[error("node {node} does not hold attempt {attempt} of job {job} now")]
     NotHolder { job: u64, attempt: u8, node: u64 },
+    /// The chain as read here has not reached attempt `attempt` of `job` (this endpoint a
+    /// block behind the node's): tried again, not remembered.
+    #[error("attempt {attempt} of job {job} is not on this endpoint's chain yet")]
+    Behind { job: u64, attempt: u8 },
     #[error("{0}")]
     Refused(#[from] CryptoError),
     #[error("reading the chain: {0}")]
@@ -204,7 +219,7 @@ pub enum ReleaseError {
 impl ReleaseError {
     /// Whether the request is simply another account's (not worth a warning).
     pub fn is_not_ours(&self) -> bool {
-        matches!(self, Self::NotOurs(_))
+        matches!(self, Self::NotOurs(_) | Self::NotPosted(_))
     }
 }
 
@@ -276,10 +291,16 @@ impl<P: Provider> Submitter<P> {
             .await
             .map_err(|e| chain(&e))?;
         let attempt = job.state.barred.saturating_add(1);
-        if job.state.status != JobStatus::Assigned
-            || job.state.node_id != request.node
-            || attempt != request.attempt
-        {
+        let assigned = job.state.status == JobStatus::Assigned;
+        // Open in the attempt asked for: its assignment not read here yet.
+        let open = job.state.status == JobStatus::Open;
+        if request.attempt > attempt || (request.attempt == attempt && open) {
+            return Err(ReleaseError::Behind {
+                job: request.job,
+                attempt: request.attempt,
+            });
+        }
+        if !assigned || job.state.node_id != request.node || attempt != request.attempt {
             return Err(ReleaseError::NotHolder {
                 job: request.job,
                 attempt: request.attempt,
@@ -325,7 +346,8 @@ impl<P: Provider> Submitter<P> {
         .map_err(|e: ReadJobError| ReleaseError::Chain(e.to_string()))?;
         match posted.into_iter().next() {
             Some(posted) if posted.submitter == self.account => self.job_key(job, &posted.spec),
-            _ => Err(ReleaseError::NotOurs(job)),
+            Some(_) => Err(ReleaseError::NotOurs(job)),
+            None => Err(ReleaseError::NotPosted(job)),
         }
     }
 
@@ -345,7 +367,13 @@ impl<P: Provider> Submitter<P> {
                 Duration::from_millis(250),
                 Duration::from_secs(2),
             ))
-            .when(|e| matches!(e, ReleaseError::Chain(_) | ReleaseError::Nats(_)))
+            // The submitter's endpoint may be a block behind the node's.
+            .when(|e| {
+                matches!(
+                    e,
+                    ReleaseError::Chain(_) | ReleaseError::Nats(_) | ReleaseError::Behind { .. }
+                )
+            })
             .await
     }
 
@@ -397,10 +425,23 @@ impl<P: Provider> Submitter<P> {
             if entry.operation != kv::Operation::Put {
                 continue;
             }
-            if !known.answered.insert(encryption::sha256(&entry.value)) {
+            let request = encryption::sha256(&entry.value);
+            if known.answered.contains(&request) {
                 continue;
             }
-            seen(self.release_retried(store, &entry.value, &mut known).await);
+            let answered = self.release_retried(store, &entry.value, &mut known).await;
+            // Only a final answer is remembered: a request refused for what may change
+            // (the chain here a block behind, unreachable) is answered if it comes again.
+            if !matches!(
+                answered,
+                Err(ReleaseError::Behind { .. }
+                    | ReleaseError::NotPosted(_)
+                    | ReleaseError::Chain(_)
+                    | ReleaseError::Nats(_))
+            ) {
+                known.answered.insert(request);
+            }
+            seen(answered);
         }
     }
 }

@@ -176,8 +176,8 @@ impl Ctx {
                 Outcome::GivenBack(why.clone())
             }
             Err(f) => Outcome::Unreported(Failure {
-                class: f.class,
                 reason: format!("{reason}; reject failed: {}", f.reason),
+                ..f
             }),
         };
         if matches!(outcome, Outcome::GivenBack(_)) {

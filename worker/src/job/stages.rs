@@ -46,8 +46,9 @@ const REPORT_ROOM: u64 = 64 << 10;
 /// new identity, and the submitter answers in moments.
 const MIN_KEY_WAIT: Duration = Duration::from_secs(5);
 /// How long before the end of the market's reject grace a give-back must be sent to be
-/// mined within it: past that, a job fault found before the start is answered with the
-/// failure report (paid), not a reject the node would pay for.
+/// mined within it (at most half the grace): past that, a proven job fault found before
+/// the start is answered with the failure report (paid), not a reject the node would pay
+/// for.
 const REJECT_MARGIN: u64 = 10;
 
 /// The job key, awaited by whichever part of the download needs it first (design 19, §3).
@@ -226,9 +227,7 @@ impl Ctx {
         let grace = (max_runtime / 10).min(30);
         let free_by = Instant::now()
             + Duration::from_secs(
-                (clock.assigned_at + grace)
-                    .saturating_sub(REJECT_MARGIN)
-                    .saturating_sub(now),
+                (clock.assigned_at + grace - REJECT_MARGIN.min(grace / 2)).saturating_sub(now),
             );
         let job = Job {
             held,
@@ -325,7 +324,7 @@ impl Ctx {
         let downloaded = tokio::select! {
             downloaded = downloading => match downloaded {
                 Ok(Ok(downloaded)) => downloaded,
-                Ok(Err(f)) if f.class == FaultClass::Job && Instant::now() > job.free_by => {
+                Ok(Err(f)) if f.proven && Instant::now() > job.free_by => {
                     return Ok(Ran::Refused(f));
                 }
                 Ok(Err(f)) => return Err(GiveBack::from_failure(f)),
@@ -565,6 +564,9 @@ impl Ctx {
                 .await
                 .map_err(|e| match e.class() {
                     FaultClass::Node => Failure::node(e.to_string()),
+                    _ if matches!(e, crate::fetch::FetchError::HashMismatch { .. }) => {
+                        Failure::proven(e.to_string())
+                    }
                     FaultClass::Job | FaultClass::Transient => Failure::job(e.to_string()),
                 })?;
             let relative = input
@@ -591,8 +593,11 @@ impl Ctx {
                         .map_err(|e| Failure::node(format!("inputs: {e}")))?;
                 if let Err(e) = opened {
                     return Err(match e {
-                        archive::SealError::Io(e) => Failure::node(format!("inputs: {e}")),
-                        archive::SealError::Crypto(e) => Failure::job(format!(
+                        archive::SealError::Io(e)
+                        | archive::SealError::Crypto(encryption::CryptoError::Write(e)) => {
+                            Failure::node(format!("inputs: {e}"))
+                        }
+                        archive::SealError::Crypto(e) => Failure::proven(format!(
                             "input {} does not decrypt with the job key: {e}",
                             input.path
                         )),
@@ -1028,7 +1033,8 @@ impl Ctx {
                 attempt: held.attempt,
                 reason: &failure.reason,
                 exit_code: exit.filter(|e| !e.timed_out).map(|e| e.exit_code),
-                timed_out: exit.is_none_or(|e| e.timed_out),
+                // Without an exit: it never ran (its time ran out first, or it was refused).
+                timed_out: exit.map_or(!failure.proven, |e| e.timed_out),
                 oom_killed: exit.is_some_and(|e| e.oom_killed),
                 ran_secs,
                 disk_bytes: dirs.space.used().ok(),
