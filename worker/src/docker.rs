@@ -79,7 +79,13 @@ impl RunOutcome {
         }
         match self.exit_code {
             0 => None,
-            // 137 = SIGKILL: the kernel's OOM killer also sends it inside the cgroup.
+            // 137 = SIGKILL, and the worker did not send it (not timed out, not stopped):
+            // the kernel's OOM killer, almost always. The engine's `OOMKilled` comes from
+            // an event that can trail the exit under load, so it is not waited for.
+            137 => Some(Failure::job(format!(
+                "out of memory, most likely: killed (SIGKILL, exit 137) at the {} MiB limit",
+                memory_bytes >> 20
+            ))),
             code => Some(Failure::job(format!("exited with code {code}"))),
         }
     }
@@ -581,6 +587,8 @@ mod tests {
         assert!(reason(outcome(137, true, false)).starts_with("out of memory"));
         assert!(reason(outcome(137, false, true)).starts_with("timeout"));
         assert_eq!(reason(outcome(3, false, false)), "exited with code 3");
+        // A SIGKILL the worker did not send, the engine's OOM flag not yet set.
+        assert!(reason(outcome(137, false, false)).starts_with("out of memory, most likely"));
         let flooded = RunOutcome {
             flooded: Some(64 << 20),
             ..outcome(137, false, false)
