@@ -240,6 +240,8 @@ pub fn router(state: AppState, config: HttpConfig) -> Router {
         .route_layer(middleware::from_fn(track))
         .with_state(state)
         .merge(crate::dashboard::routes())
+        // Any other path: the documented error body, not an empty 404.
+        .fallback(|| async { ApiError::not_found("route".into()) })
         .layer(CompressionLayer::new())
         .layer(RequestBodyLimitLayer::new(16 * 1024))
         .layer(TimeoutLayer::with_status_code(

@@ -369,6 +369,14 @@ async fn the_read_api_answers_and_refuses_bad_input_by_name() {
     );
     let (status, _) = error_of(get("/v1/nodes/7").await.unwrap()).await;
     assert_eq!(status, StatusCode::NOT_FOUND);
+    for unknown in ["/v1/nope", "/v2/jobs", "/v1/jobs/1/nothing"] {
+        let (status, message) = error_of(get(unknown).await.unwrap()).await;
+        assert_eq!(
+            (status, message.as_str()),
+            (StatusCode::NOT_FOUND, "route not found"),
+            "{unknown}: the documented error body"
+        );
+    }
     let stranger = format!("{:#x}", alloy::primitives::Address::repeat_byte(0x99));
     let (status, message) = error_of(get(&format!("/v1/accounts/{stranger}")).await.unwrap()).await;
     assert_eq!(

@@ -134,12 +134,41 @@ pub fn table(header: &[&str], rows: &[Vec<String>]) -> String {
     out.join("\n")
 }
 
+/// `text` safe for a terminal: control characters (escape sequences that could move the
+/// cursor, rewrite the screen or set the window title, from a job's own output) are shown
+/// as `\u{…}`, tabs kept.
+pub fn printable(text: &str) -> std::borrow::Cow<'_, str> {
+    if !text.chars().any(|c| c.is_control() && c != '\t') {
+        return std::borrow::Cow::Borrowed(text);
+    }
+    std::borrow::Cow::Owned(
+        text.chars()
+            .map(|c| {
+                if c.is_control() && c != '\t' {
+                    c.escape_unicode().to_string()
+                } else {
+                    c.to_string()
+                }
+            })
+            .collect(),
+    )
+}
+
 #[cfg(test)]
 mod tests {
     use alloy::primitives::aliases::U96;
 
     use super::*;
     use crate::units::model_id;
+
+    #[test]
+    fn a_jobs_escape_sequences_are_shown_not_run() {
+        assert_eq!(printable("loss 0.21\tok"), "loss 0.21\tok");
+        let hostile = "\u{1b}]0;owned\u{7}\u{1b}[2J\u{9b}31mred\r";
+        let shown = printable(hostile);
+        assert!(!shown.chars().any(|c| c.is_control()), "{shown}");
+        assert!(shown.contains("owned") && shown.contains("red"), "{shown}");
+    }
 
     fn gusd() -> Money {
         Money(Some(TokenInfo {

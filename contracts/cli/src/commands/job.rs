@@ -376,7 +376,7 @@ pub async fn logs(ctx: &Context, args: &LogsArgs) -> Result<()> {
                 serde_json::to_string(line).expect("log lines serialize")
             );
         } else {
-            println!("{}", line.line);
+            println!("{}", output::printable(&line.line));
         }
     };
     if !args.follow {
