@@ -62,18 +62,15 @@ pub fn seal(
     from: &Path,
     into: &Path,
 ) -> Result<Packed, SealError> {
-    let mut sink = Sink {
-        inner: BufWriter::new(File::create(into)?),
-        hasher: Sha256::new(),
-        written: 0,
-        limit: u64::MAX,
-    };
-    gantry_protocol::encryption::encrypt(to, io::BufReader::new(File::open(from)?), &mut sink)?;
-    sink.flush()?;
+    let written = gantry_protocol::encryption::encrypt(
+        to,
+        io::BufReader::new(File::open(from)?),
+        BufWriter::new(File::create(into)?),
+    )?;
     Ok(Packed {
         path: into.to_owned(),
-        sha256: sink.hasher.finalize().into(),
-        size: sink.written,
+        sha256: written.sha256.0,
+        size: written.bytes,
     })
 }
 

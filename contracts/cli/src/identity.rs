@@ -17,7 +17,6 @@ use alloy::primitives::{Address, B256};
 use alloy::signers::SignerSync as _;
 use alloy::signers::local::PrivateKeySigner;
 use gantry_protocol::encryption::{self, AgeIdentity, AgeRecipient};
-use sha2::{Digest as _, Sha256};
 
 use crate::error::{CliError, Result};
 
@@ -199,49 +198,17 @@ pub fn seal_file(path: &Path, to: &AgeRecipient) -> Result<Sealed> {
         .suffix(encryption::AGE_SUFFIX)
         .tempfile()
         .map_err(|e| CliError::io("a temporary file", e))?;
-    let (sha256, bytes) = {
-        let mut writer = Hashing {
-            inner: std::io::BufWriter::new(file.as_file()),
-            hasher: Sha256::new(),
-            bytes: 0,
-        };
-        encryption::encrypt(
-            std::slice::from_ref(to),
-            std::io::BufReader::new(plain),
-            &mut writer,
-        )
-        .map_err(|e| CliError::Other(format!("encrypting {}: {e}", path.display())))?;
-        writer
-            .inner
-            .flush()
-            .map_err(|e| CliError::io(file.path().display(), e))?;
-        (writer.hasher.finalize(), writer.bytes)
-    };
+    let written = encryption::encrypt(
+        std::slice::from_ref(to),
+        std::io::BufReader::new(plain),
+        std::io::BufWriter::new(file.as_file()),
+    )
+    .map_err(|e| CliError::Other(format!("encrypting {}: {e}", path.display())))?;
     Ok(Sealed {
-        sha256: B256::from(<[u8; 32]>::from(sha256)),
-        bytes,
+        sha256: written.sha256,
+        bytes: written.bytes,
         file,
     })
-}
-
-/// A writer that hashes and counts what passes.
-struct Hashing<W> {
-    inner: W,
-    hasher: Sha256,
-    bytes: u64,
-}
-
-impl<W: std::io::Write> std::io::Write for Hashing<W> {
-    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
-        let n = self.inner.write(buf)?;
-        self.hasher.update(&buf[..n]);
-        self.bytes += n as u64;
-        Ok(n)
-    }
-
-    fn flush(&mut self) -> std::io::Result<()> {
-        self.inner.flush()
-    }
 }
 
 #[cfg(test)]

@@ -211,13 +211,49 @@ pub fn encrypt(
     recipients: &[Recipient],
     mut from: impl Read,
     to: impl Write,
-) -> Result<(), CryptoError> {
+) -> Result<Ciphertext, CryptoError> {
     let encryptor =
         age::Encryptor::with_recipients(recipients.iter().map(|r| r as &dyn age::Recipient))?;
-    let mut writer = encryptor.wrap_output(to)?;
+    let mut counted = Counted {
+        inner: to,
+        hasher: sha2::Sha256::new(),
+        bytes: 0,
+    };
+    let mut writer = encryptor.wrap_output(&mut counted)?;
     std::io::copy(&mut from, &mut writer)?;
-    writer.finish()?;
-    Ok(())
+    writer.finish()?.flush()?;
+    Ok(Ciphertext {
+        sha256: B256::from(<[u8; 32]>::from(counted.hasher.finalize())),
+        bytes: counted.bytes,
+    })
+}
+
+/// What [`encrypt`] wrote: the SHA-256 and the length of the ciphertext (what a spec's
+/// `sha256` or a result URI names).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Ciphertext {
+    pub sha256: B256,
+    pub bytes: u64,
+}
+
+/// A writer that hashes and counts what passes.
+struct Counted<W> {
+    inner: W,
+    hasher: sha2::Sha256,
+    bytes: u64,
+}
+
+impl<W: Write> Write for Counted<W> {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        let n = self.inner.write(buf)?;
+        self.hasher.update(&buf[..n]);
+        self.bytes += n as u64;
+        Ok(n)
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        self.inner.flush()
+    }
 }
 
 /// The most an age header may take here, bytes: ~100 per recipient stanza. age reads a
@@ -396,7 +432,7 @@ impl Release {
             job: self.job,
             attempt: self.attempt,
             node: self.node,
-            wrapped: B256::from(<[u8; 32]>::from(sha2::Sha256::digest(&wrapped))),
+            wrapped: sha256(&wrapped),
         }
         .eip712_signing_hash(&domain(chain_id, market))
     }
@@ -584,12 +620,19 @@ mod tests {
         let stranger = Identity::generate();
         let plain = vec![7u8; 200_000];
         let mut sealed = Vec::new();
-        encrypt(
+        let written = encrypt(
             &[submitter.to_public(), job.to_public()],
             &plain[..],
             &mut sealed,
         )
         .unwrap();
+        assert_eq!(
+            written,
+            Ciphertext {
+                sha256: sha256(&sealed),
+                bytes: sealed.len() as u64
+            }
+        );
         assert!(!sealed.windows(64).any(|w| w == &plain[..64]));
         for identity in [&submitter, &job] {
             let mut out = Vec::new();
