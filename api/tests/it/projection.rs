@@ -541,11 +541,36 @@ async fn replicas_sharing_one_postgres_apply_each_block_once_and_all_feed_live()
         .unwrap();
     let stop = CancellationToken::new();
     let mut replicas = Vec::new();
+    // Each replica's live feed has every job, whoever wrote it: a block the other replica
+    // applied reaches this one's feed by the database's notification, which may come
+    // after its progress reached the head. Each feed is read from the start, beside the
+    // projection (a feed left unread while both catch up lags and drops the first jobs).
+    let expected: std::collections::BTreeSet<u64> = (JOB_PAID..=JOB_DISPUTE_LOST).collect();
+    let mut feeds = Vec::new();
     for _ in 0..2 {
         let store = Store::open(&postgres.url()).await.unwrap();
         let js = chain.jetstream().await;
         let live = gantry_api::live::Live::default();
-        let feed = live.subscribe();
+        let mut feed = live.subscribe();
+        let want = expected.clone();
+        feeds.push(tokio::spawn(async move {
+            let mut jobs = std::collections::BTreeSet::new();
+            let _ = tokio::time::timeout(Duration::from_secs(90), async {
+                while jobs != want {
+                    match feed.recv().await {
+                        Ok(event) => {
+                            if let gantry_api::live::LiveEvent::Job(row) = &*event {
+                                jobs.insert(row.job_id);
+                            }
+                        }
+                        Err(tokio::sync::broadcast::error::RecvError::Lagged(_)) => {}
+                        Err(tokio::sync::broadcast::error::RecvError::Closed) => break,
+                    }
+                }
+            })
+            .await;
+            jobs
+        }));
         let (tx, rx) = tokio::sync::watch::channel(Progress::default());
         let task = tokio::spawn(project::run(
             js,
@@ -555,34 +580,16 @@ async fn replicas_sharing_one_postgres_apply_each_block_once_and_all_feed_live()
             live,
             stop.clone(),
         ));
-        replicas.push((store, feed, rx, task));
+        replicas.push((store, rx, task));
     }
-    for (_, _, rx, _) in &mut replicas {
+    for (_, rx, _) in &mut replicas {
         tokio::time::timeout(Duration::from_secs(60), rx.wait_for(|p| p.block >= head))
             .await
             .expect("each replica reaches the head")
             .unwrap();
     }
-    // Each replica's live feed has every job, whoever wrote it: a block the other replica
-    // applied reaches this one's feed by the database's notification, which may come
-    // after its progress reached the head, so each feed is waited on before the stop.
-    let expected: std::collections::BTreeSet<u64> = (JOB_PAID..=JOB_DISPUTE_LOST).collect();
-    for (_, feed, _, _) in &mut replicas {
-        let mut jobs = std::collections::BTreeSet::new();
-        let _ = tokio::time::timeout(Duration::from_secs(30), async {
-            while jobs != expected {
-                match feed.recv().await {
-                    Ok(event) => {
-                        if let gantry_api::live::LiveEvent::Job(row) = &*event {
-                            jobs.insert(row.job_id);
-                        }
-                    }
-                    Err(tokio::sync::broadcast::error::RecvError::Lagged(_)) => {}
-                    Err(tokio::sync::broadcast::error::RecvError::Closed) => break,
-                }
-            }
-        })
-        .await;
+    for feed in feeds {
+        let jobs = feed.await.unwrap();
         assert_eq!(jobs, expected, "each replica's feed has every job");
     }
     stop.cancel();
@@ -601,7 +608,7 @@ async fn replicas_sharing_one_postgres_apply_each_block_once_and_all_feed_live()
                 .unwrap()
         }
     };
-    for (store, _, _, task) in replicas {
+    for (store, _, task) in replicas {
         task.await.unwrap().expect("no replica fails");
         assert_matches_chain(&chain, &store).await;
         assert_eq!(
