@@ -49,6 +49,18 @@ pub struct Config {
     #[arg(long, env = "GANTRY_TOKEN_DECIMALS", default_value_t = 6,
         value_parser = clap::value_parser!(u8).range(0..=36))]
     pub token_decimals: u8,
+    /// The market's address, for the web app's transactions (`GET /v1/network`).
+    #[arg(long, env = "GANTRY_MARKET")]
+    pub market: Option<alloy::primitives::Address>,
+    /// The payment token's address (`GET /v1/network`).
+    #[arg(long, env = "GANTRY_TOKEN")]
+    pub token: Option<alloy::primitives::Address>,
+    /// The block the market was deployed in (`GET /v1/network`).
+    #[arg(long, env = "GANTRY_START_BLOCK", default_value_t = 0)]
+    pub start_block: u64,
+    /// A JSON-RPC URL of the chain that users' wallets may add (`GET /v1/network`).
+    #[arg(long, env = "GANTRY_PUBLIC_RPC_URL")]
+    pub public_rpc_url: Option<String>,
     /// The Prometheus recorder whose text `/metrics` serves (set by the binary, which
     /// installs it; none: `/metrics` answers 404).
     #[arg(skip)]
@@ -77,6 +89,10 @@ impl Config {
             max_lag: DEFAULT_MAX_LAG,
             token_symbol: "gUSD".into(),
             token_decimals: 6,
+            market: None,
+            token: None,
+            start_block: 0,
+            public_rpc_url: None,
             metrics: None,
         }
     }
@@ -102,5 +118,18 @@ impl Config {
                     .collect::<Result<Vec<_>, _>>()?,
             )),
         })
+    }
+
+    /// What `GET /v1/network` answers.
+    pub fn network(&self) -> gantry_protocol::api::NetworkInfo {
+        gantry_protocol::api::NetworkInfo {
+            chain_id: self.chain_id,
+            market: self.market.map(|a| a.to_checksum(None)),
+            token: self.token.map(|a| a.to_checksum(None)),
+            start_block: self.start_block,
+            rpc_url: self.public_rpc_url.clone(),
+            token_symbol: self.token_symbol.clone(),
+            token_decimals: self.token_decimals,
+        }
     }
 }

@@ -16,8 +16,8 @@ use axum::{Json, Router};
 use futures::Stream;
 use gantry_protocol::api::LiveEventName;
 use gantry_protocol::api::{
-    AccountRow, ErrorBody, History, JobDetail, JobRow, JobSummary, NodeDetail, NodeView, Page,
-    Stats, TokenInfo,
+    AccountRow, ErrorBody, History, JobDetail, JobRow, JobSummary, NetworkInfo, NodeDetail,
+    NodeView, Page, Stats, TokenInfo,
 };
 use gantry_protocol::jobs::{CompletionReport, LogLine, ProgressUpdate};
 use gantry_protocol::pending::PendingExplanation;
@@ -58,6 +58,8 @@ pub struct AppState {
     pub max_lag: u64,
     /// The payment token, as `/v1/token` names it.
     pub token: TokenInfo,
+    /// The chain and contracts, as `/v1/network` names them.
+    pub network: NetworkInfo,
 }
 
 impl AppState {
@@ -70,6 +72,7 @@ impl AppState {
             metrics: None,
             max_lag: DEFAULT_MAX_LAG,
             token: TokenInfo::default(),
+            network: NetworkInfo::default(),
         }
     }
 
@@ -211,6 +214,7 @@ impl IntoResponse for ApiError {
         stats,
         stats_history,
         token,
+        network,
         events,
         healthz,
         ready
@@ -232,6 +236,7 @@ pub fn router(state: AppState, config: HttpConfig) -> Router {
         .route("/v1/stats", get(stats))
         .route("/v1/stats/history", get(stats_history))
         .route("/v1/token", get(token))
+        .route("/v1/network", get(network))
         .route("/v1/events", get(events))
         .route("/healthz", get(healthz))
         .route("/readyz", get(ready))
@@ -260,23 +265,30 @@ async fn track(matched: Option<MatchedPath>, request: Request, next: Next) -> Re
     response
 }
 
-/// Query of `GET /v1/jobs`; everything is text so that a bad value is reported by name.
+/// Query of `GET /v1/jobs`. Every query is read as text so that a bad value is reported
+/// by name (a 400 naming the parameter); the OpenAPI document gives each its real type.
 #[derive(Debug, Default, Deserialize, IntoParams)]
 #[serde(deny_unknown_fields)]
 #[into_params(parameter_in = Query)]
 pub struct JobsQuery {
     /// open, assigned (or running), submitted, disputed, completed, failed, cancelled,
     /// expired.
+    #[param(value_type = Option<String>, pattern = "^(open|assigned|running|submitted|disputed|completed|failed|cancelled|expired)$")]
     status: Option<String>,
     /// The submitter's 0x address.
+    #[param(value_type = Option<String>, pattern = "^0x[0-9a-fA-F]{40}$")]
     submitter: Option<String>,
     /// The assigned node's id.
+    #[param(value_type = Option<u64>, maximum = 9007199254740991.0)]
     node: Option<String>,
     /// Jobs posted at or after this unix time (seconds).
+    #[param(value_type = Option<u64>, maximum = 9007199254740991.0)]
     since: Option<String>,
     /// `nextCursor` of the previous page.
+    #[param(value_type = Option<u64>, maximum = 9007199254740991.0)]
     cursor: Option<String>,
     /// Page size, 1 to 200 (default 50).
+    #[param(value_type = Option<u32>, minimum = 1, maximum = 200)]
     limit: Option<String>,
 }
 
@@ -379,11 +391,15 @@ async fn list_jobs(
     Ok(Json(page(jobs, limit, |j| j.job.job_id)))
 }
 
+/// A path id: a non-negative integer that fits the store's BIGINT.
 fn id(raw: &str, what: &str) -> Result<u64, ApiError> {
-    raw.parse().map_err(|_| ApiError {
-        status: StatusCode::BAD_REQUEST,
-        message: format!("path parameter `id`: {what} ids are non-negative integers"),
-    })
+    raw.parse::<i64>()
+        .ok()
+        .and_then(|n| u64::try_from(n).ok())
+        .ok_or_else(|| ApiError {
+            status: StatusCode::BAD_REQUEST,
+            message: format!("path parameter `id`: {what} ids are non-negative integers"),
+        })
 }
 
 async fn job_or_404(state: &AppState, job_id: u64) -> Result<JobRow, ApiError> {
@@ -395,7 +411,7 @@ async fn job_or_404(state: &AppState, job_id: u64) -> Result<JobRow, ApiError> {
 }
 
 /// One job in full.
-#[utoipa::path(get, path = "/v1/jobs/{id}", params(("id" = u64, Path, description = "job id")),
+#[utoipa::path(get, path = "/v1/jobs/{id}", params(("id" = u64, Path, description = "job id", maximum = 9007199254740991.0)),
     responses(
         (status = 200, body = JobDetail),
         (status = 400, body = ErrorBody),
@@ -442,12 +458,13 @@ async fn get_job(
 #[into_params(parameter_in = Query)]
 pub struct ProgressQuery {
     /// The newest this many updates, 1 to 2000 (default 2000).
+    #[param(value_type = Option<u32>, minimum = 1, maximum = 2000)]
     limit: Option<String>,
 }
 
 /// A job's progress updates, oldest first (the charts' history).
 #[utoipa::path(get, path = "/v1/jobs/{id}/progress",
-    params(("id" = u64, Path, description = "job id"), ProgressQuery),
+    params(("id" = u64, Path, description = "job id", maximum = 9007199254740991.0), ProgressQuery),
     responses(
         (status = 200, body = Vec<ProgressUpdate>),
         (status = 400, body = ErrorBody),
@@ -471,15 +488,17 @@ async fn job_progress(
 #[into_params(parameter_in = Query)]
 pub struct LogsQuery {
     /// The newest this many lines, 1 to 10000 (default 200).
+    #[param(value_type = Option<u32>, minimum = 1, maximum = 10000)]
     tail: Option<String>,
     /// `true`: Server-Sent Events, the tail then each new line (`event: log`, `id` the
     /// line's sequence) until the job settles (`event: end`).
+    #[param(value_type = Option<bool>)]
     follow: Option<String>,
 }
 
 /// A job's log lines (JSON), or with `follow=true` a live stream of them (SSE).
 #[utoipa::path(get, path = "/v1/jobs/{id}/logs",
-    params(("id" = u64, Path, description = "job id"), LogsQuery),
+    params(("id" = u64, Path, description = "job id", maximum = 9007199254740991.0), LogsQuery),
     responses(
         (status = 200, description = "JSON lines, or `text/event-stream` with follow=true",
             body = Vec<LogLine>),
@@ -585,6 +604,7 @@ fn lagged_event(missed: u64) -> Event {
 #[into_params(parameter_in = Query)]
 pub struct EventsQuery {
     /// Only this job's `job` and `progress` events (and `reorg`, `lagged`).
+    #[param(value_type = Option<u64>, maximum = 9007199254740991.0)]
     job: Option<String>,
 }
 
@@ -647,10 +667,13 @@ async fn events(
 #[into_params(parameter_in = Query)]
 pub struct NodesQuery {
     /// active, inactive, exiting, exited.
+    #[param(value_type = Option<String>, pattern = "^(active|inactive|exiting|exited)$")]
     status: Option<String>,
     /// `nextCursor` of the previous page.
+    #[param(value_type = Option<u64>, maximum = 9007199254740991.0)]
     cursor: Option<String>,
     /// Page size, 1 to 200 (default 50).
+    #[param(value_type = Option<u32>, minimum = 1, maximum = 200)]
     limit: Option<String>,
 }
 
@@ -698,7 +721,7 @@ async fn list_nodes(
 }
 
 /// One node, with its active jobs and its slashes (with their jobs).
-#[utoipa::path(get, path = "/v1/nodes/{id}", params(("id" = u64, Path, description = "node id")),
+#[utoipa::path(get, path = "/v1/nodes/{id}", params(("id" = u64, Path, description = "node id", maximum = 9007199254740991.0)),
     responses(
         (status = 200, body = NodeDetail),
         (status = 400, body = ErrorBody),
@@ -727,7 +750,7 @@ async fn get_node(
 /// An account's credits in the market (what it can post from and withdraw) and their
 /// flows: deposits, withdrawals, bounties escrowed, refunds, dispute bonds.
 #[utoipa::path(get, path = "/v1/accounts/{address}",
-    params(("address" = String, Path, description = "0x address")),
+    params(("address" = String, Path, description = "0x address", pattern = "^0x[0-9a-fA-F]{40}$")),
     responses(
         (status = 200, body = AccountRow),
         (status = 400, body = ErrorBody),
@@ -753,6 +776,12 @@ async fn get_account(
 }
 
 /// The payment token: its symbol, and the decimals by which base units are shown.
+/// The chain and the contracts: what a browser's wallet sends transactions to.
+#[utoipa::path(get, path = "/v1/network", responses((status = 200, body = NetworkInfo)))]
+async fn network(State(state): State<AppState>) -> Json<NetworkInfo> {
+    Json(state.network.clone())
+}
+
 #[utoipa::path(get, path = "/v1/token", responses((status = 200, body = TokenInfo)))]
 async fn token(State(state): State<AppState>) -> Json<TokenInfo> {
     Json(state.token.clone())
@@ -769,6 +798,7 @@ async fn stats(State(state): State<AppState>) -> Result<Json<Stats>, ApiError> {
 #[into_params(parameter_in = Query)]
 pub struct HistoryQuery {
     /// Minutes back from now, 1 to 1440 (default 60).
+    #[param(value_type = Option<u32>, minimum = 1, maximum = 1440)]
     minutes: Option<String>,
 }
 

@@ -20,7 +20,7 @@ use alloy::primitives::{Address, B256, U256};
 use gantry_protocol::api::{
     AccountRow, AttemptFault, AttemptOutcome, AttemptRow, ChargeCause, ChargeRow, Completion,
     DisputeOutcome, DisputeRow, Failure, HeldStake, JobPolicy, JobRow, NodeRow, RefereesRow,
-    SeatRow, VerificationRow,
+    RequirementsRow, SeatRow, StateWords, TermsWords, VerificationRow,
 };
 use gantry_protocol::bindings::JobMarket::{self, JobMarketEvents as M};
 use gantry_protocol::bindings::NodeRegistry::{self, NodeRegistryEvents as R};
@@ -356,7 +356,7 @@ pub fn apply_job(
     if let (Some(row), Some(verified)) = (job.verification.as_mut(), state.verified) {
         set_verified(row, &verified);
     }
-    job.state_hash = state_hash(&job, &state);
+    set_state(&mut job, &state);
     touched(&mut job, block, at);
     Some(job)
 }
@@ -494,16 +494,9 @@ fn slashed_seat(job: &mut JobRow, node: u64, amount: &str) -> bool {
 fn posted(e: &JobMarket::JobPosted, block: u64, at: u64, policy: Option<&JobPolicy>) -> JobRow {
     let terms = Terms::unpack(&e.terms);
     let r = &terms.requirements;
-    let requirements = JobMarket::JobRequirements {
-        gpuModel: r.gpu_model,
-        minGpuCount: r.min_gpu_count,
-        minVramMiB: r.min_vram_mib,
-        minCpuCores: r.min_cpu_cores,
-        minRamMiB: r.min_ram_mib,
-        maxPricePerGpuHour: U96::from(r.max_price_per_gpu_hour),
-        maxRuntime: r.max_runtime,
-        priority: r.priority,
-        engine: r.engine,
+    let (spec, spec_text) = match serde_json::from_slice::<serde_json::Value>(&e.spec) {
+        Ok(value) => (Some(value), None),
+        Err(_) => (None, Some(String::from_utf8_lossy(&e.spec).into_owned())),
     };
     let policy = policy.filter(|p| p.version == u64::from(terms.policy));
     let mut job = JobRow {
@@ -515,8 +508,10 @@ fn posted(e: &JobMarket::JobPosted, block: u64, at: u64, policy: Option<&JobPoli
         deadline: terms.deadline,
         max_runtime: u64::from(r.max_runtime),
         spec_hash: hex(terms.spec_hash),
-        spec: String::from_utf8_lossy(&e.spec).into_owned(),
-        requirements: serde_json::to_string(&requirements).expect("serializes"),
+        spec,
+        spec_text,
+        requirements: RequirementsRow::new(r),
+        terms: TermsWords::new(&e.terms),
         engine: r
             .engine()
             .map_or_else(|| format!("engine {}", r.engine), |e| e.to_string()),
@@ -532,7 +527,8 @@ fn posted(e: &JobMarket::JobPosted, block: u64, at: u64, policy: Option<&JobPoli
         updated_at: at,
         ..JobRow::default()
     };
-    job.state_hash = state_hash(&job, &state_of(&job));
+    let state = state_of(&job);
+    set_state(&mut job, &state);
     job
 }
 
@@ -612,10 +608,13 @@ fn set_verified(row: &mut VerificationRow, verified: &Verified) {
     row.result = (verified.result != B256::ZERO).then(|| hex(verified.result));
 }
 
-/// The hash the market stores for the job, while it stores one: unsettled, and with the
-/// policy (fee, window) its state copies known.
-fn state_hash(job: &JobRow, state: &State) -> Option<String> {
-    (job.policy.is_some() && !job.status.is_settled()).then(|| hex(state.hash()))
+/// The hash the market stores for the job, and the words its calls take, while it stores
+/// one: unsettled, and with the policy (fee, window) its state copies known. (A verified
+/// job's calls take its `VerifiedState`, which the row does not give.)
+fn set_state(job: &mut JobRow, state: &State) {
+    let stored = job.policy.is_some() && !job.status.is_settled();
+    job.state_hash = stored.then(|| hex(state.hash()));
+    job.state = (stored && job.verification.is_none()).then(|| StateWords::new(&state.pack()));
 }
 
 /// Bars `node` from the job, as the market does (its count stops at 255).

@@ -75,6 +75,7 @@ pub async fn start(config: Config, shutdown: CancellationToken) -> anyhow::Resul
             symbol: config.token_symbol.clone(),
             decimals: config.token_decimals,
         },
+        network: config.network(),
         ..AppState::new(store, progress.clone(), live)
     }
     .with_nats(js, config.chain_id);

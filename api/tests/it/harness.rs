@@ -216,6 +216,9 @@ impl Api {
             token_symbol: token.symbol,
             token_decimals: token.decimals,
             metrics,
+            market: Some(chain.devnet.deployment.market),
+            token: Some(chain.devnet.deployment.token),
+            start_block: chain.devnet.deployment.start_block,
             ..gantry_api::Config::local(
                 chain.devnet.deployment.chain_id,
                 &chain.nats().url(),

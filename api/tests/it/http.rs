@@ -10,7 +10,7 @@ use reqwest::StatusCode;
 
 use gantry_protocol::api::{
     AccountRow, AttemptFault, AttemptOutcome, ChargeCause, JobDetail, JobRow, NodeDetail, NodeRow,
-    NodeView, Page, Stats,
+    NodeView, Page, RequirementsRow, StateWords, Stats, TermsWords,
 };
 use gantry_protocol::bindings::{JobMarket, NodeRegistry};
 use gantry_protocol::jobs::{CompletionReport, CompletionStatus, LogLine, ProgressUpdate};
@@ -141,6 +141,25 @@ async fn serve(store: gantry_api::store::Store) -> String {
     format!("http://{addr}")
 }
 
+/// The API's terms words as the contracts take them.
+fn terms_of(words: &TermsWords) -> JobMarket::JobTerms {
+    JobMarket::JobTerms {
+        party: words.party.parse().unwrap(),
+        specHash: words.spec_hash.parse().unwrap(),
+        gpuModel: words.gpu_model.parse().unwrap(),
+        limits: words.limits.parse().unwrap(),
+        maxPricePerGpuHour: words.max_price_per_gpu_hour.parse().unwrap(),
+    }
+}
+
+/// The API's state words as the contracts take them.
+fn state_of(words: &StateWords) -> JobMarket::JobState {
+    JobMarket::JobState {
+        terms: words.terms.parse().unwrap(),
+        fields: words.fields.parse().unwrap(),
+    }
+}
+
 async fn error_of(response: reqwest::Response) -> (StatusCode, String) {
     let status = response.status();
     let body: serde_json::Value = response.json().await.unwrap();
@@ -244,6 +263,49 @@ async fn the_read_api_answers_and_refuses_bad_input_by_name() {
         .job;
     assert_eq!(lost.refund, Some((50 * GUSD).to_string()));
     assert_eq!(lost.charges[0].amount, (9 * GUSD).to_string());
+
+    // The spec and requirements are objects; the terms and state are the words the
+    // market's calls take: the submitter's cancel of the open job simulates with them.
+    let open: JobRow = fetch::<JobDetail>(&http, &base, &format!("/v1/jobs/{JOB_REJECTED}"))
+        .await
+        .job;
+    assert_eq!(open.status.as_str(), "open");
+    assert_eq!(open.spec.as_ref().expect("a JSON spec")["version"], 1);
+    let posted = chain.job(JOB_REJECTED).await;
+    assert_eq!(
+        open.requirements,
+        RequirementsRow::new(&posted.terms.requirements)
+    );
+    assert_eq!(
+        open.requirements.max_price_per_gpu_hour,
+        posted.terms.requirements.max_price_per_gpu_hour.to_string()
+    );
+    let terms = terms_of(&open.terms);
+    let state = state_of(open.state.as_ref().expect("an open job's state"));
+    let market = JobMarket::new(chain.devnet.deployment.market, chain.provider(SUBMITTER));
+    market
+        .cancel(JOB_REJECTED, terms.clone(), state.clone())
+        .call()
+        .await
+        .expect("the submitter's cancel with the API's terms and state simulates");
+    let stale = JobMarket::JobState {
+        fields: state.fields ^ alloy::primitives::U256::from(1),
+        ..state
+    };
+    assert!(
+        market
+            .cancel(JOB_REJECTED, terms, stale)
+            .call()
+            .await
+            .is_err(),
+        "a wrong state is refused"
+    );
+    assert_eq!(lost.state, None, "a settled job has no state");
+    let raw: serde_json::Value = fetch(&http, &base, &format!("/v1/jobs/{JOB_REJECTED}")).await;
+    assert!(
+        raw["requirements"].is_object() && raw["spec"].is_object(),
+        "{raw}"
+    );
 
     let lines: Vec<LogLine> = fetch(&http, &base, "/v1/jobs/1/logs?tail=2").await;
     assert_eq!(
@@ -353,6 +415,8 @@ async fn the_read_api_answers_and_refuses_bad_input_by_name() {
         ("/v1/nodes?limit=201", "limit"),
         ("/v1/nodes?cursor=-3", "cursor"),
         ("/v1/jobs/abc", "id"),
+        ("/v1/jobs/9223372036854775808", "id"),
+        ("/v1/nodes/18446744073709551615", "id"),
         ("/v1/events?job=-1", "job"),
         ("/v1/events?job=four", "job"),
         ("/v1/events?node=1", "node"),
@@ -362,6 +426,48 @@ async fn the_read_api_answers_and_refuses_bad_input_by_name() {
         assert_eq!(status, StatusCode::BAD_REQUEST, "{path}");
         assert!(message.contains(name), "{path}: {message}");
     }
+    // The OpenAPI document gives each query its real type (the handlers read text, to
+    // name a bad value).
+    let doc: serde_json::Value = fetch(&http, &base, "/openapi.json").await;
+    let param = |path: &str, name: &str| {
+        doc["paths"][path]["get"]["parameters"]
+            .as_array()
+            .and_then(|ps| ps.iter().find(|p| p["name"] == name))
+            .map(|p| p["schema"].clone())
+            .unwrap_or_else(|| panic!("{path} has {name}"))
+    };
+    for (path, name, kind) in [
+        ("/v1/jobs", "limit", "integer"),
+        ("/v1/jobs", "node", "integer"),
+        ("/v1/jobs", "since", "integer"),
+        ("/v1/jobs", "cursor", "integer"),
+        ("/v1/jobs", "status", "string"),
+        ("/v1/jobs/{id}/logs", "tail", "integer"),
+        ("/v1/jobs/{id}/logs", "follow", "boolean"),
+        ("/v1/jobs/{id}/progress", "limit", "integer"),
+        ("/v1/nodes", "cursor", "integer"),
+        ("/v1/events", "job", "integer"),
+        ("/v1/stats/history", "minutes", "integer"),
+    ] {
+        let schema = param(path, name);
+        let types = schema["type"].clone();
+        assert!(
+            types == kind || types.as_array().is_some_and(|t| t.contains(&kind.into())),
+            "{path} {name}: {schema}"
+        );
+    }
+    let limit = param("/v1/jobs", "limit");
+    assert_eq!(
+        (limit["minimum"].as_f64(), limit["maximum"].as_f64()),
+        (Some(1.0), Some(200.0))
+    );
+    assert!(
+        param("/v1/jobs", "status")["pattern"]
+            .as_str()
+            .unwrap()
+            .contains("running")
+    );
+
     let (status, message) = error_of(get("/v1/jobs/999").await.unwrap()).await;
     assert_eq!(
         (status, message.as_str()),

@@ -302,6 +302,19 @@ async fn events_and_logs_stream_live_and_the_operational_endpoints_answer() {
     assert!(ready["lag"].as_u64().unwrap() <= gantry_api::http::DEFAULT_MAX_LAG);
     assert!(ready["streamLast"].as_u64().unwrap() >= ready["checkpoint"].as_u64().unwrap());
 
+    // The chain and contracts, as the web app's wallet transactions need them.
+    let network: gantry_protocol::api::NetworkInfo = json(get("/v1/network")).await;
+    let deployment = &chain.devnet.deployment;
+    assert_eq!(
+        (network.chain_id, network.market, network.token),
+        (
+            deployment.chain_id,
+            Some(deployment.market.to_checksum(None)),
+            Some(deployment.token.to_checksum(None))
+        )
+    );
+    assert_eq!(network.start_block, deployment.start_block);
+
     // The OpenAPI description and the metrics.
     let openapi: serde_json::Value = json(get("/openapi.json")).await;
     for path in [
@@ -312,6 +325,7 @@ async fn events_and_logs_stream_live_and_the_operational_endpoints_answer() {
         "/v1/nodes/{id}",
         "/v1/accounts/{address}",
         "/v1/stats/history",
+        "/v1/network",
         "/v1/events",
         "/readyz",
     ] {
@@ -327,6 +341,10 @@ async fn events_and_logs_stream_live_and_the_operational_endpoints_answer() {
         "AccountRow",
         "ProgressUpdate",
         "ErrorBody",
+        "NetworkInfo",
+        "RequirementsRow",
+        "TermsWords",
+        "StateWords",
     ] {
         assert!(
             openapi["components"]["schemas"][schema].is_object(),

@@ -8,7 +8,10 @@ use alloy::primitives::{Address, B256, U256};
 use gantry_api::model::{JobStatus, NodeStatus, with_failure_reports};
 use gantry_api::project::{self, Progress};
 use gantry_api::store::Store;
-use gantry_protocol::api::{AttemptOutcome, ChargeCause, Completion, Failure, JobDetail};
+use gantry_protocol::api::{
+    AttemptOutcome, ChargeCause, Completion, Failure, JobDetail, RequirementsRow, StateWords,
+    TermsWords,
+};
 use gantry_protocol::bindings::JobMarket;
 use gantry_protocol::market::Policy;
 use gantry_testkit::accounts::SUBMITTER;
@@ -75,6 +78,22 @@ pub(crate) async fn assert_matches_chain(chain: &TestNet, store: &Store) {
             row.state_hash,
             (stored != B256::ZERO).then(|| format!("{stored:#x}")),
             "job {id}'s state is the market's"
+        );
+        assert_eq!(
+            row.terms,
+            TermsWords::new(&job.terms.pack()),
+            "job {id}'s terms"
+        );
+        assert_eq!(
+            row.requirements,
+            RequirementsRow::new(&job.terms.requirements),
+            "job {id}"
+        );
+        let words = (stored != B256::ZERO && row.verification.is_none())
+            .then(|| StateWords::new(&job.state.pack()));
+        assert_eq!(
+            row.state, words,
+            "job {id}'s state as the market's calls take it"
         );
         if !row.status.is_settled() {
             let state = job.state;

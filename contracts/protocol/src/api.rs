@@ -11,6 +11,7 @@
 //!   GET /v1/stats          Stats
 //!   GET /v1/stats/history  History           Minute by minute
 //!   GET /v1/token          TokenInfo         how amounts are shown
+//!   GET /v1/network        NetworkInfo       the chain and contracts, for wallets
 //!   GET /v1/events (SSE)   job: JobRow, node: NodeView, progress: ProgressUpdate
 //!   a 400, 404 or 500      ErrorBody
 //! ```
@@ -123,10 +124,21 @@ pub struct JobRow {
     /// Longest an attempt may run, seconds, from its assignment.
     pub max_runtime: u64,
     pub spec_hash: String,
-    /// The spec JSON as posted (raw text; not necessarily valid).
-    pub spec: String,
-    /// `JobRequirements` as JSON.
-    pub requirements: String,
+    /// The spec as posted, when it is JSON (valid as a spec or not); none otherwise.
+    #[cfg_attr(feature = "openapi", schema(value_type = Option<Object>))]
+    pub spec: Option<serde_json::Value>,
+    /// The posted bytes as text (invalid UTF-8 replaced), only when they are not JSON.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub spec_text: Option<String>,
+    pub requirements: RequirementsRow,
+    /// The job's terms as the market's calls take them (`cancel`, `accept`, `dispute`).
+    #[serde(default)]
+    pub terms: TermsWords,
+    /// The job's state as the market's calls take them, while the market stores its hash
+    /// (`stateHash`); none once settled, with the policy unknown, or for a verified job
+    /// (whose calls take its `VerifiedState`).
+    #[serde(default)]
+    pub state: Option<StateWords>,
     /// What runs it (`docker`, `wasm`), as its terms say; `engine N` for a code this
     /// build does not know.
     #[serde(default = "docker")]
@@ -187,6 +199,124 @@ pub struct JobRow {
     /// A verified job's policy and draw; none for a tier-none job.
     #[serde(default)]
     pub verification: Option<VerificationRow>,
+}
+
+impl JobRow {
+    /// The spec's text: as posted when it was not JSON, else its JSON (the same value;
+    /// the posted bytes, to check against `specHash`, are in the job's `JobPosted`).
+    pub fn spec_text(&self) -> String {
+        match (&self.spec, &self.spec_text) {
+            (Some(value), _) => value.to_string(),
+            (None, Some(text)) => text.clone(),
+            (None, None) => String::new(),
+        }
+    }
+}
+
+/// What a job asks of its node (`JobRequirements`), as posted.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[serde(rename_all = "camelCase")]
+pub struct RequirementsRow {
+    /// The GPU model id (bytes32, `0x…`: the model's name, spaces as dashes, zero-padded);
+    /// zero accepts any model.
+    pub gpu_model: String,
+    pub min_gpu_count: u64,
+    #[serde(rename = "minVramMiB")]
+    pub min_vram_mib: u64,
+    pub min_cpu_cores: u64,
+    #[serde(rename = "minRamMiB")]
+    pub min_ram_mib: u64,
+    /// Highest node price per GPU-hour accepted, base units; `ANY_PRICE` (2^96 − 1) is
+    /// any price.
+    pub max_price_per_gpu_hour: String,
+    /// Longest an attempt may run, seconds.
+    pub max_runtime: u64,
+    pub priority: u64,
+    /// The engine's code: 0 Docker, 1 WASM.
+    pub engine: u64,
+}
+
+/// 2^96 − 1: the price limit of a job that accepts any price.
+pub const ANY_PRICE: &str = "79228162514264337593543950335";
+
+impl RequirementsRow {
+    pub fn new(r: &crate::eligibility::Requirements) -> Self {
+        Self {
+            gpu_model: format!("{:#x}", r.gpu_model),
+            min_gpu_count: u64::from(r.min_gpu_count),
+            min_vram_mib: u64::from(r.min_vram_mib),
+            min_cpu_cores: u64::from(r.min_cpu_cores),
+            min_ram_mib: u64::from(r.min_ram_mib),
+            max_price_per_gpu_hour: r.max_price_per_gpu_hour.to_string(),
+            max_runtime: u64::from(r.max_runtime),
+            priority: u64::from(r.priority),
+            engine: u64::from(r.engine),
+        }
+    }
+
+    /// The requirements as the contracts take them; none when a field is out of its
+    /// range (a row not made by [`RequirementsRow::new`]).
+    pub fn to_sol(&self) -> Option<crate::bindings::JobMarket::JobRequirements> {
+        use alloy::primitives::aliases::U96;
+        Some(crate::bindings::JobMarket::JobRequirements {
+            gpuModel: self.gpu_model.parse().ok()?,
+            minGpuCount: self.min_gpu_count.try_into().ok()?,
+            minVramMiB: self.min_vram_mib.try_into().ok()?,
+            minCpuCores: self.min_cpu_cores.try_into().ok()?,
+            minRamMiB: self.min_ram_mib.try_into().ok()?,
+            maxPricePerGpuHour: self.max_price_per_gpu_hour.parse::<U96>().ok()?,
+            maxRuntime: self.max_runtime.try_into().ok()?,
+            priority: self.priority.try_into().ok()?,
+            engine: self.engine.try_into().ok()?,
+        })
+    }
+}
+
+/// `JobTerms`, the five words as `JobPosted` emitted them (`0x…`, 32 bytes each).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[serde(rename_all = "camelCase")]
+pub struct TermsWords {
+    pub party: String,
+    pub spec_hash: String,
+    pub gpu_model: String,
+    pub limits: String,
+    pub max_price_per_gpu_hour: String,
+}
+
+impl TermsWords {
+    pub fn new(t: &crate::bindings::JobMarket::JobTerms) -> Self {
+        Self {
+            party: word(t.party.into()),
+            spec_hash: word(t.specHash),
+            gpu_model: word(t.gpuModel),
+            limits: word(t.limits.into()),
+            max_price_per_gpu_hour: word(t.maxPricePerGpuHour.into()),
+        }
+    }
+}
+
+/// `JobState`, its two words (`0x…`, 32 bytes each).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[serde(rename_all = "camelCase")]
+pub struct StateWords {
+    pub terms: String,
+    pub fields: String,
+}
+
+impl StateWords {
+    pub fn new(s: &crate::bindings::JobMarket::JobState) -> Self {
+        Self {
+            terms: word(s.terms),
+            fields: word(s.fields.into()),
+        }
+    }
+}
+
+fn word(w: alloy::primitives::B256) -> String {
+    format!("{w:#x}")
 }
 
 /// A verified job's policy (its terms) and the further words of its state
@@ -869,6 +999,25 @@ pub struct TokenInfo {
     pub decimals: u8,
 }
 
+/// `GET /v1/network`: the chain and contracts the API projects, for a browser that sends
+/// transactions through its wallet (the market serves the node calls too).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[serde(rename_all = "camelCase")]
+pub struct NetworkInfo {
+    pub chain_id: u64,
+    /// The market's address; none when the API was not told (`--market`).
+    pub market: Option<String>,
+    /// The payment token's address; none when the API was not told (`--token`).
+    pub token: Option<String>,
+    /// The block the market was deployed in (where its logs start).
+    pub start_block: u64,
+    /// A JSON-RPC endpoint a wallet may add for this chain; none when not public.
+    pub rpc_url: Option<String>,
+    pub token_symbol: String,
+    pub token_decimals: u8,
+}
+
 impl Default for TokenInfo {
     /// The dev network's token.
     fn default() -> Self {
@@ -976,8 +1125,10 @@ mod tests {
             r#"{
             "jobId": 3, "submitter": "0x1", "status": "disputed", "attempts": 1, "faults": 0,
             "barred": 0, "barredNodes": [], "bounty": "12500000", "fromCredits": "0",
-            "deadline": 100, "maxRuntime": 60, "specHash": "0x2", "spec": "{}",
-            "requirements": "{}", "priority": 1, "policyVersion": 1,
+            "deadline": 100, "maxRuntime": 60, "specHash": "0x2", "spec": {},
+            "requirements": {"gpuModel": "0x0", "minGpuCount": 0, "minVramMiB": 0,
+                "minCpuCores": 1, "minRamMiB": 0, "maxPricePerGpuHour": "1", "maxRuntime": 60,
+                "priority": 1, "engine": 0}, "priority": 1, "policyVersion": 1,
             "policy": {"version": 1, "feeBps": 250, "challengeWindow": 30,
                 "disputeBond": "10000000", "disputePeriod": 300, "slashBps": 1000,
                 "maxAttempts": 3},
@@ -1056,7 +1207,9 @@ mod tests {
         let old: JobRow = serde_json::from_value(serde_json::json!({
             "jobId": 1, "submitter": "0x1", "status": "open", "attempts": 0, "faults": 0,
             "barred": 0, "barredNodes": [], "bounty": "1", "fromCredits": "0", "deadline": 9,
-            "maxRuntime": 1, "specHash": "0x2", "spec": "{}", "requirements": "{}",
+            "maxRuntime": 1, "specHash": "0x2", "spec": {}, "requirements": {"gpuModel": "0x0", "minGpuCount": 0, "minVramMiB": 0,
+                "minCpuCores": 1, "minRamMiB": 0, "maxPricePerGpuHour": "1", "maxRuntime": 60,
+                "priority": 1, "engine": 0},
             "priority": 0, "policyVersion": 1, "policy": null, "nodeId": null,
             "claimed": false, "assignedAt": null, "until": null, "resultHash": null,
             "resultUri": null, "dispute": null, "charges": [], "payout": null, "fee": null,

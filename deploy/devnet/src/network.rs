@@ -531,7 +531,14 @@ impl Network {
                 "--database-url",
                 &format!("sqlite://{}", database.display()),
             ])
-            .args(["--listen", &format!("127.0.0.1:{port}")]);
+            .args(["--listen", &format!("127.0.0.1:{port}")])
+            .args(["--market", &self.devnet.deployment.market.to_string()])
+            .args(["--token", &self.devnet.deployment.token.to_string()])
+            .args([
+                "--start-block",
+                &self.devnet.deployment.start_block.to_string(),
+            ])
+            .args(["--public-rpc-url", &self.devnet.anvil.endpoint()]);
         self.start_service(name, port, spawn)
     }
 

@@ -55,10 +55,10 @@ pub fn describe(detail: &JobDetail, money: &Money) -> String {
         );
     }
     fact("deadline", units::format_time(job.deadline));
-    if let Ok(r) = serde_json::from_str::<JobMarket::JobRequirements>(&job.requirements) {
+    if let Some(r) = job.requirements.to_sol() {
         fact("needs", output::requirements(&r, money));
     }
-    if let Ok(spec) = serde_json::from_str::<gantry_protocol::spec::JobSpec>(&job.spec) {
+    if let Ok(spec) = gantry_protocol::spec::JobSpec::from_slice(job.spec_text().as_bytes()) {
         let command = if spec.command.is_empty() {
             String::new()
         } else {

@@ -370,7 +370,7 @@ impl KeyServer {
     /// warned about, any other is let be.
     async fn start(ctx: &Context, detail: &JobDetail, display: &mut Display) -> Option<Self> {
         let job_id = detail.job.job_id;
-        let spec = JobSpec::from_slice(detail.job.spec.as_bytes()).ok()?;
+        let spec = JobSpec::from_slice(detail.job.spec_text().as_bytes()).ok()?;
         spec.encryption.as_ref()?.job_key.as_ref()?;
         match Self::try_start(ctx, detail).await {
             Ok(server) => Some(server),
@@ -404,7 +404,7 @@ impl KeyServer {
         let identity = ctx.identity().await?;
         let submitter = keys::submitter(chain, &identity.identity)?;
         submitter
-            .job_key(job_id, detail.job.spec.as_bytes())
+            .job_key(job_id, detail.job.spec_text().as_bytes())
             .map_err(|e| {
                 CliError::Refused(format!("{e}; your identity is {}", identity.describe()))
             })?;

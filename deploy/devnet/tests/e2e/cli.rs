@@ -337,7 +337,7 @@ async fn a_wasm_job_through_the_cli_from_a_local_module_to_its_payout() {
     let detail = get(&network, &format!("/v1/jobs/{job}")).await;
     assert_eq!(detail["engine"], "wasm", "{detail}");
     assert_eq!(detail["attempts"], 1, "{detail}");
-    let spec: serde_json::Value = serde_json::from_str(detail["spec"].as_str().unwrap()).unwrap();
+    let spec = &detail["spec"];
     let uri = spec["wasm"]["module"]["uri"].as_str().unwrap();
     assert!(
         uri.starts_with(&format!(
@@ -417,7 +417,7 @@ async fn encrypted_a_job_through_the_cli_from_a_secret_input_to_its_decrypted_re
     // The spec on chain names the encrypted input by its ciphertext; the store holds that.
     let detail = get(&network, &format!("/v1/jobs/{job}")).await;
     let spec: gantry_protocol::spec::JobSpec =
-        serde_json::from_str(detail["spec"].as_str().unwrap()).unwrap();
+        serde_json::from_value(detail["spec"].clone()).unwrap();
     let input = &spec.inputs[0];
     assert!(input.encrypted && spec.encryption.is_some(), "{spec:?}");
     let js = async_nats::jetstream::new(
