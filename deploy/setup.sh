@@ -20,6 +20,8 @@ OZ_VERSION="5.4.0"
 FORGE_STD_CARRIER="@layerzerolabs/toolbox-foundry@0.1.13" # ships forge-std 1.9.7
 NATS_VERSION="2.15.1"
 PLAYWRIGHT_VERSION="1.65.1" # drives Debian's chromium in the dashboard test
+ETHERS_VERSION="6.17.0" # embedded in gantry-api as the web app's /assets/vendor/ethers.min.js
+SCHEMATHESIS_VERSION="4.32.5" # tests the API against its OpenAPI document
 
 log() { printf '[setup] %s\n' "$*" >&2; }
 
@@ -30,13 +32,13 @@ stamp_set() { printf '%s' "$2" >"$TOOLS/.$1.stamp"; }
 
 install_npm() {
   local want="foundry=$FOUNDRY_VERSION solc=$SOLC_VERSION oz=$OZ_VERSION std=$FORGE_STD_CARRIER"
-  want+=" playwright=$PLAYWRIGHT_VERSION"
+  want+=" playwright=$PLAYWRIGHT_VERSION ethers=$ETHERS_VERSION"
   if stamp_ok npm "$want" && [[ -x "$BIN/forge" && -x "$BIN/solc" && -e "$ROOT/contracts/lib/forge-std" &&
-    -d "$TOOLS/npm/node_modules/playwright-core" ]]; then
+    -d "$TOOLS/npm/node_modules/playwright-core" && -f "$TOOLS/npm/node_modules/ethers/dist/ethers.min.js" ]]; then
     return
   fi
   command -v npm >/dev/null || { log "npm missing: installing Debian's nodejs and npm"; apt_install nodejs npm; }
-  log "installing Foundry $FOUNDRY_VERSION, solc $SOLC_VERSION, OpenZeppelin $OZ_VERSION, forge-std, playwright-core $PLAYWRIGHT_VERSION (npm)"
+  log "installing Foundry $FOUNDRY_VERSION, solc $SOLC_VERSION, OpenZeppelin $OZ_VERSION, forge-std, playwright-core $PLAYWRIGHT_VERSION, ethers $ETHERS_VERSION (npm)"
   npm install --silent --no-audit --no-fund --no-save --prefix "$TOOLS/npm" \
     "@foundry-rs/forge-linux-amd64@$FOUNDRY_VERSION" \
     "@foundry-rs/anvil-linux-amd64@$FOUNDRY_VERSION" \
@@ -44,7 +46,8 @@ install_npm() {
     "solc@$SOLC_VERSION" \
     "@openzeppelin/contracts@$OZ_VERSION" \
     "$FORGE_STD_CARRIER" \
-    "playwright-core@$PLAYWRIGHT_VERSION" >&2
+    "playwright-core@$PLAYWRIGHT_VERSION" \
+    "ethers@$ETHERS_VERSION" >&2
   local tool
   for tool in forge anvil cast; do
     ln -sf "$TOOLS/npm/node_modules/@foundry-rs/$tool-linux-amd64/bin/$tool" "$BIN/$tool"
@@ -95,6 +98,20 @@ PY
   stamp_set nats "$NATS_VERSION"
 }
 
+# Schemathesis (PyPI) in its own virtual environment, for the API test that runs it against
+# the OpenAPI document (api/tests/it/schemathesis.rs). Debian's python3 needs python3-venv
+# (ensurepip) for `python3 -m venv`.
+install_schemathesis() {
+  if stamp_ok schemathesis "$SCHEMATHESIS_VERSION" && [[ -x "$BIN/schemathesis" ]]; then return; fi
+  command -v python3 >/dev/null || { log "python3 missing: installing Debian's"; apt_install python3; }
+  python3 -c 'import ensurepip' 2>/dev/null || { log "installing Debian's python3-venv"; apt_install python3-venv; }
+  log "installing schemathesis $SCHEMATHESIS_VERSION (PyPI, in .tools/venv)"
+  [[ -x "$TOOLS/venv/bin/pip" ]] || python3 -m venv "$TOOLS/venv"
+  "$TOOLS/venv/bin/pip" install --quiet --disable-pip-version-check "schemathesis==$SCHEMATHESIS_VERSION" >&2
+  ln -sf "$TOOLS/venv/bin/schemathesis" "$BIN/schemathesis"
+  stamp_set schemathesis "$SCHEMATHESIS_VERSION"
+}
+
 APT_UPDATED=0
 apt_install() {
   if [[ $APT_UPDATED == 0 ]]; then
@@ -140,5 +157,6 @@ install_debian() {
 install_npm
 if [[ $WHAT == all ]]; then
   install_nats
+  install_schemathesis
   install_debian
 fi

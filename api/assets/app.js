@@ -8,6 +8,9 @@ import * as job from './views/job.js';
 import * as nodes from './views/nodes.js';
 import * as network from './views/network.js';
 import * as account from './views/account.js';
+import * as submit from './views/submit.js';
+import * as operate from './views/operate.js';
+import { mountWalletBar } from './walletbar.js';
 
 const view = document.getElementById('view');
 
@@ -17,6 +20,8 @@ const ROUTES = [
   { path: /^\/nodes$/, nav: 'nodes', mount: () => nodes.mount(view) },
   { path: /^\/nodes\/(\d+)$/, nav: 'nodes', mount: ([, id]) => nodes.mountOne(view, Number(id)) },
   { path: /^\/network$/, nav: 'network', mount: () => network.mount(view) },
+  { path: /^\/submit$/, nav: 'submit', mount: () => submit.mount(view) },
+  { path: /^\/operate$/, nav: 'operate', mount: () => operate.mount(view) },
   { path: /^\/accounts\/(0x[0-9a-fA-F]{40})$/, nav: 'jobs', mount: ([, address]) => account.mount(view, address.toLowerCase()) },
 ];
 
@@ -49,6 +54,7 @@ function showLive() {
   el.querySelector('.text').textContent = text;
 }
 
+mountWalletBar(document.getElementById('wallet'));
 live.on('state', showLive);
 live.on('block', showLive);
 live.start();

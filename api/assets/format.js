@@ -63,6 +63,21 @@ export function tokens(base) {
 /** `50000000` → `50.00 gUSD`. */
 export const money = (base) => `${tokens(base)} ${SYMBOL}`;
 
+/** 2^96 − 1: the price limit of a job that takes any price (what the CLI posts without
+ * `--max-price`). */
+export const ANY_PRICE = (1n << 96n) - 1n;
+
+/** A job's price limit per GPU-hour in words: `any price`, or `≤ 2.50 gUSD per GPU-hour`. */
+export const priceLimit = (base) => (big(base) >= ANY_PRICE ? 'any price' : `≤ ${money(base)} per GPU-hour`);
+
+/** GPUs asked for or offered, as the CLI says them: `no GPU`, `2× any GPU`,
+ * `8× NVIDIA-H100-80GB`. */
+export function gpus(count, model) {
+  const n = Number(big(count));
+  if (!n && !model) return 'no GPU';
+  return `${n}× ${model || 'any GPU'}`;
+}
+
 /** Seconds as `45s`, `3m 07s`, `2h 05m`, `4d 3h`, `12y`. */
 export function duration(seconds) {
   let s = Math.max(0, Math.round(Number(seconds) || 0));
@@ -123,6 +138,13 @@ export function bytes(n) {
   return `${i ? value.toFixed(1) : value} ${units[i]}`;
 }
 
+/** A GPU model's name as its bytes32 id, as the CLI and the worker make it: the name,
+ * spaces as dashes, right-padded with zeros and cut at 32 bytes. */
+export function modelId(name) {
+  const bytes = new TextEncoder().encode(name.trim().split(/\s+/).join('-')).slice(0, 32);
+  return `0x${[...bytes].map((b) => b.toString(16).padStart(2, '0')).join('').padEnd(64, '0')}`;
+}
+
 /** A right-padded bytes32 (0x hex) as its text: `NVIDIA-H100-80GB`; empty for zero. */
 export function bytes32Text(hex) {
   if (typeof hex !== 'string' || !hex.startsWith('0x')) return String(hex ?? '');
@@ -144,9 +166,25 @@ export function parseJson(text) {
   }
 }
 
-/** The image a job spec names, without registry, tag or digest: `acme/train`. */
-export function imageName(specText) {
-  const spec = parseJson(specText);
+/** A JSON value the API sends as an object or (older APIs) as JSON text: the object, or
+ * null when it is neither. */
+export function jsonObject(value) {
+  const parsed = typeof value === 'string' ? parseJson(value) : value;
+  return parsed !== null && typeof parsed === 'object' ? parsed : null;
+}
+
+/** A job's spec: `{json}` when it is JSON (`spec` an object, or JSON text from an older
+ * API), else `{text}`, the posted bytes as text (`specText`, or the text itself). */
+export function jobSpec(job) {
+  const json = jsonObject(job.spec);
+  if (json) return { json };
+  return { text: typeof job.spec === 'string' ? job.spec : job.specText ?? '' };
+}
+
+/** The image a job's spec names, without registry, tag or digest: `acme/train`; a WASM
+ * module's file name. */
+export function imageName(job) {
+  const spec = jobSpec(job).json;
   if (spec?.engine === 'wasm') {
     const uri = spec.wasm?.module?.uri;
     const file = typeof uri === 'string' ? uri.split(/[?#]/)[0].split('/').filter(Boolean).pop() : '';

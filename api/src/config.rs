@@ -61,6 +61,10 @@ pub struct Config {
     /// A JSON-RPC URL of the chain that users' wallets may add (`GET /v1/network`).
     #[arg(long, env = "GANTRY_PUBLIC_RPC_URL")]
     pub public_rpc_url: Option<String>,
+    /// The NATS URL workers join, for the worker config the web app prints (`GET
+    /// /v1/network`; no credentials: workers join by the handshake).
+    #[arg(long, env = "GANTRY_PUBLIC_NATS_URL")]
+    pub public_nats_url: Option<String>,
     /// The Prometheus recorder whose text `/metrics` serves (set by the binary, which
     /// installs it; none: `/metrics` answers 404).
     #[arg(skip)]
@@ -93,6 +97,7 @@ impl Config {
             token: None,
             start_block: 0,
             public_rpc_url: None,
+            public_nats_url: None,
             metrics: None,
         }
     }
@@ -128,6 +133,7 @@ impl Config {
             token: self.token.map(|a| a.to_checksum(None)),
             start_block: self.start_block,
             rpc_url: self.public_rpc_url.clone(),
+            nats_url: self.public_nats_url.clone(),
             token_symbol: self.token_symbol.clone(),
             token_decimals: self.token_decimals,
         }

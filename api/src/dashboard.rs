@@ -6,6 +6,11 @@
 //! Assets are answered with `Cache-Control: no-cache` and an `ETag` (a hash of their
 //! content), so that a browser revalidates them and an upgraded binary is never hidden
 //! behind a stale cache, at the price of a 304 per asset and page load.
+//!
+//! Besides `assets/`, `build.rs` provides what the web app needs to talk to the chain
+//! through the wallet: `vendor/ethers.min.js` (ethers' one-file ES module, from
+//! `deploy/setup.sh`'s npm install; a stub that throws when that is missing) and
+//! `abi/{JobMarket,NodeRegistry,GantryTestToken}.json` (`{"abi": …}` only, no bytecode).
 
 use std::sync::LazyLock;
 
@@ -31,9 +36,18 @@ macro_rules! asset {
             body: include_bytes!(concat!("../assets/", $path)),
         }
     };
+    // Made by build.rs.
+    ($path:literal, $content_type:expr, out_dir: $file:literal) => {
+        Asset {
+            path: $path,
+            content_type: $content_type,
+            body: include_bytes!(concat!(env!("OUT_DIR"), "/", $file)),
+        }
+    };
 }
 
 const JS: &str = "text/javascript; charset=utf-8";
+const JSON: &str = "application/json";
 
 static ASSETS: &[Asset] = &[
     asset!("index.html", "text/html; charset=utf-8"),
@@ -42,12 +56,22 @@ static ASSETS: &[Asset] = &[
     asset!("api.js", JS),
     asset!("charts.js", JS),
     asset!("format.js", JS),
+    asset!("validate.js", JS),
     asset!("views/jobs.js", JS),
     asset!("views/job.js", JS),
     asset!("views/nodes.js", JS),
     asset!("views/network.js", JS),
     asset!("views/account.js", JS),
+    asset!("views/submit.js", JS),
+    asset!("views/operate.js", JS),
+    asset!("views/actions.js", JS),
+    asset!("wallet.js", JS),
+    asset!("walletbar.js", JS),
     asset!("favicon.svg", "image/svg+xml"),
+    asset!("vendor/ethers.min.js", JS, out_dir: "ethers.min.js"),
+    asset!("abi/JobMarket.json", JSON, out_dir: "abi/JobMarket.json"),
+    asset!("abi/NodeRegistry.json", JSON, out_dir: "abi/NodeRegistry.json"),
+    asset!("abi/GantryTestToken.json", JSON, out_dir: "abi/GantryTestToken.json"),
 ];
 
 /// Entity tags of [`ASSETS`], by index. Weak: the compression layer may send the same

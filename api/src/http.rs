@@ -208,6 +208,7 @@ impl IntoResponse for ApiError {
         get_job,
         job_progress,
         job_logs,
+        job_result,
         list_nodes,
         get_node,
         get_account,
@@ -230,6 +231,7 @@ pub fn router(state: AppState, config: HttpConfig) -> Router {
         .route("/v1/jobs/{id}", get(get_job))
         .route("/v1/jobs/{id}/progress", get(job_progress))
         .route("/v1/jobs/{id}/logs", get(job_logs))
+        .route("/v1/jobs/{id}/result", get(job_result))
         .route("/v1/nodes", get(list_nodes))
         .route("/v1/nodes/{id}", get(get_node))
         .route("/v1/accounts/{address}", get(get_account))
@@ -313,12 +315,20 @@ fn number<T: std::str::FromStr>(name: &str, value: &Option<String>) -> Result<Op
         .transpose()
 }
 
-/// A non-negative integer that fits SQL's BIGINT.
+/// The largest id or time a query or path takes: 2^53 − 1, what a JavaScript number
+/// holds exactly (and within SQL's BIGINT), as the OpenAPI document says.
+pub const MAX_ID: u64 = (1 << 53) - 1;
+
+/// A non-negative integer up to [`MAX_ID`].
 fn non_negative(name: &str, value: &Option<String>) -> Result<Option<u64>, ApiError> {
     number::<i64>(name, value)?
         .map(|n| {
             u64::try_from(n)
-                .map_err(|_| ApiError::bad_parameter(name, "must be a non-negative integer"))
+                .ok()
+                .filter(|n| *n <= MAX_ID)
+                .ok_or_else(|| {
+                    ApiError::bad_parameter(name, &format!("must be an integer, 0 to {MAX_ID}"))
+                })
         })
         .transpose()
 }
@@ -391,11 +401,12 @@ async fn list_jobs(
     Ok(Json(page(jobs, limit, |j| j.job.job_id)))
 }
 
-/// A path id: a non-negative integer that fits the store's BIGINT.
+/// A path id: a non-negative integer up to [`MAX_ID`].
 fn id(raw: &str, what: &str) -> Result<u64, ApiError> {
     raw.parse::<i64>()
         .ok()
         .and_then(|n| u64::try_from(n).ok())
+        .filter(|n| *n <= MAX_ID)
         .ok_or_else(|| ApiError {
             status: StatusCode::BAD_REQUEST,
             message: format!("path parameter `id`: {what} ids are non-negative integers"),
@@ -501,7 +512,10 @@ pub struct LogsQuery {
     params(("id" = u64, Path, description = "job id", maximum = 9007199254740991.0), LogsQuery),
     responses(
         (status = 200, description = "JSON lines, or `text/event-stream` with follow=true",
-            body = Vec<LogLine>),
+            content(
+                (Vec<LogLine> = "application/json"),
+                (String = "text/event-stream")
+            )),
         (status = 400, body = ErrorBody),
         (status = 404, body = ErrorBody)
 ))]
@@ -718,6 +732,69 @@ async fn list_nodes(
         .map(|n| NodeView::new(n, now, min_stake.as_deref()))
         .collect();
     Ok(Json(page(views, limit, |n| n.node.node_id)))
+}
+
+/// A job's result as its node stored it in this network's results bucket, for a browser
+/// to check against the job's `resultHash` (an encrypted job's is ciphertext: its
+/// `resultUri` names the ciphertext's SHA-256). The bytes are streamed as stored; the
+/// API checks nothing a reader should not check itself. A result stored elsewhere is
+/// not served (a 404 saying so): fetch it from its `resultUri`.
+#[utoipa::path(get, path = "/v1/jobs/{id}/result",
+    params(("id" = u64, Path, description = "job id", maximum = 9007199254740991.0)),
+    responses(
+        (status = 200, description = "the stored bytes", content_type = "application/octet-stream",
+            body = Vec<u8>),
+        (status = 400, body = ErrorBody),
+        (status = 404, description = "no such job, no result yet, or not stored here",
+            body = ErrorBody)
+))]
+async fn job_result(
+    State(state): State<AppState>,
+    Path(raw): Path<String>,
+) -> Result<Response, ApiError> {
+    let job_id = id(&raw, "job")?;
+    let job = job_or_404(&state, job_id).await?;
+    let uri = job
+        .result_uri
+        .ok_or_else(|| ApiError::not_found(format!("job {job_id}'s result")))?;
+    let elsewhere = || ApiError {
+        status: StatusCode::NOT_FOUND,
+        message: format!(
+            "job {job_id}'s result is not stored on this network: fetch it from {uri}"
+        ),
+    };
+    let nats = state.nats.as_ref().ok_or_else(elsewhere)?;
+    let bucket = gantry_protocol::names::results_bucket(nats.chain_id);
+    let (node, key) = uri
+        .strip_prefix(&format!("nats://{bucket}/"))
+        .map(|rest| rest.split_once('#').map_or(rest, |(path, _)| path))
+        .and_then(|path| path.split_once('/'))
+        .and_then(|(node, key)| Some((node.parse::<u64>().ok()?, key)))
+        .filter(|(_, key)| !key.is_empty())
+        .ok_or_else(elsewhere)?;
+    let object = gantry_runtime::objects::get(&nats.js, &bucket, node, key)
+        .await
+        .map_err(|error| {
+            tracing::warn!(%error, job_id, "reading a result");
+            ApiError {
+                status: StatusCode::BAD_GATEWAY,
+                message: format!("job {job_id}'s result could not be read from the store"),
+            }
+        })?
+        .ok_or_else(|| ApiError::not_found(format!("job {job_id}'s stored result")))?;
+    let size = object.info.size;
+    Ok((
+        [
+            (header::CONTENT_TYPE, "application/octet-stream".to_owned()),
+            (header::CONTENT_LENGTH, size.to_string()),
+            (
+                header::CONTENT_DISPOSITION,
+                format!("attachment; filename=\"job-{job_id}-result\""),
+            ),
+        ],
+        axum::body::Body::from_stream(object.bytes(size as u64)),
+    )
+        .into_response())
 }
 
 /// One node, with its active jobs and its slashes (with their jobs).

@@ -30,8 +30,8 @@ export function mount(root, address) {
         <dt>Deposited</dt><dd data-part="deposited">${money(account.deposited)}</dd>
         <dt>Withdrawn</dt><dd>${money(account.withdrawn)}</dd>
         <dt>Bounties</dt><dd>${money(account.bounties)}${big(account.fromCredits) ? html` <span class="muted">(${money(account.fromCredits)} of them from credits)</span>` : ''}</dd>
-        <dt>Refunded</dt><dd data-part="refunded">${money(account.refunded)}</dd>
-        <dt>Dispute bonds</dt><dd data-part="bonds">${money(account.bondsPosted)} posted <span class="muted">${money(account.bondsReturned)} returned</span></dd>
+        <dt>Refunded</dt><dd data-part="refunded">${money(account.refunded)} <span class="muted" title="Bounties of failed, cancelled and expired jobs and of a verified job's unpaid seats, and the referees' pay a provider whose result was overturned repaid">bounties credited back; nodes' slashes go to the treasury, not here</span></dd>
+        <dt title="A refereed dispute's bond counts its referees' prepay; returned: the bond of a dispute the submitter won, the prepay not paid out">Dispute bonds</dt><dd data-part="bonds">${money(account.bondsPosted)} posted <span class="muted">${money(account.bondsReturned)} returned</span></dd>
       </dl>`
       : html`<p class="muted">No deposit, job or refund of this account yet.</p>`;
     tbody.innerHTML = jobs.length

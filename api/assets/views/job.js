@@ -8,27 +8,44 @@
 import { coalesce, follow, getJson } from '../api.js';
 import { lineChart } from '../charts.js';
 import {
-  ago, bar, big, bytes, bytes32Text, dateTime, duration, money, html, mib, nowSecs, parseJson,
-  percent, short, status, until,
+  ago, bar, big, bytes, bytes32Text, dateTime, duration, gpus, jobSpec, jsonObject, money, html,
+  mib, nowSecs, percent, priceLimit, short, status, until,
 } from '../format.js';
 import { currentProgress } from './jobs.js';
+import { actionsBar, bindActions } from './actions.js';
+import { wallet } from '../wallet.js';
 
 const MAX_LOG_LINES = 2000;
 /** Progress reports kept for the charts (the oldest go first). */
 const MAX_REPORTS = 5000;
+/** The events' amounts in the token (their uint96 and uint256 fields, but `Drawn.seats`),
+ * and those of the parameters and capabilities they carry. */
 const AMOUNT_FIELDS = new Set([
-  'bounty', 'payout', 'fee', 'refund', 'bond', 'amount', 'stake', 'exposure', 'fromCredits',
-  'bondToSubmitter', 'bondToProvider', 'locked', 'unlocked', 'seatStake', 'charged', 'prepay',
-  'toSubmitter', 'toProvider',
+  'amount', 'bond', 'bondToProvider', 'bondToSubmitter', 'bounty', 'charged', 'exposure', 'fee',
+  'forfeited', 'fromCredits', 'locked', 'payout', 'prepay', 'refund', 'seatStake', 'stake',
+  'toProvider', 'toSubmitter', 'unlocked',
+  'disputeBond', 'minStake', 'poolFloor', 'seatFloor', 'minVerifiedBounty', 'pricePerGpuHour',
+  'maxPricePerGpuHour',
 ]);
 /** Event fields that are chain times (besides `…At`). */
-const TIME_FIELDS = new Set(['deadline', 'until', 'commitEnd', 'revealBy']);
-/** The contract's kinds (`CompletionKind`, `FailureKind`, `ReclaimKind`) by event, in words. */
-const KINDS = {
-  JobCompleted: ['accepted', 'finalized', 'dispute won', 'dispute lapsed'],
-  JobFailed: ['out of attempts', 'past its deadline', 'dispute lost'],
-  JobReclaimed: ['node inactive', 'runtime exceeded'],
+const TIME_FIELDS = new Set(['deadline', 'until', 'commitEnd', 'revealBy', 'lastHeartbeat', 'at']);
+/** The events' enums in words, by event and field: `CompletionKind`, `FailureKind`,
+ * `ReclaimKind` (contracts/src/types/Types.sol) and the referees' outcome
+ * (`IVerificationEvents.RefereesDecided`). */
+const ENUMS = {
+  JobCompleted: {
+    kind: ['accepted', 'finalized', 'dispute won', 'dispute lapsed', 'upheld by the referees'],
+  },
+  JobFailed: {
+    kind: ['out of attempts', 'past its deadline', 'dispute lost', 'no quorum', 'overturned by the referees'],
+  },
+  JobReclaimed: { kind: ['node inactive', 'runtime exceeded'] },
+  RefereesDecided: {
+    outcome: ['upheld', 'overturned', 'no majority: the arbiter decides', 'overturned: the provider never revealed'],
+  },
 };
+/** Bits of a node id in `Drawn.seats` (seat i's at bits [48i, 48i + 47]). */
+const SEAT_BITS = 48n;
 /** The API's names of them. */
 const COMPLETION = {
   accepted: 'accepted by the submitter',
@@ -61,6 +78,8 @@ const OUTCOME = {
   reclaimedRuntimeExceeded: 'reclaimed: ran past its runtime',
   disputeLost: 'lost the dispute',
 };
+/** A worker's report of an attempt (`CompletionReport.status`). */
+const REPORT = { submitted: 'submitted', jobFault: "the job's fault", nodeFault: "the node's fault" };
 /** Whose fault an attempt's end was (`AttemptRow.fault`). */
 const FAULT = { none: '', job: "the job's", node: "the node's" };
 /** What a job waits for (`until`), by status. */
@@ -81,6 +100,7 @@ export function mount(root, id) {
       <a class="back" href="#/jobs">← Jobs</a>
       <h1>Job #${id} <span data-part="status"></span></h1>
     </header>
+    <div class="job-actions" data-part="actions"><span data-part="action-buttons"></span><span class="muted" data-part="action-note" aria-live="polite"></span></div>
     <p class="error" hidden></p>
     <div class="grid">
       <div class="card" data-part="overview"><p class="muted">Loading…</p></div>
@@ -112,6 +132,7 @@ export function mount(root, id) {
 
   const render = () => {
     part('status').innerHTML = status(job.status);
+    part('action-buttons').innerHTML = actionsBar(job);
     part('overview').innerHTML = overview(job);
     part('progress').innerHTML = progressCard(job);
     const pending = pendingCard(job);
@@ -127,8 +148,8 @@ export function mount(root, id) {
       part(name).innerHTML = shown ?? '';
     }
     part('timeline').innerHTML = html`${job.timeline.map(timelineEntry)}`;
-    const spec = parseJson(job.spec);
-    part('spec').textContent = spec ? JSON.stringify(spec, null, 2) : job.spec;
+    const spec = jobSpec(job);
+    part('spec').textContent = spec.json ? JSON.stringify(spec.json, null, 2) : spec.text;
     renderCharts();
   };
   const renderCharts = () => {
@@ -181,11 +202,14 @@ export function mount(root, id) {
       render();
     },
     apply({ type, data }) {
-      if (data.jobId !== id || !job) return;
+      if (data.jobId !== id) return;
+      // A job event carries the row only; it also brings a job this page opened before
+      // the API had it (just posted from the submit page).
       if (type === 'job') {
         reloadJob();
         return;
       }
+      if (!job) return;
       if (history.length && data.atMs <= history[history.length - 1].atMs) return;
       history.push(data);
       if (history.length > MAX_REPORTS) history.shift();
@@ -196,9 +220,15 @@ export function mount(root, id) {
     failed: showError,
   });
   const stopLogs = followLogs(id, part('logs'), part('logs-state'));
+  bindActions(part('actions'), () => job);
+  // The submitter's buttons show once the wallet connects as the submitter.
+  const stopWallet = wallet.on(() => {
+    if (job) part('action-buttons').innerHTML = actionsBar(job);
+  });
   return () => {
     stop();
     stopLogs();
+    stopWallet();
   };
 }
 
@@ -229,18 +259,18 @@ const instant = (secs) => (secs > nowSecs() ? html`in ${until(secs)}` : html`pas
 /** Basis points as a percentage. */
 const bps = (value) => `${+(Number(value) / 100).toFixed(2)}%`;
 
-/** `JobRequirements` (JSON; uints as numbers or 0x strings) in words. */
-function requirements(text) {
-  const r = parseJson(text);
-  if (!r) return [text];
+/** `JobRequirements` (an object, or JSON text from an older API; uints as numbers, decimal
+ * or 0x strings) in words, as `gantry job status` says them. */
+function requirements(value) {
+  const r = jsonObject(value);
+  if (!r) return [String(value ?? '')];
   const n = (v) => Number(big(v));
-  const model = bytes32Text(r.gpuModel);
-  const out = [n(r.minGpuCount) || model ? `${n(r.minGpuCount) || 1}× ${model || 'any GPU'}` : 'no GPU'];
-  if (n(r.minVramMiB)) out.push(`≥ ${mib(n(r.minVramMiB))} VRAM`);
-  if (n(r.minCpuCores)) out.push(`≥ ${n(r.minCpuCores)} CPU cores`);
+  const out = [gpus(r.minGpuCount, bytes32Text(r.gpuModel))];
+  if (n(r.minVramMiB)) out.push(`≥ ${mib(n(r.minVramMiB))} VRAM per GPU`);
+  if (n(r.minCpuCores)) out.push(`≥ ${n(r.minCpuCores)} CPU core${n(r.minCpuCores) === 1 ? '' : 's'}`);
   if (n(r.minRamMiB)) out.push(`≥ ${mib(n(r.minRamMiB))} RAM`);
-  if (r.maxPricePerGpuHour !== undefined) out.push(`≤ ${money(r.maxPricePerGpuHour)} per GPU-hour`);
-  if (n(r.maxRuntime)) out.push(`≤ ${duration(n(r.maxRuntime))} run time`);
+  if (r.maxPricePerGpuHour != null) out.push(priceLimit(r.maxPricePerGpuHour));
+  if (n(r.maxRuntime)) out.push(`runs ≤ ${duration(n(r.maxRuntime))}`);
   return out;
 }
 
@@ -280,7 +310,7 @@ function pendingCard(job) {
     ${p.best?.length ? html`<table class="compact"><thead><tr><th>Closest node</th><th class="num">Score</th><th>Fails on</th></tr></thead><tbody>
       ${p.best.map((b) => html`<tr><td><a href="#/nodes/${b.nodeId}">node ${b.nodeId}</a></td>
         <td class="num">${typeof b.score === 'number' ? b.score.toFixed(2) : b.score}</td>
-        <td>${b.failed?.length ? b.failed.join(', ') : html`<span class="muted">nothing</span>`}</td></tr>`)}
+        <td class="wrap">${b.failed?.length ? b.failed.join(', ') : html`<span class="muted">nothing</span>`}</td></tr>`)}
     </tbody></table>` : ''}`;
 }
 
@@ -333,7 +363,7 @@ function disputeCard(job) {
   const row = (name, value) => (value == null ? '' : html`<dt>${name}</dt><dd>${value}</dd>`);
   return html`<h2>Dispute</h2><dl>
     <dt>Bond</dt><dd data-part="bond">${money(d.bond)} <span class="muted">posted by the submitter</span></dd>
-    <dt>Exposure</dt><dd data-part="exposure">${money(d.exposure)} <span class="muted">of node ${job.nodeId}'s stake held</span></dd>
+    <dt>Exposure</dt><dd data-part="exposure">${money(d.exposure)} <span class="muted">of node ${job.nodeId}'s stake ${exposureFate(o)}</span></dd>
     <dt>Disputed</dt><dd>${ago(d.disputedAt)}</dd>
     <dt>Deadline</dt><dd>${o ? dateTime(d.deadline) : instant(d.deadline)}</dd>
     ${o ? html`<dt>Outcome</dt><dd data-part="outcome">${o.lapsed ? 'lapsed: the result stands' : o.providerWon ? 'decided for the provider' : 'decided for the submitter'} ${ago(o.at)}</dd>` : html`<dt>Outcome</dt><dd data-part="outcome" class="muted">open</dd>`}
@@ -341,6 +371,13 @@ function disputeCard(job) {
     ${o && big(o.bondToProvider) ? row('Bond to the provider', money(o.bondToProvider)) : ''}
     ${o ? row('By', html`<code title="${o.by}">${short(o.by)}</code>`) : ''}
   </dl>`;
+}
+
+/** What became of a dispute's exposure: held while open, slashed when lost, else released. */
+function exposureFate(outcome) {
+  if (!outcome) return 'held';
+  if (!outcome.providerWon && !outcome.lapsed) return 'slashed, to the treasury';
+  return 'held until the decision, then released';
 }
 
 function resultCard(job) {
@@ -360,35 +397,90 @@ function resultCard(job) {
     ${row('Failed', job.failure && (FAILURE[job.failure] ?? job.failure))}
     ${row(SETTLED.has(job.status) ? 'Last attempt' : 'Previous attempt', job.reason)}
   </dl>
-  ${completions.length ? html`<table class="compact"><thead><tr><th>Attempt</th><th>Node</th><th>Worker report</th>
+  ${completions.length ? html`<table class="compact" data-part="reports"><thead><tr><th>Attempt</th><th>Node</th><th>Worker report</th>
     <th class="num">Compute</th><th class="num">GPU time</th><th class="num">Avg GPU</th><th class="num">Output</th></tr></thead><tbody>
-    ${completions.map((c) => html`<tr><td>${c.attempt}</td><td><a href="#/nodes/${c.nodeId}">node ${c.nodeId}</a></td>
-      <td>${c.status}${c.error ? html` <span class="err">${c.error}</span>` : ''}</td>
+    ${completions.map((c) => html`<tr class="${c.error ? 'reported' : ''}"><td>${c.attempt}</td><td><a href="#/nodes/${c.nodeId}">node ${c.nodeId}</a></td>
+      <td>${REPORT[c.status] ?? c.status}</td>
       <td class="num">${duration(c.computeSecs)}</td><td class="num">${duration(c.gpuSecs)}</td>
       <td class="num">${c.avgGpuUtilization == null ? none : `${Math.round(c.avgGpuUtilization)}%`}</td>
-      <td class="num">${c.outputBytes == null ? none : bytes(c.outputBytes)}</td></tr>`)}
+      <td class="num">${c.outputBytes == null ? none : bytes(c.outputBytes)}</td></tr>
+      ${c.error ? html`<tr class="report"><td colspan="7"><div class="report err" data-part="report">${c.error}</div></td></tr>` : ''}`)}
   </tbody></table>` : ''}`;
 }
 
-/** What a refund is and is not: the bounty (all of it or a part), not the nodes' slashes, which went to the treasury. */
+/** What a node's loss of stake on a job was, by the cause of its charge (`ChargeRow.cause`). */
+const LOSS = {
+  reject: 'charge for giving the job back',
+  nodeInactive: 'charge for going inactive with the job',
+  runtimeExceeded: 'charge for running past its runtime',
+  disputeLost: 'dispute exposure, for losing the dispute',
+};
+
+/**
+ * What the refund is and what it is not, as `gantry job status` says it: what the
+ * submitter got back (the bounty, all of it or the unpaid seats'; a lost dispute's bond; the
+ * referees' bond and prepay not paid out; a provider's repayment of the referees) and what
+ * each node lost of its stake on the job (a reject's or a reclaim's charge, a lost dispute's
+ * exposure, a seat's stake), which went to the treasury, not to the submitter.
+ */
 function refundSentence(job) {
+  const back = returned(job);
+  const losses = nodeLosses(job);
+  if (!losses.length) return `${back}; no node was slashed on it`;
+  const total = losses.reduce((sum, l) => sum + l.amount, 0n);
+  const last = losses.length - 1;
+  // One node's loss is the total; each of several says its own.
+  const each = losses.map((l, i) => `${i === 0 ? '' : i === last ? ' and ' : ', '}node ${l.nodeId}'s ${last ? `${money(l.amount)} ` : ''}${l.what}`);
+  const treasuries = [...new Set((job.attemptRows ?? []).map((a) => a.slashedTo).filter(Boolean))];
+  // A replicated job's nodes lose only their seats' stakes.
+  const slashes = job.verification?.tier === 'replicated' ? "the slashed seats' stakes" : "the nodes' slashes";
+  return html`${back}; ${slashes} (${money(total)}: ${each.join('')}) went to the treasury${treasuries.map((t, i) => html`${i ? ' and' : ''} <code title="${t}">${short(t)}</code>`)}, not to the submitter`;
+}
+
+/** What the submitter got back of the job's money: the refund and what came with it. */
+function returned(job) {
   const v = job.verification;
+  let what;
   if (v?.tier === 'replicated') {
-    const seats = (v.seatRows ?? []).filter((s) => s.outcome === 'slashed');
-    const slashed = seats.reduce((sum, s) => sum + big(s.charged), 0n);
     const unpaid = Number(big(job.refund) / (big(job.bounty) || 1n));
     const parted = (v.seatRows ?? []).filter((s) => s.outcome === 'parted').length;
-    let what = `the bounty of the ${unpaid} seat${unpaid === 1 ? '' : 's'} not paid, of ${money(v.escrow)} escrowed`;
-    if (parted) what += `; the bounty of the ${parted} seat${parted === 1 ? '' : 's'} that revealed another result went to the treasury`;
-    return slashed ? `${what}; the slashed seats' stakes (${money(slashed)}) went to the treasury, not to the submitter` : what;
+    what = `the bounty of the ${unpaid} seat${unpaid === 1 ? '' : 's'} not paid, of ${money(v.escrow)} escrowed`;
+    if (parted) what += ` (the bounty of the ${parted} seat${parted === 1 ? '' : 's'} that revealed another result went to the treasury)`;
+  } else {
+    what = big(job.refund) === big(job.bounty) ? 'the whole bounty' : `of the bounty of ${money(job.bounty)}`;
   }
-  const whole = job.refund === job.bounty ? 'the whole bounty' : `of the bounty of ${money(job.bounty)}`;
-  const attempts = job.attemptRows ?? [];
-  const slashed = attempts.reduce((sum, a) => sum + big(a.slashed), 0n);
-  if (!slashed) return `${whole}; no node was slashed on it`;
-  const treasuries = [...new Set(attempts.map((a) => a.slashedTo).filter(Boolean))];
-  return html`${whole}; the nodes' slashes (${money(slashed)}) went to the treasury
-    ${treasuries.map((t, i) => html`${i ? ' and ' : ''}<code title="${t}">${short(t)}</code>`)}, not to the submitter`;
+  const extras = [];
+  const bond = big(job.dispute?.outcome?.bondToSubmitter);
+  if (bond) extras.push([bond, `the dispute bond (${money(bond)})`]);
+  const referees = big(v?.referees?.toSubmitter);
+  if (referees) extras.push([referees, `${money(referees)} of the referees' bond and prepay`]);
+  for (const e of (job.timeline ?? []).filter((t) => t.name === 'HoldForfeited')) {
+    const amount = big(e.data?.amount);
+    if (amount) extras.push([amount, `${money(amount)} of node ${big(e.data.nodeId)}'s stake, repaying the referees`]);
+  }
+  if (!extras.length) return what;
+  const all = extras.reduce((sum, [amount]) => sum + amount, big(job.refund));
+  const items = [what, ...extras.map(([, words]) => words)];
+  const last = items.pop();
+  return `${items.join(', ')} and ${last}: ${money(all)} in all`;
+}
+
+/**
+ * What each node lost of its stake on the job, to the treasury: its charges (a reject, a
+ * reclaim, a lost dispute's exposure: every slash not at a verified job's decision, a
+ * freed seat's too) and the seats slashed at the decision. Nothing twice: a slash is a
+ * charge or a decided seat's, not both.
+ */
+function nodeLosses(job) {
+  const losses = (job.charges ?? [])
+    .filter((c) => big(c.amount) > 0n)
+    .map((c) => ({ nodeId: c.nodeId, amount: big(c.amount), what: LOSS[c.cause] ?? `charge (${c.cause})` }));
+  for (const s of job.verification?.seatRows ?? []) {
+    if (s.outcome === 'slashed' && big(s.charged) > 0n) {
+      losses.push({ nodeId: s.nodeId, amount: big(s.charged), what: `${s.role} seat stake` });
+    }
+  }
+  return losses;
 }
 
 /** Each attempt: its node, how it ended, whose fault and why, what its node's stake lost and to whom. */
@@ -403,7 +495,7 @@ function attemptsCard(job) {
       <td><a href="#/nodes/${a.nodeId}">node ${a.nodeId}</a>${a.claimed ? html` <span class="muted">claimed</span>` : ''}</td>
       <td>${OUTCOME[a.outcome] ?? a.outcome}</td>
       <td>${FAULT[a.fault] ? html`<span class="${a.fault === 'node' ? 'err' : ''}">${FAULT[a.fault]}</span>` : none}</td>
-      <td>${a.reason ?? none}</td>
+      <td class="wrap">${a.reason ?? none}</td>
       <td class="num">${big(a.slashed) ? money(a.slashed) : none}</td>
       <td>${a.slashedTo ? html`treasury <code title="${a.slashedTo}">${short(a.slashedTo)}</code>` : none}</td>
       <td>${ago(a.assignedAt)}</td>
@@ -420,28 +512,52 @@ function chargesCard(job) {
     ${barred.length ? html`<p class="small">Barred: ${barred.map((n, i) => html`${i ? ', ' : ''}<a href="#/nodes/${n}">node ${n}</a>`)}</p>` : ''}
     <table class="compact"><thead><tr><th>Node</th><th>Why</th><th class="num">Charged</th><th>When</th></tr></thead><tbody>
     ${charges.map((c) => html`<tr data-charge-node="${c.nodeId}"><td><a href="#/nodes/${c.nodeId}">node ${c.nodeId}</a></td>
-      <td>${CHARGE[c.cause] ?? c.cause}</td><td class="num">${money(c.amount)}</td><td>${ago(c.at)}</td></tr>`)}
+      <td class="wrap">${CHARGE[c.cause] ?? c.cause}</td><td class="num">${money(c.amount)}</td><td>${ago(c.at)}</td></tr>`)}
     </tbody></table>`;
 }
 
 function timelineEntry(entry) {
   const fields = Object.entries(entry.data ?? {})
     .filter(([name, value]) => !HIDDEN_FIELDS.has(name) && (typeof value !== 'object' || value === null))
-    .map(([name, value]) => html`<span class="field">${name} <b>${eventField(name, value, entry.name)}</b></span>`);
+    .map(([name, value]) => html`<span class="field" data-field="${name}">${name} <b>${eventField(name, value, entry.name)}</b></span>`);
   return html`<li><span class="event">${entry.name}</span> ${ago(entry.at)}
     <span class="muted small">block ${entry.block} · tx <code title="${entry.tx}">${short(entry.tx)}</code></span>
     ${fields.length ? html`<div class="fields">${fields}</div>` : ''}</li>`;
 }
 
-/** An event's field in words: amounts in the token, instants as dates, kinds by name, long hex shortened. */
-function eventField(name, value, event) {
+/**
+ * An event's field in words (alloy's serde of the event: uint40 to uint256 come as 0x
+ * hex): amounts in the token, instants as dates, enums by name, a draw's seats by node,
+ * node ids as links, numbers in decimal; only hashes and addresses stay hex, shortened.
+ */
+export function eventField(name, value, event) {
   if (AMOUNT_FIELDS.has(name)) return money(value);
   if (name.endsWith('At') || TIME_FIELDS.has(name)) return dateTime(Number(big(value)));
-  if (name === 'kind' && KINDS[event]?.[Number(value)]) return KINDS[event][Number(value)];
-  if (typeof value === 'string' && value.startsWith('0x') && value.length > 14) {
+  const words = ENUMS[event]?.[name];
+  if (words) return words[Number(big(value))] ?? `unknown (${big(value)})`;
+  if (name === 'seats') return seatsWord(value);
+  if (name === 'nodeId') return html`<a href="#/nodes/${big(value)}">node ${big(value)}</a>`;
+  if (name === 'drawBlock') return `block ${big(value)}`;
+  if (typeof value === 'boolean') return value ? 'yes' : 'no';
+  if (typeof value === 'string' && /^0x[0-9a-f]*$/i.test(value)) {
+    // A uint up to 64 bits (uint40 times and blocks, counts) reads as its number; a word
+    // (hash, address, digest) as the hex it is.
+    if (value.length <= 18) return String(big(value));
     return html`<code title="${value}">${short(value)}</code>`;
   }
   return String(value);
+}
+
+/** `Drawn.seats` (seat i's node id at bits [48i, 48i + 47]) as `seat 0: node 4, …`. */
+function seatsWord(value) {
+  const word = big(value);
+  const mask = (1n << SEAT_BITS) - 1n;
+  const seats = [];
+  for (let i = 0n; i * SEAT_BITS < 256n; i += 1n) {
+    const node = (word >> (i * SEAT_BITS)) & mask;
+    if (node) seats.push(`seat ${i}: node ${node}`);
+  }
+  return seats.length ? seats.join(', ') : 'none';
 }
 
 /**

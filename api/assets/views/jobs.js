@@ -51,7 +51,7 @@ export const JOB_HEAD = html`<tr><th class="num">Job</th><th>Status</th><th titl
   <th class="num">Bounty</th><th>Progress</th><th>Remaining</th><th>Posted</th></tr>`;
 
 export function jobRow(job, flash = false) {
-  const image = imageName(job.spec);
+  const image = imageName(job);
   return html`<tr data-job-id="${job.jobId}" data-status="${job.status}" class="${flash ? 'flash' : ''}">
     <td class="num"><a href="#/jobs/${job.jobId}">#${job.jobId}</a></td>
     <td>${status(job.status)}</td>

@@ -4,13 +4,14 @@
 
 import { coalesce, follow, getJson } from '../api.js';
 import {
-  ago, bar, big, dateTime, money, html, mib, nowSecs, percent, short, status, until,
+  ago, bar, big, dateTime, gpus, money, html, mib, nowSecs, percent, short, status, until,
 } from '../format.js';
 import { JOB_HEAD, jobRow, rowsOpenJobs } from './jobs.js';
 
 const none = html`<span class="muted">—</span>`;
 
-const gpu = (node) => `${node.gpuCount}× ${node.gpuModel || 'GPU'}`;
+/** Its GPUs (`no GPU` for a CPU node), as the CLI says them. */
+const gpu = (node) => gpus(node.gpuCount, node.gpuModel);
 
 // How far the API's clock (the later of its own and the chain's) runs ahead of this one,
 // learnt from the heartbeat ages it gives: live node events carry only `lastHeartbeat`.
@@ -36,14 +37,14 @@ const reputation = (node) => (node.reputation == null ? none : bar(node.reputati
 function nodeRow(node) {
   return html`<tr data-node-id="${node.nodeId}" data-status="${node.status}">
     <td class="num"><a href="#/nodes/${node.nodeId}">node ${node.nodeId}</a></td>
-    <td>${status(node.status)}${node.takesNoWork ? html` <span class="muted" data-part="no-work" title="${node.takesNoWork.why}">${noWorkLabel(node.takesNoWork)}</span>` : ''}</td>
-    <td>${gpu(node)} <span class="muted">${mib(node.vramMib)}</span></td>
+    <td class="wrap">${status(node.status)}${node.takesNoWork ? html` <span class="muted" data-part="no-work" title="${node.takesNoWork.why}">${noWorkLabel(node.takesNoWork)}</span>` : ''}</td>
+    <td data-part="gpus">${gpu(node)}${node.gpuCount ? html` <span class="muted">${mib(node.vramMib)}</span>` : ''}</td>
     <td class="num">${money(node.pricePerGpuHour)} <span class="muted">/ GPU-h</span></td>
     <td>${heartbeat(node)}</td>
     <td class="progress">${reputation(node)}</td>
     <td class="num">${node.activeJobs} <span class="muted">/ ${node.completedJobs} / ${node.failedJobs}</span></td>
-    <td class="num">${money(node.stake)}${big(node.lockedStake) ? html` <span class="muted">${money(node.lockedStake)} locked</span>` : ''}</td>
-    <td class="num">${money(node.earnings)}${big(node.feesOwed) ? html` <span class="muted">${money(node.feesOwed)} fees owed</span>` : ''}</td>
+    <td class="num">${money(node.stake)}${big(node.lockedStake) ? html` <span class="muted sub">${money(node.lockedStake)} locked</span>` : ''}</td>
+    <td class="num">${money(node.earnings)}${big(node.feesOwed) ? html` <span class="muted sub">${money(node.feesOwed)} fees owed</span>` : ''}</td>
   </tr>`;
 }
 
@@ -136,7 +137,7 @@ export function mountOne(root, id) {
   const render = () => {
     part('status').innerHTML = status(node.status);
     part('overview').innerHTML = html`<h2>Node</h2><dl>
-      <dt>GPU</dt><dd>${gpu(node)}, ${mib(node.vramMib)} each</dd>
+      <dt>GPU</dt><dd data-part="gpus">${gpu(node)}${node.gpuCount ? `, ${mib(node.vramMib)} each` : ''}</dd>
       <dt>CPU / RAM</dt><dd>${node.cpuCores} cores, ${mib(node.ramMib)}</dd>
       <dt>Engines</dt><dd data-part="engines">${(node.engines ?? []).join(', ') || none}</dd>
       <dt>Price</dt><dd>${money(node.pricePerGpuHour)} per GPU-hour</dd>

@@ -5,22 +5,30 @@
 //! bond, exposure and deadline, refunds and where the slashes went, a reject's charge,
 //! each attempt with its node, outcome, whose fault, why and its slash to the treasury; a
 //! node's earnings, fees owed, locked stake and slashes with their jobs; the submitter's
-//! credits).
+//! credits). What a new user would find untrue is asserted not to be: a CPU-only node and
+//! job (posted for any price) say so, every event field in the timelines is in words,
+//! a long worker report wraps within the page, a lost dispute's refund names the stake
+//! the node lost.
 
 use gantry_protocol::names;
 use std::process::Stdio;
 use std::time::Duration;
 
+use alloy::primitives::B256;
+use alloy::primitives::aliases::U96;
 use gantry_protocol::api::TokenInfo;
-use gantry_protocol::jobs::ProgressUpdate;
-use gantry_testkit::accounts::{MATCHER, NODES, SUBMITTER};
-use gantry_testkit::{GUSD, TestNet, confirm_receipt};
+use gantry_protocol::bindings::{JobMarket, NodeRegistry};
+use gantry_protocol::eligibility::Engines;
+use gantry_protocol::jobs::{CompletionReport, CompletionStatus, ProgressUpdate};
+use gantry_protocol::spec::Engine;
+use gantry_testkit::accounts::{NODES, SUBMITTER};
+use gantry_testkit::{GUSD, JobPost, TestNet, confirm_receipt};
 use tokio::io::{AsyncBufReadExt, AsyncReadExt, BufReader};
 use tokio_util::sync::CancellationToken;
 
 use crate::harness::{
-    Api, JOB_REJECTED, NODE_DISPUTED, chain_with_market, indexed, now_ms, post_job, register_h100,
-    sqlite, stdout_line,
+    Api, JOB_REJECTED, NODE_DISPUTED, chain_with_market, indexed, now_ms, register_h100, sqlite,
+    stdout_line,
 };
 
 /// Job 3, rejected in the lifecycle and requeued, runs its second attempt on node 3.
@@ -28,13 +36,19 @@ const RUNNING_JOB: u64 = JOB_REJECTED;
 const ATTEMPT: u8 = 2;
 const NODE: u64 = NODE_DISPUTED + 1;
 const EPOCHS: u32 = 10;
+/// The lifecycle's node, which gave job 3 back.
+const REJECTING_NODE: u64 = 1;
+/// A node without GPUs, registered after node 3.
+const CPU_NODE: u64 = NODE + 1;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_dashboard_shows_the_jobs_and_follows_them_live_in_chromium() {
     let chain = chain_with_market().await;
     run_job_3_on_a_third_node(&chain).await;
+    register_a_cpu_node(&chain).await;
     indexed(&chain).await;
     chain.create_jobs_stream().await;
+    report_the_reject_at_length(&chain).await;
     let mut reported = 0;
     for epoch in 1..=4 {
         reported = publish_epoch(&chain, epoch).await;
@@ -92,8 +106,9 @@ async fn the_dashboard_shows_the_jobs_and_follows_them_live_in_chromium() {
         );
     }
 
-    // Changes while the pages are open: a new job on chain, a worker's report.
-    post_job(&chain, 20 * GUSD).await;
+    // Changes while the pages are open: a new job on chain (CPU only, at any price), a
+    // worker's report.
+    chain.post_job(SUBMITTER, cpu_job_at_any_price()).await;
     publish_epoch(&chain, 7).await;
 
     let status = tokio::time::timeout(Duration::from_secs(120), async {
@@ -115,6 +130,9 @@ async fn the_dashboard_shows_the_jobs_and_follows_them_live_in_chromium() {
         "node.png",
         "account.png",
         "network.png",
+        "dispute-lost.png",
+        "cpu-job.png",
+        "cpu-node.png",
     ] {
         assert!(
             std::fs::metadata(format!("{shots}/{shot}")).unwrap().len() > 10_000,
@@ -131,11 +149,84 @@ async fn run_job_3_on_a_third_node(chain: &TestNet) {
     let operator = NODES[2];
     assert_eq!(register_h100(chain, operator).await, NODE);
     let job = chain.job(RUNNING_JOB).await;
-    let matcher = chain.market(MATCHER);
+    // The kit's own provider for the admin (the matcher), which mints for the next node's
+    // stake: one count of its nonces.
+    let matcher = JobMarket::new(chain.deployment().market, chain.devnet.admin.clone());
     let assign = matcher.assign(RUNNING_JOB, NODE, job.terms.pack(), job.state.pack());
     confirm_receipt("assign", assign.send().await)
         .await
         .unwrap();
+}
+
+/// Registers node 4 (served by its operator, `NODES[3]`): CPU only, no GPU.
+async fn register_a_cpu_node(chain: &TestNet) {
+    let operator = NODES[3];
+    let cpu_only = NodeRegistry::NodeCapabilities {
+        gpuModel: B256::ZERO,
+        gpuCount: 0,
+        vramMiB: 0,
+        cpuCores: 16,
+        ramMiB: 32_768,
+        pricePerGpuHour: U96::from(GUSD),
+        maxConcurrentJobs: 1,
+        engines: Engines::ALL.0,
+    };
+    let id = chain
+        .register_node(operator, chain.address(operator), cpu_only, 100 * GUSD)
+        .await;
+    assert_eq!(id, CPU_NODE);
+}
+
+/// Job 6: no GPU, for any price (what `gantry submit` posts without `--gpu` or
+/// `--max-price`).
+fn cpu_job_at_any_price() -> JobPost {
+    JobPost {
+        requirements: JobMarket::JobRequirements {
+            gpuModel: B256::ZERO,
+            minGpuCount: 0,
+            minVramMiB: 0,
+            minCpuCores: 2,
+            minRamMiB: 4_096,
+            maxPricePerGpuHour: U96::MAX,
+            maxRuntime: 600,
+            priority: 5,
+            engine: Engine::Docker.code(),
+        },
+        bounty: 20 * GUSD,
+        ..JobPost::default()
+    }
+}
+
+/// Node 1's worker's report of job 3's first attempt, which it gave back: the registry's
+/// answer at length, one long word in it (the page must wrap it, not widen).
+async fn report_the_reject_at_length(chain: &TestNet) {
+    let daemon = "Error response from daemon: manifest for ghcr.io/acme/train@sha256:\
+                  9f2c4e1b7a0d3c5e8f1a2b4c6d8e0f1a3b5c7d9e1f2a4b6c8d0e2f4a6b8c0d2e not found: \
+                  manifest unknown: requested access to the resource is denied; ";
+    let error = format!(
+        "image not found: {}https://ghcr.io/v2/acme/train/manifests/{}",
+        daemon.repeat(12),
+        "9f2c4e1b7a0d3c5e".repeat(16)
+    );
+    let report = CompletionReport {
+        v: 1,
+        job_id: RUNNING_JOB,
+        node_id: REJECTING_NODE,
+        attempt: 1,
+        status: CompletionStatus::JobFault,
+        result_hash: None,
+        result_uri: None,
+        output_bytes: None,
+        compute_secs: 4,
+        gpu_secs: 0,
+        avg_gpu_utilization: None,
+        error: Some(error),
+        at_ms: now_ms(),
+    };
+    let subject = names::completion_subject(chain.chain_id(), report.node_id, RUNNING_JOB);
+    chain
+        .publish(subject, serde_json::to_vec(&report).unwrap())
+        .await;
 }
 
 /// What job 3's worker reports at the end of `epoch`: progress, loss, GPU figures and a

@@ -416,6 +416,9 @@ async fn the_read_api_answers_and_refuses_bad_input_by_name() {
         ("/v1/nodes?cursor=-3", "cursor"),
         ("/v1/jobs/abc", "id"),
         ("/v1/jobs/9223372036854775808", "id"),
+        ("/v1/jobs/9007199254740992", "id"),
+        ("/v1/jobs?since=9007199254740992", "since"),
+        ("/v1/nodes?cursor=9007199254740992", "cursor"),
         ("/v1/nodes/18446744073709551615", "id"),
         ("/v1/events?job=-1", "job"),
         ("/v1/events?job=four", "job"),
@@ -456,6 +459,11 @@ async fn the_read_api_answers_and_refuses_bad_input_by_name() {
             "{path} {name}: {schema}"
         );
     }
+    assert_eq!(
+        param("/v1/jobs", "since")["maximum"].as_f64(),
+        Some(gantry_api::http::MAX_ID as f64),
+        "the largest id the handlers take"
+    );
     let limit = param("/v1/jobs", "limit");
     assert_eq!(
         (limit["minimum"].as_f64(), limit["maximum"].as_f64()),
@@ -466,6 +474,21 @@ async fn the_read_api_answers_and_refuses_bad_input_by_name() {
             .as_str()
             .unwrap()
             .contains("running")
+    );
+
+    // A result is served only from this network's results bucket; job 1's is on IPFS.
+    let (status, message) = error_of(get("/v1/jobs/1/result").await.unwrap()).await;
+    assert_eq!(
+        (status, message.as_str()),
+        (
+            StatusCode::NOT_FOUND,
+            "job 1's result is not stored on this network: fetch it from ipfs://out"
+        )
+    );
+    let (status, message) = error_of(get("/v1/jobs/2/result").await.unwrap()).await;
+    assert_eq!(
+        (status, message.as_str()),
+        (StatusCode::NOT_FOUND, "job 2's result not found")
     );
 
     let (status, message) = error_of(get("/v1/jobs/999").await.unwrap()).await;

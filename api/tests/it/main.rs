@@ -52,12 +52,24 @@
 //!   `/v1/jobs/{id}` and the dashboard's verification card show each seat's node,
 //!   commit, reveal and digest, the two paid and the liar slashed, and the digest the
 //!   quorum agreed on.
+//! - `assets`: the web app's chain assets from the dashboard's routes alone: ethers as one
+//!   ES module (`text/javascript`), and the ABIs of JobMarket, NodeRegistry and the token
+//!   as `{"abi": …}` (the artifact's whole ABI, no bytecode), revalidated by ETag.
+//! - `schemathesis`: Schemathesis against `/openapi.json` (every check, fixed seed,
+//!   bounded examples; `/v1/events` and log following left out) must find nothing.
+//! - `validate`: the web app's job-spec validator (`assets/validate.js`, under `node
+//!   --test`) gives every case of the protocol's spec corpus
+//!   (`contracts/protocol/tests/spec_corpus.json`) the outcome spec.rs gives it: ok, or the
+//!   same field and reason.
 
+mod assets;
 mod crash;
 mod dashboard;
 mod harness;
 mod http;
 mod live;
 mod projection;
+mod schemathesis;
 mod stall;
+mod validate;
 mod verification;

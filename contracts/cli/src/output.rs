@@ -49,7 +49,9 @@ impl Money {
 }
 
 /// A job's requirements in one line: "1× NVIDIA-A100-SXM4-80GB · ≥ 40 GiB VRAM per GPU ·
-/// ≥ 8 CPU cores · ≥ 64 GiB RAM · ≤ 2.5 gUSD per GPU-hour · runs ≤ 4h · priority 5".
+/// ≥ 8 CPU cores · ≥ 64 GiB RAM · ≤ 2.5 gUSD per GPU-hour · runs ≤ 4h · priority 5"; a
+/// CPU job's "no GPU", a job posted without a price limit (`U96::MAX`) "any price", as the
+/// dashboard says them (`requirements` in api/assets/views/job.js).
 pub fn requirements(r: &JobMarket::JobRequirements, money: &Money) -> String {
     let mut parts = Vec::new();
     match gantry_protocol::spec::Engine::from_code(r.engine) {
@@ -69,14 +71,19 @@ pub fn requirements(r: &JobMarket::JobRequirements, money: &Money) -> String {
         ));
     }
     if r.minCpuCores > 0 {
-        parts.push(format!("≥ {} CPU cores", r.minCpuCores));
+        let plural = if r.minCpuCores == 1 { "" } else { "s" };
+        parts.push(format!("≥ {} CPU core{plural}", r.minCpuCores));
     }
     if r.minRamMiB > 0 {
         parts.push(format!("≥ {} RAM", format_mib(u64::from(r.minRamMiB))));
     }
-    let max_price = U256::from(r.maxPricePerGpuHour);
-    if max_price != U256::from(alloy::primitives::aliases::U96::MAX) {
-        parts.push(format!("≤ {} per GPU-hour", money.show(max_price)));
+    if r.maxPricePerGpuHour == alloy::primitives::aliases::U96::MAX {
+        parts.push("any price".to_string());
+    } else {
+        parts.push(format!(
+            "≤ {} per GPU-hour",
+            money.show(U256::from(r.maxPricePerGpuHour))
+        ));
     }
     parts.push(format!("runs ≤ {}", format_secs(u64::from(r.maxRuntime))));
     parts.push(format!("priority {}", r.priority));
@@ -208,12 +215,24 @@ mod tests {
         };
         assert_eq!(
             requirements(&cpu, &Money(None)),
-            "no GPU · runs ≤ 1m · priority 1"
+            "no GPU · any price · runs ≤ 1m · priority 1"
         );
         let wasm = JobMarket::JobRequirements { engine: 1, ..cpu };
         assert_eq!(
             requirements(&wasm, &Money(None)),
-            "wasm · no GPU · runs ≤ 1m · priority 1"
+            "wasm · no GPU · any price · runs ≤ 1m · priority 1"
+        );
+        // GPUs of any model; a limit one below "any price" is a limit.
+        let any_gpu = JobMarket::JobRequirements {
+            gpuModel: Default::default(),
+            minGpuCount: 2,
+            maxPricePerGpuHour: U96::MAX - U96::from(1),
+            ..cpu
+        };
+        assert_eq!(
+            requirements(&any_gpu, &Money(None)),
+            "2× any GPU · ≤ 79228162514264337593543950334 base units per GPU-hour · runs ≤ 1m · \
+             priority 1"
         );
     }
 

@@ -1014,6 +1014,8 @@ pub struct NetworkInfo {
     pub start_block: u64,
     /// A JSON-RPC endpoint a wallet may add for this chain; none when not public.
     pub rpc_url: Option<String>,
+    /// The NATS servers workers join (by the handshake); none when not public.
+    pub nats_url: Option<String>,
     pub token_symbol: String,
     pub token_decimals: u8,
 }

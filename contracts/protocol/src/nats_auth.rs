@@ -116,7 +116,8 @@ pub fn users(chain_id: u64, nodes: &[u64]) -> Vec<User> {
         ),
         service(
             "api",
-            "Reads the chain and jobs streams (ordered consumers) and the explanations.",
+            "Reads the chain and jobs streams (ordered consumers), the explanations, and the \
+             results bucket (it serves a job's stored result to a browser, which checks it).",
             api(chain_id),
         ),
         service(
@@ -300,6 +301,7 @@ fn api(chain_id: u64) -> Vec<String> {
         format!("{API}.STREAM.INFO.KV_{pending}"),
         format!("{API}.DIRECT.GET.KV_{pending}.>"),
     ]));
+    subjects.extend(object_store(&names::results_bucket(chain_id)));
     subjects
 }
 

@@ -282,8 +282,18 @@ impl Network {
             self.run_dir.display()
         ));
         lines.push(format!(
-            "  dashboard        {}/  (API under /v1, /openapi.json)",
+            "  web app          {}/  (the dashboard; #/submit posts a job, #/operate runs a \
+             node; API under /v1, /openapi.json)",
             self.api_url
+        ));
+        let account = gantry_testkit::accounts::SUBMITTER;
+        lines.push(format!(
+            "  to try it        add the network (RPC {}, chain id {}) to your wallet and import \
+             the dev account {} (private key {}: a well-known anvil key, never for real money)",
+            self.devnet.anvil.endpoint(),
+            d.chain_id,
+            self.devnet.address(account),
+            self.devnet.private_key(account)
         ));
         lines.join("\n")
     }
@@ -538,7 +548,8 @@ impl Network {
                 "--start-block",
                 &self.devnet.deployment.start_block.to_string(),
             ])
-            .args(["--public-rpc-url", &self.devnet.anvil.endpoint()]);
+            .args(["--public-rpc-url", &self.devnet.anvil.endpoint()])
+            .args(["--public-nats-url", &self.nats.url()]);
         self.start_service(name, port, spawn)
     }
 

@@ -269,6 +269,8 @@ impl Object {
                 }
             }
         })
+        // Ended for good: an HTTP body is polled again after its end.
+        .fuse()
     }
 }
 

@@ -174,7 +174,7 @@ pub fn describe(detail: &JobDetail, money: &Money) -> String {
             format!(
                 "{} to the submitter's credits (`gantry balance`, `gantry withdraw`): {}",
                 money.show_str(refund),
-                refund_sentence(job, refund, money)
+                refund_sentence(detail, refund, money)
             ),
         );
     }
@@ -249,33 +249,198 @@ fn attempt_line(attempt: &AttemptRow, money: &Money) -> String {
     format!("{node}: {outcome}{fault}{reason}{slashed}")
 }
 
-/// What a refund is and is not: the bounty (all of it, or the part refunded), while what
-/// the nodes were slashed on the job went to the treasury.
-fn refund_sentence(job: &JobRow, refund: &str, money: &Money) -> String {
-    let whole = if refund == job.bounty {
-        "the whole bounty".to_owned()
-    } else {
-        format!("of the bounty of {}", money.show_str(&job.bounty))
-    };
-    let slashed: U256 = job
-        .attempt_rows
-        .iter()
-        .map(|a| a.slashed.parse::<U256>().unwrap_or_default())
-        .fold(U256::ZERO, |sum, amount| sum.saturating_add(amount));
-    if slashed.is_zero() {
-        return format!("{whole}; no node was slashed on it");
+/// What the refund is and what it is not, as the dashboard says it (`refundSentence` in
+/// api/assets/views/job.js): what the submitter got back (the bounty, all of it or the
+/// unpaid seats'; a lost dispute's bond; the referees' bond and prepay not paid out; a
+/// provider's repayment of the referees) and what each node lost of its stake on the job (a
+/// reject's or a reclaim's charge, a lost dispute's exposure, a seat's stake), which went to
+/// the treasury, not to the submitter.
+fn refund_sentence(detail: &JobDetail, refund: &str, money: &Money) -> String {
+    let job = &detail.job;
+    let back = returned(detail, refund, money);
+    let losses = node_losses(job);
+    if losses.is_empty() {
+        return format!("{back}; no node was slashed on it");
     }
-    let mut treasuries: Vec<&str> = job
+    let total = losses
+        .iter()
+        .fold(U256::ZERO, |sum, loss| sum.saturating_add(loss.amount));
+    let last = losses.len() - 1;
+    let each: String = losses
+        .iter()
+        .enumerate()
+        .map(|(i, loss)| {
+            let joint = match i {
+                0 => "",
+                i if i == last => " and ",
+                _ => ", ",
+            };
+            // One node's loss is the total; each of several says its own.
+            let amount = if last == 0 {
+                String::new()
+            } else {
+                format!("{} ", money.show(loss.amount))
+            };
+            format!("{joint}node {}'s {amount}{}", loss.node_id, loss.what)
+        })
+        .collect();
+    let mut treasuries: Vec<&str> = Vec::new();
+    for treasury in job
         .attempt_rows
         .iter()
         .filter_map(|a| a.slashed_to.as_deref())
-        .collect();
-    treasuries.dedup();
+    {
+        if !treasuries.contains(&treasury) {
+            treasuries.push(treasury);
+        }
+    }
+    let to = if treasuries.is_empty() {
+        String::new()
+    } else {
+        format!(" {}", treasuries.join(" and "))
+    };
+    // A replicated job's nodes lose only their seats' stakes.
+    let slashes = match &job.verification {
+        Some(v) if v.tier == "replicated" => "the slashed seats' stakes",
+        _ => "the nodes' slashes",
+    };
     format!(
-        "{whole}; the nodes' slashes ({}) went to the treasury {}, not to the submitter",
-        money.show(slashed),
-        treasuries.join(" and ")
+        "{back}; {slashes} ({}: {each}) went to the treasury{to}, not to the submitter",
+        money.show(total)
     )
+}
+
+/// What the submitter got back of the job's money: the refund, and what came with it.
+fn returned(detail: &JobDetail, refund: &str, money: &Money) -> String {
+    let job = &detail.job;
+    let refunded = amount(refund);
+    let what = match &job.verification {
+        Some(v) if v.tier == "replicated" => {
+            let bounty = amount(&job.bounty);
+            let unpaid = if bounty.is_zero() {
+                refunded
+            } else {
+                refunded / bounty
+            };
+            let parted = v.seat_rows.iter().filter(|s| s.outcome == "parted").count();
+            let mut what = format!(
+                "the bounty of the {unpaid} seat{} not paid, of {} escrowed",
+                if unpaid == U256::from(1) { "" } else { "s" },
+                money.show_str(&v.escrow)
+            );
+            if parted > 0 {
+                what += &format!(
+                    " (the bounty of the {parted} seat{} that revealed another result went to \
+                     the treasury)",
+                    if parted == 1 { "" } else { "s" }
+                );
+            }
+            what
+        }
+        _ if refunded == amount(&job.bounty) => "the whole bounty".to_owned(),
+        _ => format!("of the bounty of {}", money.show_str(&job.bounty)),
+    };
+    let mut extras: Vec<(U256, String)> = Vec::new();
+    let bond = job
+        .dispute
+        .as_ref()
+        .and_then(|d| d.outcome.as_ref())
+        .map_or(U256::ZERO, |o| amount(&o.bond_to_submitter));
+    if !bond.is_zero() {
+        extras.push((bond, format!("the dispute bond ({})", money.show(bond))));
+    }
+    let referees = job
+        .verification
+        .as_ref()
+        .and_then(|v| v.referees.as_ref())
+        .and_then(|r| r.to_submitter.as_deref())
+        .map_or(U256::ZERO, amount);
+    if !referees.is_zero() {
+        extras.push((
+            referees,
+            format!("{} of the referees' bond and prepay", money.show(referees)),
+        ));
+    }
+    for event in detail.timeline.iter().filter(|e| e.name == "HoldForfeited") {
+        // Alloy's serde of the event: a uint96 as 0x hex, a uint64 as a number.
+        let forfeited = event.data["amount"].as_str().map_or(U256::ZERO, amount);
+        let node = match &event.data["nodeId"] {
+            serde_json::Value::String(text) => amount(text),
+            value => U256::from(value.as_u64().unwrap_or_default()),
+        };
+        if !forfeited.is_zero() {
+            extras.push((
+                forfeited,
+                format!(
+                    "{} of node {node}'s stake, repaying the referees",
+                    money.show(forfeited)
+                ),
+            ));
+        }
+    }
+    if extras.is_empty() {
+        return what;
+    }
+    let all = extras
+        .iter()
+        .fold(refunded, |sum, (amount, _)| sum.saturating_add(*amount));
+    let mut items = vec![what];
+    items.extend(extras.into_iter().map(|(_, words)| words));
+    let last = items.pop().unwrap_or_default();
+    format!(
+        "{} and {last}: {} in all",
+        items.join(", "),
+        money.show(all)
+    )
+}
+
+/// A node's loss of stake on a job, to the treasury: what it was ("charge for giving the
+/// job back").
+struct Loss {
+    node_id: u64,
+    amount: U256,
+    what: String,
+}
+
+/// What each node lost of its stake on the job: its charges (a reject, a reclaim, a lost
+/// dispute's exposure: every slash not at a verified job's decision, a freed seat's too)
+/// and the seats slashed at the decision. Nothing twice: a slash is a charge or a decided
+/// seat's, not both.
+fn node_losses(job: &JobRow) -> Vec<Loss> {
+    let mut losses: Vec<Loss> = job
+        .charges
+        .iter()
+        .filter(|c| !amount(&c.amount).is_zero())
+        .map(|c| Loss {
+            node_id: c.node_id,
+            amount: amount(&c.amount),
+            what: match c.cause {
+                ChargeCause::Reject => "charge for giving the job back",
+                ChargeCause::NodeInactive => "charge for going inactive with the job",
+                ChargeCause::RuntimeExceeded => "charge for running past its runtime",
+                ChargeCause::DisputeLost => "dispute exposure, for losing the dispute",
+            }
+            .to_owned(),
+        })
+        .collect();
+    let seats = job.verification.iter().flat_map(|v| &v.seat_rows);
+    for seat in seats.filter(|s| s.outcome == "slashed") {
+        let charged = seat.charged.as_deref().map_or(U256::ZERO, amount);
+        if !charged.is_zero() {
+            losses.push(Loss {
+                node_id: seat.node_id,
+                amount: charged,
+                what: format!("{} seat stake", seat.role),
+            });
+        }
+    }
+    losses
+}
+
+/// An amount as the API gives it (base units, decimal; an event's, `0x` hex); zero when
+/// unreadable.
+fn amount(text: &str) -> U256 {
+    text.parse::<U256>().unwrap_or_default()
 }
 
 /// A dispute in one line: its bond and the node's held stake, then how it ended or by
@@ -1106,8 +1271,9 @@ mod tests {
              the job's fault: the job exited with code 1\n",
             &format!(
                 "  refunded   50 gUSD to the submitter's credits (`gantry balance`, `gantry \
-                 withdraw`): the whole bounty; the nodes' slashes (5 gUSD) went to the treasury \
-                 {treasury}, not to the submitter\n"
+                 withdraw`): the whole bounty; the nodes' slashes (5 gUSD: node 3's charge for \
+                 going inactive with the job) went to the treasury {treasury}, not to the \
+                 submitter\n"
             ),
         ] {
             assert!(text.contains(line), "{line:?} in {text}");
@@ -1211,6 +1377,157 @@ mod tests {
                 job.completion = Some(Completion::DisputeWon);
             },
             "paid       195 gUSD to the provider's earnings (fee 5 gUSD, the dispute decided for it)",
+        );
+    }
+
+    /// The "refunded" line of a job of 200 gUSD, as `change` leaves its detail.
+    fn refunded(change: impl FnOnce(&mut JobDetail)) -> String {
+        let mut detail = JobDetail {
+            job: JobRow {
+                job_id: 5,
+                bounty: "200000000".into(),
+                from_credits: "0".into(),
+                refund: Some("200000000".into()),
+                ..JobRow::default()
+            },
+            ..JobDetail::default()
+        };
+        change(&mut detail);
+        let text = describe(&detail, &gusd());
+        let line = text
+            .lines()
+            .find(|l| l.trim_start().starts_with("refunded"));
+        let line = line.unwrap_or_else(|| panic!("a refund in {text}"));
+        line.split_once("`gantry withdraw`): ")
+            .map(|(_, sentence)| sentence.to_owned())
+            .unwrap_or_else(|| panic!("a sentence in {line}"))
+    }
+
+    fn charge(node_id: u64, cause: ChargeCause, amount: &str) -> gantry_protocol::api::ChargeRow {
+        gantry_protocol::api::ChargeRow {
+            node_id,
+            cause,
+            amount: amount.into(),
+            at: 0,
+        }
+    }
+
+    #[test]
+    fn a_lost_dispute_s_refund_names_the_bond_back_and_the_exposure_slashed() {
+        let treasury = "0x7E7e7e7E7e7E7e7e7e7e7E7E7e7e7E7e7e7e7e7E";
+        let sentence = refunded(|detail| {
+            let job = &mut detail.job;
+            job.status = JobStatus::Failed;
+            job.dispute = Some(DisputeRow {
+                bond: "20000000".into(),
+                exposure: "9000000".into(),
+                outcome: Some(DisputeOutcome {
+                    bond_to_submitter: "20000000".into(),
+                    bond_to_provider: "0".into(),
+                    ..DisputeOutcome::default()
+                }),
+                ..DisputeRow::default()
+            });
+            job.charges = vec![charge(2, ChargeCause::DisputeLost, "9000000")];
+            job.attempt_rows = vec![AttemptRow {
+                attempt: 1,
+                node_id: 2,
+                outcome: AttemptOutcome::DisputeLost,
+                fault: AttemptFault::Node,
+                slashed: "9000000".into(),
+                slashed_to: Some(treasury.into()),
+                ..AttemptRow::default()
+            }];
+        });
+        assert_eq!(
+            sentence,
+            format!(
+                "the whole bounty and the dispute bond (20 gUSD): 220 gUSD in all; the nodes' \
+                 slashes (9 gUSD: node 2's dispute exposure, for losing the dispute) went to the \
+                 treasury {treasury}, not to the submitter"
+            )
+        );
+    }
+
+    #[test]
+    fn every_node_s_charge_is_counted_once() {
+        // Node 1 gave the job back (charged), node 3 went inactive (reclaimed); a charge of
+        // nothing is no loss.
+        let sentence = refunded(|detail| {
+            detail.job.refund = Some("150000000".into());
+            detail.job.charges = vec![
+                charge(1, ChargeCause::Reject, "2000000"),
+                charge(4, ChargeCause::Reject, "0"),
+                charge(3, ChargeCause::NodeInactive, "5000000"),
+            ];
+        });
+        assert_eq!(
+            sentence,
+            "of the bounty of 200 gUSD; the nodes' slashes (7 gUSD: node 1's 2 gUSD charge for \
+             giving the job back and node 3's 5 gUSD charge for going inactive with the job) went \
+             to the treasury, not to the submitter"
+        );
+    }
+
+    #[test]
+    fn a_verified_job_s_refund_counts_its_seats() {
+        use gantry_protocol::api::{RefereesRow, SeatRow, TimelineEntry, VerificationRow};
+        let seat = |node_id: u64, outcome: &str, charged: Option<&str>| SeatRow {
+            node_id,
+            role: "replica".into(),
+            outcome: outcome.into(),
+            charged: charged.map(Into::into),
+            ..SeatRow::default()
+        };
+        // Replicated 3/2, no quorum: one seat paid, one slashed, one reclaimed before (its
+        // charge is the job's too, as its `NodeSlashed` made it).
+        let sentence = refunded(|detail| {
+            let job = &mut detail.job;
+            job.bounty = "100000000".into();
+            job.refund = Some("200000000".into());
+            job.charges = vec![charge(6, ChargeCause::NodeInactive, "4000000")];
+            job.verification = Some(VerificationRow {
+                tier: "replicated".into(),
+                escrow: "300000000".into(),
+                seat_rows: vec![
+                    seat(4, "paid", None),
+                    seat(5, "slashed", Some("10000000")),
+                    seat(6, "reclaimed", Some("4000000")),
+                ],
+                ..VerificationRow::default()
+            });
+        });
+        assert_eq!(
+            sentence,
+            "the bounty of the 2 seats not paid, of 300 gUSD escrowed; the slashed seats' stakes \
+             (14 gUSD: node 6's 4 gUSD charge for going inactive with the job and node 5's 10 \
+             gUSD replica seat stake) went to the treasury, not to the submitter"
+        );
+        // Refereed, overturned: the bounty, the referees' escrow not paid out, the provider's
+        // repayment of the referees it paid (`HoldForfeited`, out of its stake); its seat
+        // stake slashed.
+        let sentence = refunded(|detail| {
+            let job = &mut detail.job;
+            job.charges = vec![charge(2, ChargeCause::DisputeLost, "30000000")];
+            job.verification = Some(VerificationRow {
+                tier: "refereed".into(),
+                referees: Some(RefereesRow {
+                    to_submitter: Some("20000000".into()),
+                    ..RefereesRow::default()
+                }),
+                ..VerificationRow::default()
+            });
+            detail.timeline = vec![TimelineEntry {
+                name: "HoldForfeited".into(),
+                data: serde_json::json!({"jobId": 5, "nodeId": 2, "amount": "0x17d7840"}),
+                ..TimelineEntry::default()
+            }];
+        });
+        assert_eq!(
+            sentence,
+            "the whole bounty, 20 gUSD of the referees' bond and prepay and 25 gUSD of node 2's \
+             stake, repaying the referees: 245 gUSD in all; the nodes' slashes (30 gUSD: node 2's \
+             dispute exposure, for losing the dispute) went to the treasury, not to the submitter"
         );
     }
 }
