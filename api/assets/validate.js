@@ -117,6 +117,32 @@ export function isWithin(path, dir) {
   return rest.slice(1).split('/').every((part) => part !== '' && part !== '.' && part !== '..');
 }
 
+/** The highest scheduling priority and the longest runtime the market takes. */
+export const MAX_PRIORITY = 10;
+export const MAX_RUNTIME_SECS = 7 * 24 * 3600;
+
+/**
+ * Why the market refuses to post a job with these requirements (market.rs
+ * `requirements_refusal`, the contract's `_checkRequirements`, in its order), or null.
+ * `r` is shaped as the API's `RequirementsRow`: numbers, `gpuModel` as 0x hex.
+ * Held to the Rust rules by contracts/protocol/tests/requirements_corpus.json.
+ *
+ * @returns {null | {field: string, reason: string}}
+ */
+export function validateRequirements(r) {
+  if (!(r.priority >= 1 && r.priority <= MAX_PRIORITY)) return { field: 'priority', reason: `must be 1 to ${MAX_PRIORITY}` };
+  if (!(r.maxRuntime >= 1 && r.maxRuntime <= MAX_RUNTIME_SECS)) {
+    return { field: 'maxRuntime', reason: `must be 1 to ${MAX_RUNTIME_SECS} seconds (7 days)` };
+  }
+  const model = /^0x0*$/.test(r.gpuModel) ? 0n : BigInt(r.gpuModel);
+  if (model !== 0n && r.minGpuCount === 0) return { field: 'minGpuCount', reason: 'a GPU model needs at least one GPU' };
+  if (r.engine !== 0 && r.engine !== 1) return { field: 'engine', reason: `unknown engine ${r.engine}` };
+  if (r.engine === 1 && (r.minGpuCount !== 0 || r.minVramMiB !== 0)) {
+    return { field: 'minGpuCount', reason: 'a WASM job runs on the CPU: no GPU and no VRAM' };
+  }
+  return null;
+}
+
 // --- The rules (spec.rs `JobSpec::validate`, in its order: the first refusal is reported)
 
 const IMAGE_REASON = 'must be an image reference Docker accepts: ' +

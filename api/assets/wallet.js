@@ -170,12 +170,19 @@ export const wallet = {
     contractErrors ??= new e.Interface([...new Map(Object.values(abi).flat().filter((f) => f.type === 'error')
       .map((f) => [`${f.name}(${f.inputs.map((i) => i.type)})`, f])).values()]);
     const signer = await new e.BrowserProvider(this.provider, network.chainId).getSigner(this.account);
+    const marketContract = new e.Contract(market, abi.JobMarket, signer);
+    // The token is the market's own (what it pulls bounties and stakes in), not only what
+    // the API says: a permit or an approval names it.
+    const marketToken = await marketContract.token();
+    if (marketToken.toLowerCase() !== token.toLowerCase()) {
+      throw new Error(`the API names the token ${token}, but the market's is ${marketToken}`);
+    }
     return {
       signer,
       // The node calls are served at the market's address (it delegates to the registry).
-      market: new e.Contract(market, abi.JobMarket, signer),
+      market: marketContract,
       registry: new e.Contract(market, abi.NodeRegistry, signer),
-      token: new e.Contract(token, abi.GantryTestToken, signer),
+      token: new e.Contract(marketToken, abi.GantryTestToken, signer),
     };
   },
 
@@ -205,6 +212,9 @@ export const wallet = {
     const e = await ethers();
     const { signer, token } = await this.contracts();
     const [domain, nonce] = await Promise.all([token.eip712Domain(), token.nonces(this.account)]);
+    if (domain[4].toLowerCase() !== token.target.toLowerCase()) {
+      throw new Error(`the token's permit domain names ${domain[4]}, not the token ${token.target}`);
+    }
     const signature = await signer.signTypedData(
       { name: domain[1], version: domain[2], chainId: domain[3], verifyingContract: domain[4] },
       { Permit: [

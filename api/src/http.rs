@@ -13,7 +13,7 @@ use axum::response::sse::{Event, KeepAlive, Sse};
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 use axum::{Json, Router};
-use futures::Stream;
+use futures::{Stream, StreamExt as _};
 use gantry_protocol::api::LiveEventName;
 use gantry_protocol::api::{
     AccountRow, ErrorBody, History, JobDetail, JobRow, JobSummary, NetworkInfo, NodeDetail,
@@ -25,6 +25,7 @@ use metrics_exporter_prometheus::PrometheusHandle;
 use serde::{Deserialize, Serialize};
 use tokio::sync::broadcast::error::RecvError;
 use tower_http::compression::CompressionLayer;
+use tower_http::compression::predicate::{DefaultPredicate, NotForContentType, Predicate};
 use tower_http::cors::CorsLayer;
 use tower_http::limit::RequestBodyLimitLayer;
 use tower_http::timeout::TimeoutLayer;
@@ -60,6 +61,8 @@ pub struct AppState {
     pub token: TokenInfo,
     /// The chain and contracts, as `/v1/network` names them.
     pub network: NetworkInfo,
+    /// Places for results being downloaded ([`RESULT_DOWNLOADS`]).
+    pub result_downloads: Arc<tokio::sync::Semaphore>,
 }
 
 impl AppState {
@@ -73,6 +76,7 @@ impl AppState {
             max_lag: DEFAULT_MAX_LAG,
             token: TokenInfo::default(),
             network: NetworkInfo::default(),
+            result_downloads: Arc::new(tokio::sync::Semaphore::new(RESULT_DOWNLOADS)),
         }
     }
 
@@ -249,7 +253,11 @@ pub fn router(state: AppState, config: HttpConfig) -> Router {
         .merge(crate::dashboard::routes())
         // Any other path: the documented error body, not an empty 404.
         .fallback(|| async { ApiError::not_found("route".into()) })
-        .layer(CompressionLayer::new())
+        // Not a stored result: its bytes are streamed as stored (compressing them would cost
+        // the server a core per download and hide their length).
+        .layer(CompressionLayer::new().compress_when(
+            DefaultPredicate::new().and(NotForContentType::const_new("application/octet-stream")),
+        ))
         .layer(RequestBodyLimitLayer::new(16 * 1024))
         .layer(TimeoutLayer::with_status_code(
             StatusCode::REQUEST_TIMEOUT,
@@ -765,13 +773,15 @@ async fn job_result(
     };
     let nats = state.nats.as_ref().ok_or_else(elsewhere)?;
     let bucket = gantry_protocol::names::results_bucket(nats.chain_id);
-    let (node, key) = uri
-        .strip_prefix(&format!("nats://{bucket}/"))
-        .map(|rest| rest.split_once('#').map_or(rest, |(path, _)| path))
-        .and_then(|path| path.split_once('/'))
-        .and_then(|(node, key)| Some((node.parse::<u64>().ok()?, key)))
-        .filter(|(_, key)| !key.is_empty())
-        .ok_or_else(elsewhere)?;
+    let (node, key) = stored_result(&uri, &bucket, job_id, job.node_id).ok_or_else(elsewhere)?;
+    let permit = state
+        .result_downloads
+        .clone()
+        .try_acquire_owned()
+        .map_err(|_| ApiError {
+            status: StatusCode::SERVICE_UNAVAILABLE,
+            message: "too many results are being downloaded: try again shortly".into(),
+        })?;
     let object = gantry_runtime::objects::get(&nats.js, &bucket, node, key)
         .await
         .map_err(|error| {
@@ -782,19 +792,73 @@ async fn job_result(
             }
         })?
         .ok_or_else(|| ApiError::not_found(format!("job {job_id}'s stored result")))?;
-    let size = object.info.size;
+    let size = object.info.size as u64;
+    // Copied by a task of its own, which holds the place and the store's consumer for at
+    // most RESULT_DEADLINE: a client that stops reading keeps neither. No length is sent:
+    // a body cut short (an object that fails its size or SHA-256, the deadline) ends
+    // without its last chunk, which clients read as incomplete.
+    let (tx, rx) = tokio::sync::mpsc::channel::<std::io::Result<axum::body::Bytes>>(4);
+    tokio::spawn(async move {
+        let _place = permit;
+        let copy = async {
+            let mut chunks = std::pin::pin!(object.bytes(size));
+            while let Some(chunk) = chunks.next().await {
+                if tx.send(chunk).await.is_err() {
+                    return;
+                }
+            }
+        };
+        if tokio::time::timeout(RESULT_DEADLINE, copy).await.is_err() {
+            let _ = tx.try_send(Err(std::io::Error::other("the download took too long")));
+        }
+    });
+    let body = futures::stream::unfold(rx, |mut rx| async move {
+        rx.recv().await.map(|chunk| (chunk, rx))
+    })
+    .fuse();
     Ok((
         [
             (header::CONTENT_TYPE, "application/octet-stream".to_owned()),
-            (header::CONTENT_LENGTH, size.to_string()),
             (
                 header::CONTENT_DISPOSITION,
                 format!("attachment; filename=\"job-{job_id}-result\""),
             ),
+            (
+                header::HeaderName::from_static("x-gantry-result-bytes"),
+                size.to_string(),
+            ),
+            (header::X_CONTENT_TYPE_OPTIONS, "nosniff".to_owned()),
+            (header::CONTENT_SECURITY_POLICY, "sandbox".to_owned()),
         ],
-        axum::body::Body::from_stream(object.bytes(size as u64)),
+        axum::body::Body::from_stream(body),
     )
         .into_response())
+}
+
+/// Results being downloaded at once (a further request is a 503).
+pub const RESULT_DOWNLOADS: usize = 8;
+/// Longest one result download may take.
+const RESULT_DEADLINE: Duration = Duration::from_secs(600);
+
+/// Where job `job_id`'s result is in the results `bucket`, when its URI names an object
+/// its node (`node_id`, the job's last) stored for it:
+/// `nats://<bucket>/<node>/<job>-<suffix>`, a fragment ignored. None otherwise: another
+/// bucket, another node's object, another job's key.
+pub fn stored_result<'a>(
+    uri: &'a str,
+    bucket: &str,
+    job_id: u64,
+    node_id: Option<u64>,
+) -> Option<(u64, &'a str)> {
+    let path = uri
+        .strip_prefix("nats://")?
+        .strip_prefix(bucket)?
+        .strip_prefix('/')?;
+    let path = path.split_once('#').map_or(path, |(path, _)| path);
+    let (node, key) = path.split_once('/')?;
+    let node = node.parse::<u64>().ok()?;
+    let suffix = key.strip_prefix(&format!("{job_id}-"))?;
+    (Some(node) == node_id && !suffix.is_empty() && !key.contains('/')).then_some((node, key))
 }
 
 /// One node, with its active jobs and its slashes (with their jobs).
@@ -852,13 +916,13 @@ async fn get_account(
     Ok(Json(row))
 }
 
-/// The payment token: its symbol, and the decimals by which base units are shown.
 /// The chain and the contracts: what a browser's wallet sends transactions to.
 #[utoipa::path(get, path = "/v1/network", responses((status = 200, body = NetworkInfo)))]
 async fn network(State(state): State<AppState>) -> Json<NetworkInfo> {
     Json(state.network.clone())
 }
 
+/// The payment token: its symbol, and the decimals by which base units are shown.
 #[utoipa::path(get, path = "/v1/token", responses((status = 200, body = TokenInfo)))]
 async fn token(State(state): State<AppState>) -> Json<TokenInfo> {
     Json(state.token.clone())
@@ -971,5 +1035,35 @@ async fn prometheus(State(state): State<AppState>) -> Response {
         )
             .into_response(),
         None => ApiError::not_found("metrics".into()).into_response(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_result_is_served_only_from_its_own_node_and_job_in_this_networks_bucket() {
+        let bucket = "gantry_31337_results";
+        let uri = "nats://gantry_31337_results/2/7-1";
+        assert_eq!(stored_result(uri, bucket, 7, Some(2)), Some((2, "7-1")));
+        // The ciphertext's hash after the key is no part of it.
+        let sealed = format!("{uri}#ciphertext-sha256={}", "ab".repeat(32));
+        assert_eq!(stored_result(&sealed, bucket, 7, Some(2)), Some((2, "7-1")));
+        for (uri, job, node) in [
+            ("nats://gantry_31337_results/3/7-1", 7, Some(2)), // another node's object
+            ("nats://gantry_31337_results/2/8-1", 7, Some(2)), // another job's
+            ("nats://gantry_31337_results/2/7-", 7, Some(2)),
+            ("nats://gantry_31337_results/2/70-1", 7, Some(2)),
+            ("nats://gantry_31337_results/2/7-1/x", 7, Some(2)),
+            ("nats://gantry_31337_resultsX/2/7-1", 7, Some(2)), // another bucket
+            ("nats://gantry_1_results/2/7-1", 7, Some(2)),
+            ("nats://gantry_31337_sealed/2/7-1", 7, Some(2)),
+            ("https://example.org/2/7-1", 7, Some(2)),
+            ("nats://gantry_31337_results/x/7-1", 7, Some(2)),
+            (uri, 7, None), // no node
+        ] {
+            assert_eq!(stored_result(uri, bucket, job, node), None, "{uri}");
+        }
     }
 }

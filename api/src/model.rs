@@ -494,9 +494,12 @@ fn slashed_seat(job: &mut JobRow, node: u64, amount: &str) -> bool {
 fn posted(e: &JobMarket::JobPosted, block: u64, at: u64, policy: Option<&JobPolicy>) -> JobRow {
     let terms = Terms::unpack(&e.terms);
     let r = &terms.requirements;
+    // The spec as an object only when it is one workers run (no key given twice, no
+    // unknown field: what JSON parsing alone would let through and show differently).
+    let valid = gantry_protocol::spec::JobSpec::from_slice(&e.spec).is_ok();
     let (spec, spec_text) = match serde_json::from_slice::<serde_json::Value>(&e.spec) {
-        Ok(value) => (Some(value), None),
-        Err(_) => (None, Some(String::from_utf8_lossy(&e.spec).into_owned())),
+        Ok(value) if valid => (Some(value), None),
+        _ => (None, Some(String::from_utf8_lossy(&e.spec).into_owned())),
     };
     let policy = policy.filter(|p| p.version == u64::from(terms.policy));
     let mut job = JobRow {

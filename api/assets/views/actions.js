@@ -74,9 +74,24 @@ async function send(action, job) {
   wallet.refresh();
 }
 
-/** Fetches the stored result through the API, hashes it (SHA-256, WebCrypto) and compares
- * it with the chain's hash (an encrypted result: with the ciphertext's, named in the URI);
- * the checked bytes become a download link. */
+/** The last result offered for saving (its memory is given back on the next). */
+let offered = null;
+
+/** The ciphertext hash an encrypted job's result URI names (as
+ * `gantry_protocol::encryption::split_ciphertext` reads it: 64 hex digits after the first
+ * `#ciphertext-sha256=`); null for a job in the clear, whatever its URI says. */
+function ciphertextHash(job) {
+  if (!job.spec?.encryption) return null;
+  const at = job.resultUri.indexOf('#ciphertext-sha256=');
+  const hex = at < 0 ? '' : job.resultUri.slice(at + '#ciphertext-sha256='.length);
+  return /^[0-9a-fA-F]{64}$/.test(hex) ? `0x${hex.toLowerCase()}` : null;
+}
+
+/** Fetches the stored result through the API (at most MAX_CHECKED_BYTES, counted as they
+ * come), hashes it (SHA-256, WebCrypto) and compares: a job in the clear against the
+ * chain's resultHash; an encrypted job's ciphertext against the hash its node named in
+ * the URI (the chain's is the plaintext's, which only decrypting checks). The checked
+ * bytes become a download link. */
 async function download(job) {
   const response = await fetch(`/v1/jobs/${job.jobId}/result`);
   if (!response.ok) {
@@ -84,26 +99,43 @@ async function download(job) {
     try { message = (await response.json()).error ?? message; } catch { /* not JSON */ }
     throw new Error(message);
   }
-  const length = Number(response.headers.get('content-length') ?? 0);
-  if (length > MAX_CHECKED_BYTES) throw new Error(`the result is ${length} bytes: check it with \`gantry job result ${job.jobId}\``);
-  const bytes = await response.arrayBuffer();
-  const digest = await crypto.subtle.digest('SHA-256', bytes);
+  const reader = response.body.getReader();
+  const chunks = [];
+  let total = 0;
+  for (;;) {
+    const { done, value } = await reader.read();
+    if (done) break;
+    total += value.byteLength;
+    if (total > MAX_CHECKED_BYTES) {
+      await reader.cancel();
+      throw new Error(`the result is over ${MAX_CHECKED_BYTES} bytes: check it with \`gantry job result ${job.jobId}\``);
+    }
+    chunks.push(value);
+  }
+  const blob = new Blob(chunks, { type: 'application/octet-stream' });
+  const digest = await crypto.subtle.digest('SHA-256', await blob.arrayBuffer());
   const hex = `0x${[...new Uint8Array(digest)].map((b) => b.toString(16).padStart(2, '0')).join('')}`;
-  const cipher = /#ciphertext-sha256=(?:0x)?([0-9a-fA-F]{64})/.exec(job.resultUri)?.[1];
-  const expected = cipher ? `0x${cipher.toLowerCase()}` : job.resultHash.toLowerCase();
+  const cipher = ciphertextHash(job);
+  const encrypted = Boolean(job.spec?.encryption);
+  const expected = encrypted ? cipher : job.resultHash.toLowerCase();
   const status = document.createElement('span');
-  status.dataset.resultCheck = hex === expected ? 'ok' : 'mismatch';
   if (hex !== expected) {
+    status.dataset.resultCheck = 'mismatch';
     status.className = 'warn';
-    status.textContent = `the downloaded result hashes to ${hex}, not ${expected}: do not trust it`;
+    status.textContent = encrypted && !cipher
+      ? 'the result URI names no ciphertext hash: check it with `gantry job result`'
+      : `the downloaded result hashes to ${hex}, not ${expected}: do not trust it`;
     return [status];
   }
-  status.textContent = cipher
-    ? `ciphertext checked (${bytes.byteLength} bytes, sha256 ${hex}); decrypt it with \`gantry job result ${job.jobId}\` `
-    : `checked: ${bytes.byteLength} bytes, sha256 ${hex} as on chain `;
+  status.dataset.resultCheck = encrypted ? 'ciphertext' : 'ok';
+  status.textContent = encrypted
+    ? `${total} bytes of ciphertext, as the node's result URI names them (sha256 ${hex}); the chain's hash is the plaintext's: decrypt and check it with \`gantry job result ${job.jobId}\` `
+    : `checked: ${total} bytes whose sha256 ${hex} is the result hash on chain (what the node committed to) `;
+  if (offered) URL.revokeObjectURL(offered);
+  offered = URL.createObjectURL(blob);
   const link = document.createElement('a');
-  link.href = URL.createObjectURL(new Blob([bytes], { type: 'application/octet-stream' }));
-  link.download = `job-${job.jobId}-result${cipher ? '.age' : '.tar'}`;
+  link.href = offered;
+  link.download = `job-${job.jobId}-result${encrypted ? '.age' : '.tar'}`;
   link.textContent = 'save';
   link.dataset.part = 'result-file';
   return [status, link];

@@ -165,15 +165,17 @@ async function register(form, step) {
 /** The worker's config file for the node, and its agent key when made here. */
 async function configCard(nodeId, agentKey) {
   const n = await networkInfo();
+  // TOML basic strings are JSON strings (quotes and control characters escaped).
+  const q = (value) => JSON.stringify(String(value));
   const toml = [
     `# gantry-worker config for node ${nodeId}; the agent key goes in agent_key_file.`,
-    `rpc_url = "${n.rpcUrl ?? 'http://127.0.0.1:8545'}"`,
-    `chain_id = ${n.chainId}`,
-    n.natsUrl ? `nats_url = "${n.natsUrl}"` : '# nats_url = "nats://<the network\'s NATS>:4222"',
-    `market = "${n.market}"`,
-    `registry = "${n.market}"`,
-    `token = "${n.token}"`,
-    `start_block = ${n.startBlock}`,
+    n.rpcUrl ? `rpc_url = ${q(n.rpcUrl)}` : '# rpc_url = "<your node of the chain>"',
+    `chain_id = ${Number(n.chainId)}`,
+    n.natsUrl ? `nats_url = ${q(n.natsUrl)}` : '# nats_url = "nats://<the network\'s NATS>:4222"',
+    `market = ${q(n.market)}`,
+    `registry = ${q(n.market)}`,
+    `token = ${q(n.token)}`,
+    `start_block = ${Number(n.startBlock)}`,
     'agent_key_file = "/etc/gantry/agent.key"',
     'cache_dir = "/var/lib/gantry/cache"',
     'work_dir = "/var/lib/gantry/work"',

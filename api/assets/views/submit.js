@@ -5,7 +5,7 @@
 
 import { getJson, live } from '../api.js';
 import { html, modelId, symbol } from '../format.js';
-import { SPEC_VERSION, validateSpec } from '../validate.js';
+import { SPEC_VERSION, validateRequirements, validateSpec } from '../validate.js';
 import { ethers, readyMessage, reason, wallet } from '../wallet.js';
 
 /** A permit is good for this long (as the CLI's). */
@@ -150,13 +150,9 @@ export function build(form, decimals = tokenDecimals) {
   if (!int(gpus, 65535)) errors.push('GPUs: a whole number, 0 to 65535');
   if (!int(cpus, 65535)) errors.push('CPU cores: a whole number, 0 to 65535');
   if (!int(vramMiB, 2 ** 32 - 1) || !int(ramMiB, 2 ** 32 - 1)) errors.push('VRAM and RAM: a size in GiB');
-  // As the market: 1 to 10 (`MAX_PRIORITY`).
-  if (!int(priority, 10) || priority < 1) errors.push('priority: a whole number, 1 (lowest) to 10');
-  // As the CLI: a WASM job runs on the CPU; a model needs at least one GPU.
-  if (engine === 'wasm' && (gpu !== 'none' || gpus > 0 || vramMiB > 0)) {
-    errors.push('GPU: a WASM job runs on the CPU and takes no GPU');
-  }
-  if (gpu !== 'none' && gpus === 0) errors.push('GPUs: a GPU job needs at least one GPU');
+  if (!int(priority, 255)) errors.push('priority: a whole number, 1 (lowest) to 10');
+  // The form's own sense (the market's rules are checked below).
+  if (engine === 'docker' && gpu === 'any' && gpus === 0) errors.push('GPUs: a GPU job needs at least one GPU');
   if (gpu === 'none' && gpus > 0) errors.push('GPUs: choose "any GPU model" or a model to ask for GPUs');
   const maxPriceText = value('maxPrice');
   const maxPrice = maxPriceText ? baseUnits(maxPriceText, decimals) : UINT96_MAX;
@@ -165,8 +161,6 @@ export function build(form, decimals = tokenDecimals) {
   if (bounty === null || bounty === 0n || bounty > UINT96_MAX) errors.push(`bounty: an amount of ${symbol()}, more than 0`);
   const hours = Number(value('hours'));
   const maxRuntime = Number.isInteger(spec.timeoutSecs) ? spec.timeoutSecs + SETUP_ALLOWANCE_SECS : 0;
-  // As the market: an attempt runs at most 7 days (`MAX_RUNTIME`).
-  if (maxRuntime > 7 * 24 * 3600) errors.push('timeout: at most 7 days less the 2 minutes a node needs to start and answer');
   if (!(hours > 0) || hours * 3600 < maxRuntime) {
     errors.push(`deadline: at least the job's runtime (${Math.ceil(maxRuntime / 60)} minutes: its timeout and ${SETUP_ALLOWANCE_SECS} s to start and answer)`);
   }
@@ -182,6 +176,9 @@ export function build(form, decimals = tokenDecimals) {
     priority,
     engine: engine === 'wasm' ? 1 : 0,
   };
+  // The market's posting rules, as the protocol words them.
+  const refused = validateRequirements(requirements);
+  if (refused) errors.push(`requirements field ${refused.field}: ${refused.reason}`);
   return { errors, spec: text, requirements, bounty, hours };
 }
 

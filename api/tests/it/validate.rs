@@ -1,6 +1,7 @@
 //! The web app's job-spec validator against the protocol's: `node --test` runs every case
-//! of the shared corpus (`contracts/protocol/tests/spec_corpus.json`, which
-//! `gantry-protocol`'s `spec_corpus` test holds spec.rs to) through `assets/validate.js`.
+//! of the shared corpora (`contracts/protocol/tests/spec_corpus.json` and
+//! `requirements_corpus.json`, which `gantry-protocol`'s `spec_corpus` and
+//! `requirements_corpus` tests hold spec.rs and market.rs to) through `assets/validate.js`.
 
 use std::process::Command;
 
@@ -23,20 +24,21 @@ fn the_browser_validator_agrees_with_the_protocol_on_every_corpus_case() {
     );
     assert!(output.status.success(), "node --test failed:\n{report}");
     // Every case ran: a test file that found no cases would pass as well.
-    let corpus: Vec<serde_json::Value> = serde_json::from_str(
-        &std::fs::read_to_string(format!(
-            "{api}/../contracts/protocol/tests/spec_corpus.json"
-        ))
-        .unwrap(),
-    )
-    .unwrap();
+    let cases = |file: &str| {
+        serde_json::from_str::<Vec<serde_json::Value>>(
+            &std::fs::read_to_string(format!("{api}/../contracts/protocol/tests/{file}")).unwrap(),
+        )
+        .unwrap()
+        .len()
+    };
+    let total = cases("spec_corpus.json") + cases("requirements_corpus.json");
     let passed = report
         .lines()
         .find_map(|line| line.strip_prefix("# pass "))
         .and_then(|count| count.trim().parse::<usize>().ok());
     assert_eq!(
         passed,
-        Some(corpus.len() + 1),
+        Some(total + 1),
         "every case and the corpus's own check pass:\n{report}"
     );
 }

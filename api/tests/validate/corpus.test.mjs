@@ -7,7 +7,7 @@ import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import { test } from 'node:test';
 
-import { validateSpec } from '../../assets/validate.js';
+import { validateRequirements, validateSpec } from '../../assets/validate.js';
 
 const corpus = JSON.parse(
   readFileSync(new URL('../../../contracts/protocol/tests/spec_corpus.json', import.meta.url), 'utf8'),
@@ -24,9 +24,21 @@ function outcome(result) {
   return { error: result.error, message: result.message };
 }
 
+const requirements = JSON.parse(
+  readFileSync(new URL('../../../contracts/protocol/tests/requirements_corpus.json', import.meta.url), 'utf8'),
+);
+
 test('the corpus is read', () => {
   assert.ok(corpus.length >= 60, `only ${corpus.length} cases`);
+  assert.ok(requirements.length >= 20, `only ${requirements.length} requirements cases`);
 });
+
+// The market's posting rules (requirements_corpus.rs holds market.rs to the same file).
+for (const { name, requirements: r, expect } of requirements) {
+  test(`requirements: ${name}`, () => {
+    assert.deepEqual(validateRequirements(r) ?? 'ok', expect);
+  });
+}
 
 // A string is the spec's text as posted; any other value is posted as JSON.
 for (const { name, spec, expect } of corpus) {

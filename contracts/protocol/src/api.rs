@@ -124,10 +124,12 @@ pub struct JobRow {
     /// Longest an attempt may run, seconds, from its assignment.
     pub max_runtime: u64,
     pub spec_hash: String,
-    /// The spec as posted, when it is JSON (valid as a spec or not); none otherwise.
+    /// The spec as posted, when it is one workers run (`JobSpec::from_slice` takes it: an
+    /// object, no key given twice); none otherwise. Its keys are not in the posted order:
+    /// `specHash` is over the posted bytes (in the job's `JobPosted`).
     #[cfg_attr(feature = "openapi", schema(value_type = Option<Object>))]
     pub spec: Option<serde_json::Value>,
-    /// The posted bytes as text (invalid UTF-8 replaced), only when they are not JSON.
+    /// The posted bytes as text (invalid UTF-8 replaced), only when they are not a spec.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub spec_text: Option<String>,
     pub requirements: RequirementsRow,
@@ -202,7 +204,7 @@ pub struct JobRow {
 }
 
 impl JobRow {
-    /// The spec's text: as posted when it was not JSON, else its JSON (the same value;
+    /// The spec's text: as posted when it was not a spec, else the spec as JSON (the same value;
     /// the posted bytes, to check against `specHash`, are in the job's `JobPosted`).
     pub fn spec_text(&self) -> String {
         match (&self.spec, &self.spec_text) {

@@ -72,6 +72,39 @@ fn bits(word: U256, shift: usize, width: usize) -> u128 {
     ((word >> shift) & mask).to::<u128>()
 }
 
+/// The highest scheduling priority a job may ask for (`MarketStorage.MAX_PRIORITY`).
+pub const MAX_PRIORITY: u8 = 10;
+/// The longest `maxRuntime` a job may ask for, seconds (`MarketStorage.MAX_RUNTIME`).
+pub const MAX_RUNTIME_SECS: u32 = 7 * 24 * 3600;
+
+/// Why the market refuses to post a job with `r` (`MarketStorage._checkRequirements`,
+/// `JobMarket_InvalidRequirements`), as the field and a reason, in the contract's order;
+/// `None` when it takes them. The CLI refuses before it sends and the web app's
+/// `validate.js` mirrors it, held to it by `tests/requirements_corpus.json`.
+pub fn requirements_refusal(r: &JobMarket::JobRequirements) -> Option<(&'static str, String)> {
+    use crate::spec::Engine;
+    if r.priority == 0 || r.priority > MAX_PRIORITY {
+        return Some(("priority", format!("must be 1 to {MAX_PRIORITY}")));
+    }
+    if r.maxRuntime == 0 || r.maxRuntime > MAX_RUNTIME_SECS {
+        return Some((
+            "maxRuntime",
+            format!("must be 1 to {MAX_RUNTIME_SECS} seconds (7 days)"),
+        ));
+    }
+    if r.gpuModel != B256::ZERO && r.minGpuCount == 0 {
+        return Some(("minGpuCount", "a GPU model needs at least one GPU".into()));
+    }
+    match Engine::from_code(r.engine) {
+        None => Some(("engine", format!("unknown engine {}", r.engine))),
+        Some(Engine::Wasm) if r.minGpuCount != 0 || r.minVramMiB != 0 => Some((
+            "minGpuCount",
+            "a WASM job runs on the CPU: no GPU and no VRAM".into(),
+        )),
+        Some(_) => None,
+    }
+}
+
 impl Terms {
     /// What posting escrowed: n bounties for a replicated job, the bounty otherwise.
     pub fn escrow(&self) -> u128 {

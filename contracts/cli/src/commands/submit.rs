@@ -195,6 +195,13 @@ pub async fn submit(ctx: &Context, args: &SubmitArgs) -> Result<()> {
         priority: args.priority,
         engine: spec.engine.code(),
     };
+    // The market's posting rules, before anything is signed (the contract's revert would
+    // say only "invalid requirements").
+    if let Some((field, reason)) = gantry_protocol::market::requirements_refusal(&requirements) {
+        return Err(CliError::usage(format!(
+            "the market refuses these requirements: {field} {reason}"
+        )));
+    }
     let money = Money(Some(token.clone()));
     // A verified job: the market's rules for it, and what it escrows (n bounties
     // replicated, one refereed).

@@ -18,13 +18,15 @@
 //!   seeded kills, stops, nats-server restarts and reorgs; everything settles and the
 //!   chain, the stream and the API agree (`make chaos` runs ten full seeds).
 //! - `web_app`: the web app in headless Chromium with an injected wallet forwarding to
-//!   anvil: connect (account, balance); a bad image refused before anything is signed;
+//!   anvil: connect (account, balance; no wallet and one on another chain said so); a
+//!   bad image refused before anything is signed;
 //!   the WASM demo posted from the form with a permit and one transaction, run by the
 //!   worker, paid, its result downloaded through the API and checked in the browser; a job
 //!   no node can run cancelled from its page (the bounty back in credits); a node
 //!   registered by another account with an agent key made in the page (its worker config
-//!   printed), and a job only it can run placed on it by the matcher; screenshots in
-//!   `target/tmp/web_app/`.
+//!   printed, markup in its metadata shown as text), and a job only it can run placed on
+//!   it by the matcher; the served result is the chain's `ResultSubmitted` hash, not
+//!   compressed; screenshots in `target/tmp/web_app/`.
 
 mod chaos;
 mod cli;

@@ -32,6 +32,8 @@ try {
 const config = JSON.parse(readFileSync(process.argv[2], 'utf8'));
 const { base, rpc, shots, submitter, operator, wasm } = config;
 const TIMEOUT = 60_000;
+/** Markup where a node's metadata URI goes. */
+const HOSTILE = '"><img src=x onerror="window.__xss=1">';
 /** What a job needs to run to its payout on a loaded two-core machine. */
 const JOB_TIMEOUT = 240_000;
 
@@ -49,13 +51,14 @@ async function forward(method, params) {
 }
 
 // The injected wallet: EIP-1193 over the binding, announced by EIP-6963; the test switches
-// its account with `__gantrySwitch`.
-function wallet(account) {
+// its account with `__gantrySwitch`. `chain` (hex) makes it a wallet on another chain.
+function wallet({ account, chain }) {
   const listeners = {};
   window.__gantryAccount = account;
   const provider = {
     async request({ method, params }) {
       if (method === 'eth_requestAccounts' || method === 'eth_accounts') return [window.__gantryAccount];
+      if (method === 'eth_chainId' && chain) return chain;
       if (method === 'wallet_switchEthereumChain') return null;
       const answer = await window.__rpc(method, params ?? []);
       if (answer.error) {
@@ -94,7 +97,7 @@ try {
   const context = await browser.newContext({ viewport: { width: 1360, height: 900 } });
   context.setDefaultTimeout(TIMEOUT);
   await context.exposeBinding('__rpc', (_, method, params) => forward(method, params));
-  await context.addInitScript(wallet, submitter);
+  await context.addInitScript(wallet, { account: submitter });
   page = await context.newPage();
   page.on('pageerror', (error) => problems.push(`page error: ${error.message}`));
   page.on('console', (message) => {
@@ -110,6 +113,25 @@ try {
   await page.locator('#wallet [data-part="balance"]').waitFor();
   assert.match(await page.locator('#wallet [data-part="balance"]').innerText(), /^[\d,]+\.\d+ gUSD$/);
   console.log('CONNECTED');
+
+  // No wallet in the browser, or one on another chain: the header says so.
+  const bare = await browser.newContext({ viewport: { width: 1360, height: 900 } });
+  const nowallet = await bare.newPage();
+  await nowallet.goto(`${base}/#/submit`);
+  await nowallet.locator('#wallet [data-wallet="absent"]').waitFor();
+  assert.equal(await nowallet.locator('#wallet').innerText(), 'No wallet found');
+  await bare.close();
+  const elsewhere = await browser.newContext({ viewport: { width: 1360, height: 900 } });
+  await elsewhere.exposeBinding('__rpc', (_, method, params) => forward(method, params));
+  await elsewhere.addInitScript(wallet, { account: submitter, chain: '0x1' });
+  const mainnet = await elsewhere.newPage();
+  await mainnet.goto(`${base}/#/submit`);
+  await mainnet.locator('#wallet [data-connect]').click();
+  await mainnet.locator('#wallet [data-wallet="wrong-chain"]').waitFor();
+  assert.match(await mainnet.locator('#wallet').innerText(), /is on chain 1; Gantry is on 31337\s+Switch network/);
+  await mainnet.screenshot({ path: `${shots}/wrong-chain.png` });
+  await elsewhere.close();
+  console.log('WALLET-STATES');
 
   // A bad image reference is refused by the protocol's rules before anything is signed or sent.
   await page.locator('#submit-form [data-part="wait"] [data-wait]').waitFor();
@@ -179,6 +201,8 @@ try {
   await page.fill('input[name="cpuCores"]', '2');
   await page.fill('input[name="ramMiB"]', '2048');
   await page.fill('input[name="price"]', '1.5');
+  // Markup in what a node declares is shown as text wherever it appears.
+  await page.fill('input[name="metadataURI"]', HOSTILE);
   await page.locator('[data-action="register"]').click();
   await page.locator('[data-part="worker-config"]').waitFor({ timeout: JOB_TIMEOUT });
   const toml = await page.locator('[data-part="toml"]').innerText();
@@ -211,6 +235,9 @@ try {
 
   await page.goto(`${base}/#/nodes/${node}`);
   await page.locator('main h1').waitFor();
+  await page.getByText(HOSTILE).waitFor();
+  assert.equal(await page.evaluate(() => window.__xss), undefined, 'no markup ran');
+  assert.equal(await page.locator('img[src="x"]').count(), 0, 'no markup was made');
   await snap('node');
   assert.deepEqual(problems, [], 'errors in the page');
   console.log('OK');

@@ -97,17 +97,28 @@ async fn web_app_submits_runs_verifies_cancels_and_registers_a_node_from_the_bro
     assert_eq!(row["engine"], "wasm");
     assert_eq!(row["spec"]["wasm"]["module"]["sha256"], module.sha256);
     assert_eq!(row["bounty"], (10 * GUSD).to_string());
-    let result = reqwest::get(format!("{}/v1/jobs/{job}/result", network.api_url))
+    // As a browser asks (gzip welcome): the bytes as stored, not compressed.
+    let response = reqwest::Client::new()
+        .get(format!("{}/v1/jobs/{job}/result", network.api_url))
+        .header("accept-encoding", "gzip")
+        .send()
         .await
         .unwrap()
         .error_for_status()
-        .unwrap()
-        .bytes()
+        .unwrap();
+    assert!(response.headers().get("content-encoding").is_none());
+    let result = response.bytes().await.unwrap();
+    let submitted = devnet
+        .market(SUBMITTER)
+        .ResultSubmitted_filter()
+        .topic1(U256::from(job))
+        .from_block(0)
+        .query()
         .await
         .unwrap();
     assert_eq!(
-        format!("{:#x}", B256::from_slice(&sha2::Sha256::digest(&result))),
-        row["resultHash"].as_str().unwrap(),
+        B256::from_slice(&sha2::Sha256::digest(&result)),
+        submitted.last().expect("a ResultSubmitted").0.resultHash,
         "the served result is the one the chain names"
     );
     assert_eq!(
@@ -158,7 +169,12 @@ async fn web_app_submits_runs_verifies_cancels_and_registers_a_node_from_the_bro
     let row = get(&network, &format!("/v1/jobs/{placed}")).await;
     assert_eq!(row["nodeId"], node, "{row}");
     assert_eq!(row["status"], "assigned", "{row}");
+    assert!(
+        said.contains_key("WALLET-STATES"),
+        "no wallet, another chain"
+    );
     for shot in [
+        "wrong-chain",
         "submit-refused",
         "submit",
         "job-completed",
