@@ -232,10 +232,10 @@ function checkWasm(spec) {
   }
   const mib = wasm.memoryMib;
   if (mib !== undefined && (mib < 1 || mib > MAX_WASM_MEMORY_MIB)) {
-    invalid('wasm.memoryMiB', 'must be 1 to 4096');
+    invalid('wasm.memoryMib', 'must be 1 to 4096');
   }
   if (wasm.deterministic && mib === undefined) {
-    invalid('wasm.memoryMiB', 'a deterministic job names its memory limit');
+    invalid('wasm.memoryMib', 'a deterministic job names its memory limit');
   }
 }
 
@@ -383,7 +383,7 @@ const ModuleSpec = struct([['uri', string, REQUIRED], ['sha256', string, REQUIRE
 const WasmSpec = struct([
   ['module', ModuleSpec, REQUIRED],
   ['entry', option(string), none],
-  ['memoryMib', option(u32), none], // `memory_mib` in camelCase; the error field says memoryMiB
+  ['memoryMib', option(u32), none], // `memory_mib` in camelCase
   ['deterministic', bool, () => false],
 ]);
 const InputSpec = struct([

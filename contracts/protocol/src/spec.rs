@@ -18,7 +18,7 @@
 //! ```json
 //! {"version":2,"engine":"wasm","command":["--epochs","3"],"env":{"SEED":"42"},
 //!  "wasm":{"module":{"uri":"https://…/train.wasm","sha256":"…"},"entry":"_start",
-//!          "memoryMiB":256,"deterministic":true},
+//!          "memoryMib":256,"deterministic":true},
 //!  "inputs":[…],"outputs":{"path":"/outputs"},"timeoutSecs":600}
 //! ```
 //!
@@ -614,12 +614,12 @@ impl JobSpec {
         if let Some(mib) = wasm.memory_mib
             && !(1..=MAX_WASM_MEMORY_MIB).contains(&mib)
         {
-            return invalid("wasm.memoryMiB", "must be 1 to 4096");
+            return invalid("wasm.memoryMib", "must be 1 to 4096");
         }
         if wasm.deterministic && wasm.memory_mib.is_none() {
             // A node's default would make the limit, and so the result, the node's.
             return invalid(
-                "wasm.memoryMiB",
+                "wasm.memoryMib",
                 "a deterministic job names its memory limit",
             );
         }
@@ -971,7 +971,7 @@ mod tests {
             (|s| s.version = 1, "engine"),
             (
                 |s| s.wasm.as_mut().unwrap().memory_mib = None,
-                "wasm.memoryMiB",
+                "wasm.memoryMib",
             ),
             (|s| s.image = "busybox".into(), "image"),
             (|s| s.wasm = None, "wasm"),
@@ -1001,7 +1001,7 @@ mod tests {
             ),
             (
                 |s| s.wasm.as_mut().unwrap().memory_mib = Some(4097),
-                "wasm.memoryMiB",
+                "wasm.memoryMib",
             ),
             (|s| s.command.push("a\0b".into()), "command"),
         ];

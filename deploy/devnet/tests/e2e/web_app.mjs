@@ -163,6 +163,9 @@ try {
   assert.ok(posted.includes('eth_signTypedData_v4'), `the permit was signed: ${posted}`);
   assert.equal(posted.filter((m) => m === 'eth_sendTransaction').length, 1, `one transaction: ${posted}`);
   console.log(`POSTED ${job}`);
+  // Its result in, the submitter accepts it within the challenge window: the node is paid.
+  await page.locator('[data-part="status"] .badge.s-submitted').waitFor({ timeout: JOB_TIMEOUT });
+  await page.locator('[data-job-action="accept"]').click();
   await page.locator('[data-part="status"] .badge.s-completed').waitFor({ timeout: JOB_TIMEOUT });
   await page.locator('[data-part="result"]').getByText('Paid to provider').waitFor();
   console.log(`COMPLETED ${job}`);
@@ -171,6 +174,18 @@ try {
   assert.ok(await page.locator('[data-part="result-file"]').count(), 'the checked result can be saved');
   await snap('job-completed');
   console.log(`VERIFIED ${job}`);
+
+  // Another run of the demo, its result disputed from the page (the bond approved first).
+  await page.goto(`${base}/#/submit`);
+  await page.locator('#submit-form [data-part="wait"] [data-wait]').waitFor();
+  await fillWasmDemo(page);
+  await page.locator('[data-action="post"]').click();
+  const disputed = await jobPage(page);
+  await page.locator('[data-part="status"] .badge.s-submitted').waitFor({ timeout: JOB_TIMEOUT });
+  await page.locator('[data-job-action="dispute"]').click();
+  await page.locator('[data-part="status"] .badge.s-disputed').waitFor({ timeout: JOB_TIMEOUT });
+  await snap('job-disputed');
+  console.log(`DISPUTED ${disputed}`);
 
   // A job no node can run (a GPU, and the dev network has none) waits; its submitter
   // cancels it from its page and the bounty comes back.
@@ -232,6 +247,23 @@ try {
   await page.locator(`[data-part="overview"] a[href="#/nodes/${node}"]`).waitFor({ timeout: JOB_TIMEOUT });
   await snap('job-placed');
   console.log(`PLACED ${placed} ${node}`);
+
+  // The operator tops its node up and begins its exit from its page.
+  await page.evaluate((account) => window.__gantrySwitch(account), operator);
+  await page.goto(`${base}/#/operate`);
+  const row = page.locator(`[data-part="mine"] [data-node-id="${node}"]`);
+  await row.locator('input[name="topUp"]').fill('25');
+  await row.locator('[data-node-action="topUp"]').click();
+  await page.locator(`[data-part="mine"] [data-node-id="${node}"] [data-part="stake"]`)
+    .getByText(/^225\.00 gUSD/).waitFor({ timeout: JOB_TIMEOUT });
+  await page.locator(`[data-part="mine"] [data-node-id="${node}"] [data-node-action="beginExit"]`).click();
+  await page.locator(`[data-part="mine"] [data-node-id="${node}"][data-status="exiting"]`).waitFor({ timeout: JOB_TIMEOUT });
+  // Its stake is still unbonding: the contract's refusal is said by name, nothing sent.
+  const exiting = page.locator(`[data-part="mine"] [data-node-id="${node}"]`);
+  await exiting.locator('[data-node-action="withdrawStake"]').click();
+  await exiting.locator('[data-part="note"]').getByText(/the contract refused: NodeRegistry_StillUnbonding/).waitFor();
+  await snap('operate-exiting');
+  console.log(`EXITING ${node}`);
 
   await page.goto(`${base}/#/nodes/${node}`);
   await page.locator('main h1').waitFor();

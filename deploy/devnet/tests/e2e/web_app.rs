@@ -24,9 +24,10 @@ const RUN: Duration = Duration::from_secs(900);
 async fn web_app_submits_runs_verifies_cancels_and_registers_a_node_from_the_browser() {
     let dir = tempfile::tempdir().unwrap();
     // A long heartbeat timeout: the node registered from the page has no worker, and must
-    // stay active until the matcher places a job on it.
+    // stay active until the matcher places a job on it. A minute's challenge window: the
+    // page accepts one result and disputes another within it.
     let network = Network::start(NetworkConfig {
-        challenge_window: 5,
+        challenge_window: 60,
         heartbeat_timeout: 600,
         ..NetworkConfig::ephemeral(dir.path(), 1).expect("a config")
     })
@@ -93,6 +94,10 @@ async fn web_app_submits_runs_verifies_cancels_and_registers_a_node_from_the_bro
     assert_eq!(number("COMPLETED", 0), job);
     let row = get(&network, &format!("/v1/jobs/{job}")).await;
     assert_eq!(row["status"], "completed", "{row}");
+    assert_eq!(
+        row["completion"], "accepted",
+        "accepted from the page: {row}"
+    );
     assert!(row["payout"].as_str().is_some_and(|p| p != "0"), "{row}");
     assert_eq!(row["engine"], "wasm");
     assert_eq!(row["spec"]["wasm"]["module"]["sha256"], module.sha256);
@@ -126,6 +131,13 @@ async fn web_app_submits_runs_verifies_cancels_and_registers_a_node_from_the_bro
         B256::ZERO,
         "settled"
     );
+
+    // The second run, disputed from the page: the bond (the policy's 10 gUSD, more than a
+    // tenth of the bounty) posted, the node's exposure held.
+    let disputed = number("DISPUTED", 0);
+    let row = get(&network, &format!("/v1/jobs/{disputed}")).await;
+    assert_eq!(row["status"], "disputed", "{row}");
+    assert_eq!(row["dispute"]["bond"], (10 * GUSD).to_string(), "{row}");
 
     // The job nobody could run, cancelled from its page: its whole bounty went back to
     // the submitter's credits, which then paid the last job's bounty (the page posts from
@@ -161,10 +173,15 @@ async fn web_app_submits_runs_verifies_cancels_and_registers_a_node_from_the_bro
         "{row}"
     );
     let params = market.params().call().await.unwrap();
+    // Twice the minimum at registration, 25 gUSD topped up, then its exit begun.
     assert_eq!(
         U256::from(info.stake),
-        U256::from(params.minStake) * U256::from(2)
+        U256::from(params.minStake) * U256::from(2) + U256::from(25 * GUSD)
     );
+    assert_eq!(number("EXITING", 0), node);
+    let exiting = get(&network, &format!("/v1/nodes/{node}")).await;
+    assert_eq!(exiting["status"], "exiting", "{exiting}");
+    assert!(info.unbondingEndsAt > 0, "its stake unbonds");
     assert_eq!(number("PLACED", 1), node);
     let row = get(&network, &format!("/v1/jobs/{placed}")).await;
     assert_eq!(row["nodeId"], node, "{row}");
@@ -178,6 +195,8 @@ async fn web_app_submits_runs_verifies_cancels_and_registers_a_node_from_the_bro
         "submit-refused",
         "submit",
         "job-completed",
+        "job-disputed",
+        "operate-exiting",
         "job-cancelled",
         "operate",
         "job-placed",
