@@ -60,6 +60,15 @@ export function tokens(base) {
   return `${sign}${whole}.${fraction}`;
 }
 
+/** `50.5` → `50500000n` (6 decimals): a decimal amount of tokens in base units, as the
+ * token's decimals (`useToken`) say; null when it is not one. */
+export function baseUnits(text) {
+  const match = /^(\d+)(?:\.(\d*))?$/.exec(String(text).trim());
+  const fraction = match?.[2] ?? '';
+  if (!match || fraction.length > Number(DECIMALS)) return null;
+  return BigInt(match[1]) * UNIT + BigInt(fraction.padEnd(Number(DECIMALS), '0') || '0');
+}
+
 /** `50000000` → `50.00 gUSD`. */
 export const money = (base) => `${tokens(base)} ${SYMBOL}`;
 

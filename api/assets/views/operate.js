@@ -8,7 +8,7 @@
 // `AgentConsent`, as the market requires) and shows it once, for the worker's key file.
 
 import { getJson, live } from '../api.js';
-import { html, mib, modelId, money, short, status as statusBadge, symbol } from '../format.js';
+import { baseUnits, html, mib, modelId, money, short, status as statusBadge, symbol } from '../format.js';
 import { ethers, networkInfo, readyMessage, reason, wallet } from '../wallet.js';
 
 /** A consent made here is good for this long (as the CLI's). */
@@ -98,14 +98,10 @@ export function mount(root) {
 }
 
 /** A decimal amount of tokens in base units; throws naming `what` when it is not one. */
-async function amount(text, what) {
-  const e = await ethers();
-  const { tokenDecimals } = await networkInfo();
-  try {
-    return e.parseUnits(text.trim(), tokenDecimals);
-  } catch {
-    throw new Error(`${what}: an amount of ${symbol()}`);
-  }
+function amount(text, what) {
+  const value = baseUnits(text);
+  if (value === null) throw new Error(`${what}: an amount of ${symbol()}`);
+  return value;
 }
 
 /** Approves the stake, has the agent consent (a new key, or the operator itself) and
@@ -120,9 +116,9 @@ async function register(form, step) {
   if (model && n('gpuCount') < 1) throw new Error('GPUs: a GPU model needs at least one GPU');
   if (!model && n('gpuCount') > 0) throw new Error('GPU model: name the model of your GPUs');
   const caps = [model ? modelId(model) : e.ZeroHash, n('gpuCount'), n('vramMiB'), n('cpuCores'),
-    n('ramMiB'), await amount(form.price.value, 'price'), n('slots'), engines];
+    n('ramMiB'), amount(form.price.value, 'price'), n('slots'), engines];
   const params = await market.params();
-  const stake = form.stake.value.trim() ? await amount(form.stake.value, 'stake') : 2n * params.minStake;
+  const stake = form.stake.value.trim() ? amount(form.stake.value, 'stake') : 2n * params.minStake;
   if (stake < params.minStake) throw new Error(`stake: at least the minimum, ${money(params.minStake)}`);
 
   let agent = wallet.account;
@@ -224,7 +220,7 @@ async function renderMine(el) {
 async function nodeAction(action, nodeId, row) {
   const { registry, token, market } = await wallet.contracts();
   if (action === 'topUp') {
-    const value = await amount(row.querySelector('[name="topUp"]').value, 'top up');
+    const value = amount(row.querySelector('[name="topUp"]').value, 'top up');
     if ((await token.allowance(wallet.account, market.target)) < value) {
       await wallet.confirm(token.approve(market.target, value));
     }

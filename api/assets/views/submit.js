@@ -4,7 +4,7 @@
 // an EIP-2612 permit: one signature and one transaction. The job's page follows it.
 
 import { getJson, live } from '../api.js';
-import { html, modelId, symbol } from '../format.js';
+import { baseUnits, html, modelId, symbol } from '../format.js';
 import { SPEC_VERSION, validateRequirements, validateSpec } from '../validate.js';
 import { ethers, readyMessage, reason, wallet } from '../wallet.js';
 
@@ -103,16 +103,9 @@ export function mount(root) {
 
 const lines = (text) => text.split('\n').map((l) => l.trim()).filter(Boolean);
 
-/** A decimal amount of tokens in base units; null when it is not one. */
-function baseUnits(text, decimals) {
-  const match = /^(\d+)(?:\.(\d*))?$/.exec(text.trim());
-  if (!match || (match[2] ?? '').length > decimals) return null;
-  return BigInt(match[1]) * 10n ** BigInt(decimals) + BigInt((match[2] ?? '').padEnd(decimals, '0') || '0');
-}
-
 /** The form as a spec, requirements, bounty and deadline, with every refusal in words
  * (the spec's as the protocol words them). */
-export function build(form, decimals = tokenDecimals) {
+export function build(form) {
   const errors = [];
   const value = (name) => form[name].value.trim();
   const engine = value('engine');
@@ -155,9 +148,9 @@ export function build(form, decimals = tokenDecimals) {
   if (engine === 'docker' && gpu === 'any' && gpus === 0) errors.push('GPUs: a GPU job needs at least one GPU');
   if (gpu === 'none' && gpus > 0) errors.push('GPUs: choose "any GPU model" or a model to ask for GPUs');
   const maxPriceText = value('maxPrice');
-  const maxPrice = maxPriceText ? baseUnits(maxPriceText, decimals) : UINT96_MAX;
+  const maxPrice = maxPriceText ? baseUnits(maxPriceText) : UINT96_MAX;
   if (maxPrice === null || maxPrice > UINT96_MAX) errors.push(`highest price: an amount of ${symbol()}`);
-  const bounty = baseUnits(value('bounty'), decimals);
+  const bounty = baseUnits(value('bounty'));
   if (bounty === null || bounty === 0n || bounty > UINT96_MAX) errors.push(`bounty: an amount of ${symbol()}, more than 0`);
   const hours = Number(value('hours'));
   const maxRuntime = Number.isInteger(spec.timeoutSecs) ? spec.timeoutSecs + SETUP_ALLOWANCE_SECS : 0;
@@ -182,8 +175,6 @@ export function build(form, decimals = tokenDecimals) {
   return { errors, spec: text, requirements, bounty, hours };
 }
 
-let tokenDecimals = 6;
-getJson('/v1/token').then((t) => { tokenDecimals = t.decimals; }, () => {});
 
 /** Which nodes could take the job now, or why none can (the market's capability checks,
  * as the matcher explains a waiting job). */
