@@ -322,15 +322,34 @@ impl Planner {
         if !job.terms.fits(view.now) {
             return Decision::Unplaceable { job: job.id };
         }
-        let mut best: Option<(f64, u64)> = None;
-        let mut first_after_cursor: Option<u64> = None;
-        let mut first: Option<u64> = None;
         // Candidates come with the most VRAM first: the scan stops at the first node with
         // too little.
         let candidates = index
             .candidates(requirements.gpu_model)
             .filter_map(|id| view.nodes.get(id))
             .take_while(|node| node.capabilities.vram_mib >= requirements.min_vram_mib);
+        match self.pick(job, candidates, excluded) {
+            Some(node) => {
+                index.take_slot(node);
+                Decision::Assign { job: job.id, node }
+            }
+            None => Decision::Unplaceable { job: job.id },
+        }
+    }
+
+    /// The node the strategy picks for `job` among `candidates` (nodes with a free slot in
+    /// this plan, most VRAM per GPU first, then by id), leaving out ineligible nodes and
+    /// excluded pairs; round-robin's cursor moves to it.
+    pub(crate) fn pick<'a>(
+        &mut self,
+        job: &JobView,
+        candidates: impl Iterator<Item = &'a NodeView>,
+        excluded: &HashSet<(u64, u64)>,
+    ) -> Option<u64> {
+        let requirements = job.requirements();
+        let mut best: Option<(f64, u64)> = None;
+        let mut first_after_cursor: Option<u64> = None;
+        let mut first: Option<u64> = None;
         for node in candidates {
             if !eligible(node, job)
                 || (!excluded.is_empty() && excluded.contains(&(job.id, node.id)))
@@ -364,14 +383,10 @@ impl Planner {
             Strategy::RoundRobin => first_after_cursor.or(first),
             _ => best.map(|(_, id)| id),
         };
-        match chosen {
-            Some(node) => {
-                self.cursor = node;
-                index.take_slot(node);
-                Decision::Assign { job: job.id, node }
-            }
-            None => Decision::Unplaceable { job: job.id },
+        if let Some(node) = chosen {
+            self.cursor = node;
         }
+        chosen
     }
 }
 

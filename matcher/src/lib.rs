@@ -6,13 +6,13 @@
 //!     │                                                                 │
 //!     └─ durable consumer (JobPosted, JobRequeued) ─▶ work::Held claims │
 //!                                                                       ▼
-//!   matcher:  decide::Planner.plan_with(view) ──▶ sender (assign txs) ──▶ chain
+//!   matcher:  incremental::IncrementalPlanner.plan(view, changes) ──▶ sender (assign txs) ──▶ chain
 //!             decide::explain ──▶ KV gantry_<chain>_pending (why a job waits)
 //!   liveness: lease (KV) ──▶ liveness::Keeper.next(view) ──▶ sender (keeper txs) ──▶ chain
 //! ```
 //!
 //! Neither keeps state of its own: on start each replays the chain stream into its view,
-//! then follows it. [`decide`], [`round`] (the matcher's books and one planning round)
+//! then follows it. [`decide`], [`incremental`], [`round`] (the matcher's books and one planning round)
 //! and [`liveness`] are the pure cores; [`feed`], [`work`],
 //! [`lease`] and [`sender`] do the IO; [`matcher_service`] and [`liveness_service`] are
 //! the loops that join them.
@@ -21,6 +21,7 @@ pub mod config;
 pub mod decide;
 pub mod error;
 pub mod feed;
+pub mod incremental;
 pub mod lease;
 pub mod liveness;
 pub mod liveness_service;

@@ -13,12 +13,13 @@ use gantry_runtime::tasks::Supervisor;
 use tokio_util::sync::CancellationToken;
 
 use crate::config::MatcherConfig;
-use crate::decide::Planner;
 use crate::feed::Feed;
+use crate::incremental::IncrementalPlanner;
 use crate::project::Applied;
 use crate::project::Projection;
 use crate::round::Books;
 use crate::sender::{Assign, Call, Sender};
+use crate::view::Changes;
 use crate::work::{Claims, Held};
 use crate::{Started, metrics, start};
 
@@ -62,7 +63,8 @@ pub async fn run(config: MatcherConfig, shutdown: CancellationToken) -> anyhow::
         sender,
         explanations,
         projection: Projection::default(),
-        planner: Planner::new(config.strategy.into(), config.weights()),
+        planner: IncrementalPlanner::new(config.strategy.into(), config.weights()),
+        changes: Changes::everything(),
         books: Books::new(config.revert_backoff),
         held: Held::default(),
         caught_up_logged: false,
@@ -88,7 +90,9 @@ struct Matcher {
     sender: Sender,
     explanations: kv::Store,
     projection: Projection,
-    planner: Planner,
+    planner: IncrementalPlanner,
+    /// What changed in the view since the planner's last round.
+    changes: Changes,
     books: Books,
     held: Held,
     caught_up_logged: bool,
@@ -125,6 +129,7 @@ impl Matcher {
                 }
                 claim = self.claims.next(), if !*stuck.borrow() => match claim {
                     Some(Ok(claim)) => {
+                        self.books.touched(claim.job);
                         self.held.insert(claim);
                         dirty = true;
                     }
@@ -182,6 +187,8 @@ impl Matcher {
     /// soon (the sender was full).
     #[tracing::instrument(level = "debug", skip(self), fields(block = self.projection.view().block))]
     async fn step(&mut self) -> bool {
+        let mut changes = std::mem::replace(&mut self.changes, Changes::none());
+        changes.merge(self.projection.take_changes());
         let view = self.projection.view();
         let applied = self.feed.applied;
 
@@ -189,7 +196,7 @@ impl Matcher {
         let final_block = self.projection.final_block();
         for claim in self
             .held
-            .take_done(applied, view.block, final_block, |job| {
+            .take_done(applied, view.block, final_block, &changes, |job| {
                 view.open_job(job).is_some()
             })
         {
@@ -201,13 +208,14 @@ impl Matcher {
         metrics::claimed_jobs(self.held.len());
         self.books.sync(view);
         if self.held.is_empty() {
+            // The planner has not seen these yet.
+            self.changes = changes;
             return false;
         }
 
-        let held = &self.held;
         let round = self
             .books
-            .plan(&mut self.planner, view, |job| held.contains(job));
+            .plan(&mut self.planner, view, &changes, &self.held);
         let mut again = false;
         let mut assigned = 0;
         for call in round.calls {

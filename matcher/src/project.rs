@@ -18,7 +18,7 @@ use gantry_protocol::market::{self, Policy};
 use gantry_protocol::spec::JobSpec;
 use gantry_protocol::status::{JobStatus, NodeStatus};
 
-use crate::view::{Capabilities, JobView, NodeView, VerifiedView, View};
+use crate::view::{Capabilities, Changes, JobView, NodeView, VerifiedView, View};
 
 /// Why the stream could not be applied.
 #[derive(Debug, thiserror::Error, PartialEq, Eq)]
@@ -78,10 +78,12 @@ struct Block {
     events: Vec<EventEnvelope>,
 }
 
-/// The view, the one state the projection keeps.
+/// The view, the one state the projection keeps, and what changed in it since the planner
+/// last asked.
 #[derive(Debug, Clone, Default)]
 struct State {
     view: View,
+    changes: Changes,
 }
 
 impl Projection {
@@ -97,6 +99,11 @@ impl Projection {
 
     pub fn view(&self) -> &View {
         &self.live.view
+    }
+
+    /// What changed in the view since the last call (everything, the first time).
+    pub fn take_changes(&mut self) -> Changes {
+        std::mem::replace(&mut self.live.changes, Changes::none())
     }
 
     /// The newest block no reorganisation can undo any more (final by the stream's
@@ -183,6 +190,7 @@ impl Projection {
         self.retained
             .retain(|block| !orphaned.contains(&block.hash));
         self.live = self.base.clone();
+        self.live.changes = Changes::everything();
         for block in &self.retained {
             self.live.apply_block(block)?;
         }
@@ -224,6 +232,14 @@ impl State {
             block: event.block_number,
             reason: e.source.to_string(),
         })?;
+        // The event's node and job changed (a job's node too when a slot is taken or
+        // given back: `node_slots`).
+        if let Some(node) = typed.node_id() {
+            self.changes.node(node);
+        }
+        if let Some(job) = typed.job_id() {
+            self.changes.job(job);
+        }
         match typed {
             GantryEvent::Registry(e) => self.apply_registry(e, event.block_timestamp),
             GantryEvent::Market(e) => self.apply_market(e, event),
@@ -312,7 +328,7 @@ impl State {
             self.apply_verified(job_id, &event);
             return;
         }
-        let view = &mut self.view;
+        let (view, changes) = (&mut self.view, &mut self.changes);
         let job_id = match &event {
             M::JobPosted(e) => {
                 match market::Job::posted(&e.terms, &view.policies) {
@@ -438,9 +454,9 @@ impl State {
         let after = job.state;
         // A node's slot is taken from assignment to answer (or requeue, or failure).
         if after.status == JobStatus::Assigned && before.status != JobStatus::Assigned {
-            node_slots(view, after.node_id, 1);
+            node_slots(view, changes, after.node_id, 1);
         } else if before.status == JobStatus::Assigned && after.status != JobStatus::Assigned {
-            node_slots(view, before.node_id, -1);
+            node_slots(view, changes, before.node_id, -1);
         }
         if after.status.is_settled() {
             view.jobs.remove(&job_id);
@@ -454,7 +470,7 @@ impl State {
     /// tier-none job's does.
     fn apply_verified(&mut self, job_id: u64, event: &JobMarketEvents) {
         use JobMarketEvents as M;
-        let view = &mut self.view;
+        let (view, changes) = (&mut self.view, &mut self.changes);
         let Some(job) = view.verified.get_mut(&job_id) else {
             return;
         };
@@ -500,14 +516,15 @@ impl State {
             }
         }
         if after.status == JobStatus::Assigned && before.status != JobStatus::Assigned {
-            node_slots(view, after.node_id, 1);
+            node_slots(view, changes, after.node_id, 1);
         } else if before.status == JobStatus::Assigned && after.status != JobStatus::Assigned {
-            node_slots(view, before.node_id, -1);
+            node_slots(view, changes, before.node_id, -1);
         }
     }
 }
 
-fn node_slots(view: &mut View, node: u64, delta: i32) {
+fn node_slots(view: &mut View, changes: &mut Changes, node: u64, delta: i32) {
+    changes.node(node);
     if let Some(node) = view.nodes.get_mut(&node) {
         node.active_jobs = node.active_jobs.saturating_add_signed(delta);
     }
@@ -576,6 +593,18 @@ mod tests {
         fn commit_at(&mut self) -> u64 {
             self.commit();
             1_000 + self.block
+        }
+
+        /// Orphans block 2 (`hash`), back to block 1.
+        fn orphan_second_block(&mut self, hash: B256) {
+            self.projection
+                .on_retraction(&Retraction {
+                    v: ENVELOPE_VERSION,
+                    chain_id: 1,
+                    common_ancestor: 1,
+                    orphaned: vec![OrphanedBlock { number: 2, hash }],
+                })
+                .unwrap();
         }
 
         /// Commits the pending events as the next block; returns its hash.
@@ -789,21 +818,119 @@ mod tests {
             .on_event(chain.projection.retained[0].events[1].clone());
         assert_eq!(chain.projection.view().nodes.len(), 1);
 
-        chain
-            .projection
-            .on_retraction(&Retraction {
-                v: ENVELOPE_VERSION,
-                chain_id: 1,
-                common_ancestor: 1,
-                orphaned: vec![OrphanedBlock {
-                    number: 2,
-                    hash: orphan,
-                }],
-            })
-            .unwrap();
+        chain.orphan_second_block(orphan);
         let view = chain.projection.view();
         assert!(view.jobs.is_empty(), "the orphaned posting is gone");
         assert_eq!(view.nodes.len(), 1, "the canonical registration stays");
+    }
+
+    proptest::proptest! {
+        #![proptest_config(proptest::test_runner::Config::with_cases(128))]
+
+        /// Whatever the history, every node and job that differs between two views is
+        /// named by the changes taken in between (the incremental planner and the claims
+        /// look at nothing else).
+        #[test]
+        fn changes_name_everything_that_changed(
+            steps in proptest::collection::vec((0u8..12, proptest::prelude::any::<usize>(), proptest::prelude::any::<usize>()), 1..60),
+        ) {
+            let mut chain = Chain::new();
+            chain.market(params());
+            chain.commit();
+            let _ = chain.projection.take_changes();
+            let mut next_job = 1;
+            let mut before = chain.projection.view().clone();
+            for (kind, a, b) in steps {
+                let view = chain.projection.view();
+                let nodes: Vec<u64> = view.nodes.keys().copied().collect();
+                let open: Vec<u64> = view.open_jobs().map(|j| j.id).collect();
+                let running: Vec<(u64, u64)> = view
+                    .jobs
+                    .values()
+                    .filter(|j| j.state.status == JobStatus::Assigned)
+                    .map(|j| (j.id, j.state.node_id))
+                    .collect();
+                let pick = |n: usize, at: usize| at % n.max(1);
+                match kind {
+                    0 => chain.registry(registered(nodes.len() as u64 + 1)),
+                    1 | 2 => {
+                        chain.market(posted(next_job));
+                        next_job += 1;
+                    }
+                    3 | 4 if !open.is_empty() && !nodes.is_empty() => {
+                        let until = 1_000 + chain.block + 61;
+                        chain.market(assigned(open[pick(open.len(), a)], nodes[pick(nodes.len(), b)], until));
+                    }
+                    5 if !running.is_empty() => {
+                        let (job, node) = running[pick(running.len(), a)];
+                        chain.market(JobMarket::JobRejected { jobId: job, nodeId: node, reason: String::new() });
+                        chain.market(requeued(job, 0, 1));
+                    }
+                    6 if !running.is_empty() => {
+                        let (job, node) = running[pick(running.len(), a)];
+                        chain.market(JobMarket::JobReclaimed { jobId: job, nodeId: node, kind: 0, by: Address::ZERO });
+                        chain.market(requeued(job, 1, 1));
+                    }
+                    7 if !running.is_empty() => {
+                        let (job, node) = running[pick(running.len(), a)];
+                        chain.market(JobMarket::ResultSubmitted { jobId: job, resultHash: B256::ZERO, resultURI: String::new(), until: U40::from(5_000) });
+                        chain.market(JobMarket::JobCompleted { jobId: job, nodeId: node, payout: U96::from(90), fee: U96::from(10), kind: 0 });
+                    }
+                    8 if !open.is_empty() => {
+                        chain.market(JobMarket::JobCancelled { jobId: open[pick(open.len(), a)], refund: U96::from(100) });
+                    }
+                    9 if !nodes.is_empty() => chain.registry(NodeRegistry::NodeMarkedInactive {
+                        nodeId: nodes[pick(nodes.len(), a)],
+                        lastHeartbeat: 0,
+                        by: Address::ZERO,
+                    }),
+                    10 if !nodes.is_empty() => chain.registry(NodeRegistry::NodeReactivated {
+                        nodeId: nodes[pick(nodes.len(), a)],
+                        at: 0,
+                    }),
+                    11 if !nodes.is_empty() => {
+                        let mut caps = registered(1).capabilities;
+                        caps.maxConcurrentJobs = (b % 4) as u8;
+                        caps.vramMiB = 1_024 * (1 + (b % 80) as u32);
+                        chain.registry(NodeRegistry::NodeCapabilitiesUpdated {
+                            nodeId: nodes[pick(nodes.len(), a)],
+                            capabilities: caps,
+                            metadataURI: String::new(),
+                        });
+                    }
+                    _ => {}
+                }
+                if a % 3 == 0 {
+                    chain.commit();
+                    let changes = chain.projection.take_changes();
+                    let after = chain.projection.view().clone();
+                    let differ = crate::view::fixtures::diff(&before, &after);
+                    proptest::prop_assert!(!changes.all);
+                    for node in &differ.nodes {
+                        proptest::prop_assert!(changes.nodes.contains(node), "node {node} changed unnamed");
+                    }
+                    for job in &differ.jobs {
+                        proptest::prop_assert!(changes.jobs.contains(job), "job {job} changed unnamed");
+                    }
+                    before = after;
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn a_retraction_says_everything_changed() {
+        let mut chain = Chain::new();
+        chain.market(params());
+        chain.registry(registered(1));
+        chain.commit();
+        chain.market(posted(7));
+        let orphan = chain.commit();
+        let changes = chain.projection.take_changes();
+        assert!(changes.all, "the first view is everything");
+        assert!(chain.projection.take_changes().is_empty());
+        chain.orphan_second_block(orphan);
+        assert!(chain.projection.take_changes().all);
     }
 
     #[test]

@@ -10,14 +10,37 @@
 //!  sender took a call ──sent──▶ Books (slots held until the view shows the outcome)
 //! ```
 
-use std::collections::{HashMap, HashSet};
+use std::collections::{BTreeSet, HashMap, HashSet, VecDeque};
 use std::time::{Duration, Instant};
 
 use gantry_protocol::pending::{PENDING_VERSION, PendingCandidate, PendingExplanation};
 
-use crate::decide::{Decision, Explanation, Planner, Reservations, explain};
+use crate::decide::{Explanation, Reservations, explain};
+use crate::incremental::IncrementalPlanner;
 use crate::sender::{Assign, Call, MAX_BATCH, Outcome, Report};
-use crate::view::{JobView, Requirements, View};
+use crate::view::{Changes, JobView, Requirements, View};
+
+/// Held jobs explained in one round at most: a job claimed or changed since the last round
+/// first, then the others in turn. Below this many held jobs, every waiting job's
+/// explanation is brought up to date every round; above it, within a sweep of the queue.
+pub const EXPLAINED_PER_ROUND: usize = 128;
+
+/// The jobs a replica holds claims on.
+pub trait Holding {
+    fn holds(&self, job: u64) -> bool;
+    /// Held jobs from `from` on, by id, then from the lowest.
+    fn from(&self, from: u64) -> impl Iterator<Item = u64> + '_;
+}
+
+impl Holding for BTreeSet<u64> {
+    fn holds(&self, job: u64) -> bool {
+        self.contains(&job)
+    }
+
+    fn from(&self, from: u64) -> impl Iterator<Item = u64> + '_ {
+        self.range(from..).chain(self.range(..from)).copied()
+    }
+}
 
 /// What one round decided.
 #[derive(Debug, Default)]
@@ -39,8 +62,13 @@ pub struct Books {
     excluded_until: HashMap<(u64, u64), Instant>,
     /// Jobs of an assignment batch that reverted: sent alone until placed.
     alone: HashSet<u64>,
-    /// Explanations this replica wrote, by job.
+    /// Explanations this replica wrote, by job, and how many name each reason.
     published: HashMap<u64, PendingExplanation>,
+    reasons: HashMap<&'static str, usize>,
+    /// Jobs to explain first (claimed or changed since they were last explained).
+    to_explain: VecDeque<u64>,
+    /// Where the sweep over the other held jobs goes on.
+    sweep_from: u64,
     revert_backoff: Duration,
 }
 
@@ -52,6 +80,9 @@ impl Books {
             excluded_until: HashMap::new(),
             alone: HashSet::new(),
             published: HashMap::new(),
+            reasons: HashMap::new(),
+            to_explain: VecDeque::new(),
+            sweep_from: 0,
             revert_backoff,
         }
     }
@@ -127,27 +158,34 @@ impl Books {
         self.reservations.excluded = self.excluded_until.keys().copied().collect();
     }
 
-    /// Plans one round for the jobs `held` claims: the assignments, in calls of at most
-    /// [`MAX_BATCH`] (a job of a batch that reverted alone), and the explanations of the
-    /// held jobs that cannot be placed, where new or changed.
-    pub fn plan(&self, planner: &mut Planner, view: &View, held: impl Fn(u64) -> bool) -> Round {
+    /// A claim on `job` arrived, or the view changed it: explain it first.
+    pub fn touched(&mut self, job: u64) {
+        self.to_explain.push_back(job);
+    }
+
+    /// Plans one round for the jobs `held` claims: the assignments (from `planner`, told
+    /// what `changes` since its last round), in calls of at most [`MAX_BATCH`] (a job of a
+    /// batch that reverted alone), and the explanations of held jobs that cannot be placed,
+    /// where new or changed ([`EXPLAINED_PER_ROUND`] looked at).
+    pub fn plan(
+        &mut self,
+        planner: &mut IncrementalPlanner,
+        view: &View,
+        changes: &Changes,
+        held: &impl Holding,
+    ) -> Round {
         let mut assign: Vec<Assign> = Vec::new();
-        let mut unplaceable: Vec<&JobView> = Vec::new();
-        for decision in planner.plan_with(view, &self.reservations) {
-            match decision {
-                Decision::Assign { job, node } if held(job) => {
-                    if let Some(open) = view.open_job(job) {
-                        assign.push(Assign {
-                            job,
-                            node,
-                            with: open.market(),
-                        });
-                    }
-                }
-                Decision::Unplaceable { job } if held(job) => {
-                    unplaceable.extend(view.open_job(job));
-                }
-                _ => {}
+        let mut placed: HashSet<u64> = HashSet::new();
+        for (job, node) in planner.plan(view, changes, &self.reservations) {
+            placed.insert(job);
+            if held.holds(job)
+                && let Some(open) = view.open_job(job)
+            {
+                assign.push(Assign {
+                    job,
+                    node,
+                    with: open.market(),
+                });
             }
         }
         // A refereed job's provider is placed with `assignRefereed`, which takes one job.
@@ -160,11 +198,42 @@ impl Books {
             .chain(batched.chunks(MAX_BATCH).map(<[Assign]>::to_vec))
             .collect();
 
+        // The held jobs to explain this round: the touched ones, then the sweep.
+        if !changes.all {
+            self.to_explain.extend(changes.jobs.iter().copied());
+        }
+        let waiting = |job: u64| {
+            held.holds(job)
+                && !placed.contains(&job)
+                && !self.reservations.in_flight.contains_key(&job)
+                && view.open_job(job).is_some()
+        };
+        let mut chosen: Vec<u64> = Vec::new();
+        let mut seen: HashSet<u64> = HashSet::new();
+        while chosen.len() < EXPLAINED_PER_ROUND
+            && let Some(job) = self.to_explain.pop_front()
+        {
+            if seen.insert(job) && waiting(job) {
+                chosen.push(job);
+            }
+        }
+        let mut next = None;
+        for (looked, job) in held.from(self.sweep_from).enumerate() {
+            if chosen.len() >= EXPLAINED_PER_ROUND || looked >= 4 * EXPLAINED_PER_ROUND {
+                next = Some(job);
+                break;
+            }
+            if seen.insert(job) && waiting(job) {
+                chosen.push(job);
+            }
+        }
+        self.sweep_from = next.unwrap_or(0);
+
         // Jobs with the same requirements, a runnable spec and no barred node share one
         // explanation.
         let mut by_requirements: HashMap<Requirements, Explanation> = HashMap::new();
         let mut explanations = Vec::new();
-        for open in unplaceable {
+        for open in chosen.into_iter().filter_map(|job| view.open_job(job)) {
             let own;
             let explanation = if open.barred.is_empty() && open.spec_error.is_none() {
                 by_requirements
@@ -197,35 +266,50 @@ impl Books {
         call.iter()
             .filter_map(|a| {
                 self.reservations.in_flight.insert(a.job, a.node);
-                self.published.remove(&a.job).map(|_| a.job)
+                self.unpublish(a.job).then_some(a.job)
             })
             .collect()
     }
 
     /// The explanation was written.
     pub fn published(&mut self, pending: PendingExplanation) {
+        self.unpublish(pending.job_id);
+        *self.reasons.entry(reason(&pending)).or_default() += 1;
         self.published.insert(pending.job_id, pending);
     }
 
     /// The claim on `job` was released; whether its explanation must be deleted.
     pub fn released(&mut self, job: u64) -> bool {
-        self.published.remove(&job).is_some()
+        self.unpublish(job)
+    }
+
+    fn unpublish(&mut self, job: u64) -> bool {
+        let Some(old) = self.published.remove(&job) else {
+            return false;
+        };
+        let reason = reason(&old);
+        if let Some(count) = self.reasons.get_mut(reason) {
+            *count -= 1;
+            if *count == 0 {
+                self.reasons.remove(reason);
+            }
+        }
+        true
     }
 
     /// The published explanations, by the constraint that rules out the most nodes
     /// ("none" when nothing does: the slots went to jobs ahead).
-    pub fn pending_by_reason(&self) -> HashMap<&'static str, usize> {
-        let mut by_reason = HashMap::new();
-        for pending in self.published.values() {
-            let reason = pending
-                .rejected
-                .iter()
-                .max_by_key(|(_, count)| **count)
-                .map_or("none", |(constraint, _)| constraint.name());
-            *by_reason.entry(reason).or_default() += 1;
-        }
-        by_reason
+    pub fn pending_by_reason(&self) -> &HashMap<&'static str, usize> {
+        &self.reasons
     }
+}
+
+fn reason(pending: &PendingExplanation) -> &'static str {
+    pending
+        .rejected
+        .iter()
+        .max_by_key(|(_, count)| **count)
+        .map_or("none", |(constraint, _)| constraint.name())
 }
 
 fn pending_explanation(job: &JobView, explanation: &Explanation, block: u64) -> PendingExplanation {
@@ -298,6 +382,11 @@ mod tests {
         }
     }
 
+    /// Every job of the view held.
+    fn all(v: &View) -> BTreeSet<u64> {
+        v.jobs.keys().chain(v.verified.keys()).copied().collect()
+    }
+
     fn report(call: &[Assign], outcome: Outcome) -> Report {
         Report {
             call: Call::Assign(call.to_vec()),
@@ -337,9 +426,9 @@ mod tests {
         );
         assert_eq!(v.open_jobs().count(), 4);
         assert!(v.open_job(9).is_some());
-        let mut planner = Planner::new(Strategy::Score, Weights::default());
-        let books = Books::new(Duration::from_secs(30));
-        let round = books.plan(&mut planner, &v, |_| true);
+        let mut planner = IncrementalPlanner::new(Strategy::Score, Weights::default());
+        let mut books = Books::new(Duration::from_secs(30));
+        let round = books.plan(&mut planner, &v, &Changes::everything(), &all(&v));
         let mut calls: Vec<Vec<u64>> = round
             .calls
             .iter()
@@ -359,18 +448,23 @@ mod tests {
     #[test]
     fn placeable_jobs_go_in_batches_and_a_reverted_batch_splits() {
         let v = view((1..=12).map(|id| job(id, 512)));
-        let mut planner = Planner::new(Strategy::Score, Weights::default());
+        let mut planner = IncrementalPlanner::new(Strategy::Score, Weights::default());
         let mut books = Books::new(Duration::from_secs(30));
 
         // Twelve jobs for a node with twenty slots: a batch of ten and one of two.
-        let round = books.plan(&mut planner, &v, |_| true);
+        let round = books.plan(&mut planner, &v, &Changes::everything(), &all(&v));
         let sizes: Vec<usize> = round.calls.iter().map(Vec::len).collect();
         assert_eq!(sizes, [10, 2]);
         for call in &round.calls {
             books.sent(call);
         }
         // Sent: nothing is planned again while in flight.
-        assert!(books.plan(&mut planner, &v, |_| true).calls.is_empty());
+        assert!(
+            books
+                .plan(&mut planner, &v, &Changes::everything(), &all(&v))
+                .calls
+                .is_empty()
+        );
 
         // The batch of two reverts: its jobs go alone; the first pair is not avoided.
         books.on_report(
@@ -378,7 +472,7 @@ mod tests {
             Instant::now(),
         );
         books.sync(&v);
-        let round = books.plan(&mut planner, &v, |_| true);
+        let round = books.plan(&mut planner, &v, &Changes::everything(), &all(&v));
         let alone: Vec<Vec<u64>> = round
             .calls
             .iter()
@@ -396,7 +490,7 @@ mod tests {
         books.sync(&v);
         assert!(
             books
-                .plan(&mut planner, &v, |_| true)
+                .plan(&mut planner, &v, &Changes::everything(), &all(&v))
                 .calls
                 .iter()
                 .all(|c| c[0].job != 11)
@@ -405,12 +499,38 @@ mod tests {
     }
 
     #[test]
+    fn explanations_are_brought_up_to_date_a_bounded_number_a_round_touched_jobs_first() {
+        // 300 held jobs no node can run.
+        let v = view((1..=300).map(|id| job(id, 2_048)));
+        let mut planner = IncrementalPlanner::new(Strategy::Score, Weights::default());
+        let mut books = Books::new(Duration::from_secs(30));
+        let held = all(&v);
+        let mut explained: Vec<u64> = Vec::new();
+        for _ in 0..3 {
+            let round = books.plan(&mut planner, &v, &Changes::none(), &held);
+            assert!(round.explanations.len() <= EXPLAINED_PER_ROUND);
+            for pending in round.explanations {
+                explained.push(pending.job_id);
+                books.published(pending);
+            }
+        }
+        // Three rounds explained every job once, in turn.
+        explained.sort_unstable();
+        assert_eq!(explained, (1..=300).collect::<Vec<_>>());
+        // A job claimed again (or changed) is looked at first; unchanged, not written.
+        books.touched(250);
+        let round = books.plan(&mut planner, &v, &Changes::none(), &held);
+        assert!(round.explanations.is_empty());
+        assert_eq!(books.pending_by_reason().get("vram"), Some(&300));
+    }
+
+    #[test]
     fn an_explanation_is_written_when_new_or_changed_and_dropped_once_assigned() {
         // A job no node can run (2 GiB on a 1 GiB node), held by this replica.
         let mut v = view([job(1, 2_048)]);
-        let mut planner = Planner::new(Strategy::Score, Weights::default());
+        let mut planner = IncrementalPlanner::new(Strategy::Score, Weights::default());
         let mut books = Books::new(Duration::from_secs(30));
-        let round = books.plan(&mut planner, &v, |_| true);
+        let round = books.plan(&mut planner, &v, &Changes::everything(), &all(&v));
         assert!(round.calls.is_empty());
         assert_eq!(round.explanations.len(), 1);
         assert_eq!(
@@ -424,14 +544,14 @@ mod tests {
         v.block += 1;
         assert!(
             books
-                .plan(&mut planner, &v, |_| true)
+                .plan(&mut planner, &v, &Changes::everything(), &all(&v))
                 .explanations
                 .is_empty()
         );
         // A job this replica does not hold is not its to explain.
         assert!(
             books
-                .plan(&mut planner, &v, |job| job != 1)
+                .plan(&mut planner, &v, &Changes::everything(), &BTreeSet::new())
                 .explanations
                 .is_empty()
         );
@@ -440,7 +560,7 @@ mod tests {
         let mut big = node(2);
         big.capabilities.vram_mib = 4_096;
         v.nodes.insert(2, big);
-        let round = books.plan(&mut planner, &v, |_| true);
+        let round = books.plan(&mut planner, &v, &Changes::everything(), &all(&v));
         assert_eq!(round.calls.len(), 1);
         assert_eq!(books.sent(&round.calls[0]), [1]);
         assert!(books.pending_by_reason().is_empty());

@@ -1,6 +1,6 @@
 //! The matcher's picture of the market: nodes and jobs as the chain's events describe them.
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::{BTreeMap, BTreeSet, HashSet};
 
 use alloy::primitives::Address;
 use gantry_protocol::market::{self, Policies, Seats, State, Terms, Verified};
@@ -185,6 +185,84 @@ impl View {
     }
 }
 
+/// What changed in a [`View`] since it was last asked: the nodes and jobs that any applied
+/// event named (a node's slots taken or given back included), or everything (the first
+/// view, a reorganisation, or more changes than are worth listing). It may name what did
+/// not change; it never leaves out what did.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Changes {
+    pub all: bool,
+    pub nodes: HashSet<u64>,
+    pub jobs: HashSet<u64>,
+}
+
+impl Changes {
+    /// Past this many ids, everything is said to have changed (a replay, a long stall).
+    pub const LIMIT: usize = 65_536;
+
+    /// Everything changed.
+    pub fn everything() -> Self {
+        Self {
+            all: true,
+            nodes: HashSet::new(),
+            jobs: HashSet::new(),
+        }
+    }
+
+    /// Nothing changed.
+    pub fn none() -> Self {
+        Self {
+            all: false,
+            nodes: HashSet::new(),
+            jobs: HashSet::new(),
+        }
+    }
+
+    pub fn node(&mut self, id: u64) {
+        if !self.all {
+            self.nodes.insert(id);
+            self.cap();
+        }
+    }
+
+    pub fn job(&mut self, id: u64) {
+        if !self.all {
+            self.jobs.insert(id);
+            self.cap();
+        }
+    }
+
+    /// Adds what `other` names.
+    pub fn merge(&mut self, other: Changes) {
+        if other.all {
+            *self = Self::everything();
+            return;
+        }
+        for node in other.nodes {
+            self.node(node);
+        }
+        for job in other.jobs {
+            self.job(job);
+        }
+    }
+
+    pub fn is_empty(&self) -> bool {
+        !self.all && self.nodes.is_empty() && self.jobs.is_empty()
+    }
+
+    fn cap(&mut self) {
+        if self.nodes.len() + self.jobs.len() > Self::LIMIT {
+            *self = Self::everything();
+        }
+    }
+}
+
+impl Default for Changes {
+    fn default() -> Self {
+        Self::everything()
+    }
+}
+
 /// Builders for the pure cores' unit tests.
 #[cfg(test)]
 pub(crate) mod fixtures {
@@ -211,6 +289,30 @@ pub(crate) mod fixtures {
             verification: gantry_protocol::market::Verification::NONE,
         };
         JobView::open(id, terms, (id, 0))
+    }
+
+    /// What differs between two views: nodes, and jobs waiting for a node (for tests of
+    /// what [`super::Changes`] must name).
+    pub(crate) fn diff(old: &super::View, new: &super::View) -> super::Changes {
+        let mut changes = super::Changes::none();
+        let ids: std::collections::BTreeSet<u64> =
+            old.nodes.keys().chain(new.nodes.keys()).copied().collect();
+        for id in ids {
+            if old.nodes.get(&id) != new.nodes.get(&id) {
+                changes.node(id);
+            }
+        }
+        let ids: std::collections::BTreeSet<u64> = [old, new]
+            .iter()
+            .flat_map(|v| v.jobs.keys().chain(v.verified.keys()))
+            .copied()
+            .collect();
+        for id in ids {
+            if old.open_job(id) != new.open_job(id) || old.jobs.get(&id) != new.jobs.get(&id) {
+                changes.job(id);
+            }
+        }
+        changes
     }
 
     /// An Active node whose agent's last byte is `id`, staking `stake`, last heard at

@@ -5,7 +5,7 @@
 //! when a replica dies, its claims lapse after the ack wait and the server redelivers them
 //! to the others. A claim is acknowledged once the view shows the job placed or settled.
 
-use std::collections::HashMap;
+use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 
 use async_nats::jetstream::{self, AckKind, consumer, message::Acker};
 use futures::StreamExt;
@@ -14,6 +14,7 @@ use gantry_protocol::events::event_name;
 use gantry_protocol::names;
 
 use crate::error::StreamError;
+use crate::view::Changes;
 
 /// A replica's claim on one open job.
 pub struct Claim {
@@ -146,13 +147,29 @@ fn claim_of(message: jetstream::Message) -> Result<Claim, StreamError> {
 /// requeue).
 #[derive(Debug, Default)]
 pub struct Held {
-    by_job: HashMap<u64, Vec<Claim>>,
+    by_job: BTreeMap<u64, Vec<Claim>>,
     /// The view's block when each held job was first seen no longer open.
     closed_at: HashMap<u64, u64>,
+    /// Jobs claimed since the last `take_done` (their job may have closed already).
+    fresh: HashSet<u64>,
+}
+
+impl crate::round::Holding for Held {
+    fn holds(&self, job: u64) -> bool {
+        self.by_job.contains_key(&job)
+    }
+
+    fn from(&self, from: u64) -> impl Iterator<Item = u64> + '_ {
+        self.by_job
+            .range(from..)
+            .chain(self.by_job.range(..from))
+            .map(|(job, _)| *job)
+    }
 }
 
 impl Held {
     pub fn insert(&mut self, claim: Claim) {
+        self.fresh.insert(claim.job);
         self.by_job.entry(claim.job).or_default().push(claim);
     }
 
@@ -182,30 +199,54 @@ impl Held {
     /// released at an assignment a reorganisation then undoes, the job would be open with
     /// nobody to place it until it expires. Held until final, a job reopened by a
     /// retraction is placed again by its holder.
+    ///
+    /// Only the jobs that can have closed are looked at: those the view `changed`, those
+    /// claimed since the last call, and those seen closed before (waiting for finality or
+    /// for their event).
     pub fn take_done(
         &mut self,
         applied: u64,
         block: u64,
         final_block: u64,
+        changed: &Changes,
         still_open: impl Fn(u64) -> bool,
     ) -> Vec<Claim> {
+        let jobs: Vec<u64> = if changed.all {
+            self.by_job.keys().copied().collect()
+        } else {
+            let mut jobs: BTreeSet<u64> = changed
+                .jobs
+                .iter()
+                .filter(|job| self.by_job.contains_key(job))
+                .copied()
+                .collect();
+            jobs.extend(self.fresh.iter().copied());
+            jobs.extend(self.closed_at.keys().copied());
+            jobs.into_iter().collect()
+        };
+        self.fresh.clear();
         let mut done = Vec::new();
-        let closed_at = &mut self.closed_at;
-        self.by_job.retain(|job, claims| {
-            if still_open(*job) {
-                closed_at.remove(job);
-                return true;
+        for job in jobs {
+            let Some(claims) = self.by_job.get_mut(&job) else {
+                self.closed_at.remove(&job);
+                continue;
+            };
+            if still_open(job) {
+                self.closed_at.remove(&job);
+                continue;
             }
-            if *closed_at.entry(*job).or_insert(block) > final_block {
-                return true;
+            if *self.closed_at.entry(job).or_insert(block) > final_block {
+                continue;
             }
             let (decided, waiting): (Vec<Claim>, Vec<Claim>) =
                 claims.drain(..).partition(|c| c.sequence <= applied);
             done.extend(decided);
             *claims = waiting;
-            !claims.is_empty()
-        });
-        closed_at.retain(|job, _| self.by_job.contains_key(job));
+            if claims.is_empty() {
+                self.by_job.remove(&job);
+                self.closed_at.remove(&job);
+            }
+        }
         done
     }
 
@@ -217,7 +258,8 @@ impl Held {
 
     pub async fn give_back_all(&mut self) {
         self.closed_at.clear();
-        for claim in self.by_job.drain().flat_map(|(_, claims)| claims) {
+        self.fresh.clear();
+        for claim in std::mem::take(&mut self.by_job).into_values().flatten() {
             claim.give_back().await;
         }
     }

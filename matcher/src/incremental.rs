@@ -1,0 +1,444 @@
+//! Incremental planning, pure: the assignments [`Planner::plan_with`] makes over the whole
+//! queue, with work per round that grows with what changed since the last round, not with
+//! the queue.
+//!
+//! ```text
+//!  Changes (nodes, jobs) ──▶ Queue    every open job in its submitter's list, oldest first
+//!                       └─▶ Supply   nodes with a slot free after the assignments in flight
+//!  plan: walk the queue in order (a merge of the lists) ──▶ Planner::pick ──▶ assignments,
+//!        stopping once every node of the supply that some job may take is full
+//! ```
+//!
+//! Why it is the same plan: the full plan serves open jobs in queue order, each taking the
+//! node the strategy picks among those with a slot still free (the supply). The queue's
+//! order is a sort key — (priority, the job's turn among its submitter's open jobs at that
+//! priority, the submitter's oldest such job) — so a merge of the submitters' lists walks
+//! it without sorting the queue. Once no node of the supply has a slot left, every later
+//! job is unplaceable and takes nothing: the walk stops there. A node with a slot that no
+//! open job may take (the walk went through the whole queue and left it free) is
+//! *exhausted*: the walk does not wait for it to fill, until a job that may take it appears
+//! (posted, requeued, back from an assignment that was not sent or did not land, or out of
+//! its reverted pair's backoff) or the node changes.
+//! `tests::incremental_equals_full_on_random_histories` holds it to the full plan.
+
+use std::cmp::Reverse;
+use std::collections::{BTreeSet, BinaryHeap, HashMap, HashSet};
+
+use alloy::primitives::{Address, B256};
+
+use crate::decide::{Planner, Reservations, Strategy, Weights, violations};
+use crate::view::{Capabilities, Changes, JobView, NodeStatus, View};
+
+/// (posted block, log index, job id): a job's place in its submitter's list.
+type JobKey = (u64, u64, u64);
+/// (255 - priority, submitter): one list of the queue.
+type ListKey = (u8, Address);
+/// Most VRAM per GPU first, then by id: the order the planner scans nodes in.
+type NodeKey = (Reverse<u32>, u64);
+
+/// The planner that keeps its indexes between rounds.
+#[derive(Debug)]
+pub struct IncrementalPlanner {
+    planner: Planner,
+    /// Whether the indexes hold a view (false: rebuild from the next one).
+    built: bool,
+    /// The view's time at the last round: a job that did not fit then never fits later,
+    /// unless a reorganisation moved time back (then everything is rebuilt).
+    now: u64,
+    queue: Queue,
+    supply: Supply,
+    /// The assignments in flight at the last round, by job.
+    in_flight: HashMap<u64, u64>,
+    /// The assignments the last round made.
+    planned: Vec<(u64, u64)>,
+    /// The pairs left out at the last round.
+    excluded: HashSet<(u64, u64)>,
+    /// Rounds planned, and jobs looked at over them (for the benchmark and tests).
+    pub stats: Stats,
+}
+
+/// What the rounds cost.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Stats {
+    pub rounds: u64,
+    pub rebuilds: u64,
+    /// Jobs the walks went past (decided, or skipped as in flight or unrunnable).
+    pub jobs_walked: u64,
+}
+
+impl IncrementalPlanner {
+    pub fn new(strategy: Strategy, weights: Weights) -> Self {
+        Self {
+            planner: Planner::new(strategy, weights),
+            built: false,
+            now: 0,
+            queue: Queue::default(),
+            supply: Supply::default(),
+            in_flight: HashMap::new(),
+            planned: Vec::new(),
+            excluded: HashSet::new(),
+            stats: Stats::default(),
+        }
+    }
+
+    /// The assignments of one round, in queue order: those [`Planner::plan_with`] makes
+    /// for the same view and reservations, given every change to the view since the
+    /// previous round (every other open job, and every job in flight, is unplaceable now).
+    pub fn plan(
+        &mut self,
+        view: &View,
+        changes: &Changes,
+        reservations: &Reservations,
+    ) -> Vec<(u64, u64)> {
+        self.stats.rounds += 1;
+        if !self.built || changes.all || view.now < self.now {
+            self.rebuild(view, reservations);
+        } else {
+            self.update(view, changes, reservations);
+        }
+        self.now = view.now;
+        self.in_flight.clone_from(&reservations.in_flight);
+        self.excluded.clone_from(&reservations.excluded);
+        self.planned = self.walk(view, reservations);
+        self.planned.clone()
+    }
+
+    fn rebuild(&mut self, view: &View, reservations: &Reservations) {
+        self.stats.rebuilds += 1;
+        self.built = true;
+        self.queue = Queue::default();
+        self.supply = Supply::default();
+        let holding = holding(&reservations.in_flight);
+        for id in view.nodes.keys() {
+            self.supply.update(view, *id, holding.get(id).copied());
+        }
+        for job in view.open_jobs() {
+            self.queue.insert(job, view.now);
+        }
+    }
+
+    /// Brings the indexes up to the view, and wakes the exhausted nodes a job may take
+    /// again.
+    fn update(&mut self, view: &View, changes: &Changes, reservations: &Reservations) {
+        let mut nodes: HashSet<u64> = changes.nodes.clone();
+        // Jobs that may be open and free to place again, though the view did not change
+        // them: the last round's assignments not in flight now, and jobs whose assignment
+        // in flight ended.
+        let mut back: HashSet<u64> = changes.jobs.clone();
+        for (job, node) in &self.in_flight {
+            if reservations.in_flight.get(job) != Some(node) {
+                nodes.insert(*node);
+                back.insert(*job);
+            }
+        }
+        for (job, node) in &reservations.in_flight {
+            if self.in_flight.get(job) != Some(node) {
+                nodes.insert(*node);
+            }
+        }
+        back.extend(
+            self.planned
+                .iter()
+                .map(|(job, _)| *job)
+                .filter(|job| !reservations.in_flight.contains_key(job)),
+        );
+        // A pair out of its backoff may be tried again.
+        for (_, node) in self.excluded.difference(&reservations.excluded) {
+            self.supply.wake(*node);
+        }
+        let holding = holding(&reservations.in_flight);
+        for node in nodes {
+            self.supply.update(view, node, holding.get(&node).copied());
+        }
+        for &job in &changes.jobs {
+            self.queue.remove(job);
+            if let Some(open) = view.open_job(job) {
+                self.queue.insert(open, view.now);
+            }
+        }
+        if self.supply.exhausted.is_empty() {
+            return;
+        }
+        let mut woken = Vec::new();
+        for job in back.iter().filter_map(|job| view.open_job(*job)) {
+            woken.extend(self.supply.exhausted.iter().copied().filter(|node| {
+                view.nodes
+                    .get(node)
+                    .is_some_and(|n| violations(n, job).is_empty())
+            }));
+        }
+        for node in woken {
+            self.supply.wake(node);
+        }
+    }
+
+    /// Walks the queue in order, deciding each job against what is left of the supply,
+    /// until every node of it that is not exhausted is full.
+    fn walk(&mut self, view: &View, reservations: &Reservations) -> Vec<(u64, u64)> {
+        let mut assignments = Vec::new();
+        let mut waiting: u64 = self
+            .supply
+            .free
+            .iter()
+            .filter(|(node, _)| !self.supply.exhausted.contains(node))
+            .map(|(_, free)| u64::from(*free))
+            .sum();
+        if waiting == 0 {
+            return assignments;
+        }
+        let mut heap: BinaryHeap<Reverse<(Order, ListKey)>> = self
+            .queue
+            .lists
+            .iter()
+            .map(|(list, jobs)| Reverse((Order::first(*list, jobs), *list)))
+            .collect();
+        let mut taken: HashMap<u64, u32> = HashMap::new();
+        // Nodes whose slots this walk gave out, out of the scan until it ends.
+        let mut filled: Vec<u64> = Vec::new();
+        let mut expired: Vec<u64> = Vec::new();
+        let mut through = true;
+        while let Some(Reverse((order, list))) = heap.pop() {
+            let jobs = &self.queue.lists[&list];
+            let (key, runnable) = jobs[order.turn];
+            if let Some(next) = order.next(jobs) {
+                heap.push(Reverse((next, list)));
+            }
+            self.stats.jobs_walked += 1;
+            let id = key.2;
+            if !runnable || reservations.in_flight.contains_key(&id) {
+                continue;
+            }
+            let Some(job) = view.open_job(id) else {
+                debug_assert!(false, "job {id} indexed but not open");
+                continue;
+            };
+            if !job.terms.fits(view.now) {
+                expired.push(id);
+                continue;
+            }
+            let requirements = job.requirements();
+            let candidates = self
+                .supply
+                .candidates(requirements.gpu_model)
+                .filter_map(|id| view.nodes.get(&id))
+                .take_while(|node| node.capabilities.vram_mib >= requirements.min_vram_mib);
+            if let Some(node) = self.planner.pick(job, candidates, &reservations.excluded) {
+                assignments.push((id, node));
+                let taken = taken.entry(node).or_default();
+                *taken += 1;
+                if *taken == self.supply.free[&node] {
+                    self.supply.unscan(node);
+                    filled.push(node);
+                }
+                waiting -= 1;
+                if waiting == 0 {
+                    through = false;
+                    break;
+                }
+            }
+        }
+        for node in filled {
+            self.supply.scan(node);
+        }
+        // Went through the whole queue: what is still free, no open job may take.
+        if through {
+            let left: Vec<u64> = self
+                .supply
+                .free
+                .iter()
+                .filter(|(node, free)| taken.get(node).copied().unwrap_or(0) < **free)
+                .map(|(node, _)| *node)
+                .collect();
+            for node in left {
+                self.supply.exhaust(node);
+            }
+        }
+        // A job that no longer fits before its deadline never will (time only moves on):
+        // it is skipped from now on, and stays in the queue, where it still counts for turns.
+        for id in expired {
+            self.queue.expire(id);
+        }
+        assignments
+    }
+}
+
+/// Slots each node's assignments in flight hold.
+fn holding(in_flight: &HashMap<u64, u64>) -> HashMap<u64, u32> {
+    let mut holding = HashMap::new();
+    for node in in_flight.values() {
+        *holding.entry(*node).or_default() += 1;
+    }
+    holding
+}
+
+/// A job's place in the queue: higher priority first, then its turn among its submitter's
+/// jobs, then the submitter's oldest job (unique to the job together).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+struct Order {
+    priority: u8,
+    turn: usize,
+    front: JobKey,
+}
+
+impl Order {
+    fn first(list: ListKey, jobs: &[(JobKey, bool)]) -> Self {
+        Self {
+            priority: list.0,
+            turn: 0,
+            front: jobs[0].0,
+        }
+    }
+
+    fn next(self, jobs: &[(JobKey, bool)]) -> Option<Self> {
+        (self.turn + 1 < jobs.len()).then_some(Self {
+            turn: self.turn + 1,
+            ..self
+        })
+    }
+}
+
+/// Every open job, in its submitter's list at its priority, oldest first, with whether it
+/// may be placed (not for a spec no worker runs, or a job that no longer fits).
+#[derive(Debug, Default)]
+struct Queue {
+    lists: HashMap<ListKey, Vec<(JobKey, bool)>>,
+    jobs: HashMap<u64, (ListKey, JobKey)>,
+}
+
+impl Queue {
+    fn insert(&mut self, job: &JobView, now: u64) {
+        let list = (255 - job.requirements().priority, job.submitter());
+        let key = (job.posted_at.0, job.posted_at.1, job.id);
+        let runnable = job.spec_error.is_none() && job.terms.fits(now);
+        let jobs = self.lists.entry(list).or_default();
+        let at = jobs.partition_point(|(k, _)| *k < key);
+        jobs.insert(at, (key, runnable));
+        self.jobs.insert(job.id, (list, key));
+    }
+
+    fn remove(&mut self, id: u64) {
+        let Some((list, key)) = self.jobs.remove(&id) else {
+            return;
+        };
+        if let Some(jobs) = self.lists.get_mut(&list) {
+            if let Ok(at) = jobs.binary_search_by_key(&key, |(k, _)| *k) {
+                jobs.remove(at);
+            }
+            if jobs.is_empty() {
+                self.lists.remove(&list);
+            }
+        }
+    }
+
+    fn expire(&mut self, id: u64) {
+        let Some((list, key)) = self.jobs.get(&id) else {
+            return;
+        };
+        if let Some(jobs) = self.lists.get_mut(list)
+            && let Ok(at) = jobs.binary_search_by_key(key, |(k, _)| *k)
+        {
+            jobs[at].1 = false;
+        }
+    }
+}
+
+/// Active nodes with a slot free after the assignments in flight (the supply), and the
+/// scan: those of them a job may take, indexed as the planner scans them. An exhausted
+/// node is out of the scan (no open job may take it); so is, during a walk, a node whose
+/// slots the walk has given out.
+#[derive(Debug, Default)]
+struct Supply {
+    /// Free slots of each node in the supply.
+    free: HashMap<u64, u32>,
+    /// Capabilities of each node in the supply.
+    held: HashMap<u64, Capabilities>,
+    /// Nodes of the supply that no open job may take.
+    exhausted: HashSet<u64>,
+    all: BTreeSet<NodeKey>,
+    by_model: HashMap<B256, BTreeSet<NodeKey>>,
+}
+
+impl Supply {
+    /// Takes the node as the view has it now, `holding` slots held by assignments in
+    /// flight. A node whose capabilities changed, or that entered the supply, is in the
+    /// scan; one that stays with the same capabilities stays exhausted if it was (what a
+    /// job may take of a node is its capabilities, while it is active with a slot free).
+    fn update(&mut self, view: &View, id: u64, holding: Option<u32>) {
+        let now = view.nodes.get(&id).and_then(|node| {
+            let free = node.free_slots().saturating_sub(holding.unwrap_or(0));
+            (node.status == NodeStatus::Active && free > 0).then_some((free, node.capabilities))
+        });
+        match now {
+            Some((free, capabilities)) if self.held.get(&id) == Some(&capabilities) => {
+                self.free.insert(id, free);
+            }
+            Some((free, capabilities)) => {
+                self.leave(id);
+                self.free.insert(id, free);
+                self.held.insert(id, capabilities);
+                self.scan(id);
+            }
+            None => self.leave(id),
+        }
+    }
+
+    fn leave(&mut self, id: u64) {
+        self.unscan(id);
+        self.free.remove(&id);
+        self.held.remove(&id);
+        self.exhausted.remove(&id);
+    }
+
+    fn exhaust(&mut self, id: u64) {
+        if self.held.contains_key(&id) && self.exhausted.insert(id) {
+            self.unscan(id);
+        }
+    }
+
+    fn wake(&mut self, id: u64) {
+        if self.exhausted.remove(&id) {
+            self.scan(id);
+        }
+    }
+
+    fn key(&self, id: u64) -> Option<(B256, NodeKey)> {
+        self.held
+            .get(&id)
+            .map(|c| (c.gpu_model, (Reverse(c.vram_mib), id)))
+    }
+
+    fn scan(&mut self, id: u64) {
+        if let Some((model, key)) = self.key(id) {
+            self.all.insert(key);
+            self.by_model.entry(model).or_default().insert(key);
+        }
+    }
+
+    fn unscan(&mut self, id: u64) {
+        let Some((model, key)) = self.key(id) else {
+            return;
+        };
+        self.all.remove(&key);
+        if let Some(keys) = self.by_model.get_mut(&model) {
+            keys.remove(&key);
+            if keys.is_empty() {
+                self.by_model.remove(&model);
+            }
+        }
+    }
+
+    /// The nodes of the scan a job naming `model` may take (zero: any), most VRAM first.
+    fn candidates(&self, model: B256) -> impl Iterator<Item = u64> + '_ {
+        if model == B256::ZERO {
+            Some(self.all.iter())
+        } else {
+            self.by_model.get(&model).map(BTreeSet::iter)
+        }
+        .into_iter()
+        .flatten()
+        .map(|(_, id)| *id)
+    }
+}
+
+#[cfg(test)]
+mod tests;
