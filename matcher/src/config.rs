@@ -34,6 +34,10 @@ pub struct Common {
     pub stuck_after: Duration,
     #[command(flatten)]
     pub instance: InstanceArgs,
+    /// Write a snapshot of the view every this many stream messages (0: never, and start
+    /// by replaying the stream); a restart reads it back and replays only what follows.
+    #[arg(long, env = "GANTRY_SNAPSHOT_EVERY", default_value_t = 100_000)]
+    pub snapshot_every: u64,
 }
 
 /// `gantry-matcher`: assigns open jobs to eligible nodes.
@@ -190,6 +194,7 @@ impl Common {
             receipt_poll: Duration::from_millis(100),
             stuck_after: Duration::from_secs(60),
             instance: InstanceArgs::default(),
+            snapshot_every: 100_000,
         }
     }
 }

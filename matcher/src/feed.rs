@@ -24,6 +24,9 @@ pub struct Feed {
     /// Sequence of the last message that took effect (a commit, retraction or watermark;
     /// events take effect with their commit).
     pub applied: u64,
+    /// Sequence of the last commit that took effect: where a snapshot is checked against
+    /// the stream.
+    pub last_commit: Option<u64>,
     report: StreamReport,
 }
 
@@ -35,21 +38,24 @@ pub struct Delivered {
 }
 
 impl Feed {
-    /// Waits for the chain's stream to exist (the indexer creates it), then opens it from
-    /// its first message; `service` names the reader in logs and metrics.
+    /// Waits for the chain's stream to exist (the indexer creates it), then opens it after
+    /// sequence `after` (0: from its first message; else a snapshot's position, whose
+    /// commit was at `commit`); `service` names the reader in logs and metrics.
     pub async fn open(
         js: &jetstream::Context,
         chain_id: u64,
         service: &'static str,
+        (after, commit): (u64, Option<u64>),
         cancel: &CancellationToken,
     ) -> Result<Option<Self>, StreamError> {
-        let Some(reader) = ChainStreamReader::open(js, chain_id, 0, cancel).await? else {
+        let Some(reader) = ChainStreamReader::open(js, chain_id, after, cancel).await? else {
             return Ok(None);
         };
         Ok(Some(Self {
             caught_up_at: reader.last_at_open,
             reader,
-            applied: 0,
+            applied: after,
+            last_commit: commit,
             report: StreamReport::new(service),
         }))
     }
@@ -79,6 +85,7 @@ impl Feed {
         delivered: Delivered,
     ) -> Result<Applied, StreamError> {
         let Delivered { sequence, message } = delivered;
+        let commit = matches!(message, Ok(ChainMessage::Commit(_)));
         let applied = match message {
             Err(error) => {
                 self.report.skipped(sequence, &error);
@@ -104,6 +111,9 @@ impl Feed {
         // missing.
         if applied != Applied::Held && projection.is_idle() {
             self.applied = sequence;
+            if commit && applied == Applied::Changed {
+                self.last_commit = Some(sequence);
+            }
         }
         Ok(applied)
     }

@@ -11,8 +11,9 @@
 //!   liveness: lease (KV) ──▶ liveness::Keeper.next(view) ──▶ sender (keeper txs) ──▶ chain
 //! ```
 //!
-//! Neither keeps state of its own: on start each replays the chain stream into its view,
-//! then follows it. [`decide`], [`incremental`], [`round`] (the matcher's books and one planning round)
+//! Neither keeps state of its own but its view: on start each reads back its last
+//! [`snapshot`] of the view (or none) and replays the chain stream after it, then follows
+//! it. [`decide`], [`incremental`], [`round`] (the matcher's books and one planning round)
 //! and [`liveness`] are the pure cores; [`feed`], [`work`],
 //! [`lease`] and [`sender`] do the IO; [`matcher_service`] and [`liveness_service`] are
 //! the loops that join them.
@@ -30,6 +31,7 @@ pub mod metrics;
 pub mod project;
 pub mod round;
 pub mod sender;
+pub mod snapshot;
 pub mod view;
 pub mod work;
 
@@ -53,6 +55,10 @@ struct Started {
     sender: Sender,
     sending: Sending,
     feed: feed::Feed,
+    /// The view as the snapshot left it, or empty (the feed then starts from the first
+    /// message).
+    projection: project::Projection,
+    snapshots: snapshot::Snapshotter,
 }
 
 /// Connects, starts the sender and opens the feed (reported as `service`); `None` when
@@ -68,17 +74,50 @@ async fn start(
     let signer = common.signer()?;
     let client = gantry_runtime::nats::connect(&common.nats.nats_url, true).await?;
     let js = jetstream::new(client);
-    let Some((sender, sending)) = start_sender(common, signer, cancel).await? else {
+    let Some((sender, sending)) = start_sender(common, signer.clone(), cancel).await? else {
         return Ok(None);
     };
-    let Some(feed) = feed::Feed::open(&js, common.chain.chain_id, service, cancel).await? else {
+    let identity = snapshot::Identity {
+        service,
+        chain_id: common.chain.chain_id,
+        market: common.chain.market,
+        registry: common.chain.registry,
+        signer: signer.address(),
+    };
+    let restored = if common.snapshot_every > 0 {
+        snapshot::restore(&js, &identity).await
+    } else {
+        None
+    };
+    let (projection, after) = match restored {
+        Some(restored) => (
+            restored.projection,
+            (
+                restored.position.sequence,
+                Some(restored.position.commit_sequence),
+            ),
+        ),
+        None => (project::Projection::default(), (0, None)),
+    };
+    let Some(feed) = feed::Feed::open(&js, common.chain.chain_id, service, after, cancel).await?
+    else {
         return Ok(None);
     };
+    let snapshots = snapshot::Snapshotter::new(
+        js.clone(),
+        identity,
+        signer,
+        common.nats.nats_replicas,
+        common.snapshot_every,
+        after.0,
+    );
     Ok(Some(Started {
         js,
         sender,
         sending,
         feed,
+        projection,
+        snapshots,
     }))
 }
 

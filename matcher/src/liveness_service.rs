@@ -18,6 +18,7 @@ use crate::liveness::{self, Action, Keeper};
 use crate::project::Applied;
 use crate::project::Projection;
 use crate::sender::{Call, MAX_BATCH, Outcome, Report, Sender, VerifiedCall};
+use crate::snapshot::Snapshotter;
 use crate::view::{JobView, View};
 use crate::{Started, lease, metrics, start};
 
@@ -32,6 +33,8 @@ pub async fn run(config: LivenessConfig, shutdown: CancellationToken) -> anyhow:
         sender,
         sending,
         feed,
+        projection,
+        snapshots,
     }) = start(&config.common, "liveness", &shutdown).await?
     else {
         return Ok(());
@@ -72,7 +75,14 @@ pub async fn run(config: LivenessConfig, shutdown: CancellationToken) -> anyhow:
     );
     let stop = tasks.shutdown().clone();
     tasks.spawn_critical("keeping", async move {
-        let outcome = keep(feed, sender, leading, explained_tx, &stop).await;
+        let outcome = keep(
+            (feed, projection, snapshots),
+            sender,
+            leading,
+            explained_tx,
+            &stop,
+        )
+        .await;
         helpers.cancel();
         outcome
     });
@@ -82,13 +92,12 @@ pub async fn run(config: LivenessConfig, shutdown: CancellationToken) -> anyhow:
 /// Follows the stream into the view and, while `leading`, sends what is due, until
 /// `shutdown` fires.
 async fn keep(
-    mut feed: Feed,
+    (mut feed, mut projection, mut snapshots): (Feed, Projection, Snapshotter),
     mut sender: Sender,
     mut leading: watch::Receiver<bool>,
     explained: watch::Sender<Arc<HashMap<u64, String>>>,
     shutdown: &CancellationToken,
 ) -> anyhow::Result<()> {
-    let mut projection = Projection::default();
     let mut keeper = Keeper::default();
     // Jobs of a finalize batch that reverted: finalized alone from then on.
     let mut alone = HashSet::new();
@@ -114,6 +123,7 @@ async fn keep(
                     }
                     next = feed.next_ready();
                 }
+                snapshots.maybe(&projection, &feed);
                 metrics::view_block("liveness", projection.view().block);
             }
             changed = leading.changed() => {

@@ -19,6 +19,7 @@ use crate::project::Applied;
 use crate::project::Projection;
 use crate::round::Books;
 use crate::sender::{Assign, Call, Sender};
+use crate::snapshot::Snapshotter;
 use crate::view::Changes;
 use crate::work::{Claims, Held};
 use crate::{Started, metrics, start};
@@ -34,6 +35,8 @@ pub async fn run(config: MatcherConfig, shutdown: CancellationToken) -> anyhow::
         sender,
         sending,
         feed,
+        projection,
+        snapshots,
     }) = start(&config.common, "matcher", &shutdown).await?
     else {
         return Ok(());
@@ -62,7 +65,8 @@ pub async fn run(config: MatcherConfig, shutdown: CancellationToken) -> anyhow::
         claims,
         sender,
         explanations,
-        projection: Projection::default(),
+        projection,
+        snapshots,
         planner: IncrementalPlanner::new(config.strategy.into(), config.weights()),
         changes: Changes::everything(),
         books: Books::new(config.revert_backoff),
@@ -90,6 +94,7 @@ struct Matcher {
     sender: Sender,
     explanations: kv::Store,
     projection: Projection,
+    snapshots: Snapshotter,
     planner: IncrementalPlanner,
     /// What changed in the view since the planner's last round.
     changes: Changes,
@@ -118,6 +123,7 @@ impl Matcher {
                     while let Some(message) = self.feed.next_ready() {
                         dirty |= self.on_feed(Some(message))?;
                     }
+                    self.snapshots.maybe(&self.projection, &self.feed);
                 }
                 Ok(()) = stuck.changed() => {
                     if *stuck.borrow_and_update() {

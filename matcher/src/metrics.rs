@@ -68,3 +68,9 @@ pub fn leader(is_leader: bool) {
 pub fn keeper_actions(kind: &'static str) {
     counter!("gantry_liveness_actions_total", "kind" => kind).increment(1);
 }
+
+/// View snapshots, by `outcome`: written, write_failed, restored, missing, or why one was
+/// refused (malformed, version, foreign, signature, body, position, inconsistent, read).
+pub fn snapshots(service: &'static str, outcome: &'static str) {
+    counter!("gantry_snapshots_total", "service" => service, "outcome" => outcome).increment(1);
+}

@@ -10,7 +10,7 @@ use alloy::primitives::B256;
 use gantry_protocol::bindings::JobMarket::JobMarketEvents;
 use gantry_protocol::bindings::NodeRegistry::NodeRegistryEvents;
 use gantry_protocol::chain_stream::{
-    AssembleError, Assembled, BlockAssembler, ChainMessage, Stall,
+    AssembleError, Assembled, BlockAssembler, BlockRef, ChainMessage, Stall,
 };
 use gantry_protocol::envelope::{BlockCommit, EventEnvelope, FinalityWatermark, Retraction};
 use gantry_protocol::events::GantryEvent;
@@ -70,12 +70,21 @@ impl Default for Projection {
 /// Blocks kept for replay by default: well past the indexer's default reorg window (128).
 pub const DEFAULT_RETAINED: usize = 1_024;
 
-#[derive(Debug)]
-struct Block {
+#[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
+pub struct Block {
     number: u64,
     hash: B256,
     timestamp: u64,
     events: Vec<EventEnvelope>,
+}
+
+/// What a snapshot keeps of a [`Projection`]: the view as of the oldest block still
+/// reorganisable, and the blocks applied since (the live view is rebuilt from them).
+#[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
+pub struct Saved {
+    pub base: View,
+    pub retained: Vec<Block>,
+    pub max_retained: usize,
 }
 
 /// The view, the one state the projection keeps, and what changed in it since the planner
@@ -164,6 +173,44 @@ impl Projection {
     pub fn on_finality(&mut self, watermark: &FinalityWatermark) -> Result<(), ProjectError> {
         self.on_message(ChainMessage::Finality(*watermark))
             .map(drop)
+    }
+
+    /// What a snapshot keeps of the projection, and the block it stands at (its last
+    /// commit): `None` unless every message so far took effect and the last block applied
+    /// is known by its hash (not right after a retraction).
+    pub fn save(&self) -> Option<(Saved, BlockRef)> {
+        if !self.is_idle() {
+            return None;
+        }
+        let at = self.assembler.applied()?;
+        at.hash?;
+        let saved = Saved {
+            base: self.base.view.clone(),
+            retained: self.retained.iter().cloned().collect(),
+            max_retained: self.max_retained,
+        };
+        Some((saved, at))
+    }
+
+    /// The projection a snapshot kept, standing at block `number` (hash `hash`): the base
+    /// with the retained blocks applied again, reading on after that block.
+    pub fn restore(saved: Saved, number: u64, hash: B256) -> Result<Self, ProjectError> {
+        let base = State {
+            view: saved.base,
+            changes: Changes::everything(),
+        };
+        let mut projection = Self {
+            live: base.clone(),
+            base,
+            retained: VecDeque::new(),
+            max_retained: saved.max_retained.max(1),
+            assembler: BlockAssembler::resuming_at(number, hash),
+        };
+        for block in saved.retained {
+            projection.live.apply_block(&block)?;
+            projection.retained.push_back(block);
+        }
+        Ok(projection)
     }
 
     fn apply_commit(

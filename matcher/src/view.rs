@@ -10,7 +10,7 @@ pub use gantry_protocol::eligibility::{Capabilities, Requirements};
 pub use gantry_protocol::status::NodeStatus;
 
 /// A node as the matcher sees it.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct NodeView {
     pub id: u64,
     pub agent: Address,
@@ -58,7 +58,7 @@ impl NodeView {
 
 /// A job that is not settled: its terms and state as the market holds them (every call on
 /// it passes both), and what the market keeps beside them.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct JobView {
     pub id: u64,
     pub terms: Terms,
@@ -112,7 +112,7 @@ impl JobView {
 /// and `Referees` extensions, never by the tier-none planner. The keeper drives its draws,
 /// phases and decision ([`crate::liveness`]); its seats are folded as the market writes
 /// their words.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct VerifiedView {
     pub id: u64,
     pub terms: Terms,
@@ -152,7 +152,7 @@ impl VerifiedView {
 }
 
 /// Nodes and unsettled jobs, plus the parameters the market checks against.
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct View {
     pub nodes: BTreeMap<u64, NodeView>,
     pub jobs: BTreeMap<u64, JobView>,

@@ -251,6 +251,19 @@ impl BlockAssembler {
         }
     }
 
+    /// An assembler for a consumer that has applied blocks up to `number`, whose hash is
+    /// `hash` (a snapshot taken at its commit), and reads on after it: the next block must
+    /// name it as its parent.
+    pub fn resuming_at(number: u64, hash: B256) -> Self {
+        Self {
+            applied: Some(BlockRef {
+                number,
+                hash: Some(hash),
+            }),
+            ..Self::default()
+        }
+    }
+
     /// Whether a consumer's checkpoint may pass this point: no events wait for a commit
     /// and no block is missing.
     pub fn is_idle(&self) -> bool {

@@ -120,7 +120,7 @@ impl FromIterator<Constraint> for Constraints {
 
 /// The engines a node runs, as in `NodeCapabilities.engines`: bit `1 << code` for each
 /// [`Engine`] (bits of engines this build does not know are kept, as the chain keeps them).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub struct Engines(pub u8);
 
 impl Engines {
@@ -186,7 +186,7 @@ impl std::fmt::Display for Engines {
 }
 
 /// What a job needs, as in `JobRequirements`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default, Serialize, Deserialize)]
 pub struct Requirements {
     /// The engine's on-chain code ([`Engine::code`]; [`Requirements::engine`] names it):
     /// kept as the chain has it, so a code this build does not know fails the check as
@@ -204,7 +204,7 @@ pub struct Requirements {
 }
 
 /// What a node offers, as in `NodeCapabilities`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
 pub struct Capabilities {
     pub gpu_model: B256,
     pub gpu_count: u16,

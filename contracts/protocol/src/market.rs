@@ -20,7 +20,7 @@ use crate::eligibility::Requirements;
 use crate::status::JobStatus;
 
 /// Everything a job was posted with (`JobTerms`, unpacked).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
 pub struct Terms {
     pub submitter: Address,
     pub bounty: u128,
@@ -36,7 +36,9 @@ pub struct Terms {
 
 /// A job's verification policy (`VerifyPolicy`), kept in its terms (`limits`' high 40 bits:
 /// tier 8 @248 | size 8 @240 | quorum 8 @232 | revealWindow 16 @216); all zero for tier none.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, Hash, Default, serde::Serialize, serde::Deserialize,
+)]
 pub struct Verification {
     /// [`Verification::NONE_TIER`], [`Verification::REPLICATED`] or [`Verification::REFEREED`].
     pub tier: u8,
@@ -182,7 +184,9 @@ impl Terms {
 }
 
 /// The rules a job gets from its policy version (`JobPolicy`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, Hash, Default, serde::Serialize, serde::Deserialize,
+)]
 pub struct Policy {
     pub fee_bps: u16,
     pub challenge_window: u32,
@@ -258,7 +262,7 @@ impl Policy {
 }
 
 /// Every policy version, folded from `MarketParamsUpdated`.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct Policies(BTreeMap<u32, Policy>);
 
 impl Policies {
@@ -272,7 +276,7 @@ impl Policies {
 }
 
 /// A job's state (`JobState`, unpacked).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
 pub struct State {
     /// The hash of the job's terms.
     pub terms: B256,
@@ -295,7 +299,9 @@ pub struct State {
 }
 
 /// The words a verified job's state adds to a tier-none job's (`VerifiedState`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, Hash, Default, serde::Serialize, serde::Deserialize,
+)]
 pub struct Verified {
     /// Seat i's node id at bits [48i, 48i + 47]; 0: empty.
     pub seats: U256,
@@ -362,7 +368,9 @@ impl From<VerificationContract::Seat> for RefereesContract::Seat {
 
 /// A verified job's `draw` word: drawBlock 40 @0 | rounds 8 @40 | commitEnd 40 @48 |
 /// seatStake 96 @88 | paid 8 @184.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, Hash, Default, serde::Serialize, serde::Deserialize,
+)]
 pub struct Draw {
     /// The first block the next round may be drawn in; 0: no round armed.
     pub draw_block: u64,
@@ -400,7 +408,9 @@ impl Draw {
 /// One seat of a verified job (`Seat`, unpacked): the market keeps its hash
 /// (`_seats[job][seat]`), and `commitSeat`, `rejectSeat`, `reclaimSeat`, `revealSeat`,
 /// `openReveals` and `decide` take it. A job's seats are folded together by [`Seats`].
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, Hash, Default, serde::Serialize, serde::Deserialize,
+)]
 pub struct Seat {
     /// 0 (empty), [`Seat::SEATED`], [`Seat::COMMITTED`], [`Seat::REVEALED`] or
     /// [`Seat::DECLINED`].
@@ -461,7 +471,9 @@ impl Seat {
 /// A verified job's seats (at most five), folded from its events as the market writes
 /// their words: [`Seats::apply`] for each of the job's events, [`Seats::list`] for the
 /// full list `openReveals` and `decide` take.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, Hash, Default, serde::Serialize, serde::Deserialize,
+)]
 pub struct Seats(pub [Seat; 5]);
 
 impl Seats {

@@ -83,6 +83,12 @@ pub fn finality(chain_id: u64) -> String {
     format!("gantry.{chain_id}.final")
 }
 
+/// The object store of `service`'s view snapshots on chain `chain_id` (one object per
+/// signing account).
+pub fn snapshots_bucket(chain_id: u64, service: &str) -> String {
+    format!("gantry_{chain_id}_snapshots_{service}")
+}
+
 /// The KV bucket of pending-job explanations of chain `chain_id`, keyed by job id
 /// (see [`crate::pending`]).
 pub fn pending_bucket(chain_id: u64) -> String {

@@ -9,8 +9,10 @@
 //!   user       env var holding its password        may
 //!   admin      GANTRY_NATS_ADMIN_PASSWORD          everything (operators: nats CLI, backups)
 //!   indexer    GANTRY_NATS_INDEXER_PASSWORD        write the chain stream, its writer lease
-//!   matcher    GANTRY_NATS_MATCHER_PASSWORD        read the chain stream, claim open jobs, KV pending
-//!   liveness   GANTRY_NATS_LIVENESS_PASSWORD       read the chain stream, KV keeper lease
+//!   matcher    GANTRY_NATS_MATCHER_PASSWORD        read the chain stream, claim open jobs, KV pending,
+//!                                                  its view snapshots
+//!   liveness   GANTRY_NATS_LIVENESS_PASSWORD       read the chain stream, KV keeper lease, its
+//!                                                  view snapshots
 //!   api        GANTRY_NATS_API_PASSWORD            read the chain and jobs streams, KV pending
 //!   reader     GANTRY_NATS_READER_PASSWORD         download results (submitters' `gantry` CLI)
 //!   auth       GANTRY_NATS_AUTH_PASSWORD           the auth service: record handshakes, keep the
@@ -265,6 +267,24 @@ fn matcher(chain_id: u64) -> Vec<String> {
         format!("{API}.STREAM.INFO.KV_{nodes}"),
         format!("{API}.DIRECT.GET.KV_{nodes}.>"),
     ]));
+    subjects.extend(snapshots(chain_id, "matcher"));
+    subjects
+}
+
+/// A service's view snapshots: its own object store (made, written, read, old chunks
+/// purged) and the chain stream's commit a snapshot is checked against, by sequence.
+fn snapshots(chain_id: u64, service: &str) -> Vec<String> {
+    let bucket = names::snapshots_bucket(chain_id, service);
+    let stream = names::stream_name(chain_id);
+    let mut subjects = object_store(&bucket);
+    subjects.extend(strings([
+        format!("{API}.STREAM.CREATE.OBJ_{bucket}"),
+        format!("{API}.STREAM.PURGE.OBJ_{bucket}"),
+        format!("{API}.STREAM.MSG.GET.OBJ_{bucket}"),
+        format!("{API}.CONSUMER.CREATE.OBJ_{bucket}.>"),
+        format!("$O.{bucket}.>"),
+        format!("{API}.STREAM.MSG.GET.{stream}"),
+    ]));
     subjects
 }
 
@@ -284,6 +304,7 @@ fn liveness(chain_id: u64) -> Vec<String> {
         format!("{API}.STREAM.CREATE.KV_{pending}"),
         format!("$KV.{pending}.>"),
     ]));
+    subjects.extend(snapshots(chain_id, "liveness"));
     subjects
 }
 

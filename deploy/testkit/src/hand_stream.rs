@@ -6,7 +6,9 @@ use alloy::primitives::{Address, B256, aliases::U96};
 use alloy::sol_types::SolEvent;
 use async_nats::jetstream;
 use gantry_protocol::bindings::NodeRegistry;
-use gantry_protocol::envelope::{BlockCommit, ENVELOPE_VERSION, EventEnvelope};
+use gantry_protocol::envelope::{
+    BlockCommit, ENVELOPE_VERSION, EventEnvelope, FinalityWatermark, OrphanedBlock, Retraction,
+};
 use gantry_protocol::events::{ContractKind, DecodedEvent, event_name};
 use gantry_protocol::{names, storage};
 
@@ -33,12 +35,25 @@ impl HandStream {
     /// Publishes block `number`: its events, then its commit counting them (parent: the
     /// hash [`block_hash`] gives the previous number). Returns the commit's sequence.
     pub async fn block(&self, number: u64, events: &[DecodedEvent]) -> u64 {
+        self.block_on(number, block_hash(number), block_hash(number - 1), events)
+            .await
+    }
+
+    /// Publishes block `number` with hash `hash` on parent `parent` (a fork's block when
+    /// they are not [`block_hash`]'s). Returns the commit's sequence.
+    pub async fn block_on(
+        &self,
+        number: u64,
+        hash: B256,
+        parent: B256,
+        events: &[DecodedEvent],
+    ) -> u64 {
         for (index, event) in events.iter().enumerate() {
             let envelope = EventEnvelope {
                 v: ENVELOPE_VERSION,
                 chain_id: self.chain_id,
                 block_number: number,
-                block_hash: block_hash(number),
+                block_hash: hash,
                 block_timestamp: timestamp(number),
                 tx_hash: B256::repeat_byte(7),
                 log_index: index as u64,
@@ -48,7 +63,56 @@ impl HandStream {
             self.publish(subject, serde_json::to_vec(&envelope).unwrap())
                 .await;
         }
-        self.commit(number, events.len() as u32).await
+        let commit = BlockCommit {
+            v: ENVELOPE_VERSION,
+            chain_id: self.chain_id,
+            block_number: number,
+            block_hash: hash,
+            parent_hash: parent,
+            block_timestamp: timestamp(number),
+            event_count: events.len() as u32,
+        };
+        let subject = names::block_commit(self.chain_id, number);
+        self.publish(subject, serde_json::to_vec(&commit).unwrap())
+            .await
+    }
+
+    /// Publishes a retraction: the blocks after `common_ancestor` up to `tip` (hashes as
+    /// [`block_hash`] gives them) are orphaned. Returns its sequence.
+    pub async fn retract(&self, common_ancestor: u64, tip: u64) -> u64 {
+        let retraction = Retraction {
+            v: ENVELOPE_VERSION,
+            chain_id: self.chain_id,
+            common_ancestor,
+            orphaned: (common_ancestor + 1..=tip)
+                .map(|number| OrphanedBlock {
+                    number,
+                    hash: block_hash(number),
+                })
+                .collect(),
+        };
+        let subject = names::retraction(self.chain_id);
+        self.publish(subject, serde_json::to_vec(&retraction).unwrap())
+            .await
+    }
+
+    /// Publishes a finality watermark: blocks up to `number` are final. Returns its
+    /// sequence.
+    pub async fn finality(&self, number: u64) -> u64 {
+        let watermark = FinalityWatermark {
+            v: ENVELOPE_VERSION,
+            chain_id: self.chain_id,
+            block_number: number,
+            block_hash: block_hash(number),
+        };
+        let subject = names::finality(self.chain_id);
+        self.publish(subject, serde_json::to_vec(&watermark).unwrap())
+            .await
+    }
+
+    /// The chain's JetStream context.
+    pub fn jetstream(&self) -> &jetstream::Context {
+        &self.js
     }
 
     /// Publishes only the commit of block `number`, counting `event_count` events: alone,

@@ -19,6 +19,10 @@
 //!   published again whole it catches up by itself.
 //! - `sender`: a transaction un-mined by a reorganisation does not wedge the sender: the
 //!   emptied nonce is filled and the next transaction lands.
+//! - `snapshot`: over a hand-written stream, a view restored from its snapshot and the
+//!   stream's tail (a reorganisation across the snapshot's block included) equals a
+//!   replay; a snapshot changed anywhere, signed by another account, of another market or
+//!   not matching the stream at its position is refused.
 //! - `reorg`: an assignment a reorganisation undoes is placed again (claims are held
 //!   until the placement is final); a finalize a reorganisation undoes is sent again.
 
@@ -30,4 +34,5 @@ mod refereed;
 mod reorg;
 mod replicas;
 mod sender;
+mod snapshot;
 mod stall;

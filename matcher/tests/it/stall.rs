@@ -12,13 +12,13 @@ use gantry_testkit::hand_stream::{HandStream, node_registered};
 use crate::harness::Net;
 
 /// What the keeper's listener says: `/readyz`'s status and `/metrics`.
-struct Scrape {
-    ready: bool,
+pub(crate) struct Scrape {
+    pub(crate) ready: bool,
     metrics: String,
 }
 
 impl Scrape {
-    async fn of(base: &str) -> Option<Self> {
+    pub(crate) async fn of(base: &str) -> Option<Self> {
         let ready = reqwest::get(format!("{base}/readyz")).await.ok()?.status();
         let metrics = reqwest::get(format!("{base}/metrics")).await.ok()?;
         Some(Self {
@@ -28,7 +28,7 @@ impl Scrape {
     }
 
     /// The sample of `metric` (with label `service="liveness"` and every one of `labels`).
-    fn sample(&self, metric: &str, labels: &[&str]) -> Option<f64> {
+    pub(crate) fn sample(&self, metric: &str, labels: &[&str]) -> Option<f64> {
         self.metrics.lines().find_map(|line| {
             let (name, value) = line.rsplit_once(' ')?;
             let matches = name.starts_with(&format!("{metric}{{"))
@@ -38,7 +38,7 @@ impl Scrape {
         })
     }
 
-    fn view_block(&self) -> Option<f64> {
+    pub(crate) fn view_block(&self) -> Option<f64> {
         self.sample("gantry_matcher_view_block", &[])
     }
 

@@ -612,6 +612,53 @@ async fn indexer_alone_writes_the_chain_and_each_service_keeps_to_its_own_state(
         .expect("and deletes it once decided");
     liveness.assert_no_refusals("the keeper's work").await;
 
+    // Each writes and reads its own view snapshots, checked against the chain stream's
+    // commit by sequence, and cannot touch the other's.
+    for (session, service, other) in [
+        (&matcher, "matcher", "liveness"),
+        (&liveness, "liveness", "matcher"),
+    ] {
+        let bucket = names::snapshots_bucket(CHAIN, service);
+        let store = session
+            .js
+            .create_object_store(object_store::Config {
+                bucket: bucket.clone(),
+                ..Default::default()
+            })
+            .await
+            .expect("the service makes its snapshots bucket");
+        for version in ["first", "second"] {
+            store
+                .put("0xabc", &mut version.as_bytes())
+                .await
+                .expect("a snapshot written over the last");
+        }
+        let mut read = Vec::new();
+        store
+            .get("0xabc")
+            .await
+            .expect("the snapshot")
+            .read_to_end(&mut read)
+            .await
+            .expect("read");
+        assert_eq!(read, b"second");
+        session
+            .js
+            .get_stream_no_info(names::stream_name(CHAIN))
+            .await
+            .expect("the chain stream")
+            .get_raw_message(6)
+            .await
+            .expect("the commit a snapshot stands at, by sequence");
+        session.assert_no_refusals("the service's snapshots").await;
+        session
+            .refused_publish(
+                &format!("$O.{}.M.x", names::snapshots_bucket(CHAIN, other)),
+                "{}",
+            )
+            .await;
+    }
+
     // The API: both streams from a checkpoint, an explanation, the stream's tail.
     let api = Session::open(&server, &config, "api").await;
     let auth = Session::open(&server, &config, "auth").await;
@@ -663,6 +710,11 @@ async fn indexer_alone_writes_the_chain_and_each_service_keeps_to_its_own_state(
     .await;
     api.refused_publish(&names::progress_subject(CHAIN, 1, 7), "{}")
         .await;
+    api.refused_publish(
+        &format!("$O.{}.M.x", names::snapshots_bucket(CHAIN, "matcher")),
+        "{}",
+    )
+    .await;
     let refusing_lease = liveness
         .refusing_js
         .get_key_value("gantry_indexer_lease")
