@@ -42,7 +42,7 @@ chaos: setup
 ## throughput last: 1,000 jobs from post to paid on the dev network with 4 workers.
 bench: setup
 	cargo build --release --workspace --locked
-	cargo bench --workspace --locked --bench lifecycle_gas --bench backfill --bench decide --bench latency --bench start --bench wasm_start --bench http
+	cargo bench --workspace --locked --bench lifecycle_gas --bench backfill --bench decide --bench restart --bench latency --bench start --bench wasm_start --bench http
 	cargo bench -p gantry-devnet --locked --bench e2e
 	cargo bench -p gantry-devnet --locked --bench e2e -- wasm
 

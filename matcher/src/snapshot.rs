@@ -19,7 +19,7 @@
 //! view rebuilt from it stands at that block. A snapshot is never trusted further than
 //! that: the contract checks every call the view leads to.
 
-use std::io::Read as _;
+use std::io::{Read as _, Write as _};
 
 use alloy::primitives::{Address, B256, Bytes, keccak256};
 use alloy::signers::SignerSync as _;
@@ -166,8 +166,9 @@ pub fn encode(
     at: Position,
     saved: &Saved,
 ) -> Result<Vec<u8>, std::io::Error> {
+    let json = serde_json::to_vec(saved)?;
     let mut body = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
-    serde_json::to_writer(&mut body, saved)?;
+    body.write_all(&json)?;
     let body = body.finish()?;
     let mut header = Header {
         v: SNAPSHOT_VERSION,
@@ -233,9 +234,13 @@ pub fn decode(identity: &Identity, bytes: &[u8]) -> Result<(Header, Saved), Refu
     if B256::from(<[u8; 32]>::from(sha2::Sha256::digest(body))) != header.body_sha256 {
         return Err(Refused::Body);
     }
-    let expanded = flate2::read::GzDecoder::new(body).take(MAX_EXPANDED_BYTES);
-    let saved: Saved = serde_json::from_reader(std::io::BufReader::new(expanded))
+    let mut json = Vec::new();
+    flate2::read::GzDecoder::new(body)
+        .take(MAX_EXPANDED_BYTES)
+        .read_to_end(&mut json)
         .map_err(|e| Refused::BodyUnreadable(e.to_string()))?;
+    let saved: Saved =
+        serde_json::from_slice(&json).map_err(|e| Refused::BodyUnreadable(e.to_string()))?;
     Ok((header, saved))
 }
 
