@@ -39,3 +39,9 @@ pub fn request(route: String, status: &str, elapsed: Duration) {
 pub fn projection_lag(messages: u64) {
     gauge!("gantry_api_projection_lag_messages").set(messages as f64);
 }
+
+/// The stored projection was found not to be of the chain stream and emptied (folded again
+/// from the stream's start).
+pub fn projection_emptied() {
+    counter!("gantry_api_projection_emptied_total").increment(1);
+}

@@ -14,10 +14,12 @@
 use std::time::Duration;
 
 use async_nats::jetstream;
+use async_nats::jetstream::stream::RawMessageErrorKind;
 use gantry_protocol::api::NodeView;
-use gantry_protocol::chain_stream::{Assembled, BlockAssembler};
+use gantry_protocol::chain_stream::{Assembled, BlockAssembler, ChainMessage};
+use gantry_protocol::names;
 use gantry_runtime::chain_stream::{ChainStreamReader, ReadError, StreamReport};
-use gantry_runtime::nats::NatsError;
+use gantry_runtime::nats::{NatsError, wait_for_stream};
 use tokio_util::sync::CancellationToken;
 
 use crate::live::{BlockInfo, Live, LiveEvent};
@@ -53,6 +55,55 @@ pub struct Progress {
     pub stalled: Option<u64>,
 }
 
+/// The stored projection is this service's snapshot of the stream: before reading on from
+/// its checkpoint, its newest block must be the stream's commit at the sequence it was
+/// applied from. One that is not (the stream was made again, the database is another
+/// network's, a row was changed) is emptied and the stream projected from its start,
+/// never read on from. `false` when `shutdown` fired while waiting for the stream.
+async fn check_against_stream(
+    js: &jetstream::Context,
+    chain_id: u64,
+    store: &Store,
+    shutdown: &CancellationToken,
+) -> Result<bool, ProjectError> {
+    let Some((number, hash, seq)) = store.newest_block().await? else {
+        return Ok(true);
+    };
+    let name = names::stream_name(chain_id);
+    let Some(stream) = wait_for_stream(js, &name, shutdown, |_| {}).await else {
+        return Ok(false);
+    };
+    let found = match stream.get_raw_message(seq).await {
+        Ok(message) => match ChainMessage::decode(chain_id, &message.subject, &message.payload) {
+            Ok(ChainMessage::Commit(commit))
+                if commit.block_number == number && commit.block_hash == hash =>
+            {
+                return Ok(true);
+            }
+            Ok(ChainMessage::Commit(commit)) => format!(
+                "the commit of block {} ({})",
+                commit.block_number, commit.block_hash
+            ),
+            Ok(_) => "not a commit".to_string(),
+            Err(e) => format!("a message that does not read ({e})"),
+        },
+        Err(e) if e.kind() == RawMessageErrorKind::Other => {
+            return Err(NatsError::new("the chain stream's message", e).into());
+        }
+        Err(e) => format!("no message ({e})"),
+    };
+    tracing::error!(
+        block = number,
+        %hash,
+        sequence = seq,
+        %found,
+        "the stored projection is not of this chain stream: emptying it and projecting the stream from its start"
+    );
+    crate::metrics::projection_emptied();
+    store.empty_projection().await?;
+    Ok(true)
+}
+
 /// Projects the chain stream of `chain_id` into `store` until `shutdown`.
 pub async fn run(
     js: jetstream::Context,
@@ -62,6 +113,9 @@ pub async fn run(
     live: Live,
     shutdown: CancellationToken,
 ) -> Result<(), ProjectError> {
+    if !check_against_stream(&js, chain_id, &store, &shutdown).await? {
+        return Ok(());
+    }
     let start = store.checkpoint().await?;
     let last_block = store.last_block().await?;
     progress.send_modify(|p| {

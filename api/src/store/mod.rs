@@ -50,6 +50,11 @@ pub enum StoreError {
     Status(#[from] UnknownStatusName),
     #[error(transparent)]
     Integer(#[from] OutOfRange),
+    #[error(
+        "the projection was emptied and started again by another projector (epoch {0}): \
+         this one stops, and its restart reads on from the new checkpoint"
+    )]
+    Superseded(u64),
 }
 
 /// The projection's database.
@@ -58,6 +63,9 @@ pub struct Store {
     pool: AnyPool,
     /// SQLite, else PostgreSQL: the few queries whose SQL differs (JSON aggregation).
     sqlite: bool,
+    /// The projection's epoch this store writes under (`checkpoint.epoch`, read at open
+    /// and when it empties the projection): a claim under an older one fails.
+    epoch: std::sync::Arc<std::sync::atomic::AtomicU64>,
 }
 
 pub(crate) type Tx<'a> = sqlx::Transaction<'a, sqlx::Any>;
@@ -96,7 +104,79 @@ impl Store {
                 .await?;
         }
         sqlx::migrate!("./migrations").run(&pool).await?;
-        Ok(Self { pool, sqlite })
+        let store = Self {
+            pool,
+            sqlite,
+            epoch: Default::default(),
+        };
+        let epoch = store.stored_epoch().await?;
+        store
+            .epoch
+            .store(epoch, std::sync::atomic::Ordering::SeqCst);
+        Ok(store)
+    }
+
+    async fn stored_epoch(&self) -> Result<u64, StoreError> {
+        let row = sqlx::query("SELECT epoch FROM checkpoint WHERE id = 1")
+            .fetch_optional(&self.pool)
+            .await?;
+        Ok(row.map(|r| r.unsigned(0)).transpose()?.unwrap_or(0))
+    }
+
+    /// The newest block applied: its number, hash and the stream sequence of its commit.
+    pub async fn newest_block(
+        &self,
+    ) -> Result<Option<(u64, alloy::primitives::B256, u64)>, StoreError> {
+        let row =
+            sqlx::query("SELECT number, hash, stream_seq FROM blocks ORDER BY number DESC LIMIT 1")
+                .fetch_optional(&self.pool)
+                .await?;
+        let Some(row) = row else {
+            return Ok(None);
+        };
+        let hash: String = row.get(1);
+        let hash = hash.parse().map_err(|_| {
+            StoreError::Sql(sqlx::Error::Decode(
+                format!("the stored block hash {hash} is not a hash").into(),
+            ))
+        })?;
+        Ok(Some((row.unsigned(0)?, hash, row.unsigned(2)?)))
+    }
+
+    /// Empties the chain projection (the workers' reports stay) and moves it to a new
+    /// epoch, so that it is folded again from the stream's start; false when another
+    /// projector did so first (this store then writes under that epoch).
+    pub async fn empty_projection(&self) -> Result<bool, StoreError> {
+        use std::sync::atomic::Ordering;
+        let epoch = self.epoch.load(Ordering::SeqCst);
+        let mut tx = self.pool.begin().await?;
+        let moved = sqlx::query(
+            "UPDATE checkpoint SET stream_seq = 0, epoch = $1 WHERE id = 1 AND epoch = $2",
+        )
+        .bind(bigint(epoch + 1)?)
+        .bind(bigint(epoch)?)
+        .execute(&mut *tx)
+        .await?
+        .rows_affected();
+        if moved != 1 {
+            tx.rollback().await?;
+            self.epoch
+                .store(self.stored_epoch().await?, Ordering::SeqCst);
+            return Ok(false);
+        }
+        for delete in [
+            "DELETE FROM blocks",
+            "DELETE FROM events",
+            "DELETE FROM jobs",
+            "DELETE FROM nodes",
+            "DELETE FROM accounts",
+            "DELETE FROM policies",
+        ] {
+            sqlx::query(delete).execute(&mut *tx).await?;
+        }
+        tx.commit().await?;
+        self.epoch.store(epoch + 1, Ordering::SeqCst);
+        Ok(true)
     }
 
     pub fn pool(&self) -> &AnyPool {
@@ -131,7 +211,7 @@ impl Store {
     ) -> Result<Applied, StoreError> {
         let mut tx = self.pool.begin().await?;
         let mut applied = Applied::default();
-        if !claim(&mut tx, Checkpoint::Chain, seq).await? {
+        if !self.claim_chain(&mut tx, seq).await? {
             tx.rollback().await?;
             return self.applied_by_another(commit).await;
         }
@@ -226,7 +306,7 @@ impl Store {
     /// Moves the checkpoint to `seq`. (Nothing when another projector has done it.)
     pub async fn retract(&self, retraction: &Retraction, seq: u64) -> Result<(), StoreError> {
         let mut tx = self.pool.begin().await?;
-        if !claim(&mut tx, Checkpoint::Chain, seq).await? {
+        if !self.claim_chain(&mut tx, seq).await? {
             tx.rollback().await?;
             return Ok(());
         }
@@ -300,9 +380,41 @@ impl Store {
     /// Moves the checkpoint past messages with no effect (finality watermarks).
     pub async fn advance(&self, seq: u64) -> Result<(), StoreError> {
         let mut tx = self.pool.begin().await?;
-        claim(&mut tx, Checkpoint::Chain, seq).await?;
+        self.claim_chain(&mut tx, seq).await?;
         tx.commit().await?;
         Ok(())
+    }
+
+    /// Claims the chain checkpoint up to `seq` under this store's epoch: false when another
+    /// projector has applied it already; an error when the projection was emptied and
+    /// started again under a newer epoch (this projector's reading is of the old one).
+    async fn claim_chain(&self, tx: &mut Tx<'_>, seq: u64) -> Result<bool, StoreError> {
+        let epoch = self.epoch.load(std::sync::atomic::Ordering::SeqCst);
+        sqlx::query(
+            "INSERT INTO checkpoint (id, stream_seq, epoch) VALUES (1, 0, $1) \
+             ON CONFLICT (id) DO NOTHING",
+        )
+        .bind(bigint(epoch)?)
+        .execute(&mut **tx)
+        .await?;
+        let moved = sqlx::query(
+            "UPDATE checkpoint SET stream_seq = $1 WHERE id = 1 AND stream_seq < $1 AND epoch = $2",
+        )
+        .bind(bigint(seq)?)
+        .bind(bigint(epoch)?)
+        .execute(&mut **tx)
+        .await?
+        .rows_affected();
+        if moved == 1 {
+            return Ok(true);
+        }
+        let row = sqlx::query("SELECT epoch FROM checkpoint WHERE id = 1")
+            .fetch_one(&mut **tx)
+            .await?;
+        match row.unsigned(0)? {
+            stored if stored != epoch => Err(StoreError::Superseded(stored)),
+            _ => Ok(false),
+        }
     }
 
     pub async fn job(&self, job_id: u64) -> Result<Option<JobRow>, StoreError> {
@@ -711,11 +823,10 @@ pub struct Applied {
     pub nodes: std::collections::BTreeMap<u64, NodeRow>,
 }
 
-/// Which stream's checkpoint.
+/// Which stream's checkpoint (the chain's is claimed under its epoch:
+/// `Store::claim_chain`).
 #[derive(Debug, Clone, Copy)]
 pub(crate) enum Checkpoint {
-    /// The chain stream (`checkpoint`).
-    Chain,
     /// The workers' reports (`reports_checkpoint`).
     Reports,
 }
@@ -731,10 +842,6 @@ pub(crate) async fn claim(
     seq: u64,
 ) -> Result<bool, StoreError> {
     let (insert, update) = match checkpoint {
-        Checkpoint::Chain => (
-            "INSERT INTO checkpoint (id, stream_seq) VALUES (1, 0) ON CONFLICT (id) DO NOTHING",
-            "UPDATE checkpoint SET stream_seq = $1 WHERE id = 1 AND stream_seq < $1",
-        ),
         Checkpoint::Reports => (
             "INSERT INTO reports_checkpoint (id, stream_seq) VALUES (1, 0) \
              ON CONFLICT (id) DO NOTHING",

@@ -326,6 +326,33 @@ async fn sqlite_projection_equals_the_chain_and_rebuilds_the_same() {
     assert!(again.checkpoint().await.unwrap() >= checkpoint);
     assert_eq!(again.all_jobs().await.unwrap(), jobs);
 
+    // A database whose newest block is not the stream's commit at its sequence (here a
+    // row changed by hand, and the block's hash; as after the stream was made again, or
+    // with another network's database) is not read on from: it is emptied and the stream
+    // projected again from its start, giving the same rows.
+    {
+        let pool = again.pool();
+        let (block, _, _) = again.newest_block().await.unwrap().expect("a block");
+        sqlx::query("UPDATE blocks SET hash = $1 WHERE number = $2")
+            .bind(format!("{:#x}", B256::repeat_byte(0xee)))
+            .bind(block as i64)
+            .execute(pool)
+            .await
+            .unwrap();
+        sqlx::query("UPDATE jobs SET body = $1 WHERE job_id = $2")
+            .bind("{}")
+            .bind(JOB_PAID as i64)
+            .execute(pool)
+            .await
+            .unwrap();
+    }
+    drop(again);
+    let refolded = project_to_head(&chain, &url).await;
+    assert_eq!(refolded.all_jobs().await.unwrap(), jobs);
+    assert_eq!(refolded.all_nodes().await.unwrap(), nodes);
+    assert_eq!(refolded.all_accounts().await.unwrap(), accounts);
+    drop(refolded);
+
     // A rebuild from an empty database gives the same rows.
     let rebuilt_url = format!("sqlite://{}", dir.path().join("rebuilt.db").display());
     let rebuilt = project_to_head(&chain, &rebuilt_url).await;
@@ -639,4 +666,39 @@ async fn replicas_sharing_one_postgres_apply_each_block_once_and_all_feed_live()
             alone.all_jobs().await.unwrap()
         );
     }
+}
+
+/// Two projectors share a database; one finds the projection is not of the stream and
+/// empties it (a new epoch): the other, still reading the old stream, can apply nothing
+/// more (it stops, and its restart reads on from the new checkpoint) and never writes a
+/// block into the emptied projection.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_projector_whose_projection_was_emptied_by_another_writes_nothing_more() {
+    use gantry_api::store::StoreError;
+    use gantry_protocol::envelope::{BlockCommit, ENVELOPE_VERSION};
+    let dir = tempfile::tempdir().unwrap();
+    let url = format!("sqlite://{}", dir.path().join("shared.db").display());
+    let old = Store::open(&url).await.unwrap();
+    let new = Store::open(&url).await.unwrap();
+    let commit = |number: u64| BlockCommit {
+        v: ENVELOPE_VERSION,
+        chain_id: 1,
+        block_number: number,
+        block_hash: B256::with_last_byte(number as u8),
+        parent_hash: B256::with_last_byte(number as u8 - 1),
+        block_timestamp: 1_000 + number,
+        event_count: 0,
+    };
+    old.apply_block(&[], &commit(1), 1).await.unwrap();
+    assert!(new.empty_projection().await.unwrap());
+    assert_eq!(new.checkpoint().await.unwrap(), 0);
+    assert!(matches!(
+        old.apply_block(&[], &commit(2), 2).await,
+        Err(StoreError::Superseded(1))
+    ));
+    assert_eq!(new.newest_block().await.unwrap(), None, "nothing written");
+    // Restarted, it writes under the new epoch (the other emptied it first).
+    assert!(!old.empty_projection().await.unwrap());
+    old.apply_block(&[], &commit(1), 1).await.unwrap();
+    assert_eq!(new.checkpoint().await.unwrap(), 1);
 }

@@ -315,6 +315,8 @@ fn api(chain_id: u64) -> Vec<String> {
     let mut subjects = strings([
         format!("{API}.STREAM.INFO.{stream}"),
         format!("{API}.STREAM.INFO.{jobs}"),
+        // The commit its stored projection stands at, checked at start.
+        format!("{API}.STREAM.MSG.GET.{stream}"),
     ]);
     subjects.extend(ordered_reader(&stream));
     subjects.extend(ordered_reader(&jobs));

@@ -687,6 +687,9 @@ async fn indexer_alone_writes_the_chain_and_each_service_keeps_to_its_own_state(
         .await
         .expect("readiness reads the stream's tail");
     assert_eq!(tail.cached_info().state.last_sequence, events.len() as u64);
+    tail.get_raw_message(6)
+        .await
+        .expect("the commit the stored projection stands at, by sequence");
     api.assert_no_refusals("the API's reads").await;
 
     // Only the indexer writes chain subjects; each service writes only its own state.
