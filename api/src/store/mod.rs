@@ -90,6 +90,13 @@ impl Store {
                 Box::pin(async move {
                     if sqlite {
                         sqlx::query("PRAGMA mmap_size = 1073741824")
+                            .execute(&mut *connection)
+                            .await?;
+                        // With WAL, NORMAL syncs at checkpoints, not at every commit: a
+                        // power loss may drop the last transactions, never tear one, and
+                        // the stream holds whatever was dropped (the checkpoint goes with
+                        // it, so it is read again).
+                        sqlx::query("PRAGMA synchronous = NORMAL")
                             .execute(connection)
                             .await?;
                     }
