@@ -17,13 +17,14 @@ use async_nats::jetstream;
 use async_nats::jetstream::stream::RawMessageErrorKind;
 use gantry_protocol::api::NodeView;
 use gantry_protocol::chain_stream::{Assembled, BlockAssembler, ChainMessage};
+use gantry_protocol::envelope::{BlockCommit, EventEnvelope};
 use gantry_protocol::names;
 use gantry_runtime::chain_stream::{ChainStreamReader, ReadError, StreamReport};
 use gantry_runtime::nats::{NatsError, wait_for_stream};
 use tokio_util::sync::CancellationToken;
 
 use crate::live::{BlockInfo, Live, LiveEvent};
-use crate::store::{Store, StoreError};
+use crate::store::{CommittedBlock, Store, StoreError};
 
 /// Why the projection stopped.
 #[derive(Debug, thiserror::Error)]
@@ -134,14 +135,27 @@ pub async fn run(
         BlockAssembler::new()
     };
     let mut report = StreamReport::new("api");
+    // Blocks read while more messages wait (catching up) are applied together, in one
+    // transaction; once no message waits (live), each block as it comes.
+    let mut pending: Vec<(Vec<EventEnvelope>, BlockCommit, u64)> = Vec::new();
     loop {
-        let read = tokio::select! {
-            () = shutdown.cancelled() => return Ok(()),
-            read = reader.next() => read,
+        let read = match reader.next_ready() {
+            Some(read) => Some(read),
+            None => {
+                if !pending.is_empty() {
+                    apply(&store, &mut pending, &progress, &live).await?;
+                    progress.send_modify(|p| p.idle = assembler.is_idle());
+                }
+                tokio::select! {
+                    () = shutdown.cancelled() => return Ok(()),
+                    read = reader.next() => read,
+                }
+            }
         };
         let (seq, decoded) = match read {
             Some(Ok(message)) => message,
             Some(Err(ReadError::Nats(e))) => {
+                apply(&store, &mut pending, &progress, &live).await?;
                 tracing::warn!(error = %e, "chain stream");
                 tokio::time::sleep(Duration::from_millis(200)).await;
                 continue;
@@ -156,6 +170,7 @@ pub async fn run(
         let pushed = match assembler.push(decoded) {
             Ok(pushed) => pushed,
             Err(refused) => {
+                apply(&store, &mut pending, &progress, &live).await?;
                 report.refused(seq, &refused, assembler.stall());
                 progress.send_modify(|p| {
                     p.read = seq;
@@ -167,30 +182,14 @@ pub async fn run(
         match pushed {
             Assembled::Held => {}
             Assembled::Block { commit, events } => {
-                let applied = store.apply_block(&events, &commit, seq).await?;
-                crate::metrics::events_projected(events.len());
-                progress.send_modify(|p| {
-                    p.checkpoint = seq;
-                    p.block = commit.block_number;
-                });
-                for row in applied.jobs.into_values() {
-                    live.send(LiveEvent::Job(Box::new(row)));
+                pending.push((events, commit, seq));
+                let events: usize = pending.iter().map(|(events, _, _)| events.len()).sum();
+                if pending.len() >= MAX_BATCH_BLOCKS || events >= MAX_BATCH_EVENTS {
+                    apply(&store, &mut pending, &progress, &live).await?;
                 }
-                let now = crate::model::now(commit.block_timestamp);
-                let min_stake = match applied.nodes.is_empty() {
-                    true => None,
-                    false => store.min_stake().await?,
-                };
-                for row in applied.nodes.into_values() {
-                    let view = NodeView::new(row, now, min_stake.as_deref());
-                    live.send(LiveEvent::Node(Box::new(view)));
-                }
-                live.send(LiveEvent::Block(BlockInfo {
-                    number: commit.block_number,
-                    timestamp: commit.block_timestamp,
-                }));
             }
             Assembled::Retracted(retraction) => {
+                apply(&store, &mut pending, &progress, &live).await?;
                 store.retract(&retraction, seq).await?;
                 crate::metrics::retractions();
                 progress.send_modify(|p| p.checkpoint = seq);
@@ -199,6 +198,7 @@ pub async fn run(
                 });
             }
             Assembled::Final(_) => {
+                apply(&store, &mut pending, &progress, &live).await?;
                 // Only with nothing buffered or missing: the checkpoint must not pass
                 // unapplied events, nor a damaged block (a restart would read past it).
                 if assembler.is_idle() {
@@ -210,8 +210,61 @@ pub async fn run(
         report.settled(seq, assembler.stall());
         progress.send_modify(|p| {
             p.read = seq;
-            p.idle = assembler.is_idle();
+            p.idle = assembler.is_idle() && pending.is_empty();
             p.stalled = assembler.stall().map(|s| s.missing);
         });
     }
+}
+
+/// Blocks applied in one transaction at most while catching up, and events.
+const MAX_BATCH_BLOCKS: usize = 256;
+const MAX_BATCH_EVENTS: usize = 4_096;
+
+/// Applies the blocks read (in one transaction), then tells the live feed what each
+/// changed, block by block.
+async fn apply(
+    store: &Store,
+    pending: &mut Vec<(Vec<EventEnvelope>, BlockCommit, u64)>,
+    progress: &tokio::sync::watch::Sender<Progress>,
+    live: &Live,
+) -> Result<(), ProjectError> {
+    if pending.is_empty() {
+        return Ok(());
+    }
+    let blocks: Vec<CommittedBlock<'_>> = pending
+        .iter()
+        .map(|(events, commit, seq)| CommittedBlock {
+            events,
+            commit,
+            seq: *seq,
+        })
+        .collect();
+    let applied = store.apply_blocks(&blocks).await?;
+    let events: usize = pending.iter().map(|(events, _, _)| events.len()).sum();
+    crate::metrics::events_projected(events);
+    let (_, last, seq) = pending.last().expect("not empty");
+    progress.send_modify(|p| {
+        p.checkpoint = *seq;
+        p.block = last.block_number;
+    });
+    for (applied, (_, commit, _)) in applied.into_iter().zip(pending.iter()) {
+        for row in applied.jobs.into_values() {
+            live.send(LiveEvent::Job(Box::new(row)));
+        }
+        let now = crate::model::now(commit.block_timestamp);
+        let min_stake = match applied.nodes.is_empty() {
+            true => None,
+            false => store.min_stake().await?,
+        };
+        for row in applied.nodes.into_values() {
+            let view = NodeView::new(row, now, min_stake.as_deref());
+            live.send(LiveEvent::Node(Box::new(view)));
+        }
+        live.send(LiveEvent::Block(BlockInfo {
+            number: commit.block_number,
+            timestamp: commit.block_timestamp,
+        }));
+    }
+    pending.clear();
+    Ok(())
 }

@@ -216,70 +216,110 @@ impl Store {
         commit: &BlockCommit,
         seq: u64,
     ) -> Result<Applied, StoreError> {
+        let block = CommittedBlock {
+            events,
+            commit,
+            seq,
+        };
+        let mut applied = self.apply_blocks(std::slice::from_ref(&block)).await?;
+        Ok(applied.pop().unwrap_or_default())
+    }
+
+    /// Applies committed blocks in order, in one transaction that moves the checkpoint to
+    /// the last one's sequence (while catching up: the transaction's cost is shared by the
+    /// range). Each row is read once and written once for the whole range, the events in
+    /// multi-row inserts. Returns, per block, the rows it changed as they are after it.
+    /// When another projector sharing the database has applied some of the range, each
+    /// block is applied (or read back) on its own.
+    pub async fn apply_blocks(
+        &self,
+        blocks: &[CommittedBlock<'_>],
+    ) -> Result<Vec<Applied>, StoreError> {
+        let (Some(first), Some(last)) = (blocks.first(), blocks.last()) else {
+            return Ok(Vec::new());
+        };
         let mut tx = self.pool.begin().await?;
-        let mut applied = Applied::default();
-        if !self.claim_chain(&mut tx, seq).await? {
+        if !self.claim_chain(&mut tx, first.seq, last.seq).await? {
             tx.rollback().await?;
-            return self.applied_by_another(commit).await;
+            if let [block] = blocks {
+                return Ok(vec![self.applied_by_another(block.commit).await?]);
+            }
+            let mut all = Vec::with_capacity(blocks.len());
+            for block in blocks {
+                all.extend(Box::pin(self.apply_blocks(std::slice::from_ref(block))).await?);
+            }
+            return Ok(all);
         }
-        let mut previous: Option<&EventEnvelope> = None;
-        for event in events {
-            let typed = typed(event)?;
-            let job_before = match job_of(&typed) {
-                Some(job) => load_job(&mut tx, job).await?,
-                None => None,
-            };
-            let touched = touches(&typed, job_before.as_ref());
-            insert_event(&mut tx, event, &touched).await?;
-            if let GantryEvent::Market(JobMarket::JobMarketEvents::MarketParamsUpdated(e)) = &typed
-            {
-                save_policy(&mut tx, event, &policy_of(e)).await?;
-            }
-            if let Some(job) = touched.job {
-                let policy = policy_for(&mut tx, &typed).await?;
-                let treasury = treasury_for(&mut tx, event, &typed).await?;
-                let row = apply_job(
-                    job_before,
-                    event,
-                    &typed,
-                    policy.as_ref(),
-                    treasury.as_deref(),
-                );
-                save_job(&mut tx, job, row.as_ref()).await?;
-                if let Some(row) = row {
-                    applied.jobs.insert(job, row);
+        let mut batch = Batch::default();
+        // Every event read once; the jobs they name fetched together.
+        let typed_blocks: Vec<Vec<GantryEvent>> = blocks
+            .iter()
+            .map(|block| block.events.iter().map(typed).collect::<Result<_, _>>())
+            .collect::<Result<_, _>>()?;
+        let jobs: std::collections::BTreeSet<u64> =
+            typed_blocks.iter().flatten().filter_map(job_of).collect();
+        batch.fetch_jobs(&mut tx, &jobs).await?;
+        let mut all = Vec::with_capacity(blocks.len());
+        for (block, typed_events) in blocks.iter().zip(typed_blocks) {
+            let mut applied = Applied::default();
+            let mut previous: Option<&EventEnvelope> = None;
+            for (event, typed) in block.events.iter().zip(typed_events) {
+                let job_before = match job_of(&typed) {
+                    Some(job) => batch.job(&mut tx, job).await?,
+                    None => None,
+                };
+                let touched = touches(&typed, job_before.as_ref());
+                batch.event(event, &touched)?;
+                if let GantryEvent::Market(JobMarket::JobMarketEvents::MarketParamsUpdated(e)) =
+                    &typed
+                {
+                    let policy = policy_of(e);
+                    save_policy(&mut tx, event, &policy).await?;
+                    batch
+                        .policies
+                        .insert(policy.version as u32, Some(policy.clone()));
                 }
-            }
-            if let Some(node) = touched.node {
-                let row = apply_node(load_node(&mut tx, node).await?, event, &typed, previous);
-                save_node(&mut tx, node, row.as_ref()).await?;
-                if let Some(row) = row {
-                    applied.nodes.insert(node, row);
+                if let Some(job) = touched.job {
+                    let policy = batch.policy(&mut tx, &typed).await?;
+                    let treasury = batch.treasury(&mut tx, event, &typed).await?;
+                    let row = apply_job(
+                        job_before,
+                        event,
+                        &typed,
+                        policy.as_ref(),
+                        treasury.as_deref(),
+                    );
+                    if let Some(row) = &row {
+                        applied.jobs.insert(job, row.clone());
+                    }
+                    batch.set_job(job, row);
                 }
+                if let Some(node) = touched.node {
+                    let before = batch.node(&mut tx, node).await?;
+                    let row = apply_node(before, event, &typed, previous);
+                    if let Some(row) = &row {
+                        applied.nodes.insert(node, row.clone());
+                    }
+                    batch.set_node(node, row);
+                }
+                if let Some(account) = &touched.account {
+                    let before = batch.account(&mut tx, account).await?;
+                    let row = apply_account(before, account, event, &typed);
+                    batch.set_account(account, row);
+                }
+                previous = Some(event);
             }
-            if let Some(account) = &touched.account {
-                let row = apply_account(
-                    load_account(&mut tx, account).await?,
-                    account,
-                    event,
-                    &typed,
-                );
-                save_account(&mut tx, Some(&row), account).await?;
-            }
-            previous = Some(event);
+            batch.blocks.push((
+                bigint(block.commit.block_number)?,
+                format!("{:#x}", block.commit.block_hash),
+                bigint(block.commit.block_timestamp)?,
+                bigint(block.seq)?,
+            ));
+            all.push(applied);
         }
-        sqlx::query(
-            "INSERT INTO blocks (number, hash, timestamp, stream_seq) VALUES ($1, $2, $3, $4) \
-             ON CONFLICT (number) DO UPDATE SET hash = $2, timestamp = $3, stream_seq = $4",
-        )
-        .bind(bigint(commit.block_number)?)
-        .bind(format!("{:#x}", commit.block_hash))
-        .bind(bigint(commit.block_timestamp)?)
-        .bind(bigint(seq)?)
-        .execute(&mut *tx)
-        .await?;
+        batch.write(&mut tx).await?;
         tx.commit().await?;
-        Ok(applied)
+        Ok(all)
     }
 
     /// The rows a block applied by another projector touched, as they are now (its
@@ -313,7 +353,7 @@ impl Store {
     /// Moves the checkpoint to `seq`. (Nothing when another projector has done it.)
     pub async fn retract(&self, retraction: &Retraction, seq: u64) -> Result<(), StoreError> {
         let mut tx = self.pool.begin().await?;
-        if !self.claim_chain(&mut tx, seq).await? {
+        if !self.claim_chain(&mut tx, seq, seq).await? {
             tx.rollback().await?;
             return Ok(());
         }
@@ -387,15 +427,21 @@ impl Store {
     /// Moves the checkpoint past messages with no effect (finality watermarks).
     pub async fn advance(&self, seq: u64) -> Result<(), StoreError> {
         let mut tx = self.pool.begin().await?;
-        self.claim_chain(&mut tx, seq).await?;
+        self.claim_chain(&mut tx, seq, seq).await?;
         tx.commit().await?;
         Ok(())
     }
 
-    /// Claims the chain checkpoint up to `seq` under this store's epoch: false when another
-    /// projector has applied it already; an error when the projection was emptied and
-    /// started again under a newer epoch (this projector's reading is of the old one).
-    async fn claim_chain(&self, tx: &mut Tx<'_>, seq: u64) -> Result<bool, StoreError> {
+    /// Claims the chain checkpoint for the messages `first..=last` under this store's
+    /// epoch: moves it to `last` unless it is at `first` or past it already (another
+    /// projector applied some of them: false); an error when the projection was emptied
+    /// and started again under a newer epoch (this projector's reading is of the old one).
+    async fn claim_chain(
+        &self,
+        tx: &mut Tx<'_>,
+        first: u64,
+        last: u64,
+    ) -> Result<bool, StoreError> {
         let epoch = self.epoch.load(std::sync::atomic::Ordering::SeqCst);
         sqlx::query(
             "INSERT INTO checkpoint (id, stream_seq, epoch) VALUES (1, 0, $1) \
@@ -405,9 +451,10 @@ impl Store {
         .execute(&mut **tx)
         .await?;
         let moved = sqlx::query(
-            "UPDATE checkpoint SET stream_seq = $1 WHERE id = 1 AND stream_seq < $1 AND epoch = $2",
+            "UPDATE checkpoint SET stream_seq = $1 WHERE id = 1 AND stream_seq < $2 AND epoch = $3",
         )
-        .bind(bigint(seq)?)
+        .bind(bigint(last)?)
+        .bind(bigint(first)?)
         .bind(bigint(epoch)?)
         .execute(&mut **tx)
         .await?
@@ -823,6 +870,258 @@ pub struct JobDocument {
     pub json: String,
 }
 
+/// A committed block as [`Store::apply_blocks`] takes it: its events, its commit and the
+/// commit's stream sequence.
+#[derive(Debug, Clone, Copy)]
+pub struct CommittedBlock<'a> {
+    pub events: &'a [EventEnvelope],
+    pub commit: &'a BlockCommit,
+    pub seq: u64,
+}
+
+/// Events inserted by one statement at most (11 values each). sqlx's SQLite driver looks
+/// up every parameter's name among all of a statement's parameters (a cost that grows
+/// with their square): a few hundred parameters a statement is the sweet spot.
+const EVENTS_PER_INSERT: usize = 16;
+/// Values one statement binds at most.
+const ROWS_PER_STATEMENT: usize = 224;
+
+/// `$first, $first+1, …` (`count` of them).
+fn placeholders(first: usize, count: usize) -> String {
+    (first..first + count)
+        .map(|i| format!("${i}"))
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+/// `($1, …, $columns), ($columns+1, …), …` for `rows` rows.
+fn rows_of(columns: usize, rows: usize) -> String {
+    (0..rows)
+        .map(|row| format!("({})", placeholders(row * columns + 1, columns)))
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+/// What one transaction of blocks has read and will write: each row read once (`None`:
+/// no such row) and written once at the end, the events and blocks buffered.
+#[derive(Default)]
+struct Batch {
+    jobs: std::collections::HashMap<u64, Option<JobRow>>,
+    nodes: std::collections::HashMap<u64, Option<NodeRow>>,
+    accounts: std::collections::HashMap<String, Option<AccountRow>>,
+    changed_jobs: std::collections::BTreeSet<u64>,
+    changed_nodes: std::collections::BTreeSet<u64>,
+    changed_accounts: std::collections::BTreeSet<String>,
+    policies: std::collections::HashMap<u32, Option<JobPolicy>>,
+    /// Each event's values, in insert order.
+    events: Vec<EventValues>,
+    /// (number, hash, timestamp, stream sequence).
+    blocks: Vec<(i64, String, i64, i64)>,
+}
+
+struct EventValues {
+    block_number: i64,
+    log_index: i64,
+    block_hash: String,
+    block_timestamp: i64,
+    tx_hash: String,
+    name: String,
+    key: String,
+    job: Option<i64>,
+    node: Option<i64>,
+    account: Option<String>,
+    envelope: String,
+}
+
+impl Batch {
+    /// Reads the rows of `jobs` not read yet, [`ROWS_PER_STATEMENT`] a query.
+    async fn fetch_jobs(
+        &mut self,
+        tx: &mut Tx<'_>,
+        jobs: &std::collections::BTreeSet<u64>,
+    ) -> Result<(), StoreError> {
+        let missing: Vec<u64> = jobs
+            .iter()
+            .filter(|job| !self.jobs.contains_key(job))
+            .copied()
+            .collect();
+        for chunk in missing.chunks(ROWS_PER_STATEMENT) {
+            let sql = format!(
+                "SELECT job_id, body FROM jobs WHERE job_id IN ({})",
+                placeholders(1, chunk.len())
+            );
+            let mut query = sqlx::query(sqlx::AssertSqlSafe(sql));
+            for job in chunk {
+                query = query.bind(bigint(*job)?);
+            }
+            for job in chunk {
+                self.jobs.insert(*job, None);
+            }
+            for row in query.fetch_all(&mut **tx).await? {
+                self.jobs.insert(row.unsigned(0)?, Some(row.json(1)?));
+            }
+        }
+        Ok(())
+    }
+
+    async fn job(&mut self, tx: &mut Tx<'_>, job: u64) -> Result<Option<JobRow>, StoreError> {
+        if let Some(row) = self.jobs.get(&job) {
+            return Ok(row.clone());
+        }
+        let row = load_job(tx, job).await?;
+        self.jobs.insert(job, row.clone());
+        Ok(row)
+    }
+
+    fn set_job(&mut self, job: u64, row: Option<JobRow>) {
+        self.jobs.insert(job, row);
+        self.changed_jobs.insert(job);
+    }
+
+    async fn node(&mut self, tx: &mut Tx<'_>, node: u64) -> Result<Option<NodeRow>, StoreError> {
+        if let Some(row) = self.nodes.get(&node) {
+            return Ok(row.clone());
+        }
+        let row = load_node(tx, node).await?;
+        self.nodes.insert(node, row.clone());
+        Ok(row)
+    }
+
+    fn set_node(&mut self, node: u64, row: Option<NodeRow>) {
+        self.nodes.insert(node, row);
+        self.changed_nodes.insert(node);
+    }
+
+    async fn account(
+        &mut self,
+        tx: &mut Tx<'_>,
+        account: &str,
+    ) -> Result<Option<AccountRow>, StoreError> {
+        if let Some(row) = self.accounts.get(account) {
+            return Ok(row.clone());
+        }
+        let row = load_account(tx, account).await?;
+        self.accounts.insert(account.to_owned(), row.clone());
+        Ok(row)
+    }
+
+    fn set_account(&mut self, account: &str, row: AccountRow) {
+        self.accounts.insert(account.to_owned(), Some(row));
+        self.changed_accounts.insert(account.to_owned());
+    }
+
+    /// The policy a job posting names (announced in this batch or before).
+    async fn policy(
+        &mut self,
+        tx: &mut Tx<'_>,
+        typed: &GantryEvent,
+    ) -> Result<Option<JobPolicy>, StoreError> {
+        let Some(version) = posted_policy(typed) else {
+            return Ok(None);
+        };
+        if let Some(policy) = self.policies.get(&version) {
+            return Ok(policy.clone());
+        }
+        let policy = policy_for(tx, typed).await?;
+        self.policies.insert(version, policy.clone());
+        Ok(policy)
+    }
+
+    /// The treasury a slash pays (the events before it written first: it is read from
+    /// the market parameters announced before the slash).
+    async fn treasury(
+        &mut self,
+        tx: &mut Tx<'_>,
+        event: &EventEnvelope,
+        typed: &GantryEvent,
+    ) -> Result<Option<String>, StoreError> {
+        if !is_slash(typed) {
+            return Ok(None);
+        }
+        self.write_events(tx).await?;
+        treasury_for(tx, event, typed).await
+    }
+
+    fn event(&mut self, event: &EventEnvelope, touched: &Touches) -> Result<(), StoreError> {
+        self.events.push(EventValues {
+            block_number: bigint(event.block_number)?,
+            log_index: bigint(event.log_index)?,
+            block_hash: format!("{:#x}", event.block_hash),
+            block_timestamp: bigint(event.block_timestamp)?,
+            tx_hash: format!("{:#x}", event.tx_hash),
+            name: event.event.name.clone(),
+            key: event.event.key.clone(),
+            job: touched.job.map(bigint).transpose()?,
+            node: touched.node.map(bigint).transpose()?,
+            account: touched.account.clone(),
+            envelope: serde_json::to_string(event)?,
+        });
+        Ok(())
+    }
+
+    /// Inserts the buffered events, up to [`EVENTS_PER_INSERT`] a statement.
+    async fn write_events(&mut self, tx: &mut Tx<'_>) -> Result<(), StoreError> {
+        for chunk in std::mem::take(&mut self.events).chunks(EVENTS_PER_INSERT) {
+            let sql = format!(
+                "INSERT INTO events (block_number, log_index, block_hash, block_timestamp, \
+                 tx_hash, name, event_key, job_id, node_id, account, data) VALUES {}",
+                rows_of(11, chunk.len())
+            );
+            let mut query = sqlx::query(sqlx::AssertSqlSafe(sql));
+            for event in chunk {
+                query = query
+                    .bind(event.block_number)
+                    .bind(event.log_index)
+                    .bind(event.block_hash.clone())
+                    .bind(event.block_timestamp)
+                    .bind(event.tx_hash.clone())
+                    .bind(event.name.clone())
+                    .bind(event.key.clone())
+                    .bind(event.job)
+                    .bind(event.node)
+                    .bind(event.account.clone())
+                    .bind(event.envelope.clone());
+            }
+            query.execute(&mut **tx).await?;
+        }
+        Ok(())
+    }
+
+    /// Writes everything: the events, each changed row once, the blocks.
+    async fn write(mut self, tx: &mut Tx<'_>) -> Result<(), StoreError> {
+        self.write_events(tx).await?;
+        let mut kept = Vec::new();
+        for job in &self.changed_jobs {
+            match &self.jobs[job] {
+                Some(row) => kept.push((*job, row)),
+                None => save_job(tx, *job, None).await?,
+            }
+        }
+        for chunk in kept.chunks(ROWS_PER_STATEMENT / 14) {
+            save_jobs(tx, chunk).await?;
+        }
+        for node in &self.changed_nodes {
+            save_node(tx, *node, self.nodes[node].as_ref()).await?;
+        }
+        for account in &self.changed_accounts {
+            save_account(tx, self.accounts[account].as_ref(), account).await?;
+        }
+        for (number, hash, timestamp, seq) in &self.blocks {
+            sqlx::query(
+                "INSERT INTO blocks (number, hash, timestamp, stream_seq) VALUES ($1, $2, $3, $4) \
+                 ON CONFLICT (number) DO UPDATE SET hash = $2, timestamp = $3, stream_seq = $4",
+            )
+            .bind(*number)
+            .bind(hash.clone())
+            .bind(*timestamp)
+            .bind(*seq)
+            .execute(&mut **tx)
+            .await?;
+        }
+        Ok(())
+    }
+}
+
 /// What a block changed: the rows as they are after it, by id.
 #[derive(Debug, Default)]
 pub struct Applied {
@@ -862,33 +1161,6 @@ pub(crate) async fn claim(
         .await?
         .rows_affected();
     Ok(moved == 1)
-}
-
-async fn insert_event(
-    tx: &mut Tx<'_>,
-    event: &EventEnvelope,
-    touched: &Touches,
-) -> Result<(), StoreError> {
-    let envelope = serde_json::to_string(event)?;
-    sqlx::query(
-        "INSERT INTO events (block_number, log_index, block_hash, block_timestamp, tx_hash, \
-         name, event_key, job_id, node_id, account, data) \
-         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)",
-    )
-    .bind(bigint(event.block_number)?)
-    .bind(bigint(event.log_index)?)
-    .bind(format!("{:#x}", event.block_hash))
-    .bind(bigint(event.block_timestamp)?)
-    .bind(format!("{:#x}", event.tx_hash))
-    .bind(&event.event.name)
-    .bind(&event.event.key)
-    .bind(touched.job.map(bigint).transpose()?)
-    .bind(touched.node.map(bigint).transpose()?)
-    .bind(touched.account.clone())
-    .bind(envelope)
-    .execute(&mut **tx)
-    .await?;
-    Ok(())
 }
 
 /// Which row's events: a job's, a node's, an account's (lowercase 0x).
@@ -941,12 +1213,7 @@ async fn treasury_for(
     event: &EventEnvelope,
     typed: &GantryEvent,
 ) -> Result<Option<String>, StoreError> {
-    let slash = matches!(
-        typed,
-        GantryEvent::Registry(NodeRegistry::NodeRegistryEvents::NodeSlashed(_))
-            | GantryEvent::Market(JobMarket::JobMarketEvents::NodeSlashed(_))
-    );
-    if !slash {
+    if !is_slash(typed) {
         return Ok(None);
     }
     let row = sqlx::query(
@@ -973,6 +1240,14 @@ async fn treasury_for(
         }
         _ => None,
     })
+}
+
+fn is_slash(typed: &GantryEvent) -> bool {
+    matches!(
+        typed,
+        GantryEvent::Registry(NodeRegistry::NodeRegistryEvents::NodeSlashed(_))
+            | GantryEvent::Market(JobMarket::JobMarketEvents::NodeSlashed(_))
+    )
 }
 
 async fn save_policy(
@@ -1055,6 +1330,44 @@ async fn delete_by_id(tx: &mut Tx<'_>, sql: &'static str, id: u64) -> Result<(),
         .bind(bigint(id)?)
         .execute(&mut **tx)
         .await?;
+    Ok(())
+}
+
+/// Inserts or updates the jobs' rows, one statement.
+async fn save_jobs(tx: &mut Tx<'_>, rows: &[(u64, &JobRow)]) -> Result<(), StoreError> {
+    if rows.is_empty() {
+        return Ok(());
+    }
+    let sql = format!(
+        "INSERT INTO jobs (job_id, body, submitter, status, node_id, priority, posted_at, \
+         updated_at, gpus, gpu_seconds, bounty, payout, fee, refund) VALUES {} \
+         ON CONFLICT (job_id) DO UPDATE \
+         SET body = excluded.body, submitter = excluded.submitter, status = excluded.status, \
+         node_id = excluded.node_id, priority = excluded.priority, \
+         posted_at = excluded.posted_at, updated_at = excluded.updated_at, gpus = excluded.gpus, \
+         gpu_seconds = excluded.gpu_seconds, bounty = excluded.bounty, \
+         payout = excluded.payout, fee = excluded.fee, refund = excluded.refund",
+        rows_of(14, rows.len())
+    );
+    let mut query = sqlx::query(sqlx::AssertSqlSafe(sql));
+    for (job, row) in rows {
+        query = query
+            .bind(bigint(*job)?)
+            .bind(serde_json::to_string(row)?)
+            .bind(row.submitter.to_lowercase())
+            .bind(row.status.as_str())
+            .bind(row.node_id.map(bigint).transpose()?)
+            .bind(bigint(row.priority)?)
+            .bind(bigint(row.posted_at)?)
+            .bind(bigint(row.updated_at)?)
+            .bind(bigint(row.gpus)?)
+            .bind(bigint(row.gpu_seconds)?)
+            .bind(row.bounty.clone())
+            .bind(row.payout.clone())
+            .bind(row.fee.clone())
+            .bind(row.refund.clone());
+    }
+    query.execute(&mut **tx).await?;
     Ok(())
 }
 
