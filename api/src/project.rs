@@ -33,6 +33,14 @@ pub enum ProjectError {
     Nats(#[from] NatsError),
     #[error("the {0} stream consumer ended")]
     Ended(&'static str),
+    #[error(
+        "the chain stream's message {sequence}, where the stored projection stands, does not read"
+    )]
+    Unreadable {
+        sequence: u64,
+        #[source]
+        source: gantry_protocol::chain_stream::DecodeError,
+    },
     #[error(transparent)]
     Store(#[from] StoreError),
 }
@@ -59,7 +67,7 @@ pub struct Progress {
 /// The stored projection is this service's snapshot of the stream: before reading on from
 /// its checkpoint, its newest block must be the stream's commit at the sequence it was
 /// applied from. One that is not (the stream was made again, the database is another
-/// network's, a row was changed) is emptied and the stream projected from its start,
+/// network's, a block's hash changed) is emptied and the stream projected from its start,
 /// never read on from. `false` when `shutdown` fired while waiting for the stream.
 async fn check_against_stream(
     js: &jetstream::Context,
@@ -74,6 +82,9 @@ async fn check_against_stream(
     let Some(stream) = wait_for_stream(js, &name, shutdown, |_| {}).await else {
         return Ok(false);
     };
+    // Only a stream that answers, and answers something else than that commit, empties
+    // the projection: an error (NATS restarting, a leader election) or a message this
+    // build cannot read stops the start instead (the service restarts and checks again).
     let found = match stream.get_raw_message(seq).await {
         Ok(message) => match ChainMessage::decode(chain_id, &message.subject, &message.payload) {
             Ok(ChainMessage::Commit(commit))
@@ -86,12 +97,15 @@ async fn check_against_stream(
                 commit.block_number, commit.block_hash
             ),
             Ok(_) => "not a commit".to_string(),
-            Err(e) => format!("a message that does not read ({e})"),
+            Err(e) => {
+                return Err(ProjectError::Unreadable {
+                    sequence: seq,
+                    source: e,
+                });
+            }
         },
-        Err(e) if e.kind() == RawMessageErrorKind::Other => {
-            return Err(NatsError::new("the chain stream's message", e).into());
-        }
-        Err(e) => format!("no message ({e})"),
+        Err(e) if e.kind() == RawMessageErrorKind::NoMessageFound => format!("no message ({e})"),
+        Err(e) => return Err(NatsError::new("the chain stream's message", e).into()),
     };
     tracing::error!(
         block = number,

@@ -24,6 +24,8 @@ use crate::view::{Changes, JobView, Requirements, View};
 /// first, then the others in turn. Below this many held jobs, every waiting job's
 /// explanation is brought up to date every round; above it, within a sweep of the queue.
 pub const EXPLAINED_PER_ROUND: usize = 128;
+/// Jobs waiting to be explained first, at most.
+pub const TO_EXPLAIN_KEPT: usize = 65_536;
 
 /// The jobs a replica holds claims on.
 pub trait Holding {
@@ -65,8 +67,10 @@ pub struct Books {
     /// Explanations this replica wrote, by job, and how many name each reason.
     published: HashMap<u64, PendingExplanation>,
     reasons: HashMap<&'static str, usize>,
-    /// Jobs to explain first (claimed or changed since they were last explained).
+    /// Jobs to explain first (claimed or changed since they were last explained), each
+    /// once, at most [`TO_EXPLAIN_KEPT`] (the sweep reaches the others).
     to_explain: VecDeque<u64>,
+    queued: HashSet<u64>,
     /// Where the sweep over the other held jobs goes on.
     sweep_from: u64,
     revert_backoff: Duration,
@@ -82,6 +86,7 @@ impl Books {
             published: HashMap::new(),
             reasons: HashMap::new(),
             to_explain: VecDeque::new(),
+            queued: HashSet::new(),
             sweep_from: 0,
             revert_backoff,
         }
@@ -160,7 +165,9 @@ impl Books {
 
     /// A claim on `job` arrived, or the view changed it: explain it first.
     pub fn touched(&mut self, job: u64) {
-        self.to_explain.push_back(job);
+        if self.to_explain.len() < TO_EXPLAIN_KEPT && self.queued.insert(job) {
+            self.to_explain.push_back(job);
+        }
     }
 
     /// Plans one round for the jobs `held` claims: the assignments (from `planner`, told
@@ -200,7 +207,9 @@ impl Books {
 
         // The held jobs to explain this round: the touched ones, then the sweep.
         if !changes.all {
-            self.to_explain.extend(changes.jobs.iter().copied());
+            for job in &changes.jobs {
+                self.touched(*job);
+            }
         }
         let waiting = |job: u64| {
             held.holds(job)
@@ -213,6 +222,7 @@ impl Books {
         while chosen.len() < EXPLAINED_PER_ROUND
             && let Some(job) = self.to_explain.pop_front()
         {
+            self.queued.remove(&job);
             if seen.insert(job) && waiting(job) {
                 chosen.push(job);
             }

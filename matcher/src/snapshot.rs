@@ -15,8 +15,11 @@
 //! this service's own account over all of the above (a writer without the key cannot make
 //! one, and a byte changed anywhere breaks the signature or the body's hash); the stream's
 //! message at its commit sequence is the commit of its block with its hash (a snapshot of
-//! another stream, of a chain reset or of a block reorganised away does not match); and the
-//! view rebuilt from it stands at that block. A snapshot is never trusted further than
+//! another stream or of a chain reset does not match; one whose block was reorganised
+//! away since matches, and the retraction in the tail undoes that block, which the
+//! snapshot keeps among its retained blocks); and the view rebuilt from it stands at that
+//! block. The header is read and checked before the body: a body is read only for a
+//! header signed by this account, and only as many bytes as it names. A snapshot is never trusted further than
 //! that: the contract checks every call the view leads to.
 
 use std::io::{Read as _, Write as _};
@@ -37,10 +40,12 @@ use crate::project::{Projection, Saved};
 /// The snapshot format this build writes and reads.
 pub const SNAPSHOT_VERSION: u32 = 1;
 const MAGIC: &[u8; 4] = b"GSNP";
-/// A snapshot object larger than this is not read (compressed bytes).
-pub const MAX_SNAPSHOT_BYTES: u64 = 2 << 30;
-/// Its body is not expanded past this.
-pub const MAX_EXPANDED_BYTES: u64 = 16 << 30;
+/// A snapshot's body larger than this is not read (compressed bytes), nor written.
+pub const MAX_SNAPSHOT_BYTES: u64 = 1 << 30;
+/// Nor one that expands past this.
+pub const MAX_EXPANDED_BYTES: u64 = 4 << 30;
+/// The snapshot bucket's limit: a few snapshots (one per signing account) at most.
+const BUCKET_BYTES: i64 = 4 << 30;
 const MAX_HEADER_BYTES: usize = 64 << 10;
 
 /// Whose snapshot: the service, its chain and contracts, and its signing account.
@@ -80,7 +85,10 @@ pub struct Header {
     pub commit_sequence: u64,
     pub block: u64,
     pub hash: B256,
+    /// The body's size, its SHA-256 and the size of the JSON it expands to.
+    pub body_bytes: u64,
     pub body_sha256: B256,
+    pub json_bytes: u64,
     /// The signer's signature of [`Header::digest`].
     pub signature: Bytes,
 }
@@ -100,7 +108,9 @@ impl Header {
         bytes.extend_from_slice(&self.commit_sequence.to_be_bytes());
         bytes.extend_from_slice(&self.block.to_be_bytes());
         bytes.extend_from_slice(self.hash.as_slice());
+        bytes.extend_from_slice(&self.body_bytes.to_be_bytes());
         bytes.extend_from_slice(self.body_sha256.as_slice());
+        bytes.extend_from_slice(&self.json_bytes.to_be_bytes());
         keccak256(bytes)
     }
 }
@@ -170,6 +180,13 @@ pub fn encode(
     let mut body = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
     body.write_all(&json)?;
     let body = body.finish()?;
+    if body.len() as u64 > MAX_SNAPSHOT_BYTES || json.len() as u64 > MAX_EXPANDED_BYTES {
+        return Err(std::io::Error::other(format!(
+            "the view's snapshot would be {} bytes ({} expanded), past the limits",
+            body.len(),
+            json.len()
+        )));
+    }
     let mut header = Header {
         v: SNAPSHOT_VERSION,
         service: identity.service.to_string(),
@@ -180,7 +197,9 @@ pub fn encode(
         commit_sequence: at.commit_sequence,
         block: at.block,
         hash: at.hash,
+        body_bytes: body.len() as u64,
         body_sha256: B256::from(<[u8; 32]>::from(sha2::Sha256::digest(&body))),
+        json_bytes: json.len() as u64,
         signature: Bytes::new(),
     };
     let signature = signer
@@ -198,20 +217,38 @@ pub fn encode(
 
 /// The snapshot in `bytes`, if it is `identity`'s: its header checked, its body read.
 pub fn decode(identity: &Identity, bytes: &[u8]) -> Result<(Header, Saved), Refused> {
-    let malformed = |what: &str| Refused::Malformed(what.to_string());
-    let rest = bytes
-        .strip_prefix(MAGIC)
-        .ok_or_else(|| malformed("no magic"))?;
-    let (length, rest) = rest
-        .split_first_chunk::<4>()
-        .ok_or_else(|| malformed("no header length"))?;
-    let length = u32::from_be_bytes(*length) as usize;
-    if length > MAX_HEADER_BYTES || length > rest.len() {
-        return Err(malformed("header length"));
+    let length = header_length(bytes)?;
+    let rest = &bytes[8..];
+    if length > rest.len() {
+        return Err(Refused::Malformed("header length".into()));
     }
     let (header, body) = rest.split_at(length);
+    let header = decode_header(identity, header)?;
+    let saved = decode_body(&header, body)?;
+    Ok((header, saved))
+}
+
+/// The header's length, from the snapshot's first 8 bytes.
+fn header_length(start: &[u8]) -> Result<usize, Refused> {
+    let malformed = |what: &str| Refused::Malformed(what.to_string());
+    let rest = start
+        .strip_prefix(MAGIC)
+        .ok_or_else(|| malformed("no magic"))?;
+    let length = rest
+        .first_chunk::<4>()
+        .ok_or_else(|| malformed("no header length"))?;
+    let length = u32::from_be_bytes(*length) as usize;
+    if length > MAX_HEADER_BYTES {
+        return Err(malformed("header length"));
+    }
+    Ok(length)
+}
+
+/// The header, if it is `identity`'s and signed by its account (read before the body: a
+/// body is never read for a header that is not).
+pub fn decode_header(identity: &Identity, bytes: &[u8]) -> Result<Header, Refused> {
     let header: Header =
-        serde_json::from_slice(header).map_err(|e| Refused::Malformed(e.to_string()))?;
+        serde_json::from_slice(bytes).map_err(|e| Refused::Malformed(e.to_string()))?;
     if header.v != SNAPSHOT_VERSION {
         return Err(Refused::Version(header.v));
     }
@@ -231,17 +268,27 @@ pub fn decode(identity: &Identity, bytes: &[u8]) -> Result<(Header, Saved), Refu
     if signed_by != Some(identity.signer) {
         return Err(Refused::Signature(identity.signer));
     }
-    if B256::from(<[u8; 32]>::from(sha2::Sha256::digest(body))) != header.body_sha256 {
+    if header.body_bytes > MAX_SNAPSHOT_BYTES || header.json_bytes > MAX_EXPANDED_BYTES {
+        return Err(Refused::Malformed("a body past the limits".into()));
+    }
+    Ok(header)
+}
+
+/// The body the (checked) header names.
+fn decode_body(header: &Header, body: &[u8]) -> Result<Saved, Refused> {
+    if body.len() as u64 != header.body_bytes
+        || B256::from(<[u8; 32]>::from(sha2::Sha256::digest(body))) != header.body_sha256
+    {
         return Err(Refused::Body);
     }
-    let mut json = Vec::new();
+    let mut json = Vec::with_capacity(header.json_bytes as usize);
     flate2::read::GzDecoder::new(body)
-        .take(MAX_EXPANDED_BYTES)
+        .take(header.json_bytes)
         .read_to_end(&mut json)
         .map_err(|e| Refused::BodyUnreadable(e.to_string()))?;
     let saved: Saved =
         serde_json::from_slice(&json).map_err(|e| Refused::BodyUnreadable(e.to_string()))?;
-    Ok((header, saved))
+    Ok(saved)
 }
 
 /// A view restored from a snapshot: the projection and where the stream goes on.
@@ -256,8 +303,8 @@ pub struct Restored {
 /// `gantry_snapshots_total`): the service then replays the stream from its start.
 pub async fn restore(js: &jetstream::Context, identity: &Identity) -> Option<Restored> {
     let started = std::time::Instant::now();
-    let bytes = match read(js, identity).await {
-        Ok(Some(bytes)) => bytes,
+    let (header, body) = match read(js, identity).await {
+        Ok(Some(read)) => read,
         Ok(None) => {
             tracing::info!(
                 service = identity.service,
@@ -268,14 +315,14 @@ pub async fn restore(js: &jetstream::Context, identity: &Identity) -> Option<Res
         }
         Err(refused) => return refuse(identity, &refused),
     };
-    let size = bytes.len();
-    let decoding = identity.clone();
-    let decoded = tokio::task::spawn_blocking(move || decode(&decoding, &bytes))
+    let size = body.len();
+    let checking = header.clone();
+    let decoded = tokio::task::spawn_blocking(move || decode_body(&checking, &body))
         .await
         .map_err(|e| Refused::Read(e.to_string()))
         .and_then(|decoded| decoded);
-    let (header, saved) = match decoded {
-        Ok(decoded) => decoded,
+    let saved = match decoded {
+        Ok(saved) => saved,
         Err(refused) => return refuse(identity, &refused),
     };
     let position = Position {
@@ -327,8 +374,12 @@ fn refuse(identity: &Identity, refused: &Refused) -> Option<Restored> {
     None
 }
 
-/// The snapshot object's bytes; `None` when there is none.
-async fn read(js: &jetstream::Context, identity: &Identity) -> Result<Option<Vec<u8>>, Refused> {
+/// The snapshot object's header, checked (identity, signature, limits), and then its
+/// body's bytes, exactly as many as the header names; `None` when there is none.
+async fn read(
+    js: &jetstream::Context,
+    identity: &Identity,
+) -> Result<Option<(Header, Vec<u8>)>, Refused> {
     let Ok(store) = js.get_object_store(identity.bucket()).await else {
         return Ok(None);
     };
@@ -337,20 +388,27 @@ async fn read(js: &jetstream::Context, identity: &Identity) -> Result<Option<Vec
         Err(e) if e.kind() == object_store::GetErrorKind::NotFound => return Ok(None),
         Err(e) => return Err(Refused::Read(e.to_string())),
     };
-    if object.info().size as u64 > MAX_SNAPSHOT_BYTES {
-        return Err(Refused::Read(format!(
-            "{} bytes, more than {MAX_SNAPSHOT_BYTES}",
-            object.info().size
-        )));
+    let size = object.info().size as u64;
+    let read = |e: std::io::Error| Refused::Read(e.to_string());
+    let mut start = [0u8; 8];
+    object.read_exact(&mut start).await.map_err(read)?;
+    let length = header_length(&start)?;
+    let mut header = vec![0u8; length];
+    object.read_exact(&mut header).await.map_err(read)?;
+    let header = decode_header(identity, &header)?;
+    if size != 8 + length as u64 + header.body_bytes {
+        return Err(Refused::Body);
     }
-    let mut bytes = Vec::with_capacity(object.info().size);
-    // The object store checks the bytes against the digest its metadata names.
-    (&mut object)
-        .take(MAX_SNAPSHOT_BYTES)
-        .read_to_end(&mut bytes)
-        .await
-        .map_err(|e| Refused::Read(e.to_string()))?;
-    Ok(Some(bytes))
+    let mut body = vec![0u8; header.body_bytes as usize];
+    object.read_exact(&mut body).await.map_err(read)?;
+    // The object store checks the digest its metadata names once the object is read to
+    // its end.
+    let mut end = Vec::new();
+    object.read_to_end(&mut end).await.map_err(read)?;
+    if !end.is_empty() {
+        return Err(Refused::Body);
+    }
+    Ok(Some((header, body)))
 }
 
 /// Whether the chain stream's message at the snapshot's commit sequence is its block's
@@ -500,6 +558,7 @@ pub async fn write(
                 description: Some("the services' view snapshots, by signer".into()),
                 storage: jetstream::stream::StorageType::File,
                 num_replicas: replicas,
+                max_bytes: BUCKET_BYTES,
                 ..Default::default()
             })
             .await?

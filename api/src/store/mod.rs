@@ -95,21 +95,23 @@ impl Store {
                         // With WAL, NORMAL syncs at checkpoints, not at every commit: a
                         // power loss may drop the last transactions, never tear one, and
                         // the stream holds whatever was dropped (the checkpoint goes with
-                        // it, so it is read again).
-                        sqlx::query("PRAGMA synchronous = NORMAL")
-                            .execute(connection)
-                            .await?;
+                        // it, so it is read again). Without WAL (a database in memory),
+                        // the default stays.
+                        let mode: String = sqlx::query("PRAGMA journal_mode = WAL")
+                            .fetch_one(&mut *connection)
+                            .await?
+                            .get(0);
+                        if mode.eq_ignore_ascii_case("wal") {
+                            sqlx::query("PRAGMA synchronous = NORMAL")
+                                .execute(connection)
+                                .await?;
+                        }
                     }
                     Ok(())
                 })
             })
             .connect(&url)
             .await?;
-        if sqlite {
-            sqlx::query("PRAGMA journal_mode = WAL")
-                .execute(&pool)
-                .await?;
-        }
         sqlx::migrate!("./migrations").run(&pool).await?;
         let store = Self {
             pool,

@@ -342,7 +342,9 @@ async fn a_restored_view_equals_a_replay_and_a_tampered_snapshot_is_refused() {
         Err(Refused::Malformed(_))
     ));
     // Each, put where the service looks, is refused there too (the service replays).
-    for tampered in [&body_flipped, &header_changed, &forged, &foreign] {
+    // (A stranger's header in front of a large body: refused from the header alone.)
+    let large = [&forged[..], &vec![0u8; 8 << 20][..]].concat();
+    for tampered in [&body_flipped, &header_changed, &forged, &foreign, &large] {
         put(&stream, &me, tampered).await;
         assert!(snapshot::restore(stream.jetstream(), &me).await.is_none());
     }
