@@ -34,6 +34,10 @@ pub struct Config {
     /// Range the backfill starts with; it halves on refusals and doubles while logs are sparse.
     #[arg(long, env = "GANTRY_INITIAL_RANGE", default_value_t = 1_000)]
     pub initial_range: u64,
+    /// Work fetched ahead of what is being published: `eth_getLogs` ranges in a backfill,
+    /// blocks near the head. 0 fetches each only once the one before is published.
+    #[arg(long, env = "GANTRY_PREFETCH", default_value_t = 2)]
+    pub prefetch: usize,
     /// Messages in one atomic batch at most (1 to 1000, the server's default
     /// `max_batch_size`); a block with more events is cut into several batches.
     #[arg(long, env = "GANTRY_MAX_BATCH", default_value_t = crate::stream::MAX_BATCH)]
@@ -87,6 +91,7 @@ impl Config {
             min_range: 1,
             max_range: 10_000,
             initial_range: 100,
+            prefetch: 2,
             max_batch: crate::stream::MAX_BATCH,
             poll: Duration::from_millis(10),
             lease_ttl: Duration::from_millis(1_500),

@@ -1,5 +1,11 @@
 //! Following the chain into the stream: resume from the stream's tail, backfill in
 //! adaptive `eth_getLogs` ranges, then block by block near the head with reorg checks.
+//!
+//! Fetching is pipelined with publishing: up to `Settings::prefetch` ranges (or blocks,
+//! near the head) are fetched, each in its own task, while the one before is published.
+//! Publishing stays one batch at a time and in chain order; what was fetched ahead is
+//! used only in order, its blocks checked against the window at their turn, and dropped
+//! when the follower goes back (a reorg) or the head does.
 
 use std::collections::{BTreeMap, VecDeque};
 
@@ -15,6 +21,7 @@ use gantry_protocol::envelope::{
 };
 use gantry_protocol::events::{Contracts, DecodedEvent, UnreadableReason, decode};
 use gantry_protocol::names;
+use tokio::sync::oneshot;
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::AbortOnDropHandle;
 
@@ -34,6 +41,7 @@ pub struct Settings {
     pub min_range: u64,
     pub max_range: u64,
     pub initial_range: u64,
+    pub prefetch: usize,
     pub max_batch: usize,
     pub poll_interval: std::time::Duration,
 }
@@ -42,8 +50,6 @@ pub struct Settings {
 const TARGET_LOGS_PER_CALL: usize = 5_000;
 /// Headers fetched at once during a backfill.
 const HEADER_CONCURRENCY: usize = 16;
-/// `eth_getLogs` ranges fetched and encoded ahead of publishing.
-const PREFETCH: usize = 4;
 
 /// Follows until `cancel` fires (shutdown, or the writer lease lost) or an error. After
 /// an error nothing is assumed: the caller calls again and it resumes from the stream's
@@ -91,8 +97,14 @@ struct Follower<'a> {
     partial: Option<(BlockRef, u64)>,
     /// Newest finality watermark published.
     finalized: Option<u64>,
-    /// Backfill ranges being fetched, in order, starting at `next`.
-    prefetched: VecDeque<(u64, u64, AbortOnDropHandle<FetchedRange>)>,
+    /// Backfill ranges being fetched, in order, the first starting at `next`: the one to
+    /// publish next and up to `settings.prefetch` behind it.
+    ranges: VecDeque<(u64, u64, AbortOnDropHandle<FetchedRange>)>,
+    /// Blocks near the head being fetched, in order, the first `next`: the same, block by
+    /// block.
+    blocks: VecDeque<(u64, AbortOnDropHandle<FetchedBlock>)>,
+    /// Closed once the fetch queued last is done with the RPC node.
+    last_fetch: Option<oneshot::Receiver<()>>,
 }
 
 impl<'a> Follower<'a> {
@@ -185,7 +197,9 @@ impl<'a> Follower<'a> {
                 .clamp(settings.min_range, settings.max_range),
             partial: tail.partial,
             finalized: tail.last_finality.map(|f| f.block_number),
-            prefetched: VecDeque::new(),
+            ranges: VecDeque::new(),
+            blocks: VecDeque::new(),
+            last_fetch: None,
         })
     }
 
@@ -198,7 +212,9 @@ impl<'a> Follower<'a> {
         metrics::head_lag(target.saturating_sub(self.next.saturating_sub(1)));
         if self.next > target {
             // Caught up: a reorg that replaced the newest blocks at the same height (or made
-            // the chain shorter) shows only here, before any new block arrives.
+            // the chain shorter) shows only here, before any new block arrives. Nothing
+            // fetched ahead of a head that went back is kept.
+            self.drop_prefetched();
             self.check_newest_still_canonical().await?;
             self.publish_finality().await?;
             return Ok(false);
@@ -206,34 +222,48 @@ impl<'a> Follower<'a> {
         // Blocks this close to the head can still be reorganised: take them one at a time.
         let live_from = target.saturating_sub(self.settings.reorg_window as u64) + 1;
         if self.next < live_from && self.partial.is_none() {
+            self.blocks.clear();
             self.backfill(live_from - 1).await?;
         } else {
             // Prefetched backfill ranges, if the head went back (a reorg to a shorter chain)
             // after they were planned, are fetched again block by block.
-            self.prefetched.clear();
-            self.follow_block(self.next).await?;
+            self.ranges.clear();
+            self.follow_block(self.next, target).await?;
         }
         self.publish_finality().await?;
         Ok(true)
     }
 
-    /// Indexes the next `eth_getLogs` range below `end`. Up to [`PREFETCH`] ranges are
-    /// fetched and encoded ahead, each in its own task, while earlier ones are published.
+    /// Indexes the next `eth_getLogs` range up to `end`. Up to `settings.prefetch` ranges
+    /// behind it are fetched and encoded meanwhile, each in its own task.
     #[tracing::instrument(level = "debug", skip(self), fields(chain_id = self.chain_id, from = self.next))]
     async fn backfill(&mut self, end: u64) -> Result<(), IndexerError> {
+        if self
+            .ranges
+            .front()
+            .is_some_and(|(start, _, _)| *start != self.next)
+        {
+            self.ranges.clear();
+        }
+        // A range planned when the head was higher (it went back since: a reorg to a
+        // shorter chain) could reach blocks that must now be checked one at a time.
+        while self.ranges.back().is_some_and(|(_, stop, _)| *stop > end) {
+            self.ranges.pop_back();
+        }
         let mut start = self
-            .prefetched
+            .ranges
             .back()
             .map_or(self.next, |(_, stop, _)| stop + 1);
-        while start <= end && self.prefetched.len() < PREFETCH {
+        while start <= end && self.ranges.len() <= self.settings.prefetch {
             let stop = (start + self.range - 1).min(end);
             let (chain, contracts, chain_id) = (self.chain.clone(), self.contracts, self.chain_id);
-            let task = tokio::spawn(fetch_range(chain, contracts, chain_id, start, stop));
-            self.prefetched
+            let turn = self.take_turn();
+            let task = tokio::spawn(fetch_range(chain, contracts, chain_id, start, stop, turn));
+            self.ranges
                 .push_back((start, stop, AbortOnDropHandle::new(task)));
             start = stop + 1;
         }
-        let Some((start, stop, fetch)) = self.prefetched.pop_front() else {
+        let Some((start, stop, fetch)) = self.ranges.pop_front() else {
             return Ok(());
         };
         debug_assert_eq!(start, self.next);
@@ -247,7 +277,7 @@ impl<'a> Follower<'a> {
             )) if stop > start => {
                 // The fetches behind it are dropped (and aborted): they start where this
                 // one should have ended.
-                self.prefetched.clear();
+                self.ranges.clear();
                 self.range = (stop - start).div_ceil(2).max(self.settings.min_range);
                 tracing::debug!(start, stop, range = self.range, %reason, "shrinking the log range");
                 return Ok(());
@@ -259,28 +289,60 @@ impl<'a> Follower<'a> {
         } else if log_count > TARGET_LOGS_PER_CALL * 2 {
             self.range = (self.range / 2).max(self.settings.min_range);
         }
-        // Whole blocks, as many as fit, per batch: one round trip for many small blocks.
-        let (mut batch, mut batch_messages) = (Vec::new(), 0);
-        for block in blocks {
-            if !batch.is_empty()
-                && batch_messages + block.messages.len() > self.publisher.max_batch()
-            {
-                self.publish_prepared(std::mem::take(&mut batch)).await?;
-                batch_messages = 0;
-            }
-            batch_messages += block.messages.len();
-            batch.push(block);
+        for batch in batches(blocks, self.publisher.max_batch()) {
+            self.publish_prepared(batch).await?;
         }
-        self.publish_prepared(batch).await?;
         self.next = stop + 1;
         Ok(())
     }
 
-    /// Indexes block `number` after checking it continues what the stream holds.
+    /// Indexes block `number` after checking it continues what the stream holds. Up to
+    /// `settings.prefetch` blocks after it, up to `target`, are fetched meanwhile; each is
+    /// checked at its own turn.
     #[tracing::instrument(level = "debug", skip(self), fields(chain_id = self.chain_id))]
-    async fn follow_block(&mut self, number: u64) -> Result<(), IndexerError> {
-        let Some(header) = self.chain.header_by_number(number).await? else {
+    async fn follow_block(&mut self, number: u64, target: u64) -> Result<(), IndexerError> {
+        if self
+            .blocks
+            .front()
+            .is_some_and(|(queued, _)| *queued != number)
+        {
+            self.blocks.clear();
+        }
+        while self
+            .blocks
+            .back()
+            .is_some_and(|(queued, _)| *queued > target)
+        {
+            self.blocks.pop_back();
+        }
+        let mut ahead = self.blocks.back().map_or(number, |(queued, _)| queued + 1);
+        while ahead <= target && self.blocks.len() <= self.settings.prefetch {
+            // Events of the block the stream ends inside are left out; should the block
+            // have been replaced, it is retracted and this fetch is not used.
+            let skip = self
+                .partial
+                .filter(|(block, _)| block.number == ahead)
+                .map_or(0, |(_, count)| count);
+            let (chain, contracts, chain_id) = (self.chain.clone(), self.contracts, self.chain_id);
+            let turn = self.take_turn();
+            let task = tokio::spawn(fetch_block(chain, contracts, chain_id, ahead, skip, turn));
+            self.blocks.push_back((ahead, AbortOnDropHandle::new(task)));
+            ahead += 1;
+        }
+        let fetched = match self.blocks.pop_front() {
+            Some((_, fetch)) => fetch
+                .await
+                .map_err(|e| IndexerError::Fatal(format!("block fetch task: {e}")))??,
+            // Not reached: `number` is at most `target`, so it was queued above.
+            None => {
+                return Err(IndexerError::Fatal(format!(
+                    "block {number} was not fetched"
+                )));
+            }
+        };
+        let Some((header, prepared)) = fetched else {
             // The chain became shorter between the head poll and now.
+            self.blocks.clear();
             return self.check_newest_still_canonical().await;
         };
         let partial = self.partial.filter(|(block, _)| block.number == number);
@@ -294,12 +356,27 @@ impl<'a> Follower<'a> {
             let extra = partial.filter(|_| partial_orphaned).map(|(b, _)| b);
             return self.unwind(extra).await;
         }
-        let logs = self.chain.logs_at(header.hash).await?;
-        let skip = partial.map_or(0, |(_, count)| count);
-        self.publish_block(&header, &logs, skip).await?;
+        self.publish_prepared(vec![prepared]).await?;
         self.partial = None;
         self.next = number + 1;
         Ok(())
+    }
+
+    /// The next fetch's turn at the RPC node: after the one queued last. Fetches ahead
+    /// take turns so that the one to publish next is not slowed by those behind it; each
+    /// one's encoding still overlaps the next one's calls.
+    fn take_turn(&mut self) -> Turn {
+        let (done, next) = oneshot::channel();
+        Turn {
+            after: self.last_fetch.replace(next),
+            done,
+        }
+    }
+
+    /// Drops (and aborts) every fetch made ahead.
+    fn drop_prefetched(&mut self) {
+        self.ranges.clear();
+        self.blocks.clear();
     }
 
     async fn check_newest_still_canonical(&mut self) -> Result<(), IndexerError> {
@@ -323,6 +400,8 @@ impl<'a> Follower<'a> {
     /// published but never committed), and continues after the ancestor.
     #[tracing::instrument(skip(self), fields(chain_id = self.chain_id, block = self.next))]
     async fn unwind(&mut self, uncommitted: Option<BlockRef>) -> Result<(), IndexerError> {
+        // What was fetched ahead may be of the orphaned branch; the follower goes back anyway.
+        self.drop_prefetched();
         let mut ancestor = None;
         for block in self.window.iter_newest_first().collect::<Vec<_>>() {
             let canonical = self.chain.header_by_number(block.number).await?;
@@ -373,18 +452,6 @@ impl<'a> Follower<'a> {
         self.partial = None;
         self.next = ancestor + 1;
         Ok(())
-    }
-
-    /// Publishes a block's events (after the first `skip`, already in the stream) and its
-    /// commit marker.
-    async fn publish_block(
-        &mut self,
-        header: &Header,
-        logs: &[Log],
-        skip: u64,
-    ) -> Result<(), IndexerError> {
-        let block = prepare_block(self.chain_id, &self.contracts, header, logs, skip)?;
-        self.publish_prepared(vec![block]).await
     }
 
     /// Appends `blocks`, each its events then its commit, in one batch when they fit.
@@ -439,14 +506,61 @@ impl<'a> Follower<'a> {
     }
 }
 
+/// A fetch's place in line at the RPC node: it starts once `after` is closed (the fetch
+/// before it is done with the node, or was dropped) and closes `done` when it is.
+struct Turn {
+    after: Option<oneshot::Receiver<()>>,
+    done: oneshot::Sender<()>,
+}
+
+impl Turn {
+    async fn wait(&mut self) {
+        if let Some(after) = self.after.take() {
+            // An error only says the fetch before was dropped: the node is free as well.
+            let _ = after.await;
+        }
+    }
+}
+
 /// A range's prepared blocks and how many logs it had.
 type FetchedRange = Result<(Vec<PreparedBlock>, usize), IndexerError>;
+/// A block's header and prepared messages; `None` when the chain has no such block (it
+/// became shorter).
+type FetchedBlock = Result<Option<(Header, PreparedBlock)>, IndexerError>;
 
 /// A block's messages, its events then its commit, ready to append.
-pub(crate) struct PreparedBlock {
+#[derive(Debug)]
+pub struct PreparedBlock {
     block: BlockRef,
     events: u64,
-    pub(crate) messages: Vec<Outgoing>,
+    messages: Vec<Outgoing>,
+}
+
+impl PreparedBlock {
+    /// The block's events then its commit.
+    pub fn into_messages(self) -> Vec<Outgoing> {
+        self.messages
+    }
+}
+
+/// Groups a range's blocks into what one `Publisher::append` takes: whole blocks, as many
+/// as fit `max_batch` messages, so that many small blocks cost one round trip; a block
+/// larger than that goes alone and the publisher cuts it.
+pub fn batches(blocks: Vec<PreparedBlock>, max_batch: usize) -> Vec<Vec<PreparedBlock>> {
+    let mut batches = Vec::new();
+    let (mut batch, mut batch_messages) = (Vec::new(), 0);
+    for block in blocks {
+        if !batch.is_empty() && batch_messages + block.messages.len() > max_batch {
+            batches.push(std::mem::take(&mut batch));
+            batch_messages = 0;
+        }
+        batch_messages += block.messages.len();
+        batch.push(block);
+    }
+    if !batch.is_empty() {
+        batches.push(batch);
+    }
+    batches
 }
 
 /// Fetches the logs of `from..=to` and the headers of the blocks to commit, and prepares
@@ -458,7 +572,9 @@ async fn fetch_range(
     chain_id: u64,
     from: u64,
     to: u64,
+    mut turn: Turn,
 ) -> FetchedRange {
+    turn.wait().await;
     let logs = chain.logs(from, to).await?;
     let log_count = logs.len();
     let mut blocks: BTreeMap<u64, (B256, Vec<Log>)> = BTreeMap::new();
@@ -493,19 +609,58 @@ async fn fetch_range(
         .buffered(HEADER_CONCURRENCY)
         .try_collect()
         .await?;
-    let mut prepared = Vec::with_capacity(headers.len());
-    for header in headers {
-        let logs = blocks
-            .remove(&header.number)
-            .map(|(_, logs)| logs)
-            .unwrap_or_default();
-        prepared.push(prepare_block(chain_id, &contracts, &header, &logs, 0)?);
-    }
-    Ok((prepared, log_count))
+    drop(turn.done);
+    let blocks = headers
+        .into_iter()
+        .map(|header| {
+            let logs = blocks.remove(&header.number).map(|(_, logs)| logs);
+            (header, logs.unwrap_or_default(), 0)
+        })
+        .collect();
+    Ok((encode(chain_id, contracts, blocks).await?, log_count))
+}
+
+/// Fetches block `number`'s header and its logs, by its hash (no race with a reorg), and
+/// prepares its messages, the first `skip` events left out. Runs as its own task, so that
+/// blocks near the head are fetched while earlier ones are published.
+async fn fetch_block(
+    chain: Chain,
+    contracts: Contracts,
+    chain_id: u64,
+    number: u64,
+    skip: u64,
+    mut turn: Turn,
+) -> FetchedBlock {
+    turn.wait().await;
+    let Some(header) = chain.header_by_number(number).await? else {
+        return Ok(None);
+    };
+    let logs = chain.logs_at(header.hash).await?;
+    drop(turn.done);
+    let mut prepared = encode(chain_id, contracts, vec![(header, logs, skip)]).await?;
+    Ok(prepared.pop().map(|block| (header, block)))
+}
+
+/// Prepares the messages of `blocks` (each a header, its logs and how many of them to
+/// leave out) on the blocking pool: encoding thousands of events takes milliseconds of
+/// CPU, which would hold up the runtime's threads, the publishing follower's included.
+async fn encode(
+    chain_id: u64,
+    contracts: Contracts,
+    blocks: Vec<(Header, Vec<Log>, u64)>,
+) -> Result<Vec<PreparedBlock>, IndexerError> {
+    tokio::task::spawn_blocking(move || {
+        blocks
+            .iter()
+            .map(|(header, logs, skip)| prepare_block(chain_id, &contracts, header, logs, *skip))
+            .collect()
+    })
+    .await
+    .map_err(|e| IndexerError::Fatal(format!("encoding task: {e}")))?
 }
 
 /// Encodes a block's events (after the first `skip`) and its commit.
-pub(crate) fn prepare_block(
+pub fn prepare_block(
     chain_id: u64,
     contracts: &Contracts,
     header: &Header,
@@ -513,6 +668,12 @@ pub(crate) fn prepare_block(
     skip: u64,
 ) -> Result<PreparedBlock, IndexerError> {
     let mut messages = Vec::with_capacity(logs.len() + 1);
+    // The block's identity headers, the same on each of its events, rendered once.
+    let (chain_id_header, number_header, hash_header) = (
+        chain_id.to_string(),
+        header.number.to_string(),
+        header.hash.to_string(),
+    );
     for log in logs.iter().skip(skip as usize) {
         if log.block_hash != Some(header.hash) {
             return Err(ChainError::Inconsistent(format!(
@@ -554,9 +715,9 @@ pub(crate) fn prepare_block(
         }
         let subject = names::event(chain_id, &envelope.event.name, &envelope.event.key);
         let mut identity = HeaderMap::new();
-        identity.insert(headers::CHAIN_ID, chain_id.to_string().as_str());
-        identity.insert(headers::BLOCK_NUMBER, header.number.to_string().as_str());
-        identity.insert(headers::BLOCK_HASH, header.hash.to_string().as_str());
+        identity.insert(headers::CHAIN_ID, chain_id_header.as_str());
+        identity.insert(headers::BLOCK_NUMBER, number_header.as_str());
+        identity.insert(headers::BLOCK_HASH, hash_header.as_str());
         identity.insert(headers::TX_HASH, tx_hash.to_string().as_str());
         identity.insert(headers::LOG_INDEX, log_index.to_string().as_str());
         messages.push(Outgoing {
@@ -592,4 +753,51 @@ pub(crate) fn prepare_block(
 
 fn to_json<T: serde::Serialize>(value: &T) -> Bytes {
     Bytes::from(serde_json::to_vec(value).expect("stream messages serialize"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A block of `events` events (and its commit): `events + 1` messages.
+    fn block(number: u64, events: u64) -> PreparedBlock {
+        let message = Outgoing {
+            subject: format!("block.{number}"),
+            headers: HeaderMap::new(),
+            payload: Bytes::new(),
+        };
+        PreparedBlock {
+            block: BlockRef {
+                number,
+                hash: B256::with_last_byte(number as u8),
+            },
+            events,
+            messages: vec![message; events as usize + 1],
+        }
+    }
+
+    /// Given blocks of these event counts and a batch size, the blocks of each append.
+    fn check(events: &[u64], max_batch: usize, expected: &[&[u64]]) {
+        let blocks = (1..).zip(events).map(|(n, e)| block(n, *e)).collect();
+        let appends: Vec<Vec<u64>> = batches(blocks, max_batch)
+            .into_iter()
+            .map(|append| append.into_iter().map(|b| b.block.number).collect())
+            .collect();
+        assert_eq!(
+            appends, expected,
+            "events {events:?}, max_batch {max_batch}"
+        );
+    }
+
+    #[test]
+    fn whole_blocks_share_an_append_while_they_fit() {
+        check(&[], 10, &[]);
+        check(&[0, 0, 0], 10, &[&[1, 2, 3]]);
+        check(&[4, 4], 10, &[&[1, 2]]);
+        check(&[4, 5], 10, &[&[1], &[2]]);
+        check(&[2, 20, 2, 2], 10, &[&[1], &[2], &[3, 4]]);
+        // A block larger than a batch goes alone; the publisher cuts it.
+        check(&[1_000, 1_000], 1_000, &[&[1], &[2]]);
+        check(&[0; 5], 1, &[&[1], &[2], &[3], &[4], &[5]]);
+    }
 }

@@ -2,7 +2,7 @@
 //! chain's JetStream stream exactly once, in chain order, resumable and reorg-safe.
 //!
 //! ```text
-//!            eth_getLogs (adaptive ranges) / per block near the head
+//!      eth_getLogs (adaptive ranges) / per block near the head, fetched ahead (--prefetch)
 //!  chain ──────────────────────────────────────────▶ follower ──▶ Publisher ──▶ GANTRY_<chain>
 //!                                                     ▲  window (reorgs)   atomic batches,
 //!                                                     │                    one at a time
@@ -59,6 +59,7 @@ pub async fn run(config: Config, shutdown: CancellationToken) -> anyhow::Result<
         min_range: config.min_range,
         max_range: config.max_range,
         initial_range: config.initial_range,
+        prefetch: config.prefetch,
         max_batch: config.max_batch,
         poll_interval: config.poll,
     };

@@ -181,7 +181,7 @@ async fn repair_under_lease(
             .await?
             .with_context(|| format!("block {number} ({hash}) is gone from the chain"))?;
         let prepared = prepare_block(chain_id, &contracts, &header, &logs, 0)?;
-        publisher.append(prepared.messages).await?;
+        publisher.append(prepared.into_messages()).await?;
         blocks.push(number);
         events += logs.len();
     }
