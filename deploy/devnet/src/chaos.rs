@@ -52,6 +52,9 @@ use crate::network::{Network, NetworkConfig};
 
 /// The chain's block time, seconds.
 const BLOCK_TIME: u64 = 1;
+/// Stream messages between two snapshots of a matcher's or keeper's view (a chaos run
+/// publishes a few thousand).
+const SNAPSHOT_EVERY: u64 = 64;
 /// The deepest reorganisation injected, blocks.
 const MAX_REORG_DEPTH: u64 = 3;
 /// The network's heartbeat timeout, seconds: a stopped worker's node is marked inactive
@@ -128,6 +131,11 @@ pub struct Report {
     pub cli_errors: u64,
     pub posts_reverted: u64,
     pub settle_secs: u64,
+    /// Matcher and keeper starts from a snapshot of their view, and snapshots refused (a
+    /// reorganisation orphaned its block: the service replayed): how often the judgments
+    /// above held over views restored from snapshots (not required to be 0).
+    pub snapshot_restores: u64,
+    pub snapshot_refusals: u64,
     /// What each non-zero count is about, for people (not in the JSON line).
     #[serde(skip)]
     pub findings: Vec<String>,
@@ -180,6 +188,9 @@ pub async fn run(config: &ChaosConfig) -> anyhow::Result<Report> {
         replicas: 2,
         challenge_window: CHALLENGE_WINDOW,
         heartbeat_timeout: HEARTBEAT_TIMEOUT,
+        // Matchers and keepers write their view's snapshot often, so that a replica
+        // killed and restarted starts from one (and the judgments hold it to the chain).
+        snapshot_every: Some(SNAPSHOT_EVERY),
         ..NetworkConfig::ephemeral(&config.run_dir, 3)?
     })
     .await?;
@@ -262,6 +273,8 @@ async fn drive(mut network: Network, config: &ChaosConfig) -> anyhow::Result<Rep
     let logs = network.run_dir.join("logs");
     network.stop().await;
     report.panics = panics(&logs, &mut report.findings)?;
+    report.snapshot_restores = lines_with(&logs, "restored the view from its snapshot")?;
+    report.snapshot_refusals = lines_with(&logs, "refusing the snapshot")?;
     if !report.passed() {
         for fault in &faults {
             println!(
@@ -1173,6 +1186,16 @@ async fn containers(network: &Network) -> anyhow::Result<u64> {
         .filters(&HashMap::from([("label", vec![JOB_LABEL])]))
         .build();
     Ok(docker.list_containers(Some(options)).await?.len() as u64)
+}
+
+/// Lines with `needle` in the services' logs.
+fn lines_with(logs: &Path, needle: &str) -> anyhow::Result<u64> {
+    let mut count = 0;
+    for entry in std::fs::read_dir(logs)? {
+        let text = std::fs::read_to_string(entry?.path())?;
+        count += text.lines().filter(|l| l.contains(needle)).count() as u64;
+    }
+    Ok(count)
 }
 
 /// Lines with `panicked at` in the services' logs.

@@ -69,6 +69,8 @@ pub struct NetworkConfig {
     pub run_dir: PathBuf,
     /// Where the service binaries are (`target/<profile>`).
     pub bin_dir: PathBuf,
+    /// The matchers' and keepers' `--snapshot-every`; `None`: their default.
+    pub snapshot_every: Option<u64>,
 }
 
 impl NetworkConfig {
@@ -85,6 +87,7 @@ impl NetworkConfig {
             replicas: 1,
             jobs_per_worker: 2,
             job_disk_bytes: 256 << 20,
+            snapshot_every: None,
             challenge_window: 30,
             heartbeat_timeout: 60,
             run_dir: PathBuf::from(".devnet"),
@@ -105,6 +108,7 @@ impl NetworkConfig {
             replicas: 1,
             jobs_per_worker: 2,
             job_disk_bytes: 256 << 20,
+            snapshot_every: None,
             challenge_window: 30,
             heartbeat_timeout: 60,
             run_dir: run_dir.to_owned(),
@@ -512,6 +516,11 @@ impl Network {
             .args(["--metrics-addr", &format!("127.0.0.1:{metrics_port}")]);
         if name == "gantry-indexer" {
             spawn = spawn.args(["--start-block", &d.start_block.to_string()]);
+        }
+        if let (Some(every), "gantry-matcher" | "gantry-liveness") =
+            (self.config.snapshot_every, name)
+        {
+            spawn = spawn.args(["--snapshot-every", &every.to_string()]);
         }
         if let Some(account) = signer {
             spawn = spawn.env("GANTRY_PRIVATE_KEY", self.devnet.private_key(account));
