@@ -18,7 +18,10 @@
 //! open job may take (the walk went through the whole queue and left it free) is
 //! *exhausted*: the walk does not wait for it to fill, until a job that may take it appears
 //! (posted, requeued, back from an assignment that was not sent or did not land, or out of
-//! its reverted pair's backoff) or the node changes.
+//! its reverted pair's backoff) or the node changes. Likewise a job that no node of the
+//! scan may take is *set aside* (it still counts for turns): no later walk could place it
+//! until a node meeting its requirements enters the scan (enters the supply, changes
+//! capabilities in it, or wakes), its reverted pair's backoff ends, or it changes.
 //! `tests::incremental_equals_full_on_random_histories` holds it to the full plan.
 
 use std::cmp::Reverse;
@@ -26,8 +29,10 @@ use std::collections::{BTreeSet, BinaryHeap, HashMap, HashSet};
 
 use alloy::primitives::{Address, B256};
 
+use gantry_protocol::eligibility::capability_violations;
+
 use crate::decide::{Planner, Reservations, Strategy, Weights, violations};
-use crate::view::{Capabilities, Changes, JobView, NodeStatus, View};
+use crate::view::{Capabilities, Changes, JobView, NodeStatus, Requirements, View};
 
 /// (posted block, log index, job id): a job's place in its submitter's list.
 type JobKey = (u64, u64, u64);
@@ -96,6 +101,7 @@ impl IncrementalPlanner {
         } else {
             self.update(view, changes, reservations);
         }
+        self.unblock_for_entered();
         self.now = view.now;
         self.in_flight.clone_from(&reservations.in_flight);
         self.excluded.clone_from(&reservations.excluded);
@@ -143,8 +149,9 @@ impl IncrementalPlanner {
                 .filter(|job| !reservations.in_flight.contains_key(job)),
         );
         // A pair out of its backoff may be tried again.
-        for (_, node) in self.excluded.difference(&reservations.excluded) {
+        for (job, node) in self.excluded.difference(&reservations.excluded) {
             self.supply.wake(*node);
+            self.queue.unblock(*job);
         }
         let holding = holding(&reservations.in_flight);
         for node in nodes {
@@ -156,9 +163,6 @@ impl IncrementalPlanner {
                 self.queue.insert(open, view.now);
             }
         }
-        if self.supply.exhausted.is_empty() {
-            return;
-        }
         let mut woken = Vec::new();
         for job in back.iter().filter_map(|job| view.open_job(*job)) {
             woken.extend(self.supply.exhausted.iter().copied().filter(|node| {
@@ -169,6 +173,15 @@ impl IncrementalPlanner {
         }
         for node in woken {
             self.supply.wake(node);
+        }
+    }
+
+    /// Brings back the jobs set aside that a node entering the scan may fit.
+    fn unblock_for_entered(&mut self) {
+        for node in self.supply.take_entered() {
+            if let Some(capabilities) = self.supply.held.get(&node) {
+                self.queue.unblock_fitting(capabilities);
+            }
         }
     }
 
@@ -188,24 +201,31 @@ impl IncrementalPlanner {
         }
         let mut heap: BinaryHeap<Reverse<(Order, ListKey)>> = self
             .queue
-            .lists
+            .active
             .iter()
-            .map(|(list, jobs)| Reverse((Order::first(*list, jobs), *list)))
+            .filter_map(|(list, active)| {
+                let first = active.first()?;
+                Some(Reverse((self.queue.order(*list, *first), *list)))
+            })
             .collect();
+        // Jobs no node of the scan (as the walk found it) may take: set aside.
+        let mut blocked: Vec<u64> = Vec::new();
         let mut taken: HashMap<u64, u32> = HashMap::new();
         // Nodes whose slots this walk gave out, out of the scan until it ends.
         let mut filled: Vec<u64> = Vec::new();
         let mut expired: Vec<u64> = Vec::new();
         let mut through = true;
         while let Some(Reverse((order, list))) = heap.pop() {
-            let jobs = &self.queue.lists[&list];
-            let (key, runnable) = jobs[order.turn];
-            if let Some(next) = order.next(jobs) {
-                heap.push(Reverse((next, list)));
+            let key = order.job;
+            if let Some(next) = self.queue.active[&list]
+                .range((std::ops::Bound::Excluded(key), std::ops::Bound::Unbounded))
+                .next()
+            {
+                heap.push(Reverse((self.queue.order(list, *next), list)));
             }
             self.stats.jobs_walked += 1;
             let id = key.2;
-            if !runnable || reservations.in_flight.contains_key(&id) {
+            if reservations.in_flight.contains_key(&id) {
                 continue;
             }
             let Some(job) = view.open_job(id) else {
@@ -222,7 +242,26 @@ impl IncrementalPlanner {
                 .candidates(requirements.gpu_model)
                 .filter_map(|id| view.nodes.get(&id))
                 .take_while(|node| node.capabilities.vram_mib >= requirements.min_vram_mib);
-            if let Some(node) = self.planner.pick(job, candidates, &reservations.excluded) {
+            let Some(node) = self.planner.pick(job, candidates, &reservations.excluded) else {
+                // None of the nodes the walk started with (those still scanned and those
+                // it filled) may take it: it waits apart until one that fits it enters the
+                // scan, its pair's backoff ends, or it changes.
+                let mut started_with = self
+                    .supply
+                    .candidates(requirements.gpu_model)
+                    .chain(filled.iter().copied());
+                let none = !started_with.any(|node| {
+                    view.nodes.get(&node).is_some_and(|n| {
+                        violations(n, job).is_empty()
+                            && !reservations.excluded.contains(&(id, node))
+                    })
+                });
+                if none {
+                    blocked.push(id);
+                }
+                continue;
+            };
+            {
                 assignments.push((id, node));
                 let taken = taken.entry(node).or_default();
                 *taken += 1;
@@ -258,6 +297,11 @@ impl IncrementalPlanner {
         for id in expired {
             self.queue.expire(id);
         }
+        for id in blocked {
+            if let Some(job) = view.open_job(id) {
+                self.queue.block(id, *job.requirements());
+            }
+        }
         assignments
     }
 }
@@ -272,56 +316,48 @@ fn holding(in_flight: &HashMap<u64, u64>) -> HashMap<u64, u32> {
 }
 
 /// A job's place in the queue: higher priority first, then its turn among its submitter's
-/// jobs, then the submitter's oldest job (unique to the job together).
+/// jobs, then the submitter's oldest job (unique to the job together); the job itself is
+/// carried along.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
 struct Order {
     priority: u8,
     turn: usize,
     front: JobKey,
+    job: JobKey,
 }
 
-impl Order {
-    fn first(list: ListKey, jobs: &[(JobKey, bool)]) -> Self {
-        Self {
-            priority: list.0,
-            turn: 0,
-            front: jobs[0].0,
-        }
-    }
-
-    fn next(self, jobs: &[(JobKey, bool)]) -> Option<Self> {
-        (self.turn + 1 < jobs.len()).then_some(Self {
-            turn: self.turn + 1,
-            ..self
-        })
-    }
-}
-
-/// Every open job, in its submitter's list at its priority, oldest first, with whether it
-/// may be placed (not for a spec no worker runs, or a job that no longer fits).
+/// Every open job, in its submitter's list at its priority, oldest first (its turn is its
+/// place there); and, per list, those the walk decides (`active`): not a spec no worker
+/// runs, not a job that no longer fits, not a job set aside (`blocked`).
 #[derive(Debug, Default)]
 struct Queue {
-    lists: HashMap<ListKey, Vec<(JobKey, bool)>>,
+    lists: HashMap<ListKey, Vec<JobKey>>,
+    active: HashMap<ListKey, BTreeSet<JobKey>>,
     jobs: HashMap<u64, (ListKey, JobKey)>,
+    blocked: Blocked,
 }
 
 impl Queue {
     fn insert(&mut self, job: &JobView, now: u64) {
         let list = (255 - job.requirements().priority, job.submitter());
         let key = (job.posted_at.0, job.posted_at.1, job.id);
-        let runnable = job.spec_error.is_none() && job.terms.fits(now);
         let jobs = self.lists.entry(list).or_default();
-        let at = jobs.partition_point(|(k, _)| *k < key);
-        jobs.insert(at, (key, runnable));
+        let at = jobs.partition_point(|k| *k < key);
+        jobs.insert(at, key);
         self.jobs.insert(job.id, (list, key));
+        if job.spec_error.is_none() && job.terms.fits(now) {
+            self.active.entry(list).or_default().insert(key);
+        }
     }
 
     fn remove(&mut self, id: u64) {
         let Some((list, key)) = self.jobs.remove(&id) else {
             return;
         };
+        self.blocked.remove(id);
+        self.deactivate(list, key);
         if let Some(jobs) = self.lists.get_mut(&list) {
-            if let Ok(at) = jobs.binary_search_by_key(&key, |(k, _)| *k) {
+            if let Ok(at) = jobs.binary_search(&key) {
                 jobs.remove(at);
             }
             if jobs.is_empty() {
@@ -330,15 +366,141 @@ impl Queue {
         }
     }
 
-    fn expire(&mut self, id: u64) {
-        let Some((list, key)) = self.jobs.get(&id) else {
-            return;
-        };
-        if let Some(jobs) = self.lists.get_mut(list)
-            && let Ok(at) = jobs.binary_search_by_key(key, |(k, _)| *k)
-        {
-            jobs[at].1 = false;
+    fn deactivate(&mut self, list: ListKey, key: JobKey) {
+        if let Some(active) = self.active.get_mut(&list) {
+            active.remove(&key);
+            if active.is_empty() {
+                self.active.remove(&list);
+            }
         }
+    }
+
+    /// A job that no longer fits: never decided again (it stays for turns).
+    fn expire(&mut self, id: u64) {
+        if let Some(&(list, key)) = self.jobs.get(&id) {
+            self.deactivate(list, key);
+        }
+    }
+
+    /// A job no node of the scan may take: set aside by its requirements.
+    fn block(&mut self, id: u64, requirements: Requirements) {
+        if let Some(&(list, key)) = self.jobs.get(&id) {
+            self.deactivate(list, key);
+            self.blocked.insert(id, requirements);
+        }
+    }
+
+    /// A job set aside, decided again.
+    fn unblock(&mut self, id: u64) {
+        if self.blocked.remove(id)
+            && let Some(&(list, key)) = self.jobs.get(&id)
+        {
+            self.active.entry(list).or_default().insert(key);
+        }
+    }
+
+    /// The jobs set aside whose requirements `capabilities` meet, decided again.
+    fn unblock_fitting(&mut self, capabilities: &Capabilities) {
+        for id in self.blocked.fitting(capabilities) {
+            if let Some(&(list, key)) = self.jobs.get(&id) {
+                self.active.entry(list).or_default().insert(key);
+            }
+        }
+    }
+
+    fn order(&self, list: ListKey, key: JobKey) -> Order {
+        let jobs = &self.lists[&list];
+        Order {
+            priority: list.0,
+            turn: jobs.partition_point(|k| *k < key),
+            front: jobs[0],
+            job: key,
+        }
+    }
+}
+
+/// Jobs set aside, by requirements; the requirements by GPU model, then minimum VRAM per
+/// GPU, so that a node entering the scan is tried only against those it could meet.
+#[derive(Debug, Default)]
+struct Blocked {
+    ids: HashMap<Requirements, usize>,
+    classes: HashMap<usize, (Requirements, HashSet<u64>)>,
+    by_model: HashMap<B256, BTreeSet<(u32, usize)>>,
+    of_job: HashMap<u64, usize>,
+    next: usize,
+}
+
+impl Blocked {
+    fn insert(&mut self, job: u64, requirements: Requirements) {
+        let id = *self.ids.entry(requirements).or_insert_with(|| {
+            let id = self.next;
+            self.next += 1;
+            self.by_model
+                .entry(requirements.gpu_model)
+                .or_default()
+                .insert((requirements.min_vram_mib, id));
+            id
+        });
+        self.classes
+            .entry(id)
+            .or_insert_with(|| (requirements, HashSet::new()))
+            .1
+            .insert(job);
+        self.of_job.insert(job, id);
+    }
+
+    /// Whether the job was set aside.
+    fn remove(&mut self, job: u64) -> bool {
+        let Some(id) = self.of_job.remove(&job) else {
+            return false;
+        };
+        if let Some((_, jobs)) = self.classes.get_mut(&id) {
+            jobs.remove(&job);
+            if jobs.is_empty() {
+                self.drop_class(id);
+            }
+        }
+        true
+    }
+
+    fn drop_class(&mut self, id: usize) -> HashSet<u64> {
+        let Some((requirements, jobs)) = self.classes.remove(&id) else {
+            return HashSet::new();
+        };
+        self.ids.remove(&requirements);
+        if let Some(classes) = self.by_model.get_mut(&requirements.gpu_model) {
+            classes.remove(&(requirements.min_vram_mib, id));
+            if classes.is_empty() {
+                self.by_model.remove(&requirements.gpu_model);
+            }
+        }
+        for job in &jobs {
+            self.of_job.remove(job);
+        }
+        jobs
+    }
+
+    /// Takes out the jobs whose requirements `capabilities` meet.
+    fn fitting(&mut self, capabilities: &Capabilities) -> Vec<u64> {
+        let mut met = Vec::new();
+        let models = if capabilities.gpu_model == B256::ZERO {
+            vec![B256::ZERO]
+        } else {
+            vec![capabilities.gpu_model, B256::ZERO]
+        };
+        for model in models {
+            if let Some(classes) = self.by_model.get(&model) {
+                met.extend(
+                    classes
+                        .range(..=(capabilities.vram_mib, usize::MAX))
+                        .map(|(_, id)| *id)
+                        .filter(|id| {
+                            capability_violations(&self.classes[id].0, capabilities).is_empty()
+                        }),
+                );
+            }
+        }
+        met.into_iter().flat_map(|id| self.drop_class(id)).collect()
     }
 }
 
@@ -354,6 +516,9 @@ struct Supply {
     held: HashMap<u64, Capabilities>,
     /// Nodes of the supply that no open job may take.
     exhausted: HashSet<u64>,
+    /// Nodes that entered the scan since last asked (entered the supply, changed
+    /// capabilities in it, or woke).
+    entered: Vec<u64>,
     all: BTreeSet<NodeKey>,
     by_model: HashMap<B256, BTreeSet<NodeKey>>,
 }
@@ -377,6 +542,7 @@ impl Supply {
                 self.free.insert(id, free);
                 self.held.insert(id, capabilities);
                 self.scan(id);
+                self.entered.push(id);
             }
             None => self.leave(id),
         }
@@ -398,7 +564,12 @@ impl Supply {
     fn wake(&mut self, id: u64) {
         if self.exhausted.remove(&id) {
             self.scan(id);
+            self.entered.push(id);
         }
+    }
+
+    fn take_entered(&mut self) -> Vec<u64> {
+        std::mem::take(&mut self.entered)
     }
 
     fn key(&self, id: u64) -> Option<(B256, NodeKey)> {

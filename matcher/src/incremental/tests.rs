@@ -426,3 +426,67 @@ fn a_barred_job_does_not_hold_up_its_class() {
     changes.job(1);
     assert_eq!(planner.plan(&view, &changes, &reservations), [(2, 1)]);
 }
+
+/// Jobs at the head of the queue (priority 10) that no node meets (a price cap below every
+/// node's) are set aside after one walk: a slot freed later walks the jobs that may take
+/// it, not them; a node that meets them brings them back.
+#[test]
+fn jobs_no_node_meets_are_set_aside_until_a_node_that_meets_them_comes() {
+    let mut view = View {
+        now: 10,
+        ..View::default()
+    };
+    for id in 1..=50 {
+        view.nodes.insert(id, node(id, (id % 3) as u8, 80, 1, 5));
+    }
+    for id in 1..=2_000 {
+        let mut hostile = job(id, (id % 20) as u8, 3, 8, 10, 1_000);
+        hostile.terms.requirements.max_price_per_gpu_hour = 1;
+        view.jobs.insert(id, hostile);
+    }
+    for id in 2_001..=2_500 {
+        view.jobs
+            .insert(id, job(id, 30 + (id % 5) as u8, 3, 16, 1, 1_000));
+    }
+    let mut planner = IncrementalPlanner::new(Strategy::Score, Weights::default());
+    let mut reference = Planner::new(Strategy::Score, Weights::default());
+    let reservations = Reservations::default();
+    let first = planner.plan(&view, &Changes::everything(), &reservations);
+    assert_eq!(first, full(&mut reference, &view, &reservations));
+    assert_eq!(first.len(), 50);
+    let mut changes = Changes::none();
+    for &(id, node) in &first {
+        let placed = view.jobs.get_mut(&id).unwrap();
+        placed.state.status = JobStatus::Assigned;
+        placed.state.node_id = node;
+        view.nodes.get_mut(&node).unwrap().active_jobs += 1;
+        changes.job(id);
+        changes.node(node);
+    }
+    assert!(planner.plan(&view, &changes, &reservations).is_empty());
+    // One job is paid: its node's slot is free. The 2,000 jobs ahead of it are not walked.
+    let walked = planner.stats.jobs_walked;
+    let (paid, freed) = first[0];
+    view.jobs.remove(&paid);
+    view.nodes.get_mut(&freed).unwrap().active_jobs -= 1;
+    let mut changes = Changes::none();
+    changes.job(paid);
+    changes.node(freed);
+    let second = planner.plan(&view, &changes, &reservations);
+    assert_eq!(second, full(&mut reference, &view, &reservations));
+    assert_eq!(second.len(), 1);
+    let walked = planner.stats.jobs_walked - walked;
+    assert!(walked <= 5, "{walked} jobs walked for one free slot");
+    // A node cheap enough registers: the jobs set aside come back, the first takes it.
+    view.nodes.insert(99, node(99, 0, 80, 1, 1));
+    let mut changes = Changes::none();
+    changes.node(99);
+    let reservations = Reservations {
+        in_flight: second.iter().copied().collect(),
+        ..Reservations::default()
+    };
+    let third = planner.plan(&view, &changes, &reservations);
+    assert_eq!(third, full(&mut reference, &view, &reservations));
+    assert_eq!(third.len(), 1);
+    assert!(third[0].0 <= 2_000, "a job set aside takes it: {third:?}");
+}
