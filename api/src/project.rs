@@ -14,12 +14,13 @@
 use std::time::Duration;
 
 use async_nats::jetstream;
-use async_nats::jetstream::stream::RawMessageErrorKind;
 use gantry_protocol::api::NodeView;
-use gantry_protocol::chain_stream::{Assembled, BlockAssembler, ChainMessage};
+use gantry_protocol::chain_stream::{Assembled, BlockAssembler};
 use gantry_protocol::envelope::{BlockCommit, EventEnvelope};
 use gantry_protocol::names;
-use gantry_runtime::chain_stream::{ChainStreamReader, ReadError, StreamReport};
+use gantry_runtime::chain_stream::{
+    AtSequence, AtSequenceError, ChainStreamReader, ReadError, StreamReport, at_sequence,
+};
 use gantry_runtime::nats::{NatsError, wait_for_stream};
 use tokio_util::sync::CancellationToken;
 
@@ -85,27 +86,22 @@ async fn check_against_stream(
     // Only a stream that answers, and answers something else than that commit, empties
     // the projection: an error (NATS restarting, a leader election) or a message this
     // build cannot read stops the start instead (the service restarts and checks again).
-    let found = match stream.get_raw_message(seq).await {
-        Ok(message) => match ChainMessage::decode(chain_id, &message.subject, &message.payload) {
-            Ok(ChainMessage::Commit(commit))
-                if commit.block_number == number && commit.block_hash == hash =>
-            {
-                return Ok(true);
-            }
-            Ok(ChainMessage::Commit(commit)) => format!(
-                "the commit of block {} ({})",
-                commit.block_number, commit.block_hash
-            ),
-            Ok(_) => "not a commit".to_string(),
-            Err(e) => {
-                return Err(ProjectError::Unreadable {
-                    sequence: seq,
-                    source: e,
-                });
-            }
-        },
-        Err(e) if e.kind() == RawMessageErrorKind::NoMessageFound => format!("no message ({e})"),
-        Err(e) => return Err(NatsError::new("the chain stream's message", e).into()),
+    let found = match at_sequence(&stream, chain_id, seq).await {
+        Ok(AtSequence::Commit(commit))
+            if commit.block_number == number && commit.block_hash == hash =>
+        {
+            return Ok(true);
+        }
+        Ok(AtSequence::Commit(commit)) => format!(
+            "the commit of block {} ({})",
+            commit.block_number, commit.block_hash
+        ),
+        Ok(AtSequence::Other) => "not a commit".to_string(),
+        Ok(AtSequence::Missing) => "no message".to_string(),
+        Err(AtSequenceError::Nats(e)) => return Err(e.into()),
+        Err(AtSequenceError::Decode { sequence, source }) => {
+            return Err(ProjectError::Unreadable { sequence, source });
+        }
     };
     tracing::error!(
         block = number,

@@ -163,6 +163,9 @@ impl IncrementalPlanner {
                 self.queue.insert(open, view.now);
             }
         }
+        if self.supply.exhausted.is_empty() {
+            return;
+        }
         let mut woken = Vec::new();
         for job in back.iter().filter_map(|job| view.open_job(*job)) {
             woken.extend(self.supply.exhausted.iter().copied().filter(|node| {
@@ -261,19 +264,17 @@ impl IncrementalPlanner {
                 }
                 continue;
             };
-            {
-                assignments.push((id, node));
-                let taken = taken.entry(node).or_default();
-                *taken += 1;
-                if *taken == self.supply.free[&node] {
-                    self.supply.unscan(node);
-                    filled.push(node);
-                }
-                waiting -= 1;
-                if waiting == 0 {
-                    through = false;
-                    break;
-                }
+            assignments.push((id, node));
+            let taken = taken.entry(node).or_default();
+            *taken += 1;
+            if *taken == self.supply.free[&node] {
+                self.supply.unscan(node);
+                filled.push(node);
+            }
+            waiting -= 1;
+            if waiting == 0 {
+                through = false;
+                break;
             }
         }
         for node in filled {

@@ -28,8 +28,8 @@ use alloy::primitives::{Address, B256, Bytes, keccak256};
 use alloy::signers::SignerSync as _;
 use alloy::signers::local::PrivateKeySigner;
 use async_nats::jetstream::{self, object_store};
-use gantry_protocol::chain_stream::ChainMessage;
 use gantry_protocol::names;
+use gantry_runtime::chain_stream::{AtSequence, at_sequence};
 use serde::{Deserialize, Serialize};
 use sha2::Digest as _;
 use tokio::io::AsyncReadExt as _;
@@ -431,21 +431,18 @@ async fn check_position(
         .get_stream_no_info(names::stream_name(chain_id))
         .await
         .map_err(|e| refused(format!("no chain stream ({e})")))?;
-    let message = stream
-        .get_raw_message(at.commit_sequence)
-        .await
-        .map_err(|e| refused(format!("no such message ({e})")))?;
-    match ChainMessage::decode(chain_id, &message.subject, &message.payload) {
-        Ok(ChainMessage::Commit(commit))
+    match at_sequence(&stream, chain_id, at.commit_sequence).await {
+        Ok(AtSequence::Commit(commit))
             if commit.block_number == at.block && commit.block_hash == at.hash =>
         {
             Ok(())
         }
-        Ok(ChainMessage::Commit(commit)) => Err(refused(format!(
+        Ok(AtSequence::Commit(commit)) => Err(refused(format!(
             "the commit of block {} ({})",
             commit.block_number, commit.block_hash
         ))),
-        Ok(_) => Err(refused("not a commit".into())),
+        Ok(AtSequence::Other) => Err(refused("not a commit".into())),
+        Ok(AtSequence::Missing) => Err(refused("no such message".into())),
         Err(e) => Err(refused(format!("not readable ({e})"))),
     }
 }

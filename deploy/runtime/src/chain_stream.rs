@@ -111,6 +111,54 @@ impl ChainStreamReader {
     }
 }
 
+/// What the chain stream holds at one sequence, for a stored state (a snapshot, a
+/// projection) that says it stands at a block's commit there.
+#[derive(Debug)]
+pub enum AtSequence {
+    /// A commit (the caller compares its block and hash).
+    Commit(gantry_protocol::envelope::BlockCommit),
+    /// Another kind of message.
+    Other,
+    /// No message there (never written, or deleted).
+    Missing,
+}
+
+/// The chain stream's message at `sequence` in `stream` (of chain `chain_id`), read by
+/// sequence. An error is NATS failing to answer (`NatsError`) or a message that does not
+/// decode (`DecodeError`): neither says the stored state is not of this stream.
+pub async fn at_sequence<I>(
+    stream: &jetstream::stream::Stream<I>,
+    chain_id: u64,
+    sequence: u64,
+) -> Result<AtSequence, AtSequenceError> {
+    use jetstream::stream::RawMessageErrorKind;
+    let message = match stream.get_raw_message(sequence).await {
+        Ok(message) => message,
+        Err(e) if e.kind() == RawMessageErrorKind::NoMessageFound => {
+            return Ok(AtSequence::Missing);
+        }
+        Err(e) => return Err(NatsError::new("the chain stream's message", e).into()),
+    };
+    match ChainMessage::decode(chain_id, &message.subject, &message.payload) {
+        Ok(ChainMessage::Commit(commit)) => Ok(AtSequence::Commit(commit)),
+        Ok(_) => Ok(AtSequence::Other),
+        Err(source) => Err(AtSequenceError::Decode { sequence, source }),
+    }
+}
+
+/// Why [`at_sequence`] could not say.
+#[derive(Debug, thiserror::Error)]
+pub enum AtSequenceError {
+    #[error(transparent)]
+    Nats(#[from] NatsError),
+    #[error("the chain stream's message {sequence} does not read")]
+    Decode {
+        sequence: u64,
+        #[source]
+        source: DecodeError,
+    },
+}
+
 /// The messages of `stream` after sequence `after`, in order: an ordered consumer, nothing
 /// to clean up, recreated by the client after a gap or a lost connection.
 pub async fn ordered_after(
