@@ -275,22 +275,35 @@ impl Devnet {
     }
 
     /// Replaces every block from `block` on with empty ones (`anvil_reorg`): the
-    /// transactions mined there are gone from the chain and the pool.
+    /// transactions mined there are gone from the chain and the pool. `anvil_reorg` counts
+    /// its depth back from the head it finds, so a block mined between reading the head and
+    /// the call (a service's transaction) would leave `block` itself in place: the reorg is
+    /// done again, deeper, until `block`'s hash has changed.
     pub async fn reorg_from(&self, block: u64) -> Result<(), DevnetError> {
-        let head = self
-            .admin
-            .get_block_number()
-            .await
-            .map_err(|e| DevnetError::Anvil(e.to_string()))?;
-        let _: serde_json::Value = self
-            .admin
-            .raw_request(
-                "anvil_reorg".into(),
-                (head + 1 - block, Vec::<serde_json::Value>::new()),
-            )
-            .await
-            .map_err(|e| DevnetError::Anvil(e.to_string()))?;
-        Ok(())
+        let anvil = |e: alloy::transports::TransportError| DevnetError::Anvil(e.to_string());
+        let hash_of = |number: u64| async move {
+            self.admin
+                .get_block_by_number(number.into())
+                .await
+                .map_err(anvil)?
+                .map(|b| b.header.hash)
+                .ok_or_else(|| DevnetError::Anvil(format!("no block {number}")))
+        };
+        let before = hash_of(block).await?;
+        loop {
+            let head = self.admin.get_block_number().await.map_err(anvil)?;
+            let _: serde_json::Value = self
+                .admin
+                .raw_request(
+                    "anvil_reorg".into(),
+                    (head + 1 - block, Vec::<serde_json::Value>::new()),
+                )
+                .await
+                .map_err(anvil)?;
+            if hash_of(block).await? != before {
+                return Ok(());
+            }
+        }
     }
 
     /// Moves chain time forward by `seconds` and mines a block there.
