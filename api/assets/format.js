@@ -193,13 +193,15 @@ export function jobSpec(job) {
 /** The image a job's spec names, without registry, tag or digest: `acme/train`; a WASM
  * module's file name. */
 export function imageName(job) {
+  // A list's summary names what runs (`runs`); a whole row has its spec.
   const spec = jobSpec(job).json;
-  if (spec?.engine === 'wasm') {
-    const uri = spec.wasm?.module?.uri;
+  const brief = 'runs' in job && !spec;
+  if (brief ? job.engine === 'wasm' : spec?.engine === 'wasm') {
+    const uri = brief ? job.runs : spec.wasm?.module?.uri;
     const file = typeof uri === 'string' ? uri.split(/[?#]/)[0].split('/').filter(Boolean).pop() : '';
     return `wasm · ${file || 'module'}`;
   }
-  const image = spec?.image;
+  const image = brief ? job.runs : spec?.image;
   if (typeof image !== 'string') return '';
   let name = image.split('@')[0];
   if (name.lastIndexOf(':') > name.lastIndexOf('/')) name = name.slice(0, name.lastIndexOf(':'));

@@ -59,7 +59,10 @@ fn main() {
     let url = format!("sqlite://{}", dir.path().join("bench.db").display());
     let store = server.block_on(Store::open(&url)).expect("store");
     let projection = server.block_on(project(&store));
-    let addr = server.block_on(serve(store.clone()));
+    // One server keeps the jobs' documents (the default cache), one builds each in the
+    // database (no cache): the miss path.
+    let kept = server.block_on(serve(store.clone()));
+    let built = server.block_on(serve(store.clone().with_document_cache(0)));
 
     // The load generator runs on its own thread, on a single-threaded runtime, so that it
     // takes at most one of the two cores and its cost is the same for every scenario.
@@ -67,7 +70,8 @@ fn main() {
         .enable_all()
         .build()
         .expect("client runtime");
-    let (list_path, http) = client.block_on(load(addr));
+    let (list_path, mut http) = client.block_on(load(kept, built));
+    http.documents_kept = store.documents_kept();
     let store_only = server.block_on(store_by_id(&store));
 
     let ratio = |a: f64, b: f64| round(a / b, 3);
@@ -83,6 +87,10 @@ fn main() {
         "healthz_p99_ms": round(http.healthz.p99_ms, 3),
         "by_id_vs_healthz": ratio(by_id.rps, http.healthz.rps),
         "by_id_p99_vs_healthz": ratio(by_id.p99_ms, http.healthz.p99_ms),
+        "by_id_built_rps": round(http.by_id_built.rps, 0),
+        "by_id_built_p99_ms": round(http.by_id_built.p99_ms, 3),
+        "by_id_built_vs_healthz": ratio(http.by_id_built.rps, http.healthz.rps),
+        "documents_kept_mb": round(http.documents_kept as f64 / f64::from(1 << 20), 1),
         "list_vs_healthz": ratio(http.list.rps, http.healthz.rps),
         "store_by_id_rps": round(store_only.rps, 0),
         "by_id_vs_store": ratio(by_id.rps, store_only.rps),
@@ -353,8 +361,13 @@ async fn serve(store: Store) -> SocketAddr {
 #[derive(Debug)]
 struct HttpFigures {
     healthz: Figures,
+    /// With every document kept (read once before).
     by_id: Figures,
+    /// On the server that keeps none: each built by the database.
+    by_id_built: Figures,
     list: Figures,
+    /// Bytes the documents kept take (as the cache weighs them).
+    documents_kept: u64,
 }
 
 /// Latencies of one scenario's window.
@@ -397,10 +410,12 @@ type Sender = SendRequest<Empty<Chunk>>;
 /// Opens the connections, checks the answers once, then runs the scenarios on the same
 /// connections. Returns the list path used (`running`, or `assigned` when the API does
 /// not know the alias yet).
-async fn load(addr: SocketAddr) -> (String, HttpFigures) {
+async fn load(addr: SocketAddr, built: SocketAddr) -> (String, HttpFigures) {
     let mut senders = Vec::with_capacity(CONNECTIONS);
+    let mut built_senders = Vec::with_capacity(CONNECTIONS);
     for _ in 0..CONNECTIONS {
         senders.push(connect(addr).await);
+        built_senders.push(connect(built).await);
     }
     let sender = &mut senders[0];
     let (status, body) = get(sender, &format!("/v1/jobs/{ASSIGN_EVERY}")).await;
@@ -434,10 +449,17 @@ async fn load(addr: SocketAddr) -> (String, HttpFigures) {
         WINDOW.as_secs()
     );
     let (senders, healthz) = scenario("GET /healthz", senders, |_| "/healthz".into()).await;
-    let (senders, by_id) = scenario("GET /v1/jobs/{id}", senders, |rng| {
-        format!("/v1/jobs/{}", rng.below(JOBS) + 1)
-    })
-    .await;
+    let random_job = |rng: &mut Rng| format!("/v1/jobs/{}", rng.below(JOBS) + 1);
+    let (_, by_id_built) =
+        scenario("GET /v1/jobs/{id}, each built", built_senders, random_job).await;
+    // Every job read once: its document kept.
+    let started = Instant::now();
+    let senders = read_every_job(senders).await;
+    println!(
+        "read every job once (documents kept): {:.1} s",
+        started.elapsed().as_secs_f64()
+    );
+    let (senders, by_id) = scenario("GET /v1/jobs/{id}, kept", senders, random_job).await;
     let path = list_path.clone();
     let (_senders, list) =
         scenario(&format!("GET {list_path}"), senders, move |_| path.clone()).await;
@@ -446,7 +468,9 @@ async fn load(addr: SocketAddr) -> (String, HttpFigures) {
         HttpFigures {
             healthz,
             by_id,
+            by_id_built,
             list,
+            documents_kept: 0,
         },
     )
 }
@@ -490,6 +514,28 @@ struct Outcome {
     bytes: u64,
     errors: u64,
     first_error: Option<String>,
+}
+
+/// Reads jobs 1 to [`JOBS`] once each, the connections taking turns.
+async fn read_every_job(senders: Vec<Sender>) -> Vec<Sender> {
+    let tasks: Vec<_> = senders
+        .into_iter()
+        .enumerate()
+        .map(|(index, mut sender)| {
+            tokio::spawn(async move {
+                for job in (index as u64 + 1..=JOBS).step_by(CONNECTIONS) {
+                    let (status, _) = get(&mut sender, &format!("/v1/jobs/{job}")).await;
+                    assert_eq!(status, 200, "GET /v1/jobs/{job}");
+                }
+                sender
+            })
+        })
+        .collect();
+    let mut senders = Vec::with_capacity(CONNECTIONS);
+    for task in tasks {
+        senders.push(task.await.expect("reading task"));
+    }
+    senders
 }
 
 /// Every connection sends requests back to back for the warm-up and the window; the
@@ -604,8 +650,10 @@ async fn store_by_id(store: &Store) -> Figures {
                         break;
                     }
                     let job = rng.below(JOBS) + 1;
-                    let document = store.job_document(job).await.expect("job document");
-                    assert!(document.is_some_and(|d| d.json.contains("\"logIndex\"")));
+                    let document = store.build_job_document(job).await.expect("job document");
+                    assert!(document.is_some_and(|d| {
+                        std::str::from_utf8(&d.json).is_ok_and(|j| j.contains("\"logIndex\""))
+                    }));
                     if sent >= window_start {
                         micros.push(sent.elapsed().as_micros() as u32);
                     }
@@ -618,7 +666,7 @@ async fn store_by_id(store: &Store) -> Figures {
     for task in tasks {
         micros.extend(task.await.expect("store task"));
     }
-    let figures = Figures::of("store job_document, no HTTP", micros, 0, WINDOW);
+    let figures = Figures::of("store build_job_document, no HTTP", micros, 0, WINDOW);
 
     const CALLS: u64 = 2_000;
     let mut rng = Rng(7);
@@ -626,7 +674,7 @@ async fn store_by_id(store: &Store) -> Figures {
     for _ in 0..CALLS {
         let job = rng.below(JOBS) + 1;
         let [row, timeline, progress, completions, document] = &mut each;
-        timed(document, store.job_document(job))
+        timed(document, store.build_job_document(job))
             .await
             .expect("job document");
         timed(row, store.job(job)).await.expect("job");

@@ -11,6 +11,9 @@ use tower_http::cors::{AllowOrigin, CorsLayer};
 
 use crate::http::DEFAULT_MAX_LAG;
 
+/// [`crate::store::DEFAULT_DOCUMENT_CACHE`] in mebibytes.
+pub const DEFAULT_DOCUMENT_CACHE_MB: u64 = crate::store::DEFAULT_DOCUMENT_CACHE >> 20;
+
 #[derive(Debug, Clone, Parser)]
 #[command(
     version,
@@ -42,6 +45,10 @@ pub struct Config {
     /// `/readyz` fails while the projection trails the chain stream by more messages.
     #[arg(long, env = "GANTRY_API_MAX_LAG", default_value_t = DEFAULT_MAX_LAG)]
     pub max_lag: u64,
+    /// Mebibytes of jobs' documents (`GET /v1/jobs/{id}`) kept ready in memory, forgotten
+    /// as their jobs change (0: none; each read builds the document in the database).
+    #[arg(long, env = "GANTRY_API_DOCUMENT_CACHE_MB", default_value_t = DEFAULT_DOCUMENT_CACHE_MB)]
+    pub document_cache_mb: u64,
     /// The payment token's symbol, as the dashboard shows amounts (`GET /v1/token`).
     #[arg(long, env = "GANTRY_TOKEN_SYMBOL", default_value = "gUSD")]
     pub token_symbol: String,
@@ -91,6 +98,7 @@ impl Config {
             cors_origins: Vec::new(),
             request_timeout_ms: 10_000,
             max_lag: DEFAULT_MAX_LAG,
+            document_cache_mb: DEFAULT_DOCUMENT_CACHE_MB,
             token_symbol: "gUSD".into(),
             token_decimals: 6,
             market: None,

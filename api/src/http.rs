@@ -370,7 +370,7 @@ fn limit(value: &Option<String>) -> Result<u32, ApiError> {
 async fn list_jobs(
     State(state): State<AppState>,
     query: Result<Query<JobsQuery>, axum::extract::rejection::QueryRejection>,
-) -> Result<Json<Page<JobSummary>>, ApiError> {
+) -> Result<Response, ApiError> {
     let Query(q) = query.map_err(ApiError::bad_query)?;
     let limit = limit(&q.limit)?;
     let status = match q.status.as_deref() {
@@ -406,7 +406,23 @@ async fn list_jobs(
         limit: limit + 1,
     };
     let jobs = state.store.list_jobs(&filter).await?;
-    Ok(Json(page(jobs, limit, |j| j.job.job_id)))
+    // The summaries come as JSON texts: the page is put together around them.
+    let Page { items, next_cursor } = page(jobs, limit, |(id, _)| *id);
+    let mut json = Vec::with_capacity(items.iter().map(|(_, j)| j.len() + 1).sum::<usize>() + 64);
+    json.extend_from_slice(b"{\"items\":[");
+    for (n, (_, job)) in items.iter().enumerate() {
+        if n > 0 {
+            json.push(b',');
+        }
+        json.extend_from_slice(job);
+    }
+    json.extend_from_slice(b"],\"nextCursor\":");
+    match next_cursor {
+        Some(cursor) => json.extend_from_slice(format!("\"{cursor}\"").as_bytes()),
+        None => json.extend_from_slice(b"null"),
+    }
+    json.push(b'}');
+    Ok(([(header::CONTENT_TYPE, "application/json")], json).into_response())
 }
 
 /// A path id: a non-negative integer up to [`MAX_ID`].
@@ -461,12 +477,14 @@ async fn get_job(
         None => document.json,
         Some(pending) => {
             let mut detail: serde_json::Map<String, serde_json::Value> =
-                serde_json::from_str(&document.json).map_err(StoreError::from)?;
+                serde_json::from_slice(&document.json).map_err(StoreError::from)?;
             detail.insert(
                 "pending".into(),
                 serde_json::to_value(pending).map_err(StoreError::from)?,
             );
-            serde_json::to_string(&detail).map_err(StoreError::from)?
+            serde_json::to_string(&detail)
+                .map_err(StoreError::from)?
+                .into()
         }
     };
     Ok(([(header::CONTENT_TYPE, "application/json")], json).into_response())

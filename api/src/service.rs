@@ -37,7 +37,8 @@ pub async fn start(config: Config, shutdown: CancellationToken) -> anyhow::Resul
     let cors = config.cors()?;
     let store = Store::open(&config.database_url)
         .await
-        .context("opening the database")?;
+        .context("opening the database")?
+        .with_document_cache(config.document_cache_mb.saturating_mul(1 << 20));
     let js =
         async_nats::jetstream::new(gantry_runtime::nats::connect(&config.nats_url, true).await?);
     let (progress_tx, progress) = watch::channel(Progress::default());

@@ -10,7 +10,7 @@
 
 use alloy::primitives::U256;
 use gantry_protocol::api::{
-    AccountRow, AttemptRow, JobPolicy, JobRow, JobSummary, Minute, NodeRow, Stats, TimelineEntry,
+    AccountRow, AttemptRow, JobBrief, JobPolicy, JobRow, Minute, NodeRow, Stats, TimelineEntry,
 };
 use gantry_protocol::envelope::{BlockCommit, EventEnvelope, Retraction};
 use gantry_protocol::jobs::CompletionReport;
@@ -21,10 +21,14 @@ use gantry_protocol::bindings::{JobMarket, NodeRegistry};
 use gantry_protocol::events::{GantryEvent, event_name};
 use gantry_protocol::status::{JobStatus, NodeStatus, UnknownStatusName};
 
+mod documents;
 mod market;
 mod reports;
 mod rows;
 
+use bytes::Bytes;
+pub use documents::JobDocument;
+use documents::{Documents, SummaryText};
 pub use market::SLASHES_SHOWN;
 pub use reports::{LOG_LINES_KEPT, PROGRESS_SAMPLES_KEPT};
 pub use rows::OutOfRange;
@@ -55,6 +59,8 @@ pub enum StoreError {
          this one stops, and its restart reads on from the new checkpoint"
     )]
     Superseded(u64),
+    #[error("stored row: {0}")]
+    Corrupt(String),
 }
 
 /// The projection's database.
@@ -66,7 +72,15 @@ pub struct Store {
     /// The projection's epoch this store writes under (`checkpoint.epoch`, read at open
     /// and when it empties the projection): a claim under an older one fails.
     epoch: std::sync::Arc<std::sync::atomic::AtomicU64>,
+    /// Jobs' documents kept ready (`documents.rs`): forgotten after each commit that may
+    /// change them.
+    documents: std::sync::Arc<Documents>,
 }
+
+/// Bytes of jobs' documents kept in memory unless told otherwise: about 130,000 documents
+/// of 4 KiB (a job's document with a few events; the memory is taken only as documents are
+/// read).
+pub const DEFAULT_DOCUMENT_CACHE: u64 = 512 << 20;
 
 pub(crate) type Tx<'a> = sqlx::Transaction<'a, sqlx::Any>;
 
@@ -117,12 +131,25 @@ impl Store {
             pool,
             sqlite,
             epoch: Default::default(),
+            documents: std::sync::Arc::new(Documents::new(DEFAULT_DOCUMENT_CACHE)),
         };
         let epoch = store.stored_epoch().await?;
         store
             .epoch
             .store(epoch, std::sync::atomic::Ordering::SeqCst);
         Ok(store)
+    }
+
+    /// Keeps up to `bytes` of jobs' documents ready in memory (0: none, every read builds
+    /// it).
+    pub fn with_document_cache(mut self, bytes: u64) -> Self {
+        self.documents = std::sync::Arc::new(Documents::new(bytes));
+        self
+    }
+
+    /// Bytes of jobs' documents kept in memory now.
+    pub fn documents_kept(&self) -> u64 {
+        self.documents.weight()
     }
 
     async fn stored_epoch(&self) -> Result<u64, StoreError> {
@@ -169,6 +196,7 @@ impl Store {
         .rows_affected();
         if moved != 1 {
             tx.rollback().await?;
+            self.documents.forget_all();
             self.epoch
                 .store(self.stored_epoch().await?, Ordering::SeqCst);
             return Ok(false);
@@ -184,6 +212,7 @@ impl Store {
             sqlx::query(delete).execute(&mut *tx).await?;
         }
         tx.commit().await?;
+        self.documents.forget_all();
         self.epoch.store(epoch + 1, Ordering::SeqCst);
         Ok(true)
     }
@@ -240,10 +269,19 @@ impl Store {
         let (Some(first), Some(last)) = (blocks.first(), blocks.last()) else {
             return Ok(Vec::new());
         };
+        // Every event read once; the jobs they name fetched together.
+        let typed_blocks: Vec<Vec<GantryEvent>> = blocks
+            .iter()
+            .map(|block| block.events.iter().map(typed).collect::<Result<_, _>>())
+            .collect::<Result<_, _>>()?;
+        let jobs: std::collections::BTreeSet<u64> =
+            typed_blocks.iter().flatten().filter_map(job_of).collect();
         let mut tx = self.pool.begin().await?;
         if !self.claim_chain(&mut tx, first.seq, last.seq).await? {
             tx.rollback().await?;
             if let [block] = blocks {
+                // Applied by another projector, committed (the claim waited for it).
+                self.documents.forget(jobs.iter().copied());
                 return Ok(vec![self.applied_by_another(block.commit).await?]);
             }
             let mut all = Vec::with_capacity(blocks.len());
@@ -253,13 +291,6 @@ impl Store {
             return Ok(all);
         }
         let mut batch = Batch::default();
-        // Every event read once; the jobs they name fetched together.
-        let typed_blocks: Vec<Vec<GantryEvent>> = blocks
-            .iter()
-            .map(|block| block.events.iter().map(typed).collect::<Result<_, _>>())
-            .collect::<Result<_, _>>()?;
-        let jobs: std::collections::BTreeSet<u64> =
-            typed_blocks.iter().flatten().filter_map(job_of).collect();
         batch.fetch_jobs(&mut tx, &jobs).await?;
         let mut all = Vec::with_capacity(blocks.len());
         for (block, typed_events) in blocks.iter().zip(typed_blocks) {
@@ -321,6 +352,7 @@ impl Store {
         }
         batch.write(&mut tx).await?;
         tx.commit().await?;
+        self.documents.forget(jobs);
         Ok(all)
     }
 
@@ -357,6 +389,7 @@ impl Store {
         let mut tx = self.pool.begin().await?;
         if !self.claim_chain(&mut tx, seq, seq).await? {
             tx.rollback().await?;
+            self.documents.forget_all();
             return Ok(());
         }
         let mut jobs = std::collections::BTreeSet::new();
@@ -423,6 +456,7 @@ impl Store {
             save_account(&mut tx, row.as_ref(), &account).await?;
         }
         tx.commit().await?;
+        self.documents.forget_all();
         Ok(())
     }
 
@@ -682,6 +716,19 @@ impl Store {
     /// handler adds the explanation of an open job; nothing else is parsed or serialised
     /// on the way out.
     pub async fn job_document(&self, job_id: u64) -> Result<Option<JobDocument>, StoreError> {
+        if let Some(document) = self.documents.get(job_id) {
+            return Ok(Some(document));
+        }
+        let ticket = self.documents.ticket();
+        let document = self.build_job_document(job_id).await?;
+        if let Some(document) = &document {
+            self.documents.keep(job_id, ticket, document.clone());
+        }
+        Ok(document)
+    }
+
+    /// The job's document as the database builds it (what [`Store::job_document`] keeps).
+    pub async fn build_job_document(&self, job_id: u64) -> Result<Option<JobDocument>, StoreError> {
         let sql = if self.sqlite {
             // json(): a subquery's result loses its JSON subtype, and json_set would embed
             // it as a string.
@@ -723,7 +770,8 @@ impl Store {
                     failure_reports_read(&json)?
                 } else {
                     json
-                },
+                }
+                .into(),
             })
         })
         .transpose()
@@ -778,12 +826,73 @@ enum Bind {
 }
 
 impl Store {
-    /// Jobs, newest first, with their latest progress.
-    pub async fn list_jobs(&self, filter: &JobFilter) -> Result<Vec<JobSummary>, StoreError> {
-        let mut sql = String::from(
-            "SELECT j.body, p.body FROM jobs j LEFT JOIN progress p ON p.job_id = j.job_id \
-             WHERE 1 = 1",
-        );
+    /// Jobs, newest first, with their latest progress: each its id and its summary as JSON
+    /// (`JobSummary`). The ids come from the indexes; each summary is kept ready in memory
+    /// (forgotten with the job's document) or put together from the texts stored beside
+    /// the row (the summary, the progress), never parsed. A kept summary that no longer
+    /// fits the filter (its job changed in a commit whose forgetting is under way) is read
+    /// again.
+    pub async fn list_jobs(&self, filter: &JobFilter) -> Result<Vec<(u64, Bytes)>, StoreError> {
+        let ticket = self.documents.ticket();
+        let ids = self.list_job_ids(filter).await?;
+        let fits = |summary: &SummaryText| {
+            filter.status.is_none_or(|s| s == summary.status)
+                && filter.node.is_none_or(|n| Some(n) == summary.node_id)
+        };
+        let mut page: Vec<(u64, Option<Bytes>)> = ids
+            .iter()
+            .map(|&id| {
+                let kept = self.documents.summary(id).filter(fits);
+                (id, kept.map(|s| s.json))
+            })
+            .collect();
+        let missing: Vec<u64> = page
+            .iter()
+            .filter(|(_, json)| json.is_none())
+            .map(|(id, _)| *id)
+            .collect();
+        if !missing.is_empty() {
+            let sql = format!(
+                "SELECT j.job_id, j.status, j.node_id, j.summary, p.body FROM jobs j \
+                 LEFT JOIN progress p ON p.job_id = j.job_id WHERE j.job_id IN ({})",
+                (1..=missing.len())
+                    .map(|n| format!("${n}"))
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            );
+            let mut query = sqlx::query(sqlx::AssertSqlSafe(sql));
+            for id in &missing {
+                query = query.bind(bigint(*id)?);
+            }
+            let mut read = std::collections::HashMap::new();
+            for row in query.fetch_all(&self.pool).await? {
+                let id = row.unsigned(0)?;
+                let progress: Option<String> = row.get(4);
+                let summary = SummaryText {
+                    status: row.get::<String, _>(1).parse()?,
+                    node_id: row.unsigned_or_null(2)?,
+                    json: with_progress(row.get(3), progress.as_deref())?.into(),
+                };
+                self.documents.keep_summary(id, ticket, summary.clone());
+                read.insert(id, summary.json);
+            }
+            for (id, json) in &mut page {
+                if json.is_none() {
+                    // A job gone since its id was read (a retraction): left out.
+                    *json = read.remove(id);
+                }
+            }
+        }
+        Ok(page
+            .into_iter()
+            .filter_map(|(id, json)| json.map(|json| (id, json)))
+            .collect())
+    }
+
+    /// The ids of the jobs a list holds, newest first (from the indexes on status,
+    /// submitter and node, each ending with the job id).
+    async fn list_job_ids(&self, filter: &JobFilter) -> Result<Vec<u64>, StoreError> {
+        let mut sql = String::from("SELECT j.job_id FROM jobs j WHERE 1 = 1");
         let mut binds: Vec<Bind> = Vec::new();
         let mut condition = |condition: &str, value: Bind| {
             binds.push(value);
@@ -814,17 +923,7 @@ impl Store {
             };
         }
         let rows = query.fetch_all(&self.pool).await?;
-        rows.iter()
-            .map(|row| {
-                Ok(JobSummary {
-                    job: row.json(0)?,
-                    progress: row
-                        .get::<Option<String>, _>(1)
-                        .map(|p| serde_json::from_str(&p))
-                        .transpose()?,
-                })
-            })
-            .collect()
+        rows.iter().map(|row| row.unsigned(0)).collect()
     }
 
     /// Nodes by id, after `after`, in `status` if given.
@@ -847,6 +946,20 @@ impl Store {
     }
 }
 
+/// A job's summary (a JSON object, as stored) with `"progress"` added: the latest report,
+/// also stored as JSON, or null.
+fn with_progress(mut summary: String, progress: Option<&str>) -> Result<String, StoreError> {
+    if summary.pop() != Some('}') {
+        return Err(StoreError::Corrupt(format!(
+            "a job's summary is not a JSON object: {summary}"
+        )));
+    }
+    summary.push_str(",\"progress\":");
+    summary.push_str(progress.unwrap_or("null"));
+    summary.push('}');
+    Ok(summary)
+}
+
 /// A job's document with its `attemptRows` completed by its `completions` (the workers'
 /// failure reports).
 fn failure_reports_read(json: &str) -> Result<String, StoreError> {
@@ -862,14 +975,6 @@ fn failure_reports_read(json: &str) -> Result<String, StoreError> {
     with_failure_reports(&mut attempts, &reports);
     detail.insert("attemptRows".into(), serde_json::to_value(attempts)?);
     Ok(serde_json::to_string(&detail)?)
-}
-
-/// A job's API document (see [`Store::job_document`]).
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct JobDocument {
-    pub status: JobStatus,
-    /// The JSON object `GET /v1/jobs/{id}` answers with.
-    pub json: String,
 }
 
 /// A committed block as [`Store::apply_blocks`] takes it: its events, its commit and the
@@ -1341,21 +1446,22 @@ async fn save_jobs(tx: &mut Tx<'_>, rows: &[(u64, &JobRow)]) -> Result<(), Store
         return Ok(());
     }
     let sql = format!(
-        "INSERT INTO jobs (job_id, body, submitter, status, node_id, priority, posted_at, \
-         updated_at, gpus, gpu_seconds, bounty, payout, fee, refund) VALUES {} \
+        "INSERT INTO jobs (job_id, body, summary, submitter, status, node_id, priority, \
+         posted_at, updated_at, gpus, gpu_seconds, bounty, payout, fee, refund) VALUES {} \
          ON CONFLICT (job_id) DO UPDATE \
-         SET body = excluded.body, submitter = excluded.submitter, status = excluded.status, \
+         SET body = excluded.body, summary = excluded.summary, submitter = excluded.submitter, status = excluded.status, \
          node_id = excluded.node_id, priority = excluded.priority, \
          posted_at = excluded.posted_at, updated_at = excluded.updated_at, gpus = excluded.gpus, \
          gpu_seconds = excluded.gpu_seconds, bounty = excluded.bounty, \
          payout = excluded.payout, fee = excluded.fee, refund = excluded.refund",
-        rows_of(14, rows.len())
+        rows_of(15, rows.len())
     );
     let mut query = sqlx::query(sqlx::AssertSqlSafe(sql));
     for (job, row) in rows {
         query = query
             .bind(bigint(*job)?)
             .bind(serde_json::to_string(row)?)
+            .bind(serde_json::to_string(&JobBrief::from(*row))?)
             .bind(row.submitter.to_lowercase())
             .bind(row.status.as_str())
             .bind(row.node_id.map(bigint).transpose()?)
@@ -1379,12 +1485,12 @@ async fn save_job(tx: &mut Tx<'_>, job: u64, row: Option<&JobRow>) -> Result<(),
     };
     sqlx::query(
         "INSERT INTO jobs (job_id, body, submitter, status, node_id, priority, posted_at, \
-         updated_at, gpus, gpu_seconds, bounty, payout, fee, refund) \
-         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14) \
+         updated_at, gpus, gpu_seconds, bounty, payout, fee, refund, summary) \
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15) \
          ON CONFLICT (job_id) DO UPDATE \
          SET body = $2, submitter = $3, status = $4, node_id = $5, priority = $6, posted_at = $7, \
          updated_at = $8, gpus = $9, gpu_seconds = $10, bounty = $11, payout = $12, fee = $13, \
-         refund = $14",
+         refund = $14, summary = $15",
     )
     .bind(bigint(job)?)
     .bind(serde_json::to_string(row)?)
@@ -1400,6 +1506,7 @@ async fn save_job(tx: &mut Tx<'_>, job: u64, row: Option<&JobRow>) -> Result<(),
     .bind(row.payout.clone())
     .bind(row.fee.clone())
     .bind(row.refund.clone())
+    .bind(serde_json::to_string(&JobBrief::from(row))?)
     .execute(&mut **tx)
     .await?;
     Ok(())

@@ -52,9 +52,16 @@ impl Store {
     /// one transaction, then trims the logs of the jobs it touched.
     pub async fn apply_reports(&self, batch: &[(u64, Report)], seq: u64) -> Result<(), StoreError> {
         let mut tx = self.pool().begin().await?;
+        // The jobs whose documents the batch changes (their progress, their completions).
+        let documents = batch.iter().filter_map(|(_, report)| match report {
+            Report::Progress(_) | Report::Done(_) => Some(report.job_id()),
+            Report::Log(_) => None,
+        });
         if !claim(&mut tx, Checkpoint::Reports, seq).await? {
-            // Another projector sharing the database stored this batch.
+            // Another projector sharing the database stored this batch (committed: the
+            // claim waited for it).
             tx.rollback().await?;
+            self.documents.forget(documents);
             return Ok(());
         }
         let mut logged = BTreeSet::new();
@@ -139,6 +146,7 @@ impl Store {
             .await?;
         }
         tx.commit().await?;
+        self.documents.forget(documents);
         Ok(())
     }
 

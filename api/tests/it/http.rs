@@ -9,8 +9,8 @@ use gantry_api::project::Progress;
 use reqwest::StatusCode;
 
 use gantry_protocol::api::{
-    AccountRow, AttemptFault, AttemptOutcome, ChargeCause, JobDetail, JobRow, NodeDetail, NodeRow,
-    NodeView, Page, RequirementsRow, StateWords, Stats, TermsWords,
+    AccountRow, AttemptFault, AttemptOutcome, ChargeCause, JobBrief, JobDetail, JobRow, JobSummary,
+    NodeDetail, NodeRow, NodeView, Page, RequirementsRow, StateWords, Stats, TermsWords,
 };
 use gantry_protocol::bindings::{JobMarket, NodeRegistry};
 use gantry_protocol::jobs::{CompletionReport, CompletionStatus, LogLine, ProgressUpdate};
@@ -116,11 +116,15 @@ async fn fetch<T: serde::de::DeserializeOwned>(
 }
 
 /// The ids of a page of jobs, in order.
-fn job_ids(page: &Page<JobRow>) -> Vec<u64> {
-    page.items.iter().map(|j| j.job_id).collect()
+fn job_ids(page: &Page<JobSummary>) -> Vec<u64> {
+    page.items.iter().map(|j| j.job.job_id).collect()
 }
 
+/// Serves `store`, which keeps no documents: the tests here project with other stores on
+/// the same database (`project_to_head`), and a store forgets documents only for the
+/// commits it makes or sees (the API's own projection runs on the store it serves).
 async fn serve(store: gantry_api::store::Store) -> String {
+    let store = store.with_document_cache(0);
     let (_tx, progress) = tokio::sync::watch::channel(Progress {
         checkpoint: store.checkpoint().await.unwrap(),
         block: store.last_block().await.unwrap(),
@@ -205,17 +209,17 @@ async fn the_read_api_answers_and_refuses_bad_input_by_name() {
     let get = |path: &str| http.get(format!("{base}{path}")).send();
 
     // Lists, newest first, with cursor pages.
-    let page: Page<JobRow> = fetch(&http, &base, "/v1/jobs").await;
+    let page: Page<JobSummary> = fetch(&http, &base, "/v1/jobs").await;
     assert_eq!(job_ids(&page), [5, 4, 3, 2, 1]);
     assert_eq!(page.next_cursor, None);
-    let first: Page<JobRow> = fetch(&http, &base, "/v1/jobs?limit=2").await;
+    let first: Page<JobSummary> = fetch(&http, &base, "/v1/jobs?limit=2").await;
     assert_eq!(job_ids(&first), [5, 4]);
     let cursor = first.next_cursor.expect("a next page");
-    let second: Page<JobRow> =
+    let second: Page<JobSummary> =
         fetch(&http, &base, &format!("/v1/jobs?limit=2&cursor={cursor}")).await;
     assert_eq!(job_ids(&second), [3, 2]);
     let cursor = second.next_cursor.expect("a last page");
-    let last: Page<JobRow> =
+    let last: Page<JobSummary> =
         fetch(&http, &base, &format!("/v1/jobs?limit=2&cursor={cursor}")).await;
     assert_eq!(job_ids(&last), [1]);
     assert_eq!(last.next_cursor, None);
@@ -226,18 +230,36 @@ async fn the_read_api_answers_and_refuses_bad_input_by_name() {
         ("failed", vec![5]),
         ("cancelled", vec![2]),
     ] {
-        let page: Page<JobRow> = fetch(&http, &base, &format!("/v1/jobs?status={status}")).await;
+        let page: Page<JobSummary> =
+            fetch(&http, &base, &format!("/v1/jobs?status={status}")).await;
         assert_eq!(job_ids(&page), ids, "{status}");
     }
     let submitter = format!("{:#x}", chain.address(SUBMITTER));
-    let mine: Page<JobRow> = fetch(&http, &base, &format!("/v1/jobs?submitter={submitter}")).await;
+    let mine: Page<JobSummary> =
+        fetch(&http, &base, &format!("/v1/jobs?submitter={submitter}")).await;
     assert_eq!(mine.items.len(), 5);
-    let on_node: Page<JobRow> = fetch(&http, &base, "/v1/jobs?node=2").await;
+    let on_node: Page<JobSummary> = fetch(&http, &base, "/v1/jobs?node=2").await;
     assert_eq!(job_ids(&on_node), [5, 4]);
 
     // One job, with its timeline.
     let job: JobDetail = fetch(&http, &base, &format!("/v1/jobs/{JOB_PAID}")).await;
     assert_eq!(job.job.status.as_str(), "completed");
+    // A list's entry is the job's row in brief, with the same latest progress.
+    let listed = page
+        .items
+        .iter()
+        .find(|j| j.job.job_id == JOB_PAID)
+        .unwrap();
+    assert_eq!(listed.job, JobBrief::from(&job.job));
+    assert_eq!(listed.progress, job.progress);
+    assert!(
+        listed.progress.is_some(),
+        "job {JOB_PAID} reported progress"
+    );
+    assert_eq!(
+        listed.job.runs.as_deref(),
+        job.job.spec.as_ref().unwrap()["image"].as_str()
+    );
     let payout = job.job.payout.clone().expect("paid");
     assert_eq!(job.timeline.first().unwrap().name, "JobPosted");
     assert_eq!(job.timeline.last().unwrap().name, "JobCompleted");

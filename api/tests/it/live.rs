@@ -9,7 +9,7 @@ use std::time::Duration;
 
 use eventsource_stream::{Event as SseEvent, Eventsource};
 use futures::{Stream, StreamExt};
-use gantry_protocol::api::{History, JobDetail, Minute, Stats};
+use gantry_protocol::api::{History, JobDetail, JobSummary, Minute, Page, Stats};
 use gantry_protocol::jobs::{LogLine, ProgressUpdate};
 use gantry_protocol::pending::Constraint;
 use gantry_protocol::pending::{PENDING_VERSION, PendingExplanation};
@@ -208,7 +208,18 @@ async fn events_and_logs_stream_live_and_the_operational_endpoints_answer() {
     let job: JobDetail = json(get(&format!("/v1/jobs/{JOB_PAID}"))).await;
     assert_eq!(job.pending, None, "only open jobs wait");
 
-    // Job 3 is cancelled: its log stream says so and ends, and the refund shows.
+    // Job 3 is cancelled: its log stream says so and ends, and the refund shows. (Its
+    // document, read once before, is kept ready: the cancel must replace it.)
+    let before: JobDetail = json(get(&format!("/v1/jobs/{JOB_REJECTED}"))).await;
+    assert_ne!(before.job.status.as_str(), "cancelled");
+    let listed = |page: &Page<JobSummary>| {
+        page.items
+            .iter()
+            .find(|j| j.job.job_id == JOB_REJECTED)
+            .map(|j| j.job.status.as_str())
+    };
+    let all: Page<JobSummary> = json(get("/v1/jobs")).await;
+    assert_eq!(listed(&all), Some(before.job.status.as_str()));
     let job = chain.job(JOB_REJECTED).await;
     let submitter = chain.market(SUBMITTER);
     let cancel = submitter.cancel(JOB_REJECTED, job.terms.pack(), job.state.pack());
@@ -228,6 +239,25 @@ async fn events_and_logs_stream_live_and_the_operational_endpoints_answer() {
         })
         .await;
     assert_eq!(cancelled["refund"], (50 * GUSD).to_string());
+    let after: JobDetail = json(get(&format!("/v1/jobs/{JOB_REJECTED}"))).await;
+    assert_eq!(
+        after.job.status.as_str(),
+        "cancelled",
+        "the document kept is forgotten"
+    );
+    assert_eq!(after.job.refund, Some((50 * GUSD).to_string()));
+    assert_eq!(after.timeline.len(), before.timeline.len() + 1);
+    // So must the summaries lists show.
+    let all: Page<JobSummary> = json(get("/v1/jobs")).await;
+    assert_eq!(listed(&all), Some("cancelled"));
+    let cancelled: Page<JobSummary> = json(get("/v1/jobs?status=cancelled")).await;
+    assert_eq!(listed(&cancelled), Some("cancelled"));
+    let open: Page<JobSummary> = json(get(&format!(
+        "/v1/jobs?status={}",
+        before.job.status.as_str()
+    )))
+    .await;
+    assert_eq!(listed(&open), None);
     // A settled job's follow sends its tail and ends at once.
     let mut settled = Sse::open(&format!(
         "{base}/v1/jobs/{JOB_REJECTED}/logs?follow=true&tail=1"

@@ -419,10 +419,10 @@ async fn postgres_projection_equals_the_chain_and_the_sqlite_one() {
     for job in JOB_PAID..=JOB_DISPUTE_LOST {
         let document = store.job_document(job).await.unwrap().expect("the job");
         let on_sqlite = sqlite.job_document(job).await.unwrap().expect("the job");
-        let value: serde_json::Value = serde_json::from_str(&document.json).unwrap();
+        let value: serde_json::Value = serde_json::from_slice(&document.json).unwrap();
         assert_eq!(
             value,
-            serde_json::from_str::<serde_json::Value>(&on_sqlite.json).unwrap()
+            serde_json::from_slice::<serde_json::Value>(&on_sqlite.json).unwrap()
         );
         assert_eq!(document.status, on_sqlite.status);
         assert_eq!(value["pending"], serde_json::Value::Null);
@@ -439,13 +439,13 @@ async fn postgres_projection_equals_the_chain_and_the_sqlite_one() {
     }
     // Job 4's result was the worker's failure report: its attempt failed by itself.
     let document = store.job_document(JOB_DISPUTED).await.unwrap().unwrap();
-    let detail: JobDetail = serde_json::from_str(&document.json).unwrap();
+    let detail: JobDetail = serde_json::from_slice(&document.json).unwrap();
     assert_eq!(
         detail.job.attempt_rows[0].outcome,
         AttemptOutcome::FailedByItself
     );
     let document = store.job_document(JOB_PAID).await.unwrap().unwrap();
-    let detail: JobDetail = serde_json::from_str(&document.json).unwrap();
+    let detail: JobDetail = serde_json::from_slice(&document.json).unwrap();
     assert_eq!(detail.completions.len(), 1);
     assert_eq!(detail.progress.unwrap().epoch, Some(3));
     assert_eq!(store.job_document(99).await.unwrap(), None);
@@ -610,6 +610,18 @@ async fn replicas_sharing_one_postgres_apply_each_block_once_and_all_feed_live()
             .expect("each replica reaches the head")
             .unwrap();
     }
+    // Each replica keeps job 3's document ready; one of them will apply its cancel, the
+    // other finds it applied: both must forget what they kept.
+    for (store, _, _) in &replicas {
+        let kept = store.job_document(JOB_REJECTED).await.unwrap().unwrap();
+        assert_ne!(kept.status, JobStatus::Cancelled);
+    }
+    let state = chain.job(JOB_REJECTED).await;
+    let market = chain.market(SUBMITTER);
+    let cancel = market.cancel(JOB_REJECTED, state.terms.pack(), state.state.pack());
+    gantry_testkit::confirm_receipt("cancel", cancel.send().await)
+        .await
+        .unwrap();
     // Live, a block reaches both replicas' feeds whichever applied it: the other reads
     // what was stored. (Catching up, a replica feeds what it projects from the shared
     // checkpoint it starts at: blocks the other applied before that are not replayed.)
@@ -636,6 +648,16 @@ async fn replicas_sharing_one_postgres_apply_each_block_once_and_all_feed_live()
             .await
             .expect("each replica reaches the new head")
             .unwrap();
+    }
+    for (store, _, _) in &replicas {
+        let answered = store.job_document(JOB_REJECTED).await.unwrap().unwrap();
+        let built = store
+            .build_job_document(JOB_REJECTED)
+            .await
+            .unwrap()
+            .unwrap();
+        assert_eq!(answered.status, JobStatus::Cancelled);
+        assert_eq!(answered.json, built.json);
     }
     stop.cancel();
     let dir = tempfile::tempdir().unwrap();

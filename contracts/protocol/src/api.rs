@@ -3,7 +3,7 @@
 //! network statistics, and the error body.
 //!
 //! ```text
-//!   GET /v1/jobs           Page<JobSummary>  JobRow + latest ProgressUpdate
+//!   GET /v1/jobs           Page<JobSummary>  JobBrief + latest ProgressUpdate
 //!   GET /v1/jobs/{id}      JobDetail         JobRow + timeline, progress, completions, pending
 //!   GET /v1/nodes          Page<NodeView>    NodeRow + reputation, heartbeat age
 //!   GET /v1/nodes/{id}     NodeDetail        NodeView + its running jobs, its slashes
@@ -888,14 +888,73 @@ pub struct Page<T> {
     pub next_cursor: Option<String>,
 }
 
-/// A job in a list: its row and the latest progress its worker reported.
+/// A job in a list: what a table of jobs shows, and the latest progress its worker
+/// reported. The whole row is the job's document (`GET /v1/jobs/{id}`) and the live feed's
+/// `job` events.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(rename_all = "camelCase")]
 pub struct JobSummary {
     #[serde(flatten)]
-    pub job: JobRow,
+    pub job: JobBrief,
     pub progress: Option<ProgressUpdate>,
+}
+
+/// A job in brief: the fields of its row a list shows (the API keeps it ready, as JSON,
+/// beside the row; a list page is those texts put together).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[serde(rename_all = "camelCase")]
+pub struct JobBrief {
+    pub job_id: u64,
+    pub submitter: String,
+    pub status: JobStatus,
+    /// `docker`, `wasm` (as the row's `engine`).
+    pub engine: String,
+    /// What it runs: a Docker job's image, a WASM job's module URI, as its spec names them
+    /// (none when the posted bytes are not a spec workers run).
+    pub runs: Option<String>,
+    pub priority: u64,
+    pub bounty: String,
+    pub deadline: u64,
+    pub max_runtime: u64,
+    pub gpus: u64,
+    pub attempts: u64,
+    pub node_id: Option<u64>,
+    pub assigned_at: Option<u64>,
+    pub until: Option<u64>,
+    pub posted_at: u64,
+    pub updated_at: u64,
+}
+
+impl From<&JobRow> for JobBrief {
+    fn from(row: &JobRow) -> Self {
+        let spec = row.spec.as_ref();
+        let text =
+            |value: Option<&serde_json::Value>| value.and_then(|v| v.as_str()).map(str::to_owned);
+        let runs = match spec.and_then(|s| s.get("engine")).and_then(|e| e.as_str()) {
+            Some("wasm") => text(spec.and_then(|s| s.pointer("/wasm/module/uri"))),
+            _ => text(spec.and_then(|s| s.get("image"))),
+        };
+        Self {
+            job_id: row.job_id,
+            submitter: row.submitter.clone(),
+            status: row.status,
+            engine: row.engine.clone(),
+            runs,
+            priority: row.priority,
+            bounty: row.bounty.clone(),
+            deadline: row.deadline,
+            max_runtime: row.max_runtime,
+            gpus: row.gpus,
+            attempts: row.attempts,
+            node_id: row.node_id,
+            assigned_at: row.assigned_at,
+            until: row.until,
+            posted_at: row.posted_at,
+            updated_at: row.updated_at,
+        }
+    }
 }
 
 /// `GET /v1/jobs/{id}`: the row, its timeline, what its workers reported, and why it
