@@ -58,7 +58,14 @@ fn main() {
     let dir = tempfile::tempdir().expect("temporary directory");
     let url = format!("sqlite://{}", dir.path().join("bench.db").display());
     let store = server.block_on(Store::open(&url)).expect("store");
-    let projection = server.block_on(project(&store));
+    let projection = server.block_on(project(&store, "SQLite"));
+    // The same chain into PostgreSQL (the store at scale), started here on a free port.
+    let postgres = gantry_testkit::Postgres::start().expect("postgres starts");
+    let on_postgres = server.block_on(async {
+        let store = Store::open(&postgres.url()).await.expect("postgres store");
+        project(&store, "PostgreSQL").await
+    });
+    drop(postgres);
     // One server keeps the jobs' documents (the default cache), one builds each in the
     // database (no cache): the miss path.
     let kept = server.block_on(serve(store.clone()));
@@ -96,6 +103,8 @@ fn main() {
         "by_id_vs_store": ratio(by_id.rps, store_only.rps),
         "projection_events_per_s": round(projection.events_per_s, 0),
         "projection_per_block_events_per_s": round(projection.per_block, 0),
+        "projection_postgres_events_per_s": round(on_postgres.events_per_s, 0),
+        "projection_postgres_per_block_events_per_s": round(on_postgres.per_block, 0),
         "list_status": list_path.trim_start_matches("/v1/jobs?status="),
         "jobs": JOBS,
         "connections": CONNECTIONS,
@@ -125,7 +134,7 @@ struct Projection {
 /// Applies the synthetic chain, timing only the store: the first 100 blocks one
 /// transaction each (`Store::apply_block`, as the projection does live), the rest in
 /// transactions of 256 blocks (`Store::apply_blocks`, as it does while catching up).
-async fn project(store: &Store) -> Projection {
+async fn project(store: &Store, database: &str) -> Projection {
     let blocks = synthetic_chain();
     let count = |blocks: &[(Vec<EventEnvelope>, BlockCommit)]| -> usize {
         blocks.iter().map(|(events, _)| events.len()).sum()
@@ -156,7 +165,7 @@ async fn project(store: &Store) -> Projection {
     let elapsed = started.elapsed();
     let events_per_s = count(catching_up) as f64 / elapsed.as_secs_f64();
     println!(
-        "projection: {} events in {} blocks; a transaction a block {per_block:.0} events/s, \
+        "projection into {database}: {} events in {} blocks; a transaction a block {per_block:.0} events/s, \
          a transaction per 256 blocks (catching up) {events_per_s:.0} events/s, {:.0} blocks/s",
         count(&blocks),
         blocks.len(),

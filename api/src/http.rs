@@ -405,9 +405,20 @@ async fn list_jobs(
         before: cursor,
         limit: limit + 1,
     };
-    let jobs = state.store.list_jobs(&filter).await?;
-    // The summaries come as JSON texts: the page is put together around them.
-    let Page { items, next_cursor } = page(jobs, limit, |(id, _)| *id);
+    let read = state.store.list_jobs(&filter).await?;
+    // The page is the ids the indexes gave (a job gone or out of the filter since is left
+    // out, the next page still starts after the last id); the summaries come as JSON
+    // texts, and the page is put together around them.
+    let Page {
+        items: ids,
+        next_cursor,
+    } = page(read.ids, limit, |id| *id);
+    let last = ids.last().copied().unwrap_or(0);
+    let items: Vec<_> = read
+        .items
+        .into_iter()
+        .filter(|(id, _)| *id >= last)
+        .collect();
     let mut json = Vec::with_capacity(items.iter().map(|(_, j)| j.len() + 1).sum::<usize>() + 64);
     json.extend_from_slice(b"{\"items\":[");
     for (n, (_, job)) in items.iter().enumerate() {

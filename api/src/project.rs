@@ -129,6 +129,9 @@ pub async fn run(
     }
     let start = store.checkpoint().await?;
     let last_block = store.last_block().await?;
+    // A block another projector committed between the two reads is not applied (nor
+    // read back) here: what the router kept before it is forgotten.
+    store.forget_all_documents();
     progress.send_modify(|p| {
         p.checkpoint = start;
         p.read = start;

@@ -99,8 +99,17 @@ pub async fn run(
             }
         }
         if last > 0 {
+            // Every job a report read names, taken here or not: another projector sharing
+            // the database may have taken one this one drops (its gate read the attempts
+            // at another time), and its document changed.
+            let named: Vec<u64> = read
+                .iter()
+                .filter(|(_, _, report)| !matches!(report, Report::Log(_)))
+                .map(|(_, _, report)| report.job_id())
+                .collect();
             let batch = gate.admit(read, &shutdown).await?;
             store.apply_reports(&batch, last).await?;
+            store.forget_documents(named);
             checkpoint.send_replace(last);
             crate::metrics::reports_projected(batch.len());
             for (seq, report) in batch {

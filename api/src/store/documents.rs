@@ -146,6 +146,11 @@ impl Documents {
     /// Forgets the documents of `jobs` (after the transaction that changed them
     /// committed).
     pub(crate) fn forget(&self, jobs: impl IntoIterator<Item = u64>) {
+        let mut jobs = jobs.into_iter().peekable();
+        // Nothing to forget moves no generation (it would keep out documents built now).
+        if jobs.peek().is_none() {
+            return;
+        }
         self.generation.fetch_add(1, Ordering::SeqCst);
         for job in jobs {
             if let Some(kept) = &self.kept {
@@ -223,6 +228,11 @@ mod tests {
         documents.forget_all();
         assert!(documents.get(8).is_none());
         assert!(documents.summary(8).is_none());
+        // Forgetting nothing (a batch of log lines) keeps out no document built meanwhile.
+        let ticket = documents.ticket();
+        documents.forget([]);
+        documents.keep(8, ticket, document("{}"));
+        assert!(documents.get(8).is_some());
     }
 
     #[test]

@@ -147,6 +147,17 @@ impl Store {
         self
     }
 
+    /// Forgets the documents of `jobs` (a caller that knows they may have changed in a
+    /// commit it did not make through this store's calls).
+    pub fn forget_documents(&self, jobs: impl IntoIterator<Item = u64>) {
+        self.documents.forget(jobs);
+    }
+
+    /// Forgets every document kept.
+    pub fn forget_all_documents(&self) {
+        self.documents.forget_all();
+    }
+
     /// Bytes of jobs' documents kept in memory now.
     pub fn documents_kept(&self) -> u64 {
         self.documents.weight()
@@ -819,6 +830,14 @@ pub struct JobFilter {
     pub limit: u32,
 }
 
+/// What a list read: the ids the indexes gave (they page the list), and the jobs of them
+/// still there and in the filter, each its id and its summary as JSON.
+#[derive(Debug, Clone, Default)]
+pub struct JobsRead {
+    pub ids: Vec<u64>,
+    pub items: Vec<(u64, Bytes)>,
+}
+
 /// A value bound to a query built from the filters given.
 enum Bind {
     Text(String),
@@ -832,7 +851,7 @@ impl Store {
     /// the row (the summary, the progress), never parsed. A kept summary that no longer
     /// fits the filter (its job changed in a commit whose forgetting is under way) is read
     /// again.
-    pub async fn list_jobs(&self, filter: &JobFilter) -> Result<Vec<(u64, Bytes)>, StoreError> {
+    pub async fn list_jobs(&self, filter: &JobFilter) -> Result<JobsRead, StoreError> {
         let ticket = self.documents.ticket();
         let ids = self.list_job_ids(filter).await?;
         let fits = |summary: &SummaryText| {
@@ -874,7 +893,11 @@ impl Store {
                     json: with_progress(row.get(3), progress.as_deref())?.into(),
                 };
                 self.documents.keep_summary(id, ticket, summary.clone());
-                read.insert(id, summary.json);
+                // A job that changed since its id was read, out of the filter now: left
+                // out.
+                if fits(&summary) {
+                    read.insert(id, summary.json);
+                }
             }
             for (id, json) in &mut page {
                 if json.is_none() {
@@ -883,10 +906,13 @@ impl Store {
                 }
             }
         }
-        Ok(page
-            .into_iter()
-            .filter_map(|(id, json)| json.map(|json| (id, json)))
-            .collect())
+        Ok(JobsRead {
+            ids,
+            items: page
+                .into_iter()
+                .filter_map(|(id, json)| json.map(|json| (id, json)))
+                .collect(),
+        })
     }
 
     /// The ids of the jobs a list holds, newest first (from the indexes on status,
@@ -1204,7 +1230,7 @@ impl Batch {
                 None => save_job(tx, *job, None).await?,
             }
         }
-        for chunk in kept.chunks(ROWS_PER_STATEMENT / 14) {
+        for chunk in kept.chunks(ROWS_PER_STATEMENT / 15) {
             save_jobs(tx, chunk).await?;
         }
         for node in &self.changed_nodes {

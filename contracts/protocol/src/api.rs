@@ -932,8 +932,9 @@ impl From<&JobRow> for JobBrief {
         let spec = row.spec.as_ref();
         let text =
             |value: Option<&serde_json::Value>| value.and_then(|v| v.as_str()).map(str::to_owned);
-        let runs = match spec.and_then(|s| s.get("engine")).and_then(|e| e.as_str()) {
-            Some("wasm") => text(spec.and_then(|s| s.pointer("/wasm/module/uri"))),
+        // As the terms say what runs it (the list's engine column).
+        let runs = match row.engine.as_str() {
+            "wasm" => text(spec.and_then(|s| s.pointer("/wasm/module/uri"))),
             _ => text(spec.and_then(|s| s.get("image"))),
         };
         Self {
