@@ -39,12 +39,14 @@ chaos: setup
 	cargo run --quiet -p gantry-devnet -- chaos --seeds $(or $(SEEDS),10) $(if $(SEED),--seed $(SEED))
 
 ## Run every benchmark (each prints its figures and a final JSON line), the end-to-end
-## throughput last: 1,000 jobs from post to paid on the dev network with 4 workers.
+## throughput last: 1,000 jobs from post to paid on the dev network with 4 workers, then
+## the whole network at 10,000 simulated nodes and 100,000 jobs.
 bench: setup
 	cargo build --release --workspace --locked
 	cargo bench --workspace --locked --bench lifecycle_gas --bench backfill --bench decide --bench restart --bench latency --bench start --bench wasm_start --bench http
 	cargo bench -p gantry-devnet --locked --bench e2e
 	cargo bench -p gantry-devnet --locked --bench e2e -- wasm
+	cargo bench -p gantry-devnet --locked --bench scale
 
 ## Rewrite contracts/.gas-snapshot after a deliberate gas change.
 snapshot: setup

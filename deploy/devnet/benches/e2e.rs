@@ -216,7 +216,11 @@ async fn main() -> anyhow::Result<()> {
     }
 
     let docker = Docker::connect_with_unix(
-        network.docker_socket().to_str().expect("a UTF-8 path"),
+        network
+            .docker_socket()
+            .context("the network runs no Docker engine")?
+            .to_str()
+            .context("a UTF-8 socket path")?,
         120,
         bollard::API_DEFAULT_VERSION,
     )?;

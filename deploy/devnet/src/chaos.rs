@@ -1178,6 +1178,7 @@ async fn compare_api(
 async fn containers(network: &Network) -> anyhow::Result<u64> {
     let socket = network
         .docker_socket()
+        .context("the network runs no Docker engine")?
         .to_str()
         .context("a UTF-8 socket path")?;
     let docker = bollard::Docker::connect_with_unix(socket, 120, bollard::API_DEFAULT_VERSION)?;

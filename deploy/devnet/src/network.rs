@@ -49,7 +49,8 @@ pub struct NetworkConfig {
     /// Metrics ports of the indexer, matcher, liveness and first worker (the next workers
     /// take the next ports); `None`: free ones.
     pub metrics_base: Option<u16>,
-    /// Workers to start, 1 to 4; worker `i`'s agent is anvil account `NODES[i]`.
+    /// Workers to start, 0 to 4; worker `i`'s agent is anvil account `NODES[i]`. With none,
+    /// no Docker engine is started (the scale bench simulates its nodes).
     pub workers: usize,
     /// Indexers, matchers and keepers each, 1 or 2: the second indexer is a standby, the
     /// second matcher signs as `SECOND_MATCHER` (granted the role), the second keeper as
@@ -71,6 +72,8 @@ pub struct NetworkConfig {
     pub bin_dir: PathBuf,
     /// The matchers' and keepers' `--snapshot-every`; `None`: their default.
     pub snapshot_every: Option<u64>,
+    /// Anvil's block gas limit; `None`: anvil's default (30M).
+    pub gas_limit: Option<u64>,
 }
 
 impl NetworkConfig {
@@ -88,6 +91,7 @@ impl NetworkConfig {
             jobs_per_worker: 2,
             job_disk_bytes: 256 << 20,
             snapshot_every: None,
+            gas_limit: None,
             challenge_window: 30,
             heartbeat_timeout: 60,
             run_dir: PathBuf::from(".devnet"),
@@ -109,6 +113,7 @@ impl NetworkConfig {
             jobs_per_worker: 2,
             job_disk_bytes: 256 << 20,
             snapshot_every: None,
+            gas_limit: None,
             challenge_window: 30,
             heartbeat_timeout: 60,
             run_dir: run_dir.to_owned(),
@@ -138,7 +143,8 @@ pub struct Network {
     pub devnet: Devnet,
     pub nats: NatsServer,
     pub dataset: DatasetServer,
-    engine: Engine,
+    /// `None` when the network runs no worker.
+    engine: Option<Engine>,
     pub run_dir: PathBuf,
     /// The API's base URL, e.g. `http://127.0.0.1:8080`.
     pub api_url: String,
@@ -151,8 +157,8 @@ impl Network {
     /// Starts everything and returns once every service runs and the API answers.
     pub async fn start(config: NetworkConfig) -> anyhow::Result<Self> {
         anyhow::ensure!(
-            (1..=NODES.len()).contains(&config.workers),
-            "1 to {} workers",
+            (0..=NODES.len()).contains(&config.workers),
+            "0 to {} workers",
             NODES.len()
         );
         anyhow::ensure!((1..=2).contains(&config.replicas), "1 or 2 replicas");
@@ -173,7 +179,13 @@ impl Network {
         let run_dir = std::path::absolute(&config.run_dir)?;
         std::fs::create_dir_all(run_dir.join("logs"))?;
         // The engine (dockerd start-up, image build) gets ready while the chain deploys.
-        let (devnet, engine) = tokio::try_join!(start_chain(&config), Engine::start())?;
+        let engine = async {
+            match config.workers {
+                0 => Ok(None),
+                _ => Engine::start().await.map(Some),
+            }
+        };
+        let (devnet, engine) = tokio::try_join!(start_chain(&config), engine)?;
         std::fs::write(
             run_dir.join("deployment.json"),
             serde_json::to_string_pretty(&devnet.deployment)? + "\n",
@@ -269,7 +281,12 @@ impl Network {
                 self.nats.url(),
                 gantry_protocol::names::stream_name(d.chain_id)
             ),
-            format!("  docker engine    {}", self.engine.describe()),
+            format!(
+                "  docker engine    {}",
+                self.engine
+                    .as_ref()
+                    .map_or("none (no workers)".to_owned(), Engine::describe)
+            ),
             format!("  demo image       {}", demo::DEMO_IMAGE),
             format!("  demo dataset     {}", self.dataset.url()),
         ];
@@ -395,9 +412,9 @@ impl Network {
         &self.config.bin_dir
     }
 
-    /// The Docker engine's socket the workers use.
-    pub fn docker_socket(&self) -> &Path {
-        &self.engine.socket
+    /// The Docker engine's socket the workers use; `None` when the network runs no worker.
+    pub fn docker_socket(&self) -> Option<&Path> {
+        self.engine.as_ref().map(|engine| engine.socket.as_path())
     }
 
     /// Each service's label and metrics endpoint (`http://127.0.0.1:<port>/metrics`).
@@ -411,6 +428,21 @@ impl Network {
                 )
             })
             .collect()
+    }
+
+    /// The process id of every process of the network (anvil, nats-server and each
+    /// service by its label) that runs, for CPU accounting in benchmarks.
+    pub fn pids(&self) -> Vec<(String, u32)> {
+        let mut pids = vec![
+            ("anvil".to_owned(), self.devnet.anvil.child().id()),
+            ("nats-server".to_owned(), self.nats.pid()),
+        ];
+        pids.extend(
+            self.services
+                .iter()
+                .filter_map(|s| Some((s.label.clone(), s.child.id()?))),
+        );
+        pids
     }
 
     /// The log file of a service, e.g. `gantry-worker-1`.
@@ -587,6 +619,9 @@ impl Network {
         // The worker empties its work directory itself on start, unmounting the disk
         // spaces of jobs a killed worker left there first.
         std::fs::create_dir_all(dir)?;
+        let socket = self
+            .docker_socket()
+            .context("a worker needs a Docker engine")?;
         let config = format!(
             r#"# Written by the dev network for this worker; rewritten on every start.
 {connections}metrics_addr = "127.0.0.1:{metrics_port}"
@@ -603,7 +638,7 @@ checkpoint_interval = "2s"
 max_output_bytes = {disk}
 scratch_bytes = {disk}
 "#,
-            connections = worker_config(&self.devnet, &self.nats.url(), &self.engine.socket, dir),
+            connections = worker_config(&self.devnet, &self.nats.url(), socket, dir),
             heartbeat = (self.config.heartbeat_timeout / 6).max(1),
             max_concurrent = self.config.jobs_per_worker,
             disk = self.config.job_disk_bytes,
@@ -629,6 +664,9 @@ async fn start_chain(config: &NetworkConfig) -> anyhow::Result<Devnet> {
     }
     if block_time > 0 {
         anvil = anvil.block_time(block_time);
+    }
+    if let Some(gas_limit) = config.gas_limit {
+        anvil = anvil.args(["--gas-limit".to_owned(), gas_limit.to_string()]);
     }
     let anvil = anvil
         .try_spawn()
