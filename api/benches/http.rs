@@ -16,6 +16,9 @@
 //! latency is recorded; any answer that is not a 200 with a body fails the bench. Last,
 //! the store's own calls behind `GET /v1/jobs/{id}`, without HTTP, to tell the two apart.
 //!
+//! `-- projection` stops after the projection (into SQLite and PostgreSQL), with its own
+//! JSON line (`"bench":"api_projection"`, with the SQLite database's bytes per event).
+//!
 //! Prints figures and a final JSON line:
 //! `{"bench":"api_http","by_id_rps":..,"by_id_p99_ms":..,"list_rps":..,"by_id_vs_healthz":..}`
 //! (goal: ≥ 10,000 req/s by id with p99 ≤ 10 ms, load generator included).
@@ -66,6 +69,19 @@ fn main() {
         project(&store, "PostgreSQL").await
     });
     drop(postgres);
+    if std::env::args().any(|arg| arg == "projection") {
+        // `cargo bench -p gantry-api --bench http -- projection`: the projection alone.
+        let json = serde_json::json!({
+            "bench": "api_projection",
+            "projection_events_per_s": round(projection.events_per_s, 0),
+            "projection_per_block_events_per_s": round(projection.per_block, 0),
+            "projection_bytes_per_event": round(projection.bytes_per_event, 0),
+            "projection_postgres_events_per_s": round(on_postgres.events_per_s, 0),
+            "projection_postgres_per_block_events_per_s": round(on_postgres.per_block, 0),
+        });
+        println!("{json}");
+        return;
+    }
     // One server keeps the jobs' documents (the default cache), one builds each in the
     // database (no cache): the miss path.
     let kept = server.block_on(serve(store.clone()));
@@ -103,6 +119,7 @@ fn main() {
         "by_id_vs_store": ratio(by_id.rps, store_only.rps),
         "projection_events_per_s": round(projection.events_per_s, 0),
         "projection_per_block_events_per_s": round(projection.per_block, 0),
+        "projection_bytes_per_event": round(projection.bytes_per_event, 0),
         "projection_postgres_events_per_s": round(on_postgres.events_per_s, 0),
         "projection_postgres_per_block_events_per_s": round(on_postgres.per_block, 0),
         "list_status": list_path.trim_start_matches("/v1/jobs?status="),
@@ -129,6 +146,8 @@ fn round(value: f64, digits: i32) -> f64 {
 struct Projection {
     events_per_s: f64,
     per_block: f64,
+    /// The database's size over the events applied (SQLite: pages in use).
+    bytes_per_event: f64,
 }
 
 /// Applies the synthetic chain, timing only the store: the first 100 blocks one
@@ -175,9 +194,25 @@ async fn project(store: &Store, database: &str) -> Projection {
     assert_eq!(open.status.as_str(), "open", "job 1");
     let running = store.job(ASSIGN_EVERY).await.expect("job").expect("stored");
     assert_eq!(running.status.as_str(), "assigned", "job {ASSIGN_EVERY}");
+    let bytes = if database == "SQLite" {
+        let pages: i64 = sqlx::query_scalar(
+            "SELECT page_count - freelist_count FROM pragma_page_count(), pragma_freelist_count()",
+        )
+        .fetch_one(store.pool())
+        .await
+        .expect("page count");
+        let page_size: i64 = sqlx::query_scalar("SELECT page_size FROM pragma_page_size()")
+            .fetch_one(store.pool())
+            .await
+            .expect("page size");
+        (pages * page_size) as f64
+    } else {
+        0.0
+    };
     Projection {
         events_per_s,
         per_block,
+        bytes_per_event: bytes / count(&blocks) as f64,
     }
 }
 

@@ -3,9 +3,9 @@
 
 use alloy::primitives::U256;
 use gantry_protocol::api::{AccountRow, SlashRow};
-use gantry_protocol::envelope::EventEnvelope;
 use gantry_protocol::events::GantryEvent;
 
+use super::events::{event_columns, stored_event};
 use super::rows::{Columns, bigint, bodies, body};
 use super::{JobMarket, NodeRegistry, Store, StoreError, event_name};
 use crate::model::typed;
@@ -43,10 +43,12 @@ impl Store {
 
     /// The node's slashes with their jobs, newest first (the last [`SLASHES_SHOWN`]).
     pub async fn slashes(&self, node_id: u64) -> Result<Vec<SlashRow>, StoreError> {
-        let rows = sqlx::query(
-            "SELECT data FROM events WHERE node_id = $1 AND name = $2 \
-             ORDER BY block_number DESC, log_index DESC LIMIT $3",
-        )
+        let rows = sqlx::query(concat!(
+            "SELECT ",
+            event_columns!(),
+            " FROM events WHERE node_id = $1 AND name = $2 \
+             ORDER BY block_number DESC, log_index DESC LIMIT $3"
+        ))
         .bind(bigint(node_id)?)
         .bind(event_name::<NodeRegistry::NodeSlashed>())
         .bind(SLASHES_SHOWN)
@@ -54,7 +56,7 @@ impl Store {
         .await?;
         let mut slashes = Vec::with_capacity(rows.len());
         for row in rows {
-            let event: EventEnvelope = row.json(0)?;
+            let event = stored_event(&row)?;
             let slash = match typed(&event)? {
                 GantryEvent::Registry(NodeRegistry::NodeRegistryEvents::NodeSlashed(e)) => e,
                 GantryEvent::Market(JobMarket::JobMarketEvents::NodeSlashed(e)) => {
@@ -82,12 +84,16 @@ impl Store {
     /// The treasury's withdrawals, the newest policy version and the pause.
     pub(super) async fn market_figures(&self) -> Result<MarketFigures, StoreError> {
         let mut figures = MarketFigures::default();
-        for row in sqlx::query("SELECT data FROM events WHERE name = $1")
-            .bind(event_name::<JobMarket::TreasuryWithdrawn>())
-            .fetch_all(self.pool())
-            .await?
+        for row in sqlx::query(concat!(
+            "SELECT ",
+            event_columns!(),
+            " FROM events WHERE name = $1"
+        ))
+        .bind(event_name::<JobMarket::TreasuryWithdrawn>())
+        .fetch_all(self.pool())
+        .await?
         {
-            let event: EventEnvelope = row.json(0)?;
+            let event = stored_event(&row)?;
             if let GantryEvent::Market(JobMarket::JobMarketEvents::TreasuryWithdrawn(e)) =
                 typed(&event)?
             {
@@ -99,15 +105,16 @@ impl Store {
             .await?
             .unsigned_or_null(0)?
             .unwrap_or(0);
-        let paused = sqlx::query(
-            "SELECT data FROM events WHERE name = $1 \
-             ORDER BY block_number DESC, log_index DESC LIMIT 1",
-        )
+        let paused = sqlx::query(concat!(
+            "SELECT ",
+            event_columns!(),
+            " FROM events WHERE name = $1 ORDER BY block_number DESC, log_index DESC LIMIT 1"
+        ))
         .bind(event_name::<JobMarket::PausedSet>())
         .fetch_optional(self.pool())
         .await?;
         if let Some(row) = paused {
-            let event: EventEnvelope = row.json(0)?;
+            let event = stored_event(&row)?;
             if let GantryEvent::Market(JobMarket::JobMarketEvents::PausedSet(e)) = typed(&event)? {
                 figures.paused = e.paused;
             }

@@ -22,6 +22,7 @@ use gantry_protocol::events::{GantryEvent, event_name};
 use gantry_protocol::status::{JobStatus, NodeStatus, UnknownStatusName};
 
 mod documents;
+mod events;
 mod market;
 mod reports;
 mod rows;
@@ -29,6 +30,7 @@ mod rows;
 use bytes::Bytes;
 pub use documents::JobDocument;
 use documents::{Documents, SummaryText};
+use events::{EVENT_VALUES, EventValues, INSERT_EVENTS, event_columns, stored_event};
 pub use market::SLASHES_SHOWN;
 pub use reports::{LOG_LINES_KEPT, PROGRESS_SAMPLES_KEPT};
 pub use rows::OutOfRange;
@@ -103,6 +105,13 @@ impl Store {
             .after_connect(move |connection, _| {
                 Box::pin(async move {
                     if sqlite {
+                        // 16 KiB pages for a new file (a file's pages keep the size it
+                        // was made with): a job's row (its JSON and summary, 2-3 KiB) left
+                        // a third of a 4 KiB page empty, and the projection wrote those
+                        // pages.
+                        sqlx::query("PRAGMA page_size = 16384")
+                            .execute(&mut *connection)
+                            .await?;
                         sqlx::query("PRAGMA mmap_size = 1073741824")
                             .execute(&mut *connection)
                             .await?;
@@ -117,6 +126,22 @@ impl Store {
                             .get(0);
                         if mode.eq_ignore_ascii_case("wal") {
                             sqlx::query("PRAGMA synchronous = NORMAL")
+                                .execute(connection)
+                                .await?;
+                        }
+                    } else {
+                        // A job's row (2-3 KiB of JSON) is past PostgreSQL's TOAST
+                        // threshold and compressed as it is written: with lz4 where the
+                        // server has it (PostgreSQL 14 and later, built with it) rather
+                        // than pglz, which took a third of the server's time projecting.
+                        let lz4 = sqlx::query(
+                            "SELECT 1 FROM pg_settings \
+                             WHERE name = 'default_toast_compression' AND 'lz4' = ANY(enumvals)",
+                        )
+                        .fetch_optional(&mut *connection)
+                        .await?;
+                        if lz4.is_some() {
+                            sqlx::query("SET default_toast_compression = 'lz4'")
                                 .execute(connection)
                                 .await?;
                         }
@@ -301,19 +326,20 @@ impl Store {
             }
             return Ok(all);
         }
-        let mut batch = Batch::default();
+        let mut batch = Batch::new(Parameters::of(self.sqlite));
         batch.fetch_jobs(&mut tx, &jobs).await?;
         let mut all = Vec::with_capacity(blocks.len());
         for (block, typed_events) in blocks.iter().zip(typed_blocks) {
             let mut applied = Applied::default();
             let mut previous: Option<&EventEnvelope> = None;
+            let block_hash = format!("{:#x}", block.commit.block_hash);
             for (event, typed) in block.events.iter().zip(typed_events) {
                 let job_before = match job_of(&typed) {
-                    Some(job) => batch.job(&mut tx, job).await?,
+                    Some(job) => batch.take_job(&mut tx, job).await?,
                     None => None,
                 };
                 let touched = touches(&typed, job_before.as_ref());
-                batch.event(event, &touched)?;
+                batch.event(event, &block_hash, &touched)?;
                 if let GantryEvent::Market(JobMarket::JobMarketEvents::MarketParamsUpdated(e)) =
                     &typed
                 {
@@ -339,7 +365,7 @@ impl Store {
                     batch.set_job(job, row);
                 }
                 if let Some(node) = touched.node {
-                    let before = batch.node(&mut tx, node).await?;
+                    let before = batch.take_node(&mut tx, node).await?;
                     let row = apply_node(before, event, &typed, previous);
                     if let Some(row) = &row {
                         applied.nodes.insert(node, row.clone());
@@ -347,7 +373,7 @@ impl Store {
                     batch.set_node(node, row);
                 }
                 if let Some(account) = &touched.account {
-                    let before = batch.account(&mut tx, account).await?;
+                    let before = batch.take_account(&mut tx, account).await?;
                     let row = apply_account(before, account, event, &typed);
                     batch.set_account(account, row);
                 }
@@ -692,17 +718,18 @@ impl Store {
     /// The market's minimum stake now, base units: what its last `MarketParamsUpdated`
     /// said (`None`: none projected yet).
     pub async fn min_stake(&self) -> Result<Option<String>, StoreError> {
-        let row = sqlx::query(
-            "SELECT data FROM events WHERE name = $1 \
-             ORDER BY block_number DESC, log_index DESC LIMIT 1",
-        )
+        let row = sqlx::query(concat!(
+            "SELECT ",
+            event_columns!(),
+            " FROM events WHERE name = $1 ORDER BY block_number DESC, log_index DESC LIMIT 1"
+        ))
         .bind(event_name::<JobMarket::MarketParamsUpdated>())
         .fetch_optional(&self.pool)
         .await?;
         let Some(row) = row else {
             return Ok(None);
         };
-        let params: EventEnvelope = row.json(0)?;
+        let params = stored_event(&row)?;
         Ok(match crate::model::typed(&params)? {
             GantryEvent::Market(JobMarket::JobMarketEvents::MarketParamsUpdated(e)) => {
                 Some(e.params.minStake.to_string())
@@ -746,7 +773,9 @@ impl Store {
             "SELECT j.status, json_set(j.body, \
              '$.timeline', json((SELECT json_group_array(json_object('block', block_number, \
                'logIndex', log_index, 'at', block_timestamp, 'tx', tx_hash, 'name', name, \
-               'data', data -> '$.data') ORDER BY block_number, log_index) \
+               'data', json(CASE WHEN spec IS NULL THEN data \
+                 ELSE json_set(data, '$.spec', '0x' || lower(hex(spec))) END)) \
+               ORDER BY block_number, log_index) \
                FROM events WHERE job_id = j.job_id)), \
              '$.progress', json((SELECT body FROM progress WHERE job_id = j.job_id)), \
              '$.completions', json((SELECT json_group_array(json(body) ORDER BY attempt) \
@@ -759,7 +788,9 @@ impl Store {
             "SELECT j.status, (j.body::jsonb || jsonb_build_object( \
              'timeline', COALESCE((SELECT jsonb_agg(jsonb_build_object('block', block_number, \
                'logIndex', log_index, 'at', block_timestamp, 'tx', tx_hash, 'name', name, \
-               'data', data::jsonb -> 'data') ORDER BY block_number, log_index) \
+               'data', CASE WHEN spec IS NULL THEN data::jsonb \
+                 ELSE jsonb_set(data::jsonb, '{spec}', to_jsonb('0x' || encode(spec, 'hex'))) END) \
+               ORDER BY block_number, log_index) \
                FROM events WHERE job_id = j.job_id), '[]'::jsonb), \
              'progress', (SELECT body::jsonb FROM progress WHERE job_id = j.job_id), \
              'completions', COALESCE((SELECT jsonb_agg(body::jsonb ORDER BY attempt) \
@@ -790,24 +821,24 @@ impl Store {
 
     /// The job's events in chain order: (block, log index, tx hash, name, data JSON).
     pub async fn timeline(&self, job_id: u64) -> Result<Vec<TimelineEntry>, StoreError> {
-        let rows = sqlx::query(
-            "SELECT block_number, log_index, block_timestamp, tx_hash, name, data FROM events \
-             WHERE job_id = $1 ORDER BY block_number, log_index",
-        )
+        let rows = sqlx::query(concat!(
+            "SELECT ",
+            event_columns!(),
+            " FROM events WHERE job_id = $1 ORDER BY block_number, log_index"
+        ))
         .bind(bigint(job_id)?)
         .fetch_all(&self.pool)
         .await?;
         rows.iter()
-            .map(|r| {
+            .map(|row| {
+                let event = stored_event(row)?;
                 Ok(TimelineEntry {
-                    block: r.unsigned(0)?,
-                    log_index: r.unsigned(1)?,
-                    at: r.unsigned(2)?,
-                    tx: r.get(3),
-                    name: r.get(4),
-                    data:
-                        serde_json::from_str::<serde_json::Value>(&r.get::<String, _>(5))?["data"]
-                            .take(),
+                    block: event.block_number,
+                    log_index: event.log_index,
+                    at: event.block_timestamp,
+                    tx: format!("{:#x}", event.tx_hash),
+                    name: event.event.name,
+                    data: event.event.data,
                 })
             })
             .collect()
@@ -874,10 +905,7 @@ impl Store {
             let sql = format!(
                 "SELECT j.job_id, j.status, j.node_id, j.summary, p.body FROM jobs j \
                  LEFT JOIN progress p ON p.job_id = j.job_id WHERE j.job_id IN ({})",
-                (1..=missing.len())
-                    .map(|n| format!("${n}"))
-                    .collect::<Vec<_>>()
-                    .join(", ")
+                Parameters::of(self.sqlite).list(1, missing.len())
             );
             let mut query = sqlx::query(sqlx::AssertSqlSafe(sql));
             for id in &missing {
@@ -1012,33 +1040,63 @@ pub struct CommittedBlock<'a> {
     pub seq: u64,
 }
 
-/// Events inserted by one statement at most (11 values each). sqlx's SQLite driver looks
-/// up every parameter's name among all of a statement's parameters (a cost that grows
-/// with their square): a few hundred parameters a statement is the sweet spot.
-const EVENTS_PER_INSERT: usize = 16;
-/// Values one statement binds at most.
-const ROWS_PER_STATEMENT: usize = 224;
+/// Events inserted by one statement at most (11 values each), and values one statement
+/// binds at most elsewhere. sqlx's SQLite driver asks SQLite for every parameter's name,
+/// which SQLite finds by walking the statement's list of named parameters (`$1` is one): a
+/// cost that grows with the square of their count. Anonymous `?` parameters have no name
+/// and are bound in order, so on SQLite the multi-row statements use them
+/// ([`Parameters`]) and their size is set by the round trips they save.
+const EVENTS_PER_INSERT: usize = 256;
+const ROWS_PER_STATEMENT: usize = 2_048;
 
-/// `$first, $first+1, …` (`count` of them).
-fn placeholders(first: usize, count: usize) -> String {
-    (first..first + count)
-        .map(|i| format!("${i}"))
-        .collect::<Vec<_>>()
-        .join(", ")
+/// How a statement built here names its parameters: SQLite's anonymous `?` (bound in
+/// order, see [`EVENTS_PER_INSERT`]) or PostgreSQL's `$1`, `$2`, ….
+#[derive(Debug, Clone, Copy)]
+enum Parameters {
+    Anonymous,
+    Numbered,
 }
 
-/// `($1, …, $columns), ($columns+1, …), …` for `rows` rows.
-fn rows_of(columns: usize, rows: usize) -> String {
-    (0..rows)
-        .map(|row| format!("({})", placeholders(row * columns + 1, columns)))
-        .collect::<Vec<_>>()
-        .join(", ")
+impl Parameters {
+    fn of(sqlite: bool) -> Self {
+        if sqlite {
+            Self::Anonymous
+        } else {
+            Self::Numbered
+        }
+    }
+
+    /// `$first, $first+1, …` or `?, ?, …` (`count` of them).
+    fn list(self, first: usize, count: usize) -> String {
+        let mut sql = String::with_capacity(count * 6);
+        for i in first..first + count {
+            if i > first {
+                sql.push_str(", ");
+            }
+            match self {
+                Self::Anonymous => sql.push('?'),
+                Self::Numbered => {
+                    sql.push('$');
+                    sql.push_str(&i.to_string());
+                }
+            }
+        }
+        sql
+    }
+
+    /// `($1, …, $columns), ($columns+1, …), …` (or with `?`) for `rows` rows.
+    fn rows(self, columns: usize, rows: usize) -> String {
+        (0..rows)
+            .map(|row| format!("({})", self.list(row * columns + 1, columns)))
+            .collect::<Vec<_>>()
+            .join(", ")
+    }
 }
 
 /// What one transaction of blocks has read and will write: each row read once (`None`:
 /// no such row) and written once at the end, the events and blocks buffered.
-#[derive(Default)]
 struct Batch {
+    parameters: Parameters,
     jobs: std::collections::HashMap<u64, Option<JobRow>>,
     nodes: std::collections::HashMap<u64, Option<NodeRow>>,
     accounts: std::collections::HashMap<String, Option<AccountRow>>,
@@ -1052,21 +1110,22 @@ struct Batch {
     blocks: Vec<(i64, String, i64, i64)>,
 }
 
-struct EventValues {
-    block_number: i64,
-    log_index: i64,
-    block_hash: String,
-    block_timestamp: i64,
-    tx_hash: String,
-    name: String,
-    key: String,
-    job: Option<i64>,
-    node: Option<i64>,
-    account: Option<String>,
-    envelope: String,
-}
-
 impl Batch {
+    fn new(parameters: Parameters) -> Self {
+        Self {
+            parameters,
+            jobs: Default::default(),
+            nodes: Default::default(),
+            accounts: Default::default(),
+            changed_jobs: Default::default(),
+            changed_nodes: Default::default(),
+            changed_accounts: Default::default(),
+            policies: Default::default(),
+            events: Vec::new(),
+            blocks: Vec::new(),
+        }
+    }
+
     /// Reads the rows of `jobs` not read yet, [`ROWS_PER_STATEMENT`] a query.
     async fn fetch_jobs(
         &mut self,
@@ -1081,7 +1140,7 @@ impl Batch {
         for chunk in missing.chunks(ROWS_PER_STATEMENT) {
             let sql = format!(
                 "SELECT job_id, body FROM jobs WHERE job_id IN ({})",
-                placeholders(1, chunk.len())
+                self.parameters.list(1, chunk.len())
             );
             let mut query = sqlx::query(sqlx::AssertSqlSafe(sql));
             for job in chunk {
@@ -1097,13 +1156,13 @@ impl Batch {
         Ok(())
     }
 
-    async fn job(&mut self, tx: &mut Tx<'_>, job: u64) -> Result<Option<JobRow>, StoreError> {
-        if let Some(row) = self.jobs.get(&job) {
-            return Ok(row.clone());
+    /// The job's row, taken out until [`Batch::set_job`] puts it back (every event
+    /// that takes a job's row sets it).
+    async fn take_job(&mut self, tx: &mut Tx<'_>, job: u64) -> Result<Option<JobRow>, StoreError> {
+        match self.jobs.get_mut(&job) {
+            Some(row) => Ok(row.take()),
+            None => load_job(tx, job).await,
         }
-        let row = load_job(tx, job).await?;
-        self.jobs.insert(job, row.clone());
-        Ok(row)
     }
 
     fn set_job(&mut self, job: u64, row: Option<JobRow>) {
@@ -1111,13 +1170,16 @@ impl Batch {
         self.changed_jobs.insert(job);
     }
 
-    async fn node(&mut self, tx: &mut Tx<'_>, node: u64) -> Result<Option<NodeRow>, StoreError> {
-        if let Some(row) = self.nodes.get(&node) {
-            return Ok(row.clone());
+    /// The node's row, taken out until [`Batch::set_node`] puts it back.
+    async fn take_node(
+        &mut self,
+        tx: &mut Tx<'_>,
+        node: u64,
+    ) -> Result<Option<NodeRow>, StoreError> {
+        match self.nodes.get_mut(&node) {
+            Some(row) => Ok(row.take()),
+            None => load_node(tx, node).await,
         }
-        let row = load_node(tx, node).await?;
-        self.nodes.insert(node, row.clone());
-        Ok(row)
     }
 
     fn set_node(&mut self, node: u64, row: Option<NodeRow>) {
@@ -1125,22 +1187,28 @@ impl Batch {
         self.changed_nodes.insert(node);
     }
 
-    async fn account(
+    /// The account's row, taken out until [`Batch::set_account`] puts it back.
+    async fn take_account(
         &mut self,
         tx: &mut Tx<'_>,
         account: &str,
     ) -> Result<Option<AccountRow>, StoreError> {
-        if let Some(row) = self.accounts.get(account) {
-            return Ok(row.clone());
+        match self.accounts.get_mut(account) {
+            Some(row) => Ok(row.take()),
+            None => load_account(tx, account).await,
         }
-        let row = load_account(tx, account).await?;
-        self.accounts.insert(account.to_owned(), row.clone());
-        Ok(row)
     }
 
     fn set_account(&mut self, account: &str, row: AccountRow) {
-        self.accounts.insert(account.to_owned(), Some(row));
-        self.changed_accounts.insert(account.to_owned());
+        match self.accounts.get_mut(account) {
+            Some(slot) => *slot = Some(row),
+            None => {
+                self.accounts.insert(account.to_owned(), Some(row));
+            }
+        }
+        if !self.changed_accounts.contains(account) {
+            self.changed_accounts.insert(account.to_owned());
+        }
     }
 
     /// The policy a job posting names (announced in this batch or before).
@@ -1175,45 +1243,43 @@ impl Batch {
         treasury_for(tx, event, typed).await
     }
 
-    fn event(&mut self, event: &EventEnvelope, touched: &Touches) -> Result<(), StoreError> {
-        self.events.push(EventValues {
-            block_number: bigint(event.block_number)?,
-            log_index: bigint(event.log_index)?,
-            block_hash: format!("{:#x}", event.block_hash),
-            block_timestamp: bigint(event.block_timestamp)?,
-            tx_hash: format!("{:#x}", event.tx_hash),
-            name: event.event.name.clone(),
-            key: event.event.key.clone(),
-            job: touched.job.map(bigint).transpose()?,
-            node: touched.node.map(bigint).transpose()?,
-            account: touched.account.clone(),
-            envelope: serde_json::to_string(event)?,
-        });
+    fn event(
+        &mut self,
+        event: &EventEnvelope,
+        block_hash: &str,
+        touched: &Touches,
+    ) -> Result<(), StoreError> {
+        self.events
+            .push(EventValues::of(event, block_hash, touched)?);
         Ok(())
     }
 
     /// Inserts the buffered events, up to [`EVENTS_PER_INSERT`] a statement.
     async fn write_events(&mut self, tx: &mut Tx<'_>) -> Result<(), StoreError> {
-        for chunk in std::mem::take(&mut self.events).chunks(EVENTS_PER_INSERT) {
+        let mut events = std::mem::take(&mut self.events).into_iter().peekable();
+        while events.peek().is_some() {
+            let chunk: Vec<EventValues> = events.by_ref().take(EVENTS_PER_INSERT).collect();
             let sql = format!(
-                "INSERT INTO events (block_number, log_index, block_hash, block_timestamp, \
-                 tx_hash, name, event_key, job_id, node_id, account, data) VALUES {}",
-                rows_of(11, chunk.len())
+                "{INSERT_EVENTS}{}",
+                self.parameters.rows(EVENT_VALUES, chunk.len())
             );
             let mut query = sqlx::query(sqlx::AssertSqlSafe(sql));
             for event in chunk {
                 query = query
                     .bind(event.block_number)
                     .bind(event.log_index)
-                    .bind(event.block_hash.clone())
+                    .bind(event.block_hash)
                     .bind(event.block_timestamp)
-                    .bind(event.tx_hash.clone())
-                    .bind(event.name.clone())
-                    .bind(event.key.clone())
+                    .bind(event.tx_hash)
+                    .bind(event.name)
+                    .bind(event.key)
                     .bind(event.job)
                     .bind(event.node)
-                    .bind(event.account.clone())
-                    .bind(event.envelope.clone());
+                    .bind(event.account)
+                    .bind(event.contract)
+                    .bind(event.chain_id)
+                    .bind(event.data)
+                    .bind(event.spec);
             }
             query.execute(&mut **tx).await?;
         }
@@ -1231,7 +1297,7 @@ impl Batch {
             }
         }
         for chunk in kept.chunks(ROWS_PER_STATEMENT / 15) {
-            save_jobs(tx, chunk).await?;
+            save_jobs(tx, self.parameters, chunk).await?;
         }
         for node in &self.changed_nodes {
             save_node(tx, *node, self.nodes[node].as_ref()).await?;
@@ -1307,20 +1373,31 @@ enum RowOf {
 /// The events of one job, node or account, in chain order.
 async fn events_of(tx: &mut Tx<'_>, row: &RowOf) -> Result<Vec<EventEnvelope>, StoreError> {
     let query = match row {
-        RowOf::Job(id) => sqlx::query(
-            "SELECT data FROM events WHERE job_id = $1 ORDER BY block_number, log_index",
-        )
+        RowOf::Job(id) => sqlx::query(concat!(
+            "SELECT ",
+            event_columns!(),
+            " FROM events WHERE job_id = $1 ORDER BY block_number, log_index"
+        ))
         .bind(bigint(*id)?),
-        RowOf::Node(id) => sqlx::query(
-            "SELECT data FROM events WHERE node_id = $1 ORDER BY block_number, log_index",
-        )
+        RowOf::Node(id) => sqlx::query(concat!(
+            "SELECT ",
+            event_columns!(),
+            " FROM events WHERE node_id = $1 ORDER BY block_number, log_index"
+        ))
         .bind(bigint(*id)?),
-        RowOf::Account(account) => sqlx::query(
-            "SELECT data FROM events WHERE account = $1 ORDER BY block_number, log_index",
-        )
+        RowOf::Account(account) => sqlx::query(concat!(
+            "SELECT ",
+            event_columns!(),
+            " FROM events WHERE account = $1 ORDER BY block_number, log_index"
+        ))
         .bind(account.clone()),
     };
-    bodies(&query.fetch_all(&mut **tx).await?)
+    query
+        .fetch_all(&mut **tx)
+        .await?
+        .iter()
+        .map(stored_event)
+        .collect()
 }
 
 /// The policy a `JobPosted` names, if announced (other events read none).
@@ -1349,11 +1426,13 @@ async fn treasury_for(
     if !is_slash(typed) {
         return Ok(None);
     }
-    let row = sqlx::query(
-        "SELECT data FROM events WHERE name = $1 \
+    let row = sqlx::query(concat!(
+        "SELECT ",
+        event_columns!(),
+        " FROM events WHERE name = $1 \
          AND (block_number < $2 OR (block_number = $2 AND log_index < $3)) \
-         ORDER BY block_number DESC, log_index DESC LIMIT 1",
-    )
+         ORDER BY block_number DESC, log_index DESC LIMIT 1"
+    ))
     .bind(event_name::<JobMarket::MarketParamsUpdated>())
     .bind(bigint(event.block_number)?)
     .bind(bigint(event.log_index)?)
@@ -1366,7 +1445,7 @@ async fn treasury_for(
         );
         return Ok(None);
     };
-    let params: EventEnvelope = row.json(0)?;
+    let params = stored_event(&row)?;
     Ok(match crate::model::typed(&params)? {
         GantryEvent::Market(JobMarket::JobMarketEvents::MarketParamsUpdated(e)) => {
             Some(e.params.treasury.to_string())
@@ -1467,7 +1546,11 @@ async fn delete_by_id(tx: &mut Tx<'_>, sql: &'static str, id: u64) -> Result<(),
 }
 
 /// Inserts or updates the jobs' rows, one statement.
-async fn save_jobs(tx: &mut Tx<'_>, rows: &[(u64, &JobRow)]) -> Result<(), StoreError> {
+async fn save_jobs(
+    tx: &mut Tx<'_>,
+    parameters: Parameters,
+    rows: &[(u64, &JobRow)],
+) -> Result<(), StoreError> {
     if rows.is_empty() {
         return Ok(());
     }
@@ -1480,7 +1563,7 @@ async fn save_jobs(tx: &mut Tx<'_>, rows: &[(u64, &JobRow)]) -> Result<(), Store
          posted_at = excluded.posted_at, updated_at = excluded.updated_at, gpus = excluded.gpus, \
          gpu_seconds = excluded.gpu_seconds, bounty = excluded.bounty, \
          payout = excluded.payout, fee = excluded.fee, refund = excluded.refund",
-        rows_of(15, rows.len())
+        parameters.rows(15, rows.len())
     );
     let mut query = sqlx::query(sqlx::AssertSqlSafe(sql));
     for (job, row) in rows {

@@ -17,7 +17,8 @@
 //!   its attempt `failedByItself` on both); a restart changes nothing, a
 //!   rebuild into an empty database gives the same rows; an `anvil_reorg` of the disputes
 //!   is undone (jobs, node 2 and the credits refolded); two replicas projecting into one
-//!   PostgreSQL apply each block once and both feed their live streams.
+//!   PostgreSQL apply each block once and both feed their live streams; a stored event
+//!   reads back as published (a `JobPosted`'s spec kept as bytes; on SQLite byte for byte).
 //! - `crash`: a crash in the middle of a block's transaction (the binary SIGKILLed while
 //!   its PostgreSQL transaction waits on a lock; a SQLite transaction aborted by a
 //!   trigger) stores nothing of it, and the restarted binary equals the chain.

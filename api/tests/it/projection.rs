@@ -724,3 +724,85 @@ async fn a_projector_whose_projection_was_emptied_by_another_writes_nothing_more
     old.apply_block(&[], &commit(1), 1).await.unwrap();
     assert_eq!(new.checkpoint().await.unwrap(), 1);
 }
+
+/// A stored event reads back as it was published: its fields (a `JobPosted`'s spec kept
+/// as bytes, its hex put back), on SQLite byte for byte in the job's document, on both
+/// databases in the timeline (a reorg's refold reads them as the timeline does: the reorg
+/// test holds it to the chain).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_stored_event_reads_back_as_published() {
+    use alloy::primitives::{Bytes, aliases::U96};
+    use gantry_protocol::envelope::{BlockCommit, ENVELOPE_VERSION, EventEnvelope};
+    use gantry_protocol::events::{ContractKind, DecodedEvent, event_name};
+    use gantry_protocol::market::Terms;
+
+    let submitter = Address::repeat_byte(0x30);
+    let terms = Terms {
+        submitter,
+        bounty: 5_000_000,
+        spec_hash: B256::repeat_byte(0x11),
+        requirements: gantry_protocol::eligibility::Requirements::from(
+            &gantry_testkit::scenario::h100_requirements(),
+        ),
+        deadline: 1_750_086_400,
+        policy: 1,
+        verification: gantry_protocol::market::Verification::NONE,
+    };
+    let posted = JobMarket::JobPosted {
+        jobId: 1,
+        submitter,
+        terms: terms.pack(),
+        fromCredits: U96::ZERO,
+        spec: Bytes::from(gantry_testkit::scenario::example_spec()),
+    };
+    let event = EventEnvelope {
+        v: ENVELOPE_VERSION,
+        chain_id: 31_337,
+        block_number: 1,
+        block_hash: B256::repeat_byte(0xb1),
+        block_timestamp: 1_750_000_012,
+        tx_hash: B256::repeat_byte(0x7a),
+        log_index: 0,
+        event: DecodedEvent {
+            contract: ContractKind::Market,
+            name: event_name::<JobMarket::JobPosted>().into(),
+            key: "1".into(),
+            data: serde_json::to_value(posted).unwrap(),
+        },
+    };
+    let commit = BlockCommit {
+        v: ENVELOPE_VERSION,
+        chain_id: 31_337,
+        block_number: 1,
+        block_hash: event.block_hash,
+        parent_hash: B256::ZERO,
+        block_timestamp: event.block_timestamp,
+        event_count: 1,
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let postgres = Postgres::start().expect("postgres starts");
+    let sqlite_url = format!("sqlite://{}", dir.path().join("api.db").display());
+    for url in [sqlite_url.as_str(), &postgres.url()] {
+        let store = Store::open(url).await.expect("store opens");
+        store
+            .apply_block(std::slice::from_ref(&event), &commit, 1)
+            .await
+            .expect("block applied");
+        let timeline = store.timeline(1).await.unwrap();
+        assert_eq!(timeline.len(), 1, "{url}");
+        assert_eq!(timeline[0].data, event.event.data, "{url}");
+        assert_eq!(timeline[0].tx, format!("{:#x}", event.tx_hash), "{url}");
+        if url == sqlite_url {
+            let document = store.build_job_document(1).await.unwrap().expect("job 1");
+            let published = format!(
+                "\"data\":{}",
+                serde_json::to_string(&event.event.data).unwrap()
+            );
+            let text = String::from_utf8(document.json.to_vec()).unwrap();
+            assert!(
+                text.contains(&published),
+                "the document's timeline has the event as published: {text}"
+            );
+        }
+    }
+}
