@@ -166,14 +166,24 @@ impl IncrementalPlanner {
         if self.supply.exhausted.is_empty() {
             return;
         }
-        let mut woken = Vec::new();
-        for job in back.iter().filter_map(|job| view.open_job(*job)) {
-            woken.extend(self.supply.exhausted.iter().copied().filter(|node| {
+        // Each exhausted node once, against the jobs until one may take it: thousands of
+        // exhausted nodes (more slots than open jobs) each met by most of a block's jobs
+        // made a list of every (job, node) pair that fits, millions a round.
+        let back: Vec<&JobView> = back.iter().filter_map(|job| view.open_job(*job)).collect();
+        if back.is_empty() {
+            return;
+        }
+        let woken: Vec<u64> = self
+            .supply
+            .exhausted
+            .iter()
+            .copied()
+            .filter(|node| {
                 view.nodes
                     .get(node)
-                    .is_some_and(|n| violations(n, job).is_empty())
-            }));
-        }
+                    .is_some_and(|n| back.iter().any(|job| violations(n, job).is_empty()))
+            })
+            .collect();
         for node in woken {
             self.supply.wake(node);
         }
