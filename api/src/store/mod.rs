@@ -134,16 +134,24 @@ impl Store {
                         // threshold and compressed as it is written: with lz4 where the
                         // server has it (PostgreSQL 14 and later, built with it) rather
                         // than pglz, which took a third of the server's time projecting.
+                        // Only a speed-up: a server (or a proxy in front of one) that
+                        // refuses the question or the setting keeps its default.
                         let lz4 = sqlx::query(
                             "SELECT 1 FROM pg_settings \
                              WHERE name = 'default_toast_compression' AND 'lz4' = ANY(enumvals)",
                         )
                         .fetch_optional(&mut *connection)
-                        .await?;
-                        if lz4.is_some() {
-                            sqlx::query("SET default_toast_compression = 'lz4'")
+                        .await;
+                        let set = match lz4 {
+                            Ok(Some(_)) => sqlx::query("SET default_toast_compression = 'lz4'")
                                 .execute(connection)
-                                .await?;
+                                .await
+                                .map(drop),
+                            Ok(None) => Ok(()),
+                            Err(e) => Err(e),
+                        };
+                        if let Err(error) = set {
+                            tracing::warn!(%error, "PostgreSQL's TOAST compression left as it is");
                         }
                     }
                     Ok(())
@@ -1040,12 +1048,13 @@ pub struct CommittedBlock<'a> {
     pub seq: u64,
 }
 
-/// Events inserted by one statement at most (11 values each), and values one statement
-/// binds at most elsewhere. sqlx's SQLite driver asks SQLite for every parameter's name,
-/// which SQLite finds by walking the statement's list of named parameters (`$1` is one): a
-/// cost that grows with the square of their count. Anonymous `?` parameters have no name
-/// and are bound in order, so on SQLite the multi-row statements use them
-/// ([`Parameters`]) and their size is set by the round trips they save.
+/// Events inserted by one statement at most ([`events::EVENT_VALUES`] values each), and
+/// values one statement binds at most elsewhere. sqlx's SQLite driver asks SQLite for
+/// every parameter's name, which SQLite finds by walking the statement's list of named
+/// parameters (`$1` is one): a cost that grows with the square of their count. Anonymous
+/// `?` parameters have no name and are bound in order, so on SQLite the multi-row
+/// statements use them ([`Parameters`]) and their size is set by the round trips they
+/// save.
 const EVENTS_PER_INSERT: usize = 256;
 const ROWS_PER_STATEMENT: usize = 2_048;
 
