@@ -7,13 +7,14 @@
 //!
 //! What it does, in order: registers the nodes (4 operators, each its nodes' own agent,
 //! transactions pipelined), posts the jobs (2 submitters), and waits until every job is
-//! paid. It prints, and puts in its JSON line:
+//! paid (or the window ends, below). It prints, and puts in its JSON line:
 //!
-//! - `jobs_per_s`: jobs paid per second from the first posting to the last payout, and
-//!   `steady_jobs_per_s` between the 10th and the 90th percentile of payouts;
-//! - each service's lag, sampled every second while the jobs flow: the leading indexer's
-//!   blocks behind the chain's head, each matcher's and keeper's view behind the head
-//!   (blocks), the API's projection behind the stream (messages), mean and max;
+//! - `jobs_per_s`: jobs paid per second from the first posting to the last payout (or the
+//!   window's end; `paid` of `jobs`), and `steady_jobs_per_s` between the 10th and the
+//!   90th percentile of payouts, by the paying blocks' times;
+//! - each service's lag, sampled every second while the jobs flow, in blocks behind the
+//!   chain's head: the leading indexer's, each matcher's and keeper's view, the API's
+//!   projection (its `/readyz`), mean and max;
 //! - each process's share of the machine's CPU over the same time (`/proc`), the
 //!   first to saturate being the one whose share comes nearest a whole core.
 //!
@@ -25,7 +26,7 @@
 //!
 //! Heartbeats are left out (the registry's timeout is a day): at the dev network's pace,
 //! a beat per node every 10 s, 10,000 nodes would send 1,000 transactions a second on
-//! their own — more than this chain carries — which is a finding of its own (see
+//! their own — nearly all this chain carries — which is a finding of its own (see
 //! `deploy/BENCHMARKS.md`).
 //!
 //! `-- --nodes N --jobs M` runs it smaller; `-- --window S` stops measuring S seconds after
