@@ -73,11 +73,13 @@ pub fn runtime_for(timeout_secs: u64) -> u64 {
 /// same instruction. A nominal rate: the wall clock a run takes is the node's.
 pub const FUEL_PER_SECOND: u64 = 500_000_000;
 /// The slowest node that takes verified seats, fuel per CPU second on the adversarial
-/// probe (a dependent chain of random loads over 256 MiB, which misses every cache): a
-/// node that measures less declines every seat, at no cost. This machine (2 shared cores
-/// of a cloud VM) measures 159 M alone, 105–112 M with three probes at once (they share
-/// the caches and the memory bus), and 130 M over 1 GiB alone.
-pub const VERIFIED_NODE_FUEL_RATE: u64 = 60_000_000;
+/// probe (a dependent chain of random loads over 256 MiB, which misses every cache and, on
+/// 4 KiB pages, the TLB): a node that measures less declines every seat, at no cost. The
+/// page size decides it: this kind of machine (2 shared cores of a cloud VM, Debian's
+/// transparent huge pages on `madvise`, so the runs' memory on 4 KiB pages) measures
+/// 55–66 M, alone or three probes at once; with huge pages `always`, 121–128 M (159 M
+/// alone on the machine first measured). 40 M keeps every such node in, with a margin.
+pub const VERIFIED_NODE_FUEL_RATE: u64 = 40_000_000;
 /// The rate the fit rule counts on: half the slowest node's, for what the probe does not
 /// reach (larger memories, the node's other jobs).
 pub const VERIFIED_FUEL_RATE: u64 = VERIFIED_NODE_FUEL_RATE / 2;

@@ -59,11 +59,11 @@ pub(crate) async fn demo_spec(net: &Net) -> JobSpec {
     spec
 }
 
-/// The observer module as the verified tests post it: deterministic, with 20 s of fuel,
+/// The observer module as the verified tests post it: deterministic, with 15 s of fuel,
 /// which a 600 s seat fits (design 18's fit rule), writing at most 1 MiB.
 async fn verified_spec(net: &Net) -> JobSpec {
     let mut spec = wasm_spec(net, "observer.wat", OBSERVER, true).await;
-    spec.timeout_secs = 20;
+    spec.timeout_secs = 15;
     // What it may write: the test workers keep less than the protocol's default.
     spec.outputs.max_bytes = Some(1 << 20);
     spec
@@ -679,7 +679,7 @@ async fn verification_claim_mode_leaves_a_refereed_job_it_could_not_run_unclaime
       (memory (export "memory") 1)
       (func (export "_start")))"#;
     let mut unlinkable = wasm_spec(&net, "unlinkable.wat", broken, true).await;
-    unlinkable.timeout_secs = 20;
+    unlinkable.timeout_secs = 15;
     unlinkable.outputs.max_bytes = Some(1 << 20);
     let left = net
         .post_verified_spec(
