@@ -133,15 +133,26 @@ impl Matcher {
                     }
                     dirty = true;
                 }
-                claim = self.claims.next(), if !*stuck.borrow() => match claim {
-                    Some(Ok(claim)) => {
-                        self.books.touched(claim.job);
-                        self.held.insert(claim);
-                        dirty = true;
+                claim = self.claims.next(), if !*stuck.borrow() => {
+                    // Every claim already delivered joins this round: a round per claim
+                    // would plan the whole market once for each of thousands of jobs.
+                    let mut claim = claim;
+                    loop {
+                        match claim {
+                            Some(Ok(claim)) => {
+                                self.books.touched(claim.job);
+                                self.held.insert(claim);
+                                dirty = true;
+                            }
+                            Some(Err(e)) => tracing::warn!(error = %e, "receiving claims"),
+                            None => anyhow::bail!("the matcher consumer ended"),
+                        }
+                        claim = match self.claims.next_ready() {
+                            Some(next) => Some(next),
+                            None => break,
+                        };
                     }
-                    Some(Err(e)) => tracing::warn!(error = %e, "receiving claims"),
-                    None => anyhow::bail!("the matcher consumer ended"),
-                },
+                }
                 Some(report) = self.sender.reports.recv() => {
                     self.books.on_report(&report, Instant::now());
                     dirty = true;

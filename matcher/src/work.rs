@@ -110,6 +110,12 @@ impl Claims {
         Ok(Self { messages })
     }
 
+    /// The next claim if one is already buffered (a pull brings many at once).
+    pub fn next_ready(&mut self) -> Option<Result<Claim, StreamError>> {
+        use futures::FutureExt;
+        self.next().now_or_never().flatten()
+    }
+
     /// The next claim; `None` when the consumer ended.
     pub async fn next(&mut self) -> Option<Result<Claim, StreamError>> {
         let message = match self.messages.next().await? {
