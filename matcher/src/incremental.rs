@@ -256,14 +256,11 @@ impl IncrementalPlanner {
                 .filter_map(|id| view.nodes.get(&id))
                 .take_while(|node| node.capabilities.vram_mib >= requirements.min_vram_mib);
             let Some(node) = self.planner.pick(job, candidates, &reservations.excluded) else {
-                // None of the nodes the walk started with (those still scanned and those
-                // it filled) may take it: it waits apart until one that fits it enters the
-                // scan, its pair's backoff ends, or it changes.
-                let mut started_with = self
-                    .supply
-                    .candidates(requirements.gpu_model)
-                    .chain(filled.iter().copied());
-                let none = !started_with.any(|node| {
+                // None of the nodes the walk started with may take it: it waits apart
+                // until one that fits it enters the scan, its pair's backoff ends, or it
+                // changes. `pick` went through those still scanned (the ones it left out
+                // by VRAM fail it too); those the walk filled are left to look at.
+                let none = !filled.iter().any(|&node| {
                     view.nodes.get(&node).is_some_and(|n| {
                         violations(n, job).is_empty()
                             && !reservations.excluded.contains(&(id, node))
