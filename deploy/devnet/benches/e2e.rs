@@ -29,7 +29,7 @@ use bollard::query_parameters::{
 };
 use futures::StreamExt;
 use gantry_devnet::demo;
-use gantry_devnet::network::{Network, NetworkConfig};
+use gantry_devnet::network::{Network, NetworkConfig, transactions_in};
 use gantry_devnet::sse::EventStream;
 use gantry_protocol::bindings::JobMarket;
 use gantry_protocol::spec::{Engine, JobKind, JobSpec, OutputSpec, Resources, SPEC_VERSION};
@@ -175,21 +175,7 @@ async fn main() -> anyhow::Result<()> {
     // Automining puts the transactions that arrive together into one block: count both.
     let blocks = head - first_block;
     let chain = network.devnet.provider(SUBMITTER);
-    let transactions: u64 = futures::stream::iter(first_block + 1..=head)
-        .map(|number| {
-            let chain = chain.clone();
-            async move {
-                chain
-                    .get_block_transaction_count_by_number(number.into())
-                    .await
-                    .map(Option::unwrap_or_default)
-            }
-        })
-        .buffered(16)
-        .collect::<Vec<_>>()
-        .await
-        .into_iter()
-        .sum::<Result<u64, _>>()?;
+    let transactions = transactions_in(&chain, first_block + 1..=head).await?;
     println!(
         "the chain: {transactions} transactions in {blocks} blocks ({:.2} per job, {:.0}/s)",
         transactions as f64 / JOBS as f64,

@@ -44,7 +44,7 @@ use alloy::rpc::types::{Filter, TransactionRequest};
 use alloy::sol_types::{SolCall, SolEvent};
 use anyhow::Context as _;
 use futures::StreamExt;
-use gantry_devnet::network::{Network, NetworkConfig};
+use gantry_devnet::network::{Network, NetworkConfig, transactions_in};
 use gantry_protocol::bindings::{GantryTestToken, JobMarket, NodeRegistry};
 use gantry_protocol::chain_stream::{Assembled, BlockAssembler};
 use gantry_protocol::eligibility::Engines;
@@ -189,7 +189,7 @@ async fn main() -> anyhow::Result<()> {
     let lags = sampler.await??;
     let submitted = fleet.await??;
     let head = chain.get_block_number().await?;
-    let transactions = transactions(&chain, first_block, head).await?;
+    let transactions = transactions_in(&chain, first_block + 1..=head).await?;
     let paid = paid_at.len();
     anyhow::ensure!(paid > 0, "no job paid within the window");
     let jobs_per_s = paid as f64 / elapsed;
@@ -410,35 +410,49 @@ async fn register_nodes(
         let stake = U256::from(min_stake) * U256::from(per_operator);
         allow(devnet, operator, registry, stake).await?;
     }
-    let registrations = NODES.iter().enumerate().map(|(operator_index, &operator)| {
-        let calls = (0..nodes)
-            .filter(|i| i % NODES.len() == operator_index)
-            .map(|i| {
-                NodeRegistry::registerCall {
-                    capabilities: capabilities(i),
-                    metadataURI: "ipfs://simulated".into(),
-                    stake: min_stake,
-                    agent: devnet.address(operator),
-                    consentDeadline: U256::ZERO,
-                    agentSignature: Bytes::new(),
-                }
-                .abi_encode()
-                .into()
-            })
-            .collect::<Vec<Bytes>>();
-        async move {
-            Sender::new(devnet, operator)
-                .await?
-                .send_all(registry, calls, 400_000)
-                .await
+    send_spread(devnet, &NODES, registry, nodes, |i, operator| {
+        NodeRegistry::registerCall {
+            capabilities: capabilities(i),
+            metadataURI: "ipfs://simulated".into(),
+            stake: min_stake,
+            agent: devnet.address(operator),
+            consentDeadline: U256::ZERO,
+            agentSignature: Bytes::new(),
         }
-    });
-    futures::future::try_join_all(registrations).await?;
+        .abi_encode()
+        .into()
+    })
+    .await?;
     wait_for(
         || async { Ok(reader.nodeCount().call().await? as usize >= already + nodes) },
         "every node registered",
     )
     .await
+}
+
+/// Sends `count` calls to `to`, call `n` (`call(n, account)`) by `accounts[n % len]`,
+/// each account's pipelined by its own [`Sender`].
+async fn send_spread(
+    devnet: &Devnet,
+    accounts: &[usize],
+    to: Address,
+    count: usize,
+    call: impl Fn(usize, usize) -> Bytes,
+) -> anyhow::Result<()> {
+    let sends = accounts.iter().enumerate().map(|(index, &account)| {
+        let calls = (0..count)
+            .filter(|n| n % accounts.len() == index)
+            .map(|n| call(n, account))
+            .collect::<Vec<Bytes>>();
+        async move {
+            Sender::new(devnet, account)
+                .await?
+                .send_all(to, calls, 400_000)
+                .await
+        }
+    });
+    futures::future::try_join_all(sends).await?;
+    Ok(())
 }
 
 /// Lets `spender` take `account`'s tokens, minting what it lacks of `amount` first (the
@@ -471,19 +485,10 @@ async fn post_jobs(devnet: &Devnet, mix: &Mix, jobs: usize) -> anyhow::Result<()
         let bounties = U256::from(GUSD) * U256::from(jobs.div_ceil(SUBMITTERS.len()) + 1);
         allow(devnet, submitter, market, bounties).await?;
     }
-    let postings = SUBMITTERS.iter().enumerate().map(|(i, &submitter)| {
-        let calls = (0..jobs)
-            .filter(|n| n % SUBMITTERS.len() == i)
-            .map(|n| mix.post(n, deadline).abi_encode().into())
-            .collect::<Vec<Bytes>>();
-        async move {
-            Sender::new(devnet, submitter)
-                .await?
-                .send_all(market, calls, 400_000)
-                .await
-        }
-    });
-    futures::future::try_join_all(postings).await?;
+    send_spread(devnet, &SUBMITTERS, market, jobs, |n, _| {
+        mix.post(n, deadline).abi_encode().into()
+    })
+    .await?;
     wait_for(
         || async { Ok(reader.jobCount().call().await? as usize >= already + jobs) },
         "every job posted",
@@ -762,20 +767,6 @@ fn cpu_seconds(pid: u32) -> Option<f64> {
     let fields: Vec<&str> = stat.rsplit_once(')')?.1.split_whitespace().collect();
     let ticks: f64 = fields.get(11)?.parse::<f64>().ok()? + fields.get(12)?.parse::<f64>().ok()?;
     Some(ticks / 100.0)
-}
-
-async fn transactions(chain: &DynProvider, first: u64, head: u64) -> anyhow::Result<u64> {
-    let counts = futures::stream::iter(first + 1..=head)
-        .map(|number| async move {
-            chain
-                .get_block_transaction_count_by_number(number.into())
-                .await
-                .map(Option::unwrap_or_default)
-        })
-        .buffered(16)
-        .collect::<Vec<_>>()
-        .await;
-    Ok(counts.into_iter().sum::<Result<u64, _>>()?)
 }
 
 /// Polls `done` every 250 ms until it says so; an error after 10 minutes.

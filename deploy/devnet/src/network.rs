@@ -817,3 +817,25 @@ async fn connect(socket: &Path) -> anyhow::Result<Docker> {
         .await
         .context("no answer within 5 s")?
 }
+
+/// Transactions in the chain's blocks `blocks` (the benches' count of what a run sent:
+/// a block can hold many), 16 blocks asked at once.
+pub async fn transactions_in(
+    chain: &alloy::providers::DynProvider,
+    blocks: std::ops::RangeInclusive<u64>,
+) -> anyhow::Result<u64> {
+    use alloy::providers::Provider;
+    use futures::StreamExt;
+
+    let counts = futures::stream::iter(blocks)
+        .map(|number| async move {
+            chain
+                .get_block_transaction_count_by_number(number.into())
+                .await
+                .map(Option::unwrap_or_default)
+        })
+        .buffered(16)
+        .collect::<Vec<_>>()
+        .await;
+    Ok(counts.into_iter().sum::<Result<u64, _>>()?)
+}
