@@ -143,10 +143,17 @@ pub enum Decision {
 /// job's bars and the node's status and capabilities, in its order, and the matcher's own
 /// count of free slots.
 pub fn violations(node: &NodeView, job: &JobView) -> Constraints {
-    let mut failed = capability_violations(job.requirements(), &node.capabilities);
+    let mut failed = node_violations(node, job.requirements());
     if job.barred.contains(&node.id) {
         failed.insert(Constraint::Barred);
     }
+    failed
+}
+
+/// What rules `node` out for every job of `requirements`: all of [`violations`] but a
+/// job's own bar.
+pub(crate) fn node_violations(node: &NodeView, requirements: &Requirements) -> Constraints {
+    let mut failed = capability_violations(requirements, &node.capabilities);
     if node.status != NodeStatus::Active {
         failed.insert(Constraint::NotActive);
     }
@@ -337,6 +344,18 @@ impl Planner {
         }
     }
 
+    /// What the strategy ranks an eligible node by for a job of `requirements`: the
+    /// highest wins, ties going to the lower node id (so plans are deterministic). `None`
+    /// for round-robin, which follows its cursor.
+    pub(crate) fn value(&self, node: &NodeView, requirements: &Requirements) -> Option<f64> {
+        match self.strategy {
+            Strategy::Score => Some(score(node, requirements, &self.weights)),
+            Strategy::BestFit => Some(fit(node, requirements)),
+            Strategy::Cheapest => Some(-(node.capabilities.price_per_gpu_hour as f64)),
+            Strategy::RoundRobin => None,
+        }
+    }
+
     /// The node the strategy picks for `job` among `candidates` (nodes with a free slot in
     /// this plan, most VRAM per GPU first, then by id), leaving out ineligible nodes and
     /// excluded pairs; round-robin's cursor moves to it.
@@ -356,21 +375,14 @@ impl Planner {
             {
                 continue;
             }
-            match self.strategy {
-                Strategy::RoundRobin => {
+            match self.value(node, requirements) {
+                None => {
                     first.get_or_insert(node.id);
                     if node.id > self.cursor && first_after_cursor.is_none_or(|id| node.id < id) {
                         first_after_cursor = Some(node.id);
                     }
                 }
-                strategy => {
-                    let value = match strategy {
-                        Strategy::Score => score(node, requirements, &self.weights),
-                        Strategy::BestFit => fit(node, requirements),
-                        Strategy::Cheapest => -(node.capabilities.price_per_gpu_hour as f64),
-                        Strategy::RoundRobin => unreachable!(),
-                    };
-                    // Ties go to the lower node id, so plans are deterministic.
+                Some(value) => {
                     if best.is_none_or(|(best_value, best_id)| {
                         value > best_value || (value == best_value && node.id < best_id)
                     }) {

@@ -31,7 +31,7 @@ use alloy::primitives::{Address, B256};
 
 use gantry_protocol::eligibility::capability_violations;
 
-use crate::decide::{Planner, Reservations, Strategy, Weights, violations};
+use crate::decide::{Planner, Reservations, Strategy, Weights, node_violations, violations};
 use crate::view::{Capabilities, Changes, JobView, NodeStatus, Requirements, View};
 
 /// (posted block, log index, job id): a job's place in its submitter's list.
@@ -223,6 +223,9 @@ impl IncrementalPlanner {
             .collect();
         // Jobs no node of the scan (as the walk found it) may take: set aside.
         let mut blocked: Vec<u64> = Vec::new();
+        // The nodes a class of jobs may take, ranked, for the classes the walk met twice
+        // (`None`: met once). Round-robin's pick follows its cursor: never ranked.
+        let mut ranked: HashMap<Class, Option<Ranked>> = HashMap::new();
         let mut taken: HashMap<u64, u32> = HashMap::new();
         // Nodes whose slots this walk gave out, out of the scan until it ends.
         let mut filled: Vec<u64> = Vec::new();
@@ -250,12 +253,32 @@ impl IncrementalPlanner {
                 continue;
             }
             let requirements = job.requirements();
-            let candidates = self
-                .supply
-                .candidates(requirements.gpu_model)
-                .filter_map(|id| view.nodes.get(&id))
-                .take_while(|node| node.capabilities.vram_mib >= requirements.min_vram_mib);
-            let Some(node) = self.planner.pick(job, candidates, &reservations.excluded) else {
+            let class = Class::of(requirements);
+            let is_filled = |node: &u64| {
+                taken.get(node).copied().unwrap_or(0)
+                    == self.supply.free.get(node).copied().unwrap_or(0)
+            };
+            let picked = match ranked.get_mut(&class) {
+                Some(Some(ranked)) => ranked.first(job, &reservations.excluded, is_filled),
+                Some(slot) => {
+                    // Met a second time: ranked once for the rest of the walk.
+                    let ranked =
+                        slot.insert(Ranked::new(&self.planner, &self.supply, view, requirements));
+                    ranked.first(job, &reservations.excluded, is_filled)
+                }
+                None => {
+                    if self.planner.strategy != Strategy::RoundRobin {
+                        ranked.insert(class, None);
+                    }
+                    let candidates = self
+                        .supply
+                        .candidates(requirements.gpu_model)
+                        .filter_map(|id| view.nodes.get(&id))
+                        .take_while(|node| node.capabilities.vram_mib >= requirements.min_vram_mib);
+                    self.planner.pick(job, candidates, &reservations.excluded)
+                }
+            };
+            let Some(node) = picked else {
                 // None of the nodes the walk started with may take it: it waits apart
                 // until one that fits it enters the scan, its pair's backoff ends, or it
                 // changes. `pick` went through those still scanned (the ones it left out
@@ -311,6 +334,63 @@ impl IncrementalPlanner {
             }
         }
         assignments
+    }
+}
+
+/// Jobs whose requirements differ in nothing a node is chosen by (their priority and
+/// runtime left out): every node ranks the same for each of them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+struct Class(Requirements);
+
+impl Class {
+    fn of(requirements: &Requirements) -> Self {
+        Self(Requirements {
+            priority: 0,
+            max_runtime: 0,
+            ..*requirements
+        })
+    }
+}
+
+/// The nodes of the scan that a class of jobs may take as the walk found them, best first
+/// by the strategy's value, ties to the lower id: [`Planner::pick`]'s order. The view does
+/// not change during a walk and no node enters the scan, so a later job of the class takes
+/// the first node not filled since, unless the job bars it or its pair is excluded.
+#[derive(Debug)]
+struct Ranked {
+    nodes: Vec<u64>,
+    /// Nodes before it are filled.
+    next: usize,
+}
+
+impl Ranked {
+    fn new(planner: &Planner, supply: &Supply, view: &View, requirements: &Requirements) -> Self {
+        let mut ranked: Vec<(f64, u64)> = supply
+            .candidates(requirements.gpu_model)
+            .filter_map(|id| view.nodes.get(&id))
+            .filter(|node| node_violations(node, requirements).is_empty())
+            .filter_map(|node| Some((planner.value(node, requirements)?, node.id)))
+            .collect();
+        ranked.sort_by(|a, b| b.0.total_cmp(&a.0).then(a.1.cmp(&b.1)));
+        Self {
+            nodes: ranked.into_iter().map(|(_, id)| id).collect(),
+            next: 0,
+        }
+    }
+
+    /// The best node `job` may take: not filled, not barred by it, its pair not excluded.
+    fn first(
+        &mut self,
+        job: &JobView,
+        excluded: &HashSet<(u64, u64)>,
+        filled: impl Fn(&u64) -> bool,
+    ) -> Option<u64> {
+        while self.nodes.get(self.next).is_some_and(&filled) {
+            self.next += 1;
+        }
+        self.nodes[self.next..].iter().copied().find(|node| {
+            !filled(node) && !job.barred.contains(node) && !excluded.contains(&(job.id, *node))
+        })
     }
 }
 
