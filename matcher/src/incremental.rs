@@ -22,6 +22,11 @@
 //! scan may take is *set aside* (it still counts for turns): no later walk could place it
 //! until a node meeting its requirements enters the scan (enters the supply, changes
 //! capabilities in it, or wakes), its reverted pair's backoff ends, or it changes.
+//! Within a walk the view stands still, so every job of a class (the same requirements
+//! but priority and runtime) ranks the nodes alike: from the class's second job on, the
+//! walk ranks the scan once for it and takes the first node not filled since, rather than
+//! going through the scan for each job (a market of a few job templates and thousands of
+//! free nodes).
 //! `tests::incremental_equals_full_on_random_histories` holds it to the full plan.
 
 use std::cmp::Reverse;
