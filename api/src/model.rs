@@ -164,10 +164,25 @@ pub fn apply_job(
     policy: Option<&JobPolicy>,
     treasury: Option<&str>,
 ) -> Option<JobRow> {
+    apply_job_reading(row, event, typed, policy, treasury, &mut Specs::default())
+}
+
+/// [`apply_job`], with the specs read already (a `JobPosted`'s spec is read through
+/// `specs`, and kept there).
+pub fn apply_job_reading(
+    row: Option<JobRow>,
+    event: &EventEnvelope,
+    typed: &GantryEvent,
+    policy: Option<&JobPolicy>,
+    treasury: Option<&str>,
+    specs: &mut Specs,
+) -> Option<JobRow> {
     let block = event.block_number;
     let at = event.block_timestamp;
     let market = match typed {
-        GantryEvent::Market(M::JobPosted(e)) => return Some(posted(e, block, at, policy)),
+        GantryEvent::Market(M::JobPosted(e)) => {
+            return Some(posted(e, block, at, policy, specs.read(&e.spec)));
+        }
         GantryEvent::Market(market) => market,
         // A slash on the job: the amount of the charge its reject, reclaim or lost
         // dispute (the event before it in the transaction) announced.
@@ -490,17 +505,55 @@ fn slashed_seat(job: &mut JobRow, node: u64, amount: &str) -> bool {
     true
 }
 
-/// The row of a job just posted.
-fn posted(e: &JobMarket::JobPosted, block: u64, at: u64, policy: Option<&JobPolicy>) -> JobRow {
+/// A posted spec as a job's row shows it: `(spec, spec_text)`, the object when it is a
+/// spec workers run, else the bytes as text.
+type PostedSpec = (Option<serde_json::Value>, Option<String>);
+
+/// Posted specs already read, by their bytes. Reading one parses it three times and checks
+/// its image reference with `oci-spec`'s regex, a tenth of the projection's time, and a
+/// range of blocks often posts one spec many times (a submitter's batch of jobs). Only the
+/// last [`Specs::KEPT`] distinct specs are kept.
+#[derive(Debug, Default)]
+pub struct Specs {
+    read: std::collections::HashMap<alloy::primitives::Bytes, PostedSpec>,
+}
+
+impl Specs {
+    const KEPT: usize = 256;
+
+    fn read(&mut self, bytes: &alloy::primitives::Bytes) -> PostedSpec {
+        if let Some(read) = self.read.get(bytes) {
+            return read.clone();
+        }
+        let read = read_spec(bytes);
+        if self.read.len() >= Self::KEPT {
+            self.read.clear();
+        }
+        self.read.insert(bytes.clone(), read.clone());
+        read
+    }
+}
+
+/// The spec as an object only when it is one workers run (no key given twice, no unknown
+/// field: what JSON parsing alone would let through and show differently).
+fn read_spec(bytes: &[u8]) -> PostedSpec {
+    let valid = gantry_protocol::spec::JobSpec::from_slice(bytes).is_ok();
+    match serde_json::from_slice::<serde_json::Value>(bytes) {
+        Ok(value) if valid => (Some(value), None),
+        _ => (None, Some(String::from_utf8_lossy(bytes).into_owned())),
+    }
+}
+
+/// The row of a job just posted, its spec read already.
+fn posted(
+    e: &JobMarket::JobPosted,
+    block: u64,
+    at: u64,
+    policy: Option<&JobPolicy>,
+    (spec, spec_text): PostedSpec,
+) -> JobRow {
     let terms = Terms::unpack(&e.terms);
     let r = &terms.requirements;
-    // The spec as an object only when it is one workers run (no key given twice, no
-    // unknown field: what JSON parsing alone would let through and show differently).
-    let valid = gantry_protocol::spec::JobSpec::from_slice(&e.spec).is_ok();
-    let (spec, spec_text) = match serde_json::from_slice::<serde_json::Value>(&e.spec) {
-        Ok(value) if valid => (Some(value), None),
-        _ => (None, Some(String::from_utf8_lossy(&e.spec).into_owned())),
-    };
     let policy = policy.filter(|p| p.version == u64::from(terms.policy));
     let mut job = JobRow {
         job_id: e.jobId,

@@ -37,8 +37,8 @@ pub use rows::OutOfRange;
 use rows::{Columns, bigint, bodies, body};
 
 use crate::model::{
-    ModelError, Touches, amount, apply_account, apply_job, apply_node, job_of, policy_of,
-    posted_policy, touches, typed, with_failure_reports,
+    ModelError, Specs, Touches, amount, apply_account, apply_job, apply_job_reading, apply_node,
+    job_of, policy_of, posted_policy, touches, typed, with_failure_reports,
 };
 
 /// Why the store failed.
@@ -336,6 +336,20 @@ impl Store {
         }
         let mut batch = Batch::new(Parameters::of(self.sqlite));
         batch.fetch_jobs(&mut tx, &jobs).await?;
+        // The nodes and accounts the events name themselves, fetched together too.
+        let mut nodes = std::collections::BTreeSet::new();
+        let mut accounts = std::collections::BTreeSet::new();
+        for named in typed_blocks
+            .iter()
+            .flatten()
+            .map(|typed| touches(typed, None))
+        {
+            nodes.extend(named.node);
+            accounts.extend(named.account);
+        }
+        batch
+            .fetch_nodes_and_accounts(&mut tx, &nodes, &accounts)
+            .await?;
         let mut all = Vec::with_capacity(blocks.len());
         for (block, typed_events) in blocks.iter().zip(typed_blocks) {
             let mut applied = Applied::default();
@@ -360,12 +374,13 @@ impl Store {
                 if let Some(job) = touched.job {
                     let policy = batch.policy(&mut tx, &typed).await?;
                     let treasury = batch.treasury(&mut tx, event, &typed).await?;
-                    let row = apply_job(
+                    let row = apply_job_reading(
                         job_before,
                         event,
                         &typed,
                         policy.as_ref(),
                         treasury.as_deref(),
+                        &mut batch.specs,
                     );
                     if let Some(row) = &row {
                         applied.jobs.insert(job, row.clone());
@@ -1113,6 +1128,8 @@ struct Batch {
     changed_nodes: std::collections::BTreeSet<u64>,
     changed_accounts: std::collections::BTreeSet<String>,
     policies: std::collections::HashMap<u32, Option<JobPolicy>>,
+    /// The specs the range's postings read.
+    specs: Specs,
     /// Each event's values, in insert order.
     events: Vec<EventValues>,
     /// (number, hash, timestamp, stream sequence).
@@ -1130,6 +1147,7 @@ impl Batch {
             changed_nodes: Default::default(),
             changed_accounts: Default::default(),
             policies: Default::default(),
+            specs: Specs::default(),
             events: Vec::new(),
             blocks: Vec::new(),
         }
@@ -1160,6 +1178,54 @@ impl Batch {
             }
             for row in query.fetch_all(&mut **tx).await? {
                 self.jobs.insert(row.unsigned(0)?, Some(row.json(1)?));
+            }
+        }
+        Ok(())
+    }
+
+    /// Reads the rows of `nodes` and `accounts` not read yet, [`ROWS_PER_STATEMENT`] a
+    /// query (those an event names only through its job's row are read as they come).
+    async fn fetch_nodes_and_accounts(
+        &mut self,
+        tx: &mut Tx<'_>,
+        nodes: &std::collections::BTreeSet<u64>,
+        accounts: &std::collections::BTreeSet<String>,
+    ) -> Result<(), StoreError> {
+        let missing: Vec<u64> = nodes
+            .iter()
+            .filter(|node| !self.nodes.contains_key(node))
+            .copied()
+            .collect();
+        for chunk in missing.chunks(ROWS_PER_STATEMENT) {
+            let sql = format!(
+                "SELECT node_id, body FROM nodes WHERE node_id IN ({})",
+                self.parameters.list(1, chunk.len())
+            );
+            let mut query = sqlx::query(sqlx::AssertSqlSafe(sql));
+            for node in chunk {
+                query = query.bind(bigint(*node)?);
+                self.nodes.insert(*node, None);
+            }
+            for row in query.fetch_all(&mut **tx).await? {
+                self.nodes.insert(row.unsigned(0)?, Some(row.json(1)?));
+            }
+        }
+        let missing: Vec<&String> = accounts
+            .iter()
+            .filter(|account| !self.accounts.contains_key(*account))
+            .collect();
+        for chunk in missing.chunks(ROWS_PER_STATEMENT) {
+            let sql = format!(
+                "SELECT account, body FROM accounts WHERE account IN ({})",
+                self.parameters.list(1, chunk.len())
+            );
+            let mut query = sqlx::query(sqlx::AssertSqlSafe(sql));
+            for account in chunk {
+                query = query.bind((*account).clone());
+                self.accounts.insert((*account).clone(), None);
+            }
+            for row in query.fetch_all(&mut **tx).await? {
+                self.accounts.insert(row.get(0), Some(row.json(1)?));
             }
         }
         Ok(())
@@ -1265,39 +1331,12 @@ impl Batch {
 
     /// Inserts the buffered events, up to [`EVENTS_PER_INSERT`] a statement.
     async fn write_events(&mut self, tx: &mut Tx<'_>) -> Result<(), StoreError> {
-        let mut events = std::mem::take(&mut self.events).into_iter().peekable();
-        while events.peek().is_some() {
-            let chunk: Vec<EventValues> = events.by_ref().take(EVENTS_PER_INSERT).collect();
-            let sql = format!(
-                "{INSERT_EVENTS}{}",
-                self.parameters.rows(EVENT_VALUES, chunk.len())
-            );
-            let mut query = sqlx::query(sqlx::AssertSqlSafe(sql));
-            for event in chunk {
-                query = query
-                    .bind(event.block_number)
-                    .bind(event.log_index)
-                    .bind(event.block_hash)
-                    .bind(event.block_timestamp)
-                    .bind(event.tx_hash)
-                    .bind(event.name)
-                    .bind(event.key)
-                    .bind(event.job)
-                    .bind(event.node)
-                    .bind(event.account)
-                    .bind(event.contract)
-                    .bind(event.chain_id)
-                    .bind(event.data)
-                    .bind(event.spec);
-            }
-            query.execute(&mut **tx).await?;
-        }
-        Ok(())
+        let statements = event_inserts(self.parameters, std::mem::take(&mut self.events));
+        execute_overlapped(tx, statements).await
     }
 
     /// Writes everything: the events, each changed row once, the blocks.
     async fn write(mut self, tx: &mut Tx<'_>) -> Result<(), StoreError> {
-        self.write_events(tx).await?;
         let mut kept = Vec::new();
         for job in &self.changed_jobs {
             match &self.jobs[job] {
@@ -1305,29 +1344,141 @@ impl Batch {
                 None => save_job(tx, *job, None).await?,
             }
         }
-        for chunk in kept.chunks(ROWS_PER_STATEMENT / 15) {
-            save_jobs(tx, self.parameters, chunk).await?;
-        }
+        let parameters = self.parameters;
+        let events = event_inserts(parameters, std::mem::take(&mut self.events));
+        let jobs = kept
+            .chunks(ROWS_PER_STATEMENT / JOB_VALUES)
+            .map(|chunk| upsert_jobs(parameters, chunk));
+        execute_overlapped(tx, events.chain(jobs)).await?;
+        let mut kept = Vec::new();
         for node in &self.changed_nodes {
-            save_node(tx, *node, self.nodes[node].as_ref()).await?;
+            match &self.nodes[node] {
+                Some(row) => kept.push((*node, row)),
+                None => save_node(tx, *node, None).await?,
+            }
         }
+        for chunk in kept.chunks(ROWS_PER_STATEMENT / 3) {
+            let sql = format!(
+                "INSERT INTO nodes (node_id, body, status) VALUES {} \
+                 ON CONFLICT (node_id) DO UPDATE SET body = excluded.body, status = excluded.status",
+                parameters.rows(3, chunk.len())
+            );
+            let mut query = sqlx::query(sqlx::AssertSqlSafe(sql));
+            for (node, row) in chunk {
+                query = query
+                    .bind(bigint(*node)?)
+                    .bind(serde_json::to_string(row)?)
+                    .bind(row.status.as_str());
+            }
+            query.execute(&mut **tx).await?;
+        }
+        let mut kept = Vec::new();
         for account in &self.changed_accounts {
-            save_account(tx, self.accounts[account].as_ref(), account).await?;
+            match &self.accounts[account] {
+                Some(row) => kept.push((account, row)),
+                None => save_account(tx, None, account).await?,
+            }
         }
-        for (number, hash, timestamp, seq) in &self.blocks {
-            sqlx::query(
-                "INSERT INTO blocks (number, hash, timestamp, stream_seq) VALUES ($1, $2, $3, $4) \
-                 ON CONFLICT (number) DO UPDATE SET hash = $2, timestamp = $3, stream_seq = $4",
-            )
-            .bind(*number)
-            .bind(hash.clone())
-            .bind(*timestamp)
-            .bind(*seq)
-            .execute(&mut **tx)
-            .await?;
+        for chunk in kept.chunks(ROWS_PER_STATEMENT / 2) {
+            let sql = format!(
+                "INSERT INTO accounts (account, body) VALUES {} \
+                 ON CONFLICT (account) DO UPDATE SET body = excluded.body",
+                parameters.rows(2, chunk.len())
+            );
+            let mut query = sqlx::query(sqlx::AssertSqlSafe(sql));
+            for (account, row) in chunk {
+                query = query
+                    .bind((*account).clone())
+                    .bind(serde_json::to_string(row)?);
+            }
+            query.execute(&mut **tx).await?;
+        }
+        // One row a number, the last block given it (as one statement each would leave
+        // it): a multi-row upsert may not touch a row twice.
+        let blocks: Vec<_> = self
+            .blocks
+            .iter()
+            .map(|(number, hash, timestamp, seq)| (*number, (hash, *timestamp, *seq)))
+            .collect::<std::collections::BTreeMap<_, _>>()
+            .into_iter()
+            .collect();
+        for chunk in blocks.chunks(ROWS_PER_STATEMENT / 4) {
+            let sql = format!(
+                "INSERT INTO blocks (number, hash, timestamp, stream_seq) VALUES {} \
+                 ON CONFLICT (number) DO UPDATE SET hash = excluded.hash, \
+                 timestamp = excluded.timestamp, stream_seq = excluded.stream_seq",
+                parameters.rows(4, chunk.len())
+            );
+            let mut query = sqlx::query(sqlx::AssertSqlSafe(sql));
+            for (number, (hash, timestamp, seq)) in chunk {
+                query = query
+                    .bind(*number)
+                    .bind((*hash).clone())
+                    .bind(*timestamp)
+                    .bind(*seq);
+            }
+            query.execute(&mut **tx).await?;
         }
         Ok(())
     }
+}
+
+/// A statement built here, its values bound.
+type Statement = sqlx::query::Query<'static, sqlx::Any, sqlx::any::AnyArguments>;
+
+/// Runs `statements` in order, each built while the one before runs: the database
+/// (SQLite's worker thread, PostgreSQL's server) executes one while this thread binds and
+/// serialises the next one's rows, so that the two use both cores rather than taking
+/// turns. (The first poll of an execution sends it; the builder then runs to its end.)
+async fn execute_overlapped(
+    tx: &mut Tx<'_>,
+    mut statements: impl Iterator<Item = Result<Statement, StoreError>>,
+) -> Result<(), StoreError> {
+    let mut next = statements.next().transpose()?;
+    while let Some(statement) = next {
+        let (done, built) = tokio::join!(statement.execute(&mut **tx), async {
+            statements.next().transpose()
+        });
+        done?;
+        next = built?;
+    }
+    Ok(())
+}
+
+/// The inserts of `events`, up to [`EVENTS_PER_INSERT`] a statement, each built when
+/// asked for.
+fn event_inserts(
+    parameters: Parameters,
+    events: Vec<EventValues>,
+) -> impl Iterator<Item = Result<Statement, StoreError>> {
+    let mut events = events.into_iter().peekable();
+    std::iter::from_fn(move || {
+        events.peek()?;
+        let chunk: Vec<EventValues> = events.by_ref().take(EVENTS_PER_INSERT).collect();
+        let sql = format!(
+            "{INSERT_EVENTS}{}",
+            parameters.rows(EVENT_VALUES, chunk.len())
+        );
+        let mut query = sqlx::query(sqlx::AssertSqlSafe(sql));
+        for event in chunk {
+            query = query
+                .bind(event.block_number)
+                .bind(event.log_index)
+                .bind(event.block_hash)
+                .bind(event.block_timestamp)
+                .bind(event.tx_hash)
+                .bind(event.name)
+                .bind(event.key)
+                .bind(event.job)
+                .bind(event.node)
+                .bind(event.account)
+                .bind(event.contract)
+                .bind(event.chain_id)
+                .bind(event.data)
+                .bind(event.spec);
+        }
+        Some(Ok(query))
+    })
 }
 
 /// What a block changed: the rows as they are after it, by id.
@@ -1554,15 +1705,11 @@ async fn delete_by_id(tx: &mut Tx<'_>, sql: &'static str, id: u64) -> Result<(),
     Ok(())
 }
 
-/// Inserts or updates the jobs' rows, one statement.
-async fn save_jobs(
-    tx: &mut Tx<'_>,
-    parameters: Parameters,
-    rows: &[(u64, &JobRow)],
-) -> Result<(), StoreError> {
-    if rows.is_empty() {
-        return Ok(());
-    }
+/// Columns an upsert of jobs binds, each row.
+const JOB_VALUES: usize = 15;
+
+/// The insert or update of the jobs' rows, one statement (`rows` not empty).
+fn upsert_jobs(parameters: Parameters, rows: &[(u64, &JobRow)]) -> Result<Statement, StoreError> {
     let sql = format!(
         "INSERT INTO jobs (job_id, body, summary, submitter, status, node_id, priority, \
          posted_at, updated_at, gpus, gpu_seconds, bounty, payout, fee, refund) VALUES {} \
@@ -1572,7 +1719,7 @@ async fn save_jobs(
          posted_at = excluded.posted_at, updated_at = excluded.updated_at, gpus = excluded.gpus, \
          gpu_seconds = excluded.gpu_seconds, bounty = excluded.bounty, \
          payout = excluded.payout, fee = excluded.fee, refund = excluded.refund",
-        parameters.rows(15, rows.len())
+        parameters.rows(JOB_VALUES, rows.len())
     );
     let mut query = sqlx::query(sqlx::AssertSqlSafe(sql));
     for (job, row) in rows {
@@ -1593,8 +1740,7 @@ async fn save_jobs(
             .bind(row.fee.clone())
             .bind(row.refund.clone());
     }
-    query.execute(&mut **tx).await?;
-    Ok(())
+    Ok(query)
 }
 
 async fn save_job(tx: &mut Tx<'_>, job: u64, row: Option<&JobRow>) -> Result<(), StoreError> {
