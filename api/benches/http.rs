@@ -40,6 +40,10 @@ use hyper::body::Bytes as Chunk;
 use hyper::client::conn::http1::{self, SendRequest};
 use hyper_util::rt::TokioIo;
 
+/// The API binary's allocator (`api/src/main.rs`): the projection's speed depends on it.
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 const JOBS: u64 = 100_000;
 const JOBS_PER_BLOCK: u64 = 100;
 const NODES: u64 = 8;

@@ -8,6 +8,11 @@
 
 use clap::Parser;
 
+/// The projection allocates and frees a row's JSON per event: with glibc's malloc, its
+/// bookkeeping was the largest part of a catching-up projection (deploy/BENCHMARKS.md).
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {
     let mut config = gantry_api::Config::parse();
