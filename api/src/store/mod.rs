@@ -1159,28 +1159,8 @@ impl Batch {
         tx: &mut Tx<'_>,
         jobs: &std::collections::BTreeSet<u64>,
     ) -> Result<(), StoreError> {
-        let missing: Vec<u64> = jobs
-            .iter()
-            .filter(|job| !self.jobs.contains_key(job))
-            .copied()
-            .collect();
-        for chunk in missing.chunks(ROWS_PER_STATEMENT) {
-            let sql = format!(
-                "SELECT job_id, body FROM jobs WHERE job_id IN ({})",
-                self.parameters.list(1, chunk.len())
-            );
-            let mut query = sqlx::query(sqlx::AssertSqlSafe(sql));
-            for job in chunk {
-                query = query.bind(bigint(*job)?);
-            }
-            for job in chunk {
-                self.jobs.insert(*job, None);
-            }
-            for row in query.fetch_all(&mut **tx).await? {
-                self.jobs.insert(row.unsigned(0)?, Some(row.json(1)?));
-            }
-        }
-        Ok(())
+        let select = "SELECT job_id, body FROM jobs WHERE job_id IN";
+        fetch_rows(tx, self.parameters, select, jobs, &mut self.jobs).await
     }
 
     /// Reads the rows of `nodes` and `accounts` not read yet, [`ROWS_PER_STATEMENT`] a
@@ -1191,44 +1171,10 @@ impl Batch {
         nodes: &std::collections::BTreeSet<u64>,
         accounts: &std::collections::BTreeSet<String>,
     ) -> Result<(), StoreError> {
-        let missing: Vec<u64> = nodes
-            .iter()
-            .filter(|node| !self.nodes.contains_key(node))
-            .copied()
-            .collect();
-        for chunk in missing.chunks(ROWS_PER_STATEMENT) {
-            let sql = format!(
-                "SELECT node_id, body FROM nodes WHERE node_id IN ({})",
-                self.parameters.list(1, chunk.len())
-            );
-            let mut query = sqlx::query(sqlx::AssertSqlSafe(sql));
-            for node in chunk {
-                query = query.bind(bigint(*node)?);
-                self.nodes.insert(*node, None);
-            }
-            for row in query.fetch_all(&mut **tx).await? {
-                self.nodes.insert(row.unsigned(0)?, Some(row.json(1)?));
-            }
-        }
-        let missing: Vec<&String> = accounts
-            .iter()
-            .filter(|account| !self.accounts.contains_key(*account))
-            .collect();
-        for chunk in missing.chunks(ROWS_PER_STATEMENT) {
-            let sql = format!(
-                "SELECT account, body FROM accounts WHERE account IN ({})",
-                self.parameters.list(1, chunk.len())
-            );
-            let mut query = sqlx::query(sqlx::AssertSqlSafe(sql));
-            for account in chunk {
-                query = query.bind((*account).clone());
-                self.accounts.insert((*account).clone(), None);
-            }
-            for row in query.fetch_all(&mut **tx).await? {
-                self.accounts.insert(row.get(0), Some(row.json(1)?));
-            }
-        }
-        Ok(())
+        let select = "SELECT node_id, body FROM nodes WHERE node_id IN";
+        fetch_rows(tx, self.parameters, select, nodes, &mut self.nodes).await?;
+        let select = "SELECT account, body FROM accounts WHERE account IN";
+        fetch_rows(tx, self.parameters, select, accounts, &mut self.accounts).await
     }
 
     /// The job's row, taken out until [`Batch::set_job`] puts it back (every event
@@ -1421,6 +1367,57 @@ impl Batch {
         }
         Ok(())
     }
+}
+
+/// A row's key as a batch reads it: bound as its column's type, read back from column 0.
+trait RowKey: Clone + Eq + std::hash::Hash {
+    fn bind(&self, query: Statement) -> Result<Statement, StoreError>;
+    fn read(row: &sqlx::any::AnyRow) -> Result<Self, StoreError>;
+}
+
+impl RowKey for u64 {
+    fn bind(&self, query: Statement) -> Result<Statement, StoreError> {
+        Ok(query.bind(bigint(*self)?))
+    }
+
+    fn read(row: &sqlx::any::AnyRow) -> Result<Self, StoreError> {
+        row.unsigned(0)
+    }
+}
+
+impl RowKey for String {
+    fn bind(&self, query: Statement) -> Result<Statement, StoreError> {
+        Ok(query.bind(self.clone()))
+    }
+
+    fn read(row: &sqlx::any::AnyRow) -> Result<Self, StoreError> {
+        Ok(row.get(0))
+    }
+}
+
+/// Reads into `rows` the bodies of the `keys` it lacks, `select` (`SELECT key, body FROM
+/// table WHERE key IN`) [`ROWS_PER_STATEMENT`] keys a query; a key with no row is kept as
+/// `None`.
+async fn fetch_rows<K: RowKey, T: serde::de::DeserializeOwned>(
+    tx: &mut Tx<'_>,
+    parameters: Parameters,
+    select: &str,
+    keys: &std::collections::BTreeSet<K>,
+    rows: &mut std::collections::HashMap<K, Option<T>>,
+) -> Result<(), StoreError> {
+    let missing: Vec<&K> = keys.iter().filter(|key| !rows.contains_key(*key)).collect();
+    for chunk in missing.chunks(ROWS_PER_STATEMENT) {
+        let sql = format!("{select} ({})", parameters.list(1, chunk.len()));
+        let mut query = sqlx::query(sqlx::AssertSqlSafe(sql));
+        for key in chunk {
+            query = key.bind(query)?;
+            rows.insert((*key).clone(), None);
+        }
+        for row in query.fetch_all(&mut **tx).await? {
+            rows.insert(K::read(&row)?, Some(row.json(1)?));
+        }
+    }
+    Ok(())
 }
 
 /// A statement built here, its values bound.
