@@ -376,7 +376,13 @@ impl Ranked {
             .filter(|node| node_violations(node, requirements).is_empty())
             .filter_map(|node| Some((planner.value(node, requirements)?, node.id)))
             .collect();
-        ranked.sort_by(|a, b| b.0.total_cmp(&a.0).then(a.1.cmp(&b.1)));
+        // Compared as `pick` compares (-0.0 equals 0.0); values are never NaN (the
+        // weights are finite, checked at start).
+        ranked.sort_by(|a, b| {
+            b.0.partial_cmp(&a.0)
+                .unwrap_or(std::cmp::Ordering::Equal)
+                .then(a.1.cmp(&b.1))
+        });
         Self {
             nodes: ranked.into_iter().map(|(_, id)| id).collect(),
             next: 0,
