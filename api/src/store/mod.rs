@@ -446,6 +446,7 @@ impl Store {
     /// every job, node and account they touched is refolded from the events that remain.
     /// Moves the checkpoint to `seq`. (Nothing when another projector has done it.)
     pub async fn retract(&self, retraction: &Retraction, seq: u64) -> Result<(), StoreError> {
+        let parameters = Parameters::of(self.sqlite);
         let mut tx = self.pool.begin().await?;
         if !self.claim_chain(&mut tx, seq, seq).await? {
             tx.rollback().await?;
@@ -497,7 +498,7 @@ impl Store {
                 let treasury = treasury_for(&mut tx, &event, &typed).await?;
                 row = apply_job(row, &event, &typed, policy.as_ref(), treasury.as_deref());
             }
-            save_job(&mut tx, job, row.as_ref()).await?;
+            save_job(&mut tx, parameters, job, row.as_ref()).await?;
         }
         for node in nodes {
             let mut row = None;
@@ -506,14 +507,14 @@ impl Store {
                 let previous = i.checked_sub(1).map(|p| &events[p]);
                 row = apply_node(row, event, &typed(event)?, previous);
             }
-            save_node(&mut tx, node, row.as_ref()).await?;
+            save_node(&mut tx, parameters, node, row.as_ref()).await?;
         }
         for account in accounts {
             let mut row = None;
             for event in events_of(&mut tx, &RowOf::Account(account.clone())).await? {
                 row = Some(apply_account(row, &account, &event, &typed(&event)?));
             }
-            save_account(&mut tx, row.as_ref(), &account).await?;
+            save_account(&mut tx, parameters, row.as_ref(), &account).await?;
         }
         tx.commit().await?;
         self.documents.forget_all();
@@ -1283,14 +1284,14 @@ impl Batch {
 
     /// Writes everything: the events, each changed row once, the blocks.
     async fn write(mut self, tx: &mut Tx<'_>) -> Result<(), StoreError> {
+        let parameters = self.parameters;
         let mut kept = Vec::new();
         for job in &self.changed_jobs {
             match &self.jobs[job] {
                 Some(row) => kept.push((*job, row)),
-                None => save_job(tx, *job, None).await?,
+                None => save_job(tx, parameters, *job, None).await?,
             }
         }
-        let parameters = self.parameters;
         let events = event_inserts(parameters, std::mem::take(&mut self.events));
         let jobs = kept
             .chunks(ROWS_PER_STATEMENT / JOB_VALUES)
@@ -1300,44 +1301,23 @@ impl Batch {
         for node in &self.changed_nodes {
             match &self.nodes[node] {
                 Some(row) => kept.push((*node, row)),
-                None => save_node(tx, *node, None).await?,
+                None => save_node(tx, parameters, *node, None).await?,
             }
         }
         for chunk in kept.chunks(ROWS_PER_STATEMENT / 3) {
-            let sql = format!(
-                "INSERT INTO nodes (node_id, body, status) VALUES {} \
-                 ON CONFLICT (node_id) DO UPDATE SET body = excluded.body, status = excluded.status",
-                parameters.rows(3, chunk.len())
-            );
-            let mut query = sqlx::query(sqlx::AssertSqlSafe(sql));
-            for (node, row) in chunk {
-                query = query
-                    .bind(bigint(*node)?)
-                    .bind(serde_json::to_string(row)?)
-                    .bind(row.status.as_str());
-            }
-            query.execute(&mut **tx).await?;
+            upsert_nodes(parameters, chunk)?.execute(&mut **tx).await?;
         }
         let mut kept = Vec::new();
         for account in &self.changed_accounts {
             match &self.accounts[account] {
-                Some(row) => kept.push((account, row)),
-                None => save_account(tx, None, account).await?,
+                Some(row) => kept.push((account.as_str(), row)),
+                None => save_account(tx, parameters, None, account).await?,
             }
         }
         for chunk in kept.chunks(ROWS_PER_STATEMENT / 2) {
-            let sql = format!(
-                "INSERT INTO accounts (account, body) VALUES {} \
-                 ON CONFLICT (account) DO UPDATE SET body = excluded.body",
-                parameters.rows(2, chunk.len())
-            );
-            let mut query = sqlx::query(sqlx::AssertSqlSafe(sql));
-            for (account, row) in chunk {
-                query = query
-                    .bind((*account).clone())
-                    .bind(serde_json::to_string(row)?);
-            }
-            query.execute(&mut **tx).await?;
+            upsert_accounts(parameters, chunk)?
+                .execute(&mut **tx)
+                .await?;
         }
         // One row a number, the last block given it (as one statement each would leave
         // it): a multi-row upsert may not touch a row twice.
@@ -1647,6 +1627,7 @@ async fn load_account(tx: &mut Tx<'_>, account: &str) -> Result<Option<AccountRo
 
 async fn save_account(
     tx: &mut Tx<'_>,
+    parameters: Parameters,
     row: Option<&AccountRow>,
     account: &str,
 ) -> Result<(), StoreError> {
@@ -1657,15 +1638,29 @@ async fn save_account(
             .await?;
         return Ok(());
     };
-    sqlx::query(
-        "INSERT INTO accounts (account, body) VALUES ($1, $2) \
-         ON CONFLICT (account) DO UPDATE SET body = $2",
-    )
-    .bind(account.to_owned())
-    .bind(serde_json::to_string(row)?)
-    .execute(&mut **tx)
-    .await?;
+    upsert_accounts(parameters, &[(account, row)])?
+        .execute(&mut **tx)
+        .await?;
     Ok(())
+}
+
+/// Inserts or updates the accounts' rows, one statement.
+fn upsert_accounts(
+    parameters: Parameters,
+    rows: &[(&str, &AccountRow)],
+) -> Result<Statement, StoreError> {
+    let sql = format!(
+        "INSERT INTO accounts (account, body) VALUES {} \
+         ON CONFLICT (account) DO UPDATE SET body = excluded.body",
+        parameters.rows(2, rows.len())
+    );
+    let mut query = sqlx::query(sqlx::AssertSqlSafe(sql));
+    for (account, row) in rows {
+        query = query
+            .bind((*account).to_owned())
+            .bind(serde_json::to_string(row)?);
+    }
+    Ok(query)
 }
 
 const JOB_BODY: &str = "SELECT body FROM jobs WHERE job_id = $1";
@@ -1740,36 +1735,18 @@ fn upsert_jobs(parameters: Parameters, rows: &[(u64, &JobRow)]) -> Result<Statem
     Ok(query)
 }
 
-async fn save_job(tx: &mut Tx<'_>, job: u64, row: Option<&JobRow>) -> Result<(), StoreError> {
+async fn save_job(
+    tx: &mut Tx<'_>,
+    parameters: Parameters,
+    job: u64,
+    row: Option<&JobRow>,
+) -> Result<(), StoreError> {
     let Some(row) = row else {
         return delete_by_id(tx, "DELETE FROM jobs WHERE job_id = $1", job).await;
     };
-    sqlx::query(
-        "INSERT INTO jobs (job_id, body, submitter, status, node_id, priority, posted_at, \
-         updated_at, gpus, gpu_seconds, bounty, payout, fee, refund, summary) \
-         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15) \
-         ON CONFLICT (job_id) DO UPDATE \
-         SET body = $2, submitter = $3, status = $4, node_id = $5, priority = $6, posted_at = $7, \
-         updated_at = $8, gpus = $9, gpu_seconds = $10, bounty = $11, payout = $12, fee = $13, \
-         refund = $14, summary = $15",
-    )
-    .bind(bigint(job)?)
-    .bind(serde_json::to_string(row)?)
-    .bind(row.submitter.to_lowercase())
-    .bind(row.status.as_str())
-    .bind(row.node_id.map(bigint).transpose()?)
-    .bind(bigint(row.priority)?)
-    .bind(bigint(row.posted_at)?)
-    .bind(bigint(row.updated_at)?)
-    .bind(bigint(row.gpus)?)
-    .bind(bigint(row.gpu_seconds)?)
-    .bind(&row.bounty)
-    .bind(row.payout.clone())
-    .bind(row.fee.clone())
-    .bind(row.refund.clone())
-    .bind(serde_json::to_string(&JobBrief::from(row))?)
-    .execute(&mut **tx)
-    .await?;
+    upsert_jobs(parameters, &[(job, row)])?
+        .execute(&mut **tx)
+        .await?;
     Ok(())
 }
 
@@ -1777,18 +1754,34 @@ async fn load_node(tx: &mut Tx<'_>, node: u64) -> Result<Option<NodeRow>, StoreE
     body_by_id(&mut **tx, NODE_BODY, node).await
 }
 
-async fn save_node(tx: &mut Tx<'_>, node: u64, row: Option<&NodeRow>) -> Result<(), StoreError> {
+async fn save_node(
+    tx: &mut Tx<'_>,
+    parameters: Parameters,
+    node: u64,
+    row: Option<&NodeRow>,
+) -> Result<(), StoreError> {
     let Some(row) = row else {
         return delete_by_id(tx, "DELETE FROM nodes WHERE node_id = $1", node).await;
     };
-    sqlx::query(
-        "INSERT INTO nodes (node_id, body, status) VALUES ($1, $2, $3) \
-         ON CONFLICT (node_id) DO UPDATE SET body = $2, status = $3",
-    )
-    .bind(bigint(node)?)
-    .bind(serde_json::to_string(row)?)
-    .bind(row.status.as_str())
-    .execute(&mut **tx)
-    .await?;
+    upsert_nodes(parameters, &[(node, row)])?
+        .execute(&mut **tx)
+        .await?;
     Ok(())
+}
+
+/// Inserts or updates the nodes' rows, one statement.
+fn upsert_nodes(parameters: Parameters, rows: &[(u64, &NodeRow)]) -> Result<Statement, StoreError> {
+    let sql = format!(
+        "INSERT INTO nodes (node_id, body, status) VALUES {} \
+         ON CONFLICT (node_id) DO UPDATE SET body = excluded.body, status = excluded.status",
+        parameters.rows(3, rows.len())
+    );
+    let mut query = sqlx::query(sqlx::AssertSqlSafe(sql));
+    for (node, row) in rows {
+        query = query
+            .bind(bigint(*node)?)
+            .bind(serde_json::to_string(row)?)
+            .bind(row.status.as_str());
+    }
+    Ok(query)
 }
