@@ -439,17 +439,29 @@ async fn send_spread(
     count: usize,
     call: impl Fn(usize, usize) -> Bytes,
 ) -> anyhow::Result<()> {
-    let sends = accounts.iter().enumerate().map(|(index, &account)| {
+    let groups = accounts.iter().enumerate().map(|(index, &account)| {
         let calls = (0..count)
             .filter(|n| n % accounts.len() == index)
             .map(|n| call(n, account))
             .collect::<Vec<Bytes>>();
-        async move {
-            Sender::new(devnet, account)
-                .await?
-                .send_all(to, calls, 400_000)
-                .await
-        }
+        (account, calls)
+    });
+    send_from(devnet, to, 400_000, groups).await
+}
+
+/// Sends each account's calls to `to` (`gas` each), the accounts at once, each pipelined
+/// by its own [`Sender`].
+async fn send_from(
+    devnet: &Devnet,
+    to: Address,
+    gas: u64,
+    groups: impl IntoIterator<Item = (usize, Vec<Bytes>)>,
+) -> anyhow::Result<()> {
+    let sends = groups.into_iter().map(|(account, calls)| async move {
+        Sender::new(devnet, account)
+            .await?
+            .send_all(to, calls, gas)
+            .await
     });
     futures::future::try_join_all(sends).await?;
     Ok(())
@@ -890,16 +902,7 @@ async fn chain_alone(jobs: usize, mix: &Mix) -> anyhow::Result<f64> {
             .or_default()
             .push(call.abi_encode().into());
     }
-    let sends = results.into_iter().map(|(agent, calls)| {
-        let devnet = &devnet;
-        async move {
-            Sender::new(devnet, agent)
-                .await?
-                .send_all(market, calls, 200_000)
-                .await
-        }
-    });
-    futures::future::try_join_all(sends).await?;
+    send_from(&devnet, market, 200_000, results).await?;
     let submitted =
         wait_for_events::<JobMarket::ResultSubmitted>(&chain, market, from, jobs).await?;
     let mut last_until = 0;
