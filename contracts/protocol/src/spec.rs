@@ -573,8 +573,7 @@ impl JobSpec {
         if self.wasm.is_some() {
             return invalid("wasm", "only a WASM job (\"engine\":\"wasm\") has a module");
         }
-        if <oci_spec::distribution::Reference as std::str::FromStr>::from_str(&self.image).is_err()
-        {
+        if !image_reference_accepted(&self.image) {
             return invalid(
                 "image",
                 "must be an image reference Docker accepts: [registry/]lower-case/path[:tag]\
@@ -765,6 +764,34 @@ impl JobSpec {
     pub fn hash_bytes(bytes: &[u8]) -> B256 {
         keccak256(bytes)
     }
+}
+
+/// Whether Docker accepts `image` as a reference (`oci-spec`'s grammar). Its regular
+/// expression runs as a PikeVM search, a tenth of a projection's time when every posting
+/// is checked; a market's postings name few images (a sweep posts one many times), so
+/// each thread keeps the last answers, by the reference (at most `KEPT` of up to
+/// `LONGEST` bytes: a hostile stream of long references costs its checks, not memory).
+fn image_reference_accepted(image: &str) -> bool {
+    const KEPT: usize = 1024;
+    const LONGEST: usize = 512;
+    thread_local! {
+        static ANSWERS: std::cell::RefCell<std::collections::HashMap<String, bool>> =
+            std::cell::RefCell::default();
+    }
+    if let Some(answer) = ANSWERS.with_borrow(|answers| answers.get(image).copied()) {
+        return answer;
+    }
+    let answer = <oci_spec::distribution::Reference as std::str::FromStr>::from_str(image).is_ok();
+    if image.len() > LONGEST {
+        return answer;
+    }
+    ANSWERS.with_borrow_mut(|answers| {
+        if answers.len() >= KEPT {
+            answers.clear();
+        }
+        answers.insert(image.to_owned(), answer);
+    });
+    answer
 }
 
 fn invalid(field: &'static str, reason: &str) -> Result<(), SpecError> {
@@ -1047,6 +1074,30 @@ mod tests {
             };
             assert_eq!(spec.validate(), Ok(()), "{image}");
         }
+    }
+
+    #[test]
+    fn a_remembered_image_answer_is_the_grammar_s() {
+        // Asked twice (the second answer from the memo), and past the memo's size.
+        let long = format!("ghcr.io/acme/{}", "a".repeat(600));
+        for _ in 0..2 {
+            for (image, accepted) in [
+                ("busybox", true),
+                ("ghcr.io/acme/train:v1", true),
+                ("Upper/Case", false),
+                ("a b", false),
+                ("", false),
+                // Longer than a name may be (255), and than the memo keeps.
+                (long.as_str(), false),
+                ("registry:5000/x@sha256:short", false),
+            ] {
+                assert_eq!(image_reference_accepted(image), accepted, "{image}");
+            }
+        }
+        for n in 0..1100 {
+            assert!(image_reference_accepted(&format!("acme/train:{n}")));
+        }
+        assert!(!image_reference_accepted("Upper/Case"));
     }
 
     #[test]
