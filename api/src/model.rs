@@ -509,28 +509,36 @@ fn slashed_seat(job: &mut JobRow, node: u64, amount: &str) -> bool {
 /// spec workers run, else the bytes as text.
 type PostedSpec = (Option<serde_json::Value>, Option<String>);
 
-/// Posted specs already read, by their bytes. Reading one parses it three times and checks
-/// its image reference with `oci-spec`'s regex, a tenth of the projection's time, and a
-/// range of blocks often posts one spec many times (a submitter's batch of jobs). Only the
-/// last [`Specs::KEPT`] distinct specs are kept.
+/// Posted specs read, by their bytes. Reading one parses it three times and checks its
+/// image reference, a third of a fold's time: a range's postings are read before its fold
+/// ([`Specs::add`], off the store's path: `store::prepare`), each distinct spec once, and
+/// each posting then takes its copy (the last one takes it out). A spec not added is read
+/// when its posting is folded.
 #[derive(Debug, Default)]
 pub struct Specs {
-    read: std::collections::HashMap<alloy::primitives::Bytes, PostedSpec>,
+    read: std::collections::HashMap<alloy::primitives::Bytes, (PostedSpec, usize)>,
 }
 
 impl Specs {
-    const KEPT: usize = 256;
+    /// Reads `bytes` (once, however many postings add it) for a posting to take.
+    pub fn add(&mut self, bytes: &alloy::primitives::Bytes) {
+        self.read
+            .entry(bytes.clone())
+            .or_insert_with(|| (read_spec(bytes), 0))
+            .1 += 1;
+    }
 
     fn read(&mut self, bytes: &alloy::primitives::Bytes) -> PostedSpec {
-        if let Some(read) = self.read.get(bytes) {
-            return read.clone();
+        if let Some((spec, postings)) = self.read.get_mut(bytes)
+            && *postings > 1
+        {
+            *postings -= 1;
+            return spec.clone();
         }
-        let read = read_spec(bytes);
-        if self.read.len() >= Self::KEPT {
-            self.read.clear();
+        match self.read.remove(bytes) {
+            Some((spec, _)) => spec,
+            None => read_spec(bytes),
         }
-        self.read.insert(bytes.clone(), read.clone());
-        read
     }
 }
 
