@@ -28,7 +28,7 @@ use std::time::{Duration, Instant};
 
 use alloy::primitives::{Address, B256, Bytes, U256, aliases::U40, aliases::U96};
 use gantry_api::http::{AppState, HttpConfig, router};
-use gantry_api::project::{MAX_BATCH_BLOCKS, MAX_BATCH_EVENTS, Pipeline, Progress, Range};
+use gantry_api::project::{MAX_BATCH_BLOCKS, MAX_BATCH_EVENTS, Progress};
 use gantry_api::store::{CommittedBlock, Store};
 use gantry_protocol::bindings::{JobMarket, NodeRegistry};
 use gantry_protocol::eligibility::Requirements;
@@ -64,39 +64,24 @@ fn main() {
         .expect("server runtime");
     let dir = tempfile::tempdir().expect("temporary directory");
     let sqlite = |name: &str| format!("sqlite://{}", dir.path().join(name).display());
-    // The baseline: the same ranges applied one after the other (each read, then
-    // written), into a database of its own.
-    let sequential = server.block_on(async {
-        let store = Store::open(&sqlite("sequential.db")).await.expect("store");
-        project(&store, "SQLite", Mode::Sequential).await
-    });
     let store = server
         .block_on(Store::open(&sqlite("bench.db")))
         .expect("store");
-    let projection = server.block_on(project(&store, "SQLite", Mode::Pipelined));
-    // The same chain into PostgreSQL (the store at scale), a server started here on a
-    // free port for each.
-    let on_postgres = |mode| {
-        let postgres = gantry_testkit::Postgres::start().expect("postgres starts");
-        server.block_on(async {
-            let store = Store::open(&postgres.url()).await.expect("postgres store");
-            project(&store, "PostgreSQL", mode).await
-        })
-    };
-    let postgres_sequential = on_postgres(Mode::Sequential);
-    let on_postgres = on_postgres(Mode::Pipelined);
+    let projection = server.block_on(project(&store, "SQLite"));
+    // The same chain into PostgreSQL (the store at scale), started here on a free port.
+    let postgres = gantry_testkit::Postgres::start().expect("postgres starts");
+    let on_postgres = server.block_on(async {
+        let store = Store::open(&postgres.url()).await.expect("postgres store");
+        project(&store, "PostgreSQL").await
+    });
+    drop(postgres);
     let ratio = |a: f64, b: f64| round(a / b, 3);
     let projection_json = serde_json::json!({
         "projection_events_per_s": round(projection.events_per_s, 0),
-        "projection_sequential_events_per_s": round(sequential.events_per_s, 0),
-        "projection_vs_sequential": ratio(projection.events_per_s, sequential.events_per_s),
         "projection_cpu_us_per_event": round(projection.cpu_per_event, 1),
         "projection_per_block_events_per_s": round(projection.per_block, 0),
         "projection_bytes_per_event": round(projection.bytes_per_event, 0),
         "projection_postgres_events_per_s": round(on_postgres.events_per_s, 0),
-        "projection_postgres_sequential_events_per_s": round(postgres_sequential.events_per_s, 0),
-        "projection_postgres_vs_sequential":
-            ratio(on_postgres.events_per_s, postgres_sequential.events_per_s),
         "projection_postgres_client_cpu_us_per_event": round(on_postgres.cpu_per_event, 1),
         "projection_postgres_per_block_events_per_s": round(on_postgres.per_block, 0),
     });
@@ -181,19 +166,9 @@ struct Projection {
 
 /// Applies the synthetic chain, timing only the store: the first 100 blocks one
 /// transaction each (`Store::apply_block`, as the projection does live), the rest in
-/// ranges cut as the projector cuts them (`MAX_BATCH_BLOCKS`, `MAX_BATCH_EVENTS`) through
-/// its `Pipeline` (as it does while catching up: a range read while the one before is
-/// written).
-/// How the catching-up ranges are applied.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Mode {
-    /// As the projector does: the next range read while the one before is written.
-    Pipelined,
-    /// The baseline: each range read, then written (`Store::apply_blocks`).
-    Sequential,
-}
-
-async fn project(store: &Store, database: &str, mode: Mode) -> Projection {
+/// ranges cut as the projector cuts them while catching up (`MAX_BATCH_BLOCKS`,
+/// `MAX_BATCH_EVENTS`), a transaction each (`Store::apply_blocks`).
+async fn project(store: &Store, database: &str) -> Projection {
     let blocks = synthetic_chain();
     let count = |blocks: &[(Vec<EventEnvelope>, BlockCommit)]| -> usize {
         blocks.iter().map(|(events, _)| events.len()).sum()
@@ -208,7 +183,7 @@ async fn project(store: &Store, database: &str, mode: Mode) -> Projection {
     }
     let per_block = count(live) as f64 / started.elapsed().as_secs_f64();
     // The ranges as the projector cuts them (made before the clock starts).
-    let mut ranges: Vec<Range> = vec![Vec::new()];
+    let mut ranges: Vec<Vec<(Vec<EventEnvelope>, BlockCommit, u64)>> = vec![Vec::new()];
     for (i, (events, commit)) in catching_up.iter().enumerate() {
         let range = ranges.last_mut().expect("a range");
         range.push((events.clone(), commit.clone(), (live.len() + i) as u64 + 1));
@@ -220,29 +195,22 @@ async fn project(store: &Store, database: &str, mode: Mode) -> Projection {
     let range_count = ranges.iter().filter(|range| !range.is_empty()).count();
     let started = Instant::now();
     let cpu = cpu_time::ProcessTime::now();
-    let mut pipeline = Pipeline::new(store.clone());
-    for range in ranges.into_iter().filter(|range| !range.is_empty()) {
-        match mode {
-            Mode::Pipelined => drop(pipeline.push(range).await.expect("apply blocks")),
-            Mode::Sequential => {
-                let blocks: Vec<CommittedBlock<'_>> = range
-                    .iter()
-                    .map(|(events, commit, seq)| CommittedBlock {
-                        events,
-                        commit,
-                        seq: *seq,
-                    })
-                    .collect();
-                store.apply_blocks(&blocks).await.expect("apply blocks");
-            }
-        }
+    for range in ranges.iter().filter(|range| !range.is_empty()) {
+        let blocks: Vec<CommittedBlock<'_>> = range
+            .iter()
+            .map(|(events, commit, seq)| CommittedBlock {
+                events,
+                commit,
+                seq: *seq,
+            })
+            .collect();
+        store.apply_blocks(&blocks).await.expect("apply blocks");
     }
-    pipeline.finish().await.expect("apply blocks");
     let elapsed = started.elapsed();
     let cpu_per_event = cpu.elapsed().as_secs_f64() * 1e6 / count(catching_up) as f64;
     let events_per_s = count(catching_up) as f64 / elapsed.as_secs_f64();
     println!(
-        "projection into {database} ({mode:?}): {} events in {} blocks; a transaction a block {per_block:.0} events/s, \
+        "projection into {database}: {} events in {} blocks; a transaction a block {per_block:.0} events/s, \
          catching up ({range_count} transactions) {events_per_s:.0} events/s, {:.0} blocks/s, \
          {cpu_per_event:.1} µs of this process's CPU an event",
         count(&blocks),

@@ -510,10 +510,10 @@ fn slashed_seat(job: &mut JobRow, node: u64, amount: &str) -> bool {
 type PostedSpec = (Option<serde_json::Value>, Option<String>);
 
 /// Posted specs read, by their bytes. Reading one parses it three times and checks its
-/// image reference, a third of a fold's time: a range's postings are read before its fold
-/// ([`Specs::add`], off the store's path: `store::prepare`), each distinct spec once, and
-/// each posting then takes its copy (the last one takes it out). A spec not added is read
-/// when its posting is folded.
+/// image reference, a third of a fold's time with distinct specs: a range's postings are
+/// read before its fold ([`Specs::add`]), each distinct spec once, and each posting then
+/// takes its copy (the last one takes it out). A spec not added is read when its posting
+/// is folded.
 #[derive(Debug, Default)]
 pub struct Specs {
     read: std::collections::HashMap<alloy::primitives::Bytes, (PostedSpec, usize)>,

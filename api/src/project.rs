@@ -10,12 +10,6 @@
 //! block again rather than past it), [`Progress::stalled`] names the missing block
 //! (`/readyz` answers 503), the runtime's `StreamReport` logs and counts it, and the
 //! projection goes on by itself once the block is published again whole.
-//!
-//! Catching up, blocks are applied in ranges through a [`Pipeline`]: the next range's
-//! events are read (typed, their specs parsed) while the store writes the range before,
-//! so that the fold's CPU and the database's overlap; every other step (a block read when
-//! the stream is idle, a retraction, a finality watermark, shutdown) first waits for the
-//! range in flight.
 
 use std::time::Duration;
 
@@ -31,7 +25,7 @@ use gantry_runtime::nats::{NatsError, wait_for_stream};
 use tokio_util::sync::CancellationToken;
 
 use crate::live::{BlockInfo, Live, LiveEvent};
-use crate::store::{Applied, CommittedBlock, Store, StoreError};
+use crate::store::{CommittedBlock, Store, StoreError};
 
 /// Why the projection stopped.
 #[derive(Debug, thiserror::Error)]
@@ -156,14 +150,13 @@ pub async fn run(
     let mut report = StreamReport::new("api");
     // Blocks read while more messages wait (catching up) are applied together, in one
     // transaction; once no message waits (live), each block as it comes.
-    let mut pending: Range = Vec::new();
-    let mut pipeline = Pipeline::new(store.clone());
+    let mut pending: Vec<(Vec<EventEnvelope>, BlockCommit, u64)> = Vec::new();
     loop {
         let read = match reader.next_ready() {
             Some(read) => Some(read),
             None => {
-                if !pending.is_empty() || pipeline.in_flight() {
-                    apply(&mut pipeline, &mut pending, &progress, &live).await?;
+                if !pending.is_empty() {
+                    apply(&store, &mut pending, &progress, &live).await?;
                     progress.send_modify(|p| p.idle = assembler.is_idle());
                 }
                 tokio::select! {
@@ -175,7 +168,7 @@ pub async fn run(
         let (seq, decoded) = match read {
             Some(Ok(message)) => message,
             Some(Err(ReadError::Nats(e))) => {
-                apply(&mut pipeline, &mut pending, &progress, &live).await?;
+                apply(&store, &mut pending, &progress, &live).await?;
                 tracing::warn!(error = %e, "chain stream");
                 tokio::time::sleep(Duration::from_millis(200)).await;
                 continue;
@@ -190,7 +183,7 @@ pub async fn run(
         let pushed = match assembler.push(decoded) {
             Ok(pushed) => pushed,
             Err(refused) => {
-                apply(&mut pipeline, &mut pending, &progress, &live).await?;
+                apply(&store, &mut pending, &progress, &live).await?;
                 report.refused(seq, &refused, assembler.stall());
                 progress.send_modify(|p| {
                     p.read = seq;
@@ -205,15 +198,11 @@ pub async fn run(
                 pending.push((events, commit, seq));
                 let events: usize = pending.iter().map(|(events, _, _)| events.len()).sum();
                 if pending.len() >= MAX_BATCH_BLOCKS || events >= MAX_BATCH_EVENTS {
-                    // Catching up: this range is read while the one before is written.
-                    let range = std::mem::take(&mut pending);
-                    if let Some(written) = pipeline.push(range).await? {
-                        publish(&store, written, &progress, &live).await?;
-                    }
+                    apply(&store, &mut pending, &progress, &live).await?;
                 }
             }
             Assembled::Retracted(retraction) => {
-                apply(&mut pipeline, &mut pending, &progress, &live).await?;
+                apply(&store, &mut pending, &progress, &live).await?;
                 store.retract(&retraction, seq).await?;
                 crate::metrics::retractions();
                 progress.send_modify(|p| p.checkpoint = seq);
@@ -222,7 +211,7 @@ pub async fn run(
                 });
             }
             Assembled::Final(_) => {
-                apply(&mut pipeline, &mut pending, &progress, &live).await?;
+                apply(&store, &mut pending, &progress, &live).await?;
                 // Only with nothing buffered or missing: the checkpoint must not pass
                 // unapplied events, nor a damaged block (a restart would read past it).
                 if assembler.is_idle() {
@@ -234,7 +223,7 @@ pub async fn run(
         report.settled(seq, assembler.stall());
         progress.send_modify(|p| {
             p.read = seq;
-            p.idle = assembler.is_idle() && pending.is_empty() && !pipeline.in_flight();
+            p.idle = assembler.is_idle() && pending.is_empty();
             p.stalled = assembler.stall().map(|s| s.missing);
         });
     }
@@ -244,45 +233,34 @@ pub async fn run(
 pub const MAX_BATCH_BLOCKS: usize = 256;
 pub const MAX_BATCH_EVENTS: usize = 4_096;
 
-/// Applies the blocks read (in one transaction) after the range in flight, then tells the
-/// live feed what each changed, block by block.
+/// Applies the blocks read (in one transaction), then tells the live feed what each
+/// changed, block by block.
 async fn apply(
-    pipeline: &mut Pipeline,
-    pending: &mut Range,
-    progress: &tokio::sync::watch::Sender<Progress>,
-    live: &Live,
-) -> Result<(), ProjectError> {
-    let store = pipeline.store.clone();
-    if !pending.is_empty()
-        && let Some(written) = pipeline.push(std::mem::take(pending)).await?
-    {
-        publish(&store, written, progress, live).await?;
-    }
-    if let Some(written) = pipeline.finish().await? {
-        publish(&store, written, progress, live).await?;
-    }
-    Ok(())
-}
-
-/// Moves the progress to a written range's last block and tells the live feed what each
-/// of its blocks changed.
-async fn publish(
     store: &Store,
-    written: Written,
+    pending: &mut Vec<(Vec<EventEnvelope>, BlockCommit, u64)>,
     progress: &tokio::sync::watch::Sender<Progress>,
     live: &Live,
 ) -> Result<(), ProjectError> {
-    let Written { range, applied } = written;
-    let events: usize = range.iter().map(|(events, _, _)| events.len()).sum();
-    crate::metrics::events_projected(events);
-    let Some((_, last, seq)) = range.last() else {
+    if pending.is_empty() {
         return Ok(());
-    };
+    }
+    let blocks: Vec<CommittedBlock<'_>> = pending
+        .iter()
+        .map(|(events, commit, seq)| CommittedBlock {
+            events,
+            commit,
+            seq: *seq,
+        })
+        .collect();
+    let applied = store.apply_blocks(&blocks).await?;
+    let events: usize = pending.iter().map(|(events, _, _)| events.len()).sum();
+    crate::metrics::events_projected(events);
+    let (_, last, seq) = pending.last().expect("not empty");
     progress.send_modify(|p| {
         p.checkpoint = *seq;
         p.block = last.block_number;
     });
-    for (applied, (_, commit, _)) in applied.into_iter().zip(range.iter()) {
+    for (applied, (_, commit, _)) in applied.into_iter().zip(pending.iter()) {
         for row in applied.jobs.into_values() {
             live.send(LiveEvent::Job(Box::new(row)));
         }
@@ -300,87 +278,6 @@ async fn publish(
             timestamp: commit.block_timestamp,
         }));
     }
+    pending.clear();
     Ok(())
-}
-
-/// Committed blocks as the projector holds them: each block's events, its commit and the
-/// commit's stream sequence, in order.
-pub type Range = Vec<(Vec<EventEnvelope>, BlockCommit, u64)>;
-
-/// A range the store has applied, and what each of its blocks changed.
-#[derive(Debug)]
-pub struct Written {
-    pub range: Range,
-    pub applied: Vec<Applied>,
-}
-
-/// Applies ranges of blocks in order, one transaction each ([`Store::apply_prepared`]),
-/// each range's events read ([`crate::store::prepare`], on the blocking pool) while the
-/// range before is written: the fold's reading and the database's work overlap, one range
-/// apart. At most one range is in flight; dropping the pipeline leaves it to finish on its
-/// own (its transaction commits or rolls back whole).
-#[derive(Debug)]
-pub struct Pipeline {
-    store: Store,
-    in_flight: Option<tokio::task::JoinHandle<Result<Written, StoreError>>>,
-}
-
-impl Pipeline {
-    pub fn new(store: Store) -> Self {
-        Self {
-            store,
-            in_flight: None,
-        }
-    }
-
-    /// Whether a range is being written.
-    pub fn in_flight(&self) -> bool {
-        self.in_flight.is_some()
-    }
-
-    /// Reads `range`'s events while the range in flight is written, waits for that one
-    /// and starts writing `range`. Returns the range that was in flight, written.
-    pub async fn push(&mut self, range: Range) -> Result<Option<Written>, StoreError> {
-        let (range, prepared) = tokio::task::spawn_blocking(move || {
-            let prepared = crate::store::prepare(&committed(&range));
-            (range, prepared)
-        })
-        .await
-        .map_err(joined)?;
-        let prepared = prepared?;
-        let before = self.finish().await?;
-        let store = self.store.clone();
-        self.in_flight = Some(tokio::spawn(async move {
-            let applied = store.apply_prepared(&committed(&range), prepared).await?;
-            Ok(Written { range, applied })
-        }));
-        Ok(before)
-    }
-
-    /// Waits for the range in flight, if any, and returns it written.
-    pub async fn finish(&mut self) -> Result<Option<Written>, StoreError> {
-        match self.in_flight.take() {
-            Some(task) => task.await.map_err(joined)?.map(Some),
-            None => Ok(None),
-        }
-    }
-}
-
-fn committed(range: &Range) -> Vec<CommittedBlock<'_>> {
-    range
-        .iter()
-        .map(|(events, commit, seq)| CommittedBlock {
-            events,
-            commit,
-            seq: *seq,
-        })
-        .collect()
-}
-
-/// A task of the pipeline that did not return: its panic goes on in the caller.
-fn joined(error: tokio::task::JoinError) -> StoreError {
-    match error.try_into_panic() {
-        Ok(panic) => std::panic::resume_unwind(panic),
-        Err(error) => StoreError::Interrupted(error.to_string()),
-    }
 }

@@ -63,8 +63,6 @@ pub enum StoreError {
     Superseded(u64),
     #[error("stored row: {0}")]
     Corrupt(String),
-    #[error("the projection's write was stopped before it ended: {0}")]
-    Interrupted(String),
 }
 
 /// The projection's database.
@@ -355,23 +353,29 @@ impl Store {
         &self,
         blocks: &[CommittedBlock<'_>],
     ) -> Result<Vec<Applied>, StoreError> {
-        self.apply_prepared(blocks, prepare(blocks)?).await
-    }
-
-    /// [`Store::apply_blocks`], with the blocks' events read already ([`prepare`]d from
-    /// these blocks).
-    pub async fn apply_prepared(
-        &self,
-        blocks: &[CommittedBlock<'_>],
-        prepared: Prepared,
-    ) -> Result<Vec<Applied>, StoreError> {
         let (Some(first), Some(last)) = (blocks.first(), blocks.last()) else {
             return Ok(Vec::new());
         };
-        let Prepared {
-            typed: typed_blocks,
-            specs,
-        } = prepared;
+        // Every event read once, each posting's spec too (a distinct spec once).
+        let mut specs = Specs::default();
+        let typed_blocks: Vec<Vec<GantryEvent>> = blocks
+            .iter()
+            .map(|block| {
+                block
+                    .events
+                    .iter()
+                    .map(|event| {
+                        let typed = typed(event)?;
+                        if let GantryEvent::Market(JobMarket::JobMarketEvents::JobPosted(e)) =
+                            &typed
+                        {
+                            specs.add(&e.spec);
+                        }
+                        Ok(typed)
+                    })
+                    .collect::<Result<_, StoreError>>()
+            })
+            .collect::<Result<_, _>>()?;
         // The jobs the events name, fetched together.
         let jobs: std::collections::BTreeSet<u64> =
             typed_blocks.iter().flatten().filter_map(job_of).collect();
@@ -1111,39 +1115,6 @@ fn failure_reports_read(json: &str) -> Result<String, StoreError> {
     with_failure_reports(&mut attempts, &reports);
     detail.insert("attemptRows".into(), serde_json::to_value(attempts)?);
     Ok(serde_json::to_string(&detail)?)
-}
-
-/// A range of blocks' events as a fold reads them, read before it (no database: a
-/// projector prepares the next range while the store writes the one before).
-#[derive(Debug)]
-pub struct Prepared {
-    /// Each block's events, typed.
-    typed: Vec<Vec<GantryEvent>>,
-    /// The specs their postings name, read.
-    specs: Specs,
-}
-
-/// Reads `blocks`' events for [`Store::apply_prepared`]: each event typed, each
-/// posting's spec read (a distinct spec once).
-pub fn prepare(blocks: &[CommittedBlock<'_>]) -> Result<Prepared, StoreError> {
-    let mut specs = Specs::default();
-    let typed = blocks
-        .iter()
-        .map(|block| {
-            block
-                .events
-                .iter()
-                .map(|event| {
-                    let typed = typed(event)?;
-                    if let GantryEvent::Market(JobMarket::JobMarketEvents::JobPosted(e)) = &typed {
-                        specs.add(&e.spec);
-                    }
-                    Ok(typed)
-                })
-                .collect::<Result<_, StoreError>>()
-        })
-        .collect::<Result<_, _>>()?;
-    Ok(Prepared { typed, specs })
 }
 
 /// A committed block as [`Store::apply_blocks`] takes it: its events, its commit and the
