@@ -63,10 +63,8 @@ fn main() {
         .build()
         .expect("server runtime");
     let dir = tempfile::tempdir().expect("temporary directory");
-    let sqlite = |name: &str| format!("sqlite://{}", dir.path().join(name).display());
-    let store = server
-        .block_on(Store::open(&sqlite("bench.db")))
-        .expect("store");
+    let url = format!("sqlite://{}", dir.path().join("bench.db").display());
+    let store = server.block_on(Store::open(&url)).expect("store");
     let projection = server.block_on(project(&store, "SQLite"));
     // The same chain into PostgreSQL (the store at scale), started here on a free port.
     let postgres = gantry_testkit::Postgres::start().expect("postgres starts");
@@ -110,7 +108,7 @@ fn main() {
     let store_only = server.block_on(store_by_id(&store));
 
     let by_id = &http.by_id;
-    let json = serde_json::json!({
+    let mut json = serde_json::json!({
         "bench": "api_http",
         "by_id_rps": round(by_id.rps, 0),
         "by_id_p50_ms": round(by_id.p50_ms, 3),
@@ -132,7 +130,6 @@ fn main() {
         "jobs": JOBS,
         "connections": CONNECTIONS,
     });
-    let mut json = json;
     json.as_object_mut()
         .expect("an object")
         .extend(projection_json.as_object().expect("an object").clone());
@@ -183,28 +180,25 @@ async fn project(store: &Store, database: &str) -> Projection {
     }
     let per_block = count(live) as f64 / started.elapsed().as_secs_f64();
     // The ranges as the projector cuts them (made before the clock starts).
-    let mut ranges: Vec<Vec<(Vec<EventEnvelope>, BlockCommit, u64)>> = vec![Vec::new()];
+    let mut ranges: Vec<Vec<CommittedBlock<'_>>> = vec![Vec::new()];
     for (i, (events, commit)) in catching_up.iter().enumerate() {
         let range = ranges.last_mut().expect("a range");
-        range.push((events.clone(), commit.clone(), (live.len() + i) as u64 + 1));
-        let held: usize = range.iter().map(|(events, _, _)| events.len()).sum();
+        range.push(CommittedBlock {
+            events,
+            commit,
+            seq: (live.len() + i) as u64 + 1,
+        });
+        let held: usize = range.iter().map(|block| block.events.len()).sum();
         if range.len() >= MAX_BATCH_BLOCKS || held >= MAX_BATCH_EVENTS {
             ranges.push(Vec::new());
         }
     }
-    let range_count = ranges.iter().filter(|range| !range.is_empty()).count();
+    ranges.retain(|range| !range.is_empty());
+    let range_count = ranges.len();
     let started = Instant::now();
     let cpu = cpu_time::ProcessTime::now();
-    for range in ranges.iter().filter(|range| !range.is_empty()) {
-        let blocks: Vec<CommittedBlock<'_>> = range
-            .iter()
-            .map(|(events, commit, seq)| CommittedBlock {
-                events,
-                commit,
-                seq: *seq,
-            })
-            .collect();
-        store.apply_blocks(&blocks).await.expect("apply blocks");
+    for blocks in &ranges {
+        store.apply_blocks(blocks).await.expect("apply blocks");
     }
     let elapsed = started.elapsed();
     let cpu_per_event = cpu.elapsed().as_secs_f64() * 1e6 / count(catching_up) as f64;

@@ -77,7 +77,7 @@ pub struct Store {
     /// Jobs' documents kept ready (`documents.rs`): forgotten after each commit that may
     /// change them.
     documents: std::sync::Arc<Documents>,
-    /// SQLite: the WAL's checkpointer, woken after each range the projection commits.
+    /// SQLite: the WAL's checkpointer, woken after each commit of the chain projection.
     checkpoints: Option<Checkpoints>,
 }
 
