@@ -20,7 +20,7 @@ use alloy::primitives::{Address, B256, U256};
 use gantry_protocol::api::{
     AccountRow, AttemptFault, AttemptOutcome, AttemptRow, ChargeCause, ChargeRow, Completion,
     DisputeOutcome, DisputeRow, Failure, HeldStake, JobPolicy, JobRow, NodeRow, RefereesRow,
-    RequirementsRow, SeatRow, StateWords, TermsWords, VerificationRow,
+    RequirementsRow, SeatRow, SpecJson, StateWords, TermsWords, VerificationRow,
 };
 use gantry_protocol::bindings::JobMarket::{self, JobMarketEvents as M};
 use gantry_protocol::bindings::NodeRegistry::{self, NodeRegistryEvents as R};
@@ -507,7 +507,7 @@ fn slashed_seat(job: &mut JobRow, node: u64, amount: &str) -> bool {
 
 /// A posted spec as a job's row shows it: `(spec, spec_text)`, the object when it is a
 /// spec workers run, else the bytes as text.
-type PostedSpec = (Option<serde_json::Value>, Option<String>);
+type PostedSpec = (Option<SpecJson>, Option<String>);
 
 /// Posted specs read, by their bytes. Reading one parses it three times and checks its
 /// image reference, a third of a fold's time with distinct specs: a range's postings are
@@ -545,10 +545,12 @@ impl Specs {
 /// The spec as an object only when it is one workers run (no key given twice, no unknown
 /// field: what JSON parsing alone would let through and show differently).
 fn read_spec(bytes: &[u8]) -> PostedSpec {
-    let valid = gantry_protocol::spec::JobSpec::from_slice(bytes).is_ok();
-    match serde_json::from_slice::<serde_json::Value>(bytes) {
-        Ok(value) if valid => (Some(value), None),
-        _ => (None, Some(String::from_utf8_lossy(bytes).into_owned())),
+    let spec = gantry_protocol::spec::JobSpec::from_slice(bytes)
+        .ok()
+        .and_then(|_| SpecJson::from_posted(bytes));
+    match spec {
+        Some(spec) => (Some(spec), None),
+        None => (None, Some(String::from_utf8_lossy(bytes).into_owned())),
     }
 }
 

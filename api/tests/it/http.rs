@@ -258,7 +258,7 @@ async fn the_read_api_answers_and_refuses_bad_input_by_name() {
     );
     assert_eq!(
         listed.job.runs.as_deref(),
-        job.job.spec.as_ref().unwrap()["image"].as_str()
+        job.job.spec.as_ref().unwrap().to_value()["image"].as_str()
     );
     let payout = job.job.payout.clone().expect("paid");
     assert_eq!(job.timeline.first().unwrap().name, "JobPosted");
@@ -292,7 +292,10 @@ async fn the_read_api_answers_and_refuses_bad_input_by_name() {
         .await
         .job;
     assert_eq!(open.status.as_str(), "open");
-    assert_eq!(open.spec.as_ref().expect("a JSON spec")["version"], 1);
+    assert_eq!(
+        open.spec.as_ref().expect("a JSON spec").to_value()["version"],
+        1
+    );
     let posted = chain.job(JOB_REJECTED).await;
     assert_eq!(
         open.requirements,

@@ -125,10 +125,10 @@ pub struct JobRow {
     pub max_runtime: u64,
     pub spec_hash: String,
     /// The spec as posted, when it is one workers run (`JobSpec::from_slice` takes it: an
-    /// object, no key given twice); none otherwise. Its keys are not in the posted order:
+    /// object, no key given twice); none otherwise. Its JSON text (see [`SpecJson`]);
     /// `specHash` is over the posted bytes (in the job's `JobPosted`).
     #[cfg_attr(feature = "openapi", schema(value_type = Option<Object>))]
-    pub spec: Option<serde_json::Value>,
+    pub spec: Option<SpecJson>,
     /// The posted bytes as text (invalid UTF-8 replaced), only when they are not a spec.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub spec_text: Option<String>,
@@ -208,12 +208,117 @@ impl JobRow {
     /// the posted bytes, to check against `specHash`, are in the job's `JobPosted`).
     pub fn spec_text(&self) -> String {
         match (&self.spec, &self.spec_text) {
-            (Some(value), _) => value.to_string(),
+            (Some(spec), _) => spec.get().to_owned(),
             (None, Some(text)) => text.clone(),
             (None, None) => String::new(),
         }
     }
 }
+
+/// A job's spec as JSON text rather than a parsed tree: the API stores it inside the
+/// job's row as posted (its keys in the posted order) and serves it as it is, so a row is
+/// written, read and cloned without a tree of the spec's every key. (A document
+/// PostgreSQL builds shows it as `jsonb` writes it: keys in its own order.)
+#[derive(Debug, Clone, Serialize)]
+#[serde(transparent)]
+pub struct SpecJson(Box<serde_json::value::RawValue>);
+
+/// Read as `serde_json` reads a raw value, its text taken as it lies (a row read from
+/// JSON text, or from a `serde_json::Value`), and also where serde buffers the value
+/// first (a row inside a `#[serde(flatten)]`, as [`JobDetail`] holds it), which a raw
+/// value's own reading refuses: there the value is read as a tree and written back.
+impl<'de> Deserialize<'de> for SpecJson {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        use serde::de::{Error, MapAccess, Visitor};
+        /// `serde_json`'s name for its raw values: a deserializer that keeps text asks
+        /// the visitor to take a map of this one key, the text its value.
+        const RAW: &str = "$serde_json::private::RawValue";
+        struct Raw;
+        impl<'de> Visitor<'de> for Raw {
+            type Value = SpecJson;
+
+            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                f.write_str("any JSON value")
+            }
+
+            fn visit_map<M: MapAccess<'de>>(self, mut map: M) -> Result<SpecJson, M::Error> {
+                match map.next_key::<String>()?.as_deref() {
+                    Some(RAW) => {}
+                    _ => return Err(M::Error::custom("a spec's JSON text")),
+                }
+                let text: String = map.next_value()?;
+                serde_json::value::RawValue::from_string(text)
+                    .map(SpecJson)
+                    .map_err(M::Error::custom)
+            }
+
+            fn visit_newtype_struct<D: serde::Deserializer<'de>>(
+                self,
+                deserializer: D,
+            ) -> Result<SpecJson, D::Error> {
+                let value = serde_json::Value::deserialize(deserializer)?;
+                serde_json::value::to_raw_value(&value)
+                    .map(SpecJson)
+                    .map_err(D::Error::custom)
+            }
+        }
+        deserializer.deserialize_newtype_struct(RAW, Raw)
+    }
+}
+
+impl SpecJson {
+    /// The posted bytes, when they are one JSON value (as UTF-8 text).
+    pub fn from_posted(bytes: &[u8]) -> Option<Self> {
+        let text = std::str::from_utf8(bytes).ok()?;
+        serde_json::value::RawValue::from_string(text.to_owned())
+            .ok()
+            .map(Self)
+    }
+
+    /// The JSON text.
+    pub fn get(&self) -> &str {
+        self.0.get()
+    }
+
+    /// The spec as a JSON tree.
+    pub fn to_value(&self) -> serde_json::Value {
+        serde_json::from_str(self.get()).expect("a raw value is JSON")
+    }
+
+    /// What runs the job as its `engine` says: the image, or the WASM module's URI (when
+    /// it is a string).
+    fn runs(&self, engine: &str) -> Option<String> {
+        #[derive(Deserialize)]
+        struct Runs {
+            image: Option<serde_json::Value>,
+            wasm: Option<Wasm>,
+        }
+        #[derive(Deserialize)]
+        struct Wasm {
+            module: Option<Module>,
+        }
+        #[derive(Deserialize)]
+        struct Module {
+            uri: Option<serde_json::Value>,
+        }
+        let runs: Runs = serde_json::from_str(self.get()).ok()?;
+        let text = match engine {
+            "wasm" => runs.wasm?.module?.uri?,
+            _ => runs.image?,
+        };
+        text.as_str().map(str::to_owned)
+    }
+}
+
+/// The same JSON value, whatever the keys' order and the whitespace (a database's JSON
+/// type may write it back in its own order).
+impl PartialEq for SpecJson {
+    fn eq(&self, other: &Self) -> bool {
+        self.get() == other.get() || self.to_value() == other.to_value()
+    }
+}
+
+impl Eq for SpecJson {}
 
 /// What a job asks of its node (`JobRequirements`), as posted.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -929,14 +1034,8 @@ pub struct JobBrief {
 
 impl From<&JobRow> for JobBrief {
     fn from(row: &JobRow) -> Self {
-        let spec = row.spec.as_ref();
-        let text =
-            |value: Option<&serde_json::Value>| value.and_then(|v| v.as_str()).map(str::to_owned);
         // As the terms say what runs it (the list's engine column).
-        let runs = match row.engine.as_str() {
-            "wasm" => text(spec.and_then(|s| s.pointer("/wasm/module/uri"))),
-            _ => text(spec.and_then(|s| s.get("image"))),
-        };
+        let runs = row.spec.as_ref().and_then(|spec| spec.runs(&row.engine));
         Self {
             job_id: row.job_id,
             submitter: row.submitter.clone(),
@@ -1180,6 +1279,58 @@ mod tests {
                 .contains("gantry node topup"),
             "{json}"
         );
+    }
+
+    #[test]
+    fn a_spec_is_kept_as_posted_and_read_back_from_text_a_tree_and_a_flattened_row() {
+        let posted = br#" {"version":1,"image":"busybox","env":{"B":"2","A":"1"}} "#;
+        let spec = SpecJson::from_posted(posted).expect("JSON");
+        // The posted text, its keys in the posted order, trimmed.
+        assert_eq!(
+            spec.get(),
+            r#"{"version":1,"image":"busybox","env":{"B":"2","A":"1"}}"#
+        );
+        // Equal as JSON values, whatever the order of their keys.
+        let reordered = br#"{"env":{"A":"1","B":"2"},"image":"busybox","version":1}"#;
+        assert_eq!(SpecJson::from_posted(reordered).as_ref(), Some(&spec));
+        let other = br#"{"env":{"A":"1","B":"3"},"image":"busybox","version":1}"#;
+        assert_ne!(SpecJson::from_posted(other).as_ref(), Some(&spec));
+        assert!(SpecJson::from_posted(b"{\"a\":").is_none());
+        assert!(SpecJson::from_posted(b"\xff").is_none());
+        let row = JobRow {
+            spec: Some(spec.clone()),
+            engine: "docker".into(),
+            ..JobRow::default()
+        };
+        let text = serde_json::to_string(&row).unwrap();
+        assert!(text.contains(r#""spec":{"version":1,"image":"busybox","env":{"B":"2","A":"1"}}"#));
+        // From JSON text (how the API reads its rows): the same text.
+        let read: JobRow = serde_json::from_str(&text).unwrap();
+        assert_eq!(read, row);
+        // From a tree, and inside a detail (flattened: serde buffers it): the same value.
+        let tree: JobRow = serde_json::from_value(serde_json::to_value(&row).unwrap()).unwrap();
+        assert_eq!(tree.spec.unwrap().to_value(), spec.to_value());
+        let detail = JobDetail {
+            job: row.clone(),
+            ..JobDetail::default()
+        };
+        let again: JobDetail =
+            serde_json::from_str(&serde_json::to_string(&detail).unwrap()).unwrap();
+        assert_eq!(again.job.spec.unwrap().to_value(), spec.to_value());
+        // What runs it, for the list.
+        assert_eq!(JobBrief::from(&row).runs.as_deref(), Some("busybox"));
+        let wasm = JobRow {
+            spec: SpecJson::from_posted(br#"{"wasm":{"module":{"uri":"ipfs://m"}},"image":""}"#),
+            engine: "wasm".into(),
+            ..JobRow::default()
+        };
+        assert_eq!(JobBrief::from(&wasm).runs.as_deref(), Some("ipfs://m"));
+        let odd = JobRow {
+            spec: SpecJson::from_posted(br#"{"image":7}"#),
+            engine: "docker".into(),
+            ..JobRow::default()
+        };
+        assert_eq!(JobBrief::from(&odd).runs, None);
     }
 
     #[test]

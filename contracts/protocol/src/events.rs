@@ -234,20 +234,22 @@ impl DecodedEvent {
             source,
         };
         if self.name == UNREADABLE_EVENT {
-            return serde_json::from_value(self.data.clone())
+            return UnreadableLog::deserialize(&self.data)
                 .map(GantryEvent::Unreadable)
                 .map_err(error);
         }
-        // The data is the externally tagged form's inner object (see [`decode`]).
-        let tagged = serde_json::Value::Object(serde_json::Map::from_iter([(
-            self.name.clone(),
-            self.data.clone(),
-        )]));
+        // The data is the externally tagged form's inner object (see [`decode`]), read
+        // where it lies: the name and data as that form's one entry.
+        let tagged = || {
+            serde::de::value::MapAccessDeserializer::new(serde::de::value::MapDeserializer::new(
+                std::iter::once((self.name.as_str(), &self.data)),
+            ))
+        };
         match self.contract {
-            ContractKind::Market => serde_json::from_value(tagged)
+            ContractKind::Market => JobMarket::JobMarketEvents::deserialize(tagged())
                 .map(GantryEvent::Market)
                 .map_err(error),
-            ContractKind::Registry => serde_json::from_value(tagged)
+            ContractKind::Registry => NodeRegistry::NodeRegistryEvents::deserialize(tagged())
                 .map(GantryEvent::Registry)
                 .map_err(error),
         }
