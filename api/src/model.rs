@@ -520,6 +520,13 @@ pub struct Specs {
 }
 
 impl Specs {
+    /// Room for `postings` distinct specs.
+    pub fn with_capacity(postings: usize) -> Self {
+        Self {
+            read: std::collections::HashMap::with_capacity(postings),
+        }
+    }
+
     /// Reads `bytes` (once, however many postings add it) for a posting to take.
     pub fn add(&mut self, bytes: &alloy::primitives::Bytes) {
         self.read

@@ -357,7 +357,8 @@ impl Store {
             return Ok(Vec::new());
         };
         // Every event read once, each posting's spec too (a distinct spec once).
-        let mut specs = Specs::default();
+        let events: usize = blocks.iter().map(|block| block.events.len()).sum();
+        let mut specs = Specs::with_capacity(events);
         let typed_blocks: Vec<Vec<GantryEvent>> = blocks
             .iter()
             .map(|block| {
@@ -1448,6 +1449,7 @@ async fn fetch_rows<K: RowKey, T: serde::de::DeserializeOwned>(
     rows: &mut std::collections::HashMap<K, Option<T>>,
 ) -> Result<(), StoreError> {
     let missing: Vec<&K> = keys.iter().filter(|key| !rows.contains_key(*key)).collect();
+    rows.reserve(missing.len());
     for chunk in missing.chunks(ROWS_PER_STATEMENT) {
         let sql = format!("{select} ({})", parameters.list(1, chunk.len()));
         let mut query = sqlx::query(sqlx::AssertSqlSafe(sql));
