@@ -79,6 +79,9 @@ pub struct Store {
     documents: std::sync::Arc<Documents>,
     /// SQLite: the WAL's checkpointer, woken after each commit of the chain projection.
     checkpoints: Option<Checkpoints>,
+    /// Events one statement inserts at most while a range is folded
+    /// ([`EVENTS_PER_INSERT`]).
+    events_per_insert: usize,
 }
 
 /// Copies SQLite's WAL into the database file (a passive checkpoint: it waits for no
@@ -208,6 +211,7 @@ impl Store {
             epoch: Default::default(),
             documents: std::sync::Arc::new(Documents::new(DEFAULT_DOCUMENT_CACHE)),
             checkpoints: sqlite.then(|| Checkpoints::start(pool.clone())),
+            events_per_insert: EVENTS_PER_INSERT,
         };
         let epoch = store.stored_epoch().await?;
         store
@@ -220,6 +224,15 @@ impl Store {
     /// it).
     pub fn with_document_cache(mut self, bytes: u64) -> Self {
         self.documents = std::sync::Arc::new(Documents::new(bytes));
+        self
+    }
+
+    /// Inserts the events a range folds `events` a statement at most (the default
+    /// [`EVENTS_PER_INSERT`]): a test makes it small, so that every kind of event is
+    /// folded while an insert runs, and that every one that reads the database waits for one.
+    #[doc(hidden)]
+    pub fn with_events_per_insert(mut self, events: usize) -> Self {
+        self.events_per_insert = events.max(1);
         self
     }
 
@@ -394,7 +407,7 @@ impl Store {
             }
             return Ok(all);
         }
-        let mut batch = Batch::new(Parameters::of(self.sqlite), specs);
+        let mut batch = Batch::new(Parameters::of(self.sqlite), specs, self.events_per_insert);
         batch.fetch_jobs(&mut tx, &jobs).await?;
         // The nodes and accounts the events name themselves, fetched together too.
         let mut nodes = std::collections::BTreeSet::new();
@@ -410,66 +423,27 @@ impl Store {
         batch
             .fetch_nodes_and_accounts(&mut tx, &nodes, &accounts)
             .await?;
-        let mut all = Vec::with_capacity(blocks.len());
-        for (block, typed_events) in blocks.iter().zip(typed_blocks) {
-            let mut applied = Applied::default();
-            let mut previous: Option<&EventEnvelope> = None;
-            let block_hash = format!("{:#x}", block.commit.block_hash);
-            for (event, typed) in block.events.iter().zip(typed_events) {
-                let job_before = match job_of(&typed) {
-                    Some(job) => batch.take_job(&mut tx, job).await?,
-                    None => None,
-                };
-                let touched = touches(&typed, job_before.as_ref());
-                batch.event(event, &block_hash, &touched)?;
-                if let GantryEvent::Market(JobMarket::JobMarketEvents::MarketParamsUpdated(e)) =
-                    &typed
-                {
-                    let policy = policy_of(e);
-                    save_policy(&mut tx, event, &policy).await?;
-                    batch
-                        .policies
-                        .insert(policy.version as u32, Some(policy.clone()));
+        // The fold, while SQLite or PostgreSQL inserts the events folded before: an
+        // event whose rows are all read already folds without the database, one that
+        // reads it (a row not fetched, a policy, a slash's treasury) waits for the insert.
+        let mut fold = Fold::new(blocks, typed_blocks);
+        loop {
+            let stop = match batch.full_insert()? {
+                Some(insert) => {
+                    let (inserted, stop) =
+                        tokio::join!(insert.execute(&mut *tx), async { fold.run(&mut batch) });
+                    inserted?;
+                    stop?
                 }
-                if let Some(job) = touched.job {
-                    let policy = batch.policy(&mut tx, &typed).await?;
-                    let treasury = batch.treasury(&mut tx, event, &typed).await?;
-                    let row = apply_job_reading(
-                        job_before,
-                        event,
-                        &typed,
-                        policy.as_ref(),
-                        treasury.as_deref(),
-                        &mut batch.specs,
-                    );
-                    if let Some(row) = &row {
-                        applied.jobs.insert(job, row.clone());
-                    }
-                    batch.set_job(job, row);
-                }
-                if let Some(node) = touched.node {
-                    let before = batch.take_node(&mut tx, node).await?;
-                    let row = apply_node(before, event, &typed, previous);
-                    if let Some(row) = &row {
-                        applied.nodes.insert(node, row.clone());
-                    }
-                    batch.set_node(node, row);
-                }
-                if let Some(account) = &touched.account {
-                    let before = batch.take_account(&mut tx, account).await?;
-                    let row = apply_account(before, account, event, &typed);
-                    batch.set_account(account, row);
-                }
-                previous = Some(event);
+                None => fold.run(&mut batch)?,
+            };
+            match stop {
+                Stop::Full => {}
+                Stop::Reads => fold.step_reading(&mut batch, &mut tx).await?,
+                Stop::End => break,
             }
-            batch.blocks.push((
-                bigint(block.commit.block_number)?,
-                format!("{:#x}", block.commit.block_hash),
-                bigint(block.commit.block_timestamp)?,
-                bigint(block.seq)?,
-            ));
-            all.push(applied);
         }
+        let all = fold.applied;
         batch.write(&mut tx).await?;
         tx.commit().await?;
         if let Some(checkpoints) = &self.checkpoints {
@@ -1181,6 +1155,114 @@ impl Parameters {
     }
 }
 
+/// Where the fold of a range of blocks stands: the next event, and what each block
+/// folded so far changed.
+struct Fold<'a, 'b> {
+    blocks: &'a [CommittedBlock<'b>],
+    typed: Vec<Vec<GantryEvent>>,
+    /// The next event: its block's index and its own there.
+    block: usize,
+    event: usize,
+    /// The block's hash, as stored.
+    block_hash: String,
+    applied: Vec<Applied>,
+}
+
+/// Why [`Fold::run`] stopped.
+enum Stop {
+    /// A statement's events wait to be inserted.
+    Full,
+    /// The next event needs the database ([`Fold::step_reading`]).
+    Reads,
+    /// Every block is folded.
+    End,
+}
+
+impl<'a, 'b> Fold<'a, 'b> {
+    fn new(blocks: &'a [CommittedBlock<'b>], typed: Vec<Vec<GantryEvent>>) -> Self {
+        Self {
+            block_hash: blocks
+                .first()
+                .map(|block| format!("{:#x}", block.commit.block_hash))
+                .unwrap_or_default(),
+            blocks,
+            typed,
+            block: 0,
+            event: 0,
+            applied: vec![Applied::default()],
+        }
+    }
+
+    /// Folds the events that need no database, until a full insert waits, an event
+    /// needs the database, or the range ends.
+    fn run(&mut self, batch: &mut Batch) -> Result<Stop, StoreError> {
+        loop {
+            let Some(block) = self.blocks.get(self.block) else {
+                return Ok(Stop::End);
+            };
+            let Some(typed) = self.typed[self.block].get(self.event) else {
+                self.next_block(batch)?;
+                continue;
+            };
+            if batch.events.len() >= batch.events_per_insert {
+                return Ok(Stop::Full);
+            }
+            if !batch.ready(typed) {
+                return Ok(Stop::Reads);
+            }
+            self.fold(batch, block, None)?;
+        }
+    }
+
+    /// Folds the next event, reading from (or writing to) the database what it needs.
+    async fn step_reading(&mut self, batch: &mut Batch, tx: &mut Tx<'_>) -> Result<(), StoreError> {
+        let block = &self.blocks[self.block];
+        let (event, typed) = (
+            &block.events[self.event],
+            &self.typed[self.block][self.event],
+        );
+        let treasury = batch.prepare(tx, event, typed).await?;
+        self.fold(batch, block, treasury.as_deref())
+    }
+
+    fn fold(
+        &mut self,
+        batch: &mut Batch,
+        block: &CommittedBlock<'_>,
+        treasury: Option<&str>,
+    ) -> Result<(), StoreError> {
+        let previous = self.event.checked_sub(1).map(|i| &block.events[i]);
+        batch.fold(
+            &block.events[self.event],
+            &self.typed[self.block][self.event],
+            &self.block_hash,
+            treasury,
+            previous,
+            self.applied.last_mut().expect("a block's"),
+        )?;
+        self.event += 1;
+        Ok(())
+    }
+
+    /// The block is folded: its row in `blocks`, then the next block.
+    fn next_block(&mut self, batch: &mut Batch) -> Result<(), StoreError> {
+        let commit = self.blocks[self.block].commit;
+        batch.blocks.push((
+            bigint(commit.block_number)?,
+            std::mem::take(&mut self.block_hash),
+            bigint(commit.block_timestamp)?,
+            bigint(self.blocks[self.block].seq)?,
+        ));
+        self.block += 1;
+        self.event = 0;
+        if let Some(next) = self.blocks.get(self.block) {
+            self.block_hash = format!("{:#x}", next.commit.block_hash);
+            self.applied.push(Applied::default());
+        }
+        Ok(())
+    }
+}
+
 /// What one transaction of blocks has read and will write: each row read once (`None`:
 /// no such row) and written once at the end, the events and blocks buffered.
 struct Batch {
@@ -1196,12 +1278,14 @@ struct Batch {
     specs: Specs,
     /// Each event's values, in insert order.
     events: Vec<EventValues>,
+    /// Events inserted while the fold goes on, a statement at most.
+    events_per_insert: usize,
     /// (number, hash, timestamp, stream sequence).
     blocks: Vec<(i64, String, i64, i64)>,
 }
 
 impl Batch {
-    fn new(parameters: Parameters, specs: Specs) -> Self {
+    fn new(parameters: Parameters, specs: Specs, events_per_insert: usize) -> Self {
         Self {
             parameters,
             jobs: Default::default(),
@@ -1213,6 +1297,7 @@ impl Batch {
             policies: Default::default(),
             specs,
             events: Vec::new(),
+            events_per_insert,
             blocks: Vec::new(),
         }
     }
@@ -1241,47 +1326,14 @@ impl Batch {
         fetch_rows(tx, self.parameters, select, accounts, &mut self.accounts).await
     }
 
-    /// The job's row, taken out until [`Batch::set_job`] puts it back (every event
-    /// that takes a job's row sets it).
-    async fn take_job(&mut self, tx: &mut Tx<'_>, job: u64) -> Result<Option<JobRow>, StoreError> {
-        match self.jobs.get_mut(&job) {
-            Some(row) => Ok(row.take()),
-            None => load_job(tx, job).await,
-        }
-    }
-
     fn set_job(&mut self, job: u64, row: Option<JobRow>) {
         self.jobs.insert(job, row);
         self.changed_jobs.insert(job);
     }
 
-    /// The node's row, taken out until [`Batch::set_node`] puts it back.
-    async fn take_node(
-        &mut self,
-        tx: &mut Tx<'_>,
-        node: u64,
-    ) -> Result<Option<NodeRow>, StoreError> {
-        match self.nodes.get_mut(&node) {
-            Some(row) => Ok(row.take()),
-            None => load_node(tx, node).await,
-        }
-    }
-
     fn set_node(&mut self, node: u64, row: Option<NodeRow>) {
         self.nodes.insert(node, row);
         self.changed_nodes.insert(node);
-    }
-
-    /// The account's row, taken out until [`Batch::set_account`] puts it back.
-    async fn take_account(
-        &mut self,
-        tx: &mut Tx<'_>,
-        account: &str,
-    ) -> Result<Option<AccountRow>, StoreError> {
-        match self.accounts.get_mut(account) {
-            Some(row) => Ok(row.take()),
-            None => load_account(tx, account).await,
-        }
     }
 
     fn set_account(&mut self, account: &str, row: AccountRow) {
@@ -1294,6 +1346,135 @@ impl Batch {
         if !self.changed_accounts.contains(account) {
             self.changed_accounts.insert(account.to_owned());
         }
+    }
+
+    /// The insert of the first `events_per_insert` events buffered, once that many are.
+    fn full_insert(&mut self) -> Result<Option<Statement>, StoreError> {
+        if self.events.len() < self.events_per_insert {
+            return Ok(None);
+        }
+        let rest = self.events.split_off(self.events_per_insert);
+        let chunk = std::mem::replace(&mut self.events, rest);
+        event_inserts(self.parameters, chunk).next().transpose()
+    }
+
+    /// Whether `typed` folds from what the batch holds, without the database: its rows
+    /// read, its policy known; not a slash (which reads the events before it) nor a
+    /// policy's announcement (which writes it).
+    fn ready(&self, typed: &GantryEvent) -> bool {
+        if is_slash(typed)
+            || matches!(
+                typed,
+                GantryEvent::Market(JobMarket::JobMarketEvents::MarketParamsUpdated(_))
+            )
+        {
+            return false;
+        }
+        let job = match job_of(typed) {
+            Some(job) => match self.jobs.get(&job) {
+                Some(row) => row.as_ref(),
+                None => return false,
+            },
+            None => None,
+        };
+        let touched = touches(typed, job);
+        touched.job.is_none_or(|_| {
+            posted_policy(typed).is_none_or(|version| self.policies.contains_key(&version))
+        }) && touched
+            .node
+            .is_none_or(|node| self.nodes.contains_key(&node))
+            && touched
+                .account
+                .is_none_or(|account| self.accounts.contains_key(&account))
+    }
+
+    /// Reads (and, for a policy's announcement, writes) what `typed` needs from the
+    /// database, so that it folds from the batch: its rows, its policy; for a slash, the
+    /// treasury it paid (returned).
+    async fn prepare(
+        &mut self,
+        tx: &mut Tx<'_>,
+        event: &EventEnvelope,
+        typed: &GantryEvent,
+    ) -> Result<Option<String>, StoreError> {
+        if let Some(job) = job_of(typed)
+            && !self.jobs.contains_key(&job)
+        {
+            let row = load_job(tx, job).await?;
+            self.jobs.insert(job, row);
+        }
+        if let GantryEvent::Market(JobMarket::JobMarketEvents::MarketParamsUpdated(e)) = typed {
+            let policy = policy_of(e);
+            save_policy(tx, event, &policy).await?;
+            self.policies.insert(policy.version as u32, Some(policy));
+        }
+        let touched = touches(
+            typed,
+            job_of(typed).and_then(|job| self.jobs[&job].as_ref()),
+        );
+        let mut treasury = None;
+        if touched.job.is_some() {
+            self.policy(tx, typed).await?;
+            treasury = self.treasury(tx, event, typed).await?;
+        }
+        if let Some(node) = touched.node
+            && !self.nodes.contains_key(&node)
+        {
+            let row = load_node(tx, node).await?;
+            self.nodes.insert(node, row);
+        }
+        if let Some(account) = touched.account
+            && !self.accounts.contains_key(&account)
+        {
+            let row = load_account(tx, &account).await?;
+            self.accounts.insert(account, row);
+        }
+        Ok(treasury)
+    }
+
+    /// Folds one event whose rows and policy the batch holds ([`Batch::prepare`]);
+    /// `previous` is the block's event before it, `applied` what its block changed.
+    fn fold(
+        &mut self,
+        event: &EventEnvelope,
+        typed: &GantryEvent,
+        block_hash: &str,
+        treasury: Option<&str>,
+        previous: Option<&EventEnvelope>,
+        applied: &mut Applied,
+    ) -> Result<(), StoreError> {
+        let job_before = job_of(typed).and_then(|job| self.jobs.get_mut(&job)?.take());
+        let touched = touches(typed, job_before.as_ref());
+        self.event(event, block_hash, &touched)?;
+        if let Some(job) = touched.job {
+            let policy = posted_policy(typed).and_then(|version| self.policies[&version].clone());
+            let row = apply_job_reading(
+                job_before,
+                event,
+                typed,
+                policy.as_ref(),
+                treasury,
+                &mut self.specs,
+            );
+            if let Some(row) = &row {
+                applied.jobs.insert(job, row.clone());
+            }
+            self.set_job(job, row);
+        }
+        if let Some(node) = touched.node {
+            let before = self.nodes.get_mut(&node).and_then(Option::take);
+            let row = apply_node(before, event, typed, previous);
+            if let Some(row) = &row {
+                applied.nodes.insert(node, row.clone());
+            }
+            self.set_node(node, row);
+        }
+        if let Some(account) = &touched.account {
+            let before = self.accounts.get_mut(account).and_then(Option::take);
+            let row = apply_account(before, account, event, typed);
+            self.set_account(account, row);
+        }
+        Ok(())
     }
 
     /// The policy a job posting names (announced in this batch or before).

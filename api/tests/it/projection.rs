@@ -26,6 +26,11 @@ use crate::harness::{
 /// Projects into `url` until the projection has applied the chain's head block.
 pub(crate) async fn project_to_head(chain: &TestNet, url: &str) -> Store {
     let store = Store::open(url).await.expect("store opens");
+    project_store_to_head(chain, store).await
+}
+
+/// [`project_to_head`], into `store`.
+async fn project_store_to_head(chain: &TestNet, store: Store) -> Store {
     let head = alloy::providers::Provider::get_block_number(&chain.devnet.admin)
         .await
         .unwrap();
@@ -359,6 +364,66 @@ async fn sqlite_projection_equals_the_chain_and_rebuilds_the_same() {
     assert_eq!(rebuilt.all_jobs().await.unwrap(), jobs);
     assert_eq!(rebuilt.all_nodes().await.unwrap(), nodes);
     assert_eq!(rebuilt.all_accounts().await.unwrap(), accounts);
+}
+
+/// A range's fold goes on while the events folded before it are inserted, and stops
+/// for the insert where an event reads (or writes) the database: a row not fetched, a
+/// policy, a slash's treasury (read from the events before it), a policy's announcement.
+/// With an insert every event or two, every kind of the chain's events is folded while
+/// one runs or right after one: the rows are still the chain's, and the same as with
+/// the usual inserts, and so are the timelines.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn folding_while_the_events_before_are_inserted_gives_the_chain_s_rows() {
+    let chain = chain_with_market().await;
+    let dir = tempfile::tempdir().unwrap();
+    let usual = project_to_head(&chain, &sqlite_url(&dir, "usual.db")).await;
+    let treasury = JobMarket::new(chain.deployment().market, chain.devnet.admin.clone())
+        .params()
+        .call()
+        .await
+        .unwrap()
+        .treasury
+        .to_string();
+    for events in [1, 2] {
+        let store = Store::open(&sqlite_url(&dir, &format!("by-{events}.db")))
+            .await
+            .unwrap()
+            .with_events_per_insert(events);
+        let store = project_store_to_head(&chain, store).await;
+        assert_matches_chain(&chain, &store).await;
+        assert_market_rows(&chain, &store).await;
+        // The lost dispute's slash went to the treasury the policy before it named.
+        let lost = store.job(JOB_DISPUTE_LOST).await.unwrap().unwrap();
+        assert_eq!(
+            lost.attempt_rows[0].slashed_to.as_deref(),
+            Some(treasury.as_str()),
+            "{:?}",
+            lost.attempt_rows
+        );
+        assert_eq!(
+            store.all_jobs().await.unwrap(),
+            usual.all_jobs().await.unwrap()
+        );
+        assert_eq!(
+            store.all_nodes().await.unwrap(),
+            usual.all_nodes().await.unwrap()
+        );
+        assert_eq!(
+            store.all_accounts().await.unwrap(),
+            usual.all_accounts().await.unwrap()
+        );
+        for job in JOB_PAID..=JOB_DISPUTE_LOST {
+            assert_eq!(
+                store.timeline(job).await.unwrap(),
+                usual.timeline(job).await.unwrap(),
+                "job {job}'s timeline, an insert every {events} events"
+            );
+        }
+    }
+}
+
+fn sqlite_url(dir: &tempfile::TempDir, file: &str) -> String {
+    format!("sqlite://{}", dir.path().join(file).display())
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
