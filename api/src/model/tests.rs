@@ -975,3 +975,25 @@ fn a_replicated_job_shows_who_committed_revealed_and_agreed() {
         "a seat's slash is not an attempt's charge"
     );
 }
+
+#[test]
+fn a_spec_posted_several_times_in_a_range_is_read_once_and_each_posting_gets_it() {
+    let valid = Bytes::from(gantry_testkit::scenario::example_spec());
+    let invalid = Bytes::from_static(b"{\"version\":1}");
+    let mut specs = Specs::default();
+    for bytes in [&valid, &invalid, &valid, &valid] {
+        specs.add(bytes);
+    }
+    let expected = read_spec(&valid);
+    assert!(expected.0.is_some(), "a spec workers run");
+    for _ in 0..3 {
+        assert_eq!(specs.read(&valid), expected);
+    }
+    assert_eq!(
+        specs.read(&invalid),
+        (None, Some("{\"version\":1}".to_owned()))
+    );
+    // Every posting took its copy: nothing kept; one not added is read where it is.
+    assert!(specs.read.is_empty());
+    assert_eq!(specs.read(&valid), expected);
+}
