@@ -114,7 +114,10 @@ export function isWithin(path, dir) {
   const rest = path.slice(dir.length);
   if (rest === '') return true;
   if (!rest.startsWith('/')) return false;
-  return rest.slice(1).split('/').every((part) => part !== '' && part !== '.' && part !== '..');
+  return rest
+    .slice(1)
+    .split('/')
+    .every((part) => part !== '' && part !== '.' && part !== '..' && !part.includes('\0'));
 }
 
 /** The highest scheduling priority and the longest runtime the market takes. */

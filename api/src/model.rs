@@ -557,7 +557,12 @@ fn read_spec(bytes: &[u8]) -> PostedSpec {
         .and_then(|_| SpecJson::from_posted(bytes));
     match spec {
         Some(spec) => (Some(spec), None),
-        None => (None, Some(String::from_utf8_lossy(bytes).into_owned())),
+        // NUL replaced too: PostgreSQL's `jsonb`, which builds the job's document, takes
+        // no `\u0000` (a valid spec has none: its paths, command and env refuse it).
+        None => (
+            None,
+            Some(String::from_utf8_lossy(bytes).replace('\0', "\u{FFFD}")),
+        ),
     }
 }
 

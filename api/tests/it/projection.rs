@@ -813,8 +813,14 @@ async fn a_stored_event_reads_back_as_published() {
         policy: 1,
         verification: gantry_protocol::market::Verification::NONE,
     };
-    // A spec of the example's bytes, and one of no bytes (`0x`: an empty blob, not NULL).
-    let specs = [gantry_testkit::scenario::example_spec(), Vec::new()];
+    // A spec of the example's bytes, one of no bytes (`0x`: an empty blob, not NULL), and
+    // bytes that are no spec and hold a NUL (shown as text: PostgreSQL's `jsonb`, which
+    // the document is built with, takes no `\u0000`).
+    let specs = [
+        gantry_testkit::scenario::example_spec(),
+        Vec::new(),
+        b"{\"image\":\"a\0b\"}".to_vec(),
+    ];
     let events: Vec<EventEnvelope> = specs
         .iter()
         .enumerate()
@@ -891,6 +897,9 @@ async fn a_stored_event_reads_back_as_published() {
                 parsed["timeline"][0]["data"], event.event.data,
                 "{url} job {job}: the document's event"
             );
+            if job == 3 {
+                assert_eq!(parsed["specText"], "{\"image\":\"a\u{FFFD}b\"}", "{url}");
+            }
         }
     }
 }

@@ -129,7 +129,8 @@ pub struct JobRow {
     /// `specHash` is over the posted bytes (in the job's `JobPosted`).
     #[cfg_attr(feature = "openapi", schema(value_type = Option<Object>))]
     pub spec: Option<SpecJson>,
-    /// The posted bytes as text (invalid UTF-8 replaced), only when they are not a spec.
+    /// The posted bytes as text (invalid UTF-8 and NUL replaced), only when they are not
+    /// a spec.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub spec_text: Option<String>,
     pub requirements: RequirementsRow,

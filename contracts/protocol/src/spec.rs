@@ -405,7 +405,7 @@ pub fn is_within(path: &str, dir: &str) -> bool {
         return false;
     };
     rest.split('/')
-        .all(|part| !part.is_empty() && part != "." && part != "..")
+        .all(|part| !part.is_empty() && part != "." && part != ".." && !part.contains('\0'))
 }
 
 /// Why a spec was refused.
@@ -894,6 +894,7 @@ mod tests {
             "/outputs/../etc",
             "/outputs//a",
             "/outputs/./a",
+            "/outputs/a\0b",
             "/etc",
         ] {
             assert!(!is_within(bad, "/outputs"), "{bad}");
