@@ -846,19 +846,21 @@ impl Store {
                AND body ->> '$.error' IS NOT NULL) \
              FROM jobs j WHERE j.job_id = $1"
         } else {
-            "SELECT j.status, (j.body::jsonb || jsonb_build_object( \
+            // `jsonb` takes no `\u0000`, which a node's strings (a result's URI, a reject's
+            // reason, its reports) may hold: shown as U+FFFD there, the text kept as it is.
+            "SELECT j.status, (replace(j.body, '\\u0000', '\\uFFFD')::jsonb || jsonb_build_object( \
              'timeline', COALESCE((SELECT jsonb_agg(jsonb_build_object('block', block_number, \
                'logIndex', log_index, 'at', block_timestamp, 'tx', tx_hash, 'name', name, \
-               'data', CASE WHEN spec IS NULL THEN data::jsonb \
-                 ELSE jsonb_set(data::jsonb, '{spec}', to_jsonb('0x' || encode(spec, 'hex'))) END) \
+               'data', CASE WHEN spec IS NULL THEN replace(data, '\\u0000', '\\uFFFD')::jsonb \
+                 ELSE jsonb_set(replace(data, '\\u0000', '\\uFFFD')::jsonb, '{spec}', to_jsonb('0x' || encode(spec, 'hex'))) END) \
                ORDER BY block_number, log_index) \
                FROM events WHERE job_id = j.job_id), '[]'::jsonb), \
-             'progress', (SELECT body::jsonb FROM progress WHERE job_id = j.job_id), \
-             'completions', COALESCE((SELECT jsonb_agg(body::jsonb ORDER BY attempt) \
+             'progress', (SELECT replace(body, '\\u0000', '\\uFFFD')::jsonb FROM progress WHERE job_id = j.job_id), \
+             'completions', COALESCE((SELECT jsonb_agg(replace(body, '\\u0000', '\\uFFFD')::jsonb ORDER BY attempt) \
                FROM completions WHERE job_id = j.job_id), '[]'::jsonb), \
              'pending', NULL))::text, \
              (SELECT COUNT(*) FROM completions WHERE job_id = j.job_id \
-               AND body::jsonb ->> 'error' IS NOT NULL) \
+               AND replace(body, '\\u0000', '\\uFFFD')::jsonb ->> 'error' IS NOT NULL) \
              FROM jobs j WHERE j.job_id = $1"
         };
         let row = sqlx::query(sql)

@@ -903,3 +903,109 @@ async fn a_stored_event_reads_back_as_published() {
         }
     }
 }
+
+/// A node's strings may hold a NUL (a result's URI here, as the market emits it): the
+/// job's document still builds on PostgreSQL, whose `jsonb` takes no `\u0000` (it
+/// failed there, 22P05, so the submitter's job had no document), showing it as U+FFFD;
+/// SQLite keeps it as it is.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_node_s_string_holding_a_nul_leaves_the_job_s_document_readable() {
+    use alloy::primitives::{
+        Bytes,
+        aliases::{U40, U96},
+    };
+    use gantry_protocol::envelope::{BlockCommit, ENVELOPE_VERSION, EventEnvelope};
+    use gantry_protocol::events::{ContractKind, DecodedEvent, event_name};
+    use gantry_protocol::market::Terms;
+
+    let submitter = Address::repeat_byte(0x30);
+    let requirements = gantry_testkit::scenario::h100_requirements();
+    let terms = Terms {
+        submitter,
+        bounty: 5_000_000,
+        spec_hash: B256::repeat_byte(0x11),
+        requirements: gantry_protocol::eligibility::Requirements::from(&requirements),
+        deadline: 1_750_086_400,
+        policy: 1,
+        verification: gantry_protocol::market::Verification::NONE,
+    };
+    let at = 1_750_000_012;
+    let data = [
+        (
+            event_name::<JobMarket::JobPosted>(),
+            serde_json::to_value(JobMarket::JobPosted {
+                jobId: 1,
+                submitter,
+                terms: terms.pack(),
+                fromCredits: U96::ZERO,
+                spec: Bytes::from(gantry_testkit::scenario::example_spec()),
+            }),
+        ),
+        (
+            event_name::<JobMarket::JobAssigned>(),
+            serde_json::to_value(JobMarket::JobAssigned {
+                jobId: 1,
+                nodeId: 1,
+                claimed: false,
+                until: U40::from(at + 3_600),
+            }),
+        ),
+        (
+            event_name::<JobMarket::ResultSubmitted>(),
+            serde_json::to_value(JobMarket::ResultSubmitted {
+                jobId: 1,
+                resultHash: B256::repeat_byte(7),
+                resultURI: "ipfs://out\0x".into(),
+                until: U40::from(at + 7_200),
+            }),
+        ),
+    ];
+    let events: Vec<EventEnvelope> = data
+        .into_iter()
+        .enumerate()
+        .map(|(i, (name, data))| EventEnvelope {
+            v: ENVELOPE_VERSION,
+            chain_id: 31_337,
+            block_number: 1,
+            block_hash: B256::repeat_byte(0xb1),
+            block_timestamp: at,
+            tx_hash: B256::repeat_byte(0x7a),
+            log_index: i as u64,
+            event: DecodedEvent {
+                contract: ContractKind::Market,
+                name: name.into(),
+                key: "1".into(),
+                data: data.unwrap(),
+            },
+        })
+        .collect();
+    let commit = BlockCommit {
+        v: ENVELOPE_VERSION,
+        chain_id: 31_337,
+        block_number: 1,
+        block_hash: B256::repeat_byte(0xb1),
+        parent_hash: B256::ZERO,
+        block_timestamp: at,
+        event_count: events.len() as u32,
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let postgres = Postgres::start().expect("postgres starts");
+    let sqlite_url = format!("sqlite://{}", dir.path().join("api.db").display());
+    for (url, shown) in [
+        (sqlite_url.as_str(), "ipfs://out\0x"),
+        (&postgres.url(), "ipfs://out\u{FFFD}x"),
+    ] {
+        let store = Store::open(url).await.expect("store opens");
+        store.apply_block(&events, &commit, 1).await.unwrap();
+        let job = store.job(1).await.unwrap().expect("the job");
+        assert_eq!(job.result_uri.as_deref(), Some("ipfs://out\0x"), "{url}");
+        let document = store
+            .build_job_document(1)
+            .await
+            .unwrap()
+            .expect("the job's document");
+        let parsed: serde_json::Value = serde_json::from_slice(&document.json).unwrap();
+        assert_eq!(parsed["resultUri"], shown, "{url}");
+        assert_eq!(parsed["timeline"][2]["data"]["resultURI"], shown, "{url}");
+    }
+}
