@@ -509,7 +509,7 @@ fn slashed_seat(job: &mut JobRow, node: u64, amount: &str) -> bool {
 /// spec workers run, else the bytes as text.
 type PostedSpec = (Option<SpecJson>, Option<String>);
 
-/// Posted specs read, by their bytes. Reading one parses it three times and checks its
+/// Posted specs read, by their bytes. Reading one parses it twice and checks its
 /// image reference, a third of a fold's time with distinct specs: a range's postings are
 /// read before its fold ([`Specs::add`]), each distinct spec once, and each posting then
 /// takes its copy (the last one takes it out). A spec not added is read when its posting
