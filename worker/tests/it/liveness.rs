@@ -261,3 +261,78 @@ async fn a_transaction_behind_a_nonce_a_reorg_emptied_is_mined_once_the_gap_is_f
         "the free nonce was taken by a filler, then this one"
     );
 }
+
+/// A node's transactions are broadcast one after another but wait for their receipts side
+/// by side: a node whose slots finish together answers them in one block. The worker held
+/// its one-at-a-time lock until each receipt, so a node answered at most one job a block
+/// (on a chain of 12 s blocks, eight slots finishing together took eight blocks; on the
+/// dev network's instant blocks, the receipt polls capped a node near five answers a
+/// second, the bound of the end-to-end WASM run). Blocks stop here: every send must be in
+/// the pool, with its own nonce, before one block mines them all.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_node_s_transactions_wait_for_their_receipts_together_not_one_a_block() {
+    use gantry_protocol::bindings::NodeRegistry::NodeCapabilities;
+    use gantry_worker::chain::Chain;
+
+    const SENDS: u64 = 4;
+    let net = gantry_testkit::TestNet::builder().start().await.unwrap();
+    let capabilities = NodeCapabilities {
+        cpuCores: 2,
+        ramMiB: 1_024,
+        maxConcurrentJobs: SENDS as u8,
+        engines: gantry_protocol::eligibility::Engines::WASM.0,
+        ..Default::default()
+    };
+    let node = net.register_own_node(NODES[0], capabilities).await;
+    let d = net.deployment();
+    let chain = Chain::connect(
+        net.devnet.anvil.endpoint_url(),
+        d.chain_id,
+        d.market,
+        d.registry,
+        d.token,
+        d.start_block,
+        net.devnet.signer(NODES[0]),
+    )
+    .await
+    .unwrap();
+    let anvil = &net.devnet.admin;
+    let agent = net.address(NODES[0]);
+    let _: serde_json::Value = anvil
+        .raw_request("evm_setAutomine".into(), [false])
+        .await
+        .unwrap();
+    let mined_before = anvil.get_transaction_count(agent).await.unwrap();
+
+    let sends = futures::future::join_all((0..SENDS).map(|_| chain.heartbeat(node)));
+    let mine_once_all_wait = async {
+        let arrivals = anvil
+            .watch_pending_transactions()
+            .await
+            .unwrap()
+            .into_stream();
+        gantry_testkit::wait_until(
+            &format!("{SENDS} of the node's transactions wait in the pool together"),
+            gantry_testkit::PATIENCE,
+            arrivals,
+            || async {
+                let pending = anvil.get_transaction_count(agent).pending().await.unwrap();
+                pending - mined_before == SENDS
+            },
+        )
+        .await;
+        let _: serde_json::Value = anvil
+            .raw_request("evm_mine".into(), ())
+            .await
+            .unwrap();
+    };
+    let (sent, ()) = tokio::join!(sends, mine_once_all_wait);
+    for result in sent {
+        result.expect("each heartbeat mined");
+    }
+    assert_eq!(
+        anvil.get_transaction_count(agent).await.unwrap(),
+        mined_before + SENDS,
+        "one block mined them all"
+    );
+}
