@@ -467,6 +467,7 @@ impl<'a> Follower<'a> {
         }
         self.publisher.append(messages).await?;
         for (block, events) in committed {
+            tracing::debug!(block = block.number, events, "block published");
             metrics::events_published(events);
             metrics::blocks_committed(1);
             self.window.push(block);

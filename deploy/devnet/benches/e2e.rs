@@ -12,9 +12,10 @@
 //! network's WASM demo job (`deploy/demo/summary.wat` summarising the demo dataset,
 //! deterministically) — where no container is in the way: what is measured is the
 //! protocol itself (chain, indexer, matcher, keeper, the workers' pipeline), with 8 jobs at
-//! once per worker (16 MiB job disks). No baseline: the module's own run is a few
-//! milliseconds. Both print where the time goes: the chain's transactions per job and the
-//! services' own timings from their metrics.
+//! once per worker (16 MiB job disks), on a chain of 100 ms blocks (the Docker run's mines
+//! a block per transaction). No baseline: the module's own run is a few milliseconds.
+//! Both print where the time goes: the chain's transactions per job, the services' own
+//! timings from their metrics, and each process's CPU per job.
 
 use std::time::{Duration, Instant};
 
@@ -28,6 +29,7 @@ use bollard::query_parameters::{
     CreateContainerOptionsBuilder, RemoveContainerOptionsBuilder, WaitContainerOptions,
 };
 use futures::StreamExt;
+use gantry_devnet::cpu::Cpu;
 use gantry_devnet::demo;
 use gantry_devnet::network::{Network, NetworkConfig, transactions_in};
 use gantry_devnet::sse::EventStream;
@@ -40,6 +42,12 @@ const WORKERS: usize = 4;
 const JOBS_PER_WORKER: u32 = 2;
 /// Jobs each worker runs at once on the WASM engine.
 const WASM_JOBS_PER_WORKER: u32 = 8;
+/// The WASM run's chain: a block every 100 ms, as a fast L2 makes them. Mined a block per
+/// transaction (the Docker run's chain), every service pays for each transaction as for a
+/// block — anvil's state root, the indexer's fetch and commit, the API's transaction, the
+/// matcher's round — and the whole network spent 72 ms of CPU a job for 20-25 jobs/s;
+/// with blocks that carry 15 transactions each, 24 ms for 59 (deploy/BENCHMARKS.md).
+const WASM_BLOCK_TIME: Duration = Duration::from_millis(100);
 const BASELINE_RUNS: usize = 200;
 /// postJob transactions sent and not yet answered by the node, at most.
 const POSTS_IN_FLIGHT: usize = 16;
@@ -54,14 +62,15 @@ async fn main() -> anyhow::Result<()> {
     // A WASM job takes a few milliseconds of one core and writes a few bytes: its nodes
     // run more at once, each slot with a small disk (the dev network's 768 MiB per slot
     // would reserve 25 GB for 32 slots).
-    let (jobs_per_worker, job_disk_bytes) = match wasm {
-        true => (WASM_JOBS_PER_WORKER, 16 << 20),
-        false => (JOBS_PER_WORKER, 256 << 20),
+    let (jobs_per_worker, job_disk_bytes, block_time) = match wasm {
+        true => (WASM_JOBS_PER_WORKER, 16 << 20, WASM_BLOCK_TIME),
+        false => (JOBS_PER_WORKER, 256 << 20, Duration::ZERO),
     };
     let config = NetworkConfig {
         workers: WORKERS,
         jobs_per_worker,
         job_disk_bytes,
+        block_time,
         challenge_window: 1,
         ..NetworkConfig::ephemeral(dir.path(), WORKERS)?
     };
@@ -121,6 +130,7 @@ async fn main() -> anyhow::Result<()> {
     let gas = post().estimate_gas().await? * 3 / 2;
     let fees = provider.estimate_eip1559_fees().await?;
     let first_block = provider.get_block_number().await?;
+    let cpu_before = Cpu::read(&network, Some("this bench"));
     let start = Instant::now();
     let sent = futures::stream::iter(0..JOBS as u64)
         .map(|i| {
@@ -165,8 +175,28 @@ async fn main() -> anyhow::Result<()> {
         anyhow::ensure!(failed == 0, "{failed} jobs failed: {stats}");
     }
     let elapsed = start.elapsed().as_secs_f64();
+    let cpu = Cpu::read(&network, Some("this bench")).since(&cpu_before);
     let jobs_per_s = JOBS as f64 / elapsed;
     println!("{JOBS} jobs posted and paid in {elapsed:.1} s: {jobs_per_s:.1} jobs/s");
+    // Where the machine's cores went: each process's CPU per job over the same time (the
+    // workers summed as one line, and each of them).
+    let mut cpu_ms: serde_json::Map<String, serde_json::Value> = Default::default();
+    let total: f64 = cpu.iter().map(|(_, seconds)| seconds).sum();
+    println!(
+        "CPU per job from the first posting to the last payout: {:.1} ms in all ({:.0} % of \
+         the machine's {} cores)",
+        total * 1e3 / JOBS as f64,
+        total / elapsed / available_cores() * 100.0,
+        available_cores(),
+    );
+    for (label, seconds) in &cpu {
+        let ms = seconds * 1e3 / JOBS as f64;
+        println!(
+            "  {label:<20} {ms:6.1} ms  ({:4.1} % of a core)",
+            seconds / elapsed * 100.0
+        );
+        cpu_ms.insert(label.clone(), serde_json::json!(round(ms)));
+    }
     let head = network
         .devnet
         .provider(SUBMITTER)
@@ -192,10 +222,12 @@ async fn main() -> anyhow::Result<()> {
                 "jobs_per_s": round(jobs_per_s),
                 "workers": WORKERS,
                 "jobs_per_worker": jobs_per_worker,
+                "block_ms": block_time.as_millis(),
                 "post_s": round(posted.as_secs_f64()),
                 "transactions": transactions,
                 "blocks": blocks,
                 "mean_ms": where_time_goes,
+                "cpu_ms_per_job": cpu_ms,
             })
         );
         return Ok(());
@@ -227,11 +259,16 @@ async fn main() -> anyhow::Result<()> {
             "transactions": transactions,
             "blocks": blocks,
             "mean_ms": where_time_goes,
+            "cpu_ms_per_job": cpu_ms,
             "bare_runs_per_s": round(baseline),
             "ratio": round(jobs_per_s / baseline),
         })
     );
     Ok(())
+}
+
+fn available_cores() -> f64 {
+    std::thread::available_parallelism().map_or(1.0, |n| n.get() as f64)
 }
 
 fn round(x: f64) -> f64 {

@@ -44,6 +44,7 @@ use alloy::rpc::types::{Filter, TransactionRequest};
 use alloy::sol_types::{SolCall, SolEvent};
 use anyhow::Context as _;
 use futures::StreamExt;
+use gantry_devnet::cpu::Cpu;
 use gantry_devnet::network::{Network, NetworkConfig, transactions_in};
 use gantry_protocol::bindings::{GantryTestToken, JobMarket, NodeRegistry};
 use gantry_protocol::chain_stream::{Assembled, BlockAssembler};
@@ -98,7 +99,7 @@ async fn main() -> anyhow::Result<()> {
     let config = NetworkConfig {
         workers: 0,
         replicas: 2,
-        block_time: 1,
+        block_time: Duration::from_secs(1),
         gas_limit: Some(GAS_LIMIT),
         challenge_window: 1,
         heartbeat_timeout: 86_400,
@@ -128,7 +129,7 @@ async fn main() -> anyhow::Result<()> {
 
     let chain = network.devnet.provider(SUBMITTER);
     let first_block = chain.get_block_number().await?;
-    let before = Cpu::read(&network);
+    let before = Cpu::read(&network, Some("this bench (fleet)"));
     let sampler = tokio::spawn(sample_lags(
         network.metrics_endpoints(),
         network.api_url.clone(),
@@ -184,7 +185,7 @@ async fn main() -> anyhow::Result<()> {
         }
     }
     let elapsed = start.elapsed().as_secs_f64();
-    let after = Cpu::read(&network);
+    let after = Cpu::read(&network, Some("this bench (fleet)"));
     cancel.cancel();
     let lags = sampler.await??;
     let submitted = fleet.await??;
@@ -222,7 +223,9 @@ async fn main() -> anyhow::Result<()> {
     )
     .await?;
     let api_behind_s = api_caught_up.elapsed().as_secs_f64();
-    let cpu = Cpu::shares(&before, &after, elapsed);
+    let cpu: Vec<(String, f64)> = (after.since(&before).into_iter())
+        .map(|(label, seconds)| (label, seconds / elapsed))
+        .collect();
     println!("share of one core from the first posting to the last payout:");
     for (label, share) in &cpu {
         println!("  {label:<20} {:5.1} %", share * 100.0);
@@ -740,45 +743,6 @@ async fn sample_lags(
             }
         }
     }
-}
-
-/// Each process's CPU time (user + system, seconds) at one moment.
-struct Cpu(BTreeMap<String, f64>);
-
-impl Cpu {
-    fn read(network: &Network) -> Self {
-        let mut times = BTreeMap::new();
-        let mut pids = network.pids();
-        pids.push(("this bench (fleet)".to_owned(), std::process::id()));
-        for (label, pid) in pids {
-            if let Some(seconds) = cpu_seconds(pid) {
-                times.insert(label, seconds);
-            }
-        }
-        Self(times)
-    }
-
-    /// Each process's share of one core between `before` and `after`.
-    fn shares(before: &Self, after: &Self, elapsed: f64) -> Vec<(String, f64)> {
-        let mut shares: Vec<(String, f64)> = after
-            .0
-            .iter()
-            .filter_map(|(label, end)| {
-                Some((label.clone(), (end - before.0.get(label)?) / elapsed))
-            })
-            .collect();
-        shares.sort_by(|a, b| b.1.total_cmp(&a.1));
-        shares
-    }
-}
-
-/// A process's user and system time, seconds (`/proc/<pid>/stat`, clock ticks of 1/100 s).
-fn cpu_seconds(pid: u32) -> Option<f64> {
-    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
-    // The fields after the command's closing parenthesis: state is field 3, utime 14.
-    let fields: Vec<&str> = stat.rsplit_once(')')?.1.split_whitespace().collect();
-    let ticks: f64 = fields.get(11)?.parse::<f64>().ok()? + fields.get(12)?.parse::<f64>().ok()?;
-    Some(ticks / 100.0)
 }
 
 /// Polls `done` every 250 ms until it says so; an error after 10 minutes.

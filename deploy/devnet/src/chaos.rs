@@ -184,7 +184,7 @@ pub async fn run(config: &ChaosConfig) -> anyhow::Result<Report> {
         config.run_dir.display()
     );
     let network = Network::start(NetworkConfig {
-        block_time: BLOCK_TIME,
+        block_time: Duration::from_secs(BLOCK_TIME),
         replicas: 2,
         challenge_window: CHALLENGE_WINDOW,
         heartbeat_timeout: HEARTBEAT_TIMEOUT,

@@ -16,6 +16,7 @@
 
 mod artifacts;
 pub mod chaos;
+pub mod cpu;
 pub mod demo;
 pub mod network;
 pub mod sse;

@@ -29,9 +29,9 @@ enum Command {
         /// Port of anvil's JSON-RPC server.
         #[arg(long, env = "GANTRY_DEVNET_PORT", default_value_t = 8545)]
         port: u16,
-        /// Seconds between blocks; 0 mines a block per transaction.
-        #[arg(long, env = "GANTRY_DEVNET_BLOCK_TIME", default_value_t = 1)]
-        block_time: u64,
+        /// Seconds between blocks, e.g. `1` or `0.25`; 0 mines a block per transaction.
+        #[arg(long, env = "GANTRY_DEVNET_BLOCK_TIME", default_value = "1", value_parser = parse_seconds)]
+        block_time: std::time::Duration,
         /// Where the logs (`logs/`), the deployment (`deployment.json`: addresses, chain id,
         /// start block), the API's database and the workers' folders go.
         #[arg(long, env = "GANTRY_DEVNET_RUN_DIR", default_value = ".devnet")]
@@ -266,4 +266,18 @@ async fn shutdown_signal() -> std::io::Result<()> {
         result = tokio::signal::ctrl_c() => result,
         _ = terminate.recv() => Ok(()),
     }
+}
+
+/// Seconds as a decimal (`1`, `0.25`), for `--block-time`: anvil mines at most a block a
+/// millisecond.
+fn parse_seconds(text: &str) -> Result<std::time::Duration, String> {
+    let seconds: f64 = text
+        .parse()
+        .map_err(|_| format!("{text:?} is not a number of seconds"))?;
+    if !(seconds == 0.0 || (0.001..=3_600.0).contains(&seconds)) {
+        return Err(format!(
+            "{text} s: give 0 (a block per transaction) or 0.001 to 3600"
+        ));
+    }
+    Ok(std::time::Duration::from_secs_f64(seconds))
 }

@@ -40,8 +40,8 @@ const STOP_GRACE: Duration = Duration::from_secs(10);
 pub struct NetworkConfig {
     /// Anvil's JSON-RPC port; 0 picks a free one.
     pub anvil_port: u16,
-    /// Seconds between blocks; 0 mines a block per transaction.
-    pub block_time: u64,
+    /// Time between blocks; zero mines a block per transaction.
+    pub block_time: Duration,
     /// NATS port; 0 picks a free one.
     pub nats_port: u16,
     /// The API's port; 0 picks a free one.
@@ -82,7 +82,7 @@ impl NetworkConfig {
     pub fn dev() -> anyhow::Result<Self> {
         Ok(Self {
             anvil_port: 8545,
-            block_time: 1,
+            block_time: Duration::from_secs(1),
             nats_port: 4222,
             api_port: 8080,
             metrics_base: Some(9101),
@@ -104,7 +104,7 @@ impl NetworkConfig {
     pub fn ephemeral(run_dir: &Path, workers: usize) -> anyhow::Result<Self> {
         Ok(Self {
             anvil_port: 0,
-            block_time: 0,
+            block_time: Duration::ZERO,
             nats_port: 0,
             api_port: 0,
             metrics_base: None,
@@ -547,7 +547,10 @@ impl Network {
             .args(["--nats-url", &self.nats.url()])
             .args(["--metrics-addr", &format!("127.0.0.1:{metrics_port}")]);
         if name == "gantry-indexer" {
-            spawn = spawn.args(["--start-block", &d.start_block.to_string()]);
+            let poll = indexer_poll(self.config.block_time);
+            spawn = spawn
+                .args(["--start-block", &d.start_block.to_string()])
+                .args(["--poll-ms", &poll.as_millis().to_string()]);
         }
         if let (Some(every), "gantry-matcher" | "gantry-liveness") =
             (self.config.snapshot_every, name)
@@ -653,6 +656,17 @@ fn worker_label(index: usize) -> String {
     format!("gantry-worker-{}", index + 1)
 }
 
+/// How often the indexer asks this network's anvil for a new head once caught up: twice a
+/// block (a block's events reach the services half a block after it, on average, at most),
+/// between 50 and 500 ms (the indexer's default, for a remote RPC node); 50 ms when a block
+/// is mined per transaction. Anvil is on this machine: a poll is one cheap request.
+fn indexer_poll(block_time: Duration) -> Duration {
+    match block_time.is_zero() {
+        true => Duration::from_millis(50),
+        false => (block_time / 2).clamp(Duration::from_millis(50), Duration::from_millis(500)),
+    }
+}
+
 /// Starts anvil, deploys the market with the configured windows and gives each of
 /// anvil's accounts 1,000,000 gUSD (a worker's agent stakes the registry's minimum from
 /// it).
@@ -662,8 +676,8 @@ async fn start_chain(config: &NetworkConfig) -> anyhow::Result<Devnet> {
     if port != 0 {
         anvil = anvil.port(port);
     }
-    if block_time > 0 {
-        anvil = anvil.block_time(block_time);
+    if !block_time.is_zero() {
+        anvil = anvil.block_time_f64(block_time.as_secs_f64());
     }
     if let Some(gas_limit) = config.gas_limit {
         anvil = anvil.args(["--gas-limit".to_owned(), gas_limit.to_string()]);
