@@ -8,16 +8,13 @@
 //!
 //! The same reorganisation can un-mine an *earlier* transaction of the sender, one already
 //! reported mined, while this one waits in the pool: its nonce now follows a gap, and the
-//! pool holds it until something takes the free nonces — nothing would, as the sender's
-//! later transactions queue behind it too (the chaos suite: a worker's `submitResult`
-//! waited out its minute behind a heartbeat a reorg took away, its heartbeats queued
-//! behind it, and the keeper slashed the healthy node). A gap below the transaction that
-//! lasts `drop_grace` is filled with transfers of nothing to the sender itself, signed by
-//! the provider's wallet (a *filler*, as the matcher's sender does); the un-mined call is
-//! not sent again: its caller learns what happened from the chain. A gap is a nonce the
-//! pool holds nothing at (its pending count stops there): the sender's other transactions
-//! pending below this one — a worker has several in flight — are not, and a filler at
-//! one's nonce would replace it.
+//! pool holds it until something takes the free nonces — nothing would, as the sender
+//! waits for this one before it sends anything else (the chaos suite: a worker's
+//! `submitResult` waited out its minute behind a heartbeat a reorg took away, its
+//! heartbeats queued behind it, and the keeper slashed the healthy node). A gap below the
+//! transaction that lasts `drop_grace` is filled with transfers of nothing to the sender
+//! itself, signed by the provider's wallet (a *filler*, as the matcher's sender does); the
+//! un-mined call is not sent again: its caller learns what happened from the chain.
 
 use std::time::{Duration, Instant};
 
@@ -86,14 +83,11 @@ pub async fn mined(
             Some(pending) => {
                 missing_since = None;
                 let (from, nonce) = (pending.from(), pending.nonce());
-                if free_nonce_below(provider, from, nonce)
-                    .await
-                    .map_err(rpc)?
-                    .is_none()
-                {
+                let next = provider.get_transaction_count(from).await.map_err(rpc)?;
+                if next >= nonce {
                     gap_since = None;
                 } else if gap_since.get_or_insert_with(Instant::now).elapsed() >= wait.drop_grace {
-                    fill(provider, from, nonce).await.map_err(rpc)?;
+                    fill(provider, from, next..nonce).await;
                     gap_since = None;
                 }
             }
@@ -113,55 +107,24 @@ pub async fn mined(
     }
 }
 
-/// The lowest nonce below `nonce` at which the pool holds nothing of `from` (a gap), if
-/// any: the pool's pending count goes past the sender's mined transactions and those
-/// pending in a row after them, and stops at the first free nonce. A transaction of the
-/// sender pending below `nonce` (a worker has several in flight) is no gap; a filler at
-/// its nonce would replace it.
-pub async fn free_nonce_below(
-    provider: &DynProvider,
-    from: Address,
-    nonce: u64,
-) -> Result<Option<u64>, alloy::transports::TransportError> {
-    let next = provider.get_transaction_count(from).pending().await?;
-    Ok((next < nonce).then_some(next))
-}
-
-/// Sends a filler at each free nonce below `nonce`, the lowest first: each one filled joins
-/// the run of pending transactions after it to the mined ones, so the pool's count says
-/// where the next free one is. A refusal is only logged: the nonce may have been taken
-/// meanwhile (a real chain mines an un-mined transaction again), and a gap still there is
-/// filled again a grace later.
-async fn fill(
-    provider: &DynProvider,
-    from: Address,
-    nonce: u64,
-) -> Result<(), alloy::transports::TransportError> {
-    let Some(mut free) = free_nonce_below(provider, from, nonce).await? else {
-        return Ok(());
-    };
+/// Sends a filler at each of `nonces`. A refusal is only logged: the nonce may have been
+/// taken meanwhile (a real chain mines an un-mined transaction again), and a gap still
+/// there is filled again a grace later.
+async fn fill(provider: &DynProvider, from: Address, nonces: std::ops::Range<u64>) {
     tracing::warn!(
         account = %from,
-        nonces = ?(free..nonce),
+        ?nonces,
         "nonces emptied by a reorganisation below a transaction waiting in the pool: filling them"
     );
-    // At most one filler a nonce below this one; after a refusal, the gap is looked at
-    // again a grace later.
-    for _ in free..nonce {
+    for nonce in nonces {
         let filler = TransactionRequest::default()
             .with_from(from)
             .with_to(from)
             .with_value(U256::ZERO)
-            .with_nonce(free)
+            .with_nonce(nonce)
             .with_gas_limit(FILLER_GAS);
         if let Err(error) = provider.send_transaction(filler).await {
-            tracing::warn!(%error, nonce = free, "a filler was refused");
-            break;
-        }
-        match free_nonce_below(provider, from, nonce).await? {
-            Some(next) => free = next,
-            None => break,
+            tracing::warn!(%error, nonce, "a filler was refused");
         }
     }
-    Ok(())
 }

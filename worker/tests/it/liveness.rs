@@ -3,9 +3,7 @@
 //! it runs again; a node that takes no work says why on `/metrics` and `/readyz`. And an
 //! attempt that is over on chain unanswered (the worker frozen past `until`, its answer
 //! refused) is acknowledged and dropped, never run again. And a transaction whose nonce a
-//! reorganisation left behind a gap is mined, the gap filled, before the node times out
-//! (only a free nonce filled: a node has several transactions in flight, which wait for
-//! their receipts together).
+//! reorganisation left behind a gap is mined, the gap filled, before the node times out.
 
 use alloy::providers::Provider;
 use gantry_protocol::status::{JobStatus, NodeStatus};
@@ -323,7 +321,10 @@ async fn a_node_s_transactions_wait_for_their_receipts_together_not_one_a_block(
             },
         )
         .await;
-        let _: serde_json::Value = anvil.raw_request("evm_mine".into(), ()).await.unwrap();
+        let _: serde_json::Value = anvil
+            .raw_request("evm_mine".into(), ())
+            .await
+            .unwrap();
     };
     let (sent, ()) = tokio::join!(sends, mine_once_all_wait);
     for result in sent {
@@ -333,118 +334,5 @@ async fn a_node_s_transactions_wait_for_their_receipts_together_not_one_a_block(
         anvil.get_transaction_count(agent).await.unwrap(),
         mined_before + SENDS,
         "one block mined them all"
-    );
-}
-
-/// With several of a node's transactions in flight, one pending below another is no gap:
-/// only a nonce the pool holds nothing at is filled. (Counting gaps from the mined count, a
-/// transaction waiting past the grace behind the node's own earlier one — on any chain
-/// slower than the grace — sent a filler at that one's nonce, which replaces it when its
-/// fees have risen.) Blocks stop; the node's transactions A and B wait in the pool, C waits
-/// above a free nonce: only that nonce is filled, and one block mines A, B, the filler
-/// and C, A and B as they were sent.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn only_free_nonces_below_a_transaction_are_filled_not_the_node_s_pending_ones() {
-    use alloy::network::{EthereumWallet, NetworkTransactionBuilder, TransactionBuilder};
-    use alloy::rpc::types::TransactionRequest;
-    use gantry_runtime::tx::{Wait, free_nonce_below, mined};
-    use std::time::Duration;
-
-    let devnet = gantry_testkit::Devnet::start().await.unwrap();
-    let (provider, sender) = (devnet.provider(OTHER), devnet.address(OTHER));
-    let chain_id = provider.get_chain_id().await.unwrap();
-    let wallet = EthereumWallet::from(devnet.signer(OTHER));
-    let first = provider.get_transaction_count(sender).await.unwrap();
-    let _: serde_json::Value = devnet
-        .admin
-        .raw_request("evm_setAutomine".into(), [false])
-        .await
-        .unwrap();
-    // Fees a filler estimated now outbids by far: a filler at A's or B's nonce would
-    // replace it.
-    let send_at = |nonce: u64| {
-        let (provider, wallet) = (provider.clone(), wallet.clone());
-        async move {
-            let signed = TransactionRequest::default()
-                .with_to(sender)
-                .with_from(sender)
-                .with_nonce(nonce)
-                .with_chain_id(chain_id)
-                .with_gas_limit(21_000)
-                .with_max_fee_per_gas(1_100_000_000)
-                .with_max_priority_fee_per_gas(1)
-                .build(&wallet)
-                .await
-                .unwrap();
-            *provider
-                .send_raw_transaction(&alloy::eips::eip2718::Encodable2718::encoded_2718(&signed))
-                .await
-                .unwrap()
-                .tx_hash()
-        }
-    };
-    let a = send_at(first).await;
-    let b = send_at(first + 1).await;
-    assert_eq!(
-        free_nonce_below(&provider, sender, first + 1)
-            .await
-            .unwrap(),
-        None,
-        "A pending below B is no gap"
-    );
-    let c = send_at(first + 3).await;
-    assert_eq!(
-        free_nonce_below(&provider, sender, first + 3)
-            .await
-            .unwrap(),
-        Some(first + 2),
-        "the nonce between B and C is free"
-    );
-
-    let wait = Wait {
-        timeout: Duration::from_secs(60),
-        drop_grace: Duration::ZERO,
-        poll: Duration::from_millis(20),
-    };
-    let waiting = mined(&provider, c, wait);
-    let mine_once_filled = async {
-        let arrivals = provider
-            .watch_pending_transactions()
-            .await
-            .unwrap()
-            .into_stream();
-        gantry_testkit::wait_until(
-            "the free nonce is filled",
-            gantry_testkit::PATIENCE,
-            arrivals,
-            || async {
-                free_nonce_below(&provider, sender, first + 3)
-                    .await
-                    .unwrap()
-                    .is_none()
-            },
-        )
-        .await;
-        let _: serde_json::Value = devnet
-            .admin
-            .raw_request("evm_mine".into(), ())
-            .await
-            .unwrap();
-    };
-    let (receipt, ()) = tokio::join!(waiting, mine_once_filled);
-    assert!(receipt.expect("C mined once the gap is filled").status());
-    for (name, tx) in [("A", a), ("B", b)] {
-        assert!(
-            provider
-                .get_transaction_receipt(tx)
-                .await
-                .unwrap()
-                .is_some(),
-            "{name} was mined as sent, not replaced by a filler"
-        );
-    }
-    assert_eq!(
-        provider.get_transaction_count(sender).await.unwrap(),
-        first + 4
     );
 }
