@@ -167,8 +167,7 @@ pub struct Chain {
     signer: PrivateKeySigner,
     /// The block the market was deployed in: its logs are read from there.
     start_block: u64,
-    /// One broadcast at a time, so that each takes the pending count after the last as its
-    /// nonce (their receipts are waited for side by side).
+    /// One transaction at a time, so nonces stay in order.
     sending: Mutex<()>,
 }
 
@@ -184,7 +183,7 @@ impl Chain {
         signer: PrivateKeySigner,
     ) -> Result<Self, ChainError> {
         let agent = signer.address();
-        // The nonce is read from the chain for every transaction (one broadcast at a time): a
+        // The nonce is read from the chain for every transaction (one at a time): a
         // transaction un-mined by a reorganisation leaves its nonce free for the next,
         // where a cached count would go on past it and wedge every later one.
         let provider = ProviderBuilder::new()
@@ -732,22 +731,17 @@ impl Chain {
         call: &'static str,
         builder: alloy::contract::CallBuilder<&DynProvider, std::marker::PhantomData<C>>,
     ) -> Result<TransactionReceipt, ChainError> {
+        let _one_at_a_time = self.sending.lock().await;
         // Above the estimate: one taken in the block before can fall short (gas_limit).
         let gas = builder
             .estimate_gas()
             .await
             .map_err(|e| ChainError::from_call(call, e))?;
-        let builder = builder.gas(gantry_protocol::market::gas_limit(gas));
-        // One broadcast at a time, each taking the chain's pending count as its nonce; the
-        // receipts are waited for side by side: a node whose slots finish together answers
-        // in one block, not one answer a block.
-        let pending = {
-            let _one_at_a_time = self.sending.lock().await;
-            builder
-                .send()
-                .await
-                .map_err(|e| ChainError::from_call(call, e))?
-        };
+        let pending = builder
+            .gas(gantry_protocol::market::gas_limit(gas))
+            .send()
+            .await
+            .map_err(|e| ChainError::from_call(call, e))?;
         let receipt = self.mined(call, *pending.tx_hash()).await?;
         if !receipt.status() {
             return Err(ChainError::Reverted {
