@@ -12,6 +12,7 @@
 //!  job_hash ──▶ == job.state.hash()?  (still ours, unchanged)
 //! ```
 
+use std::collections::BTreeSet;
 use std::time::Duration;
 
 use alloy::network::EthereumWallet;
@@ -122,6 +123,27 @@ impl ChainError {
         }
     }
 
+    /// A broadcast's refusal. One about the nonce (another of the node's transactions holds
+    /// it, or the RPC node's count lagged) is the node's own race, tried again with the
+    /// chain's count: never the call's refusal, which would blame the job for it.
+    fn from_send(call: &'static str, error: alloy::contract::Error) -> Self {
+        let message = error.to_string().to_lowercase();
+        const NONCE_REFUSALS: [&str; 5] = [
+            "nonce too low",
+            "nonce too high",
+            "already known",
+            "already imported",
+            "replacement transaction underpriced",
+        ];
+        if NONCE_REFUSALS
+            .iter()
+            .any(|refusal| message.contains(refusal))
+        {
+            return Self::rpc(error);
+        }
+        Self::from_call(call, error)
+    }
+
     /// Whether trying again later may succeed.
     pub fn is_retryable(&self) -> bool {
         match self {
@@ -167,8 +189,15 @@ pub struct Chain {
     signer: PrivateKeySigner,
     /// The block the market was deployed in: its logs are read from there.
     start_block: u64,
-    /// One transaction at a time, so nonces stay in order.
-    sending: Mutex<()>,
+    /// One broadcast at a time: the nonce after the last one broadcast (`None`: the
+    /// chain's pending count, after an error or a transaction dropped). Each takes the
+    /// larger of this and the chain's pending count, so that an RPC node whose count lags
+    /// a broadcast (a pool updated after its answer, a load balancer) never hands out a
+    /// nonce twice.
+    sending: Mutex<Option<u64>>,
+    /// Nonces of the node's transactions broadcast and still waited for: no gap below a
+    /// later one (`gantry_runtime::tx::mined_among`).
+    in_flight: std::sync::Mutex<BTreeSet<u64>>,
 }
 
 impl Chain {
@@ -183,9 +212,10 @@ impl Chain {
         signer: PrivateKeySigner,
     ) -> Result<Self, ChainError> {
         let agent = signer.address();
-        // The nonce is read from the chain for every transaction (one at a time): a
-        // transaction un-mined by a reorganisation leaves its nonce free for the next,
-        // where a cached count would go on past it and wedge every later one.
+        // The nonce is the chain's pending count, or past the last one broadcast (see
+        // `sending`): a transaction un-mined by a reorganisation leaves its nonce free,
+        // taken by the next one (a cached count would go on past it: the gap is filled
+        // below a waiting transaction, `gantry_runtime::tx`).
         let provider = ProviderBuilder::new()
             .disable_recommended_fillers()
             .with_gas_estimation()
@@ -209,7 +239,8 @@ impl Chain {
             agent,
             signer,
             start_block,
-            sending: Mutex::new(()),
+            sending: Mutex::new(None),
+            in_flight: Default::default(),
         })
     }
 
@@ -731,18 +762,44 @@ impl Chain {
         call: &'static str,
         builder: alloy::contract::CallBuilder<&DynProvider, std::marker::PhantomData<C>>,
     ) -> Result<TransactionReceipt, ChainError> {
-        let _one_at_a_time = self.sending.lock().await;
         // Above the estimate: one taken in the block before can fall short (gas_limit).
         let gas = builder
             .estimate_gas()
             .await
             .map_err(|e| ChainError::from_call(call, e))?;
-        let pending = builder
-            .gas(gantry_protocol::market::gas_limit(gas))
-            .send()
-            .await
-            .map_err(|e| ChainError::from_call(call, e))?;
-        let receipt = self.mined(call, *pending.tx_hash()).await?;
+        let builder = builder.gas(gantry_protocol::market::gas_limit(gas));
+        // Broadcast one at a time; the receipts are waited for side by side, so that slots
+        // finishing together answer in one block, not one answer a block.
+        let (tx, nonce) = {
+            let mut next = self.sending.lock().await;
+            let pending = self
+                .provider
+                .get_transaction_count(self.agent)
+                .pending()
+                .await
+                .map_err(ChainError::rpc)?;
+            let nonce = next.map_or(pending, |next| next.max(pending));
+            match builder.nonce(nonce).send().await {
+                Ok(sent) => {
+                    *next = Some(nonce + 1);
+                    self.in_flight().insert(nonce);
+                    (*sent.tx_hash(), nonce)
+                }
+                Err(e) => {
+                    // The chain's count next time: the pool may hold what this one assumed
+                    // free, or the chain may have taken back what it assumed taken.
+                    *next = None;
+                    return Err(ChainError::from_send(call, e));
+                }
+            }
+        };
+        let mined = self.mined(call, tx).await;
+        self.in_flight().remove(&nonce);
+        if matches!(mined, Err(ChainError::Dropped { .. })) {
+            // Its nonce is free again: the next transaction takes it.
+            *self.sending.lock().await = None;
+        }
+        let receipt = mined?;
         if !receipt.status() {
             return Err(ChainError::Reverted {
                 call,
@@ -751,19 +808,26 @@ impl Chain {
         }
         Ok(receipt)
     }
+
+    fn in_flight(&self) -> std::sync::MutexGuard<'_, BTreeSet<u64>> {
+        self.in_flight
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
 }
 
 impl Chain {
-    /// Waits for transaction `tx`'s receipt (`gantry_runtime::tx::mined`): one a
-    /// reorganisation took away is reported as dropped within [`DROP_GRACE`], not waited
-    /// for.
+    /// Waits for transaction `tx`'s receipt (`gantry_runtime::tx::mined_among`, the node's
+    /// other transactions in flight no gap below it): one a reorganisation took away is
+    /// reported as dropped within [`DROP_GRACE`], not waited for.
     async fn mined(&self, call: &'static str, tx: B256) -> Result<TransactionReceipt, ChainError> {
         let wait = gantry_runtime::tx::Wait {
             timeout: RECEIPT_TIMEOUT,
             drop_grace: DROP_GRACE,
             poll: RECEIPT_POLL,
         };
-        gantry_runtime::tx::mined(&self.provider, tx, wait)
+        let in_flight = |nonce: u64| self.in_flight().contains(&nonce);
+        gantry_runtime::tx::mined_among(&self.provider, tx, wait, &in_flight)
             .await
             .map_err(|unmined| match unmined {
                 Unmined::Dropped(tx) => ChainError::Dropped { call, tx },
@@ -806,4 +870,34 @@ fn log_position(log: &Log) -> (u64, u64) {
         log.block_number.unwrap_or_default(),
         log.log_index.unwrap_or_default(),
     )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::ChainError;
+
+    /// The RPC node's error answer with `message`, as a call's send returns it.
+    fn refused(message: &str) -> alloy::contract::Error {
+        let payload = serde_json::json!({"code": -32000, "message": message});
+        alloy::contract::Error::TransportError(alloy::transports::TransportError::ErrorResp(
+            serde_json::from_value(payload).expect("an error payload"),
+        ))
+    }
+
+    /// Two of a node's broadcasts racing for a nonce (an RPC node whose count lags) is
+    /// the node's own race: tried again, never the job's refusal (which throws the result
+    /// away and blames the job).
+    #[test]
+    fn a_broadcast_refused_for_its_nonce_is_tried_again_a_refused_call_is_not() {
+        for message in [
+            "nonce too low: next nonce 7, tx nonce 6",
+            "replacement transaction underpriced",
+            "already known",
+        ] {
+            let error = ChainError::from_send("submitResult", refused(message));
+            assert!(error.is_retryable(), "{message}: {error}");
+        }
+        let error = ChainError::from_send("submitResult", refused("execution reverted"));
+        assert!(!error.is_retryable(), "{error}");
+    }
 }

@@ -14,7 +14,9 @@
 //! heartbeats queued behind it, and the keeper slashed the healthy node). A gap below the
 //! transaction that lasts `drop_grace` is filled with transfers of nothing to the sender
 //! itself, signed by the provider's wallet (a *filler*, as the matcher's sender does); the
-//! un-mined call is not sent again: its caller learns what happened from the chain.
+//! un-mined call is not sent again: its caller learns what happened from the chain. A
+//! sender with several transactions in flight at once (a worker) names their nonces
+//! ([`mined_among`]): its own transactions pending below this one are no gap.
 
 use std::time::{Duration, Instant};
 
@@ -71,6 +73,18 @@ pub async fn mined(
     tx: B256,
     wait: Wait,
 ) -> Result<TransactionReceipt, Unmined> {
+    mined_among(provider, tx, wait, &|_| false).await
+}
+
+/// As [`mined`], for a sender with several transactions in flight at once: `in_flight`
+/// says which nonces hold one of its own transactions still waited for, which are no gap
+/// (a filler at one's nonce would compete with it, and replace it once fees have risen).
+pub async fn mined_among(
+    provider: &DynProvider,
+    tx: B256,
+    wait: Wait,
+    in_flight: &(dyn Fn(u64) -> bool + Sync),
+) -> Result<TransactionReceipt, Unmined> {
     let started = Instant::now();
     let mut missing_since = None;
     let mut gap_since = None;
@@ -84,10 +98,11 @@ pub async fn mined(
                 missing_since = None;
                 let (from, nonce) = (pending.from(), pending.nonce());
                 let next = provider.get_transaction_count(from).await.map_err(rpc)?;
-                if next >= nonce {
+                let free: Vec<u64> = (next..nonce).filter(|n| !in_flight(*n)).collect();
+                if free.is_empty() {
                     gap_since = None;
                 } else if gap_since.get_or_insert_with(Instant::now).elapsed() >= wait.drop_grace {
-                    fill(provider, from, next..nonce).await;
+                    fill(provider, from, &free).await;
                     gap_since = None;
                 }
             }
@@ -110,13 +125,13 @@ pub async fn mined(
 /// Sends a filler at each of `nonces`. A refusal is only logged: the nonce may have been
 /// taken meanwhile (a real chain mines an un-mined transaction again), and a gap still
 /// there is filled again a grace later.
-async fn fill(provider: &DynProvider, from: Address, nonces: std::ops::Range<u64>) {
+async fn fill(provider: &DynProvider, from: Address, nonces: &[u64]) {
     tracing::warn!(
         account = %from,
         ?nonces,
         "nonces emptied by a reorganisation below a transaction waiting in the pool: filling them"
     );
-    for nonce in nonces {
+    for &nonce in nonces {
         let filler = TransactionRequest::default()
             .with_from(from)
             .with_to(from)

@@ -3,7 +3,9 @@
 //! it runs again; a node that takes no work says why on `/metrics` and `/readyz`. And an
 //! attempt that is over on chain unanswered (the worker frozen past `until`, its answer
 //! refused) is acknowledged and dropped, never run again. And a transaction whose nonce a
-//! reorganisation left behind a gap is mined, the gap filled, before the node times out.
+//! reorganisation left behind a gap is mined, the gap filled, before the node times out;
+//! a node's transactions wait for their receipts together, and only a free nonce below
+//! one is filled, never one of the node's own pending.
 
 use alloy::providers::Provider;
 use gantry_protocol::status::{JobStatus, NodeStatus};
@@ -195,8 +197,8 @@ async fn a_dropped_heartbeat_is_sent_again_before_the_node_times_out() {
 /// The worker signs its next transaction with the nonce after its last one, and a
 /// reorganisation takes that last one away before the new one reaches the pool: the new
 /// one's nonce follows a gap, and the pool holds it until something takes the free nonce.
-/// The worker sends one transaction at a time and waits for it (`gantry_runtime::tx::mined`),
-/// so nothing would: it waited out its receipt timeout (a minute), its heartbeats queued
+/// The worker's later transactions queue behind it (`gantry_runtime::tx::mined`), so
+/// nothing would: it waited out its receipt timeout (a minute), its heartbeats queued
 /// behind, and the keeper marked the healthy node inactive and slashed its jobs (the chaos
 /// suite in the fresh-clone CI: a `submitResult` sent as a 1-block reorg landed). The
 /// wait fills the gap once it has lasted its grace.
@@ -259,5 +261,189 @@ async fn a_transaction_behind_a_nonce_a_reorg_emptied_is_mined_once_the_gap_is_f
         provider.get_transaction_count(sender).await.unwrap(),
         next + 1,
         "the free nonce was taken by a filler, then this one"
+    );
+}
+
+/// A node's transactions are broadcast one after another but wait for their receipts side
+/// by side: a node whose slots finish together answers them in one block. The worker held
+/// its one-at-a-time lock until each receipt, so a node answered at most one job a block
+/// (on a chain of 12 s blocks, eight slots finishing together took eight blocks; on the
+/// end-to-end WASM run's 100 ms blocks, a few answers a second). Each takes the nonce after
+/// the last one broadcast (or the chain's pending count, if larger). Blocks stop here:
+/// every send must be in the pool, with its own nonce, before one block mines them all.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_node_s_transactions_wait_for_their_receipts_together_not_one_a_block() {
+    use gantry_protocol::bindings::NodeRegistry::NodeCapabilities;
+    use gantry_worker::chain::Chain;
+
+    const SENDS: u64 = 4;
+    let net = gantry_testkit::TestNet::builder().start().await.unwrap();
+    let capabilities = NodeCapabilities {
+        cpuCores: 2,
+        ramMiB: 1_024,
+        maxConcurrentJobs: SENDS as u8,
+        engines: gantry_protocol::eligibility::Engines::WASM.0,
+        ..Default::default()
+    };
+    let node = net.register_own_node(NODES[0], capabilities).await;
+    let d = net.deployment();
+    let chain = Chain::connect(
+        net.devnet.anvil.endpoint_url(),
+        d.chain_id,
+        d.market,
+        d.registry,
+        d.token,
+        d.start_block,
+        net.devnet.signer(NODES[0]),
+    )
+    .await
+    .unwrap();
+    let anvil = &net.devnet.admin;
+    let agent = net.address(NODES[0]);
+    let _: serde_json::Value = anvil
+        .raw_request("evm_setAutomine".into(), [false])
+        .await
+        .unwrap();
+    let mined_before = anvil.get_transaction_count(agent).await.unwrap();
+
+    let sends = futures::future::join_all((0..SENDS).map(|_| chain.heartbeat(node)));
+    let mine_once_all_wait = async {
+        let arrivals = anvil
+            .watch_pending_transactions()
+            .await
+            .unwrap()
+            .into_stream();
+        gantry_testkit::wait_until(
+            &format!("{SENDS} of the node's transactions wait in the pool together"),
+            gantry_testkit::PATIENCE,
+            arrivals,
+            || async {
+                let pending = anvil.get_transaction_count(agent).pending().await.unwrap();
+                pending - mined_before == SENDS
+            },
+        )
+        .await;
+        let _: serde_json::Value = anvil.raw_request("evm_mine".into(), ()).await.unwrap();
+    };
+    let (sent, ()) = tokio::join!(sends, mine_once_all_wait);
+    for result in sent {
+        result.expect("each heartbeat mined");
+    }
+    assert_eq!(
+        anvil.get_transaction_count(agent).await.unwrap(),
+        mined_before + SENDS,
+        "one block mined them all"
+    );
+}
+
+/// With several of a node's transactions in flight, one pending below another is no gap:
+/// only a nonce the pool holds nothing at is filled. (Counting gaps from the mined count
+/// alone, a transaction waiting past the grace behind the node's own earlier one — on any
+/// chain slower than the grace — sent a filler at that one's nonce, which replaces it once
+/// fees have risen.) Blocks stop; the node's transactions A and B wait in the pool, C waits
+/// above a free nonce: one filler goes, at that nonce, and one block mines A, B, the filler
+/// and C, A and B as they were sent.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn only_free_nonces_below_a_transaction_are_filled_not_the_node_s_pending_ones() {
+    use alloy::network::{EthereumWallet, NetworkTransactionBuilder, TransactionBuilder};
+    use alloy::rpc::types::TransactionRequest;
+    use gantry_runtime::tx::{Wait, mined_among};
+    use std::time::Duration;
+
+    let devnet = gantry_testkit::Devnet::start().await.unwrap();
+    let (provider, sender) = (devnet.provider(OTHER), devnet.address(OTHER));
+    let chain_id = provider.get_chain_id().await.unwrap();
+    let wallet = EthereumWallet::from(devnet.signer(OTHER));
+    let first = provider.get_transaction_count(sender).await.unwrap();
+    let _: serde_json::Value = devnet
+        .admin
+        .raw_request("evm_setAutomine".into(), [false])
+        .await
+        .unwrap();
+    // A and B pay just over the base fee and no tip: a filler (the provider's estimate,
+    // twice the base fee) outbids them, so a filler at their nonces would replace them.
+    let base_fee = provider
+        .get_block_by_number(alloy::eips::BlockNumberOrTag::Latest)
+        .await
+        .unwrap()
+        .and_then(|block| block.header.base_fee_per_gas)
+        .expect("anvil has a base fee") as u128;
+    let (max_fee, tip) = (base_fee * 113 / 100 + 1, 0u128);
+    let estimate = provider.estimate_eip1559_fees().await.unwrap();
+    assert!(
+        estimate.max_fee_per_gas >= max_fee * 11 / 10 && estimate.max_priority_fee_per_gas > tip,
+        "a filler outbids A and B ({estimate:?}, base fee {base_fee})"
+    );
+    let send_at = |nonce: u64| {
+        let (provider, wallet) = (provider.clone(), wallet.clone());
+        async move {
+            let signed = TransactionRequest::default()
+                .with_to(sender)
+                .with_from(sender)
+                .with_nonce(nonce)
+                .with_chain_id(chain_id)
+                .with_gas_limit(21_000)
+                .with_max_fee_per_gas(max_fee)
+                .with_max_priority_fee_per_gas(tip)
+                .build(&wallet)
+                .await
+                .unwrap();
+            let raw = alloy::eips::eip2718::Encodable2718::encoded_2718(&signed);
+            *provider.send_raw_transaction(&raw).await.unwrap().tx_hash()
+        }
+    };
+    let a = send_at(first).await;
+    let b = send_at(first + 1).await;
+    let c = send_at(first + 3).await;
+    let in_flight = |nonce: u64| [first, first + 1, first + 3].contains(&nonce);
+
+    let wait = Wait {
+        timeout: Duration::from_secs(60),
+        drop_grace: Duration::ZERO,
+        poll: Duration::from_millis(20),
+    };
+    let waiting = mined_among(&provider, c, wait, &in_flight);
+    let mine_once_filled = async {
+        let arrivals = provider
+            .watch_pending_transactions()
+            .await
+            .unwrap()
+            .into_stream();
+        gantry_testkit::wait_until(
+            "the free nonce is filled",
+            gantry_testkit::PATIENCE,
+            arrivals,
+            || async {
+                provider
+                    .get_transaction_count(sender)
+                    .pending()
+                    .await
+                    .unwrap()
+                    == first + 4
+            },
+        )
+        .await;
+        let _: serde_json::Value = devnet
+            .admin
+            .raw_request("evm_mine".into(), ())
+            .await
+            .unwrap();
+    };
+    let (receipt, ()) = tokio::join!(waiting, mine_once_filled);
+    assert!(receipt.expect("C mined once the gap is filled").status());
+    for (name, tx) in [("A", a), ("B", b)] {
+        assert!(
+            provider
+                .get_transaction_receipt(tx)
+                .await
+                .unwrap()
+                .is_some(),
+            "{name} was mined as sent, not replaced by a filler"
+        );
+    }
+    assert_eq!(
+        provider.get_transaction_count(sender).await.unwrap(),
+        first + 4,
+        "A, B, one filler and C"
     );
 }
