@@ -770,7 +770,7 @@ impl Chain {
         let builder = builder.gas(gantry_protocol::market::gas_limit(gas));
         // Broadcast one at a time; the receipts are waited for side by side, so that slots
         // finishing together answer in one block, not one answer a block.
-        let (tx, nonce) = {
+        let (tx, waited_for) = {
             let mut next = self.sending.lock().await;
             let pending = self
                 .provider
@@ -778,12 +778,18 @@ impl Chain {
                 .pending()
                 .await
                 .map_err(ChainError::rpc)?;
-            let nonce = next.map_or(pending, |next| next.max(pending));
+            let mut nonce = next.map_or(pending, |next| next.max(pending));
+            // Never one of the node's own in flight (an RPC node's count lagging after a
+            // reset): a broadcast at its nonce would be refused, or replace it.
+            while self.in_flight().contains(&nonce) {
+                nonce += 1;
+            }
+            // In the set before the broadcast: no filler takes this nonce meanwhile.
+            let waited_for = InFlight::new(self, nonce);
             match builder.nonce(nonce).send().await {
                 Ok(sent) => {
                     *next = Some(nonce + 1);
-                    self.in_flight().insert(nonce);
-                    (*sent.tx_hash(), nonce)
+                    (*sent.tx_hash(), waited_for)
                 }
                 Err(e) => {
                     // The chain's count next time: the pool may hold what this one assumed
@@ -794,7 +800,7 @@ impl Chain {
             }
         };
         let mined = self.mined(call, tx).await;
-        self.in_flight().remove(&nonce);
+        drop(waited_for);
         if matches!(mined, Err(ChainError::Dropped { .. })) {
             // Its nonce is free again: the next transaction takes it.
             *self.sending.lock().await = None;
@@ -813,6 +819,28 @@ impl Chain {
         self.in_flight
             .lock()
             .unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+}
+
+/// A nonce of the node's in the `in_flight` set while its transaction is waited for, and
+/// out of it once the wait ends — also when the wait is dropped (a job's task ended, the
+/// worker stopping): a nonce left in the set would never be filled if its transaction
+/// left the pool, and every later transaction would wait behind it.
+struct InFlight<'a> {
+    chain: &'a Chain,
+    nonce: u64,
+}
+
+impl<'a> InFlight<'a> {
+    fn new(chain: &'a Chain, nonce: u64) -> Self {
+        chain.in_flight().insert(nonce);
+        Self { chain, nonce }
+    }
+}
+
+impl Drop for InFlight<'_> {
+    fn drop(&mut self) {
+        self.chain.in_flight().remove(&self.nonce);
     }
 }
 

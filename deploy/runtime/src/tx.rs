@@ -88,29 +88,46 @@ pub async fn mined_among(
     let started = Instant::now();
     let mut missing_since = None;
     let mut gap_since = None;
-    let rpc = |source| Unmined::Rpc { tx, source };
     loop {
-        if let Some(receipt) = provider.get_transaction_receipt(tx).await.map_err(rpc)? {
-            return Ok(receipt);
+        // One look; an RPC error ends the wait only at its timeout (one failed read is no
+        // news about the transaction, and a caller that gave up would send it again while
+        // this one may still be mined).
+        let looked: Result<Option<TransactionReceipt>, alloy::transports::TransportError> = async {
+            if let Some(receipt) = provider.get_transaction_receipt(tx).await? {
+                return Ok(Some(receipt));
+            }
+            match provider.get_transaction_by_hash(tx).await? {
+                Some(pending) => {
+                    missing_since = None;
+                    let (from, nonce) = (pending.from(), pending.nonce());
+                    let next = provider.get_transaction_count(from).await?;
+                    let free: Vec<u64> = (next..nonce).filter(|n| !in_flight(*n)).collect();
+                    if free.is_empty() {
+                        gap_since = None;
+                    } else if gap_since.get_or_insert_with(Instant::now).elapsed()
+                        >= wait.drop_grace
+                    {
+                        fill(provider, from, &free, in_flight).await;
+                        gap_since = None;
+                    }
+                }
+                None => {
+                    missing_since.get_or_insert_with(Instant::now);
+                }
+            }
+            Ok(None)
         }
-        match provider.get_transaction_by_hash(tx).await.map_err(rpc)? {
-            Some(pending) => {
-                missing_since = None;
-                let (from, nonce) = (pending.from(), pending.nonce());
-                let next = provider.get_transaction_count(from).await.map_err(rpc)?;
-                let free: Vec<u64> = (next..nonce).filter(|n| !in_flight(*n)).collect();
-                if free.is_empty() {
-                    gap_since = None;
-                } else if gap_since.get_or_insert_with(Instant::now).elapsed() >= wait.drop_grace {
-                    fill(provider, from, &free).await;
-                    gap_since = None;
-                }
+        .await;
+        match looked {
+            Ok(Some(receipt)) => return Ok(receipt),
+            Ok(None) => {}
+            Err(source) if started.elapsed() >= wait.timeout => {
+                return Err(Unmined::Rpc { tx, source });
             }
-            None => {
-                if missing_since.get_or_insert_with(Instant::now).elapsed() >= wait.drop_grace {
-                    return Err(Unmined::Dropped(tx));
-                }
-            }
+            Err(error) => tracing::debug!(%error, %tx, "reading a waited-for transaction"),
+        }
+        if missing_since.is_some_and(|since: Instant| since.elapsed() >= wait.drop_grace) {
+            return Err(Unmined::Dropped(tx));
         }
         if started.elapsed() >= wait.timeout {
             return Err(Unmined::NotMined {
@@ -125,13 +142,22 @@ pub async fn mined_among(
 /// Sends a filler at each of `nonces`. A refusal is only logged: the nonce may have been
 /// taken meanwhile (a real chain mines an un-mined transaction again), and a gap still
 /// there is filled again a grace later.
-async fn fill(provider: &DynProvider, from: Address, nonces: &[u64]) {
+async fn fill(
+    provider: &DynProvider,
+    from: Address,
+    nonces: &[u64],
+    in_flight: &(dyn Fn(u64) -> bool + Sync),
+) {
     tracing::warn!(
         account = %from,
         ?nonces,
         "nonces emptied by a reorganisation below a transaction waiting in the pool: filling them"
     );
     for &nonce in nonces {
+        // Looked at again just before: the sender may have sent there meanwhile.
+        if in_flight(nonce) {
+            continue;
+        }
         let filler = TransactionRequest::default()
             .with_from(from)
             .with_to(from)
