@@ -307,24 +307,8 @@ async fn a_node_s_transactions_wait_for_their_receipts_together_not_one_a_block(
     let mined_before = anvil.get_transaction_count(agent).await.unwrap();
 
     let sends = futures::future::join_all((0..SENDS).map(|_| chain.heartbeat(node)));
-    let mine_once_all_wait = async {
-        let arrivals = anvil
-            .watch_pending_transactions()
-            .await
-            .unwrap()
-            .into_stream();
-        gantry_testkit::wait_until(
-            &format!("{SENDS} of the node's transactions wait in the pool together"),
-            gantry_testkit::PATIENCE,
-            arrivals,
-            || async {
-                let pending = anvil.get_transaction_count(agent).pending().await.unwrap();
-                pending - mined_before == SENDS
-            },
-        )
-        .await;
-        let _: serde_json::Value = anvil.raw_request("evm_mine".into(), ()).await.unwrap();
-    };
+    let all_wait = format!("{SENDS} of the node's transactions wait in the pool together");
+    let mine_once_all_wait = mine_once_pending_reach(anvil, agent, mined_before + SENDS, &all_wait);
     let (sent, ()) = tokio::join!(sends, mine_once_all_wait);
     for result in sent {
         result.expect("each heartbeat mined");
@@ -403,32 +387,8 @@ async fn only_free_nonces_below_a_transaction_are_filled_not_the_node_s_pending_
         poll: Duration::from_millis(20),
     };
     let waiting = mined_among(&provider, c, wait, &in_flight);
-    let mine_once_filled = async {
-        let arrivals = provider
-            .watch_pending_transactions()
-            .await
-            .unwrap()
-            .into_stream();
-        gantry_testkit::wait_until(
-            "the free nonce is filled",
-            gantry_testkit::PATIENCE,
-            arrivals,
-            || async {
-                provider
-                    .get_transaction_count(sender)
-                    .pending()
-                    .await
-                    .unwrap()
-                    == first + 4
-            },
-        )
-        .await;
-        let _: serde_json::Value = devnet
-            .admin
-            .raw_request("evm_mine".into(), ())
-            .await
-            .unwrap();
-    };
+    let mine_once_filled =
+        mine_once_pending_reach(&provider, sender, first + 4, "the free nonce is filled");
     let (receipt, ()) = tokio::join!(waiting, mine_once_filled);
     assert!(receipt.expect("C mined once the gap is filled").status());
     for (name, tx) in [("A", a), ("B", b)] {
@@ -446,4 +406,29 @@ async fn only_free_nonces_below_a_transaction_are_filled_not_the_node_s_pending_
         first + 4,
         "A, B, one filler and C"
     );
+}
+
+/// Mines one block once the pool counts `count` transactions of `account` (mined, then
+/// pending in a row), looked at again on each arrival in the pool; blocks are stopped.
+async fn mine_once_pending_reach(
+    provider: &alloy::providers::DynProvider,
+    account: alloy::primitives::Address,
+    count: u64,
+    what: &str,
+) {
+    let arrivals = provider
+        .watch_pending_transactions()
+        .await
+        .unwrap()
+        .into_stream();
+    gantry_testkit::wait_until(what, gantry_testkit::PATIENCE, arrivals, || async {
+        provider
+            .get_transaction_count(account)
+            .pending()
+            .await
+            .unwrap()
+            == count
+    })
+    .await;
+    let _: serde_json::Value = provider.raw_request("evm_mine".into(), ()).await.unwrap();
 }
